@@ -1,0 +1,217 @@
+/*
+ * backend.h — the function table every compute backend fills (OpenCL, CUDA; Metal would be a
+ * third), and the plain records that cross it.
+ *
+ * A backend is one `const kp_backend_ops` with designated initializers. It loads its runtime
+ * with dlopen on first use, so one kprof binary starts on a machine with either runtime, both
+ * or neither. probe() says whether it can run and, if not, why — in words `kprof caps` prints
+ * as they are ("libcuda.so.1 not found").
+ *
+ * Ownership: objects a backend returns (device, program, kernel, buffer) belong to the caller
+ * until passed to the matching release function; release(NULL) is a no-op. Backends never
+ * print and never exit; every failure is a kprof_status with a kp_error message naming the
+ * native error (its name and number kept).
+ */
+#ifndef KP_BACKEND_H
+#define KP_BACKEND_H
+
+#include "core/error.h"
+#include "core/spec.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct kp_device kp_device;   /* an opened device (context + queue/stream) */
+typedef struct kp_program kp_program; /* a compiled module */
+typedef struct kp_kernel kp_kernel;   /* one entry point, with its bound arguments */
+typedef struct kp_buffer kp_buffer;   /* device memory */
+
+/* One extra fact a backend reports about a device (shown by `kprof caps`, kept in --json). */
+typedef struct kp_fact {
+    char key[40];    /* JSON key, snake_case */
+    char label[48];  /* what a person reads */
+    char value[160]; /* formatted value */
+    int numeric;     /* value is a JSON number */
+} kp_fact;
+
+#define KP_MAX_FACTS 48
+
+typedef struct kp_device_info {
+    char backend[16];           /* "opencl", "cuda" */
+    int index;                  /* the backend's device number (--device N) */
+    char name[256];             /* "NVIDIA H200", "pthread-haswell-AMD EPYC" */
+    char vendor[128];
+    char driver[128];           /* driver version */
+    char platform[256];         /* OpenCL platform name; CUDA: "CUDA <driver api version>" */
+    char version[128];          /* device API version ("OpenCL 3.0 ...", "compute capability 9.0") */
+    int is_gpu;                 /* a GPU (auto prefers these) */
+    uint32_t compute_units;     /* SMs / compute units */
+    uint64_t max_tg;            /* max threads per threadgroup */
+    uint64_t max_tg_dims[3];    /* max threads per threadgroup per dimension */
+    uint64_t exec_width;        /* warp size / preferred work-group multiple */
+    uint64_t local_mem;         /* threadgroup (local/shared) memory per group, bytes */
+    uint64_t global_mem;        /* bytes */
+    uint64_t max_alloc;         /* largest single allocation, bytes (0 = unknown) */
+    double timer_resolution_ns; /* device timestamp resolution */
+    int profiling;              /* device timestamps available */
+    int uniform_groups;         /* grid must be a multiple of tg in each dimension */
+    double peak_bandwidth_gbs;  /* datasheet-style peak (0 = unknown) */
+    int nfacts;
+    kp_fact facts[KP_MAX_FACTS]; /* backend-specific extras, in display order */
+} kp_device_info;
+
+/* Source languages kprof compiles. */
+typedef enum kp_lang { KP_LANG_OPENCL_C, KP_LANG_CUDA, KP_LANG_PTX, KP_LANG_CUBIN } kp_lang;
+
+typedef struct kp_source {
+    const char *path;    /* where it came from (for messages and compiler diagnostics) */
+    const char *text;    /* source text (or binary for cubin) */
+    size_t len;          /* bytes of text */
+    kp_lang lang;
+    const char *options; /* user compiler options ("-DN=4 -I dir"); may be "" */
+    const char *entry;   /* the kernel wanted; CUDA: also registered as a name expression */
+} kp_source;
+
+/* What a kernel parameter is, as far as the backend can tell. */
+typedef enum kp_param_kind {
+    KP_PARAM_UNKNOWN,  /* the backend cannot say: only the count is checked */
+    KP_PARAM_GLOBAL,   /* pointer to global/device memory: a buffer */
+    KP_PARAM_CONSTANT, /* pointer to constant memory: a buffer */
+    KP_PARAM_LOCAL,    /* pointer to local/threadgroup memory: local:BYTES */
+    KP_PARAM_VALUE     /* passed by value: TYPE=VALUE */
+} kp_param_kind;
+
+typedef struct kp_param {
+    kp_param_kind kind;
+    uint32_t size;       /* bytes passed (by-value size; 8 for a pointer); 0 = unknown */
+    char name[64];       /* "a", or "" when unknown */
+    char type_name[64];  /* "float*", "uint", "float4*", or "" when unknown */
+} kp_param;
+
+typedef struct kp_kernel_meta {
+    char name[256];  /* entry-point name as the user writes it */
+    char symbol[256]; /* the symbol in the binary (lowered/mangled name for CUDA C++) */
+    int nparams;     /* -1 when the backend cannot count them */
+    kp_param *params;
+} kp_kernel_meta;
+
+/* What a compiled program holds: its kernels and their parameters. Kept beside the cached
+ * binary, so a cache hit needs no compiler. Heap; kp_program_meta_free() releases. */
+typedef struct kp_program_meta {
+    int nkernels;
+    kp_kernel_meta *kernels;
+} kp_program_meta;
+
+/* Append a fact to info (ignored when full). */
+void kp_device_fact_add(kp_device_info *info, const char *key, const char *label, int numeric,
+                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+void kp_program_meta_free(kp_program_meta *meta);
+
+/* What a build produced besides the program. Zero-initialise; kp_build_output_free(). */
+typedef struct kp_build_output {
+    unsigned char *binary;  /* loadable by ops->load; heap; NULL when not serialisable */
+    size_t binary_len;
+    const char *binary_ext; /* file extension for dumps: "bin" (OpenCL), "cubin" */
+    char *ptx;              /* CUDA: PTX text; heap or NULL */
+    char *log;              /* compiler log even on success (warnings); heap or NULL */
+    kp_program_meta meta;   /* kernels and parameters */
+} kp_build_output;
+
+void kp_build_output_free(kp_build_output *out);
+const kp_kernel_meta *kp_program_meta_find(const kp_program_meta *meta, const char *name);
+
+typedef struct kp_launch {
+    int dims;           /* 1, 2 or 3 */
+    uint64_t grid[3];   /* total threads per dimension */
+    uint64_t tg[3];     /* threads per threadgroup per dimension */
+    uint64_t dyn_local; /* dynamic shared memory bytes (CUDA --smem) */
+    double timeout_s;   /* a dispatch still running after this is reported (0 = none) */
+} kp_launch;
+
+uint64_t kp_launch_tg_threads(const kp_launch *l);
+
+/* Per-kernel limits and resource use, from the compiled kernel. Fields a backend cannot fill
+ * stay 0 and their have_ flag says so. */
+typedef struct kp_reflection {
+    uint64_t max_tg;             /* kernel's max threads per threadgroup */
+    uint64_t preferred_multiple; /* execution width / preferred group multiple */
+    uint64_t static_local;       /* static threadgroup (shared/local) memory, bytes */
+    uint64_t private_bytes;      /* private memory per thread (OpenCL); local/spill (CUDA) */
+    int have_registers;
+    int registers;               /* per thread */
+    uint64_t const_bytes;
+    int ptx_version, binary_version;   /* e.g. 90 */
+    uint64_t max_dynamic_local;  /* CUDA: max dynamic shared memory this kernel may take */
+    int have_occupancy;
+    double occupancy;            /* theoretical, 0..1, at the launch's tg */
+    int blocks_per_sm;
+    char limiter[32];            /* "registers", "shared memory", "warps", "blocks" */
+} kp_reflection;
+
+typedef struct kp_backend_ops {
+    const char *name; /* "opencl", "cuda" */
+
+    /* Can this backend run here? 0 = yes; otherwise UNAVAILABLE and the reason in reason[]. */
+    kprof_status (*probe)(char *reason, size_t reason_n);
+    /* Number of devices (after a successful probe). */
+    int (*device_count)(void);
+    kprof_status (*device_info)(int index, kp_device_info *out, kp_error *err);
+
+    kprof_status (*open)(int index, kp_device **out, kp_error *err);
+    void (*close)(kp_device *dev);
+
+    /* Compile source for the opened device. On success: the program and what the build
+     * produced (binary for the cache, PTX, log, the kernels and their parameters). On a compile
+     * failure: COMPILE with the compiler's log in err->log. */
+    kprof_status (*build)(kp_device *dev, const kp_source *src, kp_program **out,
+                          kp_build_output *products, kp_error *err);
+    /* Load a binary earlier returned by build (from the cache). */
+    kprof_status (*load)(kp_device *dev, const unsigned char *binary, size_t len,
+                         kp_program **out, kp_error *err);
+    void (*program_release)(kp_program *prog);
+
+    /* Create the kernel named by meta (symbol). */
+    kprof_status (*kernel_create)(kp_program *prog, const kp_kernel_meta *meta, kp_kernel **out,
+                                  kp_error *err);
+    void (*kernel_release)(kp_kernel *k);
+    kprof_status (*reflect)(kp_kernel *k, const kp_launch *launch, kp_reflection *out,
+                            kp_error *err);
+
+    kprof_status (*alloc)(kp_device *dev, uint64_t bytes, kp_buffer **out, kp_error *err);
+    kprof_status (*write)(kp_buffer *buf, const void *src, uint64_t bytes, kp_error *err);
+    kprof_status (*read)(kp_buffer *buf, void *dst, uint64_t bytes, kp_error *err);
+    void (*free)(kp_buffer *buf);
+
+    /* Bind the SPEC's arguments: buffers[i] is the buffer for spec item i (NULL for scalars
+     * and local memory). */
+    kprof_status (*bind)(kp_kernel *k, const kp_spec *spec, kp_buffer *const *buffers,
+                         kp_error *err);
+    /* One dispatch, waited for; *gpu_ns is its duration from device timestamps. */
+    kprof_status (*dispatch)(kp_kernel *k, const kp_launch *launch, double *gpu_ns,
+                             kp_error *err);
+} kp_backend_ops;
+
+extern const kp_backend_ops kp_opencl_backend;
+extern const kp_backend_ops kp_cuda_backend;
+
+/* All backends compiled in, in preference order for `auto`. NULL-terminated. */
+extern const kp_backend_ops *const kp_backends[];
+
+const kp_backend_ops *kp_backend_find(const char *name);
+
+/* The language of a kernel file from its extension (cl, cu, ptx, cubin); -1 when unknown. */
+int kp_lang_from_path(const char *path);
+const char *kp_lang_backend(kp_lang lang); /* "opencl" or "cuda" */
+
+/*
+ * Device choice. `backend` is "opencl", "cuda", "auto" or NULL (then $KPROF_BACKEND, else
+ * auto); `device` is a device number or -1 (then $KPROF_DEVICE, else auto). `lang` limits the
+ * backends to those that run it (-1 for any). auto prefers a GPU (CUDA first, then an OpenCL
+ * GPU), else the first OpenCL device (PoCL on the CPU). On failure: UNAVAILABLE naming every
+ * backend that could not run and why, or INVALID for a bad name or a language mismatch.
+ */
+kprof_status kp_backend_choose(const char *backend, int device, int lang,
+                               const kp_backend_ops **ops_out, int *index_out, kp_error *err);
+
+#endif

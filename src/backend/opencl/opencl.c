@@ -1,0 +1,659 @@
+/*
+ * opencl.c — the OpenCL backend: every platform's devices through the ICD loader, programs
+ * compiled from OpenCL C at run time (with kernel argument info, so SPECs are checked against
+ * the kernel's declaration), buffers, and dispatches timed with profiling events — the
+ * device's own START/END timestamps, never host clocks.
+ */
+#define _GNU_SOURCE
+#include "backend/backend.h"
+#include "backend/opencl/cl_api.h"
+#include "core/util.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define KP_CL_MAX_DEVICES 64
+
+struct kp_device {
+    cl_platform_id platform;
+    cl_device_id id;
+    cl_context context;
+    cl_command_queue queue;
+    uint64_t max_alloc;
+};
+
+struct kp_program {
+    kp_device *dev;
+    cl_program program;
+};
+
+struct kp_kernel {
+    kp_device *dev;
+    cl_kernel kernel;
+    char name[256];
+};
+
+struct kp_buffer {
+    kp_device *dev;
+    cl_mem mem;
+    uint64_t bytes;
+};
+
+/* Devices of every platform, enumerated once. */
+static struct {
+    pthread_once_t once;
+    int count;
+    cl_platform_id platform[KP_CL_MAX_DEVICES];
+    cl_device_id device[KP_CL_MAX_DEVICES];
+    char why[512];
+    int ok;
+} kp_cl_devices = {.once = PTHREAD_ONCE_INIT};
+
+static void kp_cl_enumerate(void)
+{
+    if (kp_cl_load(kp_cl_devices.why, sizeof kp_cl_devices.why) != 0) return;
+    cl_uint nplat = 0;
+    cl_int rc = kp_cl.clGetPlatformIDs(0, NULL, &nplat);
+    if (rc == -1001 || (rc == CL_SUCCESS && nplat == 0)) {
+        snprintf(kp_cl_devices.why, sizeof kp_cl_devices.why,
+                 "no OpenCL platform found (no ICD registered in /etc/OpenCL/vendors or "
+                 "$OCL_ICD_VENDORS; install e.g. Debian's pocl-opencl-icd)");
+        return;
+    }
+    if (rc != CL_SUCCESS) {
+        snprintf(kp_cl_devices.why, sizeof kp_cl_devices.why, "clGetPlatformIDs failed: %s",
+                 kp_cl_error_name(rc));
+        return;
+    }
+    cl_platform_id plats[16];
+    if (nplat > 16) nplat = 16;
+    kp_cl.clGetPlatformIDs(nplat, plats, NULL);
+    for (cl_uint p = 0; p < nplat; p++) {
+        cl_uint ndev = 0;
+        if (kp_cl.clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &ndev) != CL_SUCCESS)
+            continue;
+        cl_device_id devs[KP_CL_MAX_DEVICES];
+        if (ndev > KP_CL_MAX_DEVICES) ndev = KP_CL_MAX_DEVICES;
+        if (kp_cl.clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, ndev, devs, NULL) != CL_SUCCESS)
+            continue;
+        for (cl_uint d = 0; d < ndev && kp_cl_devices.count < KP_CL_MAX_DEVICES; d++) {
+            kp_cl_devices.platform[kp_cl_devices.count] = plats[p];
+            kp_cl_devices.device[kp_cl_devices.count] = devs[d];
+            kp_cl_devices.count++;
+        }
+    }
+    if (kp_cl_devices.count == 0) {
+        snprintf(kp_cl_devices.why, sizeof kp_cl_devices.why,
+                 "OpenCL platforms found but they have no devices");
+        return;
+    }
+    kp_cl_devices.ok = 1;
+}
+
+static kprof_status kp_cl_probe(char *reason, size_t n)
+{
+    pthread_once(&kp_cl_devices.once, kp_cl_enumerate);
+    if (kp_cl_devices.ok) return KPROF_OK;
+    snprintf(reason, n, "%s", kp_cl_devices.why);
+    return KPROF_UNAVAILABLE;
+}
+
+static int kp_cl_device_count(void)
+{
+    pthread_once(&kp_cl_devices.once, kp_cl_enumerate);
+    return kp_cl_devices.ok ? kp_cl_devices.count : 0;
+}
+
+static void kp_cl_info_str(cl_device_id d, cl_device_info what, char *out, size_t n)
+{
+    out[0] = '\0';
+    if (kp_cl.clGetDeviceInfo(d, what, n, out, NULL) != CL_SUCCESS) out[0] = '\0';
+    out[n - 1] = '\0';
+    kp_rstrip(out);
+}
+
+static uint64_t kp_cl_info_u64(cl_device_id d, cl_device_info what)
+{
+    cl_ulong v = 0;
+    if (kp_cl.clGetDeviceInfo(d, what, sizeof v, &v, NULL) != CL_SUCCESS) return 0;
+    return v;
+}
+
+static uint64_t kp_cl_info_uint(cl_device_id d, cl_device_info what)
+{
+    cl_uint v = 0;
+    if (kp_cl.clGetDeviceInfo(d, what, sizeof v, &v, NULL) != CL_SUCCESS) return 0;
+    return v;
+}
+
+static uint64_t kp_cl_info_size(cl_device_id d, cl_device_info what)
+{
+    size_t v = 0;
+    if (kp_cl.clGetDeviceInfo(d, what, sizeof v, &v, NULL) != CL_SUCCESS) return 0;
+    return v;
+}
+
+static kprof_status kp_cl_device_info(int index, kp_device_info *info, kp_error *err)
+{
+    memset(info, 0, sizeof *info);
+    if (index < 0 || index >= kp_cl_device_count())
+        return kp_error_set(err, KPROF_UNAVAILABLE, "opencl: device %d does not exist", index);
+    cl_device_id d = kp_cl_devices.device[index];
+    cl_platform_id p = kp_cl_devices.platform[index];
+    kp_strlcpy(info->backend, "opencl", sizeof info->backend);
+    info->index = index;
+    kp_cl_info_str(d, CL_DEVICE_NAME, info->name, sizeof info->name);
+    kp_cl_info_str(d, CL_DEVICE_VENDOR, info->vendor, sizeof info->vendor);
+    kp_cl_info_str(d, CL_DRIVER_VERSION, info->driver, sizeof info->driver);
+    kp_cl_info_str(d, CL_DEVICE_VERSION, info->version, sizeof info->version);
+    if (kp_cl.clGetPlatformInfo(p, CL_PLATFORM_NAME, sizeof info->platform, info->platform,
+                                NULL) != CL_SUCCESS)
+        info->platform[0] = '\0';
+    info->platform[sizeof info->platform - 1] = '\0';
+    cl_device_type type = 0;
+    kp_cl.clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    info->is_gpu = (type & CL_DEVICE_TYPE_GPU) != 0;
+    info->compute_units = (uint32_t)kp_cl_info_uint(d, CL_DEVICE_MAX_COMPUTE_UNITS);
+    info->max_tg = kp_cl_info_size(d, CL_DEVICE_MAX_WORK_GROUP_SIZE);
+    size_t dims[3] = {0, 0, 0};
+    kp_cl.clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof dims, dims, NULL);
+    for (int i = 0; i < 3; i++) info->max_tg_dims[i] = dims[i];
+    info->local_mem = kp_cl_info_u64(d, CL_DEVICE_LOCAL_MEM_SIZE);
+    info->global_mem = kp_cl_info_u64(d, CL_DEVICE_GLOBAL_MEM_SIZE);
+    info->max_alloc = kp_cl_info_u64(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+    info->timer_resolution_ns = (double)kp_cl_info_size(d, CL_DEVICE_PROFILING_TIMER_RESOLUTION);
+    cl_command_queue_properties qp = 0;
+    kp_cl.clGetDeviceInfo(d, CL_DEVICE_QUEUE_PROPERTIES, sizeof qp, &qp, NULL);
+    info->profiling = (qp & CL_QUEUE_PROFILING_ENABLE) != 0;
+    /* kprof builds OpenCL C with the default language version (1.2), which needs uniform
+     * work-groups whatever the device could do with CL 2.0 non-uniform groups. */
+    info->uniform_groups = 1;
+
+    char text[256];
+    const char *tname = (type & CL_DEVICE_TYPE_GPU)           ? "GPU"
+                        : (type & CL_DEVICE_TYPE_CPU)         ? "CPU"
+                        : (type & CL_DEVICE_TYPE_ACCELERATOR) ? "accelerator"
+                                                              : "other";
+    kp_device_fact_add(info, "type", "type", 0, "%s", tname);
+    kp_cl_info_str(d, CL_DEVICE_OPENCL_C_VERSION, text, sizeof text);
+    kp_device_fact_add(info, "opencl_c_version", "OpenCL C", 0, "%s", text);
+    kp_device_fact_add(info, "max_clock_mhz", "max clock (MHz)", 1, "%llu",
+                (unsigned long long)kp_cl_info_uint(d, CL_DEVICE_MAX_CLOCK_FREQUENCY));
+    kp_device_fact_add(info, "max_work_item_sizes", "max work-item sizes", 0, "%zux%zux%zu", dims[0],
+                dims[1], dims[2]);
+    kp_device_fact_add(info, "global_mem_cache_bytes", "global memory cache", 1, "%llu",
+                (unsigned long long)kp_cl_info_u64(d, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE));
+    kp_device_fact_add(info, "address_bits", "address bits", 1, "%llu",
+                (unsigned long long)kp_cl_info_uint(d, CL_DEVICE_ADDRESS_BITS));
+    kp_device_fact_add(info, "double_precision", "double precision", 0, "%s",
+                kp_cl_info_u64(d, CL_DEVICE_DOUBLE_FP_CONFIG) ? "yes" : "no");
+    return KPROF_OK;
+}
+
+static kprof_status kp_cl_fail(kp_error *err, const char *what, cl_int rc)
+{
+    kprof_status st = KPROF_BACKEND;
+    if (rc == CL_OUT_OF_HOST_MEMORY || rc == CL_MEM_OBJECT_ALLOCATION_FAILURE ||
+        rc == CL_INVALID_BUFFER_SIZE)
+        st = KPROF_NOMEM;
+    return kp_error_set(err, st, "opencl: %s failed: %s (%d)", what, kp_cl_error_name(rc),
+                        (int)rc);
+}
+
+static kprof_status kp_cl_open(int index, kp_device **out, kp_error *err)
+{
+    *out = NULL;
+    if (index < 0 || index >= kp_cl_device_count())
+        return kp_error_set(err, KPROF_UNAVAILABLE, "opencl: device %d does not exist", index);
+    kp_device *dev = calloc(1, sizeof *dev);
+    if (!dev) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    dev->platform = kp_cl_devices.platform[index];
+    dev->id = kp_cl_devices.device[index];
+    dev->max_alloc = kp_cl_info_u64(dev->id, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+    cl_int rc = CL_SUCCESS;
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)dev->platform,
+                                     0};
+    dev->context = kp_cl.clCreateContext(props, 1, &dev->id, NULL, NULL, &rc);
+    if (!dev->context) {
+        free(dev);
+        return kp_cl_fail(err, "clCreateContext", rc);
+    }
+    dev->queue = kp_cl.clCreateCommandQueue(dev->context, dev->id, CL_QUEUE_PROFILING_ENABLE, &rc);
+    if (!dev->queue) {
+        kp_cl.clReleaseContext(dev->context);
+        free(dev);
+        return kp_cl_fail(err, "clCreateCommandQueue (with profiling)", rc);
+    }
+    *out = dev;
+    return KPROF_OK;
+}
+
+static void kp_cl_close(kp_device *dev)
+{
+    if (!dev) return;
+    kp_cl.clReleaseCommandQueue(dev->queue);
+    kp_cl.clReleaseContext(dev->context);
+    free(dev);
+}
+
+static char *kp_cl_build_log(kp_device *dev, cl_program prog)
+{
+    size_t n = 0;
+    if (kp_cl.clGetProgramBuildInfo(prog, dev->id, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) !=
+            CL_SUCCESS ||
+        n == 0)
+        return NULL;
+    char *log = malloc(n + 1);
+    if (!log) return NULL;
+    if (kp_cl.clGetProgramBuildInfo(prog, dev->id, CL_PROGRAM_BUILD_LOG, n, log, NULL) !=
+        CL_SUCCESS) {
+        free(log);
+        return NULL;
+    }
+    log[n] = '\0';
+    kp_rstrip(log);
+    return log;
+}
+
+/* By-value sizes of OpenCL C scalar and vector types ("uint", "float4"); 0 when unknown. */
+static uint32_t kp_cl_type_size(const char *type)
+{
+    static const struct {
+        const char *name;
+        uint32_t size;
+    } base[] = {{"char", 1},  {"uchar", 1}, {"short", 2},  {"ushort", 2}, {"int", 4},
+                {"uint", 4},  {"long", 8},  {"ulong", 8},  {"float", 4},  {"double", 8},
+                {"half", 2},  {"bool", 1},  {"size_t", 8}, {"unsigned int", 4}};
+    for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) {
+        size_t len = strlen(base[i].name);
+        if (strncmp(type, base[i].name, len) != 0) continue;
+        const char *rest = type + len;
+        if (!*rest) return base[i].size;
+        int width = atoi(rest);
+        if (width == 2 || width == 4 || width == 8 || width == 16)
+            return base[i].size * (uint32_t)width;
+        if (width == 3) return base[i].size * 4;
+    }
+    return 0;
+}
+
+static kprof_status kp_cl_kernel_meta(cl_kernel k, kp_kernel_meta *m, kp_error *err)
+{
+    memset(m, 0, sizeof *m);
+    if (kp_cl.clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof m->name, m->name, NULL) !=
+        CL_SUCCESS)
+        return kp_error_set(err, KPROF_BACKEND, "opencl: cannot read a kernel's name");
+    m->name[sizeof m->name - 1] = '\0';
+    kp_strlcpy(m->symbol, m->name, sizeof m->symbol);
+    cl_uint nargs = 0;
+    kp_cl.clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof nargs, &nargs, NULL);
+    m->nparams = (int)nargs;
+    if (nargs == 0) return KPROF_OK;
+    m->params = calloc(nargs, sizeof *m->params);
+    if (!m->params) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    for (cl_uint i = 0; i < nargs; i++) {
+        kp_param *p = &m->params[i];
+        cl_kernel_arg_address_qualifier aq = 0;
+        if (kp_cl.clGetKernelArgInfo(k, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof aq, &aq,
+                                     NULL) != CL_SUCCESS) {
+            p->kind = KP_PARAM_UNKNOWN;
+            continue;
+        }
+        kp_cl.clGetKernelArgInfo(k, i, CL_KERNEL_ARG_TYPE_NAME, sizeof p->type_name, p->type_name,
+                                 NULL);
+        p->type_name[sizeof p->type_name - 1] = '\0';
+        kp_cl.clGetKernelArgInfo(k, i, CL_KERNEL_ARG_NAME, sizeof p->name, p->name, NULL);
+        p->name[sizeof p->name - 1] = '\0';
+        switch (aq) {
+        case CL_KERNEL_ARG_ADDRESS_GLOBAL: p->kind = KP_PARAM_GLOBAL; p->size = 8; break;
+        case CL_KERNEL_ARG_ADDRESS_CONSTANT: p->kind = KP_PARAM_CONSTANT; p->size = 8; break;
+        case CL_KERNEL_ARG_ADDRESS_LOCAL: p->kind = KP_PARAM_LOCAL; break;
+        default:
+            /* A private pointer cannot be a kernel argument, so private means by value —
+             * unless it is an image or sampler, which kprof cannot bind. */
+            p->kind = KP_PARAM_VALUE;
+            p->size = kp_cl_type_size(p->type_name);
+            break;
+        }
+    }
+    return KPROF_OK;
+}
+
+static kprof_status kp_cl_program_meta(cl_program prog, kp_program_meta *meta, kp_error *err)
+{
+    memset(meta, 0, sizeof *meta);
+    cl_uint n = 0;
+    cl_int rc = kp_cl.clCreateKernelsInProgram(prog, 0, NULL, &n);
+    if (rc != CL_SUCCESS) return kp_cl_fail(err, "clCreateKernelsInProgram", rc);
+    if (n == 0) return KPROF_OK;
+    cl_kernel *ks = calloc(n, sizeof *ks);
+    meta->kernels = calloc(n, sizeof *meta->kernels);
+    if (!ks || !meta->kernels) {
+        free(ks);
+        return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    }
+    kprof_status st = KPROF_OK;
+    rc = kp_cl.clCreateKernelsInProgram(prog, n, ks, NULL);
+    if (rc != CL_SUCCESS) {
+        st = kp_cl_fail(err, "clCreateKernelsInProgram", rc);
+        n = 0;
+    }
+    for (cl_uint i = 0; i < n; i++) {
+        if (st == KPROF_OK) {
+            st = kp_cl_kernel_meta(ks[i], &meta->kernels[meta->nkernels], err);
+            if (st == KPROF_OK) meta->nkernels++;
+        }
+        kp_cl.clReleaseKernel(ks[i]);
+    }
+    free(ks);
+    if (st != KPROF_OK) kp_program_meta_free(meta);
+    return st;
+}
+
+static kprof_status kp_cl_get_binary(kp_device *dev, cl_program prog, unsigned char **binary,
+                                     size_t *len)
+{
+    (void)dev;
+    *binary = NULL;
+    *len = 0;
+    size_t size = 0;
+    if (kp_cl.clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) !=
+            CL_SUCCESS ||
+        size == 0)
+        return KPROF_OK; /* not serialisable here: simply not cached */
+    unsigned char *bin = malloc(size);
+    if (!bin) return KPROF_OK;
+    unsigned char *bins[1] = {bin};
+    if (kp_cl.clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) != CL_SUCCESS) {
+        free(bin);
+        return KPROF_OK;
+    }
+    *binary = bin;
+    *len = size;
+    return KPROF_OK;
+}
+
+static kprof_status kp_cl_build(kp_device *dev, const kp_source *src, kp_program **out,
+                                kp_build_output *products, kp_error *err)
+{
+    *out = NULL;
+    memset(products, 0, sizeof *products);
+    products->binary_ext = "bin";
+    kp_program_meta *meta = &products->meta;
+    if (src->lang != KP_LANG_OPENCL_C)
+        return kp_error_set(err, KPROF_INVALID, "opencl: %s is not OpenCL C", src->path);
+    cl_int rc = CL_SUCCESS;
+    const char *text = src->text;
+    size_t len = src->len;
+    cl_program prog = kp_cl.clCreateProgramWithSource(dev->context, 1, &text, &len, &rc);
+    if (!prog) return kp_cl_fail(err, "clCreateProgramWithSource", rc);
+    kp_str opts = {0};
+    kp_str_printf(&opts, "-cl-kernel-arg-info %s", src->options ? src->options : "");
+    if (opts.failed) {
+        kp_cl.clReleaseProgram(prog);
+        return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    }
+    rc = kp_cl.clBuildProgram(prog, 1, &dev->id, opts.data, NULL, NULL);
+    kp_str_free(&opts);
+    if (rc != CL_SUCCESS) {
+        char *log = kp_cl_build_log(dev, prog);
+        kp_cl.clReleaseProgram(prog);
+        if (rc == CL_BUILD_PROGRAM_FAILURE || rc == CL_INVALID_BUILD_OPTIONS) {
+            kp_error_set(err, KPROF_COMPILE, "%s: OpenCL C compile failed (%s)", src->path,
+                         kp_cl_error_name(rc));
+            kp_error_take_log(err, log);
+            return KPROF_COMPILE;
+        }
+        free(log);
+        return kp_cl_fail(err, "clBuildProgram", rc);
+    }
+    products->log = kp_cl_build_log(dev, prog);
+    kprof_status st = kp_cl_program_meta(prog, meta, err);
+    if (st != KPROF_OK) {
+        kp_cl.clReleaseProgram(prog);
+        kp_build_output_free(products);
+        return st;
+    }
+    kp_cl_get_binary(dev, prog, &products->binary, &products->binary_len);
+    kp_program *p = calloc(1, sizeof *p);
+    if (!p) {
+        kp_cl.clReleaseProgram(prog);
+        kp_build_output_free(products);
+        return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    }
+    p->dev = dev;
+    p->program = prog;
+    *out = p;
+    return KPROF_OK;
+}
+
+static kprof_status kp_cl_load_binary(kp_device *dev, const unsigned char *binary, size_t len,
+                                      kp_program **out, kp_error *err)
+{
+    *out = NULL;
+    cl_int rc = CL_SUCCESS, status = CL_SUCCESS;
+    cl_program prog =
+        kp_cl.clCreateProgramWithBinary(dev->context, 1, &dev->id, &len, &binary, &status, &rc);
+    if (!prog) return kp_cl_fail(err, "clCreateProgramWithBinary", rc);
+    rc = kp_cl.clBuildProgram(prog, 1, &dev->id, NULL, NULL, NULL);
+    if (rc != CL_SUCCESS) {
+        kp_cl.clReleaseProgram(prog);
+        return kp_cl_fail(err, "clBuildProgram (cached binary)", rc);
+    }
+    kp_program *p = calloc(1, sizeof *p);
+    if (!p) {
+        kp_cl.clReleaseProgram(prog);
+        return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    }
+    p->dev = dev;
+    p->program = prog;
+    *out = p;
+    return KPROF_OK;
+}
+
+static void kp_cl_program_release(kp_program *p)
+{
+    if (!p) return;
+    kp_cl.clReleaseProgram(p->program);
+    free(p);
+}
+
+static kprof_status kp_cl_kernel_create(kp_program *prog, const kp_kernel_meta *meta,
+                                        kp_kernel **out, kp_error *err)
+{
+    *out = NULL;
+    cl_int rc = CL_SUCCESS;
+    cl_kernel k = kp_cl.clCreateKernel(prog->program, meta->symbol, &rc);
+    if (!k) return kp_cl_fail(err, "clCreateKernel", rc);
+    kp_kernel *kk = calloc(1, sizeof *kk);
+    if (!kk) {
+        kp_cl.clReleaseKernel(k);
+        return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    }
+    kk->dev = prog->dev;
+    kk->kernel = k;
+    kp_strlcpy(kk->name, meta->name, sizeof kk->name);
+    *out = kk;
+    return KPROF_OK;
+}
+
+static void kp_cl_kernel_release(kp_kernel *k)
+{
+    if (!k) return;
+    kp_cl.clReleaseKernel(k->kernel);
+    free(k);
+}
+
+static kprof_status kp_cl_reflect(kp_kernel *k, const kp_launch *launch, kp_reflection *r,
+                                  kp_error *err)
+{
+    (void)launch;
+    memset(r, 0, sizeof *r);
+    size_t wg = 0, mult = 0;
+    cl_ulong local = 0, priv = 0;
+    cl_int rc = kp_cl.clGetKernelWorkGroupInfo(k->kernel, k->dev->id, CL_KERNEL_WORK_GROUP_SIZE,
+                                               sizeof wg, &wg, NULL);
+    if (rc != CL_SUCCESS) return kp_cl_fail(err, "clGetKernelWorkGroupInfo", rc);
+    kp_cl.clGetKernelWorkGroupInfo(k->kernel, k->dev->id,
+                                   CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE, sizeof mult,
+                                   &mult, NULL);
+    kp_cl.clGetKernelWorkGroupInfo(k->kernel, k->dev->id, CL_KERNEL_LOCAL_MEM_SIZE, sizeof local,
+                                   &local, NULL);
+    kp_cl.clGetKernelWorkGroupInfo(k->kernel, k->dev->id, CL_KERNEL_PRIVATE_MEM_SIZE, sizeof priv,
+                                   &priv, NULL);
+    r->max_tg = wg;
+    r->preferred_multiple = mult;
+    r->static_local = local;
+    r->private_bytes = priv;
+    return KPROF_OK;
+}
+
+static kprof_status kp_cl_alloc(kp_device *dev, uint64_t bytes, kp_buffer **out, kp_error *err)
+{
+    *out = NULL;
+    if (dev->max_alloc && bytes > dev->max_alloc)
+        return kp_error_set(err, KPROF_NOMEM,
+                            "opencl: a buffer of %llu bytes exceeds the device's largest "
+                            "allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE = %llu bytes)",
+                            (unsigned long long)bytes, (unsigned long long)dev->max_alloc);
+    cl_int rc = CL_SUCCESS;
+    cl_mem mem = kp_cl.clCreateBuffer(dev->context, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &rc);
+    if (!mem) return kp_cl_fail(err, "clCreateBuffer", rc);
+    kp_buffer *b = calloc(1, sizeof *b);
+    if (!b) {
+        kp_cl.clReleaseMemObject(mem);
+        return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    }
+    b->dev = dev;
+    b->mem = mem;
+    b->bytes = bytes;
+    *out = b;
+    return KPROF_OK;
+}
+
+static kprof_status kp_cl_write(kp_buffer *b, const void *src, uint64_t bytes, kp_error *err)
+{
+    cl_int rc = kp_cl.clEnqueueWriteBuffer(b->dev->queue, b->mem, CL_TRUE, 0, (size_t)bytes, src,
+                                           0, NULL, NULL);
+    return rc == CL_SUCCESS ? KPROF_OK : kp_cl_fail(err, "clEnqueueWriteBuffer", rc);
+}
+
+static kprof_status kp_cl_read(kp_buffer *b, void *dst, uint64_t bytes, kp_error *err)
+{
+    cl_int rc = kp_cl.clEnqueueReadBuffer(b->dev->queue, b->mem, CL_TRUE, 0, (size_t)bytes, dst,
+                                          0, NULL, NULL);
+    return rc == CL_SUCCESS ? KPROF_OK : kp_cl_fail(err, "clEnqueueReadBuffer", rc);
+}
+
+static void kp_cl_free(kp_buffer *b)
+{
+    if (!b) return;
+    kp_cl.clReleaseMemObject(b->mem);
+    free(b);
+}
+
+static kprof_status kp_cl_bind(kp_kernel *k, const kp_spec *spec, kp_buffer *const *buffers,
+                               kp_error *err)
+{
+    for (int i = 0; i < spec->count; i++) {
+        const kp_arg_spec *a = &spec->args[i];
+        cl_int rc;
+        if (a->kind == KP_ARG_BUFFER)
+            rc = kp_cl.clSetKernelArg(k->kernel, (cl_uint)i, sizeof(cl_mem), &buffers[i]->mem);
+        else if (a->kind == KP_ARG_SCALAR)
+            rc = kp_cl.clSetKernelArg(k->kernel, (cl_uint)i, kp_type_size(a->type), a->value);
+        else
+            rc = kp_cl.clSetKernelArg(k->kernel, (cl_uint)i, (size_t)a->local_bytes, NULL);
+        if (rc != CL_SUCCESS)
+            return kp_error_set(err, KPROF_INVALID,
+                                "opencl: argument %d ('%s') of %s was refused: %s (%d)", i + 1,
+                                a->text, k->name, kp_cl_error_name(rc), (int)rc);
+    }
+    return KPROF_OK;
+}
+
+/* Wait for ev, polling when a timeout is set. */
+static kprof_status kp_cl_wait(kp_kernel *k, cl_event ev, double timeout_s, kp_error *err)
+{
+    if (timeout_s <= 0) {
+        cl_int rc = kp_cl.clWaitForEvents(1, &ev);
+        if (rc == CL_SUCCESS) return KPROF_OK;
+        return kp_error_set(err, KPROF_FAULT, "opencl: kernel %s failed: %s (%d)", k->name,
+                            kp_cl_error_name(rc), (int)rc);
+    }
+    kp_cl.clFlush(k->dev->queue);
+    uint64_t start = kp_now_ns();
+    long sleep_ns = 20000;
+    for (;;) {
+        cl_int status = CL_QUEUED;
+        cl_int rc = kp_cl.clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status,
+                                         &status, NULL);
+        if (rc != CL_SUCCESS) return kp_cl_fail(err, "clGetEventInfo", rc);
+        if (status == CL_COMPLETE) return KPROF_OK;
+        if (status < 0)
+            return kp_error_set(err, KPROF_FAULT, "opencl: kernel %s failed: %s (%d)", k->name,
+                                kp_cl_error_name(status), (int)status);
+        if ((double)(kp_now_ns() - start) / 1e9 > timeout_s)
+            return kp_error_set(err, KPROF_TIMEOUT,
+                                "kernel %s is still running after %g s (--timeout); kprof stopped "
+                                "waiting",
+                                k->name, timeout_s);
+        struct timespec ts = {0, sleep_ns};
+        nanosleep(&ts, NULL);
+        if (sleep_ns < 1000000) sleep_ns *= 2;
+    }
+}
+
+static kprof_status kp_cl_dispatch(kp_kernel *k, const kp_launch *l, double *gpu_ns,
+                                   kp_error *err)
+{
+    size_t grid[3], tg[3];
+    for (int d = 0; d < l->dims; d++) grid[d] = (size_t)l->grid[d], tg[d] = (size_t)l->tg[d];
+    cl_event ev = NULL;
+    cl_int rc = kp_cl.clEnqueueNDRangeKernel(k->dev->queue, k->kernel, (cl_uint)l->dims, NULL,
+                                             grid, tg, 0, NULL, &ev);
+    if (rc != CL_SUCCESS) {
+        kprof_status st = rc == CL_INVALID_WORK_GROUP_SIZE || rc == CL_INVALID_KERNEL_ARGS ||
+                                  rc == CL_INVALID_WORK_ITEM_SIZE ||
+                                  rc == CL_INVALID_GLOBAL_WORK_SIZE
+                              ? KPROF_INVALID
+                              : KPROF_BACKEND;
+        return kp_error_set(err, st, "opencl: launching %s failed: %s (%d)", k->name,
+                            kp_cl_error_name(rc), (int)rc);
+    }
+    kprof_status st = kp_cl_wait(k, ev, l->timeout_s, err);
+    if (st == KPROF_OK) {
+        cl_ulong t0 = 0, t1 = 0;
+        rc = kp_cl.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+        if (rc == CL_SUCCESS)
+            rc = kp_cl.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+        if (rc != CL_SUCCESS) st = kp_cl_fail(err, "clGetEventProfilingInfo", rc);
+        else *gpu_ns = (double)(t1 - t0);
+    }
+    if (st != KPROF_TIMEOUT) kp_cl.clReleaseEvent(ev);
+    return st;
+}
+
+const kp_backend_ops kp_opencl_backend = {
+    .name = "opencl",
+    .probe = kp_cl_probe,
+    .device_count = kp_cl_device_count,
+    .device_info = kp_cl_device_info,
+    .open = kp_cl_open,
+    .close = kp_cl_close,
+    .build = kp_cl_build,
+    .load = kp_cl_load_binary,
+    .program_release = kp_cl_program_release,
+    .kernel_create = kp_cl_kernel_create,
+    .kernel_release = kp_cl_kernel_release,
+    .reflect = kp_cl_reflect,
+    .alloc = kp_cl_alloc,
+    .write = kp_cl_write,
+    .read = kp_cl_read,
+    .free = kp_cl_free,
+    .bind = kp_cl_bind,
+    .dispatch = kp_cl_dispatch,
+};

@@ -1,0 +1,220 @@
+/*
+ * registry.c — the backends compiled into this build, device choice (--backend, --device,
+ * KPROF_BACKEND, KPROF_DEVICE, auto) and the program metadata helpers shared by backends.
+ */
+#include "backend/backend.h"
+#include "core/util.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const kp_backend_ops *const kp_backends[] = {
+#ifdef KPROF_HAVE_CUDA
+    &kp_cuda_backend,
+#endif
+    &kp_opencl_backend,
+    NULL,
+};
+
+const kp_backend_ops *kp_backend_find(const char *name)
+{
+    for (int i = 0; kp_backends[i]; i++)
+        if (strcmp(kp_backends[i]->name, name) == 0) return kp_backends[i];
+    return NULL;
+}
+
+void kp_device_fact_add(kp_device_info *info, const char *key, const char *label, int numeric,
+                        const char *fmt, ...)
+{
+    if (info->nfacts >= KP_MAX_FACTS) return;
+    kp_fact *f = &info->facts[info->nfacts++];
+    kp_strlcpy(f->key, key, sizeof f->key);
+    kp_strlcpy(f->label, label, sizeof f->label);
+    f->numeric = numeric;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->value, sizeof f->value, fmt, ap);
+    va_end(ap);
+}
+
+void kp_program_meta_free(kp_program_meta *meta)
+{
+    if (!meta) return;
+    for (int i = 0; i < meta->nkernels; i++) free(meta->kernels[i].params);
+    free(meta->kernels);
+    meta->kernels = NULL;
+    meta->nkernels = 0;
+}
+
+void kp_build_output_free(kp_build_output *out)
+{
+    if (!out) return;
+    free(out->binary);
+    free(out->ptx);
+    free(out->log);
+    kp_program_meta_free(&out->meta);
+    memset(out, 0, sizeof *out);
+}
+
+const kp_kernel_meta *kp_program_meta_find(const kp_program_meta *meta, const char *name)
+{
+    for (int i = 0; i < meta->nkernels; i++)
+        if (strcmp(meta->kernels[i].name, name) == 0) return &meta->kernels[i];
+    return NULL;
+}
+
+uint64_t kp_launch_tg_threads(const kp_launch *l)
+{
+    uint64_t n = 1;
+    for (int d = 0; d < l->dims; d++) n *= l->tg[d];
+    return n;
+}
+
+int kp_lang_from_path(const char *path)
+{
+    const char *ext = kp_path_extension(path);
+    if (strcmp(ext, "cl") == 0) return KP_LANG_OPENCL_C;
+    if (strcmp(ext, "cu") == 0 || strcmp(ext, "cuh") == 0) return KP_LANG_CUDA;
+    if (strcmp(ext, "ptx") == 0) return KP_LANG_PTX;
+    if (strcmp(ext, "cubin") == 0) return KP_LANG_CUBIN;
+    return -1;
+}
+
+const char *kp_lang_backend(kp_lang lang)
+{
+    return lang == KP_LANG_OPENCL_C ? "opencl" : "cuda";
+}
+
+static int kp_backend_runs(const kp_backend_ops *ops, int lang)
+{
+    return lang < 0 || strcmp(kp_lang_backend((kp_lang)lang), ops->name) == 0;
+}
+
+static int kp_parse_device_env(const char *text, int *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || end == text || *end || v < 0 || v > 1 << 20) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+kprof_status kp_backend_choose(const char *backend, int device, int lang,
+                               const kp_backend_ops **ops_out, int *index_out, kp_error *err)
+{
+    *ops_out = NULL;
+    *index_out = -1;
+    const char *source = "--backend";
+    if (!backend || !*backend) {
+        backend = getenv("KPROF_BACKEND");
+        source = "KPROF_BACKEND";
+        if (!backend || !*backend) backend = "auto";
+    }
+    if (device < 0) {
+        const char *env = getenv("KPROF_DEVICE");
+        if (env && *env && kp_parse_device_env(env, &device) != 0)
+            return kp_error_set(err, KPROF_INVALID,
+                                "KPROF_DEVICE='%s' is not a device number (kprof caps lists them)",
+                                env);
+    }
+
+    if (strcmp(backend, "auto") != 0) {
+        const kp_backend_ops *ops = kp_backend_find(backend);
+        if (!ops) {
+            if (strcmp(backend, "cuda") == 0)
+                return kp_error_set(err, KPROF_UNAVAILABLE,
+                                    "cuda: this kprof was built without the CUDA backend (no CUDA "
+                                    "headers at build time)");
+            return kp_error_set(err, KPROF_INVALID,
+                                "%s '%s' is not a backend (choose opencl, cuda or auto)", source,
+                                backend);
+        }
+        if (!kp_backend_runs(ops, lang))
+            return kp_error_set(err, KPROF_INVALID,
+                                "%s is %s, but this kernel is %s and needs the %s backend", source,
+                                backend, lang == KP_LANG_OPENCL_C ? "OpenCL C" : "CUDA",
+                                kp_lang_backend((kp_lang)lang));
+        char reason[512];
+        if (ops->probe(reason, sizeof reason) != KPROF_OK)
+            return kp_error_set(err, KPROF_UNAVAILABLE, "%s: %s", ops->name, reason);
+        int count = ops->device_count();
+        if (count <= 0)
+            return kp_error_set(err, KPROF_UNAVAILABLE, "%s: no devices found", ops->name);
+        if (device >= count)
+            return kp_error_set(err, KPROF_UNAVAILABLE,
+                                "%s: device %d does not exist (%d device%s; kprof caps lists "
+                                "them)",
+                                ops->name, device, count, count == 1 ? "" : "s");
+        *ops_out = ops;
+        *index_out = device >= 0 ? device : 0;
+        if (device < 0) {
+            /* Within a backend, auto still prefers a GPU. */
+            for (int i = 0; i < count; i++) {
+                kp_device_info info;
+                if (ops->device_info(i, &info, NULL) == KPROF_OK && info.is_gpu) {
+                    *index_out = i;
+                    break;
+                }
+            }
+        }
+        return KPROF_OK;
+    }
+
+    /* auto: the first GPU in backend order, else the first device of any backend. */
+    kp_str why = {0};
+    const kp_backend_ops *fallback = NULL;
+    int fallback_index = -1;
+    for (int b = 0; kp_backends[b]; b++) {
+        const kp_backend_ops *ops = kp_backends[b];
+        if (!kp_backend_runs(ops, lang)) continue;
+        char reason[512];
+        if (ops->probe(reason, sizeof reason) != KPROF_OK) {
+            kp_str_printf(&why, "\n  %s: %s", ops->name, reason);
+            continue;
+        }
+        int count = ops->device_count();
+        if (count <= 0) {
+            kp_str_printf(&why, "\n  %s: no devices found", ops->name);
+            continue;
+        }
+        if (device >= 0) {
+            if (device < count) {
+                *ops_out = ops;
+                *index_out = device;
+                kp_str_free(&why);
+                return KPROF_OK;
+            }
+            kp_str_printf(&why, "\n  %s: device %d does not exist (%d device%s)", ops->name,
+                          device, count, count == 1 ? "" : "s");
+            continue;
+        }
+        for (int i = 0; i < count; i++) {
+            kp_device_info info;
+            if (ops->device_info(i, &info, NULL) != KPROF_OK) continue;
+            if (info.is_gpu) {
+                *ops_out = ops;
+                *index_out = i;
+                kp_str_free(&why);
+                return KPROF_OK;
+            }
+            if (!fallback) {
+                fallback = ops;
+                fallback_index = i;
+            }
+        }
+    }
+    if (fallback) {
+        *ops_out = fallback;
+        *index_out = fallback_index;
+        kp_str_free(&why);
+        return KPROF_OK;
+    }
+    kp_error_set(err, KPROF_UNAVAILABLE, "no device to run on:%s",
+                 why.data ? why.data : "\n  no backend runs this kernel language");
+    kp_str_free(&why);
+    return KPROF_UNAVAILABLE;
+}

@@ -1,0 +1,95 @@
+/*
+ * error.c — status texts generated from KPROF_STATUS_LIST, and the detailed error record.
+ */
+#include "core/error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+const char *kprof_strerror(kprof_status status)
+{
+    switch (status) {
+#define KP_CASE_(name, code, text)                                                                 \
+    case KPROF_##name:                                                                             \
+        return text;
+        KPROF_STATUS_LIST(KP_CASE_)
+#undef KP_CASE_
+    default:
+        return "unknown status";
+    }
+}
+
+const char *kprof_status_name(kprof_status status)
+{
+    switch (status) {
+#define KP_CASE_(name, code, text)                                                                 \
+    case KPROF_##name:                                                                             \
+        return #name;
+        KPROF_STATUS_LIST(KP_CASE_)
+#undef KP_CASE_
+    default:
+        return "UNKNOWN";
+    }
+}
+
+int kprof_status_exit_code(kprof_status status)
+{
+    switch (status) {
+#define KP_CASE_(name, code, text)                                                                 \
+    case KPROF_##name:                                                                             \
+        return code;
+        KPROF_STATUS_LIST(KP_CASE_)
+#undef KP_CASE_
+    default:
+        return 1;
+    }
+}
+
+const char *kprof_version(void)
+{
+    return KPROF_VERSION_STRING;
+}
+
+kprof_status kp_error_set(kp_error *err, kprof_status status, const char *fmt, ...)
+{
+    if (!err) return status;
+    if (err->status != KPROF_OK) return err->status;
+    err->status = status;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+void kp_error_take_log(kp_error *err, char *log)
+{
+    if (!err) {
+        free(log);
+        return;
+    }
+    free(err->log);
+    err->log = log;
+}
+
+void kp_error_take_detail(kp_error *err, char *detail)
+{
+    if (!err) {
+        free(detail);
+        return;
+    }
+    free(err->detail);
+    err->detail = detail;
+}
+
+void kp_error_clear(kp_error *err)
+{
+    if (!err) return;
+    free(err->log);
+    free(err->detail);
+    err->log = NULL;
+    err->detail = NULL;
+    err->status = KPROF_OK;
+    err->message[0] = '\0';
+}

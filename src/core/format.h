@@ -1,0 +1,18 @@
+/*
+ * format.h — how kprof writes numbers for people: durations with a unit picked from the value
+ * (ns, µs, ms, s; two decimals, shortest form, as the seeds print them), byte sizes, rates.
+ */
+#ifndef KP_CORE_FORMAT_H
+#define KP_CORE_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* "1.25 ms", "812 ns", "3.5 µs", "2.01 s". Returns buf. */
+char *kp_format_duration(double seconds, char *buf, size_t n);
+/* "256 B", "48 KiB", "1.5 GiB". Returns buf. */
+char *kp_format_bytes(uint64_t bytes, char *buf, size_t n);
+/* Shortest "%.2f" form: trailing zeros and a trailing dot removed ("1.50" -> "1.5"). */
+char *kp_format_2dp(double v, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,563 @@
+/*
+ * lab.c — the kernel-lab session (see lab.h): from a NAME or FILE to timed dispatches of one
+ * kernel with deterministic, checked arguments.
+ */
+#define _GNU_SOURCE
+#include "lab/lab.h"
+#include "core/util.h"
+#include "store/kernel_cache.h"
+#include "store/kernel_dir.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct kp_lab {
+    kp_lab_info info;
+    const kp_backend_ops *ops;
+    kp_device *dev;
+    kp_program *program;
+    kp_program_meta meta;
+    kp_kernel *kernel;
+    kp_spec spec;
+    kp_buffer *buffers[KP_SPEC_MAX_ARGS];
+    kp_reflection base_refl; /* reflection before any launch-dependent query */
+};
+
+const kp_lab_info *kp_lab_get_info(const kp_lab *lab)
+{
+    return &lab->info;
+}
+
+static const char *kp_param_kind_word(kp_param_kind k)
+{
+    switch (k) {
+    case KP_PARAM_GLOBAL: return "global buffer";
+    case KP_PARAM_CONSTANT: return "constant buffer";
+    case KP_PARAM_LOCAL: return "local memory";
+    case KP_PARAM_VALUE: return "value";
+    default: return "argument";
+    }
+}
+
+void kp_lab_signature(const kp_kernel_meta *k, char *buf, size_t n)
+{
+    kp_str s = {0};
+    kp_str_printf(&s, "%s(", k->name);
+    if (k->nparams < 0) kp_str_append(&s, "...");
+    for (int i = 0; i < k->nparams; i++) {
+        const kp_param *p = &k->params[i];
+        if (i) kp_str_append(&s, ", ");
+        if (p->type_name[0] && p->name[0])
+            kp_str_printf(&s, "%s%s %s", p->kind == KP_PARAM_LOCAL ? "local " : "", p->type_name,
+                          p->name);
+        else if (p->type_name[0])
+            kp_str_append(&s, p->type_name);
+        else if (p->size)
+            kp_str_printf(&s, "%u-byte %s", p->size, kp_param_kind_word(p->kind));
+        else
+            kp_str_append(&s, "?");
+    }
+    kp_str_append(&s, ")");
+    snprintf(buf, n, "%s", s.data ? s.data : k->name);
+    kp_str_free(&s);
+}
+
+/* Normalise a C/OpenCL C/CUDA type spelling to the OpenCL C scalar name ("unsigned int" ->
+ * "uint"); returns "" for non-scalar or unknown names. Vector suffixes are dropped ("float4"
+ * -> "float"), so a float4* buffer accepts f32 elements. */
+static void kp_scalar_base(const char *type, char *out, size_t n)
+{
+    char t[64];
+    kp_strlcpy(t, type, sizeof t);
+    /* Drop qualifiers and the pointer star. */
+    static const char *const quals[] = {"const ", "volatile ", "restrict ", "__restrict__ ",
+                                        "__global ", "global ", "__constant ", "constant ",
+                                        "__local ", "local "};
+    int changed = 1;
+    while (changed) {
+        changed = 0;
+        for (size_t i = 0; i < sizeof quals / sizeof quals[0]; i++) {
+            size_t ql = strlen(quals[i]);
+            if (strncmp(t, quals[i], ql) == 0) {
+                memmove(t, t + ql, strlen(t + ql) + 1);
+                changed = 1;
+            }
+        }
+    }
+    char *star = strchr(t, '*');
+    if (star) *star = '\0';
+    kp_rstrip(t);
+    static const struct {
+        const char *from, *to;
+    } alias[] = {{"unsigned char", "uchar"},     {"unsigned short", "ushort"},
+                 {"unsigned int", "uint"},       {"unsigned", "uint"},
+                 {"unsigned long long", "ulong"}, {"unsigned long", "ulong"},
+                 {"long long", "long"},          {"signed char", "char"},
+                 {"int8_t", "char"},             {"uint8_t", "uchar"},
+                 {"int16_t", "short"},           {"uint16_t", "ushort"},
+                 {"int32_t", "int"},             {"uint32_t", "uint"},
+                 {"int64_t", "long"},            {"uint64_t", "ulong"},
+                 {"size_t", "ulong"}};
+    for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++) {
+        if (strcmp(t, alias[i].from) == 0) {
+            snprintf(out, n, "%s", alias[i].to);
+            return;
+        }
+    }
+    static const char *const scalars[] = {"char", "uchar", "short", "ushort", "int",   "uint",
+                                          "long", "ulong", "float", "double", "half"};
+    for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++) {
+        size_t l = strlen(scalars[i]);
+        if (strncmp(t, scalars[i], l) != 0) continue;
+        const char *rest = t + l;
+        /* "float" or a vector "float4"; but not "uint" matched by "u"-less prefix games. */
+        int ok = !*rest;
+        if (!ok && isdigit((unsigned char)*rest)) {
+            int w = atoi(rest);
+            ok = w == 2 || w == 3 || w == 4 || w == 8 || w == 16;
+            while (isdigit((unsigned char)*rest)) rest++;
+            ok = ok && !*rest;
+        }
+        if (ok) {
+            snprintf(out, n, "%s", scalars[i]);
+            return;
+        }
+    }
+    out[0] = '\0';
+}
+
+kprof_status kp_lab_check_spec(const kp_spec *spec, const kp_kernel_meta *k, kp_error *err)
+{
+    char sig[1024];
+    kp_lab_signature(k, sig, sizeof sig);
+    if (k->nparams >= 0 && spec->count != k->nparams)
+        return kp_error_set(err, KPROF_INVALID,
+                            "--buffers has %d item%s but %s takes %d argument%s:\n  %s", spec->count,
+                            spec->count == 1 ? "" : "s", k->name, k->nparams,
+                            k->nparams == 1 ? "" : "s", sig);
+    for (int i = 0; i < spec->count && i < k->nparams; i++) {
+        const kp_arg_spec *a = &spec->args[i];
+        const kp_param *p = &k->params[i];
+        char pname[160];
+        if (p->name[0] && p->type_name[0])
+            snprintf(pname, sizeof pname, "argument %d '%s' is %s%s", i + 1, p->name,
+                     p->kind == KP_PARAM_LOCAL ? "local " : "", p->type_name);
+        else if (p->type_name[0])
+            snprintf(pname, sizeof pname, "argument %d is %s", i + 1, p->type_name);
+        else
+            snprintf(pname, sizeof pname, "argument %d is a %s", i + 1,
+                     kp_param_kind_word(p->kind));
+        switch (p->kind) {
+        case KP_PARAM_UNKNOWN:
+            break;
+        case KP_PARAM_GLOBAL:
+        case KP_PARAM_CONSTANT: {
+            if (a->kind != KP_ARG_BUFFER)
+                return kp_error_set(err, KPROF_INVALID,
+                                    "%s (a buffer) but --buffers item %d '%s' is %s; write "
+                                    "TYPE:COUNT for it\n  %s",
+                                    pname, i + 1, a->text,
+                                    a->kind == KP_ARG_SCALAR ? "a scalar" : "local memory", sig);
+            char base[32];
+            kp_scalar_base(p->type_name, base, sizeof base);
+            if (base[0] && strcmp(base, kp_type_c_name(a->type)) != 0 &&
+                strcmp(base, "half") != 0)
+                return kp_error_set(err, KPROF_INVALID,
+                                    "%s but --buffers item %d '%s' is a %s (%s) buffer\n  %s",
+                                    pname, i + 1, a->text, kp_type_name(a->type),
+                                    kp_type_c_name(a->type), sig);
+            break;
+        }
+        case KP_PARAM_LOCAL:
+            if (a->kind != KP_ARG_LOCAL)
+                return kp_error_set(err, KPROF_INVALID,
+                                    "%s but --buffers item %d '%s' is not local memory; write "
+                                    "local:BYTES for it\n  %s",
+                                    pname, i + 1, a->text, sig);
+            break;
+        case KP_PARAM_VALUE: {
+            if (a->kind != KP_ARG_SCALAR)
+                return kp_error_set(err, KPROF_INVALID,
+                                    "%s (passed by value) but --buffers item %d '%s' is %s; write "
+                                    "TYPE=VALUE for it\n  %s",
+                                    pname, i + 1, a->text,
+                                    a->kind == KP_ARG_BUFFER ? "a buffer" : "local memory", sig);
+            char base[32];
+            kp_scalar_base(p->type_name, base, sizeof base);
+            int vector = base[0] && strcmp(base, p->type_name) != 0 &&
+                         p->size > kp_type_size(a->type);
+            if ((base[0] && !vector && strcmp(base, kp_type_c_name(a->type)) != 0) ||
+                (p->size && p->size != kp_type_size(a->type)))
+                return kp_error_set(err, KPROF_INVALID,
+                                    "%s (%u bytes) but --buffers item %d '%s' is a %s (%zu "
+                                    "bytes)\n  %s",
+                                    pname, p->size, i + 1, a->text, kp_type_name(a->type),
+                                    kp_type_size(a->type), sig);
+            break;
+        }
+        }
+    }
+    return KPROF_OK;
+}
+
+/* NAME|FILE -> source path (+ kernel folder). */
+static kprof_status kp_lab_resolve(const kp_lab_options *opts, kp_lab_info *info, kp_error *err)
+{
+    const char *t = opts->target;
+    if (!t || !*t) return kp_error_set(err, KPROF_INVALID, "no kernel given (NAME or FILE)");
+    struct stat st;
+    int looks_like_file = strchr(t, '/') != NULL || kp_lang_from_path(t) >= 0;
+    if (stat(t, &st) == 0 && S_ISREG(st.st_mode)) {
+        if (strlen(t) >= sizeof info->source_path)
+            return kp_error_set(err, KPROF_INVALID, "path too long");
+        snprintf(info->source_path, sizeof info->source_path, "%s", t);
+        return KPROF_OK;
+    }
+    if (looks_like_file)
+        return kp_error_set(err, KPROF_NOT_FOUND, "%s: no such file", t);
+    kprof_status s = kp_kernel_dir(t, info->kernel_dir, sizeof info->kernel_dir, err);
+    if (s != KPROF_OK) return s;
+    if (!kp_path_is_dir(info->kernel_dir))
+        return kp_error_set(err, KPROF_NOT_FOUND,
+                            "no kernel folder %s and no file '%s' (create the folder with `kprof "
+                            "isolate %s`)",
+                            info->kernel_dir, t, t);
+    const char *prefer = opts->backend ? opts->backend : getenv("KPROF_BACKEND");
+    return kp_kernel_dir_source(info->kernel_dir, prefer, info->source_path,
+                                sizeof info->source_path, err);
+}
+
+static void kp_lab_write_file(const char *dir, const char *stem, const char *ext,
+                              const void *data, size_t len)
+{
+    if (!data) return;
+    char path[4600];
+    snprintf(path, sizeof path, "%s/%s.%s", dir, stem, ext);
+    kp_file_write_atomic(path, data, len, NULL);
+}
+
+/* Source, options, log (and products) into dir/stem.* */
+static void kp_lab_dump(const char *dir, const char *stem, const kp_source *src,
+                        const kp_build_output *out, const char *log)
+{
+    if (kp_mkdir_p(dir, NULL) != KPROF_OK) return;
+    static const char *const ext[] = {"cl", "cu", "ptx", "cubin"};
+    kp_lab_write_file(dir, stem, ext[src->lang], src->text, src->len);
+    kp_lab_write_file(dir, stem, "options", src->options, strlen(src->options));
+    if (log) kp_lab_write_file(dir, stem, "log", log, strlen(log));
+    if (out && out->binary)
+        kp_lab_write_file(dir, stem, out->binary_ext ? out->binary_ext : "bin", out->binary,
+                          out->binary_len);
+    if (out && out->ptx && src->lang != KP_LANG_PTX)
+        kp_lab_write_file(dir, stem, "ptx", out->ptx, strlen(out->ptx));
+}
+
+static void kp_lab_stem(const kp_source *src, uint64_t key, char *buf, size_t n)
+{
+    const char *base = strrchr(src->path, '/');
+    base = base ? base + 1 : src->path;
+    char name[128];
+    kp_strlcpy(name, base, sizeof name);
+    char *dot = strrchr(name, '.');
+    if (dot && dot != name) *dot = '\0';
+    snprintf(buf, n, "%s-%016llx", name, (unsigned long long)key);
+}
+
+/* Compile through the cache; dumps with KPROF_DUMP_DIR; keeps failures in a folder. */
+static kprof_status kp_lab_compile(kp_lab *lab, const kp_source *src, kp_error *err)
+{
+    uint64_t key = kp_cache_key(&lab->info.device, src);
+    uint64_t t0 = kp_now_ns();
+    unsigned char *bin = NULL;
+    size_t len = 0;
+    const char *dump = getenv("KPROF_DUMP_DIR");
+    if (dump && !*dump) dump = NULL;
+    char stem[256];
+    kp_lab_stem(src, key, stem, sizeof stem);
+
+    if (!dump && kp_cache_get(lab->ops->name, key, &bin, &len, &lab->meta) == 0) {
+        kp_error scratch = {0};
+        kprof_status st = lab->ops->load(lab->dev, bin, len, &lab->program, &scratch);
+        free(bin);
+        kp_error_clear(&scratch);
+        if (st == KPROF_OK) {
+            lab->info.cache_hit = 1;
+            lab->info.compile_ms = (double)(kp_now_ns() - t0) / 1e6;
+            return KPROF_OK;
+        }
+        /* A stale or foreign entry: rebuild from source. */
+        kp_program_meta_free(&lab->meta);
+    }
+
+    kp_build_output out = {0};
+    kprof_status st = lab->ops->build(lab->dev, src, &lab->program, &out, err);
+    if (st == KPROF_COMPILE) {
+        /* Keep what failed where a bug report can pick it up, and say where. */
+        char dir[4400];
+        char cache[4096];
+        if (dump) snprintf(dir, sizeof dir, "%s", dump);
+        else if (kp_cache_dir(cache, sizeof cache))
+            snprintf(dir, sizeof dir, "%s/failed/%s", cache, stem);
+        else
+            dir[0] = '\0';
+        if (dir[0]) {
+            kp_lab_dump(dir, stem, src, NULL, err->log ? err->log : "");
+            size_t m = strlen(err->message);
+            snprintf(err->message + m, sizeof err->message - m,
+                     "\nsource, options and log kept in %s/", dir);
+        }
+        return st;
+    }
+    if (st != KPROF_OK) return st;
+    lab->meta = out.meta;
+    memset(&out.meta, 0, sizeof out.meta);
+    if (dump) kp_lab_dump(dump, stem, src, &out, out.log ? out.log : "");
+    else kp_cache_put(lab->ops->name, key, out.binary, out.binary_len, &lab->meta);
+    kp_build_output_free(&out);
+    lab->info.compile_ms = (double)(kp_now_ns() - t0) / 1e6;
+    return KPROF_OK;
+}
+
+kprof_status kp_lab_open(const kp_lab_options *opts, kp_lab **out, kp_error *err)
+{
+    *out = NULL;
+    char *text = NULL;
+    size_t text_len = 0;
+    kp_lab *lab = calloc(1, sizeof *lab);
+    if (!lab) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    kprof_status st = kp_spec_parse(opts->buffers, &lab->spec, err);
+    if (st != KPROF_OK) goto fail;
+    lab->info.spec = &lab->spec;
+    st = kp_lab_resolve(opts, &lab->info, err);
+    if (st != KPROF_OK) goto fail;
+    int lang = kp_lang_from_path(lab->info.source_path);
+    if (lang < 0) {
+        st = kp_error_set(err, KPROF_INVALID,
+                          "%s: unknown kernel language (use .cl for OpenCL C, .cu for CUDA, "
+                          ".ptx or .cubin)",
+                          lab->info.source_path);
+        goto fail;
+    }
+    st = kp_file_read(lab->info.source_path, &text, &text_len, err);
+    if (st != KPROF_OK) goto fail;
+
+    int index = -1;
+    st = kp_backend_choose(opts->backend, opts->device, lang, &lab->ops, &index, err);
+    if (st != KPROF_OK) goto fail;
+    lab->info.ops = lab->ops;
+    st = lab->ops->device_info(index, &lab->info.device, err);
+    if (st != KPROF_OK) goto fail;
+    st = lab->ops->open(index, &lab->dev, err);
+    if (st != KPROF_OK) goto fail;
+
+    kp_source src = {
+        .path = lab->info.source_path,
+        .text = text,
+        .len = text_len,
+        .lang = (kp_lang)lang,
+        .options = opts->options ? opts->options : "",
+        .entry = opts->entry ? opts->entry : "",
+    };
+    st = kp_lab_compile(lab, &src, err);
+    if (st != KPROF_OK) goto fail;
+
+    if (lab->meta.nkernels == 0) {
+        st = kp_error_set(err, KPROF_NOT_FOUND, "%s defines no kernels", lab->info.source_path);
+        goto fail;
+    }
+    const kp_kernel_meta *k = NULL;
+    if (!opts->entry) {
+        if (lab->meta.nkernels > 1) {
+            kp_str list = {0};
+            for (int i = 0; i < lab->meta.nkernels; i++)
+                kp_str_printf(&list, "%s%s", i ? ", " : "", lab->meta.kernels[i].name);
+            st = kp_error_set(err, KPROF_INVALID, "%s has %d kernels (%s): choose one with --entry",
+                              lab->info.source_path, lab->meta.nkernels,
+                              list.data ? list.data : "");
+            kp_str_free(&list);
+            goto fail;
+        }
+        k = &lab->meta.kernels[0];
+    } else {
+        k = kp_program_meta_find(&lab->meta, opts->entry);
+    }
+    if (!k) {
+        kp_str list = {0};
+        for (int i = 0; i < lab->meta.nkernels; i++) {
+            char sig[1024];
+            kp_lab_signature(&lab->meta.kernels[i], sig, sizeof sig);
+            kp_str_printf(&list, "\n  %s", sig);
+        }
+        st = kp_error_set(err, KPROF_NOT_FOUND, "%s has no kernel '%s'; its kernels:%s",
+                          lab->info.source_path, opts->entry, list.data ? list.data : "");
+        kp_str_free(&list);
+        goto fail;
+    }
+    lab->info.kernel = k;
+    st = kp_lab_check_spec(&lab->spec, k, err);
+    if (st != KPROF_OK) goto fail;
+    st = lab->ops->kernel_create(lab->program, k, &lab->kernel, err);
+    if (st != KPROF_OK) goto fail;
+    kp_launch none = {.dims = 1, .grid = {1, 1, 1}, .tg = {1, 1, 1}};
+    st = lab->ops->reflect(lab->kernel, &none, &lab->base_refl, err);
+    if (st != KPROF_OK) goto fail;
+
+    /* Buffers: filled on the host, written once. */
+    for (int i = 0; i < lab->spec.count; i++) {
+        const kp_arg_spec *a = &lab->spec.args[i];
+        if (a->kind != KP_ARG_BUFFER) continue;
+        uint64_t bytes = kp_arg_bytes(a);
+        lab->info.buffer_bytes += bytes;
+        if (lab->info.device.max_alloc && bytes > lab->info.device.max_alloc) {
+            char a1[64];
+            snprintf(a1, sizeof a1, "%llu", (unsigned long long)bytes);
+            st = kp_error_set(err, KPROF_NOMEM,
+                              "--buffers item %d '%s' needs %s bytes, more than the device's "
+                              "largest allocation (%llu bytes)",
+                              i + 1, a->text, a1, (unsigned long long)lab->info.device.max_alloc);
+            goto fail;
+        }
+        void *host = malloc((size_t)bytes);
+        if (!host) {
+            st = kp_error_set(err, KPROF_NOMEM,
+                              "--buffers item %d '%s': cannot allocate %llu bytes on the host",
+                              i + 1, a->text, (unsigned long long)bytes);
+            goto fail;
+        }
+        kp_fill_buffer(host, a->type, a->count, a->fill, a->value, (unsigned)i);
+        st = lab->ops->alloc(lab->dev, bytes, &lab->buffers[i], err);
+        if (st == KPROF_OK) st = lab->ops->write(lab->buffers[i], host, bytes, err);
+        free(host);
+        if (st != KPROF_OK) {
+            size_t m = strlen(err->message);
+            snprintf(err->message + m, sizeof err->message - m, " (--buffers item %d '%s')",
+                     i + 1, a->text);
+            goto fail;
+        }
+    }
+    st = lab->ops->bind(lab->kernel, &lab->spec, lab->buffers, err);
+    if (st != KPROF_OK) goto fail;
+    free(text);
+    *out = lab;
+    return KPROF_OK;
+fail:
+    free(text);
+    kp_lab_close(lab, 0);
+    return st;
+}
+
+kprof_status kp_lab_check_launch(kp_lab *lab, const kp_launch *l, kp_reflection *refl,
+                                 kp_error *err)
+{
+    const kp_device_info *d = &lab->info.device;
+    const char *name = lab->info.kernel->name;
+    if (l->dims < 1 || l->dims > 3)
+        return kp_error_set(err, KPROF_INVALID, "grid must have 1, 2 or 3 dimensions");
+    for (int i = 0; i < l->dims; i++) {
+        if (l->grid[i] == 0 || l->tg[i] == 0)
+            return kp_error_set(err, KPROF_INVALID, "grid and tg must be at least 1 in every "
+                                                    "dimension");
+        if (d->max_tg_dims[i] && l->tg[i] > d->max_tg_dims[i])
+            return kp_error_set(err, KPROF_INVALID,
+                                "tg %llu in dimension %c is above the device's maximum %llu",
+                                (unsigned long long)l->tg[i], "xyz"[i],
+                                (unsigned long long)d->max_tg_dims[i]);
+        if (d->uniform_groups && l->grid[i] % l->tg[i] != 0)
+            return kp_error_set(err, KPROF_INVALID,
+                                "grid %llu is not a multiple of tg %llu in dimension %c; %s "
+                                "needs whole threadgroups (OpenCL C 1.2 uniform work-groups): use "
+                                "--grid %llu and guard the tail in the kernel",
+                                (unsigned long long)l->grid[i], (unsigned long long)l->tg[i],
+                                "xyz"[i], d->backend,
+                                (unsigned long long)((l->grid[i] + l->tg[i] - 1) / l->tg[i] *
+                                                     l->tg[i]));
+    }
+    uint64_t threads = kp_launch_tg_threads(l);
+    kprof_status st = lab->ops->reflect(lab->kernel, l, refl, err);
+    if (st != KPROF_OK) return st;
+    if (refl->max_tg && threads > refl->max_tg)
+        return kp_error_set(err, KPROF_INVALID,
+                            "tg %llu threads is above %s's maximum threadgroup size %llu "
+                            "(kernel reflection%s)",
+                            (unsigned long long)threads, name, (unsigned long long)refl->max_tg,
+                            refl->max_tg < d->max_tg ? "; register pressure lowers it below the "
+                                                       "device's"
+                                                     : "");
+    return KPROF_OK;
+}
+
+kprof_status kp_lab_measure(kp_lab *lab, const kp_launch *launch, int warmup, int iters,
+                            double *samples_ms, kp_error *err)
+{
+    double ns = 0;
+    for (int i = 0; i < warmup; i++) {
+        kprof_status st = lab->ops->dispatch(lab->kernel, launch, &ns, err);
+        if (st != KPROF_OK) return st;
+    }
+    for (int i = 0; i < iters; i++) {
+        kprof_status st = lab->ops->dispatch(lab->kernel, launch, &ns, err);
+        if (st != KPROF_OK) return st;
+        samples_ms[i] = ns / 1e6;
+    }
+    return KPROF_OK;
+}
+
+kprof_status kp_lab_digest(kp_lab *lab, kp_buffer_digest *out, int max, int *n, kp_error *err)
+{
+    *n = 0;
+    for (int i = 0; i < lab->spec.count && *n < max; i++) {
+        const kp_arg_spec *a = &lab->spec.args[i];
+        if (a->kind != KP_ARG_BUFFER) continue;
+        uint64_t bytes = kp_arg_bytes(a);
+        void *host = malloc((size_t)bytes);
+        if (!host)
+            return kp_error_set(err, KPROF_NOMEM, "cannot allocate %llu bytes to read back",
+                                (unsigned long long)bytes);
+        kprof_status st = lab->ops->read(lab->buffers[i], host, bytes, err);
+        if (st != KPROF_OK) {
+            free(host);
+            return st;
+        }
+        kp_buffer_digest *d = &out[(*n)++];
+        memset(d, 0, sizeof *d);
+        d->arg = i;
+        const kp_kernel_meta *k = lab->info.kernel;
+        if (k->nparams > i && k->params) kp_strlcpy(d->name, k->params[i].name, sizeof d->name);
+        d->type = a->type;
+        d->count = a->count;
+        d->hash = kp_hash64(KP_HASH_SEED, host, (size_t)bytes);
+        d->min = INFINITY;
+        d->max = -INFINITY;
+        for (uint64_t e = 0; e < a->count; e++) {
+            double v = kp_value_as_double(a->type, host, e);
+            if (e < 4) d->first[d->nfirst++] = v;
+            if (!isfinite(v)) {
+                d->nonfinite++;
+                continue;
+            }
+            d->sum += v;
+            if (v < d->min) d->min = v;
+            if (v > d->max) d->max = v;
+        }
+        if (d->nonfinite == d->count) d->min = d->max = NAN;
+        free(host);
+    }
+    return KPROF_OK;
+}
+
+void kp_lab_close(kp_lab *lab, int wedged)
+{
+    if (!lab) return;
+    if (lab->ops && !wedged) {
+        for (int i = 0; i < KP_SPEC_MAX_ARGS; i++) lab->ops->free(lab->buffers[i]);
+        lab->ops->kernel_release(lab->kernel);
+        lab->ops->program_release(lab->program);
+        lab->ops->close(lab->dev);
+    }
+    kp_program_meta_free(&lab->meta);
+    free(lab);
+}

@@ -1,0 +1,81 @@
+/*
+ * lab.h — the kernel lab: one kernel in isolation, compiled at run time, bound to deterministic
+ * buffers and timed with device timestamps. `kprof run` (and later the sweep and caps --measure)
+ * are thin layers over a kp_lab session:
+ *
+ *   kp_lab_open      resolve NAME|FILE, choose backend and device, compile (through the cache),
+ *                    reflect, check the SPEC against the kernel's parameters, fill and bind
+ *   kp_lab_measure   warm-ups, then timed dispatches at a launch geometry
+ *   kp_lab_digest    read every buffer back and summarise it
+ *   kp_lab_close     release everything
+ *
+ * Nothing here prints.
+ */
+#ifndef KP_LAB_H
+#define KP_LAB_H
+
+#include "backend/backend.h"
+#include "core/readings.h"
+#include "core/spec.h"
+#include "core/stats.h"
+
+typedef struct kp_lab_options {
+    const char *target;   /* NAME of a kernel folder, or a FILE */
+    const char *entry;    /* kernel to run; NULL: the file's only kernel */
+    const char *buffers;  /* SPEC */
+    const char *backend;  /* "opencl", "cuda", "auto" or NULL (KPROF_BACKEND) */
+    int device;           /* -1: KPROF_DEVICE or auto */
+    const char *options;  /* extra compiler options ("-DN=4 -I inc"), or NULL */
+} kp_lab_options;
+
+typedef struct kp_buffer_digest {
+    int arg;              /* SPEC position, 0-based */
+    char name[64];        /* parameter name when known */
+    kp_type type;
+    uint64_t count;
+    uint64_t hash;        /* FNV-1a 64 of the bytes */
+    double sum, min, max;
+    uint64_t nonfinite;   /* NaN/Inf elements (floats) */
+    int nfirst;
+    double first[4];
+} kp_buffer_digest;
+
+typedef struct kp_lab kp_lab; /* an open session */
+
+typedef struct kp_lab_info {
+    const kp_backend_ops *ops;
+    kp_device_info device;
+    char source_path[4096];
+    char kernel_dir[4096];   /* "" when the target was a FILE */
+    const kp_kernel_meta *kernel;
+    const kp_spec *spec;
+    int cache_hit;           /* the binary came from the compile cache */
+    double compile_ms;       /* host time to build or load */
+    uint64_t buffer_bytes;   /* sum of buffer sizes */
+} kp_lab_info;
+
+kprof_status kp_lab_open(const kp_lab_options *opts, kp_lab **out, kp_error *err);
+const kp_lab_info *kp_lab_get_info(const kp_lab *lab);
+
+/* Check a launch against the device and the kernel (sizes, maxima, uniform groups) and reflect
+ * the kernel at it (occupancy depends on tg). INVALID names what is wrong. */
+kprof_status kp_lab_check_launch(kp_lab *lab, const kp_launch *launch, kp_reflection *refl,
+                                 kp_error *err);
+
+/* warmup untimed dispatches, then iters timed ones: samples_ms[0..iters) in milliseconds. */
+kprof_status kp_lab_measure(kp_lab *lab, const kp_launch *launch, int warmup, int iters,
+                            double *samples_ms, kp_error *err);
+
+/* Read every buffer back and digest it: out[0..*n). */
+kprof_status kp_lab_digest(kp_lab *lab, kp_buffer_digest *out, int max, int *n, kp_error *err);
+
+/* A kernel that timed out may still run: pass wedged=1 to skip waiting on device teardown. */
+void kp_lab_close(kp_lab *lab, int wedged);
+
+/* The kernel's signature for messages: "demo_add(float* out, const float* a, ...)". */
+void kp_lab_signature(const kp_kernel_meta *k, char *buf, size_t n);
+
+/* Check a SPEC against kernel parameters (exposed for tests). */
+kprof_status kp_lab_check_spec(const kp_spec *spec, const kp_kernel_meta *k, kp_error *err);
+
+#endif

@@ -1,0 +1,96 @@
+/*
+ * cli.c — error reporting, exit codes and argument parsers shared by the subcommands.
+ */
+#include "tools/kprof/cli.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int kp_cli_fail(const kp_error *err)
+{
+    fflush(stdout);
+    fprintf(stderr, "kprof: error: %s\n", err->message[0] ? err->message
+                                                         : kprof_strerror(err->status));
+    if (err->detail) fprintf(stderr, "%s\n", err->detail);
+    if (err->log && *err->log) fprintf(stderr, "--- compiler log ---\n%s\n--- end of log ---\n",
+                                       err->log);
+    return kprof_status_exit_code(err->status);
+}
+
+int kp_cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    fflush(stdout);
+    fprintf(stderr, "kprof: error: ");
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n");
+    if (cmd) fprintf(stderr, "(kprof %s --help shows the options)\n", cmd);
+    return 2;
+}
+
+int kp_cli_help(const kp_command *c)
+{
+    fputs(c->usage, stdout);
+    return 0;
+}
+
+int kp_cli_exit(int code)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "kprof: error: writing to standard output failed\n");
+        return code ? code : 1;
+    }
+    return code;
+}
+
+int kp_cli_parse_u64(const char *text, uint64_t *out)
+{
+    if (!text || !isdigit((unsigned char)text[0])) return -1;
+    errno = 0;
+    char *end = NULL;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno) return -1;
+    uint64_t mul = 1;
+    if (*end == 'K' || *end == 'k') mul = 1ULL << 10, end++;
+    else if (*end == 'M' || *end == 'm') mul = 1ULL << 20, end++;
+    else if (*end == 'G' || *end == 'g') mul = 1ULL << 30, end++;
+    if (*end || v > UINT64_MAX / mul) return -1;
+    *out = v * mul;
+    return 0;
+}
+
+int kp_cli_parse_double(const char *text, double *out)
+{
+    if (!text || !*text) return -1;
+    errno = 0;
+    char *end = NULL;
+    double v = strtod(text, &end);
+    if (errno || *end || end == text || !(v >= 0) || v > 1e12) return -1;
+    *out = v;
+    return 0;
+}
+
+int kp_cli_parse_dims(const char *text, uint64_t v[3], int *dims)
+{
+    v[0] = v[1] = v[2] = 1;
+    *dims = 0;
+    char buf[128];
+    if (!text || strlen(text) >= sizeof buf) return -1;
+    snprintf(buf, sizeof buf, "%s", text);
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, "x", &save); tok; tok = strtok_r(NULL, "x", &save)) {
+        if (*dims >= 3) return -1;
+        if (kp_cli_parse_u64(tok, &v[*dims]) != 0 || v[*dims] == 0) return -1;
+        (*dims)++;
+    }
+    /* Reject "x16", "16x", "16xx16": strtok would hide the empty parts. */
+    if (*dims == 0 || text[0] == 'x' || text[strlen(text) - 1] == 'x' || strstr(text, "xx"))
+        return -1;
+    return 0;
+}

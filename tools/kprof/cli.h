@@ -1,0 +1,47 @@
+/*
+ * cli.h — what the `kprof` subcommands share: the command table entry, error reporting in the
+ * `kprof: error: ...` form, exit codes from statuses, and parsers for sizes and geometries.
+ */
+#ifndef KP_TOOLS_CLI_H
+#define KP_TOOLS_CLI_H
+
+#include "core/error.h"
+#include "backend/backend.h"
+
+#include <stdint.h>
+
+typedef struct kp_command {
+    const char *name;
+    int (*run)(int argc, char **argv); /* argv[0] is the command name */
+    const char *summary;               /* one line for `kprof --help` */
+    const char *usage;                 /* full help for `kprof help CMD` */
+} kp_command;
+
+extern const kp_command kp_commands[];
+const kp_command *kp_command_find(const char *name);
+
+/* Print "kprof: error: MSG" (plus err->detail and err->log when present) and return the exit
+ * code for the status. */
+int kp_cli_fail(const kp_error *err);
+/* Print "kprof: error: ..." and return 2 (usage). */
+int kp_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Print help for a command to stdout; 0. */
+int kp_cli_help(const kp_command *c);
+
+/* Finish: flush stdout and turn a write error into exit code 1. */
+int kp_cli_exit(int code);
+
+/* "1048576", "1M", "4096x4096", "16x16x4" -> dims and values; -1 on malformed input. */
+int kp_cli_parse_dims(const char *text, uint64_t v[3], int *dims);
+/* Unsigned with optional K/M/G suffix (binary); -1 on malformed input. */
+int kp_cli_parse_u64(const char *text, uint64_t *out);
+/* Non-negative decimal number; -1 on malformed input. */
+int kp_cli_parse_double(const char *text, double *out);
+
+/* Commands. */
+int kp_cmd_caps(int argc, char **argv);
+int kp_cmd_isolate(int argc, char **argv);
+int kp_cmd_run(int argc, char **argv);
+
+#endif

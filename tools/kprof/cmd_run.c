@@ -1,0 +1,405 @@
+/*
+ * cmd_run.c — `kprof run`: one kernel, compiled at run time, timed on the device, reported as
+ * a panel (GPU ms median/min/p90/max, ~GB/s touched, reflection, readings, buffer digests) or
+ * as JSON (also written to the kernel folder's run.json).
+ */
+#include "core/format.h"
+#include "core/readings.h"
+#include "core/util.h"
+#include "export/json.h"
+#include "export/text.h"
+#include "lab/lab.h"
+#include "tools/kprof/cli.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct kp_run_args {
+    kp_lab_options lab;
+    kp_launch launch;
+    int iters, warmup;
+    int json;
+    int have_bytes;
+    uint64_t bytes;
+    kp_str options;
+} kp_run_args;
+
+typedef struct kp_run_result {
+    const kp_lab_info *info;
+    kp_launch launch;
+    int iters, warmup;
+    double *samples;
+    kp_stats stats;
+    uint64_t bytes;
+    int bytes_assumed;
+    double gbps;
+    double ceiling_gbs;
+    kp_reflection refl;
+    kp_readings_input rin;
+    kp_readings readings;
+    int nreadings;
+    kp_reading_line lines[16];
+    int ndigests;
+    kp_buffer_digest digests[KP_SPEC_MAX_ARGS];
+} kp_run_result;
+
+static void kp_dims_text(const uint64_t *v, int dims, char *buf, size_t n)
+{
+    if (dims == 1) snprintf(buf, n, "%llu", (unsigned long long)v[0]);
+    else if (dims == 2)
+        snprintf(buf, n, "%llux%llu", (unsigned long long)v[0], (unsigned long long)v[1]);
+    else
+        snprintf(buf, n, "%llux%llux%llu", (unsigned long long)v[0], (unsigned long long)v[1],
+                 (unsigned long long)v[2]);
+}
+
+static void kp_run_json(kp_str *s, const kp_run_result *r)
+{
+    const kp_lab_info *info = r->info;
+    kp_json j;
+    kp_json_init(&j, s, 1);
+    kp_json_object_begin(&j, NULL);
+    kp_json_string(&j, "kprof_version", KPROF_VERSION_STRING);
+    kp_json_object_begin(&j, "device");
+    kp_json_string(&j, "name", info->device.name);
+    kp_json_int(&j, "index", info->device.index);
+    kp_json_string(&j, "vendor", info->device.vendor);
+    kp_json_string(&j, "driver", info->device.driver);
+    kp_json_string(&j, "platform", info->device.platform);
+    kp_json_object_end(&j);
+    kp_json_string(&j, "backend", info->device.backend);
+    kp_json_string(&j, "source", info->source_path);
+    kp_json_string(&j, "entry", info->kernel->name);
+    kp_json_array_begin(&j, "grid");
+    for (int d = 0; d < r->launch.dims; d++) kp_json_uint(&j, NULL, r->launch.grid[d]);
+    kp_json_array_end(&j);
+    kp_json_array_begin(&j, "threadgroup");
+    for (int d = 0; d < r->launch.dims; d++) kp_json_uint(&j, NULL, r->launch.tg[d]);
+    kp_json_array_end(&j);
+    kp_json_int(&j, "iterations", r->iters);
+    kp_json_int(&j, "warmup", r->warmup);
+    kp_json_double(&j, "gpu_ms_median", r->stats.median);
+    kp_json_double(&j, "gpu_ms_min", r->stats.min);
+    kp_json_double(&j, "gpu_ms_p90", r->stats.p90);
+    kp_json_double(&j, "gpu_ms_max", r->stats.max);
+    kp_json_double(&j, "gpu_ms_mean", r->stats.mean);
+    kp_json_double(&j, "gpu_ms_stddev", r->stats.stddev);
+    kp_json_array_begin(&j, "gpu_ms_samples");
+    for (int i = 0; i < r->iters; i++) kp_json_double(&j, NULL, r->samples[i]);
+    kp_json_array_end(&j);
+    kp_json_uint(&j, "bytes", r->bytes);
+    kp_json_bool(&j, "bytes_assumed_once_per_element", r->bytes_assumed);
+    kp_json_double(&j, "approx_gb_per_s", r->gbps);
+    if (r->ceiling_gbs > 0) {
+        kp_json_double(&j, "ceiling_gb_per_s", r->ceiling_gbs);
+        kp_json_double(&j, "ceiling_percent", 100 * r->gbps / r->ceiling_gbs);
+    } else {
+        kp_json_null(&j, "ceiling_gb_per_s");
+    }
+    kp_json_object_begin(&j, "reflection");
+    kp_json_uint(&j, "max_threadgroup_size", r->refl.max_tg);
+    kp_json_uint(&j, "device_max_threadgroup_size", info->device.max_tg);
+    kp_json_uint(&j, "preferred_multiple", r->refl.preferred_multiple);
+    kp_json_uint(&j, "static_local_bytes", r->refl.static_local);
+    kp_json_uint(&j, "private_bytes", r->refl.private_bytes);
+    if (r->refl.have_registers) {
+        kp_json_int(&j, "registers", r->refl.registers);
+        kp_json_uint(&j, "const_bytes", r->refl.const_bytes);
+        kp_json_int(&j, "ptx_version", r->refl.ptx_version);
+        kp_json_int(&j, "binary_version", r->refl.binary_version);
+    }
+    if (r->refl.have_occupancy) {
+        kp_json_double(&j, "occupancy", r->refl.occupancy);
+        kp_json_int(&j, "blocks_per_sm", r->refl.blocks_per_sm);
+        kp_json_string(&j, "occupancy_limiter", r->refl.limiter);
+    }
+    kp_json_object_end(&j);
+    kp_json_object_begin(&j, "compile");
+    kp_json_bool(&j, "cache_hit", info->cache_hit);
+    kp_json_double(&j, "ms", info->compile_ms);
+    kp_json_object_end(&j);
+    kp_json_array_begin(&j, "readings");
+    for (int i = 0; i < r->nreadings; i++) {
+        kp_json_object_begin(&j, NULL);
+        kp_json_string(&j, "id", r->lines[i].id);
+        kp_json_string(&j, "text", r->lines[i].text);
+        kp_json_object_end(&j);
+    }
+    kp_json_array_end(&j);
+    kp_json_array_begin(&j, "buffers");
+    for (int i = 0; i < r->ndigests; i++) {
+        const kp_buffer_digest *d = &r->digests[i];
+        char hash[24];
+        snprintf(hash, sizeof hash, "%016llx", (unsigned long long)d->hash);
+        kp_json_object_begin(&j, NULL);
+        kp_json_int(&j, "arg", d->arg);
+        kp_json_string(&j, "name", d->name);
+        kp_json_string(&j, "type", kp_type_name(d->type));
+        kp_json_uint(&j, "count", d->count);
+        kp_json_string(&j, "fnv1a64", hash);
+        kp_json_double(&j, "sum", d->sum);
+        kp_json_double(&j, "min", d->min);
+        kp_json_double(&j, "max", d->max);
+        kp_json_uint(&j, "nonfinite", d->nonfinite);
+        kp_json_array_begin(&j, "first");
+        for (int k = 0; k < d->nfirst; k++) kp_json_double(&j, NULL, d->first[k]);
+        kp_json_array_end(&j);
+        kp_json_object_end(&j);
+    }
+    kp_json_array_end(&j);
+    kp_json_object_end(&j);
+    kp_json_finish(&j);
+}
+
+static void kp_run_print(const kp_run_result *r)
+{
+    const kp_lab_info *info = r->info;
+    FILE *o = stdout;
+    const char *B = kp_text_bold(o), *R = kp_text_reset(o), *D = kp_text_dim(o);
+    char a[64], b[64], g[64], t[64];
+    kp_dims_text(r->launch.grid, r->launch.dims, g, sizeof g);
+    kp_dims_text(r->launch.tg, r->launch.dims, t, sizeof t);
+    printf("%s%s%s on %s %s(%s device %d)%s\n", B, info->kernel->name, R, info->device.name, D,
+           info->device.backend, info->device.index, R);
+    printf("  %-18s %s%.4f%s\n", "GPU ms (median)", B, r->stats.median, R);
+    printf("  %-18s %.4f\n", "GPU ms (min)", r->stats.min);
+    printf("  %-18s %.4f\n", "GPU ms (p90)", r->stats.p90);
+    printf("  %-18s %.4f\n", "GPU ms (max)", r->stats.max);
+    if (r->ceiling_gbs > 0)
+        printf("  %-18s %.1f   (%.0f%% of the measured ceiling, %.0f GB/s)\n", "~GB/s touched",
+               r->gbps, 100 * r->gbps / r->ceiling_gbs, r->ceiling_gbs);
+    else
+        printf("  %-18s %.1f\n", "~GB/s touched", r->gbps);
+    printf("  %-18s %s per dispatch%s\n", "bytes", kp_format_bytes(r->bytes, a, sizeof a),
+           r->bytes_assumed ? " (each buffer element assumed touched once; --bytes corrects it)"
+                            : " (--bytes)");
+    printf("  %-18s %s\n", "grid", g);
+    printf("  %-18s %s\n", "threadgroup", t);
+    printf("  %-18s %d timed after %d warm-up%s\n", "iterations", r->iters, r->warmup,
+           r->warmup == 1 ? "" : "s");
+    printf("  %-18s %s (%.1f ms)\n", "compile", info->cache_hit ? "from cache" : "compiled",
+           info->compile_ms);
+    printf("  reflection: max tg %llu (device %llu) · preferred multiple %llu · local mem %s · "
+           "private mem %s",
+           (unsigned long long)r->refl.max_tg, (unsigned long long)info->device.max_tg,
+           (unsigned long long)r->refl.preferred_multiple,
+           kp_format_bytes(r->refl.static_local, a, sizeof a),
+           kp_format_bytes(r->refl.private_bytes, b, sizeof b));
+    if (r->refl.have_registers)
+        printf(" · %d registers · const %llu B · PTX %d.%d · SASS sm_%d", r->refl.registers,
+               (unsigned long long)r->refl.const_bytes, r->refl.ptx_version / 10,
+               r->refl.ptx_version % 10, r->refl.binary_version);
+    printf("\n");
+    if (r->refl.have_occupancy)
+        printf("  occupancy: %.0f%% theoretical at tg %llu (%d blocks/SM, limited by %s)\n",
+               100 * r->refl.occupancy, (unsigned long long)kp_launch_tg_threads(&r->launch),
+               r->refl.blocks_per_sm, r->refl.limiter);
+    printf("buffers after the run:\n");
+    for (int i = 0; i < r->ndigests; i++) {
+        const kp_buffer_digest *d = &r->digests[i];
+        char name[80];
+        snprintf(name, sizeof name, "#%d %s", d->arg + 1, d->name[0] ? d->name : "");
+        printf("  %-12s %s[%llu]  fnv %016llx  sum %.6g  min %.6g  max %.6g", name,
+               kp_type_name(d->type), (unsigned long long)d->count, (unsigned long long)d->hash,
+               d->sum, d->min, d->max);
+        if (d->nonfinite) printf("  %llu non-finite", (unsigned long long)d->nonfinite);
+        printf("  [");
+        for (int k = 0; k < d->nfirst; k++) printf("%s%.6g", k ? ", " : "", d->first[k]);
+        printf("%s]\n", d->count > (uint64_t)d->nfirst ? ", …" : "");
+    }
+    if (r->nreadings) printf("readings:\n");
+    for (int i = 0; i < r->nreadings; i++) printf("  · %s\n", r->lines[i].text);
+}
+
+static int kp_run_parse(int argc, char **argv, kp_run_args *a)
+{
+    static const struct option longopts[] = {
+        {"entry", required_argument, NULL, 'e'},
+        {"grid", required_argument, NULL, 'g'},
+        {"tg", required_argument, NULL, 't'},
+        {"block", required_argument, NULL, 't'},
+        {"local", required_argument, NULL, 't'},
+        {"buffers", required_argument, NULL, 'b'},
+        {"iters", required_argument, NULL, 'n'},
+        {"warmup", required_argument, NULL, 'w'},
+        {"bytes", required_argument, NULL, 'B'},
+        {"json", no_argument, NULL, 'j'},
+        {"backend", required_argument, NULL, 'k'},
+        {"device", required_argument, NULL, 'd'},
+        {"timeout", required_argument, NULL, 'T'},
+        {"smem", required_argument, NULL, 's'},
+        {"options", required_argument, NULL, 'o'},
+        {NULL, 0, NULL, 0},
+    };
+    memset(a, 0, sizeof *a);
+    a->lab.device = -1;
+    a->iters = 50;
+    a->warmup = 3;
+    a->launch.dims = 1;
+    a->launch.grid[0] = 1048576;
+    a->launch.tg[0] = 256;
+    a->launch.grid[1] = a->launch.grid[2] = a->launch.tg[1] = a->launch.tg[2] = 1;
+    int grid_dims = 1, tg_dims = 1;
+    uint64_t v;
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, ":D:I:", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'e': a->lab.entry = optarg; break;
+        case 'g':
+            if (kp_cli_parse_dims(optarg, a->launch.grid, &grid_dims) != 0)
+                return kp_cli_usage_error("run", "--grid '%s': expected N, NxM or NxMxK of "
+                                                 "positive whole numbers", optarg);
+            break;
+        case 't':
+            if (kp_cli_parse_dims(optarg, a->launch.tg, &tg_dims) != 0)
+                return kp_cli_usage_error("run", "--tg '%s': expected N, NxM or NxMxK of positive "
+                                                 "whole numbers", optarg);
+            break;
+        case 'b': a->lab.buffers = optarg; break;
+        case 'n':
+            if (kp_cli_parse_u64(optarg, &v) != 0 || v < 1 || v > 1000000)
+                return kp_cli_usage_error("run", "--iters '%s': expected 1 to 1000000", optarg);
+            a->iters = (int)v;
+            break;
+        case 'w':
+            if (kp_cli_parse_u64(optarg, &v) != 0 || v > 1000000)
+                return kp_cli_usage_error("run", "--warmup '%s': expected 0 to 1000000", optarg);
+            a->warmup = (int)v;
+            break;
+        case 'B':
+            if (kp_cli_parse_u64(optarg, &a->bytes) != 0 || a->bytes == 0)
+                return kp_cli_usage_error("run", "--bytes '%s': expected a positive byte count",
+                                          optarg);
+            a->have_bytes = 1;
+            break;
+        case 'j': a->json = 1; break;
+        case 'k': a->lab.backend = optarg; break;
+        case 'd':
+            if (kp_cli_parse_u64(optarg, &v) != 0 || v > 1 << 20)
+                return kp_cli_usage_error("run", "--device '%s': expected a device number",
+                                          optarg);
+            a->lab.device = (int)v;
+            break;
+        case 'T':
+            if (kp_cli_parse_double(optarg, &a->launch.timeout_s) != 0 ||
+                a->launch.timeout_s <= 0)
+                return kp_cli_usage_error("run", "--timeout '%s': expected seconds > 0", optarg);
+            break;
+        case 's':
+            if (kp_cli_parse_u64(optarg, &a->launch.dyn_local) != 0)
+                return kp_cli_usage_error("run", "--smem '%s': expected a byte count", optarg);
+            break;
+        case 'D': kp_str_printf(&a->options, " -D%s", optarg); break;
+        case 'I': kp_str_printf(&a->options, " -I%s", optarg); break;
+        case 'o': kp_str_printf(&a->options, " %s", optarg); break;
+        case ':': return kp_cli_usage_error("run", "%s needs a value", argv[optind - 1]);
+        default: return kp_cli_usage_error("run", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return kp_cli_usage_error("run", "give a kernel: a NAME made by `kprof isolate` or a FILE");
+    if (optind + 1 < argc)
+        return kp_cli_usage_error("run", "unexpected argument '%s'", argv[optind + 1]);
+    a->lab.target = argv[optind];
+    if (!a->lab.buffers)
+        return kp_cli_usage_error("run", "--buffers is required: one item per kernel argument, "
+                                         "e.g. f32:1048576,f32:1048576,u32=1048576");
+    if (grid_dims != tg_dims)
+        return kp_cli_usage_error("run", "--grid has %d dimension%s but --tg has %d", grid_dims,
+                                  grid_dims == 1 ? "" : "s", tg_dims);
+    a->launch.dims = grid_dims;
+    if (a->options.failed) return kp_cli_usage_error(NULL, "out of memory");
+    a->lab.options = a->options.data ? a->options.data : "";
+    return 0;
+}
+
+int kp_cmd_run(int argc, char **argv)
+{
+    kp_run_args a;
+    int rc = kp_run_parse(argc, argv, &a);
+    if (rc != 0) {
+        kp_str_free(&a.options);
+        return rc;
+    }
+    kp_error err = {0};
+    kp_lab *lab = NULL;
+    kp_run_result r;
+    memset(&r, 0, sizeof r);
+    int wedged = 0;
+    double *scratch = NULL;
+    kprof_status st = kp_lab_open(&a.lab, &lab, &err);
+    if (st != KPROF_OK) goto done;
+    r.info = kp_lab_get_info(lab);
+    r.launch = a.launch;
+    r.iters = a.iters;
+    r.warmup = a.warmup;
+    st = kp_lab_check_launch(lab, &a.launch, &r.refl, &err);
+    if (st != KPROF_OK) goto done;
+    r.samples = calloc((size_t)a.iters, sizeof *r.samples);
+    scratch = calloc((size_t)a.iters, sizeof *scratch);
+    if (!r.samples || !scratch) {
+        st = kp_error_set(&err, KPROF_NOMEM, "out of memory");
+        goto done;
+    }
+    st = kp_lab_measure(lab, &a.launch, a.warmup, a.iters, r.samples, &err);
+    if (st == KPROF_TIMEOUT) wedged = 1;
+    if (st != KPROF_OK) goto done;
+    st = kp_lab_digest(lab, r.digests, KP_SPEC_MAX_ARGS, &r.ndigests, &err);
+    if (st != KPROF_OK) goto done;
+
+    kp_stats_compute(r.samples, (size_t)a.iters, scratch, &r.stats);
+    r.bytes_assumed = !a.have_bytes;
+    r.bytes = a.have_bytes ? a.bytes : r.info->buffer_bytes;
+    r.gbps = r.stats.median > 0 ? (double)r.bytes / (r.stats.median * 1e-3) / 1e9 : 0;
+    r.rin = (kp_readings_input){
+        .median_ms = r.stats.median,
+        .gbps = r.gbps,
+        .bytes_assumed = r.bytes_assumed,
+        .ceiling_gbs = r.ceiling_gbs,
+        .kernel_max_tg = r.refl.max_tg,
+        .device_max_tg = r.info->device.max_tg,
+        .static_local = r.refl.static_local,
+        .device_local = r.info->device.local_mem,
+        .have_occupancy = r.refl.have_occupancy,
+        .occupancy = r.refl.occupancy,
+        .limiter = r.refl.limiter,
+        .single_tg = 1,
+    };
+    kp_readings_compute(&r.rin, &r.readings);
+    r.nreadings = kp_readings_describe(&r.rin, &r.readings, r.lines, 16);
+
+    if (a.json) {
+        kp_str s = {0};
+        kp_run_json(&s, &r);
+        if (s.failed) {
+            st = kp_error_set(&err, KPROF_NOMEM, "out of memory writing JSON");
+            kp_str_free(&s);
+            goto done;
+        }
+        fputs(s.data, stdout);
+        if (r.info->kernel_dir[0]) {
+            char path[4200];
+            snprintf(path, sizeof path, "%s/run.json", r.info->kernel_dir);
+            st = kp_file_write_atomic(path, s.data, s.len, &err);
+        }
+        kp_str_free(&s);
+    } else {
+        kp_run_print(&r);
+    }
+done:
+    free(r.samples);
+    free(scratch);
+    kp_lab_close(lab, wedged);
+    kp_str_free(&a.options);
+    if (st != KPROF_OK) {
+        rc = kp_cli_fail(&err);
+        kp_error_clear(&err);
+        return rc;
+    }
+    return 0;
+}

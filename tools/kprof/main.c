@@ -1,0 +1,141 @@
+/*
+ * main.c — the `kprof` command: one table of subcommands, `kprof help CMD` and `kprof CMD --help`,
+ * `kprof --version`, and the exit-code contract.
+ */
+#include "tools/kprof/cli.h"
+#include "kprof.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int kp_cmd_help(int argc, char **argv);
+static int kp_cmd_version(int argc, char **argv);
+
+const kp_command kp_commands[] = {
+    {"caps", kp_cmd_caps, "every backend and device, with its limits (or why it cannot run)",
+     "usage: kprof caps [--json] [--backend B]\n"
+     "\n"
+     "Lists every platform and device of every backend: name, vendor, driver, compute units,\n"
+     "max threadgroup size, threadgroup (local) memory, global memory, timer resolution and\n"
+     "whether device timestamps work. A backend that cannot run says why.\n"
+     "\n"
+     "  --json         machine-readable output\n"
+     "  --backend B    only this backend (opencl, cuda)\n"
+     "\n"
+     "Exit code 3 when no device can be used.\n"},
+    {"isolate", kp_cmd_isolate, "make a scratch kernel folder (template or --from FILE)",
+     "usage: kprof isolate NAME [--from FILE] [--lang cl|cu] [--force]\n"
+     "\n"
+     "Creates $KPROF_HOME/kernels/NAME/ (KPROF_HOME defaults to ./.kprof) holding the kernel\n"
+     "source: FILE with --from, else the demo_add template (out[i] = a[i] + b[i]) in the\n"
+     "language of the default device (CUDA where a CUDA GPU exists, else OpenCL C).\n"
+     "NAME may hold letters, digits, '_', '-' and '.', so it cannot escape the folder.\n"
+     "\n"
+     "  --from FILE    copy FILE (.cl, .cu, .ptx or .cubin) in as the kernel\n"
+     "  --lang L       template language: cl (OpenCL C) or cu (CUDA C++)\n"
+     "  --force        replace a kernel source already in the folder\n"},
+    {"run", kp_cmd_run, "compile one kernel, run it on deterministic buffers, time it on the device",
+     "usage: kprof run NAME|FILE --buffers SPEC [--entry K] [--grid G] [--tg T]\n"
+     "                 [--iters N] [--warmup N] [--bytes B] [--json]\n"
+     "                 [--backend opencl|cuda|auto] [--device N] [--timeout S]\n"
+     "                 [-D NAME[=V]] [-I DIR] [--options 'OPTS']\n"
+     "\n"
+     "Compiles the kernel at run time (binaries cached by source, options and device under\n"
+     "~/.cache/kprof), fills and binds the buffers, runs --warmup untimed dispatches and then\n"
+     "--iters timed ones, each timed with the device's own timestamps, and reports GPU ms\n"
+     "median/min/p90/max, ~GB/s touched, the kernel's reflection, the readings that apply, and\n"
+     "a digest of every buffer afterwards.\n"
+     "\n"
+     "  NAME|FILE      a folder made by `kprof isolate NAME`, or a .cl/.cu/.ptx/.cubin file\n"
+     "  --entry K      kernel to run (default: the file's only kernel)\n"
+     "  --grid G       total threads per dimension: 1048576, 4096x4096 (default 1048576)\n"
+     "  --tg T         threads per threadgroup: 256, 16x16 (default 256); --block, --local\n"
+     "  --buffers SPEC kernel arguments in declaration order, comma-separated:\n"
+     "                   TYPE:COUNT[:FILL]  buffer; FILL rand (default), zero, iota, const=V\n"
+     "                   TYPE=VALUE         scalar\n"
+     "                   local:BYTES        local (threadgroup) memory\n"
+     "                 TYPE: f32 f64 i8 u8 i16 u16 i32 u32 i64 u64; COUNT takes K/M/G\n"
+     "  --iters N      timed dispatches (default 50)\n"
+     "  --warmup N     untimed dispatches first (default 3)\n"
+     "  --bytes B      bytes the kernel really moves per dispatch, for ~GB/s (default: every\n"
+     "                 buffer element touched once)\n"
+     "  --json         print the result as JSON; with NAME also write NAME/run.json\n"
+     "  --timeout S    report a dispatch still running after S seconds (default: none)\n"
+     "  --smem B       dynamic shared memory bytes (CUDA)\n"
+     "  -D, -I, --options   compiler options\n"
+     "\n"
+     "Environment: KPROF_BACKEND, KPROF_DEVICE, KPROF_HOME, KPROF_CACHE_DIR, KPROF_DUMP_DIR\n"
+     "(dump source, options, log and binary of every kernel compiled).\n"},
+    {"help", kp_cmd_help, "help for a command: kprof help CMD", "usage: kprof help [CMD]\n"},
+    {"version", kp_cmd_version, "print kprof's version", "usage: kprof version\n"},
+    {NULL, NULL, NULL, NULL},
+};
+
+const kp_command *kp_command_find(const char *name)
+{
+    for (const kp_command *c = kp_commands; c->name; c++)
+        if (strcmp(c->name, name) == 0) return c;
+    return NULL;
+}
+
+static void kp_main_usage(FILE *f)
+{
+    fprintf(f, "kprof %s — what a GPU kernel really costs on the device, and whether it is\n"
+               "the problem at all.\n\n"
+               "usage: kprof [--version] [--help] COMMAND [ARGS]\n\ncommands:\n",
+            kprof_version());
+    for (const kp_command *c = kp_commands; c->name; c++)
+        fprintf(f, "  %-10s %s\n", c->name, c->summary);
+    fprintf(f, "\n`kprof help COMMAND` or `kprof COMMAND --help` for a command's options.\n\n"
+               "exit codes:\n"
+               "  0  success\n"
+               "  1  runtime failure (allocation, I/O, backend error)\n"
+               "  2  usage error or bad input (arguments, SPEC, file, kernel name)\n"
+               "  3  backend or device unavailable\n"
+               "  4  kernel fault, compile failure or timeout\n");
+}
+
+static int kp_cmd_help(int argc, char **argv)
+{
+    if (argc < 2) {
+        kp_main_usage(stdout);
+        return 0;
+    }
+    const kp_command *c = kp_command_find(argv[1]);
+    if (!c) return kp_cli_usage_error(NULL, "no command '%s' (kprof --help lists them)", argv[1]);
+    return kp_cli_help(c);
+}
+
+static int kp_cmd_version(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    printf("kprof %s\n", kprof_version());
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        kp_main_usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        kp_main_usage(stdout);
+        return kp_cli_exit(0);
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0)
+        return kp_cli_exit(kp_cmd_version(0, NULL));
+    const kp_command *c = kp_command_find(cmd);
+    if (!c) {
+        kp_cli_usage_error(NULL, "no command '%s' (kprof --help lists them)", cmd);
+        return 2;
+    }
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) break;
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return kp_cli_exit(kp_cli_help(c));
+    }
+    return kp_cli_exit(c->run(argc - 1, argv + 1));
+}
