@@ -123,6 +123,12 @@ kprof_status kp_backend_choose(const char *backend, int device, int lang,
     }
 
     if (strcmp(backend, "auto") != 0) {
+        if ((strcmp(backend, "cuda") == 0 || strcmp(backend, "opencl") == 0) && lang >= 0 &&
+            strcmp(kp_lang_backend((kp_lang)lang), backend) != 0)
+            return kp_error_set(err, KPROF_INVALID,
+                                "%s is %s, but this kernel is %s and needs the %s backend", source,
+                                backend, lang == KP_LANG_OPENCL_C ? "OpenCL C" : "CUDA",
+                                kp_lang_backend((kp_lang)lang));
         const kp_backend_ops *ops = kp_backend_find(backend);
         if (!ops) {
             if (strcmp(backend, "cuda") == 0)
@@ -133,11 +139,6 @@ kprof_status kp_backend_choose(const char *backend, int device, int lang,
                                 "%s '%s' is not a backend (choose opencl, cuda or auto)", source,
                                 backend);
         }
-        if (!kp_backend_runs(ops, lang))
-            return kp_error_set(err, KPROF_INVALID,
-                                "%s is %s, but this kernel is %s and needs the %s backend", source,
-                                backend, lang == KP_LANG_OPENCL_C ? "OpenCL C" : "CUDA",
-                                kp_lang_backend((kp_lang)lang));
         char reason[512];
         if (ops->probe(reason, sizeof reason) != KPROF_OK)
             return kp_error_set(err, KPROF_UNAVAILABLE, "%s: %s", ops->name, reason);
@@ -213,8 +214,10 @@ kprof_status kp_backend_choose(const char *backend, int device, int lang,
         kp_str_free(&why);
         return KPROF_OK;
     }
-    kp_error_set(err, KPROF_UNAVAILABLE, "no device to run on:%s",
-                 why.data ? why.data : "\n  no backend runs this kernel language");
+    if (!why.data && lang >= 0)
+        kp_str_printf(&why, "\n  %s: this kprof was built without the %s backend",
+                      kp_lang_backend((kp_lang)lang), kp_lang_backend((kp_lang)lang));
+    kp_error_set(err, KPROF_UNAVAILABLE, "no device to run on:%s", why.data ? why.data : "");
     kp_str_free(&why);
     return KPROF_UNAVAILABLE;
 }

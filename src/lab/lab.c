@@ -446,7 +446,7 @@ kprof_status kp_lab_open(const kp_lab_options *opts, kp_lab **out, kp_error *err
     return KPROF_OK;
 fail:
     free(text);
-    kp_lab_close(lab, 0);
+    kp_lab_close(lab);
     return st;
 }
 
@@ -549,10 +549,10 @@ kprof_status kp_lab_digest(kp_lab *lab, kp_buffer_digest *out, int max, int *n, 
     return KPROF_OK;
 }
 
-void kp_lab_close(kp_lab *lab, int wedged)
+void kp_lab_close(kp_lab *lab)
 {
     if (!lab) return;
-    if (lab->ops && !wedged) {
+    if (lab->ops) {
         for (int i = 0; i < KP_SPEC_MAX_ARGS; i++) lab->ops->free(lab->buffers[i]);
         lab->ops->kernel_release(lab->kernel);
         lab->ops->program_release(lab->program);

@@ -69,8 +69,9 @@ kprof_status kp_lab_measure(kp_lab *lab, const kp_launch *launch, int warmup, in
 /* Read every buffer back and digest it: out[0..*n). */
 kprof_status kp_lab_digest(kp_lab *lab, kp_buffer_digest *out, int max, int *n, kp_error *err);
 
-/* A kernel that timed out may still run: pass wedged=1 to skip waiting on device teardown. */
-void kp_lab_close(kp_lab *lab, int wedged);
+/* Release everything. After KPROF_TIMEOUT the kernel may still run and teardown could wait on
+ * it for ever: callers then leave the process instead (the CLI does). lab may be NULL. */
+void kp_lab_close(kp_lab *lab);
 
 /* The kernel's signature for messages: "demo_add(float* out, const float* a, ...)". */
 void kp_lab_signature(const kp_kernel_meta *k, char *buf, size_t n);

@@ -1,1 +1,90 @@
-int main(void){return 0;}
+/* test_cache_meta.c — the compile cache's metadata text round-trips and rejects damage; the
+ * cache stores and finds entries in $KPROF_CACHE_DIR. */
+#define _GNU_SOURCE
+#include "store/kernel_cache.h"
+#include "test.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+int main(void)
+{
+    kp_param params[2] = {
+        {.kind = KP_PARAM_GLOBAL, .size = 8, .name = "out", .type_name = "float*"},
+        {.kind = KP_PARAM_VALUE, .size = 4, .name = "", .type_name = "unsigned int"},
+    };
+    kp_kernel_meta kernels[2] = {
+        {.name = "demo_add", .symbol = "demo_add", .nparams = 2, .params = params},
+        {.name = "tk<16>", .symbol = "_Z2tkILi16EEvPf", .nparams = -1, .params = NULL},
+    };
+    kp_program_meta meta = {.nkernels = 2, .kernels = kernels};
+    char *text = kp_meta_serialize(&meta);
+    CHECK(text != NULL);
+    kp_program_meta back;
+    CHECK_INT(kp_meta_parse(text, &back), 0);
+    CHECK_INT(back.nkernels, 2);
+    CHECK_STR(back.kernels[0].name, "demo_add");
+    CHECK_INT(back.kernels[0].nparams, 2);
+    CHECK_INT(back.kernels[0].params[0].kind, KP_PARAM_GLOBAL);
+    CHECK_STR(back.kernels[0].params[0].type_name, "float*");
+    CHECK_STR(back.kernels[0].params[1].name, "");
+    CHECK_STR(back.kernels[0].params[1].type_name, "unsigned int");
+    CHECK_INT(back.kernels[0].params[1].size, 4);
+    CHECK_STR(back.kernels[1].symbol, "_Z2tkILi16EEvPf");
+    CHECK_INT(back.kernels[1].nparams, -1);
+    const kp_kernel_meta *found = kp_program_meta_find(&back, "tk<16>");
+    CHECK(found == &back.kernels[1]);
+    CHECK(kp_program_meta_find(&back, "nope") == NULL);
+    kp_program_meta_free(&back);
+
+    /* Damage: cut short, wrong header, too few params, unknown record. */
+    size_t len = strlen(text);
+    char *cut = strndup(text, len - 3);
+    CHECK_INT(kp_meta_parse(cut, &back), -1);
+    CHECK_INT(kp_meta_parse("kprof-meta 2\n", &back), -1);
+    CHECK_INT(kp_meta_parse("kprof-meta 1\nkernel k k 2\nparam 1 8 a float*\n", &back), -1);
+    CHECK_INT(kp_meta_parse("kprof-meta 1\nbogus\n", &back), -1);
+    CHECK_INT(kp_meta_parse("kprof-meta 1\nkernel k k 1\nparam 9 8 a float*\n", &back), -1);
+    CHECK_INT(kp_meta_parse("kprof-meta 1\n", &back), 0);
+    CHECK_INT(back.nkernels, 0);
+    free(cut);
+
+    /* Store and find an entry. */
+    char dir[] = "/tmp/kprof-cache-test-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    setenv("KPROF_CACHE_DIR", dir, 1);
+    unsigned char bin[5] = {1, 2, 3, 4, 5};
+    CHECK_INT(kp_cache_put("opencl", 0x1234, bin, 5, &meta), 0);
+    unsigned char *got = NULL;
+    size_t n = 0;
+    CHECK_INT(kp_cache_get("opencl", 0x1234, &got, &n, &back), 0);
+    CHECK_INT(n, 5);
+    CHECK(got && memcmp(got, bin, 5) == 0);
+    CHECK_INT(back.nkernels, 2);
+    free(got);
+    kp_program_meta_free(&back);
+    CHECK_INT(kp_cache_get("opencl", 0x9999, &got, &n, &back), -1);
+    CHECK_INT(kp_cache_get("cuda", 0x1234, &got, &n, &back), -1);
+
+    /* The key changes with source, options and device. */
+    kp_device_info dev = {.backend = "opencl", .name = "d"};
+    kp_source src = {.path = "k.cl", .text = "abc", .len = 3, .options = "", .entry = ""};
+    uint64_t k1 = kp_cache_key(&dev, &src);
+    src.options = "-DX=1";
+    uint64_t k2 = kp_cache_key(&dev, &src);
+    src.options = "";
+    src.text = "abd";
+    uint64_t k3 = kp_cache_key(&dev, &src);
+    src.text = "abc";
+    snprintf(dev.name, sizeof dev.name, "e");
+    uint64_t k4 = kp_cache_key(&dev, &src);
+    CHECK(k1 != k2 && k1 != k3 && k1 != k4);
+    snprintf(dev.name, sizeof dev.name, "d");
+    CHECK(kp_cache_key(&dev, &src) == k1);
+
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK_INT(system(cmd), 0);
+    free(text);
+    TEST_DONE();
+}

@@ -1,1 +1,58 @@
-int main(void){return 0;}
+/* test_check_spec.c — a SPEC checked against a kernel's parameters: count, kind and type. */
+#include "lab/lab.h"
+#include "test.h"
+
+static kprof_status check(const char *spec_text, const kp_kernel_meta *k, kp_error *e)
+{
+    kp_spec s;
+    kp_error_clear(e);
+    kprof_status st = kp_spec_parse(spec_text, &s, e);
+    if (st != KPROF_OK) return st;
+    return kp_lab_check_spec(&s, k, e);
+}
+
+int main(void)
+{
+    kp_param p[5] = {
+        {.kind = KP_PARAM_GLOBAL, .size = 8, .name = "out", .type_name = "float*"},
+        {.kind = KP_PARAM_CONSTANT, .size = 8, .name = "a", .type_name = "const float4*"},
+        {.kind = KP_PARAM_LOCAL, .size = 0, .name = "scratch", .type_name = "int*"},
+        {.kind = KP_PARAM_VALUE, .size = 4, .name = "n", .type_name = "uint"},
+        {.kind = KP_PARAM_GLOBAL, .size = 8, .name = "s", .type_name = "struct item*"},
+    };
+    kp_kernel_meta k = {.name = "k", .symbol = "k", .nparams = 5, .params = p};
+    kp_error e = {0};
+
+    CHECK_INT(check("f32:8,f32:32,local:64,u32=8,u8:100", &k, &e), KPROF_OK);
+    CHECK_INT(check("f32:8,f32:32,local:64,u32=8", &k, &e), KPROF_INVALID);
+    CHECK_CONTAINS(e.message, "has 4 items but k takes 5 arguments");
+    CHECK_CONTAINS(e.message, "k(float* out, const float4* a, local int* scratch, uint n");
+    CHECK_INT(check("i32:8,f32:32,local:64,u32=8,u8:1", &k, &e), KPROF_INVALID);
+    CHECK_CONTAINS(e.message, "argument 1 'out' is float* but --buffers item 1 'i32:8' is a i32");
+    CHECK_INT(check("f32:8,f32:32,f32:64,u32=8,u8:1", &k, &e), KPROF_INVALID);
+    CHECK_CONTAINS(e.message, "write local:BYTES");
+    CHECK_INT(check("f32:8,f32:32,local:64,u64=8,u8:1", &k, &e), KPROF_INVALID);
+    CHECK_CONTAINS(e.message, "argument 4 'n' is uint (4 bytes)");
+    CHECK_INT(check("f32:8,f32:32,local:64,i32=8,u8:1", &k, &e), KPROF_INVALID);
+    CHECK_INT(check("f32:8,f32:32,local:64,u32:8,u8:1", &k, &e), KPROF_INVALID);
+    CHECK_CONTAINS(e.message, "TYPE=VALUE");
+    CHECK_INT(check("f32=1,f32:32,local:64,u32=8,u8:1", &k, &e), KPROF_INVALID);
+    CHECK_CONTAINS(e.message, "write TYPE:COUNT");
+
+    /* CUDA-style spellings and unknown kinds. */
+    kp_param q[3] = {
+        {.kind = KP_PARAM_GLOBAL, .size = 8, .name = "x", .type_name = "const unsigned int *__restrict__"},
+        {.kind = KP_PARAM_VALUE, .size = 8, .name = "n", .type_name = "size_t"},
+        {.kind = KP_PARAM_UNKNOWN, .size = 8},
+    };
+    kp_kernel_meta c = {.name = "c", .symbol = "c", .nparams = 3, .params = q};
+    CHECK_INT(check("u32:4,u64=4,f64:9", &c, &e), KPROF_OK);
+    CHECK_INT(check("i32:4,u64=4,f64:9", &c, &e), KPROF_INVALID);
+    CHECK_INT(check("u32:4,u32=4,f64:9", &c, &e), KPROF_INVALID);
+
+    /* A backend that cannot count parameters checks nothing. */
+    kp_kernel_meta u = {.name = "u", .symbol = "u", .nparams = -1, .params = NULL};
+    CHECK_INT(check("f32:1,u32=1", &u, &e), KPROF_OK);
+    kp_error_clear(&e);
+    TEST_DONE();
+}

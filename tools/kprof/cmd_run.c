@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct kp_run_args {
     kp_lab_options lab;
@@ -394,7 +395,14 @@ int kp_cmd_run(int argc, char **argv)
 done:
     free(r.samples);
     free(scratch);
-    kp_lab_close(lab, wedged);
+    if (wedged) {
+        /* The kernel is still running: releasing the device would wait for it, maybe forever.
+         * Report and leave at once; the OS reclaims everything. */
+        rc = kp_cli_fail(&err);
+        fflush(NULL);
+        _exit(rc);
+    }
+    kp_lab_close(lab);
     kp_str_free(&a.options);
     if (st != KPROF_OK) {
         rc = kp_cli_fail(&err);

@@ -1,0 +1,204 @@
+"""kprof run on PoCL: timing from device timestamps, results checked against an independent
+computation of the same deterministic inputs, JSON and run.json, cache and dumps."""
+
+import json
+import os
+
+import kptest
+
+SPEC4K = "f32:4096,f32:4096,f32:4096,u32=4096"
+
+KERNELS_2D = r"""
+__kernel void madd(__global float *c, __global const float *a, __global const float *b,
+                   uint width)
+{
+    size_t x = get_global_id(0), y = get_global_id(1);
+    c[y * width + x] = a[y * width + x] * 2.0f + b[y * width + x];
+}
+"""
+
+KERNEL_LOCAL = r"""
+__kernel void block_sum(__global uint *out, __global const uint *in, __local uint *scratch)
+{
+    size_t l = get_local_id(0), g = get_global_id(0), n = get_local_size(0);
+    scratch[l] = in[g];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (l == 0) {
+        uint s = 0;
+        for (size_t i = 0; i < n; i++) s += scratch[i];
+        out[get_group_id(0)] = s;
+    }
+}
+"""
+
+KERNEL_FILLS = r"""
+__kernel void fills(__global int *iota, __global double *c, __global uchar *z, long scale)
+{
+    size_t i = get_global_id(0);
+    iota[i] = iota[i] * (int)scale;
+    c[i] = c[i] + 1.0;
+    z[i] = z[i] + 1;
+}
+"""
+
+
+class Run(kptest.KprofTestCase):
+    def isolate_demo(self, name="demo"):
+        self.kprof("isolate", name, "--lang", "cl", expect=0)
+        return os.path.join(self.home, "kernels", name)
+
+    def test_human_output(self):
+        self.isolate_demo()
+        p = self.kprof("run", "demo", "--entry", "demo_add", "--grid", "4096", "--tg", "64",
+                       "--buffers", SPEC4K, "--iters", "7", expect=0)
+        out = p.stdout
+        for text in ("demo_add on ", "(opencl device 0)", "GPU ms (median)", "GPU ms (min)",
+                     "GPU ms (p90)", "GPU ms (max)", "~GB/s touched", "grid               4096",
+                     "threadgroup        64", "7 timed after 3 warm-ups", "reflection: max tg",
+                     "preferred multiple", "local mem", "private mem", "buffers after the run:",
+                     "#1 out", "#2 a", "#3 b", "readings:", "touched once per dispatch",
+                     "single threadgroup size"):
+            self.assertIn(text, out)
+        self.assertEqual(p.stderr, "")
+
+    def test_json_result_matches_independent_computation(self):
+        d = self.isolate_demo()
+        r = self.run_json("run", "demo", "--entry", "demo_add", "--grid", "4096", "--tg", "64",
+                          "--buffers", SPEC4K, "--iters", "9", "--warmup", "2")
+        self.assertEqual(r["backend"], "opencl")
+        self.assertEqual(r["entry"], "demo_add")
+        self.assertEqual(r["grid"], [4096])
+        self.assertEqual(r["threadgroup"], [64])
+        self.assertEqual(r["iterations"], 9)
+        self.assertEqual(r["warmup"], 2)
+        samples = r["gpu_ms_samples"]
+        self.assertEqual(len(samples), 9)
+        s = sorted(samples)
+        self.assertEqual(r["gpu_ms_median"], s[len(s) // 2])
+        self.assertEqual(r["gpu_ms_min"], s[0])
+        self.assertEqual(r["gpu_ms_max"], s[-1])
+        self.assertEqual(r["gpu_ms_p90"], s[min(len(s) - 1, int(0.9 * len(s)))])
+        self.assertGreater(r["gpu_ms_min"], 0)
+        self.assertEqual(r["bytes"], 3 * 4096 * 4)
+        self.assertTrue(r["bytes_assumed_once_per_element"])
+        self.assertAlmostEqual(r["approx_gb_per_s"],
+                               r["bytes"] / (r["gpu_ms_median"] * 1e-3) / 1e9, places=6)
+        self.assertGreater(r["reflection"]["max_threadgroup_size"], 0)
+        self.assertIn(r["reflection"]["preferred_multiple"], range(1, 4097))
+        ids = [x["id"] for x in r["readings"]]
+        self.assertIn("bytes_assumed", ids)
+        self.assertIn("sweep", ids)
+        # The output is a + b of the LCG fills of arguments 1 and 2.
+        a = kptest.fill_f32(1, 4096)
+        b = kptest.fill_f32(2, 4096)
+        out = [kptest.f32(x + y) for x, y in zip(a, b)]
+        bufs = r["buffers"]
+        self.assertEqual([x["arg"] for x in bufs], [0, 1, 2])
+        self.assertEqual([x["name"] for x in bufs], ["out", "a", "b"])
+        self.assertEqual(bufs[1]["fnv1a64"], kptest.fnv1a64(kptest.pack("f", a)))
+        self.assertEqual(bufs[2]["fnv1a64"], kptest.fnv1a64(kptest.pack("f", b)))
+        self.assertEqual(bufs[0]["fnv1a64"], kptest.fnv1a64(kptest.pack("f", out)))
+        self.assertAlmostEqual(bufs[0]["sum"], sum(out), delta=1e-3)
+        self.assertEqual(bufs[0]["first"], out[:4])
+        self.assertEqual(bufs[0]["min"], min(out))
+        # run.json in the kernel folder holds the same document.
+        with open(os.path.join(d, "run.json")) as f:
+            self.assertEqual(json.load(f), r)
+        self.assertEqual(sorted(os.listdir(d)), ["kernel.cl", "run.json"])
+
+    def test_same_digests_every_run_and_without_json_no_run_json(self):
+        d = self.isolate_demo()
+        self.kprof("run", "demo", "--grid", "4096", "--tg", "64", "--buffers", SPEC4K, expect=0)
+        self.assertFalse(os.path.exists(os.path.join(d, "run.json")))
+        r1 = self.run_json("run", "demo", "--grid", "4096", "--tg", "64", "--buffers", SPEC4K)
+        r2 = self.run_json("run", "demo", "--grid", "4096", "--tg", "128", "--buffers", SPEC4K)
+        self.assertEqual([b["fnv1a64"] for b in r1["buffers"]],
+                         [b["fnv1a64"] for b in r2["buffers"]])
+
+    def test_file_target_2d(self):
+        path = self.write("k/m.cl", KERNELS_2D)
+        r = self.run_json("run", path, "--grid", "64x32", "--tg", "8x4",
+                          "--buffers", "f32:2048,f32:2048,f32:2048,u32=64", "--iters", "3")
+        self.assertEqual(r["entry"], "madd")  # the file's only kernel
+        self.assertEqual(r["grid"], [64, 32])
+        self.assertEqual(r["threadgroup"], [8, 4])
+        a = kptest.fill_f32(1, 2048)
+        b = kptest.fill_f32(2, 2048)
+        c = [kptest.f32(kptest.f32(x * 2.0) + y) for x, y in zip(a, b)]
+        self.assertEqual(r["buffers"][0]["fnv1a64"], kptest.fnv1a64(kptest.pack("f", c)))
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "k", "run.json")))
+
+    def test_local_memory_argument(self):
+        path = self.write("l.cl", KERNEL_LOCAL)
+        r = self.run_json("run", path, "--grid", "1024", "--tg", "64",
+                          "--buffers", "u32:16:zero,u32:1024:iota,local:256", "--iters", "2")
+        expected = [sum(range(g * 64, g * 64 + 64)) for g in range(16)]
+        self.assertEqual(r["buffers"][0]["fnv1a64"], kptest.fnv1a64(kptest.pack("I", expected)))
+        self.assertEqual(r["buffers"][0]["sum"], sum(range(1024)))
+
+    def test_fills_and_scalars(self):
+        path = self.write("f.cl", KERNEL_FILLS)
+        r = self.run_json("run", path, "--grid", "64", "--tg", "8",
+                          "--buffers", "i32:64:iota,f64:64:const=2.5,u8:64:zero,i64=3",
+                          "--iters", "1", "--warmup", "0")
+        iota, c, z = r["buffers"]
+        self.assertEqual(iota["sum"], 3 * sum(range(64)))
+        self.assertEqual(iota["first"], [0, 3, 6, 9])
+        self.assertEqual(c["sum"], 64 * 3.5)
+        self.assertEqual(z["max"], 1)
+
+    def test_bytes_override(self):
+        self.isolate_demo()
+        r = self.run_json("run", "demo", "--grid", "4096", "--tg", "64", "--buffers", SPEC4K,
+                          "--bytes", "1000")
+        self.assertEqual(r["bytes"], 1000)
+        self.assertFalse(r["bytes_assumed_once_per_element"])
+        self.assertNotIn("bytes_assumed", [x["id"] for x in r["readings"]])
+
+    def test_compile_cache(self):
+        self.isolate_demo()
+        args = ("run", "demo", "--grid", "4096", "--tg", "64", "--buffers", SPEC4K)
+        r1 = self.run_json(*args)
+        r2 = self.run_json(*args)
+        self.assertFalse(r1["compile"]["cache_hit"])
+        self.assertTrue(r2["compile"]["cache_hit"])
+        entries = os.listdir(os.path.join(self.cache, "opencl"))
+        self.assertEqual(len([e for e in entries if e.endswith(".bin")]), 1)
+        self.assertEqual(len([e for e in entries if e.endswith(".meta")]), 1)
+        # Other options are another entry.
+        r3 = self.run_json(*args, "-D", "UNUSED=1")
+        self.assertFalse(r3["compile"]["cache_hit"])
+        # A damaged entry is a miss, not a failure.
+        for e in os.listdir(os.path.join(self.cache, "opencl")):
+            with open(os.path.join(self.cache, "opencl", e), "w") as f:
+                f.write("garbage")
+        r4 = self.run_json(*args)
+        self.assertFalse(r4["compile"]["cache_hit"])
+        self.assertEqual(r4["buffers"], r1["buffers"])
+
+    def test_dump_dir(self):
+        self.isolate_demo()
+        dump = os.path.join(self.tmp, "dumps")
+        self.kprof("run", "demo", "--grid", "4096", "--tg", "64", "--buffers", SPEC4K,
+                   env={"KPROF_DUMP_DIR": dump}, expect=0)
+        exts = sorted(os.path.splitext(f)[1] for f in os.listdir(dump))
+        self.assertEqual(exts, [".bin", ".cl", ".log", ".options"])
+        cl = [f for f in os.listdir(dump) if f.endswith(".cl")][0]
+        self.assertTrue(cl.startswith("kernel-"))
+
+    def test_backend_and_device_choice(self):
+        self.isolate_demo()
+        args = ("run", "demo", "--grid", "4096", "--tg", "64", "--buffers", SPEC4K)
+        self.assertEqual(self.run_json(*args, "--backend", "opencl", "--device", "0")["backend"],
+                         "opencl")
+        self.kprof(*args, env={"KPROF_BACKEND": "opencl", "KPROF_DEVICE": "0"}, expect=0)
+        p = self.kprof(*args, "--device", "7", expect=3)
+        self.assertIn("device 7 does not exist", p.stderr)
+        p = self.kprof(*args, env={"KPROF_DEVICE": "x"}, expect=2)
+        self.assertIn("KPROF_DEVICE='x'", p.stderr)
+        p = self.kprof(*args, "--backend", "metal", expect=2)
+        self.assertIn("'metal' is not a backend", p.stderr)
+
+
+if __name__ == "__main__":
+    kptest.main()

@@ -1,0 +1,178 @@
+"""kprof run with bad input: every case gets a clear message, the documented exit code, and
+leaves nothing half-written."""
+
+import os
+import time
+
+import kptest
+
+SPEC = "f32:4096,f32:4096,f32:4096,u32=4096"
+TWO_KERNELS = r"""
+__kernel void first(__global float *x, uint n) { x[get_global_id(0)] = n; }
+__kernel void second(__global int *y, __local float *s, float k) { y[0] = (int)k; }
+"""
+
+
+class RunErrors(kptest.KprofTestCase):
+    def setUp(self):
+        super().setUp()
+        self.kprof("isolate", "demo", "--lang", "cl", expect=0)
+        self.dir = os.path.join(self.home, "kernels", "demo")
+
+    def run_demo(self, *extra, expect, env=None, buffers=SPEC, json=True):
+        args = ["run", "demo", "--grid", "4096", "--tg", "64", "--buffers", buffers]
+        if json:
+            args.append("--json")
+        p = self.kprof(*args, *extra, expect=expect, env=env)
+        if expect != 0:
+            self.assertEqual(p.stdout, "", "a failed run printed a result")
+            self.assertTrue(p.stderr.startswith("kprof: error: "), p.stderr)
+            self.assertEqual(sorted(os.listdir(self.dir)), ["kernel.cl"],
+                             "a failed run left files behind")
+        return p
+
+    def test_missing_file(self):
+        p = self.kprof("run", os.path.join(self.tmp, "nope.cl"), "--buffers", SPEC, expect=2)
+        self.assertIn("nope.cl: no such file", p.stderr)
+
+    def test_missing_kernel_folder(self):
+        p = self.kprof("run", "ghost", "--buffers", SPEC, expect=2)
+        self.assertIn("no kernel folder", p.stderr)
+        self.assertIn("kprof isolate ghost", p.stderr)
+
+    def test_unknown_language(self):
+        path = self.write("k.metal", "kernel void k() {}")
+        p = self.kprof("run", path, "--buffers", SPEC, expect=2)
+        self.assertIn("unknown kernel language", p.stderr)
+
+    def test_unknown_entry_lists_kernels(self):
+        p = self.run_demo("--entry", "demo_sub", expect=2)
+        self.assertIn("has no kernel 'demo_sub'", p.stderr)
+        self.assertIn("demo_add(float* out, float* a, float* b, uint n)", p.stderr)
+
+    def test_several_kernels_need_entry(self):
+        path = self.write("two.cl", TWO_KERNELS)
+        p = self.kprof("run", path, "--grid", "64", "--tg", "8", "--buffers", "f32:64,u32=1",
+                       expect=2)
+        self.assertIn("has 2 kernels (first, second): choose one with --entry", p.stderr)
+        p = self.kprof("run", path, "--entry", "third", "--grid", "64", "--tg", "8",
+                       "--buffers", "f32:64,u32=1", expect=2)
+        self.assertIn("first(float* x, uint n)", p.stderr)
+        self.assertIn("second(int* y, local float* s, float k)", p.stderr)
+        self.kprof("run", path, "--entry", "second", "--grid", "64", "--tg", "8",
+                   "--buffers", "i32:1,local:64,f32=2", expect=0)
+
+    def test_spec_count_mismatch(self):
+        p = self.run_demo(expect=2, buffers="f32:4096,f32:4096,f32:4096")
+        self.assertIn("--buffers has 3 items but demo_add takes 4 arguments", p.stderr)
+        self.assertIn("demo_add(float* out", p.stderr)
+
+    def test_spec_type_mismatch(self):
+        p = self.run_demo(expect=2, buffers="f32:4096,i32:4096,f32:4096,u32=4096")
+        self.assertIn("argument 2 'a' is float* but --buffers item 2 'i32:4096' is a i32",
+                      p.stderr)
+        p = self.run_demo(expect=2, buffers="f32:4096,f32:4096,f32:4096,f32=1")
+        self.assertIn("argument 4 'n' is uint", p.stderr)
+        p = self.run_demo(expect=2, buffers="f32:4096,f32:4096,f32:4096,u32:4")
+        self.assertIn("TYPE=VALUE", p.stderr)
+        p = self.run_demo(expect=2, buffers="f32=1,f32:4096,f32:4096,u32=4")
+        self.assertIn("TYPE:COUNT", p.stderr)
+
+    def test_malformed_spec(self):
+        for spec, text in (("f32:4096,f32:abc,f32:4096,u32=4", "item 2 'f32:abc'"),
+                           ("f32:4096,f32:4096,q9:1,u32=4", "item 3 'q9:1': unknown type 'q9'"),
+                           ("f32:4096,,f32:4096,u32=4", "item 2 is empty"),
+                           ("f32:4096,f32:4096,f32:4096,u32=x", "'x' is not an integer"),
+                           ("f32:4096:glitter,f32:1,f32:1,u32=1", "unknown fill 'glitter'")):
+            p = self.run_demo(expect=2, buffers=spec)
+            self.assertIn(text, p.stderr)
+
+    def test_tg_above_kernel_max(self):
+        caps = self.kprof("caps", "--json", "--backend", "opencl", expect=0)
+        import json
+        dev = json.loads(caps.stdout)["backends"][0]["devices"][0]
+        big = dev["max_threadgroup_dims"][0] * 2
+        p = self.kprof("run", "demo", "--grid", str(big * 2), "--tg", str(big), "--buffers", SPEC,
+                       expect=2)
+        self.assertIn("tg %d in dimension x is above the device's maximum %d"
+                      % (big, dev["max_threadgroup_dims"][0]), p.stderr)
+
+    def test_tg_above_kernel_max_2d(self):
+        path = self.write("z.cl", "__kernel void z(__global float *x) { x[0] = 0; }")
+        p = self.kprof("run", path, "--grid", "4096x4096", "--tg", "128x128", "--buffers", "f32:1",
+                       expect=2)
+        self.assertIn("tg 16384 threads is above z's maximum threadgroup size", p.stderr)
+
+    def test_grid_not_multiple_of_tg(self):
+        p = self.run_demo("--grid", "1000", expect=2)
+        self.assertIn("grid 1000 is not a multiple of tg 64", p.stderr)
+        self.assertIn("--grid 1024", p.stderr)
+
+    def test_allocation_failure(self):
+        p = self.run_demo(expect=1, buffers="f32:4096,f32:4096,f32:64G,u32=4096")
+        self.assertIn("--buffers item 3 'f32:64G'", p.stderr)
+        self.assertIn("largest allocation", p.stderr)
+
+    def test_no_device(self):
+        empty = os.path.join(self.tmp, "vendors")
+        os.makedirs(empty)
+        p = self.run_demo(expect=3, env={"OCL_ICD_VENDORS": empty})
+        self.assertIn("no OpenCL platform found", p.stderr)
+        p = self.run_demo(expect=3, env={"KPROF_OPENCL_LIBRARY": "/nonexistent.so"})
+        self.assertIn("/nonexistent.so", p.stderr)
+
+    def test_backend_language_mismatch(self):
+        p = self.run_demo("--backend", "cuda", expect=2)
+        self.assertIn("needs the opencl backend", p.stderr)
+
+    def test_cuda_kernel_without_cuda(self):
+        ok, why = kptest.cuda_available()
+        if ok:
+            self.skipTest("a CUDA device exists here; this checks the machine without one")
+        path = self.write("k.cu", 'extern "C" __global__ void k(float *x) { x[0] = 1; }')
+        p = self.kprof("run", path, "--buffers", "f32:1", expect=3)
+        self.assertIn("cuda:", p.stderr)
+
+    def test_compile_failure_prints_log_and_keeps_source(self):
+        path = self.write("bad.cl", "__kernel void bad(__global float *x) { x[0] = y; }\n")
+        p = self.kprof("run", path, "--buffers", "f32:1", "--grid", "1", "--tg", "1",
+                       "--json", expect=4)
+        self.assertEqual(p.stdout, "")
+        self.assertIn("OpenCL C compile failed", p.stderr)
+        self.assertIn("--- compiler log ---", p.stderr)
+        self.assertIn("undeclared identifier 'y'", p.stderr)
+        kept = [l for l in p.stderr.splitlines() if l.startswith("source, options and log kept in ")]
+        self.assertEqual(len(kept), 1, p.stderr)
+        folder = kept[0][len("source, options and log kept in "):].rstrip("/")
+        files = sorted(os.path.splitext(f)[1] for f in os.listdir(folder))
+        self.assertEqual(files, [".cl", ".log", ".options"])
+        self.assertTrue(folder.startswith(self.cache))
+
+    def test_timeout(self):
+        path = self.write("spin.cl",
+                          "__kernel void spin(__global volatile int *x) { while (x[0] == 0) {} }")
+        t0 = time.time()
+        p = self.kprof("run", path, "--grid", "8", "--tg", "8", "--buffers", "i32:8:zero",
+                       "--timeout", "1", "--warmup", "0", "--iters", "1", expect=4, timeout=60)
+        self.assertIn("kernel spin is still running after 1 s", p.stderr)
+        self.assertLess(time.time() - t0, 30)
+
+    def test_usage_errors(self):
+        cases = ((["run"], "give a kernel"),
+                 (["run", "demo"], "--buffers is required"),
+                 (["run", "demo", "--buffers", SPEC, "--grid", "0"], "--grid '0'"),
+                 (["run", "demo", "--buffers", SPEC, "--grid", "16x", "--tg", "4"], "--grid '16x'"),
+                 (["run", "demo", "--buffers", SPEC, "--grid", "16", "--tg", "4x4"],
+                  "--grid has 1 dimension but --tg has 2"),
+                 (["run", "demo", "--buffers", SPEC, "--iters", "0"], "--iters '0'"),
+                 (["run", "demo", "--buffers", SPEC, "--timeout", "-1"], "--timeout '-1'"),
+                 (["run", "demo", "--buffers", SPEC, "--frob"], "unknown option '--frob'"),
+                 (["run", "demo", "--buffers"], "--buffers needs a value"),
+                 (["run", "demo", "other", "--buffers", SPEC], "unexpected argument 'other'"))
+        for args, text in cases:
+            p = self.kprof(*args, expect=2)
+            self.assertIn(text, p.stderr, args)
+
+
+if __name__ == "__main__":
+    kptest.main()
