@@ -24,7 +24,7 @@ struct kp_lab {
     kp_kernel *kernel;
     kp_spec spec;
     kp_buffer *buffers[KP_SPEC_MAX_ARGS];
-    kp_reflection base_refl; /* reflection before any launch-dependent query */
+    int bound;               /* buffers exist and are bound to the kernel */
 };
 
 const kp_lab_info *kp_lab_get_info(const kp_lab *lab)
@@ -322,6 +322,55 @@ static kprof_status kp_lab_compile(kp_lab *lab, const kp_source *src, kp_error *
     return KPROF_OK;
 }
 
+kprof_status kp_lab_use_kernel(kp_lab *lab, const char *entry, kp_error *err)
+{
+    kprof_status st = KPROF_OK;
+    const kp_kernel_meta *k = NULL;
+    if (!entry) {
+        if (lab->meta.nkernels > 1) {
+            kp_str list = {0};
+            for (int i = 0; i < lab->meta.nkernels; i++)
+                kp_str_printf(&list, "%s%s", i ? ", " : "", lab->meta.kernels[i].name);
+            st = kp_error_set(err, KPROF_INVALID, "%s has %d kernels (%s): choose one with --entry",
+                              lab->info.source_path, lab->meta.nkernels,
+                              list.data ? list.data : "");
+            kp_str_free(&list);
+            return st;
+        }
+        k = &lab->meta.kernels[0];
+    } else {
+        k = kp_program_meta_find(&lab->meta, entry);
+    }
+    if (!k) {
+        kp_str list = {0};
+        for (int i = 0; i < lab->meta.nkernels; i++) {
+            char sig[1024];
+            kp_lab_signature(&lab->meta.kernels[i], sig, sizeof sig);
+            kp_str_printf(&list, "\n  %s", sig);
+        }
+        st = kp_error_set(err, KPROF_NOT_FOUND, "%s has no kernel '%s'; its kernels:%s",
+                          lab->info.source_path, entry, list.data ? list.data : "");
+        kp_str_free(&list);
+        return st;
+    }
+    st = kp_lab_check_spec(&lab->spec, k, err);
+    if (st != KPROF_OK) return st;
+    kp_kernel *kernel = NULL;
+    st = lab->ops->kernel_create(lab->program, k, &kernel, err);
+    if (st != KPROF_OK) return st;
+    if (lab->bound) {
+        st = lab->ops->bind(kernel, &lab->spec, lab->buffers, err);
+        if (st != KPROF_OK) {
+            lab->ops->kernel_release(kernel);
+            return st;
+        }
+    }
+    lab->ops->kernel_release(lab->kernel);
+    lab->kernel = kernel;
+    lab->info.kernel = k;
+    return KPROF_OK;
+}
+
 kprof_status kp_lab_open(const kp_lab_options *opts, kp_lab **out, kp_error *err)
 {
     *out = NULL;
@@ -332,18 +381,32 @@ kprof_status kp_lab_open(const kp_lab_options *opts, kp_lab **out, kp_error *err
     kprof_status st = kp_spec_parse(opts->buffers, &lab->spec, err);
     if (st != KPROF_OK) goto fail;
     lab->info.spec = &lab->spec;
-    st = kp_lab_resolve(opts, &lab->info, err);
-    if (st != KPROF_OK) goto fail;
-    int lang = kp_lang_from_path(lab->info.source_path);
-    if (lang < 0) {
-        st = kp_error_set(err, KPROF_INVALID,
-                          "%s: unknown kernel language (use .cl for OpenCL C, .cu for CUDA, "
-                          ".ptx or .cubin)",
-                          lab->info.source_path);
-        goto fail;
+    int lang;
+    if (opts->source_text) {
+        snprintf(lab->info.source_path, sizeof lab->info.source_path, "%s", opts->source_name);
+        lang = opts->source_lang;
+        text = malloc(opts->source_len + 1);
+        if (!text) {
+            st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+            goto fail;
+        }
+        memcpy(text, opts->source_text, opts->source_len);
+        text[opts->source_len] = '\0';
+        text_len = opts->source_len;
+    } else {
+        st = kp_lab_resolve(opts, &lab->info, err);
+        if (st != KPROF_OK) goto fail;
+        lang = kp_lang_from_path(lab->info.source_path);
+        if (lang < 0) {
+            st = kp_error_set(err, KPROF_INVALID,
+                              "%s: unknown kernel language (use .cl for OpenCL C, .cu for CUDA, "
+                              ".ptx or .cubin)",
+                              lab->info.source_path);
+            goto fail;
+        }
+        st = kp_file_read(lab->info.source_path, &text, &text_len, err);
+        if (st != KPROF_OK) goto fail;
     }
-    st = kp_file_read(lab->info.source_path, &text, &text_len, err);
-    if (st != KPROF_OK) goto fail;
 
     int index = -1;
     st = kp_backend_choose(opts->backend, opts->device, lang, &lab->ops, &index, err);
@@ -369,41 +432,7 @@ kprof_status kp_lab_open(const kp_lab_options *opts, kp_lab **out, kp_error *err
         st = kp_error_set(err, KPROF_NOT_FOUND, "%s defines no kernels", lab->info.source_path);
         goto fail;
     }
-    const kp_kernel_meta *k = NULL;
-    if (!opts->entry) {
-        if (lab->meta.nkernels > 1) {
-            kp_str list = {0};
-            for (int i = 0; i < lab->meta.nkernels; i++)
-                kp_str_printf(&list, "%s%s", i ? ", " : "", lab->meta.kernels[i].name);
-            st = kp_error_set(err, KPROF_INVALID, "%s has %d kernels (%s): choose one with --entry",
-                              lab->info.source_path, lab->meta.nkernels,
-                              list.data ? list.data : "");
-            kp_str_free(&list);
-            goto fail;
-        }
-        k = &lab->meta.kernels[0];
-    } else {
-        k = kp_program_meta_find(&lab->meta, opts->entry);
-    }
-    if (!k) {
-        kp_str list = {0};
-        for (int i = 0; i < lab->meta.nkernels; i++) {
-            char sig[1024];
-            kp_lab_signature(&lab->meta.kernels[i], sig, sizeof sig);
-            kp_str_printf(&list, "\n  %s", sig);
-        }
-        st = kp_error_set(err, KPROF_NOT_FOUND, "%s has no kernel '%s'; its kernels:%s",
-                          lab->info.source_path, opts->entry, list.data ? list.data : "");
-        kp_str_free(&list);
-        goto fail;
-    }
-    lab->info.kernel = k;
-    st = kp_lab_check_spec(&lab->spec, k, err);
-    if (st != KPROF_OK) goto fail;
-    st = lab->ops->kernel_create(lab->program, k, &lab->kernel, err);
-    if (st != KPROF_OK) goto fail;
-    kp_launch none = {.dims = 1, .grid = {1, 1, 1}, .tg = {1, 1, 1}};
-    st = lab->ops->reflect(lab->kernel, &none, &lab->base_refl, err);
+    st = kp_lab_use_kernel(lab, opts->entry, err);
     if (st != KPROF_OK) goto fail;
 
     /* Buffers: filled on the host, written once. */
@@ -441,6 +470,7 @@ kprof_status kp_lab_open(const kp_lab_options *opts, kp_lab **out, kp_error *err
     }
     st = lab->ops->bind(lab->kernel, &lab->spec, lab->buffers, err);
     if (st != KPROF_OK) goto fail;
+    lab->bound = 1;
     free(text);
     *out = lab;
     return KPROF_OK;

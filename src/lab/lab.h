@@ -26,6 +26,11 @@ typedef struct kp_lab_options {
     const char *backend;  /* "opencl", "cuda", "auto" or NULL (KPROF_BACKEND) */
     int device;           /* -1: KPROF_DEVICE or auto */
     const char *options;  /* extra compiler options ("-DN=4 -I inc"), or NULL */
+    /* Instead of target: a source held in memory (kprof's own kernels). */
+    const char *source_text;
+    size_t source_len;
+    int source_lang;      /* kp_lang */
+    const char *source_name; /* shown in messages, e.g. "kprof:copy.cu" */
 } kp_lab_options;
 
 typedef struct kp_buffer_digest {
@@ -55,6 +60,10 @@ typedef struct kp_lab_info {
 } kp_lab_info;
 
 kprof_status kp_lab_open(const kp_lab_options *opts, kp_lab **out, kp_error *err);
+
+/* Switch the session to another kernel of the same program with the same SPEC (its buffers are
+ * kept and bound to it). */
+kprof_status kp_lab_use_kernel(kp_lab *lab, const char *entry, kp_error *err);
 const kp_lab_info *kp_lab_get_info(const kp_lab *lab);
 
 /* Check a launch against the device and the kernel (sizes, maxima, uniform groups) and reflect

@@ -97,6 +97,7 @@ class KprofTestCase(unittest.TestCase):
         self.home = os.path.join(self.tmp, "home")
         self.cache = os.path.join(self.tmp, "cache")
         self.env = {"KPROF_HOME": self.home, "KPROF_CACHE_DIR": self.cache,
+                    "KPROF_STORE": os.path.join(self.tmp, "store.db"),
                     "KPROF_BACKEND": None, "KPROF_DEVICE": None, "KPROF_DUMP_DIR": None}
 
     def tearDown(self):

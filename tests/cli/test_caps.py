@@ -66,6 +66,62 @@ class Caps(kptest.KprofTestCase):
         self.kprof("caps", "extra", expect=2)
 
 
+class Measure(kptest.KprofTestCase):
+    def setUp(self):
+        super().setUp()
+        self.env["KPROF_STORE"] = os.path.join(self.tmp, "store", "kprof.db")
+
+    def test_measure_stores_ceiling_and_run_reports_against_it(self):
+        r = json.loads(self.kprof("caps", "--measure", "--backend", "opencl", "--max-bytes", "16M",
+                                  "--iters", "3", "--json", expect=0).stdout)
+        self.assertEqual(r["backend"], "opencl")
+        kernels = [p["kernel"] for p in r["points"]]
+        self.assertEqual(kernels, ["copy_f4", "copy_f4x4", "copy_f4_stride", "demo_add"])
+        copies = [p for p in r["points"] if p["kernel"] != "demo_add"]
+        for p in copies:
+            self.assertEqual(p["bytes"], 16 << 20)
+            self.assertLessEqual(p["best_ms"], p["median_ms"])
+            self.assertAlmostEqual(p["gb_per_s"], 2 * p["bytes"] / (p["best_ms"] * 1e-3) / 1e9,
+                                   delta=1e-6 * p["gb_per_s"])
+        self.assertEqual(r["ceiling_gb_per_s"], max(p["gb_per_s"] for p in copies))
+        self.assertTrue(os.path.exists(r["store"]))
+        # caps shows it; run reports against it.
+        caps = json.loads(self.kprof("caps", "--json", "--backend", "opencl", expect=0).stdout)
+        mc = caps["backends"][0]["devices"][0]["measured_ceiling"]
+        self.assertEqual(mc["copy_gb_per_s"], r["ceiling_gb_per_s"])
+        self.assertIn("bandwidth ceiling", self.kprof("caps", expect=0).stdout)
+        self.kprof("isolate", "demo", "--lang", "cl", expect=0)
+        run = json.loads(self.kprof("run", "demo", "--grid", "4096", "--tg", "64", "--buffers",
+                                    "f32:4096,f32:4096,f32:4096,u32=4096", "--json",
+                                    expect=0).stdout)
+        self.assertEqual(run["ceiling_gb_per_s"], r["ceiling_gb_per_s"])
+        self.assertAlmostEqual(run["ceiling_percent"],
+                               100 * run["approx_gb_per_s"] / r["ceiling_gb_per_s"], places=6)
+        self.assertIn(run["readings"][0]["id"], ("bandwidth", "bandwidth_bound"))
+
+    def test_without_measurement_run_says_how(self):
+        caps = json.loads(self.kprof("caps", "--json", "--backend", "opencl", expect=0).stdout)
+        self.assertIsNone(caps["backends"][0]["devices"][0]["measured_ceiling"])
+        self.assertIn("not measured yet (kprof caps --measure)", self.kprof("caps", expect=0).stdout)
+        self.assertFalse(os.path.exists(self.env["KPROF_STORE"]))
+
+    def test_foreign_store_is_refused_untouched(self):
+        path = self.env["KPROF_STORE"]
+        os.makedirs(os.path.dirname(path))
+        with open(path, "w") as f:
+            f.write("not a database")
+        p = self.kprof("caps", "--measure", "--max-bytes", "8M", "--iters", "1", expect=1)
+        self.assertIn("is not a kprof store", p.stderr)
+        self.assertEqual(open(path).read(), "not a database")
+
+    def test_measure_usage(self):
+        self.kprof("caps", "--max-bytes", "8M", expect=2)
+        self.kprof("caps", "--measure", "--max-bytes", "1K", expect=2)
+        self.kprof("caps", "--measure", "--iters", "0", expect=2)
+        p = self.kprof("caps", "--measure", "--backend", "opencl", "--device", "9", expect=3)
+        self.assertIn("device 9 does not exist", p.stderr)
+
+
 class Cli(kptest.KprofTestCase):
     needs_opencl = False
 

@@ -9,6 +9,7 @@
 #include "export/json.h"
 #include "export/text.h"
 #include "lab/lab.h"
+#include "store/store.h"
 #include "tools/kprof/cli.h"
 
 #include <getopt.h>
@@ -354,6 +355,8 @@ int kp_cmd_run(int argc, char **argv)
     if (st != KPROF_OK) goto done;
 
     kp_stats_compute(r.samples, (size_t)a.iters, scratch, &r.stats);
+    kp_ceiling ceiling;
+    if (kp_store_lookup_ceiling(&r.info->device, &ceiling) == 0) r.ceiling_gbs = ceiling.copy_gbs;
     r.bytes_assumed = !a.have_bytes;
     r.bytes = a.have_bytes ? a.bytes : r.info->buffer_bytes;
     r.gbps = r.stats.median > 0 ? (double)r.bytes / (r.stats.median * 1e-3) / 1e9 : 0;

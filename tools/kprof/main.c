@@ -14,13 +14,24 @@ static int kp_cmd_version(int argc, char **argv);
 const kp_command kp_commands[] = {
     {"caps", kp_cmd_caps, "every backend and device, with its limits (or why it cannot run)",
      "usage: kprof caps [--json] [--backend B]\n"
+     "       kprof caps --measure [--backend B] [--device N] [--max-bytes B] [--iters N] [--json]\n"
      "\n"
      "Lists every platform and device of every backend: name, vendor, driver, compute units,\n"
-     "max threadgroup size, threadgroup (local) memory, global memory, timer resolution and\n"
-     "whether device timestamps work. A backend that cannot run says why.\n"
+     "max threadgroup size, threadgroup (local) memory, global memory, timer resolution,\n"
+     "whether device timestamps work, and the measured bandwidth ceiling. A backend that\n"
+     "cannot run says why.\n"
+     "\n"
+     "--measure measures the default (or chosen) device's bandwidth ceiling: kprof's copy\n"
+     "kernels over working sets far beyond the last-level cache, at three sizes, best of\n"
+     "--iters dispatches each, and the demo_add kernel; the result is kept per device in\n"
+     "kprof's store ($KPROF_STORE, default ~/.local/share/kprof/kprof.db) and `kprof run`\n"
+     "then reports ~GB/s as a share of it.\n"
      "\n"
      "  --json         machine-readable output\n"
      "  --backend B    only this backend (opencl, cuda)\n"
+     "  --device N     with --measure: the device to measure\n"
+     "  --max-bytes B  with --measure: largest buffer (default from the device's cache size)\n"
+     "  --iters N      with --measure: timed dispatches per point (default 20)\n"
      "\n"
      "Exit code 3 when no device can be used.\n"},
     {"isolate", kp_cmd_isolate, "make a scratch kernel folder (template or --from FILE)",

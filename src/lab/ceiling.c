@@ -1,0 +1,196 @@
+/*
+ * ceiling.c — measuring the device's bandwidth ceiling with kprof's copy kernels (see
+ * ceiling.h). Each point is one kernel at one size: warm-ups, then timed dispatches; the point's
+ * bandwidth is from its fastest dispatch ("best of many"), and the ceiling is the best point.
+ */
+#include "lab/ceiling.h"
+#include "core/stats.h"
+#include "core/util.h"
+#include "lab/lab.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+extern const char kp_embedded_copy_cl[];
+extern const size_t kp_embedded_copy_cl_len;
+extern const char kp_embedded_copy_cu[];
+extern const size_t kp_embedded_copy_cu_len;
+extern const char kp_embedded_demo_add_cl[];
+extern const size_t kp_embedded_demo_add_cl_len;
+extern const char kp_embedded_demo_add_cu[];
+extern const size_t kp_embedded_demo_add_cu_len;
+
+static uint64_t kp_fact_u64(const kp_device_info *d, const char *key)
+{
+    for (int i = 0; i < d->nfacts; i++)
+        if (strcmp(d->facts[i].key, key) == 0) return strtoull(d->facts[i].value, NULL, 10);
+    return 0;
+}
+
+int kp_ceiling_sizes(const kp_device_info *dev, uint64_t max_bytes, uint64_t sizes[3])
+{
+    uint64_t cache = kp_fact_u64(dev, "l2_bytes");
+    if (!cache) cache = kp_fact_u64(dev, "global_mem_cache_bytes");
+    uint64_t base = 64ULL << 20;
+    while (base < 8 * cache) base *= 2;
+    uint64_t cap = dev->global_mem ? dev->global_mem / 4 : base * 4;
+    if (dev->max_alloc && dev->max_alloc < cap) cap = dev->max_alloc;
+    if (max_bytes && max_bytes < cap) cap = max_bytes;
+    cap &= ~(uint64_t)63; /* whole float4 groups for every variant */
+    int n = 0;
+    for (int i = 0; i < 3; i++) {
+        uint64_t s = base << i;
+        if (s > cap) s = cap;
+        if (n > 0 && s == sizes[n - 1]) break;
+        sizes[n++] = s;
+    }
+    return n;
+}
+
+typedef struct kp_copy_variant {
+    const char *entry;
+    int per_thread; /* float4 per thread; 0 = grid-stride with a fixed grid */
+} kp_copy_variant;
+
+static const kp_copy_variant kp_copy_variants[] = {
+    {"copy_f4", 1},
+    {"copy_f4x4", 4},
+    {"copy_f4_stride", 0},
+};
+
+/* One timed point: best and median over iters dispatches. */
+static kprof_status kp_ceiling_point_run(kp_lab *lab, const kp_launch *launch, int iters,
+                                         double *samples, double *scratch, kp_ceiling_point *p,
+                                         kp_error *err)
+{
+    kprof_status st = kp_lab_measure(lab, launch, 3, iters, samples, err);
+    if (st != KPROF_OK) return st;
+    kp_stats s;
+    kp_stats_compute(samples, (size_t)iters, scratch, &s);
+    p->best_ms = s.min;
+    p->median_ms = s.median;
+    return KPROF_OK;
+}
+
+kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_result *out,
+                                kp_error *err)
+{
+    memset(out, 0, sizeof *out);
+    int iters = opts->iters > 0 ? opts->iters : 20;
+    const kp_backend_ops *ops = NULL;
+    int index = -1;
+    kprof_status st = kp_backend_choose(opts->backend, opts->device, -1, &ops, &index, err);
+    if (st != KPROF_OK) return st;
+    st = ops->device_info(index, &out->device, err);
+    if (st != KPROF_OK) return st;
+    int cuda = strcmp(ops->name, "cuda") == 0;
+    uint64_t sizes[3];
+    int nsizes = kp_ceiling_sizes(&out->device, opts->max_bytes, sizes);
+    double *samples = calloc((size_t)iters, sizeof *samples);
+    double *scratch = calloc((size_t)iters, sizeof *scratch);
+    if (!samples || !scratch) {
+        free(samples);
+        free(scratch);
+        return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    }
+    const char *name = cuda ? "cuda" : "opencl";
+    int nvariants = (int)(sizeof kp_copy_variants / sizeof kp_copy_variants[0]);
+    int total = nsizes * nvariants + 1, done = 0;
+    uint64_t tg = out->device.max_tg >= 256 ? 256 : out->device.max_tg;
+    kp_ceiling_point *best = NULL;
+
+    for (int si = 0; si < nsizes && st == KPROF_OK; si++) {
+        uint64_t bytes = sizes[si];
+        uint64_t n4 = bytes / 16;
+        char spec[128];
+        snprintf(spec, sizeof spec, "f32:%llu:zero,f32:%llu:iota,u64=%llu",
+                 (unsigned long long)(bytes / 4), (unsigned long long)(bytes / 4),
+                 (unsigned long long)n4);
+        kp_lab_options lo = {
+            .entry = "copy_f4",
+            .buffers = spec,
+            .backend = name,
+            .device = index,
+            .source_text = cuda ? kp_embedded_copy_cu : kp_embedded_copy_cl,
+            .source_len = cuda ? kp_embedded_copy_cu_len : kp_embedded_copy_cl_len,
+            .source_lang = cuda ? KP_LANG_CUDA : KP_LANG_OPENCL_C,
+            .source_name = cuda ? "kprof:copy.cu" : "kprof:copy.cl",
+        };
+        kp_lab *lab = NULL;
+        st = kp_lab_open(&lo, &lab, err);
+        for (int v = 0; v < nvariants && st == KPROF_OK; v++) {
+            const kp_copy_variant *cv = &kp_copy_variants[v];
+            st = kp_lab_use_kernel(lab, cv->entry, err);
+            if (st != KPROF_OK) break;
+            uint64_t threads = cv->per_thread ? n4 / (uint64_t)cv->per_thread
+                                              : (uint64_t)out->device.compute_units * 4 * tg;
+            threads = (threads + tg - 1) / tg * tg; /* whole groups; kernels guard the tail */
+            kp_launch l = {.dims = 1, .grid = {threads, 1, 1}, .tg = {tg, 1, 1}};
+            kp_reflection refl;
+            st = kp_lab_check_launch(lab, &l, &refl, err);
+            if (st != KPROF_OK) break;
+            kp_ceiling_point *p = &out->points[out->npoints++];
+            snprintf(p->kernel, sizeof p->kernel, "%s", cv->entry);
+            p->bytes = bytes;
+            p->tg = tg;
+            st = kp_ceiling_point_run(lab, &l, iters, samples, scratch, p, err);
+            if (st != KPROF_OK) break;
+            p->gbs = 2.0 * (double)(n4 * 16) / (p->best_ms * 1e-3) / 1e9;
+            if (!best || p->gbs > best->gbs) best = p;
+            if (opts->progress) opts->progress(p, ++done, total, opts->user);
+        }
+        kp_lab_close(lab);
+    }
+
+    /* demo_add at the largest size: three buffers of sizes[n-1] / 3 rounded to whole groups. */
+    if (st == KPROF_OK) {
+        uint64_t n = sizes[nsizes - 1] / 4 / 3;
+        n = n / tg * tg;
+        char spec[160];
+        snprintf(spec, sizeof spec, "f32:%llu,f32:%llu,f32:%llu,u32=%llu", (unsigned long long)n,
+                 (unsigned long long)n, (unsigned long long)n, (unsigned long long)n);
+        kp_lab_options lo = {
+            .entry = "demo_add",
+            .buffers = spec,
+            .backend = name,
+            .device = index,
+            .source_text = cuda ? kp_embedded_demo_add_cu : kp_embedded_demo_add_cl,
+            .source_len = cuda ? kp_embedded_demo_add_cu_len : kp_embedded_demo_add_cl_len,
+            .source_lang = cuda ? KP_LANG_CUDA : KP_LANG_OPENCL_C,
+            .source_name = cuda ? "kprof:demo_add.cu" : "kprof:demo_add.cl",
+        };
+        kp_lab *lab = NULL;
+        st = kp_lab_open(&lo, &lab, err);
+        if (st == KPROF_OK) {
+            kp_launch l = {.dims = 1, .grid = {n, 1, 1}, .tg = {tg, 1, 1}};
+            kp_reflection refl;
+            st = kp_lab_check_launch(lab, &l, &refl, err);
+            kp_ceiling_point *p = &out->points[out->npoints++];
+            snprintf(p->kernel, sizeof p->kernel, "demo_add");
+            p->bytes = n * 4;
+            p->tg = tg;
+            if (st == KPROF_OK) st = kp_ceiling_point_run(lab, &l, iters, samples, scratch, p, err);
+            if (st == KPROF_OK) {
+                p->gbs = 3.0 * (double)(n * 4) / (p->median_ms * 1e-3) / 1e9;
+                out->ceiling.demo_add_gbs = p->gbs;
+                out->ceiling.demo_add_ms = p->median_ms;
+                out->ceiling.demo_add_elements = n;
+                if (opts->progress) opts->progress(p, ++done, total, opts->user);
+            }
+        }
+        kp_lab_close(lab);
+    }
+    free(samples);
+    free(scratch);
+    if (st != KPROF_OK) return st;
+    out->ceiling.copy_gbs = best->gbs;
+    out->ceiling.copy_bytes = best->bytes;
+    out->ceiling.measured_at = (int64_t)time(NULL);
+    snprintf(out->ceiling.driver, sizeof out->ceiling.driver, "%s", out->device.driver);
+    snprintf(out->ceiling.method, sizeof out->ceiling.method,
+             "best of %d dispatches of %s over %llu MiB (read + write), tg %llu", iters,
+             best->kernel, (unsigned long long)(best->bytes >> 20), (unsigned long long)best->tg);
+    return KPROF_OK;
+}
