@@ -121,12 +121,20 @@ typedef struct kp_build_output {
 void kp_build_output_free(kp_build_output *out);
 const kp_kernel_meta *kp_program_meta_find(const kp_program_meta *meta, const char *name);
 
+/* Which device clock times dispatches (CUDA has two; OpenCL has profiling events only). */
+typedef enum kp_timer {
+    KP_TIMER_AUTO,   /* the backend's best available: CUPTI kernel records, else CUDA events */
+    KP_TIMER_EVENTS, /* CUDA events recorded around each launch */
+    KP_TIMER_CUPTI   /* CUPTI kernel activity records (start/end the GPU stamps on the kernel) */
+} kp_timer;
+
 typedef struct kp_launch {
     int dims;           /* 1, 2 or 3 */
     uint64_t grid[3];   /* total threads per dimension */
     uint64_t tg[3];     /* threads per threadgroup per dimension */
     uint64_t dyn_local; /* dynamic shared memory bytes (CUDA --smem) */
     double timeout_s;   /* a dispatch still running after this is reported (0 = none) */
+    kp_timer timer;     /* clock for timed dispatches */
 } kp_launch;
 
 uint64_t kp_launch_tg_threads(const kp_launch *l);
@@ -190,6 +198,11 @@ typedef struct kp_backend_ops {
     /* One dispatch, waited for; *gpu_ns is its duration from device timestamps. */
     kprof_status (*dispatch)(kp_kernel *k, const kp_launch *launch, double *gpu_ns,
                              kp_error *err);
+    /* Optional: n dispatches, each waited for, timed with launch->timer; gpu_ns[0..n). timer
+     * receives what timed them ("cupti", "events", or "events (CUPTI: reason)"). Without it
+     * the lab calls dispatch n times. */
+    kprof_status (*dispatch_batch)(kp_kernel *k, const kp_launch *launch, int n, double *gpu_ns,
+                                   char *timer, size_t timer_n, kp_error *err);
 } kp_backend_ops;
 
 extern const kp_backend_ops kp_opencl_backend;

@@ -528,6 +528,14 @@ kprof_status kp_lab_measure(kp_lab *lab, const kp_launch *launch, int warmup, in
         kprof_status st = lab->ops->dispatch(lab->kernel, launch, &ns, err);
         if (st != KPROF_OK) return st;
     }
+    if (lab->ops->dispatch_batch) {
+        kprof_status st = lab->ops->dispatch_batch(lab->kernel, launch, iters, samples_ms,
+                                                   lab->info.timer, sizeof lab->info.timer, err);
+        if (st != KPROF_OK) return st;
+        for (int i = 0; i < iters; i++) samples_ms[i] /= 1e6;
+        return KPROF_OK;
+    }
+    snprintf(lab->info.timer, sizeof lab->info.timer, "%s-profiling-events", lab->ops->name);
     for (int i = 0; i < iters; i++) {
         kprof_status st = lab->ops->dispatch(lab->kernel, launch, &ns, err);
         if (st != KPROF_OK) return st;

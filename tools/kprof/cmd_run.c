@@ -81,6 +81,7 @@ static void kp_run_json(kp_str *s, const kp_run_result *r)
     kp_json_array_begin(&j, "threadgroup");
     for (int d = 0; d < r->launch.dims; d++) kp_json_uint(&j, NULL, r->launch.tg[d]);
     kp_json_array_end(&j);
+    kp_json_string(&j, "timer", info->timer);
     kp_json_int(&j, "iterations", r->iters);
     kp_json_int(&j, "warmup", r->warmup);
     kp_json_double(&j, "gpu_ms_median", r->stats.median);
@@ -180,8 +181,8 @@ static void kp_run_print(const kp_run_result *r)
                             : " (--bytes)");
     printf("  %-18s %s\n", "grid", g);
     printf("  %-18s %s\n", "threadgroup", t);
-    printf("  %-18s %d timed after %d warm-up%s\n", "iterations", r->iters, r->warmup,
-           r->warmup == 1 ? "" : "s");
+    printf("  %-18s %d timed after %d warm-up%s (%s)\n", "iterations", r->iters, r->warmup,
+           r->warmup == 1 ? "" : "s", info->timer);
     printf("  %-18s %s (%.1f ms)\n", "compile", info->cache_hit ? "from cache" : "compiled",
            info->compile_ms);
     printf("  reflection: max tg %llu (device %llu) · preferred multiple %llu · local mem %s · "
@@ -234,6 +235,7 @@ static int kp_run_parse(int argc, char **argv, kp_run_args *a)
         {"timeout", required_argument, NULL, 'T'},
         {"smem", required_argument, NULL, 's'},
         {"options", required_argument, NULL, 'o'},
+        {"timer", required_argument, NULL, 'c'},
         {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof *a);
@@ -295,6 +297,14 @@ static int kp_run_parse(int argc, char **argv, kp_run_args *a)
         case 's':
             if (kp_cli_parse_u64(optarg, &a->launch.dyn_local) != 0)
                 return kp_cli_usage_error("run", "--smem '%s': expected a byte count", optarg);
+            break;
+        case 'c':
+            if (strcmp(optarg, "auto") == 0) a->launch.timer = KP_TIMER_AUTO;
+            else if (strcmp(optarg, "events") == 0) a->launch.timer = KP_TIMER_EVENTS;
+            else if (strcmp(optarg, "cupti") == 0) a->launch.timer = KP_TIMER_CUPTI;
+            else
+                return kp_cli_usage_error("run", "--timer '%s': choose auto, events or cupti",
+                                          optarg);
             break;
         case 'D': kp_str_printf(&a->options, " -D%s", optarg); break;
         case 'I': kp_str_printf(&a->options, " -I%s", optarg); break;

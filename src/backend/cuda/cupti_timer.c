@@ -1,0 +1,122 @@
+/*
+ * cupti_timer.c — kernel durations from CUPTI activity records (see cupti_timer.h).
+ *
+ * CUPTI hands full buffers to a completion callback (its own thread, or ours during a flush).
+ * Kernel records are reduced to (name, start, end) in a fixed ring under a mutex; everything
+ * else is ignored. Buffers are allocated by CUPTI's request callback, never on the dispatch
+ * path.
+ */
+#include "backend/cuda/cupti_timer.h"
+#include "backend/cuda/cupti_api.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KP_CUPTI_BUFFER_BYTES (4u << 20)
+#define KP_CUPTI_RING 65536
+
+typedef struct kp_cupti_kernel {
+    char name[128];
+    uint64_t start, end;
+} kp_cupti_kernel;
+
+static struct {
+    pthread_mutex_t lock;
+    kp_cupti_kernel ring[KP_CUPTI_RING];
+    uint64_t head;     /* records written */
+    uint64_t tail;     /* records taken */
+    uint64_t dropped;  /* lost to a full ring or reported by CUPTI */
+} kp_ct = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void CUPTIAPI kp_ct_request(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 8, KP_CUPTI_BUFFER_BYTES) != 0) p = NULL;
+    *buffer = p;
+    *size = p ? KP_CUPTI_BUFFER_BYTES : 0;
+    *max_records = 0;
+}
+
+static void CUPTIAPI kp_ct_complete(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
+                                    size_t valid)
+{
+    (void)ctx;
+    (void)stream;
+    (void)size;
+    CUpti_Activity *rec = NULL;
+    pthread_mutex_lock(&kp_ct.lock);
+    while (kp_cupti.cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+        if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL &&
+            rec->kind != CUPTI_ACTIVITY_KIND_KERNEL)
+            continue;
+        const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
+        if (k->start == 0 && k->end == 0) continue;
+        if (kp_ct.head - kp_ct.tail >= KP_CUPTI_RING) {
+            kp_ct.dropped++;
+            continue;
+        }
+        kp_cupti_kernel *e = &kp_ct.ring[kp_ct.head % KP_CUPTI_RING];
+        snprintf(e->name, sizeof e->name, "%s", k->name ? k->name : "");
+        e->start = k->start;
+        e->end = k->end;
+        kp_ct.head++;
+    }
+    size_t lost = 0;
+    if (kp_cupti.cuptiActivityGetNumDroppedRecords(NULL, 0, &lost) == CUPTI_SUCCESS)
+        kp_ct.dropped += lost;
+    pthread_mutex_unlock(&kp_ct.lock);
+    free(buffer);
+}
+
+static pthread_once_t kp_ct_once = PTHREAD_ONCE_INIT;
+static int kp_ct_status = -1;
+static char kp_ct_why[512];
+
+static void kp_ct_enable_once(void)
+{
+    if (kp_cupti_load(kp_ct_why, sizeof kp_ct_why) != 0) return;
+    CUptiResult r = kp_cupti.cuptiActivityRegisterCallbacks(kp_ct_request, kp_ct_complete);
+    if (r != CUPTI_SUCCESS) {
+        snprintf(kp_ct_why, sizeof kp_ct_why, "cuptiActivityRegisterCallbacks: %s",
+                 kp_cupti_result_text(r));
+        return;
+    }
+    r = kp_cupti.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    if (r != CUPTI_SUCCESS) {
+        snprintf(kp_ct_why, sizeof kp_ct_why,
+                 "cuptiActivityEnable(CONCURRENT_KERNEL): %s%s", kp_cupti_result_text(r),
+                 r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+                     ? " (another profiler such as Nsight holds CUPTI)"
+                     : "");
+        return;
+    }
+    kp_ct_status = 0;
+}
+
+int kp_cupti_timer_enable(char *why, size_t why_n)
+{
+    pthread_once(&kp_ct_once, kp_ct_enable_once);
+    if (kp_ct_status != 0) snprintf(why, why_n, "%s", kp_ct_why);
+    return kp_ct_status;
+}
+
+int kp_cupti_timer_take(const char *symbol, double *ns, int max, uint64_t *dropped)
+{
+    if (kp_ct_status != 0) return 0;
+    kp_cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    int n = 0;
+    pthread_mutex_lock(&kp_ct.lock);
+    /* Kernel names are truncated in the ring at 127 bytes; compare that much. */
+    size_t cmp = strlen(symbol) < 127 ? strlen(symbol) + 1 : 127;
+    for (; kp_ct.tail < kp_ct.head; kp_ct.tail++) {
+        const kp_cupti_kernel *e = &kp_ct.ring[kp_ct.tail % KP_CUPTI_RING];
+        if (strncmp(e->name, symbol, cmp) != 0) continue;
+        if (n < max) ns[n++] = (double)(e->end - e->start);
+    }
+    if (dropped) *dropped = kp_ct.dropped;
+    kp_ct.dropped = 0;
+    pthread_mutex_unlock(&kp_ct.lock);
+    return n;
+}

@@ -1,0 +1,21 @@
+/*
+ * cupti_timer.h — kernel durations from CUPTI's kernel activity records: the start and end the
+ * GPU itself stamps on each kernel, without the launch gaps that CUDA events around a launch
+ * include. The CUDA backend uses it as its default clock and falls back to CUDA events when
+ * CUPTI cannot be used (absent, another tool such as Nsight Compute already holds it).
+ */
+#ifndef KP_CUPTI_TIMER_H
+#define KP_CUPTI_TIMER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Enable kernel activity records (once per process). 0 ok; -1 with the reason in why[]. */
+int kp_cupti_timer_enable(char *why, size_t why_n);
+
+/* Flush, then hand over the durations (ns) of the kernels named `symbol` completed since the
+ * last call, in completion order: up to max into ns[]. Returns how many; *dropped receives the
+ * records CUPTI reported dropped. Records of other kernels are discarded. */
+int kp_cupti_timer_take(const char *symbol, double *ns, int max, uint64_t *dropped);
+
+#endif
