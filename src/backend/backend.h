@@ -89,8 +89,8 @@ typedef struct kp_param {
 } kp_param;
 
 typedef struct kp_kernel_meta {
-    char name[256];  /* entry-point name as the user writes it */
-    char symbol[256]; /* the symbol in the binary (lowered/mangled name for CUDA C++) */
+    char name[512];     /* entry-point name as the user writes it */
+    char symbol[1024];  /* the symbol in the binary (lowered/mangled name for CUDA C++) */
     int nparams;     /* -1 when the backend cannot count them */
     kp_param *params;
 } kp_kernel_meta;
@@ -115,6 +115,7 @@ typedef struct kp_build_output {
     const char *binary_ext; /* file extension for dumps: "bin" (OpenCL), "cubin" */
     char *ptx;              /* CUDA: PTX text; heap or NULL */
     char *log;              /* compiler log even on success (warnings); heap or NULL */
+    char *options;          /* compiler options actually used, one line; heap or NULL */
     kp_program_meta meta;   /* kernels and parameters */
 } kp_build_output;
 

@@ -55,6 +55,7 @@ void kp_build_output_free(kp_build_output *out)
     free(out->binary);
     free(out->ptx);
     free(out->log);
+    free(out->options);
     kp_program_meta_free(&out->meta);
     memset(out, 0, sizeof *out);
 }

@@ -151,6 +151,12 @@ kprof_status kp_lab_check_spec(const kp_spec *spec, const kp_kernel_meta *k, kp_
         else
             snprintf(pname, sizeof pname, "argument %d is a %s", i + 1,
                      kp_param_kind_word(p->kind));
+        if (a->kind == KP_ARG_LOCAL && p->kind != KP_PARAM_LOCAL && p->kind != KP_PARAM_UNKNOWN)
+            return kp_error_set(err, KPROF_INVALID,
+                                "%s but --buffers item %d '%s' is local memory, which this kernel "
+                                "does not take as an argument (CUDA kernels get dynamic shared "
+                                "memory from --smem BYTES)\n  %s",
+                                pname, i + 1, a->text, sig);
         switch (p->kind) {
         case KP_PARAM_UNKNOWN:
             break;
@@ -247,7 +253,8 @@ static void kp_lab_dump(const char *dir, const char *stem, const kp_source *src,
     if (kp_mkdir_p(dir, NULL) != KPROF_OK) return;
     static const char *const ext[] = {"cl", "cu", "ptx", "cubin"};
     kp_lab_write_file(dir, stem, ext[src->lang], src->text, src->len);
-    kp_lab_write_file(dir, stem, "options", src->options, strlen(src->options));
+    const char *opts = out && out->options ? out->options : src->options;
+    kp_lab_write_file(dir, stem, "options", opts, strlen(opts));
     if (log) kp_lab_write_file(dir, stem, "log", log, strlen(log));
     if (out && out->binary)
         kp_lab_write_file(dir, stem, out->binary_ext ? out->binary_ext : "bin", out->binary,
@@ -295,6 +302,7 @@ static kprof_status kp_lab_compile(kp_lab *lab, const kp_source *src, kp_error *
 
     kp_build_output out = {0};
     kprof_status st = lab->ops->build(lab->dev, src, &lab->program, &out, err);
+    if (st != KPROF_OK) kp_build_output_free(&out);
     if (st == KPROF_COMPILE) {
         /* Keep what failed where a bug report can pick it up, and say where. */
         char dir[4400];

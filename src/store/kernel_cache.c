@@ -2,8 +2,8 @@
  * kernel_cache.c — the on-disk cache of compiled kernels (see kernel_cache.h).
  *
  * Metadata text format, one record per line:
- *   kprof-meta 1
- *   kernel <name> <symbol> <nparams>
+ *   kprof-meta 2
+ *   kernel <nparams> <symbol> <name, rest of line: may hold spaces>
  *   param <kind> <size> <name or -> <type name, rest of line or ->
  */
 #define _GNU_SOURCE
@@ -61,10 +61,10 @@ static int kp_cache_paths(const char *backend, uint64_t key, char *bin, char *me
 char *kp_meta_serialize(const kp_program_meta *meta)
 {
     kp_str s = {0};
-    kp_str_append(&s, "kprof-meta 1\n");
+    kp_str_append(&s, "kprof-meta 2\n");
     for (int i = 0; i < meta->nkernels; i++) {
         const kp_kernel_meta *k = &meta->kernels[i];
-        kp_str_printf(&s, "kernel %s %s %d\n", k->name, k->symbol, k->nparams);
+        kp_str_printf(&s, "kernel %d %s %s\n", k->nparams, k->symbol, k->name);
         for (int j = 0; j < k->nparams && k->params; j++) {
             const kp_param *p = &k->params[j];
             kp_str_printf(&s, "param %d %u %s %s\n", (int)p->kind, p->size,
@@ -77,7 +77,7 @@ char *kp_meta_serialize(const kp_program_meta *meta)
 int kp_meta_parse(const char *text, kp_program_meta *meta)
 {
     memset(meta, 0, sizeof *meta);
-    if (strncmp(text, "kprof-meta 1\n", 13) != 0) return -1;
+    if (strncmp(text, "kprof-meta 2\n", 13) != 0) return -1;
     int cap = 0;
     const char *line = text + 13;
     kp_kernel_meta *cur = NULL;
@@ -85,7 +85,7 @@ int kp_meta_parse(const char *text, kp_program_meta *meta)
     while (*line) {
         const char *eol = strchr(line, '\n');
         if (!eol) goto fail; /* every record ends with a newline: a cut file is damaged */
-        char buf[1024];
+        char buf[2048];
         size_t len = (size_t)(eol - line);
         if (len >= sizeof buf) goto fail;
         memcpy(buf, line, len);
@@ -101,8 +101,11 @@ int kp_meta_parse(const char *text, kp_program_meta *meta)
             }
             cur = &meta->kernels[meta->nkernels++];
             memset(cur, 0, sizeof *cur);
-            if (sscanf(buf, "kernel %255s %255s %d", cur->name, cur->symbol, &cur->nparams) != 3)
+            int consumed = 0;
+            if (sscanf(buf, "kernel %d %1023s %n", &cur->nparams, cur->symbol, &consumed) != 2 ||
+                consumed == 0 || !buf[consumed])
                 goto fail;
+            kp_strlcpy(cur->name, buf + consumed, sizeof cur->name);
             if (cur->nparams > KP_SPEC_MAX_ARGS * 16) goto fail;
             if (cur->nparams > 0) {
                 cur->params = calloc((size_t)cur->nparams, sizeof *cur->params);

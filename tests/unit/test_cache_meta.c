@@ -15,7 +15,7 @@ int main(void)
     };
     kp_kernel_meta kernels[2] = {
         {.name = "demo_add", .symbol = "demo_add", .nparams = 2, .params = params},
-        {.name = "tk<16>", .symbol = "_Z2tkILi16EEvPf", .nparams = -1, .params = NULL},
+        {.name = "tk<16, 4>", .symbol = "_Z2tkILi16ELi4EEvPf", .nparams = -1, .params = NULL},
     };
     kp_program_meta meta = {.nkernels = 2, .kernels = kernels};
     char *text = kp_meta_serialize(&meta);
@@ -30,9 +30,10 @@ int main(void)
     CHECK_STR(back.kernels[0].params[1].name, "");
     CHECK_STR(back.kernels[0].params[1].type_name, "unsigned int");
     CHECK_INT(back.kernels[0].params[1].size, 4);
-    CHECK_STR(back.kernels[1].symbol, "_Z2tkILi16EEvPf");
+    CHECK_STR(back.kernels[1].symbol, "_Z2tkILi16ELi4EEvPf");
+    CHECK_STR(back.kernels[1].name, "tk<16, 4>");
     CHECK_INT(back.kernels[1].nparams, -1);
-    const kp_kernel_meta *found = kp_program_meta_find(&back, "tk<16>");
+    const kp_kernel_meta *found = kp_program_meta_find(&back, "tk<16, 4>");
     CHECK(found == &back.kernels[1]);
     CHECK(kp_program_meta_find(&back, "nope") == NULL);
     kp_program_meta_free(&back);
@@ -41,11 +42,11 @@ int main(void)
     size_t len = strlen(text);
     char *cut = strndup(text, len - 3);
     CHECK_INT(kp_meta_parse(cut, &back), -1);
-    CHECK_INT(kp_meta_parse("kprof-meta 2\n", &back), -1);
-    CHECK_INT(kp_meta_parse("kprof-meta 1\nkernel k k 2\nparam 1 8 a float*\n", &back), -1);
-    CHECK_INT(kp_meta_parse("kprof-meta 1\nbogus\n", &back), -1);
-    CHECK_INT(kp_meta_parse("kprof-meta 1\nkernel k k 1\nparam 9 8 a float*\n", &back), -1);
-    CHECK_INT(kp_meta_parse("kprof-meta 1\n", &back), 0);
+    CHECK_INT(kp_meta_parse("kprof-meta 1\n", &back), -1);
+    CHECK_INT(kp_meta_parse("kprof-meta 2\nkernel 2 k k\nparam 1 8 a float*\n", &back), -1);
+    CHECK_INT(kp_meta_parse("kprof-meta 2\nbogus\n", &back), -1);
+    CHECK_INT(kp_meta_parse("kprof-meta 2\nkernel 1 k k\nparam 9 8 a float*\n", &back), -1);
+    CHECK_INT(kp_meta_parse("kprof-meta 2\n", &back), 0);
     CHECK_INT(back.nkernels, 0);
     free(cut);
 

@@ -397,7 +397,7 @@ static kprof_status kp_cl_build(kp_device *dev, const kp_source *src, kp_program
         return kp_error_set(err, KPROF_NOMEM, "out of memory");
     }
     rc = kp_cl.clBuildProgram(prog, 1, &dev->id, opts.data, NULL, NULL);
-    kp_str_free(&opts);
+    products->options = kp_str_take(&opts);
     if (rc != CL_SUCCESS) {
         char *log = kp_cl_build_log(dev, prog);
         kp_cl.clReleaseProgram(prog);

@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""bench/fidelity.py — does kprof's GPU time agree with Nsight Compute and with CUPTI kernel
+records? (issue 3, on a CUDA GPU)
+
+For three kernels — memory-bound (>= 1 ms), short (~10 us), compute-bound — it takes, in one
+run: kprof's median with its default clock (CUPTI kernel records), kprof's median with CUDA
+events, and the median of Nsight Compute's gpu__time_duration.sum over the same dispatches
+(`ncu --clock-control none`, profiling `kprof run --timer events`). Goal: within 2%, and within
+0.5 us for the short kernel.
+
+usage: bench/fidelity.py [--kprof build/kprof] [--ncu ncu] [--json out.json]
+"""
+
+import argparse
+import csv
+import io
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.join(HERE, "kernels", "fidelity.cu")
+
+CASES = [
+    # name, entry, grid, tg, buffers
+    ("memory-bound", "stream_add", 402653184, 256,
+     "f32:402653184,f32:402653184,f32:402653184,u32=402653184"),
+    ("short", "stream_add", 4194304, 256, "f32:4194304,f32:4194304,f32:4194304,u32=4194304"),
+    ("compute-bound", "fma_loop", 1048576, 256, "f32:1048576,f32:1048576,u32=16384"),
+]
+
+
+def kprof_run(kprof, entry, grid, tg, buffers, timer, iters, env):
+    cmd = [kprof, "run", SRC, "--entry", entry, "--grid", str(grid), "--tg", str(tg),
+           "--buffers", buffers, "--iters", str(iters), "--timer", timer, "--json"]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        sys.exit("kprof failed: %s\n%s" % (" ".join(cmd), p.stderr))
+    return json.loads(p.stdout)
+
+
+def ncu_durations(ncu, kprof, entry, grid, tg, buffers, iters, env):
+    cmd = [ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "--csv",
+           "--print-units", "base", "--kernel-name", entry,
+           kprof, "run", SRC, "--entry", entry, "--grid", str(grid), "--tg", str(tg),
+           "--buffers", buffers, "--iters", str(iters), "--warmup", "3", "--timer", "events"]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        sys.exit("ncu failed: %s\n%s\n%s" % (" ".join(cmd), p.stdout[-2000:], p.stderr[-2000:]))
+    lines = [l for l in p.stdout.splitlines() if l.startswith('"')]
+    rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
+    ns = [float(r["Metric Value"].replace(",", "")) for r in rows
+          if r.get("Metric Name") == "gpu__time_duration.sum"]
+    if not ns:
+        sys.exit("ncu gave no gpu__time_duration rows:\n" + p.stdout[-3000:])
+    return ns[3:] if len(ns) > 3 else ns  # drop the warm-ups
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kprof", default=os.path.join(HERE, "..", "build", "kprof"))
+    ap.add_argument("--ncu", default=shutil.which("ncu") or "ncu")
+    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    kprof = os.path.abspath(a.kprof)
+    env = dict(os.environ, NO_COLOR="1")
+    rows = []
+    for name, entry, grid, tg, buffers in CASES:
+        cupti = kprof_run(kprof, entry, grid, tg, buffers, "cupti", a.iters, env)
+        events = kprof_run(kprof, entry, grid, tg, buffers, "events", a.iters, env)
+        ncu = ncu_durations(a.ncu, kprof, entry, grid, tg, buffers, 20, env)
+        row = {
+            "case": name, "entry": entry, "grid": grid, "tg": tg,
+            "kprof_cupti_ms": cupti["gpu_ms_median"], "kprof_cupti_timer": cupti["timer"],
+            "kprof_events_ms": events["gpu_ms_median"],
+            "ncu_ms": statistics.median(ncu) / 1e6, "ncu_n": len(ncu),
+        }
+        for k in ("cupti", "events"):
+            v = row["kprof_%s_ms" % k]
+            row["%s_vs_ncu_ratio" % k] = v / row["ncu_ms"]
+            row["%s_vs_ncu_us" % k] = (v - row["ncu_ms"]) * 1e3
+        row["events_vs_cupti_us"] = (row["kprof_events_ms"] - row["kprof_cupti_ms"]) * 1e3
+        rows.append(row)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=2)
+    print("fidelity: kprof median vs Nsight Compute gpu__time_duration (median), same kernels")
+    print("%-14s %11s %11s %11s %15s %15s %12s" % ("kernel", "kprof cupti", "kprof event",
+                                                   "ncu", "cupti/ncu", "events/ncu", "ev-cupti"))
+    ok = True
+    for r in rows:
+        print("%-14s %9.4f ms %9.4f ms %9.4f ms %7.4f %+6.2fus %7.4f %+6.2fus %+9.2fus" % (
+            r["case"], r["kprof_cupti_ms"], r["kprof_events_ms"], r["ncu_ms"],
+            r["cupti_vs_ncu_ratio"], r["cupti_vs_ncu_us"], r["events_vs_ncu_ratio"],
+            r["events_vs_ncu_us"], r["events_vs_cupti_us"]))
+        goal = abs(r["cupti_vs_ncu_us"]) <= 0.5 if r["case"] == "short" else \
+            abs(r["cupti_vs_ncu_ratio"] - 1) <= 0.02
+        ok = ok and goal
+    print("goal (default clock within 2%%, short within 0.5 us): %s" % ("met" if ok else "MISSED"))
+
+
+if __name__ == "__main__":
+    main()

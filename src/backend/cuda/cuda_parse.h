@@ -1,0 +1,73 @@
+/*
+ * cuda_parse.h — the text work of the CUDA backend, kept apart from the driver so unit tests
+ * run it anywhere: kernel declarations read from CUDA C++ source (`__global__ void k(...)`,
+ * with extern "C", templates, attributes and comments), parameter lists (from source or from a
+ * demangled symbol), the name a user types for a demangled kernel ("void tk<16>(float*)" ->
+ * "tk<16>"), compiler options split into words, and the NVRTC architecture choice.
+ *
+ * The parser is a careful tokenizer, not a C++ front end: it never fails on odd input, it just
+ * finds fewer kernels, and the backend then falls back to what the driver reports.
+ */
+#ifndef KP_CUDA_PARSE_H
+#define KP_CUDA_PARSE_H
+
+#include <stddef.h>
+
+typedef struct kp_cuda_decl_param {
+    char name[64];      /* "a", or "" when the declaration names none */
+    char type_name[64]; /* "const float*", "unsigned int", "T*" */
+    int pointer;        /* a pointer (or array, which decays to one) */
+} kp_cuda_decl_param;
+
+typedef struct kp_cuda_decl {
+    char name[128]; /* unqualified identifier: "demo_add", "tk" */
+    int nparams;
+    kp_cuda_decl_param *params; /* heap */
+    int named;                  /* how many parameters carry a name */
+    int order;                  /* position in the source (0 = first __global__) */
+} kp_cuda_decl;
+
+typedef struct kp_cuda_decls {
+    int count;
+    kp_cuda_decl *decls; /* heap */
+} kp_cuda_decls;
+
+/* Find every `__global__` function declared or defined in text[0..len). 0 on success (maybe
+ * with none found); -1 when memory ran out. kp_cuda_decls_free() releases. */
+int kp_cuda_parse_kernels(const char *text, size_t len, kp_cuda_decls *out);
+void kp_cuda_decls_free(kp_cuda_decls *d);
+
+/* The declaration of kernel `base_name` taking `nparams` parameters. `pointers` ("101": which
+ * parameters are pointers), when not NULL, tells overloads apart. NULL when there is none or
+ * the choice is ambiguous; a forward declaration and its definition count as one (the one that
+ * names its parameters wins). */
+const kp_cuda_decl *kp_cuda_decl_find(const kp_cuda_decls *d, const char *base_name, int nparams,
+                                      const char *pointers);
+
+/* Parse a parameter list without its parentheses: "const float *__restrict__ a, int n = 4".
+ * `named` says declarations may name parameters (source); demangled lists never do. *params is
+ * heap (NULL for an empty list or "void"). 0 or -1 when memory ran out. */
+int kp_cuda_parse_param_list(const char *text, size_t len, int named, kp_cuda_decl_param **params,
+                             int *nparams);
+
+/* A plain C identifier ("demo_add"), as opposed to a C++ name expression ("tk<16>", "ns::k"). */
+int kp_cuda_is_identifier(const char *s);
+
+/* Split a demangled function ("void ns::tk<16>(float*, int)") into what a user types for it
+ * ("ns::tk<16>": no return type, no parameters) and its parameter text ("float*, int"). Either
+ * output may be NULL. 0, or -1 when the text is no function signature (name = the whole). */
+int kp_cuda_split_demangled(const char *demangled, char *name, size_t name_n, char *params,
+                            size_t params_n);
+
+/* The unqualified identifier of a kernel name: "ns::tk<16>" -> "tk", "&k" -> "k". */
+void kp_cuda_base_name(const char *name, char *out, size_t n);
+
+/* Split user compiler options on blanks. *copy and *argv are heap (free both); *argc words. 0 or
+ * -1 when memory ran out. */
+int kp_cuda_split_options(const char *options, char **copy, const char ***argv, int *argc);
+
+/* The architecture to compile for: `want` (e.g. 90) when NVRTC lists it, else the highest
+ * listed one below it; -1 when every listed one is newer. */
+int kp_cuda_pick_arch(const int *archs, int n, int want);
+
+#endif

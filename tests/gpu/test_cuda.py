@@ -1,0 +1,239 @@
+"""The kernel lab on a CUDA GPU: NVRTC, templates, PTX and cubin, reflection with occupancy,
+dynamic shared memory, faults, timeouts, compile failures, dumps and the measured ceiling.
+Skipped, with the reason, where no CUDA device exists."""
+
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
+import kptest  # noqa: E402
+
+SPEC4K = "f32:4096,f32:4096,f32:4096,u32=4096"
+
+KERNELS = r"""
+#include "scale.h"
+template <int N> __global__ void scale(float *x, unsigned n)
+{
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = x[i] * N + OFFSET;
+}
+template __global__ void scale<2>(float *, unsigned);
+namespace ns {
+__global__ void twice(float *x, unsigned n)
+{
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = 2 * x[i];
+}
+}
+extern "C" __global__ void fault(float *x)
+{
+    float *bad = (float *)0x10;
+    bad[threadIdx.x] = x[0];
+}
+extern "C" __global__ void spin(volatile int *flag)
+{
+    while (flag[0] == 0) {
+    }
+}
+extern "C" __global__ void smem_sum(float *out, const float *in, unsigned n)
+{
+    extern __shared__ float s[];
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    s[threadIdx.x] = i < n ? in[i] : 0.0f;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float acc = 0;
+        for (unsigned k = 0; k < blockDim.x; k++) acc += s[k];
+        out[blockIdx.x] = acc;
+    }
+}
+"""
+
+HEAVY = r"""
+extern "C" __global__ void heavy(float *out, const float *in, unsigned n)
+{
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float a[160];
+#pragma unroll
+    for (int j = 0; j < 160; j++) a[j] = in[(i + j * 977u) % n];
+#pragma unroll
+    for (int it = 0; it < 4; it++) {
+#pragma unroll
+        for (int j = 0; j < 160; j++) a[j] = a[j] * a[(j + 7) % 160] + 1.0f;
+    }
+    float s = 0;
+#pragma unroll
+    for (int j = 0; j < 160; j++) s += a[j];
+    out[i] = s;
+}
+"""
+
+
+class Cuda(kptest.KprofTestCase):
+    needs_opencl = False
+
+    @classmethod
+    def setUpClass(cls):
+        ok, why = kptest.cuda_available()
+        if not ok:
+            raise kptest.unittest.SkipTest("no CUDA device: " + str(why))
+
+    def setUp(self):
+        super().setUp()
+        self.write("inc/scale.h", "#define OFFSET 0.0f\n")
+        self.kernels = self.write("k.cu", KERNELS)
+
+    def test_caps(self):
+        caps = json.loads(self.kprof("caps", "--json", "--backend", "cuda", expect=0).stdout)
+        d = caps["backends"][0]["devices"][0]
+        self.assertTrue(d["is_gpu"])
+        for key in ("compute_capability", "sm_count", "l2_bytes", "max_threads_per_sm",
+                    "registers_per_sm", "shared_memory_per_block_optin", "memory_bus_width_bits"):
+            self.assertIn(key, d)
+        self.assertGreater(d["sm_count"], 0)
+        self.assertEqual(d["execution_width"], 32)
+        self.assertGreater(d["global_memory_bytes"], 1 << 30)
+        text = self.kprof("caps", "--backend", "cuda", expect=0).stdout
+        self.assertIn("cuda device 0:", text)
+
+    def test_demo_same_bytes_as_every_backend(self):
+        self.kprof("isolate", "demo", "--lang", "cu", expect=0)
+        r = self.run_json("run", "demo", "--grid", "4096", "--tg", "64", "--buffers", SPEC4K)
+        self.assertEqual(r["backend"], "cuda")
+        a = kptest.fill_f32(1, 4096)
+        b = kptest.fill_f32(2, 4096)
+        out = [kptest.f32(x + y) for x, y in zip(a, b)]
+        self.assertEqual(r["buffers"][0]["fnv1a64"], kptest.fnv1a64(kptest.pack("f", out)))
+        self.assertEqual(r["buffers"][1]["fnv1a64"], kptest.fnv1a64(kptest.pack("f", a)))
+        self.assertEqual(r["timer"], "cupti")
+        refl = r["reflection"]
+        self.assertGreater(refl["registers"], 0)
+        self.assertEqual(refl["max_threadgroup_size"], 1024)
+        self.assertGreaterEqual(refl["binary_version"], 70)
+        self.assertGreater(refl["occupancy"], 0)
+        self.assertIn(refl["occupancy_limiter"], ("registers", "shared memory", "warps", "blocks"))
+        e = self.run_json("run", "demo", "--grid", "4096", "--tg", "64", "--buffers", SPEC4K,
+                          "--timer", "events")
+        self.assertEqual(e["timer"], "events")
+        self.assertEqual(e["buffers"], r["buffers"])
+
+    def test_templates_namespaces_defines_includes(self):
+        inc = os.path.join(self.tmp, "inc")
+        # In-place kernels: one dispatch, so the result is that of one call.
+        r = self.run_json("run", self.kernels, "--entry", "scale<3>", "--grid", "256", "--tg", "64",
+                          "--buffers", "f32:256:iota,u32=256", "-I", inc, "--iters", "1",
+                          "--warmup", "0")
+        self.assertEqual(r["entry"], "scale<3>")
+        self.assertEqual(r["buffers"][0]["sum"], 3.0 * sum(range(256)))
+        r = self.run_json("run", self.kernels, "--entry", "ns::twice", "--grid", "256", "--tg",
+                          "64", "--buffers", "f32:256:iota,u32=256", "-I", inc, "--iters", "1",
+                          "--warmup", "0")
+        self.assertEqual(r["buffers"][0]["sum"], 2.0 * sum(range(256)))
+        r = self.run_json("run", self.kernels, "--entry", "scale<2>", "--grid", "256", "--tg", "64",
+                          "--buffers", "f32:256:iota,u32=256", "-I", inc, "-D", "UNUSED=1",
+                          "--iters", "1", "--warmup", "0")
+        self.assertEqual(r["buffers"][0]["sum"], 2.0 * sum(range(256)))
+        p = self.kprof("run", self.kernels, "--entry", "nope", "--buffers", "f32:1", "-I", inc,
+                       expect=2)
+        self.assertIn("has no kernel 'nope'", p.stderr)
+        self.assertIn("fault", p.stderr)
+        self.assertIn("smem_sum", p.stderr)
+        p = self.kprof("run", self.kernels, "--entry", "ns::twice", "--buffers", "i32:256,u32=1",
+                       "-I", inc, expect=2)
+        self.assertIn("argument 1", p.stderr)
+
+    def test_ptx_and_cubin(self):
+        self.kprof("isolate", "demo", "--lang", "cu", expect=0)
+        dump = os.path.join(self.tmp, "dump")
+        ref = self.run_json("run", "demo", "--grid", "4096", "--tg", "64", "--buffers", SPEC4K,
+                            env={"KPROF_DUMP_DIR": dump})
+        exts = sorted(os.path.splitext(f)[1] for f in os.listdir(dump))
+        self.assertEqual(exts, [".cu", ".cubin", ".log", ".options", ".ptx"])
+        opts = open([os.path.join(dump, f) for f in os.listdir(dump) if f.endswith(".options")][0]).read()
+        self.assertIn("-arch=sm_", opts)
+        for ext in (".ptx", ".cubin"):
+            path = [os.path.join(dump, f) for f in os.listdir(dump) if f.endswith(ext)][0]
+            r = self.run_json("run", path, "--entry", "demo_add", "--grid", "4096", "--tg", "64",
+                              "--buffers", SPEC4K)
+            self.assertEqual(r["buffers"], ref["buffers"], ext)
+
+    def test_register_pressure(self):
+        path = self.write("heavy.cu", HEAVY)
+        r = self.run_json("run", path, "--grid", "65536", "--tg", "128",
+                          "--buffers", "f32:65536,f32:65536,u32=65536", "--iters", "3")
+        refl = r["reflection"]
+        self.assertGreater(refl["registers"], 64)
+        self.assertLess(refl["max_threadgroup_size"], 1024)
+        self.assertEqual(refl["occupancy_limiter"], "registers")
+        self.assertIn("register_pressure", [x["id"] for x in r["readings"]])
+        too_big = refl["max_threadgroup_size"] * 2
+        p = self.kprof("run", path, "--grid", "65536", "--tg", str(too_big),
+                       "--buffers", "f32:65536,f32:65536,u32=65536", expect=2)
+        self.assertIn("above heavy's maximum threadgroup size %d" % refl["max_threadgroup_size"],
+                      p.stderr)
+
+    def test_dynamic_shared_memory(self):
+        inc = os.path.join(self.tmp, "inc")
+        r = self.run_json("run", self.kernels, "--entry", "smem_sum", "--grid", "1024", "--tg",
+                          "256", "--smem", "1024", "--buffers", "f32:4:zero,f32:1024:iota,u32=1024",
+                          "-I", inc)
+        self.assertEqual(r["buffers"][0]["sum"], sum(range(1024)))
+        big = self.run_json("run", self.kernels, "--entry", "smem_sum", "--grid", "1024", "--tg",
+                            "256", "--smem", "100000",
+                            "--buffers", "f32:4:zero,f32:1024:iota,u32=1024", "-I", inc)
+        self.assertEqual(big["reflection"]["occupancy_limiter"], "shared memory")
+        self.assertLess(big["reflection"]["occupancy"], r["reflection"]["occupancy"])
+        p = self.kprof("run", self.kernels, "--entry", "smem_sum", "--buffers",
+                       "f32:4,f32:1024,local:1024", "-I", inc, expect=2)
+        self.assertIn("--smem", p.stderr)
+
+    def test_fault_is_reported_not_hung(self):
+        inc = os.path.join(self.tmp, "inc")
+        t0 = time.time()
+        p = self.kprof("run", self.kernels, "--entry", "fault", "--grid", "32", "--tg", "32",
+                       "--buffers", "f32:32", "-I", inc, expect=4, timeout=120)
+        self.assertIn("fault", p.stderr)
+        self.assertIn("CUDA_ERROR_ILLEGAL_ADDRESS", p.stderr)
+        self.assertLess(time.time() - t0, 60)
+
+    def test_timeout(self):
+        inc = os.path.join(self.tmp, "inc")
+        t0 = time.time()
+        p = self.kprof("run", self.kernels, "--entry", "spin", "--grid", "32", "--tg", "32",
+                       "--buffers", "i32:1:zero", "--timeout", "1", "--warmup", "0", "--iters",
+                       "1", "-I", inc, expect=4, timeout=120)
+        self.assertIn("kernel spin is still running after 1 s", p.stderr)
+        self.assertLess(time.time() - t0, 60)
+
+    def test_compile_failure_keeps_source_options_log(self):
+        path = self.write("bad.cu", 'extern "C" __global__ void bad(float *x) { x[0] = y; }\n')
+        p = self.kprof("run", path, "--buffers", "f32:1", "--grid", "1", "--tg", "1", expect=4)
+        self.assertIn("NVRTC", p.stderr)
+        self.assertIn("--- compiler log ---", p.stderr)
+        self.assertIn('identifier "y" is undefined', p.stderr)
+        kept = [l for l in p.stderr.splitlines() if l.startswith("source, options and log kept in ")]
+        folder = kept[0][len("source, options and log kept in "):].rstrip("/")
+        self.assertEqual(sorted(os.path.splitext(f)[1] for f in os.listdir(folder)),
+                         [".cu", ".log", ".options"])
+
+    def test_measure_and_percent_of_ceiling(self):
+        r = json.loads(self.kprof("caps", "--measure", "--backend", "cuda", "--max-bytes", "256M",
+                                  "--iters", "5", "--json", expect=0, timeout=300).stdout)
+        self.assertGreater(r["ceiling_gb_per_s"], 500)
+        self.kprof("isolate", "demo", "--lang", "cu", expect=0)
+        run = self.run_json("run", "demo", "--grid", "16M", "--tg", "256",
+                            "--buffers", "f32:16M,f32:16M,f32:16M,u32=16777216")
+        self.assertEqual(run["ceiling_gb_per_s"], r["ceiling_gb_per_s"])
+        self.assertGreater(run["ceiling_percent"], 1)
+
+    def test_device_out_of_range(self):
+        self.kprof("isolate", "demo", "--lang", "cu", expect=0)
+        p = self.kprof("run", "demo", "--device", "99", "--buffers", SPEC4K, expect=3)
+        self.assertIn("device 99 does not exist", p.stderr)
+
+
+if __name__ == "__main__":
+    kptest.main()
