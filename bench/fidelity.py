@@ -33,17 +33,19 @@ CASES = [
 ]
 
 
-def kprof_run(kprof, entry, grid, tg, buffers, timer, iters, env):
+def kprof_run(kprof, entry, grid, tg, buffers, timer, iters, env, warmup=3):
     cmd = [kprof, "run", SRC, "--entry", entry, "--grid", str(grid), "--tg", str(tg),
-           "--buffers", buffers, "--iters", str(iters), "--timer", timer, "--json"]
+           "--buffers", buffers, "--iters", str(iters), "--warmup", str(warmup), "--timer", timer,
+           "--json"]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode != 0:
         sys.exit("kprof failed: %s\n%s" % (" ".join(cmd), p.stderr))
     return json.loads(p.stdout)
 
 
-def ncu_durations(ncu, kprof, entry, grid, tg, buffers, iters, env):
-    cmd = [ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "--csv",
+def ncu_durations(ncu, kprof, entry, grid, tg, buffers, iters, env, cache="all"):
+    cmd = [ncu, "--clock-control", "none", "--cache-control", cache,
+           "--metrics", "gpu__time_duration.sum", "--csv",
            "--print-units", "base", "--kernel-name", entry,
            kprof, "run", SRC, "--entry", entry, "--grid", str(grid), "--tg", str(tg),
            "--buffers", buffers, "--iters", str(iters), "--warmup", "3", "--timer", "events"]
@@ -65,9 +67,23 @@ def main():
     ap.add_argument("--ncu", default=shutil.which("ncu") or "ncu")
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--json")
+    ap.add_argument("--probe", action="store_true",
+                    help="show how warm-up count and ncu's cache control move the figures")
     a = ap.parse_args()
     kprof = os.path.abspath(a.kprof)
     env = dict(os.environ, NO_COLOR="1")
+    if a.probe:
+        for name, entry, grid, tg, buffers in CASES:
+            for timer in ("events", "cupti"):
+                for warmup in (3, 30, 300):
+                    r = kprof_run(kprof, entry, grid, tg, buffers, timer, a.iters, env, warmup)
+                    print("probe %-14s %-6s warmup %4d: median %.4f ms min %.4f ms" % (
+                        name, timer, warmup, r["gpu_ms_median"], r["gpu_ms_min"]), flush=True)
+            for cache in ("all", "none"):
+                ns = ncu_durations(a.ncu, kprof, entry, grid, tg, buffers, 20, env, cache)
+                print("probe %-14s ncu cache-control %-4s: median %.4f ms min %.4f ms" % (
+                    name, cache, statistics.median(ns) / 1e6, min(ns) / 1e6), flush=True)
+        return
     rows = []
     for name, entry, grid, tg, buffers in CASES:
         cupti = kprof_run(kprof, entry, grid, tg, buffers, "cupti", a.iters, env)

@@ -52,7 +52,8 @@ class Run(kptest.KprofTestCase):
         p = self.kprof("run", "demo", "--entry", "demo_add", "--grid", "4096", "--tg", "64",
                        "--buffers", SPEC4K, "--iters", "7", expect=0)
         out = p.stdout
-        for text in ("demo_add on ", "(opencl device 0)", "GPU ms (median)", "GPU ms (min)",
+        self.assertRegex(out, r"\(opencl device \d+\)")
+        for text in ("demo_add on ", "GPU ms (median)", "GPU ms (min)",
                      "GPU ms (p90)", "GPU ms (max)", "~GB/s touched", "grid               4096",
                      "threadgroup        64", "7 timed after 3 warm-ups", "reflection: max tg",
                      "preferred multiple", "local mem", "private mem", "buffers after the run:",
