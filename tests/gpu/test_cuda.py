@@ -108,7 +108,7 @@ class Cuda(kptest.KprofTestCase):
         out = [kptest.f32(x + y) for x, y in zip(a, b)]
         self.assertEqual(r["buffers"][0]["fnv1a64"], kptest.fnv1a64(kptest.pack("f", out)))
         self.assertEqual(r["buffers"][1]["fnv1a64"], kptest.fnv1a64(kptest.pack("f", a)))
-        self.assertEqual(r["timer"], "cupti")
+        self.assertTrue(r["timer"].startswith("cupti"), r["timer"])
         refl = r["reflection"]
         self.assertGreater(refl["registers"], 0)
         self.assertEqual(refl["max_threadgroup_size"], 1024)

@@ -1380,7 +1380,7 @@ static kprof_status kp_cuda_dispatch_batch(kp_kernel *k, const kp_launch *l, int
         return KPROF_OK;
     }
     memcpy(gpu_ns, k->cupti_ns, (size_t)n * sizeof *gpu_ns);
-    snprintf(timer, timer_n, "cupti");
+    snprintf(timer, timer_n, "cupti (%s kernel records)", kp_cupti_timer_kind());
     return KPROF_OK;
 }
 

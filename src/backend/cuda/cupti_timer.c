@@ -73,6 +73,7 @@ static void CUPTIAPI kp_ct_complete(CUcontext ctx, uint32_t stream, uint8_t *buf
 static pthread_once_t kp_ct_once = PTHREAD_ONCE_INIT;
 static int kp_ct_status = -1;
 static char kp_ct_why[512];
+static const char *kp_ct_kind_name = "serial";
 
 static void kp_ct_enable_once(void)
 {
@@ -83,16 +84,30 @@ static void kp_ct_enable_once(void)
                  kp_cupti_result_text(r));
         return;
     }
-    r = kp_cupti.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    /* The lab runs one kernel at a time, so the serialized KERNEL kind costs nothing in
+     * concurrency; KPROF_CUPTI_KIND=concurrent picks CONCURRENT_KERNEL (for comparisons). */
+    const char *kind = getenv("KPROF_CUPTI_KIND");
+    CUpti_ActivityKind k = CUPTI_ACTIVITY_KIND_KERNEL;
+    if (kind && strcmp(kind, "concurrent") == 0) {
+        k = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+        kp_ct_kind_name = "concurrent";
+    }
+    r = kp_cupti.cuptiActivityEnable(k);
     if (r != CUPTI_SUCCESS) {
         snprintf(kp_ct_why, sizeof kp_ct_why,
-                 "cuptiActivityEnable(CONCURRENT_KERNEL): %s%s", kp_cupti_result_text(r),
+                 "cuptiActivityEnable(%s kernel records): %s%s", kp_ct_kind_name,
+                 kp_cupti_result_text(r),
                  r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
                      ? " (another profiler such as Nsight holds CUPTI)"
                      : "");
         return;
     }
     kp_ct_status = 0;
+}
+
+const char *kp_cupti_timer_kind(void)
+{
+    return kp_ct_kind_name;
 }
 
 int kp_cupti_timer_enable(char *why, size_t why_n)

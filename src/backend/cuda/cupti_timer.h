@@ -13,6 +13,9 @@
 /* Enable kernel activity records (once per process). 0 ok; -1 with the reason in why[]. */
 int kp_cupti_timer_enable(char *why, size_t why_n);
 
+/* "serial" (CUPTI_ACTIVITY_KIND_KERNEL) or "concurrent" (CONCURRENT_KERNEL). */
+const char *kp_cupti_timer_kind(void);
+
 /* Flush, then hand over the durations (ns) of the kernels named `symbol` completed since the
  * last call, in completion order: up to max into ns[]. Returns how many; *dropped receives the
  * records CUPTI reported dropped. Records of other kernels are discarded. */
