@@ -69,11 +69,26 @@ def main():
     ap.add_argument("--ncu", default=shutil.which("ncu") or "ncu")
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--json")
+    ap.add_argument("--blocks-probe", action="store_true",
+                    help="how CUPTI's two record kinds depart from ncu as the grid grows")
     ap.add_argument("--probe", action="store_true",
                     help="show how warm-up count and ncu's cache control move the figures")
     a = ap.parse_args()
     kprof = os.path.abspath(a.kprof)
     env = dict(os.environ, NO_COLOR="1")
+    if a.blocks_probe:
+        # How each CUPTI record kind departs from ncu as the grid grows (stream_add).
+        for n in (1 << 22, 1 << 24, 1 << 26, 1 << 27, 402653184):
+            bufs = "f32:%d,f32:%d,f32:%d,u32=%d" % (n, n, n, n)
+            s = kprof_run(kprof, "stream_add", n, 256, bufs, "cupti", a.iters, env, kind="serial")
+            c = kprof_run(kprof, "stream_add", n, 256, bufs, "cupti", a.iters, env,
+                          kind="concurrent")
+            ncu = statistics.median(ncu_durations(a.ncu, kprof, "stream_add", n, 256, bufs, 20,
+                                                  env, "none")) / 1e6
+            print("blocks %8d: ncu %.4f ms serial %+.2f us concurrent %+.2f us" % (
+                n // 256, ncu, (s["gpu_ms_median"] - ncu) * 1e3,
+                (c["gpu_ms_median"] - ncu) * 1e3), flush=True)
+        return
     if a.probe:
         for name, entry, grid, tg, buffers in CASES:
             for timer in ("events", "cupti"):
