@@ -34,6 +34,7 @@ struct kp_device {
     CUstream stream;   /* non-blocking: no implicit ordering with the legacy stream */
     CUevent start, end;
     int arch; /* compute capability as 90 for 9.0 */
+    int sm_count;
     uint64_t global_mem;
     int max_grid[3];
     kp_cuda_occ_device occ; /* what the occupancy arithmetic needs */
@@ -344,6 +345,7 @@ static kprof_status kp_cuda_open(int index, kp_device **out, kp_error *err)
         goto fail;
     }
     kp_cuda_read_limits(dev);
+    dev->sm_count = kp_cuda_attr(dev->id, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
     *out = dev;
     return KPROF_OK;
 fail:
@@ -1340,6 +1342,8 @@ static kprof_status kp_cuda_dispatch(kp_kernel *k, const kp_launch *l, double *g
     return KPROF_OK;
 }
 
+#define KP_CUPTI_CONCURRENT_BLOCKS_PER_SM 128
+
 /* n dispatches timed by CUPTI kernel records (the GPU's own start/end of each kernel), or by
  * the events around each launch when CUPTI cannot be had or is not asked for. */
 static kprof_status kp_cuda_dispatch_batch(kp_kernel *k, const kp_launch *l, int n, double *gpu_ns,
@@ -1347,8 +1351,16 @@ static kprof_status kp_cuda_dispatch_batch(kp_kernel *k, const kp_launch *l, int
 {
     char why[400] = "";
     int cupti = 0;
+    /* CUPTI's concurrent-kernel records cost time per block (on an H200: +0.2 us at 16K
+     * blocks, +3 us at 64K, +100 us at 1.5M); its serialized records cost ~0.5 us per kernel
+     * whatever the grid. Small grids get the first, large grids the second (bench/fidelity.py
+     * --blocks-probe measures the crossover). */
+    uint64_t blocks = 1;
+    for (int d = 0; d < l->dims; d++) blocks *= (l->grid[d] + l->tg[d] - 1) / l->tg[d];
+    int concurrent = blocks <= (uint64_t)KP_CUPTI_CONCURRENT_BLOCKS_PER_SM *
+                                   (uint64_t)(k->dev->sm_count > 0 ? k->dev->sm_count : 1);
     if (l->timer != KP_TIMER_EVENTS) {
-        if (kp_cupti_timer_enable(why, sizeof why) == 0) cupti = 1;
+        if (kp_cupti_timer_enable(concurrent, why, sizeof why) == 0) cupti = 1;
         else if (l->timer == KP_TIMER_CUPTI)
             return kp_error_set(err, KPROF_UNAVAILABLE, "cuda: --timer cupti: %s", why);
     }

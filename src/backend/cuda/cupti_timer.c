@@ -73,9 +73,9 @@ static void CUPTIAPI kp_ct_complete(CUcontext ctx, uint32_t stream, uint8_t *buf
 static pthread_once_t kp_ct_once = PTHREAD_ONCE_INIT;
 static int kp_ct_status = -1;
 static char kp_ct_why[512];
-static const char *kp_ct_kind_name = "serial";
+static int kp_ct_kind = -1; /* the kind enabled: 1 concurrent, 0 serial, -1 none */
 
-static void kp_ct_enable_once(void)
+static void kp_ct_load_once(void)
 {
     if (kp_cupti_load(kp_ct_why, sizeof kp_ct_why) != 0) return;
     CUptiResult r = kp_cupti.cuptiActivityRegisterCallbacks(kp_ct_request, kp_ct_complete);
@@ -84,39 +84,44 @@ static void kp_ct_enable_once(void)
                  kp_cupti_result_text(r));
         return;
     }
-    /* The lab runs one kernel at a time, so the serialized KERNEL kind costs nothing in
-     * concurrency; KPROF_CUPTI_KIND=concurrent picks CONCURRENT_KERNEL (for comparisons). */
-    const char *kind = getenv("KPROF_CUPTI_KIND");
-    CUpti_ActivityKind k = CUPTI_ACTIVITY_KIND_KERNEL;
-    if (kind && strcmp(kind, "concurrent") == 0) {
-        k = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-        kp_ct_kind_name = "concurrent";
-    }
-    r = kp_cupti.cuptiActivityEnable(k);
-    if (r != CUPTI_SUCCESS) {
-        snprintf(kp_ct_why, sizeof kp_ct_why,
-                 "cuptiActivityEnable(%s kernel records): %s%s", kp_ct_kind_name,
-                 kp_cupti_result_text(r),
-                 r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
-                     ? " (another profiler such as Nsight holds CUPTI)"
-                     : "");
-        return;
-    }
     kp_ct_status = 0;
 }
 
 const char *kp_cupti_timer_kind(void)
 {
-    return kp_ct_kind_name;
+    return kp_ct_kind == 1 ? "concurrent" : "serial";
 }
 
-int kp_cupti_timer_enable(char *why, size_t why_n)
+int kp_cupti_timer_enable(int concurrent, char *why, size_t why_n)
 {
-    pthread_once(&kp_ct_once, kp_ct_enable_once);
-    if (kp_ct_status != 0) snprintf(why, why_n, "%s", kp_ct_why);
-    return kp_ct_status;
+    pthread_once(&kp_ct_once, kp_ct_load_once);
+    if (kp_ct_status != 0) {
+        snprintf(why, why_n, "%s", kp_ct_why);
+        return -1;
+    }
+    const char *forced = getenv("KPROF_CUPTI_KIND");
+    if (forced && strcmp(forced, "serial") == 0) concurrent = 0;
+    if (forced && strcmp(forced, "concurrent") == 0) concurrent = 1;
+    if (kp_ct_kind == concurrent) return 0;
+    static const CUpti_ActivityKind kinds[2] = {CUPTI_ACTIVITY_KIND_KERNEL,
+                                                CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL};
+    if (kp_ct_kind >= 0) {
+        kp_cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        kp_cupti.cuptiActivityDisable(kinds[kp_ct_kind]);
+        kp_ct_kind = -1;
+    }
+    CUptiResult r = kp_cupti.cuptiActivityEnable(kinds[concurrent]);
+    if (r != CUPTI_SUCCESS) {
+        snprintf(why, why_n, "cuptiActivityEnable(%s kernel records): %s%s",
+                 concurrent ? "concurrent" : "serial", kp_cupti_result_text(r),
+                 r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+                     ? " (another profiler such as Nsight holds CUPTI)"
+                     : "");
+        return -1;
+    }
+    kp_ct_kind = concurrent;
+    return 0;
 }
-
 int kp_cupti_timer_take(const char *symbol, double *ns, int max, uint64_t *dropped)
 {
     if (kp_ct_status != 0) return 0;

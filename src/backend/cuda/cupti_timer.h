@@ -10,10 +10,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Enable kernel activity records (once per process). 0 ok; -1 with the reason in why[]. */
-int kp_cupti_timer_enable(char *why, size_t why_n);
+/* Enable kernel activity records of one kind: concurrent=1 CONCURRENT_KERNEL, 0 the serialized
+ * KERNEL kind (switching kinds as asked; KPROF_CUPTI_KIND=serial|concurrent forces one).
+ * 0 ok; -1 with the reason in why[]. Not thread-safe against a concurrent take. */
+int kp_cupti_timer_enable(int concurrent, char *why, size_t why_n);
 
-/* "serial" (CUPTI_ACTIVITY_KIND_KERNEL) or "concurrent" (CONCURRENT_KERNEL). */
+/* "serial" or "concurrent": the kind enabled now. */
 const char *kp_cupti_timer_kind(void);
 
 /* Flush, then hand over the durations (ns) of the kernels named `symbol` completed since the
