@@ -37,6 +37,15 @@ extern "C" __global__ void spin(volatile int *flag)
     while (flag[0] == 0) {
     }
 }
+extern "C" __global__ void big_block_fault(float *x)
+{
+    if (blockDim.x >= 256) {
+        float *bad = (float *)0x10;
+        bad[threadIdx.x] = x[0];
+    } else {
+        x[blockIdx.x * blockDim.x + threadIdx.x] = 1.0f;
+    }
+}
 extern "C" __global__ void smem_sum(float *out, const float *in, unsigned n)
 {
     extern __shared__ float s[];
@@ -228,6 +237,33 @@ class Cuda(kptest.KprofTestCase):
                             "--buffers", "f32:16M,f32:16M,f32:16M,u32=16777216")
         self.assertEqual(run["ceiling_gb_per_s"], r["ceiling_gb_per_s"])
         self.assertGreater(run["ceiling_percent"], 1)
+
+    def test_sweep(self):
+        self.kprof("isolate", "demo", "--lang", "cu", expect=0)
+        r = self.run_json("sweep", "demo", "--grid", "1M", "--iters", "5",
+                          "--buffers", "f32:1M,f32:1M,f32:1M,u32=1048576")
+        self.assertEqual([p["threads"] for p in r["points"]], [32, 64, 128, 256, 512, 1024])
+        for p in r["points"]:
+            self.assertIn("occupancy", p)
+            self.assertIn(p["occupancy_limiter"], ("registers", "shared memory", "warps", "blocks"))
+        self.assertEqual(sum(p["best"] for p in r["points"]), 1)
+        self.assertEqual(r["warnings"], [])
+        path = self.write("heavy.cu", HEAVY)
+        h = self.run_json("sweep", path, "--grid", "65536", "--iters", "3",
+                          "--buffers", "f32:65536,f32:65536,u32=65536")
+        self.assertLess(h["kernel_max_threadgroup_size"], 1024)
+        self.assertLessEqual(h["points"][-1]["threads"], h["kernel_max_threadgroup_size"])
+        self.assertEqual([w["id"] for w in h["warnings"]], ["register_pressure"])
+
+    def test_sweep_stops_at_a_fault(self):
+        inc = os.path.join(self.tmp, "inc")
+        p = self.kprof("sweep", self.kernels, "--entry", "big_block_fault", "--grid", "4096",
+                       "--buffers", "f32:4096", "-I", inc, "--iters", "2", expect=4, timeout=120)
+        for tg in ("32 ", "64 ", "128 "):
+            self.assertIn("\n  " + tg, p.stdout)
+        self.assertNotIn("\n  256 ", p.stdout)
+        self.assertIn("CUDA_ERROR_ILLEGAL_ADDRESS", p.stderr)
+        self.assertIn("at tg 256; the sweep stopped", p.stderr)
 
     def test_device_out_of_range(self):
         self.kprof("isolate", "demo", "--lang", "cu", expect=0)

@@ -43,5 +43,6 @@ int kp_cli_parse_double(const char *text, double *out);
 int kp_cmd_caps(int argc, char **argv);
 int kp_cmd_isolate(int argc, char **argv);
 int kp_cmd_run(int argc, char **argv);
+int kp_cmd_sweep(int argc, char **argv);
 
 #endif

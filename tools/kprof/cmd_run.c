@@ -11,6 +11,7 @@
 #include "lab/lab.h"
 #include "store/store.h"
 #include "tools/kprof/cli.h"
+#include "tools/kprof/run.h"
 
 #include <getopt.h>
 #include <math.h>
@@ -19,15 +20,6 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef struct kp_run_args {
-    kp_lab_options lab;
-    kp_launch launch;
-    int iters, warmup;
-    int json;
-    int have_bytes;
-    uint64_t bytes;
-    kp_str options;
-} kp_run_args;
 
 typedef struct kp_run_result {
     const kp_lab_info *info;
@@ -48,7 +40,7 @@ typedef struct kp_run_result {
     kp_buffer_digest digests[KP_SPEC_MAX_ARGS];
 } kp_run_result;
 
-static void kp_dims_text(const uint64_t *v, int dims, char *buf, size_t n)
+void kp_dims_text(const uint64_t *v, int dims, char *buf, size_t n)
 {
     if (dims == 1) snprintf(buf, n, "%llu", (unsigned long long)v[0]);
     else if (dims == 2)
@@ -217,7 +209,7 @@ static void kp_run_print(const kp_run_result *r)
     for (int i = 0; i < r->nreadings; i++) printf("  · %s\n", r->lines[i].text);
 }
 
-static int kp_run_parse(int argc, char **argv, kp_run_args *a)
+int kp_run_parse(int argc, char **argv, kp_run_args *a)
 {
     static const struct option longopts[] = {
         {"entry", required_argument, NULL, 'e'},
@@ -236,9 +228,14 @@ static int kp_run_parse(int argc, char **argv, kp_run_args *a)
         {"smem", required_argument, NULL, 's'},
         {"options", required_argument, NULL, 'o'},
         {"timer", required_argument, NULL, 'c'},
+        {"sweep-tg", no_argument, NULL, 'S'},
+        {"tg-list", required_argument, NULL, 'L'},
+        {"plot", required_argument, NULL, 'P'},
         {NULL, 0, NULL, 0},
     };
+    int sweep = a->sweep; /* `kprof sweep` sets it before parsing */
     memset(a, 0, sizeof *a);
+    a->sweep = sweep;
     a->lab.device = -1;
     a->iters = 50;
     a->warmup = 3;
@@ -246,7 +243,7 @@ static int kp_run_parse(int argc, char **argv, kp_run_args *a)
     a->launch.grid[0] = 1048576;
     a->launch.tg[0] = 256;
     a->launch.grid[1] = a->launch.grid[2] = a->launch.tg[1] = a->launch.tg[2] = 1;
-    int grid_dims = 1, tg_dims = 1;
+    int grid_dims = 1, tg_dims = 1, tg_set = 0;
     uint64_t v;
     opterr = 0;
     optind = 1;
@@ -260,6 +257,7 @@ static int kp_run_parse(int argc, char **argv, kp_run_args *a)
                                                  "positive whole numbers", optarg);
             break;
         case 't':
+            tg_set = 1;
             if (kp_cli_parse_dims(optarg, a->launch.tg, &tg_dims) != 0)
                 return kp_cli_usage_error("run", "--tg '%s': expected N, NxM or NxMxK of positive "
                                                  "whole numbers", optarg);
@@ -306,6 +304,12 @@ static int kp_run_parse(int argc, char **argv, kp_run_args *a)
                 return kp_cli_usage_error("run", "--timer '%s': choose auto, events or cupti",
                                           optarg);
             break;
+        case 'S': a->sweep = 1; break;
+        case 'L':
+            a->tg_list = optarg;
+            a->sweep = 1;
+            break;
+        case 'P': a->plot = optarg; break;
         case 'D': kp_str_printf(&a->options, " -D%s", optarg); break;
         case 'I': kp_str_printf(&a->options, " -I%s", optarg); break;
         case 'o': kp_str_printf(&a->options, " %s", optarg); break;
@@ -321,6 +325,16 @@ static int kp_run_parse(int argc, char **argv, kp_run_args *a)
     if (!a->lab.buffers)
         return kp_cli_usage_error("run", "--buffers is required: one item per kernel argument, "
                                          "e.g. f32:1048576,f32:1048576,u32=1048576");
+    if (a->plot && !a->sweep)
+        return kp_cli_usage_error("run", "--plot draws a sweep: add --sweep-tg (or use kprof "
+                                         "sweep)");
+    if (a->plot && strcmp(kp_path_extension(a->plot), "svg") != 0)
+        return kp_cli_usage_error("run", "--plot '%s': the plot is SVG; name a .svg file",
+                                  a->plot);
+    if (a->sweep && tg_set)
+        return kp_cli_usage_error("run", "--tg fixes one threadgroup size but the sweep chooses "
+                                         "them: leave --tg out, or list sizes with --tg-list");
+    if (a->sweep) tg_dims = grid_dims; /* the sweep chooses the sizes */
     if (grid_dims != tg_dims)
         return kp_cli_usage_error("run", "--grid has %d dimension%s but --tg has %d", grid_dims,
                                   grid_dims == 1 ? "" : "s", tg_dims);
@@ -332,9 +346,10 @@ static int kp_run_parse(int argc, char **argv, kp_run_args *a)
 
 int kp_cmd_run(int argc, char **argv)
 {
-    kp_run_args a;
+    kp_run_args a = {0};
     int rc = kp_run_parse(argc, argv, &a);
-    if (rc != 0) {
+    if (rc == 0 && a.sweep) rc = kp_run_sweep(&a);
+    if (rc != 0 || a.sweep) {
         kp_str_free(&a.options);
         return rc;
     }

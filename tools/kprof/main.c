@@ -76,9 +76,34 @@ const kp_command kp_commands[] = {
      "  --smem B       dynamic shared memory bytes (CUDA)\n"
      "  --timer T      CUDA clock: auto (CUPTI kernel records, else events), cupti, events\n"
      "  -D, -I, --options   compiler options\n"
+     "  --sweep-tg     sweep threadgroup sizes instead of one --tg (see kprof help sweep)\n"
+     "  --tg-list L    sweep these sizes: 96,128,256 or 8x8,16x16,32x8\n"
+     "  --plot F.svg   with a sweep: draw GPU time and occupancy against tg\n"
      "\n"
      "Environment: KPROF_BACKEND, KPROF_DEVICE, KPROF_HOME, KPROF_CACHE_DIR, KPROF_DUMP_DIR\n"
      "(dump source, options, log and binary of every kernel compiled).\n"},
+    {"sweep", kp_cmd_sweep, "the occupancy curve: one kernel across threadgroup sizes",
+     "usage: kprof sweep NAME|FILE --buffers SPEC [--entry K] [--grid G] [--tg-list L]\n"
+     "                   [--iters N] [--warmup N] [--bytes B] [--json] [--plot FILE.svg]\n"
+     "                   [run's other options]\n"
+     "       (the same as kprof run ... --sweep-tg)\n"
+     "\n"
+     "Runs the kernel at a fixed grid across threadgroup sizes: by default powers of two from\n"
+     "the execution width (warp, or the preferred work-group multiple; 64 when unknown) up to\n"
+     "the kernel's maximum; --tg-list gives any set, 2-D and 3-D shapes too. Each point shows\n"
+     "median and min GPU ms, ~GB/s, % of the measured ceiling and, on CUDA, the theoretical\n"
+     "occupancy with its limiter. The best point is marked ◀ best; points whose difference from\n"
+     "it is within the measured spread (the larger p10..p90 range of the two) are marked as\n"
+     "ties rather than losers. Register-pressure and shared-memory warnings follow the table.\n"
+     "Every size is checked before anything runs (above the kernel's maximum, zero, not a\n"
+     "divisor of the grid where the device needs whole groups), each bad one named. A point\n"
+     "that faults stops the sweep: the rows measured so far are printed and the fault named.\n"
+     "\n"
+     "  --tg-list L    sizes to sweep: 64,96,128 or 8x8,16x16,32x8 (one shape per grid dim)\n"
+     "  --json         print JSON; with NAME also write NAME/sweep.json\n"
+     "  --plot F.svg   draw GPU time and occupancy against threadgroup size\n"
+     "\n"
+     "A progress line goes to stderr while the sweep runs, on a terminal only.\n"},
     {"help", kp_cmd_help, "help for a command: kprof help CMD", "usage: kprof help [CMD]\n"},
     {"version", kp_cmd_version, "print kprof's version", "usage: kprof version\n"},
     {NULL, NULL, NULL, NULL},

@@ -1,0 +1,123 @@
+/*
+ * sweep.c — threadgroup sizes to sweep, and the best point with its ties (see sweep.h).
+ */
+#include "lab/sweep.h"
+#include "core/util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int kp_sweep_default_sizes(uint64_t start, uint64_t kernel_max, uint64_t *out, int max)
+{
+    if (start == 0) start = 64;
+    /* Start from a power of two at or above the execution width. */
+    uint64_t s = 1;
+    while (s < start) s *= 2;
+    int n = 0;
+    for (; s <= kernel_max && n < max; s *= 2) out[n++] = s;
+    return n;
+}
+
+static int kp_sweep_parse_shape(const char *text, uint64_t v[3], int *dims)
+{
+    v[0] = v[1] = v[2] = 1;
+    *dims = 0;
+    const char *p = text;
+    for (;;) {
+        if (!isdigit((unsigned char)*p) || *dims >= 3) return -1;
+        errno = 0;
+        char *end = NULL;
+        unsigned long long x = strtoull(p, &end, 10);
+        if (errno || x == 0 || x > (1ULL << 32)) return -1;
+        v[(*dims)++] = x;
+        if (*end == '\0') return 0;
+        if (*end != 'x') return -1;
+        p = end + 1;
+    }
+}
+
+kprof_status kp_sweep_parse_list(const char *text, const kp_launch *base, kp_sweep_point *out,
+                                 int max, int *n, kp_error *err)
+{
+    *n = 0;
+    if (!text || !*text)
+        return kp_error_set(err, KPROF_INVALID, "--tg-list is empty: give sizes like 64,128,256");
+    char buf[1024];
+    if (strlen(text) >= sizeof buf)
+        return kp_error_set(err, KPROF_INVALID, "--tg-list is too long");
+    snprintf(buf, sizeof buf, "%s", text);
+    kp_str bad = {0};
+    int nbad = 0;
+    char *save = NULL;
+    for (char *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        while (isspace((unsigned char)*item)) item++;
+        kp_rstrip(item);
+        uint64_t v[3];
+        int dims;
+        if (kp_sweep_parse_shape(item, v, &dims) != 0) {
+            kp_str_printf(&bad, "%s'%s' (%s)", nbad++ ? ", " : "", item,
+                          strcmp(item, "0") == 0 || strstr(item, "x0") || item[0] == '0'
+                              ? "zero"
+                              : "not N, NxM or NxMxK");
+            continue;
+        }
+        if (dims != base->dims) {
+            kp_str_printf(&bad, "%s'%s' (%d-D, but the grid is %d-D)", nbad++ ? ", " : "", item,
+                          dims, base->dims);
+            continue;
+        }
+        if (*n >= max) {
+            kp_str_free(&bad);
+            return kp_error_set(err, KPROF_INVALID, "--tg-list has more than %d sizes", max);
+        }
+        kp_sweep_point *p = &out[(*n)++];
+        memset(p, 0, sizeof *p);
+        p->launch = *base;
+        p->threads = 1;
+        for (int d = 0; d < 3; d++) {
+            p->launch.tg[d] = d < dims ? v[d] : 1;
+            p->threads *= p->launch.tg[d];
+        }
+    }
+    if (nbad) {
+        kprof_status st = kp_error_set(err, KPROF_INVALID, "--tg-list: bad size%s %s",
+                                       nbad == 1 ? "" : "s", bad.data ? bad.data : "");
+        kp_str_free(&bad);
+        return st;
+    }
+    kp_str_free(&bad);
+    if (*n == 0) return kp_error_set(err, KPROF_INVALID, "--tg-list holds no sizes");
+    return KPROF_OK;
+}
+
+void kp_sweep_summarise(kp_sweep_point *p, const double *samples_ms, size_t n, double *scratch)
+{
+    kp_stats_compute(samples_ms, n, scratch, &p->stats);
+    /* kp_stats_compute leaves scratch sorted. */
+    p->p10 = kp_quantile_sorted(scratch, n, 0.10);
+    p->p90q = kp_quantile_sorted(scratch, n, 0.90);
+    p->measured = 1;
+}
+
+int kp_sweep_mark(kp_sweep_point *points, int n)
+{
+    int best = -1;
+    for (int i = 0; i < n; i++) {
+        points[i].best = points[i].tie = 0;
+        if (!points[i].measured) continue;
+        if (best < 0 || points[i].stats.median < points[best].stats.median) best = i;
+    }
+    if (best < 0) return -1;
+    points[best].best = 1;
+    double best_spread = points[best].p90q - points[best].p10;
+    for (int i = 0; i < n; i++) {
+        if (i == best || !points[i].measured) continue;
+        double spread = points[i].p90q - points[i].p10;
+        double allowed = spread > best_spread ? spread : best_spread;
+        if (points[i].stats.median - points[best].stats.median <= allowed) points[i].tie = 1;
+    }
+    return best;
+}

@@ -1,0 +1,45 @@
+/*
+ * sweep.h — the threadgroup sweep: one kernel, one grid, many threadgroup sizes, and which of
+ * them is best — or which are tied with the best, because their difference is within what the
+ * measurement itself spreads. Analysis only; `kprof run --sweep-tg` prints and plots it.
+ */
+#ifndef KP_LAB_SWEEP_H
+#define KP_LAB_SWEEP_H
+
+#include "backend/backend.h"
+#include "core/error.h"
+#include "core/stats.h"
+
+#define KP_SWEEP_MAX_POINTS 64
+
+typedef struct kp_sweep_point {
+    kp_launch launch;     /* the grid stays; tg varies */
+    uint64_t threads;     /* threads per threadgroup */
+    kp_stats stats;       /* GPU ms */
+    double p10, p90q;     /* interpolated 10th and 90th percentiles (ms): the spread */
+    double gbps;          /* ~GB/s touched at the median */
+    double ceiling_pct;   /* of the measured ceiling, 0 when none */
+    kp_reflection refl;   /* occupancy and limiter at this tg (CUDA) */
+    int measured;         /* timed (a fault stops a sweep part-way) */
+    int best;             /* lowest median */
+    int tie;              /* within the spread of the best */
+} kp_sweep_point;
+
+/* Default sizes: powers of two from `start` (the execution width, or 64 when unknown) up to and
+ * including the kernel's maximum, stopping above it. 1-D. Returns how many (<= max). */
+int kp_sweep_default_sizes(uint64_t start, uint64_t kernel_max, uint64_t *out, int max);
+
+/* Parse --tg-list "96,128,256" or "8x8,16x16,32x8" into points with the base launch's grid.
+ * Every shape must have the grid's number of dimensions. INVALID names each bad item. */
+kprof_status kp_sweep_parse_list(const char *text, const kp_launch *base, kp_sweep_point *out,
+                                 int max, int *n, kp_error *err);
+
+/* Fill stats and the spread of a point from its samples (ms); scratch holds n doubles. */
+void kp_sweep_summarise(kp_sweep_point *p, const double *samples_ms, size_t n, double *scratch);
+
+/* Mark the best (lowest median among measured points) and the ties: a point is tied when its
+ * median exceeds the best's by no more than the larger of the two points' spreads (p90 - p10).
+ * Returns the index of the best, or -1 when nothing was measured. */
+int kp_sweep_mark(kp_sweep_point *points, int n);
+
+#endif

@@ -1,0 +1,75 @@
+/* test_sweep.c — default sizes, --tg-list parsing, and the best point with its ties. */
+#include "lab/sweep.h"
+#include "test.h"
+
+static void point(kp_sweep_point *p, double median, double p10, double p90)
+{
+    memset(p, 0, sizeof *p);
+    p->measured = 1;
+    p->stats.median = median;
+    p->p10 = p10;
+    p->p90q = p90;
+}
+
+int main(void)
+{
+    uint64_t s[64];
+    int n = kp_sweep_default_sizes(32, 1024, s, 64);
+    CHECK_INT(n, 6);
+    CHECK_INT(s[0], 32);
+    CHECK_INT(s[5], 1024);
+    n = kp_sweep_default_sizes(64, 1024, s, 64); /* the seed's 64..1024 curve */
+    CHECK_INT(n, 5);
+    n = kp_sweep_default_sizes(32, 448, s, 64); /* stops above the kernel's max */
+    CHECK_INT(n, 4);
+    CHECK_INT(s[3], 256);
+    n = kp_sweep_default_sizes(0, 256, s, 64); /* unknown width: 64 */
+    CHECK_INT(s[0], 64);
+    n = kp_sweep_default_sizes(24, 256, s, 64); /* next power of two */
+    CHECK_INT(s[0], 32);
+
+    kp_launch base = {.dims = 2, .grid = {1024, 1024, 1}, .tg = {1, 1, 1}};
+    kp_sweep_point pts[64];
+    kp_error e = {0};
+    CHECK_INT(kp_sweep_parse_list("8x8, 16x16,32x8", &base, pts, 64, &n, &e), KPROF_OK);
+    CHECK_INT(n, 3);
+    CHECK_INT(pts[1].launch.tg[0], 16);
+    CHECK_INT(pts[2].threads, 256);
+    CHECK_INT(pts[2].launch.grid[1], 1024);
+    CHECK_INT(kp_sweep_parse_list("8x8,64,0x4,abc", &base, pts, 64, &n, &e), KPROF_INVALID);
+    CHECK_CONTAINS(e.message, "'64' (1-D, but the grid is 2-D)");
+    CHECK_CONTAINS(e.message, "'0x4' (zero)");
+    CHECK_CONTAINS(e.message, "'abc' (not N, NxM or NxMxK)");
+    kp_error_clear(&e);
+    CHECK_INT(kp_sweep_parse_list("", &base, pts, 64, &n, &e), KPROF_INVALID);
+    kp_error_clear(&e);
+
+    /* Best and ties: 1.00 best (spread 0.02); 1.015 within it; 1.10 not; unmeasured ignored. */
+    point(&pts[0], 1.10, 1.09, 1.12);
+    point(&pts[1], 1.00, 0.99, 1.01);
+    point(&pts[2], 1.015, 1.01, 1.02);
+    point(&pts[3], 0.5, 0.5, 0.5);
+    pts[3].measured = 0;
+    CHECK_INT(kp_sweep_mark(pts, 4), 1);
+    CHECK(pts[1].best && !pts[1].tie);
+    CHECK(pts[2].tie && !pts[2].best);
+    CHECK(!pts[0].tie && !pts[0].best);
+    CHECK(!pts[3].best);
+    /* A noisy point is tied by its own spread. */
+    point(&pts[0], 1.10, 0.95, 1.30);
+    kp_sweep_mark(pts, 3);
+    CHECK(pts[0].tie);
+    pts[0].measured = pts[1].measured = pts[2].measured = 0;
+    CHECK_INT(kp_sweep_mark(pts, 3), -1);
+
+    /* Summaries: percentiles interpolate. */
+    double samples[5] = {5, 1, 4, 2, 3}, scratch[5];
+    kp_sweep_point p;
+    memset(&p, 0, sizeof p);
+    kp_sweep_summarise(&p, samples, 5, scratch);
+    CHECK_NEAR(p.stats.median, 3, 0);
+    CHECK_NEAR(p.p10, 1.4, 1e-12);
+    CHECK_NEAR(p.p90q, 4.6, 1e-12);
+    CHECK(p.measured);
+    TEST_DONE();
+}

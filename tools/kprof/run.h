@@ -1,0 +1,33 @@
+/*
+ * run.h — what `kprof run` and its sweep (`kprof run --sweep-tg`, `kprof sweep`) share: the
+ * parsed arguments and the sweep's entry point.
+ */
+#ifndef KP_TOOLS_RUN_H
+#define KP_TOOLS_RUN_H
+
+#include "core/util.h"
+#include "lab/lab.h"
+
+typedef struct kp_run_args {
+    kp_lab_options lab;
+    kp_launch launch;
+    int iters, warmup;
+    int json;
+    int have_bytes;
+    uint64_t bytes;
+    kp_str options;
+    int sweep;           /* --sweep-tg, --tg-list, or `kprof sweep` */
+    const char *tg_list; /* --tg-list */
+    const char *plot;    /* --plot FILE.svg */
+} kp_run_args;
+
+/* Parse `kprof run` arguments (argv[0] is the command). 0 or a usage exit code (printed). */
+int kp_run_parse(int argc, char **argv, kp_run_args *a);
+
+/* Run the sweep the arguments describe; returns the exit code. */
+int kp_run_sweep(kp_run_args *a);
+
+/* "4096", "64x32", "8x8x4". */
+void kp_dims_text(const uint64_t *v, int dims, char *buf, size_t n);
+
+#endif
