@@ -70,6 +70,7 @@ typedef struct kp_source {
     kp_lang lang;
     const char *options; /* user compiler options ("-DN=4 -I dir"); may be "" */
     const char *entry;   /* the kernel wanted; CUDA: also registered as a name expression */
+    uint64_t includes_hash; /* contents of the files it includes (0: none found) */
 } kp_source;
 
 /* What a kernel parameter is, as far as the backend can tell. */
@@ -78,7 +79,8 @@ typedef enum kp_param_kind {
     KP_PARAM_GLOBAL,   /* pointer to global/device memory: a buffer */
     KP_PARAM_CONSTANT, /* pointer to constant memory: a buffer */
     KP_PARAM_LOCAL,    /* pointer to local/threadgroup memory: local:BYTES */
-    KP_PARAM_VALUE     /* passed by value: TYPE=VALUE */
+    KP_PARAM_VALUE,    /* passed by value: TYPE=VALUE */
+    KP_PARAM_OPAQUE    /* an image, sampler, pipe or queue: kprof cannot bind it */
 } kp_param_kind;
 
 typedef struct kp_param {

@@ -97,12 +97,20 @@ int kp_value_parse(kp_type t, const char *text, unsigned char out[8], char *why,
         snprintf(why, why_n, "empty value");
         return -1;
     }
+    if (isspace((unsigned char)text[0])) {
+        snprintf(why, why_n, "'%s' starts with a space", text);
+        return -1;
+    }
     char *end = NULL;
     errno = 0;
     if (kp_type_is_float(t)) {
         double v = strtod(text, &end);
         if (*end || end == text) {
             snprintf(why, why_n, "'%s' is not a number", text);
+            return -1;
+        }
+        if (errno == ERANGE && (v > 1 || v < -1)) {
+            snprintf(why, why_n, "'%s' is out of range for %s", text, kp_type_name(t));
             return -1;
         }
         if (t == KP_TYPE_F32) {
@@ -168,24 +176,6 @@ double kp_value_as_double(kp_type t, const void *base, uint64_t i)
     }
 }
 
-/* Parse an unsigned decimal count with an optional K/M/G (binary) suffix. */
-static int kp_parse_count(const char *text, uint64_t *out)
-{
-    if (!isdigit((unsigned char)text[0])) return -1;
-    char *end = NULL;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno == ERANGE) return -1;
-    uint64_t mul = 1;
-    if (*end == 'K' || *end == 'k') mul = 1ULL << 10, end++;
-    else if (*end == 'M' || *end == 'm') mul = 1ULL << 20, end++;
-    else if (*end == 'G' || *end == 'g') mul = 1ULL << 30, end++;
-    if (*end) return -1;
-    if (v > UINT64_MAX / mul) return -1;
-    *out = v * mul;
-    return 0;
-}
-
 static kprof_status kp_spec_item(char *item, int pos, kp_arg_spec *a, kp_error *err)
 {
     char why[256];
@@ -219,7 +209,7 @@ static kprof_status kp_spec_item(char *item, int pos, kp_arg_spec *a, kp_error *
     *colon = '\0';
     char *rest = colon + 1;
     if (strcmp(item, "local") == 0) {
-        if (kp_parse_count(rest, &a->local_bytes) != 0 || a->local_bytes == 0)
+        if (kp_parse_size(rest, &a->local_bytes) != 0 || a->local_bytes == 0)
             return kp_error_set(err, KPROF_INVALID,
                                 "--buffers item %d '%s': local memory needs a positive byte count",
                                 pos, a->text);
@@ -233,7 +223,7 @@ static kprof_status kp_spec_item(char *item, int pos, kp_arg_spec *a, kp_error *
                             pos, a->text, item);
     char *fill = strchr(rest, ':');
     if (fill) *fill++ = '\0';
-    if (kp_parse_count(rest, &a->count) != 0)
+    if (kp_parse_size(rest, &a->count) != 0)
         return kp_error_set(err, KPROF_INVALID,
                             "--buffers item %d '%s': count '%s' is not a whole number", pos,
                             a->text, rest);

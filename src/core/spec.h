@@ -80,7 +80,8 @@ double kp_value_as_double(kp_type t, const void *base, uint64_t i);
  *   state = 0x9E3779B97F4A7C15 + index
  *   per element: state = state * 6364136223846793005 + 1442695040888963407
  *                word  = (uint32_t)(state >> 33)
- * floats get word / 2^31 (in [0, 1)), integers get word converted to the type.
+ * floats get word / 2^31 (in [0, 1]: f32 rounds the largest words to 1), integers get word
+ * converted to the type.
  */
 void kp_fill_buffer(void *dst, kp_type t, uint64_t count, kp_fill fill, const unsigned char value[8],
                     unsigned index);

@@ -95,13 +95,32 @@ kprof_status kp_file_read(const char *path, char **out, size_t *len, kp_error *e
     }
     if (S_ISDIR(st.st_mode))
         return kp_error_set(err, KPROF_INVALID, "%s: is a directory, not a file", path);
-    FILE *f = fopen(path, "rb");
-    if (!f) return kp_error_set(err, KPROF_IO, "%s: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return kp_error_set(err, KPROF_INVALID, "%s: not a regular file (a FIFO or device?)",
+                            path);
+    if ((uint64_t)st.st_size > KP_FILE_READ_MAX)
+        return kp_error_set(err, KPROF_INVALID, "%s: %llu bytes, more than kprof reads (%llu)",
+                            path, (unsigned long long)st.st_size,
+                            (unsigned long long)KP_FILE_READ_MAX);
+    /* O_NONBLOCK: a path swapped for a FIFO after the stat cannot block the open. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return kp_error_set(err, KPROF_IO, "%s: %s", path, strerror(errno));
+    struct stat fst;
+    if (fstat(fd, &fst) != 0 || !S_ISREG(fst.st_mode)) {
+        close(fd);
+        return kp_error_set(err, KPROF_INVALID, "%s: not a regular file", path);
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return kp_error_set(err, KPROF_IO, "%s: %s", path, strerror(errno));
+    }
     kp_str s = {0};
     char chunk[65536];
     size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) kp_str_append_n(&s, chunk, n);
-    int bad = ferror(f);
+    while (!s.failed && s.len <= KP_FILE_READ_MAX && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        kp_str_append_n(&s, chunk, n);
+    int bad = ferror(f) || s.len > KP_FILE_READ_MAX;
     fclose(f);
     if (bad) {
         kp_str_free(&s);
@@ -137,7 +156,7 @@ kprof_status kp_file_write_atomic(const char *path, const void *data, size_t len
         p += w;
         left -= (size_t)w;
     }
-    if (close(fd) != 0 || rename(tmp, path) != 0) {
+    if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
         int e = errno;
         unlink(tmp);
         return kp_error_set(err, KPROF_IO, "cannot write %s: %s", path, strerror(e));
@@ -194,6 +213,22 @@ uint64_t kp_hash64_str(uint64_t seed, const char *text)
 {
     /* The terminating NUL is hashed too, so ("ab","c") and ("a","bc") differ. */
     return kp_hash64(seed, text ? text : "", text ? strlen(text) + 1 : 1);
+}
+
+int kp_parse_size(const char *text, uint64_t *out)
+{
+    if (!text || !isdigit((unsigned char)text[0])) return -1;
+    errno = 0;
+    char *end = NULL;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno == ERANGE) return -1;
+    uint64_t mul = 1;
+    if (*end == 'K' || *end == 'k') mul = 1ULL << 10, end++;
+    else if (*end == 'M' || *end == 'm') mul = 1ULL << 20, end++;
+    else if (*end == 'G' || *end == 'g') mul = 1ULL << 30, end++;
+    if (*end || v > UINT64_MAX / mul) return -1;
+    *out = v * mul;
+    return 0;
 }
 
 uint64_t kp_now_ns(void)

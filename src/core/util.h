@@ -29,8 +29,10 @@ void kp_str_vprintf(kp_str *s, const char *fmt, va_list ap);
 char *kp_str_take(kp_str *s);
 void kp_str_free(kp_str *s);
 
-/* Read a whole file. *out is heap, NUL-terminated; *len excludes the NUL. NOT_FOUND when the
- * file does not exist, IO on other failures, INVALID when the path is a directory. */
+/* Read a whole regular file of at most KP_FILE_READ_MAX bytes. *out is heap, NUL-terminated;
+ * *len excludes the NUL. NOT_FOUND when the file does not exist, INVALID when the path is not
+ * a regular file or too large, IO on other failures. */
+#define KP_FILE_READ_MAX (1ULL << 30)
 kprof_status kp_file_read(const char *path, char **out, size_t *len, kp_error *err);
 
 /* Write a whole file atomically: a temporary file beside it, fsync-free rename over the
@@ -47,6 +49,10 @@ int kp_path_is_dir(const char *path);
 #define KP_HASH_SEED 0xcbf29ce484222325ULL
 uint64_t kp_hash64(uint64_t seed, const void *data, size_t len);
 uint64_t kp_hash64_str(uint64_t seed, const char *text);
+
+/* A whole number with an optional binary K/M/G suffix ("64", "1M" = 1048576); no sign, no
+ * spaces. 0 ok, -1 malformed or above UINT64_MAX. */
+int kp_parse_size(const char *text, uint64_t *out);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t kp_now_ns(void);

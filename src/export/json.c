@@ -138,7 +138,7 @@ void kp_json_format_double(double v, char *buf, size_t n)
         snprintf(buf, n, "null");
         return;
     }
-    if (v == (double)(long long)v && fabs(v) < 9007199254740992.0) {
+    if (fabs(v) < 9007199254740992.0 && v == (double)(long long)v) {
         snprintf(buf, n, "%.0f", v);
         if (strcmp(buf, "-0") == 0) snprintf(buf, n, "-0.0");
         return;

@@ -24,7 +24,7 @@ struct kp_lab {
     kp_kernel *kernel;
     kp_spec spec;
     kp_buffer *buffers[KP_SPEC_MAX_ARGS];
-    int bound;               /* buffers exist and are bound to the kernel */
+    int bound; /* buffers exist and are bound to the kernel */
 };
 
 const kp_lab_info *kp_lab_get_info(const kp_lab *lab)
@@ -35,11 +35,16 @@ const kp_lab_info *kp_lab_get_info(const kp_lab *lab)
 static const char *kp_param_kind_word(kp_param_kind k)
 {
     switch (k) {
-    case KP_PARAM_GLOBAL: return "global buffer";
-    case KP_PARAM_CONSTANT: return "constant buffer";
-    case KP_PARAM_LOCAL: return "local memory";
-    case KP_PARAM_VALUE: return "value";
-    default: return "argument";
+    case KP_PARAM_GLOBAL:
+        return "global buffer";
+    case KP_PARAM_CONSTANT:
+        return "constant buffer";
+    case KP_PARAM_LOCAL:
+        return "local memory";
+    case KP_PARAM_VALUE:
+        return "value";
+    default:
+        return "argument";
     }
 }
 
@@ -74,9 +79,9 @@ static void kp_scalar_base(const char *type, char *out, size_t n)
     char t[64];
     kp_strlcpy(t, type, sizeof t);
     /* Drop qualifiers and the pointer star. */
-    static const char *const quals[] = {"const ", "volatile ", "restrict ", "__restrict__ ",
-                                        "__global ", "global ", "__constant ", "constant ",
-                                        "__local ", "local "};
+    static const char *const quals[] = {"const ",    "volatile ", "restrict ",   "__restrict__ ",
+                                        "__global ", "global ",   "__constant ", "constant ",
+                                        "__local ",  "local "};
     int changed = 1;
     while (changed) {
         changed = 0;
@@ -93,14 +98,22 @@ static void kp_scalar_base(const char *type, char *out, size_t n)
     kp_rstrip(t);
     static const struct {
         const char *from, *to;
-    } alias[] = {{"unsigned char", "uchar"},     {"unsigned short", "ushort"},
-                 {"unsigned int", "uint"},       {"unsigned", "uint"},
-                 {"unsigned long long", "ulong"}, {"unsigned long", "ulong"},
-                 {"long long", "long"},          {"signed char", "char"},
-                 {"int8_t", "char"},             {"uint8_t", "uchar"},
-                 {"int16_t", "short"},           {"uint16_t", "ushort"},
-                 {"int32_t", "int"},             {"uint32_t", "uint"},
-                 {"int64_t", "long"},            {"uint64_t", "ulong"},
+    } alias[] = {{"unsigned char", "uchar"},
+                 {"unsigned short", "ushort"},
+                 {"unsigned int", "uint"},
+                 {"unsigned", "uint"},
+                 {"unsigned long long", "ulong"},
+                 {"unsigned long", "ulong"},
+                 {"long long", "long"},
+                 {"signed char", "char"},
+                 {"int8_t", "char"},
+                 {"uint8_t", "uchar"},
+                 {"int16_t", "short"},
+                 {"uint16_t", "ushort"},
+                 {"int32_t", "int"},
+                 {"uint32_t", "uint"},
+                 {"int64_t", "long"},
+                 {"uint64_t", "ulong"},
                  {"size_t", "ulong"}};
     for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++) {
         if (strcmp(t, alias[i].from) == 0) {
@@ -108,7 +121,7 @@ static void kp_scalar_base(const char *type, char *out, size_t n)
             return;
         }
     }
-    static const char *const scalars[] = {"char", "uchar", "short", "ushort", "int",   "uint",
+    static const char *const scalars[] = {"char", "uchar", "short", "ushort", "int", "uint",
                                           "long", "ulong", "float", "double", "half"};
     for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++) {
         size_t l = strlen(scalars[i]);
@@ -119,7 +132,8 @@ static void kp_scalar_base(const char *type, char *out, size_t n)
         if (!ok && isdigit((unsigned char)*rest)) {
             int w = atoi(rest);
             ok = w == 2 || w == 3 || w == 4 || w == 8 || w == 16;
-            while (isdigit((unsigned char)*rest)) rest++;
+            while (isdigit((unsigned char)*rest))
+                rest++;
             ok = ok && !*rest;
         }
         if (ok) {
@@ -136,8 +150,8 @@ kprof_status kp_lab_check_spec(const kp_spec *spec, const kp_kernel_meta *k, kp_
     kp_lab_signature(k, sig, sizeof sig);
     if (k->nparams >= 0 && spec->count != k->nparams)
         return kp_error_set(err, KPROF_INVALID,
-                            "--buffers has %d item%s but %s takes %d argument%s:\n  %s", spec->count,
-                            spec->count == 1 ? "" : "s", k->name, k->nparams,
+                            "--buffers has %d item%s but %s takes %d argument%s:\n  %s",
+                            spec->count, spec->count == 1 ? "" : "s", k->name, k->nparams,
                             k->nparams == 1 ? "" : "s", sig);
     for (int i = 0; i < spec->count && i < k->nparams; i++) {
         const kp_arg_spec *a = &spec->args[i];
@@ -151,7 +165,8 @@ kprof_status kp_lab_check_spec(const kp_spec *spec, const kp_kernel_meta *k, kp_
         else
             snprintf(pname, sizeof pname, "argument %d is a %s", i + 1,
                      kp_param_kind_word(p->kind));
-        if (a->kind == KP_ARG_LOCAL && p->kind != KP_PARAM_LOCAL && p->kind != KP_PARAM_UNKNOWN)
+        if (a->kind == KP_ARG_LOCAL && p->kind != KP_PARAM_LOCAL && p->kind != KP_PARAM_UNKNOWN &&
+            p->kind != KP_PARAM_OPAQUE)
             return kp_error_set(err, KPROF_INVALID,
                                 "%s but --buffers item %d '%s' is local memory, which this kernel "
                                 "does not take as an argument (CUDA kernels get dynamic shared "
@@ -160,6 +175,11 @@ kprof_status kp_lab_check_spec(const kp_spec *spec, const kp_kernel_meta *k, kp_
         switch (p->kind) {
         case KP_PARAM_UNKNOWN:
             break;
+        case KP_PARAM_OPAQUE:
+            return kp_error_set(err, KPROF_INVALID,
+                                "%s, which kprof cannot bind: it passes buffers, scalars and local "
+                                "memory only\n  %s",
+                                pname, sig);
         case KP_PARAM_GLOBAL:
         case KP_PARAM_CONSTANT: {
             if (a->kind != KP_ARG_BUFFER)
@@ -170,12 +190,10 @@ kprof_status kp_lab_check_spec(const kp_spec *spec, const kp_kernel_meta *k, kp_
                                     a->kind == KP_ARG_SCALAR ? "a scalar" : "local memory", sig);
             char base[32];
             kp_scalar_base(p->type_name, base, sizeof base);
-            if (base[0] && strcmp(base, kp_type_c_name(a->type)) != 0 &&
-                strcmp(base, "half") != 0)
-                return kp_error_set(err, KPROF_INVALID,
-                                    "%s but --buffers item %d '%s' is a %s (%s) buffer\n  %s",
-                                    pname, i + 1, a->text, kp_type_name(a->type),
-                                    kp_type_c_name(a->type), sig);
+            if (base[0] && strcmp(base, kp_type_c_name(a->type)) != 0 && strcmp(base, "half") != 0)
+                return kp_error_set(
+                    err, KPROF_INVALID, "%s but --buffers item %d '%s' is a %s (%s) buffer\n  %s",
+                    pname, i + 1, a->text, kp_type_name(a->type), kp_type_c_name(a->type), sig);
             break;
         }
         case KP_PARAM_LOCAL:
@@ -194,8 +212,8 @@ kprof_status kp_lab_check_spec(const kp_spec *spec, const kp_kernel_meta *k, kp_
                                     a->kind == KP_ARG_BUFFER ? "a buffer" : "local memory", sig);
             char base[32];
             kp_scalar_base(p->type_name, base, sizeof base);
-            int vector = base[0] && strcmp(base, p->type_name) != 0 &&
-                         p->size > kp_type_size(a->type);
+            int vector =
+                base[0] && strcmp(base, p->type_name) != 0 && p->size > kp_type_size(a->type);
             if ((base[0] && !vector && strcmp(base, kp_type_c_name(a->type)) != 0) ||
                 (p->size && p->size != kp_type_size(a->type)))
                 return kp_error_set(err, KPROF_INVALID,
@@ -223,8 +241,7 @@ static kprof_status kp_lab_resolve(const kp_lab_options *opts, kp_lab_info *info
         snprintf(info->source_path, sizeof info->source_path, "%s", t);
         return KPROF_OK;
     }
-    if (looks_like_file)
-        return kp_error_set(err, KPROF_NOT_FOUND, "%s: no such file", t);
+    if (looks_like_file) return kp_error_set(err, KPROF_NOT_FOUND, "%s: no such file", t);
     kprof_status s = kp_kernel_dir(t, info->kernel_dir, sizeof info->kernel_dir, err);
     if (s != KPROF_OK) return s;
     if (!kp_path_is_dir(info->kernel_dir))
@@ -237,30 +254,32 @@ static kprof_status kp_lab_resolve(const kp_lab_options *opts, kp_lab_info *info
                                 sizeof info->source_path, err);
 }
 
-static void kp_lab_write_file(const char *dir, const char *stem, const char *ext,
-                              const void *data, size_t len)
+static int kp_lab_write_file(const char *dir, const char *stem, const char *ext, const void *data,
+                             size_t len)
 {
-    if (!data) return;
+    if (!data) return 0;
     char path[4600];
     snprintf(path, sizeof path, "%s/%s.%s", dir, stem, ext);
-    kp_file_write_atomic(path, data, len, NULL);
+    return kp_file_write_atomic(path, data, len, NULL) == KPROF_OK ? 0 : -1;
 }
 
-/* Source, options, log (and products) into dir/stem.* */
-static void kp_lab_dump(const char *dir, const char *stem, const kp_source *src,
-                        const kp_build_output *out, const char *log)
+/* Source, options and log (and what the build produced) into dir/stem.*; -1 when any of it
+ * could not be written. */
+static int kp_lab_dump(const char *dir, const char *stem, const kp_source *src,
+                       const kp_build_output *out, const char *log)
 {
-    if (kp_mkdir_p(dir, NULL) != KPROF_OK) return;
+    if (kp_mkdir_p(dir, NULL) != KPROF_OK) return -1;
     static const char *const ext[] = {"cl", "cu", "ptx", "cubin"};
-    kp_lab_write_file(dir, stem, ext[src->lang], src->text, src->len);
     const char *opts = out && out->options ? out->options : src->options;
-    kp_lab_write_file(dir, stem, "options", opts, strlen(opts));
-    if (log) kp_lab_write_file(dir, stem, "log", log, strlen(log));
+    int rc = kp_lab_write_file(dir, stem, ext[src->lang], src->text, src->len);
+    rc |= kp_lab_write_file(dir, stem, "options", opts, strlen(opts));
+    if (log) rc |= kp_lab_write_file(dir, stem, "log", log, strlen(log));
     if (out && out->binary)
-        kp_lab_write_file(dir, stem, out->binary_ext ? out->binary_ext : "bin", out->binary,
-                          out->binary_len);
+        rc |= kp_lab_write_file(dir, stem, out->binary_ext ? out->binary_ext : "bin", out->binary,
+                                out->binary_len);
     if (out && out->ptx && src->lang != KP_LANG_PTX)
-        kp_lab_write_file(dir, stem, "ptx", out->ptx, strlen(out->ptx));
+        rc |= kp_lab_write_file(dir, stem, "ptx", out->ptx, strlen(out->ptx));
+    return rc;
 }
 
 static void kp_lab_stem(const kp_source *src, uint64_t key, char *buf, size_t n)
@@ -272,6 +291,96 @@ static void kp_lab_stem(const kp_source *src, uint64_t key, char *buf, size_t n)
     char *dot = strrchr(name, '.');
     if (dot && dot != name) *dot = '\0';
     snprintf(buf, n, "%s-%016llx", name, (unsigned long long)key);
+}
+
+/* The folders an include is looked up in: the including file's own, then each -I. */
+typedef struct kp_include_walk {
+    char dirs[16][1024];
+    int ndirs;
+    char seen[64][1600];
+    int nseen;
+    uint64_t hash;
+} kp_include_walk;
+
+static void kp_lab_dirname(const char *path, char *out, size_t n)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(out, n, ".");
+    else
+        snprintf(out, n, "%.*s", (int)(slash - path), path);
+}
+
+static void kp_lab_walk_includes(kp_include_walk *w, const char *own_dir, const char *text,
+                                 int depth)
+{
+    if (depth > 8) return;
+    for (const char *line = text; line && *line;
+         line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        const char *p = line;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p != '#') continue;
+        p++;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (strncmp(p, "include", 7) != 0) continue;
+        p += 7;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        char close = *p == '"' ? '"' : *p == '<' ? '>' : 0;
+        if (!close) continue;
+        const char *name = p + 1, *end = strchr(name, close);
+        const char *eol = strchr(name, '\n');
+        if (!end || (eol && end > eol) || end == name || end - name >= 512) continue;
+        for (int d = -1; d < w->ndirs; d++) {
+            char path[1600];
+            snprintf(path, sizeof path, "%s/%.*s", d < 0 ? own_dir : w->dirs[d], (int)(end - name),
+                     name);
+            struct stat st;
+            if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+            int seen = 0;
+            for (int i = 0; i < w->nseen; i++)
+                seen |= strcmp(w->seen[i], path) == 0;
+            if (seen || w->nseen >= 64) break;
+            snprintf(w->seen[w->nseen++], sizeof w->seen[0], "%s", path);
+            char *body = NULL;
+            size_t len = 0;
+            if (kp_file_read(path, &body, &len, NULL) != KPROF_OK) break;
+            w->hash = kp_hash64_str(w->hash, path);
+            w->hash = kp_hash64(w->hash, body, len);
+            char dir[1600];
+            kp_lab_dirname(path, dir, sizeof dir);
+            kp_lab_walk_includes(w, dir, body, depth + 1);
+            free(body);
+            break;
+        }
+    }
+}
+
+/* A hash of every file the source includes that kprof can find (beside the source, or in an -I
+ * folder of the options), so an edited header misses the compile cache. 0 when none. */
+static uint64_t kp_lab_includes_hash(const kp_source *src)
+{
+    kp_include_walk *w = calloc(1, sizeof *w);
+    if (!w) return 0;
+    w->hash = KP_HASH_SEED;
+    const char *o = src->options;
+    while (o && (o = strstr(o, "-I")) != NULL && w->ndirs < 16) {
+        o += 2;
+        while (*o == ' ')
+            o++;
+        size_t n = strcspn(o, " ");
+        if (n > 0 && n < sizeof w->dirs[0])
+            snprintf(w->dirs[w->ndirs++], sizeof w->dirs[0], "%.*s", (int)n, o);
+        o += n;
+    }
+    char own[1024];
+    kp_lab_dirname(src->path, own, sizeof own);
+    kp_lab_walk_includes(w, own, src->text, 0);
+    uint64_t h = w->nseen ? w->hash : 0;
+    free(w);
+    return h;
 }
 
 /* Compile through the cache; dumps with KPROF_DUMP_DIR; keeps failures in a folder. */
@@ -307,24 +416,30 @@ static kprof_status kp_lab_compile(kp_lab *lab, const kp_source *src, kp_error *
         /* Keep what failed where a bug report can pick it up, and say where. */
         char dir[4400];
         char cache[4096];
-        if (dump) snprintf(dir, sizeof dir, "%s", dump);
+        if (dump)
+            snprintf(dir, sizeof dir, "%s", dump);
         else if (kp_cache_dir(cache, sizeof cache))
             snprintf(dir, sizeof dir, "%s/failed/%s", cache, stem);
         else
             dir[0] = '\0';
-        if (dir[0]) {
-            kp_lab_dump(dir, stem, src, NULL, err->log ? err->log : "");
-            size_t m = strlen(err->message);
+        size_t m = strlen(err->message);
+        if (dir[0] && kp_lab_dump(dir, stem, src, NULL, err->log ? err->log : "") == 0)
             snprintf(err->message + m, sizeof err->message - m,
                      "\nsource, options and log kept in %s/", dir);
-        }
+        else
+            snprintf(err->message + m, sizeof err->message - m,
+                     "\n(could not keep source, options and log in %s)",
+                     dir[0] ? dir : "a folder: no cache folder can be named");
         return st;
     }
     if (st != KPROF_OK) return st;
     lab->meta = out.meta;
     memset(&out.meta, 0, sizeof out.meta);
-    if (dump) kp_lab_dump(dump, stem, src, &out, out.log ? out.log : "");
-    else kp_cache_put(lab->ops->name, key, out.binary, out.binary_len, &lab->meta);
+    if (dump && kp_lab_dump(dump, stem, src, &out, out.log ? out.log : "") != 0)
+        snprintf(lab->info.warning, sizeof lab->info.warning,
+                 "KPROF_DUMP_DIR=%s: could not write every dump file", dump);
+    else
+        kp_cache_put(lab->ops->name, key, out.binary, out.binary_len, &lab->meta);
     kp_build_output_free(&out);
     lab->info.compile_ms = (double)(kp_now_ns() - t0) / 1e6;
     return KPROF_OK;
@@ -339,9 +454,9 @@ kprof_status kp_lab_use_kernel(kp_lab *lab, const char *entry, kp_error *err)
             kp_str list = {0};
             for (int i = 0; i < lab->meta.nkernels; i++)
                 kp_str_printf(&list, "%s%s", i ? ", " : "", lab->meta.kernels[i].name);
-            st = kp_error_set(err, KPROF_INVALID, "%s has %d kernels (%s): choose one with --entry",
-                              lab->info.source_path, lab->meta.nkernels,
-                              list.data ? list.data : "");
+            st =
+                kp_error_set(err, KPROF_INVALID, "%s has %d kernels (%s): choose one with --entry",
+                             lab->info.source_path, lab->meta.nkernels, list.data ? list.data : "");
             kp_str_free(&list);
             return st;
         }
@@ -433,6 +548,8 @@ kprof_status kp_lab_open(const kp_lab_options *opts, kp_lab **out, kp_error *err
         .options = opts->options ? opts->options : "",
         .entry = opts->entry ? opts->entry : "",
     };
+    /* kprof's own kernels (in memory) include nothing. */
+    if (!opts->source_text) src.includes_hash = kp_lab_includes_hash(&src);
     st = kp_lab_compile(lab, &src, err);
     if (st != KPROF_OK) goto fail;
 
@@ -471,8 +588,8 @@ kprof_status kp_lab_open(const kp_lab_options *opts, kp_lab **out, kp_error *err
         free(host);
         if (st != KPROF_OK) {
             size_t m = strlen(err->message);
-            snprintf(err->message + m, sizeof err->message - m, " (--buffers item %d '%s')",
-                     i + 1, a->text);
+            snprintf(err->message + m, sizeof err->message - m, " (--buffers item %d '%s')", i + 1,
+                     a->text);
             goto fail;
         }
     }
@@ -488,6 +605,11 @@ fail:
     return st;
 }
 
+/* kprof's own bound on a grid: each dimension fits 32 bits and the whole grid 2^40 threads,
+ * so no runtime's index arithmetic wraps (PoCL divides by zero on a 2^32-thread dimension). */
+#define KP_GRID_DIM_MAX 4294967295ULL
+#define KP_GRID_TOTAL_MAX (1ULL << 40)
+
 kprof_status kp_lab_check_launch(kp_lab *lab, const kp_launch *l, kp_reflection *refl,
                                  kp_error *err)
 {
@@ -495,25 +617,39 @@ kprof_status kp_lab_check_launch(kp_lab *lab, const kp_launch *l, kp_reflection 
     const char *name = lab->info.kernel->name;
     if (l->dims < 1 || l->dims > 3)
         return kp_error_set(err, KPROF_INVALID, "grid must have 1, 2 or 3 dimensions");
+    uint64_t total = 1;
     for (int i = 0; i < l->dims; i++) {
-        if (l->grid[i] == 0 || l->tg[i] == 0)
-            return kp_error_set(err, KPROF_INVALID, "grid and tg must be at least 1 in every "
-                                                    "dimension");
-        if (d->max_tg_dims[i] && l->tg[i] > d->max_tg_dims[i])
+        uint64_t grid = l->grid[i], tg = l->tg[i];
+        char axis = "xyz"[i];
+        if (grid == 0 || tg == 0)
+            return kp_error_set(err, KPROF_INVALID,
+                                "grid and tg must be at least 1 in every dimension");
+        if (grid > KP_GRID_DIM_MAX)
+            return kp_error_set(err, KPROF_INVALID,
+                                "grid %llu in dimension %c is above kprof's limit of %llu "
+                                "threads per dimension",
+                                (unsigned long long)grid, axis, KP_GRID_DIM_MAX);
+        if (total > KP_GRID_TOTAL_MAX / grid)
+            return kp_error_set(err, KPROF_INVALID,
+                                "the grid has more than 2^40 threads, above kprof's limit");
+        total *= grid;
+        if (d->max_tg_dims[i] && tg > d->max_tg_dims[i])
             return kp_error_set(err, KPROF_INVALID,
                                 "tg %llu in dimension %c is above the device's maximum %llu",
-                                (unsigned long long)l->tg[i], "xyz"[i],
+                                (unsigned long long)tg, axis,
                                 (unsigned long long)d->max_tg_dims[i]);
-        if (d->uniform_groups && l->grid[i] % l->tg[i] != 0)
+        uint64_t groups = grid / tg + (grid % tg != 0);
+        if (d->uniform_groups && grid % tg != 0)
             return kp_error_set(err, KPROF_INVALID,
-                                "grid %llu is not a multiple of tg %llu in dimension %c; %s "
-                                "needs whole threadgroups (OpenCL C 1.2 uniform work-groups): use "
+                                "grid %llu is not a multiple of tg %llu in dimension %c; %s needs "
+                                "whole threadgroups (OpenCL C 1.2 uniform work-groups): use "
                                 "--grid %llu and guard the tail in the kernel",
-                                (unsigned long long)l->grid[i], (unsigned long long)l->tg[i],
-                                "xyz"[i], d->backend,
-                                (unsigned long long)((l->grid[i] + l->tg[i] - 1) / l->tg[i] *
-                                                     l->tg[i]));
+                                (unsigned long long)grid, (unsigned long long)tg, axis,
+                                d->backend, (unsigned long long)(groups * tg));
     }
+    uint64_t local = 0;
+    for (int i = 0; i < lab->spec.count; i++)
+        if (lab->spec.args[i].kind == KP_ARG_LOCAL) local += lab->spec.args[i].local_bytes;
     uint64_t threads = kp_launch_tg_threads(l);
     kprof_status st = lab->ops->reflect(lab->kernel, l, refl, err);
     if (st != KPROF_OK) return st;
@@ -522,9 +658,18 @@ kprof_status kp_lab_check_launch(kp_lab *lab, const kp_launch *l, kp_reflection 
                             "tg %llu threads is above %s's maximum threadgroup size %llu "
                             "(kernel reflection%s)",
                             (unsigned long long)threads, name, (unsigned long long)refl->max_tg,
-                            refl->max_tg < d->max_tg ? "; register pressure lowers it below the "
-                                                       "device's"
-                                                     : "");
+                            refl->max_tg < d->max_tg
+                                ? "; register pressure lowers it below the device's"
+                                : "");
+    /* OpenCL's kernel local size already counts the local arguments bound (kprof binds before
+     * it checks a launch); a backend that does not gets them added. */
+    uint64_t need = refl->static_local >= local ? refl->static_local : refl->static_local + local;
+    if (local && d->local_mem && need > d->local_mem)
+        return kp_error_set(err, KPROF_INVALID,
+                            "local memory: %s needs %llu bytes per threadgroup (its local:BYTES "
+                            "arguments, %llu bytes, and its own), above the device's %llu",
+                            name, (unsigned long long)need, (unsigned long long)local,
+                            (unsigned long long)d->local_mem);
     return KPROF_OK;
 }
 
@@ -540,7 +685,8 @@ kprof_status kp_lab_measure(kp_lab *lab, const kp_launch *launch, int warmup, in
         kprof_status st = lab->ops->dispatch_batch(lab->kernel, launch, iters, samples_ms,
                                                    lab->info.timer, sizeof lab->info.timer, err);
         if (st != KPROF_OK) return st;
-        for (int i = 0; i < iters; i++) samples_ms[i] /= 1e6;
+        for (int i = 0; i < iters; i++)
+            samples_ms[i] /= 1e6;
         return KPROF_OK;
     }
     snprintf(lab->info.timer, sizeof lab->info.timer, "%s-profiling-events", lab->ops->name);
@@ -599,7 +745,8 @@ void kp_lab_close(kp_lab *lab)
 {
     if (!lab) return;
     if (lab->ops) {
-        for (int i = 0; i < KP_SPEC_MAX_ARGS; i++) lab->ops->free(lab->buffers[i]);
+        for (int i = 0; i < KP_SPEC_MAX_ARGS; i++)
+            lab->ops->free(lab->buffers[i]);
         lab->ops->kernel_release(lab->kernel);
         lab->ops->program_release(lab->program);
         lab->ops->close(lab->dev);

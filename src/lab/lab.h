@@ -58,6 +58,7 @@ typedef struct kp_lab_info {
     double compile_ms;       /* host time to build or load */
     uint64_t buffer_bytes;   /* sum of buffer sizes */
     char timer[160];         /* the clock of the last measurement ("opencl-profiling", "cupti") */
+    char warning[512];       /* something the caller should tell the user, or "" */
 } kp_lab_info;
 
 kprof_status kp_lab_open(const kp_lab_options *opts, kp_lab **out, kp_error *err);

@@ -1,7 +1,9 @@
 /*
  * kernel_cache.c — the on-disk cache of compiled kernels (see kernel_cache.h).
  *
- * Metadata text format, one record per line:
+ * The .meta file starts with "kprof-cache 1 <binary bytes> <binary FNV-1a 64, hex>", checked
+ * before the binary is handed to a runtime (which trusts the sizes inside it), then holds the
+ * program's metadata, one record per line:
  *   kprof-meta 2
  *   kernel <nparams> <symbol> <name, rest of line: may hold spaces>
  *   param <kind> <size> <name or -> <type name, rest of line or ->
@@ -46,6 +48,7 @@ uint64_t kp_cache_key(const kp_device_info *dev, const kp_source *src)
     h = kp_hash64_str(h, src->options);
     /* CUDA registers the entry as a name expression, which changes the build. */
     h = kp_hash64_str(h, src->lang == KP_LANG_CUDA ? src->entry : "");
+    h = kp_hash64(h, &src->includes_hash, sizeof src->includes_hash);
     return kp_hash64(h, src->text, src->len);
 }
 
@@ -120,7 +123,7 @@ int kp_meta_parse(const char *text, kp_program_meta *meta)
             if (sscanf(buf, "param %d %u %63s %n", &kind, &size, p->name, &consumed) != 3 ||
                 consumed == 0)
                 goto fail;
-            if (kind < KP_PARAM_UNKNOWN || kind > KP_PARAM_VALUE) goto fail;
+            if (kind < KP_PARAM_UNKNOWN || kind > KP_PARAM_OPAQUE) goto fail;
             p->kind = (kp_param_kind)kind;
             p->size = size;
             kp_strlcpy(p->type_name, buf + consumed, sizeof p->type_name);
@@ -149,10 +152,14 @@ int kp_cache_get(const char *backend, uint64_t key, unsigned char **binary, size
     char *text = NULL, *bin = NULL;
     size_t n = 0;
     if (kp_file_read(meta_path, &text, NULL, NULL) != KPROF_OK) return -1;
-    int bad = kp_meta_parse(text, meta);
+    unsigned long long want_len = 0, want_hash = 0;
+    int consumed = 0;
+    int bad = sscanf(text, "kprof-cache 1 %llu %llx\n%n", &want_len, &want_hash, &consumed) != 2 ||
+              consumed == 0 || kp_meta_parse(text + consumed, meta) != 0;
     free(text);
     if (bad) return -1;
-    if (kp_file_read(bin_path, &bin, &n, NULL) != KPROF_OK || n == 0) {
+    if (kp_file_read(bin_path, &bin, &n, NULL) != KPROF_OK || n == 0 || n != want_len ||
+        kp_hash64(KP_HASH_SEED, bin, n) != want_hash) {
         free(bin);
         kp_program_meta_free(meta);
         return -1;
@@ -172,13 +179,19 @@ int kp_cache_put(const char *backend, uint64_t key, const unsigned char *binary,
     size_t dl = strlen(dir);
     snprintf(dir + dl, sizeof dir - dl, "/%s", backend);
     if (kp_mkdir_p(dir, NULL) != KPROF_OK) return -1;
-    char *text = kp_meta_serialize(meta);
-    if (!text) return -1;
-    /* Binary first, metadata last: a reader that finds the metadata finds a whole binary. */
+    char *body = kp_meta_serialize(meta);
+    if (!body) return -1;
+    kp_str text = {0};
+    kp_str_printf(&text, "kprof-cache 1 %zu %016llx\n%s", len,
+                  (unsigned long long)kp_hash64(KP_HASH_SEED, binary, len), body);
+    free(body);
+    if (text.failed) return -1;
+    /* Binary first, metadata last: a reader that finds the metadata finds a whole binary, and
+     * checks its length and hash anyway. */
     int rc = 0;
     if (kp_file_write_atomic(bin_path, binary, len, NULL) != KPROF_OK ||
-        kp_file_write_atomic(meta_path, text, strlen(text), NULL) != KPROF_OK)
+        kp_file_write_atomic(meta_path, text.data, text.len, NULL) != KPROF_OK)
         rc = -1;
-    free(text);
+    kp_str_free(&text);
     return rc;
 }

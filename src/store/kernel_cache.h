@@ -4,7 +4,8 @@
  *
  * Folder: $KPROF_CACHE_DIR, else $XDG_CACHE_HOME/kprof, else ~/.cache/kprof. Each entry is
  * <folder>/<backend>/<key>.bin (the backend's binary) and <key>.meta (the program's kernels and
- * parameters, text). Entries are written atomically; a damaged entry reads as a miss.
+ * parameters, text, with the binary's length and hash). Entries are written atomically; a
+ * damaged or truncated entry reads as a miss and is rebuilt.
  */
 #ifndef KP_STORE_KERNEL_CACHE_H
 #define KP_STORE_KERNEL_CACHE_H

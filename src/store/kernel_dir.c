@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 char *kp_home_dir(char *buf, size_t n)
 {
@@ -57,7 +58,9 @@ kprof_status kp_kernel_dir_source(const char *dir, const char *prefer_backend, c
     for (int i = 0; i < 4; i++) {
         char path[4200];
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-        if (kp_path_exists(path)) snprintf(found[nfound++], sizeof found[0], "%s", path);
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+            snprintf(found[nfound++], sizeof found[0], "%s", path);
     }
     if (nfound == 0)
         return kp_error_set(err, KPROF_NOT_FOUND,

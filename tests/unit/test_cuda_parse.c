@@ -306,7 +306,7 @@ static void test_occupancy(void)
     CHECK_INT(l.registers, 4);
     CHECK_INT(l.warps, 8);
     CHECK_STR(l.limiter, "registers");
-    CHECK_NEAR(kp_cuda_occupancy_fraction(l.blocks_per_sm, 256, 2048), 0.5, 1e-12);
+    CHECK_NEAR(kp_cuda_occupancy_fraction(l.blocks_per_sm, 256, 32, 2048), 0.5, 1e-12);
 
     /* 255 registers at 128 threads: two warps' worth per sub-partition. */
     k = kernel(255, 0, 0);
@@ -327,14 +327,14 @@ static void test_occupancy(void)
     CHECK_INT(l.blocks_per_sm, 2);
     CHECK_INT(l.registers, 2);
     CHECK_STR(l.limiter, "warps");
-    CHECK_NEAR(kp_cuda_occupancy_fraction(2, 1024, 2048), 1.0, 1e-12);
+    CHECK_NEAR(kp_cuda_occupancy_fraction(2, 1024, 32, 2048), 1.0, 1e-12);
 
     /* One warp per block: the SM's 32 block slots bind first. */
     k = kernel(16, 0, 0);
     kp_cuda_occupancy_limits(&d, &k, 32, 0, &l);
     CHECK_INT(l.blocks_per_sm, 32);
     CHECK_STR(l.limiter, "blocks");
-    CHECK_NEAR(kp_cuda_occupancy_fraction(32, 32, 2048), 0.5, 1e-12);
+    CHECK_NEAR(kp_cuda_occupancy_fraction(32, 32, 32, 2048), 0.5, 1e-12);
 
     /* Blocks that cannot run at all. */
     kp_cuda_occupancy_limits(&d, &k, 2048, 0, &l);
@@ -356,8 +356,10 @@ static void test_occupancy(void)
     CHECK_STR(kp_cuda_occupancy_limiter(&fake, 4), "registers");
     CHECK_STR(kp_cuda_occupancy_limiter(&fake, 7), "warps");
     CHECK_STR(kp_cuda_occupancy_limiter(&fake, 30), "blocks");
-    CHECK_NEAR(kp_cuda_occupancy_fraction(0, 256, 2048), 0, 0);
-    CHECK_NEAR(kp_cuda_occupancy_fraction(64, 64, 2048), 1.0, 0);
+    CHECK_NEAR(kp_cuda_occupancy_fraction(0, 256, 32, 2048), 0, 0);
+    CHECK_NEAR(kp_cuda_occupancy_fraction(64, 64, 32, 2048), 1.0, 0);
+    /* A 48-thread block takes two warp slots: 16 blocks fill 32 of 64 slots. */
+    CHECK_NEAR(kp_cuda_occupancy_fraction(16, 48, 32, 2048), 0.5, 1e-12);
 }
 
 /* The arithmetic agrees with NVIDIA's calculator (CUDA 13.0 cuda_occupancy.h) for sm_80, sm_86
@@ -468,8 +470,54 @@ static void test_errors(void)
     CHECK_INT(kp_cuda_result_status((CUresult)12345), KPROF_BACKEND);
 }
 
+static void put(unsigned char *p, uint64_t v, int n)
+{
+    for (int i = 0; i < n; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void test_image_check(void)
+{
+    /* A minimal ELF64 image: header, one section with 16 bytes of contents at 0x40, the
+     * section table (two 64-byte entries) at 0x50. */
+    unsigned char elf[0x50 + 128];
+    memset(elf, 0, sizeof elf);
+    memcpy(elf, "\x7f" "ELF", 4);
+    elf[4] = 2, elf[5] = 1;
+    put(elf + 0x28, 0x50, 8); /* e_shoff */
+    put(elf + 0x3A, 64, 2);   /* e_shentsize */
+    put(elf + 0x3C, 2, 2);    /* e_shnum */
+    unsigned char *sh1 = elf + 0x50 + 64;
+    put(sh1 + 4, 1, 4);       /* SHT_PROGBITS */
+    put(sh1 + 0x18, 0x40, 8); /* offset */
+    put(sh1 + 0x20, 16, 8);   /* size */
+    char why[256];
+    CHECK_INT(kp_cuda_image_check(elf, sizeof elf, why, sizeof why), 0);
+    CHECK_INT(kp_cuda_image_check(elf, sizeof elf - 1, why, sizeof why), -1);
+    CHECK_CONTAINS(why, "header tables end past");
+    put(sh1 + 0x20, 1u << 20, 8); /* a section bigger than the file */
+    CHECK_INT(kp_cuda_image_check(elf, sizeof elf, why, sizeof why), -1);
+    CHECK_CONTAINS(why, "section 1 ends past");
+    put(sh1 + 4, 8, 4); /* but NOBITS takes no file space */
+    CHECK_INT(kp_cuda_image_check(elf, sizeof elf, why, sizeof why), 0);
+    put(elf + 0x28, UINT64_MAX - 10, 8); /* an offset that would wrap */
+    CHECK_INT(kp_cuda_image_check(elf, sizeof elf, why, sizeof why), -1);
+    CHECK_INT(kp_cuda_image_check((const unsigned char *)"hello, world, this is not a cubin at all, no"
+                                                         " header here, just text ....",
+                                  70, why, sizeof why),
+              -1);
+    CHECK_CONTAINS(why, "not a cubin");
+    unsigned char fat[64];
+    memset(fat, 0, sizeof fat);
+    put(fat, 0xBA55ED50u, 4);
+    put(fat + 6, 16, 2);
+    put(fat + 8, 48, 8);
+    CHECK_INT(kp_cuda_image_check(fat, sizeof fat, why, sizeof why), 0);
+    CHECK_INT(kp_cuda_image_check(fat, sizeof fat - 1, why, sizeof why), -1);
+}
+
 int main(void)
 {
+    test_image_check();
     test_parse_kernels();
     test_param_lists();
     test_names();

@@ -2,6 +2,7 @@
  * cli.c — error reporting, exit codes and argument parsers shared by the subcommands.
  */
 #include "tools/kprof/cli.h"
+#include "core/util.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -51,18 +52,7 @@ int kp_cli_exit(int code)
 
 int kp_cli_parse_u64(const char *text, uint64_t *out)
 {
-    if (!text || !isdigit((unsigned char)text[0])) return -1;
-    errno = 0;
-    char *end = NULL;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno) return -1;
-    uint64_t mul = 1;
-    if (*end == 'K' || *end == 'k') mul = 1ULL << 10, end++;
-    else if (*end == 'M' || *end == 'm') mul = 1ULL << 20, end++;
-    else if (*end == 'G' || *end == 'g') mul = 1ULL << 30, end++;
-    if (*end || v > UINT64_MAX / mul) return -1;
-    *out = v * mul;
-    return 0;
+    return kp_parse_size(text, out);
 }
 
 int kp_cli_parse_double(const char *text, double *out)

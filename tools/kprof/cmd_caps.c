@@ -82,9 +82,10 @@ static void kp_caps_print_device(const kp_device_info *d)
         printf("  %-28s %s\n", d->facts[i].label, d->facts[i].value);
     kp_ceiling c;
     if (kp_store_lookup_ceiling(d, &c) == 0) {
-        char when[32];
+        char when[32] = "at an unknown time";
         time_t t = (time_t)c.measured_at;
-        strftime(when, sizeof when, "%Y-%m-%d", localtime(&t));
+        struct tm tm;
+        if (localtime_r(&t, &tm)) strftime(when, sizeof when, "%Y-%m-%d", &tm);
         printf("  %-28s %.0f GB/s (measured %s: %s)\n", "bandwidth ceiling", c.copy_gbs, when,
                c.method);
     } else {

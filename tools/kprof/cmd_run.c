@@ -402,6 +402,7 @@ int kp_cmd_run(int argc, char **argv)
     kp_readings_compute(&r.rin, &r.readings);
     r.nreadings = kp_readings_describe(&r.rin, &r.readings, r.lines, 16);
 
+    if (r.info->warning[0]) fprintf(stderr, "kprof: warning: %s\n", r.info->warning);
     if (a.json) {
         kp_str s = {0};
         kp_run_json(&s, &r);

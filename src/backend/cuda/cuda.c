@@ -837,6 +837,9 @@ static kprof_status kp_cuda_copy_image(const kp_source *src, kp_build_output *pr
     size_t len = src->len;
     if (ptx && (len == 0 || src->text[len - 1] != '\0')) len++;
     if (len == 0) return kp_error_set(err, KPROF_INVALID, "%s: the file is empty", src->path);
+    char why[256];
+    if (!ptx && kp_cuda_image_check((const unsigned char *)src->text, src->len, why, sizeof why))
+        return kp_error_set(err, KPROF_INVALID, "%s: %s", src->path, why);
     products->binary = calloc(1, len);
     if (!products->binary) return kp_error_set(err, KPROF_NOMEM, "out of memory");
     memcpy(products->binary, src->text, src->len);
@@ -972,7 +975,7 @@ static void kp_cuda_program_release(kp_program *p)
 }
 
 /* The function whose symbol begins with `prefix`, when exactly one does: kp_kernel_meta keeps
- * 255 bytes of a symbol, and C++ template symbols can be longer. */
+ * 1023 bytes of a symbol, and C++ template symbols can be longer. */
 static CUfunction kp_cuda_function_by_prefix(CUmodule module, const char *prefix)
 {
     unsigned int n = 0;
@@ -1121,7 +1124,8 @@ static kprof_status kp_cuda_reflect(kp_kernel *k, const kp_launch *launch, kp_re
     /* The driver's number wins; the arithmetic names the resource that sets it. */
     r->have_occupancy = 1;
     r->blocks_per_sm = blocks;
-    r->occupancy = kp_cuda_occupancy_fraction(blocks, threads, dev->occ.max_threads_per_sm);
+    r->occupancy = kp_cuda_occupancy_fraction(blocks, threads, dev->occ.warp_size,
+                                              dev->occ.max_threads_per_sm);
     kp_strlcpy(r->limiter, kp_cuda_occupancy_limiter(&limits, blocks), sizeof r->limiter);
     return KPROF_OK;
 }
@@ -1314,13 +1318,13 @@ static kprof_status kp_cuda_dispatch(kp_kernel *k, const kp_launch *l, double *g
                                 "tg %llu in dimension %c is above the device's %d threads per "
                                 "block",
                                 (unsigned long long)l->tg[d], "xyz"[d],
-                                dev -> occ.max_threads_per_block);
+                                dev->occ.max_threads_per_block);
         if (b > (uint64_t)(dev->max_grid[d] > 0 ? dev->max_grid[d] : 65535))
             return kp_error_set(err, KPROF_INVALID,
                                 "grid %llu / tg %llu needs %llu blocks in dimension %c; the "
                                 "device allows %d",
                                 (unsigned long long)l->grid[d], (unsigned long long)l->tg[d],
-                                (unsigned long long)b, "xyz"[d], dev -> max_grid[d]);
+                                (unsigned long long)b, "xyz"[d], dev->max_grid[d]);
         blocks[d] = (unsigned int)b;
         threads[d] = (unsigned int)l->tg[d];
     }
@@ -1343,6 +1347,7 @@ static kprof_status kp_cuda_dispatch(kp_kernel *k, const kp_launch *l, double *g
 }
 
 #define KP_CUPTI_CONCURRENT_BLOCKS_PER_SM 128
+#define KP_CUPTI_CHUNK 16384
 
 /* n dispatches timed by CUPTI kernel records (the GPU's own start/end of each kernel), or by
  * the events around each launch when CUPTI cannot be had or is not asked for. */
@@ -1371,17 +1376,26 @@ static kprof_status kp_cuda_dispatch_batch(kp_kernel *k, const kp_launch *l, int
         k->cupti_capacity = n;
     }
     if (cupti) kp_cupti_timer_take(k->symbol, k->cupti_ns, 0, NULL); /* drop older records */
-    for (int i = 0; i < n; i++) {
-        kprof_status st = kp_cuda_dispatch(k, l, &gpu_ns[i], err);
-        if (st != KPROF_OK) return st;
+    /* Records are drained every KP_CUPTI_CHUNK dispatches, well inside the timer's ring. */
+    int got = 0;
+    uint64_t dropped = 0, lost = 0;
+    for (int done = 0; done < n;) {
+        int chunk = n - done < KP_CUPTI_CHUNK ? n - done : KP_CUPTI_CHUNK;
+        for (int i = done; i < done + chunk; i++) {
+            kprof_status st = kp_cuda_dispatch(k, l, &gpu_ns[i], err);
+            if (st != KPROF_OK) return st;
+        }
+        if (cupti) {
+            got += kp_cupti_timer_take(k->symbol, k->cupti_ns + got, done + chunk - got, &lost);
+            dropped += lost;
+        }
+        done += chunk;
     }
     if (!cupti) {
         if (l->timer == KP_TIMER_EVENTS) snprintf(timer, timer_n, "events");
         else snprintf(timer, timer_n, "events (CUPTI: %s)", why);
         return KPROF_OK;
     }
-    uint64_t dropped = 0;
-    int got = kp_cupti_timer_take(k->symbol, k->cupti_ns, n, &dropped);
     if (got != n) {
         if (l->timer == KP_TIMER_CUPTI)
             return kp_error_set(err, KPROF_BACKEND,

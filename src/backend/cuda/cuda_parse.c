@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 /* ---- tokens --------------------------------------------------------------------------- */
@@ -581,4 +582,67 @@ int kp_cuda_pick_arch(const int *archs, int n, int want)
     for (int i = 0; i < n; i++)
         if (archs[i] <= want && archs[i] > best) best = archs[i];
     return best;
+}
+
+static uint64_t kp_le(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+/* offset + count * size <= len, without overflow. */
+static int kp_within(uint64_t offset, uint64_t count, uint64_t size, size_t len)
+{
+    if (offset > len) return 0;
+    if (size && count > (len - offset) / size) return 0;
+    return 1;
+}
+
+int kp_cuda_image_check(const unsigned char *p, size_t len, char *why, size_t why_n)
+{
+    if (len >= 16 && kp_le(p, 4) == 0xBA55ED50u) {
+        uint64_t header = kp_le(p + 6, 2), body = kp_le(p + 8, 8);
+        if (header < 16 || !kp_within(header, 1, body, len)) {
+            snprintf(why, why_n, "a fatbin whose header says %llu bytes, but the file has %zu",
+                     (unsigned long long)(header + body), len);
+            return -1;
+        }
+        return 0;
+    }
+    if (len < 64 || memcmp(p, "\x7f" "ELF", 4) != 0) {
+        snprintf(why, why_n, "not a cubin (no ELF or fatbin header)");
+        return -1;
+    }
+    if (p[4] != 2 || p[5] != 1) {
+        snprintf(why, why_n, "not a 64-bit little-endian ELF cubin");
+        return -1;
+    }
+    uint64_t phoff = kp_le(p + 0x20, 8), shoff = kp_le(p + 0x28, 8);
+    uint64_t phentsize = kp_le(p + 0x36, 2), phnum = kp_le(p + 0x38, 2);
+    uint64_t shentsize = kp_le(p + 0x3A, 2), shnum = kp_le(p + 0x3C, 2);
+    if ((phnum && (phentsize < 56 || !kp_within(phoff, phnum, phentsize, len))) ||
+        (shnum && (shentsize < 64 || !kp_within(shoff, shnum, shentsize, len)))) {
+        snprintf(why, why_n, "a cut-off cubin: its header tables end past the file's %zu bytes",
+                 len);
+        return -1;
+    }
+    for (uint64_t i = 0; i < phnum; i++) {
+        const unsigned char *ph = p + phoff + i * phentsize;
+        if (!kp_within(kp_le(ph + 8, 8), 1, kp_le(ph + 0x20, 8), len)) {
+            snprintf(why, why_n, "a cut-off cubin: segment %llu ends past the file's %zu bytes",
+                     (unsigned long long)i, len);
+            return -1;
+        }
+    }
+    for (uint64_t i = 0; i < shnum; i++) {
+        const unsigned char *sh = p + shoff + i * shentsize;
+        if (kp_le(sh + 4, 4) == 8 /* SHT_NOBITS */) continue;
+        if (!kp_within(kp_le(sh + 0x18, 8), 1, kp_le(sh + 0x20, 8), len)) {
+            snprintf(why, why_n, "a cut-off cubin: section %llu ends past the file's %zu bytes",
+                     (unsigned long long)i, len);
+            return -1;
+        }
+    }
+    return 0;
 }

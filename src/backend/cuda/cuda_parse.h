@@ -70,4 +70,9 @@ int kp_cuda_split_options(const char *options, char **copy, const char ***argv, 
  * listed one below it; -1 when every listed one is newer. */
 int kp_cuda_pick_arch(const int *archs, int n, int want);
 
+/* Is this a whole CUDA binary image? An ELF64 cubin whose program and section tables, and every
+ * section with contents, lie inside len bytes; or a fatbin whose header and payload do. The
+ * driver trusts those sizes and would read past a truncated file. 0, or -1 with why[]. */
+int kp_cuda_image_check(const unsigned char *p, size_t len, char *why, size_t why_n);
+
 #endif

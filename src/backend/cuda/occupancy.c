@@ -106,9 +106,13 @@ const char *kp_cuda_occupancy_limiter(const kp_cuda_occ_limits *l, int blocks)
     return order[best].name;
 }
 
-double kp_cuda_occupancy_fraction(int blocks, uint64_t threads, int max_threads_per_sm)
+double kp_cuda_occupancy_fraction(int blocks, uint64_t threads, int warp_size,
+                                  int max_threads_per_sm)
 {
     if (blocks <= 0 || max_threads_per_sm <= 0) return 0;
-    double f = (double)blocks * (double)threads / (double)max_threads_per_sm;
+    /* Active warps over the SM's warp slots: a partial warp occupies a whole slot. */
+    uint64_t w = warp_size > 0 ? (uint64_t)warp_size : 32;
+    uint64_t slots = (threads + w - 1) / w * w;
+    double f = (double)blocks * (double)slots / (double)max_threads_per_sm;
     return f > 1 ? 1 : f;
 }

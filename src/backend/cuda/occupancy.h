@@ -59,6 +59,7 @@ void kp_cuda_occupancy_limits(const kp_cuda_occ_device *dev, const kp_cuda_occ_k
 const char *kp_cuda_occupancy_limiter(const kp_cuda_occ_limits *l, int blocks);
 
 /* blocks * threads / max_threads_per_sm, within 0..1. */
-double kp_cuda_occupancy_fraction(int blocks, uint64_t threads, int max_threads_per_sm);
+double kp_cuda_occupancy_fraction(int blocks, uint64_t threads, int warp_size,
+                                  int max_threads_per_sm);
 
 #endif

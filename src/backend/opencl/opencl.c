@@ -283,6 +283,12 @@ static uint32_t kp_cl_type_size(const char *type)
 static kprof_status kp_cl_kernel_meta(cl_kernel k, kp_kernel_meta *m, kp_error *err)
 {
     memset(m, 0, sizeof *m);
+    size_t name_len = 0;
+    if (kp_cl.clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, 0, NULL, &name_len) == CL_SUCCESS &&
+        name_len > sizeof m->name)
+        return kp_error_set(err, KPROF_INVALID,
+                            "a kernel's name is %zu characters long; kprof takes up to %zu",
+                            name_len - 1, sizeof m->name - 1);
     if (kp_cl.clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof m->name, m->name, NULL) !=
         CL_SUCCESS)
         return kp_error_set(err, KPROF_BACKEND, "opencl: cannot read a kernel's name");
@@ -307,13 +313,19 @@ static kprof_status kp_cl_kernel_meta(cl_kernel k, kp_kernel_meta *m, kp_error *
         p->type_name[sizeof p->type_name - 1] = '\0';
         kp_cl.clGetKernelArgInfo(k, i, CL_KERNEL_ARG_NAME, sizeof p->name, p->name, NULL);
         p->name[sizeof p->name - 1] = '\0';
+        /* Images (reported as global), samplers, pipes and queues cannot be bound from a SPEC. */
+        if (strncmp(p->type_name, "image", 5) == 0 || strcmp(p->type_name, "sampler_t") == 0 ||
+            strncmp(p->type_name, "pipe", 4) == 0 || strcmp(p->type_name, "queue_t") == 0 ||
+            strcmp(p->type_name, "clk_event_t") == 0) {
+            p->kind = KP_PARAM_OPAQUE;
+            continue;
+        }
         switch (aq) {
         case CL_KERNEL_ARG_ADDRESS_GLOBAL: p->kind = KP_PARAM_GLOBAL; p->size = 8; break;
         case CL_KERNEL_ARG_ADDRESS_CONSTANT: p->kind = KP_PARAM_CONSTANT; p->size = 8; break;
         case CL_KERNEL_ARG_ADDRESS_LOCAL: p->kind = KP_PARAM_LOCAL; break;
         default:
-            /* A private pointer cannot be a kernel argument, so private means by value —
-             * unless it is an image or sampler, which kprof cannot bind. */
+            /* A private pointer cannot be a kernel argument, so private means by value. */
             p->kind = KP_PARAM_VALUE;
             p->size = kp_cl_type_size(p->type_name);
             break;
