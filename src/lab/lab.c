@@ -241,6 +241,8 @@ static kprof_status kp_lab_resolve(const kp_lab_options *opts, kp_lab_info *info
         snprintf(info->source_path, sizeof info->source_path, "%s", t);
         return KPROF_OK;
     }
+    if (stat(t, &st) == 0 && !S_ISDIR(st.st_mode))
+        return kp_error_set(err, KPROF_INVALID, "%s: not a regular file (a FIFO or device?)", t);
     if (looks_like_file) return kp_error_set(err, KPROF_NOT_FOUND, "%s: no such file", t);
     kprof_status s = kp_kernel_dir(t, info->kernel_dir, sizeof info->kernel_dir, err);
     if (s != KPROF_OK) return s;
