@@ -231,6 +231,20 @@ int kp_parse_size(const char *text, uint64_t *out)
     return 0;
 }
 
+int kp_poll_until(int (*poll)(void *ctx), void *ctx, double timeout_s)
+{
+    uint64_t start = kp_now_ns();
+    long sleep_ns = 20000;
+    for (;;) {
+        int r = poll(ctx);
+        if (r) return r;
+        if ((double)(kp_now_ns() - start) / 1e9 > timeout_s) return KP_POLL_TIMEOUT;
+        struct timespec ts = {0, sleep_ns};
+        nanosleep(&ts, NULL);
+        if (sleep_ns < 1000000) sleep_ns *= 2;
+    }
+}
+
 uint64_t kp_now_ns(void)
 {
     struct timespec ts;

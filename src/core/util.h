@@ -54,6 +54,12 @@ uint64_t kp_hash64_str(uint64_t seed, const char *text);
  * spaces. 0 ok, -1 malformed or above UINT64_MAX. */
 int kp_parse_size(const char *text, uint64_t *out);
 
+/* Wait for a dispatch with a deadline, as both backends do: poll(ctx) until it returns non-zero
+ * (done or failed: its value is returned) or timeout_s passes (KP_POLL_TIMEOUT), sleeping 20 µs
+ * doubling up to 1 ms between polls. */
+#define KP_POLL_TIMEOUT 0
+int kp_poll_until(int (*poll)(void *ctx), void *ctx, double timeout_s);
+
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t kp_now_ns(void);
 

@@ -1276,6 +1276,19 @@ static kprof_status kp_cuda_kernel_error(kp_kernel *k, CUresult rc, kp_error *er
     }
 }
 
+typedef struct kp_cuda_waiter {
+    CUevent ev;
+    CUresult rc;
+} kp_cuda_waiter;
+
+/* kp_poll_until's poll: 1 done, -1 failed (result in rc), 0 still running. */
+static int kp_cuda_event_poll(void *ctx)
+{
+    kp_cuda_waiter *w = ctx;
+    w->rc = kp_cu.cuEventQuery(w->ev);
+    return w->rc == CUDA_SUCCESS ? 1 : w->rc == CUDA_ERROR_NOT_READY ? 0 : -1;
+}
+
 static kprof_status kp_cuda_wait(kp_kernel *k, double timeout_s, kp_error *err)
 {
     kp_device *dev = k->dev;
@@ -1283,21 +1296,13 @@ static kprof_status kp_cuda_wait(kp_kernel *k, double timeout_s, kp_error *err)
         CUresult rc = kp_cu.cuEventSynchronize(dev->end);
         return rc == CUDA_SUCCESS ? KPROF_OK : kp_cuda_kernel_error(k, rc, err);
     }
-    uint64_t start = kp_now_ns();
-    long sleep_ns = 20000;
-    for (;;) {
-        CUresult rc = kp_cu.cuEventQuery(dev->end);
-        if (rc == CUDA_SUCCESS) return KPROF_OK;
-        if (rc != CUDA_ERROR_NOT_READY) return kp_cuda_kernel_error(k, rc, err);
-        if ((double)(kp_now_ns() - start) / 1e9 > timeout_s)
-            return kp_error_set(err, KPROF_TIMEOUT,
-                                "kernel %s is still running after %g s (--timeout); kprof stopped "
-                                "waiting",
-                                k->name, timeout_s);
-        struct timespec ts = {0, sleep_ns};
-        nanosleep(&ts, NULL);
-        if (sleep_ns < 1000000) sleep_ns *= 2;
-    }
+    kp_cuda_waiter w = {dev->end, CUDA_SUCCESS};
+    int r = kp_poll_until(kp_cuda_event_poll, &w, timeout_s);
+    if (r == 1) return KPROF_OK;
+    if (r < 0) return kp_cuda_kernel_error(k, w.rc, err);
+    return kp_error_set(err, KPROF_TIMEOUT,
+                        "kernel %s is still running after %g s (--timeout); kprof stopped waiting",
+                        k->name, timeout_s);
 }
 
 static kprof_status kp_cuda_dispatch(kp_kernel *k, const kp_launch *l, double *gpu_ns,

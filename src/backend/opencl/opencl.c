@@ -587,6 +587,23 @@ static kprof_status kp_cl_bind(kp_kernel *k, const kp_spec *spec, kp_buffer *con
     return KPROF_OK;
 }
 
+typedef struct kp_cl_waiter {
+    cl_event ev;
+    cl_int rc;     /* clGetEventInfo's result */
+    cl_int status; /* the command's execution status */
+} kp_cl_waiter;
+
+/* kp_poll_until's poll: 1 complete, -1 failed, 0 still running. */
+static int kp_cl_event_poll(void *ctx)
+{
+    kp_cl_waiter *w = ctx;
+    w->status = CL_QUEUED;
+    w->rc = kp_cl.clGetEventInfo(w->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof w->status,
+                                 &w->status, NULL);
+    if (w->rc != CL_SUCCESS || w->status < 0) return -1;
+    return w->status == CL_COMPLETE;
+}
+
 /* Wait for ev, polling when a timeout is set. */
 static kprof_status kp_cl_wait(kp_kernel *k, cl_event ev, double timeout_s, kp_error *err)
 {
@@ -597,26 +614,16 @@ static kprof_status kp_cl_wait(kp_kernel *k, cl_event ev, double timeout_s, kp_e
                             kp_cl_error_name(rc), (int)rc);
     }
     kp_cl.clFlush(k->dev->queue);
-    uint64_t start = kp_now_ns();
-    long sleep_ns = 20000;
-    for (;;) {
-        cl_int status = CL_QUEUED;
-        cl_int rc = kp_cl.clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status,
-                                         &status, NULL);
-        if (rc != CL_SUCCESS) return kp_cl_fail(err, "clGetEventInfo", rc);
-        if (status == CL_COMPLETE) return KPROF_OK;
-        if (status < 0)
-            return kp_error_set(err, KPROF_FAULT, "opencl: kernel %s failed: %s (%d)", k->name,
-                                kp_cl_error_name(status), (int)status);
-        if ((double)(kp_now_ns() - start) / 1e9 > timeout_s)
-            return kp_error_set(err, KPROF_TIMEOUT,
-                                "kernel %s is still running after %g s (--timeout); kprof stopped "
-                                "waiting",
-                                k->name, timeout_s);
-        struct timespec ts = {0, sleep_ns};
-        nanosleep(&ts, NULL);
-        if (sleep_ns < 1000000) sleep_ns *= 2;
-    }
+    kp_cl_waiter w = {.ev = ev};
+    int r = kp_poll_until(kp_cl_event_poll, &w, timeout_s);
+    if (r == 1) return KPROF_OK;
+    if (r < 0 && w.rc != CL_SUCCESS) return kp_cl_fail(err, "clGetEventInfo", w.rc);
+    if (r < 0)
+        return kp_error_set(err, KPROF_FAULT, "opencl: kernel %s failed: %s (%d)", k->name,
+                            kp_cl_error_name(w.status), (int)w.status);
+    return kp_error_set(err, KPROF_TIMEOUT,
+                        "kernel %s is still running after %g s (--timeout); kprof stopped waiting",
+                        k->name, timeout_s);
 }
 
 static kprof_status kp_cl_dispatch(kp_kernel *k, const kp_launch *l, double *gpu_ns,
