@@ -61,7 +61,17 @@ typedef struct kp_device_info {
 } kp_device_info;
 
 /* Source languages kprof compiles. */
-typedef enum kp_lang { KP_LANG_OPENCL_C, KP_LANG_CUDA, KP_LANG_PTX, KP_LANG_CUBIN } kp_lang;
+typedef enum kp_lang {
+    KP_LANG_OPENCL_C,
+    KP_LANG_CUDA,
+    KP_LANG_PTX,
+    KP_LANG_CUBIN,
+    KP_LANG_COUNT
+} kp_lang;
+
+/* The file extension of a language: "cl", "cu", "ptx", "cubin". A kernel folder holds
+ * kernel.<extension>. */
+const char *kp_lang_extension(kp_lang lang);
 
 typedef struct kp_source {
     const char *path;    /* where it came from (for messages and compiler diagnostics) */

@@ -84,6 +84,12 @@ int kp_lang_from_path(const char *path)
     return -1;
 }
 
+const char *kp_lang_extension(kp_lang lang)
+{
+    static const char *const ext[KP_LANG_COUNT] = {"cl", "cu", "ptx", "cubin"};
+    return (unsigned)lang < KP_LANG_COUNT ? ext[lang] : "";
+}
+
 const char *kp_lang_backend(kp_lang lang)
 {
     return lang == KP_LANG_OPENCL_C ? "opencl" : "cuda";

@@ -60,6 +60,28 @@ static const kp_copy_variant kp_copy_variants[] = {
     {"copy_f4_stride", 0},
 };
 
+/* A lab session on kprof's own copy kernels (demo=0) or demo_add (demo=1). */
+static kp_lab_options kp_ceiling_lab_options(int cuda, int demo, const char *spec, int index)
+{
+    kp_lab_options lo = {
+        .entry = demo ? "demo_add" : "copy_f4",
+        .buffers = spec,
+        .backend = cuda ? "cuda" : "opencl",
+        .device = index,
+        .source_lang = cuda ? KP_LANG_CUDA : KP_LANG_OPENCL_C,
+    };
+    if (demo) {
+        lo.source_text = cuda ? kp_embedded_demo_add_cu : kp_embedded_demo_add_cl;
+        lo.source_len = cuda ? kp_embedded_demo_add_cu_len : kp_embedded_demo_add_cl_len;
+        lo.source_name = cuda ? "kprof:demo_add.cu" : "kprof:demo_add.cl";
+    } else {
+        lo.source_text = cuda ? kp_embedded_copy_cu : kp_embedded_copy_cl;
+        lo.source_len = cuda ? kp_embedded_copy_cu_len : kp_embedded_copy_cl_len;
+        lo.source_name = cuda ? "kprof:copy.cu" : "kprof:copy.cl";
+    }
+    return lo;
+}
+
 /* One timed point: best and median over iters dispatches. */
 static kprof_status kp_ceiling_point_run(kp_lab *lab, const kp_launch *launch, int iters,
                                          double *samples, double *scratch, kp_ceiling_point *p,
@@ -95,7 +117,6 @@ kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_resul
         free(scratch);
         return kp_error_set(err, KPROF_NOMEM, "out of memory");
     }
-    const char *name = cuda ? "cuda" : "opencl";
     int nvariants = (int)(sizeof kp_copy_variants / sizeof kp_copy_variants[0]);
     int total = nsizes * nvariants + 1, done = 0;
     uint64_t tg = out->device.max_tg >= 256 ? 256 : out->device.max_tg;
@@ -108,16 +129,7 @@ kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_resul
         snprintf(spec, sizeof spec, "f32:%llu:zero,f32:%llu:iota,u64=%llu",
                  (unsigned long long)(bytes / 4), (unsigned long long)(bytes / 4),
                  (unsigned long long)n4);
-        kp_lab_options lo = {
-            .entry = "copy_f4",
-            .buffers = spec,
-            .backend = name,
-            .device = index,
-            .source_text = cuda ? kp_embedded_copy_cu : kp_embedded_copy_cl,
-            .source_len = cuda ? kp_embedded_copy_cu_len : kp_embedded_copy_cl_len,
-            .source_lang = cuda ? KP_LANG_CUDA : KP_LANG_OPENCL_C,
-            .source_name = cuda ? "kprof:copy.cu" : "kprof:copy.cl",
-        };
+        kp_lab_options lo = kp_ceiling_lab_options(cuda, 0, spec, index);
         kp_lab *lab = NULL;
         st = kp_lab_open(&lo, &lab, err);
         for (int v = 0; v < nvariants && st == KPROF_OK; v++) {
@@ -151,16 +163,7 @@ kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_resul
         char spec[160];
         snprintf(spec, sizeof spec, "f32:%llu,f32:%llu,f32:%llu,u32=%llu", (unsigned long long)n,
                  (unsigned long long)n, (unsigned long long)n, (unsigned long long)n);
-        kp_lab_options lo = {
-            .entry = "demo_add",
-            .buffers = spec,
-            .backend = name,
-            .device = index,
-            .source_text = cuda ? kp_embedded_demo_add_cu : kp_embedded_demo_add_cl,
-            .source_len = cuda ? kp_embedded_demo_add_cu_len : kp_embedded_demo_add_cl_len,
-            .source_lang = cuda ? KP_LANG_CUDA : KP_LANG_OPENCL_C,
-            .source_name = cuda ? "kprof:demo_add.cu" : "kprof:demo_add.cl",
-        };
+        kp_lab_options lo = kp_ceiling_lab_options(cuda, 1, spec, index);
         kp_lab *lab = NULL;
         st = kp_lab_open(&lo, &lab, err);
         if (st == KPROF_OK) {

@@ -271,9 +271,8 @@ static int kp_lab_dump(const char *dir, const char *stem, const kp_source *src,
                        const kp_build_output *out, const char *log)
 {
     if (kp_mkdir_p(dir, NULL) != KPROF_OK) return -1;
-    static const char *const ext[] = {"cl", "cu", "ptx", "cubin"};
     const char *opts = out && out->options ? out->options : src->options;
-    int rc = kp_lab_write_file(dir, stem, ext[src->lang], src->text, src->len);
+    int rc = kp_lab_write_file(dir, stem, kp_lang_extension(src->lang), src->text, src->len);
     rc |= kp_lab_write_file(dir, stem, "options", opts, strlen(opts));
     if (log) rc |= kp_lab_write_file(dir, stem, "log", log, strlen(log));
     if (out && out->binary)

@@ -52,12 +52,11 @@ kprof_status kp_kernel_dir(const char *name, char *buf, size_t n, kp_error *err)
 kprof_status kp_kernel_dir_source(const char *dir, const char *prefer_backend, char *buf, size_t n,
                                   kp_error *err)
 {
-    static const char *const files[] = {"kernel.cu", "kernel.cl", "kernel.ptx", "kernel.cubin"};
-    char found[4][4200];
+    char found[KP_LANG_COUNT][4200];
     int nfound = 0;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < KP_LANG_COUNT; i++) {
         char path[4200];
-        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        snprintf(path, sizeof path, "%s/kernel.%s", dir, kp_lang_extension((kp_lang)i));
         struct stat st;
         if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
             snprintf(found[nfound++], sizeof found[0], "%s", path);

@@ -100,10 +100,9 @@ int kp_cmd_isolate(int argc, char **argv)
     char path[4200];
     snprintf(path, sizeof path, "%s/kernel.%s", dir, ext);
     if (!force) {
-        static const char *const all[] = {"cl", "cu", "ptx", "cubin"};
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < KP_LANG_COUNT; i++) {
             char other[4200];
-            snprintf(other, sizeof other, "%s/kernel.%s", dir, all[i]);
+            snprintf(other, sizeof other, "%s/kernel.%s", dir, kp_lang_extension((kp_lang)i));
             if (kp_path_exists(other)) {
                 free(data);
                 kp_error_set(&err, KPROF_INVALID,
@@ -118,11 +117,10 @@ int kp_cmd_isolate(int argc, char **argv)
     if (st != KPROF_OK) return kp_cli_fail(&err);
     if (force) {
         /* One source per folder: a replaced kernel in another language goes. */
-        static const char *const all[] = {"cl", "cu", "ptx", "cubin"};
-        for (int i = 0; i < 4; i++) {
-            if (strcmp(all[i], ext) == 0) continue;
+        for (int i = 0; i < KP_LANG_COUNT; i++) {
+            if (strcmp(kp_lang_extension((kp_lang)i), ext) == 0) continue;
             char other[4200];
-            snprintf(other, sizeof other, "%s/kernel.%s", dir, all[i]);
+            snprintf(other, sizeof other, "%s/kernel.%s", dir, kp_lang_extension((kp_lang)i));
             remove(other);
         }
     }
