@@ -37,6 +37,30 @@ void *kp_dynlib_open(const char *const *names, const char *env_override, char *w
     return NULL;
 }
 
+int kp_dynlib_load_table(kp_dynlib_table *t, char *why, size_t why_n)
+{
+    pthread_mutex_lock(&t->lock);
+    if (!t->done) {
+        t->done = 1;
+        t->status = -1;
+        void *h = kp_dynlib_open(t->libs, t->env, t->why, sizeof t->why);
+        if (!h) {
+            if (t->hint) {
+                size_t n = strlen(t->why);
+                snprintf(t->why + n, sizeof t->why - n, "%s", t->hint);
+            }
+        } else if (kp_dynlib_resolve(h, t->libname, t->symbols, t->slots, NULL, t->count, t->why,
+                                     sizeof t->why) == 0 &&
+                   (!t->check || t->check(t->why, sizeof t->why) == 0)) {
+            t->status = 0;
+        }
+    }
+    int status = t->status;
+    if (status != 0) snprintf(why, why_n, "%s", t->why);
+    pthread_mutex_unlock(&t->lock);
+    return status;
+}
+
 int kp_dynlib_resolve(void *handle, const char *libname, const char *const *names, void **slots,
                       const unsigned char *optional, size_t count, char *why, size_t why_n)
 {

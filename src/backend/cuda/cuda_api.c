@@ -18,65 +18,53 @@
 kp_cuda_driver_api kp_cu;
 kp_cuda_nvrtc_api kp_nvrtc;
 
-static pthread_once_t kp_cuda_once = PTHREAD_ONCE_INIT;
-static int kp_cuda_status = -1;
-static char kp_cuda_why[512];
-
-static pthread_once_t kp_cuda_nvrtc_once = PTHREAD_ONCE_INIT;
-static int kp_cuda_nvrtc_status = -1;
-static char kp_cuda_nvrtc_why[512];
-
-static void kp_cuda_load_once(void)
-{
-    static const char *const libs[] = {"libcuda.so.1", "libcuda.so", NULL};
-    static const char *const names[] = {
+static const char *const kp_cuda_libs[] = {"libcuda.so.1", "libcuda.so", NULL};
+static const char *const kp_cuda_names[] = {
 #define KP_CUDA_NAME_(fn) KP_CUDA_XSTR_(fn),
-        KP_CUDA_DRIVER_FUNCTIONS(KP_CUDA_NAME_)
+    KP_CUDA_DRIVER_FUNCTIONS(KP_CUDA_NAME_)
 #undef KP_CUDA_NAME_
-    };
-    void *h = kp_dynlib_open(libs, "KPROF_CUDA_LIBRARY", kp_cuda_why, sizeof kp_cuda_why);
-    if (!h) return;
-    if (kp_dynlib_resolve(h, "libcuda", names, (void **)&kp_cu, NULL,
-                          sizeof names / sizeof names[0], kp_cuda_why, sizeof kp_cuda_why) != 0)
-        return;
-    kp_cuda_status = 0;
-}
+};
+
+static kp_dynlib_table kp_cuda_table = {
+    .libname = "libcuda",
+    .libs = kp_cuda_libs,
+    .env = "KPROF_CUDA_LIBRARY",
+    .symbols = kp_cuda_names,
+    .slots = (void **)&kp_cu,
+    .count = sizeof kp_cuda_names / sizeof kp_cuda_names[0],
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+static const char *const kp_nvrtc_libs[] = {"libnvrtc.so.13",
+                                            "libnvrtc.so.12",
+                                            "libnvrtc.so",
+                                            "/usr/local/cuda/lib64/libnvrtc.so.13",
+                                            "/usr/local/cuda/lib64/libnvrtc.so",
+                                            NULL};
+static const char *const kp_nvrtc_names[] = {
+#define KP_CUDA_NAME_(fn) KP_CUDA_XSTR_(fn),
+    KP_CUDA_NVRTC_FUNCTIONS(KP_CUDA_NAME_)
+#undef KP_CUDA_NAME_
+};
+
+static kp_dynlib_table kp_nvrtc_table = {
+    .libname = "libnvrtc",
+    .libs = kp_nvrtc_libs,
+    .env = "KPROF_NVRTC_LIBRARY",
+    .symbols = kp_nvrtc_names,
+    .slots = (void **)&kp_nvrtc,
+    .count = sizeof kp_nvrtc_names / sizeof kp_nvrtc_names[0],
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+};
 
 int kp_cuda_load(char *why, size_t why_n)
 {
-    pthread_once(&kp_cuda_once, kp_cuda_load_once);
-    if (kp_cuda_status != 0) snprintf(why, why_n, "%s", kp_cuda_why);
-    return kp_cuda_status;
-}
-
-static void kp_cuda_nvrtc_load_once(void)
-{
-    static const char *const libs[] = {"libnvrtc.so.13",
-                                       "libnvrtc.so.12",
-                                       "libnvrtc.so",
-                                       "/usr/local/cuda/lib64/libnvrtc.so.13",
-                                       "/usr/local/cuda/lib64/libnvrtc.so",
-                                       NULL};
-    static const char *const names[] = {
-#define KP_CUDA_NAME_(fn) KP_CUDA_XSTR_(fn),
-        KP_CUDA_NVRTC_FUNCTIONS(KP_CUDA_NAME_)
-#undef KP_CUDA_NAME_
-    };
-    void *h =
-        kp_dynlib_open(libs, "KPROF_NVRTC_LIBRARY", kp_cuda_nvrtc_why, sizeof kp_cuda_nvrtc_why);
-    if (!h) return;
-    if (kp_dynlib_resolve(h, "libnvrtc", names, (void **)&kp_nvrtc, NULL,
-                          sizeof names / sizeof names[0], kp_cuda_nvrtc_why,
-                          sizeof kp_cuda_nvrtc_why) != 0)
-        return;
-    kp_cuda_nvrtc_status = 0;
+    return kp_dynlib_load_table(&kp_cuda_table, why, why_n);
 }
 
 int kp_cuda_nvrtc_load(char *why, size_t why_n)
 {
-    pthread_once(&kp_cuda_nvrtc_once, kp_cuda_nvrtc_load_once);
-    if (kp_cuda_nvrtc_status != 0) snprintf(why, why_n, "%s", kp_cuda_nvrtc_why);
-    return kp_cuda_nvrtc_status;
+    return kp_dynlib_load_table(&kp_nvrtc_table, why, why_n);
 }
 
 /* X(code, kprof status) — the CUDA errors kprof tells apart. A kernel's own faults are sticky:
@@ -133,7 +121,7 @@ int kp_cuda_nvrtc_load(char *why, size_t why_n)
 const char *kp_cuda_result_name(CUresult rc)
 {
     const char *name = NULL;
-    if (kp_cuda_status == 0 && kp_cu.cuGetErrorName(rc, &name) == CUDA_SUCCESS && name) return name;
+    if (kp_cuda_table.status == 0 && kp_cuda_table.done && kp_cu.cuGetErrorName(rc, &name) == CUDA_SUCCESS && name) return name;
     switch (rc) {
 #define KP_CUDA_RESULT_NAME_(code, status)                                                         \
     case code:                                                                                     \
@@ -148,7 +136,7 @@ const char *kp_cuda_result_name(CUresult rc)
 void kp_cuda_error_text(CUresult rc, char *buf, size_t n)
 {
     const char *text = NULL;
-    if (kp_cuda_status != 0 || kp_cu.cuGetErrorString(rc, &text) != CUDA_SUCCESS) text = NULL;
+    if (!kp_cuda_table.done || kp_cuda_table.status != 0 || kp_cu.cuGetErrorString(rc, &text) != CUDA_SUCCESS) text = NULL;
     if (text && *text)
         snprintf(buf, n, "%s (%d): %s", kp_cuda_result_name(rc), (int)rc, text);
     else
@@ -157,7 +145,7 @@ void kp_cuda_error_text(CUresult rc, char *buf, size_t n)
 
 void kp_cuda_nvrtc_error_text(nvrtcResult rc, char *buf, size_t n)
 {
-    const char *text = kp_cuda_nvrtc_status == 0 ? kp_nvrtc.nvrtcGetErrorString(rc) : NULL;
+    const char *text = kp_nvrtc_table.done && kp_nvrtc_table.status == 0 ? kp_nvrtc.nvrtcGetErrorString(rc) : NULL;
     /* nvrtcGetErrorString answers with the enumerator's name itself. */
     snprintf(buf, n, "%s (%d)", text && *text ? text : "NVRTC_ERROR", (int)rc);
 }

@@ -4,51 +4,51 @@
 #include "backend/cuda/cupti_api.h"
 #include "backend/dynlib.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 kp_cupti_api kp_cupti;
 
-static pthread_once_t kp_cupti_once = PTHREAD_ONCE_INIT;
-static int kp_cupti_status = -1;
-static char kp_cupti_why[512];
-
-static void kp_cupti_load_once(void)
-{
-    static const char *const libs[] = {"libcupti.so.13", "libcupti.so",
-                                       "/usr/local/cuda/lib64/libcupti.so.13",
-                                       "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13", NULL};
-    static const char *const names[] = {
+static const char *const kp_cupti_libs[] = {"libcupti.so.13", "libcupti.so",
+                                             "/usr/local/cuda/lib64/libcupti.so.13",
+                                             "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13",
+                                             NULL};
+static const char *const kp_cupti_names[] = {
 #define KP_CUPTI_NAME_(fn) #fn,
-        KP_CUPTI_FUNCTIONS(KP_CUPTI_NAME_)
+    KP_CUPTI_FUNCTIONS(KP_CUPTI_NAME_)
 #undef KP_CUPTI_NAME_
-    };
-    void *h = kp_dynlib_open(libs, "KPROF_CUPTI_LIBRARY", kp_cupti_why, sizeof kp_cupti_why);
-    if (!h) return;
-    if (kp_dynlib_resolve(h, "libcupti", names, (void **)&kp_cupti, NULL,
-                          sizeof names / sizeof names[0], kp_cupti_why, sizeof kp_cupti_why) != 0)
-        return;
+};
+
+/* Record layouts are versioned by the API's major release (13xxxx). */
+static int kp_cupti_check_version(char *why, size_t why_n)
+{
     uint32_t version = 0;
     if (kp_cupti.cuptiGetVersion(&version) != CUPTI_SUCCESS) {
-        snprintf(kp_cupti_why, sizeof kp_cupti_why, "cuptiGetVersion failed");
-        return;
+        snprintf(why, why_n, "cuptiGetVersion failed");
+        return -1;
     }
-    /* Record layouts are versioned by the API's major release (13xxxx). */
     if (version / 10000 != CUPTI_API_VERSION / 10000) {
-        snprintf(kp_cupti_why, sizeof kp_cupti_why,
-                 "CUPTI API version %u differs from the %d kprof was built with", version,
-                 CUPTI_API_VERSION);
-        return;
+        snprintf(why, why_n, "CUPTI API version %u differs from the %d kprof was built with",
+                 version, CUPTI_API_VERSION);
+        return -1;
     }
-    kp_cupti_status = 0;
+    return 0;
 }
+
+static kp_dynlib_table kp_cupti_table = {
+    .libname = "libcupti",
+    .libs = kp_cupti_libs,
+    .env = "KPROF_CUPTI_LIBRARY",
+    .symbols = kp_cupti_names,
+    .slots = (void **)&kp_cupti,
+    .count = sizeof kp_cupti_names / sizeof kp_cupti_names[0],
+    .check = kp_cupti_check_version,
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+};
 
 int kp_cupti_load(char *why, size_t why_n)
 {
-    pthread_once(&kp_cupti_once, kp_cupti_load_once);
-    if (kp_cupti_status != 0) snprintf(why, why_n, "%s", kp_cupti_why);
-    return kp_cupti_status;
+    return kp_dynlib_load_table(&kp_cupti_table, why, why_n);
 }
 
 const char *kp_cupti_result_text(CUptiResult r)

@@ -5,43 +5,32 @@
 #include "backend/opencl/cl_api.h"
 #include "backend/dynlib.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 kp_cl_api kp_cl;
 
-static pthread_once_t kp_cl_once = PTHREAD_ONCE_INIT;
-static int kp_cl_status = -1;
-static char kp_cl_why[512];
-
-static void kp_cl_load_once(void)
-{
-    static const char *const libs[] = {"libOpenCL.so.1", "libOpenCL.so", NULL};
-    static const char *const names[] = {
+static const char *const kp_cl_libs[] = {"libOpenCL.so.1", "libOpenCL.so", NULL};
+static const char *const kp_cl_names[] = {
 #define KP_CL_NAME_(fn) #fn,
-        KP_CL_FUNCTIONS(KP_CL_NAME_)
+    KP_CL_FUNCTIONS(KP_CL_NAME_)
 #undef KP_CL_NAME_
-    };
-    void *h = kp_dynlib_open(libs, "KPROF_OPENCL_LIBRARY", kp_cl_why, sizeof kp_cl_why);
-    if (!h) {
-        /* Say what to install, not just what is missing. */
-        size_t n = strlen(kp_cl_why);
-        snprintf(kp_cl_why + n, sizeof kp_cl_why - n,
-                 " (install an OpenCL ICD loader, e.g. Debian's ocl-icd-libopencl1)");
-        return;
-    }
-    if (kp_dynlib_resolve(h, "libOpenCL", names, (void **)&kp_cl, NULL,
-                          sizeof names / sizeof names[0], kp_cl_why, sizeof kp_cl_why) != 0)
-        return;
-    kp_cl_status = 0;
-}
+};
+
+static kp_dynlib_table kp_cl_table = {
+    .libname = "libOpenCL",
+    .libs = kp_cl_libs,
+    .env = "KPROF_OPENCL_LIBRARY",
+    .symbols = kp_cl_names,
+    .slots = (void **)&kp_cl,
+    .count = sizeof kp_cl_names / sizeof kp_cl_names[0],
+    .hint = " (install an OpenCL ICD loader, e.g. Debian's ocl-icd-libopencl1)",
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+};
 
 int kp_cl_load(char *why, size_t why_n)
 {
-    pthread_once(&kp_cl_once, kp_cl_load_once);
-    if (kp_cl_status != 0) snprintf(why, why_n, "%s", kp_cl_why);
-    return kp_cl_status;
+    return kp_dynlib_load_table(&kp_cl_table, why, why_n);
 }
 
 const char *kp_cl_error_name(cl_int code)
