@@ -104,6 +104,48 @@ const kp_command kp_commands[] = {
      "  --plot F.svg   draw GPU time and occupancy against threadgroup size\n"
      "\n"
      "A progress line goes to stderr while the sweep runs, on a terminal only.\n"},
+    {"trace", kp_cmd_trace, "record what an unmodified program does on the GPU",
+     "usage: kprof trace [-o FILE] [--force] [--] CMD ARGS...\n"
+     "\n"
+     "Runs CMD with kprof's collectors injected and writes everything every process of it did\n"
+     "on the GPU into one trace file (SQLite; docs/trace-format.md): host API calls, kernels,\n"
+     "copies, fills, synchronization and NVTX ranges, all on one host clock.\n"
+     "  CUDA    CUDA_INJECTION64_PATH + CUPTI activity records (static or shared cudart,\n"
+     "          Python programs such as PyTorch too); NVTX through NVTX_INJECTION64_PATH\n"
+     "  OpenCL  an OPENCL_LAYERS layer that turns profiling on for every queue\n"
+     "A program that forks or execs has every process recorded. Records are flushed as the\n"
+     "program runs, so a crash leaves the trace up to near the crash. Dropped records are\n"
+     "counted; a trace with no GPU activity says so, with the likely reasons.\n"
+     "\n"
+     "  -o, --output FILE   the trace (default: the first free trace_N.kprof here)\n"
+     "  --force             replace FILE if it exists\n"
+     "\n"
+     "The exit code is CMD's. Then: kprof report FILE, kprof export FILE --chrome out.json\n"},
+    {"report", kp_cmd_report, "a trace's host and device tables and the verdict",
+     "usage: kprof report FILE [--trace] [--raw] [--json | --csv]\n"
+     "\n"
+     "Shows a trace the way Metal.jl's and CUDA.jl's @profile do: the header (wall time, events,\n"
+     "records dropped); the host table (Time (%) of the wall, Total time, Calls, Time\n"
+     "distribution mean ± std (min ‥ max), Name; polling and query calls hidden unless --raw);\n"
+     "the device table of kernels, copies and fills with GPU busy time as the union of their\n"
+     "intervals; NVTX ranges; then the verdict: GPU busy against the wall, idle gaps, launches\n"
+     "per second, the share of dispatches under 0.05 ms, host synchronization, the kernels'\n"
+     "share of the wall, and the sentence that follows (is the kernel even the problem?).\n"
+     "On a terminal, rows at or above the 95th percentile of time are red, above the 75th\n"
+     "yellow (NO_COLOR turns colour off).\n"
+     "\n"
+     "  --trace   chronological host and device rows; IDs correlate a call with its GPU work,\n"
+     "            with launch geometry, registers, shared and local memory, size and\n"
+     "            throughput columns where the trace has them\n"
+     "  --raw     include polling and query calls\n"
+     "  --json    the tables and the verdict as JSON\n"
+     "  --csv     the tables as CSV\n"},
+    {"export", kp_cmd_export, "a trace for other tools (Chrome trace JSON for Perfetto)",
+     "usage: kprof export FILE --chrome OUT.json\n"
+     "\n"
+     "Writes the trace as Chrome Trace Event JSON: a track per host thread (API calls, NVTX\n"
+     "ranges as slices), a process per GPU with a track per stream or queue, and a flow arrow\n"
+     "from each API call to the GPU work it launched. Loads in Perfetto UI and chrome://tracing.\n"},
     {"help", kp_cmd_help, "help for a command: kprof help CMD", "usage: kprof help [CMD]\n"},
     {"version", kp_cmd_version, "print kprof's version", "usage: kprof version\n"},
     {NULL, NULL, NULL, NULL},

@@ -1,9 +1,12 @@
 /*
  * cupti_api.c — fills the CUPTI function table (see cupti_api.h).
  */
+#define _GNU_SOURCE
 #include "backend/cuda/cupti_api.h"
+#include "backend/backend.h"
 #include "backend/dynlib.h"
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -58,4 +61,14 @@ const char *kp_cupti_result_text(CUptiResult r)
     if (kp_cupti.cuptiGetResultString) kp_cupti.cuptiGetResultString(r, &s);
     snprintf(buf, sizeof buf, "%s (%d)", s ? s : "CUPTI_ERROR", (int)r);
     return buf;
+}
+
+int kp_cupti_library_path(char *buf, size_t n)
+{
+    char why[512];
+    if (kp_cupti_load(why, sizeof why) != 0) return -1;
+    Dl_info info;
+    if (!dladdr(*(void **)&kp_cupti.cuptiGetVersion, &info) || !info.dli_fname) return -1;
+    snprintf(buf, n, "%s", info.dli_fname);
+    return 0;
 }

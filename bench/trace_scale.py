@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""bench/trace_scale.py — kprof report and the Chrome export on a 1M-kernel trace (issue 5):
+wall time and peak memory of each whole command (goal: under 5 s and 1 GiB each on the 2-core
+machine). The trace comes from the real `kprof trace` merge of a synthetic program
+(tests/cli/gen_trace.py: 1M kernels and the 1M launch calls that made them).
+
+usage: bench/trace_scale.py [--kprof build/kprof] [--kernels 1000000] [--json out.json]
+"""
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+GEN = os.path.join(HERE, "..", "tests", "cli", "gen_trace.py")
+
+
+def timed(cmd):
+    """Wall seconds and peak RSS (MiB) of one child command."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        sys.exit("failed: %s\n%s" % (" ".join(cmd), p.stderr))
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return wall, max(peak, before) / 1024.0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kprof", default=os.path.join(HERE, "..", "build", "kprof"))
+    ap.add_argument("--kernels", type=int, default=1000000)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    kprof = os.path.abspath(a.kprof)
+    tmp = tempfile.mkdtemp(prefix="kprof-scale-")
+    trace = os.path.join(tmp, "big.kprof")
+    t0 = time.perf_counter()
+    subprocess.run([kprof, "trace", "-o", trace, "--", sys.executable, GEN, "launch-bound",
+                    "--kernels", str(a.kernels), "--seconds", "1", "--no-poll"], check=True,
+                   stderr=subprocess.DEVNULL)
+    trace_wall = time.perf_counter() - t0
+    rows = {}
+    # ru_maxrss of children is a high-water mark over all of them: measure each in its own
+    # python so the figures do not mix.
+    for name, cmd in (("report", [kprof, "report", trace]),
+                      ("export_chrome", [kprof, "export", trace, "--chrome",
+                                         os.path.join(tmp, "big.json")])):
+        code = ("import resource,subprocess,time,sys;t=time.perf_counter();"
+                "subprocess.run(%r,check=True,stdout=subprocess.DEVNULL);"
+                "w=time.perf_counter()-t;"
+                "print(w, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss/1024)" % cmd)
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True).stdout.split()
+        rows[name] = {"wall_s": float(out[0]), "peak_mib": float(out[1])}
+    size = os.path.getsize(trace) / 2**20
+    res = {"kernels": a.kernels, "trace_mib": size, "trace_and_merge_s": trace_wall, **rows}
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(res, f, indent=2)
+    print("1M-kernel trace (%d kernels, %d events, %.0f MiB): kprof trace + merge %.1f s" % (
+        a.kernels, 2 * a.kernels + 1, size, trace_wall))
+    for name, r in rows.items():
+        print("  %-14s %.2f s wall, %.0f MiB peak (goal < 5 s, < 1024 MiB: %s)" % (
+            name, r["wall_s"], r["peak_mib"],
+            "met" if r["wall_s"] < 5 and r["peak_mib"] < 1024 else "MISSED"))
+    for f in os.listdir(tmp):
+        os.unlink(os.path.join(tmp, f))
+    os.rmdir(tmp)
+
+
+if __name__ == "__main__":
+    main()

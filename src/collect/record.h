@@ -1,0 +1,67 @@
+/*
+ * record.h — the records an injected collector writes while a traced program runs, one file per
+ * process image (<KPROF_TRACE_DIR>/<pid>-<collector>-<start ns>.klog), and that `kprof trace` merges into an
+ * SQLite trace file when the program ends.
+ *
+ * A file is a sequence of fixed-size records (kp_rec, 128 bytes, host byte order), each starting
+ * with KP_REC_MAGIC; a KP_REC_STRING record is followed by its text, padded to 8 bytes. Writers
+ * append whole batches with write(2), so a crash leaves a readable prefix: a reader stops at the
+ * first record that is cut short or lacks the magic. Times are CLOCK_MONOTONIC nanoseconds.
+ */
+#ifndef KP_COLLECT_RECORD_H
+#define KP_COLLECT_RECORD_H
+
+#include <stdint.h>
+
+#define KP_REC_MAGIC 0x3152504bu /* "KPR1" */
+
+typedef enum kp_rec_kind {
+    KP_REC_HEADER = 1, /* first record: id = pid, aux = ppid, start = when, name = command line */
+    KP_REC_STRING,     /* name = string id, bytes = length; the text follows */
+    KP_REC_API,        /* a host API call: domain = KP_DOMAIN_*, status = its return value */
+    KP_REC_KERNEL,     /* a kernel on the device */
+    KP_REC_MEMCPY,     /* a copy on the device: bytes, aux = KP_COPY_* */
+    KP_REC_MEMSET,     /* a fill on the device: bytes */
+    KP_REC_SYNC,       /* the host waiting for the device (CUPTI synchronization records) */
+    KP_REC_RANGE,      /* an NVTX range: start..end on tid, id = range id */
+    KP_REC_MARK,       /* an NVTX mark (instant): start */
+    KP_REC_OVERHEAD,   /* the collector's own cost (CUPTI overhead records) */
+    KP_REC_DROPPED,    /* bytes = records lost (no buffer, full ring) */
+    KP_REC_NOTE,       /* name = something the user should be told (another profiler present) */
+    KP_REC_END,        /* the process ended cleanly: start = when */
+    KP_REC_KIND_COUNT
+} kp_rec_kind;
+
+/* API domains and device-op origins. */
+enum { KP_DOMAIN_NONE, KP_DOMAIN_CUDA_RUNTIME, KP_DOMAIN_CUDA_DRIVER, KP_DOMAIN_OPENCL,
+       KP_DOMAIN_NVTX };
+
+/* Copy directions. */
+enum { KP_COPY_UNKNOWN, KP_COPY_HTOD, KP_COPY_DTOH, KP_COPY_DTOD, KP_COPY_HTOH, KP_COPY_PEER };
+
+typedef struct kp_rec {
+    uint32_t magic;           /* KP_REC_MAGIC */
+    uint16_t kind;            /* kp_rec_kind */
+    uint16_t domain;          /* KP_DOMAIN_* */
+    uint32_t name;            /* string id; 0 = none */
+    uint32_t tid;             /* host thread (gettid) */
+    uint64_t start, end;      /* ns, CLOCK_MONOTONIC */
+    uint64_t queued;          /* device ops: when the host enqueued it (0 = unknown) */
+    uint64_t submitted;       /* device ops: when it reached the device (0 = unknown) */
+    uint64_t correlation;     /* host call <-> its device op */
+    uint32_t device, stream;  /* device op: device, stream or queue */
+    int32_t grid[3];          /* kernels: threadgroups per dimension */
+    int32_t block[3];         /* kernels: threads per threadgroup */
+    uint32_t registers;       /* per thread (0 = unknown) */
+    uint32_t static_smem;     /* bytes */
+    uint32_t dynamic_smem;    /* bytes */
+    uint32_t local_mem;       /* bytes per thread */
+    uint64_t bytes;           /* copies, fills; STRING: text length; DROPPED: count */
+    uint64_t id;              /* HEADER: pid; RANGE/MARK: range id */
+    int32_t status;           /* API: return value */
+    uint32_t aux;             /* HEADER: ppid; MEMCPY: KP_COPY_* */
+} kp_rec;
+
+_Static_assert(sizeof(kp_rec) == 128, "kp_rec is a 128-byte on-disk record");
+
+#endif

@@ -1,0 +1,354 @@
+/*
+ * writer.c — per-thread record buffers flushed to this process's trace part (see writer.h).
+ *
+ * Each thread owns a 64 KiB buffer guarded by its own mutex, which only the exit and crash
+ * paths ever contend for. Strings are interned in a small open-addressing table under a global
+ * mutex and defined inline, in the buffer of the thread that first used them; the reader
+ * resolves ids after reading a whole file, so definitions may follow their uses.
+ */
+#define _GNU_SOURCE
+#include "collect/writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define KP_TBUF_BYTES (64 * 1024)
+#define KP_FLUSH_AGE_NS 100000000ull
+#define KP_STRINGS 8192
+
+typedef struct kp_tbuf {
+    pthread_mutex_t lock;
+    struct kp_tbuf *next;  /* all buffers, for the exit and crash flush */
+    uint64_t first_ns;     /* when the oldest unflushed record was added */
+    size_t len;
+    int dead;              /* its thread has exited; reused by the next new thread */
+    unsigned char data[KP_TBUF_BYTES];
+} kp_tbuf;
+
+static struct {
+    pthread_mutex_t lock;   /* strings, the buffer list, start/restart */
+    atomic_int active;
+    int fd;
+    pid_t pid;              /* the process the writer was started in */
+    char dir[4096];
+    char collector[32];
+    kp_tbuf *buffers;
+    void (*at_exit)(void);
+    uint32_t next_string;
+    struct {
+        uint64_t hash;
+        uint32_t id;
+    } strings[KP_STRINGS];
+    uint32_t nstrings;
+    int hooks_installed;
+} kp_w = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
+
+static _Thread_local kp_tbuf *kp_my_buf;
+static pthread_key_t kp_buf_key;
+
+uint64_t kp_writer_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint32_t kp_writer_tid(void)
+{
+    return (uint32_t)syscall(SYS_gettid);
+}
+
+int kp_writer_active(void)
+{
+    return atomic_load(&kp_w.active) && kp_w.pid == getpid();
+}
+
+static void kp_write_all(int fd, const unsigned char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+/* Caller holds b->lock. */
+static void kp_tbuf_flush_locked(kp_tbuf *b)
+{
+    if (b->len && kp_w.fd >= 0) kp_write_all(kp_w.fd, b->data, b->len);
+    b->len = 0;
+}
+
+static void kp_thread_exit(void *p)
+{
+    kp_tbuf *b = p;
+    pthread_mutex_lock(&b->lock);
+    kp_tbuf_flush_locked(b);
+    b->dead = 1;
+    pthread_mutex_unlock(&b->lock);
+}
+
+/* This thread's buffer, made (or a dead thread's reused) on first use. */
+static kp_tbuf *kp_tbuf_get(void)
+{
+    if (kp_my_buf) return kp_my_buf;
+    pthread_mutex_lock(&kp_w.lock);
+    kp_tbuf *b = NULL;
+    for (kp_tbuf *it = kp_w.buffers; it; it = it->next) {
+        if (it->dead) {
+            b = it;
+            b->dead = 0;
+            break;
+        }
+    }
+    if (!b) {
+        b = calloc(1, sizeof *b);
+        if (b) {
+            pthread_mutex_init(&b->lock, NULL);
+            b->next = kp_w.buffers;
+            kp_w.buffers = b;
+        }
+    }
+    pthread_mutex_unlock(&kp_w.lock);
+    if (b) pthread_setspecific(kp_buf_key, b);
+    kp_my_buf = b;
+    return b;
+}
+
+/* Append bytes (a record, or a string record with its text) to this thread's buffer. */
+static void kp_append(const void *head, size_t head_len, const void *tail, size_t tail_len,
+                      size_t total)
+{
+    kp_tbuf *b = kp_tbuf_get();
+    if (!b) return;
+    pthread_mutex_lock(&b->lock);
+    uint64_t now = kp_writer_now();
+    if (b->len + total > KP_TBUF_BYTES) kp_tbuf_flush_locked(b);
+    if (total > KP_TBUF_BYTES) {
+        /* Too big for any buffer: straight to the file. */
+        unsigned char *tmp = malloc(total);
+        if (tmp) {
+            memset(tmp, 0, total);
+            memcpy(tmp, head, head_len);
+            if (tail_len) memcpy(tmp + head_len, tail, tail_len);
+            kp_write_all(kp_w.fd, tmp, total);
+            free(tmp);
+        }
+    } else {
+        if (b->len == 0) b->first_ns = now;
+        memset(b->data + b->len, 0, total);
+        memcpy(b->data + b->len, head, head_len);
+        if (tail_len) memcpy(b->data + b->len + head_len, tail, tail_len);
+        b->len += total;
+        if (now - b->first_ns > KP_FLUSH_AGE_NS) kp_tbuf_flush_locked(b);
+    }
+    pthread_mutex_unlock(&b->lock);
+}
+
+void kp_writer_emit(kp_rec *r)
+{
+    if (!kp_writer_active()) return;
+    r->magic = KP_REC_MAGIC;
+    kp_append(r, sizeof *r, NULL, 0, sizeof *r);
+}
+
+uint32_t kp_writer_string(const char *text)
+{
+    if (!text || !kp_writer_active()) return 0;
+    size_t len = strlen(text);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)text[i]) * 0x100000001b3ull;
+    h |= 1; /* 0 marks an empty slot */
+    pthread_mutex_lock(&kp_w.lock);
+    uint32_t slot = (uint32_t)(h % KP_STRINGS), id = 0;
+    for (uint32_t probe = 0; probe < KP_STRINGS; probe++) {
+        uint32_t s = (slot + probe) % KP_STRINGS;
+        if (kp_w.strings[s].hash == h) {
+            id = kp_w.strings[s].id;
+            break;
+        }
+        if (kp_w.strings[s].hash == 0) {
+            if (kp_w.nstrings + 1 < KP_STRINGS * 3 / 4) {
+                kp_w.strings[s].hash = h;
+                id = kp_w.strings[s].id = ++kp_w.next_string;
+                kp_w.nstrings++;
+            } else {
+                id = ++kp_w.next_string; /* table full: define again, uncached */
+            }
+            pthread_mutex_unlock(&kp_w.lock);
+            kp_rec r = {.magic = KP_REC_MAGIC, .kind = KP_REC_STRING, .name = id, .bytes = len};
+            kp_append(&r, sizeof r, text, len, sizeof r + ((len + 7) & ~(size_t)7));
+            return id;
+        }
+    }
+    pthread_mutex_unlock(&kp_w.lock);
+    return id;
+}
+
+void kp_writer_note(const char *text)
+{
+    kp_rec r = {.kind = KP_REC_NOTE, .start = kp_writer_now(), .tid = kp_writer_tid()};
+    r.name = kp_writer_string(text);
+    kp_writer_emit(&r);
+}
+
+void kp_writer_dropped(uint64_t n)
+{
+    if (!n) return;
+    kp_rec r = {.kind = KP_REC_DROPPED, .start = kp_writer_now(), .bytes = n};
+    kp_writer_emit(&r);
+}
+
+void kp_writer_flush(void)
+{
+    kp_tbuf *b = kp_my_buf;
+    if (!b || !kp_writer_active()) return;
+    pthread_mutex_lock(&b->lock);
+    kp_tbuf_flush_locked(b);
+    pthread_mutex_unlock(&b->lock);
+}
+
+static void kp_flush_all(int trylock)
+{
+    for (kp_tbuf *b = kp_w.buffers; b; b = b->next) {
+        if (trylock) {
+            if (pthread_mutex_trylock(&b->lock) != 0) continue;
+        } else {
+            pthread_mutex_lock(&b->lock);
+        }
+        kp_tbuf_flush_locked(b);
+        pthread_mutex_unlock(&b->lock);
+    }
+}
+
+void kp_writer_at_exit(void (*fn)(void))
+{
+    kp_w.at_exit = fn;
+}
+
+static void kp_writer_exit(void)
+{
+    if (!kp_writer_active()) return;
+    if (kp_w.at_exit) kp_w.at_exit();
+    kp_rec r = {.kind = KP_REC_END, .start = kp_writer_now(), .tid = kp_writer_tid()};
+    kp_writer_emit(&r);
+    kp_flush_all(0);
+}
+
+/* Crash: flush what can be flushed without waiting on a lock, then die as the program would. */
+static struct sigaction kp_old_actions[32];
+static const int kp_crash_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+
+static void kp_on_crash(int sig)
+{
+    if (kp_writer_active()) kp_flush_all(1);
+    sigaction(sig, &kp_old_actions[sig], NULL);
+    raise(sig);
+}
+
+static void kp_fork_prepare(void)
+{
+    pthread_mutex_lock(&kp_w.lock);
+}
+
+static void kp_fork_parent(void)
+{
+    pthread_mutex_unlock(&kp_w.lock);
+}
+
+/* The child's buffers hold its parent's records, which the parent will write: drop them. The
+ * child records again (into its own file) only if its collector starts the writer anew. */
+static void kp_fork_child(void)
+{
+    for (kp_tbuf *b = kp_w.buffers; b; b = b->next) {
+        pthread_mutex_init(&b->lock, NULL);
+        b->len = 0;
+        if (b != kp_my_buf) b->dead = 1;
+    }
+    if (kp_w.fd >= 0) close(kp_w.fd);
+    kp_w.fd = -1;
+    atomic_store(&kp_w.active, 0);
+    pthread_mutex_init(&kp_w.lock, NULL);
+    memset(kp_w.strings, 0, sizeof kp_w.strings);
+    kp_w.nstrings = 0;
+}
+
+static void kp_command_line(char *out, size_t n)
+{
+    out[0] = '\0';
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    ssize_t len = read(fd, out, n - 1);
+    close(fd);
+    if (len <= 0) return;
+    out[len] = '\0';
+    for (ssize_t i = 0; i < len - 1; i++)
+        if (out[i] == '\0') out[i] = ' ';
+}
+
+int kp_writer_start(const char *collector)
+{
+    if (kp_writer_active()) return 0;
+    const char *dir = getenv("KPROF_TRACE_DIR");
+    if (!dir || !*dir) return -1;
+    pthread_mutex_lock(&kp_w.lock);
+    if (atomic_load(&kp_w.active) && kp_w.pid == getpid()) {
+        pthread_mutex_unlock(&kp_w.lock);
+        return 0;
+    }
+    char path[4400];
+    /* pid and start time: an exec'ed image keeps the pid but is another program. */
+    snprintf(path, sizeof path, "%s/%ld-%s-%llu.klog", dir, (long)getpid(), collector,
+             (unsigned long long)kp_writer_now());
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        pthread_mutex_unlock(&kp_w.lock);
+        return -1;
+    }
+    kp_w.fd = fd;
+    kp_w.pid = getpid();
+    snprintf(kp_w.dir, sizeof kp_w.dir, "%s", dir);
+    snprintf(kp_w.collector, sizeof kp_w.collector, "%s", collector);
+    if (!kp_w.hooks_installed) {
+        kp_w.hooks_installed = 1;
+        pthread_key_create(&kp_buf_key, kp_thread_exit);
+        pthread_atfork(kp_fork_prepare, kp_fork_parent, kp_fork_child);
+        atexit(kp_writer_exit);
+        for (size_t i = 0; i < sizeof kp_crash_signals / sizeof kp_crash_signals[0]; i++) {
+            int sig = kp_crash_signals[i];
+            struct sigaction sa;
+            memset(&sa, 0, sizeof sa);
+            sa.sa_handler = kp_on_crash;
+            sigemptyset(&sa.sa_mask);
+            sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+            sigaction(sig, &sa, &kp_old_actions[sig]);
+        }
+    }
+    atomic_store(&kp_w.active, 1);
+    pthread_mutex_unlock(&kp_w.lock);
+
+    char cmd[2048];
+    kp_command_line(cmd, sizeof cmd);
+    kp_rec h = {.kind = KP_REC_HEADER,
+                .start = kp_writer_now(),
+                .id = (uint64_t)getpid(),
+                .aux = (uint32_t)getppid(),
+                .tid = kp_writer_tid()};
+    h.name = kp_writer_string(cmd);
+    kp_writer_emit(&h);
+    kp_writer_flush(); /* the header is on disk even if nothing else ever is */
+    return 0;
+}

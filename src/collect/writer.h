@@ -1,0 +1,50 @@
+/*
+ * writer.h — the record writer inside an injected collector (libkprof-inject.so): per-thread
+ * buffers of kp_rec appended without contention, flushed to this process's file when full, when
+ * older than 100 ms, at thread exit, at process exit and — as far as it safely can — when the
+ * program crashes. Fork-safe: a forked child discards its parent's unflushed records and, if it
+ * records anything itself, writes its own file. Nothing here allocates on the emit path once a
+ * thread's buffer exists.
+ *
+ * Configured by the environment `kprof trace` sets: KPROF_TRACE_DIR (where the files go). Each
+ * process image writes <dir>/<pid>-<collector>-<start ns>.klog.
+ */
+#ifndef KP_COLLECT_WRITER_H
+#define KP_COLLECT_WRITER_H
+
+#include "collect/record.h"
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Start recording in this process under the collector's name ("cuda", "opencl"). Idempotent and
+ * thread-safe. 0 when recording; -1 when KPROF_TRACE_DIR is unset or the file cannot be made. */
+int kp_writer_start(const char *collector);
+
+/* 1 while recording in this process (0 in a forked child until it starts again). */
+int kp_writer_active(void);
+
+/* The id of a string, emitting its definition the first time. 0 for NULL. Thread-safe. */
+uint32_t kp_writer_string(const char *text);
+
+/* Append a record (the magic is set here). Thread-safe; lock-free across threads. */
+void kp_writer_emit(kp_rec *r);
+
+/* A KP_REC_NOTE with this text (e.g. another profiler holds CUPTI). */
+void kp_writer_note(const char *text);
+
+/* Count records lost before they reached the writer. */
+void kp_writer_dropped(uint64_t n);
+
+/* Flush the calling thread's buffer. */
+void kp_writer_flush(void);
+
+/* Run fn at process exit before the final flush, in the process that started the writer only
+ * (never in a forked child): the CUDA collector flushes CUPTI there. One function. */
+void kp_writer_at_exit(void (*fn)(void));
+
+/* CLOCK_MONOTONIC ns and the kernel thread id, as records carry them. */
+uint64_t kp_writer_now(void);
+uint32_t kp_writer_tid(void);
+
+#endif

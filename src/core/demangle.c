@@ -1,0 +1,36 @@
+/*
+ * demangle.c — __cxa_demangle through dlopen (see demangle.h).
+ */
+#define _GNU_SOURCE
+#include "core/demangle.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef char *(*kp_cxa_demangle_fn)(const char *, char *, size_t *, int *);
+
+static pthread_once_t kp_dm_once = PTHREAD_ONCE_INIT;
+static kp_cxa_demangle_fn kp_dm;
+
+static void kp_dm_load(void)
+{
+    void *h = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
+    if (!h) h = dlopen("libc++abi.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (h) *(void **)&kp_dm = dlsym(h, "__cxa_demangle");
+}
+
+char *kp_demangle(const char *sym, char *out, size_t n)
+{
+    snprintf(out, n, "%s", sym ? sym : "");
+    if (!sym || strncmp(sym, "_Z", 2) != 0) return out;
+    pthread_once(&kp_dm_once, kp_dm_load);
+    if (!kp_dm) return out;
+    int status = -1;
+    char *d = kp_dm(sym, NULL, NULL, &status);
+    if (status == 0 && d) snprintf(out, n, "%s", d);
+    free(d);
+    return out;
+}

@@ -1,0 +1,267 @@
+/*
+ * chrome.c — a trace as Chrome Trace Event JSON (the object form), which Perfetto and
+ * chrome://tracing open: a process per traced process with its host threads (API calls, NVTX
+ * ranges as slices, marks as instants), a process per (traced process, GPU) with one track per
+ * stream or queue, and a flow arrow from each API call to the device work it launched (v2 flows:
+ * bind_id with flow_out on the call, flow_in on the kernel). Times are microseconds from the
+ * trace's start. Written straight to a file, so a million events need little memory.
+ */
+#define _GNU_SOURCE
+#include "export/chrome.h"
+#include "export/json.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include <string.h>
+
+/* A synthetic pid per (process, device), clear of real pids. */
+static int64_t kp_gpu_pid(int64_t pid, int64_t device)
+{
+    return (1LL << 30) + pid * 16 + (device & 15);
+}
+
+/* Flow ids: pid and correlation, below 2^53 so JavaScript keeps them exact. */
+static uint64_t kp_flow_id(int64_t pid, int64_t corr)
+{
+    return ((uint64_t)pid << 30) + ((uint64_t)corr & ((1u << 30) - 1));
+}
+
+/* Appending to the output without printf: the export writes millions of numbers. */
+static void kp_put(FILE *f, const char *s)
+{
+    fputs_unlocked(s, f);
+}
+
+static void kp_put_u64(FILE *f, uint64_t v)
+{
+    char b[24];
+    int i = 24;
+    do {
+        b[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    fwrite_unlocked(b + i, 1, (size_t)(24 - i), f);
+}
+
+static void kp_put_i64(FILE *f, int64_t v)
+{
+    if (v < 0) {
+        fputc_unlocked('-', f);
+        kp_put_u64(f, (uint64_t)(-(v + 1)) + 1);
+    } else {
+        kp_put_u64(f, (uint64_t)v);
+    }
+}
+
+/* ns as µs with three decimals. */
+static void kp_put_us(FILE *f, int64_t ns)
+{
+    if (ns < 0) {
+        fputc_unlocked('-', f);
+        ns = -ns;
+    }
+    kp_put_u64(f, (uint64_t)ns / 1000);
+    char frac[5] = {'.', (char)('0' + ns / 100 % 10), (char)('0' + ns / 10 % 10),
+                    (char)('0' + ns % 10), 0};
+    fputs_unlocked(frac, f);
+}
+
+static void kp_quote(FILE *f, const char *text)
+{
+    kp_str s = {0};
+    kp_json_quote(&s, text ? text : "");
+    fputs(s.data ? s.data : "\"\"", f);
+    kp_str_free(&s);
+}
+
+static kprof_status kp_chrome_fail(sqlite3 *db, kp_error *err)
+{
+    return kp_error_set(err, KPROF_CORRUPT, "reading the trace failed: %s", sqlite3_errmsg(db));
+}
+
+kprof_status kp_export_chrome(sqlite3 *db, FILE *f, kp_error *err)
+{
+    sqlite3_stmt *q = NULL;
+    int64_t t0 = 0;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'start_ns'", -1, &q, NULL) ==
+            SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+        t0 = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    if (t0 == 0) {
+        if (sqlite3_prepare_v2(db, "SELECT MIN(start_ns) FROM events", -1, &q, NULL) == SQLITE_OK &&
+            sqlite3_step(q) == SQLITE_ROW)
+            t0 = sqlite3_column_int64(q, 0);
+        sqlite3_finalize(q);
+    }
+    fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"kprof " KPROF_VERSION_STRING
+          "\"},\"traceEvents\":[\n",
+          f);
+    int first = 1;
+#define KP_SEP() (first ? (first = 0, "") : ",\n")
+
+    /* Names: processes, their threads, GPU tracks. */
+    if (sqlite3_prepare_v2(db, "SELECT pid, command FROM processes GROUP BY pid", -1, &q, NULL) !=
+        SQLITE_OK)
+        return kp_chrome_fail(db, err);
+    while (sqlite3_step(q) == SQLITE_ROW) {
+        char name[600];
+        snprintf(name, sizeof name, "%lld %s", (long long)sqlite3_column_int64(q, 0),
+                 (const char *)sqlite3_column_text(q, 1));
+        fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%lld,\"args\":{\"name\":",
+                KP_SEP(), (long long)sqlite3_column_int64(q, 0));
+        kp_quote(f, name);
+        fputs("}}", f);
+    }
+    sqlite3_finalize(q);
+    if (sqlite3_prepare_v2(db, "SELECT DISTINCT pid, tid FROM events WHERE kind IN (3,7,8,9)",
+                           -1, &q, NULL) != SQLITE_OK)
+        return kp_chrome_fail(db, err);
+    while (sqlite3_step(q) == SQLITE_ROW)
+        fprintf(f,
+                "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%lld,\"tid\":%lld,\"args\":{"
+                "\"name\":\"host thread %lld\"}}",
+                KP_SEP(), (long long)sqlite3_column_int64(q, 0),
+                (long long)sqlite3_column_int64(q, 1), (long long)sqlite3_column_int64(q, 1));
+    sqlite3_finalize(q);
+    if (sqlite3_prepare_v2(db,
+                           "SELECT DISTINCT pid, device, stream FROM events WHERE kind IN (4,5,6)",
+                           -1, &q, NULL) != SQLITE_OK)
+        return kp_chrome_fail(db, err);
+    int64_t last_gpu = -1;
+    while (sqlite3_step(q) == SQLITE_ROW) {
+        int64_t pid = sqlite3_column_int64(q, 0), dev = sqlite3_column_int64(q, 1);
+        int64_t stream = sqlite3_column_int64(q, 2), gp = kp_gpu_pid(pid, dev);
+        if (gp != last_gpu)
+            fprintf(f,
+                    "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%lld,\"args\":{\"name\":"
+                    "\"GPU %lld (pid %lld)\"}}",
+                    KP_SEP(), (long long)gp, (long long)dev, (long long)pid);
+        last_gpu = gp;
+        fprintf(f,
+                "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%lld,\"tid\":%lld,\"args\":{"
+                "\"name\":\"stream %lld\"}}",
+                KP_SEP(), (long long)gp, (long long)stream, (long long)stream);
+    }
+    sqlite3_finalize(q);
+
+    int rc;
+    /* Events in storage order (the format needs no order), names by id. */
+    char **names = NULL;
+    int64_t nnames = 0;
+    if (sqlite3_prepare_v2(db, "SELECT COALESCE(MAX(id), 0) FROM strings", -1, &q, NULL) ==
+            SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+        nnames = sqlite3_column_int64(q, 0) + 1;
+    sqlite3_finalize(q);
+    names = calloc((size_t)(nnames > 0 ? nnames : 1), sizeof *names);
+    if (!names) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (sqlite3_prepare_v2(db, "SELECT id, text FROM strings", -1, &q, NULL) == SQLITE_OK) {
+        while (sqlite3_step(q) == SQLITE_ROW) {
+            int64_t id = sqlite3_column_int64(q, 0);
+            if (id >= 0 && id < nnames) {
+                kp_str quoted = {0};
+                kp_json_quote(&quoted, (const char *)sqlite3_column_text(q, 1));
+                names[id] = kp_str_take(&quoted);
+            }
+        }
+    }
+    sqlite3_finalize(q);
+    kprof_status st = KPROF_OK;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT kind, pid, tid, start_ns, end_ns, correlation, device, stream, "
+                           "name, grid_x, grid_y, grid_z, block_x, block_y, block_z, registers, "
+                           "static_smem, dynamic_smem, bytes, range_id, launched FROM events",
+                           -1, &q, NULL) != SQLITE_OK) {
+        st = kp_chrome_fail(db, err);
+        goto out;
+    }
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        int kind = sqlite3_column_int(q, 0);
+        int64_t pid = sqlite3_column_int64(q, 1), tid = sqlite3_column_int64(q, 2);
+        int64_t t_start = sqlite3_column_int64(q, 3) - t0;
+        int64_t t_dur = sqlite3_column_int64(q, 4) - sqlite3_column_int64(q, 3);
+        int has_corr = sqlite3_column_type(q, 5) != SQLITE_NULL;
+        int64_t corr = sqlite3_column_int64(q, 5);
+        int64_t name_id = sqlite3_column_int64(q, 8);
+        const char *name = name_id > 0 && name_id < nnames && names[name_id] ? names[name_id]
+                                                                             : "\"?\"";
+        int device_op = kind == 4 || kind == 5 || kind == 6;
+        static const char *const cats[] = {"", "", "", "api", "kernel", "memcpy", "memset",
+                                           "sync", "nvtx", "nvtx", "overhead"};
+        const char *cat = kind >= 3 && kind <= 10 ? cats[kind] : "other";
+        int64_t epid = device_op ? kp_gpu_pid(pid, sqlite3_column_int64(q, 6)) : pid;
+        int64_t etid = device_op ? sqlite3_column_int64(q, 7) : tid;
+        kp_put(f, KP_SEP());
+        kp_put(f, kind == 9 ? "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"" : "{\"ph\":\"X\",\"cat\":\"");
+        kp_put(f, cat);
+        kp_put(f, "\",\"pid\":");
+        kp_put_i64(f, epid);
+        kp_put(f, ",\"tid\":");
+        kp_put_i64(f, etid);
+        kp_put(f, ",\"ts\":");
+        kp_put_us(f, t_start);
+        if (kind != 9) {
+            kp_put(f, ",\"dur\":");
+            kp_put_us(f, t_dur);
+        }
+        kp_put(f, ",\"name\":");
+        kp_put(f, name);
+        if (kind == 9) {
+            kp_put(f, "}");
+            continue;
+        }
+        uint64_t flow = has_corr ? kp_flow_id(pid, corr) : 0;
+        if (has_corr && device_op) {
+            kp_put(f, ",\"bind_id\":");
+            kp_put_u64(f, flow);
+            kp_put(f, ",\"flow_in\":true");
+        } else if (has_corr && kind == 3 && sqlite3_column_int(q, 20)) {
+            kp_put(f, ",\"bind_id\":");
+            kp_put_u64(f, flow);
+            kp_put(f, ",\"flow_out\":true");
+        }
+        kp_put(f, ",\"args\":{");
+        const char *sep = "";
+        if (has_corr) {
+            kp_put(f, "\"correlation\":");
+            kp_put_i64(f, corr);
+            sep = ",";
+        }
+        if (kind == 4 && sqlite3_column_type(q, 9) != SQLITE_NULL) {
+            static const char *const keys[] = {"\"grid\":[", ",", ",", "],\"block\":[", ",", ","};
+            kp_put(f, sep);
+            for (int c = 0; c < 6; c++) {
+                kp_put(f, keys[c]);
+                kp_put_i64(f, sqlite3_column_int64(q, 9 + c));
+            }
+            kp_put(f, "],\"registers\":");
+            kp_put_i64(f, sqlite3_column_int64(q, 15));
+            kp_put(f, ",\"shared_bytes\":");
+            kp_put_i64(f, sqlite3_column_int64(q, 16) + sqlite3_column_int64(q, 17));
+            sep = ",";
+        }
+        if (sqlite3_column_type(q, 18) != SQLITE_NULL) {
+            kp_put(f, sep);
+            kp_put(f, "\"bytes\":");
+            kp_put_i64(f, sqlite3_column_int64(q, 18));
+            sep = ",";
+        }
+        if (kind == 8 && sqlite3_column_type(q, 19) != SQLITE_NULL) {
+            kp_put(f, sep);
+            kp_put(f, "\"range_id\":");
+            kp_put_i64(f, sqlite3_column_int64(q, 19));
+        }
+        kp_put(f, "}}");
+    }
+    if (rc != SQLITE_DONE) st = kp_chrome_fail(db, err);
+out:
+    sqlite3_finalize(q);
+    for (int64_t i = 0; i < nnames; i++) free(names[i]);
+    free(names);
+    if (st != KPROF_OK) return st;
+    fputs("\n]}\n", f);
+#undef KP_SEP
+    return ferror(f) ? kp_error_set(err, KPROF_IO, "writing the export failed") : KPROF_OK;
+}

@@ -1,0 +1,61 @@
+/*
+ * trace_db.h — the trace file (*.kprof): an SQLite database with a documented schema
+ * (docs/trace-format.md) that every report and export reads. `kprof trace` writes it from the
+ * per-process record files its collectors left; readers open it read-only and refuse anything
+ * that is not a kprof trace with a clear error.
+ */
+#ifndef KP_STORE_TRACE_DB_H
+#define KP_STORE_TRACE_DB_H
+
+#include "core/error.h"
+
+#include <sqlite3.h>
+#include <stdint.h>
+
+#define KP_TRACE_FORMAT_VERSION 1
+#define KP_TRACE_APPLICATION_ID 0x4b50524f /* "KPRO" */
+
+/* Event kinds in the events table: the record kinds of collect/record.h. */
+enum {
+    KP_EV_API = 3,
+    KP_EV_KERNEL = 4,
+    KP_EV_MEMCPY = 5,
+    KP_EV_MEMSET = 6,
+    KP_EV_SYNC = 7,
+    KP_EV_RANGE = 8,
+    KP_EV_MARK = 9,
+    KP_EV_OVERHEAD = 10
+};
+
+/* What `kprof trace` knows about the run, for the meta table. */
+typedef struct kp_trace_run {
+    const char *command;  /* the command line as given */
+    uint64_t start_ns;    /* CLOCK_MONOTONIC when the command started */
+    uint64_t end_ns;      /* ... and when it ended */
+    int exit_status;      /* its exit code, or 128 + signal */
+    const char *collectors; /* e.g. "cuda,opencl" */
+} kp_trace_run;
+
+typedef struct kp_trace_summary {
+    uint64_t events;        /* rows in events */
+    uint64_t device_events; /* kernels, copies, fills */
+    uint64_t dropped;       /* records lost, all processes */
+    int processes;          /* processes that recorded anything */
+    int truncated_parts;    /* record files cut short (a crash) */
+    int unclean;            /* processes with no end record (crashed or killed) */
+    char notes[2048];       /* collectors' notes, one per line */
+} kp_trace_summary;
+
+/* Merge every *.klog file of dir into a new trace at path (written to a temporary file and
+ * renamed, so path is whole or absent). */
+kprof_status kp_trace_db_write(const char *path, const char *dir, const kp_trace_run *run,
+                               kp_trace_summary *summary, kp_error *err);
+
+/* Open a trace read-only, checking it is one (CORRUPT with the reason when not). */
+kprof_status kp_trace_db_open(const char *path, sqlite3 **db, kp_error *err);
+
+/* A meta value as text ("" when absent), or as an integer. */
+void kp_trace_db_meta(sqlite3 *db, const char *key, char *out, size_t n);
+int64_t kp_trace_db_meta_int(sqlite3 *db, const char *key);
+
+#endif

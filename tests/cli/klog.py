@@ -1,0 +1,50 @@
+"""klog — write kprof record files (src/collect/record.h) from Python, to make synthetic traces
+for tests and the scale benchmark through the real merge of `kprof trace`."""
+
+import os
+import struct
+import time
+
+MAGIC = 0x3152504B
+FMT = "<IHHIIQQQQQII3i3iIIIIQQiI"
+assert struct.calcsize(FMT) == 128
+HEADER, STRING, API, KERNEL, MEMCPY, MEMSET, SYNC, RANGE, MARK, OVERHEAD, DROPPED, NOTE, END = \
+    range(1, 14)
+
+
+def rec(kind, name=0, tid=1, start=0, end=0, queued=0, submitted=0, correlation=0, device=0,
+        stream=0, grid=(0, 0, 0), block=(0, 0, 0), registers=0, static_smem=0, dynamic_smem=0,
+        local_mem=0, nbytes=0, rid=0, status=0, aux=0, domain=0):
+    return struct.pack(FMT, MAGIC, kind, domain, name, tid, start, end, queued, submitted,
+                       correlation, device, stream, *grid, *block, registers, static_smem,
+                       dynamic_smem, local_mem, nbytes, rid, status, aux)
+
+
+class Writer:
+    """Buffered writer of one process's record file."""
+
+    def __init__(self, path, pid, command="synthetic", start=0):
+        self.f = open(path, "wb")
+        self.strings = {}
+        self.f.write(rec(HEADER, name=self.string(command), start=start, rid=pid, aux=1))
+
+    def string(self, text):
+        if text not in self.strings:
+            sid = len(self.strings) + 1
+            self.strings[text] = sid
+            data = text.encode()
+            self.f.write(rec(STRING, name=sid, nbytes=len(data)))
+            self.f.write(data + b"\0" * ((-len(data)) % 8))
+        return self.strings[text]
+
+    def write(self, data):
+        self.f.write(data)
+
+    def close(self, end=None):
+        if end is not None:
+            self.f.write(rec(END, start=end))
+        self.f.close()
+
+
+def now_ns():
+    return time.monotonic_ns()  # CLOCK_MONOTONIC, the clock of every record
