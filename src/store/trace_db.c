@@ -433,9 +433,19 @@ kprof_status kp_trace_db_open(const char *path, sqlite3 **out, kp_error *err)
     if (rc == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW) app = sqlite3_column_int(q, 0);
     sqlite3_finalize(q);
     if (app != KP_TRACE_APPLICATION_ID) {
-        kp_error_set(err, KPROF_CORRUPT, "%s is not a kprof trace (%s)", path,
-                     app < 0 ? "not an SQLite database, or damaged"
-                             : "an SQLite database of something else");
+        /* Tell a damaged SQLite file from something else entirely by its magic. */
+        char magic[16] = "";
+        FILE *f = fopen(path, "rb");
+        size_t got = f ? fread(magic, 1, sizeof magic, f) : 0;
+        if (f) fclose(f);
+        int sqlite_file = got == 16 && memcmp(magic, "SQLite format 3", 16) == 0;
+        if (app < 0 && sqlite_file)
+            kp_error_set(err, KPROF_CORRUPT, "%s is damaged or truncated (%s)", path,
+                         sqlite3_errmsg(db));
+        else
+            kp_error_set(err, KPROF_CORRUPT, "%s is not a kprof trace (%s)", path,
+                         app < 0 ? "not an SQLite database"
+                                 : "an SQLite database of something else");
         sqlite3_close(db);
         return KPROF_CORRUPT;
     }

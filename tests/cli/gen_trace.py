@@ -5,7 +5,7 @@ ends, so the real merge and report see a program whose numbers are known exactly
 
 usage: gen_trace.py PATTERN [--kernels N] [--seconds S]
   launch-bound   N short kernels (5 us), each after a 40 us launch call, spread over S
-  device-bound   N long kernels back to back filling 90% of S, one sync call at the end
+  device-bound   N long kernels back to back filling 98% of S, one sync call at the end
   crash          some kernels, then SIGSEGV without an end record
   dropped        a few kernels and 7 dropped records
 """
@@ -55,7 +55,7 @@ def main():
         buf += klog.rec(klog.RANGE, name=outer, start=t0, end=t0 + span, rid=1, domain=4)
     elif a.pattern == "device-bound":
         kname = w.string("big")
-        each = int(span * 0.9) // n
+        each = int(span * 0.98) // n
         for i in range(n):
             s = t0 + i * each
             buf += klog.rec(klog.API, name=launch, start=s, end=s + 3000, correlation=i + 1,
