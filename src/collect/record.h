@@ -24,7 +24,7 @@ typedef enum kp_rec_kind {
     KP_REC_MEMSET,     /* a fill on the device: bytes */
     KP_REC_SYNC,       /* the host waiting for the device (CUPTI synchronization records) */
     KP_REC_RANGE,      /* an NVTX range: start..end on tid, id = range id */
-    KP_REC_MARK,       /* an NVTX mark (instant): start */
+    KP_REC_MARK,       /* an NVTX mark (instant): start, end = start */
     KP_REC_OVERHEAD,   /* the collector's own cost (CUPTI overhead records) */
     KP_REC_DROPPED,    /* bytes = records lost (no buffer, full ring) */
     KP_REC_NOTE,       /* name = something the user should be told (another profiler present) */
@@ -44,12 +44,12 @@ typedef struct kp_rec {
     uint16_t kind;            /* kp_rec_kind */
     uint16_t domain;          /* KP_DOMAIN_* */
     uint32_t name;            /* string id; 0 = none */
-    uint32_t tid;             /* host thread (gettid) */
+    uint32_t tid;             /* host thread: gettid (CUPTI is set to report these) */
     uint64_t start, end;      /* ns, CLOCK_MONOTONIC */
     uint64_t queued;          /* device ops: when the host enqueued it (0 = unknown) */
     uint64_t submitted;       /* device ops: when it reached the device (0 = unknown) */
     uint64_t correlation;     /* host call <-> its device op */
-    uint32_t device, stream;  /* device op: device, stream or queue */
+    uint32_t device, stream;  /* device op: device, stream or queue; SYNC: 0xFFFFFFFF = none */
     int32_t grid[3];          /* kernels: threadgroups per dimension */
     int32_t block[3];         /* kernels: threads per threadgroup */
     uint32_t registers;       /* per thread (0 = unknown) */
@@ -59,7 +59,7 @@ typedef struct kp_rec {
     uint64_t bytes;           /* copies, fills; STRING: text length; DROPPED: count */
     uint64_t id;              /* HEADER: pid; RANGE/MARK: range id */
     int32_t status;           /* API: return value */
-    uint32_t aux;             /* HEADER: ppid; MEMCPY: KP_COPY_* */
+    uint32_t aux;             /* HEADER: ppid; MEMCPY: KP_COPY_*; OVERHEAD: CUPTI's kind */
 } kp_rec;
 
 _Static_assert(sizeof(kp_rec) == 128, "kp_rec is a 128-byte on-disk record");

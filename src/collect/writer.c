@@ -42,7 +42,8 @@ static struct {
     char dir[4096];
     char collector[32];
     kp_tbuf *buffers;
-    void (*at_exit)(void);
+    void (*at_exit[4])(void);
+    int nat_exit;
     uint32_t next_string;
     struct {
         uint64_t hash;
@@ -69,7 +70,8 @@ uint32_t kp_writer_tid(void)
 
 int kp_writer_active(void)
 {
-    return atomic_load(&kp_w.active) && kp_w.pid == getpid();
+    /* A forked child's handler clears it, so no getpid() on the emit path. */
+    return atomic_load_explicit(&kp_w.active, memory_order_relaxed);
 }
 
 static void kp_write_all(int fd, const unsigned char *p, size_t n)
@@ -236,13 +238,20 @@ static void kp_flush_all(int trylock)
 
 void kp_writer_at_exit(void (*fn)(void))
 {
-    kp_w.at_exit = fn;
+    pthread_mutex_lock(&kp_w.lock);
+    if (kp_w.nat_exit < 4) kp_w.at_exit[kp_w.nat_exit++] = fn;
+    pthread_mutex_unlock(&kp_w.lock);
+}
+
+void kp_writer_flush_all(void)
+{
+    if (kp_writer_active()) kp_flush_all(1);
 }
 
 static void kp_writer_exit(void)
 {
-    if (!kp_writer_active()) return;
-    if (kp_w.at_exit) kp_w.at_exit();
+    if (!kp_writer_active() || kp_w.pid != getpid()) return;
+    for (int i = kp_w.nat_exit - 1; i >= 0; i--) kp_w.at_exit[i]();
     kp_rec r = {.kind = KP_REC_END, .start = kp_writer_now(), .tid = kp_writer_tid()};
     kp_writer_emit(&r);
     kp_flush_all(0);
@@ -301,7 +310,7 @@ static void kp_command_line(char *out, size_t n)
 
 int kp_writer_start(const char *collector)
 {
-    if (kp_writer_active()) return 0;
+    if (kp_writer_active() && kp_w.pid == getpid()) return 0;
     const char *dir = getenv("KPROF_TRACE_DIR");
     if (!dir || !*dir) return -1;
     pthread_mutex_lock(&kp_w.lock);

@@ -39,8 +39,13 @@ void kp_writer_dropped(uint64_t n);
 /* Flush the calling thread's buffer. */
 void kp_writer_flush(void);
 
+/* Flush every thread's buffer that is not being appended to right now (try-lock): for a
+ * collector's own flush thread, whose records other threads' buffers may hold. */
+void kp_writer_flush_all(void);
+
 /* Run fn at process exit before the final flush, in the process that started the writer only
- * (never in a forked child): the CUDA collector flushes CUPTI there. One function. */
+ * (never in a forked child): the CUDA collector flushes CUPTI there. Up to four functions, run
+ * last registered first. */
 void kp_writer_at_exit(void (*fn)(void));
 
 /* CLOCK_MONOTONIC ns and the kernel thread id, as records carry them. */

@@ -137,8 +137,11 @@ int kp_cmd_trace(int argc, char **argv)
     setenv("CUDA_INJECTION64_PATH", inject, 1);
     char cupti[PATH_MAX];
     const char *nvtx = getenv("NVTX_INJECTION64_PATH");
-    if ((!nvtx || !*nvtx) && kp_cupti_library_path(cupti, sizeof cupti) == 0)
-        setenv("NVTX_INJECTION64_PATH", cupti, 1);
+    if (kp_cupti_library_path(cupti, sizeof cupti) == 0) {
+        /* The collector and NVTX must load the same libcupti, or NVTX talks to a second copy. */
+        if (!nvtx || !*nvtx) setenv("NVTX_INJECTION64_PATH", cupti, 1);
+        if (!getenv("KPROF_CUPTI_LIBRARY")) setenv("KPROF_CUPTI_LIBRARY", cupti, 1);
+    }
     const char *layers = getenv("OPENCL_LAYERS");
     kp_str l = {0};
     kp_str_printf(&l, "%s%s%s", inject, layers && *layers ? ":" : "", layers ? layers : "");

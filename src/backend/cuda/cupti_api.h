@@ -18,7 +18,13 @@
     X(cuptiActivityRegisterCallbacks)                                                              \
     X(cuptiActivityFlushAll)                                                                       \
     X(cuptiActivityGetNextRecord)                                                                  \
-    X(cuptiActivityGetNumDroppedRecords)
+    X(cuptiActivityGetNumDroppedRecords)                                                           \
+    X(cuptiActivityRegisterTimestampCallback)                                                      \
+    X(cuptiActivityEnableLatencyTimestamps)                                                        \
+    X(cuptiActivityFlushPeriod)                                                                    \
+    X(cuptiSetThreadIdType)                                                                        \
+    X(cuptiGetCallbackName)                                                                        \
+    X(cuptiGetTimestamp)
 
 typedef struct kp_cupti_api {
 #define KP_CUPTI_SLOT_(fn) __typeof__(fn) *fn;

@@ -1,0 +1,544 @@
+/*
+ * cuda_inject.c — the CUDA collector of `kprof trace`: the CUDA driver loads libkprof-inject.so
+ * (CUDA_INJECTION64_PATH) during cuInit and calls InitializeInjection, which turns on CUPTI
+ * activity records for kernels, copies, fills, runtime and driver API calls, synchronization,
+ * CUPTI's own overhead and NVTX markers, and streams them through the record writer
+ * (collect/writer.h) into this process's trace part.
+ *
+ * How records travel: CUPTI fills 8 MiB buffers that it asks us for, and hands each back to
+ * kp_buffer_complete on its own thread (or on whichever thread calls cuptiActivityFlushAll);
+ * there every record becomes a kp_rec. A small thread of ours asks CUPTI every 100 ms for
+ * whatever is complete, because CUPTI's periodic flush only returns full buffers, and a trace
+ * should show a running program and survive its crash. At exit the writer calls kp_cuda_exit,
+ * which forces out the rest; the writer never calls it in a forked child, where flushing CUPTI
+ * is known to hang. On a crash (SIGSEGV and friends) the handler asks that same thread for a
+ * forced flush, waits a bounded time, and hands the signal on to the writer's handler.
+ *
+ * Only the activity API is used, never cuptiSubscribe: CUPTI allows one callback subscriber per
+ * process, and taking it would break programs that profile themselves (the PyTorch profiler).
+ */
+#define _GNU_SOURCE
+#include "backend/cuda/cupti_api.h"
+#include "collect/writer.h"
+#include "inject/cuda_records.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define KP_EXPORT __attribute__((visibility("default")))
+
+#define KP_BUFFER_BYTES    (8u << 20) /* NVIDIA's samples use 8 MiB */
+#define KP_FLUSH_PERIOD_MS 100u       /* how stale the file may be while the program runs */
+#define KP_CRASH_WAIT_MS   2000       /* how long a crashing thread waits for the last flush */
+#define KP_EXIT_WAIT_MS    2000       /* how long exit waits for the flush thread to stop */
+#define KP_LITERALS        64         /* fixed names, cached by their address */
+
+static const int kp_crash_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+
+static struct {
+    pthread_mutex_t init_lock; /* recursive: CUPTI may re-enter cuInit while we set it up */
+    int initialized;
+    pid_t pid;            /* the process the collector runs in */
+    int64_t clock_offset; /* subtracted from CUPTI times when our clock was refused */
+
+    /* Conversion state; records can arrive on two threads at once (CUPTI's and a flusher). */
+    pthread_mutex_t lock;
+    kp_nvtx_table nvtx;
+    kp_cuda_trace_contexts contexts;
+    uint32_t runtime_names[CUPTI_RUNTIME_TRACE_CBID_SIZE]; /* string ids by cbid; 0 = unknown */
+    uint32_t driver_names[CUPTI_DRIVER_TRACE_CBID_SIZE];
+    struct {
+        const char *text;
+        uint32_t id;
+    } literal[KP_LITERALS];
+
+    /* The flush thread and the crash handshake with it. */
+    pthread_mutex_t flush_lock; /* held around our flushes, and by fork (see kp_fork_prepare) */
+    sem_t wake;
+    pthread_t flusher;
+    atomic_int flusher_running;
+    atomic_int stop;          /* exit: leave the loop */
+    atomic_int stopped;       /* the flusher has left its loop */
+    atomic_int crash_request; /* a crash handler wants a forced flush */
+    atomic_int crash_done;
+    struct sigaction previous[32];
+} kp_ci = {
+    .init_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP,
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .flush_lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+/* ---- records ---- */
+
+/* The string id of a name that is a string literal, interned once. Caller holds kp_ci.lock. */
+static uint32_t kp_literal_id(const char *literal)
+{
+    int i = 0;
+    for (; i < KP_LITERALS && kp_ci.literal[i].text; i++)
+        if (kp_ci.literal[i].text == literal) return kp_ci.literal[i].id;
+    uint32_t id = kp_writer_string(literal);
+    if (i < KP_LITERALS && id) {
+        kp_ci.literal[i].text = literal;
+        kp_ci.literal[i].id = id;
+    }
+    return id;
+}
+
+/* The string id of an API's name, looked up once per callback id. Caller holds kp_ci.lock. */
+static uint32_t kp_api_name_id(int driver, uint32_t cbid)
+{
+    uint32_t *cache = driver ? kp_ci.driver_names : kp_ci.runtime_names;
+    uint32_t cache_n = driver ? CUPTI_DRIVER_TRACE_CBID_SIZE : CUPTI_RUNTIME_TRACE_CBID_SIZE;
+    if (cbid < cache_n && cache[cbid]) return cache[cbid];
+    const char *cupti_name = NULL;
+    CUpti_CallbackDomain domain = driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API;
+    char name[256];
+    if (kp_cupti.cuptiGetCallbackName(domain, cbid, &cupti_name) == CUPTI_SUCCESS && cupti_name &&
+        *cupti_name)
+        kp_cuda_trace_api_name(cupti_name, name, sizeof name);
+    else
+        snprintf(name, sizeof name, "[CUDA %s API %u]", driver ? "driver" : "runtime", cbid);
+    uint32_t id = kp_writer_string(name);
+    if (cbid < cache_n) cache[cbid] = id;
+    return id;
+}
+
+static void kp_emit(kp_rec *r)
+{
+    if (kp_ci.clock_offset) {
+        /* CUPTI kept its own clock: move its times onto kprof's. 0 stays "unknown". */
+        uint64_t *times[] = {&r->start, &r->end, &r->queued, &r->submitted};
+        for (size_t i = 0; i < sizeof times / sizeof times[0]; i++)
+            if (*times[i]) *times[i] = (uint64_t)((int64_t)*times[i] - kp_ci.clock_offset);
+    }
+    kp_writer_emit(r);
+}
+
+/* NVTX markers: starts wait in the table for their ends; one range is emitted per pair.
+ * Returns the number of records lost. */
+static uint64_t kp_marker(const CUpti_ActivityMarker2 *m)
+{
+    if (m->timestamp == 0) return 1;
+    unsigned flags = (unsigned)m->flags;
+    uint32_t tid = kp_cuda_trace_object_thread(m->objectKind, &m->objectId);
+    char name[512];
+    if (flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS) {
+        kp_rec r = {.kind = KP_REC_MARK,
+                    .domain = KP_DOMAIN_NVTX,
+                    .tid = tid,
+                    .start = m->timestamp,
+                    .end = m->timestamp,
+                    .id = m->id};
+        r.name = kp_writer_string(kp_cuda_trace_marker_name(m->domain, m->name, name, sizeof name));
+        kp_emit(&r);
+        return 0;
+    }
+    if (flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
+        uint32_t id =
+            kp_writer_string(kp_cuda_trace_marker_name(m->domain, m->name, name, sizeof name));
+        /* A full table loses this range; a reused id means the older range's end was lost. */
+        return kp_nvtx_open_range(&kp_ci.nvtx, m->id, m->timestamp, id, tid) == 0 ? 0 : 1;
+    }
+    if (flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
+        kp_nvtx_open open;
+        if (!kp_nvtx_close_range(&kp_ci.nvtx, m->id, &open)) return 1; /* its start was lost */
+        kp_rec r = {.kind = KP_REC_RANGE,
+                    .domain = KP_DOMAIN_NVTX,
+                    .tid = open.tid,
+                    .start = open.start,
+                    .end = m->timestamp,
+                    .name = open.name,
+                    .id = open.id};
+        kp_emit(&r);
+        return 0;
+    }
+    return 0; /* synchronization markers (nvtxDomainSyncUser*): not recorded */
+}
+
+/* One CUPTI record. Returns the number of records lost (no timing, no pairing). Caller holds
+ * kp_ci.lock. */
+static uint64_t kp_record(const CUpti_Activity *rec)
+{
+    kp_rec r;
+    switch (rec->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+        const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
+        if (kp_cuda_trace_kernel(k, &r) != 0) return 1;
+        kp_cuda_trace_context_learn(&kp_ci.contexts, k->contextId, k->deviceId);
+        r.name = kp_writer_string(k->name ? k->name : "[unnamed kernel]");
+        break;
+    }
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
+        const CUpti_ActivityAPI *a = (const CUpti_ActivityAPI *)rec;
+        int driver = rec->kind == CUPTI_ACTIVITY_KIND_DRIVER;
+        if (kp_cuda_trace_api(a, driver, &r) != 0) return 1;
+        r.name = kp_api_name_id(driver, a->cbid);
+        break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+        const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)rec;
+        if (kp_cuda_trace_memcpy(m, &r) != 0) return 1;
+        kp_cuda_trace_context_learn(&kp_ci.contexts, m->contextId, m->deviceId);
+        r.name = kp_literal_id(kp_cuda_trace_copy_name(m->copyKind));
+        break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+        const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)rec;
+        if (kp_cuda_trace_memset(m, &r) != 0) return 1;
+        kp_cuda_trace_context_learn(&kp_ci.contexts, m->contextId, m->deviceId);
+        r.name = kp_literal_id("[CUDA memset]");
+        break;
+    }
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+        const CUpti_ActivitySynchronization2 *s = (const CUpti_ActivitySynchronization2 *)rec;
+        if (kp_cuda_trace_sync(s, &r) != 0) return 1;
+        r.device = kp_cuda_trace_context_device(&kp_ci.contexts, s->contextId);
+        r.name = kp_literal_id(kp_cuda_trace_sync_name(s->type));
+        break;
+    }
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: {
+        const CUpti_ActivityOverhead3 *o = (const CUpti_ActivityOverhead3 *)rec;
+        /* CUPTI allocates the details and leaves freeing them to us, timing or not. */
+        free(o->overheadData);
+        if (kp_cuda_trace_overhead(o, &r) != 0) return 1;
+        r.name = kp_literal_id(kp_cuda_trace_overhead_name(o->overheadKind));
+        break;
+    }
+    case CUPTI_ACTIVITY_KIND_MARKER:
+        return kp_marker((const CUpti_ActivityMarker2 *)rec);
+    default:
+        return 0; /* NAME and anything another client enabled: nothing to record */
+    }
+    kp_emit(&r);
+    return 0;
+}
+
+static void CUPTIAPI kp_buffer_request(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 8, KP_BUFFER_BYTES) != 0) p = NULL;
+    *buffer = p; /* NULL declines; CUPTI counts what it then drops */
+    *size = p ? KP_BUFFER_BYTES : 0;
+    *max_records = 0;
+}
+
+static void CUPTIAPI kp_buffer_complete(CUcontext ctx, uint32_t stream, uint8_t *buffer,
+                                        size_t size, size_t valid)
+{
+    (void)ctx;
+    (void)stream;
+    (void)size;
+    CUpti_Activity *rec = NULL;
+    if (getpid() != kp_ci.pid || !kp_writer_active()) {
+        /* A forked child: the string ids, the file and possibly our lock are the parent's.
+         * Record nothing and take no lock; only give back what CUPTI left us to free. */
+        while (kp_cupti.cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
+            if (rec->kind == CUPTI_ACTIVITY_KIND_OVERHEAD)
+                free(((CUpti_ActivityOverhead3 *)rec)->overheadData);
+        free(buffer);
+        return;
+    }
+    uint64_t lost = 0;
+    pthread_mutex_lock(&kp_ci.lock);
+    while (kp_cupti.cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
+        lost += kp_record(rec);
+    pthread_mutex_unlock(&kp_ci.lock);
+    /* The count resets on every call, so each buffer reports the drops since the last one. */
+    size_t dropped = 0;
+    if (kp_cupti.cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS)
+        lost += dropped;
+    kp_writer_dropped(lost);
+    free(buffer);
+}
+
+/* ---- the flush thread ---- */
+
+static void kp_sleep_ms(long ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+static void *kp_flusher_main(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += (long)KP_FLUSH_PERIOD_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        while (sem_timedwait(&kp_ci.wake, &until) != 0 && errno == EINTR) {
+        }
+        int crash = atomic_load(&kp_ci.crash_request);
+        if (!crash && atomic_load(&kp_ci.stop)) break;
+        /* Not forced while the program runs: only buffers whose records are all complete. */
+        pthread_mutex_lock(&kp_ci.flush_lock);
+        kp_cupti.cuptiActivityFlushAll(crash ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+        pthread_mutex_unlock(&kp_ci.flush_lock);
+        kp_writer_flush_all(); /* CUPTI may deliver on its own thread too */
+        if (crash) {
+            atomic_store(&kp_ci.crash_done, 1);
+            break;
+        }
+    }
+    atomic_store(&kp_ci.stopped, 1);
+    return NULL;
+}
+
+/* A child forked while our thread is inside CUPTI would inherit CUPTI's locks held, and CUPTI's
+ * own exit code in the child could then wait on them forever: fork waits for our flush to end.
+ * Registered after the writer's handlers, so this runs before them (flush_lock, then the
+ * writer's lock: the order the flush thread takes them in). */
+static void kp_fork_prepare(void)
+{
+    pthread_mutex_lock(&kp_ci.flush_lock);
+}
+
+static void kp_fork_parent(void)
+{
+    pthread_mutex_unlock(&kp_ci.flush_lock);
+}
+
+static void kp_fork_child(void)
+{
+    pthread_mutex_init(&kp_ci.flush_lock, NULL);
+}
+
+static int kp_flusher_start(void)
+{
+    if (sem_init(&kp_ci.wake, 0, 0) != 0) return -1;
+    if (pthread_atfork(kp_fork_prepare, kp_fork_parent, kp_fork_child) != 0) return -1;
+    /* Signals meant for the program must not land on our thread. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&kp_ci.flusher, NULL, kp_flusher_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) return -1;
+    pthread_setname_np(kp_ci.flusher, "kprof-cupti");
+    pthread_detach(kp_ci.flusher);
+    atomic_store(&kp_ci.flusher_running, 1);
+    return 0;
+}
+
+static void kp_flusher_stop(void)
+{
+    if (!atomic_load(&kp_ci.flusher_running)) return;
+    atomic_store(&kp_ci.stop, 1);
+    sem_post(&kp_ci.wake);
+    /* Bounded: a flusher stuck inside CUPTI must not turn exit into a hang. */
+    for (int i = 0; i < KP_EXIT_WAIT_MS && !atomic_load(&kp_ci.stopped); i++)
+        kp_sleep_ms(1);
+    atomic_store(&kp_ci.flusher_running, 0);
+}
+
+/* ---- crash and exit ---- */
+
+static void kp_on_crash(int sig)
+{
+    int saved_errno = errno;
+    /* Whatever ran before us (the writer's handler, the program's) handles the signal next. */
+    sigaction(sig, &kp_ci.previous[sig], NULL);
+    if (getpid() == kp_ci.pid && atomic_load(&kp_ci.flusher_running) &&
+        !pthread_equal(pthread_self(), kp_ci.flusher) &&
+        !atomic_exchange(&kp_ci.crash_request, 1)) {
+        sem_post(&kp_ci.wake);
+        for (int i = 0; i < KP_CRASH_WAIT_MS && !atomic_load(&kp_ci.crash_done); i++)
+            kp_sleep_ms(1);
+    }
+    errno = saved_errno;
+    raise(sig);
+}
+
+static void kp_install_crash_handlers(void)
+{
+    for (size_t i = 0; i < sizeof kp_crash_signals / sizeof kp_crash_signals[0]; i++) {
+        int sig = kp_crash_signals[i];
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = kp_on_crash;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESETHAND | SA_NODEFER | SA_ONSTACK;
+        sigaction(sig, &sa, &kp_ci.previous[sig]);
+    }
+}
+
+/* Called by the writer at exit, in the process that started it only. No CUDA call here: the
+ * driver may already be shutting down, and the forced flush does not need the device. */
+static void kp_cuda_exit(void)
+{
+    kp_flusher_stop();
+    kp_cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    pthread_mutex_lock(&kp_ci.lock);
+    uint32_t open = kp_ci.nvtx.count;
+    pthread_mutex_unlock(&kp_ci.lock);
+    if (open) {
+        char text[200];
+        snprintf(text, sizeof text,
+                 "%u NVTX range%s still open when the program ended (pushed or started, never "
+                 "popped or ended); not recorded",
+                 open, open == 1 ? " was" : "s were");
+        kp_writer_note(text);
+    }
+}
+
+/* ---- setup ---- */
+
+static const struct {
+    CUpti_ActivityKind kind;
+    const char *what;
+} kp_kinds[] = {
+    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernels"},
+    {CUPTI_ACTIVITY_KIND_MEMCPY, "copies"},
+    {CUPTI_ACTIVITY_KIND_MEMSET, "fills"},
+    {CUPTI_ACTIVITY_KIND_RUNTIME, "runtime API calls"},
+    {CUPTI_ACTIVITY_KIND_DRIVER, "driver API calls"},
+    {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "synchronization waits"},
+    {CUPTI_ACTIVITY_KIND_OVERHEAD, "CUPTI overhead"},
+    {CUPTI_ACTIVITY_KIND_MARKER, "NVTX ranges and marks"},
+    {CUPTI_ACTIVITY_KIND_NAME, "NVTX names"},
+};
+
+#define KP_OTHER_SUBSCRIBER                                                                        \
+    "another CUPTI subscriber (Nsight Systems, Nsight Compute, a debugger) is present"
+
+/* "nothing from CUDA was recorded", naming the other profiler when that is the reason. */
+static void kp_note_unusable(CUptiResult r)
+{
+    char note[300];
+    snprintf(note, sizeof note,
+             r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+                 ? KP_OTHER_SUBSCRIBER "; nothing from CUDA was recorded (%s)"
+                 : "CUPTI could not be used (%s); nothing from CUDA was recorded",
+             kp_cupti_result_text(r));
+    kp_writer_note(note);
+}
+
+/* Enable every kind; say in one note what could not be, and why. Returns how many are on. */
+static int kp_enable_kinds(void)
+{
+    char failed[512] = "";
+    size_t used = 0;
+    CUptiResult first_error = CUPTI_SUCCESS;
+    int enabled = 0, other_subscriber = 0;
+    for (size_t i = 0; i < sizeof kp_kinds / sizeof kp_kinds[0]; i++) {
+        CUptiResult r = kp_cupti.cuptiActivityEnable(kp_kinds[i].kind);
+        if (r == CUPTI_SUCCESS) {
+            enabled++;
+            continue;
+        }
+        if (first_error == CUPTI_SUCCESS) first_error = r;
+        if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) other_subscriber = 1;
+        int n = snprintf(failed + used, sizeof failed - used, "%s%s", used ? ", " : "",
+                         kp_kinds[i].what);
+        if (n > 0 && (size_t)n < sizeof failed - used) used += (size_t)n;
+    }
+    if (enabled == 0) {
+        kp_note_unusable(other_subscriber ? CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+                                          : first_error);
+    } else if (first_error != CUPTI_SUCCESS) {
+        char note[900];
+        snprintf(note, sizeof note,
+                 other_subscriber ? KP_OTHER_SUBSCRIBER "; kprof could not record %s (%s)"
+                                  : "CUPTI could not record %s (%s)",
+                 failed, kp_cupti_result_text(first_error));
+        kp_writer_note(note);
+    }
+    return enabled;
+}
+
+/* Everything CUPTI needs before the first kind is on: our clock, kernel thread ids, queue
+ * times. None is fatal; what failed is written into notes[], to be told only if anything is
+ * recorded at all. */
+#define KP_CONFIG_NOTES 3
+
+static void kp_configure_cupti(char notes[KP_CONFIG_NOTES][300])
+{
+    CUptiResult r = kp_cupti.cuptiActivityRegisterTimestampCallback(kp_writer_now);
+    if (r != CUPTI_SUCCESS) {
+        /* CUPTI keeps its own clock (CLOCK_REALTIME on Linux): measure the distance once. */
+        uint64_t cupti_now = 0;
+        if (kp_cupti.cuptiGetTimestamp(&cupti_now) == CUPTI_SUCCESS && cupti_now)
+            kp_ci.clock_offset = (int64_t)(cupti_now - kp_writer_now());
+        snprintf(notes[0], 300,
+                 kp_ci.clock_offset
+                     ? "CUPTI refused kprof's clock (%s); CUDA times were moved onto it by a "
+                       "one-time offset and may drift against other records"
+                     : "CUPTI refused kprof's clock (%s); CUDA times are on CUPTI's clock and do "
+                       "not line up with other records",
+                 kp_cupti_result_text(r));
+    }
+    r = kp_cupti.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+    if (r != CUPTI_SUCCESS)
+        snprintf(notes[1], 300,
+                 "CUPTI could not report kernel thread ids (%s); CUDA API calls and NVTX ranges "
+                 "carry pthread ids instead",
+                 kp_cupti_result_text(r));
+    r = kp_cupti.cuptiActivityEnableLatencyTimestamps(1);
+    if (r != CUPTI_SUCCESS)
+        snprintf(notes[2], 300,
+                 "CUPTI could not record when kernels were queued and submitted (%s)",
+                 kp_cupti_result_text(r));
+}
+
+static void kp_start(void)
+{
+    char why[512], note[700];
+    if (kp_cupti_load(why, sizeof why) != 0) {
+        snprintf(note, sizeof note, "CUPTI could not be loaded: %s; nothing from CUDA was recorded",
+                 why);
+        kp_writer_note(note);
+        return;
+    }
+    CUptiResult r = kp_cupti.cuptiActivityRegisterCallbacks(kp_buffer_request, kp_buffer_complete);
+    if (r != CUPTI_SUCCESS) {
+        kp_note_unusable(r);
+        return;
+    }
+    char config_notes[KP_CONFIG_NOTES][300] = {{0}};
+    kp_configure_cupti(config_notes);
+    if (kp_enable_kinds() == 0) return;
+    for (int i = 0; i < KP_CONFIG_NOTES; i++)
+        if (config_notes[i][0]) kp_writer_note(config_notes[i]);
+    /* Full buffers come back on CUPTI's own schedule; partial ones through the flush thread. */
+    kp_cupti.cuptiActivityFlushPeriod(KP_FLUSH_PERIOD_MS);
+    kp_writer_at_exit(kp_cuda_exit);
+    if (kp_flusher_start() != 0) {
+        kp_writer_note("kprof could not start its CUPTI flush thread; CUDA records reach the "
+                       "trace only at exit and are lost if the program crashes");
+        return;
+    }
+    kp_install_crash_handlers();
+}
+
+/* The CUDA driver's entry point for injection libraries (CUDA_INJECTION64_PATH). 1 = success;
+ * the driver carries on either way, and every failure is a note in the trace instead. */
+KP_EXPORT int InitializeInjection(void)
+{
+    pthread_mutex_lock(&kp_ci.init_lock);
+    if (kp_ci.initialized) {
+        pthread_mutex_unlock(&kp_ci.init_lock);
+        return 1;
+    }
+    kp_ci.initialized = 1;
+    if (kp_writer_start("cuda") == 0) {
+        kp_ci.pid = getpid();
+        kp_start();
+    }
+    pthread_mutex_unlock(&kp_ci.init_lock);
+    return 1;
+}

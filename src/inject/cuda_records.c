@@ -1,0 +1,341 @@
+/*
+ * cuda_records.c — CUPTI activity records as kp_rec, and the NVTX range table (see
+ * cuda_records.h). Runs on CUPTI's delivery thread for every record, so it neither allocates
+ * nor locks; the names it returns are string literals.
+ */
+#include "inject/cuda_records.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* "_v" followed by digits and nothing else. */
+static int kp_is_version_suffix(const char *s)
+{
+    if (s[0] != '_' || s[1] != 'v' || !s[2]) return 0;
+    for (s += 2; *s; s++)
+        if (*s < '0' || *s > '9') return 0;
+    return 1;
+}
+
+size_t kp_cuda_trace_api_name(const char *cupti_name, char *out, size_t out_n)
+{
+    if (!out_n) return 0;
+    snprintf(out, out_n, "%s", cupti_name ? cupti_name : "");
+    size_t len = strlen(out);
+    /* Suffixes stack ("cudaMemcpy_ptds_v7000", "cuMemcpyHtoD_v2_ptds"): peel until none is
+     * left, and never peel a name down to nothing. */
+    for (;;) {
+        if (len > 5 &&
+            (strcmp(out + len - 5, "_ptds") == 0 || strcmp(out + len - 5, "_ptsz") == 0)) {
+            len -= 5;
+            out[len] = '\0';
+            continue;
+        }
+        char *underscore = strrchr(out, '_');
+        if (underscore && underscore != out && kp_is_version_suffix(underscore)) {
+            *underscore = '\0';
+            len = (size_t)(underscore - out);
+            continue;
+        }
+        return len;
+    }
+}
+
+uint32_t kp_cuda_trace_copy_direction(uint32_t copy_kind)
+{
+    switch (copy_kind) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA:
+        return KP_COPY_HTOD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH:
+        return KP_COPY_DTOH;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA:
+        return KP_COPY_DTOD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
+        return KP_COPY_HTOH;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
+        return KP_COPY_PEER;
+    default:
+        return KP_COPY_UNKNOWN;
+    }
+}
+
+const char *kp_cuda_trace_copy_name(uint32_t copy_kind)
+{
+    switch (copy_kind) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+        return "[CUDA memcpy HtoD]";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+        return "[CUDA memcpy DtoH]";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA:
+        return "[CUDA memcpy HtoA]";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH:
+        return "[CUDA memcpy AtoH]";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
+        return "[CUDA memcpy AtoA]";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
+        return "[CUDA memcpy AtoD]";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA:
+        return "[CUDA memcpy DtoA]";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+        return "[CUDA memcpy DtoD]";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
+        return "[CUDA memcpy HtoH]";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
+        return "[CUDA memcpy PtoP]";
+    default:
+        return "[CUDA memcpy]";
+    }
+}
+
+const char *kp_cuda_trace_sync_name(uint32_t sync_type)
+{
+    switch (sync_type) {
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE:
+        return "[sync: event]";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT:
+        return "[sync: stream wait event]";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE:
+        return "[sync: stream]";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE:
+        return "[sync: context]";
+    default:
+        return "[sync]";
+    }
+}
+
+const char *kp_cuda_trace_overhead_name(uint32_t overhead_kind)
+{
+    switch (overhead_kind) {
+    case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER:
+        return "[CUPTI overhead: driver compiler]";
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH:
+        return "[CUPTI overhead: buffer flush]";
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION:
+        return "[CUPTI overhead: instrumentation]";
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE:
+        return "[CUPTI overhead: resource]";
+    case CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING:
+        return "[CUPTI overhead: module loading]";
+    case CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING:
+        return "[CUPTI overhead: lazy function loading]";
+    case CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL:
+        return "[CUPTI overhead: command buffer full]";
+    case CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST:
+        return "[CUPTI overhead: activity buffer request]";
+    case CUPTI_ACTIVITY_OVERHEAD_UVM_ACTIVITY_INIT:
+        return "[CUPTI overhead: unified memory tracing setup]";
+    default:
+        return "[CUPTI overhead]";
+    }
+}
+
+char *kp_cuda_trace_marker_name(const char *domain, const char *name, char *out, size_t out_n)
+{
+    if (!out_n) return out;
+    if (!name || !*name) name = "(unnamed)";
+    if (domain && *domain)
+        snprintf(out, out_n, "%s:%s", domain, name);
+    else
+        snprintf(out, out_n, "%s", name);
+    return out;
+}
+
+static uint32_t kp_non_negative(int32_t v)
+{
+    return v > 0 ? (uint32_t)v : 0;
+}
+
+int kp_cuda_trace_kernel(const CUpti_ActivityKernel10 *k, kp_rec *r)
+{
+    memset(r, 0, sizeof *r);
+    if (k->start == 0 && k->end == 0) return -1;
+    r->kind = KP_REC_KERNEL;
+    r->start = k->start;
+    r->end = k->end;
+    r->queued = k->queued;
+    r->submitted = k->submitted;
+    r->correlation = k->correlationId;
+    r->device = k->deviceId;
+    r->stream = k->streamId;
+    r->grid[0] = k->gridX;
+    r->grid[1] = k->gridY;
+    r->grid[2] = k->gridZ;
+    r->block[0] = k->blockX;
+    r->block[1] = k->blockY;
+    r->block[2] = k->blockZ;
+    r->registers = k->registersPerThread;
+    r->static_smem = kp_non_negative(k->staticSharedMemory);
+    r->dynamic_smem = kp_non_negative(k->dynamicSharedMemory);
+    r->local_mem = k->localMemoryPerThread;
+    return 0;
+}
+
+int kp_cuda_trace_api(const CUpti_ActivityAPI *a, int driver, kp_rec *r)
+{
+    memset(r, 0, sizeof *r);
+    if (a->start == 0 && a->end == 0) return -1;
+    r->kind = KP_REC_API;
+    r->domain = driver ? KP_DOMAIN_CUDA_DRIVER : KP_DOMAIN_CUDA_RUNTIME;
+    r->start = a->start;
+    r->end = a->end;
+    r->tid = a->threadId;
+    r->correlation = a->correlationId;
+    r->status = (int32_t)a->returnValue;
+    return 0;
+}
+
+int kp_cuda_trace_memcpy(const CUpti_ActivityMemcpy6 *m, kp_rec *r)
+{
+    memset(r, 0, sizeof *r);
+    if (m->start == 0 && m->end == 0) return -1;
+    r->kind = KP_REC_MEMCPY;
+    r->start = m->start;
+    r->end = m->end;
+    r->correlation = m->correlationId;
+    r->device = m->deviceId;
+    r->stream = m->streamId;
+    r->bytes = m->bytes;
+    r->aux = kp_cuda_trace_copy_direction(m->copyKind);
+    return 0;
+}
+
+int kp_cuda_trace_memset(const CUpti_ActivityMemset4 *m, kp_rec *r)
+{
+    memset(r, 0, sizeof *r);
+    if (m->start == 0 && m->end == 0) return -1;
+    r->kind = KP_REC_MEMSET;
+    r->start = m->start;
+    r->end = m->end;
+    r->correlation = m->correlationId;
+    r->device = m->deviceId;
+    r->stream = m->streamId;
+    r->bytes = m->bytes;
+    return 0;
+}
+
+int kp_cuda_trace_sync(const CUpti_ActivitySynchronization2 *s, kp_rec *r)
+{
+    memset(r, 0, sizeof *r);
+    if (s->start == 0 && s->end == 0) return -1;
+    r->kind = KP_REC_SYNC;
+    r->start = s->start;
+    r->end = s->end;
+    r->correlation = s->correlationId;
+    r->stream = s->streamId; /* CUPTI_SYNCHRONIZATION_INVALID_VALUE for a context wait */
+    r->status = (int32_t)s->returnValue;
+    return 0;
+}
+
+uint32_t kp_cuda_trace_object_thread(CUpti_ActivityObjectKind kind,
+                                     const CUpti_ActivityObjectKindId *id)
+{
+    return kind == CUPTI_ACTIVITY_OBJECT_THREAD ? id->pt.threadId : 0;
+}
+
+int kp_cuda_trace_overhead(const CUpti_ActivityOverhead3 *o, kp_rec *r)
+{
+    memset(r, 0, sizeof *r);
+    if (o->start == 0 && o->end == 0) return -1;
+    r->kind = KP_REC_OVERHEAD;
+    r->start = o->start;
+    r->end = o->end;
+    r->correlation = o->correlationId;
+    r->aux = (uint32_t)o->overheadKind;
+    switch (o->objectKind) {
+    case CUPTI_ACTIVITY_OBJECT_THREAD:
+        r->tid = o->objectId.pt.threadId;
+        break;
+    case CUPTI_ACTIVITY_OBJECT_DEVICE:
+    case CUPTI_ACTIVITY_OBJECT_CONTEXT:
+        r->device = o->objectId.dcs.deviceId;
+        break;
+    case CUPTI_ACTIVITY_OBJECT_STREAM:
+        r->device = o->objectId.dcs.deviceId;
+        r->stream = o->objectId.dcs.streamId;
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+void kp_cuda_trace_context_learn(kp_cuda_trace_contexts *t, uint32_t context, uint32_t device)
+{
+    uint32_t key = context + 1;
+    if (key == 0) return; /* CUPTI_INVALID_CONTEXT_ID */
+    for (int i = 0; i < KP_CUDA_TRACE_CONTEXTS; i++) {
+        if (t->context[i] == key) {
+            t->device[i] = device;
+            return;
+        }
+        if (t->context[i] == 0) {
+            t->context[i] = key;
+            t->device[i] = device;
+            return;
+        }
+    }
+}
+
+uint32_t kp_cuda_trace_context_device(const kp_cuda_trace_contexts *t, uint32_t context)
+{
+    uint32_t key = context + 1;
+    for (int i = 0; i < KP_CUDA_TRACE_CONTEXTS && t->context[i]; i++)
+        if (t->context[i] == key) return t->device[i];
+    return 0;
+}
+
+/* ---- NVTX range table ---- */
+
+static uint32_t kp_nvtx_home(uint64_t id)
+{
+    return (uint32_t)((id * 0x9e3779b97f4a7c15ull) >> 32) & (KP_NVTX_SLOTS - 1);
+}
+
+int kp_nvtx_open_range(kp_nvtx_table *t, uint64_t id, uint64_t start, uint32_t name, uint32_t tid)
+{
+    for (uint32_t i = kp_nvtx_home(id);; i = (i + 1) & (KP_NVTX_SLOTS - 1)) {
+        kp_nvtx_open *s = &t->slot[i];
+        if (s->used && s->id == id) {
+            s->start = start;
+            s->name = name;
+            s->tid = tid;
+            return 1;
+        }
+        if (!s->used) {
+            /* The load limit keeps an empty slot for every probe to stop at. */
+            if (t->count >= KP_NVTX_MAX_OPEN) return -1;
+            *s = (kp_nvtx_open){.id = id, .start = start, .name = name, .tid = tid, .used = 1};
+            t->count++;
+            return 0;
+        }
+    }
+}
+
+int kp_nvtx_close_range(kp_nvtx_table *t, uint64_t id, kp_nvtx_open *out)
+{
+    const uint32_t mask = KP_NVTX_SLOTS - 1;
+    uint32_t i = kp_nvtx_home(id);
+    while (t->slot[i].used && t->slot[i].id != id)
+        i = (i + 1) & mask;
+    if (!t->slot[i].used) return 0;
+    *out = t->slot[i];
+    /* Backward-shift deletion: pull later entries of the run into the hole unless their home
+     * lies cyclically in (hole, j], so every entry stays reachable from its home. */
+    for (uint32_t j = i;;) {
+        j = (j + 1) & mask;
+        if (!t->slot[j].used) break;
+        uint32_t home = kp_nvtx_home(t->slot[j].id);
+        int stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+        if (stays) continue;
+        t->slot[i] = t->slot[j];
+        i = j;
+    }
+    t->slot[i].used = 0;
+    t->count--;
+    return 1;
+}
