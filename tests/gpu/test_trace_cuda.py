@@ -1,0 +1,135 @@
+"""kprof trace on a CUDA GPU: a real CUDA program (static and shared cudart), its NVTX ranges,
+fork and crash, a PyTorch program, and another profiler holding CUPTI. Skipped, with the
+reason, where no CUDA device or no nvcc exists."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
+import kptest  # noqa: E402
+
+PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "programs")
+
+
+class TraceCuda(kptest.KprofTestCase):
+    needs_opencl = False
+
+    @classmethod
+    def setUpClass(cls):
+        ok, why = kptest.cuda_available()
+        if not ok:
+            raise kptest.unittest.SkipTest("no CUDA device: " + str(why))
+        cls.bin = os.path.join(kptest.tempfile.mkdtemp(prefix="kprof-cuda-app-"), "bin")
+        p = subprocess.run(["sh", os.path.join(PROGRAMS, "build_cuda_app.sh"), cls.bin],
+                           capture_output=True, text=True)
+        if p.returncode == 77:
+            raise kptest.unittest.SkipTest(p.stderr.strip())
+        if p.returncode != 0:
+            raise AssertionError("building cuda_app failed:\n" + p.stderr)
+        cls.app = os.path.join(cls.bin, "cuda_app")
+
+    def trace(self, *cmd, expect=0, name="t.kprof", timeout=300):
+        out = os.path.join(self.tmp, name)
+        p = self.kprof("trace", "-o", out, "--", *cmd, expect=expect, timeout=timeout)
+        return out, p
+
+    def report(self, path):
+        return json.loads(self.kprof("report", path, "--json", expect=0).stdout)
+
+    def test_cuda_program(self):
+        path, p = self.trace(self.app, "500")
+        self.assertIn("cuda_app: ok", p.stdout)
+        r = self.report(path)
+        dev = {g["name"]: g for g in r["device"]}
+        self.assertEqual(dev["kp_plain_add"]["calls"], 500)
+        scale = [n for n in dev if n.startswith("void kp_scale<float, 2>")]
+        self.assertEqual(len(scale), 1, list(dev))  # demangled
+        self.assertEqual(dev[scale[0]]["calls"], 500)
+        self.assertTrue(any("memcpy" in n for n in dev), list(dev))
+        self.assertTrue(any("memset" in n for n in dev), list(dev))
+        host = {g["name"] for g in r["host"]}
+        self.assertIn("cudaLaunchKernel", host)
+        self.assertIn("cudaDeviceSynchronize", host)
+        self.assertFalse([n for n in host if n.endswith("_v2")], host)
+        nvtx = {g["name"]: g for g in r["nvtx"]}
+        self.assertEqual(nvtx["outer"]["calls"], 1)
+        self.assertEqual(nvtx["inner"]["calls"], 50)
+        self.assertEqual(r["dropped"], 0)
+        # Device times lie inside the run, on the same clock as the host calls.
+        import sqlite3
+        db = sqlite3.connect(path)
+        lo, hi = db.execute("SELECT value FROM meta WHERE key='start_ns'").fetchone()[0], \
+            db.execute("SELECT value FROM meta WHERE key='end_ns'").fetchone()[0]
+        k = db.execute("SELECT MIN(start_ns), MAX(end_ns) FROM events WHERE kind = 4").fetchone()
+        self.assertGreaterEqual(k[0], int(lo))
+        self.assertLessEqual(k[1], int(hi))
+        # Each launch precedes its kernel.
+        bad = db.execute("SELECT COUNT(*) FROM events a JOIN events k ON k.pid = a.pid AND "
+                         "k.correlation = a.correlation WHERE a.kind = 3 AND k.kind = 4 AND "
+                         "k.start_ns < a.start_ns").fetchone()[0]
+        self.assertEqual(bad, 0)
+        n = db.execute("SELECT COUNT(*) FROM events WHERE kind = 4 AND queued_ns IS NOT NULL")
+        self.assertEqual(n.fetchone()[0], 1000)
+        out = os.path.join(self.tmp, "t.json")
+        self.kprof("export", path, "--chrome", out, expect=0)
+        ev = json.load(open(out))["traceEvents"]
+        self.assertEqual(sum(1 for e in ev if e.get("flow_in") and e.get("cat") == "kernel"), 1000)
+        text = self.kprof("report", path, "--trace", expect=0).stdout
+        self.assertIn("Regs", text)
+
+    def test_shared_cudart(self):
+        exe = os.path.join(self.tmp, "cuda_app_shared")
+        p = subprocess.run(["nvcc", "-arch=sm_90", "-cudart", "shared", "-o", exe,
+                            os.path.join(PROGRAMS, "cuda_app.cu")], capture_output=True, text=True)
+        if p.returncode != 0:
+            self.fail("nvcc -cudart shared failed: " + p.stderr)
+        path, _ = self.trace(exe, "100")
+        r = self.report(path)
+        self.assertEqual({g["name"]: g["calls"] for g in r["device"]}["kp_plain_add"], 100)
+
+    def test_fork_does_not_hang(self):
+        path, p = self.trace(self.app, "100", "fork", timeout=120)
+        self.assertIn("cuda_app: ok", p.stdout)
+        r = self.report(path)
+        self.assertEqual({g["name"]: g["calls"] for g in r["device"]}["kp_plain_add"], 100)
+
+    def test_crash_keeps_what_came_before(self):
+        path, p = self.trace(self.app, "200", "crash", expect=128 + 11, timeout=120)
+        self.assertIn("ended without closing its record", p.stderr)
+        r = self.report(path)
+        dev = {g["name"]: g["calls"] for g in r["device"]}
+        self.assertGreaterEqual(dev.get("kp_plain_add", 0), 100)
+
+    def test_python_pytorch(self):
+        code = ("import torch\n"
+                "x = torch.ones(1 << 20, device='cuda')\n"
+                "for _ in range(200): x.add_(1)\n"
+                "torch.cuda.synchronize()\n"
+                "print('sum', float(x.sum()))\n")
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            self.skipTest("no torch in this python")
+        path, p = self.trace(sys.executable, "-c", code, timeout=300)
+        self.assertIn("sum 21", p.stdout.replace(".0", ""))
+        r = self.report(path)
+        self.assertGreaterEqual(r["verdict"]["kernels"], 200)
+
+    def test_another_profiler(self):
+        ncu = shutil.which("ncu")
+        if not ncu:
+            self.skipTest("no ncu on this machine")
+        out = os.path.join(self.tmp, "under-ncu.kprof")
+        p = subprocess.run([ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum",
+                            kptest.KPROF, "trace", "-o", out, "--", self.app, "5"],
+                           capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, **{k: v for k, v in self.env.items() if v}))
+        said = p.stdout + p.stderr
+        self.assertTrue("another profiler" in said or "another CUPTI subscriber" in said, said[-3000:])
+
+
+if __name__ == "__main__":
+    kptest.main()
