@@ -50,15 +50,15 @@ typedef struct kp_rec {
     uint64_t submitted;       /* device ops: when it reached the device (0 = unknown) */
     uint64_t correlation;     /* host call <-> its device op */
     uint32_t device, stream;  /* device op: device, stream or queue; SYNC: 0xFFFFFFFF = none */
-    int32_t grid[3];          /* kernels: threadgroups per dimension */
-    int32_t block[3];         /* kernels: threads per threadgroup */
+    int32_t grid[3];          /* kernels: threadgroups per dimension (work-items when block 0) */
+    int32_t block[3];         /* kernels: threads per threadgroup; 0 = chosen by the runtime */
     uint32_t registers;       /* per thread (0 = unknown) */
     uint32_t static_smem;     /* bytes */
     uint32_t dynamic_smem;    /* bytes */
     uint32_t local_mem;       /* bytes per thread */
     uint64_t bytes;           /* copies, fills; STRING: text length; DROPPED: count */
     uint64_t id;              /* HEADER: pid; RANGE/MARK: range id */
-    int32_t status;           /* API: return value */
+    int32_t status;           /* API: return value; OpenCL device ops: execution status */
     uint32_t aux;             /* HEADER: ppid; MEMCPY: KP_COPY_*; OVERHEAD: CUPTI's kind */
 } kp_rec;
 

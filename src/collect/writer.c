@@ -63,9 +63,12 @@ uint64_t kp_writer_now(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static _Thread_local uint32_t kp_my_tid;
+
 uint32_t kp_writer_tid(void)
 {
-    return (uint32_t)syscall(SYS_gettid);
+    if (!kp_my_tid) kp_my_tid = (uint32_t)syscall(SYS_gettid);
+    return kp_my_tid;
 }
 
 int kp_writer_active(void)
@@ -282,6 +285,7 @@ static void kp_fork_parent(void)
  * child records again (into its own file) only if its collector starts the writer anew. */
 static void kp_fork_child(void)
 {
+    kp_my_tid = 0; /* the forking thread has a new id in the child */
     for (kp_tbuf *b = kp_w.buffers; b; b = b->next) {
         pthread_mutex_init(&b->lock, NULL);
         b->len = 0;

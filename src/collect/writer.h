@@ -45,7 +45,8 @@ void kp_writer_flush_all(void);
 
 /* Run fn at process exit before the final flush, in the process that started the writer only
  * (never in a forked child): the CUDA collector flushes CUPTI there. Up to four functions, run
- * last registered first. */
+ * last registered first. They must not block: runtimes may already be half torn down (their
+ * own exit handlers can run before these). */
 void kp_writer_at_exit(void (*fn)(void));
 
 /* CLOCK_MONOTONIC ns and the kernel thread id, as records carry them. */

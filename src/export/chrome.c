@@ -21,10 +21,10 @@ static int64_t kp_gpu_pid(int64_t pid, int64_t device)
     return (1LL << 30) + pid * 16 + (device & 15);
 }
 
-/* Flow ids: pid and correlation, below 2^53 so JavaScript keeps them exact. */
-static uint64_t kp_flow_id(int64_t pid, int64_t corr)
+/* Flow ids: the process row and the correlation, below 2^53 so JavaScript keeps them exact. */
+static uint64_t kp_flow_id(int64_t process, int64_t corr)
 {
-    return ((uint64_t)pid << 30) + ((uint64_t)corr & ((1u << 30) - 1));
+    return ((uint64_t)process << 30) + ((uint64_t)corr & ((1u << 30) - 1));
 }
 
 /* Appending to the output without printf: the export writes millions of numbers. */
@@ -172,7 +172,7 @@ kprof_status kp_export_chrome(sqlite3 *db, FILE *f, kp_error *err)
     if (sqlite3_prepare_v2(db,
                            "SELECT kind, pid, tid, start_ns, end_ns, correlation, device, stream, "
                            "name, grid_x, grid_y, grid_z, block_x, block_y, block_z, registers, "
-                           "static_smem, dynamic_smem, bytes, range_id, launched FROM events",
+                           "static_smem, dynamic_smem, bytes, range_id, launched, process FROM events",
                            -1, &q, NULL) != SQLITE_OK) {
         st = kp_chrome_fail(db, err);
         goto out;
@@ -212,7 +212,8 @@ kprof_status kp_export_chrome(sqlite3 *db, FILE *f, kp_error *err)
             kp_put(f, "}");
             continue;
         }
-        uint64_t flow = has_corr ? kp_flow_id(pid, corr) : 0;
+        /* Correlations are numbered per collector: a process image is the scope. */
+        uint64_t flow = has_corr ? kp_flow_id(sqlite3_column_int64(q, 21), corr) : 0;
         if (has_corr && device_op) {
             kp_put(f, ",\"bind_id\":");
             kp_put_u64(f, flow);

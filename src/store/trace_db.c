@@ -36,14 +36,15 @@ static const char kp_trace_schema[] =
     " block_y INTEGER, block_z INTEGER, registers INTEGER, static_smem INTEGER,"
     " dynamic_smem INTEGER, local_mem INTEGER, bytes INTEGER, copy_kind INTEGER,"
     " range_id INTEGER, status INTEGER, launched INTEGER);"
-    "CREATE VIEW event_view AS SELECT e.id, k.name AS kind, e.pid, e.tid, s.text AS name,"
+    "CREATE VIEW event_view AS SELECT e.id, k.name AS kind, e.process, e.pid, e.tid,"
+    " s.text AS name,"
     " e.start_ns, e.end_ns, e.end_ns - e.start_ns AS duration_ns, e.correlation, e.device,"
     " e.stream, e.bytes FROM events e JOIN kinds k ON k.id = e.kind"
     " LEFT JOIN strings s ON s.id = e.name;";
 
 static const char kp_trace_indexes[] = "CREATE INDEX events_start ON events(start_ns);"
                                        "CREATE INDEX events_kind_name ON events(kind, name);"
-                                       "CREATE INDEX events_correlation ON events(pid, correlation);";
+                                       "CREATE INDEX events_correlation ON events(process, correlation);";
 
 typedef struct kp_merge {
     sqlite3 *db;

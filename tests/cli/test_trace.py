@@ -129,7 +129,7 @@ class Trace(kptest.KprofTestCase):
         self.assertIn("gen_trace.py launch-bound", meta["command"])
         self.assertEqual(int(meta["exit_status"]), 0)
         rows = db.execute("SELECT a.name, k.name FROM event_view a JOIN event_view k ON "
-                          "k.pid = a.pid AND k.correlation = a.correlation WHERE a.kind = 'api' "
+                          "k.process = a.process AND k.correlation = a.correlation WHERE a.kind = 'api' "
                           "AND k.kind = 'kernel'").fetchall()
         self.assertEqual(len(rows), 10)
         self.assertEqual(db.execute("SELECT COUNT(*) FROM events WHERE launched = 1").fetchone()[0],

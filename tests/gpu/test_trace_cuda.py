@@ -67,7 +67,7 @@ class TraceCuda(kptest.KprofTestCase):
         self.assertGreaterEqual(k[0], int(lo))
         self.assertLessEqual(k[1], int(hi))
         # Each launch precedes its kernel.
-        bad = db.execute("SELECT COUNT(*) FROM events a JOIN events k ON k.pid = a.pid AND "
+        bad = db.execute("SELECT COUNT(*) FROM events a JOIN events k ON k.process = a.process AND "
                          "k.correlation = a.correlation WHERE a.kind = 3 AND k.kind = 4 AND "
                          "k.start_ns < a.start_ns").fetchone()[0]
         self.assertEqual(bad, 0)

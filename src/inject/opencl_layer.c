@@ -1,0 +1,669 @@
+/*
+ * opencl_layer.c — the OpenCL collector of `kprof trace`: an ICD-loader layer that the loader
+ * puts between an unmodified program and its OpenCL runtime when OPENCL_LAYERS names
+ * libkprof-inject.so.
+ *
+ * The loader calls clGetLayerInfo and clInitLayer once, from inside the program's first OpenCL
+ * call, handing over the dispatch table of what comes next (the next layer or the loader itself).
+ * clInitLayer starts the record writer and returns a copy of that table in which the calls below
+ * point at wrappers; when the writer cannot start (KPROF_TRACE_DIR unset) the copy is returned
+ * untouched and the layer costs nothing. Every wrapper records its call as a KP_REC_API record
+ * (name, start/end on CLOCK_MONOTONIC, thread, status = the cl_int result or errcode_ret).
+ *
+ * Profiling is forced on: CL_QUEUE_PROFILING_ENABLE is ORed into the properties of both
+ * queue-creation calls (if a device refuses the property, the queue is made as the program asked
+ * and its operations are counted as dropped). Each enqueue of a kernel, read, write, copy or fill
+ * gets a correlation id shared with its API record and, where the program passed no event, an
+ * event of the layer's own; opencl_ops.c reads the event's times once it completes and writes the
+ * device record. The program's own events keep working, profiling times included.
+ *
+ * Calls into the runtime go straight to the next table, never back through the loader, so the
+ * wrappers never see the layer's own calls.
+ */
+#include "inject/opencl_ops.h"
+
+#include "collect/writer.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KP_CL_EXPORT __attribute__((visibility("default")))
+
+/* X(function) — every call the layer wraps; each has a kp_wrap_<function> below. */
+#define KP_CL_WRAPPED(X)                                                                           \
+    X(clCreateContext)                                                                             \
+    X(clReleaseContext)                                                                            \
+    X(clCreateCommandQueue)                                                                        \
+    X(clCreateCommandQueueWithProperties)                                                          \
+    X(clReleaseCommandQueue)                                                                       \
+    X(clCreateBuffer)                                                                              \
+    X(clReleaseMemObject)                                                                          \
+    X(clCreateProgramWithSource)                                                                   \
+    X(clBuildProgram)                                                                              \
+    X(clReleaseProgram)                                                                            \
+    X(clCreateKernel)                                                                              \
+    X(clCreateKernelsInProgram)                                                                    \
+    X(clSetKernelArg)                                                                              \
+    X(clReleaseKernel)                                                                             \
+    X(clEnqueueNDRangeKernel)                                                                      \
+    X(clEnqueueTask)                                                                               \
+    X(clEnqueueReadBuffer)                                                                         \
+    X(clEnqueueWriteBuffer)                                                                        \
+    X(clEnqueueCopyBuffer)                                                                         \
+    X(clEnqueueReadBufferRect)                                                                     \
+    X(clEnqueueWriteBufferRect)                                                                    \
+    X(clEnqueueCopyBufferRect)                                                                     \
+    X(clEnqueueFillBuffer)                                                                         \
+    X(clEnqueueMapBuffer)                                                                          \
+    X(clEnqueueUnmapMemObject)                                                                     \
+    X(clFlush)                                                                                     \
+    X(clFinish)                                                                                    \
+    X(clWaitForEvents)                                                                             \
+    X(clReleaseEvent)                                                                              \
+    X(clGetEventProfilingInfo)
+
+typedef enum kp_cl_function {
+#define KP_CL_ENUM_(fn) KP_CL_FN_##fn,
+    KP_CL_WRAPPED(KP_CL_ENUM_)
+#undef KP_CL_ENUM_
+        KP_CL_FN_COUNT
+} kp_cl_function;
+
+static const char *const kp_cl_function_names[KP_CL_FN_COUNT] = {
+#define KP_CL_NAME_(fn) [KP_CL_FN_##fn] = #fn,
+    KP_CL_WRAPPED(KP_CL_NAME_)
+#undef KP_CL_NAME_
+};
+
+static _Atomic uint64_t kp_cl_function_ids[KP_CL_FN_COUNT]; /* string ids, see kp_cl_string */
+
+cl_icd_dispatch kp_cl_next;
+static cl_icd_dispatch kp_cl_layer; /* what the loader calls: kp_cl_next with wrappers in it */
+
+/* One KP_REC_API record. */
+static void kp_cl_api(kp_cl_function fn, uint64_t start, uint64_t end, cl_int status,
+                      uint64_t correlation)
+{
+    if (!kp_cl_recording()) return;
+    kp_rec r = {.kind = KP_REC_API,
+                .domain = KP_DOMAIN_OPENCL,
+                .name = kp_cl_string(&kp_cl_function_ids[fn], kp_cl_function_names[fn]),
+                .tid = kp_cl_tid(),
+                .start = start,
+                .end = end,
+                .correlation = correlation,
+                .status = status};
+    kp_writer_emit(&r);
+}
+
+static int32_t kp_cl_clamp(size_t n)
+{
+    return n > INT32_MAX ? INT32_MAX : (int32_t)n;
+}
+
+/* Launch geometry: work-groups per dimension and the work-group size. Without a local size the
+ * runtime picks the group size, which no query reveals: block is 0 and grid holds work-items. */
+static void kp_cl_geometry(kp_cl_op *op, cl_uint dims, const size_t *global, const size_t *local)
+{
+    for (cl_uint d = 0; d < 3; d++) {
+        size_t g = global && d < dims ? global[d] : 1;
+        if (local) {
+            size_t l = d < dims ? local[d] : 1;
+            op->block[d] = kp_cl_clamp(l);
+            op->grid[d] = kp_cl_clamp(l ? (g + l - 1) / l : 0); /* non-uniform groups round up */
+        } else {
+            op->block[d] = 0;
+            op->grid[d] = kp_cl_clamp(g);
+        }
+    }
+}
+
+/* After the real enqueue: hand a tracked operation's event over, then look at older ones — all
+ * of them after a blocking call, which synchronised. */
+static void kp_cl_enqueued(const kp_cl_op *op, int tracked, cl_int rc, const cl_event *app_event,
+                           cl_event own_event, cl_bool blocking)
+{
+    if (tracked && rc == CL_SUCCESS)
+        kp_cl_op_commit(op, app_event ? *app_event : own_event, app_event != NULL);
+    if (blocking && rc == CL_SUCCESS)
+        kp_cl_ops_drain();
+    else
+        kp_cl_ops_poll();
+}
+
+/* ---- contexts, queues, memory, programs, kernels: API records only ---- */
+
+static cl_context CL_API_CALL kp_wrap_clCreateContext(
+    const cl_context_properties *properties, cl_uint num_devices, const cl_device_id *devices,
+    void(CL_CALLBACK *notify)(const char *, const void *, size_t, void *), void *user_data,
+    cl_int *errcode_ret)
+{
+    cl_int err = CL_SUCCESS;
+    uint64_t t0 = kp_writer_now();
+    cl_context c =
+        kp_cl_next.clCreateContext(properties, num_devices, devices, notify, user_data, &err);
+    kp_cl_api(KP_CL_FN_clCreateContext, t0, kp_writer_now(), err, 0);
+    if (errcode_ret) *errcode_ret = err;
+    return c;
+}
+
+static cl_int CL_API_CALL kp_wrap_clReleaseContext(cl_context context)
+{
+    uint64_t t0 = kp_writer_now();
+    cl_int rc = kp_cl_next.clReleaseContext(context);
+    kp_cl_api(KP_CL_FN_clReleaseContext, t0, kp_writer_now(), rc, 0);
+    return rc;
+}
+
+static cl_command_queue CL_API_CALL
+kp_wrap_clCreateCommandQueue(cl_context context, cl_device_id device,
+                             cl_command_queue_properties properties, cl_int *errcode_ret)
+{
+    cl_int err = CL_SUCCESS;
+    int recording = kp_cl_recording();
+    int profiled = !!(properties & CL_QUEUE_PROFILING_ENABLE);
+    int force = recording && !profiled;
+    uint64_t t0 = kp_writer_now();
+    cl_command_queue q = kp_cl_next.clCreateCommandQueue(
+        context, device, properties | (force ? CL_QUEUE_PROFILING_ENABLE : 0), &err);
+    if (q && force) profiled = 1;
+    if (!q && force) /* the device refuses profiling here: make what the program asked for */
+        q = kp_cl_next.clCreateCommandQueue(context, device, properties, &err);
+    uint64_t t1 = kp_writer_now();
+    if (q && recording) kp_cl_queue_created(q, device, profiled);
+    kp_cl_api(KP_CL_FN_clCreateCommandQueue, t0, t1, err, 0);
+    if (errcode_ret) *errcode_ret = err;
+    return q;
+}
+
+static cl_command_queue CL_API_CALL kp_wrap_clCreateCommandQueueWithProperties(
+    cl_context context, cl_device_id device, const cl_queue_properties *properties,
+    cl_int *errcode_ret)
+{
+    /* The program's (name, value) pairs, with CL_QUEUE_PROFILING_ENABLE ORed into
+     * CL_QUEUE_PROPERTIES, or that pair added. */
+    cl_queue_properties stack[64], *forced = NULL;
+    size_t pairs = 0;
+    while (properties && properties[2 * pairs] != 0)
+        pairs++;
+    int recording = kp_cl_recording();
+    if (recording) forced = 2 * pairs + 3 <= 64 ? stack : malloc((2 * pairs + 3) * sizeof *forced);
+    if (forced) {
+        int found = 0;
+        if (pairs) memcpy(forced, properties, 2 * pairs * sizeof *forced);
+        for (size_t i = 0; i < pairs; i++) {
+            if (forced[2 * i] == CL_QUEUE_PROPERTIES) {
+                forced[2 * i + 1] |= CL_QUEUE_PROFILING_ENABLE;
+                found = 1;
+            }
+        }
+        size_t n = 2 * pairs;
+        if (!found) {
+            forced[n++] = CL_QUEUE_PROPERTIES;
+            forced[n++] = CL_QUEUE_PROFILING_ENABLE;
+        }
+        forced[n] = 0;
+    }
+
+    cl_int err = CL_SUCCESS;
+    int profiled = 1;
+    uint64_t t0 = kp_writer_now();
+    cl_command_queue q = kp_cl_next.clCreateCommandQueueWithProperties(
+        context, device, forced ? forced : properties, &err);
+    if (!q && forced) {
+        q = kp_cl_next.clCreateCommandQueueWithProperties(context, device, properties, &err);
+        profiled = 0;
+        for (size_t i = 0; i < pairs; i++)
+            if (properties[2 * i] == CL_QUEUE_PROPERTIES &&
+                (properties[2 * i + 1] & CL_QUEUE_PROFILING_ENABLE))
+                profiled = 1;
+    }
+    uint64_t t1 = kp_writer_now();
+    if (forced && forced != stack) free(forced);
+    if (q && recording) kp_cl_queue_created(q, device, profiled);
+    kp_cl_api(KP_CL_FN_clCreateCommandQueueWithProperties, t0, t1, err, 0);
+    if (errcode_ret) *errcode_ret = err;
+    return q;
+}
+
+static cl_int CL_API_CALL kp_wrap_clReleaseCommandQueue(cl_command_queue queue)
+{
+    kp_cl_queue_releasing(queue);
+    uint64_t t0 = kp_writer_now();
+    cl_int rc = kp_cl_next.clReleaseCommandQueue(queue);
+    kp_cl_api(KP_CL_FN_clReleaseCommandQueue, t0, kp_writer_now(), rc, 0);
+    return rc;
+}
+
+static cl_mem CL_API_CALL kp_wrap_clCreateBuffer(cl_context context, cl_mem_flags flags,
+                                                 size_t size, void *host_ptr, cl_int *errcode_ret)
+{
+    cl_int err = CL_SUCCESS;
+    uint64_t t0 = kp_writer_now();
+    cl_mem m = kp_cl_next.clCreateBuffer(context, flags, size, host_ptr, &err);
+    kp_cl_api(KP_CL_FN_clCreateBuffer, t0, kp_writer_now(), err, 0);
+    if (errcode_ret) *errcode_ret = err;
+    return m;
+}
+
+static cl_int CL_API_CALL kp_wrap_clReleaseMemObject(cl_mem memobj)
+{
+    uint64_t t0 = kp_writer_now();
+    cl_int rc = kp_cl_next.clReleaseMemObject(memobj);
+    kp_cl_api(KP_CL_FN_clReleaseMemObject, t0, kp_writer_now(), rc, 0);
+    return rc;
+}
+
+static cl_program CL_API_CALL kp_wrap_clCreateProgramWithSource(cl_context context, cl_uint count,
+                                                                const char **strings,
+                                                                const size_t *lengths,
+                                                                cl_int *errcode_ret)
+{
+    cl_int err = CL_SUCCESS;
+    uint64_t t0 = kp_writer_now();
+    cl_program p = kp_cl_next.clCreateProgramWithSource(context, count, strings, lengths, &err);
+    kp_cl_api(KP_CL_FN_clCreateProgramWithSource, t0, kp_writer_now(), err, 0);
+    if (errcode_ret) *errcode_ret = err;
+    return p;
+}
+
+static cl_int CL_API_CALL kp_wrap_clBuildProgram(cl_program program, cl_uint num_devices,
+                                                 const cl_device_id *devices, const char *options,
+                                                 void(CL_CALLBACK *notify)(cl_program, void *),
+                                                 void *user_data)
+{
+    uint64_t t0 = kp_writer_now();
+    cl_int rc =
+        kp_cl_next.clBuildProgram(program, num_devices, devices, options, notify, user_data);
+    kp_cl_api(KP_CL_FN_clBuildProgram, t0, kp_writer_now(), rc, 0);
+    return rc;
+}
+
+static cl_int CL_API_CALL kp_wrap_clReleaseProgram(cl_program program)
+{
+    uint64_t t0 = kp_writer_now();
+    cl_int rc = kp_cl_next.clReleaseProgram(program);
+    kp_cl_api(KP_CL_FN_clReleaseProgram, t0, kp_writer_now(), rc, 0);
+    return rc;
+}
+
+static cl_kernel CL_API_CALL kp_wrap_clCreateKernel(cl_program program, const char *kernel_name,
+                                                    cl_int *errcode_ret)
+{
+    cl_int err = CL_SUCCESS;
+    uint64_t t0 = kp_writer_now();
+    cl_kernel k = kp_cl_next.clCreateKernel(program, kernel_name, &err);
+    uint64_t t1 = kp_writer_now();
+    if (k) kp_cl_kernel_created(k);
+    kp_cl_api(KP_CL_FN_clCreateKernel, t0, t1, err, 0);
+    if (errcode_ret) *errcode_ret = err;
+    return k;
+}
+
+static cl_int CL_API_CALL kp_wrap_clCreateKernelsInProgram(cl_program program, cl_uint num_kernels,
+                                                           cl_kernel *kernels,
+                                                           cl_uint *num_kernels_ret)
+{
+    uint64_t t0 = kp_writer_now();
+    cl_int rc = kp_cl_next.clCreateKernelsInProgram(program, num_kernels, kernels, num_kernels_ret);
+    uint64_t t1 = kp_writer_now();
+    if (rc == CL_SUCCESS && kernels)
+        for (cl_uint i = 0; i < num_kernels; i++)
+            if (kernels[i]) kp_cl_kernel_created(kernels[i]);
+    kp_cl_api(KP_CL_FN_clCreateKernelsInProgram, t0, t1, rc, 0);
+    return rc;
+}
+
+static cl_int CL_API_CALL kp_wrap_clSetKernelArg(cl_kernel kernel, cl_uint arg_index,
+                                                 size_t arg_size, const void *arg_value)
+{
+    uint64_t t0 = kp_writer_now();
+    cl_int rc = kp_cl_next.clSetKernelArg(kernel, arg_index, arg_size, arg_value);
+    kp_cl_api(KP_CL_FN_clSetKernelArg, t0, kp_writer_now(), rc, 0);
+    return rc;
+}
+
+static cl_int CL_API_CALL kp_wrap_clReleaseKernel(cl_kernel kernel)
+{
+    uint64_t t0 = kp_writer_now();
+    cl_int rc = kp_cl_next.clReleaseKernel(kernel);
+    kp_cl_api(KP_CL_FN_clReleaseKernel, t0, kp_writer_now(), rc, 0);
+    return rc;
+}
+
+/* ---- enqueues of device operations ---- */
+
+static cl_int CL_API_CALL kp_wrap_clEnqueueNDRangeKernel(
+    cl_command_queue queue, cl_kernel kernel, cl_uint work_dim, const size_t *global_offset,
+    const size_t *global_size, const size_t *local_size, cl_uint num_events,
+    const cl_event *wait_list, cl_event *event)
+{
+    kp_cl_op op;
+    cl_event own = NULL;
+    int tracked = kp_cl_op_begin(&op, queue, KP_CL_KERNEL, kernel);
+    if (tracked) kp_cl_geometry(&op, work_dim, global_size, local_size);
+    op.host_enqueue = kp_writer_now();
+    cl_int rc = kp_cl_next.clEnqueueNDRangeKernel(queue, kernel, work_dim, global_offset,
+                                                  global_size, local_size, num_events, wait_list,
+                                                  tracked && !event ? &own : event);
+    op.host_return = kp_writer_now();
+    kp_cl_api(KP_CL_FN_clEnqueueNDRangeKernel, op.host_enqueue, op.host_return, rc, op.correlation);
+    kp_cl_enqueued(&op, tracked, rc, event, own, CL_FALSE);
+    return rc;
+}
+
+static cl_int CL_API_CALL kp_wrap_clEnqueueTask(cl_command_queue queue, cl_kernel kernel,
+                                                cl_uint num_events, const cl_event *wait_list,
+                                                cl_event *event)
+{
+    kp_cl_op op;
+    cl_event own = NULL;
+    const size_t one = 1;
+    int tracked = kp_cl_op_begin(&op, queue, KP_CL_KERNEL, kernel);
+    if (tracked) kp_cl_geometry(&op, 1, &one, &one);
+    op.host_enqueue = kp_writer_now();
+    cl_int rc = kp_cl_next.clEnqueueTask(queue, kernel, num_events, wait_list,
+                                         tracked && !event ? &own : event);
+    op.host_return = kp_writer_now();
+    kp_cl_api(KP_CL_FN_clEnqueueTask, op.host_enqueue, op.host_return, rc, op.correlation);
+    kp_cl_enqueued(&op, tracked, rc, event, own, CL_FALSE);
+    return rc;
+}
+
+static cl_int CL_API_CALL kp_wrap_clEnqueueReadBuffer(cl_command_queue queue, cl_mem buffer,
+                                                      cl_bool blocking, size_t offset, size_t size,
+                                                      void *ptr, cl_uint num_events,
+                                                      const cl_event *wait_list, cl_event *event)
+{
+    kp_cl_op op;
+    cl_event own = NULL;
+    int tracked = kp_cl_op_begin(&op, queue, KP_CL_READ, NULL);
+    op.bytes = size;
+    op.host_enqueue = kp_writer_now();
+    cl_int rc =
+        kp_cl_next.clEnqueueReadBuffer(queue, buffer, blocking, offset, size, ptr, num_events,
+                                       wait_list, tracked && !event ? &own : event);
+    op.host_return = kp_writer_now();
+    kp_cl_api(KP_CL_FN_clEnqueueReadBuffer, op.host_enqueue, op.host_return, rc, op.correlation);
+    kp_cl_enqueued(&op, tracked, rc, event, own, blocking);
+    return rc;
+}
+
+static cl_int CL_API_CALL kp_wrap_clEnqueueWriteBuffer(cl_command_queue queue, cl_mem buffer,
+                                                       cl_bool blocking, size_t offset, size_t size,
+                                                       const void *ptr, cl_uint num_events,
+                                                       const cl_event *wait_list, cl_event *event)
+{
+    kp_cl_op op;
+    cl_event own = NULL;
+    int tracked = kp_cl_op_begin(&op, queue, KP_CL_WRITE, NULL);
+    op.bytes = size;
+    op.host_enqueue = kp_writer_now();
+    cl_int rc =
+        kp_cl_next.clEnqueueWriteBuffer(queue, buffer, blocking, offset, size, ptr, num_events,
+                                        wait_list, tracked && !event ? &own : event);
+    op.host_return = kp_writer_now();
+    kp_cl_api(KP_CL_FN_clEnqueueWriteBuffer, op.host_enqueue, op.host_return, rc, op.correlation);
+    kp_cl_enqueued(&op, tracked, rc, event, own, blocking);
+    return rc;
+}
+
+static cl_int CL_API_CALL kp_wrap_clEnqueueCopyBuffer(cl_command_queue queue, cl_mem src,
+                                                      cl_mem dst, size_t src_offset,
+                                                      size_t dst_offset, size_t size,
+                                                      cl_uint num_events, const cl_event *wait_list,
+                                                      cl_event *event)
+{
+    kp_cl_op op;
+    cl_event own = NULL;
+    int tracked = kp_cl_op_begin(&op, queue, KP_CL_COPY, NULL);
+    op.bytes = size;
+    op.host_enqueue = kp_writer_now();
+    cl_int rc =
+        kp_cl_next.clEnqueueCopyBuffer(queue, src, dst, src_offset, dst_offset, size, num_events,
+                                       wait_list, tracked && !event ? &own : event);
+    op.host_return = kp_writer_now();
+    kp_cl_api(KP_CL_FN_clEnqueueCopyBuffer, op.host_enqueue, op.host_return, rc, op.correlation);
+    kp_cl_enqueued(&op, tracked, rc, event, own, CL_FALSE);
+    return rc;
+}
+
+static uint64_t kp_cl_region_bytes(const size_t *region)
+{
+    return region ? (uint64_t)region[0] * region[1] * region[2] : 0;
+}
+
+static cl_int CL_API_CALL kp_wrap_clEnqueueReadBufferRect(
+    cl_command_queue queue, cl_mem buffer, cl_bool blocking, const size_t *buffer_origin,
+    const size_t *host_origin, const size_t *region, size_t buffer_row_pitch,
+    size_t buffer_slice_pitch, size_t host_row_pitch, size_t host_slice_pitch, void *ptr,
+    cl_uint num_events, const cl_event *wait_list, cl_event *event)
+{
+    kp_cl_op op;
+    cl_event own = NULL;
+    int tracked = kp_cl_op_begin(&op, queue, KP_CL_READ, NULL);
+    op.bytes = kp_cl_region_bytes(region);
+    op.host_enqueue = kp_writer_now();
+    cl_int rc = kp_cl_next.clEnqueueReadBufferRect(
+        queue, buffer, blocking, buffer_origin, host_origin, region, buffer_row_pitch,
+        buffer_slice_pitch, host_row_pitch, host_slice_pitch, ptr, num_events, wait_list,
+        tracked && !event ? &own : event);
+    op.host_return = kp_writer_now();
+    kp_cl_api(KP_CL_FN_clEnqueueReadBufferRect, op.host_enqueue, op.host_return, rc,
+              op.correlation);
+    kp_cl_enqueued(&op, tracked, rc, event, own, blocking);
+    return rc;
+}
+
+static cl_int CL_API_CALL kp_wrap_clEnqueueWriteBufferRect(
+    cl_command_queue queue, cl_mem buffer, cl_bool blocking, const size_t *buffer_origin,
+    const size_t *host_origin, const size_t *region, size_t buffer_row_pitch,
+    size_t buffer_slice_pitch, size_t host_row_pitch, size_t host_slice_pitch, const void *ptr,
+    cl_uint num_events, const cl_event *wait_list, cl_event *event)
+{
+    kp_cl_op op;
+    cl_event own = NULL;
+    int tracked = kp_cl_op_begin(&op, queue, KP_CL_WRITE, NULL);
+    op.bytes = kp_cl_region_bytes(region);
+    op.host_enqueue = kp_writer_now();
+    cl_int rc = kp_cl_next.clEnqueueWriteBufferRect(
+        queue, buffer, blocking, buffer_origin, host_origin, region, buffer_row_pitch,
+        buffer_slice_pitch, host_row_pitch, host_slice_pitch, ptr, num_events, wait_list,
+        tracked && !event ? &own : event);
+    op.host_return = kp_writer_now();
+    kp_cl_api(KP_CL_FN_clEnqueueWriteBufferRect, op.host_enqueue, op.host_return, rc,
+              op.correlation);
+    kp_cl_enqueued(&op, tracked, rc, event, own, blocking);
+    return rc;
+}
+
+static cl_int CL_API_CALL kp_wrap_clEnqueueCopyBufferRect(
+    cl_command_queue queue, cl_mem src, cl_mem dst, const size_t *src_origin,
+    const size_t *dst_origin, const size_t *region, size_t src_row_pitch, size_t src_slice_pitch,
+    size_t dst_row_pitch, size_t dst_slice_pitch, cl_uint num_events, const cl_event *wait_list,
+    cl_event *event)
+{
+    kp_cl_op op;
+    cl_event own = NULL;
+    int tracked = kp_cl_op_begin(&op, queue, KP_CL_COPY, NULL);
+    op.bytes = kp_cl_region_bytes(region);
+    op.host_enqueue = kp_writer_now();
+    cl_int rc = kp_cl_next.clEnqueueCopyBufferRect(
+        queue, src, dst, src_origin, dst_origin, region, src_row_pitch, src_slice_pitch,
+        dst_row_pitch, dst_slice_pitch, num_events, wait_list, tracked && !event ? &own : event);
+    op.host_return = kp_writer_now();
+    kp_cl_api(KP_CL_FN_clEnqueueCopyBufferRect, op.host_enqueue, op.host_return, rc,
+              op.correlation);
+    kp_cl_enqueued(&op, tracked, rc, event, own, CL_FALSE);
+    return rc;
+}
+
+static cl_int CL_API_CALL kp_wrap_clEnqueueFillBuffer(cl_command_queue queue, cl_mem buffer,
+                                                      const void *pattern, size_t pattern_size,
+                                                      size_t offset, size_t size,
+                                                      cl_uint num_events, const cl_event *wait_list,
+                                                      cl_event *event)
+{
+    kp_cl_op op;
+    cl_event own = NULL;
+    int tracked = kp_cl_op_begin(&op, queue, KP_CL_FILL, NULL);
+    op.bytes = size;
+    op.host_enqueue = kp_writer_now();
+    cl_int rc =
+        kp_cl_next.clEnqueueFillBuffer(queue, buffer, pattern, pattern_size, offset, size,
+                                       num_events, wait_list, tracked && !event ? &own : event);
+    op.host_return = kp_writer_now();
+    kp_cl_api(KP_CL_FN_clEnqueueFillBuffer, op.host_enqueue, op.host_return, rc, op.correlation);
+    kp_cl_enqueued(&op, tracked, rc, event, own, CL_FALSE);
+    return rc;
+}
+
+/* Map and unmap: API records (their device side is a runtime detail: often no copy at all). */
+static void *CL_API_CALL kp_wrap_clEnqueueMapBuffer(cl_command_queue queue, cl_mem buffer,
+                                                    cl_bool blocking, cl_map_flags flags,
+                                                    size_t offset, size_t size, cl_uint num_events,
+                                                    const cl_event *wait_list, cl_event *event,
+                                                    cl_int *errcode_ret)
+{
+    cl_int err = CL_SUCCESS;
+    uint64_t t0 = kp_writer_now();
+    void *p = kp_cl_next.clEnqueueMapBuffer(queue, buffer, blocking, flags, offset, size,
+                                            num_events, wait_list, event, &err);
+    kp_cl_api(KP_CL_FN_clEnqueueMapBuffer, t0, kp_writer_now(), err, 0);
+    if (errcode_ret) *errcode_ret = err;
+    if (blocking && p)
+        kp_cl_ops_drain();
+    else
+        kp_cl_ops_poll();
+    return p;
+}
+
+static cl_int CL_API_CALL kp_wrap_clEnqueueUnmapMemObject(cl_command_queue queue, cl_mem memobj,
+                                                          void *mapped, cl_uint num_events,
+                                                          const cl_event *wait_list,
+                                                          cl_event *event)
+{
+    uint64_t t0 = kp_writer_now();
+    cl_int rc =
+        kp_cl_next.clEnqueueUnmapMemObject(queue, memobj, mapped, num_events, wait_list, event);
+    kp_cl_api(KP_CL_FN_clEnqueueUnmapMemObject, t0, kp_writer_now(), rc, 0);
+    kp_cl_ops_poll();
+    return rc;
+}
+
+/* ---- synchronisation and events ---- */
+
+static cl_int CL_API_CALL kp_wrap_clFlush(cl_command_queue queue)
+{
+    uint64_t t0 = kp_writer_now();
+    cl_int rc = kp_cl_next.clFlush(queue);
+    kp_cl_api(KP_CL_FN_clFlush, t0, kp_writer_now(), rc, 0);
+    return rc;
+}
+
+static cl_int CL_API_CALL kp_wrap_clFinish(cl_command_queue queue)
+{
+    uint64_t t0 = kp_writer_now();
+    cl_int rc = kp_cl_next.clFinish(queue);
+    kp_cl_api(KP_CL_FN_clFinish, t0, kp_writer_now(), rc, 0);
+    kp_cl_ops_drain();
+    return rc;
+}
+
+static cl_int CL_API_CALL kp_wrap_clWaitForEvents(cl_uint num_events, const cl_event *events)
+{
+    uint64_t t0 = kp_writer_now();
+    cl_int rc = kp_cl_next.clWaitForEvents(num_events, events);
+    kp_cl_api(KP_CL_FN_clWaitForEvents, t0, kp_writer_now(), rc, 0);
+    kp_cl_ops_drain();
+    return rc;
+}
+
+static cl_int CL_API_CALL kp_wrap_clReleaseEvent(cl_event event)
+{
+    uint64_t t0 = kp_writer_now();
+    cl_int rc = kp_cl_next.clReleaseEvent(event);
+    kp_cl_api(KP_CL_FN_clReleaseEvent, t0, kp_writer_now(), rc, 0);
+    return rc;
+}
+
+static cl_int CL_API_CALL kp_wrap_clGetEventProfilingInfo(cl_event event,
+                                                          cl_profiling_info param_name,
+                                                          size_t param_value_size,
+                                                          void *param_value,
+                                                          size_t *param_value_size_ret)
+{
+    uint64_t t0 = kp_writer_now();
+    cl_int rc = kp_cl_next.clGetEventProfilingInfo(event, param_name, param_value_size, param_value,
+                                                   param_value_size_ret);
+    kp_cl_api(KP_CL_FN_clGetEventProfilingInfo, t0, kp_writer_now(), rc, 0);
+    return rc;
+}
+
+/* ---- the layer's entry points ---- */
+
+KP_CL_EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetLayerInfo(cl_layer_info param_name,
+                                                            size_t param_value_size,
+                                                            void *param_value,
+                                                            size_t *param_value_size_ret)
+{
+    static const cl_layer_api_version version = CL_LAYER_API_VERSION_100;
+    static const char name[] = "kprof trace: OpenCL collector (libkprof-inject)";
+    const void *value;
+    size_t size;
+    switch (param_name) {
+    case CL_LAYER_API_VERSION:
+        value = &version;
+        size = sizeof version;
+        break;
+    case CL_LAYER_NAME:
+        value = name;
+        size = sizeof name;
+        break;
+    default:
+        return CL_INVALID_VALUE;
+    }
+    if (param_value) {
+        if (param_value_size < size) return CL_INVALID_VALUE;
+        memcpy(param_value, value, size);
+    }
+    if (param_value_size_ret) *param_value_size_ret = size;
+    return CL_SUCCESS;
+}
+
+KP_CL_EXPORT CL_API_ENTRY cl_int CL_API_CALL clInitLayer(cl_uint num_entries,
+                                                         const cl_icd_dispatch *target_dispatch,
+                                                         cl_uint *num_entries_ret,
+                                                         const cl_icd_dispatch **layer_dispatch_ret)
+{
+    static int initialised;
+    const size_t ours = sizeof(cl_icd_dispatch) / sizeof(void *);
+    if (!target_dispatch || !num_entries_ret || !layer_dispatch_ret) return CL_INVALID_VALUE;
+    if (!initialised) {
+        initialised = 1;
+        /* The tables are arrays of function pointers in one order; the loader may know fewer
+         * or more entries than these headers. Entries past what it offered stay NULL. */
+        size_t available = num_entries < ours ? num_entries : ours;
+        memcpy(&kp_cl_next, target_dispatch, available * sizeof(void *));
+        kp_cl_layer = kp_cl_next;
+        /* The layer reads events and queues through these; without them it only passes through. */
+        int usable = kp_cl_next.clGetEventInfo && kp_cl_next.clGetEventProfilingInfo &&
+                     kp_cl_next.clRetainEvent && kp_cl_next.clReleaseEvent &&
+                     kp_cl_next.clGetKernelInfo && kp_cl_next.clGetCommandQueueInfo;
+        /* No OpenCL calls here: the loader is still initialising, inside the program's first
+         * OpenCL call. */
+        if (usable && kp_writer_start("opencl") == 0) {
+            kp_cl_ops_init();
+            kp_writer_at_exit(kp_cl_ops_exit);
+#define KP_CL_INSTALL_(fn)                                                                         \
+    if (offsetof(cl_icd_dispatch, fn) / sizeof(void *) < available && kp_cl_next.fn)               \
+        kp_cl_layer.fn = kp_wrap_##fn;
+            KP_CL_WRAPPED(KP_CL_INSTALL_)
+#undef KP_CL_INSTALL_
+        }
+    }
+    *num_entries_ret = (cl_uint)ours;
+    *layer_dispatch_ret = &kp_cl_layer;
+    return CL_SUCCESS;
+}

@@ -1,0 +1,94 @@
+"""kprof trace of a real, unmodified OpenCL program on PoCL (tests/programs/cl_app.c): the
+layer forces profiling on every queue and records kernels, reads, writes, copies and fills with
+device timestamps on the host clock, plus the host calls; fork and crash."""
+
+import json
+import os
+import sqlite3
+import subprocess
+
+import kptest
+
+APP = os.environ.get("KPROF_CL_APP")
+
+
+class TraceOpenCL(kptest.KprofTestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        if not APP:
+            raise kptest.unittest.SkipTest("cl_app was not built (no OpenCL ICD loader to link)")
+
+    def trace(self, *args, expect=0, name="cl.kprof"):
+        out = os.path.join(self.tmp, name)
+        p = self.kprof("trace", "-o", out, "--", APP, *args, expect=expect, timeout=300)
+        return out, p
+
+    def test_program_recorded(self):
+        path, p = self.trace("20")
+        self.assertIn("0 records dropped", p.stderr)
+        r = json.loads(self.kprof("report", path, "--json", expect=0).stdout)
+        dev = {g["name"]: g["calls"] for g in r["device"]}
+        self.assertEqual(dev["scale"], 20)
+        self.assertEqual(dev["add_one"], 21)  # 20 NDRange + 1 task
+        for op in ("[OpenCL read]", "[OpenCL write]", "[OpenCL copy]", "[OpenCL fill]"):
+            self.assertEqual(dev[op], 20, op)
+        host = {g["name"]: g["calls"] for g in r["host"]}
+        self.assertEqual(host["clEnqueueNDRangeKernel"], 40)
+        self.assertEqual(host["clBuildProgram"], 1)
+        db = sqlite3.connect(path)
+        # Both queues, the one created without profiling too, have timed device work.
+        streams = {s for (s,) in db.execute("SELECT DISTINCT stream FROM events WHERE kind = 4")}
+        self.assertEqual(streams, {1, 2})
+        lo = int(db.execute("SELECT value FROM meta WHERE key = 'start_ns'").fetchone()[0])
+        hi = int(db.execute("SELECT value FROM meta WHERE key = 'end_ns'").fetchone()[0])
+        for s, e in db.execute("SELECT start_ns, end_ns FROM events WHERE kind IN (4,5,6)"):
+            self.assertLessEqual(lo, s)
+            self.assertLessEqual(s, e)
+            self.assertLessEqual(e, hi)
+        # Every device op follows the call that enqueued it (same process and correlation).
+        rows = db.execute("SELECT a.start_ns, k.start_ns, k.queued_ns FROM events a JOIN events k "
+                          "ON k.process = a.process AND k.correlation = a.correlation "
+                          "WHERE a.kind = 3 AND k.kind IN (4,5,6)").fetchall()
+        self.assertEqual(len(rows), 121)
+        for call, start, queued in rows:
+            self.assertGreaterEqual(start, call)
+            self.assertGreaterEqual(queued, call)
+        sizes = {b for (b,) in db.execute("SELECT DISTINCT bytes FROM events WHERE kind IN (5,6)")}
+        self.assertEqual(sizes, {16384})
+        kinds = dict(db.execute("SELECT s.text, e.copy_kind FROM events e JOIN strings s ON "
+                                "s.id = e.name WHERE e.kind = 5 GROUP BY s.text"))
+        self.assertEqual(kinds, {"[OpenCL read]": 2, "[OpenCL write]": 1, "[OpenCL copy]": 3})
+        out = os.path.join(self.tmp, "cl.json")
+        self.kprof("export", path, "--chrome", out, expect=0)
+        ev = json.load(open(out))["traceEvents"]
+        flows_in = [e for e in ev if e.get("flow_in")]
+        flows_out = {e["bind_id"] for e in ev if e.get("flow_out")}
+        self.assertEqual(len(flows_in), 121)
+        self.assertEqual({e["bind_id"] for e in flows_in}, flows_out)
+
+    def test_fork(self):
+        path, p = self.trace("20", "fork")
+        r = json.loads(self.kprof("report", path, "--json", expect=0).stdout)
+        self.assertGreaterEqual(r["processes"], 2)
+        db = sqlite3.connect(path)
+        with_kernels = db.execute("SELECT COUNT(DISTINCT process) FROM events WHERE kind = 4")
+        self.assertEqual(with_kernels.fetchone()[0], 2)
+
+    def test_crash(self):
+        path, p = self.trace("20", "crash", expect=128 + 11)
+        self.assertIn("ended without closing its record", p.stderr)
+        r = json.loads(self.kprof("report", path, "--json", expect=0).stdout)
+        dev = {g["name"]: g["calls"] for g in r["device"]}
+        self.assertGreaterEqual(dev.get("scale", 0), 5)
+
+    def test_layer_without_trace_passes_through(self):
+        env = dict(os.environ, OPENCL_LAYERS=os.path.join(os.path.dirname(kptest.KPROF),
+                                                          "libkprof-inject.so"))
+        env.pop("KPROF_TRACE_DIR", None)
+        p = subprocess.run([APP, "5"], env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+
+if __name__ == "__main__":
+    kptest.main()
