@@ -372,7 +372,7 @@ kprof_status kp_trace_db_write(const char *path, const char *dir, const kp_trace
         }
         closedir(d);
     }
-    qsort(files, nfiles, sizeof *files, kp_cmp_str);
+    if (nfiles > 1) qsort(files, nfiles, sizeof *files, kp_cmp_str);
     for (size_t i = 0; i < nfiles && st == KPROF_OK; i++) {
         char full[4400], collector[32] = "";
         snprintf(full, sizeof full, "%s/%s", dir, files[i]);

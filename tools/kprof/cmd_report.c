@@ -138,7 +138,7 @@ static int kp_cmp_span(const void *x, const void *y)
 /* Union of intervals: busy seconds, the gaps between them and the longest. Sorts v. */
 static void kp_union(kp_span *v, size_t n, double *busy, uint64_t *gaps, double *longest)
 {
-    qsort(v, n, sizeof *v, kp_cmp_span);
+    if (n > 1) qsort(v, n, sizeof *v, kp_cmp_span);
     int64_t total = 0, longest_gap = 0, cur_s = 0, cur_e = 0;
     uint64_t ngaps = 0;
     for (size_t i = 0; i < n; i++) {
