@@ -125,7 +125,7 @@ class TraceCuda(kptest.KprofTestCase):
         out = os.path.join(self.tmp, "under-ncu.kprof")
         p = subprocess.run([ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum",
                             kptest.KPROF, "trace", "-o", out, "--", self.app, "5"],
-                           capture_output=True, text=True, timeout=300,
+                           capture_output=True, text=True, timeout=120,
                            env=dict(os.environ, **{k: v for k, v in self.env.items() if v}))
         said = p.stdout + p.stderr
         self.assertTrue("another profiler" in said or "another CUPTI subscriber" in said, said[-3000:])
