@@ -12,6 +12,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -80,6 +81,140 @@ static kprof_status kp_chrome_fail(sqlite3 *db, kp_error *err)
     return kp_error_set(err, KPROF_CORRUPT, "reading the trace failed: %s", sqlite3_errmsg(db));
 }
 
+/* Events with ids lo..hi, each after ",\n" (the metadata comes first). 0, or -1 when SQLite
+ * failed (its message is on db). */
+static int kp_chrome_events(sqlite3 *db, int64_t lo, int64_t hi, char *const *names,
+                            int64_t nnames, int64_t t0, FILE *f)
+{
+    sqlite3_stmt *q = NULL;
+    int rc;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT kind, pid, tid, start_ns, end_ns, correlation, device, stream, "
+                           "name, grid_x, grid_y, grid_z, block_x, block_y, block_z, registers, "
+                           "static_smem, dynamic_smem, bytes, range_id, launched, process FROM events "
+                           "WHERE id BETWEEN ? AND ?",
+                           -1, &q, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_int64(q, 1, lo);
+    sqlite3_bind_int64(q, 2, hi);
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        int kind = sqlite3_column_int(q, 0);
+        int64_t pid = sqlite3_column_int64(q, 1), tid = sqlite3_column_int64(q, 2);
+        int64_t t_start = sqlite3_column_int64(q, 3) - t0;
+        int64_t t_dur = sqlite3_column_int64(q, 4) - sqlite3_column_int64(q, 3);
+        int has_corr = sqlite3_column_type(q, 5) != SQLITE_NULL;
+        int64_t corr = sqlite3_column_int64(q, 5);
+        int64_t name_id = sqlite3_column_int64(q, 8);
+        const char *name = name_id > 0 && name_id < nnames && names[name_id] ? names[name_id]
+                                                                             : "\"?\"";
+        int device_op = kind == 4 || kind == 5 || kind == 6;
+        static const char *const cats[] = {"", "", "", "api", "kernel", "memcpy", "memset",
+                                           "sync", "nvtx", "nvtx", "overhead"};
+        const char *cat = kind >= 3 && kind <= 10 ? cats[kind] : "other";
+        int64_t epid = device_op ? kp_gpu_pid(pid, sqlite3_column_int64(q, 6)) : pid;
+        int64_t etid = device_op ? sqlite3_column_int64(q, 7) : tid;
+        kp_put(f, ",\n");
+        kp_put(f, kind == 9 ? "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"" : "{\"ph\":\"X\",\"cat\":\"");
+        kp_put(f, cat);
+        kp_put(f, "\",\"pid\":");
+        kp_put_i64(f, epid);
+        kp_put(f, ",\"tid\":");
+        kp_put_i64(f, etid);
+        kp_put(f, ",\"ts\":");
+        kp_put_us(f, t_start);
+        if (kind != 9) {
+            kp_put(f, ",\"dur\":");
+            kp_put_us(f, t_dur);
+        }
+        kp_put(f, ",\"name\":");
+        kp_put(f, name);
+        if (kind == 9) {
+            kp_put(f, "}");
+            continue;
+        }
+        /* Correlations are numbered per collector: a process image is the scope. */
+        uint64_t flow = has_corr ? kp_flow_id(sqlite3_column_int64(q, 21), corr) : 0;
+        if (has_corr && device_op) {
+            kp_put(f, ",\"bind_id\":");
+            kp_put_u64(f, flow);
+            kp_put(f, ",\"flow_in\":true");
+        } else if (has_corr && kind == 3 && sqlite3_column_int(q, 20)) {
+            kp_put(f, ",\"bind_id\":");
+            kp_put_u64(f, flow);
+            kp_put(f, ",\"flow_out\":true");
+        }
+        /* Only what the event has: an empty args object would cost 10 bytes a million times. */
+        int any_args = (has_corr && device_op) ||
+                       (kind == 4 && sqlite3_column_type(q, 9) != SQLITE_NULL) ||
+                       sqlite3_column_type(q, 18) != SQLITE_NULL ||
+                       (kind == 8 && sqlite3_column_type(q, 19) != SQLITE_NULL);
+        if (!any_args) {
+            kp_put(f, "}");
+            continue;
+        }
+        kp_put(f, ",\"args\":{");
+        const char *sep = "";
+        /* A call's correlation is in its flow; device work carries it for people to read. */
+        if (has_corr && device_op) {
+            kp_put(f, "\"correlation\":");
+            kp_put_i64(f, corr);
+            sep = ",";
+        }
+        if (kind == 4 && sqlite3_column_type(q, 9) != SQLITE_NULL) {
+            static const char *const keys[] = {"\"grid\":[", ",", ",", "],\"block\":[", ",", ","};
+            kp_put(f, sep);
+            for (int c = 0; c < 6; c++) {
+                kp_put(f, keys[c]);
+                kp_put_i64(f, sqlite3_column_int64(q, 9 + c));
+            }
+            kp_put(f, "],\"registers\":");
+            kp_put_i64(f, sqlite3_column_int64(q, 15));
+            kp_put(f, ",\"shared_bytes\":");
+            kp_put_i64(f, sqlite3_column_int64(q, 16) + sqlite3_column_int64(q, 17));
+            sep = ",";
+        }
+        if (sqlite3_column_type(q, 18) != SQLITE_NULL) {
+            kp_put(f, sep);
+            kp_put(f, "\"bytes\":");
+            kp_put_i64(f, sqlite3_column_int64(q, 18));
+            sep = ",";
+        }
+        if (kind == 8 && sqlite3_column_type(q, 19) != SQLITE_NULL) {
+            kp_put(f, sep);
+            kp_put(f, "\"range_id\":");
+            kp_put_i64(f, sqlite3_column_int64(q, 19));
+        }
+        kp_put(f, "}}");
+    }
+    sqlite3_finalize(q);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* The upper half of the events, on a second connection and core, into a temporary file. */
+typedef struct kp_chrome_half {
+    const char *path;
+    int64_t lo, hi, t0, nnames;
+    char *const *names;
+    FILE *out;
+    int failed;
+    char why[256];
+} kp_chrome_half;
+
+static void *kp_chrome_half_run(void *p)
+{
+    kp_chrome_half *h = p;
+    sqlite3 *db = NULL;
+    h->failed = 1;
+    if (sqlite3_open_v2(h->path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) ==
+        SQLITE_OK) {
+        sqlite3_exec(db, "PRAGMA mmap_size = 4294967296", NULL, NULL, NULL);
+        h->failed = kp_chrome_events(db, h->lo, h->hi, h->names, h->nnames, h->t0, h->out) != 0;
+    }
+    snprintf(h->why, sizeof h->why, "%s", db ? sqlite3_errmsg(db) : "cannot open the trace");
+    sqlite3_close(db);
+    return NULL;
+}
+
 kprof_status kp_export_chrome(sqlite3 *db, FILE *f, kp_error *err)
 {
     sqlite3_stmt *q = NULL;
@@ -98,6 +233,8 @@ kprof_status kp_export_chrome(sqlite3 *db, FILE *f, kp_error *err)
     fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"kprof " KPROF_VERSION_STRING
           "\"},\"traceEvents\":[\n",
           f);
+    /* Events always follow a process's name record (every event has a process row), so the
+     * event writers can start every record with ",\n". */
     int first = 1;
 #define KP_SEP() (first ? (first = 0, "") : ",\n")
 
@@ -146,7 +283,6 @@ kprof_status kp_export_chrome(sqlite3 *db, FILE *f, kp_error *err)
     }
     sqlite3_finalize(q);
 
-    int rc;
     /* Events in storage order (the format needs no order), names by id. */
     char **names = NULL;
     int64_t nnames = 0;
@@ -169,94 +305,33 @@ kprof_status kp_export_chrome(sqlite3 *db, FILE *f, kp_error *err)
     }
     sqlite3_finalize(q);
     kprof_status st = KPROF_OK;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT kind, pid, tid, start_ns, end_ns, correlation, device, stream, "
-                           "name, grid_x, grid_y, grid_z, block_x, block_y, block_z, registers, "
-                           "static_smem, dynamic_smem, bytes, range_id, launched, process FROM events",
-                           -1, &q, NULL) != SQLITE_OK) {
+    int64_t max_id = 0;
+    if (sqlite3_prepare_v2(db, "SELECT COALESCE(MAX(id), 0) FROM events", -1, &q, NULL) ==
+            SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+        max_id = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    q = NULL;
+    /* Two halves on two cores when the trace is large: the export is CPU-bound. */
+    kp_chrome_half half = {.path = sqlite3_db_filename(db, "main"), .lo = max_id / 2 + 1,
+                           .hi = max_id, .t0 = t0, .nnames = nnames, .names = names};
+    pthread_t worker;
+    int threaded = max_id > 200000 && half.path && *half.path && (half.out = tmpfile()) != NULL &&
+                   pthread_create(&worker, NULL, kp_chrome_half_run, &half) == 0;
+    if (kp_chrome_events(db, 1, threaded ? max_id / 2 : max_id, names, nnames, t0, f) != 0)
         st = kp_chrome_fail(db, err);
-        goto out;
+    if (threaded) {
+        pthread_join(worker, NULL);
+        if (half.failed && st == KPROF_OK)
+            st = kp_error_set(err, KPROF_CORRUPT, "reading the trace failed: %s", half.why);
+        rewind(half.out);
+        char chunk[1 << 16];
+        size_t n;
+        while (st == KPROF_OK && (n = fread(chunk, 1, sizeof chunk, half.out)) > 0)
+            fwrite_unlocked(chunk, 1, n, f);
     }
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        int kind = sqlite3_column_int(q, 0);
-        int64_t pid = sqlite3_column_int64(q, 1), tid = sqlite3_column_int64(q, 2);
-        int64_t t_start = sqlite3_column_int64(q, 3) - t0;
-        int64_t t_dur = sqlite3_column_int64(q, 4) - sqlite3_column_int64(q, 3);
-        int has_corr = sqlite3_column_type(q, 5) != SQLITE_NULL;
-        int64_t corr = sqlite3_column_int64(q, 5);
-        int64_t name_id = sqlite3_column_int64(q, 8);
-        const char *name = name_id > 0 && name_id < nnames && names[name_id] ? names[name_id]
-                                                                             : "\"?\"";
-        int device_op = kind == 4 || kind == 5 || kind == 6;
-        static const char *const cats[] = {"", "", "", "api", "kernel", "memcpy", "memset",
-                                           "sync", "nvtx", "nvtx", "overhead"};
-        const char *cat = kind >= 3 && kind <= 10 ? cats[kind] : "other";
-        int64_t epid = device_op ? kp_gpu_pid(pid, sqlite3_column_int64(q, 6)) : pid;
-        int64_t etid = device_op ? sqlite3_column_int64(q, 7) : tid;
-        kp_put(f, KP_SEP());
-        kp_put(f, kind == 9 ? "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"" : "{\"ph\":\"X\",\"cat\":\"");
-        kp_put(f, cat);
-        kp_put(f, "\",\"pid\":");
-        kp_put_i64(f, epid);
-        kp_put(f, ",\"tid\":");
-        kp_put_i64(f, etid);
-        kp_put(f, ",\"ts\":");
-        kp_put_us(f, t_start);
-        if (kind != 9) {
-            kp_put(f, ",\"dur\":");
-            kp_put_us(f, t_dur);
-        }
-        kp_put(f, ",\"name\":");
-        kp_put(f, name);
-        if (kind == 9) {
-            kp_put(f, "}");
-            continue;
-        }
-        /* Correlations are numbered per collector: a process image is the scope. */
-        uint64_t flow = has_corr ? kp_flow_id(sqlite3_column_int64(q, 21), corr) : 0;
-        if (has_corr && device_op) {
-            kp_put(f, ",\"bind_id\":");
-            kp_put_u64(f, flow);
-            kp_put(f, ",\"flow_in\":true");
-        } else if (has_corr && kind == 3 && sqlite3_column_int(q, 20)) {
-            kp_put(f, ",\"bind_id\":");
-            kp_put_u64(f, flow);
-            kp_put(f, ",\"flow_out\":true");
-        }
-        kp_put(f, ",\"args\":{");
-        const char *sep = "";
-        if (has_corr) {
-            kp_put(f, "\"correlation\":");
-            kp_put_i64(f, corr);
-            sep = ",";
-        }
-        if (kind == 4 && sqlite3_column_type(q, 9) != SQLITE_NULL) {
-            static const char *const keys[] = {"\"grid\":[", ",", ",", "],\"block\":[", ",", ","};
-            kp_put(f, sep);
-            for (int c = 0; c < 6; c++) {
-                kp_put(f, keys[c]);
-                kp_put_i64(f, sqlite3_column_int64(q, 9 + c));
-            }
-            kp_put(f, "],\"registers\":");
-            kp_put_i64(f, sqlite3_column_int64(q, 15));
-            kp_put(f, ",\"shared_bytes\":");
-            kp_put_i64(f, sqlite3_column_int64(q, 16) + sqlite3_column_int64(q, 17));
-            sep = ",";
-        }
-        if (sqlite3_column_type(q, 18) != SQLITE_NULL) {
-            kp_put(f, sep);
-            kp_put(f, "\"bytes\":");
-            kp_put_i64(f, sqlite3_column_int64(q, 18));
-            sep = ",";
-        }
-        if (kind == 8 && sqlite3_column_type(q, 19) != SQLITE_NULL) {
-            kp_put(f, sep);
-            kp_put(f, "\"range_id\":");
-            kp_put_i64(f, sqlite3_column_int64(q, 19));
-        }
-        kp_put(f, "}}");
-    }
-    if (rc != SQLITE_DONE) st = kp_chrome_fail(db, err);
+    if (half.out) fclose(half.out);
+    goto out;
 out:
     sqlite3_finalize(q);
     for (int64_t i = 0; i < nnames; i++) free(names[i]);

@@ -119,6 +119,19 @@ class Trace(kptest.KprofTestCase):
         p = self.kprof("export", path, expect=2)
         self.assertIn("--chrome", p.stderr)
 
+    def test_large_chrome_export_is_whole(self):
+        # Over 200k events the export runs on two threads; the halves must make one document.
+        path, _ = self.gen("launch-bound", "--kernels", "80000", "--seconds", "0.2")
+        out = os.path.join(self.tmp, "big.json")
+        self.kprof("export", path, "--chrome", out, expect=0, timeout=300)
+        ev = json.load(open(out))["traceEvents"]
+        x = [e for e in ev if e["ph"] == "X"]
+        self.assertEqual(len(x), 240001)  # launches, polls, kernels and the range
+        ins = [e["bind_id"] for e in x if e.get("flow_in")]
+        self.assertEqual(len(ins), 80000)
+        self.assertEqual(len(set(ins)), 80000)
+        self.assertEqual(set(ins), {e["bind_id"] for e in x if e.get("flow_out")})
+
     def test_sqlite_schema_is_queryable(self):
         path, _ = self.gen("launch-bound", "--kernels", "10", "--seconds", "0.02")
         db = sqlite3.connect(path)
