@@ -316,15 +316,17 @@ kprof_status kp_trace_db_write(const char *path, const char *dir, const kp_trace
     kprof_status st = KPROF_OK;
     char **files = NULL;
     size_t nfiles = 0, cap = 0;
-    if (sqlite3_open_v2(tmp, &m.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-        SQLITE_OK) {
+    if (sqlite3_open_v2(tmp, &m.db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK) {
         st = kp_error_set(err, KPROF_IO, "cannot create %s: %s", tmp,
                           m.db ? sqlite3_errmsg(m.db) : "out of memory");
         goto fail;
     }
-    char pragmas[256];
+    char pragmas[384];
     snprintf(pragmas, sizeof pragmas,
-             "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA application_id=%d;"
+             "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-131072;"
+             "PRAGMA temp_store=MEMORY; PRAGMA application_id=%d;"
              "PRAGMA user_version=%d;",
              KP_TRACE_APPLICATION_ID, KP_TRACE_FORMAT_VERSION);
     if (sqlite3_exec(m.db, pragmas, NULL, NULL, NULL) != SQLITE_OK ||
