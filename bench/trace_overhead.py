@@ -23,9 +23,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 NSYS = "/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys"
 
 
-def run(cmd, env=None):
+def run(cmd, env=None, timeout=180):
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return time.perf_counter() - t0, None, subprocess.CompletedProcess(
+            cmd, 124, "", "timed out after %d s" % timeout)
     wall = time.perf_counter() - t0
     own = None
     for line in p.stdout.splitlines():
@@ -65,6 +69,9 @@ def main():
                 else:
                     cmd = [a.nsys, "profile", "--force-overwrite", "true", "-o", out, exe] + args
                 wall, own, p = run(cmd)
+                print("  %s %s run %d: %.2f s wall%s" % (case, tool, i, wall,
+                      "" if own is not None else " (failed: %s)" % (p.stderr or "?")[-200:]),
+                      flush=True)
                 if tool == "nsys" and own is None:
                     row[tool] = {"error": (p.stderr or p.stdout)[-400:]}
                     break
