@@ -44,6 +44,8 @@ static struct {
     kp_tbuf *buffers;
     void (*at_exit[4])(void);
     int nat_exit;
+    void (*at_crash[4])(void);
+    int nat_crash;
     uint32_t next_string;
     struct {
         uint64_t hash;
@@ -246,6 +248,13 @@ void kp_writer_at_exit(void (*fn)(void))
     pthread_mutex_unlock(&kp_w.lock);
 }
 
+void kp_writer_at_crash(void (*fn)(void))
+{
+    pthread_mutex_lock(&kp_w.lock);
+    if (kp_w.nat_crash < 4) kp_w.at_crash[kp_w.nat_crash++] = fn;
+    pthread_mutex_unlock(&kp_w.lock);
+}
+
 void kp_writer_flush_all(void)
 {
     if (kp_writer_active()) kp_flush_all(1);
@@ -266,8 +275,14 @@ static const int kp_crash_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}
 
 static void kp_on_crash(int sig)
 {
-    if (kp_writer_active()) kp_flush_all(1);
+    int saved_errno = errno;
+    /* Whatever ran before us (the program's handler, the default) handles the signal next. */
     sigaction(sig, &kp_old_actions[sig], NULL);
+    if (kp_writer_active() && kp_w.pid == getpid()) {
+        for (int i = 0; i < kp_w.nat_crash; i++) kp_w.at_crash[i]();
+        kp_flush_all(1);
+    }
+    errno = saved_errno;
     raise(sig);
 }
 
@@ -346,7 +361,7 @@ int kp_writer_start(const char *collector)
             memset(&sa, 0, sizeof sa);
             sa.sa_handler = kp_on_crash;
             sigemptyset(&sa.sa_mask);
-            sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+            sa.sa_flags = SA_RESETHAND | SA_NODEFER | SA_ONSTACK;
             sigaction(sig, &sa, &kp_old_actions[sig]);
         }
     }

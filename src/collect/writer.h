@@ -49,6 +49,12 @@ void kp_writer_flush_all(void);
  * own exit handlers can run before these). */
 void kp_writer_at_exit(void (*fn)(void));
 
+/* Run fn from the writer's crash handler (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT), before it
+ * flushes, in the process that started the writer only: a collector pushes out what it still
+ * holds (the CUDA collector's last CUPTI records). fn must be async-signal-safe in spirit: no
+ * locks it could already hold, and a bounded wait. Up to four functions. */
+void kp_writer_at_crash(void (*fn)(void));
+
 /* CLOCK_MONOTONIC ns and the kernel thread id, as records carry them. */
 uint64_t kp_writer_now(void);
 uint32_t kp_writer_tid(void);

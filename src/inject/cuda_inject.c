@@ -11,8 +11,9 @@
  * whatever is complete, because CUPTI's periodic flush only returns full buffers, and a trace
  * should show a running program and survive its crash. At exit the writer calls kp_cuda_exit,
  * which forces out the rest; the writer never calls it in a forked child, where flushing CUPTI
- * is known to hang. On a crash (SIGSEGV and friends) the handler asks that same thread for a
- * forced flush, waits a bounded time, and hands the signal on to the writer's handler.
+ * is known to hang. On a crash (SIGSEGV and friends) the writer's handler calls kp_cuda_crash,
+ * which asks that same thread for a forced flush and waits a bounded time; the writer then
+ * flushes and hands the signal on.
  *
  * Only the activity API is used, never cuptiSubscribe: CUPTI allows one callback subscriber per
  * process, and taking it would break programs that profile themselves (the PyTorch profiler).
@@ -41,7 +42,6 @@
 #define KP_EXIT_WAIT_MS    2000       /* how long exit waits for the flush thread to stop */
 #define KP_LITERALS        64         /* fixed names, cached by their address */
 
-static const int kp_crash_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 
 static struct {
     pthread_mutex_t init_lock; /* recursive: CUPTI may re-enter cuInit while we set it up */
@@ -69,7 +69,6 @@ static struct {
     atomic_int stopped;       /* the flusher has left its loop */
     atomic_int crash_request; /* a crash handler wants a forced flush */
     atomic_int crash_done;
-    struct sigaction previous[32];
 } kp_ci = {
     .init_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP,
     .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -348,32 +347,16 @@ static void kp_flusher_stop(void)
 
 /* ---- crash and exit ---- */
 
-static void kp_on_crash(int sig)
+/* The writer's crash hook: the flush thread forces CUPTI's last records out (a bounded wait),
+ * then the writer flushes them with everything else. */
+static void kp_cuda_crash(void)
 {
-    int saved_errno = errno;
-    /* Whatever ran before us (the writer's handler, the program's) handles the signal next. */
-    sigaction(sig, &kp_ci.previous[sig], NULL);
     if (getpid() == kp_ci.pid && atomic_load(&kp_ci.flusher_running) &&
         !pthread_equal(pthread_self(), kp_ci.flusher) &&
         !atomic_exchange(&kp_ci.crash_request, 1)) {
         sem_post(&kp_ci.wake);
         for (int i = 0; i < KP_CRASH_WAIT_MS && !atomic_load(&kp_ci.crash_done); i++)
             kp_sleep_ms(1);
-    }
-    errno = saved_errno;
-    raise(sig);
-}
-
-static void kp_install_crash_handlers(void)
-{
-    for (size_t i = 0; i < sizeof kp_crash_signals / sizeof kp_crash_signals[0]; i++) {
-        int sig = kp_crash_signals[i];
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = kp_on_crash;
-        sigemptyset(&sa.sa_mask);
-        sa.sa_flags = SA_RESETHAND | SA_NODEFER | SA_ONSTACK;
-        sigaction(sig, &sa, &kp_ci.previous[sig]);
     }
 }
 
@@ -522,7 +505,7 @@ static void kp_start(void)
                        "trace only at exit and are lost if the program crashes");
         return;
     }
-    kp_install_crash_handlers();
+    kp_writer_at_crash(kp_cuda_crash);
 }
 
 /* The CUDA driver's entry point for injection libraries (CUDA_INJECTION64_PATH). 1 = success;

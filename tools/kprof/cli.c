@@ -50,11 +50,6 @@ int kp_cli_exit(int code)
     return code;
 }
 
-int kp_cli_parse_u64(const char *text, uint64_t *out)
-{
-    return kp_parse_size(text, out);
-}
-
 int kp_cli_parse_double(const char *text, double *out)
 {
     if (!text || !*text) return -1;
@@ -76,7 +71,7 @@ int kp_cli_parse_dims(const char *text, uint64_t v[3], int *dims)
     char *save = NULL;
     for (char *tok = strtok_r(buf, "x", &save); tok; tok = strtok_r(NULL, "x", &save)) {
         if (*dims >= 3) return -1;
-        if (kp_cli_parse_u64(tok, &v[*dims]) != 0 || v[*dims] == 0) return -1;
+        if (kp_parse_size(tok, &v[*dims]) != 0 || v[*dims] == 0) return -1;
         (*dims)++;
     }
     /* Reject "x16", "16x", "16xx16": strtok would hide the empty parts. */

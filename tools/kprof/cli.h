@@ -34,8 +34,6 @@ int kp_cli_exit(int code);
 
 /* "1048576", "1M", "4096x4096", "16x16x4" -> dims and values; -1 on malformed input. */
 int kp_cli_parse_dims(const char *text, uint64_t v[3], int *dims);
-/* Unsigned with optional K/M/G suffix (binary); -1 on malformed input. */
-int kp_cli_parse_u64(const char *text, uint64_t *out);
 /* Non-negative decimal number; -1 on malformed input. */
 int kp_cli_parse_double(const char *text, double *out);
 

@@ -251,18 +251,18 @@ int kp_cmd_caps(int argc, char **argv)
         case 'b': only = optarg; break;
         case 'm': measure = 1; break;
         case 'd':
-            if (kp_cli_parse_u64(optarg, &v) != 0 || v > 1 << 20)
+            if (kp_parse_size(optarg, &v) != 0 || v > 1 << 20)
                 return kp_cli_usage_error("caps", "--device '%s': expected a device number",
                                           optarg);
             device = (int)v;
             break;
         case 'M':
-            if (kp_cli_parse_u64(optarg, &max_bytes) != 0 || max_bytes < (1 << 20))
+            if (kp_parse_size(optarg, &max_bytes) != 0 || max_bytes < (1 << 20))
                 return kp_cli_usage_error("caps", "--max-bytes '%s': expected at least 1M",
                                           optarg);
             break;
         case 'n':
-            if (kp_cli_parse_u64(optarg, &v) != 0 || v < 1 || v > 100000)
+            if (kp_parse_size(optarg, &v) != 0 || v < 1 || v > 100000)
                 return kp_cli_usage_error("caps", "--iters '%s': expected 1 to 100000", optarg);
             iters = (int)v;
             break;

@@ -50,30 +50,42 @@ void kp_dims_text(const uint64_t *v, int dims, char *buf, size_t n)
                  (unsigned long long)v[2]);
 }
 
+void kp_run_json_header(kp_json *j, const kp_lab_info *info)
+{
+    kp_json_string(j, "kprof_version", KPROF_VERSION_STRING);
+    kp_json_object_begin(j, "device");
+    kp_json_string(j, "name", info->device.name);
+    kp_json_int(j, "index", info->device.index);
+    kp_json_string(j, "vendor", info->device.vendor);
+    kp_json_string(j, "driver", info->device.driver);
+    kp_json_string(j, "platform", info->device.platform);
+    kp_json_object_end(j);
+    kp_json_string(j, "backend", info->device.backend);
+    kp_json_string(j, "source", info->source_path);
+    kp_json_string(j, "entry", info->kernel->name);
+    kp_json_string(j, "timer", info->timer);
+}
+
+void kp_run_abandon(const kp_error *err)
+{
+    int rc = kp_cli_fail(err);
+    fflush(NULL);
+    _exit(rc);
+}
+
 static void kp_run_json(kp_str *s, const kp_run_result *r)
 {
     const kp_lab_info *info = r->info;
     kp_json j;
     kp_json_init(&j, s, 1);
     kp_json_object_begin(&j, NULL);
-    kp_json_string(&j, "kprof_version", KPROF_VERSION_STRING);
-    kp_json_object_begin(&j, "device");
-    kp_json_string(&j, "name", info->device.name);
-    kp_json_int(&j, "index", info->device.index);
-    kp_json_string(&j, "vendor", info->device.vendor);
-    kp_json_string(&j, "driver", info->device.driver);
-    kp_json_string(&j, "platform", info->device.platform);
-    kp_json_object_end(&j);
-    kp_json_string(&j, "backend", info->device.backend);
-    kp_json_string(&j, "source", info->source_path);
-    kp_json_string(&j, "entry", info->kernel->name);
+    kp_run_json_header(&j, info);
     kp_json_array_begin(&j, "grid");
     for (int d = 0; d < r->launch.dims; d++) kp_json_uint(&j, NULL, r->launch.grid[d]);
     kp_json_array_end(&j);
     kp_json_array_begin(&j, "threadgroup");
     for (int d = 0; d < r->launch.dims; d++) kp_json_uint(&j, NULL, r->launch.tg[d]);
     kp_json_array_end(&j);
-    kp_json_string(&j, "timer", info->timer);
     kp_json_int(&j, "iterations", r->iters);
     kp_json_int(&j, "warmup", r->warmup);
     kp_json_double(&j, "gpu_ms_median", r->stats.median);
@@ -264,17 +276,17 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
             break;
         case 'b': a->lab.buffers = optarg; break;
         case 'n':
-            if (kp_cli_parse_u64(optarg, &v) != 0 || v < 1 || v > 1000000)
+            if (kp_parse_size(optarg, &v) != 0 || v < 1 || v > 1000000)
                 return kp_cli_usage_error("run", "--iters '%s': expected 1 to 1000000", optarg);
             a->iters = (int)v;
             break;
         case 'w':
-            if (kp_cli_parse_u64(optarg, &v) != 0 || v > 1000000)
+            if (kp_parse_size(optarg, &v) != 0 || v > 1000000)
                 return kp_cli_usage_error("run", "--warmup '%s': expected 0 to 1000000", optarg);
             a->warmup = (int)v;
             break;
         case 'B':
-            if (kp_cli_parse_u64(optarg, &a->bytes) != 0 || a->bytes == 0)
+            if (kp_parse_size(optarg, &a->bytes) != 0 || a->bytes == 0)
                 return kp_cli_usage_error("run", "--bytes '%s': expected a positive byte count",
                                           optarg);
             a->have_bytes = 1;
@@ -282,7 +294,7 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
         case 'j': a->json = 1; break;
         case 'k': a->lab.backend = optarg; break;
         case 'd':
-            if (kp_cli_parse_u64(optarg, &v) != 0 || v > 1 << 20)
+            if (kp_parse_size(optarg, &v) != 0 || v > 1 << 20)
                 return kp_cli_usage_error("run", "--device '%s': expected a device number",
                                           optarg);
             a->lab.device = (int)v;
@@ -293,7 +305,7 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
                 return kp_cli_usage_error("run", "--timeout '%s': expected seconds > 0", optarg);
             break;
         case 's':
-            if (kp_cli_parse_u64(optarg, &a->launch.dyn_local) != 0)
+            if (kp_parse_size(optarg, &a->launch.dyn_local) != 0)
                 return kp_cli_usage_error("run", "--smem '%s': expected a byte count", optarg);
             break;
         case 'c':
@@ -424,13 +436,7 @@ int kp_cmd_run(int argc, char **argv)
 done:
     free(r.samples);
     free(scratch);
-    if (wedged) {
-        /* The kernel is still running: releasing the device would wait for it, maybe forever.
-         * Report and leave at once; the OS reclaims everything. */
-        rc = kp_cli_fail(&err);
-        fflush(NULL);
-        _exit(rc);
-    }
+    if (wedged) kp_run_abandon(&err);
     kp_lab_close(lab);
     kp_str_free(&a.options);
     if (st != KPROF_OK) {

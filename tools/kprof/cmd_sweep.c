@@ -101,15 +101,7 @@ static void kp_sweep_json(kp_str *out, const kp_sweep_run *s)
     kp_json j;
     kp_json_init(&j, out, 1);
     kp_json_object_begin(&j, NULL);
-    kp_json_string(&j, "kprof_version", KPROF_VERSION_STRING);
-    kp_json_object_begin(&j, "device");
-    kp_json_string(&j, "name", info->device.name);
-    kp_json_int(&j, "index", info->device.index);
-    kp_json_object_end(&j);
-    kp_json_string(&j, "backend", info->device.backend);
-    kp_json_string(&j, "source", info->source_path);
-    kp_json_string(&j, "entry", info->kernel->name);
-    kp_json_string(&j, "timer", info->timer);
+    kp_run_json_header(&j, info);
     kp_json_array_begin(&j, "grid");
     for (int d = 0; d < s->points[0].launch.dims; d++)
         kp_json_uint(&j, NULL, s->points[0].launch.grid[d]);
@@ -361,12 +353,7 @@ int kp_run_sweep(kp_run_args *a)
 done:
     free(samples);
     free(scratch);
-    if (st == KPROF_TIMEOUT) {
-        /* The kernel may still run: leave without tearing the device down (see cmd_run.c). */
-        int rc = kp_cli_fail(&err);
-        fflush(NULL);
-        _exit(rc);
-    }
+    if (st == KPROF_TIMEOUT) kp_run_abandon(&err);
     kp_lab_close(lab);
     free(s);
     if (st != KPROF_OK) {

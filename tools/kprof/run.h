@@ -6,6 +6,7 @@
 #define KP_TOOLS_RUN_H
 
 #include "core/util.h"
+#include "export/json.h"
 #include "lab/lab.h"
 
 typedef struct kp_run_args {
@@ -26,6 +27,14 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a);
 
 /* Run the sweep the arguments describe; returns the exit code. */
 int kp_run_sweep(kp_run_args *a);
+
+/* The fields run.json and sweep.json share: version, device, backend, source, entry, timer.
+ * Call right after opening the top-level object. */
+void kp_run_json_header(kp_json *j, const kp_lab_info *info);
+
+/* After KPROF_TIMEOUT: the kernel may still run, and releasing the device would wait for it,
+ * maybe for ever. Report the error and leave at once; the OS reclaims everything. */
+_Noreturn void kp_run_abandon(const kp_error *err);
 
 /* "4096", "64x32", "8x8x4". */
 void kp_dims_text(const uint64_t *v, int dims, char *buf, size_t n);
