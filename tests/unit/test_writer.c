@@ -1,0 +1,125 @@
+/* test_writer.c — the record writer that injected collectors use: records and strings reach the
+ * file and read back; a crash still runs the collectors' crash hooks and flushes; a forked
+ * child writes nothing of its parent's. */
+#define _GNU_SOURCE
+#include "collect/reader.h"
+#include "collect/writer.h"
+#include "test.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void crash_hook(void)
+{
+    kp_writer_note("crash hook ran");
+}
+
+/* The one .klog file in dir, read; 0 when there is exactly one. */
+static int read_only_file(const char *dir, kp_klog *log)
+{
+    DIR *d = opendir(dir);
+    char path[4096] = "";
+    int n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL) {
+        if (strstr(de->d_name, ".klog")) {
+            snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+            n++;
+        }
+    }
+    if (d) closedir(d);
+    if (n != 1) return -1;
+    kp_error err = {0};
+    return kp_klog_open(path, log, &err) == KPROF_OK ? 0 : -1;
+}
+
+static int has_note(const kp_klog *log, const char *text)
+{
+    for (size_t i = 0; i < log->nrecords; i++) {
+        if (log->records[i]->kind != KP_REC_NOTE) continue;
+        size_t len;
+        const char *s = kp_klog_string(log, log->records[i]->name, &len);
+        if (len == strlen(text) && memcmp(s, text, len) == 0) return 1;
+    }
+    return 0;
+}
+
+static pid_t child(const char *dir, int crash)
+{
+    pid_t pid = fork();
+    if (pid != 0) return pid;
+    setenv("KPROF_TRACE_DIR", dir, 1);
+    if (kp_writer_start("test") != 0) _exit(3);
+    kp_writer_at_crash(crash_hook);
+    for (int i = 0; i < 1000; i++) {
+        kp_rec r = {.kind = KP_REC_KERNEL, .start = kp_writer_now(), .correlation = (uint64_t)i};
+        r.end = r.start + 1;
+        r.name = kp_writer_string(i % 2 ? "odd" : "even");
+        kp_writer_emit(&r);
+    }
+    if (crash) raise(SIGSEGV);
+    /* A forked grandchild that exits must not write its parent's unflushed records. */
+    pid_t g = fork();
+    if (g == 0) _exit(0);
+    waitpid(g, NULL, 0);
+    exit(0); /* atexit: end record and the final flush */
+}
+
+int main(void)
+{
+    char dir[] = "/tmp/kprof-writer-test-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    int status = 0;
+    waitpid(child(dir, 0), &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    kp_klog log;
+    CHECK_INT(read_only_file(dir, &log), 0);
+    size_t kernels = 0, ends = 0, headers = 0;
+    for (size_t i = 0; i < log.nrecords; i++) {
+        kernels += log.records[i]->kind == KP_REC_KERNEL;
+        ends += log.records[i]->kind == KP_REC_END;
+        headers += log.records[i]->kind == KP_REC_HEADER;
+    }
+    CHECK_INT(kernels, 1000);
+    CHECK_INT(ends, 1);
+    CHECK_INT(headers, 1);
+    CHECK(!log.truncated);
+    size_t first = 0;
+    while (first < log.nrecords && log.records[first]->kind != KP_REC_KERNEL) first++;
+    size_t len;
+    const char *name = kp_klog_string(&log, log.records[first]->name, &len);
+    CHECK(len == 4 && memcmp(name, "even", 4) == 0);
+    name = kp_klog_string(&log, log.records[first + 1]->name, &len);
+    CHECK(len == 3 && memcmp(name, "odd", 3) == 0);
+    kp_klog_close(&log);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -f %s/*.klog", dir);
+    CHECK_INT(system(cmd), 0);
+
+    /* A crash: the hook runs, everything emitted is flushed, no end record, the signal stands. */
+    waitpid(child(dir, 1), &status, 0);
+#if defined(__SANITIZE_ADDRESS__)
+    /* ASan's own SEGV handler runs after ours: it reports and exits non-zero. */
+    CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV) ||
+          (WIFEXITED(status) && WEXITSTATUS(status) != 0));
+#else
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
+#endif
+    CHECK_INT(read_only_file(dir, &log), 0);
+    kernels = ends = 0;
+    for (size_t i = 0; i < log.nrecords; i++) {
+        kernels += log.records[i]->kind == KP_REC_KERNEL;
+        ends += log.records[i]->kind == KP_REC_END;
+    }
+    CHECK_INT(kernels, 1000);
+    CHECK_INT(ends, 0);
+    CHECK(has_note(&log, "crash hook ran"));
+    kp_klog_close(&log);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK_INT(system(cmd), 0);
+    TEST_DONE();
+}
