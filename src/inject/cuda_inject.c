@@ -6,11 +6,11 @@
  * (collect/writer.h) into this process's trace part.
  *
  * How records travel: CUPTI fills 8 MiB buffers that it asks us for, and hands each back to
- * kp_buffer_complete on its own thread (or on whichever thread calls cuptiActivityFlushAll);
- * there every record becomes a kp_rec. A small thread of ours asks CUPTI every 100 ms for
- * whatever is complete, because CUPTI's periodic flush only returns full buffers, and a trace
- * should show a running program and survive its crash. At exit the writer calls kp_cuda_exit,
- * which forces out the rest; the writer never calls it in a forked child, where flushing CUPTI
+ * kp_buffer_complete on its own thread (or on whichever thread calls cuptiActivityFlushAll),
+ * which only queues it. A small thread of ours converts every queued buffer's records into
+ * kp_recs, and every 100 ms asks CUPTI for whatever is complete, because CUPTI's periodic flush
+ * only returns full buffers, and a trace should show a running program and survive its crash.
+ * At exit the writer calls kp_cuda_exit, which forces out and converts the rest; the writer never calls it in a forked child, where flushing CUPTI
  * is known to hang. On a crash (SIGSEGV and friends) the writer's handler calls kp_cuda_crash,
  * which asks that same thread for a forced flush and waits a bounded time; the writer then
  * flushes and hands the signal on.
@@ -69,10 +69,17 @@ static struct {
     atomic_int stopped;       /* the flusher has left its loop */
     atomic_int crash_request; /* a crash handler wants a forced flush */
     atomic_int crash_done;
+
+    /* Completed CUPTI buffers waiting for kp_drain, and drained ones kept for reuse. */
+    pthread_mutex_t queue_lock; /* held only to move pointers; never across a call */
+    struct kp_cbuf *queue, **queue_tail, *spare;
+    int nspare;
 } kp_ci = {
     .init_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP,
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .flush_lock = PTHREAD_MUTEX_INITIALIZER,
+    .queue_lock = PTHREAD_MUTEX_INITIALIZER,
+    .queue_tail = &kp_ci.queue,
 };
 
 /* ---- records ---- */
@@ -222,13 +229,55 @@ static uint64_t kp_record(const CUpti_Activity *rec)
     return 0;
 }
 
+/* ---- CUPTI's buffers ----
+ *
+ * CUPTI calls kp_buffer_request and kp_buffer_complete from inside itself (on the launching
+ * thread, on its worker thread, inside cuptiActivityFlushAll), possibly holding its own locks.
+ * So they only move pointers under queue_lock, which is never held across a call out; records
+ * are converted later by kp_drain on our own thread, outside every CUPTI callback, so no lock of
+ * ours is ever waited on while CUPTI holds one of its own, and CUPTI's thread is never kept busy.
+ * Each buffer carries a header just before the bytes CUPTI sees; drained buffers are kept for
+ * reuse, up to KP_SPARE_BUFFERS. */
+
+typedef struct kp_cbuf {
+    struct kp_cbuf *next;
+    size_t valid; /* bytes of records CUPTI wrote */
+} kp_cbuf;
+
+#define KP_CBUF_HEAD    64u /* sizeof (kp_cbuf), rounded up so records stay aligned */
+#define KP_SPARE_BUFFERS 4
+
+static kp_cbuf *kp_cbuf_of(uint8_t *records)
+{
+    return (kp_cbuf *)(void *)(records - KP_CBUF_HEAD);
+}
+
 static void CUPTIAPI kp_buffer_request(uint8_t **buffer, size_t *size, size_t *max_records)
 {
-    void *p = NULL;
-    if (posix_memalign(&p, 8, KP_BUFFER_BYTES) != 0) p = NULL;
-    *buffer = p; /* NULL declines; CUPTI counts what it then drops */
-    *size = p ? KP_BUFFER_BYTES : 0;
+    kp_cbuf *b = NULL;
+    pthread_mutex_lock(&kp_ci.queue_lock);
+    if (kp_ci.spare) {
+        b = kp_ci.spare;
+        kp_ci.spare = b->next;
+        kp_ci.nspare--;
+    }
+    pthread_mutex_unlock(&kp_ci.queue_lock);
+    if (!b) {
+        void *p = NULL;
+        if (posix_memalign(&p, KP_CBUF_HEAD, KP_CBUF_HEAD + KP_BUFFER_BYTES) == 0) b = p;
+    }
+    *buffer = b ? (uint8_t *)b + KP_CBUF_HEAD : NULL; /* NULL declines; CUPTI counts the drops */
+    *size = b ? KP_BUFFER_BYTES : 0;
     *max_records = 0;
+}
+
+/* Give back what CUPTI left us to free in a buffer whose records are not converted. */
+static void kp_buffer_discard(uint8_t *buffer, size_t valid)
+{
+    CUpti_Activity *rec = NULL;
+    while (kp_cupti.cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
+        if (rec->kind == CUPTI_ACTIVITY_KIND_OVERHEAD)
+            free(((CUpti_ActivityOverhead3 *)rec)->overheadData);
 }
 
 static void CUPTIAPI kp_buffer_complete(CUcontext ctx, uint32_t stream, uint8_t *buffer,
@@ -237,27 +286,57 @@ static void CUPTIAPI kp_buffer_complete(CUcontext ctx, uint32_t stream, uint8_t 
     (void)ctx;
     (void)stream;
     (void)size;
-    CUpti_Activity *rec = NULL;
+    if (!buffer) return;
+    kp_cbuf *b = kp_cbuf_of(buffer);
     if (getpid() != kp_ci.pid || !kp_writer_active()) {
-        /* A forked child: the string ids, the file and possibly our lock are the parent's.
-         * Record nothing and take no lock; only give back what CUPTI left us to free. */
-        while (kp_cupti.cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
-            if (rec->kind == CUPTI_ACTIVITY_KIND_OVERHEAD)
-                free(((CUpti_ActivityOverhead3 *)rec)->overheadData);
-        free(buffer);
+        /* A forked child: the string ids, the file and our locks are the parent's. */
+        kp_buffer_discard(buffer, valid);
+        free(b);
         return;
     }
-    uint64_t lost = 0;
+    b->valid = valid;
+    b->next = NULL;
+    pthread_mutex_lock(&kp_ci.queue_lock);
+    *kp_ci.queue_tail = b;
+    kp_ci.queue_tail = &b->next;
+    pthread_mutex_unlock(&kp_ci.queue_lock);
+    if (atomic_load(&kp_ci.flusher_running)) sem_post(&kp_ci.wake);
+}
+
+/* Convert every queued buffer, oldest first, into records. Any thread outside CUPTI's callbacks;
+ * kp_ci.lock is taken before the queue is emptied, so two drains keep the buffers' order. */
+static void kp_drain(void)
+{
     pthread_mutex_lock(&kp_ci.lock);
-    while (kp_cupti.cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
-        lost += kp_record(rec);
+    pthread_mutex_lock(&kp_ci.queue_lock);
+    kp_cbuf *list = kp_ci.queue;
+    kp_ci.queue = NULL;
+    kp_ci.queue_tail = &kp_ci.queue;
+    pthread_mutex_unlock(&kp_ci.queue_lock);
+    uint64_t lost = 0;
+    while (list) {
+        kp_cbuf *b = list;
+        list = b->next;
+        uint8_t *records = (uint8_t *)b + KP_CBUF_HEAD;
+        CUpti_Activity *rec = NULL;
+        while (kp_cupti.cuptiActivityGetNextRecord(records, b->valid, &rec) == CUPTI_SUCCESS)
+            lost += kp_record(rec);
+        pthread_mutex_lock(&kp_ci.queue_lock);
+        int keep = kp_ci.nspare < KP_SPARE_BUFFERS;
+        if (keep) {
+            b->next = kp_ci.spare;
+            kp_ci.spare = b;
+            kp_ci.nspare++;
+        }
+        pthread_mutex_unlock(&kp_ci.queue_lock);
+        if (!keep) free(b);
+    }
     pthread_mutex_unlock(&kp_ci.lock);
-    /* The count resets on every call, so each buffer reports the drops since the last one. */
+    /* The count resets on every call: the drops since the last one. */
     size_t dropped = 0;
     if (kp_cupti.cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS)
         lost += dropped;
     kp_writer_dropped(lost);
-    free(buffer);
 }
 
 /* ---- the flush thread ---- */
@@ -269,9 +348,22 @@ static void kp_sleep_ms(long ms)
     }
 }
 
+/* Ask CUPTI for its buffers (forced: records still in flight are cut off there), then convert. */
+static void kp_flush_cupti(int forced)
+{
+    pthread_mutex_lock(&kp_ci.flush_lock);
+    kp_cupti.cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+    pthread_mutex_unlock(&kp_ci.flush_lock);
+    kp_drain();
+}
+
+/* Woken by every completed buffer (convert it) and every KP_FLUSH_PERIOD_MS (also ask CUPTI for
+ * what is complete, because CUPTI's own periodic flush only returns full buffers, and write out
+ * every thread's records, so the file shows a running program). */
 static void *kp_flusher_main(void *arg)
 {
     (void)arg;
+    uint64_t next_flush = kp_writer_now() + KP_FLUSH_PERIOD_MS * 1000000ull;
     for (;;) {
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
@@ -284,14 +376,19 @@ static void *kp_flusher_main(void *arg)
         }
         int crash = atomic_load(&kp_ci.crash_request);
         if (!crash && atomic_load(&kp_ci.stop)) break;
-        /* Not forced while the program runs: only buffers whose records are all complete. */
-        pthread_mutex_lock(&kp_ci.flush_lock);
-        kp_cupti.cuptiActivityFlushAll(crash ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
-        pthread_mutex_unlock(&kp_ci.flush_lock);
-        kp_writer_flush_all(); /* CUPTI may deliver on its own thread too */
         if (crash) {
+            kp_flush_cupti(1);
+            kp_writer_flush_all();
             atomic_store(&kp_ci.crash_done, 1);
             break;
+        }
+        uint64_t now = kp_writer_now();
+        if (now >= next_flush) {
+            next_flush = now + KP_FLUSH_PERIOD_MS * 1000000ull;
+            kp_flush_cupti(0);
+            kp_writer_flush_all(); /* records of other threads, too */
+        } else {
+            kp_drain();
         }
     }
     atomic_store(&kp_ci.stopped, 1);
@@ -315,6 +412,7 @@ static void kp_fork_parent(void)
 static void kp_fork_child(void)
 {
     pthread_mutex_init(&kp_ci.flush_lock, NULL);
+    pthread_mutex_init(&kp_ci.queue_lock, NULL);
 }
 
 static int kp_flusher_start(void)
@@ -365,7 +463,7 @@ static void kp_cuda_crash(void)
 static void kp_cuda_exit(void)
 {
     kp_flusher_stop();
-    kp_cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    kp_flush_cupti(1);
     pthread_mutex_lock(&kp_ci.lock);
     uint32_t open = kp_ci.nvtx.count;
     pthread_mutex_unlock(&kp_ci.lock);
@@ -471,6 +569,11 @@ static void kp_configure_cupti(char notes[KP_CONFIG_NOTES][300])
                  "CUPTI could not report kernel thread ids (%s); CUDA API calls and NVTX ranges "
                  "carry pthread ids instead",
                  kp_cupti_result_text(r));
+    /* Queued/submitted times only on request (kprof trace --queue-times): with them on, CUPTI
+     * 13.0 deadlocked a program of 200k back-to-back launches on the H200 (the launching thread
+     * and CUPTI's worker each waiting on a lock inside libcuda), with or without our flushes. */
+    const char *queue_times = getenv("KPROF_CUDA_QUEUE_TIMES");
+    if (!queue_times || strcmp(queue_times, "1") != 0) return;
     r = kp_cupti.cuptiActivityEnableLatencyTimestamps(1);
     if (r != CUPTI_SUCCESS)
         snprintf(notes[2], 300,

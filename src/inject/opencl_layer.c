@@ -19,11 +19,22 @@
  *
  * Calls into the runtime go straight to the next table, never back through the loader, so the
  * wrappers never see the layer's own calls.
+ *
+ * Loaders without layer support (the Khronos loader that CUDA ships, older ocl-icd) never call
+ * clInitLayer; for them `kprof trace` also LD_PRELOADs this library, whose exported clXxx symbols
+ * are the same wrappers. On their first call the loader is initialised (clGetPlatformIDs): if
+ * that ran clInitLayer, the wrappers go to the layer's next table (recording once, skipping the
+ * loader's second trip through the layer); otherwise kp_cl_next is filled with the loader's
+ * exported functions and the wrappers record in front of the loader. A program that dlopens the
+ * loader and looks functions up itself is seen only through the layer.
  */
 #include "inject/opencl_ops.h"
 
 #include "collect/writer.h"
 
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +91,19 @@ static _Atomic uint64_t kp_cl_function_ids[KP_CL_FN_COUNT]; /* string ids, see k
 
 cl_icd_dispatch kp_cl_next;
 static cl_icd_dispatch kp_cl_layer; /* what the loader calls: kp_cl_next with wrappers in it */
+
+/* Set once kp_cl_next is filled, by clInitLayer (layer mode) or kp_cl_preload_init. */
+static atomic_int kp_cl_ready;
+static pthread_once_t kp_cl_preload_once = PTHREAD_ONCE_INIT;
+static void kp_cl_preload_init(void);
+
+/* Every wrapper starts here: reached through an LD_PRELOADed export before any loader handed us
+ * a table, it finds the loader's own entry points first (see "LD_PRELOAD" below). */
+static inline void kp_cl_ensure(void)
+{
+    if (!atomic_load_explicit(&kp_cl_ready, memory_order_acquire))
+        pthread_once(&kp_cl_preload_once, kp_cl_preload_init);
+}
 
 /* One KP_REC_API record. */
 static void kp_cl_api(kp_cl_function fn, uint64_t start, uint64_t end, cl_int status,
@@ -139,6 +163,7 @@ static cl_context CL_API_CALL kp_wrap_clCreateContext(
     void(CL_CALLBACK *notify)(const char *, const void *, size_t, void *), void *user_data,
     cl_int *errcode_ret)
 {
+    kp_cl_ensure();
     cl_int err = CL_SUCCESS;
     uint64_t t0 = kp_writer_now();
     cl_context c =
@@ -150,6 +175,7 @@ static cl_context CL_API_CALL kp_wrap_clCreateContext(
 
 static cl_int CL_API_CALL kp_wrap_clReleaseContext(cl_context context)
 {
+    kp_cl_ensure();
     uint64_t t0 = kp_writer_now();
     cl_int rc = kp_cl_next.clReleaseContext(context);
     kp_cl_api(KP_CL_FN_clReleaseContext, t0, kp_writer_now(), rc, 0);
@@ -160,6 +186,7 @@ static cl_command_queue CL_API_CALL
 kp_wrap_clCreateCommandQueue(cl_context context, cl_device_id device,
                              cl_command_queue_properties properties, cl_int *errcode_ret)
 {
+    kp_cl_ensure();
     cl_int err = CL_SUCCESS;
     int recording = kp_cl_recording();
     int profiled = !!(properties & CL_QUEUE_PROFILING_ENABLE);
@@ -181,6 +208,7 @@ static cl_command_queue CL_API_CALL kp_wrap_clCreateCommandQueueWithProperties(
     cl_context context, cl_device_id device, const cl_queue_properties *properties,
     cl_int *errcode_ret)
 {
+    kp_cl_ensure();
     /* The program's (name, value) pairs, with CL_QUEUE_PROFILING_ENABLE ORed into
      * CL_QUEUE_PROPERTIES, or that pair added. */
     cl_queue_properties stack[64], *forced = NULL;
@@ -229,6 +257,7 @@ static cl_command_queue CL_API_CALL kp_wrap_clCreateCommandQueueWithProperties(
 
 static cl_int CL_API_CALL kp_wrap_clReleaseCommandQueue(cl_command_queue queue)
 {
+    kp_cl_ensure();
     kp_cl_queue_releasing(queue);
     uint64_t t0 = kp_writer_now();
     cl_int rc = kp_cl_next.clReleaseCommandQueue(queue);
@@ -239,6 +268,7 @@ static cl_int CL_API_CALL kp_wrap_clReleaseCommandQueue(cl_command_queue queue)
 static cl_mem CL_API_CALL kp_wrap_clCreateBuffer(cl_context context, cl_mem_flags flags,
                                                  size_t size, void *host_ptr, cl_int *errcode_ret)
 {
+    kp_cl_ensure();
     cl_int err = CL_SUCCESS;
     uint64_t t0 = kp_writer_now();
     cl_mem m = kp_cl_next.clCreateBuffer(context, flags, size, host_ptr, &err);
@@ -249,6 +279,7 @@ static cl_mem CL_API_CALL kp_wrap_clCreateBuffer(cl_context context, cl_mem_flag
 
 static cl_int CL_API_CALL kp_wrap_clReleaseMemObject(cl_mem memobj)
 {
+    kp_cl_ensure();
     uint64_t t0 = kp_writer_now();
     cl_int rc = kp_cl_next.clReleaseMemObject(memobj);
     kp_cl_api(KP_CL_FN_clReleaseMemObject, t0, kp_writer_now(), rc, 0);
@@ -260,6 +291,7 @@ static cl_program CL_API_CALL kp_wrap_clCreateProgramWithSource(cl_context conte
                                                                 const size_t *lengths,
                                                                 cl_int *errcode_ret)
 {
+    kp_cl_ensure();
     cl_int err = CL_SUCCESS;
     uint64_t t0 = kp_writer_now();
     cl_program p = kp_cl_next.clCreateProgramWithSource(context, count, strings, lengths, &err);
@@ -273,6 +305,7 @@ static cl_int CL_API_CALL kp_wrap_clBuildProgram(cl_program program, cl_uint num
                                                  void(CL_CALLBACK *notify)(cl_program, void *),
                                                  void *user_data)
 {
+    kp_cl_ensure();
     uint64_t t0 = kp_writer_now();
     cl_int rc =
         kp_cl_next.clBuildProgram(program, num_devices, devices, options, notify, user_data);
@@ -282,6 +315,7 @@ static cl_int CL_API_CALL kp_wrap_clBuildProgram(cl_program program, cl_uint num
 
 static cl_int CL_API_CALL kp_wrap_clReleaseProgram(cl_program program)
 {
+    kp_cl_ensure();
     uint64_t t0 = kp_writer_now();
     cl_int rc = kp_cl_next.clReleaseProgram(program);
     kp_cl_api(KP_CL_FN_clReleaseProgram, t0, kp_writer_now(), rc, 0);
@@ -291,6 +325,7 @@ static cl_int CL_API_CALL kp_wrap_clReleaseProgram(cl_program program)
 static cl_kernel CL_API_CALL kp_wrap_clCreateKernel(cl_program program, const char *kernel_name,
                                                     cl_int *errcode_ret)
 {
+    kp_cl_ensure();
     cl_int err = CL_SUCCESS;
     uint64_t t0 = kp_writer_now();
     cl_kernel k = kp_cl_next.clCreateKernel(program, kernel_name, &err);
@@ -305,6 +340,7 @@ static cl_int CL_API_CALL kp_wrap_clCreateKernelsInProgram(cl_program program, c
                                                            cl_kernel *kernels,
                                                            cl_uint *num_kernels_ret)
 {
+    kp_cl_ensure();
     uint64_t t0 = kp_writer_now();
     cl_int rc = kp_cl_next.clCreateKernelsInProgram(program, num_kernels, kernels, num_kernels_ret);
     uint64_t t1 = kp_writer_now();
@@ -318,6 +354,7 @@ static cl_int CL_API_CALL kp_wrap_clCreateKernelsInProgram(cl_program program, c
 static cl_int CL_API_CALL kp_wrap_clSetKernelArg(cl_kernel kernel, cl_uint arg_index,
                                                  size_t arg_size, const void *arg_value)
 {
+    kp_cl_ensure();
     uint64_t t0 = kp_writer_now();
     cl_int rc = kp_cl_next.clSetKernelArg(kernel, arg_index, arg_size, arg_value);
     kp_cl_api(KP_CL_FN_clSetKernelArg, t0, kp_writer_now(), rc, 0);
@@ -326,6 +363,7 @@ static cl_int CL_API_CALL kp_wrap_clSetKernelArg(cl_kernel kernel, cl_uint arg_i
 
 static cl_int CL_API_CALL kp_wrap_clReleaseKernel(cl_kernel kernel)
 {
+    kp_cl_ensure();
     uint64_t t0 = kp_writer_now();
     cl_int rc = kp_cl_next.clReleaseKernel(kernel);
     kp_cl_api(KP_CL_FN_clReleaseKernel, t0, kp_writer_now(), rc, 0);
@@ -339,6 +377,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueNDRangeKernel(
     const size_t *global_size, const size_t *local_size, cl_uint num_events,
     const cl_event *wait_list, cl_event *event)
 {
+    kp_cl_ensure();
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_KERNEL, kernel);
@@ -357,6 +396,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueTask(cl_command_queue queue, cl_kerne
                                                 cl_uint num_events, const cl_event *wait_list,
                                                 cl_event *event)
 {
+    kp_cl_ensure();
     kp_cl_op op;
     cl_event own = NULL;
     const size_t one = 1;
@@ -376,6 +416,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueReadBuffer(cl_command_queue queue, cl
                                                       void *ptr, cl_uint num_events,
                                                       const cl_event *wait_list, cl_event *event)
 {
+    kp_cl_ensure();
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_READ, NULL);
@@ -395,6 +436,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueWriteBuffer(cl_command_queue queue, c
                                                        const void *ptr, cl_uint num_events,
                                                        const cl_event *wait_list, cl_event *event)
 {
+    kp_cl_ensure();
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_WRITE, NULL);
@@ -415,6 +457,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueCopyBuffer(cl_command_queue queue, cl
                                                       cl_uint num_events, const cl_event *wait_list,
                                                       cl_event *event)
 {
+    kp_cl_ensure();
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_COPY, NULL);
@@ -440,6 +483,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueReadBufferRect(
     size_t buffer_slice_pitch, size_t host_row_pitch, size_t host_slice_pitch, void *ptr,
     cl_uint num_events, const cl_event *wait_list, cl_event *event)
 {
+    kp_cl_ensure();
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_READ, NULL);
@@ -462,6 +506,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueWriteBufferRect(
     size_t buffer_slice_pitch, size_t host_row_pitch, size_t host_slice_pitch, const void *ptr,
     cl_uint num_events, const cl_event *wait_list, cl_event *event)
 {
+    kp_cl_ensure();
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_WRITE, NULL);
@@ -484,6 +529,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueCopyBufferRect(
     size_t dst_row_pitch, size_t dst_slice_pitch, cl_uint num_events, const cl_event *wait_list,
     cl_event *event)
 {
+    kp_cl_ensure();
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_COPY, NULL);
@@ -505,6 +551,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueFillBuffer(cl_command_queue queue, cl
                                                       cl_uint num_events, const cl_event *wait_list,
                                                       cl_event *event)
 {
+    kp_cl_ensure();
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_FILL, NULL);
@@ -526,6 +573,7 @@ static void *CL_API_CALL kp_wrap_clEnqueueMapBuffer(cl_command_queue queue, cl_m
                                                     const cl_event *wait_list, cl_event *event,
                                                     cl_int *errcode_ret)
 {
+    kp_cl_ensure();
     cl_int err = CL_SUCCESS;
     uint64_t t0 = kp_writer_now();
     void *p = kp_cl_next.clEnqueueMapBuffer(queue, buffer, blocking, flags, offset, size,
@@ -544,6 +592,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueUnmapMemObject(cl_command_queue queue
                                                           const cl_event *wait_list,
                                                           cl_event *event)
 {
+    kp_cl_ensure();
     uint64_t t0 = kp_writer_now();
     cl_int rc =
         kp_cl_next.clEnqueueUnmapMemObject(queue, memobj, mapped, num_events, wait_list, event);
@@ -556,6 +605,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueUnmapMemObject(cl_command_queue queue
 
 static cl_int CL_API_CALL kp_wrap_clFlush(cl_command_queue queue)
 {
+    kp_cl_ensure();
     uint64_t t0 = kp_writer_now();
     cl_int rc = kp_cl_next.clFlush(queue);
     kp_cl_api(KP_CL_FN_clFlush, t0, kp_writer_now(), rc, 0);
@@ -564,6 +614,7 @@ static cl_int CL_API_CALL kp_wrap_clFlush(cl_command_queue queue)
 
 static cl_int CL_API_CALL kp_wrap_clFinish(cl_command_queue queue)
 {
+    kp_cl_ensure();
     uint64_t t0 = kp_writer_now();
     cl_int rc = kp_cl_next.clFinish(queue);
     kp_cl_api(KP_CL_FN_clFinish, t0, kp_writer_now(), rc, 0);
@@ -573,6 +624,7 @@ static cl_int CL_API_CALL kp_wrap_clFinish(cl_command_queue queue)
 
 static cl_int CL_API_CALL kp_wrap_clWaitForEvents(cl_uint num_events, const cl_event *events)
 {
+    kp_cl_ensure();
     uint64_t t0 = kp_writer_now();
     cl_int rc = kp_cl_next.clWaitForEvents(num_events, events);
     kp_cl_api(KP_CL_FN_clWaitForEvents, t0, kp_writer_now(), rc, 0);
@@ -582,6 +634,7 @@ static cl_int CL_API_CALL kp_wrap_clWaitForEvents(cl_uint num_events, const cl_e
 
 static cl_int CL_API_CALL kp_wrap_clReleaseEvent(cl_event event)
 {
+    kp_cl_ensure();
     uint64_t t0 = kp_writer_now();
     cl_int rc = kp_cl_next.clReleaseEvent(event);
     kp_cl_api(KP_CL_FN_clReleaseEvent, t0, kp_writer_now(), rc, 0);
@@ -594,12 +647,72 @@ static cl_int CL_API_CALL kp_wrap_clGetEventProfilingInfo(cl_event event,
                                                           void *param_value,
                                                           size_t *param_value_size_ret)
 {
+    kp_cl_ensure();
     uint64_t t0 = kp_writer_now();
     cl_int rc = kp_cl_next.clGetEventProfilingInfo(event, param_name, param_value_size, param_value,
                                                    param_value_size_ret);
     kp_cl_api(KP_CL_FN_clGetEventProfilingInfo, t0, kp_writer_now(), rc, 0);
     return rc;
 }
+
+/* Start recording once kp_cl_next is filled: 1 when the wrappers record, 0 when they only pass
+ * through (no KPROF_TRACE_DIR, or the next table lacks what the wrappers read events with). */
+static int kp_cl_start(void)
+{
+    int usable = kp_cl_next.clGetEventInfo && kp_cl_next.clGetEventProfilingInfo &&
+                 kp_cl_next.clRetainEvent && kp_cl_next.clReleaseEvent &&
+                 kp_cl_next.clGetKernelInfo && kp_cl_next.clGetCommandQueueInfo;
+    if (!usable || kp_writer_start("opencl") != 0) return 0;
+    kp_cl_ops_init();
+    kp_writer_at_exit(kp_cl_ops_exit);
+    return 1;
+}
+
+/* ---- LD_PRELOAD: for loaders without layers ---- */
+
+/* The loader's exported function: the next definition after this library, or, where the
+ * program reached the loader through a dlopen of its own (not in the global scope), that copy. */
+static void *kp_cl_loader_symbol(const char *name)
+{
+    void *f = dlsym(RTLD_NEXT, name);
+    if (!f) {
+        void *h = dlopen("libOpenCL.so.1", RTLD_LAZY | RTLD_NOLOAD);
+        if (h) f = dlsym(h, name);
+    }
+    return f;
+}
+
+#define KP_CL_READS(X)                                                                             \
+    X(clGetEventInfo)                                                                              \
+    X(clRetainEvent)                                                                               \
+    X(clGetKernelInfo)                                                                             \
+    X(clGetCommandQueueInfo)
+
+static void kp_cl_preload_init(void)
+{
+    /* Make the loader initialise now: if it supports layers, clInitLayer runs in here. */
+    void *sym = kp_cl_loader_symbol("clGetPlatformIDs");
+    cl_int (*get_platforms)(cl_uint, cl_platform_id *, cl_uint *) = NULL;
+    memcpy(&get_platforms, &sym, sizeof sym);
+    cl_uint n = 0;
+    if (get_platforms) get_platforms(0, NULL, &n);
+    if (atomic_load_explicit(&kp_cl_ready, memory_order_acquire)) return;
+#define KP_CL_RESOLVE_(fn)                                                                         \
+    sym = kp_cl_loader_symbol(#fn);                                                                \
+    memcpy(&kp_cl_next.fn, &sym, sizeof sym);
+    KP_CL_WRAPPED(KP_CL_RESOLVE_)
+    KP_CL_READS(KP_CL_RESOLVE_)
+#undef KP_CL_RESOLVE_
+    kp_cl_start();
+    atomic_store_explicit(&kp_cl_ready, 1, memory_order_release);
+}
+
+/* The exports an LD_PRELOAD puts in front of the loader's: the wrappers themselves. */
+#define KP_CL_PRELOAD_(fn)                                                                         \
+    extern __typeof__(kp_wrap_##fn) fn                                                             \
+        __attribute__((alias("kp_wrap_" #fn), visibility("default")));
+KP_CL_WRAPPED(KP_CL_PRELOAD_)
+#undef KP_CL_PRELOAD_
 
 /* ---- the layer's entry points ---- */
 
@@ -647,21 +760,16 @@ KP_CL_EXPORT CL_API_ENTRY cl_int CL_API_CALL clInitLayer(cl_uint num_entries,
         size_t available = num_entries < ours ? num_entries : ours;
         memcpy(&kp_cl_next, target_dispatch, available * sizeof(void *));
         kp_cl_layer = kp_cl_next;
-        /* The layer reads events and queues through these; without them it only passes through. */
-        int usable = kp_cl_next.clGetEventInfo && kp_cl_next.clGetEventProfilingInfo &&
-                     kp_cl_next.clRetainEvent && kp_cl_next.clReleaseEvent &&
-                     kp_cl_next.clGetKernelInfo && kp_cl_next.clGetCommandQueueInfo;
         /* No OpenCL calls here: the loader is still initialising, inside the program's first
          * OpenCL call. */
-        if (usable && kp_writer_start("opencl") == 0) {
-            kp_cl_ops_init();
-            kp_writer_at_exit(kp_cl_ops_exit);
+        if (kp_cl_start()) {
 #define KP_CL_INSTALL_(fn)                                                                         \
     if (offsetof(cl_icd_dispatch, fn) / sizeof(void *) < available && kp_cl_next.fn)               \
         kp_cl_layer.fn = kp_wrap_##fn;
             KP_CL_WRAPPED(KP_CL_INSTALL_)
 #undef KP_CL_INSTALL_
         }
+        atomic_store_explicit(&kp_cl_ready, 1, memory_order_release);
     }
     *num_entries_ret = (cl_uint)ours;
     *layer_dispatch_ret = &kp_cl_layer;

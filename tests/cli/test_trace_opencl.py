@@ -12,6 +12,18 @@ import kptest
 APP = os.environ.get("KPROF_CL_APP")
 
 
+def loader_has_layers():
+    """Whether the ICD loader cl_app links knows OPENCL_LAYERS (ocl-icd >= 2.3, the Khronos
+    loader since 2020); older ones never load a layer."""
+    ldd = subprocess.run(["ldd", APP], capture_output=True, text=True).stdout
+    for line in ldd.splitlines():
+        if "libOpenCL" in line and "=>" in line:
+            path = line.split("=>")[1].split("(")[0].strip()
+            with open(path, "rb") as f:
+                return b"OPENCL_LAYERS" in f.read()
+    return True
+
+
 class TraceOpenCL(kptest.KprofTestCase):
     @classmethod
     def setUpClass(cls):
@@ -19,13 +31,13 @@ class TraceOpenCL(kptest.KprofTestCase):
         if not APP:
             raise kptest.unittest.SkipTest("cl_app was not built (no OpenCL ICD loader to link)")
 
-    def trace(self, *args, expect=0, name="cl.kprof"):
+    def trace(self, *args, expect=0, name="cl.kprof", env=None):
         out = os.path.join(self.tmp, name)
-        p = self.kprof("trace", "-o", out, "--", APP, *args, expect=expect, timeout=300)
+        p = self.kprof("trace", "-o", out, "--", APP, *args, expect=expect, timeout=300, env=env)
         return out, p
 
-    def test_program_recorded(self):
-        path, p = self.trace("20")
+    def check_counts(self, path, p):
+        """Every call and every device operation of `cl_app 20`, recorded exactly once."""
         self.assertIn("0 records dropped", p.stderr)
         r = json.loads(self.kprof("report", path, "--json", expect=0).stdout)
         dev = {g["name"]: g["calls"] for g in r["device"]}
@@ -36,6 +48,10 @@ class TraceOpenCL(kptest.KprofTestCase):
         host = {g["name"]: g["calls"] for g in r["host"]}
         self.assertEqual(host["clEnqueueNDRangeKernel"], 40)
         self.assertEqual(host["clBuildProgram"], 1)
+
+    def test_program_recorded(self):
+        path, p = self.trace("20")
+        self.check_counts(path, p)
         db = sqlite3.connect(path)
         # Both queues, the one created without profiling too, have timed device work.
         streams = {s for (s,) in db.execute("SELECT DISTINCT stream FROM events WHERE kind = 4")}
@@ -67,6 +83,23 @@ class TraceOpenCL(kptest.KprofTestCase):
         self.assertEqual(len(flows_in), 121)
         self.assertEqual({e["bind_id"] for e in flows_in}, flows_out)
 
+    def test_each_way_in(self):
+        # The layer alone (loaders with layers), the LD_PRELOAD wrappers alone (loaders without,
+        # such as the one CUDA ships): each records everything once.
+        for way in ("layer", "preload"):
+            with self.subTest(way=way):
+                path, p = self.trace("20", name=way + ".kprof",
+                                     env={"KPROF_OPENCL_INTERCEPT": way})
+                if way == "layer" and not loader_has_layers():
+                    # e.g. the loader CUDA ships: the layer is never loaded, and the trace
+                    # says that nothing was captured rather than showing an empty table.
+                    self.assertIn("no GPU activity was captured", p.stderr)
+                    continue
+                self.check_counts(path, p)
+        p = self.kprof("trace", "--", APP, "1", env={"KPROF_OPENCL_INTERCEPT": "ptrace"},
+                       expect=2)
+        self.assertIn("expected layer, preload or both", p.stderr)
+
     def test_fork(self):
         path, p = self.trace("20", "fork")
         r = json.loads(self.kprof("report", path, "--json", expect=0).stdout)
@@ -86,6 +119,14 @@ class TraceOpenCL(kptest.KprofTestCase):
         env = dict(os.environ, OPENCL_LAYERS=os.path.join(os.path.dirname(kptest.KPROF),
                                                           "libkprof-inject.so"))
         env.pop("KPROF_TRACE_DIR", None)
+        p = subprocess.run([APP, "5"], env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+    def test_preload_without_trace_passes_through(self):
+        env = dict(os.environ, LD_PRELOAD=os.path.join(os.path.dirname(kptest.KPROF),
+                                                       "libkprof-inject.so"))
+        env.pop("KPROF_TRACE_DIR", None)
+        env.pop("OPENCL_LAYERS", None)
         p = subprocess.run([APP, "5"], env=env, capture_output=True, text=True, timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr)
 

@@ -76,10 +76,11 @@ int kp_cmd_trace(int argc, char **argv)
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'},
         {"force", no_argument, NULL, 'f'},
+        {"queue-times", no_argument, NULL, 'Q'},
         {NULL, 0, NULL, 0},
     };
     const char *output = NULL;
-    int force = 0;
+    int force = 0, queue_times = 0;
     opterr = 0;
     optind = 1;
     int c;
@@ -88,6 +89,7 @@ int kp_cmd_trace(int argc, char **argv)
         switch (c) {
         case 'o': output = optarg; break;
         case 'f': force = 1; break;
+        case 'Q': queue_times = 1; break;
         case ':': return kp_cli_usage_error("trace", "%s needs a value", argv[optind - 1]);
         default: return kp_cli_usage_error("trace", "unknown option '%s'", argv[optind - 1]);
         }
@@ -123,6 +125,18 @@ int kp_cmd_trace(int argc, char **argv)
         return kp_cli_fail(&err);
     }
 
+    /* How the OpenCL collector gets in: both ways by default (see opencl_layer.c). */
+    const char *intercept = getenv("KPROF_OPENCL_INTERCEPT");
+    int use_layer = 1, use_preload = 1;
+    if (intercept && *intercept && strcmp(intercept, "both") != 0) {
+        use_layer = strcmp(intercept, "layer") == 0;
+        use_preload = strcmp(intercept, "preload") == 0;
+        if (!use_layer && !use_preload)
+            return kp_cli_usage_error("trace",
+                                      "KPROF_OPENCL_INTERCEPT=%s: expected layer, preload or both",
+                                      intercept);
+    }
+
     char tmpl[4096];
     const char *tmp = getenv("TMPDIR");
     snprintf(tmpl, sizeof tmpl, "%s/kprof-trace-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -135,6 +149,7 @@ int kp_cmd_trace(int argc, char **argv)
     /* The collectors' configuration travels in the environment. */
     setenv("KPROF_TRACE_DIR", tmpl, 1);
     setenv("CUDA_INJECTION64_PATH", inject, 1);
+    if (queue_times) setenv("KPROF_CUDA_QUEUE_TIMES", "1", 1);
     char cupti[PATH_MAX];
     const char *nvtx = getenv("NVTX_INJECTION64_PATH");
     if (kp_cupti_library_path(cupti, sizeof cupti) == 0) {
@@ -142,11 +157,33 @@ int kp_cmd_trace(int argc, char **argv)
         if (!nvtx || !*nvtx) setenv("NVTX_INJECTION64_PATH", cupti, 1);
         if (!getenv("KPROF_CUPTI_LIBRARY")) setenv("KPROF_CUPTI_LIBRARY", cupti, 1);
     }
-    const char *layers = getenv("OPENCL_LAYERS");
-    kp_str l = {0};
-    kp_str_printf(&l, "%s%s%s", inject, layers && *layers ? ":" : "", layers ? layers : "");
-    if (l.data) setenv("OPENCL_LAYERS", l.data, 1);
-    kp_str_free(&l);
+    if (use_layer) {
+        const char *layers = getenv("OPENCL_LAYERS");
+        kp_str l = {0};
+        kp_str_printf(&l, "%s%s%s", inject, layers && *layers ? ":" : "", layers ? layers : "");
+        if (l.data) setenv("OPENCL_LAYERS", l.data, 1);
+        kp_str_free(&l);
+    }
+    /* Loaders without layer support reach the OpenCL collector through LD_PRELOAD instead
+     * (opencl_layer.c). The dynamic linker splits LD_PRELOAD at spaces and colons: a path with
+     * either cannot travel there, and only layers remain. */
+    if (use_preload && !strpbrk(inject, " :")) {
+        const char *preload = getenv("LD_PRELOAD");
+        kp_str p = {0};
+        kp_str_printf(&p, "%s%s%s", inject, preload && *preload ? ":" : "",
+                      preload ? preload : "");
+        if (p.data) setenv("LD_PRELOAD", p.data, 1);
+        kp_str_free(&p);
+        /* ASan-built programs insist that their runtime is loaded first; let them run. */
+        const char *asan = getenv("ASAN_OPTIONS");
+        if (!asan || !strstr(asan, "verify_asan_link_order")) {
+            kp_str a = {0};
+            kp_str_printf(&a, "%s%sverify_asan_link_order=0", asan ? asan : "",
+                          asan && *asan ? ":" : "");
+            if (a.data) setenv("ASAN_OPTIONS", a.data, 1);
+            kp_str_free(&a);
+        }
+    }
 
     kp_str cmdline = {0};
     for (int i = 0; cmd[i]; i++) kp_str_printf(&cmdline, "%s%s", i ? " " : "", cmd[i]);

@@ -105,20 +105,25 @@ const kp_command kp_commands[] = {
      "\n"
      "A progress line goes to stderr while the sweep runs, on a terminal only.\n"},
     {"trace", kp_cmd_trace, "record what an unmodified program does on the GPU",
-     "usage: kprof trace [-o FILE] [--force] [--] CMD ARGS...\n"
+     "usage: kprof trace [-o FILE] [--force] [--queue-times] [--] CMD ARGS...\n"
      "\n"
      "Runs CMD with kprof's collectors injected and writes everything every process of it did\n"
      "on the GPU into one trace file (SQLite; docs/trace-format.md): host API calls, kernels,\n"
      "copies, fills, synchronization and NVTX ranges, all on one host clock.\n"
      "  CUDA    CUDA_INJECTION64_PATH + CUPTI activity records (static or shared cudart,\n"
      "          Python programs such as PyTorch too); NVTX through NVTX_INJECTION64_PATH\n"
-     "  OpenCL  an OPENCL_LAYERS layer that turns profiling on for every queue\n"
+     "  OpenCL  an OPENCL_LAYERS layer that turns profiling on for every queue, and the\n"
+     "          same wrappers through LD_PRELOAD for ICD loaders without layers (set\n"
+     "          KPROF_OPENCL_INTERCEPT=layer|preload to use only one of the two)\n"
      "A program that forks or execs has every process recorded. Records are flushed as the\n"
      "program runs, so a crash leaves the trace up to near the crash. Dropped records are\n"
      "counted; a trace with no GPU activity says so, with the likely reasons.\n"
      "\n"
      "  -o, --output FILE   the trace (default: the first free trace_N.kprof here)\n"
      "  --force             replace FILE if it exists\n"
+     "  --queue-times       CUDA: also record when each kernel was queued and submitted\n"
+     "                      (off by default: CUPTI 13.0 can deadlock a program of ~200k\n"
+     "                      back-to-back launches with these on)\n"
      "\n"
      "The exit code is CMD's. Then: kprof report FILE, kprof export FILE --chrome out.json\n"},
     {"report", kp_cmd_report, "a trace's host and device tables and the verdict",
