@@ -19,10 +19,12 @@
  * process, and taking it would break programs that profile themselves (the PyTorch profiler).
  */
 #define _GNU_SOURCE
+#include "backend/backend.h"
 #include "backend/cuda/cupti_api.h"
 #include "collect/writer.h"
 #include "inject/cuda_records.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -627,4 +629,23 @@ KP_EXPORT int InitializeInjection(void)
     }
     pthread_mutex_unlock(&kp_ci.init_lock);
     return 1;
+}
+
+/* NVTX's entry point for injection libraries (NVTX_INJECTION64_PATH), called at the program's
+ * first NVTX call, which may come long before its first CUDA call. The collector starts here,
+ * then NVTX is handed on to CUPTI's own NVTX entry point, so that CUPTI's marker records cover
+ * the ranges a program opens before CUDA starts too. 0 (NVTX calls then do nothing) only when
+ * CUPTI cannot be loaded; that is a note in the trace. */
+typedef const void *(*kp_nvtx_export_table_fn)(uint32_t table_id);
+
+KP_EXPORT int InitializeInjectionNvtx2(kp_nvtx_export_table_fn get_export_table)
+{
+    InitializeInjection();
+    char path[4096];
+    if (kp_cupti_library_path(path, sizeof path) != 0) return 0;
+    void *cupti = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+    void *sym = cupti ? dlsym(cupti, "InitializeInjectionNvtx2") : NULL;
+    int (*cupti_init)(kp_nvtx_export_table_fn) = NULL;
+    memcpy(&cupti_init, &sym, sizeof sym);
+    return cupti_init ? cupti_init(get_export_table) : 0;
 }

@@ -57,6 +57,7 @@ class TraceCuda(kptest.KprofTestCase):
         nvtx = {g["name"]: g for g in r["nvtx"]}
         self.assertEqual(nvtx["outer"]["calls"], 1)
         self.assertEqual(nvtx["inner"]["calls"], 50)
+        self.assertEqual(nvtx["setup"]["calls"], 1)  # opened before the first CUDA call
         self.assertEqual(r["dropped"], 0)
         # Device times lie inside the run, on the same clock as the host calls.
         import sqlite3
@@ -130,7 +131,9 @@ class TraceCuda(kptest.KprofTestCase):
 
     def test_python_pytorch(self):
         code = ("import torch\n"
+                "torch.cuda.nvtx.range_push('before-cuda')\n"
                 "x = torch.ones(1 << 20, device='cuda')\n"
+                "torch.cuda.nvtx.range_pop()\n"
                 "for _ in range(200): x.add_(1)\n"
                 "torch.cuda.synchronize()\n"
                 "print('sum', float(x.sum()))\n")
@@ -142,6 +145,7 @@ class TraceCuda(kptest.KprofTestCase):
         self.assertIn("sum 21", p.stdout.replace(".0", ""))
         r = self.report(path)
         self.assertGreaterEqual(r["verdict"]["kernels"], 200)
+        self.assertIn("before-cuda", {g["name"] for g in r["nvtx"]})
 
     def test_another_profiler(self):
         ncu = shutil.which("ncu")

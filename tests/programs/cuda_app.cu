@@ -8,6 +8,8 @@
  * N times each (default 1000) inside the NVTX range "outer", every tenth pair also inside the
  * range "inner"; copies host to device and back (cudaMemcpy), fills with cudaMemset, waits with
  * cudaDeviceSynchronize and cudaStreamSynchronize, and marks "checkpoint" (an NVTX mark).
+ * The range "setup" opens before the first CUDA call and closes after it: NVTX starts the
+ * collector, so ranges that precede CUDA are recorded too.
  *
  *   fork   after CUDA is initialised, forks a child that exits without a CUDA call: the trace
  *          must not hang (a child that flushes CUPTI at exit can).
@@ -69,8 +71,9 @@ int main(int argc, char **argv)
     if (!host) return 1;
     for (int i = 0; i < elems; i++) host[i] = (float)i;
 
-    /* CUDA first, so the collector is on before the first NVTX range opens. */
+    nvtxRangePushA("setup");
     CHECK_CUDA(cudaFree(0));
+    nvtxRangePop();
 
     if (do_fork) {
         fflush(stdout);

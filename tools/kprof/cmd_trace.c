@@ -153,8 +153,9 @@ int kp_cmd_trace(int argc, char **argv)
     char cupti[PATH_MAX];
     const char *nvtx = getenv("NVTX_INJECTION64_PATH");
     if (kp_cupti_library_path(cupti, sizeof cupti) == 0) {
-        /* The collector and NVTX must load the same libcupti, or NVTX talks to a second copy. */
-        if (!nvtx || !*nvtx) setenv("NVTX_INJECTION64_PATH", cupti, 1);
+        /* NVTX reaches CUPTI through the collector (InitializeInjectionNvtx2 in cuda_inject.c),
+         * which starts at the first NVTX call; both load this one libcupti. */
+        if (!nvtx || !*nvtx) setenv("NVTX_INJECTION64_PATH", inject, 1);
         if (!getenv("KPROF_CUPTI_LIBRARY")) setenv("KPROF_CUPTI_LIBRARY", cupti, 1);
     }
     if (use_layer) {
