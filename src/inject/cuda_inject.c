@@ -511,6 +511,18 @@ static void kp_note_unusable(CUptiResult r)
     kp_writer_note(note);
 }
 
+/* Queued/submitted times, only on request (kprof trace --queue-times). With them on, CUPTI 13.0
+ * deadlocked a program of 200k back-to-back launches on the H200 whenever concurrent kernel
+ * records and API records were both on (the launching thread and CUPTI's worker each waiting on
+ * a lock inside libcuda; our flushes and buffer sizes made no difference). With serialized
+ * kernel records it ran through, so the request also serializes kernels: the price is said in
+ * the trace's notes. */
+static int kp_queue_times(void)
+{
+    const char *v = getenv("KPROF_CUDA_QUEUE_TIMES");
+    return v && strcmp(v, "1") == 0;
+}
+
 /* Enable every kind; say in one note what could not be, and why. Returns how many are on. */
 static int kp_enable_kinds(void)
 {
@@ -519,7 +531,10 @@ static int kp_enable_kinds(void)
     CUptiResult first_error = CUPTI_SUCCESS;
     int enabled = 0, other_subscriber = 0;
     for (size_t i = 0; i < sizeof kp_kinds / sizeof kp_kinds[0]; i++) {
-        CUptiResult r = kp_cupti.cuptiActivityEnable(kp_kinds[i].kind);
+        CUpti_ActivityKind kind = kp_kinds[i].kind;
+        if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && kp_queue_times())
+            kind = CUPTI_ACTIVITY_KIND_KERNEL;
+        CUptiResult r = kp_cupti.cuptiActivityEnable(kind);
         if (r == CUPTI_SUCCESS) {
             enabled++;
             continue;
@@ -571,11 +586,7 @@ static void kp_configure_cupti(char notes[KP_CONFIG_NOTES][300])
                  "CUPTI could not report kernel thread ids (%s); CUDA API calls and NVTX ranges "
                  "carry pthread ids instead",
                  kp_cupti_result_text(r));
-    /* Queued/submitted times only on request (kprof trace --queue-times): with them on, CUPTI
-     * 13.0 deadlocked a program of 200k back-to-back launches on the H200 (the launching thread
-     * and CUPTI's worker each waiting on a lock inside libcuda), with or without our flushes. */
-    const char *queue_times = getenv("KPROF_CUDA_QUEUE_TIMES");
-    if (!queue_times || strcmp(queue_times, "1") != 0) return;
+    if (!kp_queue_times()) return;
     r = kp_cupti.cuptiActivityEnableLatencyTimestamps(1);
     if (r != CUPTI_SUCCESS)
         snprintf(notes[2], 300,
@@ -602,6 +613,9 @@ static void kp_start(void)
     if (kp_enable_kinds() == 0) return;
     for (int i = 0; i < KP_CONFIG_NOTES; i++)
         if (config_notes[i][0]) kp_writer_note(config_notes[i]);
+    if (kp_queue_times())
+        kp_writer_note("--queue-times: kernels ran one at a time (CUPTI's serialized kernel "
+                       "records, the mode in which its queue times are safe to take)");
     /* Full buffers come back on CUPTI's own schedule; partial ones through the flush thread. */
     kp_cupti.cuptiActivityFlushPeriod(KP_FLUSH_PERIOD_MS);
     kp_writer_at_exit(kp_cuda_exit);

@@ -84,6 +84,7 @@ class TraceCuda(kptest.KprofTestCase):
 
     def test_queue_times(self):
         path, p = self.trace(self.app, "200", opts=("--queue-times",))
+        self.assertIn("kernels ran one at a time", p.stderr)
         import sqlite3
         db = sqlite3.connect(path)
         rows = db.execute("SELECT queued_ns, submitted_ns, start_ns FROM events "
@@ -95,16 +96,20 @@ class TraceCuda(kptest.KprofTestCase):
             self.assertLessEqual(submitted, start)
 
     def test_many_launches(self):
-        # 200k back-to-back launches: the collector keeps up and the program ends (with CUPTI's
-        # queue times on, CUDA 13.0 deadlocked here; they are off by default for that reason).
+        # 200k back-to-back launches: the collector keeps up and the program ends, with queue
+        # times too (taken with concurrent kernel records, CUPTI 13.0 deadlocked here).
         exe = os.path.join(self.tmp, "overhead")
         src = os.path.join(PROGRAMS, "..", "..", "bench", "programs", "overhead.cu")
         subprocess.run(["nvcc", "-O2", "-arch=sm_90", "-o", exe, src], check=True)
-        path, p = self.trace(exe, "launch", "200000", timeout=120)
-        self.assertIn("0 records dropped", p.stderr)
-        r = self.report(path)
-        self.assertEqual(r["verdict"]["kind"], "launch-bound")
-        self.assertEqual({g["name"]: g["calls"] for g in r["device"]}["tiny(float*)"], 200001)
+        for opts in ((), ("--queue-times",)):
+            with self.subTest(opts=opts):
+                path, p = self.trace(exe, "launch", "200000", timeout=120, opts=opts,
+                                     name="many%d.kprof" % len(opts))
+                self.assertIn("0 records dropped", p.stderr)
+                r = self.report(path)
+                self.assertEqual(r["verdict"]["kind"], "launch-bound")
+                kernels = {g["name"]: g["calls"] for g in r["device"]}
+                self.assertEqual(kernels["tiny(float*)"], 200001)
 
     def test_shared_cudart(self):
         exe = os.path.join(self.tmp, "cuda_app_shared")

@@ -121,9 +121,9 @@ const kp_command kp_commands[] = {
      "\n"
      "  -o, --output FILE   the trace (default: the first free trace_N.kprof here)\n"
      "  --force             replace FILE if it exists\n"
-     "  --queue-times       CUDA: also record when each kernel was queued and submitted\n"
-     "                      (off by default: CUPTI 13.0 can deadlock a program of ~200k\n"
-     "                      back-to-back launches with these on)\n"
+     "  --queue-times       CUDA: also record when each kernel was queued and submitted;\n"
+     "                      kernels then run one at a time (CUPTI gives these times safely\n"
+     "                      only with serialized kernel records)\n"
      "\n"
      "The exit code is CMD's. Then: kprof report FILE, kprof export FILE --chrome out.json\n"},
     {"report", kp_cmd_report, "a trace's host and device tables and the verdict",
