@@ -516,7 +516,7 @@ static void kp_note_unusable(CUptiResult r)
  * records and API records were both on (the launching thread and CUPTI's worker each waiting on
  * a lock inside libcuda; our flushes and buffer sizes made no difference). With serialized
  * kernel records it ran through, so the request also serializes kernels: the price is said in
- * the trace's notes. */
+ * the trace's notes. (Those records carry the queue time only; their submit time stays 0.) */
 static int kp_queue_times(void)
 {
     const char *v = getenv("KPROF_CUDA_QUEUE_TIMES");

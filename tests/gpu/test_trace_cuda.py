@@ -91,9 +91,13 @@ class TraceCuda(kptest.KprofTestCase):
                           "WHERE kind = 4").fetchall()
         self.assertEqual(len(rows), 400)
         for queued, submitted, start in rows:
+            # Serialized kernel records carry the queue time; the submit time only where CUPTI
+            # gives one (its concurrent records do, its serialized ones may not).
             self.assertIsNotNone(queued)
-            self.assertLessEqual(queued, submitted)
-            self.assertLessEqual(submitted, start)
+            self.assertLessEqual(queued, start)
+            if submitted is not None:
+                self.assertLessEqual(queued, submitted)
+                self.assertLessEqual(submitted, start)
 
     def test_many_launches(self):
         # 200k back-to-back launches: the collector keeps up and the program ends, with queue

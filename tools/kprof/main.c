@@ -121,9 +121,9 @@ const kp_command kp_commands[] = {
      "\n"
      "  -o, --output FILE   the trace (default: the first free trace_N.kprof here)\n"
      "  --force             replace FILE if it exists\n"
-     "  --queue-times       CUDA: also record when each kernel was queued and submitted;\n"
-     "                      kernels then run one at a time (CUPTI gives these times safely\n"
-     "                      only with serialized kernel records)\n"
+     "  --queue-times       CUDA: also record when each kernel was queued; kernels then run\n"
+     "                      one at a time (CUPTI gives queue times safely only with\n"
+     "                      serialized kernel records, which carry no submit time)\n"
      "\n"
      "The exit code is CMD's. Then: kprof report FILE, kprof export FILE --chrome out.json\n"},
     {"report", kp_cmd_report, "a trace's host and device tables and the verdict",
