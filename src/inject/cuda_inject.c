@@ -254,6 +254,8 @@ static kp_cbuf *kp_cbuf_of(uint8_t *records)
     return (kp_cbuf *)(void *)(records - KP_CBUF_HEAD);
 }
 
+static void kp_drain(void);
+
 static void CUPTIAPI kp_buffer_request(uint8_t **buffer, size_t *size, size_t *max_records)
 {
     kp_cbuf *b = NULL;
@@ -302,7 +304,10 @@ static void CUPTIAPI kp_buffer_complete(CUcontext ctx, uint32_t stream, uint8_t 
     *kp_ci.queue_tail = b;
     kp_ci.queue_tail = &b->next;
     pthread_mutex_unlock(&kp_ci.queue_lock);
-    if (atomic_load(&kp_ci.flusher_running)) sem_post(&kp_ci.wake);
+    if (atomic_load(&kp_ci.flusher_running))
+        sem_post(&kp_ci.wake);
+    else
+        kp_drain(); /* no thread of ours to do it (never started, stopped, or left after a crash) */
 }
 
 /* Convert every queued buffer, oldest first, into records. Any thread outside CUPTI's callbacks;
@@ -359,6 +364,23 @@ static void kp_flush_cupti(int forced)
     kp_drain();
 }
 
+/* The same at exit, where waiting must end: a flush thread stuck inside CUPTI keeps flush_lock,
+ * and exit then converts only what was already handed over. */
+static void kp_flush_cupti_at_exit(void)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += KP_EXIT_WAIT_MS / 1000;
+    if (pthread_mutex_timedlock(&kp_ci.flush_lock, &until) == 0) {
+        kp_cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        pthread_mutex_unlock(&kp_ci.flush_lock);
+    } else {
+        kp_writer_note("kprof's CUPTI flush thread did not return from CUPTI: the CUDA records "
+                       "still inside CUPTI at exit were not recorded");
+    }
+    kp_drain();
+}
+
 /* Woken by every completed buffer (convert it) and every KP_FLUSH_PERIOD_MS (also ask CUPTI for
  * what is complete, because CUPTI's own periodic flush only returns full buffers, and write out
  * every thread's records, so the file shows a running program). */
@@ -394,6 +416,7 @@ static void *kp_flusher_main(void *arg)
         }
     }
     atomic_store(&kp_ci.stopped, 1);
+    atomic_store(&kp_ci.flusher_running, 0); /* from now on, buffers are converted as they come */
     return NULL;
 }
 
@@ -465,7 +488,7 @@ static void kp_cuda_crash(void)
 static void kp_cuda_exit(void)
 {
     kp_flusher_stop();
-    kp_flush_cupti(1);
+    kp_flush_cupti_at_exit();
     pthread_mutex_lock(&kp_ci.lock);
     uint32_t open = kp_ci.nvtx.count;
     pthread_mutex_unlock(&kp_ci.lock);
@@ -655,6 +678,7 @@ typedef const void *(*kp_nvtx_export_table_fn)(uint32_t table_id);
 KP_EXPORT int InitializeInjectionNvtx2(kp_nvtx_export_table_fn get_export_table)
 {
     InitializeInjection();
+    if (!kp_ci.pid) return 0; /* not tracing (no KPROF_TRACE_DIR): NVTX stays a no-op */
     char path[4096];
     if (kp_cupti_library_path(path, sizeof path) != 0) return 0;
     void *cupti = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);

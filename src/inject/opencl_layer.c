@@ -28,11 +28,13 @@
  * exported functions and the wrappers record in front of the loader. A program that dlopens the
  * loader and looks functions up itself is seen only through the layer.
  */
+#define _GNU_SOURCE /* RTLD_NEXT, dladdr, dl_iterate_phdr */
 #include "inject/opencl_ops.h"
 
 #include "collect/writer.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -97,13 +99,28 @@ static atomic_int kp_cl_ready;
 static pthread_once_t kp_cl_preload_once = PTHREAD_ONCE_INIT;
 static void kp_cl_preload_init(void);
 
-/* Every wrapper starts here: reached through an LD_PRELOADed export before any loader handed us
- * a table, it finds the loader's own entry points first (see "LD_PRELOAD" below). */
+/* Reached through an LD_PRELOADed export before any loader handed us a table: find the loader's
+ * own entry points first (see "LD_PRELOAD" below). */
 static inline void kp_cl_ensure(void)
 {
     if (!atomic_load_explicit(&kp_cl_ready, memory_order_acquire))
         pthread_once(&kp_cl_preload_once, kp_cl_preload_init);
 }
+
+/* An object-making call that has nothing to call: fail as such calls fail. */
+static void *kp_cl_missing(cl_int *errcode_ret)
+{
+    if (errcode_ret) *errcode_ret = CL_INVALID_OPERATION;
+    return NULL;
+}
+
+/* Every wrapper starts here. Without the next function (an export called where no OpenCL loader
+ * could be found, e.g. a program testing a weak reference) the call fails instead of crashing. */
+#define KP_CL_ENTER(fn, failed)                                                                    \
+    do {                                                                                           \
+        kp_cl_ensure();                                                                            \
+        if (!kp_cl_next.fn) return failed;                                                         \
+    } while (0)
 
 /* One KP_REC_API record. */
 static void kp_cl_api(kp_cl_function fn, uint64_t start, uint64_t end, cl_int status,
@@ -163,7 +180,7 @@ static cl_context CL_API_CALL kp_wrap_clCreateContext(
     void(CL_CALLBACK *notify)(const char *, const void *, size_t, void *), void *user_data,
     cl_int *errcode_ret)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clCreateContext, kp_cl_missing(errcode_ret));
     cl_int err = CL_SUCCESS;
     uint64_t t0 = kp_writer_now();
     cl_context c =
@@ -175,7 +192,7 @@ static cl_context CL_API_CALL kp_wrap_clCreateContext(
 
 static cl_int CL_API_CALL kp_wrap_clReleaseContext(cl_context context)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clReleaseContext, CL_INVALID_OPERATION);
     uint64_t t0 = kp_writer_now();
     cl_int rc = kp_cl_next.clReleaseContext(context);
     kp_cl_api(KP_CL_FN_clReleaseContext, t0, kp_writer_now(), rc, 0);
@@ -186,7 +203,7 @@ static cl_command_queue CL_API_CALL
 kp_wrap_clCreateCommandQueue(cl_context context, cl_device_id device,
                              cl_command_queue_properties properties, cl_int *errcode_ret)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clCreateCommandQueue, kp_cl_missing(errcode_ret));
     cl_int err = CL_SUCCESS;
     int recording = kp_cl_recording();
     int profiled = !!(properties & CL_QUEUE_PROFILING_ENABLE);
@@ -208,7 +225,7 @@ static cl_command_queue CL_API_CALL kp_wrap_clCreateCommandQueueWithProperties(
     cl_context context, cl_device_id device, const cl_queue_properties *properties,
     cl_int *errcode_ret)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clCreateCommandQueueWithProperties, kp_cl_missing(errcode_ret));
     /* The program's (name, value) pairs, with CL_QUEUE_PROFILING_ENABLE ORed into
      * CL_QUEUE_PROPERTIES, or that pair added. */
     cl_queue_properties stack[64], *forced = NULL;
@@ -257,7 +274,7 @@ static cl_command_queue CL_API_CALL kp_wrap_clCreateCommandQueueWithProperties(
 
 static cl_int CL_API_CALL kp_wrap_clReleaseCommandQueue(cl_command_queue queue)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clReleaseCommandQueue, CL_INVALID_OPERATION);
     kp_cl_queue_releasing(queue);
     uint64_t t0 = kp_writer_now();
     cl_int rc = kp_cl_next.clReleaseCommandQueue(queue);
@@ -268,7 +285,7 @@ static cl_int CL_API_CALL kp_wrap_clReleaseCommandQueue(cl_command_queue queue)
 static cl_mem CL_API_CALL kp_wrap_clCreateBuffer(cl_context context, cl_mem_flags flags,
                                                  size_t size, void *host_ptr, cl_int *errcode_ret)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clCreateBuffer, kp_cl_missing(errcode_ret));
     cl_int err = CL_SUCCESS;
     uint64_t t0 = kp_writer_now();
     cl_mem m = kp_cl_next.clCreateBuffer(context, flags, size, host_ptr, &err);
@@ -279,7 +296,7 @@ static cl_mem CL_API_CALL kp_wrap_clCreateBuffer(cl_context context, cl_mem_flag
 
 static cl_int CL_API_CALL kp_wrap_clReleaseMemObject(cl_mem memobj)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clReleaseMemObject, CL_INVALID_OPERATION);
     uint64_t t0 = kp_writer_now();
     cl_int rc = kp_cl_next.clReleaseMemObject(memobj);
     kp_cl_api(KP_CL_FN_clReleaseMemObject, t0, kp_writer_now(), rc, 0);
@@ -291,7 +308,7 @@ static cl_program CL_API_CALL kp_wrap_clCreateProgramWithSource(cl_context conte
                                                                 const size_t *lengths,
                                                                 cl_int *errcode_ret)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clCreateProgramWithSource, kp_cl_missing(errcode_ret));
     cl_int err = CL_SUCCESS;
     uint64_t t0 = kp_writer_now();
     cl_program p = kp_cl_next.clCreateProgramWithSource(context, count, strings, lengths, &err);
@@ -305,7 +322,7 @@ static cl_int CL_API_CALL kp_wrap_clBuildProgram(cl_program program, cl_uint num
                                                  void(CL_CALLBACK *notify)(cl_program, void *),
                                                  void *user_data)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clBuildProgram, CL_INVALID_OPERATION);
     uint64_t t0 = kp_writer_now();
     cl_int rc =
         kp_cl_next.clBuildProgram(program, num_devices, devices, options, notify, user_data);
@@ -315,7 +332,7 @@ static cl_int CL_API_CALL kp_wrap_clBuildProgram(cl_program program, cl_uint num
 
 static cl_int CL_API_CALL kp_wrap_clReleaseProgram(cl_program program)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clReleaseProgram, CL_INVALID_OPERATION);
     uint64_t t0 = kp_writer_now();
     cl_int rc = kp_cl_next.clReleaseProgram(program);
     kp_cl_api(KP_CL_FN_clReleaseProgram, t0, kp_writer_now(), rc, 0);
@@ -325,7 +342,7 @@ static cl_int CL_API_CALL kp_wrap_clReleaseProgram(cl_program program)
 static cl_kernel CL_API_CALL kp_wrap_clCreateKernel(cl_program program, const char *kernel_name,
                                                     cl_int *errcode_ret)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clCreateKernel, kp_cl_missing(errcode_ret));
     cl_int err = CL_SUCCESS;
     uint64_t t0 = kp_writer_now();
     cl_kernel k = kp_cl_next.clCreateKernel(program, kernel_name, &err);
@@ -340,7 +357,7 @@ static cl_int CL_API_CALL kp_wrap_clCreateKernelsInProgram(cl_program program, c
                                                            cl_kernel *kernels,
                                                            cl_uint *num_kernels_ret)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clCreateKernelsInProgram, CL_INVALID_OPERATION);
     uint64_t t0 = kp_writer_now();
     cl_int rc = kp_cl_next.clCreateKernelsInProgram(program, num_kernels, kernels, num_kernels_ret);
     uint64_t t1 = kp_writer_now();
@@ -354,7 +371,7 @@ static cl_int CL_API_CALL kp_wrap_clCreateKernelsInProgram(cl_program program, c
 static cl_int CL_API_CALL kp_wrap_clSetKernelArg(cl_kernel kernel, cl_uint arg_index,
                                                  size_t arg_size, const void *arg_value)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clSetKernelArg, CL_INVALID_OPERATION);
     uint64_t t0 = kp_writer_now();
     cl_int rc = kp_cl_next.clSetKernelArg(kernel, arg_index, arg_size, arg_value);
     kp_cl_api(KP_CL_FN_clSetKernelArg, t0, kp_writer_now(), rc, 0);
@@ -363,7 +380,7 @@ static cl_int CL_API_CALL kp_wrap_clSetKernelArg(cl_kernel kernel, cl_uint arg_i
 
 static cl_int CL_API_CALL kp_wrap_clReleaseKernel(cl_kernel kernel)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clReleaseKernel, CL_INVALID_OPERATION);
     uint64_t t0 = kp_writer_now();
     cl_int rc = kp_cl_next.clReleaseKernel(kernel);
     kp_cl_api(KP_CL_FN_clReleaseKernel, t0, kp_writer_now(), rc, 0);
@@ -377,7 +394,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueNDRangeKernel(
     const size_t *global_size, const size_t *local_size, cl_uint num_events,
     const cl_event *wait_list, cl_event *event)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clEnqueueNDRangeKernel, CL_INVALID_OPERATION);
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_KERNEL, kernel);
@@ -396,7 +413,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueTask(cl_command_queue queue, cl_kerne
                                                 cl_uint num_events, const cl_event *wait_list,
                                                 cl_event *event)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clEnqueueTask, CL_INVALID_OPERATION);
     kp_cl_op op;
     cl_event own = NULL;
     const size_t one = 1;
@@ -416,7 +433,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueReadBuffer(cl_command_queue queue, cl
                                                       void *ptr, cl_uint num_events,
                                                       const cl_event *wait_list, cl_event *event)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clEnqueueReadBuffer, CL_INVALID_OPERATION);
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_READ, NULL);
@@ -436,7 +453,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueWriteBuffer(cl_command_queue queue, c
                                                        const void *ptr, cl_uint num_events,
                                                        const cl_event *wait_list, cl_event *event)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clEnqueueWriteBuffer, CL_INVALID_OPERATION);
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_WRITE, NULL);
@@ -457,7 +474,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueCopyBuffer(cl_command_queue queue, cl
                                                       cl_uint num_events, const cl_event *wait_list,
                                                       cl_event *event)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clEnqueueCopyBuffer, CL_INVALID_OPERATION);
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_COPY, NULL);
@@ -483,7 +500,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueReadBufferRect(
     size_t buffer_slice_pitch, size_t host_row_pitch, size_t host_slice_pitch, void *ptr,
     cl_uint num_events, const cl_event *wait_list, cl_event *event)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clEnqueueReadBufferRect, CL_INVALID_OPERATION);
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_READ, NULL);
@@ -506,7 +523,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueWriteBufferRect(
     size_t buffer_slice_pitch, size_t host_row_pitch, size_t host_slice_pitch, const void *ptr,
     cl_uint num_events, const cl_event *wait_list, cl_event *event)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clEnqueueWriteBufferRect, CL_INVALID_OPERATION);
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_WRITE, NULL);
@@ -529,7 +546,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueCopyBufferRect(
     size_t dst_row_pitch, size_t dst_slice_pitch, cl_uint num_events, const cl_event *wait_list,
     cl_event *event)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clEnqueueCopyBufferRect, CL_INVALID_OPERATION);
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_COPY, NULL);
@@ -551,7 +568,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueFillBuffer(cl_command_queue queue, cl
                                                       cl_uint num_events, const cl_event *wait_list,
                                                       cl_event *event)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clEnqueueFillBuffer, CL_INVALID_OPERATION);
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_FILL, NULL);
@@ -573,7 +590,7 @@ static void *CL_API_CALL kp_wrap_clEnqueueMapBuffer(cl_command_queue queue, cl_m
                                                     const cl_event *wait_list, cl_event *event,
                                                     cl_int *errcode_ret)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clEnqueueMapBuffer, kp_cl_missing(errcode_ret));
     cl_int err = CL_SUCCESS;
     uint64_t t0 = kp_writer_now();
     void *p = kp_cl_next.clEnqueueMapBuffer(queue, buffer, blocking, flags, offset, size,
@@ -592,7 +609,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueUnmapMemObject(cl_command_queue queue
                                                           const cl_event *wait_list,
                                                           cl_event *event)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clEnqueueUnmapMemObject, CL_INVALID_OPERATION);
     uint64_t t0 = kp_writer_now();
     cl_int rc =
         kp_cl_next.clEnqueueUnmapMemObject(queue, memobj, mapped, num_events, wait_list, event);
@@ -605,7 +622,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueUnmapMemObject(cl_command_queue queue
 
 static cl_int CL_API_CALL kp_wrap_clFlush(cl_command_queue queue)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clFlush, CL_INVALID_OPERATION);
     uint64_t t0 = kp_writer_now();
     cl_int rc = kp_cl_next.clFlush(queue);
     kp_cl_api(KP_CL_FN_clFlush, t0, kp_writer_now(), rc, 0);
@@ -614,7 +631,7 @@ static cl_int CL_API_CALL kp_wrap_clFlush(cl_command_queue queue)
 
 static cl_int CL_API_CALL kp_wrap_clFinish(cl_command_queue queue)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clFinish, CL_INVALID_OPERATION);
     uint64_t t0 = kp_writer_now();
     cl_int rc = kp_cl_next.clFinish(queue);
     kp_cl_api(KP_CL_FN_clFinish, t0, kp_writer_now(), rc, 0);
@@ -624,7 +641,7 @@ static cl_int CL_API_CALL kp_wrap_clFinish(cl_command_queue queue)
 
 static cl_int CL_API_CALL kp_wrap_clWaitForEvents(cl_uint num_events, const cl_event *events)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clWaitForEvents, CL_INVALID_OPERATION);
     uint64_t t0 = kp_writer_now();
     cl_int rc = kp_cl_next.clWaitForEvents(num_events, events);
     kp_cl_api(KP_CL_FN_clWaitForEvents, t0, kp_writer_now(), rc, 0);
@@ -634,7 +651,7 @@ static cl_int CL_API_CALL kp_wrap_clWaitForEvents(cl_uint num_events, const cl_e
 
 static cl_int CL_API_CALL kp_wrap_clReleaseEvent(cl_event event)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clReleaseEvent, CL_INVALID_OPERATION);
     uint64_t t0 = kp_writer_now();
     cl_int rc = kp_cl_next.clReleaseEvent(event);
     kp_cl_api(KP_CL_FN_clReleaseEvent, t0, kp_writer_now(), rc, 0);
@@ -647,7 +664,7 @@ static cl_int CL_API_CALL kp_wrap_clGetEventProfilingInfo(cl_event event,
                                                           void *param_value,
                                                           size_t *param_value_size_ret)
 {
-    kp_cl_ensure();
+    KP_CL_ENTER(clGetEventProfilingInfo, CL_INVALID_OPERATION);
     uint64_t t0 = kp_writer_now();
     cl_int rc = kp_cl_next.clGetEventProfilingInfo(event, param_name, param_value_size, param_value,
                                                    param_value_size_ret);
@@ -670,16 +687,47 @@ static int kp_cl_start(void)
 
 /* ---- LD_PRELOAD: for loaders without layers ---- */
 
-/* The loader's exported function: the next definition after this library, or, where the
- * program reached the loader through a dlopen of its own (not in the global scope), that copy. */
+/* Where the loader's exported functions are: the next definitions after this library (the
+ * loader linked by the program), else a loader already loaded out of the global scope (by a
+ * plugin opened RTLD_LOCAL), under its usual names or, failing those, any other loaded object
+ * that exports clGetPlatformIDs (vendored loaders in Python wheels carry hashed names). */
+static void *kp_cl_loader;
+
+static int kp_cl_find_loader(struct dl_phdr_info *info, size_t size, void *self_base)
+{
+    (void)size;
+    if (!info->dlpi_name || !*info->dlpi_name || (void *)info->dlpi_addr == self_base) return 0;
+    void *h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
+    if (h && dlsym(h, "clGetPlatformIDs")) {
+        kp_cl_loader = h;
+        return 1;
+    }
+    if (h) dlclose(h);
+    return 0;
+}
+
+static void kp_cl_loader_open(void)
+{
+    if (dlsym(RTLD_NEXT, "clGetPlatformIDs")) {
+        kp_cl_loader = RTLD_NEXT;
+        return;
+    }
+    static const char *const names[] = {"libOpenCL.so.1", "libOpenCL.so"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        void *h = dlopen(names[i], RTLD_LAZY | RTLD_NOLOAD);
+        if (h && dlsym(h, "clGetPlatformIDs")) {
+            kp_cl_loader = h;
+            return;
+        }
+        if (h) dlclose(h);
+    }
+    Dl_info self;
+    if (dladdr((void *)&kp_cl_loader, &self)) dl_iterate_phdr(kp_cl_find_loader, self.dli_fbase);
+}
+
 static void *kp_cl_loader_symbol(const char *name)
 {
-    void *f = dlsym(RTLD_NEXT, name);
-    if (!f) {
-        void *h = dlopen("libOpenCL.so.1", RTLD_LAZY | RTLD_NOLOAD);
-        if (h) f = dlsym(h, name);
-    }
-    return f;
+    return kp_cl_loader ? dlsym(kp_cl_loader, name) : NULL;
 }
 
 #define KP_CL_READS(X)                                                                             \
@@ -691,6 +739,7 @@ static void *kp_cl_loader_symbol(const char *name)
 static void kp_cl_preload_init(void)
 {
     /* Make the loader initialise now: if it supports layers, clInitLayer runs in here. */
+    kp_cl_loader_open();
     void *sym = kp_cl_loader_symbol("clGetPlatformIDs");
     cl_int (*get_platforms)(cl_uint, cl_platform_id *, cl_uint *) = NULL;
     memcpy(&get_platforms, &sym, sizeof sym);

@@ -15,9 +15,9 @@ GEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gen_trace.py")
 class Trace(kptest.KprofTestCase):
     needs_opencl = False
 
-    def trace(self, *args, expect=0, name="t.kprof"):
+    def trace(self, *args, expect=0, name="t.kprof", env=None):
         out = os.path.join(self.tmp, name)
-        p = self.kprof("trace", "-o", out, "--", *args, expect=expect)
+        p = self.kprof("trace", "-o", out, "--", *args, expect=expect, env=env)
         return out, p
 
     def gen(self, pattern, *extra, expect=0):
@@ -188,6 +188,22 @@ class Trace(kptest.KprofTestCase):
         p = self.kprof("trace", "-o", os.path.join(self.tmp, "y.kprof"), "--", "true",
                        env={"CUDA_INJECTION64_PATH": "/other/profiler.so"}, expect=3)
         self.assertIn("another profiler is injected", p.stderr)
+
+    def test_environment_of_the_program(self):
+        # What the collectors are told travels in the environment; the program sees it, and
+        # nothing inherited may turn on what the user did not ask for.
+        show = "echo $KPROF_CUDA_QUEUE_TIMES+$OPENCL_LAYERS+$LD_PRELOAD+$NVTX_INJECTION64_PATH"
+        env = {"KPROF_CUDA_QUEUE_TIMES": "1", "OPENCL_LAYERS": "/their/layer.so"}
+        p = self.trace("sh", "-c", show, env=env, name="env1.kprof")[1]
+        queue, layers, preload, _ = p.stdout.strip().split("+")
+        self.assertEqual(queue, "")
+        inject = layers.split(":")[-1]
+        self.assertTrue(inject.endswith("libkprof-inject.so"), layers)
+        self.assertEqual(layers.split(":")[0], "/their/layer.so")  # theirs first, ours outermost
+        self.assertEqual(preload.split(":")[0], inject)
+        p = self.kprof("trace", "-o", os.path.join(self.tmp, "env2.kprof"), "--queue-times",
+                       "--", "sh", "-c", show, expect=0)
+        self.assertEqual(p.stdout.split("+")[0], "1")
 
     def test_default_name(self):
         self.kprof("trace", "--", "true", expect=0)

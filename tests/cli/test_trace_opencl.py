@@ -4,6 +4,7 @@ device timestamps on the host clock, plus the host calls; fork and crash."""
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 
@@ -99,6 +100,47 @@ class TraceOpenCL(kptest.KprofTestCase):
         p = self.kprof("trace", "--", APP, "1", env={"KPROF_OPENCL_INTERCEPT": "ptrace"},
                        expect=2)
         self.assertIn("expected layer, preload or both", p.stderr)
+
+    def test_program_layers_see_every_call(self):
+        # A layer of the program's own stays in the path of every call: kprof's layer goes
+        # outermost, and its LD_PRELOAD wrappers call what lies under it.
+        if not loader_has_layers():
+            self.skipTest("this ICD loader has no layer support")
+        layer = {"OPENCL_LAYERS": os.environ["KPROF_COUNT_LAYER"]}
+        alone = subprocess.run([APP, "20"], env=dict(os.environ, **layer), capture_output=True,
+                               text=True, timeout=300)
+        self.assertEqual(alone.returncode, 0, alone.stderr)
+        counts = [ln for ln in alone.stderr.splitlines() if ln.startswith("count_layer:")]
+        self.assertEqual(counts, ["count_layer: clEnqueueNDRangeKernel=40 clFinish=32"])
+        path, p = self.trace("20", env=layer)
+        self.assertIn(counts[0], p.stderr)
+        self.check_counts(path, p)
+
+    def test_weak_reference_without_a_loader(self):
+        # The collector's exports stand in for a weakly referenced clFinish; with no loader
+        # behind them the call fails with an OpenCL error instead of crashing the program.
+        weak = os.environ["KPROF_WEAK_CL"]
+        alone = subprocess.run([weak], capture_output=True, text=True, timeout=60)
+        self.assertEqual(alone.stdout.strip(), "no OpenCL")
+        out = os.path.join(self.tmp, "weak.kprof")
+        p = self.kprof("trace", "-o", out, "--", weak, expect=0)
+        self.assertEqual(p.stdout.strip(), "clFinish=-59")  # CL_INVALID_OPERATION
+
+    def test_collector_path_with_a_space(self):
+        # LD_PRELOAD cannot carry such a path: preload alone is refused, the default says it
+        # traces through layers only (and still does, where the loader has them).
+        folder = os.path.join(self.tmp, "with space")
+        os.makedirs(folder)
+        lib = os.path.join(folder, "libkprof-inject.so")
+        shutil.copy(os.path.join(os.path.dirname(kptest.KPROF), "libkprof-inject.so"), lib)
+        env = {"KPROF_INJECT_LIBRARY": lib, "KPROF_OPENCL_INTERCEPT": "preload"}
+        p = self.kprof("trace", "--", APP, "1", env=env, expect=2)
+        self.assertIn("which LD_PRELOAD cannot carry", p.stderr)
+        env["KPROF_OPENCL_INTERCEPT"] = "both"
+        path, p = self.trace("20", name="space.kprof", env=env)
+        self.assertIn("traced through the loader's layers only", p.stderr)
+        if loader_has_layers():
+            self.check_counts(path, p)
 
     def test_fork(self):
         path, p = self.trace("20", "fork")

@@ -136,6 +136,19 @@ int kp_cmd_trace(int argc, char **argv)
                                       "KPROF_OPENCL_INTERCEPT=%s: expected layer, preload or both",
                                       intercept);
     }
+    /* The dynamic linker splits LD_PRELOAD at spaces and colons: such a path cannot go there. */
+    if (use_preload && strpbrk(inject, " :")) {
+        if (!use_layer)
+            return kp_cli_usage_error("trace",
+                                      "KPROF_OPENCL_INTERCEPT=preload: %s has a space or ':' in "
+                                      "its path, which LD_PRELOAD cannot carry",
+                                      inject);
+        fprintf(stderr,
+                "kprof: note: %s has a space or ':' in its path, which LD_PRELOAD cannot carry: "
+                "OpenCL programs are traced through the loader's layers only\n",
+                inject);
+        use_preload = 0;
+    }
 
     char tmpl[4096];
     const char *tmp = getenv("TMPDIR");
@@ -150,6 +163,7 @@ int kp_cmd_trace(int argc, char **argv)
     setenv("KPROF_TRACE_DIR", tmpl, 1);
     setenv("CUDA_INJECTION64_PATH", inject, 1);
     if (queue_times) setenv("KPROF_CUDA_QUEUE_TIMES", "1", 1);
+    else unsetenv("KPROF_CUDA_QUEUE_TIMES"); /* never inherited: it serializes kernels */
     char cupti[PATH_MAX];
     const char *nvtx = getenv("NVTX_INJECTION64_PATH");
     if (kp_cupti_library_path(cupti, sizeof cupti) == 0) {
@@ -159,16 +173,18 @@ int kp_cmd_trace(int argc, char **argv)
         if (!getenv("KPROF_CUPTI_LIBRARY")) setenv("KPROF_CUPTI_LIBRARY", cupti, 1);
     }
     if (use_layer) {
+        /* Last in the list: the loaders stack each layer over the ones before it, so ours is the
+         * outermost, and the LD_PRELOAD wrappers, which call what lies under it, skip none of
+         * the program's own layers. */
         const char *layers = getenv("OPENCL_LAYERS");
         kp_str l = {0};
-        kp_str_printf(&l, "%s%s%s", inject, layers && *layers ? ":" : "", layers ? layers : "");
+        kp_str_printf(&l, "%s%s%s", layers ? layers : "", layers && *layers ? ":" : "", inject);
         if (l.data) setenv("OPENCL_LAYERS", l.data, 1);
         kp_str_free(&l);
     }
     /* Loaders without layer support reach the OpenCL collector through LD_PRELOAD instead
-     * (opencl_layer.c). The dynamic linker splits LD_PRELOAD at spaces and colons: a path with
-     * either cannot travel there, and only layers remain. */
-    if (use_preload && !strpbrk(inject, " :")) {
+     * (opencl_layer.c). */
+    if (use_preload) {
         const char *preload = getenv("LD_PRELOAD");
         kp_str p = {0};
         kp_str_printf(&p, "%s%s%s", inject, preload && *preload ? ":" : "",
