@@ -28,13 +28,58 @@ static uint64_t kp_flow_id(int64_t process, int64_t corr)
     return ((uint64_t)process << 30) + ((uint64_t)corr & ((1u << 30) - 1));
 }
 
-/* Appending to the output without printf: the export writes millions of numbers. */
-static void kp_put(FILE *f, const char *s)
+/* The events go through a buffer of our own, without printf or stdio's per-call work: the
+ * export writes millions of numbers. With a FILE it drains there every KP_OUT_CHUNK bytes;
+ * without one it grows and keeps everything (the second half of a threaded export). */
+#define KP_OUT_CHUNK (1u << 20)
+
+typedef struct kp_out {
+    FILE *f;
+    char *buf;
+    size_t len, cap;
+    int failed; /* out of memory */
+} kp_out;
+
+static void kp_out_drain(kp_out *o)
 {
-    fputs_unlocked(s, f);
+    if (o->f && o->len) fwrite_unlocked(o->buf, 1, o->len, o->f);
+    if (o->f) o->len = 0;
 }
 
-static void kp_put_u64(FILE *f, uint64_t v)
+/* Room for n more bytes; 0 when there is none (memory is out, and the output is marked failed). */
+static int kp_out_room(kp_out *o, size_t n)
+{
+    if (o->len + n <= o->cap) return 1;
+    kp_out_drain(o);
+    if (o->len + n <= o->cap) return 1;
+    size_t cap = o->cap ? o->cap : KP_OUT_CHUNK;
+    while (cap < o->len + n) cap *= 2;
+    char *b = realloc(o->buf, cap);
+    if (!b) {
+        o->failed = 1;
+        return 0;
+    }
+    o->buf = b;
+    o->cap = cap;
+    return 1;
+}
+
+static void kp_out_bytes(kp_out *o, const char *p, size_t n)
+{
+    if (!kp_out_room(o, n)) return;
+    memcpy(o->buf + o->len, p, n);
+    o->len += n;
+}
+
+static void kp_put(kp_out *o, const char *s)
+{
+    kp_out_bytes(o, s, strlen(s));
+}
+
+/* A string literal, its length known at compile time. */
+#define KP_PUT_LIT(o, lit) kp_out_bytes((o), (lit), sizeof(lit) - 1)
+
+static void kp_put_u64(kp_out *o, uint64_t v)
 {
     char b[24];
     int i = 24;
@@ -42,30 +87,30 @@ static void kp_put_u64(FILE *f, uint64_t v)
         b[--i] = (char)('0' + v % 10);
         v /= 10;
     } while (v);
-    fwrite_unlocked(b + i, 1, (size_t)(24 - i), f);
+    kp_out_bytes(o, b + i, (size_t)(24 - i));
 }
 
-static void kp_put_i64(FILE *f, int64_t v)
+static void kp_put_i64(kp_out *o, int64_t v)
 {
     if (v < 0) {
-        fputc_unlocked('-', f);
-        kp_put_u64(f, (uint64_t)(-(v + 1)) + 1);
+        KP_PUT_LIT(o, "-");
+        kp_put_u64(o, (uint64_t)(-(v + 1)) + 1);
     } else {
-        kp_put_u64(f, (uint64_t)v);
+        kp_put_u64(o, (uint64_t)v);
     }
 }
 
 /* ns as µs with three decimals. */
-static void kp_put_us(FILE *f, int64_t ns)
+static void kp_put_us(kp_out *o, int64_t ns)
 {
     if (ns < 0) {
-        fputc_unlocked('-', f);
+        KP_PUT_LIT(o, "-");
         ns = -ns;
     }
-    kp_put_u64(f, (uint64_t)ns / 1000);
-    char frac[5] = {'.', (char)('0' + ns / 100 % 10), (char)('0' + ns / 10 % 10),
-                    (char)('0' + ns % 10), 0};
-    fputs_unlocked(frac, f);
+    kp_put_u64(o, (uint64_t)ns / 1000);
+    char frac[4] = {'.', (char)('0' + ns / 100 % 10), (char)('0' + ns / 10 % 10),
+                    (char)('0' + ns % 10)};
+    kp_out_bytes(o, frac, sizeof frac);
 }
 
 static void kp_quote(FILE *f, const char *text)
@@ -84,7 +129,7 @@ static kprof_status kp_chrome_fail(sqlite3 *db, kp_error *err)
 /* Events with ids lo..hi, each after ",\n" (the metadata comes first). 0, or -1 when SQLite
  * failed (its message is on db). */
 static int kp_chrome_events(sqlite3 *db, int64_t lo, int64_t hi, char *const *names,
-                            int64_t nnames, int64_t t0, FILE *f)
+                            int64_t nnames, int64_t t0, kp_out *f)
 {
     sqlite3_stmt *q = NULL;
     int rc;
@@ -113,35 +158,35 @@ static int kp_chrome_events(sqlite3 *db, int64_t lo, int64_t hi, char *const *na
         const char *cat = kind >= 3 && kind <= 10 ? cats[kind] : "other";
         int64_t epid = device_op ? kp_gpu_pid(pid, sqlite3_column_int64(q, 6)) : pid;
         int64_t etid = device_op ? sqlite3_column_int64(q, 7) : tid;
-        kp_put(f, ",\n");
+        KP_PUT_LIT(f, ",\n");
         kp_put(f, kind == 9 ? "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"" : "{\"ph\":\"X\",\"cat\":\"");
         kp_put(f, cat);
-        kp_put(f, "\",\"pid\":");
+        KP_PUT_LIT(f, "\",\"pid\":");
         kp_put_i64(f, epid);
-        kp_put(f, ",\"tid\":");
+        KP_PUT_LIT(f, ",\"tid\":");
         kp_put_i64(f, etid);
-        kp_put(f, ",\"ts\":");
+        KP_PUT_LIT(f, ",\"ts\":");
         kp_put_us(f, t_start);
         if (kind != 9) {
-            kp_put(f, ",\"dur\":");
+            KP_PUT_LIT(f, ",\"dur\":");
             kp_put_us(f, t_dur);
         }
-        kp_put(f, ",\"name\":");
+        KP_PUT_LIT(f, ",\"name\":");
         kp_put(f, name);
         if (kind == 9) {
-            kp_put(f, "}");
+            KP_PUT_LIT(f, "}");
             continue;
         }
         /* Correlations are numbered per collector: a process image is the scope. */
         uint64_t flow = has_corr ? kp_flow_id(sqlite3_column_int64(q, 21), corr) : 0;
         if (has_corr && device_op) {
-            kp_put(f, ",\"bind_id\":");
+            KP_PUT_LIT(f, ",\"bind_id\":");
             kp_put_u64(f, flow);
-            kp_put(f, ",\"flow_in\":true");
+            KP_PUT_LIT(f, ",\"flow_in\":true");
         } else if (has_corr && kind == 3 && sqlite3_column_int(q, 20)) {
-            kp_put(f, ",\"bind_id\":");
+            KP_PUT_LIT(f, ",\"bind_id\":");
             kp_put_u64(f, flow);
-            kp_put(f, ",\"flow_out\":true");
+            KP_PUT_LIT(f, ",\"flow_out\":true");
         }
         /* Only what the event has: an empty args object would cost 10 bytes a million times. */
         int any_args = (has_corr && device_op) ||
@@ -149,14 +194,14 @@ static int kp_chrome_events(sqlite3 *db, int64_t lo, int64_t hi, char *const *na
                        sqlite3_column_type(q, 18) != SQLITE_NULL ||
                        (kind == 8 && sqlite3_column_type(q, 19) != SQLITE_NULL);
         if (!any_args) {
-            kp_put(f, "}");
+            KP_PUT_LIT(f, "}");
             continue;
         }
-        kp_put(f, ",\"args\":{");
+        KP_PUT_LIT(f, ",\"args\":{");
         const char *sep = "";
         /* A call's correlation is in its flow; device work carries it for people to read. */
         if (has_corr && device_op) {
-            kp_put(f, "\"correlation\":");
+            KP_PUT_LIT(f, "\"correlation\":");
             kp_put_i64(f, corr);
             sep = ",";
         }
@@ -167,24 +212,24 @@ static int kp_chrome_events(sqlite3 *db, int64_t lo, int64_t hi, char *const *na
                 kp_put(f, keys[c]);
                 kp_put_i64(f, sqlite3_column_int64(q, 9 + c));
             }
-            kp_put(f, "],\"registers\":");
+            KP_PUT_LIT(f, "],\"registers\":");
             kp_put_i64(f, sqlite3_column_int64(q, 15));
-            kp_put(f, ",\"shared_bytes\":");
+            KP_PUT_LIT(f, ",\"shared_bytes\":");
             kp_put_i64(f, sqlite3_column_int64(q, 16) + sqlite3_column_int64(q, 17));
             sep = ",";
         }
         if (sqlite3_column_type(q, 18) != SQLITE_NULL) {
             kp_put(f, sep);
-            kp_put(f, "\"bytes\":");
+            KP_PUT_LIT(f, "\"bytes\":");
             kp_put_i64(f, sqlite3_column_int64(q, 18));
             sep = ",";
         }
         if (kind == 8 && sqlite3_column_type(q, 19) != SQLITE_NULL) {
             kp_put(f, sep);
-            kp_put(f, "\"range_id\":");
+            KP_PUT_LIT(f, "\"range_id\":");
             kp_put_i64(f, sqlite3_column_int64(q, 19));
         }
-        kp_put(f, "}}");
+        KP_PUT_LIT(f, "}}");
     }
     sqlite3_finalize(q);
     return rc == SQLITE_DONE ? 0 : -1;
@@ -196,9 +241,7 @@ typedef struct kp_chrome_half {
     const char *path;
     int64_t lo, hi, t0, nnames;
     char *const *names;
-    FILE *out;
-    char *buf;
-    size_t len;
+    kp_out out; /* no FILE: it keeps everything */
     int failed;
     char why[256];
 } kp_chrome_half;
@@ -211,7 +254,7 @@ static void *kp_chrome_half_run(void *p)
     if (sqlite3_open_v2(h->path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) ==
         SQLITE_OK) {
         sqlite3_exec(db, "PRAGMA mmap_size = 4294967296", NULL, NULL, NULL);
-        h->failed = kp_chrome_events(db, h->lo, h->hi, h->names, h->nnames, h->t0, h->out) != 0;
+        h->failed = kp_chrome_events(db, h->lo, h->hi, h->names, h->nnames, h->t0, &h->out) != 0;
     }
     snprintf(h->why, sizeof h->why, "%s", db ? sqlite3_errmsg(db) : "cannot open the trace");
     sqlite3_close(db);
@@ -320,20 +363,23 @@ kprof_status kp_export_chrome(sqlite3 *db, FILE *f, kp_error *err)
                            .hi = max_id, .t0 = t0, .nnames = nnames, .names = names};
     pthread_t worker;
     int threaded = max_id > 200000 && half.path && *half.path &&
-                   (half.out = open_memstream(&half.buf, &half.len)) != NULL &&
                    pthread_create(&worker, NULL, kp_chrome_half_run, &half) == 0;
-    if (kp_chrome_events(db, 1, threaded ? max_id / 2 : max_id, names, nnames, t0, f) != 0)
+    kp_out main_out = {.f = f};
+    if (kp_chrome_events(db, 1, threaded ? max_id / 2 : max_id, names, nnames, t0, &main_out) !=
+        0)
         st = kp_chrome_fail(db, err);
+    kp_out_drain(&main_out);
+    if (main_out.failed && st == KPROF_OK) st = kp_error_set(err, KPROF_NOMEM, "out of memory");
     if (threaded) {
         pthread_join(worker, NULL);
         if (half.failed && st == KPROF_OK)
             st = kp_error_set(err, KPROF_CORRUPT, "reading the trace failed: %s", half.why);
-        if (fflush(half.out) != 0 && st == KPROF_OK)
+        if (half.out.failed && st == KPROF_OK)
             st = kp_error_set(err, KPROF_NOMEM, "out of memory for the export's second half");
-        if (st == KPROF_OK && half.len) fwrite_unlocked(half.buf, 1, half.len, f);
+        if (st == KPROF_OK && half.out.len) fwrite_unlocked(half.out.buf, 1, half.out.len, f);
     }
-    if (half.out) fclose(half.out);
-    free(half.buf);
+    free(main_out.buf);
+    free(half.out.buf);
     goto out;
 out:
     sqlite3_finalize(q);
