@@ -39,8 +39,6 @@ static struct {
     atomic_int active;
     int fd;
     pid_t pid;              /* the process the writer was started in */
-    char dir[4096];
-    char collector[32];
     kp_tbuf *buffers;
     void (*at_exit[4])(void);
     int nat_exit;
@@ -312,6 +310,7 @@ static void kp_fork_child(void)
     pthread_mutex_init(&kp_w.lock, NULL);
     memset(kp_w.strings, 0, sizeof kp_w.strings);
     kp_w.nstrings = 0;
+    kp_w.nat_exit = kp_w.nat_crash = 0; /* the parent's collectors' hooks */
 }
 
 static void kp_command_line(char *out, size_t n)
@@ -348,8 +347,6 @@ int kp_writer_start(const char *collector)
     }
     kp_w.fd = fd;
     kp_w.pid = getpid();
-    snprintf(kp_w.dir, sizeof kp_w.dir, "%s", dir);
-    snprintf(kp_w.collector, sizeof kp_w.collector, "%s", collector);
     if (!kp_w.hooks_installed) {
         kp_w.hooks_installed = 1;
         pthread_key_create(&kp_buf_key, kp_thread_exit);

@@ -43,14 +43,15 @@ void kp_writer_flush(void);
  * collector's own flush thread, whose records other threads' buffers may hold. */
 void kp_writer_flush_all(void);
 
-/* Run fn at process exit before the final flush, in the process that started the writer only
- * (never in a forked child): the CUDA collector flushes CUPTI there. Up to four functions, run
+/* Run fn at process exit before the final flush, in the process that registered it only: a fork
+ * clears both lists, and a collector that starts again in the child registers again. The CUDA
+ * collector flushes CUPTI here. Up to four functions, run
  * last registered first. They must not block: runtimes may already be half torn down (their
  * own exit handlers can run before these). */
 void kp_writer_at_exit(void (*fn)(void));
 
 /* Run fn from the writer's crash handler (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT), before it
- * flushes, in the process that started the writer only: a collector pushes out what it still
+ * flushes, in the process that registered it only (as above): a collector pushes out what it still
  * holds (the CUDA collector's last CUPTI records). fn must be async-signal-safe in spirit: no
  * locks it could already hold, and a bounded wait. Up to four functions. */
 void kp_writer_at_crash(void (*fn)(void));

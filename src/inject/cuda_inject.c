@@ -10,8 +10,8 @@
  * which only queues it. A small thread of ours converts every queued buffer's records into
  * kp_recs, and every 100 ms asks CUPTI for whatever is complete, because CUPTI's periodic flush
  * only returns full buffers, and a trace should show a running program and survive its crash.
- * At exit the writer calls kp_cuda_exit, which forces out and converts the rest; the writer never calls it in a forked child, where flushing CUPTI
- * is known to hang. On a crash (SIGSEGV and friends) the writer's handler calls kp_cuda_crash,
+ * At exit the writer calls kp_cuda_exit, which forces out and converts the rest; a forked child
+ * never runs it (a fork clears the writer's hooks), as flushing CUPTI there is known to hang. On a crash (SIGSEGV and friends) the writer's handler calls kp_cuda_crash,
  * which asks that same thread for a forced flush and waits a bounded time; the writer then
  * flushes and hands the signal on.
  *
@@ -474,7 +474,7 @@ static void kp_flusher_stop(void)
  * then the writer flushes them with everything else. */
 static void kp_cuda_crash(void)
 {
-    if (getpid() == kp_ci.pid && atomic_load(&kp_ci.flusher_running) &&
+    if (atomic_load(&kp_ci.flusher_running) &&
         !pthread_equal(pthread_self(), kp_ci.flusher) &&
         !atomic_exchange(&kp_ci.crash_request, 1)) {
         sem_post(&kp_ci.wake);

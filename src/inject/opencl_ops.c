@@ -100,8 +100,11 @@ uint32_t kp_cl_tid(void)
 int kp_cl_recording(void)
 {
     if (atomic_load_explicit(&kp_ops.restart, memory_order_relaxed) &&
-        atomic_exchange(&kp_ops.restart, 0))
-        atomic_store(&kp_ops.recording, kp_writer_start("opencl") == 0);
+        atomic_exchange(&kp_ops.restart, 0)) {
+        int started = kp_writer_start("opencl") == 0;
+        if (started) kp_writer_at_exit(kp_cl_ops_exit); /* a fork cleared the parent's */
+        atomic_store(&kp_ops.recording, started);
+    }
     return atomic_load_explicit(&kp_ops.recording, memory_order_relaxed);
 }
 

@@ -183,8 +183,11 @@ class Trace(kptest.KprofTestCase):
         self.kprof("trace", "-o", path, "--force", "--", "true", expect=0)
         p = self.kprof("trace", "-o", self.tmp, "--", "true", expect=2)
         self.assertIn("is a folder", p.stderr)
-        # The program's own options are its own.
+        # The program's own options are its own, its --help too; kprof's come before it.
         self.trace("sh", "-c", "exit 0", "-o", "ignored", expect=0, name="own.kprof")
+        p = self.trace("sh", "-c", "echo ran $0", "-h", name="help.kprof")[1]
+        self.assertEqual(p.stdout.strip(), "ran -h")
+        self.assertIn("usage: kprof trace", self.kprof("trace", "--help", expect=0).stdout)
         p = self.kprof("trace", "-o", os.path.join(self.tmp, "y.kprof"), "--", "true",
                        env={"CUDA_INJECTION64_PATH": "/other/profiler.so"}, expect=3)
         self.assertIn("another profiler is injected", p.stderr)

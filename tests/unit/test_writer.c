@@ -18,6 +18,25 @@ static void crash_hook(void)
     kp_writer_note("crash hook ran");
 }
 
+/* Leaves a file named after the process it ran in, in $KPROF_HOOK_DIR. */
+static void exit_hook(void)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/exit-hook-%ld", getenv("KPROF_HOOK_DIR"), (long)getpid());
+    FILE *f = fopen(path, "w");
+    if (f) fclose(f);
+}
+
+static int count_files(const char *dir, const char *part)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL) n += strstr(de->d_name, part) != NULL;
+    if (d) closedir(d);
+    return n;
+}
+
 /* The one .klog file in dir, read; 0 when there is exactly one. */
 static int read_only_file(const char *dir, kp_klog *log)
 {
@@ -55,6 +74,7 @@ static pid_t child(const char *dir, int crash)
     setenv("KPROF_TRACE_DIR", dir, 1);
     if (kp_writer_start("test") != 0) _exit(3);
     kp_writer_at_crash(crash_hook);
+    kp_writer_at_exit(exit_hook);
     for (int i = 0; i < 1000; i++) {
         kp_rec r = {.kind = KP_REC_KERNEL, .start = kp_writer_now(), .correlation = (uint64_t)i};
         r.end = r.start + 1;
@@ -62,20 +82,31 @@ static pid_t child(const char *dir, int crash)
         kp_writer_emit(&r);
     }
     if (crash) raise(SIGSEGV);
-    /* A forked grandchild that exits must not write its parent's unflushed records. */
+    /* A forked grandchild that exits must not write its parent's unflushed records; one whose
+     * collector starts the writer again (elsewhere) runs none of its parent's hooks. */
     pid_t g = fork();
     if (g == 0) _exit(0);
+    waitpid(g, NULL, 0);
+    g = fork();
+    if (g == 0) {
+        setenv("KPROF_TRACE_DIR", getenv("KPROF_HOOK_DIR"), 1);
+        if (kp_writer_start("test") != 0) _exit(3);
+        exit(0);
+    }
     waitpid(g, NULL, 0);
     exit(0); /* atexit: end record and the final flush */
 }
 
 int main(void)
 {
-    char dir[] = "/tmp/kprof-writer-test-XXXXXX";
+    char dir[] = "/tmp/kprof-writer-test-XXXXXX", hooks[] = "/tmp/kprof-writer-hooks-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
+    CHECK(mkdtemp(hooks) != NULL);
+    setenv("KPROF_HOOK_DIR", hooks, 1);
     int status = 0;
     waitpid(child(dir, 0), &status, 0);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK_INT(count_files(hooks, "exit-hook-"), 1); /* the child's, not the grandchild's */
     kp_klog log;
     CHECK_INT(read_only_file(dir, &log), 0);
     size_t kernels = 0, ends = 0, headers = 0;
@@ -119,7 +150,7 @@ int main(void)
     CHECK_INT(ends, 0);
     CHECK(has_note(&log, "crash hook ran"));
     kp_klog_close(&log);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    snprintf(cmd, sizeof cmd, "rm -rf %s %s", dir, hooks);
     CHECK_INT(system(cmd), 0);
     TEST_DONE();
 }

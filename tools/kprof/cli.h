@@ -15,6 +15,8 @@ typedef struct kp_command {
     int (*run)(int argc, char **argv); /* argv[0] is the command name */
     const char *summary;               /* one line for `kprof --help` */
     const char *usage;                 /* full help for `kprof help CMD` */
+    int runs_a_command; /* takes a command line after its options (trace): -h/--help past
+                           that point are the command's, so the command parses its own */
 } kp_command;
 
 extern const kp_command kp_commands[];

@@ -77,6 +77,7 @@ int kp_cmd_trace(int argc, char **argv)
         {"output", required_argument, NULL, 'o'},
         {"force", no_argument, NULL, 'f'},
         {"queue-times", no_argument, NULL, 'Q'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *output = NULL;
@@ -85,8 +86,9 @@ int kp_cmd_trace(int argc, char **argv)
     optind = 1;
     int c;
     /* "+": stop at the command, so its own options stay its own. */
-    while ((c = getopt_long(argc, argv, "+:o:f", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:o:fh", longopts, NULL)) != -1) {
         switch (c) {
+        case 'h': return kp_cli_help(kp_command_find("trace"));
         case 'o': output = optarg; break;
         case 'f': force = 1; break;
         case 'Q': queue_times = 1; break;

@@ -125,7 +125,8 @@ const kp_command kp_commands[] = {
      "                      one at a time (CUPTI gives queue times safely only with\n"
      "                      serialized kernel records, which carry no submit time)\n"
      "\n"
-     "The exit code is CMD's. Then: kprof report FILE, kprof export FILE --chrome out.json\n"},
+     "The exit code is CMD's. Then: kprof report FILE, kprof export FILE --chrome out.json\n",
+     1},
     {"report", kp_cmd_report, "a trace's host and device tables and the verdict",
      "usage: kprof report FILE [--trace] [--raw] [--json | --csv]\n"
      "\n"
@@ -217,7 +218,7 @@ int main(int argc, char **argv)
         kp_cli_usage_error(NULL, "no command '%s' (kprof --help lists them)", cmd);
         return 2;
     }
-    for (int i = 2; i < argc; i++) {
+    for (int i = 2; i < argc && !c->runs_a_command; i++) {
         if (strcmp(argv[i], "--") == 0) break;
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
             return kp_cli_exit(kp_cli_help(c));
