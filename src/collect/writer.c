@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "collect/writer.h"
+#include "core/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,13 +56,6 @@ static struct {
 
 static _Thread_local kp_tbuf *kp_my_buf;
 static pthread_key_t kp_buf_key;
-
-uint64_t kp_writer_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static _Thread_local uint32_t kp_my_tid;
 
@@ -140,7 +134,7 @@ static void kp_append(const void *head, size_t head_len, const void *tail, size_
     kp_tbuf *b = kp_tbuf_get();
     if (!b) return;
     pthread_mutex_lock(&b->lock);
-    uint64_t now = kp_writer_now();
+    uint64_t now = kp_now_ns();
     if (b->len + total > KP_TBUF_BYTES) kp_tbuf_flush_locked(b);
     if (total > KP_TBUF_BYTES) {
         /* Too big for any buffer: straight to the file. */
@@ -174,9 +168,7 @@ uint32_t kp_writer_string(const char *text)
 {
     if (!text || !kp_writer_active()) return 0;
     size_t len = strlen(text);
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)text[i]) * 0x100000001b3ull;
-    h |= 1; /* 0 marks an empty slot */
+    uint64_t h = kp_hash64(KP_HASH_SEED, text, len) | 1; /* 0 marks an empty slot */
     pthread_mutex_lock(&kp_w.lock);
     uint32_t slot = (uint32_t)(h % KP_STRINGS), id = 0;
     for (uint32_t probe = 0; probe < KP_STRINGS; probe++) {
@@ -205,7 +197,7 @@ uint32_t kp_writer_string(const char *text)
 
 void kp_writer_note(const char *text)
 {
-    kp_rec r = {.kind = KP_REC_NOTE, .start = kp_writer_now(), .tid = kp_writer_tid()};
+    kp_rec r = {.kind = KP_REC_NOTE, .start = kp_now_ns(), .tid = kp_writer_tid()};
     r.name = kp_writer_string(text);
     kp_writer_emit(&r);
 }
@@ -213,7 +205,7 @@ void kp_writer_note(const char *text)
 void kp_writer_dropped(uint64_t n)
 {
     if (!n) return;
-    kp_rec r = {.kind = KP_REC_DROPPED, .start = kp_writer_now(), .bytes = n};
+    kp_rec r = {.kind = KP_REC_DROPPED, .start = kp_now_ns(), .bytes = n};
     kp_writer_emit(&r);
 }
 
@@ -262,7 +254,7 @@ static void kp_writer_exit(void)
 {
     if (!kp_writer_active() || kp_w.pid != getpid()) return;
     for (int i = kp_w.nat_exit - 1; i >= 0; i--) kp_w.at_exit[i]();
-    kp_rec r = {.kind = KP_REC_END, .start = kp_writer_now(), .tid = kp_writer_tid()};
+    kp_rec r = {.kind = KP_REC_END, .start = kp_now_ns(), .tid = kp_writer_tid()};
     kp_writer_emit(&r);
     kp_flush_all(0);
 }
@@ -339,7 +331,7 @@ int kp_writer_start(const char *collector)
     char path[4400];
     /* pid and start time: an exec'ed image keeps the pid but is another program. */
     snprintf(path, sizeof path, "%s/%ld-%s-%llu.klog", dir, (long)getpid(), collector,
-             (unsigned long long)kp_writer_now());
+             (unsigned long long)kp_now_ns());
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) {
         pthread_mutex_unlock(&kp_w.lock);
@@ -368,7 +360,7 @@ int kp_writer_start(const char *collector)
     char cmd[2048];
     kp_command_line(cmd, sizeof cmd);
     kp_rec h = {.kind = KP_REC_HEADER,
-                .start = kp_writer_now(),
+                .start = kp_now_ns(),
                 .id = (uint64_t)getpid(),
                 .aux = (uint32_t)getppid(),
                 .tid = kp_writer_tid()};

@@ -56,8 +56,7 @@ void kp_writer_at_exit(void (*fn)(void));
  * locks it could already hold, and a bounded wait. Up to four functions. */
 void kp_writer_at_crash(void (*fn)(void));
 
-/* CLOCK_MONOTONIC ns and the kernel thread id, as records carry them. */
-uint64_t kp_writer_now(void);
+/* The kernel thread id, as records carry it (their times are kp_now_ns(), CLOCK_MONOTONIC). */
 uint32_t kp_writer_tid(void);
 
 #endif

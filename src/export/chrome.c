@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include "export/chrome.h"
 #include "export/json.h"
+#include "store/trace_db.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,7 +129,10 @@ static kprof_status kp_chrome_fail(sqlite3 *db, kp_error *err)
 
 /* Events with ids lo..hi, each after ",\n" (the metadata comes first). 0, or -1 when SQLite
  * failed (its message is on db). */
-static int kp_chrome_events(sqlite3 *db, int64_t lo, int64_t hi, char *const *names,
+/* Names are JSON-quoted once, with their lengths: every event writes one. */
+static const kp_str kp_unknown_name = {.data = "\"?\"", .len = 3};
+
+static int kp_chrome_events(sqlite3 *db, int64_t lo, int64_t hi, const kp_str *names,
                             int64_t nnames, int64_t t0, kp_out *f)
 {
     sqlite3_stmt *q = NULL;
@@ -150,8 +154,9 @@ static int kp_chrome_events(sqlite3 *db, int64_t lo, int64_t hi, char *const *na
         int has_corr = sqlite3_column_type(q, 5) != SQLITE_NULL;
         int64_t corr = sqlite3_column_int64(q, 5);
         int64_t name_id = sqlite3_column_int64(q, 8);
-        const char *name = name_id > 0 && name_id < nnames && names[name_id] ? names[name_id]
-                                                                             : "\"?\"";
+        const kp_str *name = name_id > 0 && name_id < nnames && names[name_id].data
+                                 ? &names[name_id]
+                                 : &kp_unknown_name;
         int device_op = kind == 4 || kind == 5 || kind == 6;
         static const char *const cats[] = {"", "", "", "api", "kernel", "memcpy", "memset",
                                            "sync", "nvtx", "nvtx", "overhead"};
@@ -172,14 +177,18 @@ static int kp_chrome_events(sqlite3 *db, int64_t lo, int64_t hi, char *const *na
             kp_put_us(f, t_dur);
         }
         KP_PUT_LIT(f, ",\"name\":");
-        kp_put(f, name);
+        kp_out_bytes(f, name->data, name->len);
         if (kind == 9) {
             KP_PUT_LIT(f, "}");
             continue;
         }
         /* Correlations are numbered per collector: a process image is the scope. */
         uint64_t flow = has_corr ? kp_flow_id(sqlite3_column_int64(q, 21), corr) : 0;
-        if (has_corr && device_op) {
+        int launched_by = has_corr && device_op; /* the call that launched it is known */
+        int has_grid = kind == 4 && sqlite3_column_type(q, 9) != SQLITE_NULL;
+        int has_bytes = sqlite3_column_type(q, 18) != SQLITE_NULL;
+        int has_range = kind == 8 && sqlite3_column_type(q, 19) != SQLITE_NULL;
+        if (launched_by) {
             KP_PUT_LIT(f, ",\"bind_id\":");
             kp_put_u64(f, flow);
             KP_PUT_LIT(f, ",\"flow_in\":true");
@@ -189,23 +198,19 @@ static int kp_chrome_events(sqlite3 *db, int64_t lo, int64_t hi, char *const *na
             KP_PUT_LIT(f, ",\"flow_out\":true");
         }
         /* Only what the event has: an empty args object would cost 10 bytes a million times. */
-        int any_args = (has_corr && device_op) ||
-                       (kind == 4 && sqlite3_column_type(q, 9) != SQLITE_NULL) ||
-                       sqlite3_column_type(q, 18) != SQLITE_NULL ||
-                       (kind == 8 && sqlite3_column_type(q, 19) != SQLITE_NULL);
-        if (!any_args) {
+        if (!launched_by && !has_grid && !has_bytes && !has_range) {
             KP_PUT_LIT(f, "}");
             continue;
         }
         KP_PUT_LIT(f, ",\"args\":{");
         const char *sep = "";
         /* A call's correlation is in its flow; device work carries it for people to read. */
-        if (has_corr && device_op) {
+        if (launched_by) {
             KP_PUT_LIT(f, "\"correlation\":");
             kp_put_i64(f, corr);
             sep = ",";
         }
-        if (kind == 4 && sqlite3_column_type(q, 9) != SQLITE_NULL) {
+        if (has_grid) {
             static const char *const keys[] = {"\"grid\":[", ",", ",", "],\"block\":[", ",", ","};
             kp_put(f, sep);
             for (int c = 0; c < 6; c++) {
@@ -218,13 +223,13 @@ static int kp_chrome_events(sqlite3 *db, int64_t lo, int64_t hi, char *const *na
             kp_put_i64(f, sqlite3_column_int64(q, 16) + sqlite3_column_int64(q, 17));
             sep = ",";
         }
-        if (sqlite3_column_type(q, 18) != SQLITE_NULL) {
+        if (has_bytes) {
             kp_put(f, sep);
             KP_PUT_LIT(f, "\"bytes\":");
             kp_put_i64(f, sqlite3_column_int64(q, 18));
             sep = ",";
         }
-        if (kind == 8 && sqlite3_column_type(q, 19) != SQLITE_NULL) {
+        if (has_range) {
             kp_put(f, sep);
             KP_PUT_LIT(f, "\"range_id\":");
             kp_put_i64(f, sqlite3_column_int64(q, 19));
@@ -240,7 +245,7 @@ static int kp_chrome_events(sqlite3 *db, int64_t lo, int64_t hi, char *const *na
 typedef struct kp_chrome_half {
     const char *path;
     int64_t lo, hi, t0, nnames;
-    char *const *names;
+    const kp_str *names;
     kp_out out; /* no FILE: it keeps everything */
     int failed;
     char why[256];
@@ -264,18 +269,8 @@ static void *kp_chrome_half_run(void *p)
 kprof_status kp_export_chrome(sqlite3 *db, FILE *f, kp_error *err)
 {
     sqlite3_stmt *q = NULL;
-    int64_t t0 = 0;
-    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'start_ns'", -1, &q, NULL) ==
-            SQLITE_OK &&
-        sqlite3_step(q) == SQLITE_ROW)
-        t0 = sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
-    if (t0 == 0) {
-        if (sqlite3_prepare_v2(db, "SELECT MIN(start_ns) FROM events", -1, &q, NULL) == SQLITE_OK &&
-            sqlite3_step(q) == SQLITE_ROW)
-            t0 = sqlite3_column_int64(q, 0);
-        sqlite3_finalize(q);
-    }
+    int64_t t0 = kp_trace_db_meta_int(db, "start_ns");
+    if (t0 == 0) t0 = kp_trace_db_scalar(db, "SELECT MIN(start_ns) FROM events", 0);
     fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"kprof " KPROF_VERSION_STRING
           "\"},\"traceEvents\":[\n",
           f);
@@ -330,34 +325,20 @@ kprof_status kp_export_chrome(sqlite3 *db, FILE *f, kp_error *err)
     sqlite3_finalize(q);
 
     /* Events in storage order (the format needs no order), names by id. */
-    char **names = NULL;
-    int64_t nnames = 0;
-    if (sqlite3_prepare_v2(db, "SELECT COALESCE(MAX(id), 0) FROM strings", -1, &q, NULL) ==
-            SQLITE_OK &&
-        sqlite3_step(q) == SQLITE_ROW)
-        nnames = sqlite3_column_int64(q, 0) + 1;
-    sqlite3_finalize(q);
-    names = calloc((size_t)(nnames > 0 ? nnames : 1), sizeof *names);
+    int64_t nnames = kp_trace_db_scalar(db, "SELECT COALESCE(MAX(id), 0) FROM strings", 0) + 1;
+    kp_str *names = calloc((size_t)(nnames > 0 ? nnames : 1), sizeof *names);
     if (!names) return kp_error_set(err, KPROF_NOMEM, "out of memory");
     if (sqlite3_prepare_v2(db, "SELECT id, text FROM strings", -1, &q, NULL) == SQLITE_OK) {
         while (sqlite3_step(q) == SQLITE_ROW) {
             int64_t id = sqlite3_column_int64(q, 0);
             if (id >= 0 && id < nnames) {
-                kp_str quoted = {0};
-                kp_json_quote(&quoted, (const char *)sqlite3_column_text(q, 1));
-                names[id] = kp_str_take(&quoted);
+                kp_json_quote(&names[id], (const char *)sqlite3_column_text(q, 1));
             }
         }
     }
     sqlite3_finalize(q);
     kprof_status st = KPROF_OK;
-    int64_t max_id = 0;
-    if (sqlite3_prepare_v2(db, "SELECT COALESCE(MAX(id), 0) FROM events", -1, &q, NULL) ==
-            SQLITE_OK &&
-        sqlite3_step(q) == SQLITE_ROW)
-        max_id = sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
-    q = NULL;
+    int64_t max_id = kp_trace_db_scalar(db, "SELECT COALESCE(MAX(id), 0) FROM events", 0);
     /* Two halves on two cores when the trace is large: the export is CPU-bound. */
     kp_chrome_half half = {.path = sqlite3_db_filename(db, "main"), .lo = max_id / 2 + 1,
                            .hi = max_id, .t0 = t0, .nnames = nnames, .names = names};
@@ -380,10 +361,8 @@ kprof_status kp_export_chrome(sqlite3 *db, FILE *f, kp_error *err)
     }
     free(main_out.buf);
     free(half.out.buf);
-    goto out;
-out:
-    sqlite3_finalize(q);
-    for (int64_t i = 0; i < nnames; i++) free(names[i]);
+    for (int64_t i = 0; i < nnames; i++)
+        kp_str_free(&names[i]);
     free(names);
     if (st != KPROF_OK) return st;
     fputs("\n]}\n", f);

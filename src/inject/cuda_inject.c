@@ -11,9 +11,10 @@
  * kp_recs, and every 100 ms asks CUPTI for whatever is complete, because CUPTI's periodic flush
  * only returns full buffers, and a trace should show a running program and survive its crash.
  * At exit the writer calls kp_cuda_exit, which forces out and converts the rest; a forked child
- * never runs it (a fork clears the writer's hooks), as flushing CUPTI there is known to hang. On a crash (SIGSEGV and friends) the writer's handler calls kp_cuda_crash,
- * which asks that same thread for a forced flush and waits a bounded time; the writer then
- * flushes and hands the signal on.
+ * never runs it (a fork clears the writer's hooks), as flushing CUPTI there is known to hang.
+ * On a crash (SIGSEGV and friends) the writer's handler calls kp_cuda_crash, which asks that
+ * same thread for a forced flush and waits a bounded time; the writer then flushes and hands
+ * the signal on.
  *
  * Only the activity API is used, never cuptiSubscribe: CUPTI allows one callback subscriber per
  * process, and taking it would break programs that profile themselves (the PyTorch profiler).
@@ -22,6 +23,7 @@
 #include "backend/backend.h"
 #include "backend/cuda/cupti_api.h"
 #include "collect/writer.h"
+#include "core/util.h"
 #include "inject/cuda_records.h"
 
 #include <dlfcn.h>
@@ -348,11 +350,17 @@ static void kp_drain(void)
 
 /* ---- the flush thread ---- */
 
-static void kp_sleep_ms(long ms)
+/* Conditions the exit and crash paths wait on, a bounded time (kp_poll_until). */
+static int kp_flusher_has_stopped(void *ctx)
 {
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
+    (void)ctx;
+    return atomic_load(&kp_ci.stopped);
+}
+
+static int kp_crash_flush_done(void *ctx)
+{
+    (void)ctx;
+    return atomic_load(&kp_ci.crash_done);
 }
 
 /* Ask CUPTI for its buffers (forced: records still in flight are cut off there), then convert. */
@@ -387,7 +395,7 @@ static void kp_flush_cupti_at_exit(void)
 static void *kp_flusher_main(void *arg)
 {
     (void)arg;
-    uint64_t next_flush = kp_writer_now() + KP_FLUSH_PERIOD_MS * 1000000ull;
+    uint64_t next_flush = kp_now_ns() + KP_FLUSH_PERIOD_MS * 1000000ull;
     for (;;) {
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
@@ -406,7 +414,7 @@ static void *kp_flusher_main(void *arg)
             atomic_store(&kp_ci.crash_done, 1);
             break;
         }
-        uint64_t now = kp_writer_now();
+        uint64_t now = kp_now_ns();
         if (now >= next_flush) {
             next_flush = now + KP_FLUSH_PERIOD_MS * 1000000ull;
             kp_flush_cupti(0);
@@ -463,8 +471,7 @@ static void kp_flusher_stop(void)
     atomic_store(&kp_ci.stop, 1);
     sem_post(&kp_ci.wake);
     /* Bounded: a flusher stuck inside CUPTI must not turn exit into a hang. */
-    for (int i = 0; i < KP_EXIT_WAIT_MS && !atomic_load(&kp_ci.stopped); i++)
-        kp_sleep_ms(1);
+    kp_poll_until(kp_flusher_has_stopped, NULL, KP_EXIT_WAIT_MS / 1000.0);
     atomic_store(&kp_ci.flusher_running, 0);
 }
 
@@ -478,8 +485,7 @@ static void kp_cuda_crash(void)
         !pthread_equal(pthread_self(), kp_ci.flusher) &&
         !atomic_exchange(&kp_ci.crash_request, 1)) {
         sem_post(&kp_ci.wake);
-        for (int i = 0; i < KP_CRASH_WAIT_MS && !atomic_load(&kp_ci.crash_done); i++)
-            kp_sleep_ms(1);
+        kp_poll_until(kp_crash_flush_done, NULL, KP_CRASH_WAIT_MS / 1000.0);
     }
 }
 
@@ -589,12 +595,12 @@ static int kp_enable_kinds(void)
 
 static void kp_configure_cupti(char notes[KP_CONFIG_NOTES][300])
 {
-    CUptiResult r = kp_cupti.cuptiActivityRegisterTimestampCallback(kp_writer_now);
+    CUptiResult r = kp_cupti.cuptiActivityRegisterTimestampCallback(kp_now_ns);
     if (r != CUPTI_SUCCESS) {
         /* CUPTI keeps its own clock (CLOCK_REALTIME on Linux): measure the distance once. */
         uint64_t cupti_now = 0;
         if (kp_cupti.cuptiGetTimestamp(&cupti_now) == CUPTI_SUCCESS && cupti_now)
-            kp_ci.clock_offset = (int64_t)(cupti_now - kp_writer_now());
+            kp_ci.clock_offset = (int64_t)(cupti_now - kp_now_ns());
         snprintf(notes[0], 300,
                  kp_ci.clock_offset
                      ? "CUPTI refused kprof's clock (%s); CUDA times were moved onto it by a "

@@ -41,55 +41,37 @@ size_t kp_cuda_trace_api_name(const char *cupti_name, char *out, size_t out_n)
     }
 }
 
+/* CUPTI's copy kinds: kprof's direction and the name the report shows. */
+static const struct {
+    uint32_t direction;
+    const char *name;
+} kp_copy_kinds[] = {
+    [CUPTI_ACTIVITY_MEMCPY_KIND_HTOD] = {KP_COPY_HTOD, "[CUDA memcpy HtoD]"},
+    [CUPTI_ACTIVITY_MEMCPY_KIND_DTOH] = {KP_COPY_DTOH, "[CUDA memcpy DtoH]"},
+    [CUPTI_ACTIVITY_MEMCPY_KIND_HTOA] = {KP_COPY_HTOD, "[CUDA memcpy HtoA]"},
+    [CUPTI_ACTIVITY_MEMCPY_KIND_ATOH] = {KP_COPY_DTOH, "[CUDA memcpy AtoH]"},
+    [CUPTI_ACTIVITY_MEMCPY_KIND_ATOA] = {KP_COPY_DTOD, "[CUDA memcpy AtoA]"},
+    [CUPTI_ACTIVITY_MEMCPY_KIND_ATOD] = {KP_COPY_DTOD, "[CUDA memcpy AtoD]"},
+    [CUPTI_ACTIVITY_MEMCPY_KIND_DTOA] = {KP_COPY_DTOD, "[CUDA memcpy DtoA]"},
+    [CUPTI_ACTIVITY_MEMCPY_KIND_DTOD] = {KP_COPY_DTOD, "[CUDA memcpy DtoD]"},
+    [CUPTI_ACTIVITY_MEMCPY_KIND_HTOH] = {KP_COPY_HTOH, "[CUDA memcpy HtoH]"},
+    [CUPTI_ACTIVITY_MEMCPY_KIND_PTOP] = {KP_COPY_PEER, "[CUDA memcpy PtoP]"},
+};
+
+static int kp_copy_kind_known(uint32_t copy_kind)
+{
+    return copy_kind < sizeof kp_copy_kinds / sizeof kp_copy_kinds[0] &&
+           kp_copy_kinds[copy_kind].name;
+}
+
 uint32_t kp_cuda_trace_copy_direction(uint32_t copy_kind)
 {
-    switch (copy_kind) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA:
-        return KP_COPY_HTOD;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH:
-        return KP_COPY_DTOH;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA:
-        return KP_COPY_DTOD;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
-        return KP_COPY_HTOH;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
-        return KP_COPY_PEER;
-    default:
-        return KP_COPY_UNKNOWN;
-    }
+    return kp_copy_kind_known(copy_kind) ? kp_copy_kinds[copy_kind].direction : KP_COPY_UNKNOWN;
 }
 
 const char *kp_cuda_trace_copy_name(uint32_t copy_kind)
 {
-    switch (copy_kind) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
-        return "[CUDA memcpy HtoD]";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
-        return "[CUDA memcpy DtoH]";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA:
-        return "[CUDA memcpy HtoA]";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH:
-        return "[CUDA memcpy AtoH]";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
-        return "[CUDA memcpy AtoA]";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
-        return "[CUDA memcpy AtoD]";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA:
-        return "[CUDA memcpy DtoA]";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
-        return "[CUDA memcpy DtoD]";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
-        return "[CUDA memcpy HtoH]";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
-        return "[CUDA memcpy PtoP]";
-    default:
-        return "[CUDA memcpy]";
-    }
+    return kp_copy_kind_known(copy_kind) ? kp_copy_kinds[copy_kind].name : "[CUDA memcpy]";
 }
 
 const char *kp_cuda_trace_sync_name(uint32_t sync_type)
@@ -150,16 +132,24 @@ static uint32_t kp_non_negative(int32_t v)
     return v > 0 ? (uint32_t)v : 0;
 }
 
-int kp_cuda_trace_kernel(const CUpti_ActivityKernel10 *k, kp_rec *r)
+/* What every timed record starts with. -1 when CUPTI left it untimed (both times 0). */
+static int kp_rec_timed(kp_rec *r, uint16_t kind, uint64_t start, uint64_t end,
+                        uint64_t correlation)
 {
     memset(r, 0, sizeof *r);
-    if (k->start == 0 && k->end == 0) return -1;
-    r->kind = KP_REC_KERNEL;
-    r->start = k->start;
-    r->end = k->end;
+    if (start == 0 && end == 0) return -1;
+    r->kind = kind;
+    r->start = start;
+    r->end = end;
+    r->correlation = correlation;
+    return 0;
+}
+
+int kp_cuda_trace_kernel(const CUpti_ActivityKernel10 *k, kp_rec *r)
+{
+    if (kp_rec_timed(r, KP_REC_KERNEL, k->start, k->end, k->correlationId) != 0) return -1;
     r->queued = k->queued;
     r->submitted = k->submitted;
-    r->correlation = k->correlationId;
     r->device = k->deviceId;
     r->stream = k->streamId;
     r->grid[0] = k->gridX;
@@ -177,26 +167,16 @@ int kp_cuda_trace_kernel(const CUpti_ActivityKernel10 *k, kp_rec *r)
 
 int kp_cuda_trace_api(const CUpti_ActivityAPI *a, int driver, kp_rec *r)
 {
-    memset(r, 0, sizeof *r);
-    if (a->start == 0 && a->end == 0) return -1;
-    r->kind = KP_REC_API;
+    if (kp_rec_timed(r, KP_REC_API, a->start, a->end, a->correlationId) != 0) return -1;
     r->domain = driver ? KP_DOMAIN_CUDA_DRIVER : KP_DOMAIN_CUDA_RUNTIME;
-    r->start = a->start;
-    r->end = a->end;
     r->tid = a->threadId;
-    r->correlation = a->correlationId;
     r->status = (int32_t)a->returnValue;
     return 0;
 }
 
 int kp_cuda_trace_memcpy(const CUpti_ActivityMemcpy6 *m, kp_rec *r)
 {
-    memset(r, 0, sizeof *r);
-    if (m->start == 0 && m->end == 0) return -1;
-    r->kind = KP_REC_MEMCPY;
-    r->start = m->start;
-    r->end = m->end;
-    r->correlation = m->correlationId;
+    if (kp_rec_timed(r, KP_REC_MEMCPY, m->start, m->end, m->correlationId) != 0) return -1;
     r->device = m->deviceId;
     r->stream = m->streamId;
     r->bytes = m->bytes;
@@ -206,12 +186,7 @@ int kp_cuda_trace_memcpy(const CUpti_ActivityMemcpy6 *m, kp_rec *r)
 
 int kp_cuda_trace_memset(const CUpti_ActivityMemset4 *m, kp_rec *r)
 {
-    memset(r, 0, sizeof *r);
-    if (m->start == 0 && m->end == 0) return -1;
-    r->kind = KP_REC_MEMSET;
-    r->start = m->start;
-    r->end = m->end;
-    r->correlation = m->correlationId;
+    if (kp_rec_timed(r, KP_REC_MEMSET, m->start, m->end, m->correlationId) != 0) return -1;
     r->device = m->deviceId;
     r->stream = m->streamId;
     r->bytes = m->bytes;
@@ -220,12 +195,7 @@ int kp_cuda_trace_memset(const CUpti_ActivityMemset4 *m, kp_rec *r)
 
 int kp_cuda_trace_sync(const CUpti_ActivitySynchronization2 *s, kp_rec *r)
 {
-    memset(r, 0, sizeof *r);
-    if (s->start == 0 && s->end == 0) return -1;
-    r->kind = KP_REC_SYNC;
-    r->start = s->start;
-    r->end = s->end;
-    r->correlation = s->correlationId;
+    if (kp_rec_timed(r, KP_REC_SYNC, s->start, s->end, s->correlationId) != 0) return -1;
     r->stream = s->streamId; /* CUPTI_SYNCHRONIZATION_INVALID_VALUE for a context wait */
     r->status = (int32_t)s->returnValue;
     return 0;
@@ -239,17 +209,10 @@ uint32_t kp_cuda_trace_object_thread(CUpti_ActivityObjectKind kind,
 
 int kp_cuda_trace_overhead(const CUpti_ActivityOverhead3 *o, kp_rec *r)
 {
-    memset(r, 0, sizeof *r);
-    if (o->start == 0 && o->end == 0) return -1;
-    r->kind = KP_REC_OVERHEAD;
-    r->start = o->start;
-    r->end = o->end;
-    r->correlation = o->correlationId;
+    if (kp_rec_timed(r, KP_REC_OVERHEAD, o->start, o->end, o->correlationId) != 0) return -1;
     r->aux = (uint32_t)o->overheadKind;
+    r->tid = kp_cuda_trace_object_thread(o->objectKind, &o->objectId);
     switch (o->objectKind) {
-    case CUPTI_ACTIVITY_OBJECT_THREAD:
-        r->tid = o->objectId.pt.threadId;
-        break;
     case CUPTI_ACTIVITY_OBJECT_DEVICE:
     case CUPTI_ACTIVITY_OBJECT_CONTEXT:
         r->device = o->objectId.dcs.deviceId;

@@ -32,6 +32,7 @@
 #include "inject/opencl_ops.h"
 
 #include "collect/writer.h"
+#include "core/util.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -130,7 +131,7 @@ static void kp_cl_api(kp_cl_function fn, uint64_t start, uint64_t end, cl_int st
     kp_rec r = {.kind = KP_REC_API,
                 .domain = KP_DOMAIN_OPENCL,
                 .name = kp_cl_string(&kp_cl_function_ids[fn], kp_cl_function_names[fn]),
-                .tid = kp_cl_tid(),
+                .tid = kp_writer_tid(),
                 .start = start,
                 .end = end,
                 .correlation = correlation,
@@ -160,44 +161,63 @@ static void kp_cl_geometry(kp_cl_op *op, cl_uint dims, const size_t *global, con
     }
 }
 
-/* After the real enqueue: hand a tracked operation's event over, then look at older ones — all
- * of them after a blocking call, which synchronised. */
-static void kp_cl_enqueued(const kp_cl_op *op, int tracked, cl_int rc, const cl_event *app_event,
-                           cl_event own_event, cl_bool blocking)
+/* Look at older operations: all of them after a call that synchronised, else what is done. */
+static void kp_cl_settle(int synchronised)
 {
-    if (tracked && rc == CL_SUCCESS)
-        kp_cl_op_commit(op, app_event ? *app_event : own_event, app_event != NULL);
-    if (blocking && rc == CL_SUCCESS)
+    if (synchronised)
         kp_cl_ops_drain();
     else
         kp_cl_ops_poll();
 }
 
+/* Right after the real enqueue: its API record, the hand-over of a tracked operation's event,
+ * and a look at older ones. */
+static void kp_cl_enqueued(kp_cl_function fn, kp_cl_op *op, int tracked, cl_int rc,
+                           const cl_event *app_event, cl_event own_event, cl_bool blocking)
+{
+    op->host_return = kp_now_ns();
+    kp_cl_api(fn, op->host_enqueue, op->host_return, rc, op->correlation);
+    if (tracked && rc == CL_SUCCESS)
+        kp_cl_op_commit(op, app_event ? *app_event : own_event, app_event != NULL);
+    kp_cl_settle(blocking && rc == CL_SUCCESS);
+}
+
+/* A call with nothing to do but an API record: the wrapper of fn(params), calling the next
+ * fn(args). _OBJ: fn makes an object of type T and reports through errcode_ret, the last
+ * parameter, which args leave out. */
+#define KP_CL_TIMED(fn, params, args)                                                              \
+    static cl_int CL_API_CALL kp_wrap_##fn params                                                  \
+    {                                                                                              \
+        KP_CL_ENTER(fn, CL_INVALID_OPERATION);                                                     \
+        uint64_t t0 = kp_now_ns();                                                                 \
+        cl_int rc = kp_cl_next.fn args;                                                            \
+        kp_cl_api(KP_CL_FN_##fn, t0, kp_now_ns(), rc, 0);                                          \
+        return rc;                                                                                 \
+    }
+
+#define KP_CL_TIMED_OBJ(T, fn, params, args)                                                       \
+    static T CL_API_CALL kp_wrap_##fn params                                                       \
+    {                                                                                              \
+        KP_CL_ENTER(fn, kp_cl_missing(errcode_ret));                                               \
+        cl_int err = CL_SUCCESS;                                                                   \
+        uint64_t t0 = kp_now_ns();                                                                 \
+        T made = kp_cl_next.fn(KP_CL_UNPAREN args, &err);                                          \
+        kp_cl_api(KP_CL_FN_##fn, t0, kp_now_ns(), err, 0);                                         \
+        if (errcode_ret) *errcode_ret = err;                                                       \
+        return made;                                                                               \
+    }
+#define KP_CL_UNPAREN(...) __VA_ARGS__
+
 /* ---- contexts, queues, memory, programs, kernels: API records only ---- */
 
-static cl_context CL_API_CALL kp_wrap_clCreateContext(
-    const cl_context_properties *properties, cl_uint num_devices, const cl_device_id *devices,
-    void(CL_CALLBACK *notify)(const char *, const void *, size_t, void *), void *user_data,
-    cl_int *errcode_ret)
-{
-    KP_CL_ENTER(clCreateContext, kp_cl_missing(errcode_ret));
-    cl_int err = CL_SUCCESS;
-    uint64_t t0 = kp_writer_now();
-    cl_context c =
-        kp_cl_next.clCreateContext(properties, num_devices, devices, notify, user_data, &err);
-    kp_cl_api(KP_CL_FN_clCreateContext, t0, kp_writer_now(), err, 0);
-    if (errcode_ret) *errcode_ret = err;
-    return c;
-}
+KP_CL_TIMED_OBJ(cl_context, clCreateContext,
+                (const cl_context_properties *properties, cl_uint num_devices,
+                 const cl_device_id *devices,
+                 void(CL_CALLBACK *notify)(const char *, const void *, size_t, void *),
+                 void *user_data, cl_int *errcode_ret),
+                (properties, num_devices, devices, notify, user_data))
 
-static cl_int CL_API_CALL kp_wrap_clReleaseContext(cl_context context)
-{
-    KP_CL_ENTER(clReleaseContext, CL_INVALID_OPERATION);
-    uint64_t t0 = kp_writer_now();
-    cl_int rc = kp_cl_next.clReleaseContext(context);
-    kp_cl_api(KP_CL_FN_clReleaseContext, t0, kp_writer_now(), rc, 0);
-    return rc;
-}
+KP_CL_TIMED(clReleaseContext, (cl_context context), (context))
 
 static cl_command_queue CL_API_CALL
 kp_wrap_clCreateCommandQueue(cl_context context, cl_device_id device,
@@ -208,13 +228,13 @@ kp_wrap_clCreateCommandQueue(cl_context context, cl_device_id device,
     int recording = kp_cl_recording();
     int profiled = !!(properties & CL_QUEUE_PROFILING_ENABLE);
     int force = recording && !profiled;
-    uint64_t t0 = kp_writer_now();
+    uint64_t t0 = kp_now_ns();
     cl_command_queue q = kp_cl_next.clCreateCommandQueue(
         context, device, properties | (force ? CL_QUEUE_PROFILING_ENABLE : 0), &err);
     if (q && force) profiled = 1;
     if (!q && force) /* the device refuses profiling here: make what the program asked for */
         q = kp_cl_next.clCreateCommandQueue(context, device, properties, &err);
-    uint64_t t1 = kp_writer_now();
+    uint64_t t1 = kp_now_ns();
     if (q && recording) kp_cl_queue_created(q, device, profiled);
     kp_cl_api(KP_CL_FN_clCreateCommandQueue, t0, t1, err, 0);
     if (errcode_ret) *errcode_ret = err;
@@ -253,7 +273,7 @@ static cl_command_queue CL_API_CALL kp_wrap_clCreateCommandQueueWithProperties(
 
     cl_int err = CL_SUCCESS;
     int profiled = 1;
-    uint64_t t0 = kp_writer_now();
+    uint64_t t0 = kp_now_ns();
     cl_command_queue q = kp_cl_next.clCreateCommandQueueWithProperties(
         context, device, forced ? forced : properties, &err);
     if (!q && forced) {
@@ -264,7 +284,7 @@ static cl_command_queue CL_API_CALL kp_wrap_clCreateCommandQueueWithProperties(
                 (properties[2 * i + 1] & CL_QUEUE_PROFILING_ENABLE))
                 profiled = 1;
     }
-    uint64_t t1 = kp_writer_now();
+    uint64_t t1 = kp_now_ns();
     if (forced && forced != stack) free(forced);
     if (q && recording) kp_cl_queue_created(q, device, profiled);
     kp_cl_api(KP_CL_FN_clCreateCommandQueueWithProperties, t0, t1, err, 0);
@@ -276,77 +296,39 @@ static cl_int CL_API_CALL kp_wrap_clReleaseCommandQueue(cl_command_queue queue)
 {
     KP_CL_ENTER(clReleaseCommandQueue, CL_INVALID_OPERATION);
     kp_cl_queue_releasing(queue);
-    uint64_t t0 = kp_writer_now();
+    uint64_t t0 = kp_now_ns();
     cl_int rc = kp_cl_next.clReleaseCommandQueue(queue);
-    kp_cl_api(KP_CL_FN_clReleaseCommandQueue, t0, kp_writer_now(), rc, 0);
+    kp_cl_api(KP_CL_FN_clReleaseCommandQueue, t0, kp_now_ns(), rc, 0);
     return rc;
 }
 
-static cl_mem CL_API_CALL kp_wrap_clCreateBuffer(cl_context context, cl_mem_flags flags,
-                                                 size_t size, void *host_ptr, cl_int *errcode_ret)
-{
-    KP_CL_ENTER(clCreateBuffer, kp_cl_missing(errcode_ret));
-    cl_int err = CL_SUCCESS;
-    uint64_t t0 = kp_writer_now();
-    cl_mem m = kp_cl_next.clCreateBuffer(context, flags, size, host_ptr, &err);
-    kp_cl_api(KP_CL_FN_clCreateBuffer, t0, kp_writer_now(), err, 0);
-    if (errcode_ret) *errcode_ret = err;
-    return m;
-}
+KP_CL_TIMED_OBJ(cl_mem, clCreateBuffer,
+                (cl_context context, cl_mem_flags flags, size_t size, void *host_ptr,
+                 cl_int *errcode_ret),
+                (context, flags, size, host_ptr))
 
-static cl_int CL_API_CALL kp_wrap_clReleaseMemObject(cl_mem memobj)
-{
-    KP_CL_ENTER(clReleaseMemObject, CL_INVALID_OPERATION);
-    uint64_t t0 = kp_writer_now();
-    cl_int rc = kp_cl_next.clReleaseMemObject(memobj);
-    kp_cl_api(KP_CL_FN_clReleaseMemObject, t0, kp_writer_now(), rc, 0);
-    return rc;
-}
+KP_CL_TIMED(clReleaseMemObject, (cl_mem memobj), (memobj))
 
-static cl_program CL_API_CALL kp_wrap_clCreateProgramWithSource(cl_context context, cl_uint count,
-                                                                const char **strings,
-                                                                const size_t *lengths,
-                                                                cl_int *errcode_ret)
-{
-    KP_CL_ENTER(clCreateProgramWithSource, kp_cl_missing(errcode_ret));
-    cl_int err = CL_SUCCESS;
-    uint64_t t0 = kp_writer_now();
-    cl_program p = kp_cl_next.clCreateProgramWithSource(context, count, strings, lengths, &err);
-    kp_cl_api(KP_CL_FN_clCreateProgramWithSource, t0, kp_writer_now(), err, 0);
-    if (errcode_ret) *errcode_ret = err;
-    return p;
-}
+KP_CL_TIMED_OBJ(cl_program, clCreateProgramWithSource,
+                (cl_context context, cl_uint count, const char **strings, const size_t *lengths,
+                 cl_int *errcode_ret),
+                (context, count, strings, lengths))
 
-static cl_int CL_API_CALL kp_wrap_clBuildProgram(cl_program program, cl_uint num_devices,
-                                                 const cl_device_id *devices, const char *options,
-                                                 void(CL_CALLBACK *notify)(cl_program, void *),
-                                                 void *user_data)
-{
-    KP_CL_ENTER(clBuildProgram, CL_INVALID_OPERATION);
-    uint64_t t0 = kp_writer_now();
-    cl_int rc =
-        kp_cl_next.clBuildProgram(program, num_devices, devices, options, notify, user_data);
-    kp_cl_api(KP_CL_FN_clBuildProgram, t0, kp_writer_now(), rc, 0);
-    return rc;
-}
+KP_CL_TIMED(clBuildProgram,
+            (cl_program program, cl_uint num_devices, const cl_device_id *devices,
+             const char *options, void(CL_CALLBACK *notify)(cl_program, void *), void *user_data),
+            (program, num_devices, devices, options, notify, user_data))
 
-static cl_int CL_API_CALL kp_wrap_clReleaseProgram(cl_program program)
-{
-    KP_CL_ENTER(clReleaseProgram, CL_INVALID_OPERATION);
-    uint64_t t0 = kp_writer_now();
-    cl_int rc = kp_cl_next.clReleaseProgram(program);
-    kp_cl_api(KP_CL_FN_clReleaseProgram, t0, kp_writer_now(), rc, 0);
-    return rc;
-}
+KP_CL_TIMED(clReleaseProgram, (cl_program program), (program))
 
 static cl_kernel CL_API_CALL kp_wrap_clCreateKernel(cl_program program, const char *kernel_name,
                                                     cl_int *errcode_ret)
 {
     KP_CL_ENTER(clCreateKernel, kp_cl_missing(errcode_ret));
     cl_int err = CL_SUCCESS;
-    uint64_t t0 = kp_writer_now();
+    uint64_t t0 = kp_now_ns();
     cl_kernel k = kp_cl_next.clCreateKernel(program, kernel_name, &err);
-    uint64_t t1 = kp_writer_now();
+    uint64_t t1 = kp_now_ns();
     if (k) kp_cl_kernel_created(k);
     kp_cl_api(KP_CL_FN_clCreateKernel, t0, t1, err, 0);
     if (errcode_ret) *errcode_ret = err;
@@ -358,9 +340,9 @@ static cl_int CL_API_CALL kp_wrap_clCreateKernelsInProgram(cl_program program, c
                                                            cl_uint *num_kernels_ret)
 {
     KP_CL_ENTER(clCreateKernelsInProgram, CL_INVALID_OPERATION);
-    uint64_t t0 = kp_writer_now();
+    uint64_t t0 = kp_now_ns();
     cl_int rc = kp_cl_next.clCreateKernelsInProgram(program, num_kernels, kernels, num_kernels_ret);
-    uint64_t t1 = kp_writer_now();
+    uint64_t t1 = kp_now_ns();
     if (rc == CL_SUCCESS && kernels)
         for (cl_uint i = 0; i < num_kernels; i++)
             if (kernels[i]) kp_cl_kernel_created(kernels[i]);
@@ -368,24 +350,11 @@ static cl_int CL_API_CALL kp_wrap_clCreateKernelsInProgram(cl_program program, c
     return rc;
 }
 
-static cl_int CL_API_CALL kp_wrap_clSetKernelArg(cl_kernel kernel, cl_uint arg_index,
-                                                 size_t arg_size, const void *arg_value)
-{
-    KP_CL_ENTER(clSetKernelArg, CL_INVALID_OPERATION);
-    uint64_t t0 = kp_writer_now();
-    cl_int rc = kp_cl_next.clSetKernelArg(kernel, arg_index, arg_size, arg_value);
-    kp_cl_api(KP_CL_FN_clSetKernelArg, t0, kp_writer_now(), rc, 0);
-    return rc;
-}
+KP_CL_TIMED(clSetKernelArg,
+            (cl_kernel kernel, cl_uint arg_index, size_t arg_size, const void *arg_value),
+            (kernel, arg_index, arg_size, arg_value))
 
-static cl_int CL_API_CALL kp_wrap_clReleaseKernel(cl_kernel kernel)
-{
-    KP_CL_ENTER(clReleaseKernel, CL_INVALID_OPERATION);
-    uint64_t t0 = kp_writer_now();
-    cl_int rc = kp_cl_next.clReleaseKernel(kernel);
-    kp_cl_api(KP_CL_FN_clReleaseKernel, t0, kp_writer_now(), rc, 0);
-    return rc;
-}
+KP_CL_TIMED(clReleaseKernel, (cl_kernel kernel), (kernel))
 
 /* ---- enqueues of device operations ---- */
 
@@ -399,13 +368,11 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueNDRangeKernel(
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_KERNEL, kernel);
     if (tracked) kp_cl_geometry(&op, work_dim, global_size, local_size);
-    op.host_enqueue = kp_writer_now();
+    op.host_enqueue = kp_now_ns();
     cl_int rc = kp_cl_next.clEnqueueNDRangeKernel(queue, kernel, work_dim, global_offset,
                                                   global_size, local_size, num_events, wait_list,
                                                   tracked && !event ? &own : event);
-    op.host_return = kp_writer_now();
-    kp_cl_api(KP_CL_FN_clEnqueueNDRangeKernel, op.host_enqueue, op.host_return, rc, op.correlation);
-    kp_cl_enqueued(&op, tracked, rc, event, own, CL_FALSE);
+    kp_cl_enqueued(KP_CL_FN_clEnqueueNDRangeKernel, &op, tracked, rc, event, own, CL_FALSE);
     return rc;
 }
 
@@ -419,12 +386,10 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueTask(cl_command_queue queue, cl_kerne
     const size_t one = 1;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_KERNEL, kernel);
     if (tracked) kp_cl_geometry(&op, 1, &one, &one);
-    op.host_enqueue = kp_writer_now();
+    op.host_enqueue = kp_now_ns();
     cl_int rc = kp_cl_next.clEnqueueTask(queue, kernel, num_events, wait_list,
                                          tracked && !event ? &own : event);
-    op.host_return = kp_writer_now();
-    kp_cl_api(KP_CL_FN_clEnqueueTask, op.host_enqueue, op.host_return, rc, op.correlation);
-    kp_cl_enqueued(&op, tracked, rc, event, own, CL_FALSE);
+    kp_cl_enqueued(KP_CL_FN_clEnqueueTask, &op, tracked, rc, event, own, CL_FALSE);
     return rc;
 }
 
@@ -438,13 +403,11 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueReadBuffer(cl_command_queue queue, cl
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_READ, NULL);
     op.bytes = size;
-    op.host_enqueue = kp_writer_now();
+    op.host_enqueue = kp_now_ns();
     cl_int rc =
         kp_cl_next.clEnqueueReadBuffer(queue, buffer, blocking, offset, size, ptr, num_events,
                                        wait_list, tracked && !event ? &own : event);
-    op.host_return = kp_writer_now();
-    kp_cl_api(KP_CL_FN_clEnqueueReadBuffer, op.host_enqueue, op.host_return, rc, op.correlation);
-    kp_cl_enqueued(&op, tracked, rc, event, own, blocking);
+    kp_cl_enqueued(KP_CL_FN_clEnqueueReadBuffer, &op, tracked, rc, event, own, blocking);
     return rc;
 }
 
@@ -458,13 +421,11 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueWriteBuffer(cl_command_queue queue, c
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_WRITE, NULL);
     op.bytes = size;
-    op.host_enqueue = kp_writer_now();
+    op.host_enqueue = kp_now_ns();
     cl_int rc =
         kp_cl_next.clEnqueueWriteBuffer(queue, buffer, blocking, offset, size, ptr, num_events,
                                         wait_list, tracked && !event ? &own : event);
-    op.host_return = kp_writer_now();
-    kp_cl_api(KP_CL_FN_clEnqueueWriteBuffer, op.host_enqueue, op.host_return, rc, op.correlation);
-    kp_cl_enqueued(&op, tracked, rc, event, own, blocking);
+    kp_cl_enqueued(KP_CL_FN_clEnqueueWriteBuffer, &op, tracked, rc, event, own, blocking);
     return rc;
 }
 
@@ -479,13 +440,11 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueCopyBuffer(cl_command_queue queue, cl
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_COPY, NULL);
     op.bytes = size;
-    op.host_enqueue = kp_writer_now();
+    op.host_enqueue = kp_now_ns();
     cl_int rc =
         kp_cl_next.clEnqueueCopyBuffer(queue, src, dst, src_offset, dst_offset, size, num_events,
                                        wait_list, tracked && !event ? &own : event);
-    op.host_return = kp_writer_now();
-    kp_cl_api(KP_CL_FN_clEnqueueCopyBuffer, op.host_enqueue, op.host_return, rc, op.correlation);
-    kp_cl_enqueued(&op, tracked, rc, event, own, CL_FALSE);
+    kp_cl_enqueued(KP_CL_FN_clEnqueueCopyBuffer, &op, tracked, rc, event, own, CL_FALSE);
     return rc;
 }
 
@@ -505,15 +464,12 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueReadBufferRect(
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_READ, NULL);
     op.bytes = kp_cl_region_bytes(region);
-    op.host_enqueue = kp_writer_now();
+    op.host_enqueue = kp_now_ns();
     cl_int rc = kp_cl_next.clEnqueueReadBufferRect(
         queue, buffer, blocking, buffer_origin, host_origin, region, buffer_row_pitch,
         buffer_slice_pitch, host_row_pitch, host_slice_pitch, ptr, num_events, wait_list,
         tracked && !event ? &own : event);
-    op.host_return = kp_writer_now();
-    kp_cl_api(KP_CL_FN_clEnqueueReadBufferRect, op.host_enqueue, op.host_return, rc,
-              op.correlation);
-    kp_cl_enqueued(&op, tracked, rc, event, own, blocking);
+    kp_cl_enqueued(KP_CL_FN_clEnqueueReadBufferRect, &op, tracked, rc, event, own, blocking);
     return rc;
 }
 
@@ -528,15 +484,12 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueWriteBufferRect(
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_WRITE, NULL);
     op.bytes = kp_cl_region_bytes(region);
-    op.host_enqueue = kp_writer_now();
+    op.host_enqueue = kp_now_ns();
     cl_int rc = kp_cl_next.clEnqueueWriteBufferRect(
         queue, buffer, blocking, buffer_origin, host_origin, region, buffer_row_pitch,
         buffer_slice_pitch, host_row_pitch, host_slice_pitch, ptr, num_events, wait_list,
         tracked && !event ? &own : event);
-    op.host_return = kp_writer_now();
-    kp_cl_api(KP_CL_FN_clEnqueueWriteBufferRect, op.host_enqueue, op.host_return, rc,
-              op.correlation);
-    kp_cl_enqueued(&op, tracked, rc, event, own, blocking);
+    kp_cl_enqueued(KP_CL_FN_clEnqueueWriteBufferRect, &op, tracked, rc, event, own, blocking);
     return rc;
 }
 
@@ -551,14 +504,11 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueCopyBufferRect(
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_COPY, NULL);
     op.bytes = kp_cl_region_bytes(region);
-    op.host_enqueue = kp_writer_now();
+    op.host_enqueue = kp_now_ns();
     cl_int rc = kp_cl_next.clEnqueueCopyBufferRect(
         queue, src, dst, src_origin, dst_origin, region, src_row_pitch, src_slice_pitch,
         dst_row_pitch, dst_slice_pitch, num_events, wait_list, tracked && !event ? &own : event);
-    op.host_return = kp_writer_now();
-    kp_cl_api(KP_CL_FN_clEnqueueCopyBufferRect, op.host_enqueue, op.host_return, rc,
-              op.correlation);
-    kp_cl_enqueued(&op, tracked, rc, event, own, CL_FALSE);
+    kp_cl_enqueued(KP_CL_FN_clEnqueueCopyBufferRect, &op, tracked, rc, event, own, CL_FALSE);
     return rc;
 }
 
@@ -573,13 +523,11 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueFillBuffer(cl_command_queue queue, cl
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_FILL, NULL);
     op.bytes = size;
-    op.host_enqueue = kp_writer_now();
+    op.host_enqueue = kp_now_ns();
     cl_int rc =
         kp_cl_next.clEnqueueFillBuffer(queue, buffer, pattern, pattern_size, offset, size,
                                        num_events, wait_list, tracked && !event ? &own : event);
-    op.host_return = kp_writer_now();
-    kp_cl_api(KP_CL_FN_clEnqueueFillBuffer, op.host_enqueue, op.host_return, rc, op.correlation);
-    kp_cl_enqueued(&op, tracked, rc, event, own, CL_FALSE);
+    kp_cl_enqueued(KP_CL_FN_clEnqueueFillBuffer, &op, tracked, rc, event, own, CL_FALSE);
     return rc;
 }
 
@@ -592,15 +540,12 @@ static void *CL_API_CALL kp_wrap_clEnqueueMapBuffer(cl_command_queue queue, cl_m
 {
     KP_CL_ENTER(clEnqueueMapBuffer, kp_cl_missing(errcode_ret));
     cl_int err = CL_SUCCESS;
-    uint64_t t0 = kp_writer_now();
+    uint64_t t0 = kp_now_ns();
     void *p = kp_cl_next.clEnqueueMapBuffer(queue, buffer, blocking, flags, offset, size,
                                             num_events, wait_list, event, &err);
-    kp_cl_api(KP_CL_FN_clEnqueueMapBuffer, t0, kp_writer_now(), err, 0);
+    kp_cl_api(KP_CL_FN_clEnqueueMapBuffer, t0, kp_now_ns(), err, 0);
     if (errcode_ret) *errcode_ret = err;
-    if (blocking && p)
-        kp_cl_ops_drain();
-    else
-        kp_cl_ops_poll();
+    kp_cl_settle(blocking && p);
     return p;
 }
 
@@ -610,31 +555,24 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueUnmapMemObject(cl_command_queue queue
                                                           cl_event *event)
 {
     KP_CL_ENTER(clEnqueueUnmapMemObject, CL_INVALID_OPERATION);
-    uint64_t t0 = kp_writer_now();
+    uint64_t t0 = kp_now_ns();
     cl_int rc =
         kp_cl_next.clEnqueueUnmapMemObject(queue, memobj, mapped, num_events, wait_list, event);
-    kp_cl_api(KP_CL_FN_clEnqueueUnmapMemObject, t0, kp_writer_now(), rc, 0);
+    kp_cl_api(KP_CL_FN_clEnqueueUnmapMemObject, t0, kp_now_ns(), rc, 0);
     kp_cl_ops_poll();
     return rc;
 }
 
 /* ---- synchronisation and events ---- */
 
-static cl_int CL_API_CALL kp_wrap_clFlush(cl_command_queue queue)
-{
-    KP_CL_ENTER(clFlush, CL_INVALID_OPERATION);
-    uint64_t t0 = kp_writer_now();
-    cl_int rc = kp_cl_next.clFlush(queue);
-    kp_cl_api(KP_CL_FN_clFlush, t0, kp_writer_now(), rc, 0);
-    return rc;
-}
+KP_CL_TIMED(clFlush, (cl_command_queue queue), (queue))
 
 static cl_int CL_API_CALL kp_wrap_clFinish(cl_command_queue queue)
 {
     KP_CL_ENTER(clFinish, CL_INVALID_OPERATION);
-    uint64_t t0 = kp_writer_now();
+    uint64_t t0 = kp_now_ns();
     cl_int rc = kp_cl_next.clFinish(queue);
-    kp_cl_api(KP_CL_FN_clFinish, t0, kp_writer_now(), rc, 0);
+    kp_cl_api(KP_CL_FN_clFinish, t0, kp_now_ns(), rc, 0);
     kp_cl_ops_drain();
     return rc;
 }
@@ -642,35 +580,19 @@ static cl_int CL_API_CALL kp_wrap_clFinish(cl_command_queue queue)
 static cl_int CL_API_CALL kp_wrap_clWaitForEvents(cl_uint num_events, const cl_event *events)
 {
     KP_CL_ENTER(clWaitForEvents, CL_INVALID_OPERATION);
-    uint64_t t0 = kp_writer_now();
+    uint64_t t0 = kp_now_ns();
     cl_int rc = kp_cl_next.clWaitForEvents(num_events, events);
-    kp_cl_api(KP_CL_FN_clWaitForEvents, t0, kp_writer_now(), rc, 0);
+    kp_cl_api(KP_CL_FN_clWaitForEvents, t0, kp_now_ns(), rc, 0);
     kp_cl_ops_drain();
     return rc;
 }
 
-static cl_int CL_API_CALL kp_wrap_clReleaseEvent(cl_event event)
-{
-    KP_CL_ENTER(clReleaseEvent, CL_INVALID_OPERATION);
-    uint64_t t0 = kp_writer_now();
-    cl_int rc = kp_cl_next.clReleaseEvent(event);
-    kp_cl_api(KP_CL_FN_clReleaseEvent, t0, kp_writer_now(), rc, 0);
-    return rc;
-}
+KP_CL_TIMED(clReleaseEvent, (cl_event event), (event))
 
-static cl_int CL_API_CALL kp_wrap_clGetEventProfilingInfo(cl_event event,
-                                                          cl_profiling_info param_name,
-                                                          size_t param_value_size,
-                                                          void *param_value,
-                                                          size_t *param_value_size_ret)
-{
-    KP_CL_ENTER(clGetEventProfilingInfo, CL_INVALID_OPERATION);
-    uint64_t t0 = kp_writer_now();
-    cl_int rc = kp_cl_next.clGetEventProfilingInfo(event, param_name, param_value_size, param_value,
-                                                   param_value_size_ret);
-    kp_cl_api(KP_CL_FN_clGetEventProfilingInfo, t0, kp_writer_now(), rc, 0);
-    return rc;
-}
+KP_CL_TIMED(clGetEventProfilingInfo,
+            (cl_event event, cl_profiling_info param_name, size_t param_value_size,
+             void *param_value, size_t *param_value_size_ret),
+            (event, param_name, param_value_size, param_value, param_value_size_ret))
 
 /* Start recording once kp_cl_next is filled: 1 when the wrappers record, 0 when they only pass
  * through (no KPROF_TRACE_DIR, or the next table lacks what the wrappers read events with). */

@@ -89,14 +89,6 @@ static const char *const kp_cl_transfer_text[KP_CL_WHAT_COUNT] = {
     [KP_CL_FILL] = "[OpenCL fill]",     /* KP_REC_MEMSET */
 };
 
-static _Thread_local uint32_t kp_cl_tid_cache;
-
-uint32_t kp_cl_tid(void)
-{
-    if (!kp_cl_tid_cache) kp_cl_tid_cache = kp_writer_tid();
-    return kp_cl_tid_cache;
-}
-
 int kp_cl_recording(void)
 {
     if (atomic_load_explicit(&kp_ops.restart, memory_order_relaxed) &&
@@ -534,7 +526,6 @@ static void kp_cl_fork_child(void)
     for (size_t i = 0; i < kp_ops.kernels_cap; i++)
         kp_ops.kernels[i].name = 0;
     atomic_fetch_add(&kp_ops.generation, 1);
-    kp_cl_tid_cache = 0;
     if (atomic_load(&kp_ops.recording)) {
         atomic_store(&kp_ops.recording, 0);
         atomic_store(&kp_ops.restart, 1);

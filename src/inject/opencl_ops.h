@@ -86,9 +86,6 @@ void kp_cl_ops_exit(void);
  * again in its own file). A zeroed cache is empty. Returns 0 when not recording. */
 uint32_t kp_cl_string(_Atomic uint64_t *cache, const char *text);
 
-/* The calling thread's id, cached (gettid is a system call). */
-uint32_t kp_cl_tid(void);
-
 /* 1 while this process records; restarts the writer in a forked child on its first OpenCL call. */
 int kp_cl_recording(void);
 

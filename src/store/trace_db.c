@@ -415,6 +415,17 @@ fail:
     return st;
 }
 
+int64_t kp_trace_db_scalar(sqlite3 *db, const char *sql, int64_t fallback)
+{
+    sqlite3_stmt *q = NULL;
+    int64_t v = fallback;
+    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW &&
+        sqlite3_column_type(q, 0) != SQLITE_NULL)
+        v = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return v;
+}
+
 kprof_status kp_trace_db_open(const char *path, sqlite3 **out, kp_error *err)
 {
     *out = NULL;
@@ -422,20 +433,14 @@ kprof_status kp_trace_db_open(const char *path, sqlite3 **out, kp_error *err)
     if (kp_path_is_dir(path))
         return kp_error_set(err, KPROF_INVALID, "%s: is a directory, not a trace", path);
     sqlite3 *db = NULL;
-    char uri[4200];
-    snprintf(uri, sizeof uri, "%s", path);
     /* One thread reads: no SQLite mutexes (they cost ~6% of a large export). */
-    if (sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
         kp_error_set(err, KPROF_CORRUPT, "%s: cannot open: %s", path,
                      db ? sqlite3_errmsg(db) : "out of memory");
         sqlite3_close(db);
         return KPROF_CORRUPT;
     }
-    sqlite3_stmt *q = NULL;
-    int app = -1, version = -1, rc;
-    rc = sqlite3_prepare_v2(db, "PRAGMA application_id", -1, &q, NULL);
-    if (rc == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW) app = sqlite3_column_int(q, 0);
-    sqlite3_finalize(q);
+    int64_t app = kp_trace_db_scalar(db, "PRAGMA application_id", -1);
     if (app != KP_TRACE_APPLICATION_ID) {
         /* Tell a damaged SQLite file from something else entirely by its magic. */
         char magic[16] = "";
@@ -453,36 +458,24 @@ kprof_status kp_trace_db_open(const char *path, sqlite3 **out, kp_error *err)
         sqlite3_close(db);
         return KPROF_CORRUPT;
     }
-    rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL);
-    if (rc == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW) version = sqlite3_column_int(q, 0);
-    sqlite3_finalize(q);
+    int64_t version = kp_trace_db_scalar(db, "PRAGMA user_version", -1);
     if (version != KP_TRACE_FORMAT_VERSION) {
-        kp_error_set(err, KPROF_CORRUPT, "%s is a kprof trace of format %d; this kprof reads %d",
-                     path, version, KP_TRACE_FORMAT_VERSION);
+        kp_error_set(err, KPROF_CORRUPT, "%s is a kprof trace of format %lld; this kprof reads %d",
+                     path, (long long)version, KP_TRACE_FORMAT_VERSION);
         sqlite3_close(db);
         return KPROF_CORRUPT;
     }
     /* Truncation: the header's page count must fit the file (reading every page with
      * quick_check would cost seconds on a large trace). Damage inside a page surfaces as
      * SQLITE_CORRUPT in the queries, which readers report as such. */
-    int64_t pages = -1, page_size = -1;
-    if (sqlite3_prepare_v2(db, "PRAGMA page_count", -1, &q, NULL) == SQLITE_OK &&
-        sqlite3_step(q) == SQLITE_ROW)
-        pages = sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
-    if (sqlite3_prepare_v2(db, "PRAGMA page_size", -1, &q, NULL) == SQLITE_OK &&
-        sqlite3_step(q) == SQLITE_ROW)
-        page_size = sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
+    int64_t pages = kp_trace_db_scalar(db, "PRAGMA page_count", -1);
+    int64_t page_size = kp_trace_db_scalar(db, "PRAGMA page_size", -1);
+    int64_t tables =
+        kp_trace_db_scalar(db,
+                           "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' "
+                           "AND name IN ('meta','strings','processes','events','notes')",
+                           -1);
     struct stat st;
-    int tables = -1;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN "
-                           "('meta','strings','processes','events','notes')",
-                           -1, &q, NULL) == SQLITE_OK &&
-        sqlite3_step(q) == SQLITE_ROW)
-        tables = sqlite3_column_int(q, 0);
-    sqlite3_finalize(q);
     if (pages < 0 || page_size <= 0 || stat(path, &st) != 0 ||
         (int64_t)st.st_size < pages * page_size || tables != 5) {
         kp_error_set(err, KPROF_CORRUPT, "%s is damaged or truncated (%s)", path,

@@ -55,6 +55,10 @@ kprof_status kp_trace_db_write(const char *path, const char *dir, const kp_trace
 kprof_status kp_trace_db_open(const char *path, sqlite3 **db, kp_error *err);
 
 /* A meta value as text ("" when absent), or as an integer. */
+/* The first column of the first row of sql (a one-number query), or fallback when there is none
+ * or the query fails. */
+int64_t kp_trace_db_scalar(sqlite3 *db, const char *sql, int64_t fallback);
+
 void kp_trace_db_meta(sqlite3 *db, const char *key, char *out, size_t n);
 int64_t kp_trace_db_meta_int(sqlite3 *db, const char *key);
 

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "collect/reader.h"
 #include "collect/writer.h"
+#include "core/util.h"
 #include "test.h"
 
 #include <dirent.h>
@@ -76,7 +77,7 @@ static pid_t child(const char *dir, int crash)
     kp_writer_at_crash(crash_hook);
     kp_writer_at_exit(exit_hook);
     for (int i = 0; i < 1000; i++) {
-        kp_rec r = {.kind = KP_REC_KERNEL, .start = kp_writer_now(), .correlation = (uint64_t)i};
+        kp_rec r = {.kind = KP_REC_KERNEL, .start = kp_now_ns(), .correlation = (uint64_t)i};
         r.end = r.start + 1;
         r.name = kp_writer_string(i % 2 ? "odd" : "even");
         kp_writer_emit(&r);

@@ -50,8 +50,6 @@ int kp_cmd_export(int argc, char **argv)
         sqlite3_close(db);
         return kp_cli_fail(&err);
     }
-    static char buf[1 << 20];
-    setvbuf(f, buf, _IOFBF, sizeof buf);
     st = kp_export_chrome(db, f, &err);
     if (fclose(f) != 0 && st == KPROF_OK)
         st = kp_error_set(&err, KPROF_IO, "cannot write %s: %s", chrome, strerror(errno));

@@ -160,16 +160,6 @@ static void kp_union(kp_span *v, size_t n, double *busy, uint64_t *gaps, double 
     if (longest) *longest = (double)longest_gap / 1e9;
 }
 
-static int64_t kp_scalar(kp_report *r, const char *sql)
-{
-    sqlite3_stmt *q = NULL;
-    int64_t v = 0;
-    if (sqlite3_prepare_v2(r->db, sql, -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
-        v = sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
-    return v;
-}
-
 typedef struct kp_spans {
     kp_span *v;
     size_t n, cap;
@@ -196,15 +186,15 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
     int64_t start = kp_trace_db_meta_int(r->db, "start_ns");
     int64_t end = kp_trace_db_meta_int(r->db, "end_ns");
     if (end <= start) { /* no meta: the span of the events */
-        start = kp_scalar(r, "SELECT MIN(start_ns) FROM events");
-        end = kp_scalar(r, "SELECT MAX(end_ns) FROM events");
+        start = kp_trace_db_scalar(r->db, "SELECT MIN(start_ns) FROM events", 0);
+        end = kp_trace_db_scalar(r->db, "SELECT MAX(end_ns) FROM events", 0);
     }
     r->start_ns = (uint64_t)start;
     r->wall = (double)(end - start) / 1e9;
-    r->dropped = (uint64_t)kp_scalar(r, "SELECT TOTAL(dropped) FROM processes");
-    r->processes = (int)kp_scalar(r, "SELECT COUNT(*) FROM processes");
+    r->dropped = (uint64_t)kp_trace_db_scalar(r->db, "SELECT TOTAL(dropped) FROM processes", 0);
+    r->processes = (int)kp_trace_db_scalar(r->db, "SELECT COUNT(*) FROM processes", 0);
 
-    int64_t nnames = kp_scalar(r, "SELECT COALESCE(MAX(id), 0) FROM strings") + 1;
+    int64_t nnames = kp_trace_db_scalar(r->db, "SELECT COALESCE(MAX(id), 0) FROM strings", 0) + 1;
     char **names = calloc((size_t)nnames, sizeof *names);
     kp_acc *host = calloc((size_t)nnames, sizeof *host);
     kp_acc *device = calloc((size_t)nnames, sizeof *device);
@@ -304,16 +294,11 @@ done:
 
 /* ---- text ---------------------------------------------------------------------------------- */
 
-static char *kp_dur(double s, char *buf, size_t n)
-{
-    return kp_format_duration(s, buf, n);
-}
-
 /* The distribution cell: mean ± std (min ‥ max), the unit on the mean only. */
 static void kp_dist(const kp_group *g, char *buf, size_t n)
 {
     char mean[32];
-    kp_dur(g->mean, mean, sizeof mean);
+    kp_format_duration(g->mean, mean, sizeof mean);
     double scale = 1;
     const char *u = strchr(mean, ' ');
     if (u && strcmp(u + 1, "ns") == 0) scale = 1e9;
@@ -361,7 +346,7 @@ static void kp_print_table(const kp_report *r, const kp_group_list *l)
         const char *bold = g->total >= p75 ? kp_text_bold(o) : "";
         char pct[32], tot[32], d[160] = "";
         snprintf(pct, sizeof pct, "%.2f%%", r->wall > 0 ? 100 * g->total / r->wall : 0);
-        kp_dur(g->total, tot, sizeof tot);
+        kp_format_duration(g->total, tot, sizeof tot);
         if (dist) {
             if (g->calls > 1) kp_dist(g, d, sizeof d);
             else snprintf(d, sizeof d, "%s", "");
@@ -388,7 +373,6 @@ static void kp_dims(sqlite3_stmt *q, int col, char *buf, size_t n)
 
 static kprof_status kp_print_trace(kp_report *r, kp_error *err)
 {
-    FILE *o = stdout;
     /* Host side. */
     sqlite3_stmt *q = NULL;
     if (sqlite3_prepare_v2(r->db,
@@ -404,20 +388,29 @@ static kprof_status kp_print_trace(kp_report *r, kp_error *err)
         char id[32] = "-", st[32], du[32];
         if (sqlite3_column_type(q, 0) != SQLITE_NULL)
             snprintf(id, sizeof id, "%lld", (long long)sqlite3_column_int64(q, 0));
-        kp_dur((double)(sqlite3_column_int64(q, 1) - (int64_t)r->start_ns) / 1e9, st, sizeof st);
-        kp_dur((double)(sqlite3_column_int64(q, 2) - sqlite3_column_int64(q, 1)) / 1e9, du,
-               sizeof du);
+        kp_format_duration((double)(sqlite3_column_int64(q, 1) - (int64_t)r->start_ns) / 1e9, st,
+                           sizeof st);
+        kp_format_duration((double)(sqlite3_column_int64(q, 2) - sqlite3_column_int64(q, 1)) / 1e9,
+                           du, sizeof du);
         printf("  %8s  %12s  %10s  %8lld  %s\n", id, st, du, (long long)sqlite3_column_int64(q, 4),
                name);
     }
     sqlite3_finalize(q);
     /* Device side, with the columns that have any value. */
-    int has_grid = kp_scalar(r, "SELECT COUNT(*) FROM events WHERE kind = 4 AND grid_x IS NOT NULL") > 0;
-    int has_regs = kp_scalar(r, "SELECT COUNT(*) FROM events WHERE kind = 4 AND registers > 0") > 0;
-    int has_smem = kp_scalar(r, "SELECT COUNT(*) FROM events WHERE kind = 4 AND "
-                                "static_smem + dynamic_smem > 0") > 0;
-    int has_local = kp_scalar(r, "SELECT COUNT(*) FROM events WHERE kind = 4 AND local_mem > 0") > 0;
-    int has_size = kp_scalar(r, "SELECT COUNT(*) FROM events WHERE bytes > 0") > 0;
+    int has_grid = 0, has_regs = 0, has_smem = 0, has_local = 0, has_size = 0;
+    if (sqlite3_prepare_v2(r->db,
+                           "SELECT MAX(kind = 4 AND grid_x IS NOT NULL), MAX(kind = 4 AND "
+                           "registers > 0), MAX(kind = 4 AND static_smem + dynamic_smem > 0), "
+                           "MAX(kind = 4 AND local_mem > 0), MAX(bytes > 0) FROM events",
+                           -1, &q, NULL) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW) {
+        has_grid = sqlite3_column_int(q, 0) > 0;
+        has_regs = sqlite3_column_int(q, 1) > 0;
+        has_smem = sqlite3_column_int(q, 2) > 0;
+        has_local = sqlite3_column_int(q, 3) > 0;
+        has_size = sqlite3_column_int(q, 4) > 0;
+    }
+    sqlite3_finalize(q);
     if (sqlite3_prepare_v2(r->db,
                            "SELECT e.correlation, e.start_ns, e.end_ns, e.grid_x, e.grid_y, "
                            "e.grid_z, e.block_x, e.block_y, e.block_z, e.registers, "
@@ -439,8 +432,9 @@ static kprof_status kp_print_trace(kp_report *r, kp_error *err)
         if (sqlite3_column_type(q, 0) != SQLITE_NULL)
             snprintf(id, sizeof id, "%lld", (long long)sqlite3_column_int64(q, 0));
         double dur = (double)(sqlite3_column_int64(q, 2) - sqlite3_column_int64(q, 1)) / 1e9;
-        kp_dur((double)(sqlite3_column_int64(q, 1) - (int64_t)r->start_ns) / 1e9, st, sizeof st);
-        kp_dur(dur, du, sizeof du);
+        kp_format_duration((double)(sqlite3_column_int64(q, 1) - (int64_t)r->start_ns) / 1e9, st,
+                           sizeof st);
+        kp_format_duration(dur, du, sizeof du);
         printf("  %8s  %12s  %10s", id, st, du);
         if (has_grid) {
             kp_dims(q, 3, grid, sizeof grid);
@@ -476,28 +470,27 @@ static kprof_status kp_print_trace(kp_report *r, kp_error *err)
         printf("  %s\n", (const char *)sqlite3_column_text(q, 14));
     }
     sqlite3_finalize(q);
-    (void)o;
     return KPROF_OK;
 }
 
 static void kp_print_report(const kp_report *r)
 {
     char a[32], b[32];
-    printf("Profiler ran for %s, capturing %llu events", kp_dur(r->wall, a, sizeof a),
+    printf("Profiler ran for %s, capturing %llu events", kp_format_duration(r->wall, a, sizeof a),
            (unsigned long long)r->events);
     if (r->dropped) printf(" (%llu records dropped)", (unsigned long long)r->dropped);
     printf(".\n");
-    if (r->command[0]) printf("Command: %s (%d process%s recorded)\n", r->command, r->processes,
-                              r->processes == 1 ? "" : "es");
-    uint64_t calls = 0;
-    for (int i = 0; i < r->host.n; i++) calls += r->host.rows[i].calls;
+    if (r->command[0])
+        printf("Command: %s (%d process%s recorded)\n", r->command, r->processes,
+               r->processes == 1 ? "" : "es");
     printf("\nHost-side activity: calling GPU APIs took %s (%.2f%% of the wall)%s\n",
-           kp_dur(r->host_total, a, sizeof a), r->wall > 0 ? 100 * r->host_total / r->wall : 0,
+           kp_format_duration(r->host_total, a, sizeof a),
+           r->wall > 0 ? 100 * r->host_total / r->wall : 0,
            r->raw ? "" : "; polling and query calls hidden (--raw shows them)");
     if (r->host.n) kp_print_table(r, &r->host);
     else printf("  (no host API calls recorded)\n");
     printf("\nDevice-side activity: GPU was busy for %s (%.2f%% of the wall)\n",
-           kp_dur(r->vin.gpu_busy_s, b, sizeof b), 100 * r->verdict.busy_fraction);
+           kp_format_duration(r->vin.gpu_busy_s, b, sizeof b), 100 * r->verdict.busy_fraction);
     if (r->device.n) kp_print_table(r, &r->device);
     else printf("  (no kernels, copies or fills recorded)\n");
     if (r->nvtx.n) {
@@ -513,13 +506,13 @@ static void kp_print_verdict(const kp_report *r)
     char a[32], b[32], c[32];
     printf("\nVerdict: %s\n", kp_verdict_name(v->kind));
     printf("  GPU busy %s of %s wall (%.1f%%); %llu idle gaps, the longest %s\n",
-           kp_dur(in->gpu_busy_s, a, sizeof a), kp_dur(in->wall_s, b, sizeof b),
-           100 * v->busy_fraction, (unsigned long long)in->gaps,
-           kp_dur(in->longest_gap_s, c, sizeof c));
+           kp_format_duration(in->gpu_busy_s, a, sizeof a),
+           kp_format_duration(in->wall_s, b, sizeof b), 100 * v->busy_fraction,
+           (unsigned long long)in->gaps, kp_format_duration(in->longest_gap_s, c, sizeof c));
     printf("  %llu kernel launches (%.0f/s), %.1f%% under 0.05 ms; kernels %.1f%% of the wall; "
            "host synchronization %s (%.1f%% of the wall)\n",
            (unsigned long long)in->kernels, v->launches_per_s, 100 * v->small_fraction,
-           100 * v->kernel_fraction, kp_dur(in->host_sync_s, a, sizeof a),
+           100 * v->kernel_fraction, kp_format_duration(in->host_sync_s, a, sizeof a),
            100 * v->sync_fraction);
     printf("  → %s\n", v->sentence);
 }

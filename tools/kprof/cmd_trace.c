@@ -71,6 +71,20 @@ static void kp_trace_cleanup(const char *dir)
     rmdir(dir);
 }
 
+/* Add value to the ':'-separated list in environment variable name, first or last. */
+static void kp_env_join(const char *name, const char *value, int first)
+{
+    const char *old = getenv(name);
+    const char *sep = old && *old ? ":" : "";
+    kp_str s = {0};
+    if (first)
+        kp_str_printf(&s, "%s%s%s", value, sep, old ? old : "");
+    else
+        kp_str_printf(&s, "%s%s%s", old ? old : "", sep, value);
+    if (s.data) setenv(name, s.data, 1);
+    kp_str_free(&s);
+}
+
 int kp_cmd_trace(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -174,34 +188,18 @@ int kp_cmd_trace(int argc, char **argv)
         if (!nvtx || !*nvtx) setenv("NVTX_INJECTION64_PATH", inject, 1);
         if (!getenv("KPROF_CUPTI_LIBRARY")) setenv("KPROF_CUPTI_LIBRARY", cupti, 1);
     }
-    if (use_layer) {
-        /* Last in the list: the loaders stack each layer over the ones before it, so ours is the
-         * outermost, and the LD_PRELOAD wrappers, which call what lies under it, skip none of
-         * the program's own layers. */
-        const char *layers = getenv("OPENCL_LAYERS");
-        kp_str l = {0};
-        kp_str_printf(&l, "%s%s%s", layers ? layers : "", layers && *layers ? ":" : "", inject);
-        if (l.data) setenv("OPENCL_LAYERS", l.data, 1);
-        kp_str_free(&l);
-    }
+    /* Last in the list: the loaders stack each layer over the ones before it, so ours is the
+     * outermost, and the LD_PRELOAD wrappers, which call what lies under it, skip none of the
+     * program's own layers. */
+    if (use_layer) kp_env_join("OPENCL_LAYERS", inject, 0);
     /* Loaders without layer support reach the OpenCL collector through LD_PRELOAD instead
-     * (opencl_layer.c). */
+     * (opencl_layer.c). ASan-built programs insist that their runtime is loaded first: let
+     * them run. */
     if (use_preload) {
-        const char *preload = getenv("LD_PRELOAD");
-        kp_str p = {0};
-        kp_str_printf(&p, "%s%s%s", inject, preload && *preload ? ":" : "",
-                      preload ? preload : "");
-        if (p.data) setenv("LD_PRELOAD", p.data, 1);
-        kp_str_free(&p);
-        /* ASan-built programs insist that their runtime is loaded first; let them run. */
+        kp_env_join("LD_PRELOAD", inject, 1);
         const char *asan = getenv("ASAN_OPTIONS");
-        if (!asan || !strstr(asan, "verify_asan_link_order")) {
-            kp_str a = {0};
-            kp_str_printf(&a, "%s%sverify_asan_link_order=0", asan ? asan : "",
-                          asan && *asan ? ":" : "");
-            if (a.data) setenv("ASAN_OPTIONS", a.data, 1);
-            kp_str_free(&a);
-        }
+        if (!asan || !strstr(asan, "verify_asan_link_order"))
+            kp_env_join("ASAN_OPTIONS", "verify_asan_link_order=0", 0);
     }
 
     kp_str cmdline = {0};
