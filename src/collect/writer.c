@@ -24,7 +24,7 @@
 
 #define KP_TBUF_BYTES (64 * 1024)
 #define KP_FLUSH_AGE_NS 100000000ull
-#define KP_STRINGS 8192
+#define KP_STRINGS      8192 /* first size of the string table; it doubles at 3/4 full */
 
 typedef struct kp_tbuf {
     pthread_mutex_t lock;
@@ -46,11 +46,11 @@ static struct {
     void (*at_crash[4])(void);
     int nat_crash;
     uint32_t next_string;
-    struct {
-        uint64_t hash;
+    struct kp_string_slot {
+        uint64_t hash; /* 0: empty */
         uint32_t id;
-    } strings[KP_STRINGS];
-    uint32_t nstrings;
+    } * strings;
+    uint32_t nstrings, strings_cap;
     int hooks_installed;
 } kp_w = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
 
@@ -164,34 +164,54 @@ void kp_writer_emit(kp_rec *r)
     kp_append(r, sizeof *r, NULL, 0, sizeof *r);
 }
 
+/* Double the string table, or make its first. Caller holds kp_w.lock. -1 when out of memory. */
+static int kp_strings_grow_locked(void)
+{
+    uint32_t cap = kp_w.strings_cap ? kp_w.strings_cap * 2 : KP_STRINGS;
+    struct kp_string_slot *t = calloc(cap, sizeof *t);
+    if (!t) return -1;
+    for (uint32_t i = 0; i < kp_w.strings_cap; i++) {
+        if (!kp_w.strings[i].hash) continue;
+        uint32_t s = (uint32_t)(kp_w.strings[i].hash % cap);
+        while (t[s].hash)
+            s = (s + 1) % cap;
+        t[s] = kp_w.strings[i];
+    }
+    free(kp_w.strings);
+    kp_w.strings = t;
+    kp_w.strings_cap = cap;
+    return 0;
+}
+
 uint32_t kp_writer_string(const char *text)
 {
     if (!text || !kp_writer_active()) return 0;
     size_t len = strlen(text);
     uint64_t h = kp_hash64(KP_HASH_SEED, text, len) | 1; /* 0 marks an empty slot */
     pthread_mutex_lock(&kp_w.lock);
-    uint32_t slot = (uint32_t)(h % KP_STRINGS), id = 0;
-    for (uint32_t probe = 0; probe < KP_STRINGS; probe++) {
-        uint32_t s = (slot + probe) % KP_STRINGS;
+    if (kp_w.nstrings + 1 >= kp_w.strings_cap / 4 * 3) kp_strings_grow_locked();
+    uint32_t id;
+    int fresh = 1; /* a new id, whose text the file must hold */
+    if (kp_w.nstrings + 1 < kp_w.strings_cap / 4 * 3) {
+        uint32_t s = (uint32_t)(h % kp_w.strings_cap);
+        while (kp_w.strings[s].hash && kp_w.strings[s].hash != h)
+            s = (s + 1) % kp_w.strings_cap;
         if (kp_w.strings[s].hash == h) {
             id = kp_w.strings[s].id;
-            break;
+            fresh = 0;
+        } else {
+            kp_w.strings[s].hash = h;
+            kp_w.strings[s].id = id = ++kp_w.next_string;
+            kp_w.nstrings++;
         }
-        if (kp_w.strings[s].hash == 0) {
-            if (kp_w.nstrings + 1 < KP_STRINGS * 3 / 4) {
-                kp_w.strings[s].hash = h;
-                id = kp_w.strings[s].id = ++kp_w.next_string;
-                kp_w.nstrings++;
-            } else {
-                id = ++kp_w.next_string; /* table full: define again, uncached */
-            }
-            pthread_mutex_unlock(&kp_w.lock);
-            kp_rec r = {.magic = KP_REC_MAGIC, .kind = KP_REC_STRING, .name = id, .bytes = len};
-            kp_append(&r, sizeof r, text, len, sizeof r + ((len + 7) & ~(size_t)7));
-            return id;
-        }
+    } else {
+        id = ++kp_w.next_string; /* no memory for the table: defined again on every use */
     }
     pthread_mutex_unlock(&kp_w.lock);
+    if (fresh) {
+        kp_rec r = {.magic = KP_REC_MAGIC, .kind = KP_REC_STRING, .name = id, .bytes = len};
+        kp_append(&r, sizeof r, text, len, sizeof r + ((len + 7) & ~(size_t)7));
+    }
     return id;
 }
 
@@ -300,7 +320,7 @@ static void kp_fork_child(void)
     kp_w.fd = -1;
     atomic_store(&kp_w.active, 0);
     pthread_mutex_init(&kp_w.lock, NULL);
-    memset(kp_w.strings, 0, sizeof kp_w.strings);
+    if (kp_w.strings) memset(kp_w.strings, 0, kp_w.strings_cap * sizeof *kp_w.strings);
     kp_w.nstrings = 0;
     kp_w.nat_exit = kp_w.nat_crash = 0; /* the parent's collectors' hooks */
 }

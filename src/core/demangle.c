@@ -22,15 +22,17 @@ static void kp_dm_load(void)
     if (h) *(void **)&kp_dm = dlsym(h, "__cxa_demangle");
 }
 
-char *kp_demangle(const char *sym, char *out, size_t n)
+int kp_demangle(const char *sym, char *out, size_t n)
 {
+    if (n == 0) return -1;
     snprintf(out, n, "%s", sym ? sym : "");
-    if (!sym || strncmp(sym, "_Z", 2) != 0) return out;
+    if (!sym || strncmp(sym, "_Z", 2) != 0) return -1;
     pthread_once(&kp_dm_once, kp_dm_load);
-    if (!kp_dm) return out;
+    if (!kp_dm) return -1;
     int status = -1;
     char *d = kp_dm(sym, NULL, NULL, &status);
-    if (status == 0 && d) snprintf(out, n, "%s", d);
+    int rc = status == 0 && d && strlen(d) < n ? 0 : -1;
+    if (rc == 0) memcpy(out, d, strlen(d) + 1);
     free(d);
-    return out;
+    return rc;
 }

@@ -7,8 +7,9 @@
 
 #include <stddef.h>
 
-/* The demangled form of sym in out; sym itself when it is not a mangled name or no C++ runtime
- * can be loaded. Returns out. Thread-safe. */
-char *kp_demangle(const char *sym, char *out, size_t n);
+/* The demangled form of sym in out: 0. Otherwise sym itself (cut to fit) and -1: sym is not a
+ * mangled name, no C++ runtime can be loaded, or the demangled form does not fit in n bytes.
+ * Thread-safe. */
+int kp_demangle(const char *sym, char *out, size_t n);
 
 #endif

@@ -81,6 +81,19 @@ class Sweep(kptest.KprofTestCase):
                        expect=2)
         self.assertIn("'0' (zero)", p.stderr)
 
+    def test_stopped_sweep_with_json(self):
+        # A sweep that stops (here a kernel that never ends) still prints JSON under --json,
+        # marked incomplete, with the points measured so far (none here).
+        path = self.write("spin.cl",
+                          "__kernel void spin(__global volatile int *x) { while (x[0] == 0) {} }")
+        p = self.kprof("sweep", path, "--grid", "8", "--buffers", "i32:8:zero", "--timeout", "1",
+                       "--tg-list", "8,4", "--json", "--warmup", "0", "--iters", "1", expect=4,
+                       timeout=60)
+        r = json.loads(p.stdout)
+        self.assertIs(r["complete"], False)
+        self.assertEqual(r["points"], [])
+        self.assertIn("the sweep stopped", p.stderr)
+
     def test_usage(self):
         cases = ((["--sweep-tg", "--tg", "64"], "--tg fixes one threadgroup size"),
                  (["--plot", "x.svg"], "--plot draws a sweep"),

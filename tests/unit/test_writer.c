@@ -83,6 +83,18 @@ static pid_t child(const char *dir, int crash)
         kp_writer_emit(&r);
     }
     if (crash) raise(SIGSEGV);
+    /* Many distinct names (NVTX ranges named per step): each is defined once, however often
+     * it comes back, past the string table's first size. */
+    uint32_t first = 0;
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < 20000; i++) {
+            char name[32];
+            snprintf(name, sizeof name, "step %d", i);
+            uint32_t id = kp_writer_string(name);
+            if (i == 0 && round == 0) first = id;
+            if (i == 0 && round == 1 && id != first) _exit(4);
+        }
+    }
     /* A forked grandchild that exits must not write its parent's unflushed records; one whose
      * collector starts the writer again (elsewhere) runs none of its parent's hooks. */
     pid_t g = fork();
@@ -119,6 +131,7 @@ int main(void)
     CHECK_INT(kernels, 1000);
     CHECK_INT(ends, 1);
     CHECK_INT(headers, 1);
+    CHECK(log.nstrings < 20010); /* "even", "odd", the 20000 steps, the command line */
     CHECK(!log.truncated);
     size_t first = 0;
     while (first < log.nrecords && log.records[first]->kind != KP_REC_KERNEL) first++;

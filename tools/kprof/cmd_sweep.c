@@ -95,13 +95,15 @@ static void kp_sweep_print(const kp_sweep_run *s, int measured_only)
     }
 }
 
-static void kp_sweep_json(kp_str *out, const kp_sweep_run *s)
+/* complete: 0 when the sweep stopped part-way (a fault, a timeout): the points measured so far. */
+static void kp_sweep_json(kp_str *out, const kp_sweep_run *s, int complete)
 {
     const kp_lab_info *info = s->info;
     kp_json j;
     kp_json_init(&j, out, 1);
     kp_json_object_begin(&j, NULL);
     kp_run_json_header(&j, info);
+    kp_json_bool(&j, "complete", complete);
     kp_json_array_begin(&j, "grid");
     for (int d = 0; d < s->points[0].launch.dims; d++)
         kp_json_uint(&j, NULL, s->points[0].launch.grid[d]);
@@ -324,20 +326,20 @@ int kp_run_sweep(kp_run_args *a)
             strcmp(lines[i].id, "shared_memory_bound") == 0)
             s->warnings[s->nwarnings++] = lines[i];
 
-    if (partial) {
+    if (partial && !a->json) {
         kp_sweep_print(s, 1);
         goto done;
     }
     if (a->json) {
         kp_str out = {0};
-        kp_sweep_json(&out, s);
+        kp_sweep_json(&out, s, !partial);
         if (out.failed) {
             st = kp_error_set(&err, KPROF_NOMEM, "out of memory writing JSON");
             kp_str_free(&out);
             goto done;
         }
         fputs(out.data, stdout);
-        if (s->info->kernel_dir[0]) {
+        if (!partial && s->info->kernel_dir[0]) {
             char path[4200];
             snprintf(path, sizeof path, "%s/sweep.json", s->info->kernel_dir);
             st = kp_file_write_atomic(path, out.data, out.len, &err);
@@ -346,7 +348,7 @@ int kp_run_sweep(kp_run_args *a)
     } else {
         kp_sweep_print(s, 0);
     }
-    if (st == KPROF_OK && a->plot) {
+    if (st == KPROF_OK && !partial && a->plot) {
         st = kp_sweep_plot(s, a->plot, &err);
         if (st == KPROF_OK && !a->json) printf("  plot: %s\n", a->plot);
     }

@@ -16,6 +16,7 @@
 #include "backend/cuda/cuda_parse.h"
 #include "backend/cuda/cupti_timer.h"
 #include "backend/cuda/occupancy.h"
+#include "core/demangle.h"
 #include "core/util.h"
 
 #include <ctype.h>
@@ -451,7 +452,7 @@ static kprof_status kp_cuda_kernel_meta(CUfunction f, const kp_cuda_naming *nm, 
         st = kp_error_set(err, KPROF_NOMEM, "out of memory");
         goto done;
     }
-    int mangled = kp_cuda_demangle(symbol, demangled, 2048) == 0;
+    int mangled = kp_demangle(symbol, demangled, 2048) == 0;
     char user[256] = "";
     ptext[0] = '\0';
     if (mangled && kp_cuda_split_demangled(demangled, user, sizeof user, ptext, 2048) != 0)

@@ -162,34 +162,3 @@ kprof_status kp_cuda_result_status(CUresult rc)
         return KPROF_BACKEND;
     }
 }
-
-/* __cxa_demangle's C signature: (mangled, output buffer or NULL, its length, status). */
-typedef char *kp_cuda_demangle_fn(const char *, char *, size_t *, int *);
-
-static pthread_once_t kp_cuda_demangle_once = PTHREAD_ONCE_INIT;
-static kp_cuda_demangle_fn *kp_cuda_demangler;
-
-static void kp_cuda_demangle_load(void)
-{
-    void *h = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
-    if (!h) return;
-    /* POSIX lets a data pointer carry a function's address; copy it over to stay ISO C. */
-    void *sym = dlsym(h, "__cxa_demangle");
-    if (sym) memcpy(&kp_cuda_demangler, &sym, sizeof sym);
-}
-
-int kp_cuda_demangle(const char *symbol, char *out, size_t n)
-{
-    if (!symbol || strncmp(symbol, "_Z", 2) != 0 || n == 0) return -1;
-    pthread_once(&kp_cuda_demangle_once, kp_cuda_demangle_load);
-    if (!kp_cuda_demangler) return -1;
-    int status = 0;
-    char *text = kp_cuda_demangler(symbol, NULL, NULL, &status);
-    int rc = -1;
-    if (status == 0 && text && strlen(text) < n) {
-        memcpy(out, text, strlen(text) + 1);
-        rc = 0;
-    }
-    free(text);
-    return rc;
-}

@@ -119,9 +119,4 @@ void kp_cuda_nvrtc_error_text(nvrtcResult rc, char *buf, size_t n);
  * the driver cannot load or JIT, UNAVAILABLE for a missing or unusable device, else BACKEND. */
 kprof_status kp_cuda_result_status(CUresult rc);
 
-/* Demangle an Itanium C++ symbol ("_Z2tkILi16EEvPf" -> "void tk<16>(float*)") with
- * __cxa_demangle from libstdc++.so.6 (loaded once, thread-safely). 0 on success; -1 when the
- * symbol is not mangled, the demangler is missing or out[] is too small. */
-int kp_cuda_demangle(const char *symbol, char *out, size_t n);
-
 #endif

@@ -3,13 +3,15 @@
  *
  * CUPTI hands full buffers to a completion callback (its own thread, or ours during a flush).
  * Kernel records are reduced to (name, start, end) in a fixed ring under a mutex; everything
- * else is ignored. Buffers are allocated by CUPTI's request callback, never on the dispatch
- * path.
+ * else is ignored. CUPTI asks for buffers whenever one fills or is flushed, possibly on the
+ * dispatching thread: a drained buffer is kept for the next request, so steady timing
+ * allocates nothing.
  */
 #include "backend/cuda/cupti_timer.h"
 #include "backend/cuda/cupti_api.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,10 +32,12 @@ static struct {
     uint64_t dropped;  /* lost to a full ring or reported by CUPTI */
 } kp_ct = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+static _Atomic(uint8_t *) kp_ct_spare; /* one drained buffer, for the next request */
+
 static void CUPTIAPI kp_ct_request(uint8_t **buffer, size_t *size, size_t *max_records)
 {
-    void *p = NULL;
-    if (posix_memalign(&p, 8, KP_CUPTI_BUFFER_BYTES) != 0) p = NULL;
+    void *p = atomic_exchange(&kp_ct_spare, NULL);
+    if (!p && posix_memalign(&p, 8, KP_CUPTI_BUFFER_BYTES) != 0) p = NULL;
     *buffer = p;
     *size = p ? KP_CUPTI_BUFFER_BYTES : 0;
     *max_records = 0;
@@ -67,7 +71,8 @@ static void CUPTIAPI kp_ct_complete(CUcontext ctx, uint32_t stream, uint8_t *buf
     if (kp_cupti.cuptiActivityGetNumDroppedRecords(NULL, 0, &lost) == CUPTI_SUCCESS)
         kp_ct.dropped += lost;
     pthread_mutex_unlock(&kp_ct.lock);
-    free(buffer);
+    uint8_t *none = NULL;
+    if (!atomic_compare_exchange_strong(&kp_ct_spare, &none, buffer)) free(buffer);
 }
 
 static pthread_once_t kp_ct_once = PTHREAD_ONCE_INIT;
