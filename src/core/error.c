@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 const char *kprof_strerror(kprof_status status)
 {
@@ -73,23 +74,21 @@ void kp_error_take_log(kp_error *err, char *log)
     err->log = log;
 }
 
-void kp_error_take_detail(kp_error *err, char *detail)
+void kp_error_append(kp_error *err, const char *fmt, ...)
 {
-    if (!err) {
-        free(detail);
-        return;
-    }
-    free(err->detail);
-    err->detail = detail;
+    if (!err) return;
+    size_t used = strlen(err->message);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message + used, sizeof err->message - used, fmt, ap);
+    va_end(ap);
 }
 
 void kp_error_clear(kp_error *err)
 {
     if (!err) return;
     free(err->log);
-    free(err->detail);
     err->log = NULL;
-    err->detail = NULL;
     err->status = KPROF_OK;
     err->message[0] = '\0';
 }

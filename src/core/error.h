@@ -16,7 +16,6 @@ typedef struct kp_error {
     kprof_status status; /* KPROF_OK until something fails */
     char message[1536];  /* one or more lines, no trailing newline */
     char *log;           /* compiler log as the compiler gave it; heap, may be NULL */
-    char *detail;        /* extra lines printed after the message (e.g. a list); heap or NULL */
 } kp_error;
 
 /* Set status and message (printf format) unless an error is already set. Returns the status
@@ -24,9 +23,11 @@ typedef struct kp_error {
 kprof_status kp_error_set(kp_error *err, kprof_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Take ownership of a heap string as the error's log or detail (replacing any earlier one). */
+/* Add to the message of the error already set (printf format, cut to fit). err may be NULL. */
+void kp_error_append(kp_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Take ownership of a heap string as the error's compiler log (replacing any earlier one). */
 void kp_error_take_log(kp_error *err, char *log);
-void kp_error_take_detail(kp_error *err, char *detail);
 
 /* Free what the error holds and reset it to KPROF_OK. err may be NULL. */
 void kp_error_clear(kp_error *err);

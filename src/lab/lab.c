@@ -423,14 +423,11 @@ static kprof_status kp_lab_compile(kp_lab *lab, const kp_source *src, kp_error *
             snprintf(dir, sizeof dir, "%s/failed/%s", cache, stem);
         else
             dir[0] = '\0';
-        size_t m = strlen(err->message);
-        if (dir[0] && kp_lab_dump(dir, stem, src, NULL, err->log ? err->log : "") == 0)
-            snprintf(err->message + m, sizeof err->message - m,
-                     "\nsource, options and log kept in %s/", dir);
+        if (dir[0] && kp_lab_dump(dir, stem, src, NULL, err && err->log ? err->log : "") == 0)
+            kp_error_append(err, "\nsource, options and log kept in %s/", dir);
         else
-            snprintf(err->message + m, sizeof err->message - m,
-                     "\n(could not keep source, options and log in %s)",
-                     dir[0] ? dir : "a folder: no cache folder can be named");
+            kp_error_append(err, "\n(could not keep source, options and log in %s)",
+                            dir[0] ? dir : "a folder: no cache folder can be named");
         return st;
     }
     if (st != KPROF_OK) return st;
@@ -588,9 +585,7 @@ kprof_status kp_lab_open(const kp_lab_options *opts, kp_lab **out, kp_error *err
         if (st == KPROF_OK) st = lab->ops->write(lab->buffers[i], host, bytes, err);
         free(host);
         if (st != KPROF_OK) {
-            size_t m = strlen(err->message);
-            snprintf(err->message + m, sizeof err->message - m, " (--buffers item %d '%s')", i + 1,
-                     a->text);
+            kp_error_append(err, " (--buffers item %d '%s')", i + 1, a->text);
             goto fail;
         }
     }

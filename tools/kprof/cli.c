@@ -14,9 +14,8 @@
 int kp_cli_fail(const kp_error *err)
 {
     fflush(stdout);
-    fprintf(stderr, "kprof: error: %s\n", err->message[0] ? err->message
-                                                         : kprof_strerror(err->status));
-    if (err->detail) fprintf(stderr, "%s\n", err->detail);
+    fprintf(stderr, "kprof: error: %s\n",
+            err->message[0] ? err->message : kprof_strerror(err->status));
     if (err->log && *err->log) fprintf(stderr, "--- compiler log ---\n%s\n--- end of log ---\n",
                                        err->log);
     return kprof_status_exit_code(err->status);

@@ -22,7 +22,7 @@ typedef struct kp_command {
 extern const kp_command kp_commands[];
 const kp_command *kp_command_find(const char *name);
 
-/* Print "kprof: error: MSG" (plus err->detail and err->log when present) and return the exit
+/* Print "kprof: error: MSG" (plus err->log when present) and return the exit
  * code for the status. */
 int kp_cli_fail(const kp_error *err);
 /* Print "kprof: error: ..." and return 2 (usage). */

@@ -297,9 +297,7 @@ int kp_run_sweep(kp_run_args *a)
         if (st != KPROF_OK) {
             char tg[48];
             kp_tg_label(p, tg, sizeof tg);
-            size_t m = strlen(err.message);
-            snprintf(err.message + m, sizeof err.message - m, " (at tg %s; the sweep stopped)",
-                     tg);
+            kp_error_append(&err, " (at tg %s; the sweep stopped)", tg);
             partial = 1;
             break;
         }

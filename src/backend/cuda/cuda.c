@@ -1306,15 +1306,19 @@ static kprof_status kp_cuda_wait(kp_kernel *k, double timeout_s, kp_error *err)
                         k->name, timeout_s);
 }
 
-static kprof_status kp_cuda_dispatch(kp_kernel *k, const kp_launch *l, double *gpu_ns,
-                                     kp_error *err)
+/* Everything a dispatch needs before its launch, checked once for any number of them: the
+ * context current, the arguments bound, blocks and threads per dimension within the device's
+ * limits, the dynamic shared memory allowed. */
+static kprof_status kp_cuda_prepare(kp_kernel *k, const kp_launch *l, unsigned int blocks[3],
+                                    unsigned int threads[3], kp_error *err)
 {
     kp_device *dev = k->dev;
     kprof_status st = kp_cuda_enter(dev, err);
     if (st != KPROF_OK) return st;
     if (!k->bound && k->nparams != 0)
         return kp_error_set(err, KPROF_INVALID, "cuda: kernel %s has no arguments bound", k->name);
-    unsigned int blocks[3] = {1, 1, 1}, threads[3] = {1, 1, 1};
+    for (int d = 0; d < 3; d++)
+        blocks[d] = threads[d] = 1;
     for (int d = 0; d < l->dims && d < 3; d++) {
         if (l->tg[d] == 0 || l->grid[d] == 0)
             return kp_error_set(err, KPROF_INVALID, "grid and tg must be at least 1");
@@ -1334,8 +1338,16 @@ static kprof_status kp_cuda_dispatch(kp_kernel *k, const kp_launch *l, double *g
         blocks[d] = (unsigned int)b;
         threads[d] = (unsigned int)l->tg[d];
     }
-    st = kp_cuda_allow_dynamic_smem(k, l->dyn_local, err);
-    if (st != KPROF_OK) return st;
+    return kp_cuda_allow_dynamic_smem(k, l->dyn_local, err);
+}
+
+/* One prepared launch between two events, waited for: its GPU time in ns. The dispatch path. */
+static kprof_status kp_cuda_launch_timed(kp_kernel *k, const kp_launch *l,
+                                         const unsigned int blocks[3],
+                                         const unsigned int threads[3], double *gpu_ns,
+                                         kp_error *err)
+{
+    kp_device *dev = k->dev;
     CUresult rc = kp_cu.cuEventRecord(dev->start, dev->stream);
     if (rc != CUDA_SUCCESS) return kp_cuda_fail(dev, err, "cuEventRecord", rc);
     rc = kp_cu.cuLaunchKernel(k->function, blocks[0], blocks[1], blocks[2], threads[0], threads[1],
@@ -1343,13 +1355,21 @@ static kprof_status kp_cuda_dispatch(kp_kernel *k, const kp_launch *l, double *g
     if (rc != CUDA_SUCCESS) return kp_cuda_kernel_error(k, rc, err);
     rc = kp_cu.cuEventRecord(dev->end, dev->stream);
     if (rc != CUDA_SUCCESS) return kp_cuda_kernel_error(k, rc, err);
-    st = kp_cuda_wait(k, l->timeout_s, err);
+    kprof_status st = kp_cuda_wait(k, l->timeout_s, err);
     if (st != KPROF_OK) return st;
     float ms = 0;
     rc = kp_cu.cuEventElapsedTime(&ms, dev->start, dev->end);
     if (rc != CUDA_SUCCESS) return kp_cuda_fail(dev, err, "cuEventElapsedTime", rc);
     *gpu_ns = (double)ms * 1e6;
     return KPROF_OK;
+}
+
+static kprof_status kp_cuda_dispatch(kp_kernel *k, const kp_launch *l, double *gpu_ns,
+                                     kp_error *err)
+{
+    unsigned int blocks[3], threads[3];
+    kprof_status st = kp_cuda_prepare(k, l, blocks, threads, err);
+    return st == KPROF_OK ? kp_cuda_launch_timed(k, l, blocks, threads, gpu_ns, err) : st;
 }
 
 #define KP_CUPTI_CONCURRENT_BLOCKS_PER_SM 128
@@ -1362,14 +1382,16 @@ static kprof_status kp_cuda_dispatch_batch(kp_kernel *k, const kp_launch *l, int
 {
     char why[400] = "";
     int cupti = 0;
+    unsigned int blocks[3], threads[3];
+    kprof_status st = kp_cuda_prepare(k, l, blocks, threads, err);
+    if (st != KPROF_OK) return st;
     /* CUPTI's concurrent-kernel records cost time per block (on an H200: +0.2 us at 16K
      * blocks, +3 us at 64K, +100 us at 1.5M); its serialized records cost ~0.5 us per kernel
      * whatever the grid. Small grids get the first, large grids the second (bench/fidelity.py
      * --blocks-probe measures the crossover). */
-    uint64_t blocks = 1;
-    for (int d = 0; d < l->dims; d++) blocks *= (l->grid[d] + l->tg[d] - 1) / l->tg[d];
-    int concurrent = blocks <= (uint64_t)KP_CUPTI_CONCURRENT_BLOCKS_PER_SM *
-                                   (uint64_t)(k->dev->sm_count > 0 ? k->dev->sm_count : 1);
+    uint64_t total_blocks = (uint64_t)blocks[0] * blocks[1] * blocks[2];
+    int concurrent = total_blocks <= (uint64_t)KP_CUPTI_CONCURRENT_BLOCKS_PER_SM *
+                                         (uint64_t)(k->dev->sm_count > 0 ? k->dev->sm_count : 1);
     if (l->timer != KP_TIMER_EVENTS) {
         if (kp_cupti_timer_enable(concurrent, why, sizeof why) == 0) cupti = 1;
         else if (l->timer == KP_TIMER_CUPTI)
@@ -1388,7 +1410,7 @@ static kprof_status kp_cuda_dispatch_batch(kp_kernel *k, const kp_launch *l, int
     for (int done = 0; done < n;) {
         int chunk = n - done < KP_CUPTI_CHUNK ? n - done : KP_CUPTI_CHUNK;
         for (int i = done; i < done + chunk; i++) {
-            kprof_status st = kp_cuda_dispatch(k, l, &gpu_ns[i], err);
+            st = kp_cuda_launch_timed(k, l, blocks, threads, &gpu_ns[i], err);
             if (st != KPROF_OK) return st;
         }
         if (cupti) {
