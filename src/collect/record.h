@@ -16,7 +16,12 @@
 #define KP_REC_MAGIC 0x3152504bu /* "KPR1" */
 
 typedef enum kp_rec_kind {
-    KP_REC_HEADER = 1, /* first record: id = pid, aux = ppid, start = when, name = command line */
+    KP_REC_HEADER = 1, /* first record: id = pid, aux = ppid, start = when, name = command line;
+                        * counters updated in place while the process runs (a shared mapping):
+                        * bytes = records dropped before reaching the writer (full buffers,
+                        * device work never seen complete), queued = records lost to failed
+                        * writes, status = errno of the first failed write, end = when the
+                        * process ended cleanly (0 until then) */
     KP_REC_STRING,     /* name = string id, bytes = length; the text follows */
     KP_REC_API,        /* a host API call: domain = KP_DOMAIN_*, status = its return value */
     KP_REC_KERNEL,     /* a kernel on the device */
@@ -26,7 +31,8 @@ typedef enum kp_rec_kind {
     KP_REC_RANGE,      /* an NVTX range: start..end on tid, id = range id */
     KP_REC_MARK,       /* an NVTX mark (instant): start, end = start */
     KP_REC_OVERHEAD,   /* the collector's own cost (CUPTI overhead records) */
-    KP_REC_DROPPED,    /* bytes = records lost (no buffer, full ring) */
+    KP_REC_DROPPED,    /* bytes = records lost (no buffer, full ring), where the header's
+                        * counters could not be mapped */
     KP_REC_NOTE,       /* name = something the user should be told (another profiler present) */
     KP_REC_END,        /* the process ended cleanly: start = when */
     KP_REC_KIND_COUNT

@@ -18,28 +18,34 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-#define KP_TBUF_BYTES (64 * 1024)
+#define KP_TBUF_BYTES   (64 * 1024)
 #define KP_FLUSH_AGE_NS 100000000ull
 #define KP_STRINGS      8192 /* first size of the string table; it doubles at 3/4 full */
 
 typedef struct kp_tbuf {
     pthread_mutex_t lock;
-    struct kp_tbuf *next;  /* all buffers, for the exit and crash flush */
-    uint64_t first_ns;     /* when the oldest unflushed record was added */
+    struct kp_tbuf *next; /* all buffers, for the exit and crash flush */
+    uint64_t first_ns;    /* when the oldest unflushed record was added */
     size_t len;
-    int dead;              /* its thread has exited; reused by the next new thread */
+    int dead; /* its thread has exited; reused by the next new thread */
     unsigned char data[KP_TBUF_BYTES];
 } kp_tbuf;
 
 static struct {
-    pthread_mutex_t lock;   /* strings, the buffer list, start/restart */
+    pthread_mutex_t lock;       /* strings, the buffer list, start/restart */
+    pthread_mutex_t write_lock; /* the file: one batch at a time, so a failed one can be cut off */
     atomic_int active;
     int fd;
-    pid_t pid;              /* the process the writer was started in */
+    kp_rec *header;       /* the file's first record, mapped shared: the loss counters */
+    unsigned char *retry; /* string definitions of batches that could not be written */
+    size_t retry_len, retry_cap;
+    uint64_t lost_local; /* lost records when there is no mapping (reported by a record) */
+    pid_t pid;           /* the process the writer was started in */
     kp_tbuf *buffers;
     void (*at_exit[4])(void);
     int nat_exit;
@@ -52,7 +58,7 @@ static struct {
     } * strings;
     uint32_t nstrings, strings_cap;
     int hooks_installed;
-} kp_w = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
+} kp_w = {.lock = PTHREAD_MUTEX_INITIALIZER, .write_lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
 
 static _Thread_local kp_tbuf *kp_my_buf;
 static pthread_key_t kp_buf_key;
@@ -71,23 +77,118 @@ int kp_writer_active(void)
     return atomic_load_explicit(&kp_w.active, memory_order_relaxed);
 }
 
-static void kp_write_all(int fd, const unsigned char *p, size_t n)
+/* Write all of n bytes: 0, or the errno of the failure. */
+static int kp_write_fully(int fd, const unsigned char *p, size_t n)
 {
     while (n > 0) {
         ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return;
-        }
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return w < 0 && errno ? errno : ENOSPC;
         p += w;
         n -= (size_t)w;
     }
+    return 0;
+}
+
+/* Cut the file back to len bytes; if even that fails the reader stops at the cut-off record. */
+static void kp_truncate(int fd, off_t len)
+{
+    if (ftruncate(fd, len) != 0) return;
+}
+
+/* Records lost before they reached the file: counted in the header's mapping, which reaches the
+ * file whatever becomes of the process and needs no room on the disk. */
+static void kp_count_dropped(uint64_t n)
+{
+    if (kp_w.header) __atomic_fetch_add(&kp_w.header->bytes, n, __ATOMIC_RELAXED);
+}
+
+/* Records that a failed write lost, and the first failure's errno. */
+static void kp_count_lost(uint64_t n, int error)
+{
+    if (!kp_w.header) {
+        __atomic_fetch_add(&kp_w.lost_local, n, __ATOMIC_RELAXED);
+        return;
+    }
+    __atomic_fetch_add(&kp_w.header->queued, n, __ATOMIC_RELAXED);
+    int32_t none = 0;
+    __atomic_compare_exchange_n(&kp_w.header->status, &none, (int32_t)error, 0, __ATOMIC_RELAXED,
+                                __ATOMIC_RELAXED);
+}
+
+/* A batch that could not be written: count its records as lost and keep its string definitions
+ * to go out before the next batch, so that names used later still resolve. Caller holds
+ * write_lock (keep = 1), or is crashing (keep = 0: nothing may be allocated). */
+static void kp_batch_lost(const unsigned char *p, size_t n, int error, int keep)
+{
+    uint64_t records = 0;
+    for (size_t pos = 0; pos + sizeof(kp_rec) <= n;) {
+        kp_rec r;
+        memcpy(&r, p + pos, sizeof r);
+        size_t step = sizeof r;
+        if (r.kind == KP_REC_STRING) {
+            step += ((size_t)r.bytes + 7) & ~(size_t)7;
+            if (pos + step > n) break;
+            if (keep && kp_w.retry_len + step > kp_w.retry_cap) {
+                size_t cap = kp_w.retry_cap ? kp_w.retry_cap * 2 : 4096;
+                while (cap < kp_w.retry_len + step)
+                    cap *= 2;
+                unsigned char *grown = realloc(kp_w.retry, cap);
+                if (grown) {
+                    kp_w.retry = grown;
+                    kp_w.retry_cap = cap;
+                }
+            }
+            if (keep && kp_w.retry_len + step <= kp_w.retry_cap) {
+                memcpy(kp_w.retry + kp_w.retry_len, p + pos, step);
+                kp_w.retry_len += step;
+            }
+        } else if (r.kind == KP_REC_DROPPED) {
+            records += r.bytes; /* a count that is lost with it */
+        } else if (r.kind >= KP_REC_API && r.kind <= KP_REC_OVERHEAD) {
+            records++; /* what would have been an event of the trace */
+        }
+        pos += step;
+    }
+    kp_count_lost(records, error);
+}
+
+static void kp_arm_crash_handlers(int all);
+
+/* Append a batch to the file. A write that fails (the folder is full) is cut off again, so the
+ * file stays a readable sequence of whole records, and what it held is counted as lost.
+ * crashing: from the crash handler, which must not wait for the lock or allocate. */
+static void kp_write_batch(const unsigned char *p, size_t n, int crashing)
+{
+    if (kp_w.fd < 0 || n == 0) return;
+    int locked = 1;
+    if (crashing)
+        locked = pthread_mutex_trylock(&kp_w.write_lock) == 0;
+    else
+        pthread_mutex_lock(&kp_w.write_lock);
+    int error = 0;
+    off_t before = lseek(kp_w.fd, 0, SEEK_END);
+    if (locked && kp_w.retry_len) {
+        error = kp_write_fully(kp_w.fd, kp_w.retry, kp_w.retry_len);
+        if (!error)
+            kp_w.retry_len = 0;
+        else if (before >= 0)
+            kp_truncate(kp_w.fd, before);
+    }
+    if (!error) {
+        before = lseek(kp_w.fd, 0, SEEK_END);
+        error = kp_write_fully(kp_w.fd, p, n);
+        if (error && before >= 0) kp_truncate(kp_w.fd, before);
+    }
+    if (error) kp_batch_lost(p, n, error, locked && !crashing);
+    if (locked) pthread_mutex_unlock(&kp_w.write_lock);
+    if (!crashing) kp_arm_crash_handlers(0); /* now and then: a runtime may have replaced it */
 }
 
 /* Caller holds b->lock. */
-static void kp_tbuf_flush_locked(kp_tbuf *b)
+static void kp_tbuf_flush_locked(kp_tbuf *b, int crashing)
 {
-    if (b->len && kp_w.fd >= 0) kp_write_all(kp_w.fd, b->data, b->len);
+    if (b->len) kp_write_batch(b->data, b->len, crashing);
     b->len = 0;
 }
 
@@ -95,7 +196,7 @@ static void kp_thread_exit(void *p)
 {
     kp_tbuf *b = p;
     pthread_mutex_lock(&b->lock);
-    kp_tbuf_flush_locked(b);
+    kp_tbuf_flush_locked(b, 0);
     b->dead = 1;
     pthread_mutex_unlock(&b->lock);
 }
@@ -135,15 +236,17 @@ static void kp_append(const void *head, size_t head_len, const void *tail, size_
     if (!b) return;
     pthread_mutex_lock(&b->lock);
     uint64_t now = kp_now_ns();
-    if (b->len + total > KP_TBUF_BYTES) kp_tbuf_flush_locked(b);
+    if (b->len + total > KP_TBUF_BYTES) kp_tbuf_flush_locked(b, 0);
     if (total > KP_TBUF_BYTES) {
         /* Too big for any buffer: straight to the file. */
         unsigned char *tmp = malloc(total);
-        if (tmp) {
+        if (!tmp) {
+            kp_batch_lost(head, head_len, ENOMEM, 0);
+        } else {
             memset(tmp, 0, total);
             memcpy(tmp, head, head_len);
             if (tail_len) memcpy(tmp + head_len, tail, tail_len);
-            kp_write_all(kp_w.fd, tmp, total);
+            kp_write_batch(tmp, total, 0);
             free(tmp);
         }
     } else {
@@ -152,7 +255,7 @@ static void kp_append(const void *head, size_t head_len, const void *tail, size_
         memcpy(b->data + b->len, head, head_len);
         if (tail_len) memcpy(b->data + b->len + head_len, tail, tail_len);
         b->len += total;
-        if (now - b->first_ns > KP_FLUSH_AGE_NS) kp_tbuf_flush_locked(b);
+        if (now - b->first_ns > KP_FLUSH_AGE_NS) kp_tbuf_flush_locked(b, 0);
     }
     pthread_mutex_unlock(&b->lock);
 }
@@ -224,7 +327,11 @@ void kp_writer_note(const char *text)
 
 void kp_writer_dropped(uint64_t n)
 {
-    if (!n) return;
+    if (!n || !kp_writer_active()) return;
+    if (kp_w.header) {
+        kp_count_dropped(n);
+        return;
+    }
     kp_rec r = {.kind = KP_REC_DROPPED, .start = kp_now_ns(), .bytes = n};
     kp_writer_emit(&r);
 }
@@ -234,19 +341,21 @@ void kp_writer_flush(void)
     kp_tbuf *b = kp_my_buf;
     if (!b || !kp_writer_active()) return;
     pthread_mutex_lock(&b->lock);
-    kp_tbuf_flush_locked(b);
+    kp_tbuf_flush_locked(b, 0);
     pthread_mutex_unlock(&b->lock);
 }
 
-static void kp_flush_all(int trylock)
+/* Flush every buffer: waiting for each (exit), skipping those in use (trylock), or from the
+ * crash handler (crashing: skip those in use, wait for nothing, allocate nothing). */
+static void kp_flush_all(int trylock, int crashing)
 {
     for (kp_tbuf *b = kp_w.buffers; b; b = b->next) {
-        if (trylock) {
+        if (trylock || crashing) {
             if (pthread_mutex_trylock(&b->lock) != 0) continue;
         } else {
             pthread_mutex_lock(&b->lock);
         }
-        kp_tbuf_flush_locked(b);
+        kp_tbuf_flush_locked(b, crashing);
         pthread_mutex_unlock(&b->lock);
     }
 }
@@ -267,42 +376,94 @@ void kp_writer_at_crash(void (*fn)(void))
 
 void kp_writer_flush_all(void)
 {
-    if (kp_writer_active()) kp_flush_all(1);
+    if (kp_writer_active()) kp_flush_all(1, 0);
 }
 
 static void kp_writer_exit(void)
 {
     if (!kp_writer_active() || kp_w.pid != getpid()) return;
-    for (int i = kp_w.nat_exit - 1; i >= 0; i--) kp_w.at_exit[i]();
+    for (int i = kp_w.nat_exit - 1; i >= 0; i--)
+        kp_w.at_exit[i]();
+    uint64_t lost = __atomic_load_n(&kp_w.lost_local, __ATOMIC_RELAXED);
+    if (lost) { /* no header mapping to count them in: one last record says how many */
+        kp_rec d = {.kind = KP_REC_DROPPED, .start = kp_now_ns(), .bytes = lost};
+        kp_writer_emit(&d);
+    }
     kp_rec r = {.kind = KP_REC_END, .start = kp_now_ns(), .tid = kp_writer_tid()};
     kp_writer_emit(&r);
-    kp_flush_all(0);
+    kp_flush_all(0, 0);
+    /* Said in the header too, in case the end record could not be written. */
+    if (kp_w.header) __atomic_store_n(&kp_w.header->end, r.start, __ATOMIC_RELAXED);
 }
 
-/* Crash: flush what can be flushed without waiting on a lock, then die as the program would. */
+/* Crash: flush what can be flushed without waiting on a lock, then die as the program would.
+ *
+ * Runtimes install crash handlers of their own after ours (PoCL's LLVM does, at the first
+ * kernel build) and, when theirs runs, put back what they found and return; for abort() the C
+ * library then resets the signal to its default, so ours would never run. kp_writer_checkpoint
+ * therefore puts ours back in front of whatever came since, and a second entry in the same crash
+ * (a handler that put ours back, a fault that repeats) goes straight to the default action. */
 static struct sigaction kp_old_actions[32];
 static const int kp_crash_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+static volatile sig_atomic_t kp_crashing;
 
 static void kp_on_crash(int sig)
 {
     int saved_errno = errno;
+    if (kp_crashing) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    kp_crashing = 1;
     /* Whatever ran before us (the program's handler, the default) handles the signal next. */
     sigaction(sig, &kp_old_actions[sig], NULL);
     if (kp_writer_active() && kp_w.pid == getpid()) {
-        for (int i = 0; i < kp_w.nat_crash; i++) kp_w.at_crash[i]();
-        kp_flush_all(1);
+        for (int i = 0; i < kp_w.nat_crash; i++)
+            kp_w.at_crash[i]();
+        kp_flush_all(1, 1);
     }
     errno = saved_errno;
     raise(sig);
 }
 
+/* Put the crash handler in front of the signals' current handlers: all of them at the start, and
+ * SIGABRT again after a runtime replaced it. Only SIGABRT: a fault signal comes back to us when
+ * the handler in front returns (the instruction faults again), and some runtimes use SIGSEGV in
+ * normal operation, with handlers that need the fault's own context, which must stay in front. */
+static void kp_arm_crash_handlers(int all)
+{
+    for (size_t i = 0; i < sizeof kp_crash_signals / sizeof kp_crash_signals[0]; i++) {
+        int sig = kp_crash_signals[i];
+        if (!all && sig != SIGABRT) continue;
+        struct sigaction cur;
+        if (sigaction(sig, NULL, &cur) != 0 || cur.sa_handler == kp_on_crash) continue;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = kp_on_crash;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESETHAND | SA_NODEFER | SA_ONSTACK;
+        kp_old_actions[sig] = cur;
+        sigaction(sig, &sa, NULL);
+    }
+}
+
+void kp_writer_checkpoint(void)
+{
+    if (!kp_writer_active() || kp_w.pid != getpid()) return;
+    kp_writer_flush();
+    kp_arm_crash_handlers(0);
+}
+
 static void kp_fork_prepare(void)
 {
     pthread_mutex_lock(&kp_w.lock);
+    pthread_mutex_lock(&kp_w.write_lock);
 }
 
 static void kp_fork_parent(void)
 {
+    pthread_mutex_unlock(&kp_w.write_lock);
     pthread_mutex_unlock(&kp_w.lock);
 }
 
@@ -318,8 +479,13 @@ static void kp_fork_child(void)
     }
     if (kp_w.fd >= 0) close(kp_w.fd);
     kp_w.fd = -1;
+    if (kp_w.header) munmap(kp_w.header, sizeof *kp_w.header); /* the parent's counters */
+    kp_w.header = NULL;
+    kp_w.retry_len = 0;
+    kp_w.lost_local = 0;
     atomic_store(&kp_w.active, 0);
     pthread_mutex_init(&kp_w.lock, NULL);
+    pthread_mutex_init(&kp_w.write_lock, NULL);
     if (kp_w.strings) memset(kp_w.strings, 0, kp_w.strings_cap * sizeof *kp_w.strings);
     kp_w.nstrings = 0;
     kp_w.nat_exit = kp_w.nat_crash = 0; /* the parent's collectors' hooks */
@@ -352,11 +518,39 @@ int kp_writer_start(const char *collector)
     /* pid and start time: an exec'ed image keeps the pid but is another program. */
     snprintf(path, sizeof path, "%s/%ld-%s-%llu.klog", dir, (long)getpid(), collector,
              (unsigned long long)kp_now_ns());
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) {
         pthread_mutex_unlock(&kp_w.lock);
         return -1;
     }
+    /* The header goes first, written here and now, with the command line's string after it: a
+     * file that stays empty tells the merge that this process could not record at all. */
+    struct {
+        kp_rec header, text;
+        char cmd[2048];
+    } head;
+    memset(&head, 0, sizeof head);
+    kp_command_line(head.cmd, sizeof head.cmd);
+    size_t cmd_len = strlen(head.cmd);
+    uint32_t cmd_id = ++kp_w.next_string;
+    head.header = (kp_rec){.magic = KP_REC_MAGIC,
+                           .kind = KP_REC_HEADER,
+                           .start = kp_now_ns(),
+                           .id = (uint64_t)getpid(),
+                           .aux = (uint32_t)getppid(),
+                           .tid = kp_writer_tid(),
+                           .name = cmd_id};
+    head.text =
+        (kp_rec){.magic = KP_REC_MAGIC, .kind = KP_REC_STRING, .name = cmd_id, .bytes = cmd_len};
+    if (kp_write_fully(fd, (const unsigned char *)&head,
+                       2 * sizeof(kp_rec) + ((cmd_len + 7) & ~(size_t)7)) != 0) {
+        kp_truncate(fd, 0); /* an empty file: the merge says this process recorded nothing */
+        close(fd);
+        pthread_mutex_unlock(&kp_w.lock);
+        return -1;
+    }
+    void *map = mmap(NULL, sizeof(kp_rec), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    kp_w.header = map == MAP_FAILED ? NULL : map;
     kp_w.fd = fd;
     kp_w.pid = getpid();
     if (!kp_w.hooks_installed) {
@@ -364,28 +558,9 @@ int kp_writer_start(const char *collector)
         pthread_key_create(&kp_buf_key, kp_thread_exit);
         pthread_atfork(kp_fork_prepare, kp_fork_parent, kp_fork_child);
         atexit(kp_writer_exit);
-        for (size_t i = 0; i < sizeof kp_crash_signals / sizeof kp_crash_signals[0]; i++) {
-            int sig = kp_crash_signals[i];
-            struct sigaction sa;
-            memset(&sa, 0, sizeof sa);
-            sa.sa_handler = kp_on_crash;
-            sigemptyset(&sa.sa_mask);
-            sa.sa_flags = SA_RESETHAND | SA_NODEFER | SA_ONSTACK;
-            sigaction(sig, &sa, &kp_old_actions[sig]);
-        }
     }
+    kp_arm_crash_handlers(1);
     atomic_store(&kp_w.active, 1);
     pthread_mutex_unlock(&kp_w.lock);
-
-    char cmd[2048];
-    kp_command_line(cmd, sizeof cmd);
-    kp_rec h = {.kind = KP_REC_HEADER,
-                .start = kp_now_ns(),
-                .id = (uint64_t)getpid(),
-                .aux = (uint32_t)getppid(),
-                .tid = kp_writer_tid()};
-    h.name = kp_writer_string(cmd);
-    kp_writer_emit(&h);
-    kp_writer_flush(); /* the header is on disk even if nothing else ever is */
     return 0;
 }

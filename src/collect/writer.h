@@ -2,7 +2,10 @@
  * writer.h — the record writer inside an injected collector (libkprof-inject.so): per-thread
  * buffers of kp_rec appended without contention, flushed to this process's file when full, when
  * older than 100 ms, at thread exit, at process exit and — as far as it safely can — when the
- * program crashes. Fork-safe: a forked child discards its parent's unflushed records and, if it
+ * program crashes. A write that fails (the folder is full) is cut off again so the file stays
+ * readable; its records are counted as lost, together with the first failure's errno, in the
+ * file's header record through a shared mapping (see record.h), which needs no room on the disk
+ * and survives any end of the process. Fork-safe: a forked child discards its parent's unflushed records and, if it
  * records anything itself, writes its own file. Nothing here allocates on the emit path once a
  * thread's buffer exists.
  *
@@ -33,8 +36,14 @@ void kp_writer_emit(kp_rec *r);
 /* A KP_REC_NOTE with this text (e.g. another profiler holds CUPTI). */
 void kp_writer_note(const char *text);
 
-/* Count records lost before they reached the writer. */
+/* Count records lost before they reached the writer. Async-signal-safe once the writer started
+ * (the count goes to the file's header through a shared mapping, not through a record). */
 void kp_writer_dropped(uint64_t n);
+
+/* The program reached a synchronisation point (clFinish, a blocking read): write the calling
+ * thread's buffer now, so that a program that aborts right after it loses nothing it completed,
+ * and put the crash handler back in front of SIGABRT if a runtime replaced it since. */
+void kp_writer_checkpoint(void);
 
 /* Flush the calling thread's buffer. */
 void kp_writer_flush(void);

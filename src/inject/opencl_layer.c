@@ -137,6 +137,9 @@ static void kp_cl_api(kp_cl_function fn, uint64_t start, uint64_t end, cl_int st
                 .correlation = correlation,
                 .status = status};
     kp_writer_emit(&r);
+    /* Runtimes load compilers and device drivers here, which install crash handlers of their
+     * own in front of the writer's (PoCL's LLVM at the first build): put it back in front. */
+    if (fn == KP_CL_FN_clCreateContext || fn == KP_CL_FN_clBuildProgram) kp_writer_checkpoint();
 }
 
 static int32_t kp_cl_clamp(size_t n)
@@ -161,11 +164,20 @@ static void kp_cl_geometry(kp_cl_op *op, cl_uint dims, const size_t *global, con
     }
 }
 
+/* The program synchronised with the device (clFinish, clWaitForEvents, a blocking read, write or
+ * map): record every completed operation and write them out now, so that a program that aborts
+ * after it keeps what it completed. */
+static void kp_cl_sync_point(void)
+{
+    kp_cl_ops_drain();
+    kp_writer_checkpoint();
+}
+
 /* Look at older operations: all of them after a call that synchronised, else what is done. */
 static void kp_cl_settle(int synchronised)
 {
     if (synchronised)
-        kp_cl_ops_drain();
+        kp_cl_sync_point();
     else
         kp_cl_ops_poll();
 }
@@ -573,7 +585,7 @@ static cl_int CL_API_CALL kp_wrap_clFinish(cl_command_queue queue)
     uint64_t t0 = kp_now_ns();
     cl_int rc = kp_cl_next.clFinish(queue);
     kp_cl_api(KP_CL_FN_clFinish, t0, kp_now_ns(), rc, 0);
-    kp_cl_ops_drain();
+    kp_cl_sync_point();
     return rc;
 }
 
@@ -583,7 +595,7 @@ static cl_int CL_API_CALL kp_wrap_clWaitForEvents(cl_uint num_events, const cl_e
     uint64_t t0 = kp_now_ns();
     cl_int rc = kp_cl_next.clWaitForEvents(num_events, events);
     kp_cl_api(KP_CL_FN_clWaitForEvents, t0, kp_now_ns(), rc, 0);
-    kp_cl_ops_drain();
+    kp_cl_sync_point();
     return rc;
 }
 
@@ -604,6 +616,7 @@ static int kp_cl_start(void)
     if (!usable || kp_writer_start("opencl") != 0) return 0;
     kp_cl_ops_init();
     kp_writer_at_exit(kp_cl_ops_exit);
+    kp_writer_at_crash(kp_cl_ops_crash);
     return 1;
 }
 

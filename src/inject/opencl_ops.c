@@ -94,7 +94,10 @@ int kp_cl_recording(void)
     if (atomic_load_explicit(&kp_ops.restart, memory_order_relaxed) &&
         atomic_exchange(&kp_ops.restart, 0)) {
         int started = kp_writer_start("opencl") == 0;
-        if (started) kp_writer_at_exit(kp_cl_ops_exit); /* a fork cleared the parent's */
+        if (started) { /* a fork cleared the parent's hooks */
+            kp_writer_at_exit(kp_cl_ops_exit);
+            kp_writer_at_crash(kp_cl_ops_crash);
+        }
         atomic_store(&kp_ops.recording, started);
     }
     return atomic_load_explicit(&kp_ops.recording, memory_order_relaxed);
@@ -500,6 +503,13 @@ void kp_cl_ops_exit(void)
     pthread_mutex_unlock(&kp_ops.lock);
     kp_writer_dropped(left);
     pthread_mutex_unlock(&kp_ops.drain);
+}
+
+/* From the writer's crash handler: what is still pending never completes as far as the trace
+ * knows. No runtime call (the crash may be inside the runtime) and no lock: just the count. */
+void kp_cl_ops_crash(void)
+{
+    kp_writer_dropped(atomic_load_explicit(&kp_ops.npending, memory_order_relaxed));
 }
 
 /* ---- fork ---- */

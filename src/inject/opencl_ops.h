@@ -82,6 +82,10 @@ void kp_cl_ops_drain(void);
  * the rest as dropped; never waits on the runtime. */
 void kp_cl_ops_exit(void);
 
+/* From the writer's crash handler (kp_writer_at_crash): count what is still pending as dropped;
+ * async-signal-safe, calls nothing in the runtime. */
+void kp_cl_ops_crash(void);
+
 /* The string id of text, cached in *cache for this process (a forked child defines its strings
  * again in its own file). A zeroed cache is empty. Returns 0 when not recording. */
 uint32_t kp_cl_string(_Atomic uint64_t *cache, const char *text);

@@ -140,6 +140,11 @@ static kprof_status kp_merge_file(kp_merge *m, const char *path, const char *col
     kp_klog log;
     kprof_status st = kp_klog_open(path, &log, m->err);
     if (st != KPROF_OK) return st;
+    if (log.size == 0) { /* the process could not even write its header (record.h) */
+        sum->unrecorded++;
+        kp_klog_close(&log);
+        return KPROF_OK;
+    }
     kp_corrset launched = {0};
     int64_t *map = calloc(log.nstrings ? log.nstrings : 1, sizeof *map);
     int64_t *kmap = calloc(log.nstrings ? log.nstrings : 1, sizeof *kmap);
@@ -151,7 +156,7 @@ static kprof_status kp_merge_file(kp_merge *m, const char *path, const char *col
     }
     /* The process row first: header, end, drops. */
     const kp_rec *header = NULL, *end = NULL;
-    uint64_t dropped = 0, events = 0;
+    uint64_t dropped = 0, events = 0, lost = 0;
     for (size_t i = 0; i < log.nrecords; i++) {
         const kp_rec *r = log.records[i];
         if (r->kind == KP_REC_HEADER && !header) header = r;
@@ -159,6 +164,14 @@ static kprof_status kp_merge_file(kp_merge *m, const char *path, const char *col
         else if (r->kind == KP_REC_DROPPED) dropped += r->bytes;
         else if (r->kind >= KP_REC_API && r->kind <= KP_REC_OVERHEAD) events++;
     }
+    uint64_t clean_end = end ? end->start : 0;
+    if (header) { /* the counters the writer kept in its header (record.h) */
+        dropped += header->bytes;
+        if (!clean_end) clean_end = header->end; /* its end record could not be written */
+        lost = header->queued;
+        if (lost && !sum->write_errno) sum->write_errno = header->status;
+    }
+    dropped += lost;
     sqlite3_stmt *q = m->ins_process;
     sqlite3_reset(q);
     sqlite3_bind_int64(q, 1, header ? (int64_t)header->id : 0);
@@ -168,9 +181,9 @@ static kprof_status kp_merge_file(kp_merge *m, const char *path, const char *col
     sqlite3_bind_text(q, 3, cmd, (int)clen, SQLITE_TRANSIENT);
     sqlite3_bind_text(q, 4, collector, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(q, 5, header ? (int64_t)header->start : 0);
-    if (end) sqlite3_bind_int64(q, 6, (int64_t)end->start);
+    if (clean_end) sqlite3_bind_int64(q, 6, (int64_t)clean_end);
     else sqlite3_bind_null(q, 6);
-    sqlite3_bind_int(q, 7, end != NULL);
+    sqlite3_bind_int(q, 7, clean_end != 0);
     sqlite3_bind_int64(q, 8, (int64_t)events);
     sqlite3_bind_int64(q, 9, (int64_t)dropped);
     sqlite3_bind_int(q, 10, log.truncated);
@@ -191,8 +204,9 @@ static kprof_status kp_merge_file(kp_merge *m, const char *path, const char *col
     int64_t pid = header ? (int64_t)header->id : 0;
     sum->processes++;
     sum->dropped += dropped;
+    sum->lost_writes += lost;
     sum->truncated_parts += log.truncated;
-    sum->unclean += end == NULL;
+    sum->unclean += clean_end == 0;
 
     for (size_t i = 0; i < log.nrecords; i++) {
         const kp_rec *r = log.records[i];
@@ -283,6 +297,41 @@ done:
     free(launched.slots);
     kp_klog_close(&log);
     return st;
+}
+
+/* A note of the whole trace (no process): in the notes table and the summary's notes. */
+static void kp_merge_note(kp_merge *m, kp_trace_summary *sum, const char *text)
+{
+    sqlite3_reset(m->ins_note);
+    sqlite3_bind_null(m->ins_note, 1);
+    sqlite3_bind_null(m->ins_note, 2);
+    sqlite3_bind_text(m->ins_note, 3, text, -1, SQLITE_TRANSIENT);
+    sqlite3_step(m->ins_note);
+    size_t used = strlen(sum->notes), len = strlen(text);
+    if (used + len + 2 < sizeof sum->notes)
+        snprintf(sum->notes + used, sizeof sum->notes - used, "%s\n", text);
+}
+
+/* What the collectors could not write to the folder of record files, said in the trace. */
+static void kp_merge_loss_notes(kp_merge *m, const char *dir, kp_trace_summary *sum)
+{
+    char text[1024];
+    if (sum->lost_writes) {
+        snprintf(text, sizeof text,
+                 "%llu records could not be written to %s (%s) and are counted as dropped: the "
+                 "trace is incomplete",
+                 (unsigned long long)sum->lost_writes, dir,
+                 sum->write_errno ? strerror(sum->write_errno) : "write failed");
+        kp_merge_note(m, sum, text);
+    }
+    if (sum->unrecorded) {
+        snprintf(text, sizeof text,
+                 "%d process%s could not write any record to %s (full or unwritable): what %s "
+                 "did is missing from the trace",
+                 sum->unrecorded, sum->unrecorded == 1 ? "" : "es", dir,
+                 sum->unrecorded == 1 ? "it" : "they");
+        kp_merge_note(m, sum, text);
+    }
 }
 
 static int kp_cmp_str(const void *a, const void *b)
@@ -383,6 +432,7 @@ kprof_status kp_trace_db_write(const char *path, const char *dir, const kp_trace
         st = kp_merge_file(&m, full, collector, sum);
     }
     if (st != KPROF_OK) goto fail;
+    kp_merge_loss_notes(&m, dir, sum);
     kp_merge_meta(&m, "format", "kprof-trace");
     kp_merge_meta_int(&m, "format_version", KP_TRACE_FORMAT_VERSION);
     kp_merge_meta(&m, "kprof_version", KPROF_VERSION_STRING);

@@ -39,7 +39,10 @@ typedef struct kp_trace_run {
 typedef struct kp_trace_summary {
     uint64_t events;        /* rows in events */
     uint64_t device_events; /* kernels, copies, fills */
-    uint64_t dropped;       /* records lost, all processes */
+    uint64_t dropped;       /* records lost, all processes (lost_writes included) */
+    uint64_t lost_writes;   /* ... of which records that could not be written (folder full) */
+    int write_errno;        /* the first such failure's errno */
+    int unrecorded;         /* processes whose record file stayed empty (nothing could be written) */
     int processes;          /* processes that recorded anything */
     int truncated_parts;    /* record files cut short (a crash) */
     int unclean;            /* processes with no end record (crashed or killed) */
