@@ -1,6 +1,7 @@
 /* test_writer.c — the record writer that injected collectors use: records and strings reach the
  * file and read back; a crash still runs the collectors' crash hooks and flushes; a forked
- * child writes nothing of its parent's. */
+ * child writes nothing of its parent's; writes that fail (a full disk) are cut off and counted,
+ * and the names they defined still resolve. */
 #define _GNU_SOURCE
 #include "collect/reader.h"
 #include "collect/writer.h"
@@ -8,11 +9,32 @@
 #include "test.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* The disk is full while this is set: write(2) — which only the writer calls in this program —
+ * writes half of a large request and then fails with ENOSPC, as a full disk does. */
+static int disk_full;
+
+ssize_t write(int fd, const void *buf, size_t count)
+{
+    static int half_written;
+    if (disk_full) {
+        if (!half_written && count > 256) {
+            half_written = 1;
+            return syscall(SYS_write, fd, buf, count / 2);
+        }
+        errno = ENOSPC;
+        return -1;
+    }
+    half_written = 0;
+    return syscall(SYS_write, fd, buf, count);
+}
 
 static void crash_hook(void)
 {
@@ -110,6 +132,30 @@ static pid_t child(const char *dir, int crash)
     exit(0); /* atexit: end record and the final flush */
 }
 
+/* A child that fills its buffer, flushes while the disk is full (the batch fails half-way),
+ * then records more once there is room again, naming kernels defined in the failed batch. */
+static pid_t full_disk_child(const char *dir)
+{
+    pid_t pid = fork();
+    if (pid != 0) return pid;
+    setenv("KPROF_TRACE_DIR", dir, 1);
+    if (kp_writer_start("test") != 0) _exit(3);
+    for (int round = 0; round < 2; round++) {
+        disk_full = round == 0;
+        for (int i = 0; i < 300; i++) {
+            char name[32];
+            snprintf(name, sizeof name, "kernel %d", i % 100);
+            kp_rec r = {.kind = KP_REC_KERNEL, .start = kp_now_ns(), .correlation = (uint64_t)i};
+            r.end = r.start + 1;
+            r.name = kp_writer_string(name);
+            kp_writer_emit(&r);
+        }
+        kp_writer_dropped(7); /* counted in the header, whatever the disk */
+        kp_writer_flush();
+    }
+    exit(0);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/kprof-writer-test-XXXXXX", hooks[] = "/tmp/kprof-writer-hooks-XXXXXX";
@@ -163,6 +209,37 @@ int main(void)
     CHECK_INT(kernels, 1000);
     CHECK_INT(ends, 0);
     CHECK(has_note(&log, "crash hook ran"));
+    kp_klog_close(&log);
+    snprintf(cmd, sizeof cmd, "rm -f %s/*.klog", dir);
+    CHECK_INT(system(cmd), 0);
+
+    /* A full disk: the failed batch is cut off (the file stays whole), its 300 kernels are
+     * counted as lost with the errno, the later ones are all there, and every name resolves
+     * (the failed batch's definitions went out again), and the clean exit is known. */
+    waitpid(full_disk_child(dir), &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK_INT(read_only_file(dir, &log), 0);
+    CHECK(!log.truncated);
+    kernels = 0;
+    const kp_rec *header = NULL;
+    int unnamed = 0;
+    for (size_t i = 0; i < log.nrecords; i++) {
+        const kp_rec *r = log.records[i];
+        if (r->kind == KP_REC_HEADER) header = r;
+        if (r->kind != KP_REC_KERNEL) continue;
+        kernels++;
+        kp_klog_string(&log, r->name, &len);
+        unnamed += len == 0;
+    }
+    CHECK_INT(kernels, 300);
+    CHECK_INT(unnamed, 0);
+    CHECK(header != NULL);
+    if (header) {
+        CHECK_INT(header->queued, 300); /* lost to the failed write */
+        CHECK_INT(header->status, ENOSPC);
+        CHECK_INT(header->bytes, 14); /* dropped before the writer */
+        CHECK(header->end != 0);
+    }
     kp_klog_close(&log);
     snprintf(cmd, sizeof cmd, "rm -rf %s %s", dir, hooks);
     CHECK_INT(system(cmd), 0);
