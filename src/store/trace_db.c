@@ -54,8 +54,10 @@ typedef struct kp_merge {
 
 static kprof_status kp_db_fail(kp_merge *m, const char *what)
 {
-    return kp_error_set(m->err, KPROF_IO, "writing the trace: %s: %s", what,
-                        sqlite3_errmsg(m->db));
+    int sys = sqlite3_system_errno(m->db); /* the system's reason, where there is one */
+    return kp_error_set(m->err, KPROF_IO, "writing the trace: %s: %s%s%s%s", what,
+                        sqlite3_errmsg(m->db), sys ? " (" : "", sys ? strerror(sys) : "",
+                        sys ? ")" : "");
 }
 
 /* The global id of a string (inserted when new). 0 on failure. */
@@ -354,24 +356,29 @@ static void kp_merge_meta_int(kp_merge *m, const char *key, int64_t v)
     kp_merge_meta(m, key, buf);
 }
 
+/* SQLite's progress callback: non-zero stops the statement (SQLITE_INTERRUPT). */
+static int kp_merge_cancelled(void *flag)
+{
+    return flag && *(const volatile sig_atomic_t *)flag;
+}
+
 kprof_status kp_trace_db_write(const char *path, const char *dir, const kp_trace_run *run,
-                               kp_trace_summary *sum, kp_error *err)
+                               const volatile sig_atomic_t *cancel, kp_trace_summary *sum,
+                               kp_error *err)
 {
     memset(sum, 0, sizeof *sum);
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    unlink(tmp);
     kp_merge m = {.err = err};
     kprof_status st = KPROF_OK;
     char **files = NULL;
     size_t nfiles = 0, cap = 0;
-    if (sqlite3_open_v2(tmp, &m.db,
+    if (sqlite3_open_v2(path, &m.db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         NULL) != SQLITE_OK) {
-        st = kp_error_set(err, KPROF_IO, "cannot create %s: %s", tmp,
+        st = kp_error_set(err, KPROF_IO, "cannot create %s: %s", path,
                           m.db ? sqlite3_errmsg(m.db) : "out of memory");
         goto fail;
     }
+    sqlite3_progress_handler(m.db, 4096, kp_merge_cancelled, (void *)cancel);
     char pragmas[384];
     snprintf(pragmas, sizeof pragmas,
              "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-131072;"
@@ -425,6 +432,7 @@ kprof_status kp_trace_db_write(const char *path, const char *dir, const kp_trace
     }
     if (nfiles > 1) qsort(files, nfiles, sizeof *files, kp_cmp_str);
     for (size_t i = 0; i < nfiles && st == KPROF_OK; i++) {
+        if (kp_merge_cancelled((void *)cancel)) break;
         char full[4400], collector[32] = "";
         snprintf(full, sizeof full, "%s/%s", dir, files[i]);
         const char *dash = strchr(files[i], '-');
@@ -437,8 +445,13 @@ kprof_status kp_trace_db_write(const char *path, const char *dir, const kp_trace
     kp_merge_meta_int(&m, "format_version", KP_TRACE_FORMAT_VERSION);
     kp_merge_meta(&m, "kprof_version", KPROF_VERSION_STRING);
     kp_merge_meta(&m, "command", run->command ? run->command : "");
+    /* A run whose end kprof never saw (it was killed; `kprof trace --merge` finishes it) ends
+     * with its last record, and its exit status is unknown (-1). */
+    uint64_t end_ns = run->end_ns;
+    if (!end_ns) end_ns = (uint64_t)kp_trace_db_scalar(m.db, "SELECT MAX(end_ns) FROM events", 0);
+    if (end_ns < run->start_ns) end_ns = run->start_ns;
     kp_merge_meta_int(&m, "start_ns", (int64_t)run->start_ns);
-    kp_merge_meta_int(&m, "end_ns", (int64_t)run->end_ns);
+    kp_merge_meta_int(&m, "end_ns", (int64_t)end_ns);
     kp_merge_meta_int(&m, "exit_status", run->exit_status);
     kp_merge_meta(&m, "collectors", run->collectors ? run->collectors : "");
     kp_merge_meta_int(&m, "dropped", (int64_t)sum->dropped);
@@ -456,12 +469,13 @@ fail:
     sqlite3_finalize(m.ins_note);
     sqlite3_finalize(m.set_meta);
     if (m.db && sqlite3_close(m.db) != SQLITE_OK && st == KPROF_OK)
-        st = kp_error_set(err, KPROF_IO, "cannot close %s", tmp);
+        st = kp_error_set(err, KPROF_IO, "cannot close %s", path);
     for (size_t i = 0; i < nfiles; i++) free(files[i]);
     free(files);
-    if (st == KPROF_OK && rename(tmp, path) != 0)
-        st = kp_error_set(err, KPROF_IO, "cannot write %s", path);
-    if (st != KPROF_OK) unlink(tmp);
+    if (kp_merge_cancelled((void *)cancel)) { /* whatever SQLite said of it, this is what happened */
+        kp_error_clear(err);
+        st = kp_error_set(err, KPROF_IO, "the merge was interrupted");
+    }
     return st;
 }
 

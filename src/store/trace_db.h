@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdint.h>
 
@@ -49,10 +50,13 @@ typedef struct kp_trace_summary {
     char notes[2048];       /* collectors' notes, one per line */
 } kp_trace_summary;
 
-/* Merge every *.klog file of dir into a new trace at path (written to a temporary file and
- * renamed, so path is whole or absent). */
+/* Merge every *.klog file of dir into a new trace written at path: a file that does not exist or
+ * is empty (the caller's temporary, renamed over the real name once this succeeds). Stops with
+ * IO ("the merge was interrupted") once *cancel becomes non-zero (cancel may be NULL). A run
+ * with end_ns 0 ends at its last record. */
 kprof_status kp_trace_db_write(const char *path, const char *dir, const kp_trace_run *run,
-                               kp_trace_summary *summary, kp_error *err);
+                               const volatile sig_atomic_t *cancel, kp_trace_summary *summary,
+                               kp_error *err);
 
 /* Open a trace read-only, checking it is one (CORRUPT with the reason when not). */
 kprof_status kp_trace_db_open(const char *path, sqlite3 **db, kp_error *err);

@@ -1,50 +1,27 @@
 /*
  * cmd_trace.c — `kprof trace [-o FILE] [--] CMD ARGS…`: run an unmodified program with kprof's
- * collectors injected (CUDA through CUDA_INJECTION64_PATH and CUPTI, NVTX through
- * NVTX_INJECTION64_PATH, OpenCL through OPENCL_LAYERS), then merge what every process recorded
- * into one SQLite trace file.
+ * collectors injected, then merge what every process recorded into one SQLite trace file; and
+ * `kprof trace --merge DIR -o FILE`, which makes the trace from a folder of records that a
+ * failed or interrupted merge kept. The session itself (environment, signals, the merge's
+ * cancellation) is src/collect/session.c; this file parses, checks the output and tells the user.
  */
 #define _GNU_SOURCE
-#include "backend/backend.h"
+#include "collect/session.h"
+#include "core/format.h"
 #include "core/util.h"
 #include "store/trace_db.h"
 #include "tools/kprof/cli.h"
 
-#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-/* libkprof-inject.so: $KPROF_INJECT_LIBRARY, else beside the kprof binary, else ../lib. */
-static int kp_trace_inject_path(char out[PATH_MAX])
-{
-    const char *env = getenv("KPROF_INJECT_LIBRARY");
-    if (env && *env) {
-        if (!realpath(env, out)) return -1;
-        return 0;
-    }
-    char exe[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0) return -1;
-    exe[len] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (!slash) return -1;
-    *slash = '\0';
-    const char *candidates[] = {"%s/libkprof-inject.so", "%s/../lib/libkprof-inject.so"};
-    for (size_t i = 0; i < 2; i++) {
-        char path[PATH_MAX + 64];
-        snprintf(path, sizeof path, candidates[i], exe);
-        if (kp_path_exists(path) && realpath(path, out)) return 0;
-    }
-    return -1;
-}
+#define KP_TRACE_GRACE_S 10.0 /* how long a program may take to end after a passed-on signal */
 
 /* The first free trace_N.kprof in the current folder. */
 static void kp_trace_default_name(char *out, size_t n)
@@ -55,34 +32,136 @@ static void kp_trace_default_name(char *out, size_t n)
     }
 }
 
-static void kp_trace_cleanup(const char *dir)
+/* The output checked and its temporary made before anything runs, so that an output kprof cannot
+ * write is found before the program ran, not after. */
+typedef struct kp_trace_output {
+    char path[4096];
+    char tmp[4200];
+} kp_trace_output;
+
+static kprof_status kp_trace_output_open(kp_trace_output *o, const char *path, int force,
+                                         kp_error *err)
 {
-    DIR *d = opendir(dir);
-    if (d) {
-        struct dirent *de;
-        while ((de = readdir(d)) != NULL) {
-            if (de->d_name[0] == '.') continue;
-            char p[4400];
-            snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-            unlink(p);
-        }
-        closedir(d);
+    snprintf(o->path, sizeof o->path, "%s", path);
+    o->tmp[0] = '\0';
+    if (kp_path_is_dir(path))
+        return kp_error_set(err, KPROF_INVALID, "-o %s is a folder; name the trace file", path);
+    if (kp_path_exists(path) && !force)
+        return kp_error_set(err, KPROF_INVALID, "%s exists; use --force to replace it", path);
+    snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld", path, (long)getpid());
+    int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        int e = errno;
+        o->tmp[0] = '\0';
+        return kp_error_set(err, KPROF_IO, "cannot write the trace %s: %s", path, strerror(e));
     }
-    rmdir(dir);
+    close(fd);
+    return KPROF_OK;
 }
 
-/* Add value to the ':'-separated list in environment variable name, first or last. */
-static void kp_env_join(const char *name, const char *value, int first)
+static kprof_status kp_trace_output_commit(kp_trace_output *o, kp_error *err)
 {
-    const char *old = getenv(name);
-    const char *sep = old && *old ? ":" : "";
-    kp_str s = {0};
-    if (first)
-        kp_str_printf(&s, "%s%s%s", value, sep, old ? old : "");
-    else
-        kp_str_printf(&s, "%s%s%s", old ? old : "", sep, value);
-    if (s.data) setenv(name, s.data, 1);
-    kp_str_free(&s);
+    if (rename(o->tmp, o->path) != 0) {
+        int e = errno;
+        return kp_error_set(err, KPROF_IO, "cannot write the trace %s: %s", o->path, strerror(e));
+    }
+    o->tmp[0] = '\0';
+    return KPROF_OK;
+}
+
+static void kp_trace_output_abort(kp_trace_output *o)
+{
+    if (o->tmp[0]) unlink(o->tmp);
+    o->tmp[0] = '\0';
+}
+
+/* What the user should know once the trace is written. */
+static void kp_trace_tell(const kp_trace_summary *sum, const char *path)
+{
+    fprintf(stderr,
+            "kprof: %llu events (%llu on the device) from %d process%s, %llu records dropped, "
+            "in %s\n",
+            (unsigned long long)sum->events, (unsigned long long)sum->device_events, sum->processes,
+            sum->processes == 1 ? "" : "es", (unsigned long long)sum->dropped, path);
+    for (const char *p = sum->notes, *nl; (nl = strchr(p, '\n')) != NULL; p = nl + 1)
+        fprintf(stderr, "kprof: note: %.*s\n", (int)(nl - p), p);
+    if (sum->unclean)
+        fprintf(stderr,
+                "kprof: %d process%s ended without closing its record (crashed or killed): the "
+                "trace holds what it recorded up to then%s\n",
+                sum->unclean, sum->unclean == 1 ? "" : "es",
+                sum->truncated_parts ? ", and a cut-off last record was dropped" : "");
+    if (sum->device_events == 0)
+        fprintf(stderr,
+                "kprof: no GPU activity was captured. Likely reasons: the program ran no CUDA "
+                "or OpenCL work; it ended before its first kernel; it loads a GPU runtime kprof "
+                "cannot inject into (a statically linked OpenCL ICD, a CUDA runtime without the "
+                "driver's injection); or another profiler (Nsight Systems, Nsight Compute, a "
+                "debugger) already holds CUPTI.\n");
+    if (sum->lost_writes || sum->unrecorded)
+        fprintf(stderr,
+                "kprof: warning: the folder for the trace's records filled up or could not be "
+                "written (%s): %llu records were lost%s and the trace is incomplete; point "
+                "TMPDIR at a folder with room\n",
+                sum->write_errno ? strerror(sum->write_errno) : "write failed",
+                (unsigned long long)sum->lost_writes,
+                sum->unrecorded ? ", with everything some processes did" : "");
+    uint64_t other = sum->dropped - sum->lost_writes;
+    if (other)
+        fprintf(stderr,
+                "kprof: %llu records were dropped (buffers full, or device work never seen to "
+                "complete): reports count them in their header\n",
+                (unsigned long long)other);
+}
+
+/* The merge failed or was stopped: the records stay where they are, and the user is told how to
+ * make the trace from them. */
+static void kp_trace_kept(const char *dir)
+{
+    char size[32];
+    fprintf(stderr,
+            "kprof: the recording is kept in %s (%s): `kprof trace --merge %s -o FILE` makes the "
+            "trace from it, `rm -r %s` discards it\n",
+            dir, kp_format_bytes(kp_session_size(dir), size, sizeof size), dir, dir);
+}
+
+/* Merge dir into the output; 0 or the exit code of a failure (told). */
+static int kp_trace_merge(const char *dir, const kp_trace_run *run, kp_trace_output *out,
+                          kp_trace_summary *sum)
+{
+    kp_error err = {0};
+    kp_session_watch_merge();
+    kprof_status st = kp_trace_db_write(out->tmp, dir, run, kp_session_cancel_flag(), sum, &err);
+    if (st == KPROF_OK) st = kp_trace_output_commit(out, &err);
+    if (st == KPROF_OK) return 0;
+    kp_trace_output_abort(out);
+    int code = kp_cli_fail(&err);
+    kp_trace_kept(dir);
+    return code;
+}
+
+static int kp_trace_merge_only(const char *dir, kp_trace_output *out)
+{
+    kp_error err = {0};
+    kp_trace_run run;
+    char command[8192];
+    if (!kp_path_is_dir(dir)) {
+        kp_error_set(&err, kp_path_exists(dir) ? KPROF_INVALID : KPROF_NOT_FOUND,
+                     "--merge %s: not a folder of kprof trace records", dir);
+        kp_trace_output_abort(out);
+        return kp_cli_fail(&err);
+    }
+    if (kp_session_load_run(dir, &run, command, sizeof command, &err) != KPROF_OK) {
+        kp_trace_output_abort(out);
+        return kp_cli_fail(&err);
+    }
+    kp_trace_summary sum;
+    int code = kp_trace_merge(dir, &run, out, &sum);
+    if (code) return code;
+    kp_session_remove(dir);
+    kp_trace_tell(&sum, out->path);
+    int sig = kp_session_first_signal();
+    return sig ? 128 + sig : 0;
 }
 
 int kp_cmd_trace(int argc, char **argv)
@@ -91,191 +170,124 @@ int kp_cmd_trace(int argc, char **argv)
         {"output", required_argument, NULL, 'o'},
         {"force", no_argument, NULL, 'f'},
         {"queue-times", no_argument, NULL, 'Q'},
+        {"merge", required_argument, NULL, 'm'},
+        {"grace", required_argument, NULL, 'g'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *output = NULL;
+    const char *output = NULL, *merge = NULL;
     int force = 0, queue_times = 0;
+    double grace = KP_TRACE_GRACE_S;
     opterr = 0;
     optind = 1;
     int c;
     /* "+": stop at the command, so its own options stay its own. */
     while ((c = getopt_long(argc, argv, "+:o:fh", longopts, NULL)) != -1) {
         switch (c) {
-        case 'h': return kp_cli_help(kp_command_find("trace"));
-        case 'o': output = optarg; break;
-        case 'f': force = 1; break;
-        case 'Q': queue_times = 1; break;
-        case ':': return kp_cli_usage_error("trace", "%s needs a value", argv[optind - 1]);
-        default: return kp_cli_usage_error("trace", "unknown option '%s'", argv[optind - 1]);
+        case 'h':
+            return kp_cli_help(kp_command_find("trace"));
+        case 'o':
+            output = optarg;
+            break;
+        case 'f':
+            force = 1;
+            break;
+        case 'Q':
+            queue_times = 1;
+            break;
+        case 'm':
+            merge = optarg;
+            break;
+        case 'g':
+            if (kp_cli_parse_double(optarg, &grace) != 0 || grace > 86400)
+                return kp_cli_usage_error("trace", "--grace %s: expected seconds (0 to 86400)",
+                                          optarg);
+            break;
+        case ':':
+            return kp_cli_usage_error("trace", "%s needs a value", argv[optind - 1]);
+        default:
+            return kp_cli_usage_error("trace", "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind >= argc)
+    if (merge && optind < argc)
+        return kp_cli_usage_error("trace", "--merge makes a trace from recorded files: no command");
+    if (!merge && optind >= argc)
         return kp_cli_usage_error("trace", "give the command to trace: kprof trace -- CMD ARGS...");
     char **cmd = argv + optind;
 
-    kp_error err = {0};
-    char out_path[4096];
-    if (output) snprintf(out_path, sizeof out_path, "%s", output);
-    else kp_trace_default_name(out_path, sizeof out_path);
-    if (kp_path_is_dir(out_path))
-        return kp_cli_usage_error("trace", "-o %s is a folder; name the trace file", out_path);
-    if (kp_path_exists(out_path) && !force)
-        return kp_cli_usage_error("trace", "%s exists; use --force to replace it", out_path);
-    if (strcmp(kp_path_extension(out_path), "kprof") != 0)
+    char path[4096];
+    if (output)
+        snprintf(path, sizeof path, "%s", output);
+    else
+        kp_trace_default_name(path, sizeof path);
+    if (strcmp(kp_path_extension(path), "kprof") != 0)
         fprintf(stderr, "kprof: note: trace files are named *.kprof by convention\n");
 
-    char inject[PATH_MAX];
-    if (kp_trace_inject_path(inject) != 0) {
-        kp_error_set(&err, KPROF_UNAVAILABLE,
-                     "libkprof-inject.so not found beside kprof or in ../lib (set "
-                     "KPROF_INJECT_LIBRARY)");
+    kp_error err = {0};
+    kp_trace_output out;
+    kp_session_catch_signals(); /* from here on a signal never leaves the temporary behind */
+    if (kp_trace_output_open(&out, path, force, &err) != KPROF_OK) return kp_cli_fail(&err);
+    if (merge) return kp_trace_merge_only(merge, &out);
+
+    char note[4352];
+    char dir[4096];
+    if (kp_session_inject_env(queue_times, note, sizeof note, &err) != KPROF_OK ||
+        kp_session_scratch(dir, sizeof dir, &err) != KPROF_OK) {
+        kp_trace_output_abort(&out);
         return kp_cli_fail(&err);
     }
-    const char *prior = getenv("CUDA_INJECTION64_PATH");
-    if (prior && *prior && strcmp(prior, inject) != 0) {
-        kp_error_set(&err, KPROF_UNAVAILABLE,
-                     "CUDA_INJECTION64_PATH is already set (%s): another profiler is injected; "
-                     "unset it to trace with kprof",
-                     prior);
-        return kp_cli_fail(&err);
-    }
-
-    /* How the OpenCL collector gets in: both ways by default (see opencl_layer.c). */
-    const char *intercept = getenv("KPROF_OPENCL_INTERCEPT");
-    int use_layer = 1, use_preload = 1;
-    if (intercept && *intercept && strcmp(intercept, "both") != 0) {
-        use_layer = strcmp(intercept, "layer") == 0;
-        use_preload = strcmp(intercept, "preload") == 0;
-        if (!use_layer && !use_preload)
-            return kp_cli_usage_error("trace",
-                                      "KPROF_OPENCL_INTERCEPT=%s: expected layer, preload or both",
-                                      intercept);
-    }
-    /* The dynamic linker splits LD_PRELOAD at spaces and colons: such a path cannot go there. */
-    if (use_preload && strpbrk(inject, " :")) {
-        if (!use_layer)
-            return kp_cli_usage_error("trace",
-                                      "KPROF_OPENCL_INTERCEPT=preload: %s has a space or ':' in "
-                                      "its path, which LD_PRELOAD cannot carry",
-                                      inject);
-        fprintf(stderr,
-                "kprof: note: %s has a space or ':' in its path, which LD_PRELOAD cannot carry: "
-                "OpenCL programs are traced through the loader's layers only\n",
-                inject);
-        use_preload = 0;
-    }
-
-    char tmpl[4096];
-    const char *tmp = getenv("TMPDIR");
-    snprintf(tmpl, sizeof tmpl, "%s/kprof-trace-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(tmpl)) {
-        kp_error_set(&err, KPROF_IO, "cannot make a folder for the trace's parts: %s",
-                     strerror(errno));
-        return kp_cli_fail(&err);
-    }
-
-    /* The collectors' configuration travels in the environment. */
-    setenv("KPROF_TRACE_DIR", tmpl, 1);
-    setenv("CUDA_INJECTION64_PATH", inject, 1);
-    if (queue_times) setenv("KPROF_CUDA_QUEUE_TIMES", "1", 1);
-    else unsetenv("KPROF_CUDA_QUEUE_TIMES"); /* never inherited: it serializes kernels */
-    char cupti[PATH_MAX];
-    const char *nvtx = getenv("NVTX_INJECTION64_PATH");
-    if (kp_cupti_library_path(cupti, sizeof cupti) == 0) {
-        /* NVTX reaches CUPTI through the collector (InitializeInjectionNvtx2 in cuda_inject.c),
-         * which starts at the first NVTX call; both load this one libcupti. */
-        if (!nvtx || !*nvtx) setenv("NVTX_INJECTION64_PATH", inject, 1);
-        if (!getenv("KPROF_CUPTI_LIBRARY")) setenv("KPROF_CUPTI_LIBRARY", cupti, 1);
-    }
-    /* Last in the list: the loaders stack each layer over the ones before it, so ours is the
-     * outermost, and the LD_PRELOAD wrappers, which call what lies under it, skip none of the
-     * program's own layers. */
-    if (use_layer) kp_env_join("OPENCL_LAYERS", inject, 0);
-    /* Loaders without layer support reach the OpenCL collector through LD_PRELOAD instead
-     * (opencl_layer.c). ASan-built programs insist that their runtime is loaded first: let
-     * them run. */
-    if (use_preload) {
-        kp_env_join("LD_PRELOAD", inject, 1);
-        const char *asan = getenv("ASAN_OPTIONS");
-        if (!asan || !strstr(asan, "verify_asan_link_order"))
-            kp_env_join("ASAN_OPTIONS", "verify_asan_link_order=0", 0);
+    if (note[0]) fprintf(stderr, "kprof: note: %s\n", note);
+    if (kp_session_first_signal()) { /* before the program even started */
+        kp_trace_output_abort(&out);
+        kp_session_remove(dir);
+        return 128 + kp_session_first_signal();
     }
 
     kp_str cmdline = {0};
-    for (int i = 0; cmd[i]; i++) kp_str_printf(&cmdline, "%s%s", i ? " " : "", cmd[i]);
-
-    fflush(NULL);
-    uint64_t start = kp_now_ns();
-    pid_t child = fork();
-    if (child < 0) {
-        kp_error_set(&err, KPROF_IO, "fork failed: %s", strerror(errno));
-        kp_trace_cleanup(tmpl);
-        kp_str_free(&cmdline);
-        return kp_cli_fail(&err);
-    }
-    if (child == 0) {
-        execvp(cmd[0], cmd);
-        fprintf(stderr, "kprof: error: cannot run %s: %s\n", cmd[0], strerror(errno));
-        _exit(errno == ENOENT ? 127 : 126);
-    }
-    /* Like time(1): the terminal's ^C goes to the program; kprof waits and still merges. */
-    struct sigaction ign, old_int, old_quit;
-    memset(&ign, 0, sizeof ign);
-    ign.sa_handler = SIG_IGN;
-    sigaction(SIGINT, &ign, &old_int);
-    sigaction(SIGQUIT, &ign, &old_quit);
-    int status = 0;
-    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-    }
-    uint64_t end = kp_now_ns();
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGQUIT, &old_quit, NULL);
-    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-
+    for (int i = 0; cmd[i]; i++)
+        kp_str_printf(&cmdline, "%s%s", i ? " " : "", cmd[i]);
     kp_trace_run run = {
         .command = cmdline.data ? cmdline.data : cmd[0],
-        .start_ns = start,
-        .end_ns = end,
-        .exit_status = code,
+        .start_ns = kp_now_ns(),
+        .exit_status = -1,
         .collectors = "cuda,opencl",
     };
-    kp_trace_summary sum;
-    kprof_status st = kp_trace_db_write(out_path, tmpl, &run, &sum, &err);
-    kp_trace_cleanup(tmpl);
-    kp_str_free(&cmdline);
-    if (st != KPROF_OK) return kp_cli_fail(&err);
-
-    if (WIFSIGNALED(status))
-        fprintf(stderr, "kprof: the program was killed by signal %d (%s)\n", WTERMSIG(status),
-                strsignal(WTERMSIG(status)));
-    fprintf(stderr,
-            "kprof: %llu events (%llu on the device) from %d process%s, %llu records dropped, "
-            "in %s\n",
-            (unsigned long long)sum.events, (unsigned long long)sum.device_events, sum.processes,
-            sum.processes == 1 ? "" : "es", (unsigned long long)sum.dropped, out_path);
-    if (sum.notes[0]) {
-        char *p = sum.notes;
-        for (char *nl; (nl = strchr(p, '\n')) != NULL; p = nl + 1)
-            fprintf(stderr, "kprof: note: %.*s\n", (int)(nl - p), p);
+    kp_session_outcome how;
+    kprof_status st = kp_session_save_run(dir, &run, &err);
+    if (st == KPROF_OK) st = kp_session_run(cmd, grace, &how, &err);
+    if (st != KPROF_OK) {
+        kp_trace_output_abort(&out);
+        kp_session_remove(dir);
+        kp_str_free(&cmdline);
+        int code = kp_cli_fail(&err), sig = kp_session_first_signal();
+        return sig ? 128 + sig : code;
     }
-    if (sum.unclean)
-        fprintf(stderr,
-                "kprof: %d process%s ended without closing its record (crashed or killed): the "
-                "trace holds what it recorded up to then%s\n",
-                sum.unclean, sum.unclean == 1 ? "" : "es",
-                sum.truncated_parts ? ", and a cut-off last record was dropped" : "");
-    if (sum.device_events == 0)
-        fprintf(stderr,
-                "kprof: no GPU activity was captured. Likely reasons: the program ran no CUDA "
-                "or OpenCL work; it ended before its first kernel; it loads a GPU runtime kprof "
-                "cannot inject into (a statically linked OpenCL ICD, a CUDA runtime without the "
-                "driver's injection); or another profiler (Nsight Systems, Nsight Compute, a "
-                "debugger) already holds CUPTI.\n");
-    if (sum.dropped)
-        fprintf(stderr,
-                "kprof: %llu records were dropped (buffers full): reports count them in their "
-                "header\n",
-                (unsigned long long)sum.dropped);
-    return code;
+    run.start_ns = how.start_ns;
+    run.end_ns = how.end_ns;
+    run.exit_status = how.exit_code;
+    if (kp_session_save_run(dir, &run, &err) != KPROF_OK) { /* --merge would guess the end */
+        kp_cli_fail(&err);
+        kp_error_clear(&err);
+    }
+
+    if (how.signal)
+        fprintf(stderr, "kprof: received signal %d (%s): %s\n", how.signal, strsignal(how.signal),
+                how.killed ? "the program was killed (it had not ended within the grace period, "
+                             "or a second signal came)"
+                           : "passed on to the program, which has ended");
+    if (how.program_signal && !how.killed)
+        fprintf(stderr, "kprof: the program was killed by signal %d (%s)\n", how.program_signal,
+                strsignal(how.program_signal));
+
+    kp_trace_summary sum;
+    int code = kp_trace_merge(dir, &run, &out, &sum);
+    kp_str_free(&cmdline);
+    if (code) {
+        int sig = kp_session_first_signal();
+        return sig ? 128 + sig : code;
+    }
+    kp_session_remove(dir);
+    kp_trace_tell(&sum, out.path);
+    int sig = kp_session_first_signal();
+    return sig ? 128 + sig : how.exit_code;
 }

@@ -105,7 +105,8 @@ const kp_command kp_commands[] = {
      "\n"
      "A progress line goes to stderr while the sweep runs, on a terminal only.\n"},
     {"trace", kp_cmd_trace, "record what an unmodified program does on the GPU",
-     "usage: kprof trace [-o FILE] [--force] [--queue-times] [--] CMD ARGS...\n"
+     "usage: kprof trace [-o FILE] [--force] [--queue-times] [--grace S] [--] CMD ARGS...\n"
+     "       kprof trace --merge DIR [-o FILE] [--force]\n"
      "\n"
      "Runs CMD with kprof's collectors injected and writes everything every process of it did\n"
      "on the GPU into one trace file (SQLite; docs/trace-format.md): host API calls, kernels,\n"
@@ -116,16 +117,27 @@ const kp_command kp_commands[] = {
      "          same wrappers through LD_PRELOAD for ICD loaders without layers (set\n"
      "          KPROF_OPENCL_INTERCEPT=layer|preload to use only one of the two)\n"
      "A program that forks or execs has every process recorded. Records are flushed as the\n"
-     "program runs, so a crash leaves the trace up to near the crash. Dropped records are\n"
-     "counted; a trace with no GPU activity says so, with the likely reasons.\n"
+     "program runs, so a crash leaves the trace up to near the crash. Dropped records, and\n"
+     "records that could not be written (a full TMPDIR), are counted and warned about; a trace\n"
+     "with no GPU activity says so, with the likely reasons.\n"
      "\n"
-     "  -o, --output FILE   the trace (default: the first free trace_N.kprof here)\n"
+     "SIGINT, SIGTERM and SIGHUP sent to kprof go on to the program (to its process group when\n"
+     "kprof is not in a terminal's foreground); kprof waits --grace seconds for it to end, kills\n"
+     "it after that or at a second signal, merges what was recorded and exits 128+signal. A\n"
+     "second signal during the merge stops it; the records are then kept, and so they are when\n"
+     "the merge fails (a full disk): kprof says where, and --merge DIR finishes the job.\n"
+     "\n"
+     "  -o, --output FILE   the trace (default: the first free trace_N.kprof here); checked,\n"
+     "                      and its temporary FILE.tmp.PID made, before CMD starts\n"
      "  --force             replace FILE if it exists\n"
+     "  --grace S           after passing a signal on, wait S seconds (default 10) for CMD\n"
+     "  --merge DIR         make the trace from a folder of records a merge left behind\n"
      "  --queue-times       CUDA: also record when each kernel was queued; kernels then run\n"
      "                      one at a time (CUPTI gives queue times safely only with\n"
      "                      serialized kernel records, which carry no submit time)\n"
      "\n"
-     "The exit code is CMD's. Then: kprof report FILE, kprof export FILE --chrome out.json\n",
+     "The exit code is CMD's (128+signal after a signal). Then: kprof report FILE,\n"
+     "kprof export FILE --chrome out.json\n",
      1},
     {"report", kp_cmd_report, "a trace's host and device tables and the verdict",
      "usage: kprof report FILE [--trace] [--raw] [--json | --csv]\n"

@@ -1,0 +1,416 @@
+/*
+ * session.c — a whole-command trace session (see session.h): injection environment, the folder
+ * of record files and its run.txt, the program run with signals passed on, and the merge's
+ * cancellation flag.
+ */
+#define _GNU_SOURCE
+#include "collect/session.h"
+#include "backend/backend.h"
+#include "core/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- injection ---- */
+
+/* libkprof-inject.so: $KPROF_INJECT_LIBRARY, else beside the kprof binary, else ../lib. */
+static int kp_inject_path(char out[PATH_MAX])
+{
+    const char *env = getenv("KPROF_INJECT_LIBRARY");
+    if (env && *env) return realpath(env, out) ? 0 : -1;
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0) return -1;
+    exe[len] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash) return -1;
+    *slash = '\0';
+    const char *candidates[] = {"%s/libkprof-inject.so", "%s/../lib/libkprof-inject.so"};
+    for (size_t i = 0; i < 2; i++) {
+        char path[PATH_MAX + 64];
+        snprintf(path, sizeof path, candidates[i], exe);
+        if (kp_path_exists(path) && realpath(path, out)) return 0;
+    }
+    return -1;
+}
+
+/* Add value to the ':'-separated list in environment variable name, first or last. */
+static void kp_env_join(const char *name, const char *value, int first)
+{
+    const char *old = getenv(name);
+    const char *sep = old && *old ? ":" : "";
+    kp_str s = {0};
+    if (first)
+        kp_str_printf(&s, "%s%s%s", value, sep, old ? old : "");
+    else
+        kp_str_printf(&s, "%s%s%s", old ? old : "", sep, value);
+    if (s.data) setenv(name, s.data, 1);
+    kp_str_free(&s);
+}
+
+kprof_status kp_session_inject_env(int queue_times, char *note, size_t note_len, kp_error *err)
+{
+    note[0] = '\0';
+    char inject[PATH_MAX];
+    if (kp_inject_path(inject) != 0)
+        return kp_error_set(err, KPROF_UNAVAILABLE,
+                            "libkprof-inject.so not found beside kprof or in ../lib (set "
+                            "KPROF_INJECT_LIBRARY)");
+    const char *prior = getenv("CUDA_INJECTION64_PATH");
+    if (prior && *prior && strcmp(prior, inject) != 0)
+        return kp_error_set(err, KPROF_UNAVAILABLE,
+                            "CUDA_INJECTION64_PATH is already set (%s): another profiler is "
+                            "injected; unset it to trace with kprof",
+                            prior);
+
+    /* How the OpenCL collector gets in: both ways by default (see opencl_layer.c). */
+    const char *intercept = getenv("KPROF_OPENCL_INTERCEPT");
+    int use_layer = 1, use_preload = 1;
+    if (intercept && *intercept && strcmp(intercept, "both") != 0) {
+        use_layer = strcmp(intercept, "layer") == 0;
+        use_preload = strcmp(intercept, "preload") == 0;
+        if (!use_layer && !use_preload)
+            return kp_error_set(err, KPROF_INVALID,
+                                "KPROF_OPENCL_INTERCEPT=%s: expected layer, preload or both",
+                                intercept);
+    }
+    /* The dynamic linker splits LD_PRELOAD at spaces and colons: such a path cannot go there. */
+    if (use_preload && strpbrk(inject, " :")) {
+        if (!use_layer)
+            return kp_error_set(err, KPROF_INVALID,
+                                "KPROF_OPENCL_INTERCEPT=preload: %s has a space or ':' in its "
+                                "path, which LD_PRELOAD cannot carry",
+                                inject);
+        snprintf(note, note_len,
+                 "%s has a space or ':' in its path, which LD_PRELOAD cannot carry: OpenCL "
+                 "programs are traced through the loader's layers only",
+                 inject);
+        use_preload = 0;
+    }
+
+    setenv("CUDA_INJECTION64_PATH", inject, 1);
+    if (queue_times)
+        setenv("KPROF_CUDA_QUEUE_TIMES", "1", 1);
+    else
+        unsetenv("KPROF_CUDA_QUEUE_TIMES"); /* never inherited: it serializes kernels */
+    char cupti[PATH_MAX];
+    const char *nvtx = getenv("NVTX_INJECTION64_PATH");
+    if (kp_cupti_library_path(cupti, sizeof cupti) == 0) {
+        /* NVTX reaches CUPTI through the collector (InitializeInjectionNvtx2 in cuda_inject.c),
+         * which starts at the first NVTX call; both load this one libcupti. */
+        if (!nvtx || !*nvtx) setenv("NVTX_INJECTION64_PATH", inject, 1);
+        if (!getenv("KPROF_CUPTI_LIBRARY")) setenv("KPROF_CUPTI_LIBRARY", cupti, 1);
+    }
+    /* Last in the list: the loaders stack each layer over the ones before it, so ours is the
+     * outermost, and the LD_PRELOAD wrappers, which call what lies under it, skip none of the
+     * program's own layers. */
+    if (use_layer) kp_env_join("OPENCL_LAYERS", inject, 0);
+    /* Loaders without layer support reach the OpenCL collector through LD_PRELOAD instead
+     * (opencl_layer.c). ASan-built programs insist that their runtime is loaded first: let
+     * them run. */
+    if (use_preload) {
+        kp_env_join("LD_PRELOAD", inject, 1);
+        const char *asan = getenv("ASAN_OPTIONS");
+        if (!asan || !strstr(asan, "verify_asan_link_order"))
+            kp_env_join("ASAN_OPTIONS", "verify_asan_link_order=0", 0);
+    }
+    return KPROF_OK;
+}
+
+/* ---- the folder of record files ---- */
+
+kprof_status kp_session_scratch(char *dir, size_t n, kp_error *err)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, n, "%s/kprof-trace-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir))
+        return kp_error_set(err, KPROF_IO, "cannot make a folder for the trace's records in %s: %s",
+                            tmp && *tmp ? tmp : "/tmp", strerror(errno));
+    setenv("KPROF_TRACE_DIR", dir, 1);
+    return KPROF_OK;
+}
+
+#define KP_RUN_FILE "run.txt"
+
+/* run.txt: "key value" lines; the command with %, newline and carriage return escaped as %XX. */
+kprof_status kp_session_save_run(const char *dir, const kp_trace_run *run, kp_error *err)
+{
+    kp_str s = {0};
+    kp_str_printf(&s, "kprof-trace-run 1\nstart_ns %llu\n", (unsigned long long)run->start_ns);
+    if (run->end_ns)
+        kp_str_printf(&s, "end_ns %llu\nexit_status %d\ncollectors %s\n",
+                      (unsigned long long)run->end_ns, run->exit_status,
+                      run->collectors ? run->collectors : "");
+    kp_str_append(&s, "command ");
+    for (const char *p = run->command ? run->command : ""; *p; p++) {
+        if (*p == '%' || *p == '\n' || *p == '\r')
+            kp_str_printf(&s, "%%%02X", (unsigned char)*p);
+        else
+            kp_str_append_n(&s, p, 1);
+    }
+    kp_str_append(&s, "\n");
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/" KP_RUN_FILE, dir);
+    kprof_status st = s.failed ? kp_error_set(err, KPROF_NOMEM, "out of memory")
+                               : kp_file_write_atomic(path, s.data, s.len, err);
+    kp_str_free(&s);
+    return st;
+}
+
+kprof_status kp_session_load_run(const char *dir, kp_trace_run *run, char *buf, size_t n,
+                                 kp_error *err)
+{
+    memset(run, 0, sizeof *run);
+    run->exit_status = -1;
+    run->command = buf;
+    run->collectors = "cuda,opencl";
+    buf[0] = '\0';
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/" KP_RUN_FILE, dir);
+    char *text = NULL;
+    size_t len = 0;
+    kprof_status st = kp_file_read(path, &text, &len, err);
+    if (st == KPROF_NOT_FOUND || (st == KPROF_OK && strncmp(text, "kprof-trace-run ", 16) != 0)) {
+        free(text);
+        kp_error_clear(err);
+        return kp_error_set(err, st == KPROF_OK ? KPROF_INVALID : KPROF_NOT_FOUND,
+                            "%s is not a folder of kprof trace records (no %s from kprof trace)",
+                            dir, KP_RUN_FILE);
+    }
+    if (st != KPROF_OK) return st;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        unsigned long long v;
+        if (sscanf(line, "start_ns %llu", &v) == 1)
+            run->start_ns = v;
+        else if (sscanf(line, "end_ns %llu", &v) == 1)
+            run->end_ns = v;
+        else if (strncmp(line, "exit_status ", 12) == 0)
+            run->exit_status = atoi(line + 12);
+        else if (strncmp(line, "command ", 8) == 0) {
+            size_t o = 0;
+            for (const char *p = line + 8; *p && o + 1 < n; p++) {
+                unsigned hex;
+                if (*p == '%' && sscanf(p + 1, "%2X", &hex) == 1) {
+                    buf[o++] = (char)hex;
+                    p += 2;
+                } else {
+                    buf[o++] = *p;
+                }
+            }
+            buf[o] = '\0';
+        }
+    }
+    free(text);
+    return KPROF_OK;
+}
+
+void kp_session_remove(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
+            char p[PATH_MAX + 256];
+            snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+            unlink(p);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+uint64_t kp_session_size(const char *dir)
+{
+    uint64_t total = 0;
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL) {
+        char p[PATH_MAX + 256];
+        struct stat st;
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        if (stat(p, &st) == 0 && S_ISREG(st.st_mode)) total += (uint64_t)st.st_size;
+    }
+    if (d) closedir(d);
+    return total;
+}
+
+/* ---- signals ---- */
+
+static const int kp_passed_on[] = {SIGINT, SIGTERM, SIGHUP};
+
+static struct {
+    volatile sig_atomic_t first;   /* the first signal kprof received */
+    volatile sig_atomic_t count;   /* how many it received */
+    volatile sig_atomic_t merging; /* the program is gone: signals now concern the merge */
+    volatile sig_atomic_t cancel;  /* stop the merge */
+    volatile sig_atomic_t killed;  /* SIGKILL sent to the program */
+    pid_t program;                 /* the program's pid while it runs, else 0 */
+    int own_group;                 /* the program leads a process group of its own */
+} kp_sig;
+
+/* Pass a signal on to the program: its whole group when it has one of its own, else itself. */
+static void kp_pass_on(int sig)
+{
+    pid_t p = kp_sig.program;
+    if (p > 0) kill(kp_sig.own_group ? -p : p, sig);
+}
+
+static void kp_on_signal(int sig, siginfo_t *info, void *context)
+{
+    (void)context;
+    int saved = errno;
+    kp_sig.count++;
+    if (!kp_sig.first) kp_sig.first = sig;
+    if (kp_sig.merging) {
+        if (kp_sig.count >= 2) kp_sig.cancel = 1;
+    } else if (kp_sig.count >= 2) {
+        kp_sig.killed = 1;
+        kp_pass_on(SIGKILL);
+    } else if (kp_sig.own_group || !info || info->si_code != SI_KERNEL) {
+        /* SI_KERNEL: from the terminal, which sent it to the program too. */
+        kp_pass_on(sig);
+    }
+    errno = saved;
+}
+
+void kp_session_catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = kp_on_signal;
+    sa.sa_flags = SA_SIGINFO; /* no SA_RESTART: a signal wakes the waits below */
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof kp_passed_on / sizeof *kp_passed_on; i++)
+        sigaddset(&sa.sa_mask, kp_passed_on[i]);
+    for (size_t i = 0; i < sizeof kp_passed_on / sizeof *kp_passed_on; i++)
+        sigaction(kp_passed_on[i], &sa, NULL);
+}
+
+void kp_session_watch_merge(void)
+{
+    kp_sig.program = 0;
+    kp_sig.merging = 1;
+    if (kp_sig.count >= 2) kp_sig.cancel = 1;
+    kp_session_catch_signals();
+}
+
+const volatile sig_atomic_t *kp_session_cancel_flag(void)
+{
+    return &kp_sig.cancel;
+}
+
+int kp_session_first_signal(void)
+{
+    return kp_sig.first;
+}
+
+/* Whether this process is in its terminal's foreground process group: then the program must stay
+ * in it, or it would stop (SIGTTIN/SIGTTOU) the moment it touched the terminal. */
+static int kp_in_terminal_foreground(void)
+{
+    int tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (tty < 0) return 0;
+    pid_t fg = tcgetpgrp(tty);
+    close(tty);
+    return fg > 0 && fg == getpgrp();
+}
+
+static void kp_sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL); /* a signal ends it early: that is what the loop wants */
+}
+
+kprof_status kp_session_run(char *const *argv, double grace_s, kp_session_outcome *out,
+                            kp_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (kp_sig.first)
+        return kp_error_set(err, KPROF_IO, "interrupted (signal %d) before %s started",
+                            (int)kp_sig.first, argv[0]);
+    kp_sig.own_group = !kp_in_terminal_foreground();
+    out->own_group = kp_sig.own_group;
+    pid_t parent = getpid();
+
+    /* Signals stay blocked across the fork, so the child never runs kprof's handler. */
+    sigset_t block, old;
+    sigemptyset(&block);
+    for (size_t i = 0; i < sizeof kp_passed_on / sizeof *kp_passed_on; i++)
+        sigaddset(&block, kp_passed_on[i]);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    kp_session_catch_signals();
+    /* Like time(1): ^\ is the program's business. */
+    struct sigaction ign, old_quit;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+
+    fflush(NULL);
+    out->start_ns = kp_now_ns();
+    pid_t child = fork();
+    if (child < 0) {
+        int e = errno;
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        return kp_error_set(err, KPROF_IO, "cannot start %s: fork failed: %s", argv[0],
+                            strerror(e));
+    }
+    if (child == 0) {
+        for (size_t i = 0; i < sizeof kp_passed_on / sizeof *kp_passed_on; i++)
+            signal(kp_passed_on[i], SIG_DFL);
+        if (kp_sig.own_group) setpgid(0, 0);
+        /* kprof killed outright (SIGKILL) cannot pass anything on: the program is told then. */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent) _exit(128 + SIGTERM);
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        execvp(argv[0], argv);
+        int e = errno;
+        fprintf(stderr, "kprof: error: cannot run %s: %s\n", argv[0], strerror(e));
+        _exit(e == ENOENT ? 127 : 126);
+    }
+    if (kp_sig.own_group) setpgid(child, child); /* either side may get there first */
+    kp_sig.program = child;
+    sigaction(SIGQUIT, &ign, &old_quit);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+
+    int status = 0;
+    uint64_t deadline = 0;
+    for (;;) {
+        pid_t r = waitpid(child, &status, deadline ? WNOHANG : 0);
+        if (r == child) break;
+        if (r < 0 && errno != EINTR) {
+            status = 0;
+            break;
+        }
+        if (kp_sig.first && !deadline)
+            deadline = kp_now_ns() + (uint64_t)(grace_s > 0 ? grace_s * 1e9 : 0);
+        if (deadline && !kp_sig.killed && kp_now_ns() >= deadline) {
+            kp_sig.killed = 1;
+            kp_pass_on(SIGKILL);
+        }
+        if (deadline) kp_sleep_ms(10);
+    }
+    out->end_ns = kp_now_ns();
+    kp_sig.program = 0;
+    /* What is left of the program's group (its children) goes with it when kprof was asked to
+     * stop. */
+    if (kp_sig.first && kp_sig.own_group) kill(-child, kp_sig.killed ? SIGKILL : SIGTERM);
+    kp_sig.merging = 1;
+    sigaction(SIGQUIT, &old_quit, NULL);
+    out->program_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    out->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + out->program_signal;
+    out->signal = kp_sig.first;
+    out->killed = kp_sig.killed;
+    return KPROF_OK;
+}

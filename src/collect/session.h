@@ -1,0 +1,80 @@
+/*
+ * session.h — one whole-command trace: the environment that puts kprof's collectors into an
+ * unmodified program, the folder their record files go to (with what `kprof trace --merge` needs
+ * to finish the job later), running the program with the signals a user or a job scheduler sends
+ * to kprof passed on to it, and the merge into one trace file that a second signal can stop.
+ *
+ * Signals (kp_session_run): SIGINT, SIGTERM and SIGHUP sent to kprof go on to the program — to
+ * its own process group when kprof gave it one (kprof is not in a terminal's foreground: a
+ * script, a scheduler, `timeout`), else to the program alone (a terminal's ^C already reached the
+ * whole foreground group and is not sent twice). The program then has the grace period to end;
+ * after it, or at a second signal, it is killed (SIGKILL). A signal that comes during the merge
+ * lets the merge finish unless it is the second one kprof has had: then the merge stops, and
+ * kp_session_cancelled() says so. Not thread-safe: one session per process.
+ */
+#ifndef KP_COLLECT_SESSION_H
+#define KP_COLLECT_SESSION_H
+
+#include "core/error.h"
+#include "store/trace_db.h"
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Set the environment variables that inject the collectors (CUDA, NVTX, OpenCL) into programs
+ * this process starts next. queue_times: CUDA queue times (serialized kernels). `note` receives a
+ * sentence for the user when an injection path had to be left out ("" when none). */
+kprof_status kp_session_inject_env(int queue_times, char *note, size_t note_len, kp_error *err);
+
+/* A new folder for the record files, under $TMPDIR (else /tmp): dir receives its path. */
+kprof_status kp_session_scratch(char *dir, size_t n, kp_error *err);
+
+/* What the merge needs to know of the run, kept in the folder beside the record files
+ * (run.txt) so that `kprof trace --merge DIR` can finish a trace later. The command is written
+ * before the program starts, and the end, exit status and collectors once it has ended. */
+kprof_status kp_session_save_run(const char *dir, const kp_trace_run *run, kp_error *err);
+
+/* Read it back. command points into buf (of n bytes). A run whose end was never written (kprof
+ * itself was killed) gets end_ns 0 and exit_status -1: the merge then takes the last record's
+ * time. NOT_FOUND (with a clear message) when dir holds no run.txt: not a kprof folder. */
+kprof_status kp_session_load_run(const char *dir, kp_trace_run *run, char *buf, size_t n,
+                                 kp_error *err);
+
+/* How the program ended, and what kprof was sent meanwhile. */
+typedef struct kp_session_outcome {
+    int exit_code;      /* the program's exit status, or 128 + the signal that ended it */
+    int program_signal; /* that signal (0 when it exited) */
+    int signal;         /* the first SIGINT/SIGTERM/SIGHUP kprof received (0: none) */
+    int killed;         /* kprof killed the program: grace period over, or a second signal */
+    int own_group;      /* the program ran in a process group of its own */
+    uint64_t start_ns;  /* CLOCK_MONOTONIC when the program was started ... */
+    uint64_t end_ns;    /* ... and when it ended */
+} kp_session_outcome;
+
+/* Run argv (PATH searched) and wait for it, passing signals on as described above; grace_s is how
+ * long the program may take to end after the first signal. The program's own failure to start
+ * (not found: 127, not executable: 126) is its exit code, as a shell has it. IO when it cannot
+ * be started at all, or when a signal came before it started (kp_session_first_signal says
+ * which). */
+kprof_status kp_session_run(char *const *argv, double grace_s, kp_session_outcome *out,
+                            kp_error *err);
+
+/* Catch SIGINT/SIGTERM/SIGHUP from now on (kp_session_run does too): they are counted, and
+ * passed on once a program runs. Call before making anything a signal must not leave behind. */
+void kp_session_catch_signals(void);
+
+/* Watch for SIGINT/SIGTERM/SIGHUP during the merge (after kp_session_run, or alone for
+ * `--merge`). The flag kp_session_cancel_flag() points at becomes non-zero at the second signal
+ * kprof has had in all; kp_trace_db_write stops when it does. */
+void kp_session_watch_merge(void);
+const volatile sig_atomic_t *kp_session_cancel_flag(void);
+int kp_session_first_signal(void); /* 0: none yet */
+
+/* Remove the folder of record files (after a merge that succeeded). */
+void kp_session_remove(const char *dir);
+
+/* The bytes the folder's record files hold (for messages). */
+uint64_t kp_session_size(const char *dir);
+
+#endif
