@@ -87,8 +87,10 @@ class FullFolder(kptest.KprofTestCase):
         # through a batch, as a full disk does.
         total = self.reference()
         out = os.path.join(self.tmp, "limited.kprof")
-        p = self.kprof("trace", "-o", out, "--", APP, "300", timeout=300,
-                       env={"LD_PRELOAD": ENOSPC, "KPROF_TEST_KLOG_BYTES": "65536"})
+        # Into the program only (beside kprof's own preload), never into kprof.
+        shim = 'LD_PRELOAD="$LD_PRELOAD:%s" exec "$@"' % ENOSPC
+        p = self.kprof("trace", "-o", out, "--", "sh", "-c", shim, "sh", APP, "300", timeout=300,
+                       env={"KPROF_TEST_KLOG_BYTES": "65536"})
         self.assertEqual(p.returncode, 0, p.stderr)
         self.check_loss(out, p, total)
         self.assertIn("No space left on device", p.stderr)

@@ -1,0 +1,36 @@
+"""train_torch.py — a small PyTorch training script as users write them, for `kprof trace`'s
+verdict on the GPU machine: import torch (seconds of start-up before the first kernel), build a
+convolutional model, then STEPS training steps, each an NVTX range named "step" (data made on the
+host, forward, loss, backward, optimizer step, a .item() that waits for the device).
+
+usage: train_torch.py [STEPS] [BATCH]   (default 30, 64)
+"""
+
+import sys
+import time
+
+import torch
+
+steps = int(sys.argv[1]) if len(sys.argv) > 1 else 30
+batch = int(sys.argv[2]) if len(sys.argv) > 2 else 64
+device = "cuda"
+torch.manual_seed(0)
+model = torch.nn.Sequential(
+    torch.nn.Conv2d(3, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+    torch.nn.Conv2d(32, 64, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+    torch.nn.Flatten(), torch.nn.Linear(64 * 8 * 8, 256), torch.nn.ReLU(),
+    torch.nn.Linear(256, 10)).to(device)
+opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+loss_fn = torch.nn.CrossEntropyLoss()
+t0 = time.time()
+for step in range(steps):
+    torch.cuda.nvtx.range_push("step")
+    x = torch.randn(batch, 3, 32, 32).to(device)  # made on the host, as a data loader does
+    y = torch.randint(0, 10, (batch,)).to(device)
+    opt.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    opt.step()
+    value = loss.item()  # waits for the device
+    torch.cuda.nvtx.range_pop()
+print("steps %d loss %.4f in %.3f s" % (steps, value, time.time() - t0))
