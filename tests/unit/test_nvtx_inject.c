@@ -398,7 +398,13 @@ static void scenario_threads(void)
     exit(0);
 }
 
-/* A forked child starts fresh; ranges left open are counted at exit. */
+static void *push_and_leave(void *arg)
+{
+    (void)arg;
+    return nvtxRangePushA("left open by a thread") == 0 ? NULL : (void *)1;
+}
+
+/* A forked child starts fresh; ranges left open are counted at exit, a finished thread's too. */
 static void scenario_fork_and_open(const char *child_dir)
 {
     MUST(nvtxRangePushA("parent") == 0);
@@ -417,7 +423,11 @@ static void scenario_fork_and_open(const char *child_dir)
     int status = 0;
     MUST(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
     MUST(nvtxRangePushA("left open") == 1);
-    exit(0); /* "parent" and "left open" pushed, "started in parent" started: 3 open */
+    pthread_t t;
+    void *rc = NULL;
+    MUST(pthread_create(&t, NULL, push_and_leave, NULL) == 0);
+    MUST(pthread_join(t, &rc) == 0 && rc == NULL);
+    exit(0); /* "parent", "left open" and the thread's pushed, one started: 4 open */
 }
 
 /* Runs fn in a child tracing into dir; 0 when it exited 0. Its stdout goes to out[] if given. */
@@ -630,7 +640,7 @@ static void check_fork(const char *dir)
     part p;
     if (read_part(dir, &p) == 0) {
         CHECK_INT(count(&p, KP_REC_RANGE, NULL), 0); /* all still open at exit */
-        CHECK(has_note(&p, "3 NVTX ranges were still open when the program ended (pushed or "
+        CHECK(has_note(&p, "4 NVTX ranges were still open when the program ended (pushed or "
                            "started, never popped or ended); not recorded"));
         close_part(&p);
     } else {
