@@ -25,6 +25,7 @@
 #include "collect/writer.h"
 #include "core/util.h"
 #include "inject/cuda_records.h"
+#include "inject/nvtx_inject.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -51,6 +52,8 @@ static struct {
     pthread_mutex_t init_lock; /* recursive: CUPTI may re-enter cuInit while we set it up */
     int initialized;
     pid_t pid;            /* the process the collector runs in */
+    int kinds_enabled;    /* activity kinds CUPTI accepted */
+    int markers;          /* CUPTI records NVTX markers: NVTX goes to CUPTI */
     int64_t clock_offset; /* subtracted from CUPTI times when our clock was refused */
 
     /* Conversion state; records can arrive on two threads at once (CUPTI's and a flusher). */
@@ -566,6 +569,7 @@ static int kp_enable_kinds(void)
         CUptiResult r = kp_cupti.cuptiActivityEnable(kind);
         if (r == CUPTI_SUCCESS) {
             enabled++;
+            if (kind == CUPTI_ACTIVITY_KIND_MARKER) kp_ci.markers = 1;
             continue;
         }
         if (first_error == CUPTI_SUCCESS) first_error = r;
@@ -574,6 +578,7 @@ static int kp_enable_kinds(void)
                          kp_kinds[i].what);
         if (n > 0 && (size_t)n < sizeof failed - used) used += (size_t)n;
     }
+    kp_ci.kinds_enabled = enabled;
     if (enabled == 0) {
         kp_note_unusable(other_subscriber ? CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
                                           : first_error);
@@ -674,22 +679,42 @@ KP_EXPORT int InitializeInjection(void)
     return 1;
 }
 
-/* NVTX's entry point for injection libraries (NVTX_INJECTION64_PATH), called at the program's
- * first NVTX call, which may come long before its first CUDA call. The collector starts here,
- * then NVTX is handed on to CUPTI's own NVTX entry point, so that CUPTI's marker records cover
- * the ranges a program opens before CUDA starts too. 0 (NVTX calls then do nothing) only when
- * CUPTI cannot be loaded; that is a note in the trace. */
-typedef const void *(*kp_nvtx_export_table_fn)(uint32_t table_id);
-
-KP_EXPORT int InitializeInjectionNvtx2(kp_nvtx_export_table_fn get_export_table)
+/* NVTX's entry point (InitializeInjectionNvtx2, nvtx_inject.c) asks here first, at the
+ * program's first NVTX call, which may come long before its first CUDA call. Where CUPTI can be
+ * loaded, the collector starts here, then NVTX is handed on to CUPTI's own NVTX entry point, so
+ * that CUPTI's marker records cover the ranges a program opens before CUDA starts too. Where
+ * CUPTI cannot be loaded, or records no markers, the collector declines and kprof's own NVTX
+ * handlers take over; the CUDA collector then starts, if ever, at cuInit. */
+kp_nvtx_handoff kp_cuda_nvtx_handoff(kp_nvtx_get_export_table_fn get_export_table, char *why,
+                                     size_t why_n)
 {
+    char load_error[512];
+    if (kp_cupti_load(load_error, sizeof load_error) != 0) {
+        snprintf(why, why_n, "CUPTI could not be loaded (%s)", load_error);
+        return KP_NVTX_HANDOFF_DECLINED;
+    }
     InitializeInjection();
-    if (!kp_ci.pid) return 0; /* not tracing (no KPROF_TRACE_DIR): NVTX stays a no-op */
+    if (!kp_ci.pid) return KP_NVTX_HANDOFF_NOT_TRACING; /* no KPROF_TRACE_DIR */
+    if (!kp_ci.markers) {
+        snprintf(why, why_n,
+                 kp_ci.kinds_enabled ? "CUPTI could not record NVTX markers"
+                                     : "CUPTI could not be used");
+        return KP_NVTX_HANDOFF_DECLINED;
+    }
     char path[4096];
-    if (kp_cupti_library_path(path, sizeof path) != 0) return 0;
-    void *cupti = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+    void *cupti = NULL;
+    if (kp_cupti_library_path(path, sizeof path) == 0)
+        cupti = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
     void *sym = cupti ? dlsym(cupti, "InitializeInjectionNvtx2") : NULL;
-    int (*cupti_init)(kp_nvtx_export_table_fn) = NULL;
+    int (*cupti_init)(kp_nvtx_get_export_table_fn) = NULL;
     memcpy(&cupti_init, &sym, sizeof sym);
-    return cupti_init ? cupti_init(get_export_table) : 0;
+    if (!cupti_init) {
+        snprintf(why, why_n, "CUPTI has no NVTX entry point (InitializeInjectionNvtx2)");
+        return KP_NVTX_HANDOFF_DECLINED;
+    }
+    if (!cupti_init(get_export_table)) {
+        snprintf(why, why_n, "CUPTI's NVTX entry point (InitializeInjectionNvtx2) failed");
+        return KP_NVTX_HANDOFF_DECLINED;
+    }
+    return KP_NVTX_HANDOFF_CUPTI;
 }
