@@ -206,11 +206,14 @@ static int count(const part *p, int kind, const char *name)
     return n;
 }
 
+/* Records counted as dropped: in the header's counter (record.h), or DROPPED records. */
 static uint64_t dropped(const part *p)
 {
     uint64_t n = 0;
-    for (size_t i = 0; i < p->log.nrecords; i++)
-        if (p->log.records[i]->kind == KP_REC_DROPPED) n += p->log.records[i]->bytes;
+    for (size_t i = 0; i < p->log.nrecords; i++) {
+        const kp_rec *r = p->log.records[i];
+        if (r->kind == KP_REC_DROPPED || r->kind == KP_REC_HEADER) n += r->bytes;
+    }
     return n;
 }
 
