@@ -43,7 +43,8 @@ def main():
     trace = os.path.join(tmp, "big.kprof")
     t0 = time.perf_counter()
     subprocess.run([kprof, "trace", "-o", trace, "--", sys.executable, GEN, "launch-bound",
-                    "--kernels", str(a.kernels), "--seconds", "1", "--no-poll"], check=True,
+                    "--kernels", str(a.kernels), "--seconds", "1", "--period-us", "1",
+                    "--no-poll"], check=True,
                    stderr=subprocess.DEVNULL)
     trace_wall = time.perf_counter() - t0
     rows = {}

@@ -137,10 +137,16 @@ static int kp_chrome_events(sqlite3 *db, int64_t lo, int64_t hi, const kp_str *n
 {
     sqlite3_stmt *q = NULL;
     int rc;
+    /* Columns 22..24: the device operation's start minus when it was queued, submitted and
+     * when the call that launched it (same process and correlation) began. */
     if (sqlite3_prepare_v2(db,
                            "SELECT kind, pid, tid, start_ns, end_ns, correlation, device, stream, "
                            "name, grid_x, grid_y, grid_z, block_x, block_y, block_z, registers, "
-                           "static_smem, dynamic_smem, bytes, range_id, launched, process FROM events "
+                           "static_smem, dynamic_smem, bytes, range_id, launched, process, "
+                           "start_ns - queued_ns, start_ns - submitted_ns, CASE WHEN kind IN "
+                           "(4,5,6) AND correlation IS NOT NULL THEN start_ns - (SELECT "
+                           "MIN(a.start_ns) FROM events a WHERE a.process = e.process AND "
+                           "a.correlation = e.correlation AND a.kind = 3) END FROM events e "
                            "WHERE id BETWEEN ? AND ?",
                            -1, &q, NULL) != SQLITE_OK)
         return -1;
@@ -188,6 +194,9 @@ static int kp_chrome_events(sqlite3 *db, int64_t lo, int64_t hi, const kp_str *n
         int has_grid = kind == 4 && sqlite3_column_type(q, 9) != SQLITE_NULL;
         int has_bytes = sqlite3_column_type(q, 18) != SQLITE_NULL;
         int has_range = kind == 8 && sqlite3_column_type(q, 19) != SQLITE_NULL;
+        int has_waits = device_op && (sqlite3_column_type(q, 22) != SQLITE_NULL ||
+                                      sqlite3_column_type(q, 23) != SQLITE_NULL ||
+                                      sqlite3_column_type(q, 24) != SQLITE_NULL);
         if (launched_by) {
             KP_PUT_LIT(f, ",\"bind_id\":");
             kp_put_u64(f, flow);
@@ -198,7 +207,7 @@ static int kp_chrome_events(sqlite3 *db, int64_t lo, int64_t hi, const kp_str *n
             KP_PUT_LIT(f, ",\"flow_out\":true");
         }
         /* Only what the event has: an empty args object would cost 10 bytes a million times. */
-        if (!launched_by && !has_grid && !has_bytes && !has_range) {
+        if (!launched_by && !has_grid && !has_bytes && !has_range && !has_waits) {
             KP_PUT_LIT(f, "}");
             continue;
         }
@@ -210,17 +219,49 @@ static int kp_chrome_events(sqlite3 *db, int64_t lo, int64_t hi, const kp_str *n
             kp_put_i64(f, corr);
             sep = ",";
         }
-        if (has_grid) {
+        if (has_grid && sqlite3_column_int64(q, 12) == 0) {
+            /* No local size: the runtime chose the groups, which no query reveals; grid holds
+             * the work-items. What is not known is null, not a made-up number. */
+            kp_put(f, sep);
+            KP_PUT_LIT(f, "\"grid\":null,\"block\":null,\"global_size\":[");
+            for (int c = 0; c < 3; c++) {
+                if (c) KP_PUT_LIT(f, ",");
+                kp_put_i64(f, sqlite3_column_int64(q, 9 + c));
+            }
+            KP_PUT_LIT(f, "]");
+            sep = ",";
+        } else if (has_grid) {
             static const char *const keys[] = {"\"grid\":[", ",", ",", "],\"block\":[", ",", ","};
             kp_put(f, sep);
             for (int c = 0; c < 6; c++) {
                 kp_put(f, keys[c]);
                 kp_put_i64(f, sqlite3_column_int64(q, 9 + c));
             }
-            KP_PUT_LIT(f, "],\"registers\":");
+            KP_PUT_LIT(f, "]");
+            sep = ",";
+        }
+        if (has_grid && sqlite3_column_type(q, 15) != SQLITE_NULL) { /* OpenCL: unknown */
+            kp_put(f, sep);
+            KP_PUT_LIT(f, "\"registers\":");
             kp_put_i64(f, sqlite3_column_int64(q, 15));
-            KP_PUT_LIT(f, ",\"shared_bytes\":");
+            sep = ",";
+        }
+        if (has_grid && sqlite3_column_type(q, 16) != SQLITE_NULL &&
+            sqlite3_column_type(q, 17) != SQLITE_NULL) {
+            kp_put(f, sep);
+            KP_PUT_LIT(f, "\"shared_bytes\":");
             kp_put_i64(f, sqlite3_column_int64(q, 16) + sqlite3_column_int64(q, 17));
+            sep = ",";
+        }
+        /* Launch latency and queue waits, where the trace has them. */
+        static const char *const waits[] = {
+            "\"queued_to_start_us\":", "\"submitted_to_start_us\":", "\"launch_to_start_us\":"};
+        for (int c = 0; has_waits && c < 3; c++) {
+            if (sqlite3_column_type(q, 22 + c) == SQLITE_NULL) continue;
+            kp_put(f, sep);
+            kp_put(f, waits[c]);
+            int64_t ns = sqlite3_column_int64(q, 22 + c);
+            kp_put_us(f, ns == INT64_MIN ? INT64_MIN + 1 : ns); /* kp_put_us negates */
             sep = ",";
         }
         if (has_bytes) {

@@ -262,11 +262,16 @@ static kprof_status kp_merge_file(kp_merge *m, const char *path, const char *col
             if (kernel) sqlite3_bind_int(e, c++, r->block[d]);
             else sqlite3_bind_null(e, c++);
         }
-        if (kernel) {
-            sqlite3_bind_int(e, c++, (int)r->registers);
-            sqlite3_bind_int(e, c++, (int)r->static_smem);
-            sqlite3_bind_int(e, c++, (int)r->dynamic_smem);
-            sqlite3_bind_int(e, c++, (int)r->local_mem);
+        if (kernel && r->domain != KP_DOMAIN_OPENCL) {
+            /* CUDA: registers 0 means CUPTI did not say; memory sizes of 0 are real. OpenCL
+             * knows none of the four (NULL, never a made-up 0). */
+            if (r->registers)
+                sqlite3_bind_int64(e, c++, (int64_t)r->registers);
+            else
+                sqlite3_bind_null(e, c++);
+            sqlite3_bind_int64(e, c++, (int64_t)r->static_smem);
+            sqlite3_bind_int64(e, c++, (int64_t)r->dynamic_smem);
+            sqlite3_bind_int64(e, c++, (int64_t)r->local_mem);
         } else {
             for (int k = 0; k < 4; k++) sqlite3_bind_null(e, c++);
         }

@@ -76,9 +76,35 @@ class TraceOpenCL(kptest.KprofTestCase):
         kinds = dict(db.execute("SELECT s.text, e.copy_kind FROM events e JOIN strings s ON "
                                 "s.id = e.name WHERE e.kind = 5 GROUP BY s.text"))
         self.assertEqual(kinds, {"[OpenCL read]": 2, "[OpenCL write]": 1, "[OpenCL copy]": 3})
+        # OpenCL never says registers or shared memory: NULL, not a made-up 0. add_one's
+        # NDRange passes no local size: the runtime chose the groups (block 0, grid the
+        # work-items), which reports show as the global size and "-".
+        self.assertEqual(db.execute("SELECT COUNT(*) FROM events WHERE kind = 4 AND (registers "
+                                    "IS NOT NULL OR static_smem IS NOT NULL OR dynamic_smem IS "
+                                    "NOT NULL OR local_mem IS NOT NULL)").fetchone()[0], 0)
+        r = json.loads(self.kprof("report", path, "--trace", "--json", expect=0).stdout)
+        adds = [e for e in r["device_trace"] if e["name"] == "add_one"]
+        self.assertEqual(len(adds), 21)
+        ndrange = [e for e in adds if e["grid"] is None]
+        self.assertEqual(len(ndrange), 20)
+        for e in ndrange:
+            self.assertIsNone(e["block"])
+            self.assertEqual(e["global_size"], [4096, 1, 1])
+        for e in r["device_trace"]:
+            self.assertNotIn("registers", e)
+            self.assertNotIn("shared_bytes", e)
+            self.assertGreaterEqual(e["launch_to_start_s"], 0)
+        self.assertEqual(r["launch_latency"]["launch_to_start"]["count"], 121)
+        self.assertNotIn("CUDA graphs", json.dumps(r["verdict"]))
         out = os.path.join(self.tmp, "cl.json")
         self.kprof("export", path, "--chrome", out, expect=0)
         ev = json.load(open(out))["traceEvents"]
+        for e in ev:
+            if e.get("cat") == "kernel":
+                self.assertNotIn("registers", e["args"])
+                self.assertNotIn("shared_bytes", e["args"])
+                if e["name"] == "add_one" and e["args"]["grid"] is None:
+                    self.assertEqual(e["args"]["global_size"], [4096, 1, 1])
         flows_in = [e for e in ev if e.get("flow_in")]
         flows_out = {e["bind_id"] for e in ev if e.get("flow_out")}
         self.assertEqual(len(flows_in), 121)
