@@ -13,6 +13,7 @@ completed before it died is kept.
   is full) keeps the records and says how to finish."""
 
 import glob
+import json
 import os
 import shutil
 import signal
@@ -81,6 +82,9 @@ class FullFolder(kptest.KprofTestCase):
         self.assertNotIn("crashed", p.stderr)
         r = self.kprof("report", path, expect=0)
         self.assertIn("%d records dropped" % dropped, r.stdout)
+        self.assertRegex(r.stdout, r"(?m)^Note: %d records could not be written" % dropped)
+        j = json.loads(self.kprof("report", path, "--json", expect=0).stdout)
+        self.assertTrue(any("could not be written" in n for n in j["notes"]), j["notes"])
 
     def test_folder_fills_up(self):
         # The shim makes writes to the record file fail with ENOSPC past 64 KiB, part-way

@@ -92,6 +92,7 @@ typedef struct kp_report {
     kp_latency submitted; /* start - submitted_ns */
     char command[2048];
     int processes;
+    kp_str notes; /* the trace's notes, distinct, one per line */
 } kp_report;
 
 static kprof_status kp_sql_fail(kp_report *r, kp_error *err)
@@ -262,6 +263,21 @@ static int kp_call_map_get(const kp_call_map *m, int64_t process, int64_t correl
 
 /* One pass over the events, in storage order: the three tables, the timeline the verdicts are
  * computed from, launch latency and queue waits. */
+/* What the collectors and the merge had to say (CUPTI unusable, records that could not be
+ * written, ...), each text once. */
+static void kp_report_load_notes(kp_report *r)
+{
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(r->db, "SELECT text FROM notes GROUP BY text ORDER BY MIN(rowid)", -1,
+                           &q, NULL) != SQLITE_OK)
+        return;
+    while (sqlite3_step(q) == SQLITE_ROW) {
+        const char *text = (const char *)sqlite3_column_text(q, 0);
+        if (text && *text) kp_str_printf(&r->notes, "%s\n", text);
+    }
+    sqlite3_finalize(q);
+}
+
 static kprof_status kp_report_load(kp_report *r, kp_error *err)
 {
     kp_trace_db_meta(r->db, "command", r->command, sizeof r->command);
@@ -276,6 +292,7 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
     r->wall = (double)kp_report_ns_diff(r->end_ns, start) / 1e9;
     r->dropped = (uint64_t)kp_trace_db_scalar(r->db, "SELECT TOTAL(dropped) FROM processes", 0);
     r->processes = (int)kp_trace_db_scalar(r->db, "SELECT COUNT(*) FROM processes", 0);
+    kp_report_load_notes(r);
 
     int64_t nnames = kp_trace_db_scalar(r->db, "SELECT COALESCE(MAX(id), 0) FROM strings", 0) + 1;
     if (nnames < 1 || nnames > INT32_MAX) nnames = 1;
@@ -430,6 +447,7 @@ done:
 
 static void kp_report_free(kp_report *r)
 {
+    kp_str_free(&r->notes);
     free(r->host.rows);
     free(r->device.rows);
     free(r->nvtx.rows);
@@ -749,6 +767,9 @@ static void kp_print_report(const kp_report *r)
     if (r->command[0])
         printf("Command: %s (%d process%s recorded)\n", r->command, r->processes,
                r->processes == 1 ? "" : "es");
+    for (const char *p = r->notes.data ? r->notes.data : "", *nl; (nl = strchr(p, '\n')) != NULL;
+         p = nl + 1)
+        printf("Note: %.*s\n", (int)(nl - p), p);
     printf("\nHost-side activity: calling GPU APIs took %s (%.2f%% of the wall)%s\n",
            kp_format_duration(r->host_total, a, sizeof a),
            r->wall > 0 ? 100 * r->host_total / r->wall : 0,
@@ -1071,6 +1092,14 @@ static kprof_status kp_report_json(kp_report *r, kp_error *err)
     kp_json_uint(&j, "events", r->events);
     kp_json_uint(&j, "dropped", r->dropped);
     kp_json_int(&j, "processes", r->processes);
+    kp_json_array_begin(&j, "notes");
+    for (const char *p = r->notes.data ? r->notes.data : "", *nl; (nl = strchr(p, '\n')) != NULL;
+         p = nl + 1) {
+        char line[4096];
+        snprintf(line, sizeof line, "%.*s", (int)(nl - p), p);
+        kp_json_string(&j, NULL, line);
+    }
+    kp_json_array_end(&j);
     kp_json_double(&j, "host_api_s", r->host_total);
     kp_json_double(&j, "gpu_busy_s", r->wall_in.gpu_busy_s);
     kp_json_groups(&j, "host", &r->host, r->wall);
