@@ -380,6 +380,7 @@ kprof_status kp_session_run(char *const *argv, double grace_s, kp_session_outcom
     }
     if (kp_sig.own_group) setpgid(child, child); /* either side may get there first */
     kp_sig.program = child;
+    if (kp_sig.first) kp_pass_on(kp_sig.first); /* it came while the program was being started */
     sigaction(SIGQUIT, &ign, &old_quit);
     sigprocmask(SIG_SETMASK, &old, NULL);
 
