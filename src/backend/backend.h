@@ -240,8 +240,9 @@ const char *kp_lang_backend(kp_lang lang); /* "opencl" or "cuda" */
 kprof_status kp_backend_choose(const char *backend, int device, int lang,
                                const kp_backend_ops **ops_out, int *index_out, kp_error *err);
 
-/* The full path of the CUPTI library kprof's CUDA support loads (for NVTX_INJECTION64_PATH), or
- * -1 when there is none (no CUDA support, or CUPTI missing). */
+/* The full path of the CUPTI library kprof's CUDA support loads (`kprof trace` hands it to the
+ * CUDA collector as KPROF_CUPTI_LIBRARY), or -1 when there is none (no CUDA support, or CUPTI
+ * missing). */
 int kp_cupti_library_path(char *buf, size_t n);
 
 #endif

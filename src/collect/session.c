@@ -106,11 +106,11 @@ kprof_status kp_session_inject_env(int queue_times, char *note, size_t note_len,
         unsetenv("KPROF_CUDA_QUEUE_TIMES"); /* never inherited: it serializes kernels */
     char cupti[PATH_MAX];
     const char *nvtx = getenv("NVTX_INJECTION64_PATH");
-    /* NVTX reaches the collector (InitializeInjectionNvtx2 in nvtx_inject.c) at the first NVTX
-     * call; it hands NVTX on to CUPTI where CUPTI records it, and records it itself elsewhere. */
+    /* NVTX reaches kprof's NVTX collector (InitializeInjectionNvtx2 in nvtx_inject.c) at the
+     * first NVTX call, which records it itself on every machine. */
     if (!nvtx || !*nvtx) setenv("NVTX_INJECTION64_PATH", inject, 1);
     if (kp_cupti_library_path(cupti, sizeof cupti) == 0 && !getenv("KPROF_CUPTI_LIBRARY"))
-        setenv("KPROF_CUPTI_LIBRARY", cupti, 1); /* the collector and NVTX load this one */
+        setenv("KPROF_CUPTI_LIBRARY", cupti, 1); /* the CUDA collector loads the one kprof found */
     /* Last in the list: the loaders stack each layer over the ones before it, so ours is the
      * outermost, and the LD_PRELOAD wrappers, which call what lies under it, skip none of the
      * program's own layers. */

@@ -1,9 +1,11 @@
 /*
  * cuda_inject.c — the CUDA collector of `kprof trace`: the CUDA driver loads libkprof-inject.so
  * (CUDA_INJECTION64_PATH) during cuInit and calls InitializeInjection, which turns on CUPTI
- * activity records for kernels, copies, fills, runtime and driver API calls, synchronization,
- * CUPTI's own overhead and NVTX markers, and streams them through the record writer
- * (collect/writer.h) into this process's trace part.
+ * activity records for kernels, copies, fills, runtime and driver API calls, synchronization and
+ * CUPTI's own overhead, and streams them through the record writer (collect/writer.h) into this
+ * process's trace part, with CUPTI's timestamps on kprof's CLOCK_MONOTONIC clock. NVTX ranges
+ * and marks are not CUPTI's here: kprof's own NVTX collector (nvtx_inject.c) records them on
+ * every machine, on that same clock.
  *
  * How records travel: CUPTI fills 8 MiB buffers that it asks us for, and hands each back to
  * kp_buffer_complete on its own thread (or on whichever thread calls cuptiActivityFlushAll),
@@ -25,9 +27,7 @@
 #include "collect/writer.h"
 #include "core/util.h"
 #include "inject/cuda_records.h"
-#include "inject/nvtx_inject.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -47,18 +47,14 @@
 #define KP_EXIT_WAIT_MS    2000       /* how long exit waits for the flush thread to stop */
 #define KP_LITERALS        64         /* fixed names, cached by their address */
 
-
 static struct {
     pthread_mutex_t init_lock; /* recursive: CUPTI may re-enter cuInit while we set it up */
     int initialized;
     pid_t pid;            /* the process the collector runs in */
-    int kinds_enabled;    /* activity kinds CUPTI accepted */
-    int markers;          /* CUPTI records NVTX markers: NVTX goes to CUPTI */
     int64_t clock_offset; /* subtracted from CUPTI times when our clock was refused */
 
     /* Conversion state; records can arrive on two threads at once (CUPTI's and a flusher). */
     pthread_mutex_t lock;
-    kp_nvtx_table nvtx;
     kp_cuda_trace_contexts contexts;
     uint32_t runtime_names[CUPTI_RUNTIME_TRACE_CBID_SIZE]; /* string ids by cbid; 0 = unknown */
     uint32_t driver_names[CUPTI_DRIVER_TRACE_CBID_SIZE];
@@ -135,49 +131,7 @@ static void kp_emit(kp_rec *r)
     kp_writer_emit(r);
 }
 
-/* NVTX markers: starts wait in the table for their ends; one range is emitted per pair.
- * Returns the number of records lost. */
-static uint64_t kp_marker(const CUpti_ActivityMarker2 *m)
-{
-    if (m->timestamp == 0) return 1;
-    unsigned flags = (unsigned)m->flags;
-    uint32_t tid = kp_cuda_trace_object_thread(m->objectKind, &m->objectId);
-    char name[512];
-    if (flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS) {
-        kp_rec r = {.kind = KP_REC_MARK,
-                    .domain = KP_DOMAIN_NVTX,
-                    .tid = tid,
-                    .start = m->timestamp,
-                    .end = m->timestamp,
-                    .id = m->id};
-        r.name = kp_writer_string(kp_cuda_trace_marker_name(m->domain, m->name, name, sizeof name));
-        kp_emit(&r);
-        return 0;
-    }
-    if (flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
-        uint32_t id =
-            kp_writer_string(kp_cuda_trace_marker_name(m->domain, m->name, name, sizeof name));
-        /* A full table loses this range; a reused id means the older range's end was lost. */
-        return kp_nvtx_open_range(&kp_ci.nvtx, m->id, m->timestamp, id, tid) == 0 ? 0 : 1;
-    }
-    if (flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
-        kp_nvtx_open open;
-        if (!kp_nvtx_close_range(&kp_ci.nvtx, m->id, &open)) return 1; /* its start was lost */
-        kp_rec r = {.kind = KP_REC_RANGE,
-                    .domain = KP_DOMAIN_NVTX,
-                    .tid = open.tid,
-                    .start = open.start,
-                    .end = m->timestamp,
-                    .name = open.name,
-                    .id = open.id};
-        kp_emit(&r);
-        return 0;
-    }
-    return 0; /* synchronization markers (nvtxDomainSyncUser*): not recorded */
-}
-
-/* One CUPTI record. Returns the number of records lost (no timing, no pairing). Caller holds
- * kp_ci.lock. */
+/* One CUPTI record. Returns the number of records lost (no timing). Caller holds kp_ci.lock. */
 static uint64_t kp_record(const CUpti_Activity *rec)
 {
     kp_rec r;
@@ -227,10 +181,8 @@ static uint64_t kp_record(const CUpti_Activity *rec)
         r.name = kp_literal_id(kp_cuda_trace_overhead_name(o->overheadKind));
         break;
     }
-    case CUPTI_ACTIVITY_KIND_MARKER:
-        return kp_marker((const CUpti_ActivityMarker2 *)rec);
     default:
-        return 0; /* NAME and anything another client enabled: nothing to record */
+        return 0; /* anything another client enabled: nothing to record */
     }
     kp_emit(&r);
     return 0;
@@ -251,7 +203,7 @@ typedef struct kp_cbuf {
     size_t valid; /* bytes of records CUPTI wrote */
 } kp_cbuf;
 
-#define KP_CBUF_HEAD    64u /* sizeof (kp_cbuf), rounded up so records stay aligned */
+#define KP_CBUF_HEAD     64u /* sizeof (kp_cbuf), rounded up so records stay aligned */
 #define KP_SPARE_BUFFERS 4
 
 static kp_cbuf *kp_cbuf_of(uint8_t *records)
@@ -484,8 +436,7 @@ static void kp_flusher_stop(void)
  * then the writer flushes them with everything else. */
 static void kp_cuda_crash(void)
 {
-    if (atomic_load(&kp_ci.flusher_running) &&
-        !pthread_equal(pthread_self(), kp_ci.flusher) &&
+    if (atomic_load(&kp_ci.flusher_running) && !pthread_equal(pthread_self(), kp_ci.flusher) &&
         !atomic_exchange(&kp_ci.crash_request, 1)) {
         sem_post(&kp_ci.wake);
         kp_poll_until(kp_crash_flush_done, NULL, KP_CRASH_WAIT_MS / 1000.0);
@@ -498,17 +449,6 @@ static void kp_cuda_exit(void)
 {
     kp_flusher_stop();
     kp_flush_cupti_at_exit();
-    pthread_mutex_lock(&kp_ci.lock);
-    uint32_t open = kp_ci.nvtx.count;
-    pthread_mutex_unlock(&kp_ci.lock);
-    if (open) {
-        char text[200];
-        snprintf(text, sizeof text,
-                 "%u NVTX range%s still open when the program ended (pushed or started, never "
-                 "popped or ended); not recorded",
-                 open, open == 1 ? " was" : "s were");
-        kp_writer_note(text);
-    }
 }
 
 /* ---- setup ---- */
@@ -524,8 +464,6 @@ static const struct {
     {CUPTI_ACTIVITY_KIND_DRIVER, "driver API calls"},
     {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "synchronization waits"},
     {CUPTI_ACTIVITY_KIND_OVERHEAD, "CUPTI overhead"},
-    {CUPTI_ACTIVITY_KIND_MARKER, "NVTX ranges and marks"},
-    {CUPTI_ACTIVITY_KIND_NAME, "NVTX names"},
 };
 
 #define KP_OTHER_SUBSCRIBER                                                                        \
@@ -569,7 +507,6 @@ static int kp_enable_kinds(void)
         CUptiResult r = kp_cupti.cuptiActivityEnable(kind);
         if (r == CUPTI_SUCCESS) {
             enabled++;
-            if (kind == CUPTI_ACTIVITY_KIND_MARKER) kp_ci.markers = 1;
             continue;
         }
         if (first_error == CUPTI_SUCCESS) first_error = r;
@@ -578,7 +515,6 @@ static int kp_enable_kinds(void)
                          kp_kinds[i].what);
         if (n > 0 && (size_t)n < sizeof failed - used) used += (size_t)n;
     }
-    kp_ci.kinds_enabled = enabled;
     if (enabled == 0) {
         kp_note_unusable(other_subscriber ? CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
                                           : first_error);
@@ -617,8 +553,8 @@ static void kp_configure_cupti(char notes[KP_CONFIG_NOTES][300])
     r = kp_cupti.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
     if (r != CUPTI_SUCCESS)
         snprintf(notes[1], 300,
-                 "CUPTI could not report kernel thread ids (%s); CUDA API calls and NVTX ranges "
-                 "carry pthread ids instead",
+                 "CUPTI could not report kernel thread ids (%s); CUDA API calls carry "
+                 "pthread ids instead, which do not match the thread ids of other records",
                  kp_cupti_result_text(r));
     if (!kp_queue_times()) return;
     r = kp_cupti.cuptiActivityEnableLatencyTimestamps(1);
@@ -677,44 +613,4 @@ KP_EXPORT int InitializeInjection(void)
     }
     pthread_mutex_unlock(&kp_ci.init_lock);
     return 1;
-}
-
-/* NVTX's entry point (InitializeInjectionNvtx2, nvtx_inject.c) asks here first, at the
- * program's first NVTX call, which may come long before its first CUDA call. Where CUPTI can be
- * loaded, the collector starts here, then NVTX is handed on to CUPTI's own NVTX entry point, so
- * that CUPTI's marker records cover the ranges a program opens before CUDA starts too. Where
- * CUPTI cannot be loaded, or records no markers, the collector declines and kprof's own NVTX
- * handlers take over; the CUDA collector then starts, if ever, at cuInit. */
-kp_nvtx_handoff kp_cuda_nvtx_handoff(kp_nvtx_get_export_table_fn get_export_table, char *why,
-                                     size_t why_n)
-{
-    char load_error[512];
-    if (kp_cupti_load(load_error, sizeof load_error) != 0) {
-        snprintf(why, why_n, "CUPTI could not be loaded (%s)", load_error);
-        return KP_NVTX_HANDOFF_DECLINED;
-    }
-    InitializeInjection();
-    if (!kp_ci.pid) return KP_NVTX_HANDOFF_NOT_TRACING; /* no KPROF_TRACE_DIR */
-    if (!kp_ci.markers) {
-        snprintf(why, why_n,
-                 kp_ci.kinds_enabled ? "CUPTI could not record NVTX markers"
-                                     : "CUPTI could not be used");
-        return KP_NVTX_HANDOFF_DECLINED;
-    }
-    char path[4096];
-    void *cupti = NULL;
-    if (kp_cupti_library_path(path, sizeof path) == 0)
-        cupti = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
-    void *sym = cupti ? dlsym(cupti, "InitializeInjectionNvtx2") : NULL;
-    int (*cupti_init)(kp_nvtx_get_export_table_fn) = NULL;
-    memcpy(&cupti_init, &sym, sizeof sym);
-    if (!cupti_init) {
-        snprintf(why, why_n, "CUPTI has no NVTX entry point (InitializeInjectionNvtx2)");
-        return KP_NVTX_HANDOFF_DECLINED;
-    }
-    if (!cupti_init(get_export_table)) {
-        snprintf(why, why_n, "CUPTI's NVTX entry point (InitializeInjectionNvtx2) failed");
-        return KP_NVTX_HANDOFF_DECLINED;
-    }
-    return KP_NVTX_HANDOFF_CUPTI;
 }

@@ -1,7 +1,6 @@
 /*
- * cuda_records.c — CUPTI activity records as kp_rec, and the NVTX range table (see
- * cuda_records.h). Runs on CUPTI's delivery thread for every record, so it neither allocates
- * nor locks; the names it returns are string literals.
+ * cuda_records.c — CUPTI activity records as kp_rec (see cuda_records.h). Runs for every
+ * record, so it neither allocates nor locks; the names it returns are string literals.
  */
 #include "inject/cuda_records.h"
 
@@ -114,17 +113,6 @@ const char *kp_cuda_trace_overhead_name(uint32_t overhead_kind)
     default:
         return "[CUPTI overhead]";
     }
-}
-
-char *kp_cuda_trace_marker_name(const char *domain, const char *name, char *out, size_t out_n)
-{
-    if (!out_n) return out;
-    if (!name || !*name) name = "(unnamed)";
-    if (domain && *domain)
-        snprintf(out, out_n, "%s:%s", domain, name);
-    else
-        snprintf(out, out_n, "%s", name);
-    return out;
 }
 
 static uint32_t kp_non_negative(int32_t v)
@@ -250,55 +238,4 @@ uint32_t kp_cuda_trace_context_device(const kp_cuda_trace_contexts *t, uint32_t 
     for (int i = 0; i < KP_CUDA_TRACE_CONTEXTS && t->context[i]; i++)
         if (t->context[i] == key) return t->device[i];
     return 0;
-}
-
-/* ---- NVTX range table ---- */
-
-static uint32_t kp_nvtx_home(uint64_t id)
-{
-    return (uint32_t)((id * 0x9e3779b97f4a7c15ull) >> 32) & (KP_NVTX_SLOTS - 1);
-}
-
-int kp_nvtx_open_range(kp_nvtx_table *t, uint64_t id, uint64_t start, uint32_t name, uint32_t tid)
-{
-    for (uint32_t i = kp_nvtx_home(id);; i = (i + 1) & (KP_NVTX_SLOTS - 1)) {
-        kp_nvtx_open *s = &t->slot[i];
-        if (s->used && s->id == id) {
-            s->start = start;
-            s->name = name;
-            s->tid = tid;
-            return 1;
-        }
-        if (!s->used) {
-            /* The load limit keeps an empty slot for every probe to stop at. */
-            if (t->count >= KP_NVTX_MAX_OPEN) return -1;
-            *s = (kp_nvtx_open){.id = id, .start = start, .name = name, .tid = tid, .used = 1};
-            t->count++;
-            return 0;
-        }
-    }
-}
-
-int kp_nvtx_close_range(kp_nvtx_table *t, uint64_t id, kp_nvtx_open *out)
-{
-    const uint32_t mask = KP_NVTX_SLOTS - 1;
-    uint32_t i = kp_nvtx_home(id);
-    while (t->slot[i].used && t->slot[i].id != id)
-        i = (i + 1) & mask;
-    if (!t->slot[i].used) return 0;
-    *out = t->slot[i];
-    /* Backward-shift deletion: pull later entries of the run into the hole unless their home
-     * lies cyclically in (hole, j], so every entry stays reachable from its home. */
-    for (uint32_t j = i;;) {
-        j = (j + 1) & mask;
-        if (!t->slot[j].used) break;
-        uint32_t home = kp_nvtx_home(t->slot[j].id);
-        int stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
-        if (stays) continue;
-        t->slot[i] = t->slot[j];
-        i = j;
-    }
-    t->slot[i].used = 0;
-    t->count--;
-    return 1;
 }

@@ -1,12 +1,13 @@
 /*
- * nvtx_inject.c — the NVTX collector of `kprof trace`: NVTX ranges and marks recorded without
- * CUPTI, so that programs without CUDA (OpenCL, or no GPU at all) get theirs too.
+ * nvtx_inject.c — the NVTX collector of `kprof trace`: NVTX ranges and marks, recorded by kprof
+ * itself on every machine (with or without CUDA, CUPTI or a GPU), so that forks, ranges left open,
+ * ranges ended on another thread and programs without a GPU behave the same everywhere.
  *
  * `kprof trace` names libkprof-inject.so in NVTX_INJECTION64_PATH; each copy of NVTX in the
- * program calls InitializeInjectionNvtx2 at its first use. Where kprof is built with CUDA and
- * CUPTI records NVTX markers, the copy goes to CUPTI, as it always did (kp_cuda_nvtx_handoff);
- * otherwise this file writes its handlers into the copy's function tables (nvtx_abi.h) and
- * turns every call into records of the writer (collect/writer.h):
+ * program calls InitializeInjectionNvtx2 at its first use. This file then writes its handlers
+ * into the copy's function tables (nvtx_abi.h) and turns every call into records of the writer
+ * (collect/writer.h), whose CLOCK_MONOTONIC times are the clock the CUDA collector maps CUPTI's
+ * onto:
  *   - push/pop ranges (nvtxRangePush*, nvtxDomainRangePushEx, and their pops) live on a stack per
  *     thread, one per domain in effect: a pop ends the innermost open range of its domain on its
  *     thread. A thread's stack is allocated at its first push and holds KP_NVTX_DEPTH levels;
@@ -18,8 +19,8 @@
  *   - marks (nvtxMark*, nvtxDomainMarkEx) are written at once.
  * A range is one KP_REC_RANGE (start, end, the thread that opened it, name, KP_DOMAIN_NVTX, a
  * unique id), written when it ends; a mark is a KP_REC_MARK. Names are "domain:message" outside
- * the default domain, as the CUDA collector names CUPTI's markers; wide messages are converted
- * to UTF-8. Ranges still open at exit are not recorded: a note counts them.
+ * the default domain; wide messages are converted to UTF-8. Ranges still open at exit are not
+ * recorded: a note counts them.
  *
  * Fork: a child starts fresh — no open range of its parent's, string ids of its own, and its
  * own trace part, started at its first NVTX call.
@@ -95,10 +96,8 @@ static struct {
     pthread_mutex_t registry_lock; /* domains and registered strings */
     pthread_mutex_t threads_lock;  /* the thread list */
     pthread_mutex_t started_lock;  /* the start/end table */
-    int own;                       /* kprof's handlers record (the writer was started for them) */
-    int cupti_declined;            /* CUPTI did not take a copy: the rest go to kprof's handlers */
-    char declined_why[600];        /* why, for the note written once recording starts */
-    atomic_int recording;          /* the writer runs in this process for kprof's handlers */
+    int set_up;                    /* the writer, fork handlers and exit note are in place */
+    atomic_int recording;          /* the writer runs in this process */
     atomic_int restart;            /* a forked child: start the writer at the next call */
     atomic_uint generation;        /* bumped in a forked child: cached string ids go stale */
     atomic_uint_fast64_t ids;      /* the next free block of range ids (0 is never handed out) */
@@ -760,79 +759,27 @@ static int kp_nvtx_install(kp_nvtx_get_export_table_fn get)
     return core ? 0 : -1;
 }
 
-/* Start recording for kprof's handlers, once per process. Caller holds init_lock. */
-static int kp_nvtx_start_own(void)
+/* Start recording, once per process (a forked child restarts through kp_nvtx_recording).
+ * Caller holds init_lock. */
+static int kp_nvtx_start_recording(void)
 {
-    if (kp_nv.own) return 0;
+    if (kp_nv.set_up) return 0;
     if (kp_writer_start("nvtx") != 0) return -1;
     if (pthread_key_create(&kp_nv.thread_key, kp_nvtx_thread_exit) != 0) return -1;
     /* After the writer's: prepare handlers run last registered first, so ours take our locks
      * before the writer takes its own, the order the handlers take them in. */
     pthread_atfork(kp_nvtx_fork_prepare, kp_nvtx_fork_parent, kp_nvtx_fork_child);
     kp_writer_at_exit(kp_nvtx_exit);
-    kp_nv.own = 1;
+    kp_nv.set_up = 1;
     atomic_store(&kp_nv.recording, 1);
-    if (kp_nv.declined_why[0]) {
-        char note[700];
-        snprintf(note, sizeof note, "%s: NVTX ranges and marks are recorded by kprof itself",
-                 kp_nv.declined_why);
-        kp_writer_note(note);
-    }
     return 0;
 }
-
-#ifdef KPROF_HAVE_CUDA
-/* What a copy's tables held before CUPTI saw them, to put back if CUPTI declines after writing
- * some of its handlers. */
-#define KP_NVTX_SAVED_SLOTS 64
-
-typedef struct kp_nvtx_saved {
-    kp_nvtx_function_table table[KP_NVTX_CB_MODULE_SIZE];
-    unsigned size[KP_NVTX_CB_MODULE_SIZE];
-    kp_nvtx_function_pointer fn[KP_NVTX_CB_MODULE_SIZE][KP_NVTX_SAVED_SLOTS];
-} kp_nvtx_saved;
-
-static void kp_nvtx_save(kp_nvtx_get_export_table_fn get, kp_nvtx_saved *s)
-{
-    memset(s, 0, sizeof *s);
-    const kp_nvtx_export_table_callbacks *cb = kp_nvtx_callbacks(get);
-    for (int m = KP_NVTX_CB_MODULE_CORE; cb && m < KP_NVTX_CB_MODULE_SIZE; m++) {
-        if (!cb->GetModuleFunctionTable(m, &s->table[m], &s->size[m]) || !s->table[m]) continue;
-        if (s->size[m] > KP_NVTX_SAVED_SLOTS) s->size[m] = KP_NVTX_SAVED_SLOTS;
-        for (unsigned i = 1; i < s->size[m]; i++)
-            if (s->table[m][i]) s->fn[m][i] = *s->table[m][i];
-    }
-}
-
-static void kp_nvtx_restore(const kp_nvtx_saved *s)
-{
-    for (int m = KP_NVTX_CB_MODULE_CORE; m < KP_NVTX_CB_MODULE_SIZE; m++)
-        for (unsigned i = 1; s->table[m] && i < s->size[m]; i++)
-            if (s->table[m][i]) *s->table[m][i] = s->fn[m][i];
-}
-#endif
 
 KP_EXPORT int InitializeInjectionNvtx2(kp_nvtx_get_export_table_fn get_export_table)
 {
     int attached = 0;
     pthread_mutex_lock(&kp_nv.init_lock);
-#ifdef KPROF_HAVE_CUDA
-    if (!kp_nv.cupti_declined) {
-        static kp_nvtx_saved saved; /* 3 KiB; only touched under init_lock */
-        kp_nvtx_save(get_export_table, &saved);
-        char why[sizeof kp_nv.declined_why] = "";
-        kp_nvtx_handoff h = kp_cuda_nvtx_handoff(get_export_table, why, sizeof why);
-        if (h != KP_NVTX_HANDOFF_DECLINED) {
-            pthread_mutex_unlock(&kp_nv.init_lock);
-            return h == KP_NVTX_HANDOFF_CUPTI;
-        }
-        kp_nvtx_restore(&saved);
-        kp_nv.cupti_declined = 1;
-        snprintf(kp_nv.declined_why, sizeof kp_nv.declined_why, "%s",
-                 why[0] ? why : "CUPTI did not take NVTX");
-    }
-#endif
-    if (kp_nvtx_start_own() == 0) attached = kp_nvtx_install(get_export_table) == 0;
+    if (kp_nvtx_start_recording() == 0) attached = kp_nvtx_install(get_export_table) == 0;
     pthread_mutex_unlock(&kp_nv.init_lock);
     return attached;
 }

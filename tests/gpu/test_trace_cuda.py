@@ -1,5 +1,6 @@
-"""kprof trace on a CUDA GPU: a real CUDA program (static and shared cudart), its NVTX ranges,
-fork and crash, a PyTorch program, and another profiler holding CUPTI. Skipped, with the
+"""kprof trace on a CUDA GPU: a real CUDA program (static and shared cudart), its NVTX ranges
+(recorded by kprof's own NVTX collector, as everywhere, on the clock CUPTI's records are mapped
+onto), fork and crash, a PyTorch program, and another profiler holding CUPTI. Skipped, with the
 reason, where no CUDA device or no nvcc exists."""
 
 import json
@@ -72,6 +73,19 @@ class TraceCuda(kptest.KprofTestCase):
                          "k.correlation = a.correlation WHERE a.kind = 3 AND k.kind = 4 AND "
                          "k.start_ns < a.start_ns").fetchone()[0]
         self.assertEqual(bad, 0)
+        # NVTX ranges come from kprof's own NVTX collector, CUDA records from CUPTI mapped onto
+        # kprof's clock: one clock and one thread numbering. Each "inner" range holds the two
+        # launches made inside it, on its own thread; "outer" holds every kernel (the program
+        # synchronizes before it pops "outer").
+        named = ("SELECT e.tid, e.start_ns, e.end_ns FROM events e JOIN strings s ON s.id = e.name "
+                 "WHERE e.kind = ? AND s.text = ?")
+        launches = db.execute(named, (3, "cudaLaunchKernel")).fetchall()
+        for tid, start, end in db.execute(named, (8, "inner")).fetchall():
+            held = [a for a in launches if a[0] == tid and start <= a[1] and a[2] <= end]
+            self.assertEqual(len(held), 2, (tid, start, end))
+        (outer,) = db.execute(named, (8, "outer")).fetchall()
+        self.assertLessEqual(outer[1], k[0])
+        self.assertLessEqual(k[1], outer[2])
         # Queue times only on request (--queue-times, below).
         n = db.execute("SELECT COUNT(*) FROM events WHERE kind = 4 AND queued_ns IS NOT NULL")
         self.assertEqual(n.fetchone()[0], 0)

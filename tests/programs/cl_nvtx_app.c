@@ -18,8 +18,7 @@
  *   end it; destroy both domains; pop "app".
  * Every push and pop checks the level NVTX returns where a tool is attached (without one, NVTX
  * returns NVTX_NO_PUSH_POP_TRACKING), and prints "cl_nvtx_app: level: …" on stderr where it
- * differs; that is for the test to judge (kprof's own NVTX collector must return NVTX's levels;
- * CUPTI, which gets NVTX where it records it, has conventions of its own).
+ * differs; that is for the test to judge (kprof's NVTX collector must return NVTX's levels).
  *
  *   cl_nvtx_app [full|fork|open]
  *     full  the above (the default)

@@ -8,8 +8,8 @@
  * N times each (default 1000) inside the NVTX range "outer", every tenth pair also inside the
  * range "inner"; copies host to device and back (cudaMemcpy), fills with cudaMemset, waits with
  * cudaDeviceSynchronize and cudaStreamSynchronize, and marks "checkpoint" (an NVTX mark).
- * The range "setup" opens before the first CUDA call and closes after it: NVTX starts the
- * collector, so ranges that precede CUDA are recorded too.
+ * The range "setup" opens before the first CUDA call and closes after it: kprof's NVTX
+ * collector starts at the first NVTX call, so ranges that precede CUDA are recorded too.
  *
  *   fork   after CUDA is initialised, forks a child that exits without a CUDA call: the trace
  *          must not hang (a child that flushes CUPTI at exit can).

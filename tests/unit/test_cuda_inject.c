@@ -1,9 +1,7 @@
 /*
  * test_cuda_inject.c — the CUDA trace collector's pure parts, no GPU or CUPTI needed: API names
  * without their version suffixes, copy directions and the names of copies, waits and CUPTI
- * overhead, CUPTI records (built by hand) turned into kp_rec, the context-to-device map, and
- * the table that pairs NVTX range starts with their ends, checked against a plain list under
- * a long random workload.
+ * overhead, CUPTI records (built by hand) turned into kp_rec, and the context-to-device map.
  */
 #include "inject/cuda_records.h"
 #include "tests/unit/test.h"
@@ -93,15 +91,6 @@ static void test_other_names(void)
     CHECK_STR(kp_cuda_trace_overhead_name(CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING),
               "[CUPTI overhead: lazy function loading]");
     CHECK_STR(kp_cuda_trace_overhead_name(12345), "[CUPTI overhead]");
-
-    char name[32];
-    CHECK_STR(kp_cuda_trace_marker_name(NULL, "outer", name, sizeof name), "outer");
-    CHECK_STR(kp_cuda_trace_marker_name("", "outer", name, sizeof name), "outer");
-    CHECK_STR(kp_cuda_trace_marker_name("torch", "forward", name, sizeof name), "torch:forward");
-    CHECK_STR(kp_cuda_trace_marker_name(NULL, NULL, name, sizeof name), "(unnamed)");
-    CHECK_STR(kp_cuda_trace_marker_name("d", "", name, sizeof name), "d:(unnamed)");
-    CHECK_STR(kp_cuda_trace_marker_name("a-long-domain", "a-long-range-name", name, 16),
-              "a-long-domain:a");
 }
 
 static void test_kernel_record(void)
@@ -293,100 +282,6 @@ static void test_contexts(void)
     CHECK_INT(kp_cuda_trace_context_device(&t, 1), 4);
 }
 
-static kp_nvtx_table table; /* 128 KiB: not on the stack */
-
-static void test_nvtx_pairs(void)
-{
-    memset(&table, 0, sizeof table);
-    kp_nvtx_open o;
-    CHECK_INT(kp_nvtx_close_range(&table, 1, &o), 0);
-    CHECK_INT(kp_nvtx_open_range(&table, 1, 100, 7, 42), 0);
-    CHECK_INT(kp_nvtx_open_range(&table, 2, 150, 8, 43), 0);
-    CHECK_INT(kp_nvtx_open_range(&table, 0, 160, 9, 44), 0); /* id 0 is an id like any other */
-    CHECK_INT(table.count, 3);
-    CHECK_INT(kp_nvtx_close_range(&table, 2, &o), 1);
-    CHECK_INT(o.id, 2);
-    CHECK_INT(o.start, 150);
-    CHECK_INT(o.name, 8);
-    CHECK_INT(o.tid, 43);
-    CHECK_INT(kp_nvtx_close_range(&table, 2, &o), 0); /* once only */
-    CHECK_INT(kp_nvtx_close_range(&table, 0, &o), 1);
-    CHECK_INT(o.start, 160);
-    /* A start for an id still open: the older range lost its end. */
-    CHECK_INT(kp_nvtx_open_range(&table, 1, 200, 10, 45), 1);
-    CHECK_INT(table.count, 1);
-    CHECK_INT(kp_nvtx_close_range(&table, 1, &o), 1);
-    CHECK_INT(o.start, 200);
-    CHECK_INT(o.name, 10);
-    CHECK_INT(table.count, 0);
-
-    /* Full: the table refuses, and takes ranges again once some close. */
-    for (uint64_t id = 1; id <= KP_NVTX_MAX_OPEN; id++)
-        CHECK_INT(kp_nvtx_open_range(&table, id, id, 1, 1), 0);
-    CHECK_INT(kp_nvtx_open_range(&table, KP_NVTX_MAX_OPEN + 1, 0, 1, 1), -1);
-    CHECK_INT(kp_nvtx_open_range(&table, 5, 55, 1, 1), 1); /* replacing still works when full */
-    CHECK_INT(kp_nvtx_close_range(&table, 5, &o), 1);
-    CHECK_INT(o.start, 55);
-    CHECK_INT(kp_nvtx_open_range(&table, KP_NVTX_MAX_OPEN + 1, 0, 1, 1), 0);
-    for (uint64_t id = 1; id <= KP_NVTX_MAX_OPEN + 1; id++) {
-        int found = kp_nvtx_close_range(&table, id, &o);
-        CHECK_INT(found, id != 5); /* 5 closed above */
-        if (found) CHECK_INT(o.id, id);
-    }
-    CHECK_INT(table.count, 0);
-}
-
-/* Random opens and closes against a plain list: every open range is found with its data, no
- * closed one is, under heavy load (long probe runs exercise the backward-shift deletion). */
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-
-static uint64_t next_random(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-
-#define MODEL KP_NVTX_MAX_OPEN
-
-static void test_nvtx_random(void)
-{
-    memset(&table, 0, sizeof table);
-    static uint64_t open_ids[MODEL];
-    int open_n = 0;
-    uint64_t next_id = 1;
-    int failures_before = kp_test_failures;
-    for (int step = 0; step < 200000 && kp_test_failures == failures_before; step++) {
-        int do_open = open_n == 0 || (open_n < MODEL && (next_random() % 100) < 52);
-        kp_nvtx_open o;
-        if (do_open) {
-            /* Ids in CUPTI count up; mix in sparse ones too. */
-            uint64_t id = (step % 3) ? next_id++ : (next_random() | 1ull << 40);
-            CHECK_INT(kp_nvtx_open_range(&table, id, id * 3, (uint32_t)id, (uint32_t)(id >> 3)), 0);
-            open_ids[open_n++] = id;
-        } else {
-            int k = (int)(next_random() % (uint64_t)open_n);
-            uint64_t id = open_ids[k];
-            open_ids[k] = open_ids[--open_n];
-            CHECK_INT(kp_nvtx_close_range(&table, id, &o), 1);
-            CHECK_INT(o.id, id);
-            CHECK_INT(o.start, id * 3);
-            CHECK_INT(o.name, (uint32_t)id);
-            CHECK_INT(o.tid, (uint32_t)(id >> 3));
-            CHECK_INT(kp_nvtx_close_range(&table, id, &o), 0);
-        }
-        CHECK_INT(table.count, open_n);
-    }
-    for (int k = 0; k < open_n; k++) {
-        kp_nvtx_open o;
-        CHECK_INT(kp_nvtx_close_range(&table, open_ids[k], &o), 1);
-    }
-    CHECK_INT(table.count, 0);
-    for (int i = 0; i < KP_NVTX_SLOTS; i++)
-        CHECK_INT(table.slot[i].used, 0);
-}
-
 int main(void)
 {
     test_api_names();
@@ -397,7 +292,5 @@ int main(void)
     test_copy_fill_sync_records();
     test_overhead_record();
     test_contexts();
-    test_nvtx_pairs();
-    test_nvtx_random();
     TEST_DONE();
 }

@@ -104,39 +104,6 @@ SAME(sizeof(kp_nvtx_get_export_table_fn), sizeof(NvtxGetExportTableFunc_t));
 /* NVTX's static-injection hook: this copy of NVTX attaches to the collector linked in here. */
 NvtxInitializeInjectionNvtxFunc_t InitializeInjectionNvtx2_fnptr = InitializeInjectionNvtx2;
 
-/* ---- a stand-in for the CUDA collector's hand-off ---- */
-
-#ifdef KPROF_HAVE_CUDA
-static int stub_name_thread_calls;
-
-static void stub_name_thread(uint32_t tid, const char *name)
-{
-    (void)tid;
-    (void)name;
-    stub_name_thread_calls++;
-}
-
-static void stub_mark(const char *message)
-{
-    (void)message;
-}
-
-/* Declines, as the real one does where CUPTI cannot be used, after writing handlers of its own
- * into the copy's table as a half-attached CUPTI might: the collector must put them back. */
-kp_nvtx_handoff kp_cuda_nvtx_handoff(kp_nvtx_get_export_table_fn get, char *why, size_t why_n)
-{
-    const NvtxExportTableCallbacks *cb = get(NVTX_ETID_CALLBACKS);
-    NvtxFunctionTable core = NULL;
-    unsigned size = 0;
-    if (cb && cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &core, &size) && core) {
-        *core[NVTX_CBID_CORE_NameOsThreadA] = (NvtxFunctionPointer)stub_name_thread;
-        *core[NVTX_CBID_CORE_MarkA] = (NvtxFunctionPointer)stub_mark;
-    }
-    snprintf(why, why_n, "the stand-in declined");
-    return KP_NVTX_HANDOFF_DECLINED;
-}
-#endif
-
 /* ---- reading a child's trace part ---- */
 
 typedef struct part {
@@ -341,10 +308,6 @@ static void scenario_basic(void)
     nvtxRangeEnd(async); /* once only */
     nvtxRangeEnd(0);
     nvtxRangeEnd(123456789);
-#ifdef KPROF_HAVE_CUDA
-    nvtxNameOsThreadA(tid(), "main"); /* the stand-in's handler was taken back out */
-    MUST(stub_name_thread_calls == 0);
-#endif
     printf("%u\n", tid());
     exit(0);
 }
@@ -544,14 +507,7 @@ static void check_basic(const char *dir)
     if (async) CHECK_INT(async->tid, main_tid); /* the thread that started it */
     /* m, the two wide ones, three unnamed, reg, the long one. */
     CHECK_INT(count(&p, KP_REC_MARK, NULL), 8);
-#ifdef KPROF_HAVE_CUDA
-    /* Which path NVTX took is said only when CUPTI was there to take it and did not. */
-    CHECK(has_note(&p, "the stand-in declined: NVTX ranges and marks are recorded by kprof "
-                       "itself"));
-    CHECK_INT(count(&p, KP_REC_NOTE, NULL), 1);
-#else
-    CHECK_INT(count(&p, KP_REC_NOTE, NULL), 0);
-#endif
+    CHECK_INT(count(&p, KP_REC_NOTE, NULL), 0); /* nothing left open, nothing to say */
     CHECK_INT(dropped(&p), 0);
     close_part(&p);
 }
@@ -652,10 +608,7 @@ static void check_fork(const char *dir)
     if (read_part(fork_child_dir, &p) == 0) {
         CHECK_INT(count(&p, KP_REC_RANGE, NULL), 1);
         CHECK_INT(count(&p, KP_REC_RANGE, "child"), 1);
-        CHECK_INT(count(&p, KP_REC_NOTE,
-                        "the stand-in declined: NVTX ranges and marks are "
-                        "recorded by kprof itself"),
-                  0); /* the parent's note, in the parent's part */
+        /* No note: the parent's open ranges are not the child's. */
         CHECK(find(&p, KP_REC_NOTE, NULL, 0) == NULL);
         close_part(&p);
     } else {
