@@ -24,12 +24,13 @@ int kp_cli_fail(const kp_error *err)
 int kp_cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     fflush(stdout);
-    fprintf(stderr, "kprof: error: ");
+    kp_str s = {0};
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    kp_str_vprintf_escaped(&s, fmt, ap); /* an option value with a newline stays on the line */
     va_end(ap);
-    fprintf(stderr, "\n");
+    fprintf(stderr, "kprof: error: %s\n", s.data ? s.data : "usage error");
+    kp_str_free(&s);
     if (cmd) fprintf(stderr, "(kprof %s --help shows the options)\n", cmd);
     return 2;
 }

@@ -269,22 +269,20 @@ int kp_run_sweep(kp_run_args *a)
     st = kp_sweep_points(a, lab, s, &err);
     if (st != KPROF_OK) goto done;
 
-    /* Every size is checked before anything runs; each bad one is named. */
-    kp_str bad = {0};
+    /* Every size is checked before anything runs; each bad one is named, one per line (the
+     * line breaks are in the formats: arguments are escaped). */
     for (int i = 0; i < s->npoints; i++) {
         kp_error one = {0};
-        if (kp_lab_check_launch(lab, &s->points[i].launch, &s->points[i].refl, &one) !=
-            KPROF_OK)
-            kp_str_printf(&bad, "\n  %s", one.message);
+        if (kp_lab_check_launch(lab, &s->points[i].launch, &s->points[i].refl, &one) != KPROF_OK) {
+            kp_error_set(&err, KPROF_INVALID, "the sweep cannot use these threadgroup sizes:");
+            kp_error_append(&err, "\n  %s", one.message);
+        }
         kp_error_clear(&one);
     }
-    if (bad.len) {
-        st = kp_error_set(&err, KPROF_INVALID, "the sweep cannot use these threadgroup sizes:%s",
-                          bad.data);
-        kp_str_free(&bad);
+    if (err.status != KPROF_OK) {
+        st = err.status;
         goto done;
     }
-    kp_str_free(&bad);
 
     kp_ceiling ceiling;
     if (kp_store_lookup_ceiling(&s->info->device, &ceiling) == 0) s->ceiling_gbs = ceiling.copy_gbs;
