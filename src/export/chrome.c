@@ -124,7 +124,8 @@ static void kp_quote(FILE *f, const char *text)
 
 static kprof_status kp_chrome_fail(sqlite3 *db, kp_error *err)
 {
-    return kp_error_set(err, KPROF_CORRUPT, "reading the trace failed: %s", sqlite3_errmsg(db));
+    return kp_trace_db_read_error(sqlite3_db_filename(db, "main"), sqlite3_extended_errcode(db),
+                                  sqlite3_errmsg(db), err);
 }
 
 /* Events with ids lo..hi, each after ",\n" (the metadata comes first). 0, or -1 when SQLite
@@ -248,6 +249,7 @@ typedef struct kp_chrome_half {
     const kp_str *names;
     kp_out out; /* no FILE: it keeps everything */
     int failed;
+    int code; /* SQLite's error code when failed */
     char why[256];
 } kp_chrome_half;
 
@@ -258,10 +260,10 @@ static void *kp_chrome_half_run(void *p)
     h->failed = 1;
     if (sqlite3_open_v2(h->path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) ==
         SQLITE_OK) {
-        sqlite3_exec(db, "PRAGMA mmap_size = 4294967296", NULL, NULL, NULL);
         h->failed = kp_chrome_events(db, h->lo, h->hi, h->names, h->nnames, h->t0, &h->out) != 0;
     }
     snprintf(h->why, sizeof h->why, "%s", db ? sqlite3_errmsg(db) : "cannot open the trace");
+    h->code = db ? sqlite3_extended_errcode(db) : SQLITE_NOMEM;
     sqlite3_close(db);
     return NULL;
 }
@@ -354,7 +356,7 @@ kprof_status kp_export_chrome(sqlite3 *db, FILE *f, kp_error *err)
     if (threaded) {
         pthread_join(worker, NULL);
         if (half.failed && st == KPROF_OK)
-            st = kp_error_set(err, KPROF_CORRUPT, "reading the trace failed: %s", half.why);
+            st = kp_trace_db_read_error(half.path, half.code, half.why, err);
         if (half.out.failed && st == KPROF_OK)
             st = kp_error_set(err, KPROF_NOMEM, "out of memory for the export's second half");
         if (st == KPROF_OK && half.out.len) fwrite_unlocked(half.out.buf, 1, half.out.len, f);

@@ -71,8 +71,8 @@ typedef struct kp_report {
 
 static kprof_status kp_sql_fail(kp_report *r, kp_error *err)
 {
-    return kp_error_set(err, KPROF_CORRUPT, "%s: reading the trace failed: %s", r->path,
-                        sqlite3_errmsg(r->db));
+    return kp_trace_db_read_error(r->path, sqlite3_extended_errcode(r->db), sqlite3_errmsg(r->db),
+                                  err);
 }
 
 /* Per-name accumulators of one table, indexed by string id. */

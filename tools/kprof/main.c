@@ -175,8 +175,10 @@ static void kp_main_usage(FILE *f)
     fprintf(f, "\n`kprof help COMMAND` or `kprof COMMAND --help` for a command's options.\n\n"
                "exit codes:\n"
                "  0  success\n"
-               "  1  runtime failure (allocation, I/O, backend error)\n"
-               "  2  usage error or bad input (arguments, SPEC, file, kernel name)\n"
+               "  1  runtime failure (allocation, an I/O error, backend error)\n"
+               "  2  usage error or bad input (arguments, SPEC, kernel name; an input file that\n"
+               "     is missing, not a regular file, damaged, truncated or not kprof's; an output\n"
+               "     kprof refuses to write)\n"
                "  3  backend or device unavailable\n"
                "  4  kernel fault, compile failure or timeout\n");
 }
