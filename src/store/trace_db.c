@@ -493,6 +493,16 @@ kprof_status kp_trace_db_open(const char *path, sqlite3 **out, kp_error *err)
     return KPROF_OK;
 }
 
+int64_t kp_trace_db_string_slots(sqlite3 *db)
+{
+    int64_t max_id = kp_trace_db_scalar(db, "SELECT COALESCE(MAX(id), 0) FROM strings", 0);
+    int64_t count = kp_trace_db_scalar(db, "SELECT COUNT(*) FROM strings", 0);
+    int64_t bound = count < (1ll << 40) ? count * 2 + 65536 : (1ll << 41);
+    if (max_id < 0) max_id = 0;
+    if (max_id > bound) max_id = bound;
+    return max_id + 1;
+}
+
 kprof_status kp_trace_db_read_error(const char *path, int sqlite_code, const char *message,
                                     kp_error *err)
 {

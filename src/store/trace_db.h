@@ -57,6 +57,11 @@ kprof_status kp_trace_db_write(const char *path, const char *dir, const kp_trace
  * trace that shrinks while it is read is reported (kp_trace_db_read_error), not a SIGBUS. */
 kprof_status kp_trace_db_open(const char *path, sqlite3 **db, kp_error *err);
 
+/* How many slots a table of names indexed by string id needs: MAX(id) + 1 of the strings
+ * table, at least 1. A damaged or edited file may hold any id: the count is bounded by the
+ * number of strings (twice it, plus 65536), and ids beyond it read as unknown names. */
+int64_t kp_trace_db_string_slots(sqlite3 *db);
+
 /* The error for a query on an open trace that failed (sqlite_code and message from
  * sqlite3_errcode/errmsg): CORRUPT "PATH is damaged or truncated (...)" for anything the file's
  * contents explain, a file that shrank while it was read included; NOMEM and IO (exit 1) only

@@ -309,6 +309,67 @@ class Integrity(kptest.KprofTestCase):
 
     # ---- item 8: valid UTF-8 whatever came in -------------------------------------------------
 
+    def odd_trace(self):
+        """The trace with names, a command and a process command that are not all UTF-8."""
+        db = sqlite3.connect(self.t)
+        db.text_factory = bytes
+        ids = [r[0] for r in db.execute("SELECT id FROM strings ORDER BY id")]
+        used = [r[0] for r in db.execute("SELECT DISTINCT name FROM events WHERE name IS NOT "
+                                         "NULL ORDER BY name")]
+        self.assertGreaterEqual(len(used), 3)
+        # One odd name per event name used: each event keeps its name id.
+        names = {}
+        for i, sid in enumerate(used):
+            names[sid] = BAD_NAMES[i % len(BAD_NAMES)] + b"#%d" % i
+            db.execute("UPDATE strings SET text = CAST(? AS TEXT) WHERE id = ?",
+                       (names[sid], sid))
+        # The rest of the odd names as extra kernels, so every one of them is written.
+        start = db.execute("SELECT MIN(start_ns) FROM events").fetchone()[0]
+        for i, raw in enumerate(BAD_NAMES):
+            sid = max(ids) + 1 + i
+            db.execute("INSERT INTO strings (id, text) VALUES (?, CAST(? AS TEXT))", (sid, raw))
+            db.execute("INSERT INTO events (kind, process, pid, tid, name, start_ns, end_ns, "
+                       "device, stream) VALUES (4, 1, 1, 1, ?, ?, ?, 0, 0)",
+                       (sid, start + i, start + i + 10))
+            names[sid] = raw
+        db.execute("UPDATE meta SET value = CAST(? AS TEXT) WHERE key = 'command'",
+                   (b"prog \xff\xfe arg\x1b",))
+        db.execute("UPDATE processes SET command = CAST(? AS TEXT)", (b"proc\xc0\xaf",))
+        db.commit()
+        db.close()
+        return set(names.values())
+
+    def test_json_and_csv_are_utf8(self):
+        names = self.odd_trace()
+        p = self.raw("report", self.t, "--json")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        r = json.loads(p.stdout.decode("utf-8"))  # strict: fails on any byte that is not UTF-8
+        self.assertEqual(r["command"], "prog \u00ff\u00fe arg\x1b")
+        got = {g["name"] for t in ("host", "device", "nvtx") for g in r[t]}
+        want = {json_text(n) for n in names}
+        self.assertTrue(want - got <= {json_text(n) for n in names if b"GetLastError" in n},
+                        (want - got, got))
+        for n in BAD_NAMES:
+            self.assertIn(json_text(n), got)
+        p = self.raw("report", self.t, "--raw", "--csv")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        csv = p.stdout.decode("utf-8")
+        for n in BAD_NAMES:
+            text = n.decode("utf-8", "kp_csv")
+            self.assertIn(text.replace('"', '""'), csv)
+        out = os.path.join(self.tmp, "c.json")
+        p = self.raw("export", self.t, "--chrome", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(out, "rb") as f:
+            doc = json.loads(f.read().decode("utf-8"))
+        got = {e.get("name") for e in doc["traceEvents"] if e["ph"] != "M"}
+        for n in BAD_NAMES:
+            self.assertIn(json_text(n), got)
+        procs = [e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "process_name"]
+        self.assertTrue(any(n.endswith("proc\u00c0\u00af") for n in procs), procs)
+        # The text report is for people, not checked for encoding here; it must still run.
+        self.assertEqual(self.raw("report", self.t, "--trace").returncode, 0)
+
     def test_paths_and_commands_that_are_not_utf8(self):
         path = os.path.join(self.tmp.encode(), b"u\xff.kprof")
         p = self.raw("trace", "-o", path, "--", "true", b"\xff")
@@ -323,6 +384,52 @@ class Integrity(kptest.KprofTestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         with open(out, "rb") as f:
             json.loads(f.read().decode("utf-8"))
+
+    # ---- item 9: timestamps at the extremes ---------------------------------------------------
+
+    def test_extreme_timestamps(self):
+        db = sqlite3.connect(self.t)
+        k = db.execute("SELECT MIN(id) FROM events WHERE kind = 4").fetchone()[0]
+        a = db.execute("SELECT MIN(id) FROM events WHERE kind = 3").fetchone()[0]
+        db.execute("UPDATE events SET start_ns = ?, end_ns = ? WHERE id = ?",
+                   (INT64_MIN, INT64_MAX, k))
+        db.execute("UPDATE events SET start_ns = ?, end_ns = ?, static_smem = ?, "
+                   "dynamic_smem = ? WHERE id = ?",
+                   (INT64_MAX, INT64_MIN, INT64_MAX, INT64_MAX, a))
+        db.execute("UPDATE events SET static_smem = ?, dynamic_smem = ? WHERE id = ?",
+                   (INT64_MAX, INT64_MAX, k))
+        db.execute("UPDATE meta SET value = ? WHERE key = 'end_ns'", (str(INT64_MAX),))
+        db.commit()
+        db.close()
+        r = json.loads(self.kprof("report", self.t, "--json", expect=0).stdout)
+        kernel = [g for g in r["device"] if g["name"] == "small(float*, int)"][0]
+        self.assertEqual(kernel["max_s"], INT64_MAX / 1e9)  # saturated, not wrapped to -1 ns
+        self.assertGreater(r["wall_s"], 1e9)
+        self.assertGreaterEqual(r["gpu_busy_s"], INT64_MAX / 1e9)
+        for extra in ((), ("--trace",), ("--csv",), ("--raw",)):
+            self.kprof("report", self.t, *extra, expect=0)
+        out = os.path.join(self.tmp, "x.json")
+        self.kprof("export", self.t, "--chrome", out, expect=0)
+        ev = json.load(open(out))["traceEvents"]
+        big = [e for e in ev if e.get("cat") == "kernel" and e["dur"] > 1e15]
+        self.assertEqual(len(big), 1)
+        self.assertEqual(big[0]["dur"], INT64_MAX / 1000)
+        self.assertEqual(big[0]["ts"], INT64_MIN / 1000)
+        self.assertEqual(big[0]["args"]["shared_bytes"], INT64_MAX)
+        back = [e for e in ev if e.get("cat") == "api" and e["dur"] < 0]
+        self.assertEqual([e["dur"] for e in back], [INT64_MIN / 1000])
+
+    def test_string_id_at_the_end_of_the_range(self):
+        # Tables of names are indexed by string id: MAX(id) + 1 must not overflow, nor ask for
+        # an impossible allocation.
+        db = sqlite3.connect(self.t)
+        db.execute("INSERT INTO strings (id, text) VALUES (?, 'last')", (INT64_MAX,))
+        db.execute("UPDATE events SET name = ? WHERE id = 1", (INT64_MAX,))
+        db.commit()
+        db.close()
+        r = json.loads(self.kprof("report", self.t, "--json", expect=0).stdout)
+        self.assertEqual(r["events"], 3 * self.kernels + 1)
+        self.kprof("export", self.t, "--chrome", os.path.join(self.tmp, "x.json"), expect=0)
 
     # ---- item 10: one exit code for bad input; one-line errors -----------------------------
 

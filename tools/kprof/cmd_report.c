@@ -148,13 +148,13 @@ static void kp_union(kp_span *v, size_t n, double *busy, uint64_t *gaps, double 
         } else if (s <= cur_e) {
             if (e > cur_e) cur_e = e;
         } else {
-            total += cur_e - cur_s;
+            total = kp_i64_add_sat(total, kp_ns_diff(cur_e, cur_s));
             ngaps++;
-            if (s - cur_e > longest_gap) longest_gap = s - cur_e;
+            if (kp_ns_diff(s, cur_e) > longest_gap) longest_gap = kp_ns_diff(s, cur_e);
             cur_s = s, cur_e = e;
         }
     }
-    if (n) total += cur_e - cur_s;
+    if (n) total = kp_i64_add_sat(total, kp_ns_diff(cur_e, cur_s));
     *busy = (double)total / 1e9;
     if (gaps) *gaps = ngaps;
     if (longest) *longest = (double)longest_gap / 1e9;
@@ -190,11 +190,11 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
         end = kp_trace_db_scalar(r->db, "SELECT MAX(end_ns) FROM events", 0);
     }
     r->start_ns = (uint64_t)start;
-    r->wall = (double)(end - start) / 1e9;
+    r->wall = (double)kp_ns_diff(end, start) / 1e9;
     r->dropped = (uint64_t)kp_trace_db_scalar(r->db, "SELECT TOTAL(dropped) FROM processes", 0);
     r->processes = (int)kp_trace_db_scalar(r->db, "SELECT COUNT(*) FROM processes", 0);
 
-    int64_t nnames = kp_trace_db_scalar(r->db, "SELECT COALESCE(MAX(id), 0) FROM strings", 0) + 1;
+    int64_t nnames = kp_trace_db_string_slots(r->db);
     char **names = calloc((size_t)nnames, sizeof *names);
     kp_acc *host = calloc((size_t)nnames, sizeof *host);
     kp_acc *device = calloc((size_t)nnames, sizeof *device);
@@ -236,7 +236,8 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
         int kind = sqlite3_column_int(q, 0);
         int64_t id = sqlite3_column_int64(q, 1);
         if (id < 0 || id >= nnames) id = 0;
-        int64_t s = sqlite3_column_int64(q, 2), e = sqlite3_column_int64(q, 3), d = e - s;
+        int64_t s = sqlite3_column_int64(q, 2), e = sqlite3_column_int64(q, 3);
+        int64_t d = kp_ns_diff(e, s);
         r->events++;
         switch (kind) {
         case 3:
@@ -388,10 +389,12 @@ static kprof_status kp_print_trace(kp_report *r, kp_error *err)
         char id[32] = "-", st[32], du[32];
         if (sqlite3_column_type(q, 0) != SQLITE_NULL)
             snprintf(id, sizeof id, "%lld", (long long)sqlite3_column_int64(q, 0));
-        kp_format_duration((double)(sqlite3_column_int64(q, 1) - (int64_t)r->start_ns) / 1e9, st,
-                           sizeof st);
-        kp_format_duration((double)(sqlite3_column_int64(q, 2) - sqlite3_column_int64(q, 1)) / 1e9,
-                           du, sizeof du);
+        kp_format_duration((double)kp_ns_diff(sqlite3_column_int64(q, 1), (int64_t)r->start_ns) /
+                               1e9,
+                           st, sizeof st);
+        kp_format_duration(
+            (double)kp_ns_diff(sqlite3_column_int64(q, 2), sqlite3_column_int64(q, 1)) / 1e9, du,
+            sizeof du);
         printf("  %8s  %12s  %10s  %8lld  %s\n", id, st, du, (long long)sqlite3_column_int64(q, 4),
                name);
     }
@@ -431,9 +434,11 @@ static kprof_status kp_print_trace(kp_report *r, kp_error *err)
         char id[32] = "-", st[32], du[32], grid[48], block[48], buf[48];
         if (sqlite3_column_type(q, 0) != SQLITE_NULL)
             snprintf(id, sizeof id, "%lld", (long long)sqlite3_column_int64(q, 0));
-        double dur = (double)(sqlite3_column_int64(q, 2) - sqlite3_column_int64(q, 1)) / 1e9;
-        kp_format_duration((double)(sqlite3_column_int64(q, 1) - (int64_t)r->start_ns) / 1e9, st,
-                           sizeof st);
+        double dur =
+            (double)kp_ns_diff(sqlite3_column_int64(q, 2), sqlite3_column_int64(q, 1)) / 1e9;
+        kp_format_duration((double)kp_ns_diff(sqlite3_column_int64(q, 1), (int64_t)r->start_ns) /
+                               1e9,
+                           st, sizeof st);
         kp_format_duration(dur, du, sizeof du);
         printf("  %8s  %12s  %10s", id, st, du);
         if (has_grid) {
@@ -448,9 +453,10 @@ static kprof_status kp_print_trace(kp_report *r, kp_error *err)
         if (has_smem) {
             if (sqlite3_column_type(q, 10) == SQLITE_NULL) printf("  %10s", "-");
             else
-                printf("  %10s", kp_format_bytes((uint64_t)(sqlite3_column_int64(q, 10) +
-                                                             sqlite3_column_int64(q, 11)),
-                                                 buf, sizeof buf));
+                printf("  %10s",
+                       kp_format_bytes((uint64_t)kp_i64_add_sat(sqlite3_column_int64(q, 10),
+                                                                sqlite3_column_int64(q, 11)),
+                                       buf, sizeof buf));
         }
         if (has_local) {
             if (sqlite3_column_type(q, 12) == SQLITE_NULL) printf("  %10s", "-");
@@ -574,18 +580,23 @@ static void kp_report_json(const kp_report *r)
     kp_str_free(&s);
 }
 
-static void kp_csv_field(const char *text)
+static void kp_csv_field(const char *raw)
 {
-    if (!strpbrk(text, ",\"\n")) {
+    /* CSV has no escapes: bytes that are not UTF-8 become U+FFFD, so the output stays UTF-8. */
+    kp_str clean = {0};
+    kp_str_append_utf8(&clean, raw, strlen(raw));
+    const char *text = clean.data ? clean.data : "";
+    if (!strpbrk(text, ",\"\n\r")) {
         fputs(text, stdout);
-        return;
+    } else {
+        putchar('"');
+        for (const char *p = text; *p; p++) {
+            if (*p == '"') putchar('"');
+            putchar(*p);
+        }
+        putchar('"');
     }
-    putchar('"');
-    for (const char *p = text; *p; p++) {
-        if (*p == '"') putchar('"');
-        putchar(*p);
-    }
-    putchar('"');
+    kp_str_free(&clean);
 }
 
 static void kp_report_csv(const kp_report *r)
