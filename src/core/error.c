@@ -93,6 +93,13 @@ void kp_error_append(kp_error *err, const char *fmt, ...)
     kp_str_free(&s);
 }
 
+void kp_error_append_lines(kp_error *err, const char *text)
+{
+    if (!err || !text) return;
+    size_t used = strlen(err->message);
+    kp_strlcpy(err->message + used, text, sizeof err->message - used);
+}
+
 void kp_error_clear(kp_error *err)
 {
     if (!err) return;

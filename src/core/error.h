@@ -30,6 +30,10 @@ kprof_status kp_error_set(kp_error *err, kprof_status status, const char *fmt, .
  * cut to fit). err may be NULL. */
 void kp_error_append(kp_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Add text that kprof composed itself, line breaks kept and nothing escaped again: a list built
+ * with kp_str_printf_escaped (its arguments escaped, its "\n  " its own). err may be NULL. */
+void kp_error_append_lines(kp_error *err, const char *text);
+
 /* Take ownership of a heap string as the error's compiler log (replacing any earlier one). */
 void kp_error_take_log(kp_error *err, char *log);
 

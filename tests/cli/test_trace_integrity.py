@@ -302,6 +302,7 @@ class Integrity(kptest.KprofTestCase):
     def test_signal_during_report(self):
         if not SHIM:
             self.skipTest("KPROF_IO_SHIM unset (run through ctest)")
+        self.t = self.shrunk_trace()  # far more than 20 reads, whatever SQLite's version
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             rc, err = self.signalled(("report", self.t), "read:20", sig)
             self.assertEqual(rc, 128 + sig, err)
@@ -526,6 +527,21 @@ class LabOutputs(kptest.KprofTestCase):
         self.kprof(*args[:-1], null, expect=0)
         self.assertEqual(os.readlink(null), "/dev/null")
         self.assertEqual([f for f in os.listdir(self.tmp) if ".tmp." in f], [])
+
+    def test_line_breaks_kprof_means_are_kept(self):
+        # Arguments are escaped, not the messages kprof lays out over several lines.
+        spec = ("--buffers", self.SPEC)
+        p = self.kprof("run", "demo", "--entry", "no\npe", *spec, expect=2)
+        lines = p.stderr.splitlines()
+        self.assertTrue(lines[0].endswith("has no kernel 'no\\npe'; its kernels:"), p.stderr)
+        self.assertTrue(lines[1].startswith("  demo_add("), p.stderr)
+        p = self.kprof("sweep", "demo", "--grid", "4096", "--tg-list", "3,5000", *spec, expect=2)
+        self.assertEqual(len(p.stderr.splitlines()), 3, p.stderr)
+        p = self.kprof("run", "demo", *spec, env={"KPROF_OPENCL_LIBRARY": "/no/such\nlib.so"},
+                       expect=3)
+        lines = p.stderr.splitlines()
+        self.assertEqual(lines[0], "kprof: error: no device to run on:", p.stderr)
+        self.assertTrue(lines[1].startswith("  opencl: /no/such\\nlib.so"), p.stderr)
 
     def test_run_json_with_a_path_that_is_not_utf8(self):
         src = os.path.join(self.tmp.encode(), b"k\xff.cl")

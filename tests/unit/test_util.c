@@ -113,6 +113,13 @@ int main(void)
     kp_error_append(&err, "\n(%s)", "more\ttext");
     CHECK_STR(err.message, "bad\\nname\\x1b.kprof: no such file\n(more\\ttext)");
     kp_error_clear(&err);
+    /* A list kprof composed itself keeps its line breaks; its arguments were escaped. */
+    kp_str_printf_escaped(&s, "\n  %s", "one\ntwo");
+    kp_error_set(&err, KPROF_INVALID, "head:");
+    kp_error_append_lines(&err, s.data);
+    CHECK_STR(err.message, "head:\n  one\\ntwo");
+    kp_str_free(&s);
+    kp_error_clear(&err);
 
     /* Saturating nanosecond arithmetic. */
     CHECK(kp_ns_diff(INT64_MAX, INT64_MIN) == INT64_MAX);
