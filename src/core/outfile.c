@@ -169,9 +169,14 @@ kprof_status kp_output_open(kp_output *o, const char *path, unsigned flags,
     }
     if (exists && !S_ISREG(st.st_mode))
         return kp_error_set(err, KPROF_INVALID, "%s %s", path, kp_output_kind(st.st_mode));
-    if (!exists && errno != ENOENT)
-        return kp_error_set(err, errno == ENOTDIR ? KPROF_NOT_FOUND : KPROF_IO,
-                            "cannot write %s: %s", path, strerror(errno));
+    if (!exists && errno != ENOENT) {
+        int e = errno; /* ENOTDIR and ELOOP are the path's fault: bad input, exit 2 */
+        return kp_error_set(err,
+                            e == ENOTDIR ? KPROF_NOT_FOUND
+                            : e == ELOOP ? KPROF_INVALID
+                                         : KPROF_IO,
+                            "cannot write %s: %s", path, strerror(e));
+    }
     kprof_status status = kp_output_resolve(path, o->path, sizeof o->path, err);
     if (status != KPROF_OK) return status;
     if (exists) {
