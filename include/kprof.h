@@ -25,8 +25,10 @@ extern "C" {
  * Status codes. One list generates the enum, kprof_strerror() and kprof_status_name().
  * X(NAME, exit code of the kprof tool, text)
  *
- * Exit codes of the `kprof` tool: 0 ok, 1 runtime failure, 2 usage error or bad input,
- * 3 backend or device unavailable, 4 kernel fault, compile failure or timeout.
+ * Exit codes of the `kprof` tool: 0 ok, 1 runtime failure (memory, a real I/O error, a
+ * backend error), 2 usage error or bad input (every bad input file: missing, a folder, a FIFO
+ * or device, damaged, truncated, foreign, of another format version), 3 backend or device
+ * unavailable, 4 kernel fault, compile failure or timeout.
  */
 #define KPROF_STATUS_LIST(X)                                                                       \
     X(OK, 0, "success")                                                                            \
@@ -38,7 +40,7 @@ extern "C" {
     X(TIMEOUT, 4, "kernel timed out")                                                              \
     X(NOMEM, 1, "allocation failure")                                                              \
     X(IO, 1, "input/output error")                                                                 \
-    X(CORRUPT, 1, "file corrupt or of the wrong format")                                           \
+    X(CORRUPT, 2, "file corrupt or of the wrong format")                                           \
     X(BACKEND, 1, "backend runtime failure")
 
 typedef enum kprof_status {

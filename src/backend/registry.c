@@ -190,12 +190,12 @@ kprof_status kp_backend_choose(const char *backend, int device, int lang,
         if (!kp_backend_runs(ops, lang)) continue;
         char reason[512];
         if (ops->probe(reason, sizeof reason) != KPROF_OK) {
-            kp_str_printf(&why, "\n  %s: %s", ops->name, reason);
+            kp_str_printf_escaped(&why, "\n  %s: %s", ops->name, reason);
             continue;
         }
         int count = ops->device_count();
         if (count <= 0) {
-            kp_str_printf(&why, "\n  %s: no devices found", ops->name);
+            kp_str_printf_escaped(&why, "\n  %s: no devices found", ops->name);
             continue;
         }
         if (device >= 0) {
@@ -205,8 +205,8 @@ kprof_status kp_backend_choose(const char *backend, int device, int lang,
                 kp_str_free(&why);
                 return KPROF_OK;
             }
-            kp_str_printf(&why, "\n  %s: device %d does not exist (%d device%s)", ops->name,
-                          device, count, count == 1 ? "" : "s");
+            kp_str_printf_escaped(&why, "\n  %s: device %d does not exist (%d device%s)", ops->name,
+                                  device, count, count == 1 ? "" : "s");
             continue;
         }
         for (int i = 0; i < count; i++) {
@@ -231,9 +231,11 @@ kprof_status kp_backend_choose(const char *backend, int device, int lang,
         return KPROF_OK;
     }
     if (!why.data && lang >= 0)
-        kp_str_printf(&why, "\n  %s: this kprof was built without the %s backend",
-                      kp_lang_backend((kp_lang)lang), kp_lang_backend((kp_lang)lang));
-    kp_error_set(err, KPROF_UNAVAILABLE, "no device to run on:%s", why.data ? why.data : "");
+        kp_str_printf_escaped(&why, "\n  %s: this kprof was built without the %s backend",
+                              kp_lang_backend((kp_lang)lang), kp_lang_backend((kp_lang)lang));
+    /* The reasons, one per line: composed above with their arguments escaped. */
+    kp_error_set(err, KPROF_UNAVAILABLE, "no device to run on:");
+    kp_error_append_lines(err, why.data);
     kp_str_free(&why);
     return KPROF_UNAVAILABLE;
 }

@@ -2,6 +2,7 @@
  * error.c — status texts generated from KPROF_STATUS_LIST, and the detailed error record.
  */
 #include "core/error.h"
+#include "core/util.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -57,10 +58,15 @@ kprof_status kp_error_set(kp_error *err, kprof_status status, const char *fmt, .
     if (!err) return status;
     if (err->status != KPROF_OK) return err->status;
     err->status = status;
+    /* Arguments are escaped (kp_str_vprintf_escaped): a path with a newline in it must not
+     * split the one-line error. */
+    kp_str s = {0};
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    kp_str_vprintf_escaped(&s, fmt, ap);
     va_end(ap);
+    kp_strlcpy(err->message, s.data ? s.data : "", sizeof err->message);
+    kp_str_free(&s);
     return status;
 }
 
@@ -78,10 +84,20 @@ void kp_error_append(kp_error *err, const char *fmt, ...)
 {
     if (!err) return;
     size_t used = strlen(err->message);
+    kp_str s = {0};
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->message + used, sizeof err->message - used, fmt, ap);
+    kp_str_vprintf_escaped(&s, fmt, ap);
     va_end(ap);
+    kp_strlcpy(err->message + used, s.data ? s.data : "", sizeof err->message - used);
+    kp_str_free(&s);
+}
+
+void kp_error_append_lines(kp_error *err, const char *text)
+{
+    if (!err || !text) return;
+    size_t used = strlen(err->message);
+    kp_strlcpy(err->message + used, text, sizeof err->message - used);
 }
 
 void kp_error_clear(kp_error *err)

@@ -5,6 +5,9 @@
 #include "core/util.h"
 
 #include <ctype.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -63,6 +66,140 @@ void kp_str_printf(kp_str *s, const char *fmt, ...)
     va_end(ap);
 }
 
+void kp_str_vprintf_escaped(kp_str *s, const char *fmt, va_list ap)
+{
+    const char *p = fmt;
+    while (*p) {
+        const char *pct = strchr(p, '%');
+        if (!pct) {
+            kp_str_append(s, p);
+            return;
+        }
+        kp_str_append_n(s, p, (size_t)(pct - p));
+        /* One conversion: rebuilt into spec with any '*' replaced by its value, so each
+         * argument is taken with its own type and printed by the C library. */
+        const char *q = pct + 1;
+        char spec[48];
+        size_t n = 0;
+        int prec = -1;
+        spec[n++] = '%';
+        while (*q && strchr("-+ #0", *q) && n < 8)
+            spec[n++] = *q++;
+        if (*q == '*') {
+            n += (size_t)snprintf(spec + n, 16, "%d", va_arg(ap, int));
+            q++;
+        } else {
+            while (isdigit((unsigned char)*q) && n < 20)
+                spec[n++] = *q++;
+        }
+        size_t width_end = n;
+        if (*q == '.') {
+            q++;
+            if (*q == '*') {
+                prec = va_arg(ap, int);
+                q++;
+            } else {
+                prec = 0;
+                while (isdigit((unsigned char)*q))
+                    prec = prec * 10 + (*q++ - '0');
+            }
+            if (prec >= 0) n += (size_t)snprintf(spec + n, 16, ".%d", prec);
+        }
+        char len[3] = "";
+        size_t nl = 0;
+        while (*q && strchr("hlzjtL", *q) && nl < 2)
+            len[nl++] = *q++;
+        len[nl] = '\0';
+        memcpy(spec + n, len, nl);
+        n += nl;
+        char conv = *q ? *q++ : '\0';
+        spec[n++] = conv;
+        spec[n] = '\0';
+        p = q;
+        int ll = strcmp(len, "ll") == 0, l = strcmp(len, "l") == 0;
+        switch (conv) {
+        case '%':
+            kp_str_append(s, "%");
+            break;
+        case 's': {
+            const char *text = va_arg(ap, const char *);
+            if (!text) text = "(null)";
+            size_t tl = prec >= 0 ? strnlen(text, (size_t)prec) : strlen(text);
+            kp_str esc = {0};
+            kp_str_append_escaped(&esc, text, tl);
+            /* Flags and width apply to the escaped text; the precision cut the original. */
+            char wspec[32];
+            snprintf(wspec, sizeof wspec, "%.*ss", (int)width_end, spec);
+            kp_str_printf(s, wspec, esc.data ? esc.data : "");
+            kp_str_free(&esc);
+            break;
+        }
+        case 'd':
+        case 'i':
+            if (ll)
+                kp_str_printf(s, spec, va_arg(ap, long long));
+            else if (l)
+                kp_str_printf(s, spec, va_arg(ap, long));
+            else if (len[0] == 'z')
+                kp_str_printf(s, spec, va_arg(ap, ssize_t));
+            else if (len[0] == 'j')
+                kp_str_printf(s, spec, va_arg(ap, intmax_t));
+            else if (len[0] == 't')
+                kp_str_printf(s, spec, va_arg(ap, ptrdiff_t));
+            else
+                kp_str_printf(s, spec, va_arg(ap, int));
+            break;
+        case 'u':
+        case 'o':
+        case 'x':
+        case 'X':
+            if (ll)
+                kp_str_printf(s, spec, va_arg(ap, unsigned long long));
+            else if (l)
+                kp_str_printf(s, spec, va_arg(ap, unsigned long));
+            else if (len[0] == 'z')
+                kp_str_printf(s, spec, va_arg(ap, size_t));
+            else if (len[0] == 'j')
+                kp_str_printf(s, spec, va_arg(ap, uintmax_t));
+            else if (len[0] == 't')
+                kp_str_printf(s, spec, va_arg(ap, ptrdiff_t));
+            else
+                kp_str_printf(s, spec, va_arg(ap, unsigned));
+            break;
+        case 'c':
+            kp_str_printf(s, spec, va_arg(ap, int));
+            break;
+        case 'e':
+        case 'E':
+        case 'f':
+        case 'F':
+        case 'g':
+        case 'G':
+        case 'a':
+        case 'A':
+            if (len[0] == 'L')
+                kp_str_printf(s, spec, va_arg(ap, long double));
+            else
+                kp_str_printf(s, spec, va_arg(ap, double));
+            break;
+        case 'p':
+            kp_str_printf(s, spec, va_arg(ap, void *));
+            break;
+        default:
+            kp_str_append(s, spec);
+            break; /* unknown: shown as written */
+        }
+    }
+}
+
+void kp_str_printf_escaped(kp_str *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    kp_str_vprintf_escaped(s, fmt, ap);
+    va_end(ap);
+}
+
 char *kp_str_take(kp_str *s)
 {
     if (s->failed) {
@@ -83,21 +220,33 @@ void kp_str_free(kp_str *s)
     s->failed = 0;
 }
 
-kprof_status kp_file_read(const char *path, char **out, size_t *len, kp_error *err)
+kprof_status kp_input_check(const char *path, const char *what, kp_error *err)
 {
-    *out = NULL;
-    if (len) *len = 0;
     struct stat st;
     if (stat(path, &st) != 0) {
         if (errno == ENOENT || errno == ENOTDIR)
             return kp_error_set(err, KPROF_NOT_FOUND, "%s: no such file", path);
         return kp_error_set(err, KPROF_IO, "%s: %s", path, strerror(errno));
     }
-    if (S_ISDIR(st.st_mode))
-        return kp_error_set(err, KPROF_INVALID, "%s: is a directory, not a file", path);
-    if (!S_ISREG(st.st_mode))
-        return kp_error_set(err, KPROF_INVALID, "%s: not a regular file (a FIFO or device?)",
-                            path);
+    if (S_ISREG(st.st_mode)) return KPROF_OK;
+    const char *is = S_ISDIR(st.st_mode)    ? "a folder"
+                     : S_ISFIFO(st.st_mode) ? "a FIFO"
+                     : S_ISCHR(st.st_mode)  ? "a character device"
+                     : S_ISBLK(st.st_mode)  ? "a block device"
+                     : S_ISSOCK(st.st_mode) ? "a socket"
+                                            : "not a file";
+    return kp_error_set(err, KPROF_INVALID, "%s: not a regular file (%s), so not %s", path, is,
+                        what ? what : "a file kprof reads");
+}
+
+kprof_status kp_file_read(const char *path, char **out, size_t *len, kp_error *err)
+{
+    *out = NULL;
+    if (len) *len = 0;
+    kprof_status status = kp_input_check(path, NULL, err);
+    if (status != KPROF_OK) return status;
+    struct stat st;
+    if (stat(path, &st) != 0) return kp_error_set(err, KPROF_IO, "%s: %s", path, strerror(errno));
     if ((uint64_t)st.st_size > KP_FILE_READ_MAX)
         return kp_error_set(err, KPROF_INVALID, "%s: %llu bytes, more than kprof reads (%llu)",
                             path, (unsigned long long)st.st_size,
@@ -250,6 +399,96 @@ uint64_t kp_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+int64_t kp_ns_diff(int64_t end, int64_t start)
+{
+    int64_t d;
+    if (!__builtin_sub_overflow(end, start, &d)) return d;
+    return end < start ? INT64_MIN : INT64_MAX;
+}
+
+int64_t kp_i64_add_sat(int64_t a, int64_t b)
+{
+    int64_t s;
+    if (!__builtin_add_overflow(a, b, &s)) return s;
+    return a < 0 ? INT64_MIN : INT64_MAX;
+}
+
+size_t kp_utf8_char_len(const unsigned char *p, size_t left)
+{
+    if (left == 0) return 0;
+    unsigned c = p[0];
+    if (c < 0x80) return 1;
+    /* The second byte's range depends on the first (RFC 3629's table): that excludes overlong
+     * forms (E0 80..9F, F0 80..8F), surrogates (ED A0..BF) and code points above U+10FFFF. */
+    size_t n;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF)
+        n = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        if (c == 0xE0) lo = 0xA0;
+        if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;
+    } else {
+        return 0;
+    }
+    if (left < n || p[1] < lo || p[1] > hi) return 0;
+    for (size_t i = 2; i < n; i++)
+        if ((p[i] & 0xC0) != 0x80) return 0;
+    return n;
+}
+
+void kp_str_append_escaped(kp_str *out, const char *text, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)text, *end = p + n, *run = p;
+    while (p < end) {
+        size_t len = kp_utf8_char_len(p, (size_t)(end - p));
+        char esc[8];
+        if (len == 1 && *p >= 0x20 && *p != 0x7f) {
+            p++;
+            continue;
+        }
+        if (len > 1 && !(p[0] == 0xC2 && p[1] < 0xA0)) {
+            p += len;
+            continue;
+        }
+        kp_str_append_n(out, (const char *)run, (size_t)(p - run));
+        if (len == 2) { /* a C1 control */
+            snprintf(esc, sizeof esc, "\\u00%c%c", hex[p[1] >> 4], hex[p[1] & 15]);
+        } else if (*p == '\n' || *p == '\r' || *p == '\t') {
+            snprintf(esc, sizeof esc, "\\%c", *p == '\n' ? 'n' : *p == '\r' ? 'r' : 't');
+            len = 1;
+        } else {
+            snprintf(esc, sizeof esc, "\\x%c%c", hex[*p >> 4], hex[*p & 15]);
+            len = 1;
+        }
+        kp_str_append(out, esc);
+        p += len;
+        run = p;
+    }
+    kp_str_append_n(out, (const char *)run, (size_t)(p - run));
+}
+
+void kp_str_append_utf8(kp_str *out, const char *text, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)text, *end = p + n, *run = p;
+    while (p < end) {
+        size_t len = kp_utf8_char_len(p, (size_t)(end - p));
+        if (len) {
+            p += len;
+            continue;
+        }
+        kp_str_append_n(out, (const char *)run, (size_t)(p - run));
+        kp_str_append(out, "\xef\xbf\xbd"); /* U+FFFD REPLACEMENT CHARACTER */
+        run = ++p;
+    }
+    kp_str_append_n(out, (const char *)run, (size_t)(p - run));
 }
 
 char *kp_strlcpy(char *dst, const char *src, size_t n)

@@ -20,7 +20,8 @@
 /* A synthetic pid per (process, device), clear of real pids. */
 static int64_t kp_gpu_pid(int64_t pid, int64_t device)
 {
-    return (1LL << 30) + pid * 16 + (device & 15);
+    /* Unsigned: a pid from a damaged file must not overflow. */
+    return (int64_t)((1ull << 30) + (uint64_t)pid * 16 + (uint64_t)(device & 15));
 }
 
 /* Flow ids: the process row and the correlation, below 2^53 so JavaScript keeps them exact. */
@@ -102,13 +103,14 @@ static void kp_put_i64(kp_out *o, int64_t v)
 }
 
 /* ns as µs with three decimals. */
-static void kp_put_us(kp_out *o, int64_t ns)
+static void kp_put_us(kp_out *o, int64_t ns_signed)
 {
-    if (ns < 0) {
+    uint64_t ns = (uint64_t)ns_signed;
+    if (ns_signed < 0) {
         KP_PUT_LIT(o, "-");
-        ns = -ns;
+        ns = 0 - ns; /* INT64_MIN too */
     }
-    kp_put_u64(o, (uint64_t)ns / 1000);
+    kp_put_u64(o, ns / 1000);
     char frac[4] = {'.', (char)('0' + ns / 100 % 10), (char)('0' + ns / 10 % 10),
                     (char)('0' + ns % 10)};
     kp_out_bytes(o, frac, sizeof frac);
@@ -124,7 +126,8 @@ static void kp_quote(FILE *f, const char *text)
 
 static kprof_status kp_chrome_fail(sqlite3 *db, kp_error *err)
 {
-    return kp_error_set(err, KPROF_CORRUPT, "reading the trace failed: %s", sqlite3_errmsg(db));
+    return kp_trace_db_read_error(sqlite3_db_filename(db, "main"), sqlite3_extended_errcode(db),
+                                  sqlite3_errmsg(db), err);
 }
 
 /* Events with ids lo..hi, each after ",\n" (the metadata comes first). 0, or -1 when SQLite
@@ -155,8 +158,8 @@ static int kp_chrome_events(sqlite3 *db, int64_t lo, int64_t hi, const kp_str *n
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         int kind = sqlite3_column_int(q, 0);
         int64_t pid = sqlite3_column_int64(q, 1), tid = sqlite3_column_int64(q, 2);
-        int64_t t_start = sqlite3_column_int64(q, 3) - t0;
-        int64_t t_dur = sqlite3_column_int64(q, 4) - sqlite3_column_int64(q, 3);
+        int64_t t_start = kp_ns_diff(sqlite3_column_int64(q, 3), t0);
+        int64_t t_dur = kp_ns_diff(sqlite3_column_int64(q, 4), sqlite3_column_int64(q, 3));
         int has_corr = sqlite3_column_type(q, 5) != SQLITE_NULL;
         int64_t corr = sqlite3_column_int64(q, 5);
         int64_t name_id = sqlite3_column_int64(q, 8);
@@ -250,7 +253,7 @@ static int kp_chrome_events(sqlite3 *db, int64_t lo, int64_t hi, const kp_str *n
             sqlite3_column_type(q, 17) != SQLITE_NULL) {
             kp_put(f, sep);
             KP_PUT_LIT(f, "\"shared_bytes\":");
-            kp_put_i64(f, sqlite3_column_int64(q, 16) + sqlite3_column_int64(q, 17));
+            kp_put_i64(f, kp_i64_add_sat(sqlite3_column_int64(q, 16), sqlite3_column_int64(q, 17)));
             sep = ",";
         }
         /* Launch latency and queue waits, where the trace has them. */
@@ -289,6 +292,7 @@ typedef struct kp_chrome_half {
     const kp_str *names;
     kp_out out; /* no FILE: it keeps everything */
     int failed;
+    int code; /* SQLite's error code when failed */
     char why[256];
 } kp_chrome_half;
 
@@ -299,10 +303,10 @@ static void *kp_chrome_half_run(void *p)
     h->failed = 1;
     if (sqlite3_open_v2(h->path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) ==
         SQLITE_OK) {
-        sqlite3_exec(db, "PRAGMA mmap_size = 4294967296", NULL, NULL, NULL);
         h->failed = kp_chrome_events(db, h->lo, h->hi, h->names, h->nnames, h->t0, &h->out) != 0;
     }
     snprintf(h->why, sizeof h->why, "%s", db ? sqlite3_errmsg(db) : "cannot open the trace");
+    h->code = db ? sqlite3_extended_errcode(db) : SQLITE_NOMEM;
     sqlite3_close(db);
     return NULL;
 }
@@ -366,7 +370,7 @@ kprof_status kp_export_chrome(sqlite3 *db, FILE *f, kp_error *err)
     sqlite3_finalize(q);
 
     /* Events in storage order (the format needs no order), names by id. */
-    int64_t nnames = kp_trace_db_scalar(db, "SELECT COALESCE(MAX(id), 0) FROM strings", 0) + 1;
+    int64_t nnames = kp_trace_db_string_slots(db);
     kp_str *names = calloc((size_t)(nnames > 0 ? nnames : 1), sizeof *names);
     if (!names) return kp_error_set(err, KPROF_NOMEM, "out of memory");
     if (sqlite3_prepare_v2(db, "SELECT id, text FROM strings", -1, &q, NULL) == SQLITE_OK) {
@@ -395,7 +399,7 @@ kprof_status kp_export_chrome(sqlite3 *db, FILE *f, kp_error *err)
     if (threaded) {
         pthread_join(worker, NULL);
         if (half.failed && st == KPROF_OK)
-            st = kp_error_set(err, KPROF_CORRUPT, "reading the trace failed: %s", half.why);
+            st = kp_trace_db_read_error(half.path, half.code, half.why, err);
         if (half.out.failed && st == KPROF_OK)
             st = kp_error_set(err, KPROF_NOMEM, "out of memory for the export's second half");
         if (st == KPROF_OK && half.out.len) fwrite_unlocked(half.out.buf, 1, half.out.len, f);

@@ -20,11 +20,12 @@ void kp_json_quote(kp_str *out, const char *text)
 {
     static const char hex[] = "0123456789abcdef";
     kp_str_append(out, "\"");
-    const unsigned char *p = (const unsigned char *)text;
+    const unsigned char *p = (const unsigned char *)(text ? text : "");
     const unsigned char *run = p;
-    for (; *p; p++) {
+    while (*p) {
         const char *esc = NULL;
         char u[7];
+        size_t len = 1;
         switch (*p) {
         case '"': esc = "\\\""; break;
         case '\\': esc = "\\\\"; break;
@@ -35,9 +36,21 @@ void kp_json_quote(kp_str *out, const char *text)
         case '\f': esc = "\\f"; break;
         default:
             if (*p < 0x20) {
+                esc = u;
+            } else if (*p >= 0x80) {
+                /* Well-formed UTF-8 passes through; a byte that is not (0xff, a cut-off or
+                 * overlong sequence, a surrogate) is written as the code point of its value,
+                 * \u00XX, so the output is valid UTF-8 and the byte can still be told. The
+                 * strings end at their NUL, so the check never reads past it. */
+                len = kp_utf8_char_len(p, 4);
+                if (len == 0) {
+                    esc = u;
+                    len = 1;
+                }
+            }
+            if (esc == u) {
                 u[0] = '\\', u[1] = 'u', u[2] = '0', u[3] = '0';
                 u[4] = hex[*p >> 4], u[5] = hex[*p & 15], u[6] = '\0';
-                esc = u;
             }
         }
         if (esc) {
@@ -45,6 +58,7 @@ void kp_json_quote(kp_str *out, const char *text)
             kp_str_append(out, esc);
             run = p + 1;
         }
+        p += len;
     }
     kp_str_append_n(out, (const char *)run, (size_t)(p - run));
     kp_str_append(out, "\"");

@@ -2,8 +2,11 @@
  * json.h — a streaming JSON writer. kprof writes JSON (run.json, --json output, exports) but
  * never needs a tree in memory to do it: values go straight to a kp_str.
  *
- * Strings are escaped per RFC 8259 (control characters as \u00XX, UTF-8 passed through raw,
- * as Perfetto prefers). Non-finite doubles are written as null. Nesting is limited to
+ * Strings are escaped per RFC 8259 (control characters as \u00XX, well-formed UTF-8 passed
+ * through raw, as Perfetto prefers). Bytes that are not well-formed UTF-8 (0xff, cut-off or
+ * overlong sequences, surrogates such as ED A0 80) are written as \u00XX of the byte's value,
+ * so every document kprof writes is valid UTF-8 whatever bytes the names, commands and paths
+ * held. Non-finite doubles are written as null. Nesting is limited to
  * KP_JSON_MAX_DEPTH; deeper calls set `failed`.
  */
 #ifndef KP_EXPORT_JSON_H
@@ -38,7 +41,8 @@ void kp_json_double(kp_json *j, const char *key, double value);
 void kp_json_bool(kp_json *j, const char *key, int value);
 void kp_json_null(kp_json *j, const char *key);
 
-/* Append a JSON string literal (quotes included) for text to out. */
+/* Append a JSON string literal (quotes included) for text to out (NULL is ""). The one JSON
+ * string escaper: the Chrome export quotes its names through it too. */
 void kp_json_quote(kp_str *out, const char *text);
 
 /* Shortest decimal that reads back as the same double ("0.1", "1e-07"); non-finite -> "null". */

@@ -467,10 +467,11 @@ kprof_status kp_lab_use_kernel(kp_lab *lab, const char *entry, kp_error *err)
         for (int i = 0; i < lab->meta.nkernels; i++) {
             char sig[1024];
             kp_lab_signature(&lab->meta.kernels[i], sig, sizeof sig);
-            kp_str_printf(&list, "\n  %s", sig);
+            kp_str_printf_escaped(&list, "\n  %s", sig);
         }
-        st = kp_error_set(err, KPROF_NOT_FOUND, "%s has no kernel '%s'; its kernels:%s",
-                          lab->info.source_path, entry, list.data ? list.data : "");
+        st = kp_error_set(err, KPROF_NOT_FOUND,
+                          "%s has no kernel '%s'; its kernels:", lab->info.source_path, entry);
+        kp_error_append_lines(err, list.data);
         kp_str_free(&list);
         return st;
     }

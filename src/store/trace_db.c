@@ -498,9 +498,9 @@ int64_t kp_trace_db_scalar(sqlite3 *db, const char *sql, int64_t fallback)
 kprof_status kp_trace_db_open(const char *path, sqlite3 **out, kp_error *err)
 {
     *out = NULL;
-    if (!kp_path_exists(path)) return kp_error_set(err, KPROF_NOT_FOUND, "%s: no such file", path);
-    if (kp_path_is_dir(path))
-        return kp_error_set(err, KPROF_INVALID, "%s: is a directory, not a trace", path);
+    /* Only a regular file: SQLite would block for ever opening a FIFO. */
+    kprof_status status = kp_input_check(path, "a trace", err);
+    if (status != KPROF_OK) return status;
     sqlite3 *db = NULL;
     /* One thread reads: no SQLite mutexes (they cost ~6% of a large export). */
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
@@ -553,11 +553,36 @@ kprof_status kp_trace_db_open(const char *path, sqlite3 **out, kp_error *err)
         sqlite3_close(db);
         return KPROF_CORRUPT;
     }
-    /* Readers scan whole tables: map the file rather than copy pages through the cache. */
-    sqlite3_exec(db, "PRAGMA mmap_size = 4294967296; PRAGMA cache_size = -65536;", NULL, NULL,
-                 NULL);
+    /* No PRAGMA mmap_size: with the file mapped, a trace that shrinks while it is read (another
+     * `kprof trace --force` over it, a copy cut short) kills the reader with SIGBUS. Read with
+     * read(), a shrunk file is an SQLITE_CORRUPT or SQLITE_IOERR that readers report as a
+     * damaged trace (see kp_trace_db_read_error). */
+    sqlite3_exec(db, "PRAGMA cache_size = -65536;", NULL, NULL, NULL);
     *out = db;
     return KPROF_OK;
+}
+
+int64_t kp_trace_db_string_slots(sqlite3 *db)
+{
+    int64_t max_id = kp_trace_db_scalar(db, "SELECT COALESCE(MAX(id), 0) FROM strings", 0);
+    int64_t count = kp_trace_db_scalar(db, "SELECT COUNT(*) FROM strings", 0);
+    int64_t bound = count < (1ll << 40) ? count * 2 + 65536 : (1ll << 41);
+    if (max_id < 0) max_id = 0;
+    if (max_id > bound) max_id = bound;
+    return max_id + 1;
+}
+
+kprof_status kp_trace_db_read_error(const char *path, int sqlite_code, const char *message,
+                                    kp_error *err)
+{
+    const char *what = path && *path ? path : "the trace";
+    int primary = sqlite_code & 0xff;
+    if (primary == SQLITE_NOMEM)
+        return kp_error_set(err, KPROF_NOMEM, "out of memory reading %s", what);
+    if (primary == SQLITE_IOERR && sqlite_code != SQLITE_IOERR_SHORT_READ)
+        return kp_error_set(err, KPROF_IO, "reading %s failed: %s", what, message);
+    return kp_error_set(err, KPROF_CORRUPT, "%s is damaged or truncated (reading it failed: %s)",
+                        what, message);
 }
 
 void kp_trace_db_meta(sqlite3 *db, const char *key, char *out, size_t n)

@@ -58,8 +58,23 @@ kprof_status kp_trace_db_write(const char *path, const char *dir, const kp_trace
                                const volatile sig_atomic_t *cancel, kp_trace_summary *summary,
                                kp_error *err);
 
-/* Open a trace read-only, checking it is one (CORRUPT with the reason when not). */
+/* Open a trace read-only, checking it is one: NOT_FOUND or INVALID (kp_input_check) unless it
+ * is a regular file, so a FIFO is refused without blocking; CORRUPT with the reason when it is
+ * not a kprof trace of this format version, or is cut short. The file is read, never mapped: a
+ * trace that shrinks while it is read is reported (kp_trace_db_read_error), not a SIGBUS. */
 kprof_status kp_trace_db_open(const char *path, sqlite3 **db, kp_error *err);
+
+/* How many slots a table of names indexed by string id needs: MAX(id) + 1 of the strings
+ * table, at least 1. A damaged or edited file may hold any id: the count is bounded by the
+ * number of strings (twice it, plus 65536), and ids beyond it read as unknown names. */
+int64_t kp_trace_db_string_slots(sqlite3 *db);
+
+/* The error for a query on an open trace that failed (sqlite_code and message from
+ * sqlite3_errcode/errmsg): CORRUPT "PATH is damaged or truncated (...)" for anything the file's
+ * contents explain, a file that shrank while it was read included; NOMEM and IO (exit 1) only
+ * for memory and real I/O errors. path may be NULL (the text then says "the trace"). */
+kprof_status kp_trace_db_read_error(const char *path, int sqlite_code, const char *message,
+                                    kp_error *err);
 
 /* A meta value as text ("" when absent), or as an integer. */
 /* The first column of the first row of sql (a one-number query), or fallback when there is none

@@ -115,7 +115,8 @@ class Measure(kptest.KprofTestCase):
         os.makedirs(os.path.dirname(path))
         with open(path, "w") as f:
             f.write("not a database")
-        p = self.kprof("caps", "--measure", "--max-bytes", "8M", "--iters", "1", expect=1)
+        # A foreign file is bad input (exit 2), as every bad input file is.
+        p = self.kprof("caps", "--measure", "--max-bytes", "8M", "--iters", "1", expect=2)
         self.assertIn("is not a kprof store", p.stderr)
         self.assertEqual(open(path).read(), "not a database")
 

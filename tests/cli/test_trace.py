@@ -429,14 +429,14 @@ class Trace(kptest.KprofTestCase):
 
     def test_bad_trace_files(self):
         junk = self.write("junk.kprof", "this is not a database at all " * 100)
-        p = self.kprof("report", junk, expect=1)
+        p = self.kprof("report", junk, expect=2)
         self.assertIn("is not a kprof trace", p.stderr)
         other = os.path.join(self.tmp, "other.db")
         db = sqlite3.connect(other)
         db.execute("CREATE TABLE t (x)")
         db.commit()
         db.close()
-        p = self.kprof("report", other, expect=1)
+        p = self.kprof("report", other, expect=2)
         self.assertIn("an SQLite database of something else", p.stderr)
         path, _ = self.gen("launch-bound", "--kernels", "3000", "--seconds", "0.05")
         data = open(path, "rb").read()
@@ -444,7 +444,7 @@ class Trace(kptest.KprofTestCase):
         with open(cut, "wb") as f:
             f.write(data[:len(data) // 2])
         for cmd in (("report", cut), ("export", cut, "--chrome", os.path.join(self.tmp, "c.json"))):
-            p = self.kprof(*cmd, expect=1)
+            p = self.kprof(*cmd, expect=2)
             self.assertIn("damaged or truncated", p.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "c.json")))
         self.kprof("report", os.path.join(self.tmp, "missing.kprof"), expect=2)

@@ -65,5 +65,37 @@ int main(void)
     }
     kp_json_format_double(0.4558, buf, sizeof buf);
     CHECK_STR(buf, "0.4558");
+
+    /* Bytes that are not well-formed UTF-8 come out as \u00XX of the byte; well-formed
+     * characters (2, 3 and 4 bytes, C1 controls too) pass through unchanged. */
+    static const struct {
+        const char *in, *out;
+    } utf8[] = {
+        {"\xff", "\"\\u00ff\""},
+        {"a\xe2\x82", "\"a\\u00e2\\u0082\""}, /* cut short at the end */
+        {"\xe2\x82"
+         "A",
+         "\"\\u00e2\\u0082A\""},                       /* cut short before ASCII */
+        {"\xc0\xaf", "\"\\u00c0\\u00af\""},            /* overlong '/' */
+        {"\xe0\x80\xaf", "\"\\u00e0\\u0080\\u00af\""}, /* overlong, 3 bytes */
+        {"\xf0\x80\x80\xaf", "\"\\u00f0\\u0080\\u0080\\u00af\""},
+        {"\xed\xa0\x80", "\"\\u00ed\\u00a0\\u0080\""},            /* a surrogate */
+        {"\xf4\x90\x80\x80", "\"\\u00f4\\u0090\\u0080\\u0080\""}, /* above U+10FFFF */
+        {"\xf8\x88\x80\x80\x80", "\"\\u00f8\\u0088\\u0080\\u0080\\u0080\""},
+        {"\x80x", "\"\\u0080x\""}, /* a lone continuation byte */
+        {"\x01\x1b\x7f", "\"\\u0001\\u001b\x7f\""},
+        {"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xc2\x9b\xed\x9f\xbf\xf4\x8f\xbf\xbf",
+         "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xc2\x9b\xed\x9f\xbf\xf4\x8f\xbf\xbf\""},
+    };
+    for (size_t i = 0; i < sizeof utf8 / sizeof utf8[0]; i++) {
+        kp_str q = {0};
+        kp_json_quote(&q, utf8[i].in);
+        CHECK_STR(q.data, utf8[i].out);
+        kp_str_free(&q);
+    }
+    kp_str q = {0};
+    kp_json_quote(&q, NULL);
+    CHECK_STR(q.data, "\"\"");
+    kp_str_free(&q);
     TEST_DONE();
 }

@@ -1,15 +1,19 @@
 /*
  * cli.c — error reporting, exit codes and argument parsers shared by the subcommands.
  */
+#define _GNU_SOURCE
 #include "tools/kprof/cli.h"
+#include "core/outfile.h"
 #include "core/util.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int kp_cli_fail(const kp_error *err)
 {
@@ -24,14 +28,35 @@ int kp_cli_fail(const kp_error *err)
 int kp_cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     fflush(stdout);
-    fprintf(stderr, "kprof: error: ");
+    kp_str s = {0};
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    kp_str_vprintf_escaped(&s, fmt, ap); /* an option value with a newline stays on the line */
     va_end(ap);
-    fprintf(stderr, "\n");
+    fprintf(stderr, "kprof: error: %s\n", s.data ? s.data : "usage error");
+    kp_str_free(&s);
     if (cmd) fprintf(stderr, "(kprof %s --help shows the options)\n", cmd);
     return 2;
+}
+
+static void kp_cli_on_signal(int sig)
+{
+    kp_output_unlink_all();
+    _exit(128 + sig);
+}
+
+void kp_cli_signals_install(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction old;
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = kp_cli_on_signal;
+        sigfillset(&sa.sa_mask);
+        sigaction(sigs[i], &sa, NULL);
+    }
 }
 
 int kp_cli_help(const kp_command *c)

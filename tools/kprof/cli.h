@@ -28,6 +28,11 @@ int kp_cli_fail(const kp_error *err);
 /* Print "kprof: error: ..." and return 2 (usage). */
 int kp_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* SIGINT, SIGTERM and SIGHUP end kprof with exit code 128 + signal after removing every
+ * temporary output still open (core/outfile); a signal ignored when kprof started (nohup) stays
+ * ignored. main installs it for every command that does not run a program of its own. */
+void kp_cli_signals_install(void);
+
 /* Print help for a command to stdout; 0. */
 int kp_cli_help(const kp_command *c);
 

@@ -97,8 +97,8 @@ typedef struct kp_report {
 
 static kprof_status kp_sql_fail(kp_report *r, kp_error *err)
 {
-    return kp_error_set(err, KPROF_CORRUPT, "%s: reading the trace failed: %s", r->path,
-                        sqlite3_errmsg(r->db));
+    return kp_trace_db_read_error(r->path, sqlite3_extended_errcode(r->db), sqlite3_errmsg(r->db),
+                                  err);
 }
 
 /* Per-name accumulators of one table, indexed by string id. */
@@ -149,14 +149,6 @@ static kprof_status kp_groups_from(const kp_acc *acc, char *const *names, int64_
     }
     if (out->n > 1) qsort(out->rows, (size_t)out->n, sizeof *out->rows, kp_cmp_group);
     return KPROF_OK;
-}
-
-/* end - start in ns without overflow (the lead's kp_ns_diff will replace this). */
-static inline int64_t kp_report_ns_diff(int64_t end, int64_t start)
-{
-    int64_t d;
-    if (__builtin_sub_overflow(end, start, &d)) return end > start ? INT64_MAX : INT64_MIN;
-    return d;
 }
 
 static int kp_samples_add(kp_samples *s, double x)
@@ -289,13 +281,12 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
     }
     r->start_ns = start;
     r->end_ns = end > start ? end : start;
-    r->wall = (double)kp_report_ns_diff(r->end_ns, start) / 1e9;
+    r->wall = (double)kp_ns_diff(r->end_ns, start) / 1e9;
     r->dropped = (uint64_t)kp_trace_db_scalar(r->db, "SELECT TOTAL(dropped) FROM processes", 0);
     r->processes = (int)kp_trace_db_scalar(r->db, "SELECT COUNT(*) FROM processes", 0);
     kp_report_load_notes(r);
 
-    int64_t nnames = kp_trace_db_scalar(r->db, "SELECT COALESCE(MAX(id), 0) FROM strings", 0) + 1;
-    if (nnames < 1 || nnames > INT32_MAX) nnames = 1;
+    int64_t nnames = kp_trace_db_string_slots(r->db);
     r->nnames = nnames;
     r->names = calloc((size_t)nnames, sizeof *r->names);
     kp_acc *host = calloc((size_t)nnames, sizeof *host);
@@ -344,7 +335,7 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
         int64_t id = sqlite3_column_int64(q, 1);
         if (id < 0 || id >= nnames) id = 0;
         int64_t s = sqlite3_column_int64(q, 2), e = sqlite3_column_int64(q, 3);
-        int64_t d = kp_report_ns_diff(e, s);
+        int64_t d = kp_ns_diff(e, s);
         int domain = sqlite3_column_int(q, 6);
         int64_t process = sqlite3_column_int64(q, 4);
         r->events++;
@@ -377,10 +368,10 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
             }
             if (!fail && sqlite3_column_type(q, 7) != SQLITE_NULL)
                 fail = kp_samples_add(
-                    &queued, (double)kp_report_ns_diff(s, sqlite3_column_int64(q, 7)) / 1e9);
+                    &queued, (double)kp_ns_diff(s, sqlite3_column_int64(q, 7)) / 1e9);
             if (!fail && sqlite3_column_type(q, 8) != SQLITE_NULL)
                 fail = kp_samples_add(
-                    &submitted, (double)kp_report_ns_diff(s, sqlite3_column_int64(q, 8)) / 1e9);
+                    &submitted, (double)kp_ns_diff(s, sqlite3_column_int64(q, 8)) / 1e9);
             break;
         case 7:
             fail = kp_timeline_add_wait(r->timeline, s, e);
@@ -409,7 +400,7 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
     for (size_t i = 0; i < npending; i++) {
         int64_t call;
         if (kp_call_map_get(&calls, pending[i].process, pending[i].correlation, &call) &&
-            kp_samples_add(&launch, (double)kp_report_ns_diff(pending[i].start, call) / 1e9) != 0)
+            kp_samples_add(&launch, (double)kp_ns_diff(pending[i].start, call) / 1e9) != 0)
             goto nomem;
     }
     kp_latency_from(&launch, &r->launch);
@@ -574,7 +565,7 @@ static void kp_device_row_read(sqlite3_stmt *q, kp_device_row *d)
     d->has_regs = !kp_col_null(q, 9);
     d->regs = sqlite3_column_int64(q, 9);
     d->has_smem = !kp_col_null(q, 10) && !kp_col_null(q, 11);
-    d->smem = sqlite3_column_int64(q, 10) + sqlite3_column_int64(q, 11);
+    d->smem = kp_i64_add_sat(sqlite3_column_int64(q, 10), sqlite3_column_int64(q, 11));
     d->has_local = !kp_col_null(q, 12);
     d->local = sqlite3_column_int64(q, 12);
     d->has_bytes = !kp_col_null(q, 13);
@@ -583,11 +574,11 @@ static void kp_device_row_read(sqlite3_stmt *q, kp_device_row *d)
     d->device = sqlite3_column_int64(q, 15);
     d->stream = sqlite3_column_int64(q, 16);
     d->has_queued = !kp_col_null(q, 18);
-    d->queued_ns = kp_report_ns_diff(d->start, sqlite3_column_int64(q, 18));
+    d->queued_ns = kp_ns_diff(d->start, sqlite3_column_int64(q, 18));
     d->has_submitted = !kp_col_null(q, 19);
-    d->submitted_ns = kp_report_ns_diff(d->start, sqlite3_column_int64(q, 19));
+    d->submitted_ns = kp_ns_diff(d->start, sqlite3_column_int64(q, 19));
     d->has_launch = !kp_col_null(q, 20);
-    d->launch_ns = kp_report_ns_diff(d->start, sqlite3_column_int64(q, 20));
+    d->launch_ns = kp_ns_diff(d->start, sqlite3_column_int64(q, 20));
 }
 
 /* Dims without trailing 1s: "256", "64x8". */
@@ -629,10 +620,10 @@ static kprof_status kp_print_trace(kp_report *r, kp_error *err)
         char id[32] = "-", st[32], du[32];
         if (sqlite3_column_type(q, 0) != SQLITE_NULL)
             snprintf(id, sizeof id, "%lld", (long long)sqlite3_column_int64(q, 0));
-        kp_format_duration((double)kp_report_ns_diff(sqlite3_column_int64(q, 1), r->start_ns) / 1e9,
+        kp_format_duration((double)kp_ns_diff(sqlite3_column_int64(q, 1), r->start_ns) / 1e9,
                            st, sizeof st);
         kp_format_duration(
-            (double)kp_report_ns_diff(sqlite3_column_int64(q, 2), sqlite3_column_int64(q, 1)) / 1e9,
+            (double)kp_ns_diff(sqlite3_column_int64(q, 2), sqlite3_column_int64(q, 1)) / 1e9,
             du, sizeof du);
         printf("  %8s  %12s  %10s  %8lld  %s\n", id, st, du, (long long)sqlite3_column_int64(q, 4),
                name);
@@ -675,8 +666,8 @@ static kprof_status kp_print_trace(kp_report *r, kp_error *err)
         kp_device_row_read(q, &d);
         char id[32] = "-", st[32], du[32], grid[48], block[48], buf[48];
         if (d.has_id) snprintf(id, sizeof id, "%lld", (long long)d.id);
-        double dur = (double)kp_report_ns_diff(d.end, d.start) / 1e9;
-        kp_format_duration((double)kp_report_ns_diff(d.start, r->start_ns) / 1e9, st, sizeof st);
+        double dur = (double)kp_ns_diff(d.end, d.start) / 1e9;
+        kp_format_duration((double)kp_ns_diff(d.start, r->start_ns) / 1e9, st, sizeof st);
         kp_format_duration(dur, du, sizeof du);
         printf("  %8s  %12s  %10s", id, st, du);
         if (has_grid) {
@@ -845,7 +836,7 @@ static void kp_print_verdict(const kp_report *r)
                "operation)\n",
                kp_verdict_name(r->active_v.kind),
                kp_format_duration(r->active_in.wall_s, a, sizeof a),
-               kp_format_duration((double)kp_report_ns_diff(r->active_start, r->start_ns) / 1e9, b,
+               kp_format_duration((double)kp_ns_diff(r->active_start, r->start_ns) / 1e9, b,
                                   sizeof b));
         kp_print_window(r, &r->active_in, &r->active_v, "the active window", "  ");
     }
@@ -923,7 +914,7 @@ static void kp_json_window(kp_json *j, const kp_report *r, const kp_verdict_inpu
     kp_json_string(j, "place", kp_verdict_gap_place_name(in->longest_gap_place));
     if (in->longest_gap_place != KP_GAP_NONE)
         kp_json_double(j, "at_s",
-                       (double)kp_report_ns_diff(in->longest_gap_at_ns, r->start_ns) / 1e9);
+                       (double)kp_ns_diff(in->longest_gap_at_ns, r->start_ns) / 1e9);
     if (in->gap_after) kp_json_string(j, "after", in->gap_after);
     if (in->gap_before) kp_json_string(j, "before", in->gap_before);
     kp_verdict_gap_text(in, text, sizeof text);
@@ -1018,10 +1009,10 @@ static kprof_status kp_json_trace(kp_json *j, kp_report *r, kp_error *err)
             kp_json_int(j, "id", sqlite3_column_int64(q, 0));
         kp_json_string(j, "kind", sqlite3_column_int(q, 6) == 7 ? "sync" : "api");
         kp_json_double(j, "start_s",
-                       (double)kp_report_ns_diff(sqlite3_column_int64(q, 1), r->start_ns) / 1e9);
+                       (double)kp_ns_diff(sqlite3_column_int64(q, 1), r->start_ns) / 1e9);
         kp_json_double(
             j, "duration_s",
-            (double)kp_report_ns_diff(sqlite3_column_int64(q, 2), sqlite3_column_int64(q, 1)) /
+            (double)kp_ns_diff(sqlite3_column_int64(q, 2), sqlite3_column_int64(q, 1)) /
                 1e9);
         kp_json_int(j, "pid", sqlite3_column_int64(q, 3));
         kp_json_int(j, "tid", sqlite3_column_int64(q, 4));
@@ -1038,14 +1029,14 @@ static kprof_status kp_json_trace(kp_json *j, kp_report *r, kp_error *err)
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         kp_device_row d;
         kp_device_row_read(q, &d);
-        double dur = (double)kp_report_ns_diff(d.end, d.start) / 1e9;
+        double dur = (double)kp_ns_diff(d.end, d.start) / 1e9;
         kp_json_object_begin(j, NULL);
         if (d.has_id)
             kp_json_int(j, "id", d.id);
         else
             kp_json_null(j, "id");
         kp_json_string(j, "kind", d.kind >= 4 && d.kind <= 6 ? kinds[d.kind - 4] : "?");
-        kp_json_double(j, "start_s", (double)kp_report_ns_diff(d.start, r->start_ns) / 1e9);
+        kp_json_double(j, "start_s", (double)kp_ns_diff(d.start, r->start_ns) / 1e9);
         kp_json_double(j, "duration_s", dur);
         kp_json_int(j, "device", d.device);
         kp_json_int(j, "stream", d.stream);
@@ -1119,8 +1110,8 @@ static kprof_status kp_report_json(kp_report *r, kp_error *err)
         kp_json_object_begin(&j, "active");
         kp_json_string(&j, "window", "active");
         kp_json_double(&j, "start_s",
-                       (double)kp_report_ns_diff(r->active_start, r->start_ns) / 1e9);
-        kp_json_double(&j, "end_s", (double)kp_report_ns_diff(r->active_end, r->start_ns) / 1e9);
+                       (double)kp_ns_diff(r->active_start, r->start_ns) / 1e9);
+        kp_json_double(&j, "end_s", (double)kp_ns_diff(r->active_end, r->start_ns) / 1e9);
         kp_json_window(&j, r, &r->active_in, &r->active_v, "the active window");
         kp_json_object_end(&j);
     } else {
@@ -1155,18 +1146,23 @@ static kprof_status kp_report_json(kp_report *r, kp_error *err)
 
 /* ---- CSV ------------------------------------------------------------------------------------- */
 
-static void kp_csv_field(const char *text)
+static void kp_csv_field(const char *raw)
 {
+    /* CSV has no escapes: bytes that are not UTF-8 become U+FFFD, so the output stays UTF-8. */
+    kp_str clean = {0};
+    kp_str_append_utf8(&clean, raw, strlen(raw));
+    const char *text = clean.data ? clean.data : "";
     if (!strpbrk(text, ",\"\n\r")) {
         fputs(text, stdout);
-        return;
+    } else {
+        putchar('"');
+        for (const char *p = text; *p; p++) {
+            if (*p == '"') putchar('"');
+            putchar(*p);
+        }
+        putchar('"');
     }
-    putchar('"');
-    for (const char *p = text; *p; p++) {
-        if (*p == '"') putchar('"');
-        putchar(*p);
-    }
-    putchar('"');
+    kp_str_free(&clean);
 }
 
 /* One verdict row: table "verdict", name the window ("wall", "active", "nvtx:NAME"). */

@@ -4,6 +4,7 @@
  * as JSON (also written to the kernel folder's run.json).
  */
 #include "core/format.h"
+#include "core/outfile.h"
 #include "core/readings.h"
 #include "core/util.h"
 #include "export/json.h"
@@ -69,6 +70,7 @@ void kp_run_json_header(kp_json *j, const kp_lab_info *info)
 void kp_run_abandon(const kp_error *err)
 {
     int rc = kp_cli_fail(err);
+    kp_output_unlink_all(); /* an output opened before the run (--plot) */
     fflush(NULL);
     _exit(rc);
 }
@@ -243,6 +245,7 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
         {"sweep-tg", no_argument, NULL, 'S'},
         {"tg-list", required_argument, NULL, 'L'},
         {"plot", required_argument, NULL, 'P'},
+        {"force", no_argument, NULL, 'F'},
         {NULL, 0, NULL, 0},
     };
     int sweep = a->sweep; /* `kprof sweep` sets it before parsing */
@@ -322,6 +325,9 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
             a->sweep = 1;
             break;
         case 'P': a->plot = optarg; break;
+        case 'F':
+            a->force = 1;
+            break;
         case 'D': kp_str_printf(&a->options, " -D%s", optarg); break;
         case 'I': kp_str_printf(&a->options, " -I%s", optarg); break;
         case 'o': kp_str_printf(&a->options, " %s", optarg); break;
@@ -425,9 +431,11 @@ int kp_cmd_run(int argc, char **argv)
         }
         fputs(s.data, stdout);
         if (r.info->kernel_dir[0]) {
+            /* kprof's own file, replaced by every run; a link is followed, not replaced. */
             char path[4200];
             snprintf(path, sizeof path, "%s/run.json", r.info->kernel_dir);
-            st = kp_file_write_atomic(path, s.data, s.len, &err);
+            const char *inputs[] = {r.info->source_path, NULL};
+            st = kp_output_write_file(path, KP_OUTPUT_FORCE, inputs, s.data, s.len, &err);
         }
         kp_str_free(&s);
     } else {

@@ -5,6 +5,7 @@
  * the kernel folder) and an SVG plot.
  */
 #include "core/format.h"
+#include "core/outfile.h"
 #include "core/readings.h"
 #include "export/json.h"
 #include "export/svg.h"
@@ -158,7 +159,7 @@ static void kp_sweep_json(kp_str *out, const kp_sweep_run *s, int complete)
     kp_json_finish(&j);
 }
 
-static kprof_status kp_sweep_plot(const kp_sweep_run *s, const char *path, kp_error *err)
+static kprof_status kp_sweep_plot(const kp_sweep_run *s, kp_output *out, kp_error *err)
 {
     kp_plot_point *pts = calloc((size_t)s->npoints, sizeof *pts);
     if (!pts) return kp_error_set(err, KPROF_NOMEM, "out of memory");
@@ -182,8 +183,9 @@ static kprof_status kp_sweep_plot(const kp_sweep_run *s, const char *path, kp_er
     char *svg = n ? kp_svg_sweep(title, pts, n) : NULL;
     free(pts);
     if (!svg) return kp_error_set(err, KPROF_NOMEM, "no points to plot, or out of memory");
-    kprof_status st = kp_file_write_atomic(path, svg, strlen(svg), err);
+    kprof_status st = kp_output_write(out, svg, strlen(svg), err);
     free(svg);
+    if (st == KPROF_OK) st = kp_output_commit(out, err);
     return st;
 }
 
@@ -251,6 +253,7 @@ int kp_run_sweep(kp_run_args *a)
 {
     kp_error err = {0};
     kp_lab *lab = NULL;
+    kp_output plot = {0};
     kp_sweep_run *s = calloc(1, sizeof *s);
     double *samples = calloc((size_t)a->iters, sizeof *samples);
     double *scratch = calloc((size_t)a->iters, sizeof *scratch);
@@ -263,28 +266,31 @@ int kp_run_sweep(kp_run_args *a)
     s->best = -1;
     s->iters = a->iters;
     s->warmup = a->warmup;
+    /* The plot's file is checked (and its temporary made) before the sweep runs. */
+    const char *plot_inputs[] = {a->lab.target, NULL};
+    if (a->plot)
+        st = kp_output_open(&plot, a->plot, a->force ? KP_OUTPUT_FORCE : 0, plot_inputs, &err);
+    if (st != KPROF_OK) goto done;
     st = kp_lab_open(&a->lab, &lab, &err);
     if (st != KPROF_OK) goto done;
     s->info = kp_lab_get_info(lab);
     st = kp_sweep_points(a, lab, s, &err);
     if (st != KPROF_OK) goto done;
 
-    /* Every size is checked before anything runs; each bad one is named. */
-    kp_str bad = {0};
+    /* Every size is checked before anything runs; each bad one is named, one per line (the
+     * line breaks are in the formats: arguments are escaped). */
     for (int i = 0; i < s->npoints; i++) {
         kp_error one = {0};
-        if (kp_lab_check_launch(lab, &s->points[i].launch, &s->points[i].refl, &one) !=
-            KPROF_OK)
-            kp_str_printf(&bad, "\n  %s", one.message);
+        if (kp_lab_check_launch(lab, &s->points[i].launch, &s->points[i].refl, &one) != KPROF_OK) {
+            kp_error_set(&err, KPROF_INVALID, "the sweep cannot use these threadgroup sizes:");
+            kp_error_append(&err, "\n  %s", one.message);
+        }
         kp_error_clear(&one);
     }
-    if (bad.len) {
-        st = kp_error_set(&err, KPROF_INVALID, "the sweep cannot use these threadgroup sizes:%s",
-                          bad.data);
-        kp_str_free(&bad);
+    if (err.status != KPROF_OK) {
+        st = err.status;
         goto done;
     }
-    kp_str_free(&bad);
 
     kp_ceiling ceiling;
     if (kp_store_lookup_ceiling(&s->info->device, &ceiling) == 0) s->ceiling_gbs = ceiling.copy_gbs;
@@ -340,17 +346,19 @@ int kp_run_sweep(kp_run_args *a)
         if (!partial && s->info->kernel_dir[0]) {
             char path[4200];
             snprintf(path, sizeof path, "%s/sweep.json", s->info->kernel_dir);
-            st = kp_file_write_atomic(path, out.data, out.len, &err);
+            const char *inputs[] = {s->info->source_path, NULL};
+            st = kp_output_write_file(path, KP_OUTPUT_FORCE, inputs, out.data, out.len, &err);
         }
         kp_str_free(&out);
     } else {
         kp_sweep_print(s, 0);
     }
     if (st == KPROF_OK && !partial && a->plot) {
-        st = kp_sweep_plot(s, a->plot, &err);
+        st = kp_sweep_plot(s, &plot, &err);
         if (st == KPROF_OK && !a->json) printf("  plot: %s\n", a->plot);
     }
 done:
+    kp_output_abort(&plot); /* after a commit, a no-op */
     free(samples);
     free(scratch);
     if (st == KPROF_TIMEOUT) kp_run_abandon(&err);

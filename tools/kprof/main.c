@@ -45,7 +45,8 @@ const kp_command kp_commands[] = {
      "  --from FILE    copy FILE (.cl, .cu, .ptx or .cubin) in as the kernel\n"
      "  --lang L       template language: cl (OpenCL C) or cu (CUDA C++)\n"
      "  --force        replace a kernel source already in the folder\n"},
-    {"run", kp_cmd_run, "compile one kernel, run it on deterministic buffers, time it on the device",
+    {"run", kp_cmd_run,
+     "compile one kernel, run it on deterministic buffers, time it on the device",
      "usage: kprof run NAME|FILE --buffers SPEC [--entry K] [--grid G] [--tg T]\n"
      "                 [--iters N] [--warmup N] [--bytes B] [--json]\n"
      "                 [--backend opencl|cuda|auto] [--device N] [--timeout S]\n"
@@ -79,12 +80,14 @@ const kp_command kp_commands[] = {
      "  --sweep-tg     sweep threadgroup sizes instead of one --tg (see kprof help sweep)\n"
      "  --tg-list L    sweep these sizes: 96,128,256 or 8x8,16x16,32x8\n"
      "  --plot F.svg   with a sweep: draw GPU time and occupancy against tg\n"
+     "  --force        let --plot replace an existing file\n"
      "\n"
      "Environment: KPROF_BACKEND, KPROF_DEVICE, KPROF_HOME, KPROF_CACHE_DIR, KPROF_DUMP_DIR\n"
      "(dump source, options, log and binary of every kernel compiled).\n"},
     {"sweep", kp_cmd_sweep, "the occupancy curve: one kernel across threadgroup sizes",
      "usage: kprof sweep NAME|FILE --buffers SPEC [--entry K] [--grid G] [--tg-list L]\n"
      "                   [--iters N] [--warmup N] [--bytes B] [--json] [--plot FILE.svg]\n"
+     "                   [--force]\n"
      "                   [run's other options]\n"
      "       (the same as kprof run ... --sweep-tg)\n"
      "\n"
@@ -102,6 +105,7 @@ const kp_command kp_commands[] = {
      "  --tg-list L    sizes to sweep: 64,96,128 or 8x8,16x16,32x8 (one shape per grid dim)\n"
      "  --json         print JSON; with NAME also write NAME/sweep.json\n"
      "  --plot F.svg   draw GPU time and occupancy against threadgroup size\n"
+     "  --force        let --plot replace an existing file\n"
      "\n"
      "A progress line goes to stderr while the sweep runs, on a terminal only.\n"},
     {"trace", kp_cmd_trace, "record what an unmodified program does on the GPU",
@@ -165,11 +169,18 @@ const kp_command kp_commands[] = {
      "  --json    the tables, launch latency and every verdict as JSON\n"
      "  --csv     the tables, launch latency and verdict rows as CSV\n"},
     {"export", kp_cmd_export, "a trace for other tools (Chrome trace JSON for Perfetto)",
-     "usage: kprof export FILE --chrome OUT.json\n"
+     "usage: kprof export FILE --chrome OUT.json [--force]\n"
      "\n"
      "Writes the trace as Chrome Trace Event JSON: a track per host thread (API calls, NVTX\n"
      "ranges as slices), a process per GPU with a track per stream or queue, and a flow arrow\n"
-     "from each API call to the GPU work it launched. Loads in Perfetto UI and chrome://tracing.\n"},
+     "from each API call to the GPU work it launched. Loads in Perfetto UI and chrome://tracing.\n"
+     "\n"
+     "  --chrome OUT   the JSON file; '-' for standard output. A FIFO or a character device is\n"
+     "                 written in place; a symbolic link is followed to its target; a regular\n"
+     "                 file is written to a temporary beside it and renamed when whole\n"
+     "  --force        replace OUT if it exists (never the trace itself)\n"
+     "\n"
+     "Text that is not UTF-8 (names, commands, paths) is written as \\u00XX of each such byte.\n"},
     {"help", kp_cmd_help, "help for a command: kprof help CMD", "usage: kprof help [CMD]\n"},
     {"version", kp_cmd_version, "print kprof's version", "usage: kprof version\n"},
     {NULL, NULL, NULL, NULL},
@@ -193,10 +204,13 @@ static void kp_main_usage(FILE *f)
     fprintf(f, "\n`kprof help COMMAND` or `kprof COMMAND --help` for a command's options.\n\n"
                "exit codes:\n"
                "  0  success\n"
-               "  1  runtime failure (allocation, I/O, backend error)\n"
-               "  2  usage error or bad input (arguments, SPEC, file, kernel name)\n"
+               "  1  runtime failure (allocation, an I/O error, backend error)\n"
+               "  2  usage error or bad input (arguments, SPEC, kernel name; an input file that\n"
+               "     is missing, not a regular file, damaged, truncated or not kprof's; an output\n"
+               "     kprof refuses to write)\n"
                "  3  backend or device unavailable\n"
-               "  4  kernel fault, compile failure or timeout\n");
+               "  4  kernel fault, compile failure or timeout\n"
+               "  128+N  ended by signal N (SIGINT, SIGTERM, SIGHUP); no temporary file is left\n");
 }
 
 static int kp_cmd_help(int argc, char **argv)
@@ -241,5 +255,6 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
             return kp_cli_exit(kp_cli_help(c));
     }
+    if (!c->runs_a_command) kp_cli_signals_install(); /* trace handles its own signals */
     return kp_cli_exit(c->run(argc - 1, argv + 1));
 }

@@ -20,6 +20,7 @@ typedef struct kp_run_args {
     int sweep;           /* --sweep-tg, --tg-list, or `kprof sweep` */
     const char *tg_list; /* --tg-list */
     const char *plot;    /* --plot FILE.svg */
+    int force;           /* --force: --plot may replace an existing file */
 } kp_run_args;
 
 /* Parse `kprof run` arguments (argv[0] is the command). 0 or a usage exit code (printed). */
