@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -214,8 +215,12 @@ kprof_status kp_output_open(kp_output *o, const char *path, unsigned flags,
         if (o->fd < 0 && e != EEXIST) break;
     }
     if (o->fd < 0) {
+        /* ENOENT from a folder that exists: a file system that makes no files (/proc). */
+        char folder[4200];
+        snprintf(folder, sizeof folder, "%s", o->tmp[0] ? o->tmp : path);
+        int missing = (e == ENOENT || e == ENOTDIR) && !kp_path_is_dir(dirname(folder));
         o->tmp[0] = '\0';
-        if (e == ENOENT || e == ENOTDIR)
+        if (missing)
             return kp_error_set(err, KPROF_NOT_FOUND, "cannot write %s: its folder does not exist",
                                 path);
         return kp_error_set(err, KPROF_IO, "cannot write %s: %s", path, strerror(e));

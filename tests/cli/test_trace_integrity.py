@@ -323,7 +323,7 @@ class Output(kptest.KprofTestCase):
                     "/proc/t.kprof"):
             p = self.kprof("trace", "-o", out, "--", "touch", marker)
             self.assertNotEqual(p.returncode, 0)
-            self.assertIn("cannot write the trace", p.stderr)
+            self.assertIn("cannot write " + out, p.stderr)
             self.assertFalse(os.path.exists(marker), "the program ran before the output was "
                              "found unwritable")
         self.assertEqual(os.listdir(self.tmp), ["home"] if os.path.exists(self.home) else [])

@@ -8,12 +8,11 @@
 #define _GNU_SOURCE
 #include "collect/session.h"
 #include "core/format.h"
+#include "core/outfile.h"
 #include "core/util.h"
 #include "store/trace_db.h"
 #include "tools/kprof/cli.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,49 +29,6 @@ static void kp_trace_default_name(char *out, size_t n)
         snprintf(out, n, "trace_%d.kprof", i);
         if (!kp_path_exists(out)) return;
     }
-}
-
-/* The output checked and its temporary made before anything runs, so that an output kprof cannot
- * write is found before the program ran, not after. */
-typedef struct kp_trace_output {
-    char path[4096];
-    char tmp[4200];
-} kp_trace_output;
-
-static kprof_status kp_trace_output_open(kp_trace_output *o, const char *path, int force,
-                                         kp_error *err)
-{
-    snprintf(o->path, sizeof o->path, "%s", path);
-    o->tmp[0] = '\0';
-    if (kp_path_is_dir(path))
-        return kp_error_set(err, KPROF_INVALID, "-o %s is a folder; name the trace file", path);
-    if (kp_path_exists(path) && !force)
-        return kp_error_set(err, KPROF_INVALID, "%s exists; use --force to replace it", path);
-    snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0) {
-        int e = errno;
-        o->tmp[0] = '\0';
-        return kp_error_set(err, KPROF_IO, "cannot write the trace %s: %s", path, strerror(e));
-    }
-    close(fd);
-    return KPROF_OK;
-}
-
-static kprof_status kp_trace_output_commit(kp_trace_output *o, kp_error *err)
-{
-    if (rename(o->tmp, o->path) != 0) {
-        int e = errno;
-        return kp_error_set(err, KPROF_IO, "cannot write the trace %s: %s", o->path, strerror(e));
-    }
-    o->tmp[0] = '\0';
-    return KPROF_OK;
-}
-
-static void kp_trace_output_abort(kp_trace_output *o)
-{
-    if (o->tmp[0]) unlink(o->tmp);
-    o->tmp[0] = '\0';
 }
 
 /* What the user should know once the trace is written. */
@@ -126,21 +82,21 @@ static void kp_trace_kept(const char *dir)
 }
 
 /* Merge dir into the output; 0 or the exit code of a failure (told). */
-static int kp_trace_merge(const char *dir, const kp_trace_run *run, kp_trace_output *out,
+static int kp_trace_merge(const char *dir, const kp_trace_run *run, kp_output *out,
                           kp_trace_summary *sum)
 {
     kp_error err = {0};
     kp_session_watch_merge();
     kprof_status st = kp_trace_db_write(out->tmp, dir, run, kp_session_cancel_flag(), sum, &err);
-    if (st == KPROF_OK) st = kp_trace_output_commit(out, &err);
+    if (st == KPROF_OK) st = kp_output_commit(out, &err);
     if (st == KPROF_OK) return 0;
-    kp_trace_output_abort(out);
+    kp_output_abort(out);
     int code = kp_cli_fail(&err);
     kp_trace_kept(dir);
     return code;
 }
 
-static int kp_trace_merge_only(const char *dir, kp_trace_output *out)
+static int kp_trace_merge_only(const char *dir, kp_output *out)
 {
     kp_error err = {0};
     kp_trace_run run;
@@ -148,11 +104,11 @@ static int kp_trace_merge_only(const char *dir, kp_trace_output *out)
     if (!kp_path_is_dir(dir)) {
         kp_error_set(&err, kp_path_exists(dir) ? KPROF_INVALID : KPROF_NOT_FOUND,
                      "--merge %s: not a folder of kprof trace records", dir);
-        kp_trace_output_abort(out);
+        kp_output_abort(out);
         return kp_cli_fail(&err);
     }
     if (kp_session_load_run(dir, &run, command, sizeof command, &err) != KPROF_OK) {
-        kp_trace_output_abort(out);
+        kp_output_abort(out);
         return kp_cli_fail(&err);
     }
     kp_trace_summary sum;
@@ -224,21 +180,26 @@ int kp_cmd_trace(int argc, char **argv)
         fprintf(stderr, "kprof: note: trace files are named *.kprof by convention\n");
 
     kp_error err = {0};
-    kp_trace_output out;
+    kp_output out = {0};
     kp_session_catch_signals(); /* from here on a signal never leaves the temporary behind */
-    if (kp_trace_output_open(&out, path, force, &err) != KPROF_OK) return kp_cli_fail(&err);
+    /* The output is checked and its temporary made now, before anything runs: an output kprof
+     * cannot write is found before the program ran, not after. SQLite writes it by name. */
+    if (kp_output_open(&out, path, (force ? KP_OUTPUT_FORCE : 0) | KP_OUTPUT_SEEKABLE, NULL,
+                       &err) != KPROF_OK)
+        return kp_cli_fail(&err);
+    kp_output_close_fd(&out);
     if (merge) return kp_trace_merge_only(merge, &out);
 
     char note[4352];
     char dir[4096];
     if (kp_session_inject_env(queue_times, note, sizeof note, &err) != KPROF_OK ||
         kp_session_scratch(dir, sizeof dir, &err) != KPROF_OK) {
-        kp_trace_output_abort(&out);
+        kp_output_abort(&out);
         return kp_cli_fail(&err);
     }
     if (note[0]) fprintf(stderr, "kprof: note: %s\n", note);
     if (kp_session_first_signal()) { /* before the program even started */
-        kp_trace_output_abort(&out);
+        kp_output_abort(&out);
         kp_session_remove(dir);
         return 128 + kp_session_first_signal();
     }
@@ -256,7 +217,7 @@ int kp_cmd_trace(int argc, char **argv)
     kprof_status st = kp_session_save_run(dir, &run, &err);
     if (st == KPROF_OK) st = kp_session_run(cmd, grace, &how, &err);
     if (st != KPROF_OK) {
-        kp_trace_output_abort(&out);
+        kp_output_abort(&out);
         kp_session_remove(dir);
         kp_str_free(&cmdline);
         int code = kp_cli_fail(&err), sig = kp_session_first_signal();
