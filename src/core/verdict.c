@@ -7,6 +7,7 @@
  * for seconds, an idle GPU is launch-bound only when launches come fast and close together.
  */
 #include "core/verdict.h"
+#include "core/util.h"
 #include "core/format.h"
 
 #include <stdarg.h>
@@ -15,13 +16,6 @@
 #include <string.h>
 
 /* end - start in ns, saturating instead of overflowing (damaged or hostile timestamps). */
-static inline int64_t kp_verdict_ns_diff(int64_t end, int64_t start)
-{
-    int64_t d;
-    if (__builtin_sub_overflow(end, start, &d)) return end > start ? INT64_MAX : INT64_MIN;
-    return d;
-}
-
 static double kp_ns_to_s(int64_t ns)
 {
     return (double)ns / 1e9;
@@ -32,13 +26,20 @@ static double kp_ns_to_s(int64_t ns)
 const char *kp_verdict_name(kp_verdict_kind kind)
 {
     switch (kind) {
-    case KP_VERDICT_NO_DEVICE: return "no-device-activity";
-    case KP_VERDICT_LAUNCH_BOUND: return "launch-bound";
-    case KP_VERDICT_SYNC_BOUND: return "sync-bound";
-    case KP_VERDICT_HOST_BOUND: return "host-bound";
-    case KP_VERDICT_KERNELS_MINOR: return "kernels-minor";
-    case KP_VERDICT_DEVICE_BOUND: return "device-bound";
-    default: return "mixed";
+    case KP_VERDICT_NO_DEVICE:
+        return "no-device-activity";
+    case KP_VERDICT_LAUNCH_BOUND:
+        return "launch-bound";
+    case KP_VERDICT_SYNC_BOUND:
+        return "sync-bound";
+    case KP_VERDICT_HOST_BOUND:
+        return "host-bound";
+    case KP_VERDICT_KERNELS_MINOR:
+        return "kernels-minor";
+    case KP_VERDICT_DEVICE_BOUND:
+        return "device-bound";
+    default:
+        return "mixed";
     }
 }
 
@@ -248,10 +249,10 @@ static void kp_describe_host(kp_text *t, const kp_verdict_input *in, const kp_ve
                     kp_format_duration(in->longest_gap_s, d, sizeof d),
                     kp_pct(v->gap_fraction, p, sizeof p), window, gap);
         if (in->longest_gap_place == KP_GAP_BETWEEN) /* where in the trace */
-            kp_text_add(t, ", %s into the trace",
-                        kp_format_duration(
-                            kp_ns_to_s(kp_verdict_ns_diff(in->longest_gap_at_ns, trace_start_ns)),
-                            at, sizeof at));
+            kp_text_add(
+                t, ", %s into the trace",
+                kp_format_duration(kp_ns_to_s(kp_ns_diff(in->longest_gap_at_ns, trace_start_ns)),
+                                   at, sizeof at));
         kp_text_add(t, ".");
     }
     if (in->ncalls == 0) {
@@ -543,7 +544,7 @@ int kp_timeline_prepare(kp_timeline *t)
         const kp_tl_op *o = &t->ops[i];
         t->kernels_before[i + 1] = t->kernels_before[i] + (o->kernel != 0);
         t->small_before[i + 1] =
-            t->small_before[i] + (o->kernel && kp_verdict_ns_diff(o->e, o->s) < small_ns);
+            t->small_before[i] + (o->kernel && kp_ns_diff(o->e, o->s) < small_ns);
     }
     if (kp_tl_union(t, 0, &t->busy, &t->nbusy) != 0) return -1;
     if (kp_tl_union(t, 1, &t->kbusy, &t->nkbusy) != 0) return -1;
@@ -558,45 +559,28 @@ int kp_timeline_active(const kp_timeline *t, int64_t *start_ns, int64_t *end_ns)
     return 1;
 }
 
-/* The first stretch ending after `at` (stretches are disjoint: their ends ascend too). */
-static size_t kp_busy_after(const kp_tl_busy *v, size_t n, int64_t at)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v[mid].e <= at)
-            lo = mid + 1;
-        else
-            hi = mid;
+/* Binary searches over arrays sorted by the compared field: the first element for which
+ * `before` (an expression of `x`, the element) no longer holds. */
+#define KP_LOWER_BOUND(name, type, before)                                                         \
+    static size_t name(const type *v, size_t n, int64_t at)                                        \
+    {                                                                                              \
+        size_t lo = 0, hi = n;                                                                     \
+        while (lo < hi) {                                                                          \
+            size_t mid = lo + (hi - lo) / 2;                                                       \
+            const type *x = &v[mid];                                                               \
+            if (before)                                                                            \
+                lo = mid + 1;                                                                      \
+            else                                                                                   \
+                hi = mid;                                                                          \
+        }                                                                                          \
+        return lo;                                                                                 \
     }
-    return lo;
-}
 
-static size_t kp_ops_from(const kp_tl_op *v, size_t n, int64_t at)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v[mid].s < at)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-static size_t kp_calls_from(const kp_tl_call *v, size_t n, int64_t at)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v[mid].s < at)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
+/* The first stretch ending after `at` (stretches are disjoint: their ends ascend too); the first
+ * operation and the first call starting at or after `at`. */
+KP_LOWER_BOUND(kp_busy_after, kp_tl_busy, x->e <= at)
+KP_LOWER_BOUND(kp_ops_from, kp_tl_op, x->s < at)
+KP_LOWER_BOUND(kp_calls_from, kp_tl_call, x->s < at)
 
 /* Sums over one or more windows, then turned into a kp_verdict_input. */
 typedef struct kp_acc {
@@ -666,7 +650,7 @@ static int kp_acc_add(kp_acc *a, const kp_timeline *t, int64_t ws, int64_t we)
 {
     if (we < ws) we = ws;
     const int64_t short_ns = (int64_t)(KP_VERDICT_SHORT_GAP_S * 1e9 + 0.5);
-    a->wall_ns += kp_verdict_ns_diff(we, ws);
+    a->wall_ns = kp_i64_add_sat(a->wall_ns, kp_ns_diff(we, ws));
     /* Device busy and the idle gaps between, clipped to the window. */
     size_t i = kp_busy_after(t->busy, t->nbusy, ws);
     int64_t prev_end = ws;
@@ -674,15 +658,15 @@ static int kp_acc_add(kp_acc *a, const kp_timeline *t, int64_t ws, int64_t we)
     for (; i < t->nbusy && t->busy[i].s < we; i++) {
         const kp_tl_busy *b = &t->busy[i];
         int64_t cs = b->s > ws ? b->s : ws, ce = b->e < we ? b->e : we;
-        a->busy_ns += kp_verdict_ns_diff(ce, cs);
+        a->busy_ns = kp_i64_add_sat(a->busy_ns, kp_ns_diff(ce, cs));
         if (cs > prev_end) {
-            int64_t len = kp_verdict_ns_diff(cs, prev_end);
+            int64_t len = kp_ns_diff(cs, prev_end);
             if (prev) {
                 if (kp_grow((void **)&a->gaps, &a->capgaps, a->ngaps, sizeof *a->gaps) != 0)
                     return -1;
                 a->gaps[a->ngaps++] = kp_ns_to_s(len);
                 a->in.gaps++;
-                if (len <= short_ns) a->short_gap_ns += len;
+                if (len <= short_ns) a->short_gap_ns = kp_i64_add_sat(a->short_gap_ns, len);
                 kp_acc_gap(a, t, prev_end, len, KP_GAP_BETWEEN, &t->ops[prev->last],
                            &t->ops[b->first]);
             } else {
@@ -693,14 +677,14 @@ static int kp_acc_add(kp_acc *a, const kp_timeline *t, int64_t ws, int64_t we)
         prev = b;
     }
     if (!prev && we > ws)
-        kp_acc_gap(a, t, ws, kp_verdict_ns_diff(we, ws), KP_GAP_WHOLE, NULL, NULL);
+        kp_acc_gap(a, t, ws, kp_ns_diff(we, ws), KP_GAP_WHOLE, NULL, NULL);
     else if (prev && we > prev_end)
-        kp_acc_gap(a, t, prev_end, kp_verdict_ns_diff(we, prev_end), KP_GAP_AFTER_LAST,
-                   &t->ops[prev->last], NULL);
+        kp_acc_gap(a, t, prev_end, kp_ns_diff(we, prev_end), KP_GAP_AFTER_LAST, &t->ops[prev->last],
+                   NULL);
     for (i = kp_busy_after(t->kbusy, t->nkbusy, ws); i < t->nkbusy && t->kbusy[i].s < we; i++) {
         int64_t cs = t->kbusy[i].s > ws ? t->kbusy[i].s : ws;
         int64_t ce = t->kbusy[i].e < we ? t->kbusy[i].e : we;
-        a->kbusy_ns += kp_verdict_ns_diff(ce, cs);
+        a->kbusy_ns = kp_i64_add_sat(a->kbusy_ns, kp_ns_diff(ce, cs));
     }
     /* Launches: the operations that start in the window. */
     size_t lo = kp_ops_from(t->ops, t->nops, ws), hi = kp_ops_from(t->ops, t->nops, we);
@@ -710,16 +694,17 @@ static int kp_acc_add(kp_acc *a, const kp_timeline *t, int64_t ws, int64_t we)
     /* Host calls that start in the window, up to its end. */
     for (i = kp_calls_from(t->calls, t->ncalls, ws); i < t->ncalls && t->calls[i].s < we; i++) {
         const kp_tl_call *c = &t->calls[i];
-        int64_t d = kp_verdict_ns_diff(c->e < we ? c->e : we, c->s);
-        a->api_ns += d;
-        if (c->sync) a->sync_ns += d;
+        int64_t d = kp_ns_diff(c->e < we ? c->e : we, c->s);
+        a->api_ns = kp_i64_add_sat(a->api_ns, d);
+        if (c->sync) a->sync_ns = kp_i64_add_sat(a->sync_ns, d);
         if (!a->call_n[c->name]) a->touched[a->ntouched++] = c->name;
         a->call_n[c->name]++;
-        a->call_ns[c->name] += d;
+        a->call_ns[c->name] = kp_i64_add_sat(a->call_ns[c->name], d);
         a->call_sync[c->name] |= c->sync != 0;
     }
     for (i = kp_calls_from(t->waits, t->nwaits, ws); i < t->nwaits && t->waits[i].s < we; i++)
-        a->wait_ns += kp_verdict_ns_diff(t->waits[i].e < we ? t->waits[i].e : we, t->waits[i].s);
+        a->wait_ns = kp_i64_add_sat(
+            a->wait_ns, kp_ns_diff(t->waits[i].e < we ? t->waits[i].e : we, t->waits[i].s));
     return 0;
 }
 

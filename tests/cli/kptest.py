@@ -38,6 +38,18 @@ def opencl_available():
     return b["available"], b.get("reason")
 
 
+def loader_has_layers(program):
+    """Whether the OpenCL ICD loader a program links knows OPENCL_LAYERS (ocl-icd >= 2.3, the
+    Khronos loader since 2020; not the one CUDA ships): otherwise only LD_PRELOAD reaches it."""
+    ldd = subprocess.run(["ldd", program], capture_output=True, text=True).stdout
+    for line in ldd.splitlines():
+        if "libOpenCL" in line and "=>" in line:
+            path = line.split("=>")[1].split("(")[0].strip()
+            with open(path, "rb") as f:
+                return b"OPENCL_LAYERS" in f.read()
+    return True
+
+
 def cuda_available():
     p = run(["caps", "--json", "--backend", "cuda"])
     try:

@@ -42,18 +42,6 @@ def unshare_for_mount():
     return None
 
 
-def loader_has_layers(program):
-    """Whether the ICD loader a program links knows OPENCL_LAYERS (ocl-icd >= 2.3, the Khronos
-    loader since 2020; not the one CUDA ships): otherwise only LD_PRELOAD reaches it."""
-    ldd = subprocess.run(["ldd", program], capture_output=True, text=True).stdout
-    for line in ldd.splitlines():
-        if "libOpenCL" in line and "=>" in line:
-            path = line.split("=>")[1].split("(")[0].strip()
-            with open(path, "rb") as f:
-                return b"OPENCL_LAYERS" in f.read()
-    return True
-
-
 def counts(path):
     db = sqlite3.connect(path)
     events = db.execute("SELECT COUNT(*) FROM events").fetchone()[0]
@@ -146,7 +134,7 @@ class Abort(kptest.KprofTestCase):
     def intercepts(self):
         """Both ways in, and each alone; the layer alone only where the loader has layers."""
         ways = [None, "preload"]
-        if loader_has_layers(ABORT):
+        if kptest.loader_has_layers(ABORT):
             ways.append("layer")
         return ways
 

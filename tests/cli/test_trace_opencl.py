@@ -13,18 +13,6 @@ import kptest
 APP = os.environ.get("KPROF_CL_APP")
 
 
-def loader_has_layers():
-    """Whether the ICD loader cl_app links knows OPENCL_LAYERS (ocl-icd >= 2.3, the Khronos
-    loader since 2020); older ones never load a layer."""
-    ldd = subprocess.run(["ldd", APP], capture_output=True, text=True).stdout
-    for line in ldd.splitlines():
-        if "libOpenCL" in line and "=>" in line:
-            path = line.split("=>")[1].split("(")[0].strip()
-            with open(path, "rb") as f:
-                return b"OPENCL_LAYERS" in f.read()
-    return True
-
-
 class TraceOpenCL(kptest.KprofTestCase):
     @classmethod
     def setUpClass(cls):
@@ -117,7 +105,7 @@ class TraceOpenCL(kptest.KprofTestCase):
             with self.subTest(way=way):
                 path, p = self.trace("20", name=way + ".kprof",
                                      env={"KPROF_OPENCL_INTERCEPT": way})
-                if way == "layer" and not loader_has_layers():
+                if way == "layer" and not kptest.loader_has_layers(APP):
                     # e.g. the loader CUDA ships: the layer is never loaded, and the trace
                     # says that nothing was captured rather than showing an empty table.
                     self.assertIn("no GPU activity was captured", p.stderr)
@@ -130,7 +118,7 @@ class TraceOpenCL(kptest.KprofTestCase):
     def test_program_layers_see_every_call(self):
         # A layer of the program's own stays in the path of every call: kprof's layer goes
         # outermost, and its LD_PRELOAD wrappers call what lies under it.
-        if not loader_has_layers():
+        if not kptest.loader_has_layers(APP):
             self.skipTest("this ICD loader has no layer support")
         layer = {"OPENCL_LAYERS": os.environ["KPROF_COUNT_LAYER"]}
         alone = subprocess.run([APP, "20"], env=dict(os.environ, **layer), capture_output=True,
@@ -165,7 +153,7 @@ class TraceOpenCL(kptest.KprofTestCase):
         env["KPROF_OPENCL_INTERCEPT"] = "both"
         path, p = self.trace("20", name="space.kprof", env=env)
         self.assertIn("traced through the loader's layers only", p.stderr)
-        if loader_has_layers():
+        if kptest.loader_has_layers(APP):
             self.check_counts(path, p)
 
     def test_fork(self):
