@@ -8,9 +8,9 @@
  * its own process group when kprof gave it one (kprof is not in a terminal's foreground: a
  * script, a scheduler, `timeout`), else to the program alone (a terminal's ^C already reached the
  * whole foreground group and is not sent twice). The program then has the grace period to end;
- * after it, or at a second signal, it is killed (SIGKILL). A signal that comes during the merge
- * lets the merge finish unless it is the second one kprof has had: then the merge stops, and
- * kp_session_cancelled() says so. Not thread-safe: one session per process.
+ * after it, or at a second signal, it is killed (SIGKILL). The second signal kprof has had in all
+ * also stops the merge (at once, or as soon as it starts); a first one that comes during the
+ * merge lets it finish. Not thread-safe: one session per process.
  */
 #ifndef KP_COLLECT_SESSION_H
 #define KP_COLLECT_SESSION_H
