@@ -48,6 +48,25 @@ class Isolate(kptest.KprofTestCase):
         self.kprof("isolate", "k", "--lang", "cu", "--force", expect=0)
         self.assertEqual(os.listdir(self.kernel_dir("k")), ["kernel.cu"])
 
+    def test_force_takes_the_old_kernels_results_along(self):
+        self.kprof("isolate", "k", "--lang", "cl", expect=0)
+        d = self.kernel_dir("k")
+        self.kprof("run", "k", "--entry", "demo_add", "--grid", "1024", "--tg", "64", "--buffers",
+                   "f32:1024,f32:1024,f32:1024,u32=1024", "--iters", "2", "--json", expect=0)
+        self.assertTrue(os.path.exists(os.path.join(d, "run.json")))
+        # The same source written again: its results still describe it.
+        self.kprof("isolate", "k", "--lang", "cl", "--force", expect=0)
+        self.assertTrue(os.path.exists(os.path.join(d, "run.json")))
+        # Another source: the results of the old one go, and kprof says so.
+        with open(os.path.join(d, "kernel.cl"), "a") as f:
+            f.write("\n// changed\n")
+        with open(os.path.join(d, "sweep.json"), "w") as f:
+            f.write("{}")
+        p = self.kprof("isolate", "k", "--lang", "cl", "--force", expect=0)
+        self.assertEqual(sorted(os.listdir(d)), ["kernel.cl"])
+        self.assertIn("run.json", p.stdout)
+        self.assertIn("sweep.json", p.stdout)
+
     def test_from_file(self):
         src = self.write("mine.cl", "__kernel void k(__global int *x) { x[0] = 1; }\n")
         self.kprof("isolate", "m", "--from", src, expect=0)

@@ -111,10 +111,31 @@ int kp_cmd_isolate(int argc, char **argv)
             }
         }
     }
+    /* Results measured on another kernel would pass for this one's: a replaced source takes
+     * them along (the same source, written again, keeps them). */
+    int same = 0;
+    if (force) {
+        char *old = NULL;
+        size_t old_len = 0;
+        kp_error ignore = {0};
+        same = kp_file_read(path, &old, &old_len, &ignore) == KPROF_OK && old_len == len &&
+               memcmp(old, data, len) == 0;
+        free(old);
+        kp_error_clear(&ignore);
+    }
     kprof_status st = kp_mkdir_p(dir, &err);
     if (st == KPROF_OK) st = kp_file_write_atomic(path, data, len, &err);
     free(data);
     if (st != KPROF_OK) return kp_cli_fail(&err);
+    if (force && !same) {
+        static const char *const results[] = {"run.json", "sweep.json", "bench.json"};
+        for (size_t i = 0; i < sizeof results / sizeof *results; i++) {
+            char result[4200];
+            snprintf(result, sizeof result, "%s/%s", dir, results[i]);
+            if (remove(result) == 0)
+                printf("removed %s: it measured the kernel this one replaces\n", result);
+        }
+    }
     if (force) {
         /* One source per folder: a replaced kernel in another language goes. */
         for (int i = 0; i < KP_LANG_COUNT; i++) {
