@@ -356,11 +356,20 @@ kprof_status kp_session_run(char *const *argv, double grace_s, kp_session_outcom
     memset(&ign, 0, sizeof ign);
     ign.sa_handler = SIG_IGN;
 
+    /* The child says through this pipe why exec failed; it closes unread when exec succeeds. */
+    int exec_pipe[2];
+    if (pipe2(exec_pipe, O_CLOEXEC) != 0) {
+        int e = errno;
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        return kp_error_set(err, KPROF_IO, "cannot start %s: %s", argv[0], strerror(e));
+    }
     fflush(NULL);
     out->start_ns = kp_now_ns();
     pid_t child = fork();
     if (child < 0) {
         int e = errno;
+        close(exec_pipe[0]);
+        close(exec_pipe[1]);
         sigprocmask(SIG_SETMASK, &old, NULL);
         return kp_error_set(err, KPROF_IO, "cannot start %s: fork failed: %s", argv[0],
                             strerror(e));
@@ -373,10 +382,24 @@ kprof_status kp_session_run(char *const *argv, double grace_s, kp_session_outcom
         prctl(PR_SET_PDEATHSIG, SIGTERM);
         if (getppid() != parent) _exit(128 + SIGTERM);
         sigprocmask(SIG_SETMASK, &old, NULL);
+        close(exec_pipe[0]);
         execvp(argv[0], argv);
         int e = errno;
-        fprintf(stderr, "kprof: error: cannot run %s: %s\n", argv[0], strerror(e));
+        if (write(exec_pipe[1], &e, sizeof e) != (ssize_t)sizeof e) _exit(127);
         _exit(e == ENOENT ? 127 : 126);
+    }
+    close(exec_pipe[1]);
+    int exec_errno = 0;
+    ssize_t got;
+    while ((got = read(exec_pipe[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {
+    }
+    close(exec_pipe[0]);
+    if (got == (ssize_t)sizeof exec_errno) { /* nothing ran: no program, no trace */
+        while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {
+        }
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        return kp_error_set(err, exec_errno == ENOENT ? KPROF_NOT_FOUND : KPROF_INVALID,
+                            "cannot run %s: %s", argv[0], strerror(exec_errno));
     }
     if (kp_sig.own_group) setpgid(child, child); /* either side may get there first */
     kp_sig.program = child;

@@ -53,9 +53,9 @@ typedef struct kp_session_outcome {
 } kp_session_outcome;
 
 /* Run argv (PATH searched) and wait for it, passing signals on as described above; grace_s is how
- * long the program may take to end after the first signal. The program's own failure to start
- * (not found: 127, not executable: 126) is its exit code, as a shell has it. IO when it cannot
- * be started at all, or when a signal came before it started (kp_session_first_signal says
+ * long the program may take to end after the first signal. A program that cannot be run is
+ * NOT_FOUND (no such file) or INVALID (not executable, ...) and nothing ran; IO when no process
+ * could be started, or when a signal came before it started (kp_session_first_signal says
  * which). */
 kprof_status kp_session_run(char *const *argv, double grace_s, kp_session_outcome *out,
                             kp_error *err);

@@ -386,9 +386,15 @@ class Trace(kptest.KprofTestCase):
 
     def test_exit_code_and_usage(self):
         self.trace("sh", "-c", "exit 3", expect=3, name="three.kprof")
-        p = self.kprof("trace", "-o", os.path.join(self.tmp, "x.kprof"), "--",
-                       "/nonexistent/program", expect=127)
-        self.assertIn("cannot run /nonexistent/program", p.stderr)
+        # A program that cannot be run is bad input: no trace, nothing left behind.
+        for prog in ("/nonexistent/program", "no-such-command-kprof", self.tmp):
+            out = os.path.join(self.tmp, "x.kprof")
+            p = self.kprof("trace", "-o", out, "--", prog, expect=2)
+            self.assertIn("cannot run %s" % prog, p.stderr)
+            self.assertFalse(os.path.exists(out))
+            self.assertEqual([f for f in os.listdir(self.tmp) if f.startswith("x.kprof")], [])
+        # A program that runs and fails to run another is the program's business.
+        self.trace("sh", "-c", "no-such-command-kprof", expect=127, name="sh127.kprof")
         self.kprof("trace", expect=2)
         path, _ = self.trace("true", name="dup.kprof")
         p = self.kprof("trace", "-o", path, "--", "true", expect=2)
