@@ -2,7 +2,8 @@
 """bench/fidelity.py — does kprof's GPU time agree with Nsight Compute and with CUPTI kernel
 records? (issue 3, on a CUDA GPU)
 
-For three kernels — memory-bound (>= 1 ms), short (~10 us), compute-bound — it takes, in one
+For three kernels — memory-bound (>= 1 ms), short (~10 us), compute-bound — and a tiny one (one
+warp, under 2 us, where kprof's convention and Nsight Compute's part: shown, not judged) it takes, in one
 run: kprof's median with its default clock (CUPTI kernel records), kprof's median with CUDA
 events, and the median of Nsight Compute's gpu__time_duration.sum over the same dispatches
 (`ncu --clock-control none`, profiling `kprof run --timer events`). Goal: within 2%, and within
@@ -30,7 +31,16 @@ CASES = [
      "f32:402653184,f32:402653184,f32:402653184,u32=402653184"),
     ("short", "stream_add", 4194304, 256, "f32:4194304,f32:4194304,f32:4194304,u32=4194304"),
     ("compute-bound", "fma_loop", 1048576, 256, "f32:1048576,f32:1048576,u32=16384"),
+    # Below 2 us the two conventions part by a fixed amount (see TINY_NOTE): shown, not judged.
+    ("tiny", "stream_add", 32, 32, "f32:32,f32:32,f32:32,u32=32"),
 ]
+
+TINY_NOTE = (
+    "tiny (one warp, under 2 us): kprof reports the kernel's execution span from CUPTI's kernel "
+    "records, the convention of Nsight Systems and the PyTorch profiler, whose timelines kprof's "
+    "traces line up with; Nsight Compute's gpu__time_duration also counts the GPU front end's "
+    "work on the launch, a fixed ~0.5-1 us that only a kernel this short shows. CUDA events add "
+    "the host-visible launch gap on top. The difference is reported, not judged.")
 
 
 def kprof_run(kprof, entry, grid, tg, buffers, timer, iters, env, warmup=3, kind=None):
@@ -141,9 +151,12 @@ def main():
                  for k in ("default", "cupti", "cupti_concurrent", "events")]
         print("%-14s %-28s %-28s %-28s %-28s %7.4f ms %7.4f ms" % (
             r["case"], cells[0], cells[1], cells[2], cells[3], r["ncu_ms"], r["ncu_flush_ms"]))
+        if r["case"] == "tiny":
+            continue  # two conventions, both shown (TINY_NOTE)
         goal = abs(r["default_vs_ncu_us"]) <= 0.5 if r["case"] == "short" else \
             abs(r["default_vs_ncu_ratio"] - 1) <= 0.02
         ok = ok and goal
+    print(TINY_NOTE)
     print("default clock: %s" % rows[0]["kprof_default_timer"])
     print("goal (default clock within 2%%, short within 0.5 us): %s" % ("met" if ok else "MISSED"))
 
