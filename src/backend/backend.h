@@ -31,8 +31,12 @@ typedef struct kp_fact {
     char key[40];    /* JSON key, snake_case */
     char label[48];  /* what a person reads */
     char value[160]; /* formatted value */
-    int numeric;     /* value is a JSON number */
+    int numeric;     /* kp_fact_kind: how the value is written */
 } kp_fact;
+
+/* How a fact's value is written: text (a JSON string), a number, or a number of bytes (a JSON
+ * number; `kprof caps` shows it as "32 MiB"). */
+typedef enum kp_fact_kind { KP_FACT_TEXT, KP_FACT_NUMBER, KP_FACT_BYTES } kp_fact_kind;
 
 #define KP_MAX_FACTS 48
 
@@ -56,6 +60,8 @@ typedef struct kp_device_info {
     int profiling;              /* device timestamps available */
     int uniform_groups;         /* grid must be a multiple of tg in each dimension */
     double peak_bandwidth_gbs;  /* datasheet-style peak (0 = unknown) */
+    uint64_t cache_bytes;       /* last-level cache before memory (CUDA: L2; OpenCL: the global
+                                   memory cache), bytes; 0 = unknown */
     int nfacts;
     kp_fact facts[KP_MAX_FACTS]; /* backend-specific extras, in display order */
 } kp_device_info;
