@@ -60,6 +60,7 @@ typedef struct kp_device_info {
     int profiling;              /* device timestamps available */
     int uniform_groups;         /* grid must be a multiple of tg in each dimension */
     double peak_bandwidth_gbs;  /* datasheet-style peak (0 = unknown) */
+    char peak_bandwidth_reason[160]; /* why it is unknown, when it is ("" otherwise) */
     uint64_t cache_bytes;       /* last-level cache before memory (CUDA: L2; OpenCL: the global
                                    memory cache), bytes; 0 = unknown */
     int nfacts;

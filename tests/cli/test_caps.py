@@ -38,6 +38,9 @@ class Caps(kptest.KprofTestCase):
         self.assertGreater(d["global_memory_bytes"], 0)
         self.assertGreater(d["timer_resolution_ns"], 0)
         self.assertTrue(d["profiling"])
+        # OpenCL gives no memory clock or bus width: no datasheet peak, and why (not a 0).
+        self.assertIsNone(d["peak_bandwidth_gbs"])
+        self.assertIn("OpenCL reports no memory clock", d["peak_bandwidth_reason"])
         cuda = [b for b in caps["backends"] if b["name"] == "cuda"][0]
         if not cuda["available"]:
             self.assertTrue(cuda["reason"])
@@ -70,20 +73,53 @@ class Caps(kptest.KprofTestCase):
         self.kprof("caps", "extra", expect=2)
 
 
+def pow2_at_least(n):
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
 class Measure(kptest.KprofTestCase):
     def setUp(self):
         super().setUp()
         self.env["KPROF_STORE"] = os.path.join(self.tmp, "store", "kprof.db")
 
+    def pocl(self):
+        caps = json.loads(self.kprof("caps", "--json", "--backend", "opencl", expect=0).stdout)
+        return caps["backends"][0]["devices"][0]
+
+    def small_max_bytes(self):
+        """The smallest --max-bytes kprof accepts here: the cache's size (16M when smaller)."""
+        cache = self.pocl().get("global_mem_cache_bytes") or 0
+        return max(16, -(-cache // (1 << 20)))
+
     def test_measure_stores_ceiling_and_run_reports_against_it(self):
-        r = json.loads(self.kprof("caps", "--measure", "--backend", "opencl", "--max-bytes", "16M",
-                                  "--iters", "3", "--json", expect=0).stdout)
+        mb = self.small_max_bytes()
+        p = self.kprof("caps", "--measure", "--backend", "opencl", "--device", "0",
+                       "--max-bytes", "%dM" % mb, "--iters", "3", "--json", expect=0)
+        r = json.loads(p.stdout)
+        # Not on a terminal: one line saying what is measured, and no progress.
+        lines = p.stderr.splitlines()
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertTrue(lines[0].startswith("kprof: measuring the bandwidth ceiling of "
+                                            + r["device"]), lines[0])
+        self.assertIn("over %d MiB buffer (cut to --max-bytes)" % mb, lines[0])
+        self.assertIn("the best of 3 timed dispatches", lines[0])
+        self.assertNotIn("\r", p.stderr)
         self.assertEqual(r["backend"], "opencl")
+        self.assertFalse(r["dry_run"])
+        self.assertEqual(r["plan"]["buffer_bytes"], [mb << 20])
+        self.assertEqual(r["plan"]["capped_by"], "max_bytes")
+        self.assertEqual(r["plan"]["iters"], 3)
+        # No datasheet peak on OpenCL: null, and why.
+        self.assertIsNone(r["peak_bandwidth_gbs"])
+        self.assertIn("OpenCL reports no memory clock", r["peak_bandwidth_reason"])
         kernels = [p["kernel"] for p in r["points"]]
         self.assertEqual(kernels, ["copy_f4", "copy_f4x4", "copy_f4_stride", "demo_add"])
         copies = [p for p in r["points"] if p["kernel"] != "demo_add"]
         for p in copies:
-            self.assertEqual(p["bytes"], 16 << 20)
+            self.assertEqual(p["bytes"], mb << 20)
             self.assertLessEqual(p["best_ms"], p["median_ms"])
             self.assertAlmostEqual(p["gb_per_s"], 2 * p["bytes"] / (p["best_ms"] * 1e-3) / 1e9,
                                    delta=1e-6 * p["gb_per_s"])
@@ -110,6 +146,84 @@ class Measure(kptest.KprofTestCase):
             self.assertIn("fits_cache", run["not_dram_reasons"])
             self.assertNotEqual(run["readings"][0]["id"], "bandwidth_bound")
 
+    def test_progress_on_a_terminal(self):
+        import pty
+        import subprocess
+        master, slave = pty.openpty()
+        env = dict(os.environ)
+        env.update({k: v for k, v in self.env.items() if v is not None})
+        for k, v in self.env.items():
+            if v is None:
+                env.pop(k, None)
+        p = subprocess.Popen([os.environ["KPROF"], "caps", "--measure", "--backend", "opencl",
+                              "--device", "0", "--max-bytes", "%dM" % self.small_max_bytes(),
+                              "--iters", "1"], stdout=subprocess.PIPE, stderr=slave, env=env,
+                             cwd=self.tmp)
+        os.close(slave)
+        err = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: the terminal's last writer is gone
+                break
+            if not chunk:
+                break
+            err += chunk
+        out = p.stdout.read()
+        p.stdout.close()
+        self.assertEqual(p.wait(timeout=300), 0, err)
+        os.close(master)
+        text = err.decode()
+        self.assertIn("kprof: measuring the bandwidth ceiling of ", text)
+        self.assertIn("measuring: 1/4 copy_f4 ", text)
+        self.assertIn("measuring: 4/4 demo_add ", text)
+        self.assertIn("ceiling:", out.decode())
+
+    def test_dry_run_sizes_from_the_device(self):
+        d = self.pocl()
+        if d["is_gpu"]:
+            self.skipTest("the default OpenCL device is a GPU: the CPU rule is not used")
+        r = json.loads(self.kprof("caps", "--measure", "--backend", "opencl", "--device", "0",
+                                  "--dry-run", "--json", expect=0).stdout)
+        # The CPU rule (README): the first buffer at least 4x the last-level cache and 64 MiB,
+        # a power of two, then twice that; each within the largest allocation and a quarter of
+        # memory; best of 5 after 1 warm-up.
+        cache = d.get("global_mem_cache_bytes") or 0
+        cap = min(d["global_memory_bytes"] // 4, d["max_allocation_bytes"]) // 64 * 64
+        base = pow2_at_least(max(64 << 20, 4 * cache))
+        sizes = []
+        for s in (base, 2 * base):
+            s = min(s, cap)
+            if s not in sizes:
+                sizes.append(s)
+        plan = r["plan"]
+        self.assertTrue(r["dry_run"])
+        self.assertEqual(plan["sized_for"], "cpu")
+        self.assertEqual(plan["buffer_bytes"], sizes)
+        self.assertEqual(plan["iters"], 5)
+        self.assertEqual(plan["warmup"], 1)
+        self.assertEqual(plan["points"], 3 * len(sizes) + 1)
+        self.assertEqual(plan["last_level_cache_bytes"], cache or None)
+        self.assertNotIn("ceiling_gb_per_s", r)
+        # The text form says the same, and nothing is stored.
+        p = self.kprof("caps", "--measure", "--backend", "opencl", "--device", "0", "--dry-run",
+                       expect=0)
+        self.assertTrue(p.stdout.startswith("would measure the bandwidth ceiling of "), p.stdout)
+        self.assertIn("best of 5 timed dispatches after 1 warm-up", p.stdout)
+        self.assertEqual(p.stderr, "")
+        self.assertFalse(os.path.exists(self.env["KPROF_STORE"]))
+
+    def test_max_bytes_inside_the_cache_is_refused(self):
+        cache = self.pocl().get("global_mem_cache_bytes") or 0
+        if cache < 2 << 20:
+            self.skipTest("the OpenCL device reports no last-level cache of 2 MiB or more")
+        small = cache // 2 >> 20
+        p = self.kprof("caps", "--measure", "--backend", "opencl", "--device", "0",
+                       "--max-bytes", "%dM" % small, expect=2)
+        self.assertIn("--max-bytes %d MiB is below this device's" % small, p.stderr)
+        self.assertIn("last-level cache", p.stderr)
+        self.assertFalse(os.path.exists(self.env["KPROF_STORE"]))
+
     def test_without_measurement_run_says_how(self):
         caps = json.loads(self.kprof("caps", "--json", "--backend", "opencl", expect=0).stdout)
         self.assertIsNone(caps["backends"][0]["devices"][0]["measured_ceiling"])
@@ -122,12 +236,13 @@ class Measure(kptest.KprofTestCase):
         with open(path, "w") as f:
             f.write("not a database")
         # A foreign file is bad input (exit 2), as every bad input file is.
-        p = self.kprof("caps", "--measure", "--max-bytes", "8M", "--iters", "1", expect=2)
+        p = self.kprof("caps", "--measure", "--iters", "1", expect=2)
         self.assertIn("is not a kprof store", p.stderr)
         self.assertEqual(open(path).read(), "not a database")
 
     def test_measure_usage(self):
         self.kprof("caps", "--max-bytes", "8M", expect=2)
+        self.kprof("caps", "--dry-run", expect=2)
         self.kprof("caps", "--measure", "--max-bytes", "1K", expect=2)
         self.kprof("caps", "--measure", "--iters", "0", expect=2)
         p = self.kprof("caps", "--measure", "--backend", "opencl", "--device", "9", expect=3)

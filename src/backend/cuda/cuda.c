@@ -197,6 +197,9 @@ static kprof_status kp_cuda_device_info(int index, kp_device_info *info, kp_erro
     /* Double data rate: two transfers per memory clock over the whole bus. */
     if (mem_khz > 0 && bus_bits > 0)
         info->peak_bandwidth_gbs = 2.0 * mem_khz * 1e3 * (bus_bits / 8.0) / 1e9;
+    else
+        snprintf(info->peak_bandwidth_reason, sizeof info->peak_bandwidth_reason,
+                 "the CUDA driver reports no memory clock or bus width for this device");
 
     char pci[32] = "";
     if (kp_cu.cuDeviceGetPCIBusId(pci, (int)sizeof pci, d) != CUDA_SUCCESS) pci[0] = '\0';
