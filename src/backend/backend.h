@@ -233,6 +233,15 @@ extern const kp_backend_ops *const kp_backends[];
 
 const kp_backend_ops *kp_backend_find(const char *name);
 
+/* The one rule for a backend's name wherever a user gives one (--backend, KPROF_BACKEND, for
+ * every command): "auto" or a backend kprof knows ("cuda", "opencl"), built into this kprof or
+ * not. Otherwise INVALID: "<source> '<name>' is not a backend (choose opencl, cuda or auto)".
+ * source names where the name came from ("--backend", "KPROF_BACKEND"). */
+kprof_status kp_backend_name_check(const char *name, const char *source, kp_error *err);
+
+/* KPROF_BACKEND when set and not empty, else NULL. */
+const char *kp_backend_env(void);
+
 /* The language of a kernel file from its extension (cl, cu, ptx, cubin); -1 when unknown. */
 int kp_lang_from_path(const char *path);
 const char *kp_lang_backend(kp_lang lang); /* "opencl" or "cuda" */

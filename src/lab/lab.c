@@ -251,7 +251,7 @@ static kprof_status kp_lab_resolve(const kp_lab_options *opts, kp_lab_info *info
                             "no kernel folder %s and no file '%s' (create the folder with `kprof "
                             "isolate %s`)",
                             info->kernel_dir, t, t);
-    const char *prefer = opts->backend ? opts->backend : getenv("KPROF_BACKEND");
+    const char *prefer = opts->backend ? opts->backend : kp_backend_env();
     return kp_kernel_dir_source(info->kernel_dir, prefer, info->source_path,
                                 sizeof info->source_path, err);
 }

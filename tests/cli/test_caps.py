@@ -72,6 +72,58 @@ class Caps(kptest.KprofTestCase):
         self.kprof("caps", "--bogus", expect=2)
         self.kprof("caps", "extra", expect=2)
 
+    def test_one_rule_for_backend_names(self):
+        # Every command takes the same names from --backend and KPROF_BACKEND and refuses any
+        # other with the same words, naming the known ones (issue 10, item 8).
+        self.kprof("isolate", "demo", "--lang", "cl", expect=0)
+        run = ("run", "demo", "--grid", "64", "--tg", "64",
+               "--buffers", "f32:64,f32:64,f32:64,u32=64", "--iters", "1")
+        for source, args, env in (("--backend", ("--backend", "metal"), None),
+                                  ("KPROF_BACKEND", (), {"KPROF_BACKEND": "metal"})):
+            for cmd in (("caps",), ("caps", "--json"), ("caps", "--measure", "--dry-run"),
+                        run, ("sweep", "demo", "--grid", "64", "--buffers", run[-3]),
+                        ("isolate", "other")):
+                if cmd[0] == "isolate" and args:
+                    continue  # isolate has no --backend
+                p = self.kprof(*cmd, *args, env=env, expect=2)
+                self.assertIn("kprof: error: %s 'metal' is not a backend (choose opencl, cuda "
+                              "or auto)" % source, p.stderr, cmd)
+                self.assertEqual(p.stdout, "", cmd)
+        self.assertFalse(os.path.exists(os.path.join(self.home, "kernels", "other")))
+        # auto, and an empty KPROF_BACKEND, are every backend.
+        self.assertEqual(self.kprof("caps", "--backend", "auto", expect=0).stdout,
+                         self.kprof("caps", expect=0).stdout)
+        self.kprof("caps", env={"KPROF_BACKEND": ""}, expect=0)
+        self.kprof("caps", env={"KPROF_BACKEND": "opencl"}, expect=0)
+        self.kprof(*run, env={"KPROF_BACKEND": "auto"}, expect=0)
+
+    def test_panel_values_in_one_column_and_sizes_in_units(self):
+        out = self.kprof("caps", "--backend", "opencl", expect=0).stdout
+        panel = out.split("\n\n")[0].splitlines()
+        self.assertTrue(panel[0].startswith("opencl device 0:"), out)
+        caps = json.loads(self.kprof("caps", "--json", "--backend", "opencl", expect=0).stdout)
+        d = caps["backends"][0]["devices"][0]
+        labels = ["vendor", "platform", "compute units", "global memory",
+                  "profiling (device timestamps)", "peak bandwidth (datasheet)",
+                  "global memory cache", "bandwidth ceiling"]
+        columns = {}
+        for line in panel[1:]:
+            for label in sorted(labels, key=len, reverse=True):  # "global memory cache" first
+                if line.startswith("  " + label + " "):
+                    rest = line[2 + len(label):]
+                    columns[label] = 2 + len(label) + len(rest) - len(rest.lstrip(" "))
+                    break
+        self.assertEqual(sorted(columns), sorted(labels), out)
+        self.assertEqual(len(set(columns.values())), 1, columns)
+        # The cache in units (JSON keeps the number of bytes).
+        row = [l for l in panel if l.startswith("  global memory cache ")][0]
+        value = row[columns["global memory cache"]:]
+        cache = d["global_mem_cache_bytes"]
+        self.assertIsInstance(cache, int)
+        if cache >= 1024:
+            self.assertRegex(value, r"^\d+(\.\d+)? (KiB|MiB|GiB|TiB)$")
+            self.assertNotIn(str(cache), value)
+
 
 def pow2_at_least(n):
     p = 1

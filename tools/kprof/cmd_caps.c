@@ -10,6 +10,7 @@
 #include "tools/kprof/cli.h"
 
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,44 +71,71 @@ static void kp_caps_json_peak(kp_json *j, const kp_device_info *d)
     }
 }
 
+/* One "  label   value" row of a device panel, the values in one column. */
+static void kp_caps_row(int width, const char *label, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void kp_caps_row(int width, const char *label, const char *fmt, ...)
+{
+    printf("  %-*s ", width, label);
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    putchar('\n');
+}
+
+static const char kp_caps_label_profiling[] = "profiling (device timestamps)";
+static const char kp_caps_label_peak[] = "peak bandwidth (datasheet)";
+
 static void kp_caps_print_device(const kp_device_info *d)
 {
-    char a[64], b[64];
+    char a[64];
     FILE *o = stdout;
+    /* The widest label sets the value column, the backend's own facts included. */
+    int w = (int)strlen(kp_caps_label_profiling);
+    if ((int)strlen(kp_caps_label_peak) > w) w = (int)strlen(kp_caps_label_peak);
+    for (int i = 0; i < d->nfacts; i++)
+        if ((int)strlen(d->facts[i].label) > w) w = (int)strlen(d->facts[i].label);
     printf("%s%s device %d: %s%s\n", kp_text_bold(o), d->backend, d->index, d->name,
            kp_text_reset(o));
-    printf("  %-28s %s\n", "vendor", d->vendor);
-    printf("  %-28s %s\n", "platform", d->platform);
-    printf("  %-28s %s\n", "version", d->version);
-    printf("  %-28s %s\n", "driver", d->driver);
-    printf("  %-28s %u\n", "compute units", d->compute_units);
-    printf("  %-28s %llu\n", "max threadgroup size", (unsigned long long)d->max_tg);
-    printf("  %-28s %s\n", "threadgroup (local) memory",
-           kp_format_bytes(d->local_mem, a, sizeof a));
-    printf("  %-28s %s\n", "global memory", kp_format_bytes(d->global_mem, b, sizeof b));
+    kp_caps_row(w, "vendor", "%s", d->vendor);
+    kp_caps_row(w, "platform", "%s", d->platform);
+    kp_caps_row(w, "version", "%s", d->version);
+    kp_caps_row(w, "driver", "%s", d->driver);
+    kp_caps_row(w, "compute units", "%u", d->compute_units);
+    kp_caps_row(w, "max threadgroup size", "%llu", (unsigned long long)d->max_tg);
+    kp_caps_row(w, "threadgroup (local) memory", "%s", kp_format_bytes(d->local_mem, a, sizeof a));
+    kp_caps_row(w, "global memory", "%s", kp_format_bytes(d->global_mem, a, sizeof a));
     if (d->max_alloc)
-        printf("  %-28s %s\n", "largest allocation", kp_format_bytes(d->max_alloc, a, sizeof a));
-    if (d->exec_width) printf("  %-28s %llu\n", "execution width", (unsigned long long)d->exec_width);
-    printf("  %-28s %g ns\n", "timer resolution", d->timer_resolution_ns);
-    printf("  %-28s %s\n", "profiling (device timestamps)", d->profiling ? "yes" : "no");
+        kp_caps_row(w, "largest allocation", "%s", kp_format_bytes(d->max_alloc, a, sizeof a));
+    if (d->exec_width) kp_caps_row(w, "execution width", "%llu", (unsigned long long)d->exec_width);
+    kp_caps_row(w, "timer resolution", "%g ns", d->timer_resolution_ns);
+    kp_caps_row(w, kp_caps_label_profiling, "%s", d->profiling ? "yes" : "no");
     if (d->peak_bandwidth_gbs > 0)
-        printf("  %-28s %.0f GB/s\n", "peak bandwidth (datasheet)", d->peak_bandwidth_gbs);
+        kp_caps_row(w, kp_caps_label_peak, "%.0f GB/s", d->peak_bandwidth_gbs);
     else
-        printf("  %-28s unknown: %s\n", "peak bandwidth (datasheet)",
-               d->peak_bandwidth_reason[0] ? d->peak_bandwidth_reason
-                                           : "the backend reports no datasheet peak");
-    for (int i = 0; i < d->nfacts; i++)
-        printf("  %-28s %s\n", d->facts[i].label, d->facts[i].value);
+        kp_caps_row(w, kp_caps_label_peak, "unknown: %s",
+                    d->peak_bandwidth_reason[0] ? d->peak_bandwidth_reason
+                                                : "the backend reports no datasheet peak");
+    for (int i = 0; i < d->nfacts; i++) {
+        const kp_fact *f = &d->facts[i];
+        if (f->numeric == KP_FACT_BYTES)
+            kp_caps_row(w, f->label, "%s",
+                        kp_format_bytes(strtoull(f->value, NULL, 10), a, sizeof a));
+        else
+            kp_caps_row(w, f->label, "%s", f->value);
+    }
     kp_ceiling c;
     if (kp_store_lookup_ceiling(d, &c) == 0) {
         char when[32] = "at an unknown time";
         time_t t = (time_t)c.measured_at;
         struct tm tm;
         if (localtime_r(&t, &tm)) strftime(when, sizeof when, "%Y-%m-%d", &tm);
-        printf("  %-28s %.0f GB/s (measured %s: %s)\n", "bandwidth ceiling", c.copy_gbs, when,
-               c.method);
+        kp_caps_row(w, "bandwidth ceiling", "%.0f GB/s (measured %s: %s)", c.copy_gbs, when,
+                    c.method);
     } else {
-        printf("  %-28s not measured yet (kprof caps --measure)\n", "bandwidth ceiling");
+        kp_caps_row(w, "bandwidth ceiling", "not measured yet (kprof caps --measure)");
     }
 }
 
@@ -395,9 +423,18 @@ int kp_cmd_caps(int argc, char **argv)
         }
     }
     if (optind < argc) return kp_cli_usage_error("caps", "unexpected argument '%s'", argv[optind]);
+    /* The names every command accepts, from --backend or KPROF_BACKEND; the list shows every
+     * backend whatever KPROF_BACKEND chooses, but a name no command would take is refused. */
+    kp_error err = {0};
+    if ((only && kp_backend_name_check(only, "--backend", &err) != KPROF_OK) ||
+        (!only && kp_backend_env() &&
+         kp_backend_name_check(kp_backend_env(), "KPROF_BACKEND", &err) != KPROF_OK)) {
+        int rc = kp_cli_fail(&err);
+        kp_error_clear(&err);
+        return rc;
+    }
+    if (only && strcmp(only, "auto") == 0 && !measure) only = NULL;
     static const char *const names[] = {"cuda", "opencl"};
-    if (only && strcmp(only, "cuda") != 0 && strcmp(only, "opencl") != 0)
-        return kp_cli_usage_error("caps", "--backend '%s' is not a backend (opencl or cuda)", only);
 
     if (measure) return kp_caps_measure(only, device, max_bytes, iters, json, dry_run);
     if (device >= 0 || max_bytes || iters || dry_run)

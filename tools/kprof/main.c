@@ -32,7 +32,7 @@ const kp_command kp_commands[] = {
      "of it.\n"
      "\n"
      "  --json         machine-readable output\n"
-     "  --backend B    only this backend (opencl, cuda)\n"
+     "  --backend B    only this backend (opencl, cuda; auto: all)\n"
      "  --device N     with --measure: the device to measure\n"
      "  --max-bytes B  with --measure: largest buffer; below the last-level cache it is\n"
      "                 refused (exit 2): copies inside the cache measure the cache\n"
