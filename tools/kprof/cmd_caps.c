@@ -255,6 +255,7 @@ static void kp_caps_json_plan(kp_json *j, const kp_ceiling_plan *plan)
         kp_json_uint(j, NULL, plan->sizes[i]);
     kp_json_array_end(j);
     kp_json_string(j, "capped_by", capped[plan->cap]);
+    kp_json_uint(j, "buffer_limit_bytes", plan->cap_bytes);
     kp_json_array_begin(j, "kernels");
     for (int i = 0; i < KP_CEILING_VARIANTS; i++)
         kp_json_string(j, NULL, kp_ceiling_variant(i));
