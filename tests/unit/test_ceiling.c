@@ -34,8 +34,9 @@ static void test_gpu_sizes_unchanged(void)
 {
     kp_ceiling_plan p;
     kp_error err = {0};
-    /* H200: 50 MiB L2 (60 MiB would give the same), 141 GiB: 8 x L2 -> 512 MiB, then 1, 2 GiB. */
-    kp_device_info h200 = gpu(50 * MIB, 141 * GIB);
+    /* H200: its 60 MiB L2 (62914560 bytes in the H200 runs under bench/results) and 141 GiB:
+     * 8 x L2 -> 512 MiB, then 1 and 2 GiB. */
+    kp_device_info h200 = gpu(60 * MIB, 141 * GIB);
     CHECK_INT(kp_ceiling_plan_make(&h200, 0, 0, &p, &err), KPROF_OK);
     check_sizes(&p, 3, 512 * MIB, GIB, 2 * GIB);
     CHECK_INT(p.gpu, 1);
@@ -44,9 +45,10 @@ static void test_gpu_sizes_unchanged(void)
     CHECK_INT(p.warmup, 3);
     CHECK_INT(p.cap, KP_CEILING_CAP_NONE);
     CHECK_INT(p.in_cache, 0);
-    h200.cache_bytes = 60 * MIB;
+    h200.cache_bytes = 50 * MIB; /* H100's */
     CHECK_INT(kp_ceiling_plan_make(&h200, 0, 0, &p, &err), KPROF_OK);
     check_sizes(&p, 3, 512 * MIB, GIB, 2 * GIB);
+    h200.cache_bytes = 60 * MIB;
     /* A small L2: never below 64 MiB. */
     kp_device_info small = gpu(4 * MIB, 16 * GIB);
     CHECK_INT(kp_ceiling_plan_make(&small, 0, 0, &p, &err), KPROF_OK);
@@ -131,7 +133,7 @@ static void test_max_bytes_inside_the_cache_is_refused(void)
     CHECK_CONTAINS(err.message, "--max-bytes 8 MiB is below this device's 32 MiB last-level cache");
     CHECK_CONTAINS(err.message, "Give --max-bytes 32M or more");
     kp_error_clear(&err);
-    kp_device_info h200 = gpu(50 * MIB + 1, 141 * GIB);
+    kp_device_info h200 = gpu(50 * MIB + 1, 141 * GIB); /* an odd size rounds up */
     CHECK_INT(kp_ceiling_plan_make(&h200, 16 * MIB, 0, &p, &err), KPROF_INVALID);
     CHECK_CONTAINS(err.message, "Give --max-bytes 51M or more");
     kp_error_clear(&err);
