@@ -59,10 +59,11 @@ typedef struct kp_device_info {
     double timer_resolution_ns; /* device timestamp resolution */
     int profiling;              /* device timestamps available */
     int uniform_groups;         /* grid must be a multiple of tg in each dimension */
-    double peak_bandwidth_gbs;  /* datasheet-style peak (0 = unknown) */
-    char peak_bandwidth_reason[160]; /* why it is unknown, when it is ("" otherwise) */
     uint64_t cache_bytes;       /* last-level cache before memory (CUDA: L2; OpenCL: the global
                                    memory cache), bytes; 0 = unknown */
+    double peak_bandwidth_gbs;  /* datasheet-style peak (0 = unknown) */
+    /* Why peak_bandwidth_gbs is unknown, when it is ("" otherwise). */
+    char peak_bandwidth_reason[160];
     int nfacts;
     kp_fact facts[KP_MAX_FACTS]; /* backend-specific extras, in display order */
 } kp_device_info;
