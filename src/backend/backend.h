@@ -31,8 +31,12 @@ typedef struct kp_fact {
     char key[40];    /* JSON key, snake_case */
     char label[48];  /* what a person reads */
     char value[160]; /* formatted value */
-    int numeric;     /* value is a JSON number */
+    int numeric;     /* kp_fact_kind: how the value is written */
 } kp_fact;
+
+/* How a fact's value is written: text (a JSON string), a number, or a number of bytes (a JSON
+ * number; `kprof caps` shows it as "32 MiB"). */
+typedef enum kp_fact_kind { KP_FACT_TEXT, KP_FACT_NUMBER, KP_FACT_BYTES } kp_fact_kind;
 
 #define KP_MAX_FACTS 48
 
@@ -55,7 +59,11 @@ typedef struct kp_device_info {
     double timer_resolution_ns; /* device timestamp resolution */
     int profiling;              /* device timestamps available */
     int uniform_groups;         /* grid must be a multiple of tg in each dimension */
+    uint64_t cache_bytes;       /* last-level cache before memory (CUDA: L2; OpenCL: the global
+                                   memory cache), bytes; 0 = unknown */
     double peak_bandwidth_gbs;  /* datasheet-style peak (0 = unknown) */
+    /* Why peak_bandwidth_gbs is unknown, when it is ("" otherwise). */
+    char peak_bandwidth_reason[160];
     int nfacts;
     kp_fact facts[KP_MAX_FACTS]; /* backend-specific extras, in display order */
 } kp_device_info;
@@ -225,6 +233,15 @@ extern const kp_backend_ops kp_cuda_backend;
 extern const kp_backend_ops *const kp_backends[];
 
 const kp_backend_ops *kp_backend_find(const char *name);
+
+/* The one rule for a backend's name wherever a user gives one (--backend, KPROF_BACKEND, for
+ * every command): "auto" or a backend kprof knows ("cuda", "opencl"), built into this kprof or
+ * not. Otherwise INVALID: "<source> '<name>' is not a backend (choose opencl, cuda or auto)".
+ * source names where the name came from ("--backend", "KPROF_BACKEND"). */
+kprof_status kp_backend_name_check(const char *name, const char *source, kp_error *err);
+
+/* KPROF_BACKEND when set and not empty, else NULL. */
+const char *kp_backend_env(void);
 
 /* The language of a kernel file from its extension (cl, cu, ptx, cubin); -1 when unknown. */
 int kp_lang_from_path(const char *path);

@@ -35,6 +35,31 @@ const kp_backend_ops *kp_backend_find(const char *name)
     return NULL;
 }
 
+/* Every backend kprof knows, whether or not this build has it, in the order messages list them. */
+static const char *const kp_backend_known[] = {"opencl", "cuda"};
+
+kprof_status kp_backend_name_check(const char *name, const char *source, kp_error *err)
+{
+    size_t n = sizeof kp_backend_known / sizeof kp_backend_known[0];
+    if (name && strcmp(name, "auto") == 0) return KPROF_OK;
+    for (size_t i = 0; name && i < n; i++)
+        if (strcmp(name, kp_backend_known[i]) == 0) return KPROF_OK;
+    kp_str known = {0};
+    for (size_t i = 0; i < n; i++)
+        kp_str_printf(&known, "%s%s", i ? ", " : "", kp_backend_known[i]);
+    kprof_status st =
+        kp_error_set(err, KPROF_INVALID, "%s '%s' is not a backend (choose %s or auto)", source,
+                     name ? name : "", known.data ? known.data : "");
+    kp_str_free(&known);
+    return st;
+}
+
+const char *kp_backend_env(void)
+{
+    const char *v = getenv("KPROF_BACKEND");
+    return v && *v ? v : NULL;
+}
+
 void kp_device_fact_add(kp_device_info *info, const char *key, const char *label, int numeric,
                         const char *fmt, ...)
 {
@@ -126,10 +151,12 @@ kprof_status kp_backend_choose(const char *backend, int device, int lang,
     *index_out = -1;
     const char *source = "--backend";
     if (!backend || !*backend) {
-        backend = getenv("KPROF_BACKEND");
+        backend = kp_backend_env();
         source = "KPROF_BACKEND";
-        if (!backend || !*backend) backend = "auto";
+        if (!backend) backend = "auto";
     }
+    kprof_status named = kp_backend_name_check(backend, source, err);
+    if (named != KPROF_OK) return named;
     if (device < 0) {
         const char *env = getenv("KPROF_DEVICE");
         if (env && *env && kp_parse_device_env(env, &device) != 0)
@@ -139,22 +166,17 @@ kprof_status kp_backend_choose(const char *backend, int device, int lang,
     }
 
     if (strcmp(backend, "auto") != 0) {
-        if ((strcmp(backend, "cuda") == 0 || strcmp(backend, "opencl") == 0) && lang >= 0 &&
-            strcmp(kp_lang_backend((kp_lang)lang), backend) != 0)
+        if (lang >= 0 && strcmp(kp_lang_backend((kp_lang)lang), backend) != 0)
             return kp_error_set(err, KPROF_INVALID,
                                 "%s is %s, but this kernel is %s and needs the %s backend", source,
                                 backend, lang == KP_LANG_OPENCL_C ? "OpenCL C" : "CUDA",
                                 kp_lang_backend((kp_lang)lang));
         const kp_backend_ops *ops = kp_backend_find(backend);
-        if (!ops) {
-            if (strcmp(backend, "cuda") == 0)
-                return kp_error_set(err, KPROF_UNAVAILABLE,
-                                    "cuda: this kprof was built without the CUDA backend (no CUDA "
-                                    "headers at build time)");
-            return kp_error_set(err, KPROF_INVALID,
-                                "%s '%s' is not a backend (choose opencl, cuda or auto)", source,
-                                backend);
-        }
+        if (!ops) /* a known name (checked above) this build lacks: only CUDA can be left out */
+            return kp_error_set(err, KPROF_UNAVAILABLE,
+                                "%s: this kprof was built without the %s backend (no CUDA "
+                                "headers at build time)",
+                                backend, backend);
         char reason[512];
         if (ops->probe(reason, sizeof reason) != KPROF_OK)
             return kp_error_set(err, KPROF_UNAVAILABLE, "%s: %s", ops->name, reason);

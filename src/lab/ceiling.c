@@ -1,9 +1,11 @@
 /*
  * ceiling.c — measuring the device's bandwidth ceiling with kprof's copy kernels (see
- * ceiling.h). Each point is one kernel at one size: warm-ups, then timed dispatches; the point's
- * bandwidth is from its fastest dispatch ("best of many"), and the ceiling is the best point.
+ * ceiling.h): the plan (sizes and repeats from the device), then the points. Each point is one
+ * kernel at one size: warm-ups, then timed dispatches; the point's bandwidth is from its fastest
+ * dispatch ("best of many"), and the ceiling is the best point.
  */
 #include "lab/ceiling.h"
+#include "core/format.h"
 #include "core/stats.h"
 #include "core/util.h"
 #include "lab/lab.h"
@@ -22,31 +24,55 @@ extern const size_t kp_embedded_demo_add_cl_len;
 extern const char kp_embedded_demo_add_cu[];
 extern const size_t kp_embedded_demo_add_cu_len;
 
-static uint64_t kp_fact_u64(const kp_device_info *d, const char *key)
-{
-    for (int i = 0; i < d->nfacts; i++)
-        if (strcmp(d->facts[i].key, key) == 0) return strtoull(d->facts[i].value, NULL, 10);
-    return 0;
-}
+#define KP_MIB (1ULL << 20)
 
-int kp_ceiling_sizes(const kp_device_info *dev, uint64_t max_bytes, uint64_t sizes[3])
+kprof_status kp_ceiling_plan_make(const kp_device_info *dev, uint64_t max_bytes, int iters,
+                                  kp_ceiling_plan *plan, kp_error *err)
 {
-    uint64_t cache = kp_fact_u64(dev, "l2_bytes");
-    if (!cache) cache = kp_fact_u64(dev, "global_mem_cache_bytes");
-    uint64_t base = 64ULL << 20;
-    while (base < 8 * cache) base *= 2;
-    uint64_t cap = dev->global_mem ? dev->global_mem / 4 : base * 4;
-    if (dev->max_alloc && dev->max_alloc < cap) cap = dev->max_alloc;
-    if (max_bytes && max_bytes < cap) cap = max_bytes;
-    cap &= ~(uint64_t)63; /* whole float4 groups for every variant */
-    int n = 0;
-    for (int i = 0; i < 3; i++) {
-        uint64_t s = base << i;
-        if (s > cap) s = cap;
-        if (n > 0 && s == sizes[n - 1]) break;
-        sizes[n++] = s;
+    memset(plan, 0, sizeof *plan);
+    plan->gpu = dev->is_gpu;
+    plan->cache_bytes = dev->cache_bytes;
+    plan->cache_factor = plan->gpu ? 8 : 4;
+    plan->iters = iters > 0 ? iters : plan->gpu ? 20 : 5;
+    plan->warmup = plan->gpu ? 3 : 1;
+    int wanted = plan->gpu ? 3 : 2;
+    uint64_t cache = plan->cache_bytes;
+
+    if (max_bytes && cache && max_bytes < cache) {
+        char a[64], b[64];
+        return kp_error_set(err, KPROF_INVALID,
+                            "--max-bytes %s is below this device's %s last-level cache: buffers "
+                            "that fit in it measure the cache, not memory, and kprof would keep "
+                            "that as the device's ceiling. Give --max-bytes %lluM or more, or "
+                            "leave it out to let kprof choose",
+                            kp_format_bytes(max_bytes, a, sizeof a),
+                            kp_format_bytes(cache, b, sizeof b),
+                            (unsigned long long)((cache + KP_MIB - 1) / KP_MIB));
     }
-    return n;
+    uint64_t base = 64 * KP_MIB;
+    while (cache && base < (uint64_t)plan->cache_factor * cache)
+        base *= 2;
+    uint64_t cap = dev->global_mem ? dev->global_mem / 4 : base << (wanted - 1);
+    if (dev->max_alloc && dev->max_alloc < cap) cap = dev->max_alloc;
+    kp_ceiling_cap why = KP_CEILING_CAP_DEVICE;
+    if (max_bytes && max_bytes < cap) {
+        cap = max_bytes;
+        why = KP_CEILING_CAP_MAX_BYTES;
+    }
+    cap &= ~(uint64_t)63; /* whole float4 groups for every variant */
+    plan->cap_bytes = cap;
+    for (int i = 0; i < wanted; i++) {
+        uint64_t s = base << i;
+        if (s > cap) {
+            s = cap;
+            plan->cap = why;
+        }
+        if (plan->nsizes > 0 && s == plan->sizes[plan->nsizes - 1]) break;
+        plan->sizes[plan->nsizes++] = s;
+    }
+    plan->in_cache = cache && plan->sizes[plan->nsizes - 1] < cache;
+    plan->npoints = plan->nsizes * KP_CEILING_VARIANTS + 1;
+    return KPROF_OK;
 }
 
 typedef struct kp_copy_variant {
@@ -54,11 +80,16 @@ typedef struct kp_copy_variant {
     int per_thread; /* float4 per thread; 0 = grid-stride with a fixed grid */
 } kp_copy_variant;
 
-static const kp_copy_variant kp_copy_variants[] = {
+static const kp_copy_variant kp_copy_variants[KP_CEILING_VARIANTS] = {
     {"copy_f4", 1},
     {"copy_f4x4", 4},
     {"copy_f4_stride", 0},
 };
+
+const char *kp_ceiling_variant(int i)
+{
+    return i >= 0 && i < KP_CEILING_VARIANTS ? kp_copy_variants[i].entry : "";
+}
 
 /* A lab session on kprof's own copy kernels (demo=0) or demo_add (demo=1). */
 static kp_lab_options kp_ceiling_lab_options(int cuda, int demo, const char *spec, int index)
@@ -82,12 +113,12 @@ static kp_lab_options kp_ceiling_lab_options(int cuda, int demo, const char *spe
     return lo;
 }
 
-/* One timed point: best and median over iters dispatches. */
-static kprof_status kp_ceiling_point_run(kp_lab *lab, const kp_launch *launch, int iters,
-                                         double *samples, double *scratch, kp_ceiling_point *p,
-                                         kp_error *err)
+/* One timed point: best and median over iters dispatches after warmup. */
+static kprof_status kp_ceiling_point_run(kp_lab *lab, const kp_launch *launch, int warmup,
+                                         int iters, double *samples, double *scratch,
+                                         kp_ceiling_point *p, kp_error *err)
 {
-    kprof_status st = kp_lab_measure(lab, launch, 3, iters, samples, err);
+    kprof_status st = kp_lab_measure(lab, launch, warmup, iters, samples, err);
     if (st != KPROF_OK) return st;
     kp_stats s;
     kp_stats_compute(samples, (size_t)iters, scratch, &s);
@@ -96,20 +127,31 @@ static kprof_status kp_ceiling_point_run(kp_lab *lab, const kp_launch *launch, i
     return KPROF_OK;
 }
 
-kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_result *out,
+kprof_status kp_ceiling_prepare(const kp_ceiling_options *opts, kp_ceiling_result *out,
                                 kp_error *err)
 {
     memset(out, 0, sizeof *out);
-    int iters = opts->iters > 0 ? opts->iters : 20;
-    const kp_backend_ops *ops = NULL;
     int index = -1;
-    kprof_status st = kp_backend_choose(opts->backend, opts->device, -1, &ops, &index, err);
+    kprof_status st = kp_backend_choose(opts->backend, opts->device, -1, &out->ops, &index, err);
     if (st != KPROF_OK) return st;
-    st = ops->device_info(index, &out->device, err);
+    st = out->ops->device_info(index, &out->device, err);
     if (st != KPROF_OK) return st;
-    int cuda = strcmp(ops->name, "cuda") == 0;
-    uint64_t sizes[3];
-    int nsizes = kp_ceiling_sizes(&out->device, opts->max_bytes, sizes);
+    return kp_ceiling_plan_make(&out->device, opts->max_bytes, opts->iters, &out->plan, err);
+}
+
+kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_result *out,
+                                kp_error *err)
+{
+    if (!out->ops || out->plan.nsizes < 1)
+        return kp_error_set(err, KPROF_INVALID, "kp_ceiling_measure before kp_ceiling_prepare");
+    kprof_status st = KPROF_OK;
+    const kp_ceiling_plan *plan = &out->plan;
+    int index = out->device.index;
+    int iters = plan->iters, warmup = plan->warmup;
+    int cuda = strcmp(out->ops->name, "cuda") == 0;
+    int nsizes = plan->nsizes;
+    const uint64_t *sizes = plan->sizes;
+    out->npoints = 0;
     double *samples = calloc((size_t)iters, sizeof *samples);
     double *scratch = calloc((size_t)iters, sizeof *scratch);
     if (!samples || !scratch) {
@@ -117,8 +159,8 @@ kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_resul
         free(scratch);
         return kp_error_set(err, KPROF_NOMEM, "out of memory");
     }
-    int nvariants = (int)(sizeof kp_copy_variants / sizeof kp_copy_variants[0]);
-    int total = nsizes * nvariants + 1, done = 0;
+    int nvariants = KP_CEILING_VARIANTS;
+    int total = plan->npoints, done = 0;
     uint64_t tg = out->device.max_tg >= 256 ? 256 : out->device.max_tg;
     kp_ceiling_point *best = NULL;
 
@@ -147,7 +189,7 @@ kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_resul
             snprintf(p->kernel, sizeof p->kernel, "%s", cv->entry);
             p->bytes = bytes;
             p->tg = tg;
-            st = kp_ceiling_point_run(lab, &l, iters, samples, scratch, p, err);
+            st = kp_ceiling_point_run(lab, &l, warmup, iters, samples, scratch, p, err);
             if (st != KPROF_OK) break;
             p->gbs = 2.0 * (double)(n4 * 16) / (p->best_ms * 1e-3) / 1e9;
             if (!best || p->gbs > best->gbs) best = p;
@@ -174,7 +216,8 @@ kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_resul
             snprintf(p->kernel, sizeof p->kernel, "demo_add");
             p->bytes = n * 4;
             p->tg = tg;
-            if (st == KPROF_OK) st = kp_ceiling_point_run(lab, &l, iters, samples, scratch, p, err);
+            if (st == KPROF_OK)
+                st = kp_ceiling_point_run(lab, &l, warmup, iters, samples, scratch, p, err);
             if (st == KPROF_OK) {
                 p->gbs = 3.0 * (double)(n * 4) / (p->median_ms * 1e-3) / 1e9;
                 out->ceiling.demo_add_gbs = p->gbs;

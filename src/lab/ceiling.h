@@ -1,14 +1,62 @@
 /*
  * ceiling.h — the device's bandwidth ceiling, measured (`kprof caps --measure`): kprof's own
- * copy kernels over working sets far beyond the last-level cache, at several sizes, best of many
- * dispatches, plus the demo_add kernel at the largest size. The result goes to the store, and
- * `kprof run` reports ~GB/s against it.
+ * copy kernels over working sets beyond the last-level cache, at sizes and repeat counts chosen
+ * for the device (kp_ceiling_plan_make), best of several dispatches, plus the demo_add kernel at
+ * the largest size. The result goes to the store, and `kprof run` reports ~GB/s against it.
+ *
+ * Two steps, so a caller can say what will be measured (or only that: --dry-run) before the
+ * measuring starts: kp_ceiling_prepare chooses the device and makes the plan, kp_ceiling_measure
+ * carries it out.
  */
 #ifndef KP_LAB_CEILING_H
 #define KP_LAB_CEILING_H
 
 #include "backend/backend.h"
 #include "store/store.h"
+
+#define KP_CEILING_MAX_SIZES 3
+#define KP_CEILING_VARIANTS  3 /* copy_f4, copy_f4x4, copy_f4_stride */
+
+/* What kp_ceiling_plan_make chose, and from what. The rule:
+ *   GPU:        base = max(64 MiB, 8 x cache) rounded up to a power of two; base, 2x, 4x;
+ *               20 timed dispatches after 3 warm-ups per point.
+ *   any other   base = max(64 MiB, 4 x cache) rounded up to a power of two; base, 2x;
+ *   (CPU):      5 timed dispatches after 1 warm-up per point (a CPU copies at tens of GB/s, and
+ *               its caches hold tens of MiB, not the hundreds a GPU measures over).
+ * Every size is capped by the device's largest allocation, a quarter of its memory and
+ * --max-bytes, and rounded down to whole 64-byte groups. "cache" is the last-level cache
+ * (kp_device_info.cache_bytes). A buffer is one of two (source and destination). */
+typedef enum kp_ceiling_cap {
+    KP_CEILING_CAP_NONE,      /* the sizes are the rule's */
+    KP_CEILING_CAP_DEVICE,    /* cut by the largest allocation or a quarter of memory */
+    KP_CEILING_CAP_MAX_BYTES, /* cut by --max-bytes */
+} kp_ceiling_cap;
+
+typedef struct kp_ceiling_plan {
+    int gpu;              /* sized as for a GPU (else as for a CPU) */
+    uint64_t cache_bytes; /* the device's last-level cache, 0 when unknown */
+    int cache_factor;     /* the rule's multiple of the cache for the first size: 8 or 4 */
+    kp_ceiling_cap cap;   /* what cut the sizes, if anything */
+    uint64_t cap_bytes;   /* the largest buffer allowed */
+    int nsizes;
+    /* Bytes per buffer, ascending. */
+    uint64_t sizes[KP_CEILING_MAX_SIZES];
+    int iters;    /* timed dispatches per point */
+    int warmup;   /* untimed dispatches before them */
+    int npoints;  /* copy variants x sizes, + demo_add */
+    int in_cache; /* the largest buffer is smaller than the cache: the figure would
+                     be the cache's (only when the device's limits force it) */
+} kp_ceiling_plan;
+
+/* The plan for a device. max_bytes caps one buffer (0: none); iters overrides the timed count
+ * (0: the rule's). INVALID, naming the cache and the smallest accepted value, when max_bytes is
+ * below the device's last-level cache: buffers that fit in it measure the cache, not memory,
+ * and the store would keep that as the device's ceiling. */
+kprof_status kp_ceiling_plan_make(const kp_device_info *dev, uint64_t max_bytes, int iters,
+                                  kp_ceiling_plan *plan, kp_error *err);
+
+/* The name of copy variant i (0..KP_CEILING_VARIANTS-1): "copy_f4", ... */
+const char *kp_ceiling_variant(int i);
 
 #define KP_CEILING_MAX_POINTS 32
 
@@ -25,7 +73,7 @@ typedef struct kp_ceiling_options {
     const char *backend; /* as for kp_backend_choose */
     int device;
     uint64_t max_bytes;  /* cap on one buffer (0 = choose from the device) */
-    int iters;           /* timed dispatches per point (default 20) */
+    int iters;           /* timed dispatches per point (0 = choose from the device) */
     /* Called after each point (progress); may be NULL. */
     void (*progress)(const kp_ceiling_point *p, int done, int total, void *user);
     void *user;
@@ -33,18 +81,20 @@ typedef struct kp_ceiling_options {
 
 typedef struct kp_ceiling_result {
     kp_device_info device;
+    kp_ceiling_plan plan;
+    const kp_backend_ops *ops; /* the device's backend (set by kp_ceiling_prepare) */
     kp_ceiling ceiling;
     int npoints;
     kp_ceiling_point points[KP_CEILING_MAX_POINTS];
 } kp_ceiling_result;
 
-/* Measure; the caller stores the result (kp_store_put_ceiling). */
-kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_result *out,
+/* Choose the device and plan the measurement: out->device and out->plan. Measures nothing. */
+kprof_status kp_ceiling_prepare(const kp_ceiling_options *opts, kp_ceiling_result *out,
                                 kp_error *err);
 
-/* The buffer sizes measured for a device: base = max(64 MiB, 8 x last-level cache) rounded up
- * to a power of two, then 2x and 4x, each capped by the largest allocation and a quarter of
- * global memory (and max_bytes when non-zero). Returns how many (1..3). Exposed for tests. */
-int kp_ceiling_sizes(const kp_device_info *dev, uint64_t max_bytes, uint64_t sizes[3]);
+/* Measure as prepared (out from kp_ceiling_prepare); the caller stores the result
+ * (kp_store_put_ceiling). */
+kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_result *out,
+                                kp_error *err);
 
 #endif

@@ -251,7 +251,7 @@ static kprof_status kp_lab_resolve(const kp_lab_options *opts, kp_lab_info *info
                             "no kernel folder %s and no file '%s' (create the folder with `kprof "
                             "isolate %s`)",
                             info->kernel_dir, t, t);
-    const char *prefer = opts->backend ? opts->backend : getenv("KPROF_BACKEND");
+    const char *prefer = opts->backend ? opts->backend : kp_backend_env();
     return kp_kernel_dir_source(info->kernel_dir, prefer, info->source_path,
                                 sizeof info->source_path, err);
 }
@@ -693,6 +693,43 @@ kprof_status kp_lab_measure(kp_lab *lab, const kp_launch *launch, int warmup, in
         samples_ms[i] = ns / 1e6;
     }
     return KPROF_OK;
+}
+
+/* The vector width of a pointer parameter's element ("float4*" -> 4, "float*" -> 1); a 3-wide
+ * vector takes the room of 4 (OpenCL C). 1 when the type is unknown. */
+static uint64_t kp_param_vector_width(const kp_param *p)
+{
+    const char *t = p->type_name, *star = strchr(t, '*');
+    if (!star) return 1;
+    const char *end = star;
+    while (end > t && end[-1] == ' ')
+        end--;
+    const char *d = end;
+    while (d > t && isdigit((unsigned char)d[-1]))
+        d--;
+    if (d == end || d == t || !isalpha((unsigned char)d[-1])) return 1;
+    int w = atoi(d);
+    if (w == 3) return 4;
+    return w == 2 || w == 4 || w == 8 || w == 16 ? (uint64_t)w : 1;
+}
+
+uint64_t kp_lab_grid_bytes(const kp_lab *lab, const kp_launch *launch, uint64_t *threads)
+{
+    uint64_t n = 1, total = 0;
+    for (int d = 0; d < launch->dims; d++)
+        n *= launch->grid[d];
+    const kp_kernel_meta *k = lab->info.kernel;
+    for (int i = 0; i < lab->spec.count; i++) {
+        const kp_arg_spec *a = &lab->spec.args[i];
+        if (a->kind != KP_ARG_BUFFER) continue;
+        uint64_t width =
+            k && k->params && i < k->nparams ? kp_param_vector_width(&k->params[i]) : 1;
+        uint64_t per_thread = kp_type_size(a->type) * width;
+        uint64_t bytes = kp_arg_bytes(a);
+        total += n >= bytes / per_thread ? bytes : n * per_thread;
+    }
+    if (threads) *threads = n;
+    return total;
 }
 
 kprof_status kp_lab_digest(kp_lab *lab, kp_buffer_digest *out, int max, int *n, kp_error *err)

@@ -77,6 +77,12 @@ kprof_status kp_lab_check_launch(kp_lab *lab, const kp_launch *launch, kp_reflec
 kprof_status kp_lab_measure(kp_lab *lab, const kp_launch *launch, int warmup, int iters,
                             double *samples_ms, kp_error *err);
 
+/* What the grid of a launch can touch if each thread touches one element of each buffer (an
+ * element as the kernel's parameter declares it: a float4* parameter takes 16 bytes per thread
+ * of an f32 buffer): the sum over buffers of min(buffer bytes, threads x element bytes). The
+ * readings compare it with the buffers' sizes. *threads is the grid's thread count. */
+uint64_t kp_lab_grid_bytes(const kp_lab *lab, const kp_launch *launch, uint64_t *threads);
+
 /* Read every buffer back and digest it: out[0..*n). */
 kprof_status kp_lab_digest(kp_lab *lab, kp_buffer_digest *out, int max, int *n, kp_error *err);
 

@@ -38,6 +38,9 @@ class Caps(kptest.KprofTestCase):
         self.assertGreater(d["global_memory_bytes"], 0)
         self.assertGreater(d["timer_resolution_ns"], 0)
         self.assertTrue(d["profiling"])
+        # OpenCL gives no memory clock or bus width: no datasheet peak, and why (not a 0).
+        self.assertIsNone(d["peak_bandwidth_gbs"])
+        self.assertIn("OpenCL reports no memory clock", d["peak_bandwidth_reason"])
         cuda = [b for b in caps["backends"] if b["name"] == "cuda"][0]
         if not cuda["available"]:
             self.assertTrue(cuda["reason"])
@@ -69,21 +72,106 @@ class Caps(kptest.KprofTestCase):
         self.kprof("caps", "--bogus", expect=2)
         self.kprof("caps", "extra", expect=2)
 
+    def test_one_rule_for_backend_names(self):
+        # Every command takes the same names from --backend and KPROF_BACKEND and refuses any
+        # other with the same words, naming the known ones (issue 10, item 8).
+        self.kprof("isolate", "demo", "--lang", "cl", expect=0)
+        run = ("run", "demo", "--grid", "64", "--tg", "64",
+               "--buffers", "f32:64,f32:64,f32:64,u32=64", "--iters", "1")
+        for source, args, env in (("--backend", ("--backend", "metal"), None),
+                                  ("KPROF_BACKEND", (), {"KPROF_BACKEND": "metal"})):
+            for cmd in (("caps",), ("caps", "--json"), ("caps", "--measure", "--dry-run"),
+                        run, ("sweep", "demo", "--grid", "64", "--buffers", run[-3]),
+                        ("isolate", "other")):
+                if cmd[0] == "isolate" and args:
+                    continue  # isolate has no --backend
+                p = self.kprof(*cmd, *args, env=env, expect=2)
+                self.assertIn("kprof: error: %s 'metal' is not a backend (choose opencl, cuda "
+                              "or auto)" % source, p.stderr, cmd)
+                self.assertEqual(p.stdout, "", cmd)
+        self.assertFalse(os.path.exists(os.path.join(self.home, "kernels", "other")))
+        # auto, and an empty KPROF_BACKEND, are every backend.
+        self.assertEqual(self.kprof("caps", "--backend", "auto", expect=0).stdout,
+                         self.kprof("caps", expect=0).stdout)
+        self.kprof("caps", env={"KPROF_BACKEND": ""}, expect=0)
+        self.kprof("caps", env={"KPROF_BACKEND": "opencl"}, expect=0)
+        self.kprof(*run, env={"KPROF_BACKEND": "auto"}, expect=0)
+
+    def test_panel_values_in_one_column_and_sizes_in_units(self):
+        out = self.kprof("caps", "--backend", "opencl", expect=0).stdout
+        panel = out.split("\n\n")[0].splitlines()
+        self.assertTrue(panel[0].startswith("opencl device 0:"), out)
+        caps = json.loads(self.kprof("caps", "--json", "--backend", "opencl", expect=0).stdout)
+        d = caps["backends"][0]["devices"][0]
+        labels = ["vendor", "platform", "compute units", "global memory",
+                  "profiling (device timestamps)", "peak bandwidth (datasheet)",
+                  "global memory cache", "bandwidth ceiling"]
+        columns = {}
+        for line in panel[1:]:
+            for label in sorted(labels, key=len, reverse=True):  # "global memory cache" first
+                if line.startswith("  " + label + " "):
+                    rest = line[2 + len(label):]
+                    columns[label] = 2 + len(label) + len(rest) - len(rest.lstrip(" "))
+                    break
+        self.assertEqual(sorted(columns), sorted(labels), out)
+        self.assertEqual(len(set(columns.values())), 1, columns)
+        # The cache in units (JSON keeps the number of bytes).
+        row = [l for l in panel if l.startswith("  global memory cache ")][0]
+        value = row[columns["global memory cache"]:]
+        cache = d["global_mem_cache_bytes"]
+        self.assertIsInstance(cache, int)
+        if cache >= 1024:
+            self.assertRegex(value, r"^\d+(\.\d+)? (KiB|MiB|GiB|TiB)$")
+            self.assertNotIn(str(cache), value)
+
+
+def pow2_at_least(n):
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
 
 class Measure(kptest.KprofTestCase):
     def setUp(self):
         super().setUp()
         self.env["KPROF_STORE"] = os.path.join(self.tmp, "store", "kprof.db")
 
+    def pocl(self):
+        caps = json.loads(self.kprof("caps", "--json", "--backend", "opencl", expect=0).stdout)
+        return caps["backends"][0]["devices"][0]
+
+    def small_max_bytes(self):
+        """The smallest --max-bytes kprof accepts here: the cache's size (16M when smaller)."""
+        cache = self.pocl().get("global_mem_cache_bytes") or 0
+        return max(16, -(-cache // (1 << 20)))
+
     def test_measure_stores_ceiling_and_run_reports_against_it(self):
-        r = json.loads(self.kprof("caps", "--measure", "--backend", "opencl", "--max-bytes", "16M",
-                                  "--iters", "3", "--json", expect=0).stdout)
+        mb = self.small_max_bytes()
+        p = self.kprof("caps", "--measure", "--backend", "opencl", "--device", "0",
+                       "--max-bytes", "%dM" % mb, "--iters", "3", "--json", expect=0)
+        r = json.loads(p.stdout)
+        # Not on a terminal: one line saying what is measured, and no progress.
+        lines = p.stderr.splitlines()
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertTrue(lines[0].startswith("kprof: measuring the bandwidth ceiling of "
+                                            + r["device"]), lines[0])
+        self.assertIn("over %d MiB buffer (cut to --max-bytes)" % mb, lines[0])
+        self.assertIn("the best of 3 timed dispatches", lines[0])
+        self.assertNotIn("\r", p.stderr)
         self.assertEqual(r["backend"], "opencl")
+        self.assertFalse(r["dry_run"])
+        self.assertEqual(r["plan"]["buffer_bytes"], [mb << 20])
+        self.assertEqual(r["plan"]["capped_by"], "max_bytes")
+        self.assertEqual(r["plan"]["iters"], 3)
+        # No datasheet peak on OpenCL: null, and why.
+        self.assertIsNone(r["peak_bandwidth_gbs"])
+        self.assertIn("OpenCL reports no memory clock", r["peak_bandwidth_reason"])
         kernels = [p["kernel"] for p in r["points"]]
         self.assertEqual(kernels, ["copy_f4", "copy_f4x4", "copy_f4_stride", "demo_add"])
         copies = [p for p in r["points"] if p["kernel"] != "demo_add"]
         for p in copies:
-            self.assertEqual(p["bytes"], 16 << 20)
+            self.assertEqual(p["bytes"], mb << 20)
             self.assertLessEqual(p["best_ms"], p["median_ms"])
             self.assertAlmostEqual(p["gb_per_s"], 2 * p["bytes"] / (p["best_ms"] * 1e-3) / 1e9,
                                    delta=1e-6 * p["gb_per_s"])
@@ -102,7 +190,95 @@ class Measure(kptest.KprofTestCase):
         self.assertEqual(run["ceiling_gb_per_s"], r["ceiling_gb_per_s"])
         self.assertAlmostEqual(run["ceiling_percent"],
                                100 * run["approx_gb_per_s"] / r["ceiling_gb_per_s"], places=6)
-        self.assertIn(run["readings"][0]["id"], ("bandwidth", "bandwidth_bound"))
+        # 48 KiB of buffers: where the device names its cache they fit in it, and the
+        # figure is never called bandwidth-bound whatever its share of the ceiling.
+        self.assertIn(run["readings"][0]["id"],
+                      ("bandwidth", "bandwidth_bound", "not_dram", "above_ceiling"))
+        if run["last_level_cache_bytes"]:
+            self.assertIn("fits_cache", run["not_dram_reasons"])
+            self.assertNotEqual(run["readings"][0]["id"], "bandwidth_bound")
+
+    def test_progress_on_a_terminal(self):
+        import pty
+        import subprocess
+        master, slave = pty.openpty()
+        env = dict(os.environ)
+        env.update({k: v for k, v in self.env.items() if v is not None})
+        for k, v in self.env.items():
+            if v is None:
+                env.pop(k, None)
+        p = subprocess.Popen([os.environ["KPROF"], "caps", "--measure", "--backend", "opencl",
+                              "--device", "0", "--max-bytes", "%dM" % self.small_max_bytes(),
+                              "--iters", "1"], stdout=subprocess.PIPE, stderr=slave, env=env,
+                             cwd=self.tmp)
+        os.close(slave)
+        err = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: the terminal's last writer is gone
+                break
+            if not chunk:
+                break
+            err += chunk
+        out = p.stdout.read()
+        p.stdout.close()
+        self.assertEqual(p.wait(timeout=300), 0, err)
+        os.close(master)
+        text = err.decode()
+        self.assertIn("kprof: measuring the bandwidth ceiling of ", text)
+        self.assertIn("measuring: 1/4 copy_f4 ", text)
+        self.assertIn("measuring: 4/4 demo_add ", text)
+        self.assertIn("ceiling:", out.decode())
+
+    def test_dry_run_sizes_from_the_device(self):
+        d = self.pocl()
+        if d["is_gpu"]:
+            self.skipTest("the default OpenCL device is a GPU: the CPU rule is not used")
+        r = json.loads(self.kprof("caps", "--measure", "--backend", "opencl", "--device", "0",
+                                  "--dry-run", "--json", expect=0).stdout)
+        # The CPU rule (README): the first buffer at least 4x the last-level cache and 64 MiB,
+        # a power of two, then twice that; each within the largest allocation and a quarter of
+        # memory; best of 5 after 1 warm-up.
+        cache = d.get("global_mem_cache_bytes") or 0
+        # The limit: a quarter of memory (PoCL's figure moves with the machine's free memory,
+        # so the plan's own is used) and the largest allocation, in 64-byte groups.
+        cap = r["plan"]["buffer_limit_bytes"]
+        self.assertLessEqual(cap, d["max_allocation_bytes"])
+        self.assertEqual(cap % 64, 0)
+        base = pow2_at_least(max(64 << 20, 4 * cache))
+        sizes = []
+        for s in (base, 2 * base):
+            s = min(s, cap)
+            if s not in sizes:
+                sizes.append(s)
+        plan = r["plan"]
+        self.assertTrue(r["dry_run"])
+        self.assertEqual(plan["sized_for"], "cpu")
+        self.assertEqual(plan["buffer_bytes"], sizes)
+        self.assertEqual(plan["iters"], 5)
+        self.assertEqual(plan["warmup"], 1)
+        self.assertEqual(plan["points"], 3 * len(sizes) + 1)
+        self.assertEqual(plan["last_level_cache_bytes"], cache or None)
+        self.assertNotIn("ceiling_gb_per_s", r)
+        # The text form says the same, and nothing is stored.
+        p = self.kprof("caps", "--measure", "--backend", "opencl", "--device", "0", "--dry-run",
+                       expect=0)
+        self.assertTrue(p.stdout.startswith("would measure the bandwidth ceiling of "), p.stdout)
+        self.assertIn("best of 5 timed dispatches after 1 warm-up", p.stdout)
+        self.assertEqual(p.stderr, "")
+        self.assertFalse(os.path.exists(self.env["KPROF_STORE"]))
+
+    def test_max_bytes_inside_the_cache_is_refused(self):
+        cache = self.pocl().get("global_mem_cache_bytes") or 0
+        if cache < 2 << 20:
+            self.skipTest("the OpenCL device reports no last-level cache of 2 MiB or more")
+        small = cache // 2 >> 20
+        p = self.kprof("caps", "--measure", "--backend", "opencl", "--device", "0",
+                       "--max-bytes", "%dM" % small, expect=2)
+        self.assertIn("--max-bytes %d MiB is below this device's" % small, p.stderr)
+        self.assertIn("last-level cache", p.stderr)
+        self.assertFalse(os.path.exists(self.env["KPROF_STORE"]))
 
     def test_without_measurement_run_says_how(self):
         caps = json.loads(self.kprof("caps", "--json", "--backend", "opencl", expect=0).stdout)
@@ -116,12 +292,13 @@ class Measure(kptest.KprofTestCase):
         with open(path, "w") as f:
             f.write("not a database")
         # A foreign file is bad input (exit 2), as every bad input file is.
-        p = self.kprof("caps", "--measure", "--max-bytes", "8M", "--iters", "1", expect=2)
+        p = self.kprof("caps", "--measure", "--iters", "1", expect=2)
         self.assertIn("is not a kprof store", p.stderr)
         self.assertEqual(open(path).read(), "not a database")
 
     def test_measure_usage(self):
         self.kprof("caps", "--max-bytes", "8M", expect=2)
+        self.kprof("caps", "--dry-run", expect=2)
         self.kprof("caps", "--measure", "--max-bytes", "1K", expect=2)
         self.kprof("caps", "--measure", "--iters", "0", expect=2)
         p = self.kprof("caps", "--measure", "--backend", "opencl", "--device", "9", expect=3)

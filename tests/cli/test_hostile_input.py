@@ -120,8 +120,11 @@ class Hostile(kptest.KprofTestCase):
 
     def test_odd_store_row(self):
         store = os.path.join(self.tmp, "store.db")
-        self.kprof("caps", "--measure", "--backend", "opencl", "--max-bytes", "8M", "--iters",
-                   "1", expect=0)
+        # The smallest buffers kprof measures over: the last-level cache's size (16M if less).
+        caps = json.loads(self.kprof("caps", "--json", "--backend", "opencl", expect=0).stdout)
+        cache = caps["backends"][0]["devices"][0].get("global_mem_cache_bytes") or 0
+        self.kprof("caps", "--measure", "--backend", "opencl", "--device", "0", "--max-bytes",
+                   "%dM" % max(16, -(-cache // (1 << 20))), "--iters", "1", expect=0)
         db = sqlite3.connect(store)
         db.execute("UPDATE ceilings SET measured_at = 9223372036854775807")
         db.commit()

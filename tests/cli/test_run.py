@@ -3,6 +3,7 @@ computation of the same deterministic inputs, JSON and run.json, cache and dumps
 
 import json
 import os
+import sqlite3
 
 import kptest
 
@@ -199,6 +200,91 @@ class Run(kptest.KprofTestCase):
         self.assertIn("KPROF_DEVICE='x'", p.stderr)
         p = self.kprof(*args, "--backend", "metal", expect=2)
         self.assertIn("'metal' is not a backend", p.stderr)
+
+
+# kprof's store (src/store/store.c, schema 1): a test writes the ceiling it wants into it, so the
+# share of the ceiling a run reports is forced, whatever the machine's speed.
+STORE_SCHEMA = """
+CREATE TABLE ceilings (device_key TEXT PRIMARY KEY, backend TEXT NOT NULL, device TEXT NOT NULL,
+  driver TEXT, copy_gbs REAL NOT NULL, copy_bytes INTEGER, demo_add_gbs REAL, demo_add_ms REAL,
+  demo_add_elements INTEGER, method TEXT, measured_at INTEGER NOT NULL);
+PRAGMA user_version = 1;
+"""
+
+
+class AboveTheCeiling(kptest.KprofTestCase):
+    """Readings above the measured ceiling say why the figure cannot be DRAM traffic, and never
+    "bandwidth-bound" (issue 10, item 2). The ceiling is written into the store: 1e-6 GB/s puts
+    any run far above it, so what the tests check is decided by sizes, not by speed."""
+
+    def setUp(self):
+        super().setUp()
+        self.kprof("isolate", "demo", "--lang", "cl", expect=0)
+        caps = self.run_json("caps", "--backend", "opencl")
+        self.device = caps["backends"][0]["devices"][0]
+        db = sqlite3.connect(self.env["KPROF_STORE"])
+        db.executescript(STORE_SCHEMA)
+        d = self.device
+        db.execute("INSERT INTO ceilings VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                   ("opencl|%s|%s" % (d["name"], d["platform"]), "opencl", d["name"],
+                    d["driver"], 1e-6, 1 << 20, 0, 0, 0, "written by the test", 1))
+        db.commit()
+        db.close()
+
+    def check_never_bandwidth_bound(self, r):
+        ids = [x["id"] for x in r["readings"]]
+        self.assertIn("above_ceiling", ids)
+        self.assertNotIn("bandwidth_bound", ids)
+        for x in r["readings"]:
+            self.assertNotIn("bandwidth-bound", x["text"])
+        self.assertGreater(r["ceiling_percent"], 110)
+        return [x["text"] for x in r["readings"] if x["id"] == "above_ceiling"][0]
+
+    def test_grid_smaller_than_the_buffers(self):
+        # The issue's case: grid 3,000 over 1M-element buffers.
+        r = self.run_json("run", "demo", "--device", "0", "--grid", "3000", "--tg", "8",
+                          "--buffers", "f32:1M,f32:1M,f32:1M,u32=3000", "--iters", "3")
+        self.assertEqual(r["working_set_bytes"], 3 * 4 << 20)
+        self.assertEqual(r["grid_touch_bytes"], 3 * 3000 * 4)
+        self.assertIn("grid_short", r["not_dram_reasons"])
+        text = self.check_never_bandwidth_bound(r)
+        self.assertIn("cannot be DRAM traffic", text)
+        self.assertIn("A grid of 3000 threads touches at most 35.16 KiB of the 12 MiB its "
+                      "buffers hold", text)
+        # The text panel says the same.
+        out = self.kprof("run", "demo", "--device", "0", "--grid", "3000", "--tg", "8",
+                         "--buffers", "f32:1M,f32:1M,f32:1M,u32=3000", "--iters", "3",
+                         expect=0).stdout
+        self.assertIn("A grid of 3000 threads touches at most", out)
+        self.assertNotIn("bandwidth-bound", out)
+
+    def test_working_set_inside_the_cache(self):
+        cache = self.device.get("global_mem_cache_bytes") or 0
+        if cache < 48 * 1024:
+            self.skipTest("the OpenCL device reports no global memory cache (%r)" % cache)
+        # Three buffers filling at most half the cache, the grid covering them.
+        n = min(cache // 24, 1 << 19) // 64 * 64
+        r = self.run_json("run", "demo", "--device", "0", "--grid", str(n), "--tg", "64",
+                          "--buffers", "f32:%d,f32:%d,f32:%d,u32=%d" % (n, n, n, n),
+                          "--iters", "3")
+        self.assertEqual(r["last_level_cache_bytes"], cache)
+        self.assertEqual(r["working_set_bytes"], 12 * n)
+        self.assertEqual(r["grid_touch_bytes"], 12 * n)
+        self.assertEqual(r["not_dram_reasons"], ["fits_cache"])
+        text = self.check_never_bandwidth_bound(r)
+        self.assertIn("fits in the device's", text)
+        self.assertIn("last-level cache", text)
+
+    def test_bytes_given_above_the_ceiling(self):
+        r = self.run_json("run", "demo", "--device", "0", "--grid", "4096", "--tg", "64",
+                          "--buffers", SPEC4K, "--bytes", "1G", "--iters", "3")
+        self.assertNotIn("grid_short", r["not_dram_reasons"])
+        text = self.check_never_bandwidth_bound(r)
+        # 48 KiB of buffers: the cache explains it where the device reports one, else --bytes.
+        if r["last_level_cache_bytes"]:
+            self.assertIn("fits in the device's", text)
+        else:
+            self.assertIn("--bytes 1 GiB is more than the kernel moves", text)
 
 
 if __name__ == "__main__":

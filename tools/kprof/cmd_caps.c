@@ -10,6 +10,7 @@
 #include "tools/kprof/cli.h"
 
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,40 +57,85 @@ static void kp_caps_collect(kp_caps_backend *b, const char *name)
     if (!b->available && !b->reason[0]) snprintf(b->reason, sizeof b->reason, "no devices found");
 }
 
+/* The datasheet peak, or null and why there is none. */
+static void kp_caps_json_peak(kp_json *j, const kp_device_info *d)
+{
+    if (d->peak_bandwidth_gbs > 0) {
+        kp_json_double(j, "peak_bandwidth_gbs", d->peak_bandwidth_gbs);
+        kp_json_null(j, "peak_bandwidth_reason");
+    } else {
+        kp_json_null(j, "peak_bandwidth_gbs");
+        kp_json_string(j, "peak_bandwidth_reason",
+                       d->peak_bandwidth_reason[0] ? d->peak_bandwidth_reason
+                                                   : "the backend reports no datasheet peak");
+    }
+}
+
+/* One "  label   value" row of a device panel, the values in one column. */
+static void kp_caps_row(int width, const char *label, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void kp_caps_row(int width, const char *label, const char *fmt, ...)
+{
+    printf("  %-*s ", width, label);
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    putchar('\n');
+}
+
+static const char kp_caps_label_profiling[] = "profiling (device timestamps)";
+static const char kp_caps_label_peak[] = "peak bandwidth (datasheet)";
+
 static void kp_caps_print_device(const kp_device_info *d)
 {
-    char a[64], b[64];
+    char a[64];
     FILE *o = stdout;
+    /* The widest label sets the value column, the backend's own facts included. */
+    int w = (int)strlen(kp_caps_label_profiling);
+    if ((int)strlen(kp_caps_label_peak) > w) w = (int)strlen(kp_caps_label_peak);
+    for (int i = 0; i < d->nfacts; i++)
+        if ((int)strlen(d->facts[i].label) > w) w = (int)strlen(d->facts[i].label);
     printf("%s%s device %d: %s%s\n", kp_text_bold(o), d->backend, d->index, d->name,
            kp_text_reset(o));
-    printf("  %-28s %s\n", "vendor", d->vendor);
-    printf("  %-28s %s\n", "platform", d->platform);
-    printf("  %-28s %s\n", "version", d->version);
-    printf("  %-28s %s\n", "driver", d->driver);
-    printf("  %-28s %u\n", "compute units", d->compute_units);
-    printf("  %-28s %llu\n", "max threadgroup size", (unsigned long long)d->max_tg);
-    printf("  %-28s %s\n", "threadgroup (local) memory",
-           kp_format_bytes(d->local_mem, a, sizeof a));
-    printf("  %-28s %s\n", "global memory", kp_format_bytes(d->global_mem, b, sizeof b));
+    kp_caps_row(w, "vendor", "%s", d->vendor);
+    kp_caps_row(w, "platform", "%s", d->platform);
+    kp_caps_row(w, "version", "%s", d->version);
+    kp_caps_row(w, "driver", "%s", d->driver);
+    kp_caps_row(w, "compute units", "%u", d->compute_units);
+    kp_caps_row(w, "max threadgroup size", "%llu", (unsigned long long)d->max_tg);
+    kp_caps_row(w, "threadgroup (local) memory", "%s", kp_format_bytes(d->local_mem, a, sizeof a));
+    kp_caps_row(w, "global memory", "%s", kp_format_bytes(d->global_mem, a, sizeof a));
     if (d->max_alloc)
-        printf("  %-28s %s\n", "largest allocation", kp_format_bytes(d->max_alloc, a, sizeof a));
-    if (d->exec_width) printf("  %-28s %llu\n", "execution width", (unsigned long long)d->exec_width);
-    printf("  %-28s %g ns\n", "timer resolution", d->timer_resolution_ns);
-    printf("  %-28s %s\n", "profiling (device timestamps)", d->profiling ? "yes" : "no");
+        kp_caps_row(w, "largest allocation", "%s", kp_format_bytes(d->max_alloc, a, sizeof a));
+    if (d->exec_width) kp_caps_row(w, "execution width", "%llu", (unsigned long long)d->exec_width);
+    kp_caps_row(w, "timer resolution", "%g ns", d->timer_resolution_ns);
+    kp_caps_row(w, kp_caps_label_profiling, "%s", d->profiling ? "yes" : "no");
     if (d->peak_bandwidth_gbs > 0)
-        printf("  %-28s %.0f GB/s\n", "peak bandwidth (datasheet)", d->peak_bandwidth_gbs);
-    for (int i = 0; i < d->nfacts; i++)
-        printf("  %-28s %s\n", d->facts[i].label, d->facts[i].value);
+        kp_caps_row(w, kp_caps_label_peak, "%.0f GB/s", d->peak_bandwidth_gbs);
+    else
+        kp_caps_row(w, kp_caps_label_peak, "unknown: %s",
+                    d->peak_bandwidth_reason[0] ? d->peak_bandwidth_reason
+                                                : "the backend reports no datasheet peak");
+    for (int i = 0; i < d->nfacts; i++) {
+        const kp_fact *f = &d->facts[i];
+        if (f->numeric == KP_FACT_BYTES)
+            kp_caps_row(w, f->label, "%s",
+                        kp_format_bytes(strtoull(f->value, NULL, 10), a, sizeof a));
+        else
+            kp_caps_row(w, f->label, "%s", f->value);
+    }
     kp_ceiling c;
     if (kp_store_lookup_ceiling(d, &c) == 0) {
         char when[32] = "at an unknown time";
         time_t t = (time_t)c.measured_at;
         struct tm tm;
         if (localtime_r(&t, &tm)) strftime(when, sizeof when, "%Y-%m-%d", &tm);
-        printf("  %-28s %.0f GB/s (measured %s: %s)\n", "bandwidth ceiling", c.copy_gbs, when,
-               c.method);
+        kp_caps_row(w, "bandwidth ceiling", "%.0f GB/s (measured %s: %s)", c.copy_gbs, when,
+                    c.method);
     } else {
-        printf("  %-28s not measured yet (kprof caps --measure)\n", "bandwidth ceiling");
+        kp_caps_row(w, "bandwidth ceiling", "not measured yet (kprof caps --measure)");
     }
 }
 
@@ -115,7 +161,7 @@ static void kp_caps_json_device(kp_json *j, const kp_device_info *d)
     kp_json_uint(j, "execution_width", d->exec_width);
     kp_json_double(j, "timer_resolution_ns", d->timer_resolution_ns);
     kp_json_bool(j, "profiling", d->profiling);
-    if (d->peak_bandwidth_gbs > 0) kp_json_double(j, "peak_bandwidth_gbs", d->peak_bandwidth_gbs);
+    kp_caps_json_peak(j, d);
     for (int i = 0; i < d->nfacts; i++) {
         const kp_fact *f = &d->facts[i];
         if (f->numeric) kp_json_double(j, f->key, strtod(f->value, NULL));
@@ -147,9 +193,85 @@ static void kp_caps_progress(const kp_ceiling_point *p, int done, int total, voi
     fflush(stderr);
 }
 
-/* `kprof caps --measure`: measure, store, report. */
-static int kp_caps_measure(const char *backend, int device, uint64_t max_bytes, int iters,
-                           int json)
+/* "a, b and c" of byte sizes. */
+static void kp_caps_sizes_text(kp_str *s, const kp_ceiling_plan *plan)
+{
+    char a[64];
+    for (int i = 0; i < plan->nsizes; i++)
+        kp_str_printf(s, "%s%s",
+                      i == 0                  ? ""
+                      : i == plan->nsizes - 1 ? " and "
+                                              : ", ",
+                      kp_format_bytes(plan->sizes[i], a, sizeof a));
+}
+
+/* What a plan measures, in one sentence (the stderr line, and --dry-run's output). */
+static void kp_caps_plan_text(kp_str *s, const kp_ceiling_result *r)
+{
+    const kp_ceiling_plan *plan = &r->plan;
+    char a[64];
+    kp_str_printf_escaped(s, "the bandwidth ceiling of %s", r->device.name);
+    kp_str_printf(s, " (%s device %d, %s, ", r->device.backend, r->device.index,
+                  plan->gpu ? "a GPU" : "not a GPU");
+    if (plan->cache_bytes)
+        kp_str_printf(s, "%s last-level cache): ", kp_format_bytes(plan->cache_bytes, a, sizeof a));
+    else
+        kp_str_append(s, "last-level cache unknown): ");
+    for (int i = 0; i < KP_CEILING_VARIANTS; i++)
+        kp_str_printf(s, "%s%s",
+                      i == 0                         ? ""
+                      : i == KP_CEILING_VARIANTS - 1 ? " and "
+                                                     : ", ",
+                      kp_ceiling_variant(i));
+    kp_str_append(s, " over ");
+    kp_caps_sizes_text(s, plan);
+    kp_str_printf(s, " buffer%s", plan->nsizes == 1 ? "" : "s");
+    if (plan->cap == KP_CEILING_CAP_MAX_BYTES)
+        kp_str_append(s, " (cut to --max-bytes)");
+    else if (plan->cap == KP_CEILING_CAP_DEVICE)
+        kp_str_append(s, " (cut to the device's largest allocation or a quarter of its memory)");
+    else if (plan->cache_bytes)
+        kp_str_printf(s, " (the first at least %dx the cache)", plan->cache_factor);
+    kp_str_printf(s,
+                  ", then demo_add over %s; %d points, each the best of %d timed dispatch%s "
+                  "after %d warm-up%s",
+                  kp_format_bytes(plan->sizes[plan->nsizes - 1], a, sizeof a), plan->npoints,
+                  plan->iters, plan->iters == 1 ? "" : "es", plan->warmup,
+                  plan->warmup == 1 ? "" : "s");
+}
+
+static void kp_caps_json_plan(kp_json *j, const kp_ceiling_plan *plan)
+{
+    static const char *const capped[] = {NULL, "device", "max_bytes"};
+    kp_json_object_begin(j, "plan");
+    kp_json_string(j, "sized_for", plan->gpu ? "gpu" : "cpu");
+    if (plan->cache_bytes)
+        kp_json_uint(j, "last_level_cache_bytes", plan->cache_bytes);
+    else
+        kp_json_null(j, "last_level_cache_bytes");
+    kp_json_int(j, "cache_multiple", plan->cache_factor);
+    kp_json_array_begin(j, "buffer_bytes");
+    for (int i = 0; i < plan->nsizes; i++)
+        kp_json_uint(j, NULL, plan->sizes[i]);
+    kp_json_array_end(j);
+    kp_json_string(j, "capped_by", capped[plan->cap]);
+    kp_json_uint(j, "buffer_limit_bytes", plan->cap_bytes);
+    kp_json_array_begin(j, "kernels");
+    for (int i = 0; i < KP_CEILING_VARIANTS; i++)
+        kp_json_string(j, NULL, kp_ceiling_variant(i));
+    kp_json_string(j, NULL, "demo_add");
+    kp_json_array_end(j);
+    kp_json_int(j, "points", plan->npoints);
+    kp_json_int(j, "iters", plan->iters);
+    kp_json_int(j, "warmup", plan->warmup);
+    kp_json_bool(j, "in_cache", plan->in_cache);
+    kp_json_object_end(j);
+}
+
+/* `kprof caps --measure`: plan, say what will be measured, measure, store, report. With
+ * dry_run: plan and say, nothing else. */
+static int kp_caps_measure(const char *backend, int device, uint64_t max_bytes, int iters, int json,
+                           int dry_run)
 {
     kp_error err = {0};
     kp_ceiling_result *r = calloc(1, sizeof *r);
@@ -157,16 +279,36 @@ static int kp_caps_measure(const char *backend, int device, uint64_t max_bytes, 
         kp_error_set(&err, KPROF_NOMEM, "out of memory");
         return kp_cli_fail(&err);
     }
-    kp_ceiling_options o = {.backend = backend, .device = device, .max_bytes = max_bytes,
-                            .iters = iters, .progress = kp_caps_progress};
-    /* Open the store first: a bad store should fail before minutes of measuring. */
+    kp_ceiling_options o = {.backend = backend,
+                            .device = device,
+                            .max_bytes = max_bytes,
+                            .iters = iters,
+                            .progress = kp_caps_progress};
     kp_store *store = NULL;
-    kprof_status st = kp_store_open(0, &store, &err);
-    if (st == KPROF_OK) st = kp_ceiling_measure(&o, r, &err);
-    if (st == KPROF_OK) st = kp_store_put_ceiling(store, &r->device, &r->ceiling, &err);
+    kp_str plan = {0};
+    kprof_status st = kp_ceiling_prepare(&o, r, &err);
+    if (st == KPROF_OK) kp_caps_plan_text(&plan, r);
+    if (st == KPROF_OK && plan.failed) st = kp_error_set(&err, KPROF_NOMEM, "out of memory");
+    /* Open the store before measuring: a bad store should fail before minutes of measuring. */
+    if (st == KPROF_OK && !dry_run) st = kp_store_open(0, &store, &err);
+    if (st == KPROF_OK && !dry_run) {
+        fprintf(stderr, "kprof: measuring %s\n", plan.data);
+        if (r->plan.in_cache) {
+            char a[64], b[64];
+            fprintf(stderr,
+                    "kprof: warning: the largest buffer this device allows (%s) is smaller than "
+                    "its %s last-level cache: the ceiling measured is partly the cache's\n",
+                    kp_format_bytes(r->plan.sizes[r->plan.nsizes - 1], a, sizeof a),
+                    kp_format_bytes(r->plan.cache_bytes, b, sizeof b));
+        }
+        fflush(stderr);
+        st = kp_ceiling_measure(&o, r, &err);
+    }
+    if (st == KPROF_OK && !dry_run) st = kp_store_put_ceiling(store, &r->device, &r->ceiling, &err);
     kp_store_close(store);
     if (st != KPROF_OK) {
         free(r);
+        kp_str_free(&plan);
         int rc = kp_cli_fail(&err);
         kp_error_clear(&err);
         return rc;
@@ -181,30 +323,36 @@ static int kp_caps_measure(const char *backend, int device, uint64_t max_bytes, 
         kp_json_string(&j, "backend", r->device.backend);
         kp_json_int(&j, "index", r->device.index);
         kp_json_string(&j, "device", r->device.name);
-        kp_json_double(&j, "ceiling_gb_per_s", r->ceiling.copy_gbs);
-        kp_json_uint(&j, "ceiling_bytes", r->ceiling.copy_bytes);
-        kp_json_double(&j, "demo_add_gb_per_s", r->ceiling.demo_add_gbs);
-        kp_json_double(&j, "demo_add_ms", r->ceiling.demo_add_ms);
-        kp_json_double(&j, "peak_bandwidth_gbs", r->device.peak_bandwidth_gbs);
-        kp_json_string(&j, "method", r->ceiling.method);
-        kp_json_string(&j, "store", path);
-        kp_json_array_begin(&j, "points");
-        for (int i = 0; i < r->npoints; i++) {
-            const kp_ceiling_point *p = &r->points[i];
-            kp_json_object_begin(&j, NULL);
-            kp_json_string(&j, "kernel", p->kernel);
-            kp_json_uint(&j, "bytes", p->bytes);
-            kp_json_uint(&j, "tg", p->tg);
-            kp_json_double(&j, "best_ms", p->best_ms);
-            kp_json_double(&j, "median_ms", p->median_ms);
-            kp_json_double(&j, "gb_per_s", p->gbs);
-            kp_json_object_end(&j);
+        kp_json_bool(&j, "dry_run", dry_run);
+        kp_caps_json_plan(&j, &r->plan);
+        kp_caps_json_peak(&j, &r->device);
+        if (!dry_run) {
+            kp_json_double(&j, "ceiling_gb_per_s", r->ceiling.copy_gbs);
+            kp_json_uint(&j, "ceiling_bytes", r->ceiling.copy_bytes);
+            kp_json_double(&j, "demo_add_gb_per_s", r->ceiling.demo_add_gbs);
+            kp_json_double(&j, "demo_add_ms", r->ceiling.demo_add_ms);
+            kp_json_string(&j, "method", r->ceiling.method);
+            kp_json_string(&j, "store", path);
+            kp_json_array_begin(&j, "points");
+            for (int i = 0; i < r->npoints; i++) {
+                const kp_ceiling_point *p = &r->points[i];
+                kp_json_object_begin(&j, NULL);
+                kp_json_string(&j, "kernel", p->kernel);
+                kp_json_uint(&j, "bytes", p->bytes);
+                kp_json_uint(&j, "tg", p->tg);
+                kp_json_double(&j, "best_ms", p->best_ms);
+                kp_json_double(&j, "median_ms", p->median_ms);
+                kp_json_double(&j, "gb_per_s", p->gbs);
+                kp_json_object_end(&j);
+            }
+            kp_json_array_end(&j);
         }
-        kp_json_array_end(&j);
         kp_json_object_end(&j);
         kp_json_finish(&j);
         fputs(s.data ? s.data : "", stdout);
         kp_str_free(&s);
+    } else if (dry_run) {
+        printf("would measure %s (nothing measured or stored: --dry-run)\n", plan.data);
     } else {
         printf("%s (%s device %d): bandwidth ceiling\n", r->device.name, r->device.backend,
                r->device.index);
@@ -224,6 +372,7 @@ static int kp_caps_measure(const char *backend, int device, uint64_t max_bytes, 
                r->ceiling.demo_add_ms);
         printf("stored in %s; kprof run reports GB/s against it\n", path);
     }
+    kp_str_free(&plan);
     free(r);
     return 0;
 }
@@ -237,9 +386,10 @@ int kp_cmd_caps(int argc, char **argv)
         {"device", required_argument, NULL, 'd'},
         {"max-bytes", required_argument, NULL, 'M'},
         {"iters", required_argument, NULL, 'n'},
+        {"dry-run", no_argument, NULL, 'r'},
         {NULL, 0, NULL, 0},
     };
-    int json = 0, measure = 0, device = -1, iters = 20;
+    int json = 0, measure = 0, device = -1, iters = 0, dry_run = 0;
     uint64_t max_bytes = 0, v;
     const char *only = NULL;
     opterr = 0;
@@ -250,6 +400,9 @@ int kp_cmd_caps(int argc, char **argv)
         case 'j': json = 1; break;
         case 'b': only = optarg; break;
         case 'm': measure = 1; break;
+        case 'r':
+            dry_run = 1;
+            break;
         case 'd':
             if (kp_parse_size(optarg, &v) != 0 || v > 1 << 20)
                 return kp_cli_usage_error("caps", "--device '%s': expected a device number",
@@ -271,13 +424,23 @@ int kp_cmd_caps(int argc, char **argv)
         }
     }
     if (optind < argc) return kp_cli_usage_error("caps", "unexpected argument '%s'", argv[optind]);
+    /* The names every command accepts, from --backend or KPROF_BACKEND; the list shows every
+     * backend whatever KPROF_BACKEND chooses, but a name no command would take is refused. */
+    kp_error err = {0};
+    if ((only && kp_backend_name_check(only, "--backend", &err) != KPROF_OK) ||
+        (!only && kp_backend_env() &&
+         kp_backend_name_check(kp_backend_env(), "KPROF_BACKEND", &err) != KPROF_OK)) {
+        int rc = kp_cli_fail(&err);
+        kp_error_clear(&err);
+        return rc;
+    }
+    if (only && strcmp(only, "auto") == 0 && !measure) only = NULL;
     static const char *const names[] = {"cuda", "opencl"};
-    if (only && strcmp(only, "cuda") != 0 && strcmp(only, "opencl") != 0)
-        return kp_cli_usage_error("caps", "--backend '%s' is not a backend (opencl or cuda)", only);
 
-    if (measure) return kp_caps_measure(only, device, max_bytes, iters, json);
-    if (device >= 0 || max_bytes || iters != 20)
-        return kp_cli_usage_error("caps", "--device, --max-bytes and --iters go with --measure");
+    if (measure) return kp_caps_measure(only, device, max_bytes, iters, json, dry_run);
+    if (device >= 0 || max_bytes || iters || dry_run)
+        return kp_cli_usage_error("caps",
+                                  "--device, --max-bytes, --iters and --dry-run go with --measure");
 
     kp_caps_backend backends[2];
     int nb = 0, ndev = 0;

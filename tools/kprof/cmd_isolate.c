@@ -54,6 +54,15 @@ int kp_cmd_isolate(int argc, char **argv)
     if (optind + 1 < argc)
         return kp_cli_usage_error("isolate", "unexpected argument '%s'", argv[optind + 1]);
     const char *name = argv[optind];
+    /* The template follows the default device: a backend name no command takes is refused
+     * here as everywhere, not silently ignored. */
+    kp_error bad = {0};
+    if (kp_backend_env() &&
+        kp_backend_name_check(kp_backend_env(), "KPROF_BACKEND", &bad) != KPROF_OK) {
+        int rc = kp_cli_fail(&bad);
+        kp_error_clear(&bad);
+        return rc;
+    }
     if (from && lang)
         return kp_cli_usage_error("isolate", "--lang chooses a template; with --from the file's "
                                              "extension decides");

@@ -108,6 +108,20 @@ static void kp_run_json(kp_str *s, const kp_run_result *r)
     } else {
         kp_json_null(&j, "ceiling_gb_per_s");
     }
+    /* The sizes the bandwidth reading weighs, and the reasons it found that ~GB/s touched is
+     * not DRAM traffic (whatever the share of the ceiling). */
+    kp_json_uint(&j, "working_set_bytes", r->rin.working_set);
+    kp_json_uint(&j, "grid_touch_bytes", r->rin.grid_bytes);
+    if (r->rin.cache_bytes)
+        kp_json_uint(&j, "last_level_cache_bytes", r->rin.cache_bytes);
+    else
+        kp_json_null(&j, "last_level_cache_bytes");
+    kp_json_array_begin(&j, "not_dram_reasons");
+    if (r->readings.grid_short) kp_json_string(&j, NULL, "grid_short");
+    if (r->readings.fits_cache) kp_json_string(&j, NULL, "fits_cache");
+    if (r->readings.bytes_overstate) kp_json_string(&j, NULL, "bytes_overstate");
+    if (r->readings.unexplained) kp_json_string(&j, NULL, "above_ceiling");
+    kp_json_array_end(&j);
     kp_json_object_begin(&j, "reflection");
     kp_json_uint(&j, "max_threadgroup_size", r->refl.max_tg);
     kp_json_uint(&j, "device_max_threadgroup_size", info->device.max_tg);
@@ -403,10 +417,17 @@ int kp_cmd_run(int argc, char **argv)
     r.bytes_assumed = !a.have_bytes;
     r.bytes = a.have_bytes ? a.bytes : r.info->buffer_bytes;
     r.gbps = r.stats.median > 0 ? (double)r.bytes / (r.stats.median * 1e-3) / 1e9 : 0;
+    uint64_t threads = 0;
+    uint64_t grid_bytes = kp_lab_grid_bytes(lab, &a.launch, &threads);
     r.rin = (kp_readings_input){
         .median_ms = r.stats.median,
         .gbps = r.gbps,
         .bytes_assumed = r.bytes_assumed,
+        .bytes = r.bytes,
+        .working_set = r.info->buffer_bytes,
+        .grid_bytes = grid_bytes,
+        .grid_threads = threads,
+        .cache_bytes = r.info->device.cache_bytes,
         .ceiling_gbs = r.ceiling_gbs,
         .kernel_max_tg = r.refl.max_tg,
         .device_max_tg = r.info->device.max_tg,

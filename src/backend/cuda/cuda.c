@@ -197,6 +197,9 @@ static kprof_status kp_cuda_device_info(int index, kp_device_info *info, kp_erro
     /* Double data rate: two transfers per memory clock over the whole bus. */
     if (mem_khz > 0 && bus_bits > 0)
         info->peak_bandwidth_gbs = 2.0 * mem_khz * 1e3 * (bus_bits / 8.0) / 1e9;
+    else
+        snprintf(info->peak_bandwidth_reason, sizeof info->peak_bandwidth_reason,
+                 "the CUDA driver reports no memory clock or bus width for this device");
 
     char pci[32] = "";
     if (kp_cu.cuDeviceGetPCIBusId(pci, (int)sizeof pci, d) != CUDA_SUCCESS) pci[0] = '\0';
@@ -206,17 +209,19 @@ static kprof_status kp_cuda_device_info(int index, kp_device_info *info, kp_erro
     kp_device_fact_add(info, "clock_mhz", "clock (MHz)", 1, "%d", clock_khz / 1000);
     kp_device_fact_add(info, "memory_clock_mhz", "memory clock (MHz)", 1, "%d", mem_khz / 1000);
     kp_device_fact_add(info, "memory_bus_width_bits", "memory bus width (bits)", 1, "%d", bus_bits);
-    kp_device_fact_add(info, "l2_bytes", "L2 cache (bytes)", 1, "%d",
-                       kp_cuda_attr(d, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE));
+    int l2 = kp_cuda_attr(d, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
+    info->cache_bytes = l2 > 0 ? (uint64_t)l2 : 0;
+    kp_device_fact_add(info, "l2_bytes", "L2 cache", KP_FACT_BYTES, "%d", l2);
     kp_device_fact_add(info, "max_threads_per_sm", "max threads per SM", 1, "%d",
                        kp_cuda_attr(d, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR));
     kp_device_fact_add(info, "registers_per_sm", "registers per SM", 1, "%d",
                        kp_cuda_attr(d, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR));
     kp_device_fact_add(info, "registers_per_block", "registers per block", 1, "%d",
                        kp_cuda_attr(d, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK));
-    kp_device_fact_add(info, "shared_memory_per_block_optin", "opt-in shared memory/block", 1, "%d",
+    kp_device_fact_add(info, "shared_memory_per_block_optin", "opt-in shared memory/block",
+                       KP_FACT_BYTES, "%d",
                        kp_cuda_attr(d, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN));
-    kp_device_fact_add(info, "shared_memory_per_sm", "shared memory per SM", 1, "%d",
+    kp_device_fact_add(info, "shared_memory_per_sm", "shared memory per SM", KP_FACT_BYTES, "%d",
                        kp_cuda_attr(d, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR));
     kp_device_fact_add(info, "max_blocks_per_sm", "max blocks per SM", 1, "%d",
                        kp_cuda_attr(d, CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR));

@@ -184,8 +184,11 @@ static kprof_status kp_cl_device_info(int index, kp_device_info *info, kp_error 
                 (unsigned long long)kp_cl_info_uint(d, CL_DEVICE_MAX_CLOCK_FREQUENCY));
     kp_device_fact_add(info, "max_work_item_sizes", "max work-item sizes", 0, "%zux%zux%zu", dims[0],
                 dims[1], dims[2]);
-    kp_device_fact_add(info, "global_mem_cache_bytes", "global memory cache", 1, "%llu",
-                (unsigned long long)kp_cl_info_u64(d, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE));
+    info->cache_bytes = kp_cl_info_u64(d, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE);
+    snprintf(info->peak_bandwidth_reason, sizeof info->peak_bandwidth_reason,
+             "OpenCL reports no memory clock or bus width to compute it from");
+    kp_device_fact_add(info, "global_mem_cache_bytes", "global memory cache", KP_FACT_BYTES, "%llu",
+                       (unsigned long long)info->cache_bytes);
     kp_device_fact_add(info, "address_bits", "address bits", 1, "%llu",
                 (unsigned long long)kp_cl_info_uint(d, CL_DEVICE_ADDRESS_BITS));
     kp_device_fact_add(info, "double_precision", "double precision", 0, "%s",

@@ -1,0 +1,153 @@
+/* test_ceiling.c — the plan of `kprof caps --measure` (kp_ceiling_plan_make): buffer sizes and
+ * repeat counts from the device — a GPU from 8x its L2 up (512 MiB, 1 GiB, 2 GiB on an H200),
+ * anything else a few times its last-level cache with far fewer repeats — the caps, and the
+ * refusal of a --max-bytes whose buffers would fit in the cache. No device is touched. */
+#include "lab/ceiling.h"
+#include "test.h"
+
+#define MIB (1ULL << 20)
+#define GIB (1ULL << 30)
+
+static kp_device_info gpu(uint64_t l2, uint64_t memory)
+{
+    kp_device_info d = {.is_gpu = 1, .cache_bytes = l2, .global_mem = memory, .max_alloc = memory};
+    return d;
+}
+
+static kp_device_info cpu(uint64_t llc, uint64_t memory, uint64_t max_alloc)
+{
+    kp_device_info d = {
+        .is_gpu = 0, .cache_bytes = llc, .global_mem = memory, .max_alloc = max_alloc};
+    return d;
+}
+
+static void check_sizes(const kp_ceiling_plan *p, int n, uint64_t a, uint64_t b, uint64_t c)
+{
+    CHECK_INT(p->nsizes, n);
+    const uint64_t want[3] = {a, b, c};
+    for (int i = 0; i < n && i < p->nsizes; i++)
+        CHECK_INT(p->sizes[i], want[i]);
+    CHECK_INT(p->npoints, p->nsizes * KP_CEILING_VARIANTS + 1);
+}
+
+static void test_gpu_sizes_unchanged(void)
+{
+    kp_ceiling_plan p;
+    kp_error err = {0};
+    /* H200: its 60 MiB L2 (62914560 bytes in the H200 runs under bench/results) and 141 GiB:
+     * 8 x L2 -> 512 MiB, then 1 and 2 GiB. */
+    kp_device_info h200 = gpu(60 * MIB, 141 * GIB);
+    CHECK_INT(kp_ceiling_plan_make(&h200, 0, 0, &p, &err), KPROF_OK);
+    check_sizes(&p, 3, 512 * MIB, GIB, 2 * GIB);
+    CHECK_INT(p.gpu, 1);
+    CHECK_INT(p.cache_factor, 8);
+    CHECK_INT(p.iters, 20);
+    CHECK_INT(p.warmup, 3);
+    CHECK_INT(p.cap, KP_CEILING_CAP_NONE);
+    CHECK_INT(p.in_cache, 0);
+    h200.cache_bytes = 50 * MIB; /* H100's */
+    CHECK_INT(kp_ceiling_plan_make(&h200, 0, 0, &p, &err), KPROF_OK);
+    check_sizes(&p, 3, 512 * MIB, GIB, 2 * GIB);
+    h200.cache_bytes = 60 * MIB;
+    /* A small L2: never below 64 MiB. */
+    kp_device_info small = gpu(4 * MIB, 16 * GIB);
+    CHECK_INT(kp_ceiling_plan_make(&small, 0, 0, &p, &err), KPROF_OK);
+    check_sizes(&p, 3, 64 * MIB, 128 * MIB, 256 * MIB);
+    /* --iters overrides the count, not the sizes. */
+    CHECK_INT(kp_ceiling_plan_make(&h200, 0, 30, &p, &err), KPROF_OK);
+    CHECK_INT(p.iters, 30);
+    check_sizes(&p, 3, 512 * MIB, GIB, 2 * GIB);
+}
+
+static void test_cpu_sizes(void)
+{
+    kp_ceiling_plan p;
+    kp_error err = {0};
+    /* PoCL on this 2-core machine: 32 MiB L3, 4.28 GiB, 2 GiB allocations. */
+    kp_device_info pocl = cpu(32 * MIB, 4600783872ULL, 2 * GIB);
+    CHECK_INT(kp_ceiling_plan_make(&pocl, 0, 0, &p, &err), KPROF_OK);
+    check_sizes(&p, 2, 128 * MIB, 256 * MIB, 0);
+    CHECK_INT(p.gpu, 0);
+    CHECK_INT(p.cache_factor, 4);
+    CHECK_INT(p.iters, 5);
+    CHECK_INT(p.warmup, 1);
+    CHECK_INT(p.cap, KP_CEILING_CAP_NONE);
+    /* A server's 256 MiB L3: 1 GiB and 2 GiB. */
+    kp_device_info big = cpu(256 * MIB, 256 * GIB, 64 * GIB);
+    CHECK_INT(kp_ceiling_plan_make(&big, 0, 0, &p, &err), KPROF_OK);
+    check_sizes(&p, 2, GIB, 2 * GIB, 0);
+    /* A cache not a power of two rounds up: 4 x 48 MiB -> 256 MiB. */
+    kp_device_info odd = cpu(48 * MIB, 64 * GIB, 16 * GIB);
+    CHECK_INT(kp_ceiling_plan_make(&odd, 0, 0, &p, &err), KPROF_OK);
+    check_sizes(&p, 2, 256 * MIB, 512 * MIB, 0);
+    /* No cache reported: 64 MiB and 128 MiB. */
+    kp_device_info unknown = cpu(0, 8 * GIB, 2 * GIB);
+    CHECK_INT(kp_ceiling_plan_make(&unknown, 0, 0, &p, &err), KPROF_OK);
+    check_sizes(&p, 2, 64 * MIB, 128 * MIB, 0);
+    CHECK_INT(p.in_cache, 0);
+}
+
+static void test_caps(void)
+{
+    kp_ceiling_plan p;
+    kp_error err = {0};
+    kp_device_info pocl = cpu(32 * MIB, 4600783872ULL, 2 * GIB);
+    /* --max-bytes at the cache's size is accepted: one size. */
+    CHECK_INT(kp_ceiling_plan_make(&pocl, 32 * MIB, 0, &p, &err), KPROF_OK);
+    check_sizes(&p, 1, 32 * MIB, 0, 0);
+    CHECK_INT(p.cap, KP_CEILING_CAP_MAX_BYTES);
+    CHECK_INT(p.in_cache, 0);
+    /* Between the sizes: the second is cut, to whole 64-byte groups. */
+    CHECK_INT(kp_ceiling_plan_make(&pocl, 200 * MIB + 5, 0, &p, &err), KPROF_OK);
+    check_sizes(&p, 2, 128 * MIB, 200 * MIB, 0);
+    CHECK_INT(p.cap, KP_CEILING_CAP_MAX_BYTES);
+    /* Above the rule's sizes: no effect. */
+    CHECK_INT(kp_ceiling_plan_make(&pocl, GIB, 0, &p, &err), KPROF_OK);
+    check_sizes(&p, 2, 128 * MIB, 256 * MIB, 0);
+    CHECK_INT(p.cap, KP_CEILING_CAP_NONE);
+    /* The device's memory: a quarter of 256 MiB is 64 MiB. */
+    kp_device_info tiny = cpu(32 * MIB, 256 * MIB, 256 * MIB);
+    CHECK_INT(kp_ceiling_plan_make(&tiny, 0, 0, &p, &err), KPROF_OK);
+    check_sizes(&p, 1, 64 * MIB, 0, 0);
+    CHECK_INT(p.cap, KP_CEILING_CAP_DEVICE);
+    CHECK_INT(p.in_cache, 0);
+    /* A device whose limits keep every buffer inside its cache: planned, and flagged. */
+    kp_device_info cramped = cpu(32 * MIB, 64 * MIB, 64 * MIB);
+    CHECK_INT(kp_ceiling_plan_make(&cramped, 0, 0, &p, &err), KPROF_OK);
+    check_sizes(&p, 1, 16 * MIB, 0, 0);
+    CHECK_INT(p.in_cache, 1);
+    /* The GPU's largest allocation. */
+    kp_device_info limited = gpu(50 * MIB, 141 * GIB);
+    limited.max_alloc = GIB - 100;
+    CHECK_INT(kp_ceiling_plan_make(&limited, 0, 0, &p, &err), KPROF_OK);
+    check_sizes(&p, 2, 512 * MIB, GIB - 128, 0);
+    CHECK_INT(p.cap, KP_CEILING_CAP_DEVICE);
+}
+
+static void test_max_bytes_inside_the_cache_is_refused(void)
+{
+    kp_ceiling_plan p;
+    kp_error err = {0};
+    kp_device_info pocl = cpu(32 * MIB, 4600783872ULL, 2 * GIB);
+    CHECK_INT(kp_ceiling_plan_make(&pocl, 8 * MIB, 0, &p, &err), KPROF_INVALID);
+    CHECK_CONTAINS(err.message, "--max-bytes 8 MiB is below this device's 32 MiB last-level cache");
+    CHECK_CONTAINS(err.message, "Give --max-bytes 32M or more");
+    kp_error_clear(&err);
+    kp_device_info h200 = gpu(50 * MIB + 1, 141 * GIB); /* an odd size rounds up */
+    CHECK_INT(kp_ceiling_plan_make(&h200, 16 * MIB, 0, &p, &err), KPROF_INVALID);
+    CHECK_CONTAINS(err.message, "Give --max-bytes 51M or more");
+    kp_error_clear(&err);
+    /* No cache reported: nothing to compare with, accepted. */
+    kp_device_info unknown = cpu(0, 8 * GIB, 2 * GIB);
+    CHECK_INT(kp_ceiling_plan_make(&unknown, 8 * MIB, 0, &p, &err), KPROF_OK);
+    check_sizes(&p, 1, 8 * MIB, 0, 0);
+}
+
+int main(void)
+{
+    test_gpu_sizes_unchanged();
+    test_cpu_sizes();
+    test_caps();
+    test_max_bytes_inside_the_cache_is_refused();
+    return kp_test_failures ? 1 : 0;
+}
