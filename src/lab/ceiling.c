@@ -103,9 +103,10 @@ kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_resul
     int iters = opts->iters > 0 ? opts->iters : 20;
     const kp_backend_ops *ops = NULL;
     int index = -1;
-    kprof_status st = kp_backend_choose(opts->backend, opts->device, -1, &ops, &index, err);
-    if (st != KPROF_OK) return st;
-    st = ops->device_info(index, &out->device, err);
+    /* Not kp_backend_choose: its runtime loaded here would keep the sessions below from running
+     * in a child process (lab.h). */
+    kprof_status st =
+        kp_lab_device(opts->backend, opts->device, -1, &ops, &index, &out->device, err);
     if (st != KPROF_OK) return st;
     int cuda = strcmp(ops->name, "cuda") == 0;
     uint64_t sizes[3];
@@ -153,6 +154,7 @@ kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_resul
             if (!best || p->gbs > best->gbs) best = p;
             if (opts->progress) opts->progress(p, ++done, total, opts->user);
         }
+        if (st == KPROF_OK) st = kp_lab_finish(lab, err); /* what it measured stands */
         kp_lab_close(lab);
     }
 
@@ -183,6 +185,7 @@ kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_resul
                 if (opts->progress) opts->progress(p, ++done, total, opts->user);
             }
         }
+        if (st == KPROF_OK) st = kp_lab_finish(lab, err);
         kp_lab_close(lab);
     }
     free(samples);

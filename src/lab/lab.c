@@ -1,9 +1,11 @@
 /*
  * lab.c — the kernel-lab session (see lab.h): from a NAME or FILE to timed dispatches of one
- * kernel with deterministic, checked arguments.
+ * kernel with deterministic, checked arguments. A session that must run in a child process
+ * (lab.h) is forwarded to isolate.c; this file is what runs there.
  */
 #define _GNU_SOURCE
 #include "lab/lab.h"
+#include "lab/isolate.h"
 #include "core/util.h"
 #include "store/kernel_cache.h"
 #include "store/kernel_dir.h"
@@ -24,7 +26,8 @@ struct kp_lab {
     kp_kernel *kernel;
     kp_spec spec;
     kp_buffer *buffers[KP_SPEC_MAX_ARGS];
-    int bound; /* buffers exist and are bound to the kernel */
+    int bound;           /* buffers exist and are bound to the kernel */
+    kp_lab_child *child; /* the session runs in a child process: every call goes there */
 };
 
 const kp_lab_info *kp_lab_get_info(const kp_lab *lab)
@@ -445,6 +448,7 @@ static kprof_status kp_lab_compile(kp_lab *lab, const kp_source *src, kp_error *
 
 kprof_status kp_lab_use_kernel(kp_lab *lab, const char *entry, kp_error *err)
 {
+    if (lab->child) return kp_lab_child_use_kernel(lab->child, entry, err);
     kprof_status st = KPROF_OK;
     const kp_kernel_meta *k = NULL;
     if (!entry) {
@@ -493,7 +497,51 @@ kprof_status kp_lab_use_kernel(kp_lab *lab, const char *entry, kp_error *err)
     return KPROF_OK;
 }
 
+/* The language of the session's source, or -1 when the target cannot be resolved (the session
+ * then opens here, and says why). */
+static int kp_lab_language(const kp_lab_options *opts)
+{
+    if (opts->source_text) return opts->source_lang;
+    kp_lab_info *info = calloc(1, sizeof *info);
+    if (!info) return -1;
+    kp_error scratch = {0};
+    int lang = kp_lab_resolve(opts, info, &scratch) == KPROF_OK
+                   ? kp_lang_from_path(info->source_path)
+                   : -1;
+    kp_error_clear(&scratch);
+    free(info);
+    return lang;
+}
+
 kprof_status kp_lab_open(const kp_lab_options *opts, kp_lab **out, kp_error *err)
+{
+    *out = NULL;
+    int lang = kp_lab_language(opts);
+    if (lang < 0 || !kp_backend_may_run_in_process(opts->backend, lang))
+        return kp_lab_open_here(opts, out, err);
+    kp_lab *lab = calloc(1, sizeof *lab);
+    if (!lab) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    /* The SPEC is parsed here too: a bad one needs no child, and a fault's message reads it. */
+    kprof_status st = kp_spec_parse(opts->buffers, &lab->spec, err);
+    if (st == KPROF_OK) st = kp_lab_child_open(opts, &lab->spec, &lab->info, &lab->child, err);
+    if (st != KPROF_OK) {
+        free(lab);
+        return st;
+    }
+    *out = lab;
+    return KPROF_OK;
+}
+
+kprof_status kp_lab_device(const char *backend, int device, int lang, const kp_backend_ops **ops,
+                           int *index, kp_device_info *info, kp_error *err)
+{
+    if (kp_backend_may_run_in_process(backend, lang))
+        return kp_lab_child_device(backend, device, lang, ops, index, info, err);
+    kprof_status st = kp_backend_choose(backend, device, lang, ops, index, err);
+    return st == KPROF_OK ? (*ops)->device_info(*index, info, err) : st;
+}
+
+kprof_status kp_lab_open_here(const kp_lab_options *opts, kp_lab **out, kp_error *err)
 {
     *out = NULL;
     char *text = NULL;
@@ -610,6 +658,7 @@ fail:
 kprof_status kp_lab_check_launch(kp_lab *lab, const kp_launch *l, kp_reflection *refl,
                                  kp_error *err)
 {
+    if (lab->child) return kp_lab_child_check_launch(lab->child, l, refl, err);
     const kp_device_info *d = &lab->info.device;
     const char *name = lab->info.kernel->name;
     if (l->dims < 1 || l->dims > 3)
@@ -673,6 +722,7 @@ kprof_status kp_lab_check_launch(kp_lab *lab, const kp_launch *l, kp_reflection 
 kprof_status kp_lab_measure(kp_lab *lab, const kp_launch *launch, int warmup, int iters,
                             double *samples_ms, kp_error *err)
 {
+    if (lab->child) return kp_lab_child_measure(lab->child, launch, warmup, iters, samples_ms, err);
     double ns = 0;
     for (int i = 0; i < warmup; i++) {
         kprof_status st = lab->ops->dispatch(lab->kernel, launch, &ns, err);
@@ -697,6 +747,7 @@ kprof_status kp_lab_measure(kp_lab *lab, const kp_launch *launch, int warmup, in
 
 kprof_status kp_lab_digest(kp_lab *lab, kp_buffer_digest *out, int max, int *n, kp_error *err)
 {
+    if (lab->child) return kp_lab_child_digest(lab->child, out, max, n, err);
     *n = 0;
     for (int i = 0; i < lab->spec.count && *n < max; i++) {
         const kp_arg_spec *a = &lab->spec.args[i];
@@ -738,9 +789,20 @@ kprof_status kp_lab_digest(kp_lab *lab, kp_buffer_digest *out, int max, int *n, 
     return KPROF_OK;
 }
 
+kprof_status kp_lab_finish(kp_lab *lab, kp_error *err)
+{
+    return lab->child ? kp_lab_child_finish(lab->child, err) : KPROF_OK;
+}
+
+int kp_lab_is_void(const kp_lab *lab)
+{
+    return lab && kp_lab_child_void(lab->child);
+}
+
 void kp_lab_close(kp_lab *lab)
 {
     if (!lab) return;
+    kp_lab_child_close(lab->child);
     if (lab->ops) {
         for (int i = 0; i < KP_SPEC_MAX_ARGS; i++)
             lab->ops->free(lab->buffers[i]);

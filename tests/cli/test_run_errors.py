@@ -1,6 +1,7 @@
 """kprof run with bad input: every case gets a clear message, the documented exit code, and
 leaves nothing half-written."""
 
+import json
 import os
 import time
 
@@ -10,6 +11,14 @@ SPEC = "f32:4096,f32:4096,f32:4096,u32=4096"
 TWO_KERNELS = r"""
 __kernel void first(__global float *x, uint n) { x[get_global_id(0)] = n; }
 __kernel void second(__global int *y, __local float *s, float k) { y[0] = (int)k; }
+"""
+
+# Faults for sure, whatever else runs: work-item 0 writes to address `far` (u64=8: the first
+# page, never mapped), and no other work-item touches memory; far=0 writes nothing.
+FAULTING = r"""
+__kernel void oob(__global float *out, ulong far) {
+    if (get_global_id(0) == 0 && far) *(__global volatile float *)far = out[0];
+}
 """
 
 
@@ -153,6 +162,60 @@ class RunErrors(kptest.KprofTestCase):
         files = sorted(os.path.splitext(f)[1] for f in os.listdir(folder))
         self.assertEqual(files, [".cl", ".log", ".options"])
         self.assertTrue(folder.startswith(self.cache))
+
+    def in_process_device(self):
+        """An OpenCL device whose kernels run in kprof's process (PoCL's CPU device), or skip."""
+        caps = json.loads(self.kprof("caps", "--json", "--backend", "opencl", expect=0).stdout)
+        for dev in caps["backends"][0]["devices"]:
+            if dev["kernels_in_process"]:
+                return ["--backend", "opencl", "--device", str(dev["index"])]
+        self.skipTest("no OpenCL device here runs kernels inside kprof's process")
+
+    def check_fault(self, p, grid):
+        self.assertEqual(p.stdout, "", "a run whose kernel faulted printed results")
+        last = p.stderr.strip().splitlines()[-1]
+        self.assertTrue(last.startswith("kprof: error: kernel oob faulted: the process running "
+                                        "it died of SIG"), p.stderr)
+        self.assertIn("during its dispatches (grid %d, tg 64); likely cause: " % grid, last)
+        self.assertIn("runs kernels inside kprof's own process, so kprof ran them in a child "
+                      "process. Results of this run are void", last)
+        return last
+
+    def test_kernel_fault_in_process(self):
+        device = self.in_process_device()
+        path = self.write("oob.cl", FAULTING)
+        # The issue's case: a 102-element buffer for a 1,024-thread grid.
+        p = self.kprof("run", path, "--grid", "1024", "--tg", "64", "--buffers", "f32:102,u64=8",
+                       *device, expect=4, timeout=120)
+        last = self.check_fault(p, 1024)
+        self.assertIn("argument 1 'out' (f32:102) holds fewer elements than the 1024 threads of "
+                      "the grid", last)
+        # Every buffer is long enough: the cause is an index the kernel computes.
+        p = self.kprof("run", path, "--grid", "1024", "--tg", "64", "--buffers", "f32:1024,u64=8",
+                       *device, expect=4, timeout=120)
+        last = self.check_fault(p, 1024)
+        self.assertIn("likely cause: an index past the end of a buffer", last)
+        self.assertNotIn("holds fewer elements", last)
+        # A kernel folder gets no run.json from a void run.
+        self.kprof("isolate", "oob", "--from", path, expect=0)
+        p = self.kprof("run", "oob", "--grid", "1024", "--tg", "64", "--buffers", "f32:102,u64=8",
+                       "--json", *device, expect=4, timeout=120)
+        self.check_fault(p, 1024)
+        self.assertEqual(os.listdir(os.path.join(self.home, "kernels", "oob")), ["kernel.cl"])
+        # Without the faulting write the same session runs and reports.
+        out = self.run_json("run", path, "--grid", "1024", "--tg", "64", "--buffers",
+                            "f32:102,u64=0", "--iters", "3", *device)
+        self.assertEqual(len(out["gpu_ms_samples"]), 3)
+        self.assertEqual(out["buffers"][0]["count"], 102)
+
+    def test_kernel_fault_in_sweep(self):
+        device = self.in_process_device()
+        path = self.write("oob.cl", FAULTING)
+        for fmt in ([], ["--json"]):
+            p = self.kprof("sweep", path, "--grid", "1024", "--tg-list", "64,128", "--buffers",
+                           "f32:102,u64=8", *fmt, *device, expect=4, timeout=120)
+            last = self.check_fault(p, 1024)
+            self.assertIn("argument 1 'out' (f32:102) holds fewer elements", last)
 
     def test_timeout(self):
         path = self.write("spin.cl",

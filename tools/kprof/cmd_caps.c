@@ -76,6 +76,8 @@ static void kp_caps_print_device(const kp_device_info *d)
     if (d->exec_width) printf("  %-28s %llu\n", "execution width", (unsigned long long)d->exec_width);
     printf("  %-28s %g ns\n", "timer resolution", d->timer_resolution_ns);
     printf("  %-28s %s\n", "profiling (device timestamps)", d->profiling ? "yes" : "no");
+    if (d->kernels_in_process)
+        printf("  %-28s %s\n", "kernels run in", "kprof's own process (sessions run in a child)");
     if (d->peak_bandwidth_gbs > 0)
         printf("  %-28s %.0f GB/s\n", "peak bandwidth (datasheet)", d->peak_bandwidth_gbs);
     for (int i = 0; i < d->nfacts; i++)
@@ -104,6 +106,7 @@ static void kp_caps_json_device(kp_json *j, const kp_device_info *d)
     kp_json_string(j, "version", d->version);
     kp_json_string(j, "driver", d->driver);
     kp_json_bool(j, "is_gpu", d->is_gpu);
+    kp_json_bool(j, "kernels_in_process", d->kernels_in_process);
     kp_json_uint(j, "compute_units", d->compute_units);
     kp_json_uint(j, "max_threadgroup_size", d->max_tg);
     kp_json_array_begin(j, "max_threadgroup_dims");

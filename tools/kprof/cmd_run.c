@@ -396,6 +396,10 @@ int kp_cmd_run(int argc, char **argv)
     if (st != KPROF_OK) goto done;
     st = kp_lab_digest(lab, r.digests, KP_SPEC_MAX_ARGS, &r.ndigests, &err);
     if (st != KPROF_OK) goto done;
+    /* Nothing is reported before the session has released the device cleanly: a kernel that
+     * corrupted memory may only be caught there (kp_lab_finish). */
+    st = kp_lab_finish(lab, &err);
+    if (st != KPROF_OK) goto done;
 
     kp_stats_compute(r.samples, (size_t)a.iters, scratch, &r.stats);
     kp_ceiling ceiling;

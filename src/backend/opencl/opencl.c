@@ -156,6 +156,8 @@ static kprof_status kp_cl_device_info(int index, kp_device_info *info, kp_error 
     cl_device_type type = 0;
     kp_cl.clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof type, &type, NULL);
     info->is_gpu = (type & CL_DEVICE_TYPE_GPU) != 0;
+    /* A CPU device (PoCL, Intel's CPU runtime) runs kernels on threads of the calling process. */
+    info->kernels_in_process = (type & CL_DEVICE_TYPE_CPU) != 0;
     info->compute_units = (uint32_t)kp_cl_info_uint(d, CL_DEVICE_MAX_COMPUTE_UNITS);
     info->max_tg = kp_cl_info_size(d, CL_DEVICE_MAX_WORK_GROUP_SIZE);
     size_t dims[3] = {0, 0, 0};
@@ -658,6 +660,7 @@ static kprof_status kp_cl_dispatch(kp_kernel *k, const kp_launch *l, double *gpu
 
 const kp_backend_ops kp_opencl_backend = {
     .name = "opencl",
+    .kernels_in_process = 1, /* CPU devices */
     .probe = kp_cl_probe,
     .device_count = kp_cl_device_count,
     .device_info = kp_cl_device_info,
