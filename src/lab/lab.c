@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "lab/lab.h"
+#include "lab/aggregate.h"
 #include "lab/isolate.h"
 #include "core/util.h"
 #include "store/kernel_cache.h"
@@ -46,6 +47,10 @@ static const char *kp_param_kind_word(kp_param_kind k)
         return "local memory";
     case KP_PARAM_VALUE:
         return "value";
+    case KP_PARAM_STRUCT:
+        return "struct";
+    case KP_PARAM_UNION:
+        return "union";
     default:
         return "argument";
     }
@@ -168,6 +173,14 @@ kprof_status kp_lab_check_spec(const kp_spec *spec, const kp_kernel_meta *k, kp_
         else
             snprintf(pname, sizeof pname, "argument %d is a %s", i + 1,
                      kp_param_kind_word(p->kind));
+        if (p->kind == KP_PARAM_STRUCT || p->kind == KP_PARAM_UNION) {
+            const char *word = kp_param_kind_word(p->kind);
+            return kp_error_set(err, KPROF_INVALID,
+                                "argument %d%s%s%s is a %s (%s) passed by value: kprof cannot "
+                                "fill %ss yet\n  %s",
+                                i + 1, p->name[0] ? " '" : "", p->name, p->name[0] ? "'" : "", word,
+                                p->type_name, word, sig);
+        }
         if (a->kind == KP_ARG_LOCAL && p->kind != KP_PARAM_LOCAL && p->kind != KP_PARAM_UNKNOWN &&
             p->kind != KP_PARAM_OPAQUE)
             return kp_error_set(err, KPROF_INVALID,
@@ -177,6 +190,9 @@ kprof_status kp_lab_check_spec(const kp_spec *spec, const kp_kernel_meta *k, kp_
                                 pname, i + 1, a->text, sig);
         switch (p->kind) {
         case KP_PARAM_UNKNOWN:
+            break;
+        case KP_PARAM_STRUCT:
+        case KP_PARAM_UNION: /* refused above */
             break;
         case KP_PARAM_OPAQUE:
             return kp_error_set(err, KPROF_INVALID,
@@ -304,6 +320,7 @@ typedef struct kp_include_walk {
     char seen[64][1600];
     int nseen;
     uint64_t hash;
+    kp_str *bodies; /* when not NULL, every file found is appended here too */
 } kp_include_walk;
 
 static void kp_lab_dirname(const char *path, char *out, size_t n)
@@ -353,6 +370,10 @@ static void kp_lab_walk_includes(kp_include_walk *w, const char *own_dir, const 
             if (kp_file_read(path, &body, &len, NULL) != KPROF_OK) break;
             w->hash = kp_hash64_str(w->hash, path);
             w->hash = kp_hash64(w->hash, body, len);
+            if (w->bodies) {
+                kp_str_append_n(w->bodies, body, len);
+                kp_str_append(w->bodies, "\n");
+            }
             char dir[1600];
             kp_lab_dirname(path, dir, sizeof dir);
             kp_lab_walk_includes(w, dir, body, depth + 1);
@@ -362,13 +383,15 @@ static void kp_lab_walk_includes(kp_include_walk *w, const char *own_dir, const 
     }
 }
 
-/* A hash of every file the source includes that kprof can find (beside the source, or in an -I
- * folder of the options), so an edited header misses the compile cache. 0 when none. */
-static uint64_t kp_lab_includes_hash(const kp_source *src)
+/* Walk every file the source includes that kprof can find (beside the source, or in an -I
+ * folder of the options); the bodies go to `bodies` when it is not NULL. 0 when none was found,
+ * else their hash. */
+static uint64_t kp_lab_walk_source(const kp_source *src, kp_str *bodies)
 {
     kp_include_walk *w = calloc(1, sizeof *w);
     if (!w) return 0;
     w->hash = KP_HASH_SEED;
+    w->bodies = bodies;
     const char *o = src->options;
     while (o && (o = strstr(o, "-I")) != NULL && w->ndirs < 16) {
         o += 2;
@@ -385,6 +408,41 @@ static uint64_t kp_lab_includes_hash(const kp_source *src)
     uint64_t h = w->nseen ? w->hash : 0;
     free(w);
     return h;
+}
+
+/* A hash of the files the source includes, so an edited header misses the compile cache. */
+static uint64_t kp_lab_includes_hash(const kp_source *src)
+{
+    return kp_lab_walk_source(src, NULL);
+}
+
+/* Parameters passed by value whose type is a struct or union become KP_PARAM_STRUCT or
+ * KP_PARAM_UNION: backends report only type names, so the name, the source and the headers it
+ * includes say which ("struct params", a typedef of one, a C++ class). */
+static void kp_lab_mark_aggregates(kp_program_meta *meta, const kp_source *src, int is_text)
+{
+    kp_str headers = {0};
+    int walked = 0;
+    for (int i = 0; i < meta->nkernels; i++) {
+        kp_kernel_meta *k = &meta->kernels[i];
+        for (int j = 0; j < k->nparams && k->params; j++) {
+            kp_param *p = &k->params[j];
+            char base[32];
+            if (p->kind != KP_PARAM_VALUE || !p->type_name[0]) continue;
+            kp_scalar_base(p->type_name, base, sizeof base);
+            if (base[0]) continue; /* a scalar or vector kprof knows */
+            kp_aggregate what = kp_aggregate_of_name(p->type_name);
+            if (!what && is_text) what = kp_aggregate_in_source(src->text, src->len, p->type_name);
+            if (!what && is_text && !walked) {
+                walked = 1;
+                kp_lab_walk_source(src, &headers);
+            }
+            if (!what && headers.len)
+                what = kp_aggregate_in_source(headers.data, headers.len, p->type_name);
+            if (what) p->kind = what == KP_AGGREGATE_UNION ? KP_PARAM_UNION : KP_PARAM_STRUCT;
+        }
+    }
+    kp_str_free(&headers);
 }
 
 /* Compile through the cache; dumps with KPROF_DUMP_DIR; keeps failures in a folder. */
@@ -599,6 +657,8 @@ kprof_status kp_lab_open_here(const kp_lab_options *opts, kp_lab **out, kp_error
     if (!opts->source_text) src.includes_hash = kp_lab_includes_hash(&src);
     st = kp_lab_compile(lab, &src, err);
     if (st != KPROF_OK) goto fail;
+    kp_lab_mark_aggregates(
+        &lab->meta, &src, (lang == KP_LANG_OPENCL_C || lang == KP_LANG_CUDA) && !opts->source_text);
 
     if (lab->meta.nkernels == 0) {
         st = kp_error_set(err, KPROF_NOT_FOUND, "%s defines no kernels", lab->info.source_path);

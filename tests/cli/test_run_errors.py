@@ -20,6 +20,19 @@ __kernel void oob(__global float *out, ulong far) {
     if (get_global_id(0) == 0 && far) *(__global volatile float *)far = out[0];
 }
 """
+STRUCTS = r"""
+struct params { float a; int b; };
+typedef struct { float a; int b; } params_t;
+typedef params_t alias_t;
+union bits { float f; uint i; };
+typedef union bits bits_t;
+typedef uint count_t;
+__kernel void by_struct(__global float *out, struct params p) { out[0] = p.a; }
+__kernel void by_typedef(__global float *out, alias_t p) { out[0] = p.a; }
+__kernel void by_union(__global float *out, bits_t p) { out[0] = p.f; }
+__kernel void by_pointer(__global float *out, __global struct params *p) { out[0] = p->a; }
+__kernel void by_scalar(__global float *out, count_t n) { out[0] = n; }
+"""
 
 
 class RunErrors(kptest.KprofTestCase):
@@ -216,6 +229,24 @@ class RunErrors(kptest.KprofTestCase):
                            "f32:102,u64=8", *fmt, *device, expect=4, timeout=120)
             last = self.check_fault(p, 1024)
             self.assertIn("argument 1 'out' (f32:102) holds fewer elements", last)
+
+    def test_struct_by_value_refused(self):
+        path = self.write("structs.cl", STRUCTS)
+        for entry, what in (("by_struct", "a struct (struct params)"),
+                            ("by_typedef", "a struct (alias_t)"),
+                            ("by_union", "a union (bits_t)")):
+            for scalar in ("f32=1", "u32=1", "f64=1", "u64=1"):
+                p = self.kprof("run", path, "--entry", entry, "--grid", "64", "--tg", "64",
+                               "--buffers", "f32:64," + scalar, expect=2)
+                self.assertEqual(p.stdout, "")
+                noun = "unions" if "union" in what else "structs"
+                self.assertIn("kprof: error: argument 2 'p' is %s passed by value: kprof cannot "
+                              "fill %s yet" % (what, noun), p.stderr)
+        # A pointer to a struct is a buffer, and a typedef of a scalar is that scalar.
+        self.kprof("run", path, "--entry", "by_pointer", "--grid", "64", "--tg", "64",
+                   "--buffers", "f32:64,u8:8", "--iters", "1", expect=0)
+        self.kprof("run", path, "--entry", "by_scalar", "--grid", "64", "--tg", "64",
+                   "--buffers", "f32:64,u32=3", "--iters", "1", expect=0)
 
     def test_timeout(self):
         path = self.write("spin.cl",
