@@ -169,11 +169,17 @@ class RunErrors(kptest.KprofTestCase):
         self.assertIn("OpenCL C compile failed", p.stderr)
         self.assertIn("--- compiler log ---", p.stderr)
         self.assertIn("undeclared identifier 'y'", p.stderr)
+        # The log cites the user's file, line and column, not the runtime's temporary copy.
+        self.assertIn(path + ":1:", p.stderr)
+        self.assertNotIn("tempfile_", p.stderr)
         kept = [l for l in p.stderr.splitlines() if l.startswith("source, options and log kept in ")]
         self.assertEqual(len(kept), 1, p.stderr)
         folder = kept[0][len("source, options and log kept in "):].rstrip("/")
         files = sorted(os.path.splitext(f)[1] for f in os.listdir(folder))
         self.assertEqual(files, [".cl", ".log", ".options"])
+        log = [f for f in os.listdir(folder) if f.endswith(".log")][0]
+        with open(os.path.join(folder, log)) as f:
+            self.assertIn(path + ":1:", f.read())
         self.assertTrue(folder.startswith(self.cache))
 
     def in_process_device(self):

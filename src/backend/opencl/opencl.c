@@ -400,9 +400,29 @@ static kprof_status kp_cl_build(kp_device *dev, const kp_source *src, kp_program
     if (src->lang != KP_LANG_OPENCL_C)
         return kp_error_set(err, KPROF_INVALID, "opencl: %s is not OpenCL C", src->path);
     cl_int rc = CL_SUCCESS;
-    const char *text = src->text;
-    size_t len = src->len;
-    cl_program prog = kp_cl.clCreateProgramWithSource(dev->context, 1, &text, &len, &rc);
+    /* The runtime compiles a temporary copy of the source (PoCL's
+     * ~/.cache/pocl/kcache/tempfile_XXXXXX.cl) and its log would cite that file: a #line
+     * directive names the user's instead, keeping every line and column. */
+    kp_str named = {0};
+    int plain_path = 1;
+    for (const char *c = src->path; *c; c++)
+        plain_path &= (unsigned char)*c >= 0x20 && *c != 0x7f;
+    if (plain_path && src->path[0]) {
+        kp_str_append(&named, "#line 1 \"");
+        for (const char *c = src->path; *c; c++) {
+            if (*c == '"' || *c == '\\') kp_str_append_n(&named, "\\", 1);
+            kp_str_append_n(&named, c, 1);
+        }
+        kp_str_append(&named, "\"\n");
+    }
+    const char *texts[2] = {named.data ? named.data : "", src->text};
+    size_t lens[2] = {named.len, src->len};
+    if (named.failed) {
+        kp_str_free(&named);
+        return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    }
+    cl_program prog = kp_cl.clCreateProgramWithSource(dev->context, 2, texts, lens, &rc);
+    kp_str_free(&named);
     if (!prog) return kp_cl_fail(err, "clCreateProgramWithSource", rc);
     kp_str opts = {0};
     kp_str_printf(&opts, "-cl-kernel-arg-info %s", src->options ? src->options : "");
