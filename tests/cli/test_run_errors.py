@@ -236,6 +236,40 @@ class RunErrors(kptest.KprofTestCase):
             last = self.check_fault(p, 1024)
             self.assertIn("argument 1 'out' (f32:102) holds fewer elements", last)
 
+    def test_crash_after_the_kernels_ran_voids_the_run(self):
+        # Memory a kernel corrupted often fails only at read-back or release; a layer that aborts
+        # there stands for it, deterministically.
+        device = self.in_process_device()
+        layer, app = os.environ.get("KPROF_CRASH_LAYER"), os.environ.get("KPROF_CL_APP")
+        if not layer or not app:
+            self.skipTest("no OpenCL ICD loader here to build tests/programs/crash_layer.c for")
+        if not kptest.loader_has_layers(app):
+            self.skipTest("this OpenCL ICD loader knows no OPENCL_LAYERS")
+        self.kprof("isolate", "oob", "--from", self.write("oob.cl", FAULTING), expect=0)
+        folder = os.path.join(self.home, "kernels", "oob")
+        args = ("run", "oob", "--grid", "1024", "--tg", "64", "--buffers", "f32:102,u64=0",
+                "--iters", "3", "--json", *device)
+        for at, doing in (("clEnqueueReadBuffer", "reading its buffers back"),
+                          ("clReleaseContext", "releasing the device after the run")):
+            p = self.kprof(*args, env={"OPENCL_LAYERS": layer, "KPROF_CRASH_AT": at}, expect=4)
+            self.assertEqual(p.stdout, "")
+            last = p.stderr.strip().splitlines()[-1]
+            self.assertIn("kprof: error: kernel oob corrupted memory, it seems: the process that "
+                          "ran it (grid 1024, tg 64) died of SIGABRT (Aborted) %s; likely cause: "
+                          "argument 1 'out' (f32:102) holds fewer elements than the 1024 threads "
+                          "of the grid" % doing, last)
+            self.assertTrue(last.endswith("Results of this run are void"), last)
+            self.assertEqual(os.listdir(folder), ["kernel.cl"])
+        # Dying before any kernel ran is the runtime's failure (exit 1), not a kernel's fault.
+        p = self.kprof(*args, env={"OPENCL_LAYERS": layer, "KPROF_CRASH_AT": "clCreateContext"},
+                       expect=1)
+        self.assertIn("kprof: error: the process opening the session (device, compile, buffers) "
+                      "died of SIGABRT (Aborted), in the device's runtime", p.stderr)
+        self.assertNotIn("void", p.stderr)
+        # The layer alone lets the run through.
+        self.kprof(*args, env={"OPENCL_LAYERS": layer}, expect=0)
+        self.assertEqual(sorted(os.listdir(folder)), ["kernel.cl", "run.json"])
+
     def test_struct_by_value_refused(self):
         path = self.write("structs.cl", STRUCTS)
         for entry, what in (("by_struct", "a struct (struct params)"),
