@@ -49,6 +49,8 @@ typedef struct kp_device_info {
     char platform[256];         /* OpenCL platform name; CUDA: "CUDA <driver api version>" */
     char version[128];          /* device API version ("OpenCL 3.0 ...", "compute capability 9.0") */
     int is_gpu;                 /* a GPU (auto prefers these) */
+    int kernels_in_process;     /* its kernels run inside kprof's own process (a CPU device such
+                                   as PoCL's): a kernel that faults takes the process with it */
     uint32_t compute_units;     /* SMs / compute units */
     uint64_t max_tg;            /* max threads per threadgroup */
     uint64_t max_tg_dims[3];    /* max threads per threadgroup per dimension */
@@ -98,7 +100,11 @@ typedef enum kp_param_kind {
     KP_PARAM_CONSTANT, /* pointer to constant memory: a buffer */
     KP_PARAM_LOCAL,    /* pointer to local/threadgroup memory: local:BYTES */
     KP_PARAM_VALUE,    /* passed by value: TYPE=VALUE */
-    KP_PARAM_OPAQUE    /* an image, sampler, pipe or queue: kprof cannot bind it */
+    KP_PARAM_OPAQUE,   /* an image, sampler, pipe or queue: kprof cannot bind it */
+    /* Passed by value but not one scalar: kprof cannot fill these (yet). Set by the lab from the
+     * type's name and the source (lab/aggregate.h), never by a backend nor kept in the cache. */
+    KP_PARAM_STRUCT, /* a struct or class */
+    KP_PARAM_UNION   /* a union */
 } kp_param_kind;
 
 typedef struct kp_param {
@@ -180,6 +186,10 @@ typedef struct kp_reflection {
 
 typedef struct kp_backend_ops {
     const char *name; /* "opencl", "cuda" */
+    /* 1 when some of its devices run kernels inside kprof's own process (their
+     * kp_device_info.kernels_in_process says which). Known without loading the runtime: the lab
+     * reads it before anything is loaded, to run such sessions in a child process (lab.h). */
+    int kernels_in_process;
 
     /* Can this backend run here? 0 = yes; otherwise UNAVAILABLE and the reason in reason[]. */
     kprof_status (*probe)(char *reason, size_t reason_n);
@@ -256,6 +266,11 @@ const char *kp_lang_backend(kp_lang lang); /* "opencl" or "cuda" */
  */
 kprof_status kp_backend_choose(const char *backend, int device, int lang,
                                const kp_backend_ops **ops_out, int *index_out, kp_error *err);
+
+/* Whether a session asked for with `backend` and `lang` (as kp_backend_choose takes them) may
+ * land on a device that runs kernels in kprof's own process: from the table alone, loading no
+ * runtime. An unknown backend name answers 0 (kp_backend_choose then says what is wrong). */
+int kp_backend_may_run_in_process(const char *backend, int lang);
 
 /* The full path of the CUPTI library kprof's CUDA support loads (`kprof trace` hands it to the
  * CUDA collector as KPROF_CUPTI_LIBRARY), or -1 when there is none (no CUDA support, or CUPTI

@@ -134,6 +134,20 @@ static int kp_backend_runs(const kp_backend_ops *ops, int lang)
     return lang < 0 || strcmp(kp_lang_backend((kp_lang)lang), ops->name) == 0;
 }
 
+int kp_backend_may_run_in_process(const char *backend, int lang)
+{
+    if (!backend || !*backend) backend = getenv("KPROF_BACKEND");
+    if (!backend || !*backend) backend = "auto";
+    int any = strcmp(backend, "auto") == 0;
+    for (int b = 0; kp_backends[b]; b++) {
+        const kp_backend_ops *ops = kp_backends[b];
+        if ((any || strcmp(backend, ops->name) == 0) && kp_backend_runs(ops, lang) &&
+            ops->kernels_in_process)
+            return 1;
+    }
+    return 0;
+}
+
 static int kp_parse_device_env(const char *text, int *out)
 {
     char *end = NULL;

@@ -132,9 +132,10 @@ kprof_status kp_ceiling_prepare(const kp_ceiling_options *opts, kp_ceiling_resul
 {
     memset(out, 0, sizeof *out);
     int index = -1;
-    kprof_status st = kp_backend_choose(opts->backend, opts->device, -1, &out->ops, &index, err);
-    if (st != KPROF_OK) return st;
-    st = out->ops->device_info(index, &out->device, err);
+    /* Not kp_backend_choose: its runtime loaded here would keep the sessions below from running
+     * in a child process (lab.h). */
+    kprof_status st =
+        kp_lab_device(opts->backend, opts->device, -1, &out->ops, &index, &out->device, err);
     if (st != KPROF_OK) return st;
     return kp_ceiling_plan_make(&out->device, opts->max_bytes, opts->iters, &out->plan, err);
 }
@@ -195,6 +196,7 @@ kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_resul
             if (!best || p->gbs > best->gbs) best = p;
             if (opts->progress) opts->progress(p, ++done, total, opts->user);
         }
+        if (st == KPROF_OK) st = kp_lab_finish(lab, err); /* what it measured stands */
         kp_lab_close(lab);
     }
 
@@ -226,6 +228,7 @@ kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_resul
                 if (opts->progress) opts->progress(p, ++done, total, opts->user);
             }
         }
+        if (st == KPROF_OK) st = kp_lab_finish(lab, err);
         kp_lab_close(lab);
     }
     free(samples);

@@ -1,9 +1,12 @@
 /*
  * lab.c — the kernel-lab session (see lab.h): from a NAME or FILE to timed dispatches of one
- * kernel with deterministic, checked arguments.
+ * kernel with deterministic, checked arguments. A session that must run in a child process
+ * (lab.h) is forwarded to isolate.c; this file is what runs there.
  */
 #define _GNU_SOURCE
 #include "lab/lab.h"
+#include "lab/aggregate.h"
+#include "lab/isolate.h"
 #include "core/util.h"
 #include "store/kernel_cache.h"
 #include "store/kernel_dir.h"
@@ -24,7 +27,8 @@ struct kp_lab {
     kp_kernel *kernel;
     kp_spec spec;
     kp_buffer *buffers[KP_SPEC_MAX_ARGS];
-    int bound; /* buffers exist and are bound to the kernel */
+    int bound;           /* buffers exist and are bound to the kernel */
+    kp_lab_child *child; /* the session runs in a child process: every call goes there */
 };
 
 const kp_lab_info *kp_lab_get_info(const kp_lab *lab)
@@ -43,6 +47,10 @@ static const char *kp_param_kind_word(kp_param_kind k)
         return "local memory";
     case KP_PARAM_VALUE:
         return "value";
+    case KP_PARAM_STRUCT:
+        return "struct";
+    case KP_PARAM_UNION:
+        return "union";
     default:
         return "argument";
     }
@@ -165,6 +173,14 @@ kprof_status kp_lab_check_spec(const kp_spec *spec, const kp_kernel_meta *k, kp_
         else
             snprintf(pname, sizeof pname, "argument %d is a %s", i + 1,
                      kp_param_kind_word(p->kind));
+        if (p->kind == KP_PARAM_STRUCT || p->kind == KP_PARAM_UNION) {
+            const char *word = kp_param_kind_word(p->kind);
+            return kp_error_set(err, KPROF_INVALID,
+                                "argument %d%s%s%s is a %s (%s) passed by value: kprof cannot "
+                                "fill %ss yet\n  %s",
+                                i + 1, p->name[0] ? " '" : "", p->name, p->name[0] ? "'" : "", word,
+                                p->type_name, word, sig);
+        }
         if (a->kind == KP_ARG_LOCAL && p->kind != KP_PARAM_LOCAL && p->kind != KP_PARAM_UNKNOWN &&
             p->kind != KP_PARAM_OPAQUE)
             return kp_error_set(err, KPROF_INVALID,
@@ -174,6 +190,9 @@ kprof_status kp_lab_check_spec(const kp_spec *spec, const kp_kernel_meta *k, kp_
                                 pname, i + 1, a->text, sig);
         switch (p->kind) {
         case KP_PARAM_UNKNOWN:
+            break;
+        case KP_PARAM_STRUCT:
+        case KP_PARAM_UNION: /* refused above */
             break;
         case KP_PARAM_OPAQUE:
             return kp_error_set(err, KPROF_INVALID,
@@ -301,6 +320,7 @@ typedef struct kp_include_walk {
     char seen[64][1600];
     int nseen;
     uint64_t hash;
+    kp_str *bodies; /* when not NULL, every file found is appended here too */
 } kp_include_walk;
 
 static void kp_lab_dirname(const char *path, char *out, size_t n)
@@ -350,6 +370,10 @@ static void kp_lab_walk_includes(kp_include_walk *w, const char *own_dir, const 
             if (kp_file_read(path, &body, &len, NULL) != KPROF_OK) break;
             w->hash = kp_hash64_str(w->hash, path);
             w->hash = kp_hash64(w->hash, body, len);
+            if (w->bodies) {
+                kp_str_append_n(w->bodies, body, len);
+                kp_str_append(w->bodies, "\n");
+            }
             char dir[1600];
             kp_lab_dirname(path, dir, sizeof dir);
             kp_lab_walk_includes(w, dir, body, depth + 1);
@@ -359,13 +383,15 @@ static void kp_lab_walk_includes(kp_include_walk *w, const char *own_dir, const 
     }
 }
 
-/* A hash of every file the source includes that kprof can find (beside the source, or in an -I
- * folder of the options), so an edited header misses the compile cache. 0 when none. */
-static uint64_t kp_lab_includes_hash(const kp_source *src)
+/* Walk every file the source includes that kprof can find (beside the source, or in an -I
+ * folder of the options); the bodies go to `bodies` when it is not NULL. 0 when none was found,
+ * else their hash. */
+static uint64_t kp_lab_walk_source(const kp_source *src, kp_str *bodies)
 {
     kp_include_walk *w = calloc(1, sizeof *w);
     if (!w) return 0;
     w->hash = KP_HASH_SEED;
+    w->bodies = bodies;
     const char *o = src->options;
     while (o && (o = strstr(o, "-I")) != NULL && w->ndirs < 16) {
         o += 2;
@@ -382,6 +408,41 @@ static uint64_t kp_lab_includes_hash(const kp_source *src)
     uint64_t h = w->nseen ? w->hash : 0;
     free(w);
     return h;
+}
+
+/* A hash of the files the source includes, so an edited header misses the compile cache. */
+static uint64_t kp_lab_includes_hash(const kp_source *src)
+{
+    return kp_lab_walk_source(src, NULL);
+}
+
+/* Parameters passed by value whose type is a struct or union become KP_PARAM_STRUCT or
+ * KP_PARAM_UNION: backends report only type names, so the name, the source and the headers it
+ * includes say which ("struct params", a typedef of one, a C++ class). */
+static void kp_lab_mark_aggregates(kp_program_meta *meta, const kp_source *src, int is_text)
+{
+    kp_str headers = {0};
+    int walked = 0;
+    for (int i = 0; i < meta->nkernels; i++) {
+        kp_kernel_meta *k = &meta->kernels[i];
+        for (int j = 0; j < k->nparams && k->params; j++) {
+            kp_param *p = &k->params[j];
+            char base[32];
+            if (p->kind != KP_PARAM_VALUE || !p->type_name[0]) continue;
+            kp_scalar_base(p->type_name, base, sizeof base);
+            if (base[0]) continue; /* a scalar or vector kprof knows */
+            kp_aggregate what = kp_aggregate_of_name(p->type_name);
+            if (!what && is_text) what = kp_aggregate_in_source(src->text, src->len, p->type_name);
+            if (!what && is_text && !walked) {
+                walked = 1;
+                kp_lab_walk_source(src, &headers);
+            }
+            if (!what && headers.len)
+                what = kp_aggregate_in_source(headers.data, headers.len, p->type_name);
+            if (what) p->kind = what == KP_AGGREGATE_UNION ? KP_PARAM_UNION : KP_PARAM_STRUCT;
+        }
+    }
+    kp_str_free(&headers);
 }
 
 /* Compile through the cache; dumps with KPROF_DUMP_DIR; keeps failures in a folder. */
@@ -445,6 +506,7 @@ static kprof_status kp_lab_compile(kp_lab *lab, const kp_source *src, kp_error *
 
 kprof_status kp_lab_use_kernel(kp_lab *lab, const char *entry, kp_error *err)
 {
+    if (lab->child) return kp_lab_child_use_kernel(lab->child, entry, err);
     kprof_status st = KPROF_OK;
     const kp_kernel_meta *k = NULL;
     if (!entry) {
@@ -493,7 +555,51 @@ kprof_status kp_lab_use_kernel(kp_lab *lab, const char *entry, kp_error *err)
     return KPROF_OK;
 }
 
+/* The language of the session's source, or -1 when the target cannot be resolved (the session
+ * then opens here, and says why). */
+static int kp_lab_language(const kp_lab_options *opts)
+{
+    if (opts->source_text) return opts->source_lang;
+    kp_lab_info *info = calloc(1, sizeof *info);
+    if (!info) return -1;
+    kp_error scratch = {0};
+    int lang = kp_lab_resolve(opts, info, &scratch) == KPROF_OK
+                   ? kp_lang_from_path(info->source_path)
+                   : -1;
+    kp_error_clear(&scratch);
+    free(info);
+    return lang;
+}
+
 kprof_status kp_lab_open(const kp_lab_options *opts, kp_lab **out, kp_error *err)
+{
+    *out = NULL;
+    int lang = kp_lab_language(opts);
+    if (lang < 0 || !kp_backend_may_run_in_process(opts->backend, lang))
+        return kp_lab_open_here(opts, out, err);
+    kp_lab *lab = calloc(1, sizeof *lab);
+    if (!lab) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    /* The SPEC is parsed here too: a bad one needs no child, and a fault's message reads it. */
+    kprof_status st = kp_spec_parse(opts->buffers, &lab->spec, err);
+    if (st == KPROF_OK) st = kp_lab_child_open(opts, &lab->spec, &lab->info, &lab->child, err);
+    if (st != KPROF_OK) {
+        free(lab);
+        return st;
+    }
+    *out = lab;
+    return KPROF_OK;
+}
+
+kprof_status kp_lab_device(const char *backend, int device, int lang, const kp_backend_ops **ops,
+                           int *index, kp_device_info *info, kp_error *err)
+{
+    if (kp_backend_may_run_in_process(backend, lang))
+        return kp_lab_child_device(backend, device, lang, ops, index, info, err);
+    kprof_status st = kp_backend_choose(backend, device, lang, ops, index, err);
+    return st == KPROF_OK ? (*ops)->device_info(*index, info, err) : st;
+}
+
+kprof_status kp_lab_open_here(const kp_lab_options *opts, kp_lab **out, kp_error *err)
 {
     *out = NULL;
     char *text = NULL;
@@ -551,6 +657,8 @@ kprof_status kp_lab_open(const kp_lab_options *opts, kp_lab **out, kp_error *err
     if (!opts->source_text) src.includes_hash = kp_lab_includes_hash(&src);
     st = kp_lab_compile(lab, &src, err);
     if (st != KPROF_OK) goto fail;
+    kp_lab_mark_aggregates(
+        &lab->meta, &src, (lang == KP_LANG_OPENCL_C || lang == KP_LANG_CUDA) && !opts->source_text);
 
     if (lab->meta.nkernels == 0) {
         st = kp_error_set(err, KPROF_NOT_FOUND, "%s defines no kernels", lab->info.source_path);
@@ -610,6 +718,7 @@ fail:
 kprof_status kp_lab_check_launch(kp_lab *lab, const kp_launch *l, kp_reflection *refl,
                                  kp_error *err)
 {
+    if (lab->child) return kp_lab_child_check_launch(lab->child, l, refl, err);
     const kp_device_info *d = &lab->info.device;
     const char *name = lab->info.kernel->name;
     if (l->dims < 1 || l->dims > 3)
@@ -673,6 +782,7 @@ kprof_status kp_lab_check_launch(kp_lab *lab, const kp_launch *l, kp_reflection 
 kprof_status kp_lab_measure(kp_lab *lab, const kp_launch *launch, int warmup, int iters,
                             double *samples_ms, kp_error *err)
 {
+    if (lab->child) return kp_lab_child_measure(lab->child, launch, warmup, iters, samples_ms, err);
     double ns = 0;
     for (int i = 0; i < warmup; i++) {
         kprof_status st = lab->ops->dispatch(lab->kernel, launch, &ns, err);
@@ -734,6 +844,7 @@ uint64_t kp_lab_grid_bytes(const kp_lab *lab, const kp_launch *launch, uint64_t 
 
 kprof_status kp_lab_digest(kp_lab *lab, kp_buffer_digest *out, int max, int *n, kp_error *err)
 {
+    if (lab->child) return kp_lab_child_digest(lab->child, out, max, n, err);
     *n = 0;
     for (int i = 0; i < lab->spec.count && *n < max; i++) {
         const kp_arg_spec *a = &lab->spec.args[i];
@@ -775,9 +886,20 @@ kprof_status kp_lab_digest(kp_lab *lab, kp_buffer_digest *out, int max, int *n, 
     return KPROF_OK;
 }
 
+kprof_status kp_lab_finish(kp_lab *lab, kp_error *err)
+{
+    return lab->child ? kp_lab_child_finish(lab->child, err) : KPROF_OK;
+}
+
+int kp_lab_is_void(const kp_lab *lab)
+{
+    return lab && kp_lab_child_void(lab->child);
+}
+
 void kp_lab_close(kp_lab *lab)
 {
     if (!lab) return;
+    kp_lab_child_close(lab->child);
     if (lab->ops) {
         for (int i = 0; i < KP_SPEC_MAX_ARGS; i++)
             lab->ops->free(lab->buffers[i]);

@@ -1,15 +1,22 @@
 /*
  * lab.h — the kernel lab: one kernel in isolation, compiled at run time, bound to deterministic
- * buffers and timed with device timestamps. `kprof run` (and later the sweep and caps --measure)
- * are thin layers over a kp_lab session:
+ * buffers and timed with device timestamps. `kprof run`, the sweep and caps --measure are thin
+ * layers over a kp_lab session:
  *
  *   kp_lab_open      resolve NAME|FILE, choose backend and device, compile (through the cache),
  *                    reflect, check the SPEC against the kernel's parameters, fill and bind
  *   kp_lab_measure   warm-ups, then timed dispatches at a launch geometry
  *   kp_lab_digest    read every buffer back and summarise it
+ *   kp_lab_finish    release the device, and say whether what was measured stands
  *   kp_lab_close     release everything
  *
- * Nothing here prints.
+ * Where the backend may run kernels inside kprof's own process (kp_backend_ops.
+ * kernels_in_process: OpenCL, whose CPU devices do), the session runs in a child process
+ * (isolate.c): a kernel that faults or corrupts memory kills the child, not kprof, and the
+ * call under way returns FAULT naming the kernel, the signal and the likely cause. Such a
+ * session must be opened before the runtime is loaded in this process (kp_lab_device chooses a
+ * device without loading it), and the caller must not report anything it measured before
+ * kp_lab_finish returns OK. Nothing here prints.
  */
 #ifndef KP_LAB_H
 #define KP_LAB_H
@@ -63,6 +70,12 @@ typedef struct kp_lab_info {
 
 kprof_status kp_lab_open(const kp_lab_options *opts, kp_lab **out, kp_error *err);
 
+/* Choose a device as kp_backend_choose does (backend, device, lang alike) and describe it, in a
+ * child process where the backend may run kernels in kprof's own process, so that its runtime
+ * stays unloaded here and a kp_lab_open can follow. */
+kprof_status kp_lab_device(const char *backend, int device, int lang, const kp_backend_ops **ops,
+                           int *index, kp_device_info *info, kp_error *err);
+
 /* Switch the session to another kernel of the same program with the same SPEC (its buffers are
  * kept and bound to it). */
 kprof_status kp_lab_use_kernel(kp_lab *lab, const char *entry, kp_error *err);
@@ -85,6 +98,17 @@ uint64_t kp_lab_grid_bytes(const kp_lab *lab, const kp_launch *launch, uint64_t 
 
 /* Read every buffer back and digest it: out[0..*n). */
 kprof_status kp_lab_digest(kp_lab *lab, kp_buffer_digest *out, int max, int *n, kp_error *err);
+
+/* End the session's work: a session in a child process releases the device there and the child
+ * exits; FAULT when it died on the way (a kernel that wrote outside its buffers corrupts memory,
+ * and the crash often comes at release), and then nothing the session measured may be
+ * reported. A session in this process keeps its objects until kp_lab_close and returns OK.
+ * After it only kp_lab_get_info and kp_lab_close may be called. */
+kprof_status kp_lab_finish(kp_lab *lab, kp_error *err);
+
+/* The process that ran the session's kernels died: everything the session measured is void
+ * (not only the call that returned FAULT). */
+int kp_lab_is_void(const kp_lab *lab);
 
 /* Release everything. After KPROF_TIMEOUT the kernel may still run and teardown could wait on
  * it for ever: callers then leave the process instead (the CLI does). lab may be NULL. */

@@ -54,8 +54,15 @@ class Run(kptest.KprofTestCase):
                        "--buffers", SPEC4K, "--iters", "7", expect=0)
         out = p.stdout
         self.assertRegex(out, r"\(opencl device \d+\)")
-        for text in ("demo_add on ", "GPU ms (median)", "GPU ms (min)",
-                     "GPU ms (p90)", "GPU ms (max)", "~GB/s touched", "grid               4096",
+        # The times are labelled with what the device is: GPU ms on a GPU only.
+        index = int(out.split("(opencl device ")[1].split(")")[0])
+        caps = json.loads(self.kprof("caps", "--json", "--backend", "opencl", expect=0).stdout)
+        dev = [d for d in caps["backends"][0]["devices"] if d["index"] == index][0]
+        clock = "GPU ms" if dev["is_gpu"] else "device ms"
+        if not dev["is_gpu"]:
+            self.assertNotIn("GPU ms", out)
+        for text in ("demo_add on ", clock + " (median)", clock + " (min)",
+                     clock + " (p90)", clock + " (max)", "~GB/s touched", "grid               4096",
                      "threadgroup        64", "7 timed after 3 warm-ups", "reflection: max tg",
                      "preferred multiple", "local mem", "private mem", "buffers after the run:",
                      "#1 out", "#2 a", "#3 b", "readings:", "touched once per dispatch",

@@ -1,6 +1,7 @@
 """kprof run with bad input: every case gets a clear message, the documented exit code, and
 leaves nothing half-written."""
 
+import json
 import os
 import time
 
@@ -10,6 +11,27 @@ SPEC = "f32:4096,f32:4096,f32:4096,u32=4096"
 TWO_KERNELS = r"""
 __kernel void first(__global float *x, uint n) { x[get_global_id(0)] = n; }
 __kernel void second(__global int *y, __local float *s, float k) { y[0] = (int)k; }
+"""
+
+# Faults for sure, whatever else runs: work-item 0 writes to address `far` (u64=8: the first
+# page, never mapped), and no other work-item touches memory; far=0 writes nothing.
+FAULTING = r"""
+__kernel void oob(__global float *out, ulong far) {
+    if (get_global_id(0) == 0 && far) *(__global volatile float *)far = out[0];
+}
+"""
+STRUCTS = r"""
+struct params { float a; int b; };
+typedef struct { float a; int b; } params_t;
+typedef params_t alias_t;
+union bits { float f; uint i; };
+typedef union bits bits_t;
+typedef uint count_t;
+__kernel void by_struct(__global float *out, struct params p) { out[0] = p.a; }
+__kernel void by_typedef(__global float *out, alias_t p) { out[0] = p.a; }
+__kernel void by_union(__global float *out, bits_t p) { out[0] = p.f; }
+__kernel void by_pointer(__global float *out, __global struct params *p) { out[0] = p->a; }
+__kernel void by_scalar(__global float *out, count_t n) { out[0] = n; }
 """
 
 
@@ -147,12 +169,124 @@ class RunErrors(kptest.KprofTestCase):
         self.assertIn("OpenCL C compile failed", p.stderr)
         self.assertIn("--- compiler log ---", p.stderr)
         self.assertIn("undeclared identifier 'y'", p.stderr)
+        # The log cites the user's file, line and column, not the runtime's temporary copy.
+        self.assertIn(path + ":1:", p.stderr)
+        self.assertNotIn("tempfile_", p.stderr)
         kept = [l for l in p.stderr.splitlines() if l.startswith("source, options and log kept in ")]
         self.assertEqual(len(kept), 1, p.stderr)
         folder = kept[0][len("source, options and log kept in "):].rstrip("/")
         files = sorted(os.path.splitext(f)[1] for f in os.listdir(folder))
         self.assertEqual(files, [".cl", ".log", ".options"])
+        log = [f for f in os.listdir(folder) if f.endswith(".log")][0]
+        with open(os.path.join(folder, log)) as f:
+            self.assertIn(path + ":1:", f.read())
         self.assertTrue(folder.startswith(self.cache))
+
+    def in_process_device(self):
+        """An OpenCL device whose kernels run in kprof's process (PoCL's CPU device), or skip."""
+        caps = json.loads(self.kprof("caps", "--json", "--backend", "opencl", expect=0).stdout)
+        for dev in caps["backends"][0]["devices"]:
+            if dev["kernels_in_process"]:
+                return ["--backend", "opencl", "--device", str(dev["index"])]
+        self.skipTest("no OpenCL device here runs kernels inside kprof's process")
+
+    def check_fault(self, p, grid):
+        self.assertEqual(p.stdout, "", "a run whose kernel faulted printed results")
+        last = p.stderr.strip().splitlines()[-1]
+        self.assertTrue(last.startswith("kprof: error: kernel oob faulted: the process running "
+                                        "it died of SIG"), p.stderr)
+        self.assertIn("during its dispatches (grid %d, tg 64); likely cause: " % grid, last)
+        self.assertIn("runs kernels inside kprof's own process, so kprof ran them in a child "
+                      "process. Results of this run are void", last)
+        return last
+
+    def test_kernel_fault_in_process(self):
+        device = self.in_process_device()
+        path = self.write("oob.cl", FAULTING)
+        # The issue's case: a 102-element buffer for a 1,024-thread grid.
+        p = self.kprof("run", path, "--grid", "1024", "--tg", "64", "--buffers", "f32:102,u64=8",
+                       *device, expect=4, timeout=120)
+        last = self.check_fault(p, 1024)
+        self.assertIn("argument 1 'out' (f32:102) holds fewer elements than the 1024 threads of "
+                      "the grid", last)
+        # Every buffer is long enough: the cause is an index the kernel computes.
+        p = self.kprof("run", path, "--grid", "1024", "--tg", "64", "--buffers", "f32:1024,u64=8",
+                       *device, expect=4, timeout=120)
+        last = self.check_fault(p, 1024)
+        self.assertIn("likely cause: an index past the end of a buffer", last)
+        self.assertNotIn("holds fewer elements", last)
+        # A kernel folder gets no run.json from a void run.
+        self.kprof("isolate", "oob", "--from", path, expect=0)
+        p = self.kprof("run", "oob", "--grid", "1024", "--tg", "64", "--buffers", "f32:102,u64=8",
+                       "--json", *device, expect=4, timeout=120)
+        self.check_fault(p, 1024)
+        self.assertEqual(os.listdir(os.path.join(self.home, "kernels", "oob")), ["kernel.cl"])
+        # Without the faulting write the same session runs and reports.
+        out = self.run_json("run", path, "--grid", "1024", "--tg", "64", "--buffers",
+                            "f32:102,u64=0", "--iters", "3", *device)
+        self.assertEqual(len(out["gpu_ms_samples"]), 3)
+        self.assertEqual(out["buffers"][0]["count"], 102)
+
+    def test_kernel_fault_in_sweep(self):
+        device = self.in_process_device()
+        path = self.write("oob.cl", FAULTING)
+        for fmt in ([], ["--json"]):
+            p = self.kprof("sweep", path, "--grid", "1024", "--tg-list", "64,128", "--buffers",
+                           "f32:102,u64=8", *fmt, *device, expect=4, timeout=120)
+            last = self.check_fault(p, 1024)
+            self.assertIn("argument 1 'out' (f32:102) holds fewer elements", last)
+
+    def test_crash_after_the_kernels_ran_voids_the_run(self):
+        # Memory a kernel corrupted often fails only at read-back or release; a layer that aborts
+        # there stands for it, deterministically.
+        device = self.in_process_device()
+        layer, app = os.environ.get("KPROF_CRASH_LAYER"), os.environ.get("KPROF_CL_APP")
+        if not layer or not app:
+            self.skipTest("no OpenCL ICD loader here to build tests/programs/crash_layer.c for")
+        if not kptest.loader_has_layers(app):
+            self.skipTest("this OpenCL ICD loader knows no OPENCL_LAYERS")
+        self.kprof("isolate", "oob", "--from", self.write("oob.cl", FAULTING), expect=0)
+        folder = os.path.join(self.home, "kernels", "oob")
+        args = ("run", "oob", "--grid", "1024", "--tg", "64", "--buffers", "f32:102,u64=0",
+                "--iters", "3", "--json", *device)
+        for at, doing in (("clEnqueueReadBuffer", "reading its buffers back"),
+                          ("clReleaseContext", "releasing the device after the run")):
+            p = self.kprof(*args, env={"OPENCL_LAYERS": layer, "KPROF_CRASH_AT": at}, expect=4)
+            self.assertEqual(p.stdout, "")
+            last = p.stderr.strip().splitlines()[-1]
+            self.assertIn("kprof: error: kernel oob corrupted memory, it seems: the process that "
+                          "ran it (grid 1024, tg 64) died of SIGABRT (Aborted) %s; likely cause: "
+                          "argument 1 'out' (f32:102) holds fewer elements than the 1024 threads "
+                          "of the grid" % doing, last)
+            self.assertTrue(last.endswith("Results of this run are void"), last)
+            self.assertEqual(os.listdir(folder), ["kernel.cl"])
+        # Dying before any kernel ran is the runtime's failure (exit 1), not a kernel's fault.
+        p = self.kprof(*args, env={"OPENCL_LAYERS": layer, "KPROF_CRASH_AT": "clCreateContext"},
+                       expect=1)
+        self.assertIn("kprof: error: the process opening the session (device, compile, buffers) "
+                      "died of SIGABRT (Aborted), in the device's runtime", p.stderr)
+        self.assertNotIn("void", p.stderr)
+        # The layer alone lets the run through.
+        self.kprof(*args, env={"OPENCL_LAYERS": layer}, expect=0)
+        self.assertEqual(sorted(os.listdir(folder)), ["kernel.cl", "run.json"])
+
+    def test_struct_by_value_refused(self):
+        path = self.write("structs.cl", STRUCTS)
+        for entry, what in (("by_struct", "a struct (struct params)"),
+                            ("by_typedef", "a struct (alias_t)"),
+                            ("by_union", "a union (bits_t)")):
+            for scalar in ("f32=1", "u32=1", "f64=1", "u64=1"):
+                p = self.kprof("run", path, "--entry", entry, "--grid", "64", "--tg", "64",
+                               "--buffers", "f32:64," + scalar, expect=2)
+                self.assertEqual(p.stdout, "")
+                noun = "unions" if "union" in what else "structs"
+                self.assertIn("kprof: error: argument 2 'p' is %s passed by value: kprof cannot "
+                              "fill %s yet" % (what, noun), p.stderr)
+        # A pointer to a struct is a buffer, and a typedef of a scalar is that scalar.
+        self.kprof("run", path, "--entry", "by_pointer", "--grid", "64", "--tg", "64",
+                   "--buffers", "f32:64,u8:8", "--iters", "1", expect=0)
+        self.kprof("run", path, "--entry", "by_scalar", "--grid", "64", "--tg", "64",
+                   "--buffers", "f32:64,u32=3", "--iters", "1", expect=0)
 
     def test_timeout(self):
         path = self.write("spin.cl",

@@ -50,6 +50,28 @@ int main(void)
     CHECK_INT(check("i32:4,u64=4,f64:9", &c, &e), KPROF_INVALID);
     CHECK_INT(check("u32:4,u32=4,f64:9", &c, &e), KPROF_INVALID);
 
+    /* A struct or union passed by value is refused whatever scalar is offered. */
+    kp_param sp[3] = {
+        {.kind = KP_PARAM_GLOBAL, .size = 8, .name = "out", .type_name = "float*"},
+        {.kind = KP_PARAM_STRUCT, .size = 0, .name = "p", .type_name = "struct params"},
+        {.kind = KP_PARAM_UNION, .size = 0, .name = "", .type_name = "u_t"},
+    };
+    kp_kernel_meta st = {.name = "st", .symbol = "st", .nparams = 3, .params = sp};
+    const char *offers[] = {"f32:4,f32=1,u32=1", "f32:4,u32=1,u32=1", "f32:4,f64=1,u32=1",
+                            "f32:4,u64=1,u32=1", "f32:4,f32:8,u32=1", "f32:4,local:8,u32=1"};
+    for (size_t i = 0; i < sizeof offers / sizeof offers[0]; i++) {
+        CHECK_INT(check(offers[i], &st, &e), KPROF_INVALID);
+        CHECK_CONTAINS(e.message, "argument 2 'p' is a struct (struct params) passed by value: "
+                                  "kprof cannot fill structs yet");
+        CHECK_CONTAINS(e.message, "st(float* out, struct params p, u_t)");
+    }
+    sp[1].kind = KP_PARAM_VALUE;
+    sp[1].size = 4;
+    sp[1].type_name[0] = '\0';
+    CHECK_INT(check("f32:4,f32=1,u32=1", &st, &e), KPROF_INVALID);
+    CHECK_CONTAINS(e.message, "argument 3 is a union (u_t) passed by value: kprof cannot fill "
+                              "unions yet");
+
     /* A backend that cannot count parameters checks nothing. */
     kp_kernel_meta u = {.name = "u", .symbol = "u", .nparams = -1, .params = NULL};
     CHECK_INT(check("f32:1,u32=1", &u, &e), KPROF_OK);

@@ -112,6 +112,8 @@ static void kp_caps_print_device(const kp_device_info *d)
     if (d->exec_width) kp_caps_row(w, "execution width", "%llu", (unsigned long long)d->exec_width);
     kp_caps_row(w, "timer resolution", "%g ns", d->timer_resolution_ns);
     kp_caps_row(w, kp_caps_label_profiling, "%s", d->profiling ? "yes" : "no");
+    if (d->kernels_in_process)
+        kp_caps_row(w, "kernels run in", "%s", "kprof's own process (sessions run in a child)");
     if (d->peak_bandwidth_gbs > 0)
         kp_caps_row(w, kp_caps_label_peak, "%.0f GB/s", d->peak_bandwidth_gbs);
     else
@@ -150,6 +152,7 @@ static void kp_caps_json_device(kp_json *j, const kp_device_info *d)
     kp_json_string(j, "version", d->version);
     kp_json_string(j, "driver", d->driver);
     kp_json_bool(j, "is_gpu", d->is_gpu);
+    kp_json_bool(j, "kernels_in_process", d->kernels_in_process);
     kp_json_uint(j, "compute_units", d->compute_units);
     kp_json_uint(j, "max_threadgroup_size", d->max_tg);
     kp_json_array_begin(j, "max_threadgroup_dims");

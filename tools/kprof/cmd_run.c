@@ -1,6 +1,6 @@
 /*
  * cmd_run.c — `kprof run`: one kernel, compiled at run time, timed on the device, reported as
- * a panel (GPU ms median/min/p90/max, ~GB/s touched, reflection, readings, buffer digests) or
+ * a panel (device ms median/min/p90/max, ~GB/s touched, reflection, readings, buffer digests) or
  * as JSON (also written to the kernel folder's run.json).
  */
 #include "core/format.h"
@@ -187,10 +187,17 @@ static void kp_run_print(const kp_run_result *r)
     kp_dims_text(r->launch.tg, r->launch.dims, t, sizeof t);
     printf("%s%s%s on %s %s(%s device %d)%s\n", B, info->kernel->name, R, info->device.name, D,
            info->device.backend, info->device.index, R);
-    printf("  %-18s %s%.4f%s\n", "GPU ms (median)", B, r->stats.median, R);
-    printf("  %-18s %.4f\n", "GPU ms (min)", r->stats.min);
-    printf("  %-18s %.4f\n", "GPU ms (p90)", r->stats.p90);
-    printf("  %-18s %.4f\n", "GPU ms (max)", r->stats.max);
+    /* Device timestamps time the kernel on whatever the device is: "GPU ms" only on a GPU (the
+     * JSON keys keep their gpu_ms_ names for scripts). */
+    const char *clock = info->device.is_gpu ? "GPU ms" : "device ms";
+    char label[4][32];
+    static const char *const which[4] = {"median", "min", "p90", "max"};
+    for (int i = 0; i < 4; i++)
+        snprintf(label[i], sizeof label[i], "%s (%s)", clock, which[i]);
+    printf("  %-18s %s%.4f%s\n", label[0], B, r->stats.median, R);
+    printf("  %-18s %.4f\n", label[1], r->stats.min);
+    printf("  %-18s %.4f\n", label[2], r->stats.p90);
+    printf("  %-18s %.4f\n", label[3], r->stats.max);
     if (r->ceiling_gbs > 0)
         printf("  %-18s %.1f   (%.0f%% of the measured ceiling, %.0f GB/s)\n", "~GB/s touched",
                r->gbps, 100 * r->gbps / r->ceiling_gbs, r->ceiling_gbs);
@@ -409,6 +416,10 @@ int kp_cmd_run(int argc, char **argv)
     if (st == KPROF_TIMEOUT) wedged = 1;
     if (st != KPROF_OK) goto done;
     st = kp_lab_digest(lab, r.digests, KP_SPEC_MAX_ARGS, &r.ndigests, &err);
+    if (st != KPROF_OK) goto done;
+    /* Nothing is reported before the session has released the device cleanly: a kernel that
+     * corrupted memory may only be caught there (kp_lab_finish). */
+    st = kp_lab_finish(lab, &err);
     if (st != KPROF_OK) goto done;
 
     kp_stats_compute(r.samples, (size_t)a.iters, scratch, &r.stats);

@@ -300,6 +300,7 @@ int kp_run_sweep(kp_run_args *a)
         kp_sweep_point *p = &s->points[i];
         kp_sweep_progress(p, i, s->npoints);
         st = kp_lab_measure(lab, &p->launch, a->warmup, a->iters, samples, &err);
+        if (st != KPROF_OK && kp_lab_is_void(lab)) goto done; /* no row measured stands */
         if (st != KPROF_OK) {
             char tg[48];
             kp_tg_label(p, tg, sizeof tg);
@@ -312,6 +313,7 @@ int kp_run_sweep(kp_run_args *a)
         if (s->ceiling_gbs > 0) p->ceiling_pct = 100 * p->gbps / s->ceiling_gbs;
     }
     kp_sweep_progress(&s->points[0], s->npoints, s->npoints);
+    if (!partial && (st = kp_lab_finish(lab, &err)) != KPROF_OK) goto done; /* (lab.h) */
     s->best = kp_sweep_mark(s->points, s->npoints);
 
     /* The seed's warnings: register pressure and static shared memory near the limit. */

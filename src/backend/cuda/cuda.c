@@ -1445,6 +1445,7 @@ static kprof_status kp_cuda_dispatch_batch(kp_kernel *k, const kp_launch *l, int
 
 const kp_backend_ops kp_cuda_backend = {
     .name = "cuda",
+    .kernels_in_process = 0, /* a GPU: a faulting kernel is an error the driver returns */
     .probe = kp_cuda_probe,
     .device_count = kp_cuda_device_count,
     .device_info = kp_cuda_device_info,

@@ -156,6 +156,8 @@ static kprof_status kp_cl_device_info(int index, kp_device_info *info, kp_error 
     cl_device_type type = 0;
     kp_cl.clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof type, &type, NULL);
     info->is_gpu = (type & CL_DEVICE_TYPE_GPU) != 0;
+    /* A CPU device (PoCL, Intel's CPU runtime) runs kernels on threads of the calling process. */
+    info->kernels_in_process = (type & CL_DEVICE_TYPE_CPU) != 0;
     info->compute_units = (uint32_t)kp_cl_info_uint(d, CL_DEVICE_MAX_COMPUTE_UNITS);
     info->max_tg = kp_cl_info_size(d, CL_DEVICE_MAX_WORK_GROUP_SIZE);
     size_t dims[3] = {0, 0, 0};
@@ -401,9 +403,29 @@ static kprof_status kp_cl_build(kp_device *dev, const kp_source *src, kp_program
     if (src->lang != KP_LANG_OPENCL_C)
         return kp_error_set(err, KPROF_INVALID, "opencl: %s is not OpenCL C", src->path);
     cl_int rc = CL_SUCCESS;
-    const char *text = src->text;
-    size_t len = src->len;
-    cl_program prog = kp_cl.clCreateProgramWithSource(dev->context, 1, &text, &len, &rc);
+    /* The runtime compiles a temporary copy of the source (PoCL's
+     * ~/.cache/pocl/kcache/tempfile_XXXXXX.cl) and its log would cite that file: a #line
+     * directive names the user's instead, keeping every line and column. */
+    kp_str named = {0};
+    int plain_path = 1;
+    for (const char *c = src->path; *c; c++)
+        plain_path &= (unsigned char)*c >= 0x20 && *c != 0x7f;
+    if (plain_path && src->path[0]) {
+        kp_str_append(&named, "#line 1 \"");
+        for (const char *c = src->path; *c; c++) {
+            if (*c == '"' || *c == '\\') kp_str_append_n(&named, "\\", 1);
+            kp_str_append_n(&named, c, 1);
+        }
+        kp_str_append(&named, "\"\n");
+    }
+    const char *texts[2] = {named.data ? named.data : "", src->text};
+    size_t lens[2] = {named.len, src->len};
+    if (named.failed) {
+        kp_str_free(&named);
+        return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    }
+    cl_program prog = kp_cl.clCreateProgramWithSource(dev->context, 2, texts, lens, &rc);
+    kp_str_free(&named);
     if (!prog) return kp_cl_fail(err, "clCreateProgramWithSource", rc);
     kp_str opts = {0};
     kp_str_printf(&opts, "-cl-kernel-arg-info %s", src->options ? src->options : "");
@@ -661,6 +683,7 @@ static kprof_status kp_cl_dispatch(kp_kernel *k, const kp_launch *l, double *gpu
 
 const kp_backend_ops kp_opencl_backend = {
     .name = "opencl",
+    .kernels_in_process = 1, /* CPU devices */
     .probe = kp_cl_probe,
     .device_count = kp_cl_device_count,
     .device_info = kp_cl_device_info,
