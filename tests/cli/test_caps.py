@@ -184,7 +184,9 @@ class Measure(kptest.KprofTestCase):
         self.assertEqual(mc["copy_gb_per_s"], r["ceiling_gb_per_s"])
         self.assertIn("bandwidth ceiling", self.kprof("caps", expect=0).stdout)
         self.kprof("isolate", "demo", "--lang", "cl", expect=0)
-        run = json.loads(self.kprof("run", "demo", "--grid", "4096", "--tg", "64", "--buffers",
+        # The device measured (the default device may be another: a GPU beside PoCL).
+        run = json.loads(self.kprof("run", "demo", "--backend", "opencl", "--device",
+                                    str(r["index"]), "--grid", "4096", "--tg", "64", "--buffers",
                                     "f32:4096,f32:4096,f32:4096,u32=4096", "--json",
                                     expect=0).stdout)
         self.assertEqual(run["ceiling_gb_per_s"], r["ceiling_gb_per_s"])
