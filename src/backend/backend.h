@@ -114,11 +114,24 @@ typedef struct kp_param {
     char type_name[64];  /* "float*", "uint", "float4*", or "" when unknown */
 } kp_param;
 
+/* What a kernel's own declaration says about its threadgroup size, fixed when it was compiled. */
+typedef enum kp_tg_rule {
+    KP_TG_RULE_NONE,     /* nothing: any size up to the kernel's maximum */
+    KP_TG_RULE_REQUIRED, /* exactly this shape (OpenCL reqd_work_group_size, PTX .reqntid) */
+    KP_TG_RULE_MAX       /* at most this many threads, the product of the shape (CUDA
+                            __launch_bounds__, PTX .maxntid) */
+} kp_tg_rule;
+
 typedef struct kp_kernel_meta {
     char name[512];     /* entry-point name as the user writes it */
     char symbol[1024];  /* the symbol in the binary (lowered/mangled name for CUDA C++) */
     int nparams;     /* -1 when the backend cannot count them */
     kp_param *params;
+    /* CUDA: the compile-time threadgroup rule read from the PTX or the cubin at build time and
+     * kept in the compile cache (the driver API does not expose it; see cuda.c). OpenCL asks
+     * the runtime instead (CL_KERNEL_COMPILE_WORK_GROUP_SIZE) and leaves these 0. */
+    kp_tg_rule tg_rule;
+    uint64_t tg_rule_size[3];
 } kp_kernel_meta;
 
 /* What a compiled program holds: its kernels and their parameters. Kept beside the cached
@@ -169,9 +182,18 @@ uint64_t kp_launch_tg_threads(const kp_launch *l);
 /* Per-kernel limits and resource use, from the compiled kernel. Fields a backend cannot fill
  * stay 0 and their have_ flag says so. */
 typedef struct kp_reflection {
-    uint64_t max_tg;             /* kernel's max threads per threadgroup */
+    uint64_t max_tg;             /* kernel's max threads per threadgroup: every limit together
+                                    (runtime, registers, the tg_rule below) */
+    kp_tg_rule tg_rule;          /* what the kernel's declaration fixes at compile time */
+    uint64_t tg_rule_size[3];    /* REQUIRED: the shape; MAX: the bound's extents (x, y, z) */
+    const char *tg_rule_from;    /* where it comes from, for people: "reqd_work_group_size",
+                                    ".reqntid", "__launch_bounds__ / .maxntid"; NULL for NONE */
     uint64_t preferred_multiple; /* execution width / preferred group multiple */
-    uint64_t static_local;       /* static threadgroup (shared/local) memory, bytes */
+    uint64_t static_local;       /* static threadgroup (shared/local) memory, bytes: what the
+                                    kernel declares itself, never its local:BYTES arguments */
+    uint64_t dynamic_local;      /* dynamic threadgroup memory at this launch, bytes: local:BYTES
+                                    arguments and CUDA --smem (filled by the lab, not the
+                                    backend) */
     uint64_t private_bytes;      /* private memory per thread (OpenCL); local/spill (CUDA) */
     int have_registers;
     int registers;               /* per thread */

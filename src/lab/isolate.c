@@ -49,6 +49,7 @@ typedef enum kp_child_op {
     KP_CHILD_OPEN, /* not a request: the reply the child sends first */
     KP_CHILD_USE_KERNEL,
     KP_CHILD_CHECK_LAUNCH,
+    KP_CHILD_REFLECT,
     KP_CHILD_MEASURE,
     KP_CHILD_DIGEST,
     KP_CHILD_FINISH,
@@ -192,12 +193,13 @@ static void kp_child_serve(int fd, const kp_lab_options *opts)
             kp_lab_use_kernel(lab, len ? entry : NULL, &err);
             info = kp_lab_get_info(lab);
             ok = kp_child_reply_kernel(fd, &err, info, info->kernel) == 0;
-        } else if (op == KP_CHILD_CHECK_LAUNCH) {
+        } else if (op == KP_CHILD_CHECK_LAUNCH || op == KP_CHILD_REFLECT) {
             kp_launch launch;
             kp_reflection refl;
             memset(&refl, 0, sizeof refl);
             if (kp_child_read(fd, &launch, sizeof launch) != 0) break;
-            kp_lab_check_launch(lab, &launch, &refl, &err);
+            if (op == KP_CHILD_CHECK_LAUNCH) kp_lab_check_launch(lab, &launch, &refl, &err);
+            else kp_lab_reflect(lab, &launch, &refl, &err);
             kp_child_part part = {&refl, sizeof refl};
             ok = kp_child_reply(fd, &err, &part, 1) == 0;
         } else if (op == KP_CHILD_MEASURE) {
@@ -550,18 +552,31 @@ kprof_status kp_lab_child_use_kernel(kp_lab_child *c, const char *entry, kp_erro
     return st;
 }
 
+/* CHECK_LAUNCH or REFLECT: a launch out, a reflection back. */
+static kprof_status kp_lab_child_launch_call(kp_lab_child *c, kp_child_op op, const kp_launch *launch,
+                                             kp_reflection *refl, kp_error *err)
+{
+    void *p = NULL;
+    size_t n = 0;
+    kprof_status st = kp_child_call(c, op, launch, sizeof *launch, &p, &n, err);
+    if (st == KPROF_OK && n != sizeof *refl) st = kp_child_short(err);
+    if (st == KPROF_OK) memcpy(refl, p, sizeof *refl);
+    free(p);
+    return st;
+}
+
 kprof_status kp_lab_child_check_launch(kp_lab_child *c, const kp_launch *launch,
                                        kp_reflection *refl, kp_error *err)
 {
     c->launch = *launch;
     c->have_launch = 1;
-    void *p = NULL;
-    size_t n = 0;
-    kprof_status st = kp_child_call(c, KP_CHILD_CHECK_LAUNCH, launch, sizeof *launch, &p, &n, err);
-    if (st == KPROF_OK && n != sizeof *refl) st = kp_child_short(err);
-    if (st == KPROF_OK) memcpy(refl, p, sizeof *refl);
-    free(p);
-    return st;
+    return kp_lab_child_launch_call(c, KP_CHILD_CHECK_LAUNCH, launch, refl, err);
+}
+
+kprof_status kp_lab_child_reflect(kp_lab_child *c, const kp_launch *launch, kp_reflection *refl,
+                                  kp_error *err)
+{
+    return kp_lab_child_launch_call(c, KP_CHILD_REFLECT, launch, refl, err);
 }
 
 kprof_status kp_lab_child_measure(kp_lab_child *c, const kp_launch *launch, int warmup, int iters,

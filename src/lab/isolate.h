@@ -18,6 +18,8 @@ kprof_status kp_lab_child_open(const kp_lab_options *opts, const kp_spec *spec, 
 kprof_status kp_lab_child_use_kernel(kp_lab_child *c, const char *entry, kp_error *err);
 kprof_status kp_lab_child_check_launch(kp_lab_child *c, const kp_launch *launch,
                                        kp_reflection *refl, kp_error *err);
+kprof_status kp_lab_child_reflect(kp_lab_child *c, const kp_launch *launch, kp_reflection *refl,
+                                  kp_error *err);
 kprof_status kp_lab_child_measure(kp_lab_child *c, const kp_launch *launch, int warmup, int iters,
                                   double *samples_ms, kp_error *err);
 kprof_status kp_lab_child_digest(kp_lab_child *c, kp_buffer_digest *out, int max, int *n,

@@ -86,6 +86,31 @@ const kp_lab_info *kp_lab_get_info(const kp_lab *lab);
 kprof_status kp_lab_check_launch(kp_lab *lab, const kp_launch *launch, kp_reflection *refl,
                                  kp_error *err);
 
+/* Reflect the kernel at a launch without checking it: the backend's reflection plus the
+ * launch's dynamic threadgroup memory (local:BYTES arguments, --smem). */
+kprof_status kp_lab_reflect(kp_lab *lab, const kp_launch *launch, kp_reflection *refl,
+                            kp_error *err);
+
+/* Check a launch's threadgroup against the kernel's compile-time rule (reflection's tg_rule):
+ * a required shape must be matched exactly, a declared maximum not exceeded. INVALID names the
+ * rule, where it comes from and the --tg to use. Pure (exposed for tests). */
+kprof_status kp_lab_check_tg_rule(const kp_reflection *r, const kp_launch *launch,
+                                  const char *kernel_name, kp_error *err);
+
+/* Threads the rule's shape holds (0 for none). */
+uint64_t kp_tg_rule_threads(const kp_reflection *r);
+
+/* 1 when the kernel's maximum threadgroup size is the one its declaration sets (so a maximum
+ * below the device's is not register pressure). */
+int kp_reflection_limit_declared(const kp_reflection *r);
+
+/* "64", "32x2", "8x8x4": trailing 1s dropped, but at least min_dims dimensions. */
+void kp_tg_shape_text(const uint64_t v[3], int min_dims, char *buf, size_t n);
+
+/* The rule for people: "required group size 64 (reqd_work_group_size)", "max 256
+ * (__launch_bounds__ / .maxntid)", or "" when the kernel has none. */
+void kp_tg_rule_text(const kp_reflection *r, char *buf, size_t n);
+
 /* warmup untimed dispatches, then iters timed ones: samples_ms[0..iters) in milliseconds. */
 kprof_status kp_lab_measure(kp_lab *lab, const kp_launch *launch, int warmup, int iters,
                             double *samples_ms, kp_error *err);

@@ -13,9 +13,16 @@
 int kp_sweep_default_sizes(uint64_t start, uint64_t kernel_max, uint64_t *out, int max)
 {
     if (start == 0) start = 64;
-    /* Start from a power of two at or above the execution width. */
+    /* Start from a power of two at or above the execution width, or, when the kernel's maximum
+     * is below the width (CUDA __launch_bounds__(16) on a 32-wide warp), from the largest power
+     * of two it allows: a sweep never has no size because the width is too wide. */
     uint64_t s = 1;
     while (s < start) s *= 2;
+    if (s > kernel_max && kernel_max > 0) {
+        s = 1;
+        while (s * 2 <= kernel_max)
+            s *= 2;
+    }
     int n = 0;
     for (; s <= kernel_max && n < max; s *= 2) out[n++] = s;
     return n;
@@ -104,13 +111,14 @@ void kp_sweep_summarise(kp_sweep_point *p, const double *samples_ms, size_t n, d
 
 int kp_sweep_mark(kp_sweep_point *points, int n)
 {
-    int best = -1;
+    int best = -1, measured = 0;
     for (int i = 0; i < n; i++) {
         points[i].best = points[i].tie = 0;
         if (!points[i].measured) continue;
+        measured++;
         if (best < 0 || points[i].stats.median < points[best].stats.median) best = i;
     }
-    if (best < 0) return -1;
+    if (measured < 2) return -1; /* one size is not a comparison */
     points[best].best = 1;
     double best_spread = points[best].p90q - points[best].p10;
     for (int i = 0; i < n; i++) {

@@ -26,7 +26,8 @@ typedef struct kp_sweep_point {
 } kp_sweep_point;
 
 /* Default sizes: powers of two from `start` (the execution width, or 64 when unknown) up to and
- * including the kernel's maximum, stopping above it. 1-D. Returns how many (<= max). */
+ * including the kernel's maximum, stopping above it; when the maximum is below `start`, from
+ * the largest power of two it allows. 1-D. Returns how many (<= max). */
 int kp_sweep_default_sizes(uint64_t start, uint64_t kernel_max, uint64_t *out, int max);
 
 /* Parse --tg-list "96,128,256" or "8x8,16x16,32x8" into points with the base launch's grid.
@@ -39,7 +40,8 @@ void kp_sweep_summarise(kp_sweep_point *p, const double *samples_ms, size_t n, d
 
 /* Mark the best (lowest median among measured points) and the ties: a point is tied when its
  * median exceeds the best's by no more than the larger of the two points' spreads (p90 - p10).
- * Returns the index of the best, or -1 when nothing was measured. */
+ * Returns the index of the best, or -1 when fewer than two points were measured: one size is
+ * not a comparison, and none is marked. */
 int kp_sweep_mark(kp_sweep_point *points, int n);
 
 #endif

@@ -4,8 +4,9 @@
  * The .meta file starts with "kprof-cache 1 <binary bytes> <binary FNV-1a 64, hex>", checked
  * before the binary is handed to a runtime (which trusts the sizes inside it), then holds the
  * program's metadata, one record per line:
- *   kprof-meta 2
+ *   kprof-meta 3
  *   kernel <nparams> <symbol> <name, rest of line: may hold spaces>
+ *   tg <rule> <x> <y> <z>          (only when the kernel declares a threadgroup rule)
  *   param <kind> <size> <name or -> <type name, rest of line or ->
  */
 #define _GNU_SOURCE
@@ -64,10 +65,15 @@ static int kp_cache_paths(const char *backend, uint64_t key, char *bin, char *me
 char *kp_meta_serialize(const kp_program_meta *meta)
 {
     kp_str s = {0};
-    kp_str_append(&s, "kprof-meta 2\n");
+    kp_str_append(&s, "kprof-meta 3\n");
     for (int i = 0; i < meta->nkernels; i++) {
         const kp_kernel_meta *k = &meta->kernels[i];
         kp_str_printf(&s, "kernel %d %s %s\n", k->nparams, k->symbol, k->name);
+        if (k->tg_rule != KP_TG_RULE_NONE)
+            kp_str_printf(&s, "tg %d %llu %llu %llu\n", (int)k->tg_rule,
+                          (unsigned long long)k->tg_rule_size[0],
+                          (unsigned long long)k->tg_rule_size[1],
+                          (unsigned long long)k->tg_rule_size[2]);
         for (int j = 0; j < k->nparams && k->params; j++) {
             const kp_param *p = &k->params[j];
             kp_str_printf(&s, "param %d %u %s %s\n", (int)p->kind, p->size,
@@ -80,7 +86,7 @@ char *kp_meta_serialize(const kp_program_meta *meta)
 int kp_meta_parse(const char *text, kp_program_meta *meta)
 {
     memset(meta, 0, sizeof *meta);
-    if (strncmp(text, "kprof-meta 2\n", 13) != 0) return -1;
+    if (strncmp(text, "kprof-meta 3\n", 13) != 0) return -1;
     int cap = 0;
     const char *line = text + 13;
     kp_kernel_meta *cur = NULL;
@@ -115,6 +121,18 @@ int kp_meta_parse(const char *text, kp_program_meta *meta)
                 if (!cur->params) goto fail;
             }
             nparam = 0;
+        } else if (strncmp(buf, "tg ", 3) == 0) {
+            if (!cur || nparam != 0 || cur->tg_rule != KP_TG_RULE_NONE) goto fail;
+            int rule = 0, consumed = 0;
+            unsigned long long v[3];
+            if (sscanf(buf, "tg %d %llu %llu %llu%n", &rule, &v[0], &v[1], &v[2], &consumed) != 4 ||
+                buf[consumed] || rule <= KP_TG_RULE_NONE || rule > KP_TG_RULE_MAX)
+                goto fail;
+            for (int d = 0; d < 3; d++) {
+                if (v[d] == 0 || v[d] > (1ULL << 32)) goto fail;
+                cur->tg_rule_size[d] = v[d];
+            }
+            cur->tg_rule = (kp_tg_rule)rule;
         } else if (strncmp(buf, "param ", 6) == 0) {
             if (!cur || nparam >= cur->nparams) goto fail;
             kp_param *p = &cur->params[nparam];

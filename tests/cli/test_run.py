@@ -4,6 +4,7 @@ computation of the same deterministic inputs, JSON and run.json, cache and dumps
 import json
 import os
 import sqlite3
+import pty
 
 import kptest
 
@@ -144,6 +145,13 @@ class Run(kptest.KprofTestCase):
         expected = [sum(range(g * 64, g * 64 + 64)) for g in range(16)]
         self.assertEqual(r["buffers"][0]["fnv1a64"], kptest.fnv1a64(kptest.pack("I", expected)))
         self.assertEqual(r["buffers"][0]["sum"], sum(range(1024)))
+        # Issue 10, item 8: the local:BYTES argument is dynamic threadgroup memory, reported
+        # apart from the kernel's own (static) memory, which this kernel has none of.
+        self.assertEqual(r["reflection"]["static_local_bytes"], 0)
+        self.assertEqual(r["reflection"]["dynamic_local_bytes"], 256)
+        p = self.kprof("run", path, "--grid", "1024", "--tg", "64",
+                       "--buffers", "u32:16:zero,u32:1024:iota,local:256", "--iters", "2", expect=0)
+        self.assertIn("local mem 0 B static + 256 B dynamic", p.stdout)
 
     def test_fills_and_scalars(self):
         path = self.write("f.cl", KERNEL_FILLS)
@@ -207,6 +215,39 @@ class Run(kptest.KprofTestCase):
         self.assertIn("KPROF_DEVICE='x'", p.stderr)
         p = self.kprof(*args, "--backend", "metal", expect=2)
         self.assertIn("'metal' is not a backend", p.stderr)
+
+    # Issue 10, item 7: a heavy kernel's run shows what it is doing, on a terminal only (the
+    # line is drawn when each phase begins, so this holds however fast the machine is).
+    def test_progress_on_a_terminal_only(self):
+        self.isolate_demo()
+        args = ["run", "demo", "--grid", "4096", "--tg", "64", "--buffers", SPEC4K,
+                "--iters", "2"]
+        p = self.kprof(*args, expect=0)
+        self.assertEqual(p.stderr, "")
+        pid, fd = pty.fork()
+        if pid == 0:
+            env = dict(os.environ, **{k: v for k, v in self.env.items() if v is not None})
+            for k, v in self.env.items():
+                if v is None:
+                    env.pop(k, None)
+            os.chdir(self.tmp)
+            os.execve(kptest.KPROF, [kptest.KPROF] + args, env)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0, out)
+        self.assertIn(b"\r\x1b[Krun: demo: compile, fill and bind buffers", out)
+        self.assertIn(b"\r\x1b[Krun: demo_add: 3 warm-ups + 2 timed dispatches", out)
+        # Cleared before the panel: the table starts on a clean line.
+        self.assertIn(b"\r\x1b[Kdemo_add on ", out)
 
 
 # kprof's store (src/store/store.c, schema 1): a test writes the ceiling it wants into it, so the

@@ -1,11 +1,17 @@
 """kprof sweep / kprof run --sweep-tg on PoCL: the occupancy curve, its best point and ties,
-bad sizes named, sweep.json, the SVG plot rendered in headless Chromium, progress on a tty."""
+bad sizes named, sweep.json, the SVG plot rendered in headless Chromium, progress on a tty; a
+kernel's required work-group size; --tg in a sweep; rows as they are measured, and what a signal
+leaves (the rows so far, "complete": false, exit 128 + signal)."""
 
 import json
 import os
 import pty
+import re
+import select
 import shutil
+import signal
 import subprocess
+import time
 
 import kptest
 
@@ -17,6 +23,83 @@ __kernel void madd(__global float *c, __global const float *a, uint width)
     c[y * width + x] = a[y * width + x] * 2.0f;
 }
 """
+
+
+# reqd_work_group_size: PoCL's CL_KERNEL_WORK_GROUP_SIZE says 4096 for it all the same.
+KERNEL_REQD = r"""
+__kernel __attribute__((reqd_work_group_size(64, 1, 1)))
+void twice(__global float *c, __global const float *a, uint n)
+{
+    size_t i = get_global_id(0);
+    if (i < n) c[i] = a[i] * 2.0f;
+}
+"""
+
+KERNEL_REQD_2D = r"""
+__kernel __attribute__((reqd_work_group_size(8, 8, 1)))
+void tile(__global float *c, uint width)
+{
+    c[get_global_id(1) * width + get_global_id(0)] = 1.0f;
+}
+"""
+
+# Quick at tg 8; at tg 16 it spins until the process ends (x[0] stays 0): a sweep that is
+# still measuring its second point whenever the signal comes, on any machine.
+KERNEL_STUCK_AT_16 = r"""
+__kernel void stuck(__global volatile int *x, __global float *y)
+{
+    if (get_local_size(0) == 16)
+        while (x[0] == 0) {}
+    y[get_global_id(0)] = 1.0f;
+}
+"""
+
+
+def default_signals():
+    """In the child: SIGINT and SIGTERM as a user's shell leaves them. A test runner may start
+    its tests with SIGINT ignored (a background job), and kprof keeps an ignored signal
+    ignored, as nohup means it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def start_with_tty_stderr(args, env, cwd):
+    """kprof with stdout a pipe and stderr a terminal (so the progress line is drawn): (process,
+    the terminal's master side)."""
+    master, slave = pty.openpty()
+    full = dict(os.environ, **{k: v for k, v in env.items() if v is not None})
+    for k, v in env.items():
+        if v is None:
+            full.pop(k, None)
+    p = subprocess.Popen([kptest.KPROF] + list(args), stdout=subprocess.PIPE, stderr=slave,
+                         env=full, cwd=cwd, preexec_fn=default_signals)
+    os.close(slave)
+    return p, master
+
+
+# How long a test waits for output it needs before it gives up and fails (never a pause that
+# decides anything: what the tests wait for is what kprof printed).
+GIVE_UP_S = 300
+
+
+def read_until(fd, needle, limit=1 << 20):
+    """Read fd (a pipe, or a terminal's master side) until needle (bytes, or a compiled bytes
+    pattern) is in what was read, fd ends, or GIVE_UP_S pass; everything read."""
+    out = b""
+    deadline = time.monotonic() + GIVE_UP_S
+    found = (lambda b: needle in b) if isinstance(needle, bytes) else needle.search
+    while not found(out) and len(out) < limit:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            break
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    return out
 
 
 class Sweep(kptest.KprofTestCase):
@@ -60,6 +143,14 @@ class Sweep(kptest.KprofTestCase):
         self.assertEqual(p.stdout.count("◀ best"), 1)
         self.assertIn("best tg ", p.stdout)
         self.assertEqual(p.stderr, "")  # no progress line without a terminal
+        # Rows come as they are measured, so marks cannot be on them: the best (and any tie) is
+        # named in a closing block after the last row.
+        lines = p.stdout.splitlines()
+        rows = [i for i, l in enumerate(lines) if l.split() and l.split()[0].isdigit()]
+        best = [i for i, l in enumerate(lines) if "◀ best" in l]
+        self.assertGreater(best[0], rows[-1])
+        for i in rows:
+            self.assertNotIn("◀", lines[i])
 
     def test_tg_list_2d(self):
         path = self.write("m.cl", KERNEL_2D)
@@ -95,8 +186,7 @@ class Sweep(kptest.KprofTestCase):
         self.assertIn("the sweep stopped", p.stderr)
 
     def test_usage(self):
-        cases = ((["--sweep-tg", "--tg", "64"], "--tg fixes one threadgroup size"),
-                 (["--plot", "x.svg"], "--plot draws a sweep"),
+        cases = ((["--plot", "x.svg"], "--plot draws a sweep"),
                  (["--sweep-tg", "--plot", "x.png"], "name a .svg file"),
                  (["--sweep-tg", "--grid", "64x64"], "needs its threadgroup shapes"))
         for extra, text in cases:
@@ -155,6 +245,157 @@ class Sweep(kptest.KprofTestCase):
         _, status = os.waitpid(pid, 0)
         self.assertEqual(os.waitstatus_to_exitcode(status), 0, out)
         self.assertIn(b"\r\x1b[Ksweep: tg ", out)
+
+    # Issue 10, item 6: a `run` command becomes a sweep by adding --sweep-tg; its --tg is one
+    # of the sizes, marked.
+    def test_your_tg_in_the_sweep(self):
+        base = ["demo", "--grid", "65536", "--buffers", SPEC, "--iters", "3"]
+        r = self.run_json("run", *base, "--tg", "128", "--sweep-tg")
+        threads = [p["threads"] for p in r["points"]]
+        mine = [p for p in r["points"] if p["your_tg"]]
+        self.assertEqual(len(mine), 1)
+        self.assertEqual(mine[0]["threadgroup"], [128])
+        self.assertEqual(r["your_threadgroup"], [128])
+        self.assertEqual(threads.count(128), 1)  # already a default size: not added twice
+        # A size outside the default curve is added in its place among them; at the end of a
+        # --tg-list.
+        r = self.run_json("run", "demo", "--grid", "196608", "--buffers",
+                          "f32:196608,f32:196608,f32:196608,u32=196608", "--iters", "2",
+                          "--tg", "96", "--sweep-tg")
+        threads = [p["threads"] for p in r["points"]]
+        self.assertEqual(threads, sorted(threads))
+        self.assertEqual([p["threads"] for p in r["points"] if p["your_tg"]], [96])
+        r = self.run_json("run", *base, "--tg", "32", "--tg-list", "64,128")
+        self.assertEqual([p["threadgroup"] for p in r["points"]], [[64], [128], [32]])
+        self.assertEqual([p["your_tg"] for p in r["points"]], [False, False, True])
+        p = self.kprof("run", *base, "--tg", "128", "--sweep-tg", expect=0)
+        row = [l for l in p.stdout.splitlines() if l.split() and l.split()[0] == "128"]
+        self.assertEqual(len(row), 1)
+        self.assertIn("◀ your --tg", row[0])
+        # Checked with the others before anything runs.
+        p = self.kprof("run", *base, "--tg", "96", "--sweep-tg", "--json", expect=2)
+        self.assertIn("your --tg: grid 65536 is not a multiple of tg 96", p.stderr)
+        self.assertEqual(p.stdout, "")
+        # Its shape must have the grid's dimensions.
+        p = self.kprof("run", *base, "--tg", "8x8", "--sweep-tg", expect=2)
+        self.assertIn("--grid has 1 dimension but --tg has 2", p.stderr)
+
+    # Issue 10, item 4: reqd_work_group_size is read, shown and checked before anything runs.
+    def test_required_group_size(self):
+        path = self.write("twice.cl", KERNEL_REQD)
+        spec = "f32:4096,f32:4096,u32=4096"
+        for tg in (["--tg", "128"], ["--tg", "32"], []):  # [] is run's default, 256
+            p = self.kprof("run", path, "--grid", "4096", *tg, "--buffers", spec, expect=2)
+            self.assertIn("is not twice's required threadgroup size 64 (reqd_work_group_size",
+                          p.stderr)
+            self.assertIn("use --tg 64", p.stderr)
+            self.assertEqual(p.stdout, "")
+        p = self.kprof("run", path, "--grid", "4096", "--tg", "64", "--buffers", spec,
+                       "--iters", "2", expect=0)
+        self.assertIn("reflection: required group size 64 (reqd_work_group_size)", p.stdout)
+        # 64 below the device's maximum is the declaration, not register pressure; and with one
+        # legal size there is nothing to sweep.
+        self.assertNotIn("register pressure", p.stdout)
+        self.assertNotIn("sweep it", p.stdout)
+        r = self.run_json("run", path, "--grid", "4096", "--tg", "64", "--buffers", spec,
+                          "--iters", "2")
+        self.assertEqual(r["reflection"]["max_threadgroup_size"], 64)
+        self.assertEqual(r["reflection"]["threadgroup_rule"],
+                         {"kind": "required", "size": [64, 1, 1], "threads": 64,
+                          "from": "reqd_work_group_size"})
+        self.assertEqual([x["id"] for x in r["readings"] if x["id"] in ("register_pressure",
+                                                                         "sweep")], [])
+        # The default sweep has exactly the legal size, and one size is no comparison.
+        r = self.run_json("sweep", path, "--grid", "4096", "--buffers", spec, "--iters", "2")
+        self.assertEqual([p["threadgroup"] for p in r["points"]], [[64]])
+        self.assertIs(r["complete"], True)
+        self.assertIs(r["compared"], False)
+        self.assertIsNone(r["best_threadgroup"])
+        self.assertIs(r["points"][0]["best"], False)
+        self.assertEqual(r["kernel_max_threadgroup_size"], 64)
+        p = self.kprof("sweep", path, "--grid", "4096", "--buffers", spec, "--iters", "2",
+                       expect=0)
+        self.assertNotIn("◀ best", p.stdout)
+        self.assertIn("one size is not a comparison", p.stdout)
+        self.assertIn("required group size 64", p.stdout)
+        # Listed sizes are checked against it, each bad one named.
+        p = self.kprof("sweep", path, "--grid", "4096", "--buffers", spec,
+                       "--tg-list", "64,128,32", expect=2)
+        self.assertIn("tg 128 is not twice's required threadgroup size 64", p.stderr)
+        self.assertIn("tg 32 is not twice's required threadgroup size 64", p.stderr)
+        # A 2-D required shape needs no --tg-list on a 2-D grid.
+        path = self.write("tile.cl", KERNEL_REQD_2D)
+        r = self.run_json("sweep", path, "--grid", "64x64", "--buffers", "f32:4096,u32=64",
+                          "--iters", "2")
+        self.assertEqual([p["threadgroup"] for p in r["points"]], [[8, 8]])
+        p = self.kprof("run", path, "--grid", "4096", "--tg", "64", "--buffers",
+                       "f32:4096,u32=64", expect=2)
+        self.assertIn("it needs a 2-D grid and --tg 8x8", p.stderr)
+
+    # Issue 10, item 7: rows as they are measured; a signal prints the rows so far and exits
+    # 128 + signal at once, without waiting for the point being measured (here one that never
+    # ends), leaving no temporary behind.
+    def test_sigint_prints_the_rows_so_far(self):
+        path = self.write("stuck.cl", KERNEL_STUCK_AT_16)
+        svg = os.path.join(self.tmp, "plot.svg")
+        env = dict(os.environ, **{k: v for k, v in self.env.items() if v is not None})
+        for k, v in self.env.items():
+            if v is None:
+                env.pop(k, None)
+        p = subprocess.Popen([kptest.KPROF, "sweep", path, "--grid", "64", "--tg-list", "8,16",
+                              "--buffers", "i32:64:zero,f32:64", "--iters", "2", "--plot", svg],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                             cwd=self.tmp, preexec_fn=default_signals)
+        try:
+            seen = read_until(p.stdout.fileno(), re.compile(rb"\n  8 [^\n]*\n"))
+            self.assertIn(b"\n  8 ", seen, "no row for tg 8 came before the sweep ended or "
+                          "%d s passed" % GIVE_UP_S)
+            self.assertIn(b"GPU ms median", seen.split(b"\n  8 ")[0])  # the header came first
+            p.send_signal(signal.SIGINT)
+            out, err = p.communicate(timeout=GIVE_UP_S)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        err = err.decode()
+        self.assertEqual(p.returncode, 128 + signal.SIGINT, err)
+        out = (seen + out).decode()
+        self.assertIn("the sweep stopped: 1 of 2 sizes measured", out)
+        self.assertIn("one size is not a comparison", out)
+        self.assertNotIn("◀ best", out)
+        self.assertIn("SIGINT (Interrupt) stopped the sweep with 1 of 2 sizes measured", err)
+        self.assertEqual([f for f in os.listdir(self.tmp) if "plot" in f], [])  # nor temporary
+
+    def test_sigterm_with_json(self):
+        self.kprof("isolate", "stuck", "--from", self.write("stuck.cl", KERNEL_STUCK_AT_16),
+                   expect=0)
+        folder = os.path.join(self.home, "kernels", "stuck")
+        p, master = start_with_tty_stderr(
+            ["sweep", "stuck", "--grid", "64", "--tg-list", "8,16", "--buffers",
+             "i32:64:zero,f32:64", "--iters", "2", "--json"], self.env, self.tmp)
+        try:
+            # Under --json nothing is printed before the end; the progress line on the terminal
+            # moves to the second size once the first is measured.
+            seen = read_until(master, b"sweep: tg 16 (2/2)")
+            self.assertIn(b"sweep: tg 16 (2/2)", seen)
+            p.send_signal(signal.SIGTERM)
+            out, _ = p.communicate(timeout=GIVE_UP_S)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            rest = read_until(master, b"\0")  # what came after (the closing message)
+            os.close(master)
+        self.assertEqual(p.returncode, 128 + signal.SIGTERM, rest)
+        r = json.loads(out)
+        self.assertIs(r["complete"], False)
+        self.assertEqual(r["signal"], "SIGTERM")
+        self.assertEqual([x["threadgroup"] for x in r["points"]], [[8]])
+        self.assertEqual(r["sizes_planned"], 2)
+        self.assertIsNone(r["best_threadgroup"])
+        with open(os.path.join(folder, "sweep.json")) as f:
+            self.assertEqual(json.load(f), r)
+        self.assertEqual(sorted(os.listdir(folder)), ["kernel.cl", "sweep.json"])
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """The kernel lab on a CUDA GPU: NVRTC, templates, PTX and cubin, reflection with occupancy,
-dynamic shared memory, faults, timeouts, compile failures, dumps and the measured ceiling.
-Skipped, with the reason, where no CUDA device exists."""
+compile-time block sizes (__launch_bounds__, .reqntid), dynamic shared memory, faults,
+timeouts, compile failures, dumps and the measured ceiling. Skipped, with the reason, where no
+CUDA device exists."""
 
 import json
 import os
@@ -77,6 +78,15 @@ extern "C" __global__ void heavy(float *out, const float *in, unsigned n)
 #pragma unroll
     for (int j = 0; j < 160; j++) s += a[j];
     out[i] = s;
+}
+"""
+
+
+BOUNDED = r"""
+extern "C" __global__ void __launch_bounds__(64) lb(float *c, const float *a, unsigned n)
+{
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = a[i] * 2.0f;
 }
 """
 
@@ -183,6 +193,57 @@ class Cuda(kptest.KprofTestCase):
                        "--buffers", "f32:65536,f32:65536,u32=65536", expect=2)
         self.assertIn("above heavy's maximum threadgroup size %d" % refl["max_threadgroup_size"],
                       p.stderr)
+
+    # Issue 10, item 4: the driver's max threads per block folds __launch_bounds__, .reqntid and
+    # registers into one number; kprof reads the rule from the PTX or the cubin, shows it, keeps
+    # it in the compile cache and checks --tg and the sweep's sizes against it.
+    def test_compile_time_block_size(self):
+        path = self.write("lb.cu", BOUNDED)
+        spec = "f32:4096,f32:4096,u32=4096"
+        dump = os.path.join(self.tmp, "dump")
+        r = self.run_json("run", path, "--grid", "4096", "--tg", "64", "--buffers", spec,
+                          "--iters", "2", env={"KPROF_DUMP_DIR": dump})
+        rule = {"kind": "max", "size": [64, 1, 1], "threads": 64,
+                "from": "__launch_bounds__ / .maxntid"}
+        self.assertEqual(r["reflection"]["threadgroup_rule"], rule)
+        self.assertEqual(r["reflection"]["max_threadgroup_size"], 64)
+        self.assertNotIn("register_pressure", [x["id"] for x in r["readings"]])
+        # From the compile cache: the same rule.
+        r = self.run_json("run", path, "--grid", "4096", "--tg", "64", "--buffers", spec,
+                          "--iters", "2")
+        self.assertTrue(r["compile"]["cache_hit"])
+        self.assertEqual(r["reflection"]["threadgroup_rule"], rule)
+        p = self.kprof("run", path, "--grid", "4096", "--tg", "64", "--buffers", spec,
+                       "--iters", "2", expect=0)
+        self.assertIn("max tg 64 (__launch_bounds__ / .maxntid; device 1024)", p.stdout)
+        p = self.kprof("run", path, "--grid", "4096", "--tg", "128", "--buffers", spec, expect=2)
+        self.assertIn("tg 128 is above lb's maximum threadgroup size 64 (__launch_bounds__",
+                      p.stderr)
+        s = self.run_json("sweep", path, "--grid", "4096", "--buffers", spec, "--iters", "2")
+        self.assertEqual([x["threads"] for x in s["points"]], [32, 64])
+        self.assertEqual(s["warnings"], [])
+        # The cubin NVRTC made carries it in its .nv.info records.
+        cubin = [os.path.join(dump, f) for f in os.listdir(dump) if f.endswith(".cubin")][0]
+        r = self.run_json("run", cubin, "--grid", "4096", "--tg", "64", "--buffers", spec,
+                          "--iters", "2")
+        self.assertEqual(r["reflection"]["threadgroup_rule"], rule)
+        self.kprof("run", cubin, "--grid", "4096", "--tg", "128", "--buffers", spec, expect=2)
+        # A required shape (.reqntid, as Triton writes): exactly it, and the sweep has only it.
+        ptx = [os.path.join(dump, f) for f in os.listdir(dump) if f.endswith(".ptx")][0]
+        text = open(ptx).read()
+        self.assertIn(".maxntid 64, 1, 1", text)
+        req = self.write("req.ptx", text.replace(".maxntid 64, 1, 1", ".reqntid 32, 2, 1"))
+        r = self.run_json("run", req, "--grid", "64x64", "--tg", "32x2", "--buffers", spec,
+                          "--iters", "2")
+        self.assertEqual(r["reflection"]["threadgroup_rule"],
+                         {"kind": "required", "size": [32, 2, 1], "threads": 64,
+                          "from": ".reqntid"})
+        p = self.kprof("run", req, "--grid", "4096", "--tg", "64", "--buffers", spec, expect=2)
+        self.assertIn("tg 64 is not lb's required threadgroup size 32x2 (.reqntid", p.stderr)
+        self.assertIn("it needs a 2-D grid and --tg 32x2", p.stderr)
+        s = self.run_json("sweep", req, "--grid", "64x64", "--buffers", spec, "--iters", "2")
+        self.assertEqual([x["threadgroup"] for x in s["points"]], [[32, 2]])
+        self.assertIsNone(s["best_threadgroup"])
 
     def test_dynamic_shared_memory(self):
         inc = os.path.join(self.tmp, "inc")

@@ -15,7 +15,12 @@ int main(void)
     };
     kp_kernel_meta kernels[2] = {
         {.name = "demo_add", .symbol = "demo_add", .nparams = 2, .params = params},
-        {.name = "tk<16, 4>", .symbol = "_Z2tkILi16ELi4EEvPf", .nparams = -1, .params = NULL},
+        {.name = "tk<16, 4>",
+         .symbol = "_Z2tkILi16ELi4EEvPf",
+         .nparams = -1,
+         .params = NULL,
+         .tg_rule = KP_TG_RULE_REQUIRED,
+         .tg_rule_size = {32, 2, 1}},
     };
     kp_program_meta meta = {.nkernels = 2, .kernels = kernels};
     char *text = kp_meta_serialize(&meta);
@@ -33,6 +38,12 @@ int main(void)
     CHECK_STR(back.kernels[1].symbol, "_Z2tkILi16ELi4EEvPf");
     CHECK_STR(back.kernels[1].name, "tk<16, 4>");
     CHECK_INT(back.kernels[1].nparams, -1);
+    /* The compile-time threadgroup rule (CUDA's .reqntid/.maxntid) survives the cache. */
+    CHECK_INT(back.kernels[0].tg_rule, KP_TG_RULE_NONE);
+    CHECK_INT(back.kernels[1].tg_rule, KP_TG_RULE_REQUIRED);
+    CHECK_INT(back.kernels[1].tg_rule_size[0], 32);
+    CHECK_INT(back.kernels[1].tg_rule_size[1], 2);
+    CHECK_INT(back.kernels[1].tg_rule_size[2], 1);
     const kp_kernel_meta *found = kp_program_meta_find(&back, "tk<16, 4>");
     CHECK(found == &back.kernels[1]);
     CHECK(kp_program_meta_find(&back, "nope") == NULL);
@@ -43,10 +54,18 @@ int main(void)
     char *cut = strndup(text, len - 3);
     CHECK_INT(kp_meta_parse(cut, &back), -1);
     CHECK_INT(kp_meta_parse("kprof-meta 1\n", &back), -1);
-    CHECK_INT(kp_meta_parse("kprof-meta 2\nkernel 2 k k\nparam 1 8 a float*\n", &back), -1);
-    CHECK_INT(kp_meta_parse("kprof-meta 2\nbogus\n", &back), -1);
-    CHECK_INT(kp_meta_parse("kprof-meta 2\nkernel 1 k k\nparam 9 8 a float*\n", &back), -1);
-    CHECK_INT(kp_meta_parse("kprof-meta 2\n", &back), 0);
+    CHECK_INT(kp_meta_parse("kprof-meta 2\n", &back), -1); /* before threadgroup rules */
+    CHECK_INT(kp_meta_parse("kprof-meta 3\nkernel 2 k k\nparam 1 8 a float*\n", &back), -1);
+    CHECK_INT(kp_meta_parse("kprof-meta 3\nbogus\n", &back), -1);
+    CHECK_INT(kp_meta_parse("kprof-meta 3\nkernel 1 k k\nparam 9 8 a float*\n", &back), -1);
+    CHECK_INT(kp_meta_parse("kprof-meta 3\ntg 1 64 1 1\n", &back), -1); /* no kernel */
+    CHECK_INT(kp_meta_parse("kprof-meta 3\nkernel 0 k k\ntg 3 64 1 1\n", &back), -1); /* rule */
+    CHECK_INT(kp_meta_parse("kprof-meta 3\nkernel 0 k k\ntg 1 64 0 1\n", &back), -1); /* zero */
+    CHECK_INT(kp_meta_parse("kprof-meta 3\nkernel 0 k k\ntg 1 64 1\n", &back), -1);   /* cut */
+    CHECK_INT(kp_meta_parse("kprof-meta 3\nkernel 0 k k\ntg 2 64 1 1\n", &back), 0);
+    CHECK_INT(back.kernels[0].tg_rule, KP_TG_RULE_MAX);
+    kp_program_meta_free(&back);
+    CHECK_INT(kp_meta_parse("kprof-meta 3\n", &back), 0);
     CHECK_INT(back.nkernels, 0);
     free(cut);
 

@@ -1,4 +1,5 @@
-/* test_check_spec.c — a SPEC checked against a kernel's parameters: count, kind and type. */
+/* test_check_spec.c — a SPEC checked against a kernel's parameters: count, kind and type; a
+ * launch's threadgroup checked against the kernel's compile-time rule. */
 #include "lab/lab.h"
 #include "test.h"
 
@@ -11,8 +12,87 @@ static kprof_status check(const char *spec_text, const kp_kernel_meta *k, kp_err
     return kp_lab_check_spec(&s, k, e);
 }
 
+static kp_launch launch(int dims, uint64_t x, uint64_t y)
+{
+    kp_launch l = {.dims = dims, .grid = {4096, 64, 1}, .tg = {x, y, 1}};
+    return l;
+}
+
+/* reqd_work_group_size / .reqntid / __launch_bounds__ (.maxntid), checked before anything runs. */
+static void test_tg_rule(void)
+{
+    kp_error e = {0};
+    kp_reflection none = {.max_tg = 1024};
+    kp_launch l = launch(1, 4096, 1);
+    CHECK_INT(kp_lab_check_tg_rule(&none, &l, "k", &e), KPROF_OK);
+    CHECK_INT(kp_reflection_limit_declared(&none), 0);
+    char text[256];
+    kp_tg_rule_text(&none, text, sizeof text);
+    CHECK_STR(text, "");
+
+    kp_reflection req = {.max_tg = 64,
+                         .tg_rule = KP_TG_RULE_REQUIRED,
+                         .tg_rule_size = {64, 1, 1},
+                         .tg_rule_from = "reqd_work_group_size"};
+    l = launch(1, 64, 1);
+    CHECK_INT(kp_lab_check_tg_rule(&req, &l, "k", &e), KPROF_OK);
+    l = launch(1, 128, 1);
+    CHECK_INT(kp_lab_check_tg_rule(&req, &l, "k", &e), KPROF_INVALID);
+    CHECK_CONTAINS(e.message, "tg 128 is not k's required threadgroup size 64 "
+                              "(reqd_work_group_size, fixed when it was compiled): use --tg 64");
+    kp_error_clear(&e);
+    l = launch(1, 32, 1); /* smaller is no better: the size is required, not a maximum */
+    CHECK_INT(kp_lab_check_tg_rule(&req, &l, "k", &e), KPROF_INVALID);
+    kp_error_clear(&e);
+    l = launch(2, 8, 8); /* the same number of threads in another shape */
+    CHECK_INT(kp_lab_check_tg_rule(&req, &l, "k", &e), KPROF_INVALID);
+    CHECK_CONTAINS(e.message, "tg 8x8 is not k's required threadgroup size 64x1");
+    CHECK_CONTAINS(e.message, "use --tg 64x1");
+    kp_error_clear(&e);
+    l = launch(2, 64, 1);
+    CHECK_INT(kp_lab_check_tg_rule(&req, &l, "k", &e), KPROF_OK);
+    CHECK_INT(kp_reflection_limit_declared(&req), 1);
+    CHECK_INT(kp_tg_rule_threads(&req), 64);
+    kp_tg_rule_text(&req, text, sizeof text);
+    CHECK_STR(text, "required group size 64 (reqd_work_group_size)");
+
+    kp_reflection req2 = {.max_tg = 64,
+                          .tg_rule = KP_TG_RULE_REQUIRED,
+                          .tg_rule_size = {32, 2, 1},
+                          .tg_rule_from = ".reqntid"};
+    l = launch(1, 64, 1);
+    CHECK_INT(kp_lab_check_tg_rule(&req2, &l, "k", &e), KPROF_INVALID);
+    CHECK_CONTAINS(e.message, "tg 64 is not k's required threadgroup size 32x2 (.reqntid");
+    CHECK_CONTAINS(e.message, "it needs a 2-D grid and --tg 32x2");
+    kp_error_clear(&e);
+    kp_tg_rule_text(&req2, text, sizeof text);
+    CHECK_STR(text, "required group size 32x2 (.reqntid)");
+
+    kp_reflection max = {.max_tg = 256,
+                         .tg_rule = KP_TG_RULE_MAX,
+                         .tg_rule_size = {256, 1, 1},
+                         .tg_rule_from = "__launch_bounds__ / .maxntid"};
+    l = launch(2, 16, 16);
+    CHECK_INT(kp_lab_check_tg_rule(&max, &l, "k", &e), KPROF_OK);
+    l = launch(1, 128, 1); /* below a maximum is fine */
+    CHECK_INT(kp_lab_check_tg_rule(&max, &l, "k", &e), KPROF_OK);
+    l = launch(1, 512, 1);
+    CHECK_INT(kp_lab_check_tg_rule(&max, &l, "k", &e), KPROF_INVALID);
+    CHECK_CONTAINS(e.message, "tg 512 is above k's maximum threadgroup size 256 "
+                              "(__launch_bounds__ / .maxntid");
+    kp_error_clear(&e);
+    CHECK_INT(kp_reflection_limit_declared(&max), 1);
+    kp_tg_rule_text(&max, text, sizeof text);
+    CHECK_STR(text, "max 256 (__launch_bounds__ / .maxntid)");
+    /* Registers lower the driver's maximum below the declared one: that is register pressure,
+     * not the declaration. */
+    max.max_tg = 192;
+    CHECK_INT(kp_reflection_limit_declared(&max), 0);
+}
+
 int main(void)
 {
+    test_tg_rule();
     kp_param p[5] = {
         {.kind = KP_PARAM_GLOBAL, .size = 8, .name = "out", .type_name = "float*"},
         {.kind = KP_PARAM_CONSTANT, .size = 8, .name = "a", .type_name = "const float4*"},

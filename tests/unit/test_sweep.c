@@ -27,6 +27,17 @@ int main(void)
     CHECK_INT(s[0], 64);
     n = kp_sweep_default_sizes(24, 256, s, 64); /* next power of two */
     CHECK_INT(s[0], 32);
+    /* A kernel maximum below the width (__launch_bounds__(16), 32-wide warps): from the largest
+     * power of two it allows, never no size at all. */
+    n = kp_sweep_default_sizes(32, 16, s, 64);
+    CHECK_INT(n, 1);
+    CHECK_INT(s[0], 16);
+    n = kp_sweep_default_sizes(32, 48, s, 64);
+    CHECK_INT(n, 1);
+    CHECK_INT(s[0], 32);
+    n = kp_sweep_default_sizes(64, 40, s, 64);
+    CHECK_INT(n, 1);
+    CHECK_INT(s[0], 32);
 
     kp_launch base = {.dims = 2, .grid = {1024, 1024, 1}, .tg = {1, 1, 1}};
     kp_sweep_point pts[64];
@@ -59,7 +70,12 @@ int main(void)
     point(&pts[0], 1.10, 0.95, 1.30);
     kp_sweep_mark(pts, 3);
     CHECK(pts[0].tie);
-    pts[0].measured = pts[1].measured = pts[2].measured = 0;
+    /* One measured size is not a comparison: no best, no tie (a kernel with one legal size, or
+     * a sweep stopped after its first point). */
+    pts[0].measured = pts[2].measured = 0;
+    CHECK_INT(kp_sweep_mark(pts, 3), -1);
+    CHECK(!pts[1].best && !pts[1].tie);
+    pts[1].measured = 0;
     CHECK_INT(kp_sweep_mark(pts, 3), -1);
 
     /* Summaries: percentiles interpolate. */

@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE
 #include "tools/kprof/cli.h"
+#include "tools/kprof/progress.h"
 #include "core/outfile.h"
 #include "core/util.h"
 
@@ -41,6 +42,7 @@ int kp_cli_usage_error(const char *cmd, const char *fmt, ...)
 
 static void kp_cli_on_signal(int sig)
 {
+    kp_progress_clear_for_signal();
     kp_output_unlink_all();
     _exit(128 + sig);
 }

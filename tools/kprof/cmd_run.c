@@ -12,6 +12,7 @@
 #include "lab/lab.h"
 #include "store/store.h"
 #include "tools/kprof/cli.h"
+#include "tools/kprof/progress.h"
 #include "tools/kprof/run.h"
 
 #include <getopt.h>
@@ -65,6 +66,41 @@ void kp_run_json_header(kp_json *j, const kp_lab_info *info)
     kp_json_string(j, "source", info->source_path);
     kp_json_string(j, "entry", info->kernel->name);
     kp_json_string(j, "timer", info->timer);
+}
+
+void kp_run_json_tg_rule(kp_json *j, const kp_reflection *r)
+{
+    if (r->tg_rule == KP_TG_RULE_NONE) {
+        kp_json_null(j, "threadgroup_rule");
+        return;
+    }
+    kp_json_object_begin(j, "threadgroup_rule");
+    kp_json_string(j, "kind", r->tg_rule == KP_TG_RULE_REQUIRED ? "required" : "max");
+    kp_json_array_begin(j, "size");
+    for (int d = 0; d < 3; d++)
+        kp_json_uint(j, NULL, r->tg_rule_size[d]);
+    kp_json_array_end(j);
+    kp_json_uint(j, "threads", kp_tg_rule_threads(r));
+    kp_json_string(j, "from", r->tg_rule_from ? r->tg_rule_from : "");
+    kp_json_object_end(j);
+}
+
+void kp_run_reflection_text(const kp_reflection *r, const kp_device_info *dev, char *buf, size_t n)
+{
+    char rule[256];
+    kp_tg_rule_text(r, rule, sizeof rule);
+    if (r->tg_rule == KP_TG_RULE_REQUIRED)
+        snprintf(buf, n, "%s, device max %llu", rule, (unsigned long long)dev->max_tg);
+    else if (r->tg_rule == KP_TG_RULE_MAX && kp_reflection_limit_declared(r))
+        snprintf(buf, n, "max tg %llu (%s; device %llu)", (unsigned long long)r->max_tg,
+                 r->tg_rule_from, (unsigned long long)dev->max_tg);
+    else if (r->tg_rule == KP_TG_RULE_MAX)
+        snprintf(buf, n, "max tg %llu (declared %llu by %s; device %llu)",
+                 (unsigned long long)r->max_tg, (unsigned long long)kp_tg_rule_threads(r),
+                 r->tg_rule_from, (unsigned long long)dev->max_tg);
+    else
+        snprintf(buf, n, "max tg %llu (device %llu)", (unsigned long long)r->max_tg,
+                 (unsigned long long)dev->max_tg);
 }
 
 void kp_run_abandon(const kp_error *err)
@@ -125,8 +161,10 @@ static void kp_run_json(kp_str *s, const kp_run_result *r)
     kp_json_object_begin(&j, "reflection");
     kp_json_uint(&j, "max_threadgroup_size", r->refl.max_tg);
     kp_json_uint(&j, "device_max_threadgroup_size", info->device.max_tg);
+    kp_run_json_tg_rule(&j, &r->refl);
     kp_json_uint(&j, "preferred_multiple", r->refl.preferred_multiple);
     kp_json_uint(&j, "static_local_bytes", r->refl.static_local);
+    kp_json_uint(&j, "dynamic_local_bytes", r->refl.dynamic_local);
     kp_json_uint(&j, "private_bytes", r->refl.private_bytes);
     if (r->refl.have_registers) {
         kp_json_int(&j, "registers", r->refl.registers);
@@ -182,7 +220,7 @@ static void kp_run_print(const kp_run_result *r)
     const kp_lab_info *info = r->info;
     FILE *o = stdout;
     const char *B = kp_text_bold(o), *R = kp_text_reset(o), *D = kp_text_dim(o);
-    char a[64], b[64], g[64], t[64];
+    char a[64], b[64], c[64], g[64], t[64], limits[512];
     kp_dims_text(r->launch.grid, r->launch.dims, g, sizeof g);
     kp_dims_text(r->launch.tg, r->launch.dims, t, sizeof t);
     printf("%s%s%s on %s %s(%s device %d)%s\n", B, info->kernel->name, R, info->device.name, D,
@@ -212,12 +250,13 @@ static void kp_run_print(const kp_run_result *r)
            r->warmup == 1 ? "" : "s", info->timer);
     printf("  %-18s %s (%.1f ms)\n", "compile", info->cache_hit ? "from cache" : "compiled",
            info->compile_ms);
-    printf("  reflection: max tg %llu (device %llu) · preferred multiple %llu · local mem %s · "
-           "private mem %s",
-           (unsigned long long)r->refl.max_tg, (unsigned long long)info->device.max_tg,
+    kp_run_reflection_text(&r->refl, &info->device, limits, sizeof limits);
+    printf("  reflection: %s · preferred multiple %llu · local mem %s static", limits,
            (unsigned long long)r->refl.preferred_multiple,
-           kp_format_bytes(r->refl.static_local, a, sizeof a),
-           kp_format_bytes(r->refl.private_bytes, b, sizeof b));
+           kp_format_bytes(r->refl.static_local, a, sizeof a));
+    if (r->refl.dynamic_local)
+        printf(" + %s dynamic", kp_format_bytes(r->refl.dynamic_local, c, sizeof c));
+    printf(" · private mem %s", kp_format_bytes(r->refl.private_bytes, b, sizeof b));
     if (r->refl.have_registers)
         printf(" · %d registers · const %llu B · PTX %d.%d · SASS sm_%d", r->refl.registers,
                (unsigned long long)r->refl.const_bytes, r->refl.ptx_version / 10,
@@ -370,10 +409,10 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
     if (a->plot && strcmp(kp_path_extension(a->plot), "svg") != 0)
         return kp_cli_usage_error("run", "--plot '%s': the plot is SVG; name a .svg file",
                                   a->plot);
-    if (a->sweep && tg_set)
-        return kp_cli_usage_error("run", "--tg fixes one threadgroup size but the sweep chooses "
-                                         "them: leave --tg out, or list sizes with --tg-list");
-    if (a->sweep) tg_dims = grid_dims; /* the sweep chooses the sizes */
+    /* With a sweep, --tg is one more size to sweep, marked "your --tg": a run command becomes a
+     * sweep by adding --sweep-tg. */
+    a->tg_set = tg_set;
+    if (a->sweep && !tg_set) tg_dims = grid_dims; /* the sweep chooses the sizes */
     if (grid_dims != tg_dims)
         return kp_cli_usage_error("run", "--grid has %d dimension%s but --tg has %d", grid_dims,
                                   grid_dims == 1 ? "" : "s", tg_dims);
@@ -398,6 +437,9 @@ int kp_cmd_run(int argc, char **argv)
     memset(&r, 0, sizeof r);
     int wedged = 0;
     double *scratch = NULL;
+    /* On a terminal, a line on stderr says what is happening while a heavy kernel runs. */
+    kp_progress *progress = kp_progress_start();
+    kp_progress_set(progress, "run: %s: compile, fill and bind buffers", a.lab.target);
     kprof_status st = kp_lab_open(&a.lab, &lab, &err);
     if (st != KPROF_OK) goto done;
     r.info = kp_lab_get_info(lab);
@@ -412,11 +454,16 @@ int kp_cmd_run(int argc, char **argv)
         st = kp_error_set(&err, KPROF_NOMEM, "out of memory");
         goto done;
     }
+    kp_progress_set(progress, "run: %s: %d warm-up%s + %d timed dispatch%s", r.info->kernel->name,
+                    a.warmup, a.warmup == 1 ? "" : "s", a.iters, a.iters == 1 ? "" : "es");
     st = kp_lab_measure(lab, &a.launch, a.warmup, a.iters, r.samples, &err);
     if (st == KPROF_TIMEOUT) wedged = 1;
     if (st != KPROF_OK) goto done;
+    kp_progress_set(progress, "run: %s: reading the buffers back", r.info->kernel->name);
     st = kp_lab_digest(lab, r.digests, KP_SPEC_MAX_ARGS, &r.ndigests, &err);
     if (st != KPROF_OK) goto done;
+    kp_progress_stop(progress);
+    progress = NULL;
     /* Nothing is reported before the session has released the device cleanly: a kernel that
      * corrupted memory may only be caught there (kp_lab_finish). */
     st = kp_lab_finish(lab, &err);
@@ -440,14 +487,16 @@ int kp_cmd_run(int argc, char **argv)
         .grid_threads = threads,
         .cache_bytes = r.info->device.cache_bytes,
         .ceiling_gbs = r.ceiling_gbs,
-        .kernel_max_tg = r.refl.max_tg,
+        /* A maximum the kernel declares is no sign of register pressure. */
+        .kernel_max_tg = kp_reflection_limit_declared(&r.refl) ? 0 : r.refl.max_tg,
         .device_max_tg = r.info->device.max_tg,
         .static_local = r.refl.static_local,
         .device_local = r.info->device.local_mem,
         .have_occupancy = r.refl.have_occupancy,
         .occupancy = r.refl.occupancy,
         .limiter = r.refl.limiter,
-        .single_tg = 1,
+        /* A kernel that takes one size only has nothing to sweep. */
+        .single_tg = r.refl.tg_rule != KP_TG_RULE_REQUIRED,
     };
     kp_readings_compute(&r.rin, &r.readings);
     r.nreadings = kp_readings_describe(&r.rin, &r.readings, r.lines, 16);
@@ -474,6 +523,7 @@ int kp_cmd_run(int argc, char **argv)
         kp_run_print(&r);
     }
 done:
+    kp_progress_stop(progress);
     free(r.samples);
     free(scratch);
     if (wedged) kp_run_abandon(&err);

@@ -21,6 +21,7 @@ typedef struct kp_run_args {
     const char *tg_list; /* --tg-list */
     const char *plot;    /* --plot FILE.svg */
     int force;           /* --force: --plot may replace an existing file */
+    int tg_set;          /* --tg was given: in a sweep, that size is swept too and marked */
 } kp_run_args;
 
 /* Parse `kprof run` arguments (argv[0] is the command). 0 or a usage exit code (printed). */
@@ -32,6 +33,15 @@ int kp_run_sweep(kp_run_args *a);
 /* The fields run.json and sweep.json share: version, device, backend, source, entry, timer.
  * Call right after opening the top-level object. */
 void kp_run_json_header(kp_json *j, const kp_lab_info *info);
+
+/* The kernel's compile-time threadgroup rule as JSON: "threadgroup_rule": null, or {"kind":
+ * "required"|"max", "size": [x, y, z], "threads": N, "from": "reqd_work_group_size"}. */
+void kp_run_json_tg_rule(kp_json *j, const kp_reflection *r);
+
+/* The reflection's size limits for people: "max tg 1024 (device 1024)", "required group size 64
+ * (reqd_work_group_size), device max 4096", "max tg 64 (__launch_bounds__ / .maxntid; device
+ * 1024)". */
+void kp_run_reflection_text(const kp_reflection *r, const kp_device_info *dev, char *buf, size_t n);
 
 /* After KPROF_TIMEOUT: the kernel may still run, and releasing the device would wait for it,
  * maybe for ever. Report the error and leave at once; the OS reclaims everything. */

@@ -58,6 +58,8 @@ struct kp_kernel {
     int nparams;                           /* -1 when the driver could not count them */
     uint32_t param_size[KP_SPEC_MAX_ARGS]; /* bytes per parameter, 0 = unknown */
     uint64_t dyn_limit;                    /* MAX_DYNAMIC_SHARED_SIZE_BYTES as set by kprof */
+    kp_tg_rule tg_rule;                    /* from the kernel's meta (PTX or cubin) */
+    uint64_t tg_rule_size[3];
     int bound;
     void *args[KP_SPEC_MAX_ARGS];      /* cuLaunchKernel's kernelParams: into values[] */
     uint64_t values[KP_SPEC_MAX_ARGS]; /* device pointers and scalar bytes */
@@ -877,6 +879,32 @@ static int kp_cuda_sibling_decls(const char *path, kp_cuda_decls *decls)
     return rc;
 }
 
+/* Each kernel's compile-time block rule (.reqntid or .maxntid), read from the PTX NVRTC made or
+ * the .ptx given, else from the cubin's .nv.info records. cuFuncGetAttribute cannot say it:
+ * CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK is one number that folds .maxntid, .reqntid and the
+ * register limit together, with no shape and no word on whether the size is required or only a
+ * ceiling; the CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_* attributes are about clusters of blocks,
+ * not a block's threads. A fatbin gives nothing here: the driver's number still bounds it. */
+static void kp_cuda_meta_tg_rules(const kp_build_output *products, kp_program_meta *meta)
+{
+    const char *ptx = products->ptx;
+    size_t ptx_len = ptx ? strlen(ptx) : 0;
+    int is_ptx = products->binary_ext && strcmp(products->binary_ext, "ptx") == 0;
+    if (!ptx && is_ptx && products->binary) {
+        ptx = (const char *)products->binary;
+        ptx_len = strnlen(ptx, products->binary_len);
+    }
+    for (int i = 0; i < meta->nkernels; i++) {
+        kp_kernel_meta *k = &meta->kernels[i];
+        int rule = ptx ? kp_cuda_ptx_ntid(ptx, ptx_len, k->symbol, k->tg_rule_size)
+                       : kp_cuda_cubin_ntid(products->binary, products->binary_len, k->symbol,
+                                            k->tg_rule_size);
+        k->tg_rule = rule == KP_CUDA_NTID_REQUIRED ? KP_TG_RULE_REQUIRED
+                     : rule == KP_CUDA_NTID_MAX    ? KP_TG_RULE_MAX
+                                                   : KP_TG_RULE_NONE;
+    }
+}
+
 static kprof_status kp_cuda_build(kp_device *dev, const kp_source *src, kp_program **out,
                                   kp_build_output *products, kp_error *err)
 {
@@ -923,6 +951,7 @@ static kprof_status kp_cuda_build(kp_device *dev, const kp_source *src, kp_progr
         .decls = &decls, .entry = src->entry ? src->entry : "", .lowered = lowered};
     st = kp_cuda_program_meta(module, &nm, &products->meta, err);
     if (st != KPROF_OK) goto fail;
+    kp_cuda_meta_tg_rules(products, &products->meta);
     p = calloc(1, sizeof *p);
     if (!p) {
         st = kp_error_set(err, KPROF_NOMEM, "out of memory");
@@ -1029,6 +1058,8 @@ static kprof_status kp_cuda_kernel_create(kp_program *prog, const kp_kernel_meta
     kp_strlcpy(k->name, meta->name, sizeof k->name);
     kp_strlcpy(k->symbol, meta->symbol, sizeof k->symbol);
     k->nparams = meta->nparams;
+    k->tg_rule = meta->tg_rule;
+    memcpy(k->tg_rule_size, meta->tg_rule_size, sizeof k->tg_rule_size);
     for (int i = 0; i < meta->nparams && i < KP_SPEC_MAX_ARGS && meta->params; i++)
         k->param_size[i] = meta->params[i].size;
     *out = k;
@@ -1093,7 +1124,15 @@ static kprof_status kp_cuda_reflect(kp_kernel *k, const kp_launch *launch, kp_re
     CUresult rc = kp_cu.cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
                                            k->function);
     if (rc != CUDA_SUCCESS) return kp_cuda_fail(dev, err, "cuFuncGetAttribute", rc);
+    /* The driver's number already holds __launch_bounds__/.maxntid/.reqntid (and registers);
+     * the rule from the PTX or cubin says which of them it is, and the shape. */
     r->max_tg = (uint64_t)max_threads;
+    r->tg_rule = k->tg_rule;
+    memcpy(r->tg_rule_size, k->tg_rule_size, sizeof r->tg_rule_size);
+    if (k->tg_rule == KP_TG_RULE_REQUIRED)
+        r->tg_rule_from = ".reqntid";
+    else if (k->tg_rule == KP_TG_RULE_MAX)
+        r->tg_rule_from = "__launch_bounds__ / .maxntid";
     r->preferred_multiple = (uint64_t)dev->occ.warp_size;
     r->static_local = (uint64_t)kp_cuda_func_attr(k->function, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
     r->private_bytes = (uint64_t)kp_cuda_func_attr(k->function, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES);

@@ -646,3 +646,168 @@ int kp_cuda_image_check(const unsigned char *p, size_t len, char *why, size_t wh
     }
     return 0;
 }
+
+/* ---- compile-time threadgroup rules ------------------------------------------------------ */
+
+static int kp_ptx_ident_char(char c)
+{
+    return isalnum((unsigned char)c) || c == '_' || c == '$' || c == '.' || c == '%';
+}
+
+/* text with its comments blanked (so offsets stay), NUL-terminated; heap, or NULL. */
+static char *kp_ptx_without_comments(const char *text, size_t len)
+{
+    char *c = malloc(len + 1);
+    if (!c) return NULL;
+    memcpy(c, text, len);
+    c[len] = '\0';
+    for (size_t i = 0; i < len; i++) {
+        if (c[i] == '"') { /* a string (.pragma "nounroll";): skipped whole */
+            i++;
+            while (i < len && c[i] != '"' && c[i] != '\n')
+                i++;
+        } else if (c[i] == '/' && i + 1 < len && c[i + 1] == '/') {
+            for (; i < len && c[i] != '\n'; i++)
+                c[i] = ' ';
+        } else if (c[i] == '/' && i + 1 < len && c[i + 1] == '*') {
+            c[i] = c[i + 1] = ' ';
+            size_t j = i + 2;
+            for (; j < len && !(c[j] == '*' && j + 1 < len && c[j + 1] == '/'); j++)
+                if (c[j] != '\n') c[j] = ' ';
+            if (j < len) c[j++] = ' '; /* the star; the slash is blanked below */
+            if (j < len) c[j] = ' ';
+            i = j;
+        }
+    }
+    return c;
+}
+
+/* "X[, Y[, Z]]" after a .reqntid/.maxntid word: 0 and size[], or -1. */
+static int kp_ptx_extents(const char *p, const char *end, uint64_t size[3])
+{
+    size[0] = size[1] = size[2] = 1;
+    for (int d = 0; d < 3; d++) {
+        while (p < end && isspace((unsigned char)*p))
+            p++;
+        if (p >= end || !isdigit((unsigned char)*p)) return d ? 0 : -1;
+        uint64_t v = 0;
+        for (; p < end && isdigit((unsigned char)*p); p++) {
+            if (v > (UINT64_C(1) << 32)) return -1;
+            v = v * 10 + (uint64_t)(*p - '0');
+        }
+        if (v == 0) return -1;
+        size[d] = v;
+        while (p < end && isspace((unsigned char)*p))
+            p++;
+        if (p >= end || *p != ',') return 0;
+        p++;
+    }
+    return 0;
+}
+
+int kp_cuda_ptx_ntid(const char *text, size_t len, const char *symbol, uint64_t size[3])
+{
+    size[0] = size[1] = size[2] = 1;
+    if (!text || !symbol || !*symbol) return KP_CUDA_NTID_NONE;
+    char *c = kp_ptx_without_comments(text, len);
+    if (!c) return KP_CUDA_NTID_NONE;
+    int rule = KP_CUDA_NTID_NONE;
+    size_t sl = strlen(symbol);
+    const char *end = c + len;
+    for (const char *p = c; (p = strstr(p, ".entry")) != NULL; p += 6) {
+        if ((p > c && kp_ptx_ident_char(p[-1])) || kp_ptx_ident_char(p[6])) continue;
+        const char *q = p + 6;
+        while (q < end && isspace((unsigned char)*q))
+            q++;
+        if ((size_t)(end - q) < sl || memcmp(q, symbol, sl) != 0 || kp_ptx_ident_char(q[sl]))
+            continue;
+        q += sl;
+        while (q < end && isspace((unsigned char)*q))
+            q++;
+        if (q < end && *q == '(') { /* the parameter list */
+            int depth = 0;
+            for (; q < end; q++) {
+                if (*q == '(')
+                    depth++;
+                else if (*q == ')' && --depth == 0)
+                    break;
+            }
+            if (q < end) q++;
+        }
+        /* The performance directives sit between the parameters and the body. */
+        const char *body = memchr(q, '{', (size_t)(end - q));
+        if (!body) body = end;
+        for (const char *d = q; d < body; d++) {
+            if (*d != '.' || (d > q && kp_ptx_ident_char(d[-1]))) continue;
+            int which = KP_CUDA_NTID_NONE;
+            if ((size_t)(body - d) > 8 && memcmp(d, ".reqntid", 8) == 0 && !kp_ptx_ident_char(d[8]))
+                which = KP_CUDA_NTID_REQUIRED;
+            else if ((size_t)(body - d) > 8 && memcmp(d, ".maxntid", 8) == 0 &&
+                     !kp_ptx_ident_char(d[8]))
+                which = KP_CUDA_NTID_MAX;
+            if (which == KP_CUDA_NTID_NONE || rule == KP_CUDA_NTID_REQUIRED) continue;
+            uint64_t v[3];
+            if (kp_ptx_extents(d + 8, body, v) != 0) continue;
+            rule = which;
+            memcpy(size, v, sizeof v);
+        }
+        break;
+    }
+    free(c);
+    return rule;
+}
+
+#define KP_EIFMT_SVAL         4
+#define KP_EIATTR_MAX_THREADS 0x05
+#define KP_EIATTR_REQNTID     0x10
+
+int kp_cuda_cubin_ntid(const unsigned char *p, size_t len, const char *symbol, uint64_t size[3])
+{
+    size[0] = size[1] = size[2] = 1;
+    char why[128];
+    if (!p || !symbol || len < 64 || memcmp(p, "\177ELF", 4) != 0 ||
+        kp_cuda_image_check(p, len, why, sizeof why) != 0)
+        return KP_CUDA_NTID_NONE;
+    uint64_t shoff = kp_le(p + 0x28, 8), shentsize = kp_le(p + 0x3A, 2);
+    uint64_t shnum = kp_le(p + 0x3C, 2), shstrndx = kp_le(p + 0x3E, 2);
+    if (shstrndx >= shnum) return KP_CUDA_NTID_NONE;
+    const unsigned char *strsh = p + shoff + shstrndx * shentsize;
+    uint64_t stroff = kp_le(strsh + 0x18, 8), strsize = kp_le(strsh + 0x20, 8);
+    char want[1100];
+    int wl = snprintf(want, sizeof want, ".nv.info.%s", symbol);
+    if (wl < 0 || (size_t)wl >= sizeof want) return KP_CUDA_NTID_NONE;
+    int rule = KP_CUDA_NTID_NONE;
+    for (uint64_t i = 0; i < shnum; i++) {
+        const unsigned char *sh = p + shoff + i * shentsize;
+        uint64_t name = kp_le(sh, 4);
+        /* The name, NUL-terminated inside the string table. */
+        if (name >= strsize || strsize - name < (uint64_t)wl + 1 ||
+            memcmp(p + stroff + name, want, (size_t)wl + 1) != 0)
+            continue;
+        uint64_t off = kp_le(sh + 0x18, 8), n = kp_le(sh + 0x20, 8);
+        /* Records: format byte, attribute byte, then a 2-byte value, or for EIFMT_SVAL a
+         * 2-byte size and that many bytes. */
+        for (uint64_t at = 0; at + 4 <= n;) {
+            const unsigned char *r = p + off + at;
+            uint64_t attr = r[1], sz = r[0] == KP_EIFMT_SVAL ? kp_le(r + 2, 2) : 0;
+            if (at + 4 + sz > n) break;
+            if (r[0] == KP_EIFMT_SVAL && sz >= 12 &&
+                (attr == KP_EIATTR_REQNTID ||
+                 (attr == KP_EIATTR_MAX_THREADS && rule != KP_CUDA_NTID_REQUIRED))) {
+                uint64_t v[3];
+                int ok = 1;
+                for (int d = 0; d < 3; d++) {
+                    v[d] = kp_le(r + 4 + 4 * d, 4);
+                    if (v[d] == 0) ok = 0;
+                }
+                if (ok) {
+                    rule = attr == KP_EIATTR_REQNTID ? KP_CUDA_NTID_REQUIRED : KP_CUDA_NTID_MAX;
+                    memcpy(size, v, sizeof v);
+                }
+            }
+            at += 4 + sz;
+        }
+        break;
+    }
+    return rule;
+}

@@ -12,6 +12,7 @@
 #define KP_CUDA_PARSE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct kp_cuda_decl_param {
     char name[64];      /* "a", or "" when the declaration names none */
@@ -74,5 +75,24 @@ int kp_cuda_pick_arch(const int *archs, int n, int want);
  * section with contents, lie inside len bytes; or a fatbin whose header and payload do. The
  * driver trusts those sizes and would read past a truncated file. 0, or -1 with why[]. */
 int kp_cuda_image_check(const unsigned char *p, size_t len, char *why, size_t why_n);
+
+/* A kernel's compile-time threadgroup rule, as its PTX or cubin records it. The driver API
+ * folds it into one number, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, with the register limit,
+ * so it cannot say whether a kernel *requires* a shape (.reqntid) or merely caps the thread
+ * count (.maxntid, which __launch_bounds__(N) compiles to), nor the shape itself. */
+enum {
+    KP_CUDA_NTID_NONE = 0,     /* no directive: any block the driver's maximum allows */
+    KP_CUDA_NTID_REQUIRED = 1, /* .reqntid X, Y, Z (cubin: EIATTR_REQNTID) */
+    KP_CUDA_NTID_MAX = 2       /* .maxntid X, Y, Z (cubin: EIATTR_MAX_THREADS) */
+};
+
+/* The rule of entry `symbol` in PTX text[0..len): KP_CUDA_NTID_*; size[] gets X, Y, Z (missing
+ * extents are 1). NONE when the entry or its directive is not there. When both directives are
+ * given, .reqntid wins (it is the stricter). */
+int kp_cuda_ptx_ntid(const char *text, size_t len, const char *symbol, uint64_t size[3]);
+
+/* The same from a cubin (64-bit little-endian ELF): the EIATTR_REQNTID or EIATTR_MAX_THREADS
+ * record in section .nv.info.<symbol>. NONE for a fatbin, a damaged image or no record. */
+int kp_cuda_cubin_ntid(const unsigned char *p, size_t len, const char *symbol, uint64_t size[3]);
 
 #endif

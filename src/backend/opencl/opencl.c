@@ -34,6 +34,7 @@ struct kp_kernel {
     kp_device *dev;
     cl_kernel kernel;
     char name[256];
+    cl_ulong static_local; /* CL_KERNEL_LOCAL_MEM_SIZE before any argument was set */
 };
 
 struct kp_buffer {
@@ -513,6 +514,11 @@ static kprof_status kp_cl_kernel_create(kp_program *prog, const kp_kernel_meta *
     kk->dev = prog->dev;
     kk->kernel = k;
     kp_strlcpy(kk->name, meta->name, sizeof kk->name);
+    /* CL_KERNEL_LOCAL_MEM_SIZE counts the __local arguments set so far as well as the
+     * kernel's own __local variables; with no argument set yet (an unset __local argument
+     * counts 0 bytes) it is the kernel's static local memory alone. */
+    kp_cl.clGetKernelWorkGroupInfo(k, prog->dev->id, CL_KERNEL_LOCAL_MEM_SIZE,
+                                   sizeof kk->static_local, &kk->static_local, NULL);
     *out = kk;
     return KPROF_OK;
 }
@@ -529,21 +535,34 @@ static kprof_status kp_cl_reflect(kp_kernel *k, const kp_launch *launch, kp_refl
 {
     (void)launch;
     memset(r, 0, sizeof *r);
-    size_t wg = 0, mult = 0;
-    cl_ulong local = 0, priv = 0;
+    size_t wg = 0, mult = 0, reqd[3] = {0, 0, 0};
+    cl_ulong priv = 0;
     cl_int rc = kp_cl.clGetKernelWorkGroupInfo(k->kernel, k->dev->id, CL_KERNEL_WORK_GROUP_SIZE,
                                                sizeof wg, &wg, NULL);
     if (rc != CL_SUCCESS) return kp_cl_fail(err, "clGetKernelWorkGroupInfo", rc);
     kp_cl.clGetKernelWorkGroupInfo(k->kernel, k->dev->id,
-                                   CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE, sizeof mult,
-                                   &mult, NULL);
-    kp_cl.clGetKernelWorkGroupInfo(k->kernel, k->dev->id, CL_KERNEL_LOCAL_MEM_SIZE, sizeof local,
-                                   &local, NULL);
+                                   CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE, sizeof mult, &mult,
+                                   NULL);
     kp_cl.clGetKernelWorkGroupInfo(k->kernel, k->dev->id, CL_KERNEL_PRIVATE_MEM_SIZE, sizeof priv,
                                    &priv, NULL);
+    /* __attribute__((reqd_work_group_size(X, Y, Z))): (0, 0, 0) when the kernel has none.
+     * CL_KERNEL_WORK_GROUP_SIZE does not take it into account (PoCL reports 4096 for a kernel
+     * that only runs at 64), so the kernel's maximum is lowered to it here. */
+    rc = kp_cl.clGetKernelWorkGroupInfo(k->kernel, k->dev->id, CL_KERNEL_COMPILE_WORK_GROUP_SIZE,
+                                        sizeof reqd, reqd, NULL);
+    if (rc == CL_SUCCESS && reqd[0] && reqd[1] && reqd[2]) {
+        r->tg_rule = KP_TG_RULE_REQUIRED;
+        r->tg_rule_from = "reqd_work_group_size";
+        uint64_t threads = 1;
+        for (int d = 0; d < 3; d++) {
+            r->tg_rule_size[d] = reqd[d];
+            threads *= reqd[d];
+        }
+        if (!wg || threads < wg) wg = (size_t)threads;
+    }
     r->max_tg = wg;
     r->preferred_multiple = mult;
-    r->static_local = local;
+    r->static_local = k->static_local;
     r->private_bytes = priv;
     return KPROF_OK;
 }

@@ -1,0 +1,143 @@
+/*
+ * progress.c — the progress line on a terminal (see progress.h).
+ */
+#define _GNU_SOURCE
+#include "tools/kprof/progress.h"
+#include "core/util.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct kp_progress {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    char text[512];
+    uint64_t since_ns; /* when the phase began */
+    int visible;       /* the line is on the terminal */
+    int hidden;        /* kp_progress_hide until the next set */
+    int stopping;
+};
+
+/* A line is on the terminal (for kp_progress_clear_for_signal). */
+static volatile sig_atomic_t kp_progress_on_screen;
+
+/* With p->mu held. */
+static void kp_progress_draw(kp_progress *p)
+{
+    if (p->hidden || !p->text[0]) return;
+    double s = (double)(kp_now_ns() - p->since_ns) / 1e9;
+    if (s >= 1)
+        fprintf(stderr, "\r\033[K%s (%.0f s)", p->text, s);
+    else
+        fprintf(stderr, "\r\033[K%s", p->text);
+    fflush(stderr);
+    p->visible = 1;
+    kp_progress_on_screen = 1;
+}
+
+/* With p->mu held. */
+static void kp_progress_clear(kp_progress *p)
+{
+    if (!p->visible) return;
+    fputs("\r\033[K", stderr);
+    fflush(stderr);
+    p->visible = 0;
+    kp_progress_on_screen = 0;
+}
+
+static void *kp_progress_main(void *arg)
+{
+    kp_progress *p = arg;
+    pthread_mutex_lock(&p->mu);
+    while (!p->stopping) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += 500000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        int rc = pthread_cond_timedwait(&p->cv, &p->mu, &until);
+        if (rc == ETIMEDOUT && !p->stopping) kp_progress_draw(p);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+kp_progress *kp_progress_start(void)
+{
+    if (!isatty(fileno(stderr))) return NULL;
+    kp_progress *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    /* The thread starts with every signal blocked, so none is ever handled on it. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&p->thread, NULL, kp_progress_main, p);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        pthread_cond_destroy(&p->cv);
+        pthread_mutex_destroy(&p->mu);
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void kp_progress_set(kp_progress *p, const char *fmt, ...)
+{
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->text, sizeof p->text, fmt, ap);
+    va_end(ap);
+    p->since_ns = kp_now_ns();
+    p->hidden = 0;
+    kp_progress_draw(p);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void kp_progress_hide(kp_progress *p)
+{
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    kp_progress_clear(p);
+    p->hidden = 1;
+    pthread_mutex_unlock(&p->mu);
+}
+
+void kp_progress_stop(kp_progress *p)
+{
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    kp_progress_clear(p);
+    p->stopping = 1;
+    pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    pthread_join(p->thread, NULL);
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
+
+void kp_progress_clear_for_signal(void)
+{
+    if (!kp_progress_on_screen) return;
+    ssize_t w = write(STDERR_FILENO, "\r\033[K", 4);
+    (void)w;
+}

@@ -1,0 +1,31 @@
+/*
+ * progress.h — one progress line on stderr, on a terminal only (DESIGN.md: progress on stderr
+ * only on a tty): a phase ("run: demo_add: 3 warm-ups + 50 timed dispatches") with the seconds
+ * spent in it, redrawn in place every half second by a thread of its own so that a long kernel
+ * still shows the program is alive, and cleared before anything else is printed.
+ *
+ * Off a terminal kp_progress_start returns NULL and every other call takes NULL as a no-op.
+ * The thread runs with every signal blocked: signals stay with the threads that handle them.
+ */
+#ifndef KP_TOOLS_PROGRESS_H
+#define KP_TOOLS_PROGRESS_H
+
+typedef struct kp_progress kp_progress;
+
+/* A progress line when stderr is a terminal (and memory and a thread can be had), else NULL. */
+kp_progress *kp_progress_start(void);
+
+/* Begin a phase: the text replaces the line at once; the seconds count from now. */
+void kp_progress_set(kp_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Clear the line until the next kp_progress_set: call before printing anything else. */
+void kp_progress_hide(kp_progress *p);
+
+/* Clear the line, end the thread, free p. */
+void kp_progress_stop(kp_progress *p);
+
+/* Clear a line left on the terminal by a progress still running: async-signal-safe, for the
+ * signal handler that leaves with _exit. */
+void kp_progress_clear_for_signal(void);
+
+#endif
