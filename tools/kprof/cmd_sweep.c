@@ -452,13 +452,12 @@ static void kp_sweep_wake(kp_sweep_run *s)
     (void)w;
 }
 
-/* Everything up to the first dispatch: open the lab, choose and check the sizes, look up the
- * ceiling, and the readings that follow the table. */
+/* Everything up to the first dispatch, the lab being open: choose and check the sizes, look up
+ * the ceiling, and the readings that follow the table. */
 static kprof_status kp_sweep_prepare(kp_sweep_run *s, kp_error *err)
 {
     kp_run_args *a = s->args;
-    kprof_status st = kp_lab_open(&a->lab, &s->lab, err);
-    if (st != KPROF_OK) return st;
+    kprof_status st;
     const kp_lab_info *info = kp_lab_get_info(s->lab);
     pthread_mutex_lock(&s->mu);
     s->info = *info;
@@ -712,6 +711,10 @@ int kp_run_sweep(kp_run_args *a)
     progress = kp_progress_start();
     kp_progress_set(progress, "sweep: %s: compile, fill and bind buffers, check the sizes",
                     a->lab.target);
+    /* The lab opens before the watcher thread exists: it may fork the process that runs the
+     * kernels (lab.h), which is best done with no other thread of ours about. */
+    st = kp_lab_open(&a->lab, &s->lab, &err);
+    if (st != KPROF_OK) goto done;
     kp_sweep_watch_args watch = {.sweep = s, .progress = progress, .signal_fd = sfd};
     pthread_t watcher;
     if (pthread_create(&watcher, NULL, kp_sweep_watch, &watch) != 0) {

@@ -29,16 +29,28 @@ struct kp_progress {
 /* A line is on the terminal (for kp_progress_clear_for_signal). */
 static volatile sig_atomic_t kp_progress_on_screen;
 
+/* Straight to the descriptor, never through stdio: the lab may fork a child while this thread
+ * draws (lab.h), and a child must not inherit a stdio lock held here. */
+static void kp_progress_write(const char *text, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(STDERR_FILENO, text, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return;
+        text += w;
+        n -= (size_t)w;
+    }
+}
+
 /* With p->mu held. */
 static void kp_progress_draw(kp_progress *p)
 {
     if (p->hidden || !p->text[0]) return;
     double s = (double)(kp_now_ns() - p->since_ns) / 1e9;
-    if (s >= 1)
-        fprintf(stderr, "\r\033[K%s (%.0f s)", p->text, s);
-    else
-        fprintf(stderr, "\r\033[K%s", p->text);
-    fflush(stderr);
+    char line[sizeof p->text + 64];
+    int n = s >= 1 ? snprintf(line, sizeof line, "\r\033[K%s (%.0f s)", p->text, s)
+                   : snprintf(line, sizeof line, "\r\033[K%s", p->text);
+    if (n > 0) kp_progress_write(line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
     p->visible = 1;
     kp_progress_on_screen = 1;
 }
@@ -47,8 +59,7 @@ static void kp_progress_draw(kp_progress *p)
 static void kp_progress_clear(kp_progress *p)
 {
     if (!p->visible) return;
-    fputs("\r\033[K", stderr);
-    fflush(stderr);
+    kp_progress_write("\r\033[K", 4);
     p->visible = 0;
     kp_progress_on_screen = 0;
 }
