@@ -245,7 +245,38 @@ static void kp_cl_close(kp_device *dev)
     free(dev);
 }
 
-static char *kp_cl_build_log(kp_device *dev, cl_program prog)
+/* A runtime that ignores the #line directive kprof puts first (NVIDIA's names the source
+ * "<kernel>"; seen on the H200, 2026-11-30) cites "<kernel>:LINE:COL:", one line below the
+ * user's: name the user's file and the user's line. Returns a new log (heap) or NULL when
+ * nothing needs rewriting. */
+char *kp_cl_log_name_source(const char *log, const char *path)
+{
+    static const char tag[] = "<kernel>:";
+    if (!path || !*path || !strstr(log, tag)) return NULL;
+    kp_str out = {0};
+    for (const char *p = log; *p;) {
+        const char *hit = strstr(p, tag);
+        if (!hit) {
+            kp_str_append(&out, p);
+            break;
+        }
+        kp_str_append_n(&out, p, (size_t)(hit - p));
+        char *end = NULL;
+        long line = strtol(hit + sizeof tag - 1, &end, 10);
+        if (end != hit + sizeof tag - 1 && *end == ':' && line > 1) {
+            kp_str_printf(&out, "%s:%ld", path, line - 1);
+            p = end;
+        } else {
+            kp_str_append_n(&out, hit, sizeof tag - 1);
+            p = hit + sizeof tag - 1;
+        }
+    }
+    return out.failed ? (kp_str_free(&out), NULL) : kp_str_take(&out);
+}
+
+/* The build log, its source named as the user's file where the runtime did not (path may be
+ * NULL: a binary). */
+static char *kp_cl_build_log(kp_device *dev, cl_program prog, const char *path)
 {
     size_t n = 0;
     if (kp_cl.clGetProgramBuildInfo(prog, dev->id, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) !=
@@ -261,6 +292,11 @@ static char *kp_cl_build_log(kp_device *dev, cl_program prog)
     }
     log[n] = '\0';
     kp_rstrip(log);
+    char *named = kp_cl_log_name_source(log, path);
+    if (named) {
+        free(log);
+        log = named;
+    }
     return log;
 }
 
@@ -437,7 +473,7 @@ static kprof_status kp_cl_build(kp_device *dev, const kp_source *src, kp_program
     rc = kp_cl.clBuildProgram(prog, 1, &dev->id, opts.data, NULL, NULL);
     products->options = kp_str_take(&opts);
     if (rc != CL_SUCCESS) {
-        char *log = kp_cl_build_log(dev, prog);
+        char *log = kp_cl_build_log(dev, prog, plain_path && src->path[0] ? src->path : NULL);
         kp_cl.clReleaseProgram(prog);
         if (rc == CL_BUILD_PROGRAM_FAILURE || rc == CL_INVALID_BUILD_OPTIONS) {
             kp_error_set(err, KPROF_COMPILE, "%s: OpenCL C compile failed (%s)", src->path,
@@ -448,7 +484,7 @@ static kprof_status kp_cl_build(kp_device *dev, const kp_source *src, kp_program
         free(log);
         return kp_cl_fail(err, "clBuildProgram", rc);
     }
-    products->log = kp_cl_build_log(dev, prog);
+    products->log = kp_cl_build_log(dev, prog, plain_path && src->path[0] ? src->path : NULL);
     kprof_status st = kp_cl_program_meta(prog, meta, err);
     if (st != KPROF_OK) {
         kp_cl.clReleaseProgram(prog);
