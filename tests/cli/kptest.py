@@ -126,6 +126,33 @@ class KprofTestCase(unittest.TestCase):
                              % (" ".join(args), p.returncode, expect, p.stdout, p.stderr))
         return p
 
+    def on_terminal(self, *args):
+        """Run kprof with a pseudo-terminal as its stdin, stdout and stderr: (exit code, what it
+        wrote, as bytes)."""
+        import pty
+        pid, fd = pty.fork()
+        if pid == 0:
+            env = dict(os.environ)
+            for k, v in self.env.items():
+                if v is None:
+                    env.pop(k, None)
+                else:
+                    env[k] = v
+            os.chdir(self.tmp)
+            os.execve(KPROF, [KPROF] + list(args), env)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+        return os.waitstatus_to_exitcode(status), out
+
     def write(self, name, text):
         path = os.path.join(self.tmp, name)
         os.makedirs(os.path.dirname(path), exist_ok=True)

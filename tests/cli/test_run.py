@@ -4,7 +4,6 @@ computation of the same deterministic inputs, JSON and run.json, cache and dumps
 import json
 import os
 import sqlite3
-import pty
 
 import kptest
 
@@ -225,26 +224,8 @@ class Run(kptest.KprofTestCase):
                 "--iters", "2"]
         p = self.kprof(*args, expect=0)
         self.assertEqual(p.stderr, "")
-        pid, fd = pty.fork()
-        if pid == 0:
-            env = dict(os.environ, **{k: v for k, v in self.env.items() if v is not None})
-            for k, v in self.env.items():
-                if v is None:
-                    env.pop(k, None)
-            os.chdir(self.tmp)
-            os.execve(kptest.KPROF, [kptest.KPROF] + args, env)
-        out = b""
-        while True:
-            try:
-                chunk = os.read(fd, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-        _, status = os.waitpid(pid, 0)
-        os.close(fd)
-        self.assertEqual(os.waitstatus_to_exitcode(status), 0, out)
+        code, out = self.on_terminal(*args)
+        self.assertEqual(code, 0, out)
         self.assertIn(b"\r\x1b[Krun: demo: compile, fill and bind buffers", out)
         self.assertIn(b"\r\x1b[Krun: demo_add: 3 warm-ups + 2 timed dispatches", out)
         # Cleared before the panel: the table starts on a clean line.

@@ -227,23 +227,9 @@ class Sweep(kptest.KprofTestCase):
         self.assertGreater(blue, 200, "the median line is not in the picture")
 
     def test_progress_on_a_terminal_only(self):
-        pid, fd = pty.fork()
-        if pid == 0:
-            env = dict(os.environ, **{k: v for k, v in self.env.items() if v is not None})
-            os.chdir(self.tmp)
-            os.execve(kptest.KPROF, [kptest.KPROF, "sweep", "demo", "--grid", "65536",
-                                     "--buffers", SPEC, "--iters", "2"], env)
-        out = b""
-        while True:
-            try:
-                chunk = os.read(fd, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-        _, status = os.waitpid(pid, 0)
-        self.assertEqual(os.waitstatus_to_exitcode(status), 0, out)
+        code, out = self.on_terminal("sweep", "demo", "--grid", "65536", "--buffers", SPEC,
+                                     "--iters", "2")
+        self.assertEqual(code, 0, out)
         self.assertIn(b"\r\x1b[Ksweep: tg ", out)
 
     # Issue 10, item 6: a `run` command becomes a sweep by adding --sweep-tg; its --tg is one
