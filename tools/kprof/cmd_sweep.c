@@ -1,6 +1,6 @@
 /*
  * cmd_sweep.c — `kprof run --sweep-tg` and its alias `kprof sweep`: one kernel at a fixed grid
- * across threadgroup sizes, as a table (median and min GPU ms, ~GB/s, % of the measured
+ * across threadgroup sizes, as a table (median and min device ms, ~GB/s, % of the measured
  * ceiling, occupancy and its limiter on CUDA, the best point and its ties), JSON (sweep.json in
  * the kernel folder) and an SVG plot.
  *
@@ -102,7 +102,9 @@ static void kp_sweep_print_header(const kp_sweep_run *s)
         kp_run_reflection_text(&s->refl, &info->device, limits, sizeof limits);
         printf("  %s\n", limits);
     }
-    printf("  %-12s %14s %12s %10s", "tg", "GPU ms median", "min", "~GB/s");
+    /* "GPU ms" only on a GPU, as run says it (device timestamps time any device). */
+    printf("  %-12s %16s %12s %10s", "tg",
+           info->device.is_gpu ? "GPU ms median" : "device ms median", "min", "~GB/s");
     if (s->ceiling_gbs > 0) printf(" %9s", "% ceiling");
     if (kp_sweep_has_occupancy(s)) printf("  %-24s", "occupancy (limiter)");
     printf("\n");
@@ -115,7 +117,7 @@ static void kp_sweep_print_row(const kp_sweep_run *s, int i)
     const kp_sweep_point *p = &s->points[i];
     char tg[48];
     kp_tg_label(p, tg, sizeof tg);
-    printf("  %-12s %14.4f %12.4f %10.1f", tg, p->stats.median, p->stats.min, p->gbps);
+    printf("  %-12s %16.4f %12.4f %10.1f", tg, p->stats.median, p->stats.min, p->gbps);
     if (s->ceiling_gbs > 0) printf(" %8.0f%%", p->ceiling_pct);
     if (kp_sweep_has_occupancy(s)) {
         char cell[64] = "-";
@@ -729,7 +731,7 @@ int kp_run_sweep(kp_run_args *a)
     err = s->err;
     memset(&s->err, 0, sizeof s->err);
     if (!s->checked) goto done; /* nothing ran: the error says why */
-    if (s->voided) { /* no row stands: no closing block, no JSON, no plot */
+    if (s->voided) {            /* no row stands: no closing block, no JSON, no plot */
         if (!a->json && s->nmeasured)
             printf("  the sweep is void: the process that ran its kernels died, so none of the "
                    "rows above stands\n");
