@@ -438,10 +438,11 @@ int kp_cmd_run(int argc, char **argv)
     int wedged = 0;
     double *scratch = NULL;
     /* On a terminal, a line on stderr says what is happening while a heavy kernel runs. */
-    kp_progress *progress = kp_progress_start();
+    kp_progress *progress = kp_progress_start_still(); /* the lab may fork: no thread yet */
     kp_progress_set(progress, "run: %s: compile, fill and bind buffers", a.lab.target);
     kprof_status st = kp_lab_open(&a.lab, &lab, &err);
     if (st != KPROF_OK) goto done;
+    kp_progress_animate(progress);
     r.info = kp_lab_get_info(lab);
     r.launch = a.launch;
     r.iters = a.iters;

@@ -710,13 +710,14 @@ int kp_run_sweep(kp_run_args *a)
         st = kp_error_set(&err, KPROF_IO, "cannot set up the sweep: %s", strerror(errno));
         goto done;
     }
-    progress = kp_progress_start();
+    progress = kp_progress_start_still();
     kp_progress_set(progress, "sweep: %s: compile, fill and bind buffers, check the sizes",
                     a->lab.target);
-    /* The lab opens before the watcher thread exists: it may fork the process that runs the
-     * kernels (lab.h), which is best done with no other thread of ours about. */
+    /* The lab opens before the watcher and progress threads exist: it may fork the process
+     * that runs the kernels (lab.h), which is best done with no other thread of ours about. */
     st = kp_lab_open(&a->lab, &s->lab, &err);
     if (st != KPROF_OK) goto done;
+    kp_progress_animate(progress);
     kp_sweep_watch_args watch = {.sweep = s, .progress = progress, .signal_fd = sfd};
     pthread_t watcher;
     if (pthread_create(&watcher, NULL, kp_sweep_watch, &watch) != 0) {

@@ -24,6 +24,7 @@ struct kp_progress {
     int visible;       /* the line is on the terminal */
     int hidden;        /* kp_progress_hide until the next set */
     int stopping;
+    int threaded; /* the redrawing thread runs (kp_progress_animate) */
 };
 
 /* A line is on the terminal (for kp_progress_clear_for_signal). */
@@ -83,7 +84,7 @@ static void *kp_progress_main(void *arg)
     return NULL;
 }
 
-kp_progress *kp_progress_start(void)
+kp_progress *kp_progress_start_still(void)
 {
     if (!isatty(fileno(stderr))) return NULL;
     kp_progress *p = calloc(1, sizeof *p);
@@ -94,19 +95,18 @@ kp_progress *kp_progress_start(void)
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, &ca);
     pthread_condattr_destroy(&ca);
+    return p;
+}
+
+void kp_progress_animate(kp_progress *p)
+{
+    if (!p || p->threaded) return;
     /* The thread starts with every signal blocked, so none is ever handled on it. */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&p->thread, NULL, kp_progress_main, p);
+    p->threaded = pthread_create(&p->thread, NULL, kp_progress_main, p) == 0;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0) {
-        pthread_cond_destroy(&p->cv);
-        pthread_mutex_destroy(&p->mu);
-        free(p);
-        return NULL;
-    }
-    return p;
 }
 
 void kp_progress_set(kp_progress *p, const char *fmt, ...)
@@ -140,7 +140,7 @@ void kp_progress_stop(kp_progress *p)
     p->stopping = 1;
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
-    pthread_join(p->thread, NULL);
+    if (p->threaded) pthread_join(p->thread, NULL);
     pthread_cond_destroy(&p->cv);
     pthread_mutex_destroy(&p->mu);
     free(p);

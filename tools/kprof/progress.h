@@ -4,7 +4,7 @@
  * spent in it, redrawn in place every half second by a thread of its own so that a long kernel
  * still shows the program is alive, and cleared before anything else is printed.
  *
- * Off a terminal kp_progress_start returns NULL and every other call takes NULL as a no-op.
+ * Off a terminal kp_progress_start_still returns NULL and every other call takes NULL as a no-op.
  * The thread runs with every signal blocked: signals stay with the threads that handle them.
  */
 #ifndef KP_TOOLS_PROGRESS_H
@@ -12,8 +12,12 @@
 
 typedef struct kp_progress kp_progress;
 
-/* A progress line when stderr is a terminal (and memory and a thread can be had), else NULL. */
-kp_progress *kp_progress_start(void);
+/* A progress line when stderr is a terminal (and memory can be had), else NULL. Lines are drawn
+ * when set; they are redrawn with the seconds spent only once kp_progress_animate has started
+ * the line's thread — after any phase in which the process forks (the lab's isolated session,
+ * lab.h), which is best done while no other thread of ours exists. */
+kp_progress *kp_progress_start_still(void);
+void kp_progress_animate(kp_progress *p);
 
 /* Begin a phase: the text replaces the line at once; the seconds count from now. */
 void kp_progress_set(kp_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
