@@ -3,6 +3,7 @@
  * KPROF_BACKEND, KPROF_DEVICE, auto) and the program metadata helpers shared by backends.
  */
 #include "backend/backend.h"
+#include "core/env.h"
 #include "core/util.h"
 
 #include <errno.h>
@@ -56,7 +57,7 @@ kprof_status kp_backend_name_check(const char *name, const char *source, kp_erro
 
 const char *kp_backend_env(void)
 {
-    const char *v = getenv("KPROF_BACKEND");
+    const char *v = getenv(KP_ENV_BACKEND);
     return v && *v ? v : NULL;
 }
 
@@ -136,7 +137,7 @@ static int kp_backend_runs(const kp_backend_ops *ops, int lang)
 
 int kp_backend_may_run_in_process(const char *backend, int lang)
 {
-    if (!backend || !*backend) backend = getenv("KPROF_BACKEND");
+    if (!backend || !*backend) backend = getenv(KP_ENV_BACKEND);
     if (!backend || !*backend) backend = "auto";
     int any = strcmp(backend, "auto") == 0;
     for (int b = 0; kp_backends[b]; b++) {
@@ -166,13 +167,13 @@ kprof_status kp_backend_choose(const char *backend, int device, int lang,
     const char *source = "--backend";
     if (!backend || !*backend) {
         backend = kp_backend_env();
-        source = "KPROF_BACKEND";
+        source = KP_ENV_BACKEND;
         if (!backend) backend = "auto";
     }
     kprof_status named = kp_backend_name_check(backend, source, err);
     if (named != KPROF_OK) return named;
     if (device < 0) {
-        const char *env = getenv("KPROF_DEVICE");
+        const char *env = getenv(KP_ENV_DEVICE);
         if (env && *env && kp_parse_device_env(env, &device) != 0)
             return kp_error_set(err, KPROF_INVALID,
                                 "KPROF_DEVICE='%s' is not a device number (kprof caps lists them)",

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "collect/session.h"
+#include "core/env.h"
 #include "backend/backend.h"
 #include "core/util.h"
 
@@ -27,7 +28,7 @@
 /* libkprof-inject.so: $KPROF_INJECT_LIBRARY, else beside the kprof binary, else ../lib. */
 static int kp_inject_path(char out[PATH_MAX])
 {
-    const char *env = getenv("KPROF_INJECT_LIBRARY");
+    const char *env = getenv(KP_ENV_INJECT_LIBRARY);
     if (env && *env) return realpath(env, out) ? 0 : -1;
     char exe[PATH_MAX];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -75,7 +76,7 @@ kprof_status kp_session_inject_env(int queue_times, char *note, size_t note_len,
                             prior);
 
     /* How the OpenCL collector gets in: both ways by default (see opencl_layer.c). */
-    const char *intercept = getenv("KPROF_OPENCL_INTERCEPT");
+    const char *intercept = getenv(KP_ENV_OPENCL_INTERCEPT);
     int use_layer = 1, use_preload = 1;
     if (intercept && *intercept && strcmp(intercept, "both") != 0) {
         use_layer = strcmp(intercept, "layer") == 0;
@@ -101,16 +102,16 @@ kprof_status kp_session_inject_env(int queue_times, char *note, size_t note_len,
 
     setenv("CUDA_INJECTION64_PATH", inject, 1);
     if (queue_times)
-        setenv("KPROF_CUDA_QUEUE_TIMES", "1", 1);
+        setenv(KP_ENV_CUDA_QUEUE_TIMES, "1", 1);
     else
-        unsetenv("KPROF_CUDA_QUEUE_TIMES"); /* never inherited: it serializes kernels */
+        unsetenv(KP_ENV_CUDA_QUEUE_TIMES); /* never inherited: it serializes kernels */
     char cupti[PATH_MAX];
     const char *nvtx = getenv("NVTX_INJECTION64_PATH");
     /* NVTX reaches kprof's NVTX collector (InitializeInjectionNvtx2 in nvtx_inject.c) at the
      * first NVTX call, which records it itself on every machine. */
     if (!nvtx || !*nvtx) setenv("NVTX_INJECTION64_PATH", inject, 1);
-    if (kp_cupti_library_path(cupti, sizeof cupti) == 0 && !getenv("KPROF_CUPTI_LIBRARY"))
-        setenv("KPROF_CUPTI_LIBRARY", cupti, 1); /* the CUDA collector loads the one kprof found */
+    if (kp_cupti_library_path(cupti, sizeof cupti) == 0 && !getenv(KP_ENV_CUPTI_LIBRARY))
+        setenv(KP_ENV_CUPTI_LIBRARY, cupti, 1); /* the CUDA collector loads the one kprof found */
     /* Last in the list: the loaders stack each layer over the ones before it, so ours is the
      * outermost, and the LD_PRELOAD wrappers, which call what lies under it, skip none of the
      * program's own layers. */
@@ -136,7 +137,7 @@ kprof_status kp_session_scratch(char *dir, size_t n, kp_error *err)
     if (!mkdtemp(dir))
         return kp_error_set(err, KPROF_IO, "cannot make a folder for the trace's records in %s: %s",
                             tmp && *tmp ? tmp : "/tmp", strerror(errno));
-    setenv("KPROF_TRACE_DIR", dir, 1);
+    setenv(KP_ENV_TRACE_DIR, dir, 1);
     return KPROF_OK;
 }
 

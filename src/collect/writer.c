@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "collect/writer.h"
+#include "core/env.h"
 #include "core/util.h"
 
 #include <errno.h>
@@ -507,7 +508,7 @@ static void kp_command_line(char *out, size_t n)
 int kp_writer_start(const char *collector)
 {
     if (kp_writer_active() && kp_w.pid == getpid()) return 0;
-    const char *dir = getenv("KPROF_TRACE_DIR");
+    const char *dir = getenv(KP_ENV_TRACE_DIR);
     if (!dir || !*dir) return -1;
     pthread_mutex_lock(&kp_w.lock);
     if (atomic_load(&kp_w.active) && kp_w.pid == getpid()) {

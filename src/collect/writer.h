@@ -1,6 +1,6 @@
 /*
  * writer.h — the record writer inside an injected collector (libkprof-inject.so): per-thread
- * buffers of kp_rec appended without contention, flushed to this process's file when full, when
+ * buffers of kp_rec (each with its own mutex, which other threads take only to flush it), flushed to this process's file when full, when
  * older than 100 ms, at thread exit, at process exit and — as far as it safely can — when the
  * program crashes. A write that fails (the folder is full) is cut off again so the file stays
  * readable; its records are counted as lost, together with the first failure's errno, in the
@@ -30,7 +30,11 @@ int kp_writer_active(void);
 /* The id of a string, emitting its definition the first time. 0 for NULL. Thread-safe. */
 uint32_t kp_writer_string(const char *text);
 
-/* Append a record (the magic is set here). Thread-safe; lock-free across threads. */
+/* Append a record (the magic is set here). Thread-safe, not lock-free: the calling thread's own
+ * buffer has a mutex, taken on every append and contended only by the flush-all, exit and crash
+ * paths; a full buffer is written under the file's write lock, which appends from other
+ * threads then wait on only if their buffers are full too. No allocation once the thread's
+ * buffer exists. */
 void kp_writer_emit(kp_rec *r);
 
 /* A KP_REC_NOTE with this text (e.g. another profiler holds CUPTI). */

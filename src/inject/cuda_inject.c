@@ -23,6 +23,7 @@
  */
 #define _GNU_SOURCE
 #include "backend/backend.h"
+#include "core/env.h"
 #include "backend/cuda/cupti_api.h"
 #include "collect/writer.h"
 #include "core/util.h"
@@ -489,7 +490,7 @@ static void kp_note_unusable(CUptiResult r)
  * the trace's notes. (Those records carry the queue time only; their submit time stays 0.) */
 static int kp_queue_times(void)
 {
-    const char *v = getenv("KPROF_CUDA_QUEUE_TIMES");
+    const char *v = getenv(KP_ENV_CUDA_QUEUE_TIMES);
     return v && strcmp(v, "1") == 0;
 }
 

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "lab/lab.h"
+#include "core/env.h"
 #include "lab/aggregate.h"
 #include "lab/isolate.h"
 #include "core/util.h"
@@ -452,7 +453,7 @@ static kprof_status kp_lab_compile(kp_lab *lab, const kp_source *src, kp_error *
     uint64_t t0 = kp_now_ns();
     unsigned char *bin = NULL;
     size_t len = 0;
-    const char *dump = getenv("KPROF_DUMP_DIR");
+    const char *dump = getenv(KP_ENV_DUMP_DIR);
     if (dump && !*dump) dump = NULL;
     char stem[256];
     kp_lab_stem(src, key, stem, sizeof stem);

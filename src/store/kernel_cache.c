@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "store/kernel_cache.h"
+#include "core/env.h"
 #include "core/util.h"
 
 #include <stdio.h>
@@ -19,7 +20,7 @@
 
 char *kp_cache_dir(char *buf, size_t n)
 {
-    const char *dir = getenv("KPROF_CACHE_DIR");
+    const char *dir = getenv(KP_ENV_CACHE_DIR);
     if (dir && *dir) {
         snprintf(buf, n, "%s", dir);
         return buf;

@@ -2,6 +2,7 @@
  * kernel_dir.c — naming and finding kprof's scratch kernel folders (see kernel_dir.h).
  */
 #include "store/kernel_dir.h"
+#include "core/env.h"
 #include "backend/backend.h"
 #include "core/util.h"
 
@@ -13,7 +14,7 @@
 
 char *kp_home_dir(char *buf, size_t n)
 {
-    const char *home = getenv("KPROF_HOME");
+    const char *home = getenv(KP_ENV_HOME);
     snprintf(buf, n, "%s", home && *home ? home : ".kprof");
     return buf;
 }

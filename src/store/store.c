@@ -2,6 +2,7 @@
  * store.c — kprof's SQLite store of per-device measurements (see store.h).
  */
 #include "store/store.h"
+#include "core/env.h"
 #include "core/util.h"
 
 #include <sqlite3.h>
@@ -32,7 +33,7 @@ static const char kp_store_schema[] =
 
 char *kp_store_path(char *buf, size_t n)
 {
-    const char *p = getenv("KPROF_STORE");
+    const char *p = getenv(KP_ENV_STORE);
     if (p && *p) snprintf(buf, n, "%s", p);
     else if ((p = getenv("XDG_DATA_HOME")) && *p) snprintf(buf, n, "%s/kprof/kprof.db", p);
     else if ((p = getenv("HOME")) && *p) snprintf(buf, n, "%s/.local/share/kprof/kprof.db", p);

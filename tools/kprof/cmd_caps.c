@@ -3,6 +3,7 @@
  * run, for people (a panel per device) or scripts (--json).
  */
 #include "core/format.h"
+#include "core/env.h"
 #include "export/json.h"
 #include "export/text.h"
 #include "lab/ceiling.h"
@@ -432,7 +433,7 @@ int kp_cmd_caps(int argc, char **argv)
     kp_error err = {0};
     if ((only && kp_backend_name_check(only, "--backend", &err) != KPROF_OK) ||
         (!only && kp_backend_env() &&
-         kp_backend_name_check(kp_backend_env(), "KPROF_BACKEND", &err) != KPROF_OK)) {
+         kp_backend_name_check(kp_backend_env(), KP_ENV_BACKEND, &err) != KPROF_OK)) {
         int rc = kp_cli_fail(&err);
         kp_error_clear(&err);
         return rc;

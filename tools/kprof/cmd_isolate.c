@@ -3,6 +3,7 @@
  * kernel source, seeded with the demo_add template when no FILE is given.
  */
 #include "backend/backend.h"
+#include "core/env.h"
 #include "core/util.h"
 #include "store/kernel_dir.h"
 #include "tools/kprof/cli.h"
@@ -58,7 +59,7 @@ int kp_cmd_isolate(int argc, char **argv)
      * here as everywhere, not silently ignored. */
     kp_error bad = {0};
     if (kp_backend_env() &&
-        kp_backend_name_check(kp_backend_env(), "KPROF_BACKEND", &bad) != KPROF_OK) {
+        kp_backend_name_check(kp_backend_env(), KP_ENV_BACKEND, &bad) != KPROF_OK) {
         int rc = kp_cli_fail(&bad);
         kp_error_clear(&bad);
         return rc;

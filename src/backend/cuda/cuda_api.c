@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "backend/cuda/cuda_api.h"
+#include "core/env.h"
 #include "backend/dynlib.h"
 
 #include <dlfcn.h>
@@ -28,7 +29,7 @@ static const char *const kp_cuda_names[] = {
 static kp_dynlib_table kp_cuda_table = {
     .libname = "libcuda",
     .libs = kp_cuda_libs,
-    .env = "KPROF_CUDA_LIBRARY",
+    .env = KP_ENV_CUDA_LIBRARY,
     .symbols = kp_cuda_names,
     .slots = (void **)&kp_cu,
     .count = sizeof kp_cuda_names / sizeof kp_cuda_names[0],
@@ -50,7 +51,7 @@ static const char *const kp_nvrtc_names[] = {
 static kp_dynlib_table kp_nvrtc_table = {
     .libname = "libnvrtc",
     .libs = kp_nvrtc_libs,
-    .env = "KPROF_NVRTC_LIBRARY",
+    .env = KP_ENV_NVRTC_LIBRARY,
     .symbols = kp_nvrtc_names,
     .slots = (void **)&kp_nvrtc,
     .count = sizeof kp_nvrtc_names / sizeof kp_nvrtc_names[0],

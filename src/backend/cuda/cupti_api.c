@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE
 #include "backend/cuda/cupti_api.h"
+#include "core/env.h"
 #include "backend/backend.h"
 #include "backend/dynlib.h"
 
@@ -41,7 +42,7 @@ static int kp_cupti_check_version(char *why, size_t why_n)
 static kp_dynlib_table kp_cupti_table = {
     .libname = "libcupti",
     .libs = kp_cupti_libs,
-    .env = "KPROF_CUPTI_LIBRARY",
+    .env = KP_ENV_CUPTI_LIBRARY,
     .symbols = kp_cupti_names,
     .slots = (void **)&kp_cupti,
     .count = sizeof kp_cupti_names / sizeof kp_cupti_names[0],

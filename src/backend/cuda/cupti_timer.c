@@ -8,6 +8,7 @@
  * allocates nothing.
  */
 #include "backend/cuda/cupti_timer.h"
+#include "core/env.h"
 #include "backend/cuda/cupti_api.h"
 
 #include <pthread.h>
@@ -104,7 +105,7 @@ int kp_cupti_timer_enable(int concurrent, char *why, size_t why_n)
         snprintf(why, why_n, "%s", kp_ct_why);
         return -1;
     }
-    const char *forced = getenv("KPROF_CUPTI_KIND");
+    const char *forced = getenv(KP_ENV_CUPTI_KIND);
     if (forced && strcmp(forced, "serial") == 0) concurrent = 0;
     if (forced && strcmp(forced, "concurrent") == 0) concurrent = 1;
     if (kp_ct_kind == concurrent) return 0;

@@ -3,6 +3,7 @@
  * OpenCL error codes.
  */
 #include "backend/opencl/cl_api.h"
+#include "core/env.h"
 #include "backend/dynlib.h"
 
 #include <stdio.h>
@@ -20,7 +21,7 @@ static const char *const kp_cl_names[] = {
 static kp_dynlib_table kp_cl_table = {
     .libname = "libOpenCL",
     .libs = kp_cl_libs,
-    .env = "KPROF_OPENCL_LIBRARY",
+    .env = KP_ENV_OPENCL_LIBRARY,
     .symbols = kp_cl_names,
     .slots = (void **)&kp_cl,
     .count = sizeof kp_cl_names / sizeof kp_cl_names[0],

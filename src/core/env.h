@@ -1,0 +1,31 @@
+/*
+ * env.h — every KPROF_* environment variable, named once: the CLI's defaults, the runtime
+ * libraries the dlopen tables load, and the configuration `kprof trace` (collect/session.c)
+ * hands to the collectors it injects into a program (src/inject/ and the record writer), which
+ * get no other configuration. README.md's "Environment" table documents the user-facing ones.
+ */
+#ifndef KP_CORE_ENV_H
+#define KP_CORE_ENV_H
+
+/* Defaults and places. */
+#define KP_ENV_BACKEND   "KPROF_BACKEND"   /* opencl | cuda | auto */
+#define KP_ENV_DEVICE    "KPROF_DEVICE"    /* device index */
+#define KP_ENV_HOME      "KPROF_HOME"      /* where kernel folders live */
+#define KP_ENV_CACHE_DIR "KPROF_CACHE_DIR" /* the compile cache */
+#define KP_ENV_DUMP_DIR  "KPROF_DUMP_DIR"  /* dump every compiled kernel here */
+#define KP_ENV_STORE     "KPROF_STORE"     /* kprof's SQLite store */
+
+/* Runtime libraries to load instead of the default (src/backend dlopen tables). */
+#define KP_ENV_CUDA_LIBRARY   "KPROF_CUDA_LIBRARY"
+#define KP_ENV_NVRTC_LIBRARY  "KPROF_NVRTC_LIBRARY"
+#define KP_ENV_CUPTI_LIBRARY  "KPROF_CUPTI_LIBRARY" /* also the one the CUDA collector loads */
+#define KP_ENV_OPENCL_LIBRARY "KPROF_OPENCL_LIBRARY"
+#define KP_ENV_CUPTI_KIND     "KPROF_CUPTI_KIND" /* the lab's CUPTI timer: serial | concurrent */
+
+/* `kprof trace` and the collectors it injects. */
+#define KP_ENV_TRACE_DIR        "KPROF_TRACE_DIR"        /* the folder of record files */
+#define KP_ENV_CUDA_QUEUE_TIMES "KPROF_CUDA_QUEUE_TIMES" /* "1": queue times (--queue-times) */
+#define KP_ENV_OPENCL_INTERCEPT "KPROF_OPENCL_INTERCEPT" /* layer | preload | both (default) */
+#define KP_ENV_INJECT_LIBRARY   "KPROF_INJECT_LIBRARY"   /* libkprof-inject.so to inject */
+
+#endif
