@@ -1,13 +1,13 @@
 /*
  * writer.h — the record writer inside an injected collector (libkprof-inject.so): per-thread
- * buffers of kp_rec (each with its own mutex, which other threads take only to flush it), flushed to this process's file when full, when
- * older than 100 ms, at thread exit, at process exit and — as far as it safely can — when the
- * program crashes. A write that fails (the folder is full) is cut off again so the file stays
- * readable; its records are counted as lost, together with the first failure's errno, in the
- * file's header record through a shared mapping (see record.h), which needs no room on the disk
- * and survives any end of the process. Fork-safe: a forked child discards its parent's unflushed records and, if it
- * records anything itself, writes its own file. Nothing here allocates on the emit path once a
- * thread's buffer exists.
+ * buffers of kp_rec (each with its own mutex, which other threads take only to flush it), flushed
+ * to this process's file when full, when older than 100 ms, at thread exit, at process exit and —
+ * as far as it safely can — when the program crashes. A write that fails (the folder is full) is
+ * cut off again so the file stays readable; its records are counted as lost, together with the
+ * first failure's errno, in the file's header record through a shared mapping (see record.h),
+ * which needs no room on the disk and survives any end of the process. Fork-safe: a forked child
+ * discards its parent's unflushed records and, if it records anything itself, writes its own file.
+ * Nothing here allocates on the emit path once a thread's buffer exists.
  *
  * Configured by the environment `kprof trace` sets: KPROF_TRACE_DIR (where the files go). Each
  * process image writes <dir>/<pid>-<collector>-<start ns>.klog.
