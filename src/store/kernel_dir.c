@@ -3,7 +3,7 @@
  */
 #include "store/kernel_dir.h"
 #include "core/env.h"
-#include "backend/backend.h"
+#include "core/device.h"
 #include "core/util.h"
 
 #include <ctype.h>

@@ -10,7 +10,7 @@
 #ifndef KP_STORE_STORE_H
 #define KP_STORE_STORE_H
 
-#include "backend/backend.h"
+#include "core/device.h"
 
 #include <stdint.h>
 
