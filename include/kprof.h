@@ -16,6 +16,13 @@
 extern "C" {
 #endif
 
+/* What libkprof.so exports: the functions of this header, and nothing else. */
+#if defined(__GNUC__)
+#define KPROF_API __attribute__((visibility("default")))
+#else
+#define KPROF_API
+#endif
+
 #define KPROF_VERSION_MAJOR 0
 #define KPROF_VERSION_MINOR 1
 #define KPROF_VERSION_PATCH 0
@@ -52,16 +59,16 @@ typedef enum kprof_status {
 
 /* Fixed English text for a status ("kernel fault"). Never NULL; unknown values give
  * "unknown status". Thread-safe. */
-const char *kprof_strerror(kprof_status status);
+KPROF_API const char *kprof_strerror(kprof_status status);
 
 /* The enum's name without prefix ("FAULT"). Never NULL. Thread-safe. */
-const char *kprof_status_name(kprof_status status);
+KPROF_API const char *kprof_status_name(kprof_status status);
 
 /* The exit code the `kprof` tool uses for a status (see the list above). */
-int kprof_status_exit_code(kprof_status status);
+KPROF_API int kprof_status_exit_code(kprof_status status);
 
 /* The library's version string, e.g. "0.1.0". Static storage. Thread-safe. */
-const char *kprof_version(void);
+KPROF_API const char *kprof_version(void);
 
 #ifdef __cplusplus
 }
