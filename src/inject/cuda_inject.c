@@ -24,7 +24,7 @@
 #define _GNU_SOURCE
 #include "backend/backend.h"
 #include "core/env.h"
-#include "backend/cuda/cupti_api.h"
+#include "runtime/cupti_api.h"
 #include "collect/writer.h"
 #include "core/util.h"
 #include "inject/cuda_records.h"

@@ -1,6 +1,6 @@
 /* test_cl_log.c — an OpenCL build log that cites the runtime's name for the source ("<kernel>",
  * NVIDIA's, which ignores the #line directive kprof puts first) names the user's file and line. */
-#include "backend/opencl/cl_api.h"
+#include "backend/opencl/opencl.h"
 #include "test.h"
 
 #include <stdlib.h>

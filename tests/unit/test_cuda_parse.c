@@ -4,7 +4,7 @@
  * arithmetic (checked against NVIDIA's header-only calculator over a sweep) and how CUDA errors
  * are named and sorted into kprof statuses.
  */
-#include "backend/cuda/cuda_api.h"
+#include "runtime/cuda_api.h"
 #include "backend/cuda/cuda_parse.h"
 #include "backend/cuda/occupancy.h"
 #include "core/demangle.h"

@@ -12,7 +12,7 @@
  */
 #define _GNU_SOURCE
 #include "backend/backend.h"
-#include "backend/cuda/cuda_api.h"
+#include "runtime/cuda_api.h"
 #include "backend/cuda/cuda_parse.h"
 #include "backend/cuda/cupti_timer.h"
 #include "backend/cuda/occupancy.h"

@@ -9,7 +9,7 @@
  */
 #include "backend/cuda/cupti_timer.h"
 #include "core/env.h"
-#include "backend/cuda/cupti_api.h"
+#include "runtime/cupti_api.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -6,7 +6,8 @@
  */
 #define _GNU_SOURCE
 #include "backend/backend.h"
-#include "backend/opencl/cl_api.h"
+#include "backend/opencl/opencl.h"
+#include "runtime/cl_api.h"
 #include "core/util.h"
 
 #include <pthread.h>

@@ -2,10 +2,10 @@
  * cupti_api.c — fills the CUPTI function table (see cupti_api.h).
  */
 #define _GNU_SOURCE
-#include "backend/cuda/cupti_api.h"
+#include "runtime/cupti_api.h"
 #include "core/env.h"
 #include "backend/backend.h"
-#include "backend/dynlib.h"
+#include "runtime/dynlib.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

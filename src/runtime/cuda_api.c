@@ -3,9 +3,9 @@
  * errors and sorts them into kprof statuses, and demangles C++ kernel symbols.
  */
 #define _GNU_SOURCE
-#include "backend/cuda/cuda_api.h"
+#include "runtime/cuda_api.h"
 #include "core/env.h"
-#include "backend/dynlib.h"
+#include "runtime/dynlib.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

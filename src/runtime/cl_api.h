@@ -62,8 +62,4 @@ int kp_cl_load(char *why, size_t why_n);
 /* "CL_INVALID_VALUE" for -30, "CL_ERROR(-9999)" for unknown codes. Static storage. */
 const char *kp_cl_error_name(cl_int code);
 
-/* A build log in which "<kernel>:LINE:" (a runtime that ignored the #line directive kprof puts
- * before the source) becomes "PATH:LINE-1:". A new heap string, or NULL when nothing changes. */
-char *kp_cl_log_name_source(const char *log, const char *path);
-
 #endif

@@ -2,9 +2,9 @@
  * cl_api.c — fills the OpenCL function table from the ICD loader (see cl_api.h) and names
  * OpenCL error codes.
  */
-#include "backend/opencl/cl_api.h"
+#include "runtime/cl_api.h"
 #include "core/env.h"
-#include "backend/dynlib.h"
+#include "runtime/dynlib.h"
 
 #include <stdio.h>
 #include <string.h>

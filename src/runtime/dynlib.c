@@ -2,7 +2,7 @@
  * dynlib.c — dlopen with a kept, readable failure reason (see dynlib.h).
  */
 #define _GNU_SOURCE
-#include "backend/dynlib.h"
+#include "runtime/dynlib.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
