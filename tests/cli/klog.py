@@ -23,10 +23,10 @@ def rec(kind, name=0, tid=1, start=0, end=0, queued=0, submitted=0, correlation=
 class Writer:
     """Buffered writer of one process's record file."""
 
-    def __init__(self, path, pid, command="synthetic", start=0):
+    def __init__(self, path, pid, command="synthetic", start=0, ppid=1):
         self.f = open(path, "wb")
         self.strings = {}
-        self.f.write(rec(HEADER, name=self.string(command), start=start, rid=pid, aux=1))
+        self.f.write(rec(HEADER, name=self.string(command), start=start, rid=pid, aux=ppid))
 
     def string(self, text):
         if text not in self.strings:
