@@ -50,9 +50,8 @@ UPDATE = os.environ.get("KPROF_GOLDEN_UPDATE") == "1"
 T0 = 1_000_000_000  # the run's start: CLOCK_MONOTONIC ns
 US = 1000
 
-# Copy directions and API domains as collect/record.h numbers them.
-HTOD, DTOH, DTOD, HTOH, PEER = 1, 2, 3, 4, 5
-CUDA_RT, CUDA_DRV, OPENCL, NVTX = 1, 2, 3, 4
+HTOD, DTOH, PEER = klog.HTOD, klog.DTOH, klog.PEER
+CUDA_RT, CUDA_DRV, OPENCL, NVTX = klog.CUDA_RUNTIME, klog.CUDA_DRIVER, klog.OPENCL, klog.NVTX
 
 
 def at(us):
@@ -276,6 +275,10 @@ class Golden(kptest.KprofTestCase):
         self.assertEqual(kinds, {"api": klog.API, "kernel": klog.KERNEL, "memcpy": klog.MEMCPY,
                                  "memset": klog.MEMSET, "sync": klog.SYNC, "range": klog.RANGE,
                                  "mark": klog.MARK, "overhead": klog.OVERHEAD})
+        domains = dict(db.execute("SELECT name, id FROM domains"))
+        self.assertEqual(domains, {"": klog.DOMAIN_NONE, "cuda_runtime": klog.CUDA_RUNTIME,
+                                   "cuda_driver": klog.CUDA_DRIVER, "opencl": klog.OPENCL,
+                                   "nvtx": klog.NVTX})
         rows = dict(db.execute("SELECT k.name, COUNT(*) FROM events e JOIN kinds k ON "
                                "k.id = e.kind GROUP BY k.name"))
         self.assertEqual(rows, {"api": 32, "kernel": 13, "memcpy": 5, "memset": 2, "sync": 1,

@@ -3,6 +3,7 @@
  * one — header, host table, device table, NVTX ranges, optionally the chronological trace — and
  * the submission-economics verdict; or the same as --json or --csv.
  */
+#include "core/event.h"
 #include "core/format.h"
 #include "core/stats.h"
 #include "core/verdict.h"
@@ -246,13 +247,6 @@ static int kp_call_map_get(const kp_call_map *m, int64_t process, int64_t correl
     return 1;
 }
 
-/* The device operation's launching call for the --trace rows: the earliest API call of the
- * same process and correlation (index events_correlation). */
-#define KP_CALL_START_SQL                                                                          \
-    "CASE WHEN e.kind IN (4,5,6) AND e.correlation IS NOT NULL THEN (SELECT MIN(a.start_ns) "      \
-    "FROM events a WHERE a.process = e.process AND a.correlation = e.correlation AND a.kind = 3) " \
-    "END"
-
 /* One pass over the events, in storage order: the three tables, the timeline the verdicts are
  * computed from, launch latency and queue waits. */
 /* What the collectors and the merge had to say (CUPTI unusable, records that could not be
@@ -339,11 +333,12 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
         int domain = sqlite3_column_int(q, 6);
         int64_t process = sqlite3_column_int64(q, 4);
         r->events++;
-        if (domain == 3) r->api |= KP_API_OPENCL;
+        if (domain == KP_DOMAIN_OPENCL) r->api |= KP_API_OPENCL;
         int fail = 0;
         switch (kind) {
-        case 3: {
-            if (domain == 1 || domain == 2) r->api |= KP_API_CUDA;
+        case KP_EVENT_API: {
+            if (domain == KP_DOMAIN_CUDA_RUNTIME || domain == KP_DOMAIN_CUDA_DRIVER)
+                r->api |= KP_API_CUDA;
             int hidden = !r->raw && (flags[id] & 1), sync = (flags[id] & 2) != 0;
             if (!hidden) kp_acc_add(&host[id], d);
             if (!hidden || sync) fail = kp_timeline_add_call(r->timeline, s, e, (uint32_t)id, sync);
@@ -351,11 +346,11 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
                 fail = kp_call_map_put(&calls, process, sqlite3_column_int64(q, 9), s);
             break;
         }
-        case 4:
-        case 5:
-        case 6:
+        case KP_EVENT_KERNEL:
+        case KP_EVENT_MEMCPY:
+        case KP_EVENT_MEMSET:
             kp_acc_add(&device[id], d);
-            fail = kp_timeline_add_op(r->timeline, s, e, (uint32_t)id, kind == 4);
+            fail = kp_timeline_add_op(r->timeline, s, e, (uint32_t)id, kind == KP_EVENT_KERNEL);
             if (!fail && sqlite3_column_type(q, 9) != SQLITE_NULL) {
                 if (npending == cappending) {
                     size_t cap = cappending ? cappending * 2 : 4096;
@@ -373,10 +368,10 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
                 fail = kp_samples_add(
                     &submitted, (double)kp_ns_diff(s, sqlite3_column_int64(q, 8)) / 1e9);
             break;
-        case 7:
+        case KP_EVENT_SYNC:
             fail = kp_timeline_add_wait(r->timeline, s, e);
             break;
-        case 8: {
+        case KP_EVENT_RANGE: {
             kp_acc_add(&nvtx[id], d);
             /* A thread is (process row, tid): ranges nest per thread. */
             int64_t thread =
@@ -535,13 +530,35 @@ typedef struct kp_device_row {
     const char *name;
 } kp_device_row;
 
-#define KP_DEVICE_ROWS_SQL                                                                         \
-    "SELECT e.correlation, e.start_ns, e.end_ns, e.grid_x, e.grid_y, e.grid_z, e.block_x, "        \
-    "e.block_y, e.block_z, e.registers, e.static_smem, e.dynamic_smem, e.local_mem, e.bytes, "     \
-    "COALESCE(s.text, '?'), e.device, e.stream, e.kind, e.queued_ns, "                             \
-    "e.submitted_ns, " KP_CALL_START_SQL                                                           \
-    " FROM events e LEFT JOIN strings s ON s.id = e.name WHERE e.kind IN "                         \
-    "(4,5,6) ORDER BY e.start_ns"
+/* The device operations in time order, each with its launching call's start for the --trace
+ * rows: the earliest API call of the same process and correlation (index events_correlation). */
+static const char *kp_device_rows_sql(char *sql, size_t n)
+{
+    char device[64];
+    kp_event_kind_ids(KP_EVENT_F_DEVICE, device, sizeof device);
+    snprintf(sql, n,
+             "SELECT e.correlation, e.start_ns, e.end_ns, e.grid_x, e.grid_y, e.grid_z, e.block_x, "
+             "e.block_y, e.block_z, e.registers, e.static_smem, e.dynamic_smem, e.local_mem, "
+             "e.bytes, COALESCE(s.text, '?'), e.device, e.stream, e.kind, e.queued_ns, "
+             "e.submitted_ns, CASE WHEN e.kind IN (%s) AND e.correlation IS NOT NULL THEN "
+             "(SELECT MIN(a.start_ns) FROM events a WHERE a.process = e.process AND "
+             "a.correlation = e.correlation AND a.kind = %d) END FROM events e LEFT JOIN strings "
+             "s ON s.id = e.name WHERE e.kind IN (%s) ORDER BY e.start_ns",
+             device, KP_EVENT_API, device);
+    return sql;
+}
+
+/* The host calls (API calls and waits) in time order. */
+static const char *kp_host_rows_sql(char *sql, size_t n)
+{
+    char host[64];
+    snprintf(sql, n,
+             "SELECT e.correlation, e.start_ns, e.end_ns, e.pid, e.tid, COALESCE(s.text, '?'), "
+             "e.kind FROM events e LEFT JOIN strings s ON s.id = e.name WHERE e.kind IN (%s) "
+             "ORDER BY e.start_ns",
+             kp_event_kind_ids(KP_EVENT_F_HOST_CALL, host, sizeof host));
+    return sql;
+}
 
 static int kp_col_null(sqlite3_stmt *q, int col)
 {
@@ -556,7 +573,7 @@ static void kp_device_row_read(sqlite3_stmt *q, kp_device_row *d)
     d->start = sqlite3_column_int64(q, 1);
     d->end = sqlite3_column_int64(q, 2);
     d->kind = sqlite3_column_int(q, 17);
-    d->has_grid = d->kind == 4 && !kp_col_null(q, 3) && !kp_col_null(q, 6);
+    d->has_grid = d->kind == KP_EVENT_KERNEL && !kp_col_null(q, 3) && !kp_col_null(q, 6);
     for (int i = 0; i < 3; i++) {
         d->grid[i] = sqlite3_column_int64(q, 3 + i);
         d->block[i] = sqlite3_column_int64(q, 6 + i);
@@ -607,11 +624,8 @@ static kprof_status kp_print_trace(kp_report *r, kp_error *err)
 {
     /* Host side. */
     sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(r->db,
-                           "SELECT e.correlation, e.start_ns, e.end_ns, e.pid, e.tid, "
-                           "COALESCE(s.text, '?') FROM events e LEFT JOIN strings s ON s.id = "
-                           "e.name WHERE e.kind IN (3, 7) ORDER BY e.start_ns",
-                           -1, &q, NULL) != SQLITE_OK)
+    char sql[1024];
+    if (sqlite3_prepare_v2(r->db, kp_host_rows_sql(sql, sizeof sql), -1, &q, NULL) != SQLITE_OK)
         return kp_sql_fail(r, err);
     printf("\nHost-side trace:\n  %8s  %12s  %10s  %8s  Name\n", "ID", "Start", "Time", "Thread");
     while (sqlite3_step(q) == SQLITE_ROW) {
@@ -631,12 +645,12 @@ static kprof_status kp_print_trace(kp_report *r, kp_error *err)
     sqlite3_finalize(q);
     /* Device side, with the columns that have any value. */
     int has_grid = 0, has_regs = 0, has_smem = 0, has_local = 0, has_size = 0, has_global = 0;
-    if (sqlite3_prepare_v2(r->db,
-                           "SELECT MAX(kind = 4 AND grid_x IS NOT NULL), MAX(kind = 4 AND "
-                           "registers > 0), MAX(kind = 4 AND static_smem + dynamic_smem > 0), "
-                           "MAX(kind = 4 AND local_mem > 0), MAX(bytes > 0), MAX(kind = 4 AND "
-                           "block_x = 0) FROM events",
-                           -1, &q, NULL) == SQLITE_OK &&
+    snprintf(sql, sizeof sql,
+             "SELECT MAX(kind = %d AND grid_x IS NOT NULL), MAX(kind = %d AND registers > 0), "
+             "MAX(kind = %d AND static_smem + dynamic_smem > 0), MAX(kind = %d AND local_mem > 0), "
+             "MAX(bytes > 0), MAX(kind = %d AND block_x = 0) FROM events",
+             KP_EVENT_KERNEL, KP_EVENT_KERNEL, KP_EVENT_KERNEL, KP_EVENT_KERNEL, KP_EVENT_KERNEL);
+    if (sqlite3_prepare_v2(r->db, sql, -1, &q, NULL) == SQLITE_OK &&
         sqlite3_step(q) == SQLITE_ROW) {
         has_grid = sqlite3_column_int(q, 0) > 0;
         has_regs = sqlite3_column_int(q, 1) > 0;
@@ -648,7 +662,7 @@ static kprof_status kp_print_trace(kp_report *r, kp_error *err)
     sqlite3_finalize(q);
     int has_launch = r->launch.n > 0, has_queued = r->queued.n > 0;
     int has_submitted = r->submitted.n > 0;
-    if (sqlite3_prepare_v2(r->db, KP_DEVICE_ROWS_SQL, -1, &q, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(r->db, kp_device_rows_sql(sql, sizeof sql), -1, &q, NULL) != SQLITE_OK)
         return kp_sql_fail(r, err);
     printf("\nDevice-side trace:\n  %8s  %12s  %10s", "ID", "Start", "Time");
     if (has_grid) printf("  %12s  %10s", "Threadgroups", "Threads");
@@ -991,11 +1005,8 @@ static void kp_json_dims(kp_json *j, const char *key, const int64_t v[3])
 static kprof_status kp_json_trace(kp_json *j, kp_report *r, kp_error *err)
 {
     sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(r->db,
-                           "SELECT e.correlation, e.start_ns, e.end_ns, e.pid, e.tid, "
-                           "COALESCE(s.text, '?'), e.kind FROM events e LEFT JOIN strings s ON "
-                           "s.id = e.name WHERE e.kind IN (3, 7) ORDER BY e.start_ns",
-                           -1, &q, NULL) != SQLITE_OK)
+    char sql[1024];
+    if (sqlite3_prepare_v2(r->db, kp_host_rows_sql(sql, sizeof sql), -1, &q, NULL) != SQLITE_OK)
         return kp_sql_fail(r, err);
     kp_json_array_begin(j, "host_trace");
     int rc;
@@ -1007,7 +1018,7 @@ static kprof_status kp_json_trace(kp_json *j, kp_report *r, kp_error *err)
             kp_json_null(j, "id");
         else
             kp_json_int(j, "id", sqlite3_column_int64(q, 0));
-        kp_json_string(j, "kind", sqlite3_column_int(q, 6) == 7 ? "sync" : "api");
+        kp_json_string(j, "kind", kp_event_kind_name(sqlite3_column_int(q, 6)));
         kp_json_double(j, "start_s",
                        (double)kp_ns_diff(sqlite3_column_int64(q, 1), r->start_ns) / 1e9);
         kp_json_double(
@@ -1022,9 +1033,8 @@ static kprof_status kp_json_trace(kp_json *j, kp_report *r, kp_error *err)
     kp_json_array_end(j);
     sqlite3_finalize(q);
     if (rc != SQLITE_DONE) return kp_sql_fail(r, err);
-    if (sqlite3_prepare_v2(r->db, KP_DEVICE_ROWS_SQL, -1, &q, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(r->db, kp_device_rows_sql(sql, sizeof sql), -1, &q, NULL) != SQLITE_OK)
         return kp_sql_fail(r, err);
-    static const char *const kinds[] = {"kernel", "memcpy", "memset"};
     kp_json_array_begin(j, "device_trace");
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         kp_device_row d;
@@ -1035,7 +1045,7 @@ static kprof_status kp_json_trace(kp_json *j, kp_report *r, kp_error *err)
             kp_json_int(j, "id", d.id);
         else
             kp_json_null(j, "id");
-        kp_json_string(j, "kind", d.kind >= 4 && d.kind <= 6 ? kinds[d.kind - 4] : "?");
+        kp_json_string(j, "kind", kp_event_kind_name(d.kind));
         kp_json_double(j, "start_s", (double)kp_ns_diff(d.start, r->start_ns) / 1e9);
         kp_json_double(j, "duration_s", dur);
         kp_json_int(j, "device", d.device);
