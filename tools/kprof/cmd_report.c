@@ -37,10 +37,40 @@ static const char *const kp_sync_calls[] = {
     "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cuMemcpyDtoH", "cuMemcpyHtoD",
     "clFinish", "clWaitForEvents", NULL};
 
+/* Calls that put work on a device (name prefixes, so every variant counts: _v2, _ptsz, Async,
+ * Ex, Rect): when one succeeds, a kernel, copy or fill of its correlation follows. Those of
+ * OpenCL are the enqueues kprof's layer times. */
+static const char *const kp_launch_prefixes[] = {"cudaLaunch",
+                                                 "cuLaunch",
+                                                 "cudaGraphLaunch",
+                                                 "cuGraphLaunch",
+                                                 "cudaMemcpy",
+                                                 "cuMemcpy",
+                                                 "cudaMemset",
+                                                 "cuMemset",
+                                                 "clEnqueueNDRangeKernel",
+                                                 "clEnqueueTask",
+                                                 "clEnqueueReadBuffer",
+                                                 "clEnqueueWriteBuffer",
+                                                 "clEnqueueCopyBuffer",
+                                                 "clEnqueueFillBuffer",
+                                                 NULL};
+
+/* ... except these, whose work runs on the host. */
+static const char *const kp_host_launches[] = {"cudaLaunchHostFunc", "cuLaunchHostFunc", NULL};
+
 static int kp_in_list(const char *name, const char *const *list)
 {
     for (int i = 0; list[i]; i++)
         if (strcmp(name, list[i]) == 0) return 1;
+    return 0;
+}
+
+static int kp_launches_device_work(const char *name)
+{
+    if (kp_in_list(name, kp_host_launches)) return 0;
+    for (int i = 0; kp_launch_prefixes[i]; i++)
+        if (strncmp(name, kp_launch_prefixes[i], strlen(kp_launch_prefixes[i])) == 0) return 1;
     return 0;
 }
 
@@ -72,7 +102,13 @@ typedef struct kp_report {
     double wall;      /* s */
     int64_t start_ns; /* trace start, for relative times */
     int64_t end_ns;
-    uint64_t events, dropped;
+    uint64_t events;
+    /* Completeness: what the trace lacks, each 0 when it is whole. */
+    uint64_t dropped;            /* records lost (processes.dropped) */
+    uint64_t ops_without_call;   /* device operations whose launching call was not recorded */
+    uint64_t calls_without_work; /* calls that put work on the device and succeeded, with no
+                                    device operation of their correlation */
+    int unclosed;                /* processes that ended without closing their record */
     int raw, trace, json, csv;
     kp_group_list host, device, nvtx;
     double host_total;
@@ -278,6 +314,8 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
     r->wall = (double)kp_ns_diff(r->end_ns, start) / 1e9;
     r->dropped = (uint64_t)kp_trace_db_scalar(r->db, "SELECT TOTAL(dropped) FROM processes", 0);
     r->processes = (int)kp_trace_db_scalar(r->db, "SELECT COUNT(*) FROM processes", 0);
+    r->unclosed = (int)kp_trace_db_scalar(
+        r->db, "SELECT COUNT(*) FROM processes WHERE COALESCE(clean_exit, 0) = 0", 0);
     kp_report_load_notes(r);
 
     int64_t nnames = kp_trace_db_string_slots(r->db);
@@ -286,7 +324,8 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
     kp_acc *host = calloc((size_t)nnames, sizeof *host);
     kp_acc *device = calloc((size_t)nnames, sizeof *device);
     kp_acc *nvtx = calloc((size_t)nnames, sizeof *nvtx);
-    unsigned char *flags = calloc((size_t)nnames, 1); /* 1 noisy, 2 synchronizing */
+    /* 1 noisy, 2 synchronizing, 4 puts work on the device */
+    unsigned char *flags = calloc((size_t)nnames, 1);
     kp_samples launch = {0}, queued = {0}, submitted = {0};
     kp_call_map calls = {0};
     kp_pending_op *pending = NULL;
@@ -305,7 +344,9 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
         if (id < 0 || id >= nnames || !text) continue;
         r->names[id] = strdup(text);
         if (!r->names[id]) goto nomem;
-        flags[id] = (unsigned char)(kp_in_list(text, kp_noisy) | kp_in_list(text, kp_sync_calls) << 1);
+        flags[id] =
+            (unsigned char)(kp_in_list(text, kp_noisy) | kp_in_list(text, kp_sync_calls) << 1 |
+                            kp_launches_device_work(text) << 2);
     }
     sqlite3_finalize(q);
     q = NULL;
@@ -316,7 +357,7 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
     if (sqlite3_prepare_v2(r->db,
                            "SELECT e.kind, e.name, e.start_ns, e.end_ns, e.process, e.tid, "
                            "e.domain, e.queued_ns, e.submitted_ns, e.correlation, "
-                           "e.launched FROM events e",
+                           "e.launched, e.status FROM events e",
                            -1, &q, NULL) != SQLITE_OK) {
         st = kp_sql_fail(r, err);
         goto done;
@@ -344,6 +385,10 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
             if (!hidden || sync) fail = kp_timeline_add_call(r->timeline, s, e, (uint32_t)id, sync);
             if (!fail && sqlite3_column_int(q, 10) && sqlite3_column_type(q, 9) != SQLITE_NULL)
                 fail = kp_call_map_put(&calls, process, sqlite3_column_int64(q, 9), s);
+            /* A call that succeeded in putting work on the device, and none of it arrived. */
+            if ((flags[id] & 4) && !sqlite3_column_int(q, 10) &&
+                sqlite3_column_type(q, 11) != SQLITE_NULL && sqlite3_column_int64(q, 11) == 0)
+                r->calls_without_work++;
             break;
         }
         case KP_EVENT_KERNEL:
@@ -360,6 +405,8 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
                     cappending = cap;
                 }
                 pending[npending++] = (kp_pending_op){process, sqlite3_column_int64(q, 9), s};
+            } else if (!fail) {
+                r->ops_without_call++; /* no correlation: no call can be its own */
             }
             if (!fail && sqlite3_column_type(q, 7) != SQLITE_NULL)
                 fail = kp_samples_add(
@@ -394,8 +441,9 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
     for (int i = 0; i < r->host.n; i++) r->host_total += r->host.rows[i].total;
     for (size_t i = 0; i < npending; i++) {
         int64_t call;
-        if (kp_call_map_get(&calls, pending[i].process, pending[i].correlation, &call) &&
-            kp_samples_add(&launch, (double)kp_ns_diff(pending[i].start, call) / 1e9) != 0)
+        if (!kp_call_map_get(&calls, pending[i].process, pending[i].correlation, &call))
+            r->ops_without_call++;
+        else if (kp_samples_add(&launch, (double)kp_ns_diff(pending[i].start, call) / 1e9) != 0)
             goto nomem;
     }
     kp_latency_from(&launch, &r->launch);
@@ -765,13 +813,19 @@ static void kp_print_latency(const kp_report *r)
 static void kp_print_report(const kp_report *r)
 {
     char a[32], b[32];
-    printf("Profiler ran for %s, capturing %llu events", kp_format_duration(r->wall, a, sizeof a),
-           (unsigned long long)r->events);
-    if (r->dropped) printf(" (%llu records dropped)", (unsigned long long)r->dropped);
-    printf(".\n");
+    printf("Profiler ran for %s, capturing %llu events.\n",
+           kp_format_duration(r->wall, a, sizeof a), (unsigned long long)r->events);
     if (r->command[0])
         printf("Command: %s (%d process%s recorded)\n", r->command, r->processes,
                r->processes == 1 ? "" : "es");
+    /* What the trace lacks, every number even when it is 0: a clean trace says so. */
+    printf("Completeness: %llu record%s dropped, %llu device operation%s whose launching call%s "
+           "not recorded, %llu call%s whose device work never arrived, %d process%s that ended "
+           "without closing\n",
+           (unsigned long long)r->dropped, r->dropped == 1 ? "" : "s",
+           (unsigned long long)r->ops_without_call, r->ops_without_call == 1 ? "" : "s",
+           r->ops_without_call == 1 ? " was" : "s were", (unsigned long long)r->calls_without_work,
+           r->calls_without_work == 1 ? "" : "s", r->unclosed, r->unclosed == 1 ? "" : "es");
     for (const char *p = r->notes.data ? r->notes.data : "", *nl; (nl = strchr(p, '\n')) != NULL;
          p = nl + 1)
         printf("Note: %.*s\n", (int)(nl - p), p);
@@ -1093,6 +1147,12 @@ static kprof_status kp_report_json(kp_report *r, kp_error *err)
     kp_json_uint(&j, "events", r->events);
     kp_json_uint(&j, "dropped", r->dropped);
     kp_json_int(&j, "processes", r->processes);
+    kp_json_object_begin(&j, "completeness");
+    kp_json_uint(&j, "records_dropped", r->dropped);
+    kp_json_uint(&j, "device_ops_without_call", r->ops_without_call);
+    kp_json_uint(&j, "calls_without_device_work", r->calls_without_work);
+    kp_json_int(&j, "processes_not_closed", r->unclosed);
+    kp_json_object_end(&j);
     kp_json_array_begin(&j, "notes");
     for (const char *p = r->notes.data ? r->notes.data : "", *nl; (nl = strchr(p, '\n')) != NULL;
          p = nl + 1) {
