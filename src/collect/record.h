@@ -11,39 +11,48 @@
 #ifndef KP_COLLECT_RECORD_H
 #define KP_COLLECT_RECORD_H
 
+#include "core/event.h"
+
 #include <stdint.h>
 
 #define KP_REC_MAGIC 0x3152504bu /* "KPR1" */
 
+/* Record kinds: control records, and the event kinds of core/event.h, whose numbers (3..10)
+ * they take as they are. */
 typedef enum kp_rec_kind {
-    KP_REC_HEADER = 1, /* first record: id = pid, aux = ppid, start = when, name = command line;
-                        * counters updated in place while the process runs (a shared mapping):
-                        * bytes = records dropped before reaching the writer (full buffers,
-                        * device work never seen complete), queued = records lost to failed
-                        * writes, status = errno of the first failed write, end = when the
-                        * process ended cleanly (0 until then) */
-    KP_REC_STRING,     /* name = string id, bytes = length; the text follows */
-    KP_REC_API,        /* a host API call: domain = KP_DOMAIN_*, status = its return value */
-    KP_REC_KERNEL,     /* a kernel on the device */
-    KP_REC_MEMCPY,     /* a copy on the device: bytes, aux = KP_COPY_* */
-    KP_REC_MEMSET,     /* a fill on the device: bytes */
-    KP_REC_SYNC,       /* the host waiting for the device (CUPTI synchronization records) */
-    KP_REC_RANGE,      /* an NVTX range: start..end on tid, id = range id */
-    KP_REC_MARK,       /* an NVTX mark (instant): start, end = start */
-    KP_REC_OVERHEAD,   /* the collector's own cost (CUPTI overhead records) */
-    KP_REC_DROPPED,    /* bytes = records lost (no buffer, full ring), where the header's
-                        * counters could not be mapped */
-    KP_REC_NOTE,       /* name = something the user should be told (another profiler present) */
-    KP_REC_END,        /* the process ended cleanly: start = when */
-    KP_REC_KIND_COUNT
+    KP_REC_HEADER = 1,   /* first record: id = pid, aux = ppid, start = when, name = command line;
+                          * counters updated in place while the process runs (a shared mapping):
+                          * bytes = records dropped before reaching the writer (full buffers,
+                          * device work never seen complete), queued = records lost to failed
+                          * writes, status = errno of the first failed write, end = when the
+                          * process ended cleanly (0 until then) */
+    KP_REC_STRING = 2,   /* name = string id, bytes = length; the text follows */
+    KP_REC_DROPPED = 11, /* bytes = records lost (no buffer, full ring), where the header's
+                          * counters could not be mapped */
+    KP_REC_NOTE = 12,    /* name = something the user should be told (another profiler present) */
+    KP_REC_END = 13,     /* the process ended cleanly: start = when */
+    KP_REC_KIND_COUNT,   /* every kind is below it */
+/* The events, each record holding:
+ *   API       a host API call: domain = KP_DOMAIN_*, status = its return value
+ *   KERNEL    a kernel on the device: grid, block, registers, shared and local memory
+ *   MEMCPY    a copy on the device: bytes, aux = KP_COPY_*
+ *   MEMSET    a fill on the device: bytes
+ *   SYNC      the host waiting for the device (CUPTI synchronization records)
+ *   RANGE     an NVTX range: start..end on tid, id = range id
+ *   MARK      an NVTX mark (instant): start, end = start, id = range id
+ *   OVERHEAD  the collector's own cost (CUPTI overhead records): aux = CUPTI's kind */
+#define KP_REC_EVENT_(id, NAME, name, category, flags, what) KP_REC_##NAME = KP_EVENT_##NAME,
+    KP_EVENT_KIND_LIST(KP_REC_EVENT_)
+#undef KP_REC_EVENT_
 } kp_rec_kind;
 
-/* API domains and device-op origins. */
-enum { KP_DOMAIN_NONE, KP_DOMAIN_CUDA_RUNTIME, KP_DOMAIN_CUDA_DRIVER, KP_DOMAIN_OPENCL,
-       KP_DOMAIN_NVTX };
-
-/* Copy directions. */
-enum { KP_COPY_UNKNOWN, KP_COPY_HTOD, KP_COPY_DTOH, KP_COPY_DTOD, KP_COPY_HTOH, KP_COPY_PEER };
+/* The file format keeps its numbers: an event kind added to core/event.h must take a number
+ * no control record has (or the record format's version, KP_REC_MAGIC, must change). */
+#define KP_REC_CHECK_(id, NAME, name, category, flags, what)                                       \
+    _Static_assert(id > KP_REC_STRING && id < KP_REC_DROPPED,                                      \
+                   "event kind " #NAME " takes the number of a control record");
+KP_EVENT_KIND_LIST(KP_REC_CHECK_)
+#undef KP_REC_CHECK_
 
 typedef struct kp_rec {
     uint32_t magic;           /* KP_REC_MAGIC */
@@ -56,7 +65,8 @@ typedef struct kp_rec {
     uint64_t submitted;       /* device ops: when it reached the device (0 = unknown) */
     uint64_t correlation;     /* host call <-> its device op */
     uint32_t device, stream;  /* device op: device, stream or queue; SYNC: 0xFFFFFFFF = none */
-    int32_t grid[3];          /* kernels: threadgroups per dimension (work-items when block 0) */
+    int32_t grid[3];          /* kernels: threadgroups per dimension (work-items when block 0);
+                               * kp_event counts threads (kp_event_set_groups converts) */
     int32_t block[3];         /* kernels: threads per threadgroup; 0 = chosen by the runtime */
     uint32_t registers;       /* per thread (0 = unknown) */
     uint32_t static_smem;     /* bytes */

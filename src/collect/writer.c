@@ -146,7 +146,7 @@ static void kp_batch_lost(const unsigned char *p, size_t n, int error, int keep)
             }
         } else if (r.kind == KP_REC_DROPPED) {
             records += r.bytes; /* a count that is lost with it */
-        } else if (r.kind >= KP_REC_API && r.kind <= KP_REC_OVERHEAD) {
+        } else if (kp_event_kind_valid(r.kind)) {
             records++; /* what would have been an event of the trace */
         }
         pos += step;

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "export/chrome.h"
+#include "core/event.h"
 #include "export/json.h"
 #include "store/trace_db.h"
 
@@ -140,19 +141,18 @@ static int kp_chrome_events(sqlite3 *db, int64_t lo, int64_t hi, const kp_str *n
 {
     sqlite3_stmt *q = NULL;
     int rc;
+    char sql[1024], device[64];
     /* Columns 22..24: the device operation's start minus when it was queued, submitted and
      * when the call that launched it (same process and correlation) began. */
-    if (sqlite3_prepare_v2(db,
-                           "SELECT kind, pid, tid, start_ns, end_ns, correlation, device, stream, "
-                           "name, grid_x, grid_y, grid_z, block_x, block_y, block_z, registers, "
-                           "static_smem, dynamic_smem, bytes, range_id, launched, process, "
-                           "start_ns - queued_ns, start_ns - submitted_ns, CASE WHEN kind IN "
-                           "(4,5,6) AND correlation IS NOT NULL THEN start_ns - (SELECT "
-                           "MIN(a.start_ns) FROM events a WHERE a.process = e.process AND "
-                           "a.correlation = e.correlation AND a.kind = 3) END FROM events e "
-                           "WHERE id BETWEEN ? AND ?",
-                           -1, &q, NULL) != SQLITE_OK)
-        return -1;
+    snprintf(sql, sizeof sql,
+             "SELECT kind, pid, tid, start_ns, end_ns, correlation, device, stream, name, grid_x, "
+             "grid_y, grid_z, block_x, block_y, block_z, registers, static_smem, dynamic_smem, "
+             "bytes, range_id, launched, process, start_ns - queued_ns, start_ns - submitted_ns, "
+             "CASE WHEN kind IN (%s) AND correlation IS NOT NULL THEN start_ns - (SELECT "
+             "MIN(a.start_ns) FROM events a WHERE a.process = e.process AND a.correlation = "
+             "e.correlation AND a.kind = %d) END FROM events e WHERE id BETWEEN ? AND ?",
+             kp_event_kind_ids(KP_EVENT_F_DEVICE, device, sizeof device), KP_EVENT_API);
+    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK) return -1;
     sqlite3_bind_int64(q, 1, lo);
     sqlite3_bind_int64(q, 2, hi);
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
@@ -166,14 +166,15 @@ static int kp_chrome_events(sqlite3 *db, int64_t lo, int64_t hi, const kp_str *n
         const kp_str *name = name_id > 0 && name_id < nnames && names[name_id].data
                                  ? &names[name_id]
                                  : &kp_unknown_name;
-        int device_op = kind == 4 || kind == 5 || kind == 6;
-        static const char *const cats[] = {"", "", "", "api", "kernel", "memcpy", "memset",
-                                           "sync", "nvtx", "nvtx", "overhead"};
-        const char *cat = kind >= 3 && kind <= 10 ? cats[kind] : "other";
+        unsigned flags = kp_event_kind_flags(kind);
+        int device_op = (flags & KP_EVENT_F_DEVICE) != 0;
+        int instant = (flags & KP_EVENT_F_INSTANT) != 0;
+        const char *cat = kp_event_kind_category(kind);
+        if (!cat) cat = "other";
         int64_t epid = device_op ? kp_gpu_pid(pid, sqlite3_column_int64(q, 6)) : pid;
         int64_t etid = device_op ? sqlite3_column_int64(q, 7) : tid;
         KP_PUT_LIT(f, ",\n");
-        kp_put(f, kind == 9 ? "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"" : "{\"ph\":\"X\",\"cat\":\"");
+        kp_put(f, instant ? "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"" : "{\"ph\":\"X\",\"cat\":\"");
         kp_put(f, cat);
         KP_PUT_LIT(f, "\",\"pid\":");
         kp_put_i64(f, epid);
@@ -181,22 +182,22 @@ static int kp_chrome_events(sqlite3 *db, int64_t lo, int64_t hi, const kp_str *n
         kp_put_i64(f, etid);
         KP_PUT_LIT(f, ",\"ts\":");
         kp_put_us(f, t_start);
-        if (kind != 9) {
+        if (!instant) {
             KP_PUT_LIT(f, ",\"dur\":");
             kp_put_us(f, t_dur);
         }
         KP_PUT_LIT(f, ",\"name\":");
         kp_out_bytes(f, name->data, name->len);
-        if (kind == 9) {
+        if (instant) {
             KP_PUT_LIT(f, "}");
             continue;
         }
         /* Correlations are numbered per collector: a process image is the scope. */
         uint64_t flow = has_corr ? kp_flow_id(sqlite3_column_int64(q, 21), corr) : 0;
         int launched_by = has_corr && device_op; /* the call that launched it is known */
-        int has_grid = kind == 4 && sqlite3_column_type(q, 9) != SQLITE_NULL;
+        int has_grid = kind == KP_EVENT_KERNEL && sqlite3_column_type(q, 9) != SQLITE_NULL;
         int has_bytes = sqlite3_column_type(q, 18) != SQLITE_NULL;
-        int has_range = kind == 8 && sqlite3_column_type(q, 19) != SQLITE_NULL;
+        int has_range = kind == KP_EVENT_RANGE && sqlite3_column_type(q, 19) != SQLITE_NULL;
         int has_waits = device_op && (sqlite3_column_type(q, 22) != SQLITE_NULL ||
                                       sqlite3_column_type(q, 23) != SQLITE_NULL ||
                                       sqlite3_column_type(q, 24) != SQLITE_NULL);
@@ -204,7 +205,7 @@ static int kp_chrome_events(sqlite3 *db, int64_t lo, int64_t hi, const kp_str *n
             KP_PUT_LIT(f, ",\"bind_id\":");
             kp_put_u64(f, flow);
             KP_PUT_LIT(f, ",\"flow_in\":true");
-        } else if (has_corr && kind == 3 && sqlite3_column_int(q, 20)) {
+        } else if (has_corr && kind == KP_EVENT_API && sqlite3_column_int(q, 20)) {
             KP_PUT_LIT(f, ",\"bind_id\":");
             kp_put_u64(f, flow);
             KP_PUT_LIT(f, ",\"flow_out\":true");
@@ -338,9 +339,10 @@ kprof_status kp_export_chrome(sqlite3 *db, FILE *f, kp_error *err)
         fputs("}}", f);
     }
     sqlite3_finalize(q);
-    if (sqlite3_prepare_v2(db, "SELECT DISTINCT pid, tid FROM events WHERE kind IN (3,7,8,9)",
-                           -1, &q, NULL) != SQLITE_OK)
-        return kp_chrome_fail(db, err);
+    char sql[256], kinds[64];
+    snprintf(sql, sizeof sql, "SELECT DISTINCT pid, tid FROM events WHERE kind IN (%s)",
+             kp_event_kind_ids(KP_EVENT_F_HOST_THREAD, kinds, sizeof kinds));
+    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK) return kp_chrome_fail(db, err);
     while (sqlite3_step(q) == SQLITE_ROW)
         fprintf(f,
                 "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%lld,\"tid\":%lld,\"args\":{"
@@ -348,10 +350,9 @@ kprof_status kp_export_chrome(sqlite3 *db, FILE *f, kp_error *err)
                 KP_SEP(), (long long)sqlite3_column_int64(q, 0),
                 (long long)sqlite3_column_int64(q, 1), (long long)sqlite3_column_int64(q, 1));
     sqlite3_finalize(q);
-    if (sqlite3_prepare_v2(db,
-                           "SELECT DISTINCT pid, device, stream FROM events WHERE kind IN (4,5,6)",
-                           -1, &q, NULL) != SQLITE_OK)
-        return kp_chrome_fail(db, err);
+    snprintf(sql, sizeof sql, "SELECT DISTINCT pid, device, stream FROM events WHERE kind IN (%s)",
+             kp_event_kind_ids(KP_EVENT_F_DEVICE, kinds, sizeof kinds));
+    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK) return kp_chrome_fail(db, err);
     int64_t last_gpu = -1;
     while (sqlite3_step(q) == SQLITE_ROW) {
         int64_t pid = sqlite3_column_int64(q, 0), dev = sqlite3_column_int64(q, 1);

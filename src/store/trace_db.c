@@ -18,11 +18,7 @@
 static const char kp_trace_schema[] =
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);"
     "CREATE TABLE kinds (id INTEGER PRIMARY KEY, name TEXT NOT NULL);"
-    "INSERT INTO kinds VALUES (3,'api'),(4,'kernel'),(5,'memcpy'),(6,'memset'),(7,'sync'),"
-    "(8,'range'),(9,'mark'),(10,'overhead');"
     "CREATE TABLE domains (id INTEGER PRIMARY KEY, name TEXT NOT NULL);"
-    "INSERT INTO domains VALUES (0,''),(1,'cuda_runtime'),(2,'cuda_driver'),(3,'opencl'),"
-    "(4,'nvtx');"
     "CREATE TABLE strings (id INTEGER PRIMARY KEY, text TEXT NOT NULL UNIQUE);"
     "CREATE TABLE processes (id INTEGER PRIMARY KEY, pid INTEGER, ppid INTEGER, command TEXT,"
     " collector TEXT, start_ns INTEGER, end_ns INTEGER, clean_exit INTEGER, events INTEGER,"
@@ -41,6 +37,41 @@ static const char kp_trace_schema[] =
     " e.start_ns, e.end_ns, e.end_ns - e.start_ns AS duration_ns, e.correlation, e.device,"
     " e.stream, e.bytes FROM events e JOIN kinds k ON k.id = e.kind"
     " LEFT JOIN strings s ON s.id = e.name;";
+
+/* The rows of the kinds and domains tables: core/event.h's lists. */
+typedef struct kp_named_id {
+    int id;
+    const char *name;
+} kp_named_id;
+
+static const kp_named_id kp_trace_kinds[] = {
+#define KP_KIND_ROW_(id, NAME, name, category, flags, what) {id, name},
+    KP_EVENT_KIND_LIST(KP_KIND_ROW_)
+#undef KP_KIND_ROW_
+};
+
+static const kp_named_id kp_trace_domains[] = {
+#define KP_DOMAIN_ROW_(id, NAME, name) {id, name},
+    KP_DOMAIN_LIST(KP_DOMAIN_ROW_)
+#undef KP_DOMAIN_ROW_
+};
+
+/* Fill a table of (id, name) rows: SQLITE_OK or SQLite's error. */
+static int kp_trace_named_rows(sqlite3 *db, const char *table, const kp_named_id *rows, size_t n)
+{
+    char sql[64];
+    sqlite3_stmt *q = NULL;
+    snprintf(sql, sizeof sql, "INSERT INTO %s (id, name) VALUES (?,?)", table);
+    int rc = sqlite3_prepare_v2(db, sql, -1, &q, NULL);
+    for (size_t i = 0; i < n && rc == SQLITE_OK; i++) {
+        sqlite3_bind_int(q, 1, rows[i].id);
+        sqlite3_bind_text(q, 2, rows[i].name, -1, SQLITE_STATIC);
+        rc = sqlite3_step(q) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
+        sqlite3_reset(q);
+    }
+    sqlite3_finalize(q);
+    return rc;
+}
 
 static const char kp_trace_indexes[] = "CREATE INDEX events_start ON events(start_ns);"
                                        "CREATE INDEX events_kind_name ON events(kind, name);"
@@ -164,7 +195,8 @@ static kprof_status kp_merge_file(kp_merge *m, const char *path, const char *col
         if (r->kind == KP_REC_HEADER && !header) header = r;
         else if (r->kind == KP_REC_END) end = r;
         else if (r->kind == KP_REC_DROPPED) dropped += r->bytes;
-        else if (r->kind >= KP_REC_API && r->kind <= KP_REC_OVERHEAD) events++;
+        else if (kp_event_kind_valid(r->kind))
+            events++;
     }
     uint64_t clean_end = end ? end->start : 0;
     if (header) { /* the counters the writer kept in its header (record.h) */
@@ -197,8 +229,8 @@ static kprof_status kp_merge_file(kp_merge *m, const char *path, const char *col
     /* The correlations of this process's device work: the calls that launched it. */
     for (size_t i = 0; i < log.nrecords; i++) {
         const kp_rec *r = log.records[i];
-        if ((r->kind == KP_REC_KERNEL || r->kind == KP_REC_MEMCPY || r->kind == KP_REC_MEMSET) &&
-            r->correlation && kp_corrset_add(&launched, r->correlation) != 0) {
+        if (kp_event_kind_on_device(r->kind) && r->correlation &&
+            kp_corrset_add(&launched, r->correlation) != 0) {
             st = kp_error_set(m->err, KPROF_NOMEM, "out of memory merging %s", path);
             goto done;
         }
@@ -225,7 +257,7 @@ static kprof_status kp_merge_file(kp_merge *m, const char *path, const char *col
                 snprintf(sum->notes + used, sizeof sum->notes - used, "%.*s\n", (int)len, text);
             continue;
         }
-        if (r->kind < KP_REC_API || r->kind > KP_REC_OVERHEAD) continue;
+        if (!kp_event_kind_valid(r->kind)) continue;
         int kernel = r->kind == KP_REC_KERNEL;
         sqlite3_stmt *e = m->ins_event;
         sqlite3_reset(e);
@@ -240,7 +272,7 @@ static kprof_status kp_merge_file(kp_merge *m, const char *path, const char *col
         sqlite3_bind_int(e, c++, r->domain);
         sqlite3_bind_int64(e, c++, (int64_t)r->start);
         sqlite3_bind_int64(e, c++, (int64_t)(r->end ? r->end : r->start));
-        int device_op = kernel || r->kind == KP_REC_MEMCPY || r->kind == KP_REC_MEMSET;
+        int device_op = kp_event_kind_on_device(r->kind);
         if (r->queued) sqlite3_bind_int64(e, c++, (int64_t)r->queued);
         else sqlite3_bind_null(e, c++);
         if (r->submitted) sqlite3_bind_int64(e, c++, (int64_t)r->submitted);
@@ -392,7 +424,11 @@ kprof_status kp_trace_db_write(const char *path, const char *dir, const kp_trace
              KP_TRACE_APPLICATION_ID, KP_TRACE_FORMAT_VERSION);
     if (sqlite3_exec(m.db, pragmas, NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_exec(m.db, kp_trace_schema, NULL, NULL, NULL) != SQLITE_OK ||
-        sqlite3_exec(m.db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+        sqlite3_exec(m.db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK ||
+        kp_trace_named_rows(m.db, "kinds", kp_trace_kinds,
+                            sizeof kp_trace_kinds / sizeof *kp_trace_kinds) != SQLITE_OK ||
+        kp_trace_named_rows(m.db, "domains", kp_trace_domains,
+                            sizeof kp_trace_domains / sizeof *kp_trace_domains) != SQLITE_OK) {
         st = kp_db_fail(&m, "schema");
         goto fail;
     }

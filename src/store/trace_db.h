@@ -2,12 +2,15 @@
  * trace_db.h — the trace file (*.kprof): an SQLite database with a documented schema
  * (docs/trace-format.md) that every report and export reads. `kprof trace` writes it from the
  * per-process record files its collectors left; readers open it read-only and refuse anything
- * that is not a kprof trace with a clear error.
+ * that is not a kprof trace with a clear error. Its events.kind, events.domain and
+ * events.copy_kind are the numbers of core/event.h's lists (the kinds and domains tables hold
+ * their names).
  */
 #ifndef KP_STORE_TRACE_DB_H
 #define KP_STORE_TRACE_DB_H
 
 #include "core/error.h"
+#include "core/event.h"
 
 #include <signal.h>
 #include <sqlite3.h>
@@ -15,18 +18,6 @@
 
 #define KP_TRACE_FORMAT_VERSION 1
 #define KP_TRACE_APPLICATION_ID 0x4b50524f /* "KPRO" */
-
-/* Event kinds in the events table: the record kinds of collect/record.h. */
-enum {
-    KP_EV_API = 3,
-    KP_EV_KERNEL = 4,
-    KP_EV_MEMCPY = 5,
-    KP_EV_MEMSET = 6,
-    KP_EV_SYNC = 7,
-    KP_EV_RANGE = 8,
-    KP_EV_MARK = 9,
-    KP_EV_OVERHEAD = 10
-};
 
 /* What `kprof trace` knows about the run, for the meta table. */
 typedef struct kp_trace_run {

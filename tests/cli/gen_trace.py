@@ -101,7 +101,7 @@ def main():
         read = w.string("clEnqueueReadBuffer")
         kname = w.string("scale")
         burst = w.string("burst")
-        cl = 3  # KP_DOMAIN_OPENCL: calls and device operations alike
+        cl = klog.OPENCL  # calls and device operations alike
         buf += klog.rec(klog.API, name=write, start=t0, end=t0 + 20000, correlation=1, domain=cl)
         buf += klog.rec(klog.MEMCPY, name=w.string("[OpenCL write]"), start=t0 + 30000,
                         end=t0 + 40000, correlation=1, nbytes=16384, aux=1, domain=cl,

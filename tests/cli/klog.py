@@ -1,5 +1,6 @@
 """klog — write kprof record files (src/collect/record.h) from Python, to make synthetic traces
-for tests and the scale benchmark through the real merge of `kprof trace`."""
+for tests and the scale benchmark through the real merge of `kprof trace`. Its numbers are those
+of src/core/event.h's lists; tests/cli/test_golden.py checks them against a merged trace."""
 
 import os
 import struct
@@ -10,6 +11,9 @@ FMT = "<IHHIIQQQQQII3i3iIIIIQQiI"
 assert struct.calcsize(FMT) == 128
 HEADER, STRING, API, KERNEL, MEMCPY, MEMSET, SYNC, RANGE, MARK, OVERHEAD, DROPPED, NOTE, END = \
     range(1, 14)
+# API domains and copy directions (src/core/event.h's KP_DOMAIN_LIST and KP_COPY_KIND_LIST).
+DOMAIN_NONE, CUDA_RUNTIME, CUDA_DRIVER, OPENCL, NVTX = range(0, 5)
+COPY_UNKNOWN, HTOD, DTOH, DTOD, HTOH, PEER = range(0, 6)
 
 
 def rec(kind, name=0, tid=1, start=0, end=0, queued=0, submitted=0, correlation=0, device=0,
@@ -23,10 +27,10 @@ def rec(kind, name=0, tid=1, start=0, end=0, queued=0, submitted=0, correlation=
 class Writer:
     """Buffered writer of one process's record file."""
 
-    def __init__(self, path, pid, command="synthetic", start=0):
+    def __init__(self, path, pid, command="synthetic", start=0, ppid=1):
         self.f = open(path, "wb")
         self.strings = {}
-        self.f.write(rec(HEADER, name=self.string(command), start=start, rid=pid, aux=1))
+        self.f.write(rec(HEADER, name=self.string(command), start=start, rid=pid, aux=ppid))
 
     def string(self, text):
         if text not in self.strings:

@@ -31,6 +31,10 @@ class Trace(kptest.KprofTestCase):
         self.assertIn("1501 events (500 on the device) from 1 process, 0 records dropped", p.stderr)
         r = self.report(path)
         self.assertEqual(r["events"], 1501)
+        # Every kernel has its launch, every launch its kernel, the process closed its record.
+        self.assertEqual(r["completeness"], {"records_dropped": 0, "device_ops_without_call": 0,
+                                             "calls_without_device_work": 0,
+                                             "processes_not_closed": 0})
         self.assertGreaterEqual(r["wall_s"], 0.2)
         host = {g["name"]: g for g in r["host"]}
         self.assertEqual(list(host), ["cudaLaunchKernel"])  # cudaGetLastError hidden
@@ -122,6 +126,7 @@ class Trace(kptest.KprofTestCase):
         self.assertAlmostEqual(r["gpu_busy_s"], a["gpu_busy_s"], places=12)
         names = [g["name"] for g in r["device"]]
         self.assertEqual(names, ["big", "[CUDA memcpy DtoH]"])
+        self.assertEqual(r["completeness"]["device_ops_without_call"], 1)  # the copy's call
         self.assertGreater(r["verdict"]["host_sync_s"], 0.1)
         t = self.kprof("report", path, "--trace", expect=0).stdout
         self.assertIn("Size", t)
@@ -366,8 +371,15 @@ class Trace(kptest.KprofTestCase):
     def test_dropped_records_are_shown(self):
         path, p = self.gen("dropped", "--kernels", "5", "--seconds", "0.02")
         self.assertIn("7 records dropped", p.stderr)
-        self.assertEqual(self.report(path)["dropped"], 7)
-        self.assertIn("(7 records dropped)", self.kprof("report", path, expect=0).stdout)
+        r = self.report(path)
+        self.assertEqual(r["dropped"], 7)
+        self.assertEqual(r["completeness"], {"records_dropped": 7, "device_ops_without_call": 0,
+                                             "calls_without_device_work": 0,
+                                             "processes_not_closed": 0})
+        self.assertIn("\nCompleteness: 7 records dropped, 0 device operations whose launching "
+                      "calls were not recorded, 0 calls whose device work never arrived, 0 "
+                      "processes that ended without closing\n",
+                      self.kprof("report", path, expect=0).stdout)
 
     def test_crash_leaves_a_readable_trace(self):
         path, p = self.gen("crash", "--kernels", "30", "--seconds", "0.05", expect=128 + 11)
@@ -375,6 +387,7 @@ class Trace(kptest.KprofTestCase):
         self.assertIn("ended without closing its record", p.stderr)
         r = self.report(path)
         self.assertEqual(r["verdict"]["kernels"], 30)
+        self.assertEqual(r["completeness"]["processes_not_closed"], 1)
 
     def test_no_gpu_activity(self):
         path, p = self.trace("true")

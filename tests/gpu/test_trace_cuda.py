@@ -60,6 +60,11 @@ class TraceCuda(kptest.KprofTestCase):
         self.assertEqual(nvtx["inner"]["calls"], 50)
         self.assertEqual(nvtx["setup"]["calls"], 1)  # opened before the first CUDA call
         self.assertEqual(r["dropped"], 0)
+        # A clean run is complete: every launch, copy and fill call has its device work (CUPTI
+        # records no driver calls of the runtime's own), every device operation its call.
+        self.assertEqual(r["completeness"], {"records_dropped": 0, "device_ops_without_call": 0,
+                                             "calls_without_device_work": 0,
+                                             "processes_not_closed": 0})
         # Device times lie inside the run, on the same clock as the host calls.
         import sqlite3
         db = sqlite3.connect(path)

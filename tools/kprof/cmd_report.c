@@ -3,6 +3,7 @@
  * one — header, host table, device table, NVTX ranges, optionally the chronological trace — and
  * the submission-economics verdict; or the same as --json or --csv.
  */
+#include "core/event.h"
 #include "core/format.h"
 #include "core/stats.h"
 #include "core/verdict.h"
@@ -36,10 +37,40 @@ static const char *const kp_sync_calls[] = {
     "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cuMemcpyDtoH", "cuMemcpyHtoD",
     "clFinish", "clWaitForEvents", NULL};
 
+/* Calls that put work on a device (name prefixes, so every variant counts: _v2, _ptsz, Async,
+ * Ex, Rect): when one succeeds, a kernel, copy or fill of its correlation follows. Those of
+ * OpenCL are the enqueues kprof's layer times. */
+static const char *const kp_launch_prefixes[] = {"cudaLaunch",
+                                                 "cuLaunch",
+                                                 "cudaGraphLaunch",
+                                                 "cuGraphLaunch",
+                                                 "cudaMemcpy",
+                                                 "cuMemcpy",
+                                                 "cudaMemset",
+                                                 "cuMemset",
+                                                 "clEnqueueNDRangeKernel",
+                                                 "clEnqueueTask",
+                                                 "clEnqueueReadBuffer",
+                                                 "clEnqueueWriteBuffer",
+                                                 "clEnqueueCopyBuffer",
+                                                 "clEnqueueFillBuffer",
+                                                 NULL};
+
+/* ... except these, whose work runs on the host. */
+static const char *const kp_host_launches[] = {"cudaLaunchHostFunc", "cuLaunchHostFunc", NULL};
+
 static int kp_in_list(const char *name, const char *const *list)
 {
     for (int i = 0; list[i]; i++)
         if (strcmp(name, list[i]) == 0) return 1;
+    return 0;
+}
+
+static int kp_launches_device_work(const char *name)
+{
+    if (kp_in_list(name, kp_host_launches)) return 0;
+    for (int i = 0; kp_launch_prefixes[i]; i++)
+        if (strncmp(name, kp_launch_prefixes[i], strlen(kp_launch_prefixes[i])) == 0) return 1;
     return 0;
 }
 
@@ -71,7 +102,13 @@ typedef struct kp_report {
     double wall;      /* s */
     int64_t start_ns; /* trace start, for relative times */
     int64_t end_ns;
-    uint64_t events, dropped;
+    uint64_t events;
+    /* Completeness: what the trace lacks, each 0 when it is whole. */
+    uint64_t dropped;            /* records lost (processes.dropped) */
+    uint64_t ops_without_call;   /* device operations whose launching call was not recorded */
+    uint64_t calls_without_work; /* calls that put work on the device and succeeded, with no
+                                    device operation of their correlation */
+    int unclosed;                /* processes that ended without closing their record */
     int raw, trace, json, csv;
     kp_group_list host, device, nvtx;
     double host_total;
@@ -246,13 +283,6 @@ static int kp_call_map_get(const kp_call_map *m, int64_t process, int64_t correl
     return 1;
 }
 
-/* The device operation's launching call for the --trace rows: the earliest API call of the
- * same process and correlation (index events_correlation). */
-#define KP_CALL_START_SQL                                                                          \
-    "CASE WHEN e.kind IN (4,5,6) AND e.correlation IS NOT NULL THEN (SELECT MIN(a.start_ns) "      \
-    "FROM events a WHERE a.process = e.process AND a.correlation = e.correlation AND a.kind = 3) " \
-    "END"
-
 /* One pass over the events, in storage order: the three tables, the timeline the verdicts are
  * computed from, launch latency and queue waits. */
 /* What the collectors and the merge had to say (CUPTI unusable, records that could not be
@@ -284,6 +314,8 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
     r->wall = (double)kp_ns_diff(r->end_ns, start) / 1e9;
     r->dropped = (uint64_t)kp_trace_db_scalar(r->db, "SELECT TOTAL(dropped) FROM processes", 0);
     r->processes = (int)kp_trace_db_scalar(r->db, "SELECT COUNT(*) FROM processes", 0);
+    r->unclosed = (int)kp_trace_db_scalar(
+        r->db, "SELECT COUNT(*) FROM processes WHERE COALESCE(clean_exit, 0) = 0", 0);
     kp_report_load_notes(r);
 
     int64_t nnames = kp_trace_db_string_slots(r->db);
@@ -292,7 +324,8 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
     kp_acc *host = calloc((size_t)nnames, sizeof *host);
     kp_acc *device = calloc((size_t)nnames, sizeof *device);
     kp_acc *nvtx = calloc((size_t)nnames, sizeof *nvtx);
-    unsigned char *flags = calloc((size_t)nnames, 1); /* 1 noisy, 2 synchronizing */
+    /* 1 noisy, 2 synchronizing, 4 puts work on the device */
+    unsigned char *flags = calloc((size_t)nnames, 1);
     kp_samples launch = {0}, queued = {0}, submitted = {0};
     kp_call_map calls = {0};
     kp_pending_op *pending = NULL;
@@ -311,7 +344,9 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
         if (id < 0 || id >= nnames || !text) continue;
         r->names[id] = strdup(text);
         if (!r->names[id]) goto nomem;
-        flags[id] = (unsigned char)(kp_in_list(text, kp_noisy) | kp_in_list(text, kp_sync_calls) << 1);
+        flags[id] =
+            (unsigned char)(kp_in_list(text, kp_noisy) | kp_in_list(text, kp_sync_calls) << 1 |
+                            kp_launches_device_work(text) << 2);
     }
     sqlite3_finalize(q);
     q = NULL;
@@ -322,7 +357,7 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
     if (sqlite3_prepare_v2(r->db,
                            "SELECT e.kind, e.name, e.start_ns, e.end_ns, e.process, e.tid, "
                            "e.domain, e.queued_ns, e.submitted_ns, e.correlation, "
-                           "e.launched FROM events e",
+                           "e.launched, e.status FROM events e",
                            -1, &q, NULL) != SQLITE_OK) {
         st = kp_sql_fail(r, err);
         goto done;
@@ -339,23 +374,28 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
         int domain = sqlite3_column_int(q, 6);
         int64_t process = sqlite3_column_int64(q, 4);
         r->events++;
-        if (domain == 3) r->api |= KP_API_OPENCL;
+        if (domain == KP_DOMAIN_OPENCL) r->api |= KP_API_OPENCL;
         int fail = 0;
         switch (kind) {
-        case 3: {
-            if (domain == 1 || domain == 2) r->api |= KP_API_CUDA;
+        case KP_EVENT_API: {
+            if (domain == KP_DOMAIN_CUDA_RUNTIME || domain == KP_DOMAIN_CUDA_DRIVER)
+                r->api |= KP_API_CUDA;
             int hidden = !r->raw && (flags[id] & 1), sync = (flags[id] & 2) != 0;
             if (!hidden) kp_acc_add(&host[id], d);
             if (!hidden || sync) fail = kp_timeline_add_call(r->timeline, s, e, (uint32_t)id, sync);
             if (!fail && sqlite3_column_int(q, 10) && sqlite3_column_type(q, 9) != SQLITE_NULL)
                 fail = kp_call_map_put(&calls, process, sqlite3_column_int64(q, 9), s);
+            /* A call that succeeded in putting work on the device, and none of it arrived. */
+            if ((flags[id] & 4) && !sqlite3_column_int(q, 10) &&
+                sqlite3_column_type(q, 11) != SQLITE_NULL && sqlite3_column_int64(q, 11) == 0)
+                r->calls_without_work++;
             break;
         }
-        case 4:
-        case 5:
-        case 6:
+        case KP_EVENT_KERNEL:
+        case KP_EVENT_MEMCPY:
+        case KP_EVENT_MEMSET:
             kp_acc_add(&device[id], d);
-            fail = kp_timeline_add_op(r->timeline, s, e, (uint32_t)id, kind == 4);
+            fail = kp_timeline_add_op(r->timeline, s, e, (uint32_t)id, kind == KP_EVENT_KERNEL);
             if (!fail && sqlite3_column_type(q, 9) != SQLITE_NULL) {
                 if (npending == cappending) {
                     size_t cap = cappending ? cappending * 2 : 4096;
@@ -365,6 +405,8 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
                     cappending = cap;
                 }
                 pending[npending++] = (kp_pending_op){process, sqlite3_column_int64(q, 9), s};
+            } else if (!fail) {
+                r->ops_without_call++; /* no correlation: no call can be its own */
             }
             if (!fail && sqlite3_column_type(q, 7) != SQLITE_NULL)
                 fail = kp_samples_add(
@@ -373,10 +415,10 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
                 fail = kp_samples_add(
                     &submitted, (double)kp_ns_diff(s, sqlite3_column_int64(q, 8)) / 1e9);
             break;
-        case 7:
+        case KP_EVENT_SYNC:
             fail = kp_timeline_add_wait(r->timeline, s, e);
             break;
-        case 8: {
+        case KP_EVENT_RANGE: {
             kp_acc_add(&nvtx[id], d);
             /* A thread is (process row, tid): ranges nest per thread. */
             int64_t thread =
@@ -399,8 +441,9 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
     for (int i = 0; i < r->host.n; i++) r->host_total += r->host.rows[i].total;
     for (size_t i = 0; i < npending; i++) {
         int64_t call;
-        if (kp_call_map_get(&calls, pending[i].process, pending[i].correlation, &call) &&
-            kp_samples_add(&launch, (double)kp_ns_diff(pending[i].start, call) / 1e9) != 0)
+        if (!kp_call_map_get(&calls, pending[i].process, pending[i].correlation, &call))
+            r->ops_without_call++;
+        else if (kp_samples_add(&launch, (double)kp_ns_diff(pending[i].start, call) / 1e9) != 0)
             goto nomem;
     }
     kp_latency_from(&launch, &r->launch);
@@ -535,13 +578,35 @@ typedef struct kp_device_row {
     const char *name;
 } kp_device_row;
 
-#define KP_DEVICE_ROWS_SQL                                                                         \
-    "SELECT e.correlation, e.start_ns, e.end_ns, e.grid_x, e.grid_y, e.grid_z, e.block_x, "        \
-    "e.block_y, e.block_z, e.registers, e.static_smem, e.dynamic_smem, e.local_mem, e.bytes, "     \
-    "COALESCE(s.text, '?'), e.device, e.stream, e.kind, e.queued_ns, "                             \
-    "e.submitted_ns, " KP_CALL_START_SQL                                                           \
-    " FROM events e LEFT JOIN strings s ON s.id = e.name WHERE e.kind IN "                         \
-    "(4,5,6) ORDER BY e.start_ns"
+/* The device operations in time order, each with its launching call's start for the --trace
+ * rows: the earliest API call of the same process and correlation (index events_correlation). */
+static const char *kp_device_rows_sql(char *sql, size_t n)
+{
+    char device[64];
+    kp_event_kind_ids(KP_EVENT_F_DEVICE, device, sizeof device);
+    snprintf(sql, n,
+             "SELECT e.correlation, e.start_ns, e.end_ns, e.grid_x, e.grid_y, e.grid_z, e.block_x, "
+             "e.block_y, e.block_z, e.registers, e.static_smem, e.dynamic_smem, e.local_mem, "
+             "e.bytes, COALESCE(s.text, '?'), e.device, e.stream, e.kind, e.queued_ns, "
+             "e.submitted_ns, CASE WHEN e.kind IN (%s) AND e.correlation IS NOT NULL THEN "
+             "(SELECT MIN(a.start_ns) FROM events a WHERE a.process = e.process AND "
+             "a.correlation = e.correlation AND a.kind = %d) END FROM events e LEFT JOIN strings "
+             "s ON s.id = e.name WHERE e.kind IN (%s) ORDER BY e.start_ns",
+             device, KP_EVENT_API, device);
+    return sql;
+}
+
+/* The host calls (API calls and waits) in time order. */
+static const char *kp_host_rows_sql(char *sql, size_t n)
+{
+    char host[64];
+    snprintf(sql, n,
+             "SELECT e.correlation, e.start_ns, e.end_ns, e.pid, e.tid, COALESCE(s.text, '?'), "
+             "e.kind FROM events e LEFT JOIN strings s ON s.id = e.name WHERE e.kind IN (%s) "
+             "ORDER BY e.start_ns",
+             kp_event_kind_ids(KP_EVENT_F_HOST_CALL, host, sizeof host));
+    return sql;
+}
 
 static int kp_col_null(sqlite3_stmt *q, int col)
 {
@@ -556,7 +621,7 @@ static void kp_device_row_read(sqlite3_stmt *q, kp_device_row *d)
     d->start = sqlite3_column_int64(q, 1);
     d->end = sqlite3_column_int64(q, 2);
     d->kind = sqlite3_column_int(q, 17);
-    d->has_grid = d->kind == 4 && !kp_col_null(q, 3) && !kp_col_null(q, 6);
+    d->has_grid = d->kind == KP_EVENT_KERNEL && !kp_col_null(q, 3) && !kp_col_null(q, 6);
     for (int i = 0; i < 3; i++) {
         d->grid[i] = sqlite3_column_int64(q, 3 + i);
         d->block[i] = sqlite3_column_int64(q, 6 + i);
@@ -607,11 +672,8 @@ static kprof_status kp_print_trace(kp_report *r, kp_error *err)
 {
     /* Host side. */
     sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(r->db,
-                           "SELECT e.correlation, e.start_ns, e.end_ns, e.pid, e.tid, "
-                           "COALESCE(s.text, '?') FROM events e LEFT JOIN strings s ON s.id = "
-                           "e.name WHERE e.kind IN (3, 7) ORDER BY e.start_ns",
-                           -1, &q, NULL) != SQLITE_OK)
+    char sql[1024];
+    if (sqlite3_prepare_v2(r->db, kp_host_rows_sql(sql, sizeof sql), -1, &q, NULL) != SQLITE_OK)
         return kp_sql_fail(r, err);
     printf("\nHost-side trace:\n  %8s  %12s  %10s  %8s  Name\n", "ID", "Start", "Time", "Thread");
     while (sqlite3_step(q) == SQLITE_ROW) {
@@ -631,12 +693,12 @@ static kprof_status kp_print_trace(kp_report *r, kp_error *err)
     sqlite3_finalize(q);
     /* Device side, with the columns that have any value. */
     int has_grid = 0, has_regs = 0, has_smem = 0, has_local = 0, has_size = 0, has_global = 0;
-    if (sqlite3_prepare_v2(r->db,
-                           "SELECT MAX(kind = 4 AND grid_x IS NOT NULL), MAX(kind = 4 AND "
-                           "registers > 0), MAX(kind = 4 AND static_smem + dynamic_smem > 0), "
-                           "MAX(kind = 4 AND local_mem > 0), MAX(bytes > 0), MAX(kind = 4 AND "
-                           "block_x = 0) FROM events",
-                           -1, &q, NULL) == SQLITE_OK &&
+    snprintf(sql, sizeof sql,
+             "SELECT MAX(kind = %d AND grid_x IS NOT NULL), MAX(kind = %d AND registers > 0), "
+             "MAX(kind = %d AND static_smem + dynamic_smem > 0), MAX(kind = %d AND local_mem > 0), "
+             "MAX(bytes > 0), MAX(kind = %d AND block_x = 0) FROM events",
+             KP_EVENT_KERNEL, KP_EVENT_KERNEL, KP_EVENT_KERNEL, KP_EVENT_KERNEL, KP_EVENT_KERNEL);
+    if (sqlite3_prepare_v2(r->db, sql, -1, &q, NULL) == SQLITE_OK &&
         sqlite3_step(q) == SQLITE_ROW) {
         has_grid = sqlite3_column_int(q, 0) > 0;
         has_regs = sqlite3_column_int(q, 1) > 0;
@@ -648,7 +710,7 @@ static kprof_status kp_print_trace(kp_report *r, kp_error *err)
     sqlite3_finalize(q);
     int has_launch = r->launch.n > 0, has_queued = r->queued.n > 0;
     int has_submitted = r->submitted.n > 0;
-    if (sqlite3_prepare_v2(r->db, KP_DEVICE_ROWS_SQL, -1, &q, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(r->db, kp_device_rows_sql(sql, sizeof sql), -1, &q, NULL) != SQLITE_OK)
         return kp_sql_fail(r, err);
     printf("\nDevice-side trace:\n  %8s  %12s  %10s", "ID", "Start", "Time");
     if (has_grid) printf("  %12s  %10s", "Threadgroups", "Threads");
@@ -751,13 +813,19 @@ static void kp_print_latency(const kp_report *r)
 static void kp_print_report(const kp_report *r)
 {
     char a[32], b[32];
-    printf("Profiler ran for %s, capturing %llu events", kp_format_duration(r->wall, a, sizeof a),
-           (unsigned long long)r->events);
-    if (r->dropped) printf(" (%llu records dropped)", (unsigned long long)r->dropped);
-    printf(".\n");
+    printf("Profiler ran for %s, capturing %llu events.\n",
+           kp_format_duration(r->wall, a, sizeof a), (unsigned long long)r->events);
     if (r->command[0])
         printf("Command: %s (%d process%s recorded)\n", r->command, r->processes,
                r->processes == 1 ? "" : "es");
+    /* What the trace lacks, every number even when it is 0: a clean trace says so. */
+    printf("Completeness: %llu record%s dropped, %llu device operation%s whose launching call%s "
+           "not recorded, %llu call%s whose device work never arrived, %d process%s that ended "
+           "without closing\n",
+           (unsigned long long)r->dropped, r->dropped == 1 ? "" : "s",
+           (unsigned long long)r->ops_without_call, r->ops_without_call == 1 ? "" : "s",
+           r->ops_without_call == 1 ? " was" : "s were", (unsigned long long)r->calls_without_work,
+           r->calls_without_work == 1 ? "" : "s", r->unclosed, r->unclosed == 1 ? "" : "es");
     for (const char *p = r->notes.data ? r->notes.data : "", *nl; (nl = strchr(p, '\n')) != NULL;
          p = nl + 1)
         printf("Note: %.*s\n", (int)(nl - p), p);
@@ -991,11 +1059,8 @@ static void kp_json_dims(kp_json *j, const char *key, const int64_t v[3])
 static kprof_status kp_json_trace(kp_json *j, kp_report *r, kp_error *err)
 {
     sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(r->db,
-                           "SELECT e.correlation, e.start_ns, e.end_ns, e.pid, e.tid, "
-                           "COALESCE(s.text, '?'), e.kind FROM events e LEFT JOIN strings s ON "
-                           "s.id = e.name WHERE e.kind IN (3, 7) ORDER BY e.start_ns",
-                           -1, &q, NULL) != SQLITE_OK)
+    char sql[1024];
+    if (sqlite3_prepare_v2(r->db, kp_host_rows_sql(sql, sizeof sql), -1, &q, NULL) != SQLITE_OK)
         return kp_sql_fail(r, err);
     kp_json_array_begin(j, "host_trace");
     int rc;
@@ -1007,7 +1072,7 @@ static kprof_status kp_json_trace(kp_json *j, kp_report *r, kp_error *err)
             kp_json_null(j, "id");
         else
             kp_json_int(j, "id", sqlite3_column_int64(q, 0));
-        kp_json_string(j, "kind", sqlite3_column_int(q, 6) == 7 ? "sync" : "api");
+        kp_json_string(j, "kind", kp_event_kind_name(sqlite3_column_int(q, 6)));
         kp_json_double(j, "start_s",
                        (double)kp_ns_diff(sqlite3_column_int64(q, 1), r->start_ns) / 1e9);
         kp_json_double(
@@ -1022,9 +1087,8 @@ static kprof_status kp_json_trace(kp_json *j, kp_report *r, kp_error *err)
     kp_json_array_end(j);
     sqlite3_finalize(q);
     if (rc != SQLITE_DONE) return kp_sql_fail(r, err);
-    if (sqlite3_prepare_v2(r->db, KP_DEVICE_ROWS_SQL, -1, &q, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(r->db, kp_device_rows_sql(sql, sizeof sql), -1, &q, NULL) != SQLITE_OK)
         return kp_sql_fail(r, err);
-    static const char *const kinds[] = {"kernel", "memcpy", "memset"};
     kp_json_array_begin(j, "device_trace");
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         kp_device_row d;
@@ -1035,7 +1099,7 @@ static kprof_status kp_json_trace(kp_json *j, kp_report *r, kp_error *err)
             kp_json_int(j, "id", d.id);
         else
             kp_json_null(j, "id");
-        kp_json_string(j, "kind", d.kind >= 4 && d.kind <= 6 ? kinds[d.kind - 4] : "?");
+        kp_json_string(j, "kind", kp_event_kind_name(d.kind));
         kp_json_double(j, "start_s", (double)kp_ns_diff(d.start, r->start_ns) / 1e9);
         kp_json_double(j, "duration_s", dur);
         kp_json_int(j, "device", d.device);
@@ -1083,6 +1147,12 @@ static kprof_status kp_report_json(kp_report *r, kp_error *err)
     kp_json_uint(&j, "events", r->events);
     kp_json_uint(&j, "dropped", r->dropped);
     kp_json_int(&j, "processes", r->processes);
+    kp_json_object_begin(&j, "completeness");
+    kp_json_uint(&j, "records_dropped", r->dropped);
+    kp_json_uint(&j, "device_ops_without_call", r->ops_without_call);
+    kp_json_uint(&j, "calls_without_device_work", r->calls_without_work);
+    kp_json_int(&j, "processes_not_closed", r->unclosed);
+    kp_json_object_end(&j);
     kp_json_array_begin(&j, "notes");
     for (const char *p = r->notes.data ? r->notes.data : "", *nl; (nl = strchr(p, '\n')) != NULL;
          p = nl + 1) {
