@@ -115,8 +115,8 @@ typedef struct kp_kernel_meta {
     int nparams;       /* -1 when the backend cannot count them */
     kp_param *params;
     /* CUDA: the compile-time threadgroup rule read from the PTX or the cubin at build time and
-     * kept in the compile cache (the driver API does not expose it; see cuda.c). OpenCL asks
-     * the runtime instead (CL_KERNEL_COMPILE_WORK_GROUP_SIZE) and leaves these 0. */
+     * kept in the compile cache (the driver API does not expose it; see cuda/compile.c). OpenCL
+     * asks the runtime instead (CL_KERNEL_COMPILE_WORK_GROUP_SIZE) and leaves these 0. */
     kp_tg_rule tg_rule;
     uint64_t tg_rule_size[3];
 } kp_kernel_meta;

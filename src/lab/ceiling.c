@@ -6,7 +6,6 @@
  */
 #include "lab/ceiling.h"
 #include "core/format.h"
-#include "core/stats.h"
 #include "core/util.h"
 #include "lab/lab.h"
 
@@ -113,17 +112,16 @@ static kp_lab_options kp_ceiling_lab_options(int cuda, int demo, const char *spe
     return lo;
 }
 
-/* One timed point: best and median over iters dispatches after warmup. */
+/* One timed point: its run at launch, iters dispatches after warmup. */
 static kprof_status kp_ceiling_point_run(kp_lab *lab, const kp_launch *launch, int warmup,
                                          int iters, double *samples, double *scratch,
                                          kp_ceiling_point *p, kp_error *err)
 {
     kprof_status st = kp_lab_measure(lab, launch, warmup, iters, samples, err);
     if (st != KPROF_OK) return st;
-    kp_stats s;
-    kp_stats_compute(samples, (size_t)iters, scratch, &s);
-    p->best_ms = s.min;
-    p->median_ms = s.median;
+    p->run.iters = iters;
+    p->run.warmup = warmup;
+    kp_run_result_time(&p->run, samples, (size_t)iters, scratch);
     return KPROF_OK;
 }
 
@@ -189,11 +187,12 @@ kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_resul
             kp_ceiling_point *p = &out->points[out->npoints++];
             snprintf(p->kernel, sizeof p->kernel, "%s", cv->entry);
             p->bytes = bytes;
-            p->tg = tg;
+            p->run.launch = l;
             st = kp_ceiling_point_run(lab, &l, warmup, iters, samples, scratch, p, err);
             if (st != KPROF_OK) break;
-            p->gbs = 2.0 * (double)(n4 * 16) / (p->best_ms * 1e-3) / 1e9;
-            if (!best || p->gbs > best->gbs) best = p;
+            p->run.bytes = 2 * n4 * 16; /* read + write */
+            p->run.gbps = 2.0 * (double)(n4 * 16) / (p->run.stats.min * 1e-3) / 1e9;
+            if (!best || p->run.gbps > best->run.gbps) best = p;
             if (opts->progress) opts->progress(p, ++done, total, opts->user);
         }
         if (st == KPROF_OK) st = kp_lab_finish(lab, err); /* what it measured stands */
@@ -217,13 +216,14 @@ kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_resul
             kp_ceiling_point *p = &out->points[out->npoints++];
             snprintf(p->kernel, sizeof p->kernel, "demo_add");
             p->bytes = n * 4;
-            p->tg = tg;
+            p->run.launch = l;
             if (st == KPROF_OK)
                 st = kp_ceiling_point_run(lab, &l, warmup, iters, samples, scratch, p, err);
             if (st == KPROF_OK) {
-                p->gbs = 3.0 * (double)(n * 4) / (p->median_ms * 1e-3) / 1e9;
-                out->ceiling.demo_add_gbs = p->gbs;
-                out->ceiling.demo_add_ms = p->median_ms;
+                p->run.bytes = 3 * n * 4; /* two read, one written */
+                p->run.gbps = 3.0 * (double)(n * 4) / (p->run.stats.median * 1e-3) / 1e9;
+                out->ceiling.demo_add_gbs = p->run.gbps;
+                out->ceiling.demo_add_ms = p->run.stats.median;
                 out->ceiling.demo_add_elements = n;
                 if (opts->progress) opts->progress(p, ++done, total, opts->user);
             }
@@ -234,12 +234,13 @@ kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_resul
     free(samples);
     free(scratch);
     if (st != KPROF_OK) return st;
-    out->ceiling.copy_gbs = best->gbs;
+    out->ceiling.copy_gbs = best->run.gbps;
     out->ceiling.copy_bytes = best->bytes;
     out->ceiling.measured_at = (int64_t)time(NULL);
     snprintf(out->ceiling.driver, sizeof out->ceiling.driver, "%s", out->device.driver);
     snprintf(out->ceiling.method, sizeof out->ceiling.method,
              "best of %d dispatches of %s over %llu MiB (read + write), tg %llu", iters,
-             best->kernel, (unsigned long long)(best->bytes >> 20), (unsigned long long)best->tg);
+             best->kernel, (unsigned long long)(best->bytes >> 20),
+             (unsigned long long)best->run.launch.tg[0]);
     return KPROF_OK;
 }

@@ -12,6 +12,7 @@
 #define KP_LAB_CEILING_H
 
 #include "backend/backend.h"
+#include "lab/run_result.h"
 #include "store/store.h"
 
 #define KP_CEILING_MAX_SIZES 3
@@ -62,11 +63,10 @@ const char *kp_ceiling_variant(int i);
 
 typedef struct kp_ceiling_point {
     char kernel[32];   /* copy variant, or "demo_add" */
-    uint64_t bytes;    /* buffer size */
-    uint64_t tg;
-    double best_ms;    /* fastest dispatch */
-    double median_ms;
-    double gbs;        /* moved bytes / best_ms */
+    uint64_t bytes;    /* one buffer's size */
+    kp_run_result run; /* the kernel's run: run.launch (1-D, tg in tg[0]), run.stats (ms; min the
+                          fastest dispatch), run.bytes the bytes a dispatch moves, and run.gbps
+                          over the fastest dispatch for a copy, over the median for demo_add */
 } kp_ceiling_point;
 
 typedef struct kp_ceiling_options {

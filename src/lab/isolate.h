@@ -1,7 +1,7 @@
 /*
  * isolate.h — a kernel-lab session run in a child process, for devices whose kernels run inside
- * kprof's own process (internal to src/lab; isolate.c says why and how). lab.c forwards each
- * kp_lab_* call of such a session here; the calls mean what lab.h says they mean.
+ * kprof's own process (internal to src/lab; isolate.c says why and how). lab.c and launch.c
+ * forward each kp_lab_* call of such a session here; the calls mean what lab.h says they mean.
  */
 #ifndef KP_LAB_ISOLATE_H
 #define KP_LAB_ISOLATE_H

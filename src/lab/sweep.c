@@ -82,11 +82,11 @@ kprof_status kp_sweep_parse_list(const char *text, const kp_launch *base, kp_swe
         }
         kp_sweep_point *p = &out[(*n)++];
         memset(p, 0, sizeof *p);
-        p->launch = *base;
+        p->run.launch = *base;
         p->threads = 1;
         for (int d = 0; d < 3; d++) {
-            p->launch.tg[d] = d < dims ? v[d] : 1;
-            p->threads *= p->launch.tg[d];
+            p->run.launch.tg[d] = d < dims ? v[d] : 1;
+            p->threads *= p->run.launch.tg[d];
         }
     }
     if (nbad) {
@@ -102,10 +102,7 @@ kprof_status kp_sweep_parse_list(const char *text, const kp_launch *base, kp_swe
 
 void kp_sweep_summarise(kp_sweep_point *p, const double *samples_ms, size_t n, double *scratch)
 {
-    kp_stats_compute(samples_ms, n, scratch, &p->stats);
-    /* kp_stats_compute leaves scratch sorted. */
-    p->p10 = kp_quantile_sorted(scratch, n, 0.10);
-    p->p90q = kp_quantile_sorted(scratch, n, 0.90);
+    kp_run_result_time(&p->run, samples_ms, n, scratch);
     p->measured = 1;
 }
 
@@ -116,16 +113,17 @@ int kp_sweep_mark(kp_sweep_point *points, int n)
         points[i].best = points[i].tie = 0;
         if (!points[i].measured) continue;
         measured++;
-        if (best < 0 || points[i].stats.median < points[best].stats.median) best = i;
+        if (best < 0 || points[i].run.stats.median < points[best].run.stats.median) best = i;
     }
     if (measured < 2) return -1; /* one size is not a comparison */
     points[best].best = 1;
-    double best_spread = points[best].p90q - points[best].p10;
+    double best_spread = points[best].run.p90 - points[best].run.p10;
     for (int i = 0; i < n; i++) {
         if (i == best || !points[i].measured) continue;
-        double spread = points[i].p90q - points[i].p10;
+        double spread = points[i].run.p90 - points[i].run.p10;
         double allowed = spread > best_spread ? spread : best_spread;
-        if (points[i].stats.median - points[best].stats.median <= allowed) points[i].tie = 1;
+        if (points[i].run.stats.median - points[best].run.stats.median <= allowed)
+            points[i].tie = 1;
     }
     return best;
 }

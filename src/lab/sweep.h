@@ -8,21 +8,17 @@
 
 #include "backend/backend.h"
 #include "core/error.h"
-#include "core/stats.h"
+#include "lab/run_result.h"
 
 #define KP_SWEEP_MAX_POINTS 64
 
 typedef struct kp_sweep_point {
-    kp_launch launch;     /* the grid stays; tg varies */
-    uint64_t threads;     /* threads per threadgroup */
-    kp_stats stats;       /* GPU ms */
-    double p10, p90q;     /* interpolated 10th and 90th percentiles (ms): the spread */
-    double gbps;          /* ~GB/s touched at the median */
-    double ceiling_pct;   /* of the measured ceiling, 0 when none */
-    kp_reflection refl;   /* occupancy and limiter at this tg (CUDA) */
-    int measured;         /* timed (a fault stops a sweep part-way) */
-    int best;             /* lowest median */
-    int tie;              /* within the spread of the best */
+    kp_run_result run; /* the kernel at this tg: run.launch (the grid stays; tg varies), the
+                          timings and their spread (p10..p90), ~GB/s, occupancy (CUDA) */
+    uint64_t threads;  /* threads per threadgroup */
+    int measured;      /* timed (a fault stops a sweep part-way) */
+    int best;          /* lowest median */
+    int tie;           /* within the spread of the best */
 } kp_sweep_point;
 
 /* Default sizes: powers of two from `start` (the execution width, or 64 when unknown) up to and
@@ -35,7 +31,8 @@ int kp_sweep_default_sizes(uint64_t start, uint64_t kernel_max, uint64_t *out, i
 kprof_status kp_sweep_parse_list(const char *text, const kp_launch *base, kp_sweep_point *out,
                                  int max, int *n, kp_error *err);
 
-/* Fill stats and the spread of a point from its samples (ms); scratch holds n doubles. */
+/* Fill a point's run.stats and spread from its samples (ms) and mark it measured; scratch holds
+ * n doubles. */
 void kp_sweep_summarise(kp_sweep_point *p, const double *samples_ms, size_t n, double *scratch);
 
 /* Mark the best (lowest median among measured points) and the ties: a point is tied when its

@@ -6,9 +6,9 @@ static void point(kp_sweep_point *p, double median, double p10, double p90)
 {
     memset(p, 0, sizeof *p);
     p->measured = 1;
-    p->stats.median = median;
-    p->p10 = p10;
-    p->p90q = p90;
+    p->run.stats.median = median;
+    p->run.p10 = p10;
+    p->run.p90 = p90;
 }
 
 int main(void)
@@ -44,9 +44,9 @@ int main(void)
     kp_error e = {0};
     CHECK_INT(kp_sweep_parse_list("8x8, 16x16,32x8", &base, pts, 64, &n, &e), KPROF_OK);
     CHECK_INT(n, 3);
-    CHECK_INT(pts[1].launch.tg[0], 16);
+    CHECK_INT(pts[1].run.launch.tg[0], 16);
     CHECK_INT(pts[2].threads, 256);
-    CHECK_INT(pts[2].launch.grid[1], 1024);
+    CHECK_INT(pts[2].run.launch.grid[1], 1024);
     CHECK_INT(kp_sweep_parse_list("8x8,64,0x4,abc", &base, pts, 64, &n, &e), KPROF_INVALID);
     CHECK_CONTAINS(e.message, "'64' (1-D, but the grid is 2-D)");
     CHECK_CONTAINS(e.message, "'0x4' (zero)");
@@ -83,9 +83,9 @@ int main(void)
     kp_sweep_point p;
     memset(&p, 0, sizeof p);
     kp_sweep_summarise(&p, samples, 5, scratch);
-    CHECK_NEAR(p.stats.median, 3, 0);
-    CHECK_NEAR(p.p10, 1.4, 1e-12);
-    CHECK_NEAR(p.p90q, 4.6, 1e-12);
+    CHECK_NEAR(p.run.stats.median, 3, 0);
+    CHECK_NEAR(p.run.p10, 1.4, 1e-12);
+    CHECK_NEAR(p.run.p90, 4.6, 1e-12);
     CHECK(p.measured);
     TEST_DONE();
 }

@@ -192,7 +192,7 @@ static void kp_caps_progress(const kp_ceiling_point *p, int done, int total, voi
     (void)user;
     if (!isatty(fileno(stderr))) return;
     fprintf(stderr, "\r\033[Kmeasuring: %d/%d %s %llu MiB %.0f GB/s", done, total, p->kernel,
-            (unsigned long long)(p->bytes >> 20), p->gbs);
+            (unsigned long long)(p->bytes >> 20), p->run.gbps);
     if (done == total) fprintf(stderr, "\r\033[K");
     fflush(stderr);
 }
@@ -343,10 +343,7 @@ static int kp_caps_measure(const char *backend, int device, uint64_t max_bytes, 
                 kp_json_object_begin(&j, NULL);
                 kp_json_string(&j, "kernel", p->kernel);
                 kp_json_uint(&j, "bytes", p->bytes);
-                kp_json_uint(&j, "tg", p->tg);
-                kp_json_double(&j, "best_ms", p->best_ms);
-                kp_json_double(&j, "median_ms", p->median_ms);
-                kp_json_double(&j, "gb_per_s", p->gbs);
+                kp_run_result_json(&j, &p->run, KP_RUN_JSON_CEILING_POINT);
                 kp_json_object_end(&j);
             }
             kp_json_array_end(&j);
@@ -364,7 +361,8 @@ static int kp_caps_measure(const char *backend, int device, uint64_t max_bytes, 
         for (int i = 0; i < r->npoints; i++) {
             const kp_ceiling_point *p = &r->points[i];
             printf("  %-16s %10llu %10.4f %10.4f %10.1f\n", p->kernel,
-                   (unsigned long long)(p->bytes >> 20), p->best_ms, p->median_ms, p->gbs);
+                   (unsigned long long)(p->bytes >> 20), p->run.stats.min, p->run.stats.median,
+                   p->run.gbps);
         }
         printf("ceiling: %.0f GB/s (%s)", r->ceiling.copy_gbs, r->ceiling.method);
         if (r->device.peak_bandwidth_gbs > 0)

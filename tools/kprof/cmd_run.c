@@ -10,6 +10,7 @@
 #include "export/json.h"
 #include "export/text.h"
 #include "lab/lab.h"
+#include "lab/run_result.h"
 #include "store/store.h"
 #include "tools/kprof/cli.h"
 #include "tools/kprof/progress.h"
@@ -22,25 +23,16 @@
 #include <string.h>
 #include <unistd.h>
 
-
-typedef struct kp_run_result {
+/* What `kprof run` reports: the session, the run's numbers, the readings in words and the
+ * buffers read back. */
+typedef struct kp_run_report {
     const kp_lab_info *info;
-    kp_launch launch;
-    int iters, warmup;
-    double *samples;
-    kp_stats stats;
-    uint64_t bytes;
-    int bytes_assumed;
-    double gbps;
-    double ceiling_gbs;
-    kp_reflection refl;
-    kp_readings_input rin;
-    kp_readings readings;
+    kp_run_result run;
     int nreadings;
     kp_reading_line lines[16];
     int ndigests;
     kp_buffer_digest digests[KP_SPEC_MAX_ARGS];
-} kp_run_result;
+} kp_run_report;
 
 void kp_dims_text(const uint64_t *v, int dims, char *buf, size_t n)
 {
@@ -50,39 +42,6 @@ void kp_dims_text(const uint64_t *v, int dims, char *buf, size_t n)
     else
         snprintf(buf, n, "%llux%llux%llu", (unsigned long long)v[0], (unsigned long long)v[1],
                  (unsigned long long)v[2]);
-}
-
-void kp_run_json_header(kp_json *j, const kp_lab_info *info)
-{
-    kp_json_string(j, "kprof_version", KPROF_VERSION_STRING);
-    kp_json_object_begin(j, "device");
-    kp_json_string(j, "name", info->device.name);
-    kp_json_int(j, "index", info->device.index);
-    kp_json_string(j, "vendor", info->device.vendor);
-    kp_json_string(j, "driver", info->device.driver);
-    kp_json_string(j, "platform", info->device.platform);
-    kp_json_object_end(j);
-    kp_json_string(j, "backend", info->device.backend);
-    kp_json_string(j, "source", info->source_path);
-    kp_json_string(j, "entry", info->kernel->name);
-    kp_json_string(j, "timer", info->timer);
-}
-
-void kp_run_json_tg_rule(kp_json *j, const kp_reflection *r)
-{
-    if (r->tg_rule == KP_TG_RULE_NONE) {
-        kp_json_null(j, "threadgroup_rule");
-        return;
-    }
-    kp_json_object_begin(j, "threadgroup_rule");
-    kp_json_string(j, "kind", r->tg_rule == KP_TG_RULE_REQUIRED ? "required" : "max");
-    kp_json_array_begin(j, "size");
-    for (int d = 0; d < 3; d++)
-        kp_json_uint(j, NULL, r->tg_rule_size[d]);
-    kp_json_array_end(j);
-    kp_json_uint(j, "threads", kp_tg_rule_threads(r));
-    kp_json_string(j, "from", r->tg_rule_from ? r->tg_rule_from : "");
-    kp_json_object_end(j);
 }
 
 void kp_run_reflection_text(const kp_reflection *r, const kp_device_info *dev, char *buf, size_t n)
@@ -111,73 +70,14 @@ void kp_run_abandon(const kp_error *err)
     _exit(rc);
 }
 
-static void kp_run_json(kp_str *s, const kp_run_result *r)
+static void kp_run_json(kp_str *s, const kp_run_report *r)
 {
     const kp_lab_info *info = r->info;
     kp_json j;
     kp_json_init(&j, s, 1);
     kp_json_object_begin(&j, NULL);
     kp_run_json_header(&j, info);
-    kp_json_array_begin(&j, "grid");
-    for (int d = 0; d < r->launch.dims; d++) kp_json_uint(&j, NULL, r->launch.grid[d]);
-    kp_json_array_end(&j);
-    kp_json_array_begin(&j, "threadgroup");
-    for (int d = 0; d < r->launch.dims; d++) kp_json_uint(&j, NULL, r->launch.tg[d]);
-    kp_json_array_end(&j);
-    kp_json_int(&j, "iterations", r->iters);
-    kp_json_int(&j, "warmup", r->warmup);
-    kp_json_double(&j, "gpu_ms_median", r->stats.median);
-    kp_json_double(&j, "gpu_ms_min", r->stats.min);
-    kp_json_double(&j, "gpu_ms_p90", r->stats.p90);
-    kp_json_double(&j, "gpu_ms_max", r->stats.max);
-    kp_json_double(&j, "gpu_ms_mean", r->stats.mean);
-    kp_json_double(&j, "gpu_ms_stddev", r->stats.stddev);
-    kp_json_array_begin(&j, "gpu_ms_samples");
-    for (int i = 0; i < r->iters; i++) kp_json_double(&j, NULL, r->samples[i]);
-    kp_json_array_end(&j);
-    kp_json_uint(&j, "bytes", r->bytes);
-    kp_json_bool(&j, "bytes_assumed_once_per_element", r->bytes_assumed);
-    kp_json_double(&j, "approx_gb_per_s", r->gbps);
-    if (r->ceiling_gbs > 0) {
-        kp_json_double(&j, "ceiling_gb_per_s", r->ceiling_gbs);
-        kp_json_double(&j, "ceiling_percent", 100 * r->gbps / r->ceiling_gbs);
-    } else {
-        kp_json_null(&j, "ceiling_gb_per_s");
-    }
-    /* The sizes the bandwidth reading weighs, and the reasons it found that ~GB/s touched is
-     * not DRAM traffic (whatever the share of the ceiling). */
-    kp_json_uint(&j, "working_set_bytes", r->rin.working_set);
-    kp_json_uint(&j, "grid_touch_bytes", r->rin.grid_bytes);
-    if (r->rin.cache_bytes)
-        kp_json_uint(&j, "last_level_cache_bytes", r->rin.cache_bytes);
-    else
-        kp_json_null(&j, "last_level_cache_bytes");
-    kp_json_array_begin(&j, "not_dram_reasons");
-    if (r->readings.grid_short) kp_json_string(&j, NULL, "grid_short");
-    if (r->readings.fits_cache) kp_json_string(&j, NULL, "fits_cache");
-    if (r->readings.bytes_overstate) kp_json_string(&j, NULL, "bytes_overstate");
-    if (r->readings.unexplained) kp_json_string(&j, NULL, "above_ceiling");
-    kp_json_array_end(&j);
-    kp_json_object_begin(&j, "reflection");
-    kp_json_uint(&j, "max_threadgroup_size", r->refl.max_tg);
-    kp_json_uint(&j, "device_max_threadgroup_size", info->device.max_tg);
-    kp_run_json_tg_rule(&j, &r->refl);
-    kp_json_uint(&j, "preferred_multiple", r->refl.preferred_multiple);
-    kp_json_uint(&j, "static_local_bytes", r->refl.static_local);
-    kp_json_uint(&j, "dynamic_local_bytes", r->refl.dynamic_local);
-    kp_json_uint(&j, "private_bytes", r->refl.private_bytes);
-    if (r->refl.have_registers) {
-        kp_json_int(&j, "registers", r->refl.registers);
-        kp_json_uint(&j, "const_bytes", r->refl.const_bytes);
-        kp_json_int(&j, "ptx_version", r->refl.ptx_version);
-        kp_json_int(&j, "binary_version", r->refl.binary_version);
-    }
-    if (r->refl.have_occupancy) {
-        kp_json_double(&j, "occupancy", r->refl.occupancy);
-        kp_json_int(&j, "blocks_per_sm", r->refl.blocks_per_sm);
-        kp_json_string(&j, "occupancy_limiter", r->refl.limiter);
-    }
-    kp_json_object_end(&j);
+    kp_run_result_json(&j, &r->run, KP_RUN_JSON_RUN);
     kp_json_object_begin(&j, "compile");
     kp_json_bool(&j, "cache_hit", info->cache_hit);
     kp_json_double(&j, "ms", info->compile_ms);
@@ -215,9 +115,10 @@ static void kp_run_json(kp_str *s, const kp_run_result *r)
     kp_json_finish(&j);
 }
 
-static void kp_run_print(const kp_run_result *r)
+static void kp_run_print(const kp_run_report *report)
 {
-    const kp_lab_info *info = r->info;
+    const kp_lab_info *info = report->info;
+    const kp_run_result *r = &report->run;
     FILE *o = stdout;
     const char *B = kp_text_bold(o), *R = kp_text_reset(o), *D = kp_text_dim(o);
     char a[64], b[64], c[64], g[64], t[64], limits[512];
@@ -267,8 +168,8 @@ static void kp_run_print(const kp_run_result *r)
                100 * r->refl.occupancy, (unsigned long long)kp_launch_tg_threads(&r->launch),
                r->refl.blocks_per_sm, r->refl.limiter);
     printf("buffers after the run:\n");
-    for (int i = 0; i < r->ndigests; i++) {
-        const kp_buffer_digest *d = &r->digests[i];
+    for (int i = 0; i < report->ndigests; i++) {
+        const kp_buffer_digest *d = &report->digests[i];
         char name[80];
         snprintf(name, sizeof name, "#%d %s", d->arg + 1, d->name[0] ? d->name : "");
         printf("  %-12s %s[%llu]  fnv %016llx  sum %.6g  min %.6g  max %.6g", name,
@@ -279,8 +180,9 @@ static void kp_run_print(const kp_run_result *r)
         for (int k = 0; k < d->nfirst; k++) printf("%s%.6g", k ? ", " : "", d->first[k]);
         printf("%s]\n", d->count > (uint64_t)d->nfirst ? ", …" : "");
     }
-    if (r->nreadings) printf("readings:\n");
-    for (int i = 0; i < r->nreadings; i++) printf("  · %s\n", r->lines[i].text);
+    if (report->nreadings) printf("readings:\n");
+    for (int i = 0; i < report->nreadings; i++)
+        printf("  · %s\n", report->lines[i].text);
 }
 
 int kp_run_parse(int argc, char **argv, kp_run_args *a)
@@ -433,8 +335,9 @@ int kp_cmd_run(int argc, char **argv)
     }
     kp_error err = {0};
     kp_lab *lab = NULL;
-    kp_run_result r;
-    memset(&r, 0, sizeof r);
+    kp_run_report report;
+    memset(&report, 0, sizeof report);
+    kp_run_result *r = &report.run;
     int wedged = 0;
     double *scratch = NULL;
     /* On a terminal, a line on stderr says what is happening while a heavy kernel runs. */
@@ -443,25 +346,26 @@ int kp_cmd_run(int argc, char **argv)
     kprof_status st = kp_lab_open(&a.lab, &lab, &err);
     if (st != KPROF_OK) goto done;
     kp_progress_animate(progress);
-    r.info = kp_lab_get_info(lab);
-    r.launch = a.launch;
-    r.iters = a.iters;
-    r.warmup = a.warmup;
-    st = kp_lab_check_launch(lab, &a.launch, &r.refl, &err);
+    report.info = kp_lab_get_info(lab);
+    r->launch = a.launch;
+    r->iters = a.iters;
+    r->warmup = a.warmup;
+    st = kp_lab_check_launch(lab, &a.launch, &r->refl, &err);
     if (st != KPROF_OK) goto done;
-    r.samples = calloc((size_t)a.iters, sizeof *r.samples);
+    r->samples = calloc((size_t)a.iters, sizeof *r->samples);
     scratch = calloc((size_t)a.iters, sizeof *scratch);
-    if (!r.samples || !scratch) {
+    if (!r->samples || !scratch) {
         st = kp_error_set(&err, KPROF_NOMEM, "out of memory");
         goto done;
     }
-    kp_progress_set(progress, "run: %s: %d warm-up%s + %d timed dispatch%s", r.info->kernel->name,
-                    a.warmup, a.warmup == 1 ? "" : "s", a.iters, a.iters == 1 ? "" : "es");
-    st = kp_lab_measure(lab, &a.launch, a.warmup, a.iters, r.samples, &err);
+    kp_progress_set(progress, "run: %s: %d warm-up%s + %d timed dispatch%s",
+                    report.info->kernel->name, a.warmup, a.warmup == 1 ? "" : "s", a.iters,
+                    a.iters == 1 ? "" : "es");
+    st = kp_lab_measure(lab, &a.launch, a.warmup, a.iters, r->samples, &err);
     if (st == KPROF_TIMEOUT) wedged = 1;
     if (st != KPROF_OK) goto done;
-    kp_progress_set(progress, "run: %s: reading the buffers back", r.info->kernel->name);
-    st = kp_lab_digest(lab, r.digests, KP_SPEC_MAX_ARGS, &r.ndigests, &err);
+    kp_progress_set(progress, "run: %s: reading the buffers back", report.info->kernel->name);
+    st = kp_lab_digest(lab, report.digests, KP_SPEC_MAX_ARGS, &report.ndigests, &err);
     if (st != KPROF_OK) goto done;
     kp_progress_stop(progress);
     progress = NULL;
@@ -470,62 +374,42 @@ int kp_cmd_run(int argc, char **argv)
     st = kp_lab_finish(lab, &err);
     if (st != KPROF_OK) goto done;
 
-    kp_stats_compute(r.samples, (size_t)a.iters, scratch, &r.stats);
+    const kp_lab_info *info = report.info;
+    kp_run_result_time(r, r->samples, (size_t)a.iters, scratch);
     kp_ceiling ceiling;
-    if (kp_store_lookup_ceiling(&r.info->device, &ceiling) == 0) r.ceiling_gbs = ceiling.copy_gbs;
-    r.bytes_assumed = !a.have_bytes;
-    r.bytes = a.have_bytes ? a.bytes : r.info->buffer_bytes;
-    r.gbps = r.stats.median > 0 ? (double)r.bytes / (r.stats.median * 1e-3) / 1e9 : 0;
+    double ceiling_gbs = 0;
+    if (kp_store_lookup_ceiling(&info->device, &ceiling) == 0) ceiling_gbs = ceiling.copy_gbs;
+    kp_run_result_bandwidth(r, a.have_bytes ? a.bytes : info->buffer_bytes, !a.have_bytes,
+                            ceiling_gbs);
     uint64_t threads = 0;
     uint64_t grid_bytes = kp_lab_grid_bytes(lab, &a.launch, &threads);
-    r.rin = (kp_readings_input){
-        .median_ms = r.stats.median,
-        .gbps = r.gbps,
-        .bytes_assumed = r.bytes_assumed,
-        .bytes = r.bytes,
-        .working_set = r.info->buffer_bytes,
-        .grid_bytes = grid_bytes,
-        .grid_threads = threads,
-        .cache_bytes = r.info->device.cache_bytes,
-        .ceiling_gbs = r.ceiling_gbs,
-        /* A maximum the kernel declares is no sign of register pressure. */
-        .kernel_max_tg = kp_reflection_limit_declared(&r.refl) ? 0 : r.refl.max_tg,
-        .device_max_tg = r.info->device.max_tg,
-        .static_local = r.refl.static_local,
-        .device_local = r.info->device.local_mem,
-        .have_occupancy = r.refl.have_occupancy,
-        .occupancy = r.refl.occupancy,
-        .limiter = r.refl.limiter,
-        /* A kernel that takes one size only has nothing to sweep. */
-        .single_tg = r.refl.tg_rule != KP_TG_RULE_REQUIRED,
-    };
-    kp_readings_compute(&r.rin, &r.readings);
-    r.nreadings = kp_readings_describe(&r.rin, &r.readings, r.lines, 16);
+    kp_run_result_read(r, &info->device, info->buffer_bytes, grid_bytes, threads);
+    report.nreadings = kp_readings_describe(&r->readings_in, &r->readings, report.lines, 16);
 
-    if (r.info->warning[0]) fprintf(stderr, "kprof: warning: %s\n", r.info->warning);
+    if (info->warning[0]) fprintf(stderr, "kprof: warning: %s\n", info->warning);
     if (a.json) {
         kp_str s = {0};
-        kp_run_json(&s, &r);
+        kp_run_json(&s, &report);
         if (s.failed) {
             st = kp_error_set(&err, KPROF_NOMEM, "out of memory writing JSON");
             kp_str_free(&s);
             goto done;
         }
         fputs(s.data, stdout);
-        if (r.info->kernel_dir[0]) {
+        if (info->kernel_dir[0]) {
             /* kprof's own file, replaced by every run; a link is followed, not replaced. */
             char path[4200];
-            snprintf(path, sizeof path, "%s/run.json", r.info->kernel_dir);
-            const char *inputs[] = {r.info->source_path, NULL};
+            snprintf(path, sizeof path, "%s/run.json", info->kernel_dir);
+            const char *inputs[] = {info->source_path, NULL};
             st = kp_output_write_file(path, KP_OUTPUT_FORCE, inputs, s.data, s.len, &err);
         }
         kp_str_free(&s);
     } else {
-        kp_run_print(&r);
+        kp_run_print(&report);
     }
 done:
     kp_progress_stop(progress);
-    free(r.samples);
+    free(r->samples);
     free(scratch);
     if (wedged) kp_run_abandon(&err);
     kp_lab_close(lab);

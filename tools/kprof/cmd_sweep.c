@@ -77,13 +77,13 @@ typedef struct kp_sweep_run {
 
 static void kp_tg_label(const kp_sweep_point *p, char *buf, size_t n)
 {
-    kp_dims_text(p->launch.tg, p->launch.dims, buf, n);
+    kp_dims_text(p->run.launch.tg, p->run.launch.dims, buf, n);
 }
 
 static int kp_sweep_has_occupancy(const kp_sweep_run *s)
 {
     for (int i = 0; i < s->npoints; i++)
-        if (s->points[i].refl.have_occupancy) return 1;
+        if (s->points[i].run.refl.have_occupancy) return 1;
     return 0;
 }
 
@@ -93,7 +93,7 @@ static void kp_sweep_print_header(const kp_sweep_run *s)
     FILE *o = stdout;
     const char *B = kp_text_bold(o), *R = kp_text_reset(o), *D = kp_text_dim(o);
     char g[64];
-    kp_dims_text(s->points[0].launch.grid, s->points[0].launch.dims, g, sizeof g);
+    kp_dims_text(s->points[0].run.launch.grid, s->points[0].run.launch.dims, g, sizeof g);
     printf("%s%s%s on %s %s(%s device %d)%s, grid %s, %d timed after %d warm-up%s per point\n", B,
            info->kernel->name, R, info->device.name, D, info->device.backend, info->device.index, R,
            g, s->iters, s->warmup, s->warmup == 1 ? "" : "s");
@@ -117,12 +117,13 @@ static void kp_sweep_print_row(const kp_sweep_run *s, int i)
     const kp_sweep_point *p = &s->points[i];
     char tg[48];
     kp_tg_label(p, tg, sizeof tg);
-    printf("  %-12s %16.4f %12.4f %10.1f", tg, p->stats.median, p->stats.min, p->gbps);
-    if (s->ceiling_gbs > 0) printf(" %8.0f%%", p->ceiling_pct);
+    printf("  %-12s %16.4f %12.4f %10.1f", tg, p->run.stats.median, p->run.stats.min, p->run.gbps);
+    if (s->ceiling_gbs > 0) printf(" %8.0f%%", kp_run_result_ceiling_percent(&p->run));
     if (kp_sweep_has_occupancy(s)) {
         char cell[64] = "-";
-        if (p->refl.have_occupancy)
-            snprintf(cell, sizeof cell, "%3.0f%% (%s)", 100 * p->refl.occupancy, p->refl.limiter);
+        if (p->run.refl.have_occupancy)
+            snprintf(cell, sizeof cell, "%3.0f%% (%s)", 100 * p->run.refl.occupancy,
+                     p->run.refl.limiter);
         printf("  %-24s", cell);
     }
     if (i == s->your_tg) printf("  ◀ your --tg");
@@ -162,7 +163,7 @@ static void kp_sweep_print_close(const kp_sweep_run *s, int complete)
     const kp_sweep_point *b = &s->points[s->best];
     char tg[48];
     kp_tg_label(b, tg, sizeof tg);
-    printf("  %s◀ best tg %s%s (median %.4f ms)%s%s\n", B, tg, R, b->stats.median,
+    printf("  %s◀ best tg %s%s (median %.4f ms)%s%s\n", B, tg, R, b->run.stats.median,
            complete ? "" : ", of the sizes measured so far",
            s->best == s->your_tg ? ": your --tg" : "");
     kp_str ties = {0};
@@ -180,19 +181,19 @@ static void kp_sweep_print_close(const kp_sweep_run *s, int complete)
                ties.data ? ties.data : "");
     kp_str_free(&ties);
     if (s->your_tg >= 0 && s->your_tg != s->best && s->points[s->your_tg].measured &&
-        !s->points[s->your_tg].tie && b->stats.median > 0) {
+        !s->points[s->your_tg].tie && b->run.stats.median > 0) {
         const kp_sweep_point *y = &s->points[s->your_tg];
         kp_tg_label(y, tg, sizeof tg);
-        printf("  your --tg %s: median %.4f ms, %.2fx the best\n", tg, y->stats.median,
-               y->stats.median / b->stats.median);
+        printf("  your --tg %s: median %.4f ms, %.2fx the best\n", tg, y->run.stats.median,
+               y->run.stats.median / b->run.stats.median);
     }
 }
 
 static void kp_sweep_json_tg(kp_json *j, const char *key, const kp_sweep_point *p)
 {
     kp_json_array_begin(j, key);
-    for (int d = 0; d < p->launch.dims; d++)
-        kp_json_uint(j, NULL, p->launch.tg[d]);
+    for (int d = 0; d < p->run.launch.dims; d++)
+        kp_json_uint(j, NULL, p->run.launch.tg[d]);
     kp_json_array_end(j);
 }
 
@@ -228,8 +229,8 @@ static void kp_sweep_json(kp_str *out, const kp_sweep_run *s, int complete, int 
     else
         kp_json_null(&j, "signal");
     kp_json_array_begin(&j, "grid");
-    for (int d = 0; d < s->points[0].launch.dims; d++)
-        kp_json_uint(&j, NULL, s->points[0].launch.grid[d]);
+    for (int d = 0; d < s->points[0].run.launch.dims; d++)
+        kp_json_uint(&j, NULL, s->points[0].run.launch.grid[d]);
     kp_json_array_end(&j);
     kp_json_int(&j, "iterations", s->iters);
     kp_json_int(&j, "warmup", s->warmup);
@@ -255,18 +256,7 @@ static void kp_sweep_json(kp_str *out, const kp_sweep_run *s, int complete, int 
         const kp_sweep_point *p = &s->points[i];
         if (!p->measured) continue;
         kp_json_object_begin(&j, NULL);
-        kp_sweep_json_tg(&j, "threadgroup", p);
-        kp_json_uint(&j, "threads", p->threads);
-        kp_json_double(&j, "gpu_ms_median", p->stats.median);
-        kp_json_double(&j, "gpu_ms_min", p->stats.min);
-        kp_json_double(&j, "gpu_ms_p10", p->p10);
-        kp_json_double(&j, "gpu_ms_p90", p->p90q);
-        kp_json_double(&j, "approx_gb_per_s", p->gbps);
-        if (s->ceiling_gbs > 0) kp_json_double(&j, "ceiling_percent", p->ceiling_pct);
-        if (p->refl.have_occupancy) {
-            kp_json_double(&j, "occupancy", p->refl.occupancy);
-            kp_json_string(&j, "occupancy_limiter", p->refl.limiter);
-        }
+        kp_run_result_json(&j, &p->run, KP_RUN_JSON_SWEEP_POINT);
         kp_json_bool(&j, "best", p->best);
         kp_json_bool(&j, "tie", p->tie);
         kp_json_bool(&j, "your_tg", i == s->your_tg);
@@ -323,16 +313,16 @@ static kprof_status kp_sweep_plot(const kp_sweep_run *s, kp_output *out, kp_erro
         const kp_sweep_point *p = &s->points[i];
         if (!p->measured) continue;
         kp_tg_label(p, pts[n].label, sizeof pts[n].label);
-        pts[n].median_ms = p->stats.median;
-        pts[n].min_ms = p->stats.min;
-        pts[n].occupancy = p->refl.have_occupancy ? p->refl.occupancy : -1;
+        pts[n].median_ms = p->run.stats.median;
+        pts[n].min_ms = p->run.stats.min;
+        pts[n].occupancy = p->run.refl.have_occupancy ? p->run.refl.occupancy : -1;
         pts[n].best = p->best;
         pts[n].tie = p->tie;
         n++;
     }
     char title[1024];
     char g[64];
-    kp_dims_text(s->points[0].launch.grid, s->points[0].launch.dims, g, sizeof g);
+    kp_dims_text(s->points[0].run.launch.grid, s->points[0].run.launch.dims, g, sizeof g);
     snprintf(title, sizeof title, "%s on %s, grid %s", s->info.kernel->name, s->info.device.name,
              g);
     char *svg = n ? kp_svg_sweep(title, pts, n) : NULL;
@@ -354,7 +344,7 @@ static int kp_same_tg(const kp_launch *a, const kp_launch *b)
 static kprof_status kp_sweep_add_your_tg(kp_run_args *a, kp_sweep_run *s, kp_error *err)
 {
     for (int i = 0; i < s->npoints; i++)
-        if (kp_same_tg(&s->points[i].launch, &a->launch)) {
+        if (kp_same_tg(&s->points[i].run.launch, &a->launch)) {
             s->your_tg = i;
             return KPROF_OK;
         }
@@ -369,7 +359,7 @@ static kprof_status kp_sweep_add_your_tg(kp_run_args *a, kp_sweep_run *s, kp_err
     memmove(&s->points[at + 1], &s->points[at], (size_t)(s->npoints - at) * sizeof s->points[0]);
     kp_sweep_point *p = &s->points[at];
     memset(p, 0, sizeof *p);
-    p->launch = a->launch;
+    p->run.launch = a->launch;
     p->threads = threads;
     s->npoints++;
     s->your_tg = at;
@@ -398,9 +388,9 @@ static kprof_status kp_sweep_points(kp_run_args *a, kp_lab *lab, kp_sweep_run *s
          * dimensions than the grid is named there). */
         kp_sweep_point *p = &s->points[s->npoints++];
         memset(p, 0, sizeof *p);
-        p->launch = a->launch;
+        p->run.launch = a->launch;
         for (int d = 0; d < 3; d++)
-            p->launch.tg[d] = s->refl.tg_rule_size[d];
+            p->run.launch.tg[d] = s->refl.tg_rule_size[d];
         p->threads = kp_tg_rule_threads(&s->refl);
         s->required_only = 1;
         return a->tg_set ? kp_sweep_add_your_tg(a, s, err) : KPROF_OK;
@@ -423,8 +413,8 @@ static kprof_status kp_sweep_points(kp_run_args *a, kp_lab *lab, kp_sweep_run *s
         }
         kp_sweep_point *p = &s->points[s->npoints++];
         memset(p, 0, sizeof *p);
-        p->launch = a->launch;
-        p->launch.tg[0] = sizes[i];
+        p->run.launch = a->launch;
+        p->run.launch.tg[0] = sizes[i];
         p->threads = sizes[i];
     }
     if (skipped.len)
@@ -471,7 +461,7 @@ static kprof_status kp_sweep_prepare(kp_sweep_run *s, kp_error *err)
      * line breaks are in the formats: arguments are escaped). */
     for (int i = 0; i < s->npoints; i++) {
         kp_error one = {0};
-        if (kp_lab_check_launch(s->lab, &s->points[i].launch, &s->points[i].refl, &one) !=
+        if (kp_lab_check_launch(s->lab, &s->points[i].run.launch, &s->points[i].run.refl, &one) !=
             KPROF_OK) {
             kp_error_set(err, KPROF_INVALID, "the sweep cannot use these threadgroup sizes:");
             kp_error_append(err, "\n  %s%s", i == s->your_tg ? "your --tg: " : "", one.message);
@@ -528,7 +518,7 @@ static void kp_sweep_work(kp_sweep_run *s)
         pthread_mutex_unlock(&s->mu);
         kp_sweep_wake(s);
         kp_sweep_point p = s->points[i];
-        st = kp_lab_measure(s->lab, &p.launch, a->warmup, a->iters, samples, &err);
+        st = kp_lab_measure(s->lab, &p.run.launch, a->warmup, a->iters, samples, &err);
         if (st != KPROF_OK && kp_lab_is_void(s->lab)) break; /* no row measured stands */
         if (st != KPROF_OK) {
             char tg[48];
@@ -538,8 +528,9 @@ static void kp_sweep_work(kp_sweep_run *s)
             break;
         }
         kp_sweep_summarise(&p, samples, (size_t)a->iters, scratch);
-        p.gbps = p.stats.median > 0 ? (double)s->bytes / (p.stats.median * 1e-3) / 1e9 : 0;
-        if (s->ceiling_gbs > 0) p.ceiling_pct = 100 * p.gbps / s->ceiling_gbs;
+        p.run.iters = a->iters;
+        p.run.warmup = a->warmup;
+        kp_run_result_bandwidth(&p.run, s->bytes, s->bytes_assumed, s->ceiling_gbs);
         pthread_mutex_lock(&s->mu);
         s->points[i] = p;
         s->nmeasured = i + 1;

@@ -1,12 +1,12 @@
 /*
  * run.h — what `kprof run` and its sweep (`kprof run --sweep-tg`, `kprof sweep`) share: the
- * parsed arguments and the sweep's entry point.
+ * parsed arguments, the sweep's entry point and a few words for people. A run's numbers, and
+ * the JSON they are written in, are the lab's (lab/run_result.h).
  */
 #ifndef KP_TOOLS_RUN_H
 #define KP_TOOLS_RUN_H
 
 #include "core/util.h"
-#include "export/json.h"
 #include "lab/lab.h"
 
 typedef struct kp_run_args {
@@ -29,14 +29,6 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a);
 
 /* Run the sweep the arguments describe; returns the exit code. */
 int kp_run_sweep(kp_run_args *a);
-
-/* The fields run.json and sweep.json share: version, device, backend, source, entry, timer.
- * Call right after opening the top-level object. */
-void kp_run_json_header(kp_json *j, const kp_lab_info *info);
-
-/* The kernel's compile-time threadgroup rule as JSON: "threadgroup_rule": null, or {"kind":
- * "required"|"max", "size": [x, y, z], "threads": N, "from": "reqd_work_group_size"}. */
-void kp_run_json_tg_rule(kp_json *j, const kp_reflection *r);
 
 /* The reflection's size limits for people: "max tg 1024 (device 1024)", "required group size 64
  * (reqd_work_group_size), device max 4096", "max tg 64 (__launch_bounds__ / .maxntid; device

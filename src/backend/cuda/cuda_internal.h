@@ -1,0 +1,98 @@
+/*
+ * cuda_internal.h — what the files of the CUDA backend share, and nothing outside it includes:
+ * the backend's objects (device, program, kernel, buffer) and the functions one file of the
+ * backend calls in another. device.c opens devices and turns driver errors into kprof's;
+ * compile.c builds and loads programs; launch.c makes kernels, reflects, moves memory, binds
+ * and times dispatches; cuda.c puts them in the kp_cuda_backend table (backend.h), the only
+ * name the rest of kprof knows.
+ */
+#ifndef KP_BACKEND_CUDA_INTERNAL_H
+#define KP_BACKEND_CUDA_INTERNAL_H
+
+#include "backend/backend.h"
+#include "backend/cuda/occupancy.h"
+#include "runtime/cuda_api.h"
+
+struct kp_device {
+    CUdevice id;
+    CUcontext context; /* the device's primary context, retained */
+    CUstream stream;   /* non-blocking: no implicit ordering with the legacy stream */
+    CUevent start, end;
+    int arch; /* compute capability as 90 for 9.0 */
+    int sm_count;
+    uint64_t global_mem;
+    int max_grid[3];
+    kp_cuda_occ_device occ; /* what the occupancy arithmetic needs */
+    int poisoned;           /* a kernel faulted: the context refuses all further work */
+    char fault[384];        /* that fault, for the refusals */
+};
+
+struct kp_program {
+    kp_device *dev;
+    CUmodule module;
+};
+
+struct kp_kernel {
+    kp_device *dev;
+    CUfunction function;
+    char name[512];
+    char symbol[1024]; /* as CUPTI names it in kernel records */
+    double *cupti_ns;  /* dispatch_batch's CUPTI durations */
+    int cupti_capacity;
+    int nparams;                           /* -1 when the driver could not count them */
+    uint32_t param_size[KP_SPEC_MAX_ARGS]; /* bytes per parameter, 0 = unknown */
+    uint64_t dyn_limit;                    /* MAX_DYNAMIC_SHARED_SIZE_BYTES as set by kprof */
+    kp_tg_rule tg_rule;                    /* from the kernel's meta (PTX or cubin) */
+    uint64_t tg_rule_size[3];
+    int bound;
+    void *args[KP_SPEC_MAX_ARGS];      /* cuLaunchKernel's kernelParams: into values[] */
+    uint64_t values[KP_SPEC_MAX_ARGS]; /* device pointers and scalar bytes */
+};
+
+struct kp_buffer {
+    kp_device *dev;
+    CUdeviceptr ptr;
+    uint64_t bytes;
+};
+
+/* ---- device.c ------------------------------------------------------------------------------ */
+
+kprof_status kp_cuda_probe(char *reason, size_t n);
+int kp_cuda_device_count(void);
+kprof_status kp_cuda_device_info(int index, kp_device_info *info, kp_error *err);
+kprof_status kp_cuda_open(int index, kp_device **out, kp_error *err);
+void kp_cuda_close(kp_device *dev);
+
+/* Remember a kernel fault on the device: from then on it refuses all work, naming the fault. */
+void kp_cuda_poison(kp_device *dev, const char *text);
+/* A failed driver call: its name and the error in words. Faults poison the device. */
+kprof_status kp_cuda_fail(kp_device *dev, kp_error *err, const char *what, CUresult rc);
+/* Make the device's context current on this thread, unless a fault has spoiled it. */
+kprof_status kp_cuda_enter(kp_device *dev, kp_error *err);
+
+/* ---- compile.c ----------------------------------------------------------------------------- */
+
+kprof_status kp_cuda_build(kp_device *dev, const kp_source *src, kp_program **out,
+                           kp_build_output *products, kp_error *err);
+kprof_status kp_cuda_load_binary(kp_device *dev, const unsigned char *binary, size_t len,
+                                 kp_program **out, kp_error *err);
+void kp_cuda_program_release(kp_program *p);
+
+/* ---- launch.c ------------------------------------------------------------------------------ */
+
+kprof_status kp_cuda_kernel_create(kp_program *prog, const kp_kernel_meta *meta, kp_kernel **out,
+                                   kp_error *err);
+void kp_cuda_kernel_release(kp_kernel *k);
+kprof_status kp_cuda_reflect(kp_kernel *k, const kp_launch *launch, kp_reflection *r,
+                             kp_error *err);
+kprof_status kp_cuda_alloc(kp_device *dev, uint64_t bytes, kp_buffer **out, kp_error *err);
+kprof_status kp_cuda_write(kp_buffer *b, const void *src, uint64_t bytes, kp_error *err);
+kprof_status kp_cuda_read(kp_buffer *b, void *dst, uint64_t bytes, kp_error *err);
+void kp_cuda_free(kp_buffer *b);
+kprof_status kp_cuda_bind(kp_kernel *k, const kp_spec *spec, kp_buffer *const *buffers,
+                          kp_error *err);
+kprof_status kp_cuda_dispatch(kp_kernel *k, const kp_launch *l, double *gpu_ns, kp_error *err);
+kprof_status kp_cuda_dispatch_batch(kp_kernel *k, const kp_launch *l, int n, double *gpu_ns,
+                                    char *timer, size_t timer_n, kp_error *err);
+
+#endif

@@ -1,0 +1,217 @@
+/*
+ * compile.c — the lab's compiles through the compile cache (store/kernel_cache.h): a source,
+ * its options, the files it includes and the device make the key; a hit loads the cached binary
+ * and its metadata, a miss (or a stale entry) builds with the backend and stores the result.
+ * KPROF_DUMP_DIR dumps every compile (source, options, log, binary, PTX) instead of caching it,
+ * and a failed compile keeps its source, options and log in a folder the error names.
+ */
+#define _GNU_SOURCE
+#include "lab/lab_internal.h"
+#include "core/env.h"
+#include "core/util.h"
+#include "store/kernel_cache.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static int kp_lab_write_file(const char *dir, const char *stem, const char *ext, const void *data,
+                             size_t len)
+{
+    if (!data) return 0;
+    char path[4600];
+    snprintf(path, sizeof path, "%s/%s.%s", dir, stem, ext);
+    return kp_file_write_atomic(path, data, len, NULL) == KPROF_OK ? 0 : -1;
+}
+
+/* Source, options and log (and what the build produced) into dir/stem.*; -1 when any of it
+ * could not be written. */
+static int kp_lab_dump(const char *dir, const char *stem, const kp_source *src,
+                       const kp_build_output *out, const char *log)
+{
+    if (kp_mkdir_p(dir, NULL) != KPROF_OK) return -1;
+    const char *opts = out && out->options ? out->options : src->options;
+    int rc = kp_lab_write_file(dir, stem, kp_lang_extension(src->lang), src->text, src->len);
+    rc |= kp_lab_write_file(dir, stem, "options", opts, strlen(opts));
+    if (log) rc |= kp_lab_write_file(dir, stem, "log", log, strlen(log));
+    if (out && out->binary)
+        rc |= kp_lab_write_file(dir, stem, out->binary_ext ? out->binary_ext : "bin", out->binary,
+                                out->binary_len);
+    if (out && out->ptx && src->lang != KP_LANG_PTX)
+        rc |= kp_lab_write_file(dir, stem, "ptx", out->ptx, strlen(out->ptx));
+    return rc;
+}
+
+static void kp_lab_stem(const kp_source *src, uint64_t key, char *buf, size_t n)
+{
+    const char *base = strrchr(src->path, '/');
+    base = base ? base + 1 : src->path;
+    char name[128];
+    kp_strlcpy(name, base, sizeof name);
+    char *dot = strrchr(name, '.');
+    if (dot && dot != name) *dot = '\0';
+    snprintf(buf, n, "%s-%016llx", name, (unsigned long long)key);
+}
+
+/* The folders an include is looked up in: the including file's own, then each -I. */
+typedef struct kp_include_walk {
+    char dirs[16][1024];
+    int ndirs;
+    char seen[64][1600];
+    int nseen;
+    uint64_t hash;
+    kp_str *bodies; /* when not NULL, every file found is appended here too */
+} kp_include_walk;
+
+static void kp_lab_dirname(const char *path, char *out, size_t n)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(out, n, ".");
+    else
+        snprintf(out, n, "%.*s", (int)(slash - path), path);
+}
+
+static void kp_lab_walk_includes(kp_include_walk *w, const char *own_dir, const char *text,
+                                 int depth)
+{
+    if (depth > 8) return;
+    for (const char *line = text; line && *line;
+         line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        const char *p = line;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p != '#') continue;
+        p++;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (strncmp(p, "include", 7) != 0) continue;
+        p += 7;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        char close = *p == '"' ? '"' : *p == '<' ? '>' : 0;
+        if (!close) continue;
+        const char *name = p + 1, *end = strchr(name, close);
+        const char *eol = strchr(name, '\n');
+        if (!end || (eol && end > eol) || end == name || end - name >= 512) continue;
+        for (int d = -1; d < w->ndirs; d++) {
+            char path[1600];
+            snprintf(path, sizeof path, "%s/%.*s", d < 0 ? own_dir : w->dirs[d], (int)(end - name),
+                     name);
+            struct stat st;
+            if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+            int seen = 0;
+            for (int i = 0; i < w->nseen; i++)
+                seen |= strcmp(w->seen[i], path) == 0;
+            if (seen || w->nseen >= 64) break;
+            snprintf(w->seen[w->nseen++], sizeof w->seen[0], "%s", path);
+            char *body = NULL;
+            size_t len = 0;
+            if (kp_file_read(path, &body, &len, NULL) != KPROF_OK) break;
+            w->hash = kp_hash64_str(w->hash, path);
+            w->hash = kp_hash64(w->hash, body, len);
+            if (w->bodies) {
+                kp_str_append_n(w->bodies, body, len);
+                kp_str_append(w->bodies, "\n");
+            }
+            char dir[1600];
+            kp_lab_dirname(path, dir, sizeof dir);
+            kp_lab_walk_includes(w, dir, body, depth + 1);
+            free(body);
+            break;
+        }
+    }
+}
+
+/* Walk every file the source includes that kprof can find (beside the source, or in an -I
+ * folder of the options); the bodies go to `bodies` when it is not NULL. 0 when none was found,
+ * else their hash. */
+uint64_t kp_lab_walk_source(const kp_source *src, kp_str *bodies)
+{
+    kp_include_walk *w = calloc(1, sizeof *w);
+    if (!w) return 0;
+    w->hash = KP_HASH_SEED;
+    w->bodies = bodies;
+    const char *o = src->options;
+    while (o && (o = strstr(o, "-I")) != NULL && w->ndirs < 16) {
+        o += 2;
+        while (*o == ' ')
+            o++;
+        size_t n = strcspn(o, " ");
+        if (n > 0 && n < sizeof w->dirs[0])
+            snprintf(w->dirs[w->ndirs++], sizeof w->dirs[0], "%.*s", (int)n, o);
+        o += n;
+    }
+    char own[1024];
+    kp_lab_dirname(src->path, own, sizeof own);
+    kp_lab_walk_includes(w, own, src->text, 0);
+    uint64_t h = w->nseen ? w->hash : 0;
+    free(w);
+    return h;
+}
+
+/* A hash of the files the source includes, so an edited header misses the compile cache. */
+uint64_t kp_lab_includes_hash(const kp_source *src)
+{
+    return kp_lab_walk_source(src, NULL);
+}
+
+/* Compile through the cache; dumps with KPROF_DUMP_DIR; keeps failures in a folder. */
+kprof_status kp_lab_compile(kp_lab *lab, const kp_source *src, kp_error *err)
+{
+    uint64_t key = kp_cache_key(&lab->info.device, src);
+    uint64_t t0 = kp_now_ns();
+    unsigned char *bin = NULL;
+    size_t len = 0;
+    const char *dump = getenv(KP_ENV_DUMP_DIR);
+    if (dump && !*dump) dump = NULL;
+    char stem[256];
+    kp_lab_stem(src, key, stem, sizeof stem);
+
+    if (!dump && kp_cache_get(lab->ops->name, key, &bin, &len, &lab->meta) == 0) {
+        kp_error scratch = {0};
+        kprof_status st = lab->ops->load(lab->dev, bin, len, &lab->program, &scratch);
+        free(bin);
+        kp_error_clear(&scratch);
+        if (st == KPROF_OK) {
+            lab->info.cache_hit = 1;
+            lab->info.compile_ms = (double)(kp_now_ns() - t0) / 1e6;
+            return KPROF_OK;
+        }
+        /* A stale or foreign entry: rebuild from source. */
+        kp_program_meta_free(&lab->meta);
+    }
+
+    kp_build_output out = {0};
+    kprof_status st = lab->ops->build(lab->dev, src, &lab->program, &out, err);
+    if (st != KPROF_OK) kp_build_output_free(&out);
+    if (st == KPROF_COMPILE) {
+        /* Keep what failed where a bug report can pick it up, and say where. */
+        char dir[4400];
+        char cache[4096];
+        if (dump)
+            snprintf(dir, sizeof dir, "%s", dump);
+        else if (kp_cache_dir(cache, sizeof cache))
+            snprintf(dir, sizeof dir, "%s/failed/%s", cache, stem);
+        else
+            dir[0] = '\0';
+        if (dir[0] && kp_lab_dump(dir, stem, src, NULL, err && err->log ? err->log : "") == 0)
+            kp_error_append(err, "\nsource, options and log kept in %s/", dir);
+        else
+            kp_error_append(err, "\n(could not keep source, options and log in %s)",
+                            dir[0] ? dir : "a folder: no cache folder can be named");
+        return st;
+    }
+    if (st != KPROF_OK) return st;
+    lab->meta = out.meta;
+    memset(&out.meta, 0, sizeof out.meta);
+    if (dump && kp_lab_dump(dump, stem, src, &out, out.log ? out.log : "") != 0)
+        snprintf(lab->info.warning, sizeof lab->info.warning,
+                 "KPROF_DUMP_DIR=%s: could not write every dump file", dump);
+    else
+        kp_cache_put(lab->ops->name, key, out.binary, out.binary_len, &lab->meta);
+    kp_build_output_free(&out);
+    lab->info.compile_ms = (double)(kp_now_ns() - t0) / 1e6;
+    return KPROF_OK;
+}
