@@ -160,6 +160,14 @@ static int kp_pf_calls_take(kp_pf_calls *m, int64_t process, int64_t correlation
     return 1;
 }
 
+/* 1 and the value of column c when it is not NULL, else 0. */
+static int kp_pf_column(sqlite3_stmt *q, int c, int64_t *value)
+{
+    if (sqlite3_column_type(q, c) == SQLITE_NULL) return 0;
+    *value = sqlite3_column_int64(q, c);
+    return 1;
+}
+
 /* Events that start at the same time: the longer first (an enclosing range before what it
  * encloses), an NVTX range before anything of the same times, then in storage order. */
 static int kp_pf_event_order(const void *x, const void *y)
@@ -246,17 +254,16 @@ static kprof_status kp_perfetto_read(sqlite3 *db, const kp_pf_visitor *v, void *
     if (rc != SQLITE_DONE) return kp_pf_read_fail(db, err);
 
     /* By start time alone, which the index on start_ns gives without sorting; the few events
-     * that start together are ordered here. Columns 23 and 24: the device operation's start
-     * minus when it was queued and when it was submitted. */
+     * that start together are ordered here. */
     kp_pf_calls calls = {0};
     kp_pf_event *group = NULL;
     size_t ngroup = 0, capgroup = 0;
     if (sqlite3_prepare_v2(
             db,
-            "SELECT kind, pid, tid, start_ns, end_ns, correlation, device, stream, name, grid_x, "
-            "grid_y, grid_z, block_x, block_y, block_z, registers, static_smem, dynamic_smem, "
-            "bytes, range_id, launched, process, domain, start_ns - queued_ns, "
-            "start_ns - submitted_ns, id FROM events ORDER BY start_ns",
+            "SELECT id, kind, process, pid, tid, start_ns, end_ns, name, correlation, bytes, "
+            "launched, range_id, device, stream, domain, queued_ns, submitted_ns, grid_x, grid_y, "
+            "grid_z, block_x, block_y, block_z, registers, static_smem, dynamic_smem FROM events "
+            "ORDER BY start_ns",
             -1, &q, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db,
                            "SELECT MIN(start_ns) FROM events WHERE process = ? AND "
@@ -266,7 +273,7 @@ static kprof_status kp_perfetto_read(sqlite3 *db, const kp_pf_visitor *v, void *
         goto done;
     }
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        int64_t start = sqlite3_column_int64(q, 3);
+        int64_t start = sqlite3_column_int64(q, 5);
         if (ngroup > 0 && group[0].start_ns != start) {
             st = kp_pf_read_group(db, call_start, &calls, group, ngroup, v, ctx, err);
             ngroup = 0;
@@ -284,40 +291,39 @@ static kprof_status kp_perfetto_read(sqlite3 *db, const kp_pf_visitor *v, void *
         }
         kp_pf_event *e = &group[ngroup++];
         memset(e, 0, sizeof *e);
-        e->kind = sqlite3_column_int(q, 0);
-        e->pid = sqlite3_column_int64(q, 1);
-        e->tid = sqlite3_column_int64(q, 2);
+        /* Only the columns the kind has: a million events read 26 columns each otherwise. */
+        e->id = sqlite3_column_int64(q, 0);
+        e->kind = sqlite3_column_int(q, 1);
+        e->process = sqlite3_column_int64(q, 2);
+        e->pid = sqlite3_column_int64(q, 3);
+        e->tid = sqlite3_column_int64(q, 4);
         e->start_ns = start;
-        e->end_ns = sqlite3_column_int64(q, 4);
-        e->has_correlation = sqlite3_column_type(q, 5) != SQLITE_NULL;
-        e->correlation = sqlite3_column_int64(q, 5);
-        e->device = sqlite3_column_int64(q, 6);
-        e->stream = sqlite3_column_int64(q, 7);
-        e->name = sqlite3_column_int64(q, 8);
-        int device_op =
-            e->kind == KP_EV_KERNEL || e->kind == KP_EV_MEMCPY || e->kind == KP_EV_MEMSET;
-        e->has_grid = e->kind == KP_EV_KERNEL && sqlite3_column_type(q, 9) != SQLITE_NULL;
-        for (int c = 0; e->has_grid && c < 3; c++) {
-            e->grid[c] = sqlite3_column_int64(q, 9 + c);
-            e->block[c] = sqlite3_column_int64(q, 12 + c);
+        e->end_ns = sqlite3_column_int64(q, 6);
+        e->name = sqlite3_column_int64(q, 7);
+        e->has_correlation = kp_pf_column(q, 8, &e->correlation);
+        e->has_bytes = kp_pf_column(q, 9, &e->bytes);
+        if (e->kind == KP_EV_API) e->launched = sqlite3_column_int(q, 10) != 0;
+        if (e->kind == KP_EV_RANGE) e->has_range = kp_pf_column(q, 11, &e->range_id);
+        if (e->kind == KP_EV_KERNEL || e->kind == KP_EV_MEMCPY || e->kind == KP_EV_MEMSET) {
+            e->device = sqlite3_column_int64(q, 12);
+            e->stream = sqlite3_column_int64(q, 13);
+            e->domain = sqlite3_column_int64(q, 14);
+            int64_t at;
+            for (int c = 0; c < 2; c++) /* when it was queued, submitted */
+                if ((e->has_wait[c] = kp_pf_column(q, 15 + c, &at)))
+                    e->wait_ns[c] = kp_ns_diff(start, at);
         }
-        e->has_registers = e->has_grid && sqlite3_column_type(q, 15) != SQLITE_NULL;
-        e->registers = sqlite3_column_int64(q, 15);
-        e->has_shared = e->has_grid && sqlite3_column_type(q, 16) != SQLITE_NULL &&
-                        sqlite3_column_type(q, 17) != SQLITE_NULL;
-        e->shared_bytes = kp_i64_add_sat(sqlite3_column_int64(q, 16), sqlite3_column_int64(q, 17));
-        e->has_bytes = sqlite3_column_type(q, 18) != SQLITE_NULL;
-        e->bytes = sqlite3_column_int64(q, 18);
-        e->has_range = e->kind == KP_EV_RANGE && sqlite3_column_type(q, 19) != SQLITE_NULL;
-        e->range_id = sqlite3_column_int64(q, 19);
-        e->launched = sqlite3_column_int(q, 20) != 0;
-        e->process = sqlite3_column_int64(q, 21);
-        e->domain = sqlite3_column_int64(q, 22);
-        for (int c = 0; device_op && c < 2; c++) {
-            e->has_wait[c] = sqlite3_column_type(q, 23 + c) != SQLITE_NULL;
-            e->wait_ns[c] = sqlite3_column_int64(q, 23 + c);
+        if (e->kind == KP_EV_KERNEL && kp_pf_column(q, 17, &e->grid[0])) {
+            e->has_grid = 1;
+            for (int c = 0; c < 3; c++) {
+                e->grid[c] = sqlite3_column_int64(q, 17 + c);
+                e->block[c] = sqlite3_column_int64(q, 20 + c);
+            }
+            e->has_registers = kp_pf_column(q, 23, &e->registers);
+            int64_t fixed, dynamic;
+            e->has_shared = kp_pf_column(q, 24, &fixed) && kp_pf_column(q, 25, &dynamic);
+            if (e->has_shared) e->shared_bytes = kp_i64_add_sat(fixed, dynamic);
         }
-        e->id = sqlite3_column_int64(q, 25);
     }
     if (rc != SQLITE_DONE) {
         st = kp_pf_read_fail(db, err);
