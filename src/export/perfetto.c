@@ -1086,9 +1086,8 @@ static void *kp_pf_reader_run(void *arg)
                                           .process = kp_pf_pipe_process,
                                           .event = kp_pf_pipe_event};
     kprof_status st = kp_perfetto_read(p->db, &to_pipe, p, &p->read_err);
-    if (st == KPROF_OK && p->filling->n) kp_pf_pipe_pass(p); /* the last batch */
     pthread_mutex_lock(&p->lock);
-    if (p->filling) { /* unpassed: its texts are freed with the pipe */
+    if (p->filling) { /* the last batch (after a failure, the writer still frees its texts) */
         p->full[(p->full_head + p->nfull++) % KP_PF_BATCHES] = p->filling;
         p->filling = NULL;
     }
