@@ -49,6 +49,8 @@
 
 /* ---- What the reader hands over --------------------------------------------------------- */
 
+#define KP_PF_DOMAIN_OPENCL 3 /* events.domain of OpenCL calls and work (docs/trace-format.md) */
+
 /* One event, as the export needs it: what an event source will give. */
 typedef struct kp_pf_event {
     int64_t id;                /* its row: orders events that start and end together */
@@ -59,7 +61,7 @@ typedef struct kp_pf_event {
     int has_correlation;
     int64_t correlation;
     int64_t device, stream;    /* device work */
-    int64_t domain;            /* 3: OpenCL (a queue, not a stream) */
+    int64_t domain;            /* KP_PF_DOMAIN_OPENCL: a queue, not a stream */
     int launched;              /* an API call whose device work is in the trace */
     int has_grid;              /* kernels: grid and block known */
     int64_t grid[3], block[3]; /* block 0: no local size, grid holds the work-items */
@@ -495,7 +497,6 @@ typedef struct kp_pf_writer {
     kp_pb pb;
     kp_output *out;
     kp_error *err;
-    int64_t t0;
     kp_str *names;           /* by string id, valid UTF-8 */
     unsigned char *interned; /* 1 once a name's iid was written */
     int64_t nnames;
@@ -562,7 +563,6 @@ static void kp_pf_interned(kp_pb *pb, uint32_t field, uint64_t iid, const char *
 static kprof_status kp_pf_begin(void *ctx, int64_t start_ns, int64_t string_slots)
 {
     kp_pf_writer *w = ctx;
-    w->t0 = start_ns;
     w->nnames = string_slots > 0 ? string_slots : 1;
     w->names = calloc((size_t)w->nnames, sizeof *w->names);
     w->interned = calloc((size_t)w->nnames, 1);
@@ -798,7 +798,7 @@ static int32_t kp_pf_stream_track(kp_pf_writer *w, const kp_pf_event *e)
         if (device < 0) return -1;
     }
     return kp_pf_child_track(w, KP_PF_STREAM, e->pid, e->device, e->stream, 0, device,
-                             e->domain == 3);
+                             e->domain == KP_PF_DOMAIN_OPENCL);
 }
 
 /* The lane of base's family where a slice ending at end nests: the first whose innermost open
@@ -919,7 +919,7 @@ static kprof_status kp_pf_event_write(void *ctx, const kp_pf_event *e)
     int64_t end = instant || e->end_ns < e->start_ns ? e->start_ns : e->end_ns;
     kp_pf_close_until(w, e->start_ns);
     int32_t track = device_op ? kp_pf_stream_track(w, e) : kp_pf_thread_track(w, e->pid, e->tid);
-    if (track >= 0 && !instant) track = kp_pf_lane(w, track, end, e->domain == 3);
+    if (track >= 0 && !instant) track = kp_pf_lane(w, track, end, e->domain == KP_PF_DOMAIN_OPENCL);
     if (track < 0) return kp_pf_nomem(w);
 
     int known = e->name > 0 && e->name < w->nnames && w->names[e->name].data;
