@@ -163,7 +163,7 @@ const kp_command kp_commands[] = {
      "                      serialized kernel records, which carry no submit time)\n"
      "\n"
      "The exit code is CMD's (128+signal after a signal). Then: kprof report FILE,\n"
-     "kprof export FILE --chrome out.json\n",
+     "kprof export FILE --perfetto out.pftrace (or --chrome out.json)\n",
      1},
     {"report", kp_cmd_report, "a trace's host and device tables and the verdict",
      "usage: kprof report FILE [--trace] [--raw] [--json | --csv]\n"
@@ -188,19 +188,28 @@ const kp_command kp_commands[] = {
      "  --raw     include polling and query calls\n"
      "  --json    the tables, launch latency and every verdict as JSON\n"
      "  --csv     the tables, launch latency and verdict rows as CSV\n"},
-    {"export", kp_cmd_export, "a trace for other tools (Chrome trace JSON for Perfetto)",
-     "usage: kprof export FILE --chrome OUT.json [--force]\n"
+    {"export", kp_cmd_export, "a trace for other tools (Perfetto, Chrome trace JSON)",
+     "usage: kprof export FILE (--chrome OUT.json | --perfetto OUT.pftrace) [--force]\n"
      "\n"
-     "Writes the trace as Chrome Trace Event JSON: a track per host thread (API calls, NVTX\n"
-     "ranges as slices), a process per GPU with a track per stream or queue, and a flow arrow\n"
-     "from each API call to the GPU work it launched. Loads in Perfetto UI and chrome://tracing.\n"
+     "Writes the trace for a timeline viewer, one format per run:\n"
+     "  --chrome: Chrome Trace Event JSON (Perfetto UI, chrome://tracing): a track per host\n"
+     "    thread (API calls, NVTX ranges as slices), a process per GPU with a track per stream\n"
+     "    or queue, and a flow arrow from each API call to the GPU work it launched.\n"
+     "  --perfetto: a native Perfetto trace (protobuf, Perfetto UI and trace_processor), the\n"
+     "    same timeline at under half the size: each process with its host threads and, under\n"
+     "    it, a track per GPU and per stream or queue ('GPU 0 · stream 7'); slices for calls,\n"
+     "    kernels, copies, fills, syncs and NVTX ranges, instants for NVTX marks, flows from\n"
+     "    calls to their GPU work, launch geometry and waits as arguments; times in ns on\n"
+     "    CLOCK_MONOTONIC. Slices that overlap on one track without nesting go to a track\n"
+     "    under it, '(overlap 1)'.\n"
      "\n"
-     "  --chrome OUT   the JSON file; '-' for standard output. A FIFO or a character device is\n"
-     "                 written in place; a symbolic link is followed to its target; a regular\n"
-     "                 file is written to a temporary beside it and renamed when whole\n"
-     "  --force        replace OUT if it exists (never the trace itself)\n"
+     "  --chrome OUT     the JSON file; '-' for standard output. A FIFO or a character device\n"
+     "  --perfetto OUT   is written in place; a symbolic link is followed to its target; a\n"
+     "                   regular file is written to a temporary beside it and renamed when whole\n"
+     "  --force          replace OUT if it exists (never the trace itself)\n"
      "\n"
-     "Text that is not UTF-8 (names, commands, paths) is written as \\u00XX of each such byte.\n"},
+     "Text that is not UTF-8 (names, commands, paths) is written as \\u00XX of each such byte in\n"
+     "JSON, as U+FFFD in the Perfetto trace.\n"},
     {"help", kp_cmd_help, "help for a command: kprof help CMD", "usage: kprof help [CMD]\n"},
     {"version", kp_cmd_version, "print kprof's version", "usage: kprof version\n"},
     {NULL, NULL, NULL, NULL},

@@ -1,0 +1,1207 @@
+/*
+ * perfetto.c — a trace as a native Perfetto trace: a `Trace` message, which is a sequence of
+ * `TracePacket`s (field 1), encoded with export/protobuf.h against perfetto's public protos
+ * (trace_packet.proto, track_descriptor.proto, track_event.proto, interned_data.proto,
+ * clock_snapshot.proto). What goes in:
+ *
+ *   - a ClockSnapshot naming CLOCK_MONOTONIC (BUILTIN_CLOCK_MONOTONIC, 3) the trace's clock, and
+ *     TracePacketDefaults giving every packet that clock: times are the trace's own nanoseconds,
+ *     unchanged;
+ *   - one packet sequence (trusted_packet_sequence_id 1) whose first packet clears the
+ *     incremental state (SEQ_INCREMENTAL_STATE_CLEARED) and interns the categories and the
+ *     argument names; event names are interned (iid = the trace's string id) in the packet that
+ *     first uses them, and every later packet says it needs that state;
+ *   - a TrackDescriptor per process (ProcessDescriptor: pid, the command), per host thread
+ *     (ThreadDescriptor: pid, tid), per device under its process ("GPU 0") and per stream or
+ *     queue under its device ("GPU 0 · stream 7"), each written just before its first event;
+ *   - a slice (TYPE_SLICE_BEGIN, then TYPE_SLICE_END) per API call, kernel, copy, fill, sync,
+ *     NVTX range and overhead record, an instant (TYPE_INSTANT) per NVTX mark; host events on
+ *     their thread's track, device work on its stream's; the arguments the Chrome export
+ *     carries as debug annotations (grid, block or global size, registers, shared bytes,
+ *     bytes, correlation, NVTX range id, and the queue and launch waits in ns);
+ *   - a flow from each API call to the device work it launched (flow_ids on the call,
+ *     terminating_flow_ids on the work), paired as the Chrome export pairs them: same process
+ *     row and correlation.
+ *
+ * Perfetto nests the slices of a track by their begin and end order, so the packets are written
+ * in time order: events are read by start time (the longer first, so an enclosing range comes
+ * before what it encloses), and each slice's end waits in a heap until the next event starts
+ * after it. A slice that overlaps one still open on its track without nesting inside it (two
+ * kernels on one OpenCL out-of-order queue, damaged times) goes to an overflow track under that
+ * track ("(overlap 1)"), so no end ever closes the wrong slice. Output is handed to a kp_output
+ * in chunks of about a MiB: memory holds the names, the tracks and the slices open at once,
+ * never the events.
+ *
+ * kp_perfetto_read is the only code that reads the trace (its SQL): when the store gets an
+ * event source, it is the one function to move.
+ */
+#define _GNU_SOURCE
+#include "export/perfetto.h"
+#include "core/event.h"
+#include "core/util.h"
+#include "export/protobuf.h"
+#include "store/trace_db.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- What the reader hands over --------------------------------------------------------- */
+
+#define KP_PF_DOMAIN_OPENCL 3 /* events.domain of OpenCL calls and work (docs/trace-format.md) */
+
+/* One event, as the export needs it: what an event source will give. */
+typedef struct kp_pf_event {
+    int64_t id;                /* its row: orders events that start and end together */
+    int kind;                  /* KP_EVENT_* (core/event.h) */
+    int64_t pid, tid, process; /* process: its row in the trace (correlations are per row) */
+    int64_t start_ns, end_ns;  /* CLOCK_MONOTONIC */
+    int64_t name;              /* strings.id */
+    int has_correlation;
+    int64_t correlation;
+    int64_t device, stream;    /* device work */
+    int64_t domain;            /* KP_PF_DOMAIN_OPENCL: a queue, not a stream */
+    int launched;              /* an API call whose device work is in the trace */
+    int has_grid;              /* kernels: grid and block known */
+    int64_t grid[3], block[3]; /* block 0: no local size, grid holds the work-items */
+    int has_registers, has_shared, has_bytes, has_range;
+    int64_t registers, shared_bytes, bytes, range_id;
+    int has_wait[3];    /* device work: start minus when it was queued, submitted, */
+    int64_t wait_ns[3]; /* and when the call that launched it began */
+} kp_pf_event;
+
+/* What kp_perfetto_read calls, in this order: begin once, every string, every process, then
+ * every event in time order. A callback that fails sets the error and stops the reading. */
+typedef struct kp_pf_visitor {
+    kprof_status (*begin)(void *ctx, int64_t start_ns, int64_t string_slots);
+    kprof_status (*string)(void *ctx, int64_t id, const char *text, size_t len);
+    kprof_status (*process)(void *ctx, int64_t pid, const char *command, size_t len);
+    kprof_status (*event)(void *ctx, const kp_pf_event *ev);
+} kp_pf_visitor;
+
+static kprof_status kp_pf_read_fail(sqlite3 *db, kp_error *err)
+{
+    return kp_trace_db_read_error(sqlite3_db_filename(db, "main"), sqlite3_extended_errcode(db),
+                                  sqlite3_errmsg(db), err);
+}
+
+/* Launching calls whose device work has not come yet: (process row, correlation) -> the call's
+ * start. In time order a call comes before the work it launched, so device work finds its call
+ * here and takes it out; what does not (work that starts with or before its call, the second
+ * operation of one call) asks the trace, so the answer is always the trace's: the earliest API
+ * call of that process row and correlation. Open addressing, linear probing, deletion by
+ * backward shift; it holds only the calls in flight. */
+typedef struct kp_pf_call {
+    int64_t process, correlation, start_ns;
+    int used;
+} kp_pf_call;
+
+typedef struct kp_pf_calls {
+    kp_pf_call *slot;
+    size_t count, cap; /* cap: a power of two, or 0 */
+} kp_pf_calls;
+
+static size_t kp_pf_calls_home(const kp_pf_calls *m, int64_t process, int64_t correlation)
+{
+    uint64_t h = (uint64_t)process * 0x9e3779b97f4a7c15ull ^ (uint64_t)correlation;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 32;
+    return (size_t)h & (m->cap - 1);
+}
+
+/* Remember a call unless an earlier one of the same key is held; -1 when memory is out. */
+static int kp_pf_calls_put(kp_pf_calls *m, int64_t process, int64_t correlation, int64_t start)
+{
+    if (m->count + 1 > m->cap / 2) {
+        kp_pf_calls bigger = {.cap = m->cap ? m->cap * 2 : 1024};
+        bigger.slot = calloc(bigger.cap, sizeof *bigger.slot);
+        if (!bigger.slot) return -1;
+        for (size_t i = 0; i < m->cap; i++) {
+            const kp_pf_call *c = &m->slot[i];
+            if (!c->used) continue;
+            size_t j = kp_pf_calls_home(&bigger, c->process, c->correlation);
+            while (bigger.slot[j].used)
+                j = (j + 1) & (bigger.cap - 1);
+            bigger.slot[j] = *c;
+        }
+        bigger.count = m->count;
+        free(m->slot);
+        *m = bigger;
+    }
+    size_t i = kp_pf_calls_home(m, process, correlation);
+    for (; m->slot[i].used; i = (i + 1) & (m->cap - 1))
+        if (m->slot[i].process == process && m->slot[i].correlation == correlation) return 0;
+    m->slot[i] = (kp_pf_call){process, correlation, start, 1};
+    m->count++;
+    return 0;
+}
+
+/* Take the call of this key out: 1 with its start, 0 when none is held. */
+static int kp_pf_calls_take(kp_pf_calls *m, int64_t process, int64_t correlation, int64_t *start)
+{
+    if (!m->count) return 0;
+    size_t i = kp_pf_calls_home(m, process, correlation);
+    for (;; i = (i + 1) & (m->cap - 1)) {
+        if (!m->slot[i].used) return 0;
+        if (m->slot[i].process == process && m->slot[i].correlation == correlation) break;
+    }
+    *start = m->slot[i].start_ns;
+    /* Backward shift: move up each later entry of the run that may sit at i. */
+    for (size_t j = (i + 1) & (m->cap - 1); m->slot[j].used; j = (j + 1) & (m->cap - 1)) {
+        size_t home = kp_pf_calls_home(m, m->slot[j].process, m->slot[j].correlation);
+        /* j's entry may move to i when its home is not in (i, j], cyclically. */
+        if (i <= j ? (home <= i || home > j) : (home <= i && home > j)) {
+            m->slot[i] = m->slot[j];
+            i = j;
+        }
+    }
+    m->slot[i].used = 0;
+    m->count--;
+    return 1;
+}
+
+/* 1 and the value of column c when it is not NULL, else 0. */
+static int kp_pf_column(sqlite3_stmt *q, int c, int64_t *value)
+{
+    if (sqlite3_column_type(q, c) == SQLITE_NULL) return 0;
+    *value = sqlite3_column_int64(q, c);
+    return 1;
+}
+
+/* Events that start at the same time: the longer first (an enclosing range before what it
+ * encloses), an NVTX range before anything of the same times, then in storage order. */
+static int kp_pf_event_order(const void *x, const void *y)
+{
+    const kp_pf_event *a = x, *b = y;
+    if (a->end_ns != b->end_ns) return a->end_ns > b->end_ns ? -1 : 1;
+    int ar = a->kind != KP_EVENT_RANGE, br = b->kind != KP_EVENT_RANGE;
+    if (ar != br) return ar - br;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+/* Hand a group of events that start together to the visitor, in order, with each device
+ * operation's launch wait. */
+static kprof_status kp_pf_read_group(sqlite3 *db, sqlite3_stmt *call_start, kp_pf_calls *calls,
+                                     kp_pf_event *group, size_t n, const kp_pf_visitor *v,
+                                     void *ctx, kp_error *err)
+{
+    if (n > 1) qsort(group, n, sizeof *group, kp_pf_event_order);
+    for (size_t i = 0; i < n; i++) {
+        kp_pf_event *e = &group[i];
+        int device_op =
+            kp_event_kind_on_device(e->kind);
+        if (e->kind == KP_EVENT_API && e->has_correlation && e->launched &&
+            kp_pf_calls_put(calls, e->process, e->correlation, e->start_ns) != 0)
+            return kp_error_set(err, KPROF_NOMEM, "out of memory");
+        int64_t start = 0;
+        if (device_op && e->has_correlation &&
+            !kp_pf_calls_take(calls, e->process, e->correlation, &start)) {
+            sqlite3_reset(call_start);
+            sqlite3_bind_int64(call_start, 1, e->process);
+            sqlite3_bind_int64(call_start, 2, e->correlation);
+            int rc = sqlite3_step(call_start);
+            if (rc != SQLITE_ROW) return kp_pf_read_fail(db, err);
+            if (sqlite3_column_type(call_start, 0) == SQLITE_NULL) {
+                device_op = 0; /* its call is not in the trace */
+            } else {
+                start = sqlite3_column_int64(call_start, 0);
+            }
+        }
+        if (device_op && e->has_correlation) {
+            e->has_wait[2] = 1;
+            e->wait_ns[2] = kp_ns_diff(e->start_ns, start);
+        }
+        kprof_status st = v->event(ctx, e);
+        if (st != KPROF_OK) return st;
+    }
+    return KPROF_OK;
+}
+
+/* The trace, read through its SQL: begin, the strings, the processes, then the events by start
+ * time (kp_pf_event_order for those that start together). */
+static kprof_status kp_perfetto_read(sqlite3 *db, const kp_pf_visitor *v, void *ctx, kp_error *err)
+{
+    sqlite3_stmt *q = NULL, *call_start = NULL;
+    kprof_status st = KPROF_OK;
+    int rc = SQLITE_DONE;
+    int64_t t0 = kp_trace_db_meta_int(db, "start_ns");
+    if (t0 == 0) t0 = kp_trace_db_scalar(db, "SELECT MIN(start_ns) FROM events", 0);
+    st = v->begin(ctx, t0, kp_trace_db_string_slots(db));
+    if (st != KPROF_OK) return st;
+
+    if (sqlite3_prepare_v2(db, "SELECT id, text FROM strings", -1, &q, NULL) != SQLITE_OK)
+        return kp_pf_read_fail(db, err);
+    while (st == KPROF_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        const char *text = (const char *)sqlite3_column_text(q, 1);
+        if (text)
+            st = v->string(ctx, sqlite3_column_int64(q, 0), text,
+                           (size_t)sqlite3_column_bytes(q, 1));
+    }
+    sqlite3_finalize(q);
+    if (st != KPROF_OK) return st;
+    if (rc != SQLITE_DONE) return kp_pf_read_fail(db, err);
+
+    if (sqlite3_prepare_v2(db, "SELECT pid, command FROM processes GROUP BY pid", -1, &q, NULL) !=
+        SQLITE_OK)
+        return kp_pf_read_fail(db, err);
+    while (st == KPROF_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        const char *command = (const char *)sqlite3_column_text(q, 1);
+        st = v->process(ctx, sqlite3_column_int64(q, 0), command ? command : "",
+                        command ? (size_t)sqlite3_column_bytes(q, 1) : 0);
+    }
+    sqlite3_finalize(q);
+    if (st != KPROF_OK) return st;
+    if (rc != SQLITE_DONE) return kp_pf_read_fail(db, err);
+
+    /* By start time alone, which the index on start_ns gives without sorting; the few events
+     * that start together are ordered here. */
+    kp_pf_calls calls = {0};
+    kp_pf_event *group = NULL;
+    size_t ngroup = 0, capgroup = 0;
+    if (sqlite3_prepare_v2(
+            db,
+            "SELECT id, kind, process, pid, tid, start_ns, end_ns, name, correlation, bytes, "
+            "launched, range_id, device, stream, domain, queued_ns, submitted_ns, grid_x, grid_y, "
+            "grid_z, block_x, block_y, block_z, registers, static_smem, dynamic_smem FROM events "
+            "ORDER BY start_ns",
+            -1, &q, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db,
+                           "SELECT MIN(start_ns) FROM events WHERE process = ? AND "
+                           "correlation = ? AND kind = 3",
+                           -1, &call_start, NULL) != SQLITE_OK) {
+        st = kp_pf_read_fail(db, err);
+        goto done;
+    }
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        int64_t start = sqlite3_column_int64(q, 5);
+        if (ngroup > 0 && group[0].start_ns != start) {
+            st = kp_pf_read_group(db, call_start, &calls, group, ngroup, v, ctx, err);
+            ngroup = 0;
+            if (st != KPROF_OK) goto done;
+        }
+        if (ngroup == capgroup) {
+            size_t cap = capgroup ? capgroup * 2 : 16;
+            kp_pf_event *g = realloc(group, cap * sizeof *g);
+            if (!g) {
+                st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+                goto done;
+            }
+            group = g;
+            capgroup = cap;
+        }
+        kp_pf_event *e = &group[ngroup++];
+        memset(e, 0, sizeof *e);
+        /* Only the columns the kind has: a million events read 26 columns each otherwise. */
+        e->id = sqlite3_column_int64(q, 0);
+        e->kind = sqlite3_column_int(q, 1);
+        e->process = sqlite3_column_int64(q, 2);
+        e->pid = sqlite3_column_int64(q, 3);
+        e->tid = sqlite3_column_int64(q, 4);
+        e->start_ns = start;
+        e->end_ns = sqlite3_column_int64(q, 6);
+        e->name = sqlite3_column_int64(q, 7);
+        e->has_correlation = kp_pf_column(q, 8, &e->correlation);
+        e->has_bytes = kp_pf_column(q, 9, &e->bytes);
+        if (e->kind == KP_EVENT_API) e->launched = sqlite3_column_int(q, 10) != 0;
+        if (e->kind == KP_EVENT_RANGE) e->has_range = kp_pf_column(q, 11, &e->range_id);
+        if (kp_event_kind_on_device(e->kind)) {
+            e->device = sqlite3_column_int64(q, 12);
+            e->stream = sqlite3_column_int64(q, 13);
+            e->domain = sqlite3_column_int64(q, 14);
+            int64_t at;
+            for (int c = 0; c < 2; c++) /* when it was queued, submitted */
+                if ((e->has_wait[c] = kp_pf_column(q, 15 + c, &at)))
+                    e->wait_ns[c] = kp_ns_diff(start, at);
+        }
+        if (e->kind == KP_EVENT_KERNEL && kp_pf_column(q, 17, &e->grid[0])) {
+            e->has_grid = 1;
+            for (int c = 0; c < 3; c++) {
+                e->grid[c] = sqlite3_column_int64(q, 17 + c);
+                e->block[c] = sqlite3_column_int64(q, 20 + c);
+            }
+            e->has_registers = kp_pf_column(q, 23, &e->registers);
+            int64_t fixed, dynamic;
+            e->has_shared = kp_pf_column(q, 24, &fixed) && kp_pf_column(q, 25, &dynamic);
+            if (e->has_shared) e->shared_bytes = kp_i64_add_sat(fixed, dynamic);
+        }
+    }
+    if (rc != SQLITE_DONE) {
+        st = kp_pf_read_fail(db, err);
+        goto done;
+    }
+    st = kp_pf_read_group(db, call_start, &calls, group, ngroup, v, ctx, err);
+done:
+    sqlite3_finalize(q);
+    sqlite3_finalize(call_start);
+    free(group);
+    free(calls.slot);
+    return st;
+}
+
+/* ---- Perfetto's field numbers and values (protos/perfetto/trace/...) --------------------- */
+
+enum { KP_PF_TRACE_PACKET = 1 }; /* Trace.packet */
+
+enum { /* TracePacket */
+       KP_PF_PACKET_CLOCK_SNAPSHOT = 6,
+       KP_PF_PACKET_TIMESTAMP = 8,
+       KP_PF_PACKET_SEQUENCE_ID = 10, /* trusted_packet_sequence_id */
+       KP_PF_PACKET_TRACK_EVENT = 11,
+       KP_PF_PACKET_INTERNED_DATA = 12,
+       KP_PF_PACKET_SEQUENCE_FLAGS = 13,
+       KP_PF_PACKET_DEFAULTS = 59, /* trace_packet_defaults */
+       KP_PF_PACKET_TRACK_DESCRIPTOR = 60,
+       KP_PF_PACKET_FIRST_ON_SEQUENCE = 87
+};
+
+enum { KP_PF_SEQ_INCREMENTAL_STATE_CLEARED = 1, KP_PF_SEQ_NEEDS_INCREMENTAL_STATE = 2 };
+
+enum { /* ClockSnapshot, ClockSnapshot.Clock, TracePacketDefaults */
+       KP_PF_SNAPSHOT_CLOCKS = 1,
+       KP_PF_SNAPSHOT_PRIMARY_CLOCK = 2,
+       KP_PF_CLOCK_ID = 1,
+       KP_PF_CLOCK_TIMESTAMP = 2,
+       KP_PF_DEFAULTS_CLOCK_ID = 58,
+       KP_PF_BUILTIN_CLOCK_MONOTONIC = 3
+};
+
+enum { /* TrackDescriptor, ProcessDescriptor, ThreadDescriptor */
+       KP_PF_TRACK_UUID = 1,
+       KP_PF_TRACK_NAME = 2,
+       KP_PF_TRACK_PROCESS = 3,
+       KP_PF_TRACK_THREAD = 4,
+       KP_PF_TRACK_PARENT_UUID = 5,
+       KP_PF_TRACK_CHILD_ORDERING = 11,
+       KP_PF_TRACK_SIBLING_ORDER_RANK = 12,
+       KP_PF_CHILD_ORDERING_EXPLICIT = 3,
+       KP_PF_PROCESS_PID = 1,
+       KP_PF_PROCESS_NAME = 6,
+       KP_PF_THREAD_PID = 1,
+       KP_PF_THREAD_TID = 2,
+       KP_PF_THREAD_NAME = 5
+};
+
+enum { /* TrackEvent, DebugAnnotation */
+       KP_PF_EVENT_CATEGORY_IIDS = 3,
+       KP_PF_EVENT_DEBUG_ANNOTATIONS = 4,
+       KP_PF_EVENT_TYPE = 9,
+       KP_PF_EVENT_NAME_IID = 10,
+       KP_PF_EVENT_TRACK_UUID = 11,
+       KP_PF_EVENT_NAME = 23,
+       KP_PF_EVENT_FLOW_IDS = 47,
+       KP_PF_EVENT_TERMINATING_FLOW_IDS = 48,
+       KP_PF_TYPE_SLICE_BEGIN = 1,
+       KP_PF_TYPE_SLICE_END = 2,
+       KP_PF_TYPE_INSTANT = 3,
+       KP_PF_ANNOTATION_NAME_IID = 1,
+       KP_PF_ANNOTATION_INT_VALUE = 4,
+       KP_PF_ANNOTATION_ARRAY_VALUES = 12
+};
+
+enum { /* InternedData; each entry is {iid = 1, name = 2} */
+       KP_PF_INTERNED_CATEGORIES = 1,
+       KP_PF_INTERNED_EVENT_NAMES = 2,
+       KP_PF_INTERNED_ANNOTATION_NAMES = 3,
+       KP_PF_INTERNED_IID = 1,
+       KP_PF_INTERNED_NAME = 2
+};
+
+/* Categories, interned in the first packet (iid = the enum's value): the export categories of
+ * event.h's kind list, in its order, and "other" — what a kind whose category is missing here
+ * would come out as (tests/cli/test_perfetto.py checks each kind's category). */
+#define KP_PF_CATEGORY_LIST(X)                                                                     \
+    X(API, "api")                                                                                  \
+    X(KERNEL, "kernel")                                                                            \
+    X(MEMCPY, "memcpy")                                                                            \
+    X(MEMSET, "memset")                                                                            \
+    X(SYNC, "sync")                                                                                \
+    X(NVTX, "nvtx")                                                                                \
+    X(OVERHEAD, "overhead")                                                                        \
+    X(OTHER, "other")
+#define KP_PF_ENUM(name, text) KP_PF_CAT_##name,
+enum { KP_PF_CAT_NONE, KP_PF_CATEGORY_LIST(KP_PF_ENUM) KP_PF_CAT_COUNT };
+#undef KP_PF_ENUM
+#define KP_PF_TEXT(name, text) text,
+static const char *const kp_pf_categories[KP_PF_CAT_COUNT] = {NULL,
+                                                              KP_PF_CATEGORY_LIST(KP_PF_TEXT)};
+
+/* A kind's category (event.h's list names it) as its iid here; "other" for what the list does
+ * not know. */
+static uint64_t kp_pf_category(int kind)
+{
+    const char *name = kp_event_kind_category(kind);
+    for (int i = 1; name && i < KP_PF_CAT_COUNT; i++)
+        if (strcmp(kp_pf_categories[i], name) == 0) return (uint64_t)i;
+    return KP_PF_CAT_OTHER;
+}
+
+/* Argument names (debug annotations), interned in the first packet (iid = the enum's value). */
+#define KP_PF_ARG_LIST(X)                                                                          \
+    X(CORRELATION, "correlation")                                                                  \
+    X(GRID, "grid")                                                                                \
+    X(BLOCK, "block")                                                                              \
+    X(GLOBAL_SIZE, "global_size")                                                                  \
+    X(REGISTERS, "registers")                                                                      \
+    X(SHARED_BYTES, "shared_bytes")                                                                \
+    X(QUEUED_TO_START, "queued_to_start_ns")                                                       \
+    X(SUBMITTED_TO_START, "submitted_to_start_ns")                                                 \
+    X(LAUNCH_TO_START, "launch_to_start_ns")                                                       \
+    X(BYTES, "bytes")                                                                              \
+    X(RANGE_ID, "range_id")
+#define KP_PF_ENUM(name, text) KP_PF_ARG_##name,
+enum { KP_PF_ARG_NONE, KP_PF_ARG_LIST(KP_PF_ENUM) KP_PF_ARG_COUNT };
+#undef KP_PF_ENUM
+static const char *const kp_pf_arg_names[KP_PF_ARG_COUNT] = {NULL, KP_PF_ARG_LIST(KP_PF_TEXT)};
+#undef KP_PF_TEXT
+
+#define KP_PF_SEQUENCE 1 /* our one packet sequence */
+
+/* ---- The writer -------------------------------------------------------------------------- */
+
+enum { KP_PF_PROCESS, KP_PF_THREAD, KP_PF_DEVICE, KP_PF_STREAM };
+
+typedef struct kp_pf_track {
+    uint64_t uuid;     /* TrackDescriptor.uuid: its index + 1 */
+    int type;          /* KP_PF_PROCESS ... */
+    int64_t pid, a, b; /* thread: a = tid; device: a = device; stream: a = device, b = stream */
+    int lane;          /* 0: the track itself; 1, 2...: its overflow tracks */
+    int32_t overflow;  /* index of the next lane, -1 none yet */
+    int64_t *open;     /* ends of the slices open on it, the innermost last */
+    size_t nopen, capopen;
+} kp_pf_track;
+
+/* A slice's end, waiting for its time: ordered by end, then inner (later start, later begin)
+ * before outer, which is the order each track's open slices close in. */
+typedef struct kp_pf_pending {
+    int64_t end, start;
+    uint64_t seq;  /* begin order */
+    int32_t track; /* the lane it is open on */
+} kp_pf_pending;
+
+typedef struct kp_pf_writer {
+    kp_pb pb;
+    kp_output *out;
+    kp_error *err;
+    kp_str *names;           /* by string id, valid UTF-8 */
+    unsigned char *interned; /* 1 once a name's iid was written */
+    int64_t nnames;
+    kp_pf_track *tracks;
+    size_t ntracks, captracks;
+    int32_t *slots; /* hash of the tracks that are not lanes: index + 1, 0 empty */
+    size_t nslots;
+    kp_pf_pending *heap;
+    size_t nheap, capheap;
+    uint64_t seq;
+} kp_pf_writer;
+
+static int kp_pf_sink(void *ctx, const void *data, size_t len)
+{
+    kp_pf_writer *w = ctx;
+    return kp_output_write(w->out, data, len, w->err) == KPROF_OK ? 0 : -1;
+}
+
+/* The error for a failed encoder (the sink set its own). */
+static kprof_status kp_pf_check(kp_pf_writer *w)
+{
+    switch (w->pb.failed) {
+    case KP_PB_OK:
+        return KPROF_OK;
+    case KP_PB_NOMEM:
+        return kp_error_set(w->err, KPROF_NOMEM, "out of memory");
+    case KP_PB_SINK_FAILED:
+        return w->err->status != KPROF_OK
+                   ? w->err->status
+                   : kp_error_set(w->err, KPROF_IO, "writing the export failed");
+    default:
+        return kp_error_set(w->err, KPROF_IO, "internal error: the Perfetto encoder was misused");
+    }
+}
+
+static kprof_status kp_pf_nomem(kp_pf_writer *w)
+{
+    return kp_error_set(w->err, KPROF_NOMEM, "out of memory");
+}
+
+/* Open a packet on our sequence; needs_state: it uses interned data. */
+static void kp_pf_packet_begin(kp_pf_writer *w, int needs_state)
+{
+    kp_pb_begin(&w->pb, KP_PF_TRACE_PACKET);
+    kp_pb_varint(&w->pb, KP_PF_PACKET_SEQUENCE_ID, KP_PF_SEQUENCE);
+    if (needs_state)
+        kp_pb_varint(&w->pb, KP_PF_PACKET_SEQUENCE_FLAGS, KP_PF_SEQ_NEEDS_INCREMENTAL_STATE);
+}
+
+/* Times from a file may be anything: the wire's timestamps are unsigned. */
+static uint64_t kp_pf_time(int64_t ns)
+{
+    return ns < 0 ? 0 : (uint64_t)ns;
+}
+
+static void kp_pf_interned(kp_pb *pb, uint32_t field, uint64_t iid, const char *name, size_t len)
+{
+    kp_pb_begin(pb, field);
+    kp_pb_varint(pb, KP_PF_INTERNED_IID, iid);
+    kp_pb_bytes(pb, KP_PF_INTERNED_NAME, name, len);
+    kp_pb_end(pb);
+}
+
+static kprof_status kp_pf_begin(void *ctx, int64_t start_ns, int64_t string_slots)
+{
+    kp_pf_writer *w = ctx;
+    w->nnames = string_slots > 0 ? string_slots : 1;
+    w->names = calloc((size_t)w->nnames, sizeof *w->names);
+    w->interned = calloc((size_t)w->nnames, 1);
+    if (!w->names || !w->interned) return kp_pf_nomem(w);
+    kp_pb *pb = &w->pb;
+    /* The clock: CLOCK_MONOTONIC is the trace's, so its times need no conversion. */
+    kp_pf_packet_begin(w, 0);
+    kp_pb_begin(pb, KP_PF_PACKET_CLOCK_SNAPSHOT);
+    kp_pb_begin(pb, KP_PF_SNAPSHOT_CLOCKS);
+    kp_pb_varint(pb, KP_PF_CLOCK_ID, KP_PF_BUILTIN_CLOCK_MONOTONIC);
+    kp_pb_varint(pb, KP_PF_CLOCK_TIMESTAMP, kp_pf_time(start_ns));
+    kp_pb_end(pb);
+    kp_pb_varint(pb, KP_PF_SNAPSHOT_PRIMARY_CLOCK, KP_PF_BUILTIN_CLOCK_MONOTONIC);
+    kp_pb_end(pb);
+    kp_pb_end(pb);
+    /* The sequence starts: its defaults, the categories and the argument names. */
+    kp_pf_packet_begin(w, 0);
+    kp_pb_varint(pb, KP_PF_PACKET_SEQUENCE_FLAGS, KP_PF_SEQ_INCREMENTAL_STATE_CLEARED);
+    kp_pb_varint(pb, KP_PF_PACKET_FIRST_ON_SEQUENCE, 1);
+    kp_pb_begin(pb, KP_PF_PACKET_DEFAULTS);
+    kp_pb_varint(pb, KP_PF_DEFAULTS_CLOCK_ID, KP_PF_BUILTIN_CLOCK_MONOTONIC);
+    kp_pb_end(pb);
+    kp_pb_begin(pb, KP_PF_PACKET_INTERNED_DATA);
+    for (int i = 1; i < KP_PF_CAT_COUNT; i++)
+        kp_pf_interned(pb, KP_PF_INTERNED_CATEGORIES, (uint64_t)i, kp_pf_categories[i],
+                       strlen(kp_pf_categories[i]));
+    for (int i = 1; i < KP_PF_ARG_COUNT; i++)
+        kp_pf_interned(pb, KP_PF_INTERNED_ANNOTATION_NAMES, (uint64_t)i, kp_pf_arg_names[i],
+                       strlen(kp_pf_arg_names[i]));
+    kp_pb_end(pb);
+    kp_pb_end(pb);
+    return kp_pf_check(w);
+}
+
+static kprof_status kp_pf_string(void *ctx, int64_t id, const char *text, size_t len)
+{
+    kp_pf_writer *w = ctx;
+    if (id <= 0 || id >= w->nnames) return KPROF_OK; /* read as an unknown name */
+    kp_str *s = &w->names[id];
+    s->len = 0;
+    kp_str_append_utf8(s, text, len);
+    if (!s->data) kp_str_append(s, ""); /* an empty name is still a name */
+    return s->failed ? kp_pf_nomem(w) : KPROF_OK;
+}
+
+/* ---- Tracks ------------------------------------------------------------------------------ */
+
+static uint64_t kp_pf_hash(int type, int64_t pid, int64_t a, int64_t b)
+{
+    uint64_t h = (uint64_t)type * 0x9e3779b97f4a7c15ull;
+    int64_t parts[3] = {pid, a, b};
+    for (int i = 0; i < 3; i++) {
+        h ^= (uint64_t)parts[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+        h *= 0xbf58476d1ce4e5b9ull;
+        h ^= h >> 31;
+    }
+    return h;
+}
+
+/* The track of this key (not a lane), or -1. */
+static int32_t kp_pf_track_find(const kp_pf_writer *w, int type, int64_t pid, int64_t a, int64_t b)
+{
+    if (!w->nslots) return -1;
+    for (size_t i = kp_pf_hash(type, pid, a, b) & (w->nslots - 1);; i = (i + 1) & (w->nslots - 1)) {
+        int32_t s = w->slots[i];
+        if (!s) return -1;
+        const kp_pf_track *t = &w->tracks[s - 1];
+        if (t->type == type && t->pid == pid && t->a == a && t->b == b) return s - 1;
+    }
+}
+
+static int kp_pf_slots_insert(kp_pf_writer *w, int32_t index)
+{
+    if ((size_t)index + 1 > w->nslots / 2) { /* keep the table at most half full */
+        size_t n = w->nslots ? w->nslots * 2 : 64;
+        int32_t *slots = calloc(n, sizeof *slots);
+        if (!slots) return -1;
+        for (size_t i = 0; i < w->nslots; i++) {
+            int32_t s = w->slots[i];
+            if (!s) continue;
+            const kp_pf_track *t = &w->tracks[s - 1];
+            size_t j = kp_pf_hash(t->type, t->pid, t->a, t->b) & (n - 1);
+            while (slots[j])
+                j = (j + 1) & (n - 1);
+            slots[j] = s;
+        }
+        free(w->slots);
+        w->slots = slots;
+        w->nslots = n;
+    }
+    const kp_pf_track *t = &w->tracks[index];
+    size_t j = kp_pf_hash(t->type, t->pid, t->a, t->b) & (w->nslots - 1);
+    while (w->slots[j])
+        j = (j + 1) & (w->nslots - 1);
+    w->slots[j] = index + 1;
+    return 0;
+}
+
+/* A new track (its descriptor is the caller's to write); -1 when memory is out. */
+static int32_t kp_pf_track_add(kp_pf_writer *w, int type, int64_t pid, int64_t a, int64_t b,
+                               int lane)
+{
+    if (w->ntracks == w->captracks) {
+        size_t cap = w->captracks ? w->captracks * 2 : 64;
+        kp_pf_track *t = realloc(w->tracks, cap * sizeof *t);
+        if (!t) return -1;
+        w->tracks = t;
+        w->captracks = cap;
+    }
+    int32_t index = (int32_t)w->ntracks++;
+    w->tracks[index] = (kp_pf_track){.uuid = (uint64_t)index + 1,
+                                     .type = type,
+                                     .pid = pid,
+                                     .a = a,
+                                     .b = b,
+                                     .lane = lane,
+                                     .overflow = -1};
+    if (lane == 0 && kp_pf_slots_insert(w, index) != 0) return -1;
+    return index;
+}
+
+/* Track names; kp_pf_track_name gives a lane its base's name with "(overlap N)". */
+static void kp_pf_track_name(const kp_pf_track *t, int opencl, char *out, size_t n)
+{
+    int k = 0;
+    switch (t->type) {
+    case KP_PF_THREAD:
+        k = snprintf(out, n, "host thread %lld", (long long)t->a);
+        break;
+    case KP_PF_DEVICE:
+        k = snprintf(out, n, "GPU %lld", (long long)t->a);
+        break;
+    default:
+        k = snprintf(out, n, "GPU %lld · %s %lld", (long long)t->a, opencl ? "queue" : "stream",
+                     (long long)t->b);
+        break;
+    }
+    if (t->lane > 0 && k > 0 && (size_t)k < n)
+        snprintf(out + k, n - (size_t)k, " (overlap %d)", t->lane);
+}
+
+/* The process track of pid, made (with command as its name, when known) if new. */
+static int32_t kp_pf_process_track(kp_pf_writer *w, int64_t pid, const char *command)
+{
+    int32_t index = kp_pf_track_find(w, KP_PF_PROCESS, pid, 0, 0);
+    if (index >= 0) return index;
+    index = kp_pf_track_add(w, KP_PF_PROCESS, pid, 0, 0, 0);
+    if (index < 0) return -1;
+    kp_pb *pb = &w->pb;
+    kp_pf_packet_begin(w, 0);
+    kp_pb_begin(pb, KP_PF_PACKET_TRACK_DESCRIPTOR);
+    kp_pb_varint(pb, KP_PF_TRACK_UUID, w->tracks[index].uuid);
+    kp_pb_begin(pb, KP_PF_TRACK_PROCESS);
+    kp_pb_int64(pb, KP_PF_PROCESS_PID, (int32_t)pid);
+    if (command) kp_pb_string(pb, KP_PF_PROCESS_NAME, command);
+    kp_pb_end(pb);
+    kp_pb_end(pb);
+    kp_pb_end(pb);
+    return index;
+}
+
+static kprof_status kp_pf_process(void *ctx, int64_t pid, const char *command, size_t len)
+{
+    kp_pf_writer *w = ctx;
+    kp_str name = {0};
+    kp_str_append_utf8(&name, command, len);
+    int32_t index = name.failed ? -1 : kp_pf_process_track(w, pid, name.data ? name.data : "");
+    kp_str_free(&name);
+    if (index < 0) return kp_pf_nomem(w);
+    return kp_pf_check(w);
+}
+
+/* A track under parent (a device under its process, a stream under its device, a lane under
+ * its thread or stream), its descriptor written. */
+static int32_t kp_pf_child_track(kp_pf_writer *w, int type, int64_t pid, int64_t a, int64_t b,
+                                 int lane, int32_t parent, int opencl)
+{
+    int32_t index = kp_pf_track_add(w, type, pid, a, b, lane);
+    if (index < 0) return -1;
+    const kp_pf_track *t = &w->tracks[index];
+    char name[160];
+    kp_pf_track_name(t, opencl, name, sizeof name);
+    kp_pb *pb = &w->pb;
+    kp_pf_packet_begin(w, 0);
+    kp_pb_begin(pb, KP_PF_PACKET_TRACK_DESCRIPTOR);
+    kp_pb_varint(pb, KP_PF_TRACK_UUID, t->uuid);
+    kp_pb_varint(pb, KP_PF_TRACK_PARENT_UUID, w->tracks[parent].uuid);
+    kp_pb_string(pb, KP_PF_TRACK_NAME, name);
+    if (type == KP_PF_DEVICE) /* its streams in number order, not by name ("10" < "7") */
+        kp_pb_varint(pb, KP_PF_TRACK_CHILD_ORDERING, KP_PF_CHILD_ORDERING_EXPLICIT);
+    if (type == KP_PF_STREAM && lane == 0)
+        kp_pb_int64(pb, KP_PF_TRACK_SIBLING_ORDER_RANK,
+                    b < INT32_MIN   ? INT32_MIN
+                    : b > INT32_MAX ? INT32_MAX
+                                    : b);
+    kp_pb_end(pb);
+    kp_pb_end(pb);
+    return index;
+}
+
+static int32_t kp_pf_thread_track(kp_pf_writer *w, int64_t pid, int64_t tid)
+{
+    int32_t index = kp_pf_track_find(w, KP_PF_THREAD, pid, tid, 0);
+    if (index >= 0) return index;
+    if (kp_pf_process_track(w, pid, NULL) < 0) return -1;
+    index = kp_pf_track_add(w, KP_PF_THREAD, pid, tid, 0, 0);
+    if (index < 0) return -1;
+    char name[64];
+    kp_pf_track_name(&w->tracks[index], 0, name, sizeof name);
+    kp_pb *pb = &w->pb;
+    kp_pf_packet_begin(w, 0);
+    kp_pb_begin(pb, KP_PF_PACKET_TRACK_DESCRIPTOR);
+    kp_pb_varint(pb, KP_PF_TRACK_UUID, w->tracks[index].uuid);
+    kp_pb_begin(pb, KP_PF_TRACK_THREAD);
+    kp_pb_int64(pb, KP_PF_THREAD_PID, (int32_t)pid);
+    kp_pb_int64(pb, KP_PF_THREAD_TID, (int32_t)tid);
+    kp_pb_string(pb, KP_PF_THREAD_NAME, name);
+    kp_pb_end(pb);
+    kp_pb_end(pb);
+    kp_pb_end(pb);
+    return index;
+}
+
+static int32_t kp_pf_stream_track(kp_pf_writer *w, const kp_pf_event *e)
+{
+    int32_t index = kp_pf_track_find(w, KP_PF_STREAM, e->pid, e->device, e->stream);
+    if (index >= 0) return index;
+    int32_t device = kp_pf_track_find(w, KP_PF_DEVICE, e->pid, e->device, 0);
+    if (device < 0) {
+        int32_t process = kp_pf_process_track(w, e->pid, NULL);
+        if (process < 0) return -1;
+        device = kp_pf_child_track(w, KP_PF_DEVICE, e->pid, e->device, 0, 0, process, 0);
+        if (device < 0) return -1;
+    }
+    return kp_pf_child_track(w, KP_PF_STREAM, e->pid, e->device, e->stream, 0, device,
+                             e->domain == KP_PF_DOMAIN_OPENCL);
+}
+
+/* The lane of base's family where a slice ending at end nests: the first whose innermost open
+ * slice encloses it, or has none. -1 when memory is out. */
+static int32_t kp_pf_lane(kp_pf_writer *w, int32_t base, int64_t end, int opencl)
+{
+    int32_t t = base;
+    for (;;) {
+        const kp_pf_track *tr = &w->tracks[t];
+        if (tr->nopen == 0 || tr->open[tr->nopen - 1] >= end) return t;
+        if (tr->overflow < 0) {
+            const kp_pf_track *b = &w->tracks[base];
+            int32_t lane =
+                kp_pf_child_track(w, b->type, b->pid, b->a, b->b, tr->lane + 1, base, opencl);
+            if (lane < 0) return -1;
+            w->tracks[t].overflow = lane;
+        }
+        t = w->tracks[t].overflow;
+    }
+}
+
+/* ---- Slices ------------------------------------------------------------------------------ */
+
+static int kp_pf_pending_before(const kp_pf_pending *x, const kp_pf_pending *y)
+{
+    if (x->end != y->end) return x->end < y->end;
+    if (x->start != y->start) return x->start > y->start;
+    return x->seq > y->seq;
+}
+
+static int kp_pf_push(kp_pf_writer *w, kp_pf_pending p)
+{
+    kp_pf_track *t = &w->tracks[p.track];
+    if (t->nopen == t->capopen) {
+        size_t cap = t->capopen ? t->capopen * 2 : 8;
+        int64_t *o = realloc(t->open, cap * sizeof *o);
+        if (!o) return -1;
+        t->open = o;
+        t->capopen = cap;
+    }
+    if (w->nheap == w->capheap) {
+        size_t cap = w->capheap ? w->capheap * 2 : 256;
+        kp_pf_pending *h = realloc(w->heap, cap * sizeof *h);
+        if (!h) return -1;
+        w->heap = h;
+        w->capheap = cap;
+    }
+    t->open[t->nopen++] = p.end;
+    size_t i = w->nheap++;
+    while (i > 0 && kp_pf_pending_before(&p, &w->heap[(i - 1) / 2])) {
+        w->heap[i] = w->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    w->heap[i] = p;
+    return 0;
+}
+
+/* Write the ends of every slice that ends at or before ns (all of them: INT64_MAX). */
+static void kp_pf_close_until(kp_pf_writer *w, int64_t ns)
+{
+    while (w->nheap > 0 && w->heap[0].end <= ns) {
+        kp_pf_pending top = w->heap[0], last = w->heap[--w->nheap];
+        size_t i = 0;
+        for (;;) { /* sift the last entry down from the root */
+            size_t c = 2 * i + 1;
+            if (c >= w->nheap) break;
+            if (c + 1 < w->nheap && kp_pf_pending_before(&w->heap[c + 1], &w->heap[c])) c++;
+            if (!kp_pf_pending_before(&w->heap[c], &last)) break;
+            w->heap[i] = w->heap[c];
+            i = c;
+        }
+        if (w->nheap > 0) w->heap[i] = last;
+        kp_pf_track *t = &w->tracks[top.track];
+        t->nopen--; /* the heap's order is each track's closing order: this is its innermost */
+        kp_pb *pb = &w->pb;
+        kp_pf_packet_begin(w, 1);
+        kp_pb_varint(pb, KP_PF_PACKET_TIMESTAMP, kp_pf_time(top.end));
+        kp_pb_begin(pb, KP_PF_PACKET_TRACK_EVENT);
+        kp_pb_varint(pb, KP_PF_EVENT_TYPE, KP_PF_TYPE_SLICE_END);
+        kp_pb_varint(pb, KP_PF_EVENT_TRACK_UUID, t->uuid);
+        kp_pb_end(pb);
+        kp_pb_end(pb);
+    }
+}
+
+static void kp_pf_arg_int(kp_pb *pb, uint64_t iid, int64_t value)
+{
+    kp_pb_begin(pb, KP_PF_EVENT_DEBUG_ANNOTATIONS);
+    kp_pb_varint(pb, KP_PF_ANNOTATION_NAME_IID, iid);
+    kp_pb_int64(pb, KP_PF_ANNOTATION_INT_VALUE, value);
+    kp_pb_end(pb);
+}
+
+static void kp_pf_arg_ints(kp_pb *pb, uint64_t iid, const int64_t *values, int n)
+{
+    kp_pb_begin(pb, KP_PF_EVENT_DEBUG_ANNOTATIONS);
+    kp_pb_varint(pb, KP_PF_ANNOTATION_NAME_IID, iid);
+    for (int i = 0; i < n; i++) {
+        kp_pb_begin(pb, KP_PF_ANNOTATION_ARRAY_VALUES);
+        kp_pb_int64(pb, KP_PF_ANNOTATION_INT_VALUE, values[i]);
+        kp_pb_end(pb);
+    }
+    kp_pb_end(pb);
+}
+
+/* Flow ids: the process row and the correlation (correlations are numbered per collector). */
+static uint64_t kp_pf_flow_id(int64_t process, int64_t correlation)
+{
+    return (uint64_t)process << 40 | ((uint64_t)correlation & ((1ull << 40) - 1));
+}
+
+static kprof_status kp_pf_event_write(void *ctx, const kp_pf_event *e)
+{
+    kp_pf_writer *w = ctx;
+    kp_pb *pb = &w->pb;
+    int device_op = kp_event_kind_on_device(e->kind);
+    int instant = e->kind == KP_EVENT_MARK;
+    int64_t end = instant || e->end_ns < e->start_ns ? e->start_ns : e->end_ns;
+    kp_pf_close_until(w, e->start_ns);
+    int32_t track = device_op ? kp_pf_stream_track(w, e) : kp_pf_thread_track(w, e->pid, e->tid);
+    if (track >= 0 && !instant) track = kp_pf_lane(w, track, end, e->domain == KP_PF_DOMAIN_OPENCL);
+    if (track < 0) return kp_pf_nomem(w);
+
+    int known = e->name > 0 && e->name < w->nnames && w->names[e->name].data;
+    kp_pf_packet_begin(w, 1);
+    kp_pb_varint(pb, KP_PF_PACKET_TIMESTAMP, kp_pf_time(e->start_ns));
+    if (known && !w->interned[e->name]) {
+        kp_pb_begin(pb, KP_PF_PACKET_INTERNED_DATA);
+        kp_pf_interned(pb, KP_PF_INTERNED_EVENT_NAMES, (uint64_t)e->name, w->names[e->name].data,
+                       w->names[e->name].len);
+        kp_pb_end(pb);
+        w->interned[e->name] = 1;
+    }
+    kp_pb_begin(pb, KP_PF_PACKET_TRACK_EVENT);
+    kp_pb_varint(pb, KP_PF_EVENT_TYPE, instant ? KP_PF_TYPE_INSTANT : KP_PF_TYPE_SLICE_BEGIN);
+    kp_pb_varint(pb, KP_PF_EVENT_TRACK_UUID, w->tracks[track].uuid);
+    kp_pb_varint(pb, KP_PF_EVENT_CATEGORY_IIDS, kp_pf_category(e->kind));
+    if (known)
+        kp_pb_varint(pb, KP_PF_EVENT_NAME_IID, (uint64_t)e->name);
+    else
+        kp_pb_string(pb, KP_PF_EVENT_NAME, "?");
+    if (!instant) {
+        /* The arrow from a call to its device work, when both are in the trace. */
+        if (e->kind == KP_EVENT_API && e->has_correlation && e->launched)
+            kp_pb_fixed64(pb, KP_PF_EVENT_FLOW_IDS, kp_pf_flow_id(e->process, e->correlation));
+        if (device_op && e->has_correlation && e->has_wait[2])
+            kp_pb_fixed64(pb, KP_PF_EVENT_TERMINATING_FLOW_IDS,
+                          kp_pf_flow_id(e->process, e->correlation));
+        if (device_op && e->has_correlation)
+            kp_pf_arg_int(pb, KP_PF_ARG_CORRELATION, e->correlation);
+        if (e->has_grid && e->block[0] == 0) {
+            /* No local size: the runtime chose the groups; grid holds the work-items. */
+            kp_pf_arg_ints(pb, KP_PF_ARG_GLOBAL_SIZE, e->grid, 3);
+        } else if (e->has_grid) {
+            kp_pf_arg_ints(pb, KP_PF_ARG_GRID, e->grid, 3);
+            kp_pf_arg_ints(pb, KP_PF_ARG_BLOCK, e->block, 3);
+        }
+        if (e->has_registers) kp_pf_arg_int(pb, KP_PF_ARG_REGISTERS, e->registers);
+        if (e->has_shared) kp_pf_arg_int(pb, KP_PF_ARG_SHARED_BYTES, e->shared_bytes);
+        for (int c = 0; c < 3; c++)
+            if (e->has_wait[c]) kp_pf_arg_int(pb, KP_PF_ARG_QUEUED_TO_START + c, e->wait_ns[c]);
+        if (e->has_bytes) kp_pf_arg_int(pb, KP_PF_ARG_BYTES, e->bytes);
+        if (e->has_range) kp_pf_arg_int(pb, KP_PF_ARG_RANGE_ID, e->range_id);
+    }
+    kp_pb_end(pb);
+    kp_pb_end(pb);
+    if (!instant &&
+        kp_pf_push(w, (kp_pf_pending){
+                          .end = end, .start = e->start_ns, .seq = w->seq++, .track = track}) != 0)
+        return kp_pf_nomem(w);
+    return kp_pf_check(w);
+}
+
+/* ---- Reading on a second thread ---------------------------------------------------------- */
+
+/* SQLite's stepping costs about as much as all the encoding: the trace is read on a thread of
+ * its own, which hands what it read to the writer in batches through a few buffers, so the two
+ * run on two cores and memory stays a few batches whatever the trace's size. The writer sees
+ * the same calls in the same order as without the thread. */
+#define KP_PF_BATCH   1024 /* items per batch */
+#define KP_PF_BATCHES 6    /* batches in all: being filled, waiting, being written */
+
+enum { KP_PF_ITEM_BEGIN, KP_PF_ITEM_STRING, KP_PF_ITEM_PROCESS, KP_PF_ITEM_EVENT };
+
+typedef struct kp_pf_item {
+    int type;     /* KP_PF_ITEM_* */
+    int64_t a, b; /* begin: start, string slots; string: its id; process: its pid */
+    char *text;   /* string, process: a copy of the text, the writer's to free */
+    size_t len;
+    kp_pf_event event;
+} kp_pf_item;
+
+typedef struct kp_pf_batch {
+    kp_pf_item item[KP_PF_BATCH];
+    size_t n;
+} kp_pf_batch;
+
+typedef struct kp_pf_pipe {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    kp_pf_batch *empty[KP_PF_BATCHES], *full[KP_PF_BATCHES]; /* stacks; full is a ring */
+    size_t nempty, full_head, nfull;
+    kp_pf_batch *filling; /* the reader's */
+    int done;             /* the reader has finished (read_status says how) */
+    int stop;             /* the writer failed: read no more */
+    sqlite3 *db;
+    kprof_status read_status;
+    kp_error read_err;
+} kp_pf_pipe;
+
+/* The reader's batch goes to the writer; the reader then waits for an empty one. 0, or -1 when
+ * the writer stopped. */
+static int kp_pf_pipe_pass(kp_pf_pipe *p)
+{
+    pthread_mutex_lock(&p->lock);
+    if (p->filling) {
+        p->full[(p->full_head + p->nfull++) % KP_PF_BATCHES] = p->filling;
+        p->filling = NULL;
+        pthread_cond_broadcast(&p->changed);
+    }
+    while (!p->stop && p->nempty == 0)
+        pthread_cond_wait(&p->changed, &p->lock);
+    if (!p->stop) {
+        p->filling = p->empty[--p->nempty];
+        p->filling->n = 0;
+    }
+    int stop = p->stop;
+    pthread_mutex_unlock(&p->lock);
+    return stop ? -1 : 0;
+}
+
+static kprof_status kp_pf_pipe_add(kp_pf_pipe *p, const kp_pf_item *item)
+{
+    if (p->filling->n == KP_PF_BATCH && kp_pf_pipe_pass(p) != 0) {
+        free(item->text);
+        return kp_error_set(&p->read_err, KPROF_IO, "the export stopped");
+    }
+    p->filling->item[p->filling->n++] = *item;
+    return KPROF_OK;
+}
+
+static kprof_status kp_pf_pipe_begin(void *ctx, int64_t start_ns, int64_t string_slots)
+{
+    return kp_pf_pipe_add(
+        ctx, &(kp_pf_item){.type = KP_PF_ITEM_BEGIN, .a = start_ns, .b = string_slots});
+}
+
+static kprof_status kp_pf_pipe_text(kp_pf_pipe *p, int type, int64_t key, const char *text,
+                                    size_t len)
+{
+    char *copy = malloc(len + 1);
+    if (!copy) return kp_error_set(&p->read_err, KPROF_NOMEM, "out of memory");
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    return kp_pf_pipe_add(p, &(kp_pf_item){.type = type, .a = key, .text = copy, .len = len});
+}
+
+static kprof_status kp_pf_pipe_string(void *ctx, int64_t id, const char *text, size_t len)
+{
+    return kp_pf_pipe_text(ctx, KP_PF_ITEM_STRING, id, text, len);
+}
+
+static kprof_status kp_pf_pipe_process(void *ctx, int64_t pid, const char *command, size_t len)
+{
+    return kp_pf_pipe_text(ctx, KP_PF_ITEM_PROCESS, pid, command, len);
+}
+
+static kprof_status kp_pf_pipe_event(void *ctx, const kp_pf_event *e)
+{
+    kp_pf_pipe *p = ctx;
+    if (p->filling->n == KP_PF_BATCH && kp_pf_pipe_pass(p) != 0)
+        return kp_error_set(&p->read_err, KPROF_IO, "the export stopped");
+    kp_pf_item *item = &p->filling->item[p->filling->n++];
+    item->type = KP_PF_ITEM_EVENT;
+    item->text = NULL;
+    item->event = *e;
+    return KPROF_OK;
+}
+
+static void *kp_pf_reader_run(void *arg)
+{
+    kp_pf_pipe *p = arg;
+    static const kp_pf_visitor to_pipe = {.begin = kp_pf_pipe_begin,
+                                          .string = kp_pf_pipe_string,
+                                          .process = kp_pf_pipe_process,
+                                          .event = kp_pf_pipe_event};
+    kprof_status st = kp_perfetto_read(p->db, &to_pipe, p, &p->read_err);
+    pthread_mutex_lock(&p->lock);
+    if (p->filling) { /* the last batch (after a failure, the writer still frees its texts) */
+        p->full[(p->full_head + p->nfull++) % KP_PF_BATCHES] = p->filling;
+        p->filling = NULL;
+    }
+    p->read_status = st;
+    p->done = 1;
+    pthread_cond_broadcast(&p->changed);
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+static kprof_status kp_pf_dispatch(const kp_pf_visitor *v, kp_pf_writer *w, kp_pf_item *item)
+{
+    switch (item->type) {
+    case KP_PF_ITEM_BEGIN:
+        return v->begin(w, item->a, item->b);
+    case KP_PF_ITEM_STRING:
+        return v->string(w, item->a, item->text, item->len);
+    case KP_PF_ITEM_PROCESS:
+        return v->process(w, item->a, item->text, item->len);
+    default:
+        return v->event(w, &item->event);
+    }
+}
+
+static void kp_pf_batch_free_texts(kp_pf_batch *b, size_t from)
+{
+    for (size_t i = from; i < b->n; i++) {
+        free(b->item[i].text);
+        b->item[i].text = NULL;
+    }
+}
+
+/* Read db on a second thread and write what it reads with v: the status of the first failure,
+ * the writer's before the reader's. -1 when the thread could not be had (nothing was done). */
+static int kp_pf_read_threaded(sqlite3 *db, const kp_pf_visitor *v, kp_pf_writer *w,
+                               kprof_status *status)
+{
+    kp_pf_pipe *p = calloc(1, sizeof *p);
+    kp_pf_batch *batches = calloc(KP_PF_BATCHES, sizeof *batches);
+    pthread_t reader;
+    if (!p || !batches) goto no_thread;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->changed, NULL);
+    p->db = db;
+    for (int i = 1; i < KP_PF_BATCHES; i++)
+        p->empty[p->nempty++] = &batches[i];
+    p->filling = &batches[0];
+    if (pthread_create(&reader, NULL, kp_pf_reader_run, p) != 0) {
+        pthread_cond_destroy(&p->changed);
+        pthread_mutex_destroy(&p->lock);
+        goto no_thread;
+    }
+    kprof_status st = KPROF_OK;
+    for (;;) {
+        pthread_mutex_lock(&p->lock);
+        while (p->nfull == 0 && !p->done)
+            pthread_cond_wait(&p->changed, &p->lock);
+        kp_pf_batch *b = NULL;
+        if (p->nfull > 0) {
+            b = p->full[p->full_head];
+            p->full_head = (p->full_head + 1) % KP_PF_BATCHES;
+            p->nfull--;
+        }
+        pthread_mutex_unlock(&p->lock);
+        if (!b) break; /* done, and everything written */
+        for (size_t i = 0; i < b->n && st == KPROF_OK; i++) {
+            st = kp_pf_dispatch(v, w, &b->item[i]);
+            free(b->item[i].text);
+            b->item[i].text = NULL;
+        }
+        kp_pf_batch_free_texts(b, 0);
+        pthread_mutex_lock(&p->lock);
+        p->empty[p->nempty++] = b;
+        if (st != KPROF_OK) p->stop = 1;
+        pthread_cond_broadcast(&p->changed);
+        pthread_mutex_unlock(&p->lock);
+        if (st != KPROF_OK) break;
+    }
+    pthread_join(reader, NULL);
+    for (size_t i = 0; i < p->nfull; i++) /* what a stopped writer left */
+        kp_pf_batch_free_texts(p->full[(p->full_head + i) % KP_PF_BATCHES], 0);
+    if (st == KPROF_OK && p->read_status != KPROF_OK) { /* the reader's error, as it is */
+        st = p->read_status;
+        if (w->err->status == KPROF_OK) {
+            *w->err = p->read_err;
+            p->read_err = (kp_error){0};
+        }
+    }
+    kp_error_clear(&p->read_err);
+    pthread_cond_destroy(&p->changed);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+    free(batches);
+    *status = st;
+    return 0;
+no_thread:
+    free(p);
+    free(batches);
+    return -1;
+}
+
+kprof_status kp_export_perfetto(sqlite3 *db, kp_output *out, kp_error *err)
+{
+    kp_pf_writer w = {.out = out, .err = err};
+    kp_pb_init(&w.pb, kp_pf_sink, &w);
+    static const kp_pf_visitor visitor = {.begin = kp_pf_begin,
+                                          .string = kp_pf_string,
+                                          .process = kp_pf_process,
+                                          .event = kp_pf_event_write};
+    kprof_status st;
+    if (kp_pf_read_threaded(db, &visitor, &w, &st) != 0)
+        st = kp_perfetto_read(db, &visitor, &w, err);
+    if (st == KPROF_OK) {
+        kp_pf_close_until(&w, INT64_MAX);
+        kp_pb_finish(&w.pb);
+        st = kp_pf_check(&w);
+    }
+    kp_pb_free(&w.pb);
+    for (int64_t i = 0; w.names && i < w.nnames; i++)
+        kp_str_free(&w.names[i]);
+    free(w.names);
+    free(w.interned);
+    for (size_t i = 0; i < w.ntracks; i++)
+        free(w.tracks[i].open);
+    free(w.tracks);
+    free(w.slots);
+    free(w.heap);
+    return st;
+}
