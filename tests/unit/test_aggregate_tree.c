@@ -7,6 +7,7 @@
  */
 #include "core/aggregate.h"
 #include "core/busy.h"
+#include "export/hatchet.h"
 #include "test.h"
 
 #include <stdlib.h>
@@ -442,7 +443,7 @@ static void test_many_paths(void)
     kp_aggregation_destroy(a);
 }
 
-/* Paths deeper than the limit fold onto its last level. */
+/* Paths deeper than the limit fold onto its last level; the Hatchet export still writes them. */
 static void test_depth_limit(void)
 {
     enum { DEPTH = KP_AGGREGATION_MAX_DEPTH + 10 };
@@ -464,6 +465,49 @@ static void test_depth_limit(void)
     for (uint32_t id = 1; id < kp_aggregation_node_count(a); id++)
         total += kp_aggregation_get_node(a, id)->stats.exclusive_ns;
     CHECK_INT(total, 1000); /* the outermost range's length: the levels' own parts */
+    kp_str s = {0};
+    CHECK_INT(kp_hatchet_write(a, NULL, &s), 0);
+    kp_str_free(&s);
+    kp_aggregation_destroy(a);
+}
+
+/* The Hatchet document: shape, every metric on every node, names made valid UTF-8. */
+static void test_hatchet(void)
+{
+    kp_aggregation *a = kp_aggregation_create(name_of, NULL);
+    kp_event v[] = {
+        ev(KP_EVENT_RANGE, N_BAD, 0, 2000000000, 1, 0),
+        ev(KP_EVENT_API, N_LAUNCH, 1000, 501000, 1, 1),
+        ev(KP_EVENT_KERNEL, N_GEMM, 600000, 1600000, 0, 1),
+    };
+    feed_sorted(a, v, 3);
+    CHECK_INT(kp_aggregation_finish(a), 0);
+    kp_str s = {0};
+    CHECK_INT(kp_hatchet_write(a, "my \"prog\"", &s), 0);
+    CHECK_STR(s.data,
+              "[{\"frame\":{\"name\":\"my \\\"prog\\\"\",\"type\":\"root\"},\"metrics\":{"
+              "\"time (inc)\":2,\"time\":0,\"calls\":0,\"gpu_time (inc)\":0.001,\"gpu_time\":0,"
+              "\"flops (inc)\":0,\"flops\":0,\"bytes (inc)\":0,\"bytes\":0},\"children\":["
+              "{\"frame\":{\"name\":\"bad\\u00ff\\u00c3(\",\"type\":\"range\"},\"metrics\":{"
+              "\"time (inc)\":2,\"time\":1.9995,\"calls\":1,\"gpu_time (inc)\":0.001,"
+              "\"gpu_time\":0,\"flops (inc)\":0,\"flops\":0,\"bytes (inc)\":0,\"bytes\":0},"
+              "\"children\":[{\"frame\":{\"name\":\"cudaLaunchKernel\",\"type\":\"api\"},"
+              "\"metrics\":{\"time (inc)\":0.0005,\"time\":0.0005,\"calls\":1,"
+              "\"gpu_time (inc)\":0.001,\"gpu_time\":0,\"flops (inc)\":0,\"flops\":0,"
+              "\"bytes (inc)\":0,\"bytes\":0},\"children\":[{\"frame\":{\"name\":\"gemm\","
+              "\"type\":\"kernel\"},\"metrics\":{\"time (inc)\":0,\"time\":0,\"calls\":1,"
+              "\"gpu_time (inc)\":0.001,\"gpu_time\":0.001,\"flops (inc)\":0,\"flops\":0,"
+              "\"bytes (inc)\":0,\"bytes\":0}}]}]}]}]\n");
+    kp_str_free(&s);
+    kp_aggregation_destroy(a);
+
+    /* An empty aggregation still makes a document Hatchet loads: the root alone. */
+    a = kp_aggregation_create(name_of, NULL);
+    CHECK_INT(kp_aggregation_finish(a), 0);
+    CHECK_INT(kp_hatchet_write(a, NULL, &s), 0);
+    CHECK_CONTAINS(s.data, "{\"name\":\"kprof\",\"type\":\"root\"}");
+    CHECK_CONTAINS(s.data, "\"children\":[]");
+    kp_str_free(&s);
     kp_aggregation_destroy(a);
 }
 
@@ -549,6 +593,7 @@ int main(void)
     test_metrics();
     test_many_paths();
     test_depth_limit();
+    test_hatchet();
     test_api();
     test_busy();
     TEST_DONE();
