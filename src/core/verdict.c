@@ -7,6 +7,7 @@
  * for seconds, an idle GPU is launch-bound only when launches come fast and close together.
  */
 #include "core/verdict.h"
+#include "core/busy.h"
 #include "core/util.h"
 #include "core/format.h"
 
@@ -500,26 +501,27 @@ static int kp_cmp_call(const void *x, const void *y)
     return (a->s > b->s) - (a->s < b->s);
 }
 
-/* The union of ops (kernels only, or all), as disjoint ascending stretches. */
+/* The union of ops (kernels only, or all), as disjoint ascending stretches: core/busy.h's union
+ * (the aggregate's too), keeping every stretch and the operations that open and close it. */
 static int kp_tl_union(const kp_timeline *t, int kernels_only, kp_tl_busy **out, size_t *nout)
 {
     kp_tl_busy *v = NULL;
     size_t n = 0, cap = 0;
+    kp_busy union_ = {0};
     for (size_t i = 0; i < t->nops; i++) {
         const kp_tl_op *o = &t->ops[i];
         if (kernels_only && !o->kernel) continue;
-        if (n && o->s <= v[n - 1].e) {
-            if (o->e > v[n - 1].e) {
-                v[n - 1].e = o->e;
-                v[n - 1].last = i;
+        kp_busy_step step = kp_busy_add(&union_, o->s, o->e);
+        if (step == KP_BUSY_EXTENDED) {
+            v[n - 1].e = union_.end;
+            v[n - 1].last = i;
+        } else if (step == KP_BUSY_OPENED) {
+            if (kp_grow((void **)&v, &cap, n, sizeof *v) != 0) {
+                free(v);
+                return -1;
             }
-            continue;
+            v[n++] = (kp_tl_busy){o->s, o->e, i, i};
         }
-        if (kp_grow((void **)&v, &cap, n, sizeof *v) != 0) {
-            free(v);
-            return -1;
-        }
-        v[n++] = (kp_tl_busy){o->s, o->e, i, i};
     }
     *out = v;
     *nout = n;

@@ -7,7 +7,8 @@
  * overlong sequences, surrogates such as ED A0 80) are written as \u00XX of the byte's value,
  * so every document kprof writes is valid UTF-8 whatever bytes the names, commands and paths
  * held. Non-finite doubles are written as null. Nesting is limited to
- * KP_JSON_MAX_DEPTH; deeper calls set `failed`.
+ * KP_JSON_MAX_DEPTH; deeper calls set `failed`. The limit leaves room for the Hatchet export,
+ * whose call tree (core/aggregate.h, at most 64 levels) nests two JSON levels per tree level.
  */
 #ifndef KP_EXPORT_JSON_H
 #define KP_EXPORT_JSON_H
@@ -16,7 +17,7 @@
 
 #include <stdint.h>
 
-#define KP_JSON_MAX_DEPTH 32
+#define KP_JSON_MAX_DEPTH 256
 
 typedef struct kp_json {
     kp_str *out;                       /* where text goes (not owned) */
