@@ -7,7 +7,7 @@
 #include "core/outfile.h"
 #include "core/util.h"
 #include "export/chrome.h"
-#include "store/trace_db.h"
+#include "store/event_source.h"
 #include "tools/kprof/cli.h"
 
 #include <getopt.h>
@@ -44,15 +44,15 @@ int kp_cmd_export(int argc, char **argv)
                                             "FILE --json/--csv gives the tables)");
     const char *trace = argv[optind];
     kp_error err = {0};
-    sqlite3 *db = NULL;
+    kp_event_source *src = NULL;
     kp_output out = {0};
-    kprof_status st = kp_trace_db_open(trace, &db, &err);
+    kprof_status st = kp_event_source_open(trace, &src, &err);
     const char *inputs[] = {trace, NULL};
     if (st == KPROF_OK)
         st = kp_output_open(&out, chrome, force ? KP_OUTPUT_FORCE : 0, inputs, &err);
     FILE *f = st == KPROF_OK ? kp_output_stream(&out) : NULL;
     if (st == KPROF_OK && !f) st = kp_error_set(&err, KPROF_NOMEM, "out of memory");
-    if (st == KPROF_OK) st = kp_export_chrome(db, f, &err);
+    if (st == KPROF_OK) st = kp_export_chrome(src, f, &err);
     if (st == KPROF_OK) {
         st = kp_output_commit(&out, &err);
     } else {
@@ -63,6 +63,6 @@ int kp_cmd_export(int argc, char **argv)
         }
         kp_output_abort(&out);
     }
-    sqlite3_close(db);
+    kp_event_source_close(src);
     return st == KPROF_OK ? 0 : kp_cli_fail(&err);
 }
