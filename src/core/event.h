@@ -256,8 +256,9 @@ typedef struct kp_event {
     uint64_t grid[3];               /* total threads per dimension (see above) */
     uint32_t group[3];              /* threads per threadgroup; all 0 = chosen by the runtime */
     uint32_t registers;             /* per thread */
-    uint32_t static_shared;         /* threadgroup (shared) memory per group, bytes */
-    uint32_t dynamic_shared;        /* ... given at launch, bytes */
+    uint64_t static_shared;         /* threadgroup (shared) memory per group, bytes; 64 bits as
+                                       a trace's columns, whose sum readers saturate */
+    uint64_t dynamic_shared;        /* ... given at launch, bytes */
     uint32_t local_mem;             /* per thread, bytes */
     uint32_t max_threads_per_group; /* the kernel's limit on this device */
     double occupancy;               /* achieved or theoretical, 0..1 */

@@ -10,7 +10,8 @@
 #include "export/chrome.h"
 #include "core/event.h"
 #include "export/json.h"
-#include "store/trace_db.h"
+#include "core/util.h"
+#include "store/event_source.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,54 +126,42 @@ static void kp_quote(FILE *f, const char *text)
     kp_str_free(&s);
 }
 
-static kprof_status kp_chrome_fail(sqlite3 *db, kp_error *err)
-{
-    return kp_trace_db_read_error(sqlite3_db_filename(db, "main"), sqlite3_extended_errcode(db),
-                                  sqlite3_errmsg(db), err);
-}
-
-/* Events with ids lo..hi, each after ",\n" (the metadata comes first). 0, or -1 when SQLite
- * failed (its message is on db). */
 /* Names are JSON-quoted once, with their lengths: every event writes one. */
 static const kp_str kp_unknown_name = {.data = "\"?\"", .len = 3};
 
-static int kp_chrome_events(sqlite3 *db, int64_t lo, int64_t hi, const kp_str *names,
-                            int64_t nnames, int64_t t0, kp_out *f)
+static int64_t kp_i64_of(uint64_t v)
 {
-    sqlite3_stmt *q = NULL;
-    int rc;
-    char sql[1024], device[64];
-    /* Columns 22..24: the device operation's start minus when it was queued, submitted and
-     * when the call that launched it (same process and correlation) began. */
-    snprintf(sql, sizeof sql,
-             "SELECT kind, pid, tid, start_ns, end_ns, correlation, device, stream, name, grid_x, "
-             "grid_y, grid_z, block_x, block_y, block_z, registers, static_smem, dynamic_smem, "
-             "bytes, range_id, launched, process, start_ns - queued_ns, start_ns - submitted_ns, "
-             "CASE WHEN kind IN (%s) AND correlation IS NOT NULL THEN start_ns - (SELECT "
-             "MIN(a.start_ns) FROM events a WHERE a.process = e.process AND a.correlation = "
-             "e.correlation AND a.kind = %d) END FROM events e WHERE id BETWEEN ? AND ?",
-             kp_event_kind_ids(KP_EVENT_F_DEVICE, device, sizeof device), KP_EVENT_API);
-    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK) return -1;
-    sqlite3_bind_int64(q, 1, lo);
-    sqlite3_bind_int64(q, 2, hi);
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        int kind = sqlite3_column_int(q, 0);
-        int64_t pid = sqlite3_column_int64(q, 1), tid = sqlite3_column_int64(q, 2);
-        int64_t t_start = kp_ns_diff(sqlite3_column_int64(q, 3), t0);
-        int64_t t_dur = kp_ns_diff(sqlite3_column_int64(q, 4), sqlite3_column_int64(q, 3));
-        int has_corr = sqlite3_column_type(q, 5) != SQLITE_NULL;
-        int64_t corr = sqlite3_column_int64(q, 5);
-        int64_t name_id = sqlite3_column_int64(q, 8);
-        const kp_str *name = name_id > 0 && name_id < nnames && names[name_id].data
-                                 ? &names[name_id]
+    return v > INT64_MAX ? INT64_MAX : (int64_t)v;
+}
+
+/* What an event needs. */
+static const unsigned kp_chrome_fields =
+    KP_EVENT_FIELD_PID | KP_EVENT_FIELD_STREAM | KP_EVENT_FIELD_QUEUE | KP_EVENT_FIELD_CALL |
+    KP_EVENT_FIELD_KERNEL | KP_EVENT_FIELD_PAYLOAD | KP_EVENT_FIELD_LAUNCH;
+
+/* Every event the iterator gives, each after ",\n" (the metadata comes first). Whether reading
+ * failed, the iterator's close says. */
+static void kp_chrome_events(kp_event_iter *it, const kp_str *names, size_t nnames, int64_t t0,
+                             kp_out *f)
+{
+    kp_trace_event ev;
+    while (kp_event_iter_next(it, &ev)) {
+        const kp_event *e = &ev.e;
+        int kind = e->kind;
+        int64_t t_start = kp_ns_diff(e->start_ns, t0);
+        int64_t t_dur = kp_ns_diff(e->end_ns, e->start_ns);
+        int has_corr = (e->known & KP_EVENT_HAS_CORRELATION) != 0;
+        int64_t corr = (int64_t)e->correlation;
+        const kp_str *name = e->name > 0 && e->name < nnames && names[e->name].data
+                                 ? &names[e->name]
                                  : &kp_unknown_name;
         unsigned flags = kp_event_kind_flags(kind);
         int device_op = (flags & KP_EVENT_F_DEVICE) != 0;
         int instant = (flags & KP_EVENT_F_INSTANT) != 0;
         const char *cat = kp_event_kind_category(kind);
         if (!cat) cat = "other";
-        int64_t epid = device_op ? kp_gpu_pid(pid, sqlite3_column_int64(q, 6)) : pid;
-        int64_t etid = device_op ? sqlite3_column_int64(q, 7) : tid;
+        int64_t epid = device_op ? kp_gpu_pid(e->pid, e->device) : e->pid;
+        int64_t etid = device_op ? (int64_t)e->stream : e->tid;
         KP_PUT_LIT(f, ",\n");
         kp_put(f, instant ? "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"" : "{\"ph\":\"X\",\"cat\":\"");
         kp_put(f, cat);
@@ -193,19 +182,23 @@ static int kp_chrome_events(sqlite3 *db, int64_t lo, int64_t hi, const kp_str *n
             continue;
         }
         /* Correlations are numbered per collector: a process image is the scope. */
-        uint64_t flow = has_corr ? kp_flow_id(sqlite3_column_int64(q, 21), corr) : 0;
+        uint64_t flow = has_corr ? kp_flow_id(e->process, corr) : 0;
         int launched_by = has_corr && device_op; /* the call that launched it is known */
-        int has_grid = kind == KP_EVENT_KERNEL && sqlite3_column_type(q, 9) != SQLITE_NULL;
-        int has_bytes = sqlite3_column_type(q, 18) != SQLITE_NULL;
-        int has_range = kind == KP_EVENT_RANGE && sqlite3_column_type(q, 19) != SQLITE_NULL;
-        int has_waits = device_op && (sqlite3_column_type(q, 22) != SQLITE_NULL ||
-                                      sqlite3_column_type(q, 23) != SQLITE_NULL ||
-                                      sqlite3_column_type(q, 24) != SQLITE_NULL);
+        int has_grid = kind == KP_EVENT_KERNEL && (e->known & KP_EVENT_HAS_GEOMETRY);
+        int has_bytes = (ev.has & KP_TRACE_HAS_BYTES) != 0;
+        int has_range = kind == KP_EVENT_RANGE && (ev.has & KP_TRACE_HAS_RANGE_ID);
+        /* Launch latency and queue waits: the start minus when it was queued, submitted and
+         * when the call that launched it began. */
+        int has_wait[3] = {(e->known & KP_EVENT_HAS_QUEUED) != 0,
+                           (e->known & KP_EVENT_HAS_SUBMITTED) != 0,
+                           (ev.has & KP_TRACE_HAS_LAUNCH) != 0};
+        int64_t wait_from[3] = {e->queued_ns, e->submitted_ns, ev.launch_start_ns};
+        int has_waits = device_op && (has_wait[0] || has_wait[1] || has_wait[2]);
         if (launched_by) {
             KP_PUT_LIT(f, ",\"bind_id\":");
             kp_put_u64(f, flow);
             KP_PUT_LIT(f, ",\"flow_in\":true");
-        } else if (has_corr && kind == KP_EVENT_API && sqlite3_column_int(q, 20)) {
+        } else if (has_corr && kind == KP_EVENT_API && (ev.has & KP_TRACE_LAUNCHED)) {
             KP_PUT_LIT(f, ",\"bind_id\":");
             kp_put_u64(f, flow);
             KP_PUT_LIT(f, ",\"flow_out\":true");
@@ -223,100 +216,111 @@ static int kp_chrome_events(sqlite3 *db, int64_t lo, int64_t hi, const kp_str *n
             kp_put_i64(f, corr);
             sep = ",";
         }
-        if (has_grid && sqlite3_column_int64(q, 12) == 0) {
-            /* No local size: the runtime chose the groups, which no query reveals; grid holds
-             * the work-items. What is not known is null, not a made-up number. */
+        if (has_grid && kp_event_runtime_groups(e)) {
+            /* No local size: the runtime chose the groups, which no query reveals; the grid
+             * holds the work-items. What is not known is null, not a made-up number. */
             kp_put(f, sep);
             KP_PUT_LIT(f, "\"grid\":null,\"block\":null,\"global_size\":[");
             for (int c = 0; c < 3; c++) {
                 if (c) KP_PUT_LIT(f, ",");
-                kp_put_i64(f, sqlite3_column_int64(q, 9 + c));
+                kp_put_i64(f, kp_i64_of(e->grid[c]));
             }
             KP_PUT_LIT(f, "]");
             sep = ",";
         } else if (has_grid) {
             static const char *const keys[] = {"\"grid\":[", ",", ",", "],\"block\":[", ",", ","};
+            uint64_t groups[3];
+            kp_event_groups(e, groups);
             kp_put(f, sep);
             for (int c = 0; c < 6; c++) {
                 kp_put(f, keys[c]);
-                kp_put_i64(f, sqlite3_column_int64(q, 9 + c));
+                kp_put_i64(f, c < 3 ? kp_i64_of(groups[c]) : (int64_t)e->group[c - 3]);
             }
             KP_PUT_LIT(f, "]");
             sep = ",";
         }
-        if (has_grid && sqlite3_column_type(q, 15) != SQLITE_NULL) { /* OpenCL: unknown */
+        if (has_grid && (e->known & KP_EVENT_HAS_REGISTERS)) { /* OpenCL: unknown */
             kp_put(f, sep);
             KP_PUT_LIT(f, "\"registers\":");
-            kp_put_i64(f, sqlite3_column_int64(q, 15));
+            kp_put_i64(f, e->registers);
             sep = ",";
         }
-        if (has_grid && sqlite3_column_type(q, 16) != SQLITE_NULL &&
-            sqlite3_column_type(q, 17) != SQLITE_NULL) {
+        if (has_grid && (e->known & KP_EVENT_HAS_SHARED)) {
             kp_put(f, sep);
             KP_PUT_LIT(f, "\"shared_bytes\":");
-            kp_put_i64(f, kp_i64_add_sat(sqlite3_column_int64(q, 16), sqlite3_column_int64(q, 17)));
+            kp_put_i64(f,
+                       kp_i64_add_sat(kp_i64_of(e->static_shared), kp_i64_of(e->dynamic_shared)));
             sep = ",";
         }
-        /* Launch latency and queue waits, where the trace has them. */
         static const char *const waits[] = {
             "\"queued_to_start_us\":", "\"submitted_to_start_us\":", "\"launch_to_start_us\":"};
         for (int c = 0; has_waits && c < 3; c++) {
-            if (sqlite3_column_type(q, 22 + c) == SQLITE_NULL) continue;
+            if (!has_wait[c]) continue;
             kp_put(f, sep);
             kp_put(f, waits[c]);
-            int64_t ns = sqlite3_column_int64(q, 22 + c);
+            int64_t ns = kp_ns_diff(e->start_ns, wait_from[c]);
             kp_put_us(f, ns == INT64_MIN ? INT64_MIN + 1 : ns); /* kp_put_us negates */
             sep = ",";
         }
         if (has_bytes) {
             kp_put(f, sep);
             KP_PUT_LIT(f, "\"bytes\":");
-            kp_put_i64(f, sqlite3_column_int64(q, 18));
+            kp_put_i64(f, kp_i64_of(e->bytes));
             sep = ",";
         }
         if (has_range) {
             kp_put(f, sep);
             KP_PUT_LIT(f, "\"range_id\":");
-            kp_put_i64(f, sqlite3_column_int64(q, 19));
+            kp_put_i64(f, (int64_t)e->range_id);
         }
         KP_PUT_LIT(f, "}}");
     }
-    sqlite3_finalize(q);
-    return rc == SQLITE_DONE ? 0 : -1;
 }
 
-/* The upper half of the events, on a second connection and core, into memory (a temporary file
- * cost a fifth of the export in the kernel's copies: written once, read back, written again). */
+/* The upper half of the events, read on a second core through an iterator with a connection of
+ * its own, into memory (a temporary file cost a fifth of the export in the kernel's copies:
+ * written once, read back, written again). */
 typedef struct kp_chrome_half {
-    const char *path;
-    int64_t lo, hi, t0, nnames;
+    kp_event_iter *it;
+    int64_t t0;
     const kp_str *names;
+    size_t nnames;
     kp_out out; /* no FILE: it keeps everything */
-    int failed;
-    int code; /* SQLite's error code when failed */
-    char why[256];
 } kp_chrome_half;
 
 static void *kp_chrome_half_run(void *p)
 {
     kp_chrome_half *h = p;
-    sqlite3 *db = NULL;
-    h->failed = 1;
-    if (sqlite3_open_v2(h->path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) ==
-        SQLITE_OK) {
-        h->failed = kp_chrome_events(db, h->lo, h->hi, h->names, h->nnames, h->t0, &h->out) != 0;
-    }
-    snprintf(h->why, sizeof h->why, "%s", db ? sqlite3_errmsg(db) : "cannot open the trace");
-    h->code = db ? sqlite3_extended_errcode(db) : SQLITE_NOMEM;
-    sqlite3_close(db);
+    kp_chrome_events(h->it, h->names, h->nnames, h->t0, &h->out);
     return NULL;
 }
 
-kprof_status kp_export_chrome(sqlite3 *db, FILE *f, kp_error *err)
+static int kp_cmp_process(const void *x, const void *y)
 {
-    sqlite3_stmt *q = NULL;
-    int64_t t0 = kp_trace_db_meta_int(db, "start_ns");
-    if (t0 == 0) t0 = kp_trace_db_scalar(db, "SELECT MIN(start_ns) FROM events", 0);
+    const kp_trace_process *a = *(const kp_trace_process *const *)x;
+    const kp_trace_process *b = *(const kp_trace_process *const *)y;
+    if (a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+kprof_status kp_export_chrome(kp_event_source *src, FILE *f, kp_error *err)
+{
+    int64_t t0 = kp_event_source_meta(src)->start_ns;
+    kprof_status st = KPROF_OK;
+    if (t0 == 0 && (st = kp_event_source_span(src, &t0, NULL, err)) != KPROF_OK) return st;
+    /* The tracks first (they also make the source's index of launching calls). */
+    const kp_trace_thread *threads;
+    const kp_trace_queue *queues;
+    size_t nthreads, nqueues, nprocesses;
+    if ((st = kp_event_source_threads(src, &threads, &nthreads, err)) != KPROF_OK ||
+        (st = kp_event_source_queues(src, &queues, &nqueues, err)) != KPROF_OK)
+        return st;
+    const kp_trace_process *processes = kp_event_source_processes(src, &nprocesses);
+    const kp_trace_process **by_pid = calloc(nprocesses ? nprocesses : 1, sizeof *by_pid);
+    if (!by_pid) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    for (size_t i = 0; i < nprocesses; i++)
+        by_pid[i] = &processes[i];
+    qsort(by_pid, nprocesses, sizeof *by_pid, kp_cmp_process);
     fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"kprof " KPROF_VERSION_STRING
           "\"},\"traceEvents\":[\n",
           f);
@@ -325,38 +329,28 @@ kprof_status kp_export_chrome(sqlite3 *db, FILE *f, kp_error *err)
     int first = 1;
 #define KP_SEP() (first ? (first = 0, "") : ",\n")
 
-    /* Names: processes, their threads, GPU tracks. */
-    if (sqlite3_prepare_v2(db, "SELECT pid, command FROM processes GROUP BY pid", -1, &q, NULL) !=
-        SQLITE_OK)
-        return kp_chrome_fail(db, err);
-    while (sqlite3_step(q) == SQLITE_ROW) {
+    /* Names: processes (a pid once, with its first image's command), their threads, GPU
+     * tracks. */
+    for (size_t i = 0; i < nprocesses; i++) {
+        if (i && by_pid[i]->pid == by_pid[i - 1]->pid) continue;
         char name[600];
-        snprintf(name, sizeof name, "%lld %s", (long long)sqlite3_column_int64(q, 0),
-                 (const char *)sqlite3_column_text(q, 1));
+        snprintf(name, sizeof name, "%lld %s", (long long)by_pid[i]->pid, by_pid[i]->command);
         fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%lld,\"args\":{\"name\":",
-                KP_SEP(), (long long)sqlite3_column_int64(q, 0));
+                KP_SEP(), (long long)by_pid[i]->pid);
         kp_quote(f, name);
         fputs("}}", f);
     }
-    sqlite3_finalize(q);
-    char sql[256], kinds[64];
-    snprintf(sql, sizeof sql, "SELECT DISTINCT pid, tid FROM events WHERE kind IN (%s)",
-             kp_event_kind_ids(KP_EVENT_F_HOST_THREAD, kinds, sizeof kinds));
-    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK) return kp_chrome_fail(db, err);
-    while (sqlite3_step(q) == SQLITE_ROW)
+    free(by_pid);
+    for (size_t i = 0; i < nthreads; i++)
         fprintf(f,
                 "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%lld,\"tid\":%lld,\"args\":{"
                 "\"name\":\"host thread %lld\"}}",
-                KP_SEP(), (long long)sqlite3_column_int64(q, 0),
-                (long long)sqlite3_column_int64(q, 1), (long long)sqlite3_column_int64(q, 1));
-    sqlite3_finalize(q);
-    snprintf(sql, sizeof sql, "SELECT DISTINCT pid, device, stream FROM events WHERE kind IN (%s)",
-             kp_event_kind_ids(KP_EVENT_F_DEVICE, kinds, sizeof kinds));
-    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK) return kp_chrome_fail(db, err);
+                KP_SEP(), (long long)threads[i].pid, (long long)threads[i].tid,
+                (long long)threads[i].tid);
     int64_t last_gpu = -1;
-    while (sqlite3_step(q) == SQLITE_ROW) {
-        int64_t pid = sqlite3_column_int64(q, 0), dev = sqlite3_column_int64(q, 1);
-        int64_t stream = sqlite3_column_int64(q, 2), gp = kp_gpu_pid(pid, dev);
+    for (size_t i = 0; i < nqueues; i++) {
+        int64_t pid = queues[i].pid, dev = queues[i].device, stream = queues[i].stream;
+        int64_t gp = kp_gpu_pid(pid, dev);
         if (gp != last_gpu)
             fprintf(f,
                     "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%lld,\"args\":{\"name\":"
@@ -368,50 +362,56 @@ kprof_status kp_export_chrome(sqlite3 *db, FILE *f, kp_error *err)
                 "\"name\":\"stream %lld\"}}",
                 KP_SEP(), (long long)gp, (long long)stream, (long long)stream);
     }
-    sqlite3_finalize(q);
+#undef KP_SEP
 
     /* Events in storage order (the format needs no order), names by id. */
-    int64_t nnames = kp_trace_db_string_slots(db);
-    kp_str *names = calloc((size_t)(nnames > 0 ? nnames : 1), sizeof *names);
+    size_t nnames;
+    const char *const *texts = kp_event_source_strings(src, &nnames);
+    kp_str *names = calloc(nnames ? nnames : 1, sizeof *names);
     if (!names) return kp_error_set(err, KPROF_NOMEM, "out of memory");
-    if (sqlite3_prepare_v2(db, "SELECT id, text FROM strings", -1, &q, NULL) == SQLITE_OK) {
-        while (sqlite3_step(q) == SQLITE_ROW) {
-            int64_t id = sqlite3_column_int64(q, 0);
-            if (id >= 0 && id < nnames) {
-                kp_json_quote(&names[id], (const char *)sqlite3_column_text(q, 1));
-            }
-        }
-    }
-    sqlite3_finalize(q);
-    kprof_status st = KPROF_OK;
-    int64_t max_id = kp_trace_db_scalar(db, "SELECT COALESCE(MAX(id), 0) FROM events", 0);
-    /* Two halves on two cores when the trace is large: the export is CPU-bound. */
-    kp_chrome_half half = {.path = sqlite3_db_filename(db, "main"), .lo = max_id / 2 + 1,
-                           .hi = max_id, .t0 = t0, .nnames = nnames, .names = names};
+    for (size_t id = 1; id < nnames; id++)
+        if (texts[id]) kp_json_quote(&names[id], texts[id]);
+    int64_t max_id = 0;
+    kp_event_iter *lower = NULL;
+    kp_chrome_half half = {.t0 = t0, .names = names, .nnames = nnames};
     pthread_t worker;
-    int threaded = max_id > 200000 && half.path && *half.path &&
+    int threaded = 0;
+    st = kp_event_source_last_id(src, &max_id, err);
+    /* Two halves on two cores when the trace is large: the export is CPU-bound. */
+    if (st == KPROF_OK && max_id > 200000) {
+        kp_event_filter upper = {.first_id = max_id / 2 + 1,
+                                 .last_id = max_id,
+                                 .fields = kp_chrome_fields,
+                                 .flags = KP_EVENT_ITER_OWN_CONNECTION};
+        threaded = kp_event_iter_open(src, &upper, &half.it, NULL) == KPROF_OK &&
                    pthread_create(&worker, NULL, kp_chrome_half_run, &half) == 0;
+    }
+    kp_event_filter main_part = {
+        .first_id = 1, .last_id = threaded ? max_id / 2 : 0, .fields = kp_chrome_fields};
     kp_out main_out = {.f = f};
-    if (kp_chrome_events(db, 1, threaded ? max_id / 2 : max_id, names, nnames, t0, &main_out) !=
-        0)
-        st = kp_chrome_fail(db, err);
+    if (st == KPROF_OK) st = kp_event_iter_open(src, &main_part, &lower, err);
+    if (st == KPROF_OK) {
+        kp_chrome_events(lower, names, nnames, t0, &main_out);
+        st = kp_event_iter_close(lower, err);
+    }
     kp_out_drain(&main_out);
     if (main_out.failed && st == KPROF_OK) st = kp_error_set(err, KPROF_NOMEM, "out of memory");
     if (threaded) {
         pthread_join(worker, NULL);
-        if (half.failed && st == KPROF_OK)
-            st = kp_trace_db_read_error(half.path, half.code, half.why, err);
+        kprof_status half_st = kp_event_iter_close(half.it, err);
+        half.it = NULL;
+        if (st == KPROF_OK) st = half_st;
         if (half.out.failed && st == KPROF_OK)
             st = kp_error_set(err, KPROF_NOMEM, "out of memory for the export's second half");
         if (st == KPROF_OK && half.out.len) fwrite_unlocked(half.out.buf, 1, half.out.len, f);
     }
+    kp_event_iter_close(half.it, NULL); /* opened, but its thread never started */
     free(main_out.buf);
     free(half.out.buf);
-    for (int64_t i = 0; i < nnames; i++)
+    for (size_t i = 0; i < nnames; i++)
         kp_str_free(&names[i]);
     free(names);
     if (st != KPROF_OK) return st;
     fputs("\n]}\n", f);
-#undef KP_SEP
     return ferror(f) ? kp_error_set(err, KPROF_IO, "writing the export failed") : KPROF_OK;
 }

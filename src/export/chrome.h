@@ -6,10 +6,12 @@
 #define KP_EXPORT_CHROME_H
 
 #include "core/error.h"
+#include "store/event_source.h"
 
-#include <sqlite3.h>
 #include <stdio.h>
 
-kprof_status kp_export_chrome(sqlite3 *db, FILE *out, kp_error *err);
+/* Write the trace src reads to out: KPROF_OK, CORRUPT naming the trace when it is found damaged
+ * while read, NOMEM, or IO when writing failed. */
+kprof_status kp_export_chrome(kp_event_source *src, FILE *out, kp_error *err);
 
 #endif

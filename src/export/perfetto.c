@@ -32,15 +32,15 @@
  * in chunks of about a MiB: memory holds the names, the tracks and the slices open at once,
  * never the events.
  *
- * kp_perfetto_read is the only code that reads the trace (its SQL): when the store gets an
- * event source, it is the one function to move.
+ * kp_perfetto_read is the only code that reads the trace, through the event source
+ * (store/event_source.h), on a second thread while this one encodes and writes.
  */
 #define _GNU_SOURCE
 #include "export/perfetto.h"
 #include "core/event.h"
 #include "core/util.h"
 #include "export/protobuf.h"
-#include "store/trace_db.h"
+#include "store/event_source.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -49,8 +49,6 @@
 #include <string.h>
 
 /* ---- What the reader hands over --------------------------------------------------------- */
-
-#define KP_PF_DOMAIN_OPENCL 3 /* events.domain of OpenCL calls and work (docs/trace-format.md) */
 
 /* One event, as the export needs it: what an event source will give. */
 typedef struct kp_pf_event {
@@ -62,7 +60,7 @@ typedef struct kp_pf_event {
     int has_correlation;
     int64_t correlation;
     int64_t device, stream;    /* device work */
-    int64_t domain;            /* KP_PF_DOMAIN_OPENCL: a queue, not a stream */
+    int64_t domain;            /* KP_DOMAIN_OPENCL: a queue, not a stream */
     int launched;              /* an API call whose device work is in the trace */
     int has_grid;              /* kernels: grid and block known */
     int64_t grid[3], block[3]; /* block 0: no local size, grid holds the work-items */
@@ -81,98 +79,8 @@ typedef struct kp_pf_visitor {
     kprof_status (*event)(void *ctx, const kp_pf_event *ev);
 } kp_pf_visitor;
 
-static kprof_status kp_pf_read_fail(sqlite3 *db, kp_error *err)
-{
-    return kp_trace_db_read_error(sqlite3_db_filename(db, "main"), sqlite3_extended_errcode(db),
-                                  sqlite3_errmsg(db), err);
-}
-
-/* Launching calls whose device work has not come yet: (process row, correlation) -> the call's
- * start. In time order a call comes before the work it launched, so device work finds its call
- * here and takes it out; what does not (work that starts with or before its call, the second
- * operation of one call) asks the trace, so the answer is always the trace's: the earliest API
- * call of that process row and correlation. Open addressing, linear probing, deletion by
- * backward shift; it holds only the calls in flight. */
-typedef struct kp_pf_call {
-    int64_t process, correlation, start_ns;
-    int used;
-} kp_pf_call;
-
-typedef struct kp_pf_calls {
-    kp_pf_call *slot;
-    size_t count, cap; /* cap: a power of two, or 0 */
-} kp_pf_calls;
-
-static size_t kp_pf_calls_home(const kp_pf_calls *m, int64_t process, int64_t correlation)
-{
-    uint64_t h = (uint64_t)process * 0x9e3779b97f4a7c15ull ^ (uint64_t)correlation;
-    h ^= h >> 29;
-    h *= 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 32;
-    return (size_t)h & (m->cap - 1);
-}
-
-/* Remember a call unless an earlier one of the same key is held; -1 when memory is out. */
-static int kp_pf_calls_put(kp_pf_calls *m, int64_t process, int64_t correlation, int64_t start)
-{
-    if (m->count + 1 > m->cap / 2) {
-        kp_pf_calls bigger = {.cap = m->cap ? m->cap * 2 : 1024};
-        bigger.slot = calloc(bigger.cap, sizeof *bigger.slot);
-        if (!bigger.slot) return -1;
-        for (size_t i = 0; i < m->cap; i++) {
-            const kp_pf_call *c = &m->slot[i];
-            if (!c->used) continue;
-            size_t j = kp_pf_calls_home(&bigger, c->process, c->correlation);
-            while (bigger.slot[j].used)
-                j = (j + 1) & (bigger.cap - 1);
-            bigger.slot[j] = *c;
-        }
-        bigger.count = m->count;
-        free(m->slot);
-        *m = bigger;
-    }
-    size_t i = kp_pf_calls_home(m, process, correlation);
-    for (; m->slot[i].used; i = (i + 1) & (m->cap - 1))
-        if (m->slot[i].process == process && m->slot[i].correlation == correlation) return 0;
-    m->slot[i] = (kp_pf_call){process, correlation, start, 1};
-    m->count++;
-    return 0;
-}
-
-/* Take the call of this key out: 1 with its start, 0 when none is held. */
-static int kp_pf_calls_take(kp_pf_calls *m, int64_t process, int64_t correlation, int64_t *start)
-{
-    if (!m->count) return 0;
-    size_t i = kp_pf_calls_home(m, process, correlation);
-    for (;; i = (i + 1) & (m->cap - 1)) {
-        if (!m->slot[i].used) return 0;
-        if (m->slot[i].process == process && m->slot[i].correlation == correlation) break;
-    }
-    *start = m->slot[i].start_ns;
-    /* Backward shift: move up each later entry of the run that may sit at i. */
-    for (size_t j = (i + 1) & (m->cap - 1); m->slot[j].used; j = (j + 1) & (m->cap - 1)) {
-        size_t home = kp_pf_calls_home(m, m->slot[j].process, m->slot[j].correlation);
-        /* j's entry may move to i when its home is not in (i, j], cyclically. */
-        if (i <= j ? (home <= i || home > j) : (home <= i && home > j)) {
-            m->slot[i] = m->slot[j];
-            i = j;
-        }
-    }
-    m->slot[i].used = 0;
-    m->count--;
-    return 1;
-}
-
-/* 1 and the value of column c when it is not NULL, else 0. */
-static int kp_pf_column(sqlite3_stmt *q, int c, int64_t *value)
-{
-    if (sqlite3_column_type(q, c) == SQLITE_NULL) return 0;
-    *value = sqlite3_column_int64(q, c);
-    return 1;
-}
-
-/* Events that start at the same time: the longer first (an enclosing range before what it
- * encloses), an NVTX range before anything of the same times, then in storage order. */
+/* Events that start together: the longer first, so that a slice encloses those it holds, and an
+ * NVTX range before the call it holds that lasts as long; then storage order. */
 static int kp_pf_event_order(const void *x, const void *y)
 {
     const kp_pf_event *a = x, *b = y;
@@ -182,162 +90,131 @@ static int kp_pf_event_order(const void *x, const void *y)
     return (a->id > b->id) - (a->id < b->id);
 }
 
-/* Hand a group of events that start together to the visitor, in order, with each device
- * operation's launch wait. */
-static kprof_status kp_pf_read_group(sqlite3 *db, sqlite3_stmt *call_start, kp_pf_calls *calls,
-                                     kp_pf_event *group, size_t n, const kp_pf_visitor *v,
-                                     void *ctx, kp_error *err)
+/* One event of the source as the writer takes it (the trace's own conventions: grid counts
+ * threadgroups, or work-items where the runtime chose the group size). */
+static void kp_pf_from_source(const kp_trace_event *t, kp_pf_event *e)
+{
+    const kp_event *ev = &t->e;
+    memset(e, 0, sizeof *e);
+    e->id = t->id;
+    e->kind = ev->kind;
+    e->pid = ev->pid;
+    e->tid = ev->tid;
+    e->process = ev->process;
+    e->start_ns = ev->start_ns;
+    e->end_ns = ev->end_ns;
+    e->name = ev->name;
+    e->has_correlation = (ev->known & KP_EVENT_HAS_CORRELATION) != 0;
+    e->correlation = (int64_t)ev->correlation;
+    e->has_bytes = (t->has & KP_TRACE_HAS_BYTES) != 0;
+    e->bytes = e->has_bytes ? (int64_t)(ev->bytes > INT64_MAX ? INT64_MAX : ev->bytes) : 0;
+    if (ev->kind == KP_EVENT_API) e->launched = (t->has & KP_TRACE_LAUNCHED) != 0;
+    if (ev->kind == KP_EVENT_RANGE) {
+        e->has_range = (t->has & KP_TRACE_HAS_RANGE_ID) != 0;
+        e->range_id = (int64_t)ev->range_id;
+    }
+    if (kp_event_kind_on_device(ev->kind)) {
+        e->device = ev->device;
+        e->stream = ev->stream;
+        e->domain = ev->domain;
+        if ((e->has_wait[0] = (ev->known & KP_EVENT_HAS_QUEUED) != 0))
+            e->wait_ns[0] = kp_ns_diff(ev->start_ns, ev->queued_ns);
+        if ((e->has_wait[1] = (ev->known & KP_EVENT_HAS_SUBMITTED) != 0))
+            e->wait_ns[1] = kp_ns_diff(ev->start_ns, ev->submitted_ns);
+        if ((e->has_wait[2] = (t->has & KP_TRACE_HAS_LAUNCH) != 0))
+            e->wait_ns[2] = kp_ns_diff(ev->start_ns, t->launch_start_ns);
+    }
+    if (ev->kind == KP_EVENT_KERNEL && (ev->known & KP_EVENT_HAS_GEOMETRY)) {
+        e->has_grid = 1;
+        uint64_t groups[3];
+        kp_event_groups(ev, groups);
+        for (int c = 0; c < 3; c++) {
+            uint64_t g = kp_event_runtime_groups(ev) ? ev->grid[c] : groups[c];
+            e->grid[c] = g > INT64_MAX ? INT64_MAX : (int64_t)g;
+            e->block[c] = ev->group[c];
+        }
+        if ((e->has_registers = (ev->known & KP_EVENT_HAS_REGISTERS) != 0))
+            e->registers = ev->registers;
+        if ((e->has_shared = (ev->known & KP_EVENT_HAS_SHARED) != 0)) {
+            uint64_t sum = ev->static_shared + ev->dynamic_shared;
+            e->shared_bytes = sum < ev->static_shared || sum > INT64_MAX ? INT64_MAX : (int64_t)sum;
+        }
+    }
+}
+
+/* Hand a group of events that start together to the visitor, in order. */
+static kprof_status kp_pf_read_group(kp_pf_event *group, size_t n, const kp_pf_visitor *v,
+                                     void *ctx)
 {
     if (n > 1) qsort(group, n, sizeof *group, kp_pf_event_order);
     for (size_t i = 0; i < n; i++) {
-        kp_pf_event *e = &group[i];
-        int device_op =
-            kp_event_kind_on_device(e->kind);
-        if (e->kind == KP_EVENT_API && e->has_correlation && e->launched &&
-            kp_pf_calls_put(calls, e->process, e->correlation, e->start_ns) != 0)
-            return kp_error_set(err, KPROF_NOMEM, "out of memory");
-        int64_t start = 0;
-        if (device_op && e->has_correlation &&
-            !kp_pf_calls_take(calls, e->process, e->correlation, &start)) {
-            sqlite3_reset(call_start);
-            sqlite3_bind_int64(call_start, 1, e->process);
-            sqlite3_bind_int64(call_start, 2, e->correlation);
-            int rc = sqlite3_step(call_start);
-            if (rc != SQLITE_ROW) return kp_pf_read_fail(db, err);
-            if (sqlite3_column_type(call_start, 0) == SQLITE_NULL) {
-                device_op = 0; /* its call is not in the trace */
-            } else {
-                start = sqlite3_column_int64(call_start, 0);
-            }
-        }
-        if (device_op && e->has_correlation) {
-            e->has_wait[2] = 1;
-            e->wait_ns[2] = kp_ns_diff(e->start_ns, start);
-        }
-        kprof_status st = v->event(ctx, e);
+        kprof_status st = v->event(ctx, &group[i]);
         if (st != KPROF_OK) return st;
     }
     return KPROF_OK;
 }
 
-/* The trace, read through its SQL: begin, the strings, the processes, then the events by start
- * time (kp_pf_event_order for those that start together). */
-static kprof_status kp_perfetto_read(sqlite3 *db, const kp_pf_visitor *v, void *ctx, kp_error *err)
+/* The trace, read through the event source: begin, the strings, the processes (the first image
+ * of each pid), then the events by start time (kp_pf_event_order for those that start
+ * together), each device operation with the start of the call that launched it. */
+static kprof_status kp_perfetto_read(kp_event_source *src, const kp_pf_visitor *v, void *ctx,
+                                     kp_error *err)
 {
-    sqlite3_stmt *q = NULL, *call_start = NULL;
+    const kp_trace_meta *meta = kp_event_source_meta(src);
+    int64_t t0 = meta->start_ns, last_end = 0;
     kprof_status st = KPROF_OK;
-    int rc = SQLITE_DONE;
-    int64_t t0 = kp_trace_db_meta_int(db, "start_ns");
-    if (t0 == 0) t0 = kp_trace_db_scalar(db, "SELECT MIN(start_ns) FROM events", 0);
-    st = v->begin(ctx, t0, kp_trace_db_string_slots(db));
-    if (st != KPROF_OK) return st;
-
-    if (sqlite3_prepare_v2(db, "SELECT id, text FROM strings", -1, &q, NULL) != SQLITE_OK)
-        return kp_pf_read_fail(db, err);
-    while (st == KPROF_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-        const char *text = (const char *)sqlite3_column_text(q, 1);
-        if (text)
-            st = v->string(ctx, sqlite3_column_int64(q, 0), text,
-                           (size_t)sqlite3_column_bytes(q, 1));
+    if (t0 == 0 && (st = kp_event_source_span(src, &t0, &last_end, err)) != KPROF_OK) return st;
+    size_t nstrings = 0;
+    kp_event_source_strings(src, &nstrings);
+    st = v->begin(ctx, t0, (int64_t)nstrings);
+    for (size_t id = 1; st == KPROF_OK && id < nstrings; id++) {
+        size_t len = 0;
+        const char *text = kp_event_source_string(src, (uint32_t)id, &len);
+        if (text) st = v->string(ctx, (int64_t)id, text, len);
     }
-    sqlite3_finalize(q);
-    if (st != KPROF_OK) return st;
-    if (rc != SQLITE_DONE) return kp_pf_read_fail(db, err);
-
-    if (sqlite3_prepare_v2(db, "SELECT pid, command FROM processes GROUP BY pid", -1, &q, NULL) !=
-        SQLITE_OK)
-        return kp_pf_read_fail(db, err);
-    while (st == KPROF_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-        const char *command = (const char *)sqlite3_column_text(q, 1);
-        st = v->process(ctx, sqlite3_column_int64(q, 0), command ? command : "",
-                        command ? (size_t)sqlite3_column_bytes(q, 1) : 0);
+    size_t nprocs = 0;
+    const kp_trace_process *procs = kp_event_source_processes(src, &nprocs);
+    for (size_t i = 0; st == KPROF_OK && i < nprocs; i++) {
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = procs[j].pid == procs[i].pid;
+        if (!seen) st = v->process(ctx, procs[i].pid, procs[i].command, strlen(procs[i].command));
     }
-    sqlite3_finalize(q);
     if (st != KPROF_OK) return st;
-    if (rc != SQLITE_DONE) return kp_pf_read_fail(db, err);
 
-    /* By start time alone, which the index on start_ns gives without sorting; the few events
-     * that start together are ordered here. */
-    kp_pf_calls calls = {0};
+    kp_event_filter filter = {
+        .order = KP_EVENT_ORDER_START,
+        .fields = KP_EVENT_FIELD_ROW | KP_EVENT_FIELD_PID | KP_EVENT_FIELD_DOMAIN |
+                  KP_EVENT_FIELD_STREAM | KP_EVENT_FIELD_QUEUE | KP_EVENT_FIELD_CALL |
+                  KP_EVENT_FIELD_KERNEL | KP_EVENT_FIELD_PAYLOAD | KP_EVENT_FIELD_LAUNCH,
+    };
+    kp_event_iter *it = NULL;
+    if ((st = kp_event_iter_open(src, &filter, &it, err)) != KPROF_OK) return st;
     kp_pf_event *group = NULL;
     size_t ngroup = 0, capgroup = 0;
-    if (sqlite3_prepare_v2(
-            db,
-            "SELECT id, kind, process, pid, tid, start_ns, end_ns, name, correlation, bytes, "
-            "launched, range_id, device, stream, domain, queued_ns, submitted_ns, grid_x, grid_y, "
-            "grid_z, block_x, block_y, block_z, registers, static_smem, dynamic_smem FROM events "
-            "ORDER BY start_ns",
-            -1, &q, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db,
-                           "SELECT MIN(start_ns) FROM events WHERE process = ? AND "
-                           "correlation = ? AND kind = 3",
-                           -1, &call_start, NULL) != SQLITE_OK) {
-        st = kp_pf_read_fail(db, err);
-        goto done;
-    }
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        int64_t start = sqlite3_column_int64(q, 5);
-        if (ngroup > 0 && group[0].start_ns != start) {
-            st = kp_pf_read_group(db, call_start, &calls, group, ngroup, v, ctx, err);
+    kp_trace_event t;
+    while (st == KPROF_OK && kp_event_iter_next(it, &t) == 1) {
+        if (ngroup > 0 && group[0].start_ns != t.e.start_ns) {
+            st = kp_pf_read_group(group, ngroup, v, ctx);
             ngroup = 0;
-            if (st != KPROF_OK) goto done;
+            if (st != KPROF_OK) break;
         }
         if (ngroup == capgroup) {
             size_t cap = capgroup ? capgroup * 2 : 16;
             kp_pf_event *g = realloc(group, cap * sizeof *g);
             if (!g) {
                 st = kp_error_set(err, KPROF_NOMEM, "out of memory");
-                goto done;
+                break;
             }
             group = g;
             capgroup = cap;
         }
-        kp_pf_event *e = &group[ngroup++];
-        memset(e, 0, sizeof *e);
-        /* Only the columns the kind has: a million events read 26 columns each otherwise. */
-        e->id = sqlite3_column_int64(q, 0);
-        e->kind = sqlite3_column_int(q, 1);
-        e->process = sqlite3_column_int64(q, 2);
-        e->pid = sqlite3_column_int64(q, 3);
-        e->tid = sqlite3_column_int64(q, 4);
-        e->start_ns = start;
-        e->end_ns = sqlite3_column_int64(q, 6);
-        e->name = sqlite3_column_int64(q, 7);
-        e->has_correlation = kp_pf_column(q, 8, &e->correlation);
-        e->has_bytes = kp_pf_column(q, 9, &e->bytes);
-        if (e->kind == KP_EVENT_API) e->launched = sqlite3_column_int(q, 10) != 0;
-        if (e->kind == KP_EVENT_RANGE) e->has_range = kp_pf_column(q, 11, &e->range_id);
-        if (kp_event_kind_on_device(e->kind)) {
-            e->device = sqlite3_column_int64(q, 12);
-            e->stream = sqlite3_column_int64(q, 13);
-            e->domain = sqlite3_column_int64(q, 14);
-            int64_t at;
-            for (int c = 0; c < 2; c++) /* when it was queued, submitted */
-                if ((e->has_wait[c] = kp_pf_column(q, 15 + c, &at)))
-                    e->wait_ns[c] = kp_ns_diff(start, at);
-        }
-        if (e->kind == KP_EVENT_KERNEL && kp_pf_column(q, 17, &e->grid[0])) {
-            e->has_grid = 1;
-            for (int c = 0; c < 3; c++) {
-                e->grid[c] = sqlite3_column_int64(q, 17 + c);
-                e->block[c] = sqlite3_column_int64(q, 20 + c);
-            }
-            e->has_registers = kp_pf_column(q, 23, &e->registers);
-            int64_t fixed, dynamic;
-            e->has_shared = kp_pf_column(q, 24, &fixed) && kp_pf_column(q, 25, &dynamic);
-            if (e->has_shared) e->shared_bytes = kp_i64_add_sat(fixed, dynamic);
-        }
+        kp_pf_from_source(&t, &group[ngroup++]);
     }
-    if (rc != SQLITE_DONE) {
-        st = kp_pf_read_fail(db, err);
-        goto done;
-    }
-    st = kp_pf_read_group(db, call_start, &calls, group, ngroup, v, ctx, err);
-done:
-    sqlite3_finalize(q);
-    sqlite3_finalize(call_start);
+    kprof_status read = kp_event_iter_close(it, err);
+    if (st == KPROF_OK) st = read;
+    if (st == KPROF_OK) st = kp_pf_read_group(group, ngroup, v, ctx);
     free(group);
-    free(calls.slot);
     return st;
 }
 
@@ -786,7 +663,7 @@ static int32_t kp_pf_stream_track(kp_pf_writer *w, const kp_pf_event *e)
         if (device < 0) return -1;
     }
     return kp_pf_child_track(w, KP_PF_STREAM, e->pid, e->device, e->stream, 0, device,
-                             e->domain == KP_PF_DOMAIN_OPENCL);
+                             e->domain == KP_DOMAIN_OPENCL);
 }
 
 /* The lane of base's family where a slice ending at end nests: the first whose innermost open
@@ -907,7 +784,7 @@ static kprof_status kp_pf_event_write(void *ctx, const kp_pf_event *e)
     int64_t end = instant || e->end_ns < e->start_ns ? e->start_ns : e->end_ns;
     kp_pf_close_until(w, e->start_ns);
     int32_t track = device_op ? kp_pf_stream_track(w, e) : kp_pf_thread_track(w, e->pid, e->tid);
-    if (track >= 0 && !instant) track = kp_pf_lane(w, track, end, e->domain == KP_PF_DOMAIN_OPENCL);
+    if (track >= 0 && !instant) track = kp_pf_lane(w, track, end, e->domain == KP_DOMAIN_OPENCL);
     if (track < 0) return kp_pf_nomem(w);
 
     int known = e->name > 0 && e->name < w->nnames && w->names[e->name].data;
@@ -992,7 +869,7 @@ typedef struct kp_pf_pipe {
     kp_pf_batch *filling; /* the reader's */
     int done;             /* the reader has finished (read_status says how) */
     int stop;             /* the writer failed: read no more */
-    sqlite3 *db;
+    kp_event_source *src;
     kprof_status read_status;
     kp_error read_err;
 } kp_pf_pipe;
@@ -1073,7 +950,7 @@ static void *kp_pf_reader_run(void *arg)
                                           .string = kp_pf_pipe_string,
                                           .process = kp_pf_pipe_process,
                                           .event = kp_pf_pipe_event};
-    kprof_status st = kp_perfetto_read(p->db, &to_pipe, p, &p->read_err);
+    kprof_status st = kp_perfetto_read(p->src, &to_pipe, p, &p->read_err);
     pthread_mutex_lock(&p->lock);
     if (p->filling) { /* the last batch (after a failure, the writer still frees its texts) */
         p->full[(p->full_head + p->nfull++) % KP_PF_BATCHES] = p->filling;
@@ -1108,9 +985,10 @@ static void kp_pf_batch_free_texts(kp_pf_batch *b, size_t from)
     }
 }
 
-/* Read db on a second thread and write what it reads with v: the status of the first failure,
- * the writer's before the reader's. -1 when the thread could not be had (nothing was done). */
-static int kp_pf_read_threaded(sqlite3 *db, const kp_pf_visitor *v, kp_pf_writer *w,
+/* Read the source on a second thread (which alone uses it meanwhile) and write what it reads with
+ * v: the status of the first failure, the writer's before the reader's. -1 when the thread could
+ * not be had (nothing was done). */
+static int kp_pf_read_threaded(kp_event_source *src, const kp_pf_visitor *v, kp_pf_writer *w,
                                kprof_status *status)
 {
     kp_pf_pipe *p = calloc(1, sizeof *p);
@@ -1119,7 +997,7 @@ static int kp_pf_read_threaded(sqlite3 *db, const kp_pf_visitor *v, kp_pf_writer
     if (!p || !batches) goto no_thread;
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->changed, NULL);
-    p->db = db;
+    p->src = src;
     for (int i = 1; i < KP_PF_BATCHES; i++)
         p->empty[p->nempty++] = &batches[i];
     p->filling = &batches[0];
@@ -1177,7 +1055,7 @@ no_thread:
     return -1;
 }
 
-kprof_status kp_export_perfetto(sqlite3 *db, kp_output *out, kp_error *err)
+kprof_status kp_export_perfetto(kp_event_source *src, kp_output *out, kp_error *err)
 {
     kp_pf_writer w = {.out = out, .err = err};
     kp_pb_init(&w.pb, kp_pf_sink, &w);
@@ -1186,8 +1064,8 @@ kprof_status kp_export_perfetto(sqlite3 *db, kp_output *out, kp_error *err)
                                           .process = kp_pf_process,
                                           .event = kp_pf_event_write};
     kprof_status st;
-    if (kp_pf_read_threaded(db, &visitor, &w, &st) != 0)
-        st = kp_perfetto_read(db, &visitor, &w, err);
+    if (kp_pf_read_threaded(src, &visitor, &w, &st) != 0)
+        st = kp_perfetto_read(src, &visitor, &w, err);
     if (st == KPROF_OK) {
         kp_pf_close_until(&w, INT64_MAX);
         kp_pb_finish(&w.pb);

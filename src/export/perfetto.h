@@ -8,12 +8,12 @@
 
 #include "core/error.h"
 #include "core/outfile.h"
+#include "store/event_source.h"
 
-#include <sqlite3.h>
 
-/* Write the trace db to out (open; the caller commits or aborts it) in chunks of about a
+/* Write the trace src reads to out (open; the caller commits or aborts it) in chunks of about a
  * MiB, never the whole trace in memory. CORRUPT (or NOMEM/IO) when reading the trace fails,
  * IO naming the file when writing does, NOMEM when memory is out. */
-kprof_status kp_export_perfetto(sqlite3 *db, kp_output *out, kp_error *err);
+kprof_status kp_export_perfetto(kp_event_source *src, kp_output *out, kp_error *err);
 
 #endif

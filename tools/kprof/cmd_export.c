@@ -9,7 +9,7 @@
 #include "core/util.h"
 #include "export/chrome.h"
 #include "export/perfetto.h"
-#include "store/trace_db.h"
+#include "store/event_source.h"
 #include "tools/kprof/cli.h"
 
 #include <getopt.h>
@@ -58,17 +58,17 @@ int kp_cmd_export(int argc, char **argv)
     const char *target = chrome ? chrome : perfetto;
     const char *trace = argv[optind];
     kp_error err = {0};
-    sqlite3 *db = NULL;
+    kp_event_source *src = NULL;
     kp_output out = {0};
-    kprof_status st = kp_trace_db_open(trace, &db, &err);
+    kprof_status st = kp_event_source_open(trace, &src, &err);
     const char *inputs[] = {trace, NULL};
     if (st == KPROF_OK)
         st = kp_output_open(&out, target, force ? KP_OUTPUT_FORCE : 0, inputs, &err);
     if (st == KPROF_OK && perfetto) {
-        st = kp_export_perfetto(db, &out, &err); /* writes in chunks of its own, no stdio */
+        st = kp_export_perfetto(src, &out, &err); /* writes in chunks of its own, no stdio */
     } else if (st == KPROF_OK) {
         FILE *f = kp_output_stream(&out);
-        st = f ? kp_export_chrome(db, f, &err) : kp_error_set(&err, KPROF_NOMEM, "out of memory");
+        st = f ? kp_export_chrome(src, f, &err) : kp_error_set(&err, KPROF_NOMEM, "out of memory");
     }
     if (st == KPROF_OK) {
         st = kp_output_commit(&out, &err);
@@ -80,6 +80,6 @@ int kp_cmd_export(int argc, char **argv)
         }
         kp_output_abort(&out);
     }
-    sqlite3_close(db);
+    kp_event_source_close(src);
     return st == KPROF_OK ? 0 : kp_cli_fail(&err);
 }

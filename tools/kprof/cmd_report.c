@@ -9,7 +9,8 @@
 #include "core/verdict.h"
 #include "export/json.h"
 #include "export/text.h"
-#include "store/trace_db.h"
+#include "core/util.h"
+#include "store/event_source.h"
 #include "tools/kprof/cli.h"
 
 #include <getopt.h>
@@ -96,8 +97,13 @@ typedef struct kp_samples {
     size_t n, cap;
 } kp_samples;
 
+/* Which columns of the device-side trace have any value (the text --trace shows those only). */
+typedef struct kp_trace_columns {
+    int grid, regs, smem, local, size, global;
+} kp_trace_columns;
+
 typedef struct kp_report {
-    sqlite3 *db;
+    kp_event_source *src;
     const char *path;
     double wall;      /* s */
     int64_t start_ns; /* trace start, for relative times */
@@ -112,8 +118,11 @@ typedef struct kp_report {
     int raw, trace, json, csv;
     kp_group_list host, device, nvtx;
     double host_total;
-    char **names; /* by string id, kept for the timeline and its verdicts */
-    int64_t nnames;
+    const char *const *names; /* by string id (the source's), for the timeline and verdicts */
+    size_t nnames;
+    unsigned char *name_flags; /* by string id: 1 noisy, 2 synchronizing, 4 puts work on the
+                                  device */
+    kp_trace_columns columns;  /* text --trace: found in the load's pass */
     unsigned api; /* KP_API_* seen */
     kp_timeline *timeline;
     kp_verdict_input wall_in; /* the whole wall */
@@ -131,12 +140,6 @@ typedef struct kp_report {
     int processes;
     kp_str notes; /* the trace's notes, distinct, one per line */
 } kp_report;
-
-static kprof_status kp_sql_fail(kp_report *r, kp_error *err)
-{
-    return kp_trace_db_read_error(r->path, sqlite3_extended_errcode(r->db), sqlite3_errmsg(r->db),
-                                  err);
-}
 
 /* Per-name accumulators of one table, indexed by string id. */
 typedef struct kp_acc {
@@ -161,10 +164,10 @@ static int kp_cmp_group(const void *x, const void *y)
 }
 
 /* The table of one class from its accumulators, largest total first. */
-static kprof_status kp_groups_from(const kp_acc *acc, char *const *names, int64_t nnames,
+static kprof_status kp_groups_from(const kp_acc *acc, const char *const *names, size_t nnames,
                                    kp_group_list *out, kp_error *err)
 {
-    for (int64_t id = 0; id < nnames; id++) {
+    for (size_t id = 0; id < nnames; id++) {
         const kp_acc *a = &acc[id];
         if (!a->calls) continue;
         if (out->n == out->cap) {
@@ -218,176 +221,154 @@ static void kp_latency_from(kp_samples *s, kp_latency *out)
     out->max = s->v[s->n - 1];
 }
 
-/* Launching calls by (process row, correlation), each with its earliest start: the report's
- * one pass pairs every device operation with its call without a query per operation (which
- * cost four times the rest of a 300k-kernel report). Open addressing, linear probing. */
-typedef struct kp_call_slot {
+/* The launching calls and the device operations, each as (process row, correlation, start):
+ * the report's one pass collects both, and pairs every operation with its call's earliest
+ * start afterwards, by sorting both lists (a query per operation cost four times the rest of a
+ * 300k-kernel report; a hash table, a cache miss per operation). Both lists are usually in
+ * order already: the sort is then a check. */
+typedef struct kp_corr_start {
     int64_t process, correlation, start;
-    int used;
-} kp_call_slot;
+} kp_corr_start;
 
-typedef struct kp_call_map {
-    kp_call_slot *slots;
-    size_t cap, n; /* cap a power of two, at most half full */
-} kp_call_map;
+typedef struct kp_corr_list {
+    kp_corr_start *v;
+    size_t n, cap;
+} kp_corr_list;
 
-/* A device operation waiting for its call, found once every call has been seen. */
-typedef struct kp_pending_op {
-    int64_t process, correlation, start;
-} kp_pending_op;
-
-static size_t kp_call_slot_of(const kp_call_map *m, int64_t process, int64_t correlation)
+static int kp_corr_add(kp_corr_list *l, int64_t process, int64_t correlation, int64_t start)
 {
-    uint64_t h =
-        (uint64_t)process * 0x9E3779B97F4A7C15ull ^ (uint64_t)correlation * 0xC2B2AE3D27D4EB4Full;
-    size_t i = (size_t)(h ^ h >> 29) & (m->cap - 1);
-    while (m->slots[i].used &&
-           (m->slots[i].process != process || m->slots[i].correlation != correlation))
-        i = (i + 1) & (m->cap - 1);
-    return i;
-}
-
-static int kp_call_map_put(kp_call_map *m, int64_t process, int64_t correlation, int64_t start)
-{
-    if ((m->n + 1) * 2 > m->cap) {
-        kp_call_map bigger = {calloc(m->cap ? m->cap * 2 : 1024, sizeof *m->slots),
-                              m->cap ? m->cap * 2 : 1024, 0};
-        if (!bigger.slots) return -1;
-        for (size_t i = 0; i < m->cap; i++) {
-            if (!m->slots[i].used) continue;
-            bigger.slots[kp_call_slot_of(&bigger, m->slots[i].process, m->slots[i].correlation)] =
-                m->slots[i];
-            bigger.n++;
-        }
-        free(m->slots);
-        *m = bigger;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 4096;
+        kp_corr_start *v = realloc(l->v, cap * sizeof *v);
+        if (!v) return -1;
+        l->v = v;
+        l->cap = cap;
     }
-    kp_call_slot *s = &m->slots[kp_call_slot_of(m, process, correlation)];
-    if (!s->used) {
-        *s = (kp_call_slot){process, correlation, start, 1};
-        m->n++;
-    } else if (start < s->start) {
-        s->start = start;
-    }
+    l->v[l->n++] = (kp_corr_start){process, correlation, start};
     return 0;
 }
 
-/* 1 with the call's start in *start, or 0 when no call of that process has that correlation. */
-static int kp_call_map_get(const kp_call_map *m, int64_t process, int64_t correlation,
-                           int64_t *start)
+/* By process row, correlation, then start: a call's earliest start comes first. */
+static int kp_cmp_corr(const void *x, const void *y)
 {
-    if (!m->cap) return 0;
-    const kp_call_slot *s = &m->slots[kp_call_slot_of(m, process, correlation)];
-    if (!s->used) return 0;
-    *start = s->start;
-    return 1;
+    const kp_corr_start *a = x, *b = y;
+    if (a->process != b->process) return a->process < b->process ? -1 : 1;
+    if (a->correlation != b->correlation) return a->correlation < b->correlation ? -1 : 1;
+    return (a->start > b->start) - (a->start < b->start);
+}
+
+static void kp_corr_sort(kp_corr_list *l)
+{
+    for (size_t i = 1; i < l->n; i++) {
+        if (kp_cmp_corr(&l->v[i - 1], &l->v[i]) > 0) {
+            qsort(l->v, l->n, sizeof *l->v, kp_cmp_corr);
+            return;
+        }
+    }
+}
+
+/* What the collectors and the merge had to say (CUPTI unusable, records that could not be
+ * written, ...), each text once; and the processes' counts. */
+static void kp_report_load_meta(kp_report *r)
+{
+    const kp_trace_meta *m = kp_event_source_meta(r->src);
+    snprintf(r->command, sizeof r->command, "%s", m->command);
+    for (size_t i = 0; i < m->nnotes; i++)
+        kp_str_printf(&r->notes, "%s\n", m->notes[i]);
+    size_t n;
+    const kp_trace_process *p = kp_event_source_processes(r->src, &n);
+    int64_t dropped = 0;
+    for (size_t i = 0; i < n; i++) {
+        dropped = kp_i64_add_sat(dropped, p[i].dropped);
+        r->unclosed += !p[i].clean_exit;
+    }
+    r->dropped = (uint64_t)dropped;
+    r->processes = (int)n;
+}
+
+/* What --trace's device columns show: the columns any device operation has a value for. */
+static void kp_trace_columns_add(kp_trace_columns *c, const kp_trace_event *ev)
+{
+    const kp_event *e = &ev->e;
+    if ((ev->has & KP_TRACE_HAS_BYTES) && e->bytes > 0) c->size = 1;
+    if (e->kind != KP_EVENT_KERNEL) return;
+    if (e->known & KP_EVENT_HAS_GEOMETRY) {
+        c->grid = 1;
+        c->global |= kp_event_runtime_groups(e);
+    }
+    if ((e->known & KP_EVENT_HAS_REGISTERS) && e->registers > 0) c->regs = 1;
+    if ((e->known & KP_EVENT_HAS_SHARED) && (e->static_shared || e->dynamic_shared)) c->smem = 1;
+    if ((e->known & KP_EVENT_HAS_LOCAL) && e->local_mem > 0) c->local = 1;
 }
 
 /* One pass over the events, in storage order: the three tables, the timeline the verdicts are
- * computed from, launch latency and queue waits. */
-/* What the collectors and the merge had to say (CUPTI unusable, records that could not be
- * written, ...), each text once. */
-static void kp_report_load_notes(kp_report *r)
-{
-    sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(r->db, "SELECT text FROM notes GROUP BY text ORDER BY MIN(rowid)", -1,
-                           &q, NULL) != SQLITE_OK)
-        return;
-    while (sqlite3_step(q) == SQLITE_ROW) {
-        const char *text = (const char *)sqlite3_column_text(q, 0);
-        if (text && *text) kp_str_printf(&r->notes, "%s\n", text);
-    }
-    sqlite3_finalize(q);
-}
-
+ * computed from, launch latency and queue waits (each device operation paired with its call
+ * once every call has been seen), and what --trace's columns need. */
 static kprof_status kp_report_load(kp_report *r, kp_error *err)
 {
-    kp_trace_db_meta(r->db, "command", r->command, sizeof r->command);
-    int64_t start = kp_trace_db_meta_int(r->db, "start_ns");
-    int64_t end = kp_trace_db_meta_int(r->db, "end_ns");
+    kp_report_load_meta(r);
+    const kp_trace_meta *m = kp_event_source_meta(r->src);
+    int64_t start = m->start_ns, end = m->end_ns;
+    kprof_status st = KPROF_OK;
     if (end <= start) { /* no meta: the span of the events */
-        start = kp_trace_db_scalar(r->db, "SELECT MIN(start_ns) FROM events", 0);
-        end = kp_trace_db_scalar(r->db, "SELECT MAX(end_ns) FROM events", 0);
+        st = kp_event_source_span(r->src, &start, &end, err);
+        if (st != KPROF_OK) return st;
     }
     r->start_ns = start;
     r->end_ns = end > start ? end : start;
     r->wall = (double)kp_ns_diff(r->end_ns, start) / 1e9;
-    r->dropped = (uint64_t)kp_trace_db_scalar(r->db, "SELECT TOTAL(dropped) FROM processes", 0);
-    r->processes = (int)kp_trace_db_scalar(r->db, "SELECT COUNT(*) FROM processes", 0);
-    r->unclosed = (int)kp_trace_db_scalar(
-        r->db, "SELECT COUNT(*) FROM processes WHERE COALESCE(clean_exit, 0) = 0", 0);
-    kp_report_load_notes(r);
 
-    int64_t nnames = kp_trace_db_string_slots(r->db);
+    size_t nnames;
+    r->names = kp_event_source_strings(r->src, &nnames);
     r->nnames = nnames;
-    r->names = calloc((size_t)nnames, sizeof *r->names);
-    kp_acc *host = calloc((size_t)nnames, sizeof *host);
-    kp_acc *device = calloc((size_t)nnames, sizeof *device);
-    kp_acc *nvtx = calloc((size_t)nnames, sizeof *nvtx);
-    /* 1 noisy, 2 synchronizing, 4 puts work on the device */
-    unsigned char *flags = calloc((size_t)nnames, 1);
+    kp_acc *host = calloc(nnames, sizeof *host);
+    kp_acc *device = calloc(nnames, sizeof *device);
+    kp_acc *nvtx = calloc(nnames, sizeof *nvtx);
+    unsigned char *flags = r->name_flags = calloc(nnames, 1);
     kp_samples launch = {0}, queued = {0}, submitted = {0};
-    kp_call_map calls = {0};
-    kp_pending_op *pending = NULL;
-    size_t npending = 0, cappending = 0;
-    kprof_status st = KPROF_OK;
-    sqlite3_stmt *q = NULL;
-    if (!r->names || !host || !device || !nvtx || !flags) goto nomem;
-    if (sqlite3_prepare_v2(r->db, "SELECT id, text FROM strings", -1, &q, NULL) != SQLITE_OK) {
-        st = kp_sql_fail(r, err);
-        goto done;
-    }
-    int rc;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(q, 0);
-        const char *text = (const char *)sqlite3_column_text(q, 1);
-        if (id < 0 || id >= nnames || !text) continue;
-        r->names[id] = strdup(text);
-        if (!r->names[id]) goto nomem;
+    kp_corr_list calls = {0}, ops = {0};
+    kp_event_iter *it = NULL;
+    if (!host || !device || !nvtx || !flags) goto nomem;
+    for (size_t id = 0; id < nnames; id++) {
+        const char *text = r->names[id];
+        if (!text) continue;
         flags[id] =
             (unsigned char)(kp_in_list(text, kp_noisy) | kp_in_list(text, kp_sync_calls) << 1 |
                             kp_launches_device_work(text) << 2);
     }
-    sqlite3_finalize(q);
-    q = NULL;
-    if (rc != SQLITE_DONE) {
-        st = kp_sql_fail(r, err);
-        goto done;
-    }
-    if (sqlite3_prepare_v2(r->db,
-                           "SELECT e.kind, e.name, e.start_ns, e.end_ns, e.process, e.tid, "
-                           "e.domain, e.queued_ns, e.submitted_ns, e.correlation, "
-                           "e.launched, e.status FROM events e",
-                           -1, &q, NULL) != SQLITE_OK) {
-        st = kp_sql_fail(r, err);
-        goto done;
-    }
-    r->timeline =
-        kp_timeline_create(r->start_ns, r->end_ns, (const char *const *)r->names, (size_t)nnames);
+    /* The text --trace's columns come from this pass too: no second one for them. */
+    int trace_columns = r->trace && !r->json && !r->csv;
+    kp_event_filter all = {
+        .fields = KP_EVENT_FIELD_DOMAIN | KP_EVENT_FIELD_QUEUE | KP_EVENT_FIELD_CALL |
+                  (trace_columns ? KP_EVENT_FIELD_KERNEL | KP_EVENT_FIELD_PAYLOAD : 0)};
+    st = kp_event_iter_open(r->src, &all, &it, err);
+    if (st != KPROF_OK) goto done;
+    r->timeline = kp_timeline_create(r->start_ns, r->end_ns, r->names, nnames);
     if (!r->timeline) goto nomem;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        int kind = sqlite3_column_int(q, 0);
-        int64_t id = sqlite3_column_int64(q, 1);
-        if (id < 0 || id >= nnames) id = 0;
-        int64_t s = sqlite3_column_int64(q, 2), e = sqlite3_column_int64(q, 3);
-        int64_t d = kp_ns_diff(e, s);
-        int domain = sqlite3_column_int(q, 6);
-        int64_t process = sqlite3_column_int64(q, 4);
+    kp_trace_event ev;
+    while (kp_event_iter_next(it, &ev)) {
+        const kp_event *e = &ev.e;
+        int kind = e->kind;
+        uint32_t id = e->name; /* 0 (no name) beyond the table */
+        int64_t s = e->start_ns;
+        int64_t d = kp_ns_diff(e->end_ns, s);
+        int64_t process = e->process;
+        int has_corr = (e->known & KP_EVENT_HAS_CORRELATION) != 0;
+        int64_t corr = (int64_t)e->correlation;
         r->events++;
-        if (domain == KP_DOMAIN_OPENCL) r->api |= KP_API_OPENCL;
+        if (e->domain == KP_DOMAIN_OPENCL) r->api |= KP_API_OPENCL;
         int fail = 0;
         switch (kind) {
         case KP_EVENT_API: {
-            if (domain == KP_DOMAIN_CUDA_RUNTIME || domain == KP_DOMAIN_CUDA_DRIVER)
+            if (e->domain == KP_DOMAIN_CUDA_RUNTIME || e->domain == KP_DOMAIN_CUDA_DRIVER)
                 r->api |= KP_API_CUDA;
             int hidden = !r->raw && (flags[id] & 1), sync = (flags[id] & 2) != 0;
+            int launched = (ev.has & KP_TRACE_LAUNCHED) != 0;
             if (!hidden) kp_acc_add(&host[id], d);
-            if (!hidden || sync) fail = kp_timeline_add_call(r->timeline, s, e, (uint32_t)id, sync);
-            if (!fail && sqlite3_column_int(q, 10) && sqlite3_column_type(q, 9) != SQLITE_NULL)
-                fail = kp_call_map_put(&calls, process, sqlite3_column_int64(q, 9), s);
+            if (!hidden || sync) fail = kp_timeline_add_call(r->timeline, s, e->end_ns, id, sync);
+            if (!fail && launched && has_corr) fail = kp_corr_add(&calls, process, corr, s);
             /* A call that succeeded in putting work on the device, and none of it arrived. */
-            if ((flags[id] & 4) && !sqlite3_column_int(q, 10) &&
-                sqlite3_column_type(q, 11) != SQLITE_NULL && sqlite3_column_int64(q, 11) == 0)
+            if ((flags[id] & 4) && !launched && (ev.has & KP_TRACE_HAS_STATUS) && e->status == 0)
                 r->calls_without_work++;
             break;
         }
@@ -395,55 +376,56 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
         case KP_EVENT_MEMCPY:
         case KP_EVENT_MEMSET:
             kp_acc_add(&device[id], d);
-            fail = kp_timeline_add_op(r->timeline, s, e, (uint32_t)id, kind == KP_EVENT_KERNEL);
-            if (!fail && sqlite3_column_type(q, 9) != SQLITE_NULL) {
-                if (npending == cappending) {
-                    size_t cap = cappending ? cappending * 2 : 4096;
-                    kp_pending_op *p = realloc(pending, cap * sizeof *p);
-                    if (!p) goto nomem;
-                    pending = p;
-                    cappending = cap;
-                }
-                pending[npending++] = (kp_pending_op){process, sqlite3_column_int64(q, 9), s};
+            if (trace_columns) kp_trace_columns_add(&r->columns, &ev);
+            fail = kp_timeline_add_op(r->timeline, s, e->end_ns, id, kind == KP_EVENT_KERNEL);
+            if (!fail && has_corr) {
+                fail = kp_corr_add(&ops, process, corr, s);
             } else if (!fail) {
                 r->ops_without_call++; /* no correlation: no call can be its own */
             }
-            if (!fail && sqlite3_column_type(q, 7) != SQLITE_NULL)
-                fail = kp_samples_add(
-                    &queued, (double)kp_ns_diff(s, sqlite3_column_int64(q, 7)) / 1e9);
-            if (!fail && sqlite3_column_type(q, 8) != SQLITE_NULL)
-                fail = kp_samples_add(
-                    &submitted, (double)kp_ns_diff(s, sqlite3_column_int64(q, 8)) / 1e9);
+            if (!fail && (e->known & KP_EVENT_HAS_QUEUED))
+                fail = kp_samples_add(&queued, (double)kp_ns_diff(s, e->queued_ns) / 1e9);
+            if (!fail && (e->known & KP_EVENT_HAS_SUBMITTED))
+                fail = kp_samples_add(&submitted, (double)kp_ns_diff(s, e->submitted_ns) / 1e9);
             break;
         case KP_EVENT_SYNC:
-            fail = kp_timeline_add_wait(r->timeline, s, e);
+            fail = kp_timeline_add_wait(r->timeline, s, e->end_ns);
             break;
         case KP_EVENT_RANGE: {
             kp_acc_add(&nvtx[id], d);
             /* A thread is (process row, tid): ranges nest per thread. */
-            int64_t thread =
-                (int64_t)((uint64_t)process << 32 | (uint32_t)sqlite3_column_int64(q, 5));
-            fail = kp_timeline_add_range(r->timeline, s, e, (uint32_t)id, thread);
+            int64_t thread = (int64_t)((uint64_t)process << 32 | (uint32_t)e->tid);
+            fail = kp_timeline_add_range(r->timeline, s, e->end_ns, id, thread);
             break;
         }
-        default: break;
+        default:
+            if (trace_columns) kp_trace_columns_add(&r->columns, &ev); /* bytes of any kind */
+            break;
         }
         if (fail) goto nomem;
     }
-    if (rc != SQLITE_DONE) {
-        st = kp_sql_fail(r, err);
-        goto done;
-    }
+    st = kp_event_iter_close(it, err);
+    it = NULL;
+    if (st != KPROF_OK) goto done;
     st = kp_groups_from(host, r->names, nnames, &r->host, err);
     if (st == KPROF_OK) st = kp_groups_from(device, r->names, nnames, &r->device, err);
     if (st == KPROF_OK) st = kp_groups_from(nvtx, r->names, nnames, &r->nvtx, err);
     if (st != KPROF_OK) goto done;
     for (int i = 0; i < r->host.n; i++) r->host_total += r->host.rows[i].total;
-    for (size_t i = 0; i < npending; i++) {
-        int64_t call;
-        if (!kp_call_map_get(&calls, pending[i].process, pending[i].correlation, &call))
+    /* Each device operation with the earliest call of its process and correlation. */
+    kp_corr_sort(&calls);
+    kp_corr_sort(&ops);
+    for (size_t i = 0, c = 0; i < ops.n; i++) {
+        const kp_corr_start *op = &ops.v[i];
+        while (c < calls.n &&
+               (calls.v[c].process < op->process ||
+                (calls.v[c].process == op->process && calls.v[c].correlation < op->correlation)))
+            c++;
+        if (c == calls.n || calls.v[c].process != op->process ||
+            calls.v[c].correlation != op->correlation)
             r->ops_without_call++;
-        else if (kp_samples_add(&launch, (double)kp_ns_diff(pending[i].start, call) / 1e9) != 0)
+        else if (kp_samples_add(&launch, (double)kp_ns_diff(op->start, calls.v[c].start) / 1e9) !=
+                 0)
             goto nomem;
     }
     kp_latency_from(&launch, &r->launch);
@@ -466,13 +448,12 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
 nomem:
     st = kp_error_set(err, KPROF_NOMEM, "out of memory");
 done:
-    sqlite3_finalize(q);
+    kp_event_iter_close(it, NULL);
     free(host);
     free(device);
     free(nvtx);
-    free(flags);
-    free(calls.slots);
-    free(pending);
+    free(calls.v);
+    free(ops.v);
     free(launch.v);
     free(queued.v);
     free(submitted.v);
@@ -487,11 +468,8 @@ static void kp_report_free(kp_report *r)
     free(r->nvtx.rows);
     free(r->ranges);
     kp_timeline_destroy(r->timeline);
-    if (r->names)
-        for (int64_t i = 0; i < r->nnames; i++)
-            free(r->names[i]);
-    free(r->names);
-    sqlite3_close(r->db);
+    free(r->name_flags);
+    kp_event_source_close(r->src); /* after the timeline: it borrows the names */
 }
 
 /* ---- text ---------------------------------------------------------------------------------- */
@@ -568,8 +546,9 @@ typedef struct kp_device_row {
     int64_t start, end;
     int kind;
     int has_grid;       /* a kernel with its geometry */
-    int runtime_groups; /* the runtime chose the group size: grid holds work-items */
-    int64_t grid[3], block[3];
+    int runtime_groups; /* the runtime chose the group size: groups and their size unknown */
+    int64_t grid[3], block[3]; /* threadgroups, threads per group */
+    int64_t global[3];         /* threads in all */
     int has_regs, has_smem, has_local, has_bytes;
     int64_t regs, smem, local, bytes;
     int has_launch, has_queued, has_submitted;
@@ -578,72 +557,67 @@ typedef struct kp_device_row {
     const char *name;
 } kp_device_row;
 
-/* The device operations in time order, each with its launching call's start for the --trace
- * rows: the earliest API call of the same process and correlation (index events_correlation). */
-static const char *kp_device_rows_sql(char *sql, size_t n)
-{
-    char device[64];
-    kp_event_kind_ids(KP_EVENT_F_DEVICE, device, sizeof device);
-    snprintf(sql, n,
-             "SELECT e.correlation, e.start_ns, e.end_ns, e.grid_x, e.grid_y, e.grid_z, e.block_x, "
-             "e.block_y, e.block_z, e.registers, e.static_smem, e.dynamic_smem, e.local_mem, "
-             "e.bytes, COALESCE(s.text, '?'), e.device, e.stream, e.kind, e.queued_ns, "
-             "e.submitted_ns, CASE WHEN e.kind IN (%s) AND e.correlation IS NOT NULL THEN "
-             "(SELECT MIN(a.start_ns) FROM events a WHERE a.process = e.process AND "
-             "a.correlation = e.correlation AND a.kind = %d) END FROM events e LEFT JOIN strings "
-             "s ON s.id = e.name WHERE e.kind IN (%s) ORDER BY e.start_ns",
-             device, KP_EVENT_API, device);
-    return sql;
-}
+/* The device operations in time order, each with its launching call's start. */
+static const kp_event_filter kp_device_rows = {
+    .kind_flags = KP_EVENT_F_DEVICE,
+    .order = KP_EVENT_ORDER_START,
+    .fields = KP_EVENT_FIELD_STREAM | KP_EVENT_FIELD_QUEUE | KP_EVENT_FIELD_KERNEL |
+              KP_EVENT_FIELD_PAYLOAD | KP_EVENT_FIELD_LAUNCH};
 
 /* The host calls (API calls and waits) in time order. */
-static const char *kp_host_rows_sql(char *sql, size_t n)
+static const kp_event_filter kp_host_rows = {.kind_flags = KP_EVENT_F_HOST_CALL,
+                                             .order = KP_EVENT_ORDER_START,
+                                             .fields = KP_EVENT_FIELD_PID};
+
+static int64_t kp_i64_of(uint64_t v)
 {
-    char host[64];
-    snprintf(sql, n,
-             "SELECT e.correlation, e.start_ns, e.end_ns, e.pid, e.tid, COALESCE(s.text, '?'), "
-             "e.kind FROM events e LEFT JOIN strings s ON s.id = e.name WHERE e.kind IN (%s) "
-             "ORDER BY e.start_ns",
-             kp_event_kind_ids(KP_EVENT_F_HOST_CALL, host, sizeof host));
-    return sql;
+    return v > INT64_MAX ? INT64_MAX : (int64_t)v;
 }
 
-static int kp_col_null(sqlite3_stmt *q, int col)
+/* An event's name, "?" when the trace has none for it. */
+static const char *kp_name_of(const kp_report *r, const kp_event *e)
 {
-    return sqlite3_column_type(q, col) == SQLITE_NULL;
+    const char *name = kp_event_source_string(r->src, e->name, NULL);
+    return name ? name : "?";
 }
 
-static void kp_device_row_read(sqlite3_stmt *q, kp_device_row *d)
+static void kp_device_row_read(const kp_report *r, const kp_trace_event *ev, kp_device_row *d)
 {
+    const kp_event *e = &ev->e;
     memset(d, 0, sizeof *d);
-    d->has_id = !kp_col_null(q, 0);
-    d->id = sqlite3_column_int64(q, 0);
-    d->start = sqlite3_column_int64(q, 1);
-    d->end = sqlite3_column_int64(q, 2);
-    d->kind = sqlite3_column_int(q, 17);
-    d->has_grid = d->kind == KP_EVENT_KERNEL && !kp_col_null(q, 3) && !kp_col_null(q, 6);
-    for (int i = 0; i < 3; i++) {
-        d->grid[i] = sqlite3_column_int64(q, 3 + i);
-        d->block[i] = sqlite3_column_int64(q, 6 + i);
+    d->has_id = (e->known & KP_EVENT_HAS_CORRELATION) != 0;
+    d->id = (int64_t)e->correlation;
+    d->start = e->start_ns;
+    d->end = e->end_ns;
+    d->kind = e->kind;
+    d->has_grid = e->kind == KP_EVENT_KERNEL && (e->known & KP_EVENT_HAS_GEOMETRY);
+    if (d->has_grid) {
+        uint64_t groups[3];
+        kp_event_groups(e, groups);
+        for (int i = 0; i < 3; i++) {
+            d->grid[i] = kp_i64_of(groups[i]);
+            d->block[i] = e->group[i];
+            d->global[i] = kp_i64_of(e->grid[i]);
+        }
+        d->runtime_groups = kp_event_runtime_groups(e);
     }
-    d->runtime_groups = d->has_grid && d->block[0] == 0;
-    d->has_regs = !kp_col_null(q, 9);
-    d->regs = sqlite3_column_int64(q, 9);
-    d->has_smem = !kp_col_null(q, 10) && !kp_col_null(q, 11);
-    d->smem = kp_i64_add_sat(sqlite3_column_int64(q, 10), sqlite3_column_int64(q, 11));
-    d->has_local = !kp_col_null(q, 12);
-    d->local = sqlite3_column_int64(q, 12);
-    d->has_bytes = !kp_col_null(q, 13);
-    d->bytes = sqlite3_column_int64(q, 13);
-    d->name = (const char *)sqlite3_column_text(q, 14);
-    d->device = sqlite3_column_int64(q, 15);
-    d->stream = sqlite3_column_int64(q, 16);
-    d->has_queued = !kp_col_null(q, 18);
-    d->queued_ns = kp_ns_diff(d->start, sqlite3_column_int64(q, 18));
-    d->has_submitted = !kp_col_null(q, 19);
-    d->submitted_ns = kp_ns_diff(d->start, sqlite3_column_int64(q, 19));
-    d->has_launch = !kp_col_null(q, 20);
-    d->launch_ns = kp_ns_diff(d->start, sqlite3_column_int64(q, 20));
+    d->has_regs = (e->known & KP_EVENT_HAS_REGISTERS) != 0;
+    d->regs = e->registers;
+    d->has_smem = (e->known & KP_EVENT_HAS_SHARED) != 0;
+    d->smem = kp_i64_add_sat(kp_i64_of(e->static_shared), kp_i64_of(e->dynamic_shared));
+    d->has_local = (e->known & KP_EVENT_HAS_LOCAL) != 0;
+    d->local = e->local_mem;
+    d->has_bytes = (ev->has & KP_TRACE_HAS_BYTES) != 0;
+    d->bytes = kp_i64_of(e->bytes);
+    d->name = kp_name_of(r, e);
+    d->device = e->device;
+    d->stream = e->stream;
+    d->has_queued = (e->known & KP_EVENT_HAS_QUEUED) != 0;
+    d->queued_ns = kp_ns_diff(d->start, e->queued_ns);
+    d->has_submitted = (e->known & KP_EVENT_HAS_SUBMITTED) != 0;
+    d->submitted_ns = kp_ns_diff(d->start, e->submitted_ns);
+    d->has_launch = (ev->has & KP_TRACE_HAS_LAUNCH) != 0;
+    d->launch_ns = kp_ns_diff(d->start, ev->launch_start_ns);
 }
 
 /* Dims without trailing 1s: "256", "64x8". */
@@ -659,7 +633,7 @@ static void kp_dims(const int64_t v[3], char *buf, size_t n)
 static void kp_global_size(const kp_device_row *d, int64_t out[3])
 {
     for (int i = 0; i < 3; i++)
-        out[i] = d->runtime_groups ? d->grid[i] : d->grid[i] * d->block[i];
+        out[i] = d->global[i];
 }
 
 static const char *kp_dur_or_dash(int has, int64_t ns, char *buf, size_t n)
@@ -671,47 +645,31 @@ static const char *kp_dur_or_dash(int has, int64_t ns, char *buf, size_t n)
 static kprof_status kp_print_trace(kp_report *r, kp_error *err)
 {
     /* Host side. */
-    sqlite3_stmt *q = NULL;
-    char sql[1024];
-    if (sqlite3_prepare_v2(r->db, kp_host_rows_sql(sql, sizeof sql), -1, &q, NULL) != SQLITE_OK)
-        return kp_sql_fail(r, err);
+    kp_event_iter *it = NULL;
+    kp_trace_event ev;
+    kprof_status status = kp_event_iter_open(r->src, &kp_host_rows, &it, err);
+    if (status != KPROF_OK) return status;
     printf("\nHost-side trace:\n  %8s  %12s  %10s  %8s  Name\n", "ID", "Start", "Time", "Thread");
-    while (sqlite3_step(q) == SQLITE_ROW) {
-        const char *name = (const char *)sqlite3_column_text(q, 5);
-        if (!r->raw && kp_in_list(name, kp_noisy)) continue;
+    while (kp_event_iter_next(it, &ev)) {
+        const kp_event *e = &ev.e;
+        if (!r->raw && (r->name_flags[e->name] & 1)) continue; /* noisy */
         char id[32] = "-", st[32], du[32];
-        if (sqlite3_column_type(q, 0) != SQLITE_NULL)
-            snprintf(id, sizeof id, "%lld", (long long)sqlite3_column_int64(q, 0));
-        kp_format_duration((double)kp_ns_diff(sqlite3_column_int64(q, 1), r->start_ns) / 1e9,
-                           st, sizeof st);
-        kp_format_duration(
-            (double)kp_ns_diff(sqlite3_column_int64(q, 2), sqlite3_column_int64(q, 1)) / 1e9,
-            du, sizeof du);
-        printf("  %8s  %12s  %10s  %8lld  %s\n", id, st, du, (long long)sqlite3_column_int64(q, 4),
-               name);
+        if (e->known & KP_EVENT_HAS_CORRELATION)
+            snprintf(id, sizeof id, "%lld", (long long)e->correlation);
+        kp_format_duration((double)kp_ns_diff(e->start_ns, r->start_ns) / 1e9, st, sizeof st);
+        kp_format_duration((double)kp_ns_diff(e->end_ns, e->start_ns) / 1e9, du, sizeof du);
+        printf("  %8s  %12s  %10s  %8lld  %s\n", id, st, du, (long long)e->tid,
+               kp_name_of(r, e));
     }
-    sqlite3_finalize(q);
-    /* Device side, with the columns that have any value. */
-    int has_grid = 0, has_regs = 0, has_smem = 0, has_local = 0, has_size = 0, has_global = 0;
-    snprintf(sql, sizeof sql,
-             "SELECT MAX(kind = %d AND grid_x IS NOT NULL), MAX(kind = %d AND registers > 0), "
-             "MAX(kind = %d AND static_smem + dynamic_smem > 0), MAX(kind = %d AND local_mem > 0), "
-             "MAX(bytes > 0), MAX(kind = %d AND block_x = 0) FROM events",
-             KP_EVENT_KERNEL, KP_EVENT_KERNEL, KP_EVENT_KERNEL, KP_EVENT_KERNEL, KP_EVENT_KERNEL);
-    if (sqlite3_prepare_v2(r->db, sql, -1, &q, NULL) == SQLITE_OK &&
-        sqlite3_step(q) == SQLITE_ROW) {
-        has_grid = sqlite3_column_int(q, 0) > 0;
-        has_regs = sqlite3_column_int(q, 1) > 0;
-        has_smem = sqlite3_column_int(q, 2) > 0;
-        has_local = sqlite3_column_int(q, 3) > 0;
-        has_size = sqlite3_column_int(q, 4) > 0;
-        has_global = sqlite3_column_int(q, 5) > 0;
-    }
-    sqlite3_finalize(q);
+    status = kp_event_iter_close(it, err);
+    if (status != KPROF_OK) return status;
+    /* Device side, with the columns that have any value (found by the load's pass). */
+    int has_grid = r->columns.grid, has_regs = r->columns.regs, has_smem = r->columns.smem;
+    int has_local = r->columns.local, has_size = r->columns.size, has_global = r->columns.global;
     int has_launch = r->launch.n > 0, has_queued = r->queued.n > 0;
     int has_submitted = r->submitted.n > 0;
-    if (sqlite3_prepare_v2(r->db, kp_device_rows_sql(sql, sizeof sql), -1, &q, NULL) != SQLITE_OK)
-        return kp_sql_fail(r, err);
+    status = kp_event_iter_open(r->src, &kp_device_rows, &it, err);
+    if (status != KPROF_OK) return status;
     printf("\nDevice-side trace:\n  %8s  %12s  %10s", "ID", "Start", "Time");
     if (has_grid) printf("  %12s  %10s", "Threadgroups", "Threads");
     if (has_global) printf("  %12s", "Global size");
@@ -723,9 +681,9 @@ static kprof_status kp_print_trace(kp_report *r, kp_error *err)
     if (has_queued) printf("  %10s", "Queue wait");
     if (has_submitted) printf("  %11s", "Submit wait");
     printf("  Name\n");
-    while (sqlite3_step(q) == SQLITE_ROW) {
+    while (kp_event_iter_next(it, &ev)) {
         kp_device_row d;
-        kp_device_row_read(q, &d);
+        kp_device_row_read(r, &ev, &d);
         char id[32] = "-", st[32], du[32], grid[48], block[48], buf[48];
         if (d.has_id) snprintf(id, sizeof id, "%lld", (long long)d.id);
         double dur = (double)kp_ns_diff(d.end, d.start) / 1e9;
@@ -782,8 +740,7 @@ static kprof_status kp_print_trace(kp_report *r, kp_error *err)
             printf("  %11s", kp_dur_or_dash(d.has_submitted, d.submitted_ns, buf, sizeof buf));
         printf("  %s\n", d.name);
     }
-    sqlite3_finalize(q);
-    return KPROF_OK;
+    return kp_event_iter_close(it, err);
 }
 
 static void kp_print_latency(const kp_report *r)
@@ -1058,41 +1015,36 @@ static void kp_json_dims(kp_json *j, const char *key, const int64_t v[3])
  * not. */
 static kprof_status kp_json_trace(kp_json *j, kp_report *r, kp_error *err)
 {
-    sqlite3_stmt *q = NULL;
-    char sql[1024];
-    if (sqlite3_prepare_v2(r->db, kp_host_rows_sql(sql, sizeof sql), -1, &q, NULL) != SQLITE_OK)
-        return kp_sql_fail(r, err);
+    kp_event_iter *it = NULL;
+    kp_trace_event ev;
+    kprof_status st = kp_event_iter_open(r->src, &kp_host_rows, &it, err);
+    if (st != KPROF_OK) return st;
     kp_json_array_begin(j, "host_trace");
-    int rc;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        const char *name = (const char *)sqlite3_column_text(q, 5);
-        if (!r->raw && kp_in_list(name, kp_noisy)) continue;
+    while (kp_event_iter_next(it, &ev)) {
+        const kp_event *e = &ev.e;
+        if (!r->raw && (r->name_flags[e->name] & 1)) continue; /* noisy */
         kp_json_object_begin(j, NULL);
-        if (kp_col_null(q, 0))
-            kp_json_null(j, "id");
+        if (e->known & KP_EVENT_HAS_CORRELATION)
+            kp_json_int(j, "id", (int64_t)e->correlation);
         else
-            kp_json_int(j, "id", sqlite3_column_int64(q, 0));
-        kp_json_string(j, "kind", kp_event_kind_name(sqlite3_column_int(q, 6)));
-        kp_json_double(j, "start_s",
-                       (double)kp_ns_diff(sqlite3_column_int64(q, 1), r->start_ns) / 1e9);
-        kp_json_double(
-            j, "duration_s",
-            (double)kp_ns_diff(sqlite3_column_int64(q, 2), sqlite3_column_int64(q, 1)) /
-                1e9);
-        kp_json_int(j, "pid", sqlite3_column_int64(q, 3));
-        kp_json_int(j, "tid", sqlite3_column_int64(q, 4));
-        kp_json_string(j, "name", name);
+            kp_json_null(j, "id");
+        kp_json_string(j, "kind", kp_event_kind_name(e->kind));
+        kp_json_double(j, "start_s", (double)kp_ns_diff(e->start_ns, r->start_ns) / 1e9);
+        kp_json_double(j, "duration_s", (double)kp_ns_diff(e->end_ns, e->start_ns) / 1e9);
+        kp_json_int(j, "pid", e->pid);
+        kp_json_int(j, "tid", e->tid);
+        kp_json_string(j, "name", kp_name_of(r, e));
         kp_json_object_end(j);
     }
     kp_json_array_end(j);
-    sqlite3_finalize(q);
-    if (rc != SQLITE_DONE) return kp_sql_fail(r, err);
-    if (sqlite3_prepare_v2(r->db, kp_device_rows_sql(sql, sizeof sql), -1, &q, NULL) != SQLITE_OK)
-        return kp_sql_fail(r, err);
+    st = kp_event_iter_close(it, err);
+    if (st != KPROF_OK) return st;
+    st = kp_event_iter_open(r->src, &kp_device_rows, &it, err);
+    if (st != KPROF_OK) return st;
     kp_json_array_begin(j, "device_trace");
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+    while (kp_event_iter_next(it, &ev)) {
         kp_device_row d;
-        kp_device_row_read(q, &d);
+        kp_device_row_read(r, &ev, &d);
         double dur = (double)kp_ns_diff(d.end, d.start) / 1e9;
         kp_json_object_begin(j, NULL);
         if (d.has_id)
@@ -1130,8 +1082,7 @@ static kprof_status kp_json_trace(kp_json *j, kp_report *r, kp_error *err)
         kp_json_object_end(j);
     }
     kp_json_array_end(j);
-    sqlite3_finalize(q);
-    return rc == SQLITE_DONE ? KPROF_OK : kp_sql_fail(r, err);
+    return kp_event_iter_close(it, err);
 }
 
 static kprof_status kp_report_json(kp_report *r, kp_error *err)
@@ -1332,7 +1283,7 @@ int kp_cmd_report(int argc, char **argv)
                                             "rows are not the tables'); --trace --json gives both");
     r.path = argv[optind];
     kp_error err = {0};
-    kprof_status st = kp_trace_db_open(r.path, &r.db, &err);
+    kprof_status st = kp_event_source_open(r.path, &r.src, &err);
     if (st == KPROF_OK) st = kp_report_load(&r, &err);
     if (st == KPROF_OK) {
         if (r.json)

@@ -1,0 +1,827 @@
+/*
+ * event_source.c — reading a trace file (see event_source.h): the meta, processes, notes and
+ * strings are read once when it opens; the events through prepared statements whose columns are
+ * the groups a reader asks for; the tracks and the launching calls in one pass, made the first
+ * time a reader needs them. Every query on a trace is here (the merge that writes one is in
+ * trace_db.c).
+ */
+#include "store/event_source.h"
+#include "core/util.h"
+#include "store/trace_db.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* An open-addressing set of keys of three int64 (the threads and the queues, found in a pass
+ * over every event). Linear probing; cap a power of two, at most half full. */
+typedef struct kp_src_set {
+    int64_t (*keys)[3];
+    unsigned char *used;
+    size_t cap, n;
+} kp_src_set;
+
+static size_t kp_src_set_find(const kp_src_set *m, const int64_t key[3])
+{
+    uint64_t h = (uint64_t)key[0] * 0x9E3779B97F4A7C15ull ^
+                 (uint64_t)key[1] * 0xC2B2AE3D27D4EB4Full ^
+                 (uint64_t)key[2] * 0x165667B19E3779F9ull;
+    size_t i = (size_t)(h ^ h >> 29) & (m->cap - 1);
+    while (m->used[i] && memcmp(m->keys[i], key, sizeof m->keys[i]) != 0)
+        i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+/* 0, or -1 when out of memory. */
+static int kp_src_set_add(kp_src_set *m, const int64_t key[3])
+{
+    if ((m->n + 1) * 2 > m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 64;
+        kp_src_set bigger = {calloc(cap, sizeof *bigger.keys), calloc(cap, 1), cap, 0};
+        if (!bigger.keys || !bigger.used) {
+            free(bigger.keys);
+            free(bigger.used);
+            return -1;
+        }
+        for (size_t i = 0; i < m->cap; i++) {
+            if (!m->used[i]) continue;
+            size_t j = kp_src_set_find(&bigger, m->keys[i]);
+            memcpy(bigger.keys[j], m->keys[i], sizeof bigger.keys[j]);
+            bigger.used[j] = 1;
+            bigger.n++;
+        }
+        free(m->keys);
+        free(m->used);
+        *m = bigger;
+    }
+    size_t i = kp_src_set_find(m, key);
+    if (!m->used[i]) {
+        m->used[i] = 1;
+        memcpy(m->keys[i], key, sizeof m->keys[i]);
+        m->n++;
+    }
+    return 0;
+}
+
+static void kp_src_set_free(kp_src_set *m)
+{
+    free(m->keys);
+    free(m->used);
+    memset(m, 0, sizeof *m);
+}
+
+/* A launching call: the API calls by (process row, correlation), sorted, each key once with its
+ * earliest start. Readers go through events in storage or time order, in which correlations
+ * mostly rise: each iterator keeps its place in the array and gallops from there, so a lookup
+ * is a step or two on memory just read (a hash table cost a cache miss per operation and twice
+ * the memory). */
+typedef struct kp_src_launch {
+    int64_t process, correlation, start;
+} kp_src_launch;
+
+static int kp_src_cmp_launch(const void *x, const void *y)
+{
+    const kp_src_launch *a = x, *b = y;
+    if (a->process != b->process) return a->process < b->process ? -1 : 1;
+    if (a->correlation != b->correlation) return a->correlation < b->correlation ? -1 : 1;
+    return (a->start > b->start) - (a->start < b->start);
+}
+
+/* Whether a's key is below (process, correlation). */
+static int kp_src_launch_below(const kp_src_launch *a, int64_t process, int64_t correlation)
+{
+    return a->process < process || (a->process == process && a->correlation < correlation);
+}
+
+/* The start of the call of (process, correlation) in v[0..n), from *place (updated): 1, or 0
+ * when there is none. */
+static int kp_src_launch_find(const kp_src_launch *v, size_t n, size_t *place, int64_t process,
+                              int64_t correlation, int64_t *start)
+{
+    if (!n) return 0;
+    /* The first entry not below the key lies in [lo, hi]: gallop from the place to bound it. */
+    size_t at = *place < n ? *place : n - 1, lo, hi, step = 1;
+    if (kp_src_launch_below(&v[at], process, correlation)) {
+        lo = at + 1;
+        hi = at + 1;
+        while (hi < n && kp_src_launch_below(&v[hi], process, correlation)) {
+            lo = hi + 1;
+            hi = step < n - hi ? hi + step : n;
+            step *= 2;
+        }
+    } else {
+        hi = at;
+        lo = at;
+        while (lo > 0 && !kp_src_launch_below(&v[lo - 1], process, correlation)) {
+            hi = lo - 1;
+            lo = step < lo ? lo - step : 0;
+            step *= 2;
+        }
+    }
+    while (lo < hi) { /* binary search in [lo, hi] */
+        size_t mid = lo + (hi - lo) / 2;
+        if (kp_src_launch_below(&v[mid], process, correlation))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *place = lo;
+    if (lo == n || v[lo].process != process || v[lo].correlation != correlation) return 0;
+    *start = v[lo].start;
+    return 1;
+}
+
+struct kp_event_source {
+    sqlite3 *db;
+    char *path;
+    kp_trace_meta meta;
+    char *meta_text[3]; /* command, collectors, kprof_version (heap) */
+    char **notes;
+    kp_trace_process *processes;
+    size_t nprocesses;
+    char *strings;           /* every text, NUL-terminated, one after the other */
+    const char **names;      /* by id, into strings */
+    uint32_t *name_len;      /* by id */
+    size_t nnames;           /* slots */
+    int indexed;             /* the pass below was made */
+    kp_src_launch *launches; /* sorted, each key once */
+    size_t nlaunches;
+    kp_trace_thread *threads;
+    size_t nthreads;
+    kp_trace_queue *queues;
+    size_t nqueues;
+};
+
+static kprof_status kp_src_fail(const kp_event_source *src, sqlite3 *db, kp_error *err)
+{
+    return kp_trace_db_read_error(src->path, sqlite3_extended_errcode(db), sqlite3_errmsg(db), err);
+}
+
+static kprof_status kp_src_nomem(kp_error *err)
+{
+    return kp_error_set(err, KPROF_NOMEM, "out of memory");
+}
+
+/* A text column as a heap string ("" for NULL); NULL when out of memory. */
+static char *kp_src_text(sqlite3_stmt *q, int col)
+{
+    const char *t = (const char *)sqlite3_column_text(q, col);
+    return strdup(t ? t : "");
+}
+
+/* Numbers a damaged file may hold, into the event model's fields: saturated, never wrapped. */
+static uint32_t kp_src_u32(int64_t v)
+{
+    return v < 0 ? 0 : v > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+static uint64_t kp_src_u64(int64_t v)
+{
+    return v < 0 ? 0 : (uint64_t)v;
+}
+
+static int kp_src_null(sqlite3_stmt *q, int col)
+{
+    return sqlite3_column_type(q, col) == SQLITE_NULL;
+}
+
+static kprof_status kp_src_load_meta(kp_event_source *src, kp_error *err)
+{
+    static const char *const text_keys[] = {"command", "collectors", "kprof_version"};
+    sqlite3_stmt *q = NULL;
+    kp_trace_meta *m = &src->meta;
+    m->exit_status = -1;
+    if (sqlite3_prepare_v2(src->db, "SELECT key, value FROM meta", -1, &q, NULL) != SQLITE_OK)
+        return kp_src_fail(src, src->db, err);
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        const char *key = (const char *)sqlite3_column_text(q, 0);
+        const char *value = (const char *)sqlite3_column_text(q, 1);
+        if (!key) continue;
+        if (!value) value = "";
+        for (int i = 0; i < 3; i++) {
+            if (strcmp(key, text_keys[i]) != 0 || src->meta_text[i]) continue;
+            if (!(src->meta_text[i] = strdup(value))) {
+                sqlite3_finalize(q);
+                return kp_src_nomem(err);
+            }
+        }
+        if (strcmp(key, "start_ns") == 0)
+            m->start_ns = strtoll(value, NULL, 10);
+        else if (strcmp(key, "end_ns") == 0)
+            m->end_ns = strtoll(value, NULL, 10);
+        else if (strcmp(key, "exit_status") == 0)
+            m->exit_status = strtoll(value, NULL, 10);
+        else if (strcmp(key, "dropped") == 0)
+            m->dropped = kp_src_u64(strtoll(value, NULL, 10));
+    }
+    sqlite3_finalize(q);
+    if (rc != SQLITE_DONE) return kp_src_fail(src, src->db, err);
+    for (int i = 0; i < 3; i++)
+        if (!src->meta_text[i] && !(src->meta_text[i] = strdup(""))) return kp_src_nomem(err);
+    m->command = src->meta_text[0];
+    m->collectors = src->meta_text[1];
+    m->kprof_version = src->meta_text[2];
+
+    /* Notes: each text once, in the order first written. */
+    if (sqlite3_prepare_v2(src->db, "SELECT text FROM notes GROUP BY text ORDER BY MIN(rowid)", -1,
+                           &q, NULL) != SQLITE_OK)
+        return kp_src_fail(src, src->db, err);
+    size_t cap = 0;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        const char *text = (const char *)sqlite3_column_text(q, 0);
+        if (!text || !*text) continue;
+        if (m->nnotes == cap) {
+            cap = cap ? cap * 2 : 8;
+            char **notes = realloc(src->notes, cap * sizeof *notes);
+            if (!notes) break;
+            src->notes = notes;
+        }
+        if (!(src->notes[m->nnotes] = strdup(text))) break;
+        m->nnotes++;
+        m->notes = (const char *const *)src->notes;
+    }
+    sqlite3_finalize(q);
+    if (rc == SQLITE_ROW) return kp_src_nomem(err);
+    if (rc != SQLITE_DONE) return kp_src_fail(src, src->db, err);
+    return KPROF_OK;
+}
+
+static kprof_status kp_src_load_processes(kp_event_source *src, kp_error *err)
+{
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(src->db,
+                           "SELECT id, pid, ppid, command, collector, start_ns, end_ns, "
+                           "clean_exit, truncated, events, dropped FROM processes ORDER BY id",
+                           -1, &q, NULL) != SQLITE_OK)
+        return kp_src_fail(src, src->db, err);
+    size_t cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (src->nprocesses == cap) {
+            cap = cap ? cap * 2 : 8;
+            kp_trace_process *p = realloc(src->processes, cap * sizeof *p);
+            if (!p) break;
+            src->processes = p;
+        }
+        kp_trace_process *p = &src->processes[src->nprocesses];
+        memset(p, 0, sizeof *p);
+        p->command = kp_src_text(q, 3);
+        p->collector = kp_src_text(q, 4);
+        src->nprocesses++; /* its strings are freed with it, whatever happens next */
+        if (!p->command || !p->collector) break;
+        p->id = sqlite3_column_int64(q, 0);
+        p->pid = sqlite3_column_int64(q, 1);
+        p->ppid = sqlite3_column_int64(q, 2);
+        p->start_ns = sqlite3_column_int64(q, 5);
+        p->ended = !kp_src_null(q, 6);
+        p->end_ns = sqlite3_column_int64(q, 6);
+        p->clean_exit = sqlite3_column_int64(q, 7) != 0;
+        p->truncated = sqlite3_column_int64(q, 8) != 0;
+        p->events = sqlite3_column_int64(q, 9);
+        p->dropped = sqlite3_column_int64(q, 10);
+    }
+    sqlite3_finalize(q);
+    if (rc == SQLITE_ROW) return kp_src_nomem(err);
+    return rc == SQLITE_DONE ? KPROF_OK : kp_src_fail(src, src->db, err);
+}
+
+/* Every string, read once into one buffer: readers look names up by id, never per row. */
+static kprof_status kp_src_load_strings(kp_event_source *src, kp_error *err)
+{
+    int64_t slots = kp_trace_db_string_slots(src->db);
+    if (slots > (int64_t)UINT32_MAX) slots = UINT32_MAX; /* kp_event.name is 32 bits */
+    src->nnames = (size_t)slots;
+    src->names = calloc(src->nnames, sizeof *src->names);
+    src->name_len = calloc(src->nnames, sizeof *src->name_len);
+    size_t *offset = calloc(src->nnames, sizeof *offset); /* + 1: 0 is none */
+    kp_str text = {0};
+    sqlite3_stmt *q = NULL;
+    kprof_status st = KPROF_OK;
+    int rc = SQLITE_DONE;
+    if (!src->names || !src->name_len || !offset) {
+        st = kp_src_nomem(err);
+        goto done;
+    }
+    if (sqlite3_prepare_v2(src->db, "SELECT id, text FROM strings", -1, &q, NULL) != SQLITE_OK) {
+        st = kp_src_fail(src, src->db, err);
+        goto done;
+    }
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(q, 0);
+        const char *t = (const char *)sqlite3_column_text(q, 1);
+        if (id <= 0 || id >= slots || !t) continue;
+        size_t len = strlen(t); /* as a C string: what every reader prints */
+        offset[id] = text.len + 1;
+        src->name_len[id] = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+        kp_str_append_n(&text, t, len);
+        kp_str_append_n(&text, "", 1); /* the NUL between texts */
+    }
+    if (rc != SQLITE_DONE) {
+        st = kp_src_fail(src, src->db, err);
+        goto done;
+    }
+    if (text.failed) {
+        st = kp_src_nomem(err);
+        goto done;
+    }
+    src->strings = text.data;
+    text.data = NULL;
+    for (size_t id = 0; id < src->nnames; id++)
+        if (offset[id]) src->names[id] = src->strings + offset[id] - 1;
+done:
+    sqlite3_finalize(q);
+    kp_str_free(&text);
+    free(offset);
+    return st;
+}
+
+kprof_status kp_event_source_open(const char *path, kp_event_source **out, kp_error *err)
+{
+    *out = NULL;
+    kp_event_source *src = calloc(1, sizeof *src);
+    if (!src) return kp_src_nomem(err);
+    kprof_status st = kp_trace_db_open(path, &src->db, err);
+    if (st == KPROF_OK && !(src->path = strdup(path))) st = kp_src_nomem(err);
+    if (st == KPROF_OK) st = kp_src_load_meta(src, err);
+    if (st == KPROF_OK) st = kp_src_load_processes(src, err);
+    if (st == KPROF_OK) st = kp_src_load_strings(src, err);
+    if (st != KPROF_OK) {
+        kp_event_source_close(src);
+        return st;
+    }
+    *out = src;
+    return KPROF_OK;
+}
+
+void kp_event_source_close(kp_event_source *src)
+{
+    if (!src) return;
+    sqlite3_close(src->db);
+    free(src->path);
+    for (int i = 0; i < 3; i++)
+        free(src->meta_text[i]);
+    for (size_t i = 0; i < src->meta.nnotes; i++)
+        free(src->notes[i]);
+    free(src->notes);
+    for (size_t i = 0; i < src->nprocesses; i++) {
+        free((char *)src->processes[i].command);
+        free((char *)src->processes[i].collector);
+    }
+    free(src->processes);
+    free(src->strings);
+    free(src->names);
+    free(src->name_len);
+    free(src->launches);
+    free(src->threads);
+    free(src->queues);
+    free(src);
+}
+
+const char *kp_event_source_path(const kp_event_source *src)
+{
+    return src->path;
+}
+
+const kp_trace_meta *kp_event_source_meta(const kp_event_source *src)
+{
+    return &src->meta;
+}
+
+const kp_trace_process *kp_event_source_processes(const kp_event_source *src, size_t *n)
+{
+    *n = src->nprocesses;
+    return src->processes;
+}
+
+const char *kp_event_source_string(const kp_event_source *src, uint32_t id, size_t *len)
+{
+    const char *text = id < src->nnames ? src->names[id] : NULL;
+    if (len) *len = text ? src->name_len[id] : 0;
+    return text;
+}
+
+const char *const *kp_event_source_strings(const kp_event_source *src, size_t *n)
+{
+    *n = src->nnames;
+    return src->names;
+}
+
+/* The first column of a one-number query: 1 with *v, 0 for NULL or no row, -1 on failure. */
+static int kp_src_scalar(sqlite3 *db, const char *sql, int64_t *v)
+{
+    sqlite3_stmt *q = NULL;
+    int got = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK) {
+        int rc = sqlite3_step(q);
+        if (rc == SQLITE_ROW && !kp_src_null(q, 0)) {
+            *v = sqlite3_column_int64(q, 0);
+            got = 1;
+        } else if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
+            got = 0;
+        }
+    }
+    sqlite3_finalize(q);
+    return got;
+}
+
+kprof_status kp_event_source_span(kp_event_source *src, int64_t *first_start, int64_t *last_end,
+                                  kp_error *err)
+{
+    /* Two queries: MIN(start_ns) alone is one step down the index on start_ns. */
+    if (first_start) {
+        *first_start = 0;
+        if (kp_src_scalar(src->db, "SELECT MIN(start_ns) FROM events", first_start) < 0)
+            return kp_src_fail(src, src->db, err);
+    }
+    if (last_end) {
+        *last_end = 0;
+        if (kp_src_scalar(src->db, "SELECT MAX(end_ns) FROM events", last_end) < 0)
+            return kp_src_fail(src, src->db, err);
+    }
+    return KPROF_OK;
+}
+
+kprof_status kp_event_source_last_id(kp_event_source *src, int64_t *last_id, kp_error *err)
+{
+    *last_id = 0;
+    if (kp_src_scalar(src->db, "SELECT MAX(id) FROM events", last_id) < 0)
+        return kp_src_fail(src, src->db, err);
+    if (*last_id < 0) *last_id = 0;
+    return KPROF_OK;
+}
+
+static int kp_src_cmp_thread(const void *x, const void *y)
+{
+    const kp_trace_thread *a = x, *b = y;
+    if (a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
+    return (a->tid > b->tid) - (a->tid < b->tid);
+}
+
+static int kp_src_cmp_queue(const void *x, const void *y)
+{
+    const kp_trace_queue *a = x, *b = y;
+    if (a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
+    if (a->device != b->device) return a->device < b->device ? -1 : 1;
+    return (a->stream > b->stream) - (a->stream < b->stream);
+}
+
+/* The source's index, made once: the launching calls by (process, correlation), the host
+ * threads and the device queues, in one pass over the events (a query per device operation
+ * cost more than the rest of an export). */
+static kprof_status kp_src_index(kp_event_source *src, kp_error *err)
+{
+    if (src->indexed) return KPROF_OK;
+    sqlite3_stmt *q = NULL;
+    kp_src_set threads = {0}, queues = {0};
+    size_t cap = 0;
+    kprof_status st = KPROF_OK;
+    int rc;
+    if (sqlite3_prepare_v2(src->db,
+                           "SELECT kind, pid, tid, device, stream, process, correlation, start_ns "
+                           "FROM events",
+                           -1, &q, NULL) != SQLITE_OK)
+        return kp_src_fail(src, src->db, err);
+    int64_t last_thread[2] = {0, 0}, last_queue[3] = {0, 0, 0};
+    int have_thread = 0, have_queue = 0;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        unsigned flags = kp_event_kind_flags(sqlite3_column_int(q, 0));
+        int64_t pid = sqlite3_column_int64(q, 1);
+        if (flags & KP_EVENT_F_HOST_THREAD) {
+            int64_t key[3] = {pid, sqlite3_column_int64(q, 2), 0};
+            /* Runs of one thread are the rule: skip the map for them. */
+            if (!have_thread || key[0] != last_thread[0] || key[1] != last_thread[1]) {
+                if (kp_src_set_add(&threads, key) != 0) goto nomem;
+                last_thread[0] = key[0];
+                last_thread[1] = key[1];
+                have_thread = 1;
+            }
+        }
+        if (flags & KP_EVENT_F_DEVICE) {
+            int64_t key[3] = {pid, kp_src_u32(sqlite3_column_int64(q, 3)),
+                              kp_src_u32(sqlite3_column_int64(q, 4))};
+            if (!have_queue || memcmp(key, last_queue, sizeof key) != 0) {
+                if (kp_src_set_add(&queues, key) != 0) goto nomem;
+                memcpy(last_queue, key, sizeof key);
+                have_queue = 1;
+            }
+        }
+        if (sqlite3_column_int(q, 0) == KP_EVENT_API && !kp_src_null(q, 6)) {
+            if (src->nlaunches == cap) {
+                cap = cap ? cap * 2 : 4096;
+                kp_src_launch *v = realloc(src->launches, cap * sizeof *v);
+                if (!v) goto nomem;
+                src->launches = v;
+            }
+            src->launches[src->nlaunches++] = (kp_src_launch){
+                sqlite3_column_int64(q, 5), sqlite3_column_int64(q, 6), sqlite3_column_int64(q, 7)};
+        }
+    }
+    if (rc != SQLITE_DONE) {
+        st = kp_src_fail(src, src->db, err);
+        goto done;
+    }
+    src->threads = calloc(threads.n ? threads.n : 1, sizeof *src->threads);
+    src->queues = calloc(queues.n ? queues.n : 1, sizeof *src->queues);
+    if (!src->threads || !src->queues) goto nomem;
+    for (size_t i = 0; i < threads.cap; i++)
+        if (threads.used[i])
+            src->threads[src->nthreads++] =
+                (kp_trace_thread){threads.keys[i][0], threads.keys[i][1]};
+    for (size_t i = 0; i < queues.cap; i++)
+        if (queues.used[i])
+            src->queues[src->nqueues++] = (kp_trace_queue){
+                queues.keys[i][0], (uint32_t)queues.keys[i][1], (uint32_t)queues.keys[i][2]};
+    /* The calls by key, earliest first, then each key once. Usually in order already. */
+    for (size_t i = 1; i < src->nlaunches; i++) {
+        if (kp_src_cmp_launch(&src->launches[i - 1], &src->launches[i]) > 0) {
+            qsort(src->launches, src->nlaunches, sizeof *src->launches, kp_src_cmp_launch);
+            break;
+        }
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < src->nlaunches; i++) {
+        const kp_src_launch *l = &src->launches[i];
+        if (kept && src->launches[kept - 1].process == l->process &&
+            src->launches[kept - 1].correlation == l->correlation)
+            continue;
+        src->launches[kept++] = *l;
+    }
+    src->nlaunches = kept;
+    qsort(src->threads, src->nthreads, sizeof *src->threads, kp_src_cmp_thread);
+    qsort(src->queues, src->nqueues, sizeof *src->queues, kp_src_cmp_queue);
+    src->indexed = 1;
+    goto done;
+nomem:
+    st = kp_src_nomem(err);
+done:
+    sqlite3_finalize(q);
+    kp_src_set_free(&threads);
+    kp_src_set_free(&queues);
+    if (st != KPROF_OK) { /* all or nothing: a later call tries again */
+        free(src->launches);
+        src->launches = NULL;
+        src->nlaunches = 0;
+        free(src->threads);
+        free(src->queues);
+        src->threads = NULL;
+        src->queues = NULL;
+        src->nthreads = src->nqueues = 0;
+    }
+    return st;
+}
+
+kprof_status kp_event_source_threads(kp_event_source *src, const kp_trace_thread **out, size_t *n,
+                                     kp_error *err)
+{
+    kprof_status st = kp_src_index(src, err);
+    *out = src->threads;
+    *n = src->nthreads;
+    return st;
+}
+
+kprof_status kp_event_source_queues(kp_event_source *src, const kp_trace_queue **out, size_t *n,
+                                    kp_error *err)
+{
+    kprof_status st = kp_src_index(src, err);
+    *out = src->queues;
+    *n = src->nqueues;
+    return st;
+}
+
+/* ---- events --------------------------------------------------------------------------------- */
+
+/* The columns every event has, then the groups a reader may ask for, in this order. */
+#define KP_SRC_CORE "kind, name, process, tid, start_ns, end_ns, correlation"
+enum { KP_SRC_CORE_COLUMNS = 7 };
+enum {
+    KP_SRC_ROW,
+    KP_SRC_PID,
+    KP_SRC_DOMAIN,
+    KP_SRC_STREAM,
+    KP_SRC_QUEUE,
+    KP_SRC_CALL,
+    KP_SRC_KERNEL,
+    KP_SRC_PAYLOAD,
+    KP_SRC_GROUPS
+};
+static const struct {
+    unsigned field;
+    const char *columns;
+    int count;
+} kp_src_groups[KP_SRC_GROUPS] = {
+    [KP_SRC_ROW] = {KP_EVENT_FIELD_ROW, ", id", 1},
+    [KP_SRC_PID] = {KP_EVENT_FIELD_PID, ", pid", 1},
+    [KP_SRC_DOMAIN] = {KP_EVENT_FIELD_DOMAIN, ", domain", 1},
+    [KP_SRC_STREAM] = {KP_EVENT_FIELD_STREAM, ", device, stream", 2},
+    [KP_SRC_QUEUE] = {KP_EVENT_FIELD_QUEUE, ", queued_ns, submitted_ns", 2},
+    [KP_SRC_CALL] = {KP_EVENT_FIELD_CALL, ", status, launched", 2},
+    [KP_SRC_KERNEL] = {KP_EVENT_FIELD_KERNEL,
+                       ", grid_x, grid_y, grid_z, block_x, block_y, block_z, registers, "
+                       "static_smem, dynamic_smem, local_mem",
+                       10},
+    [KP_SRC_PAYLOAD] = {KP_EVENT_FIELD_PAYLOAD, ", bytes, copy_kind, range_id", 3},
+};
+
+struct kp_event_iter {
+    const kp_event_source *src;
+    sqlite3 *db; /* the source's, or its own */
+    int own;     /* db is its own */
+    sqlite3_stmt *q;
+    unsigned fields;
+    int col[KP_SRC_GROUPS]; /* the first column of each group asked for, else -1 */
+    size_t launch_place;    /* where the last launching call was found */
+    int done;
+    int code; /* SQLite's error when reading failed, else 0 */
+    char message[256];
+};
+
+kprof_status kp_event_iter_open(kp_event_source *src, const kp_event_filter *filter,
+                                kp_event_iter **out, kp_error *err)
+{
+    static const kp_event_filter all = {0};
+    const kp_event_filter *f = filter ? filter : &all;
+    *out = NULL;
+    kprof_status st = KPROF_OK;
+    if ((f->fields & KP_EVENT_FIELD_LAUNCH) && (st = kp_src_index(src, err)) != KPROF_OK) return st;
+    kp_event_iter *it = calloc(1, sizeof *it);
+    if (!it) return kp_src_nomem(err);
+    it->src = src;
+    it->fields = f->fields;
+    it->db = src->db;
+    kp_str sql = {0};
+    kp_str_append(&sql, "SELECT " KP_SRC_CORE);
+    int col = KP_SRC_CORE_COLUMNS;
+    for (int g = 0; g < KP_SRC_GROUPS; g++) {
+        it->col[g] = -1;
+        if (!(f->fields & kp_src_groups[g].field)) continue;
+        kp_str_append(&sql, kp_src_groups[g].columns);
+        it->col[g] = col;
+        col += kp_src_groups[g].count;
+    }
+    kp_str_append(&sql, " FROM events");
+    const char *where = " WHERE ";
+    if (f->kind_flags || f->kinds) {
+        kp_str_append(&sql, " WHERE kind IN (");
+        const char *sep = "";
+#define KP_SRC_KIND_(id, NAME, name, category, flags, what)                                        \
+    if ((f->kind_flags & (flags)) || (id < 32 && (f->kinds & (1u << (id & 31))))) {                \
+        kp_str_printf(&sql, "%s%d", sep, id);                                                      \
+        sep = ",";                                                                                 \
+    }
+        KP_EVENT_KIND_LIST(KP_SRC_KIND_)
+#undef KP_SRC_KIND_
+        if (!*sep) kp_str_append(&sql, "NULL"); /* no kind matches: nothing */
+        kp_str_append(&sql, ")");
+        where = " AND ";
+    }
+    if (f->first_id > 1 || f->last_id > 0)
+        kp_str_printf(&sql, "%sid BETWEEN %lld AND %lld", where, (long long)f->first_id,
+                      (long long)(f->last_id > 0 ? f->last_id : INT64_MAX));
+    kp_str_append(&sql,
+                  f->order == KP_EVENT_ORDER_START ? " ORDER BY start_ns, id" : " ORDER BY id");
+    if (sql.failed) {
+        st = kp_src_nomem(err);
+        goto fail;
+    }
+    if (f->flags & KP_EVENT_ITER_OWN_CONNECTION) {
+        /* The file passed kp_trace_db_open's checks when the source opened. */
+        if (sqlite3_open_v2(src->path, &it->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
+            SQLITE_OK) {
+            st = it->db ? kp_src_fail(src, it->db, err) : kp_src_nomem(err);
+            sqlite3_close(it->db);
+            goto fail;
+        }
+        it->own = 1;
+    }
+    if (sqlite3_prepare_v2(it->db, sql.data, -1, &it->q, NULL) != SQLITE_OK) {
+        st = kp_src_fail(src, it->db, err);
+        goto fail;
+    }
+    kp_str_free(&sql);
+    *out = it;
+    return KPROF_OK;
+fail:
+    if (it->own) sqlite3_close(it->db);
+    kp_str_free(&sql);
+    free(it);
+    return st;
+}
+
+int kp_event_iter_next(kp_event_iter *it, kp_trace_event *ev)
+{
+    if (it->done) return 0;
+    sqlite3_stmt *q = it->q;
+    int rc = sqlite3_step(q);
+    if (rc != SQLITE_ROW) {
+        it->done = 1;
+        if (rc != SQLITE_DONE) {
+            it->code = sqlite3_extended_errcode(it->db);
+            if (!it->code) it->code = rc;
+            snprintf(it->message, sizeof it->message, "%s", sqlite3_errmsg(it->db));
+        }
+        return 0;
+    }
+    memset(ev, 0, sizeof *ev);
+    kp_event *e = &ev->e;
+    int kind = sqlite3_column_int(q, 0);
+    e->kind = kp_event_kind_valid(kind) ? (kp_event_kind)kind : KP_EVENT_NONE;
+    int64_t name = sqlite3_column_int64(q, 1);
+    e->name = name > 0 && (uint64_t)name < it->src->nnames ? (uint32_t)name : 0;
+    e->process = sqlite3_column_int64(q, 2);
+    e->tid = sqlite3_column_int64(q, 3);
+    e->start_ns = sqlite3_column_int64(q, 4);
+    e->end_ns = sqlite3_column_int64(q, 5);
+    if (!kp_src_null(q, 6)) {
+        e->correlation = (uint64_t)sqlite3_column_int64(q, 6); /* as stored, bit for bit */
+        e->known |= KP_EVENT_HAS_CORRELATION;
+    }
+    const int *col = it->col;
+    int c;
+    if ((c = col[KP_SRC_ROW]) >= 0) ev->id = sqlite3_column_int64(q, c);
+    if ((c = col[KP_SRC_PID]) >= 0) e->pid = sqlite3_column_int64(q, c);
+    if ((c = col[KP_SRC_DOMAIN]) >= 0) {
+        int64_t domain = sqlite3_column_int64(q, c);
+        e->domain = domain < 0 || domain > UINT16_MAX ? 0 : (uint16_t)domain;
+    }
+    if ((c = col[KP_SRC_STREAM]) >= 0) {
+        e->device = kp_src_u32(sqlite3_column_int64(q, c));
+        e->stream = kp_src_u32(sqlite3_column_int64(q, c + 1));
+    }
+    if ((c = col[KP_SRC_QUEUE]) >= 0) {
+        if (!kp_src_null(q, c)) {
+            e->queued_ns = sqlite3_column_int64(q, c);
+            e->known |= KP_EVENT_HAS_QUEUED;
+        }
+        if (!kp_src_null(q, c + 1)) {
+            e->submitted_ns = sqlite3_column_int64(q, c + 1);
+            e->known |= KP_EVENT_HAS_SUBMITTED;
+        }
+    }
+    if ((c = col[KP_SRC_CALL]) >= 0) {
+        if (!kp_src_null(q, c)) {
+            int64_t status = sqlite3_column_int64(q, c);
+            e->status = status < INT32_MIN   ? INT32_MIN
+                        : status > INT32_MAX ? INT32_MAX
+                                             : (int32_t)status;
+            ev->has |= KP_TRACE_HAS_STATUS;
+        }
+        if (sqlite3_column_int64(q, c + 1) != 0) ev->has |= KP_TRACE_LAUNCHED;
+    }
+    if ((c = col[KP_SRC_KERNEL]) >= 0 && e->kind == KP_EVENT_KERNEL) {
+        if (!kp_src_null(q, c)) { /* the trace counts threadgroups: the model counts threads */
+            int64_t groups[3], group[3];
+            for (int d = 0; d < 3; d++) {
+                groups[d] = sqlite3_column_int64(q, c + d);
+                group[d] = sqlite3_column_int64(q, c + 3 + d);
+            }
+            kp_event_set_groups(e, groups, group);
+        }
+        if (!kp_src_null(q, c + 6)) {
+            e->registers = kp_src_u32(sqlite3_column_int64(q, c + 6));
+            e->known |= KP_EVENT_HAS_REGISTERS;
+        }
+        if (!kp_src_null(q, c + 7) && !kp_src_null(q, c + 8)) {
+            e->static_shared = kp_src_u64(sqlite3_column_int64(q, c + 7));
+            e->dynamic_shared = kp_src_u64(sqlite3_column_int64(q, c + 8));
+            e->known |= KP_EVENT_HAS_SHARED;
+        }
+        if (!kp_src_null(q, c + 9)) {
+            e->local_mem = kp_src_u32(sqlite3_column_int64(q, c + 9));
+            e->known |= KP_EVENT_HAS_LOCAL;
+        }
+    }
+    if ((c = col[KP_SRC_PAYLOAD]) >= 0) {
+        if (!kp_src_null(q, c)) {
+            e->bytes = kp_src_u64(sqlite3_column_int64(q, c));
+            int64_t copy = sqlite3_column_int64(q, c + 1);
+            e->copy_kind = copy >= 0 && copy <= UINT16_MAX && kp_copy_kind_name((int)copy)
+                               ? (uint16_t)copy
+                               : KP_COPY_UNKNOWN;
+            ev->has |= KP_TRACE_HAS_BYTES;
+        }
+        if (!kp_src_null(q, c + 2)) {
+            e->range_id = (uint64_t)sqlite3_column_int64(q, c + 2);
+            ev->has |= KP_TRACE_HAS_RANGE_ID;
+        }
+    }
+    if ((it->fields & KP_EVENT_FIELD_LAUNCH) && kp_event_kind_on_device(e->kind) &&
+        (e->known & KP_EVENT_HAS_CORRELATION)) {
+        if (kp_src_launch_find(it->src->launches, it->src->nlaunches, &it->launch_place, e->process,
+                               (int64_t)e->correlation, &ev->launch_start_ns))
+            ev->has |= KP_TRACE_HAS_LAUNCH;
+    }
+    return 1;
+}
+
+kprof_status kp_event_iter_close(kp_event_iter *it, kp_error *err)
+{
+    if (!it) return KPROF_OK;
+    kprof_status st = KPROF_OK;
+    if (it->code) st = kp_trace_db_read_error(it->src->path, it->code, it->message, err);
+    sqlite3_finalize(it->q);
+    if (it->own) sqlite3_close(it->db);
+    free(it);
+    return st;
+}
