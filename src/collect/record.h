@@ -25,7 +25,9 @@ typedef enum kp_rec_kind {
                           * bytes = records dropped before reaching the writer (full buffers,
                           * device work never seen complete), queued = records lost to failed
                           * writes, status = errno of the first failed write, end = when the
-                          * process ended cleanly (0 until then) */
+                          * process ended cleanly (0 until then), submitted = the bytes of the
+                          * file, from its start, that are whole batches: `kprof trace` merges
+                          * up to there while the program runs (0: not kept; merged at the end) */
     KP_REC_STRING = 2,   /* name = string id, bytes = length; the text follows */
     KP_REC_DROPPED = 11, /* bytes = records lost (no buffer, full ring), where the header's
                           * counters could not be mapped */

@@ -13,10 +13,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -437,4 +441,57 @@ kprof_status kp_session_run(char *const *argv, double grace_s, kp_session_outcom
     out->signal = kp_sig.first;
     out->killed = kp_sig.killed;
     return KPROF_OK;
+}
+
+/* ---- the merge while the program runs ---- */
+
+struct kp_session_live {
+    pthread_t thread;
+    kp_trace_merge *merge;
+    char dir[PATH_MAX];
+    atomic_int stop;
+};
+
+static void *kp_live_main(void *arg)
+{
+    kp_session_live *l = arg;
+    /* The program comes first: this thread yields to it where cores are few. */
+    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+    while (!atomic_load(&l->stop)) {
+        if (kp_trace_merge_poll(l->merge, l->dir) != KPROF_OK) break; /* finish says why */
+        if (kp_sig.cancel) break;
+        struct timespec ts = {0, KP_SESSION_LIVE_PERIOD_MS * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+kp_session_live *kp_session_live_start(kp_trace_merge *merge, const char *dir)
+{
+    const char *v = getenv(KP_ENV_TRACE_LIVE);
+    if (v && strcmp(v, "0") == 0) return NULL;
+    kp_session_live *l = calloc(1, sizeof *l);
+    if (!l) return NULL;
+    l->merge = merge;
+    snprintf(l->dir, sizeof l->dir, "%s", dir);
+    /* Started with every signal blocked, which it keeps: a signal for kprof must reach the main
+     * thread, whose waits it wakes. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&l->thread, NULL, kp_live_main, l);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        free(l);
+        return NULL;
+    }
+    return l;
+}
+
+void kp_session_live_stop(kp_session_live *live)
+{
+    if (!live) return;
+    atomic_store(&live->stop, 1);
+    pthread_join(live->thread, NULL);
+    free(live);
 }

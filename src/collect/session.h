@@ -71,6 +71,17 @@ void kp_session_watch_merge(void);
 const volatile sig_atomic_t *kp_session_cancel_flag(void);
 int kp_session_first_signal(void); /* 0: none yet */
 
+/* The merge while the program runs: a thread that merges what the program's processes have
+ * written (kp_trace_merge_poll) every KP_SESSION_LIVE_PERIOD_MS, at a lower priority than the
+ * program's own threads, with the signals above blocked (they are the main thread's to handle),
+ * so that little is left to merge when the program ends. Start it before kp_session_run; stop it
+ * after (it waits for the thread: the merge is the caller's again, to finish). NULL when no
+ * thread could be started, or when KPROF_TRACE_LIVE is "0": everything is merged at the end. */
+#define KP_SESSION_LIVE_PERIOD_MS 20
+typedef struct kp_session_live kp_session_live;
+kp_session_live *kp_session_live_start(kp_trace_merge *merge, const char *dir);
+void kp_session_live_stop(kp_session_live *live); /* NULL is a no-op */
+
 /* Remove the folder of record files (after a merge that succeeded). */
 void kp_session_remove(const char *dir);
 

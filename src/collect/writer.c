@@ -181,6 +181,10 @@ static void kp_write_batch(const unsigned char *p, size_t n, int crashing)
         error = kp_write_fully(kp_w.fd, p, n);
         if (error && before >= 0) kp_truncate(kp_w.fd, before);
     }
+    /* Whole batches up to here: what `kprof trace` may merge while the program runs (only under
+     * the lock, so that the mark only grows and never passes a batch still being written). */
+    if (!error && locked && before >= 0 && kp_w.header)
+        __atomic_store_n(&kp_w.header->submitted, (uint64_t)before + n, __ATOMIC_RELEASE);
     if (error) kp_batch_lost(p, n, error, locked && !crashing);
     if (locked) pthread_mutex_unlock(&kp_w.write_lock);
     if (!crashing) kp_arm_crash_handlers(0); /* now and then: a runtime may have replaced it */
@@ -552,6 +556,10 @@ int kp_writer_start(const char *collector)
     }
     void *map = mmap(NULL, sizeof(kp_rec), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     kp_w.header = map == MAP_FAILED ? NULL : map;
+    if (kp_w.header) /* the header and the command line: whole, and mergeable */
+        __atomic_store_n(&kp_w.header->submitted,
+                         (uint64_t)(2 * sizeof(kp_rec) + ((cmd_len + 7) & ~(size_t)7)),
+                         __ATOMIC_RELEASE);
     kp_w.fd = fd;
     kp_w.pid = getpid();
     if (!kp_w.hooks_installed) {

@@ -27,5 +27,7 @@
 #define KP_ENV_CUDA_QUEUE_TIMES "KPROF_CUDA_QUEUE_TIMES" /* "1": queue times (--queue-times) */
 #define KP_ENV_OPENCL_INTERCEPT "KPROF_OPENCL_INTERCEPT" /* layer | preload | both (default) */
 #define KP_ENV_INJECT_LIBRARY   "KPROF_INJECT_LIBRARY"   /* libkprof-inject.so to inject */
+#define KP_ENV_TRACE_TIMES      "KPROF_TRACE_TIMES"      /* "1": say where kprof trace's time went */
+#define KP_ENV_TRACE_LIVE       "KPROF_TRACE_LIVE"       /* "0": merge only after the program */
 
 #endif

@@ -78,6 +78,7 @@ static void kp_src_set_free(kp_src_set *m)
  * the memory). */
 typedef struct kp_src_launch {
     int64_t process, correlation, start;
+    int launched; /* device work of this key is in the trace */
 } kp_src_launch;
 
 static int kp_src_cmp_launch(const void *x, const void *y)
@@ -476,6 +477,8 @@ static kprof_status kp_src_index(kp_event_source *src, kp_error *err)
     sqlite3_stmt *q = NULL;
     kp_src_set threads = {0}, queues = {0};
     size_t cap = 0;
+    int64_t(*device)[2] = NULL; /* (process, correlation) of each device operation */
+    size_t ndevice = 0, device_cap = 0;
     kprof_status st = KPROF_OK;
     int rc;
     if (sqlite3_prepare_v2(src->db,
@@ -514,8 +517,19 @@ static kprof_status kp_src_index(kp_event_source *src, kp_error *err)
                 if (!v) goto nomem;
                 src->launches = v;
             }
-            src->launches[src->nlaunches++] = (kp_src_launch){
-                sqlite3_column_int64(q, 5), sqlite3_column_int64(q, 6), sqlite3_column_int64(q, 7)};
+            src->launches[src->nlaunches++] =
+                (kp_src_launch){sqlite3_column_int64(q, 5), sqlite3_column_int64(q, 6),
+                                sqlite3_column_int64(q, 7), 0};
+        } else if ((flags & KP_EVENT_F_DEVICE) && !kp_src_null(q, 6)) {
+            if (ndevice == device_cap) {
+                device_cap = device_cap ? device_cap * 2 : 4096;
+                int64_t(*v)[2] = realloc(device, device_cap * sizeof *v);
+                if (!v) goto nomem;
+                device = v;
+            }
+            device[ndevice][0] = sqlite3_column_int64(q, 5);
+            device[ndevice][1] = sqlite3_column_int64(q, 6);
+            ndevice++;
         }
     }
     if (rc != SQLITE_DONE) {
@@ -549,6 +563,14 @@ static kprof_status kp_src_index(kp_event_source *src, kp_error *err)
         src->launches[kept++] = *l;
     }
     src->nlaunches = kept;
+    /* Which calls launched device work that is in the trace: the keys device work carries. */
+    size_t place = 0;
+    for (size_t i = 0; i < ndevice; i++) {
+        int64_t start;
+        if (kp_src_launch_find(src->launches, src->nlaunches, &place, device[i][0], device[i][1],
+                               &start))
+            src->launches[place].launched = 1;
+    }
     qsort(src->threads, src->nthreads, sizeof *src->threads, kp_src_cmp_thread);
     qsort(src->queues, src->nqueues, sizeof *src->queues, kp_src_cmp_queue);
     src->indexed = 1;
@@ -557,6 +579,7 @@ nomem:
     st = kp_src_nomem(err);
 done:
     sqlite3_finalize(q);
+    free(device);
     kp_src_set_free(&threads);
     kp_src_set_free(&queues);
     if (st != KPROF_OK) { /* all or nothing: a later call tries again */
@@ -616,7 +639,7 @@ static const struct {
     [KP_SRC_DOMAIN] = {KP_EVENT_FIELD_DOMAIN, ", domain", 1},
     [KP_SRC_STREAM] = {KP_EVENT_FIELD_STREAM, ", device, stream", 2},
     [KP_SRC_QUEUE] = {KP_EVENT_FIELD_QUEUE, ", queued_ns, submitted_ns", 2},
-    [KP_SRC_CALL] = {KP_EVENT_FIELD_CALL, ", status, launched", 2},
+    [KP_SRC_CALL] = {KP_EVENT_FIELD_CALL, ", status", 1},
     [KP_SRC_KERNEL] = {KP_EVENT_FIELD_KERNEL,
                        ", grid_x, grid_y, grid_z, block_x, block_y, block_z, registers, "
                        "static_smem, dynamic_smem, local_mem",
@@ -632,6 +655,7 @@ struct kp_event_iter {
     unsigned fields;
     int col[KP_SRC_GROUPS]; /* the first column of each group asked for, else -1 */
     size_t launch_place;    /* where the last launching call was found */
+    size_t call_place;      /* the same, for the calls' own lookups */
     int done;
     int code; /* SQLite's error when reading failed, else 0 */
     char message[256];
@@ -644,7 +668,9 @@ kprof_status kp_event_iter_open(kp_event_source *src, const kp_event_filter *fil
     const kp_event_filter *f = filter ? filter : &all;
     *out = NULL;
     kprof_status st = KPROF_OK;
-    if ((f->fields & KP_EVENT_FIELD_LAUNCH) && (st = kp_src_index(src, err)) != KPROF_OK) return st;
+    if ((f->fields & (KP_EVENT_FIELD_LAUNCH | KP_EVENT_FIELD_CALL)) &&
+        (st = kp_src_index(src, err)) != KPROF_OK)
+        return st;
     kp_event_iter *it = calloc(1, sizeof *it);
     if (!it) return kp_src_nomem(err);
     it->src = src;
@@ -767,7 +793,12 @@ int kp_event_iter_next(kp_event_iter *it, kp_trace_event *ev)
                                              : (int32_t)status;
             ev->has |= KP_TRACE_HAS_STATUS;
         }
-        if (sqlite3_column_int64(q, c + 1) != 0) ev->has |= KP_TRACE_LAUNCHED;
+        int64_t start;
+        if (e->kind == KP_EVENT_API && (e->known & KP_EVENT_HAS_CORRELATION) &&
+            kp_src_launch_find(it->src->launches, it->src->nlaunches, &it->call_place, e->process,
+                               (int64_t)e->correlation, &start) &&
+            it->src->launches[it->call_place].launched)
+            ev->has |= KP_TRACE_LAUNCHED;
     }
     if ((c = col[KP_SRC_KERNEL]) >= 0 && e->kind == KP_EVENT_KERNEL) {
         if (!kp_src_null(q, c)) { /* the trace counts threadgroups: the model counts threads */

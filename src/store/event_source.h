@@ -11,7 +11,9 @@
  * saturate (a negative size or count is 0). A device operation can carry the start of the host
  * call that launched it (KP_EVENT_FIELD_LAUNCH): the earliest API call of the same process row
  * and correlation, found in an index the source makes once with one pass over the events, not
- * with a query per operation.
+ * with a query per operation. The same index says whether a call launched device work that is
+ * in the trace (KP_EVENT_FIELD_CALL: KP_TRACE_LAUNCHED, a device operation of the same process
+ * row and correlation), for traces of every format version (version 1 also stored it).
  *
  * Errors: opening goes through kp_trace_db_open's checks (NOT_FOUND, INVALID, CORRUPT naming the
  * file); a trace found damaged while it is read (cut short, a page that does not decode, the

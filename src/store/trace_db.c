@@ -4,11 +4,14 @@
  */
 #define _GNU_SOURCE
 #include "store/trace_db.h"
-#include "collect/reader.h"
+#include "collect/record.h"
 #include "core/demangle.h"
 #include "core/util.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +34,7 @@ static const char kp_trace_schema[] =
     " stream INTEGER, grid_x INTEGER, grid_y INTEGER, grid_z INTEGER, block_x INTEGER,"
     " block_y INTEGER, block_z INTEGER, registers INTEGER, static_smem INTEGER,"
     " dynamic_smem INTEGER, local_mem INTEGER, bytes INTEGER, copy_kind INTEGER,"
-    " range_id INTEGER, status INTEGER, launched INTEGER);"
+    " range_id INTEGER, status INTEGER);"
     "CREATE VIEW event_view AS SELECT e.id, k.name AS kind, e.process, e.pid, e.tid,"
     " s.text AS name,"
     " e.start_ns, e.end_ns, e.end_ns - e.start_ns AS duration_ns, e.correlation, e.device,"
@@ -73,22 +76,74 @@ static int kp_trace_named_rows(sqlite3 *db, const char *table, const kp_named_id
     return rc;
 }
 
-static const char kp_trace_indexes[] = "CREATE INDEX events_start ON events(start_ns);"
-                                       "CREATE INDEX events_kind_name ON events(kind, name);"
-                                       "CREATE INDEX events_correlation ON events(process, correlation);";
+/* Made before the first row, kept up as rows go in (while the program runs, for the live
+ * merge): building it at the end cost as long as inserting the rows. */
+static const char kp_trace_indexes[] = "CREATE INDEX events_start ON events(start_ns);";
 
-typedef struct kp_merge {
+/* One record file being merged: how far, its strings, its process row. */
+typedef struct kp_merge_part {
+    char *name;       /* in the folder */
+    int fd;           /* -1 until opened */
+    uint64_t offset;  /* bytes merged: whole records up to here */
+    int64_t process;  /* its row (0 until inserted) */
+    kp_rec header;    /* the first record (header.magic 0 until read) */
+    char collector[32];
+    char **strings;   /* local id -> text (heap, NUL-terminated), with its length */
+    size_t *string_lens;
+    int64_t *map, *kmap; /* local id -> trace string id (kernels demangled), 0 = not yet */
+    uint32_t nstrings;   /* slots */
+    uint64_t events, dropped, end_ns;
+    int truncated, empty;
+    /* Events whose name was not defined yet when they went in: a thread's buffer may reach the
+     * file before that of the thread that defined the string (a range ended on another thread).
+     * Named at the end, when the whole file has been read. */
+    struct kp_merge_fixup {
+        int64_t row;
+        uint32_t local;
+        int kernel;
+    } * fixups;
+    size_t nfixups, fixups_cap;
+    kp_rec *notes; /* its notes, in file order */
+    size_t nnotes, notes_cap;
+} kp_merge_part;
+
+struct kp_trace_merge {
     sqlite3 *db;
-    sqlite3_stmt *ins_event, *ins_string, *get_string, *ins_process, *ins_note, *set_meta;
-    kp_error *err;
-} kp_merge;
+    sqlite3_stmt *ins_event, *ins_string, *get_string, *ins_process, *upd_process, *ins_note,
+        *set_meta, *upd_name;
+    const volatile sig_atomic_t *cancel;
+    kp_merge_part *parts;
+    size_t nparts, cap;
+    unsigned char *buf; /* reading */
+    size_t buf_cap;
+    kp_trace_summary sum;
+    kp_error error; /* the first failure, kept for kp_trace_merge_finish */
+    kprof_status status;
+};
+
+typedef struct kp_trace_merge kp_merge;
+
+/* SQLite's progress callback: non-zero stops the statement (SQLITE_INTERRUPT). */
+static int kp_merge_cancelled(void *flag)
+{
+    return flag && *(const volatile sig_atomic_t *)flag;
+}
 
 static kprof_status kp_db_fail(kp_merge *m, const char *what)
 {
+    if (m->status != KPROF_OK) return m->status;
     int sys = sqlite3_system_errno(m->db); /* the system's reason, where there is one */
-    return kp_error_set(m->err, KPROF_IO, "writing the trace: %s: %s%s%s%s", what,
-                        sqlite3_errmsg(m->db), sys ? " (" : "", sys ? strerror(sys) : "",
-                        sys ? ")" : "");
+    m->status = kp_error_set(&m->error, KPROF_IO, "writing the trace: %s: %s%s%s%s", what,
+                             sqlite3_errmsg(m->db), sys ? " (" : "", sys ? strerror(sys) : "",
+                             sys ? ")" : "");
+    return m->status;
+}
+
+static kprof_status kp_merge_nomem(kp_merge *m, const char *what)
+{
+    if (m->status == KPROF_OK)
+        m->status = kp_error_set(&m->error, KPROF_NOMEM, "out of memory merging %s", what);
+    return m->status;
 }
 
 /* The global id of a string (inserted when new). 0 on failure. */
@@ -104,19 +159,28 @@ static int64_t kp_merge_string(kp_merge *m, const char *text, size_t len)
     return id;
 }
 
-/* A record's name as a global string id; kernels are demangled once per local id. */
-static int64_t kp_merge_name(kp_merge *m, const kp_klog *log, int64_t *map, uint32_t local,
-                             int demangle)
+/* The text of a part's local string id ("" when unknown). */
+static const char *kp_part_string(const kp_merge_part *p, uint32_t id, size_t *len)
 {
-    if (local == 0 || local >= log->nstrings) return 0;
+    if (id == 0 || id >= p->nstrings || !p->strings[id]) {
+        *len = 0;
+        return "";
+    }
+    *len = p->string_lens[id];
+    return p->strings[id];
+}
+
+/* A record's name as a global string id; kernels are demangled once per local id. */
+static int64_t kp_merge_name(kp_merge *m, kp_merge_part *p, uint32_t local, int demangle)
+{
+    if (local == 0 || local >= p->nstrings || !p->strings[local]) return 0;
+    int64_t *map = demangle ? p->kmap : p->map;
     if (map[local]) return map[local];
     size_t len;
-    const char *text = kp_klog_string(log, local, &len);
+    const char *text = kp_part_string(p, local, &len);
     if (demangle && len > 2 && text[0] == '_' && text[1] == 'Z' && len < 4096) {
-        char raw[4096], out[8192];
-        memcpy(raw, text, len);
-        raw[len] = '\0';
-        kp_demangle(raw, out, sizeof out);
+        char out[8192];
+        kp_demangle(text, out, sizeof out);
         map[local] = kp_merge_string(m, out, strlen(out));
     } else {
         map[local] = kp_merge_string(m, text, len);
@@ -124,236 +188,455 @@ static int64_t kp_merge_name(kp_merge *m, const kp_klog *log, int64_t *map, uint
     return map[local];
 }
 
-/* An open-addressing set of correlation ids (0 is never stored). */
-typedef struct kp_corrset {
-    uint64_t *slots;
-    size_t cap, n;
-} kp_corrset;
-
-static int kp_corrset_add(kp_corrset *s, uint64_t id)
+/* Keep a string definition (a later one of the same id replaces it: a batch re-sent after a
+ * failed write defines its strings again). */
+static int kp_part_define(kp_merge_part *p, uint32_t id, const char *text, size_t len)
 {
-    if (!id) return 0;
-    if ((s->n + 1) * 2 > s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 1024;
-        uint64_t *slots = calloc(cap, sizeof *slots);
-        if (!slots) return -1;
-        for (size_t i = 0; i < s->cap; i++) {
-            if (!s->slots[i]) continue;
-            size_t j = (size_t)(s->slots[i] * 0x9E3779B97F4A7C15ull) & (cap - 1);
-            while (slots[j]) j = (j + 1) & (cap - 1);
-            slots[j] = s->slots[i];
+    if (id == 0 || id == UINT32_MAX) return 0;
+    if (id >= p->nstrings) {
+        size_t n = p->nstrings ? p->nstrings : 64;
+        while (n <= id) n *= 2;
+        char **s = realloc(p->strings, n * sizeof *s);
+        if (s) p->strings = s;
+        size_t *l = realloc(p->string_lens, n * sizeof *l);
+        if (l) p->string_lens = l;
+        int64_t *a = realloc(p->map, n * sizeof *a);
+        if (a) p->map = a;
+        int64_t *b = realloc(p->kmap, n * sizeof *b);
+        if (b) p->kmap = b;
+        if (!s || !l || !a || !b) return -1;
+        for (size_t i = p->nstrings; i < n; i++) {
+            p->strings[i] = NULL;
+            p->string_lens[i] = 0;
+            p->map[i] = p->kmap[i] = 0;
         }
-        free(s->slots);
-        s->slots = slots;
-        s->cap = cap;
+        p->nstrings = (uint32_t)n;
     }
-    size_t i = (size_t)(id * 0x9E3779B97F4A7C15ull) & (s->cap - 1);
-    while (s->slots[i] && s->slots[i] != id) i = (i + 1) & (s->cap - 1);
-    if (!s->slots[i]) {
-        s->slots[i] = id;
-        s->n++;
-    }
+    char *copy = malloc(len + 1);
+    if (!copy) return -1;
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    free(p->strings[id]);
+    p->strings[id] = copy;
+    p->string_lens[id] = len;
+    p->map[id] = p->kmap[id] = 0;
     return 0;
 }
 
-static int kp_corrset_has(const kp_corrset *s, uint64_t id)
+/* The process row of a part, made the first time a record needs it (or at the end): its
+ * counters are filled in by kp_part_close. */
+static int64_t kp_part_process(kp_merge *m, kp_merge_part *p)
 {
-    if (!s->cap) return 0;
-    size_t i = (size_t)(id * 0x9E3779B97F4A7C15ull) & (s->cap - 1);
-    while (s->slots[i]) {
-        if (s->slots[i] == id) return 1;
-        i = (i + 1) & (s->cap - 1);
-    }
-    return 0;
-}
-
-static kprof_status kp_merge_file(kp_merge *m, const char *path, const char *collector,
-                                  kp_trace_summary *sum)
-{
-    kp_klog log;
-    kprof_status st = kp_klog_open(path, &log, m->err);
-    if (st != KPROF_OK) return st;
-    if (log.size == 0) { /* the process could not even write its header (record.h) */
-        sum->unrecorded++;
-        kp_klog_close(&log);
-        return KPROF_OK;
-    }
-    kp_corrset launched = {0};
-    int64_t *map = calloc(log.nstrings ? log.nstrings : 1, sizeof *map);
-    int64_t *kmap = calloc(log.nstrings ? log.nstrings : 1, sizeof *kmap);
-    if (!map || !kmap) {
-        free(map);
-        free(kmap);
-        kp_klog_close(&log);
-        return kp_error_set(m->err, KPROF_NOMEM, "out of memory merging %s", path);
-    }
-    /* The process row first: header, end, drops. */
-    const kp_rec *header = NULL, *end = NULL;
-    uint64_t dropped = 0, events = 0, lost = 0;
-    for (size_t i = 0; i < log.nrecords; i++) {
-        const kp_rec *r = log.records[i];
-        if (r->kind == KP_REC_HEADER && !header) header = r;
-        else if (r->kind == KP_REC_END) end = r;
-        else if (r->kind == KP_REC_DROPPED) dropped += r->bytes;
-        else if (kp_event_kind_valid(r->kind))
-            events++;
-    }
-    uint64_t clean_end = end ? end->start : 0;
-    if (header) { /* the counters the writer kept in its header (record.h) */
-        dropped += header->bytes;
-        if (!clean_end) clean_end = header->end; /* its end record could not be written */
-        lost = header->queued;
-        if (lost && !sum->write_errno) sum->write_errno = header->status;
-    }
-    dropped += lost;
+    if (p->process) return p->process;
+    const kp_rec *h = p->header.magic ? &p->header : NULL;
     sqlite3_stmt *q = m->ins_process;
     sqlite3_reset(q);
-    sqlite3_bind_int64(q, 1, header ? (int64_t)header->id : 0);
-    sqlite3_bind_int64(q, 2, header ? (int64_t)header->aux : 0);
+    sqlite3_bind_int64(q, 1, h ? (int64_t)h->id : 0);
+    sqlite3_bind_int64(q, 2, h ? (int64_t)h->aux : 0);
     size_t clen = 0;
-    const char *cmd = header ? kp_klog_string(&log, header->name, &clen) : "";
+    const char *cmd = h ? kp_part_string(p, h->name, &clen) : "";
     sqlite3_bind_text(q, 3, cmd, (int)clen, SQLITE_TRANSIENT);
-    sqlite3_bind_text(q, 4, collector, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(q, 5, header ? (int64_t)header->start : 0);
-    if (clean_end) sqlite3_bind_int64(q, 6, (int64_t)clean_end);
-    else sqlite3_bind_null(q, 6);
-    sqlite3_bind_int(q, 7, clean_end != 0);
-    sqlite3_bind_int64(q, 8, (int64_t)events);
-    sqlite3_bind_int64(q, 9, (int64_t)dropped);
-    sqlite3_bind_int(q, 10, log.truncated);
+    sqlite3_bind_text(q, 4, p->collector, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(q, 5, h ? (int64_t)h->start : 0);
     if (sqlite3_step(q) != SQLITE_DONE) {
-        st = kp_db_fail(m, "processes");
-        goto done;
+        kp_db_fail(m, "processes");
+        return 0;
     }
-    int64_t process = sqlite3_last_insert_rowid(m->db);
-    /* The correlations of this process's device work: the calls that launched it. */
-    for (size_t i = 0; i < log.nrecords; i++) {
-        const kp_rec *r = log.records[i];
-        if (kp_event_kind_on_device(r->kind) && r->correlation &&
-            kp_corrset_add(&launched, r->correlation) != 0) {
-            st = kp_error_set(m->err, KPROF_NOMEM, "out of memory merging %s", path);
-            goto done;
+    p->process = sqlite3_last_insert_rowid(m->db);
+    return p->process;
+}
+
+static void kp_merge_add_note(kp_trace_summary *sum, const char *text, size_t len)
+{
+    size_t used = strlen(sum->notes);
+    if (used + len + 2 < sizeof sum->notes)
+        snprintf(sum->notes + used, sizeof sum->notes - used, "%.*s\n", (int)len, text);
+}
+
+/* One record of a part into the trace. */
+static void kp_part_record(kp_merge *m, kp_merge_part *p, const kp_rec *r)
+{
+    switch (r->kind) {
+    case KP_REC_HEADER:
+        if (!p->header.magic) p->header = *r;
+        return;
+    case KP_REC_END:
+        p->end_ns = r->start;
+        return;
+    case KP_REC_DROPPED:
+        p->dropped += r->bytes;
+        return;
+    case KP_REC_NOTE: /* at the end, when its text has surely been read */
+        if (p->nnotes == p->notes_cap) {
+            size_t cap = p->notes_cap ? p->notes_cap * 2 : 8;
+            kp_rec *n = realloc(p->notes, cap * sizeof *n);
+            if (!n) {
+                kp_merge_nomem(m, p->name);
+                return;
+            }
+            p->notes = n;
+            p->notes_cap = cap;
         }
+        p->notes[p->nnotes++] = *r;
+        return;
+    default:
+        break;
     }
-    int64_t pid = header ? (int64_t)header->id : 0;
+    if (!kp_event_kind_valid(r->kind)) return;
+    int64_t process = kp_part_process(m, p);
+    if (!process) return;
+    int kernel = r->kind == KP_REC_KERNEL;
+    sqlite3_stmt *e = m->ins_event;
+    sqlite3_reset(e);
+    int c = 1;
+    sqlite3_bind_int(e, c++, r->kind);
+    sqlite3_bind_int64(e, c++, process);
+    sqlite3_bind_int64(e, c++, p->header.magic ? (int64_t)p->header.id : 0);
+    sqlite3_bind_int64(e, c++, r->tid);
+    int64_t name = kp_merge_name(m, p, r->name, kernel);
+    if (name) sqlite3_bind_int64(e, c++, name);
+    else sqlite3_bind_null(e, c++);
+    sqlite3_bind_int(e, c++, r->domain);
+    sqlite3_bind_int64(e, c++, (int64_t)r->start);
+    sqlite3_bind_int64(e, c++, (int64_t)(r->end ? r->end : r->start));
+    int device_op = kp_event_kind_on_device(r->kind);
+    if (r->queued) sqlite3_bind_int64(e, c++, (int64_t)r->queued);
+    else sqlite3_bind_null(e, c++);
+    if (r->submitted) sqlite3_bind_int64(e, c++, (int64_t)r->submitted);
+    else sqlite3_bind_null(e, c++);
+    if (r->correlation) sqlite3_bind_int64(e, c++, (int64_t)r->correlation);
+    else sqlite3_bind_null(e, c++);
+    if (device_op) {
+        sqlite3_bind_int(e, c++, (int)r->device);
+        sqlite3_bind_int(e, c++, (int)r->stream);
+    } else {
+        sqlite3_bind_null(e, c++);
+        sqlite3_bind_null(e, c++);
+    }
+    for (int d = 0; d < 3; d++) {
+        if (kernel) sqlite3_bind_int(e, c++, r->grid[d]);
+        else sqlite3_bind_null(e, c++);
+    }
+    for (int d = 0; d < 3; d++) {
+        if (kernel) sqlite3_bind_int(e, c++, r->block[d]);
+        else sqlite3_bind_null(e, c++);
+    }
+    if (kernel && r->domain != KP_DOMAIN_OPENCL) {
+        /* CUDA: registers 0 means CUPTI did not say; memory sizes of 0 are real. OpenCL
+         * knows none of the four (NULL, never a made-up 0). */
+        if (r->registers)
+            sqlite3_bind_int64(e, c++, (int64_t)r->registers);
+        else
+            sqlite3_bind_null(e, c++);
+        sqlite3_bind_int64(e, c++, (int64_t)r->static_smem);
+        sqlite3_bind_int64(e, c++, (int64_t)r->dynamic_smem);
+        sqlite3_bind_int64(e, c++, (int64_t)r->local_mem);
+    } else {
+        for (int k = 0; k < 4; k++) sqlite3_bind_null(e, c++);
+    }
+    if (r->kind == KP_REC_MEMCPY || r->kind == KP_REC_MEMSET) {
+        sqlite3_bind_int64(e, c++, (int64_t)r->bytes);
+        sqlite3_bind_int(e, c++, r->kind == KP_REC_MEMCPY ? (int)r->aux : 0);
+    } else {
+        sqlite3_bind_null(e, c++);
+        sqlite3_bind_null(e, c++);
+    }
+    if (r->kind == KP_REC_RANGE || r->kind == KP_REC_MARK) sqlite3_bind_int64(e, c++, (int64_t)r->id);
+    else sqlite3_bind_null(e, c++);
+    if (r->kind == KP_REC_API) sqlite3_bind_int(e, c++, r->status);
+    else sqlite3_bind_null(e, c++);
+    if (sqlite3_step(e) != SQLITE_DONE) {
+        kp_db_fail(m, "events");
+        return;
+    }
+    if (!name && r->name) { /* not defined yet: named at the end */
+        if (p->nfixups == p->fixups_cap) {
+            size_t cap = p->fixups_cap ? p->fixups_cap * 2 : 64;
+            struct kp_merge_fixup *f = realloc(p->fixups, cap * sizeof *f);
+            if (!f) {
+                kp_merge_nomem(m, p->name);
+                return;
+            }
+            p->fixups = f;
+            p->fixups_cap = cap;
+        }
+        p->fixups[p->nfixups++] =
+            (struct kp_merge_fixup){sqlite3_last_insert_rowid(m->db), r->name, kernel};
+    }
+    p->events++;
+    m->sum.events++;
+    m->sum.device_events += device_op;
+}
+
+#define KP_MERGE_CHUNK (4u << 20) /* bytes read at a time */
+
+/* Merge a part's whole records from its offset up to limit (the file's size at the end, or
+ * what its writer has marked whole while it runs). final: a record that is not whole or not a
+ * record ends the part (a crash cut it; the rest is garbage). */
+static void kp_part_read(kp_merge *m, kp_merge_part *p, uint64_t limit, int final)
+{
+    while (p->offset < limit && m->status == KPROF_OK) {
+        if (kp_merge_cancelled((void *)m->cancel)) return;
+        size_t want = limit - p->offset > KP_MERGE_CHUNK ? KP_MERGE_CHUNK : (size_t)(limit - p->offset);
+        if (want > m->buf_cap) {
+            unsigned char *b = realloc(m->buf, want);
+            if (!b) {
+                kp_merge_nomem(m, p->name);
+                return;
+            }
+            m->buf = b;
+            m->buf_cap = want;
+        }
+        ssize_t got = pread(p->fd, m->buf, want, (off_t)p->offset);
+        if (got <= 0) { /* shorter than it was: nothing more to read */
+            if (final) p->truncated = 1;
+            return;
+        }
+        size_t n = (size_t)got, pos = 0;
+        int bad = 0;
+        while (pos + sizeof(kp_rec) <= n && m->status == KPROF_OK) {
+            kp_rec r;
+            memcpy(&r, m->buf + pos, sizeof r);
+            if (r.magic != KP_REC_MAGIC || r.kind == 0 || r.kind >= KP_REC_KIND_COUNT) {
+                bad = 1;
+                break;
+            }
+            size_t step = sizeof r;
+            if (r.kind == KP_REC_STRING) {
+                if (r.bytes > limit) {
+                    bad = 1;
+                    break;
+                }
+                step += ((size_t)r.bytes + 7) & ~(size_t)7;
+                if (pos + step > n) break; /* the rest of it comes with the next read */
+                if (kp_part_define(p, r.name, (const char *)m->buf + pos + sizeof r,
+                                   (size_t)r.bytes) != 0) {
+                    kp_merge_nomem(m, p->name);
+                    return;
+                }
+            } else {
+                kp_part_record(m, p, &r);
+            }
+            pos += step;
+        }
+        if (pos == 0) {
+            /* Not one whole record here: a string longer than the chunk (read it whole), or the
+             * end of what is there. */
+            kp_rec r;
+            if (!bad && n >= sizeof r) {
+                memcpy(&r, m->buf, sizeof r);
+                size_t step = sizeof r + (((size_t)r.bytes + 7) & ~(size_t)7);
+                if (r.kind == KP_REC_STRING && p->offset + step <= limit && step > want) {
+                    unsigned char *b = realloc(m->buf, step);
+                    if (!b) {
+                        kp_merge_nomem(m, p->name);
+                        return;
+                    }
+                    m->buf = b;
+                    m->buf_cap = step;
+                    if (pread(p->fd, m->buf, step, (off_t)p->offset) == (ssize_t)step) {
+                        kp_part_define(p, r.name, (const char *)m->buf + sizeof r, (size_t)r.bytes);
+                        p->offset += step;
+                        continue;
+                    }
+                }
+            }
+            if (final) p->truncated = 1;
+            return;
+        }
+        p->offset += pos;
+        if (bad || (n < want && pos < n)) {
+            if (final) p->truncated = 1;
+            if (bad) return;
+        }
+        if (n < want) return; /* the file ended before limit */
+    }
+}
+
+/* Open a part's file and read its header; 0, or -1 when it cannot be read now. */
+static int kp_part_open(kp_merge *m, kp_merge_part *p, const char *dir)
+{
+    if (p->fd >= 0) return 0;
+    char full[PATH_MAX + 256];
+    snprintf(full, sizeof full, "%s/%s", dir, p->name);
+    p->fd = open(full, O_RDONLY | O_CLOEXEC);
+    if (p->fd < 0) return -1;
+    (void)m;
+    return 0;
+}
+
+/* The part's header as its writer keeps it now (its counters change while it runs). */
+static int kp_part_header(const kp_merge_part *p, kp_rec *h)
+{
+    return pread(p->fd, h, sizeof *h, 0) == (ssize_t)sizeof *h && h->magic == KP_REC_MAGIC &&
+                   h->kind == KP_REC_HEADER
+               ? 0
+               : -1;
+}
+
+static void kp_part_free(kp_merge_part *p)
+{
+    if (p->fd >= 0) close(p->fd);
+    for (uint32_t i = 0; i < p->nstrings; i++) free(p->strings[i]);
+    free(p->strings);
+    free(p->string_lens);
+    free(p->map);
+    free(p->kmap);
+    free(p->fixups);
+    free(p->notes);
+    free(p->name);
+}
+
+static int kp_cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Find the folder's record files that are new since the last look; 0, or -1 (nothing found:
+ * the folder cannot be read). */
+static int kp_merge_scan(kp_merge *m, const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    char **found = NULL;
+    size_t nfound = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        if (len < 6 || strcmp(de->d_name + len - 5, ".klog") != 0) continue;
+        int known = 0;
+        for (size_t i = 0; i < m->nparts && !known; i++) known = strcmp(m->parts[i].name, de->d_name) == 0;
+        if (known) continue;
+        if (nfound == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **nf = realloc(found, cap * sizeof *nf);
+            if (!nf) break;
+            found = nf;
+        }
+        if ((found[nfound] = strdup(de->d_name)) != NULL) nfound++;
+    }
+    closedir(d);
+    /* New files in a stable order: the name starts with the pid. */
+    if (nfound > 1) qsort(found, nfound, sizeof *found, kp_cmp_str);
+    for (size_t i = 0; i < nfound; i++) {
+        if (m->nparts == m->cap) {
+            size_t ncap = m->cap ? m->cap * 2 : 16;
+            kp_merge_part *np = realloc(m->parts, ncap * sizeof *np);
+            if (!np) {
+                for (size_t j = i; j < nfound; j++) free(found[j]);
+                kp_merge_nomem(m, dir);
+                break;
+            }
+            m->parts = np;
+            m->cap = ncap;
+        }
+        kp_merge_part *p = &m->parts[m->nparts++];
+        memset(p, 0, sizeof *p);
+        p->fd = -1;
+        p->name = found[i];
+        const char *dash = strchr(p->name, '-');
+        if (dash) sscanf(dash + 1, "%31[^-.]", p->collector);
+    }
+    free(found);
+    return 0;
+}
+
+kprof_status kp_trace_merge_poll(kp_trace_merge *m, const char *dir)
+{
+    if (m->status != KPROF_OK) return m->status;
+    if (kp_merge_scan(m, dir) != 0) return KPROF_OK; /* looked at again at the end */
+    for (size_t i = 0; i < m->nparts && m->status == KPROF_OK; i++) {
+        kp_merge_part *p = &m->parts[i];
+        kp_rec h;
+        if (kp_part_open(m, p, dir) != 0 || kp_part_header(p, &h) != 0) continue;
+        /* The writer's mark: whole batches only (0 where it keeps none: merged at the end). */
+        uint64_t whole = __atomic_load_n(&h.submitted, __ATOMIC_ACQUIRE);
+        if (whole > p->offset) kp_part_read(m, p, whole, 0);
+    }
+    return m->status;
+}
+
+/* The rest of a part, and its process row's counters. */
+static void kp_part_close(kp_merge *m, kp_merge_part *p, const char *dir)
+{
+    kp_trace_summary *sum = &m->sum;
+    struct stat st;
+    if (kp_part_open(m, p, dir) != 0 || fstat(p->fd, &st) != 0) {
+        m->status = kp_error_set(&m->error, KPROF_IO, "%s/%s: %s", dir, p->name, strerror(errno));
+        return;
+    }
+    if (st.st_size == 0) { /* the process could not even write its header (record.h) */
+        sum->unrecorded++;
+        return;
+    }
+    kp_part_read(m, p, (uint64_t)st.st_size, 1);
+    if (m->status != KPROF_OK || kp_merge_cancelled((void *)m->cancel)) return;
+    if (p->offset != (uint64_t)st.st_size) p->truncated = 1;
+    kp_rec h;
+    int have_header = p->header.magic && kp_part_header(p, &h) == 0;
+    uint64_t dropped = p->dropped, lost = 0, clean_end = p->end_ns;
+    if (have_header) { /* the counters the writer kept in its header (record.h) */
+        dropped += h.bytes;
+        if (!clean_end) clean_end = h.end; /* its end record could not be written */
+        lost = h.queued;
+        if (lost && !sum->write_errno) sum->write_errno = h.status;
+    }
+    dropped += lost;
+    int64_t process = kp_part_process(m, p);
+    if (!process) return;
+    for (size_t i = 0; i < p->nnotes && m->status == KPROF_OK; i++) {
+        size_t len;
+        const char *text = kp_part_string(p, p->notes[i].name, &len);
+        sqlite3_reset(m->ins_note);
+        sqlite3_bind_int64(m->ins_note, 1, process);
+        sqlite3_bind_int64(m->ins_note, 2, (int64_t)p->notes[i].start);
+        sqlite3_bind_text(m->ins_note, 3, text, (int)len, SQLITE_TRANSIENT);
+        if (sqlite3_step(m->ins_note) != SQLITE_DONE) kp_db_fail(m, "notes");
+        kp_merge_add_note(&m->sum, text, len);
+    }
+    for (size_t i = 0; i < p->nfixups && m->status == KPROF_OK; i++) {
+        int64_t name = kp_merge_name(m, p, p->fixups[i].local, p->fixups[i].kernel);
+        if (!name) continue; /* never defined: the event stays nameless, as it was */
+        sqlite3_reset(m->upd_name);
+        sqlite3_bind_int64(m->upd_name, 1, name);
+        sqlite3_bind_int64(m->upd_name, 2, p->fixups[i].row);
+        if (sqlite3_step(m->upd_name) != SQLITE_DONE) kp_db_fail(m, "events");
+    }
+    sqlite3_stmt *q = m->upd_process;
+    sqlite3_reset(q);
+    if (clean_end) sqlite3_bind_int64(q, 1, (int64_t)clean_end);
+    else sqlite3_bind_null(q, 1);
+    sqlite3_bind_int(q, 2, clean_end != 0);
+    sqlite3_bind_int64(q, 3, (int64_t)p->events);
+    sqlite3_bind_int64(q, 4, (int64_t)dropped);
+    sqlite3_bind_int(q, 5, p->truncated);
+    sqlite3_bind_int64(q, 6, process);
+    if (sqlite3_step(q) != SQLITE_DONE) {
+        kp_db_fail(m, "processes");
+        return;
+    }
     sum->processes++;
     sum->dropped += dropped;
     sum->lost_writes += lost;
-    sum->truncated_parts += log.truncated;
+    sum->truncated_parts += p->truncated;
     sum->unclean += clean_end == 0;
-
-    for (size_t i = 0; i < log.nrecords; i++) {
-        const kp_rec *r = log.records[i];
-        if (r->kind == KP_REC_NOTE) {
-            size_t len;
-            const char *text = kp_klog_string(&log, r->name, &len);
-            sqlite3_reset(m->ins_note);
-            sqlite3_bind_int64(m->ins_note, 1, process);
-            sqlite3_bind_int64(m->ins_note, 2, (int64_t)r->start);
-            sqlite3_bind_text(m->ins_note, 3, text, (int)len, SQLITE_TRANSIENT);
-            sqlite3_step(m->ins_note);
-            size_t used = strlen(sum->notes);
-            if (used + len + 2 < sizeof sum->notes)
-                snprintf(sum->notes + used, sizeof sum->notes - used, "%.*s\n", (int)len, text);
-            continue;
-        }
-        if (!kp_event_kind_valid(r->kind)) continue;
-        int kernel = r->kind == KP_REC_KERNEL;
-        sqlite3_stmt *e = m->ins_event;
-        sqlite3_reset(e);
-        int c = 1;
-        sqlite3_bind_int(e, c++, r->kind);
-        sqlite3_bind_int64(e, c++, process);
-        sqlite3_bind_int64(e, c++, pid);
-        sqlite3_bind_int64(e, c++, r->tid);
-        int64_t name = kp_merge_name(m, &log, kernel ? kmap : map, r->name, kernel);
-        if (name) sqlite3_bind_int64(e, c++, name);
-        else sqlite3_bind_null(e, c++);
-        sqlite3_bind_int(e, c++, r->domain);
-        sqlite3_bind_int64(e, c++, (int64_t)r->start);
-        sqlite3_bind_int64(e, c++, (int64_t)(r->end ? r->end : r->start));
-        int device_op = kp_event_kind_on_device(r->kind);
-        if (r->queued) sqlite3_bind_int64(e, c++, (int64_t)r->queued);
-        else sqlite3_bind_null(e, c++);
-        if (r->submitted) sqlite3_bind_int64(e, c++, (int64_t)r->submitted);
-        else sqlite3_bind_null(e, c++);
-        if (r->correlation) sqlite3_bind_int64(e, c++, (int64_t)r->correlation);
-        else sqlite3_bind_null(e, c++);
-        if (device_op) {
-            sqlite3_bind_int(e, c++, (int)r->device);
-            sqlite3_bind_int(e, c++, (int)r->stream);
-        } else {
-            sqlite3_bind_null(e, c++);
-            sqlite3_bind_null(e, c++);
-        }
-        for (int d = 0; d < 3; d++) {
-            if (kernel) sqlite3_bind_int(e, c++, r->grid[d]);
-            else sqlite3_bind_null(e, c++);
-        }
-        for (int d = 0; d < 3; d++) {
-            if (kernel) sqlite3_bind_int(e, c++, r->block[d]);
-            else sqlite3_bind_null(e, c++);
-        }
-        if (kernel && r->domain != KP_DOMAIN_OPENCL) {
-            /* CUDA: registers 0 means CUPTI did not say; memory sizes of 0 are real. OpenCL
-             * knows none of the four (NULL, never a made-up 0). */
-            if (r->registers)
-                sqlite3_bind_int64(e, c++, (int64_t)r->registers);
-            else
-                sqlite3_bind_null(e, c++);
-            sqlite3_bind_int64(e, c++, (int64_t)r->static_smem);
-            sqlite3_bind_int64(e, c++, (int64_t)r->dynamic_smem);
-            sqlite3_bind_int64(e, c++, (int64_t)r->local_mem);
-        } else {
-            for (int k = 0; k < 4; k++) sqlite3_bind_null(e, c++);
-        }
-        if (r->kind == KP_REC_MEMCPY || r->kind == KP_REC_MEMSET) {
-            sqlite3_bind_int64(e, c++, (int64_t)r->bytes);
-            sqlite3_bind_int(e, c++, r->kind == KP_REC_MEMCPY ? (int)r->aux : 0);
-        } else {
-            sqlite3_bind_null(e, c++);
-            sqlite3_bind_null(e, c++);
-        }
-        if (r->kind == KP_REC_RANGE || r->kind == KP_REC_MARK) sqlite3_bind_int64(e, c++, (int64_t)r->id);
-        else sqlite3_bind_null(e, c++);
-        if (r->kind == KP_REC_API) {
-            sqlite3_bind_int(e, c++, r->status);
-            sqlite3_bind_int(e, c++, r->correlation && kp_corrset_has(&launched, r->correlation));
-        } else {
-            sqlite3_bind_null(e, c++);
-            sqlite3_bind_null(e, c++);
-        }
-        if (sqlite3_step(e) != SQLITE_DONE) {
-            st = kp_db_fail(m, "events");
-            goto done;
-        }
-        sum->events++;
-        sum->device_events += device_op;
-    }
-done:
-    free(map);
-    free(kmap);
-    free(launched.slots);
-    kp_klog_close(&log);
-    return st;
 }
 
 /* A note of the whole trace (no process): in the notes table and the summary's notes. */
-static void kp_merge_note(kp_merge *m, kp_trace_summary *sum, const char *text)
+static void kp_merge_note(kp_merge *m, const char *text)
 {
     sqlite3_reset(m->ins_note);
     sqlite3_bind_null(m->ins_note, 1);
     sqlite3_bind_null(m->ins_note, 2);
     sqlite3_bind_text(m->ins_note, 3, text, -1, SQLITE_TRANSIENT);
     sqlite3_step(m->ins_note);
-    size_t used = strlen(sum->notes), len = strlen(text);
-    if (used + len + 2 < sizeof sum->notes)
-        snprintf(sum->notes + used, sizeof sum->notes - used, "%s\n", text);
+    kp_merge_add_note(&m->sum, text, strlen(text));
 }
 
 /* What the collectors could not write to the folder of record files, said in the trace. */
-static void kp_merge_loss_notes(kp_merge *m, const char *dir, kp_trace_summary *sum)
+static void kp_merge_loss_notes(kp_merge *m, const char *dir)
 {
+    const kp_trace_summary *sum = &m->sum;
     char text[1024];
     if (sum->lost_writes) {
         snprintf(text, sizeof text,
@@ -361,7 +644,7 @@ static void kp_merge_loss_notes(kp_merge *m, const char *dir, kp_trace_summary *
                  "trace is incomplete",
                  (unsigned long long)sum->lost_writes, dir,
                  sum->write_errno ? strerror(sum->write_errno) : "write failed");
-        kp_merge_note(m, sum, text);
+        kp_merge_note(m, text);
     }
     if (sum->unrecorded) {
         snprintf(text, sizeof text,
@@ -369,13 +652,8 @@ static void kp_merge_loss_notes(kp_merge *m, const char *dir, kp_trace_summary *
                  "did is missing from the trace",
                  sum->unrecorded, sum->unrecorded == 1 ? "" : "es", dir,
                  sum->unrecorded == 1 ? "it" : "they");
-        kp_merge_note(m, sum, text);
+        kp_merge_note(m, text);
     }
-}
-
-static int kp_cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 static void kp_merge_meta(kp_merge *m, const char *key, const char *value)
@@ -393,10 +671,151 @@ static void kp_merge_meta_int(kp_merge *m, const char *key, int64_t v)
     kp_merge_meta(m, key, buf);
 }
 
-/* SQLite's progress callback: non-zero stops the statement (SQLITE_INTERRUPT). */
-static int kp_merge_cancelled(void *flag)
+/* Hand the merge's first failure to the caller's err (unless that holds one already). */
+static kprof_status kp_merge_take_error(kp_merge *m, kp_error *err)
 {
-    return flag && *(const volatile sig_atomic_t *)flag;
+    if (err && err->status == KPROF_OK) {
+        kp_error_clear(err);
+        *err = m->error;
+        m->error.log = NULL;
+    }
+    return m->status;
+}
+
+static void kp_merge_free(kp_merge *m)
+{
+    sqlite3_finalize(m->ins_event);
+    sqlite3_finalize(m->ins_string);
+    sqlite3_finalize(m->get_string);
+    sqlite3_finalize(m->ins_process);
+    sqlite3_finalize(m->upd_process);
+    sqlite3_finalize(m->ins_note);
+    sqlite3_finalize(m->set_meta);
+    sqlite3_finalize(m->upd_name);
+    sqlite3_close(m->db);
+    kp_error_clear(&m->error);
+    for (size_t i = 0; i < m->nparts; i++) kp_part_free(&m->parts[i]);
+    free(m->parts);
+    free(m->buf);
+    free(m);
+}
+
+kprof_status kp_trace_merge_open(const char *path, const volatile sig_atomic_t *cancel,
+                                 kp_trace_merge **out, kp_error *err)
+{
+    *out = NULL;
+    kp_merge *m = calloc(1, sizeof *m);
+    if (!m) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    m->cancel = cancel;
+    if (sqlite3_open_v2(path, &m->db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK) {
+        kprof_status st = kp_error_set(err, KPROF_IO, "cannot create %s: %s", path,
+                                       m->db ? sqlite3_errmsg(m->db) : "out of memory");
+        kp_merge_free(m);
+        return st;
+    }
+    sqlite3_progress_handler(m->db, 4096, kp_merge_cancelled, (void *)cancel);
+    char pragmas[384];
+    snprintf(pragmas, sizeof pragmas,
+             "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-131072;"
+             "PRAGMA temp_store=MEMORY; PRAGMA application_id=%d;"
+             "PRAGMA user_version=%d;",
+             KP_TRACE_APPLICATION_ID, KP_TRACE_FORMAT_VERSION);
+    const char *ins_event = "INSERT INTO events (kind, process, pid, tid, name, domain, start_ns, "
+                            "end_ns, queued_ns, submitted_ns, correlation, device, stream, grid_x, "
+                            "grid_y, grid_z, block_x, block_y, block_z, registers, static_smem, "
+                            "dynamic_smem, local_mem, bytes, copy_kind, range_id, status) VALUES "
+                            "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+    if (sqlite3_exec(m->db, pragmas, NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_exec(m->db, kp_trace_schema, NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_exec(m->db, kp_trace_indexes, NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_exec(m->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK ||
+        kp_trace_named_rows(m->db, "kinds", kp_trace_kinds,
+                            sizeof kp_trace_kinds / sizeof *kp_trace_kinds) != SQLITE_OK ||
+        kp_trace_named_rows(m->db, "domains", kp_trace_domains,
+                            sizeof kp_trace_domains / sizeof *kp_trace_domains) != SQLITE_OK ||
+        sqlite3_prepare_v2(m->db, ins_event, -1, &m->ins_event, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(m->db, "INSERT OR IGNORE INTO strings (text) VALUES (?)", -1,
+                           &m->ins_string, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(m->db, "SELECT id FROM strings WHERE text = ?", -1, &m->get_string,
+                           NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(m->db,
+                           "INSERT INTO processes (pid, ppid, command, collector, start_ns) "
+                           "VALUES (?,?,?,?,?)",
+                           -1, &m->ins_process, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(m->db,
+                           "UPDATE processes SET end_ns = ?, clean_exit = ?, events = ?, "
+                           "dropped = ?, truncated = ? WHERE id = ?",
+                           -1, &m->upd_process, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(m->db, "INSERT INTO notes (process, time_ns, text) VALUES (?,?,?)", -1,
+                           &m->ins_note, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(m->db, "INSERT OR REPLACE INTO meta (key, value) VALUES (?,?)", -1,
+                           &m->set_meta, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(m->db, "UPDATE events SET name = ? WHERE id = ?", -1, &m->upd_name,
+                           NULL) != SQLITE_OK) {
+        kp_db_fail(m, "schema");
+        kprof_status st = kp_merge_take_error(m, err);
+        kp_merge_free(m);
+        return st;
+    }
+    *out = m;
+    return KPROF_OK;
+}
+
+kprof_status kp_trace_merge_finish(kp_trace_merge *m, const char *dir, const kp_trace_run *run,
+                                   kp_trace_summary *sum, kp_error *err)
+{
+    if (m->status == KPROF_OK && kp_merge_scan(m, dir) != 0)
+        m->status = kp_error_set(&m->error, KPROF_IO, "cannot read %s: %s", dir, strerror(errno));
+    for (size_t i = 0; i < m->nparts && m->status == KPROF_OK; i++) {
+        if (kp_merge_cancelled((void *)m->cancel)) break;
+        kp_part_close(m, &m->parts[i], dir);
+    }
+    if (m->status == KPROF_OK && !kp_merge_cancelled((void *)m->cancel)) {
+        kp_merge_loss_notes(m, dir);
+        kp_merge_meta(m, "format", "kprof-trace");
+        kp_merge_meta_int(m, "format_version", KP_TRACE_FORMAT_VERSION);
+        kp_merge_meta(m, "kprof_version", KPROF_VERSION_STRING);
+        kp_merge_meta(m, "command", run->command ? run->command : "");
+        /* A run whose end kprof never saw (it was killed; `kprof trace --merge` finishes it)
+         * ends with its last record, and its exit status is unknown (-1). */
+        uint64_t end_ns = run->end_ns;
+        if (!end_ns)
+            end_ns = (uint64_t)kp_trace_db_scalar(m->db, "SELECT MAX(end_ns) FROM events", 0);
+        if (end_ns < run->start_ns) end_ns = run->start_ns;
+        kp_merge_meta_int(m, "start_ns", (int64_t)run->start_ns);
+        kp_merge_meta_int(m, "end_ns", (int64_t)end_ns);
+        kp_merge_meta_int(m, "exit_status", run->exit_status);
+        kp_merge_meta(m, "collectors", run->collectors ? run->collectors : "");
+        kp_merge_meta_int(m, "dropped", (int64_t)m->sum.dropped);
+        kp_merge_meta_int(m, "clock", 1); /* CLOCK_MONOTONIC */
+        if (sqlite3_exec(m->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) kp_db_fail(m, "commit");
+    }
+    kprof_status st = m->status;
+    if (st != KPROF_OK) kp_merge_take_error(m, err);
+    *sum = m->sum;
+    sqlite3 *db = m->db;
+    m->db = NULL;
+    int cancelled = kp_merge_cancelled((void *)m->cancel);
+    kp_merge_free(m); /* finalizes the statements: the connection can close */
+    if (sqlite3_close(db) != SQLITE_OK && st == KPROF_OK)
+        st = kp_error_set(err, KPROF_IO, "cannot close the trace");
+    if (cancelled) { /* whatever SQLite said of it, this is what happened */
+        kp_error_clear(err);
+        st = kp_error_set(err, KPROF_IO, "the merge was interrupted");
+    }
+    return st;
+}
+
+uint64_t kp_trace_merge_events(const kp_trace_merge *m)
+{
+    return m ? m->sum.events : 0;
+}
+
+void kp_trace_merge_abort(kp_trace_merge *m)
+{
+    if (m) kp_merge_free(m);
 }
 
 kprof_status kp_trace_db_write(const char *path, const char *dir, const kp_trace_run *run,
@@ -404,120 +823,10 @@ kprof_status kp_trace_db_write(const char *path, const char *dir, const kp_trace
                                kp_error *err)
 {
     memset(sum, 0, sizeof *sum);
-    kp_merge m = {.err = err};
-    kprof_status st = KPROF_OK;
-    char **files = NULL;
-    size_t nfiles = 0, cap = 0;
-    if (sqlite3_open_v2(path, &m.db,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                        NULL) != SQLITE_OK) {
-        st = kp_error_set(err, KPROF_IO, "cannot create %s: %s", path,
-                          m.db ? sqlite3_errmsg(m.db) : "out of memory");
-        goto fail;
-    }
-    sqlite3_progress_handler(m.db, 4096, kp_merge_cancelled, (void *)cancel);
-    char pragmas[384];
-    snprintf(pragmas, sizeof pragmas,
-             "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-131072;"
-             "PRAGMA temp_store=MEMORY; PRAGMA application_id=%d;"
-             "PRAGMA user_version=%d;",
-             KP_TRACE_APPLICATION_ID, KP_TRACE_FORMAT_VERSION);
-    if (sqlite3_exec(m.db, pragmas, NULL, NULL, NULL) != SQLITE_OK ||
-        sqlite3_exec(m.db, kp_trace_schema, NULL, NULL, NULL) != SQLITE_OK ||
-        sqlite3_exec(m.db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK ||
-        kp_trace_named_rows(m.db, "kinds", kp_trace_kinds,
-                            sizeof kp_trace_kinds / sizeof *kp_trace_kinds) != SQLITE_OK ||
-        kp_trace_named_rows(m.db, "domains", kp_trace_domains,
-                            sizeof kp_trace_domains / sizeof *kp_trace_domains) != SQLITE_OK) {
-        st = kp_db_fail(&m, "schema");
-        goto fail;
-    }
-    const char *ins_event = "INSERT INTO events (kind, process, pid, tid, name, domain, start_ns, "
-                            "end_ns, queued_ns, submitted_ns, correlation, device, stream, grid_x, "
-                            "grid_y, grid_z, block_x, block_y, block_z, registers, static_smem, "
-                            "dynamic_smem, local_mem, bytes, copy_kind, range_id, status, launched) VALUES "
-                            "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
-    if (sqlite3_prepare_v2(m.db, ins_event, -1, &m.ins_event, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(m.db, "INSERT OR IGNORE INTO strings (text) VALUES (?)", -1,
-                           &m.ins_string, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(m.db, "SELECT id FROM strings WHERE text = ?", -1, &m.get_string,
-                           NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(m.db,
-                           "INSERT INTO processes (pid, ppid, command, collector, start_ns, "
-                           "end_ns, clean_exit, events, dropped, truncated) VALUES "
-                           "(?,?,?,?,?,?,?,?,?,?)",
-                           -1, &m.ins_process, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(m.db, "INSERT INTO notes (process, time_ns, text) VALUES (?,?,?)", -1,
-                           &m.ins_note, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(m.db, "INSERT OR REPLACE INTO meta (key, value) VALUES (?,?)", -1,
-                           &m.set_meta, NULL) != SQLITE_OK) {
-        st = kp_db_fail(&m, "statements");
-        goto fail;
-    }
-    /* The record files, in a stable order. */
-    DIR *d = opendir(dir);
-    if (d) {
-        struct dirent *de;
-        while ((de = readdir(d)) != NULL) {
-            size_t len = strlen(de->d_name);
-            if (len < 6 || strcmp(de->d_name + len - 5, ".klog") != 0) continue;
-            if (nfiles == cap) {
-                cap = cap ? cap * 2 : 16;
-                char **nf = realloc(files, cap * sizeof *nf);
-                if (!nf) break;
-                files = nf;
-            }
-            files[nfiles++] = strdup(de->d_name);
-        }
-        closedir(d);
-    }
-    if (nfiles > 1) qsort(files, nfiles, sizeof *files, kp_cmp_str);
-    for (size_t i = 0; i < nfiles && st == KPROF_OK; i++) {
-        if (kp_merge_cancelled((void *)cancel)) break;
-        char full[4400], collector[32] = "";
-        snprintf(full, sizeof full, "%s/%s", dir, files[i]);
-        const char *dash = strchr(files[i], '-');
-        if (dash) sscanf(dash + 1, "%31[^-.]", collector);
-        st = kp_merge_file(&m, full, collector, sum);
-    }
-    if (st != KPROF_OK) goto fail;
-    kp_merge_loss_notes(&m, dir, sum);
-    kp_merge_meta(&m, "format", "kprof-trace");
-    kp_merge_meta_int(&m, "format_version", KP_TRACE_FORMAT_VERSION);
-    kp_merge_meta(&m, "kprof_version", KPROF_VERSION_STRING);
-    kp_merge_meta(&m, "command", run->command ? run->command : "");
-    /* A run whose end kprof never saw (it was killed; `kprof trace --merge` finishes it) ends
-     * with its last record, and its exit status is unknown (-1). */
-    uint64_t end_ns = run->end_ns;
-    if (!end_ns) end_ns = (uint64_t)kp_trace_db_scalar(m.db, "SELECT MAX(end_ns) FROM events", 0);
-    if (end_ns < run->start_ns) end_ns = run->start_ns;
-    kp_merge_meta_int(&m, "start_ns", (int64_t)run->start_ns);
-    kp_merge_meta_int(&m, "end_ns", (int64_t)end_ns);
-    kp_merge_meta_int(&m, "exit_status", run->exit_status);
-    kp_merge_meta(&m, "collectors", run->collectors ? run->collectors : "");
-    kp_merge_meta_int(&m, "dropped", (int64_t)sum->dropped);
-    kp_merge_meta_int(&m, "clock", 1); /* CLOCK_MONOTONIC */
-    if (sqlite3_exec(m.db, kp_trace_indexes, NULL, NULL, NULL) != SQLITE_OK ||
-        sqlite3_exec(m.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-        st = kp_db_fail(&m, "commit");
-        goto fail;
-    }
-fail:
-    sqlite3_finalize(m.ins_event);
-    sqlite3_finalize(m.ins_string);
-    sqlite3_finalize(m.get_string);
-    sqlite3_finalize(m.ins_process);
-    sqlite3_finalize(m.ins_note);
-    sqlite3_finalize(m.set_meta);
-    if (m.db && sqlite3_close(m.db) != SQLITE_OK && st == KPROF_OK)
-        st = kp_error_set(err, KPROF_IO, "cannot close %s", path);
-    for (size_t i = 0; i < nfiles; i++) free(files[i]);
-    free(files);
-    if (kp_merge_cancelled((void *)cancel)) { /* whatever SQLite said of it, this is what happened */
-        kp_error_clear(err);
-        st = kp_error_set(err, KPROF_IO, "the merge was interrupted");
-    }
-    return st;
+    kp_trace_merge *m = NULL;
+    kprof_status st = kp_trace_merge_open(path, cancel, &m, err);
+    if (st != KPROF_OK) return st;
+    return kp_trace_merge_finish(m, dir, run, sum, err);
 }
 
 int64_t kp_trace_db_scalar(sqlite3 *db, const char *sql, int64_t fallback)
@@ -564,9 +873,11 @@ kprof_status kp_trace_db_open(const char *path, sqlite3 **out, kp_error *err)
         return KPROF_CORRUPT;
     }
     int64_t version = kp_trace_db_scalar(db, "PRAGMA user_version", -1);
-    if (version != KP_TRACE_FORMAT_VERSION) {
-        kp_error_set(err, KPROF_CORRUPT, "%s is a kprof trace of format %lld; this kprof reads %d",
-                     path, (long long)version, KP_TRACE_FORMAT_VERSION);
+    if (version < KP_TRACE_FORMAT_OLDEST || version > KP_TRACE_FORMAT_VERSION) {
+        kp_error_set(err, KPROF_CORRUPT,
+                     "%s is a kprof trace of format %lld; this kprof reads formats %d to %d%s",
+                     path, (long long)version, KP_TRACE_FORMAT_OLDEST, KP_TRACE_FORMAT_VERSION,
+                     version > KP_TRACE_FORMAT_VERSION ? " (a newer kprof wrote it)" : "");
         sqlite3_close(db);
         return KPROF_CORRUPT;
     }

@@ -16,7 +16,8 @@
 #include <sqlite3.h>
 #include <stdint.h>
 
-#define KP_TRACE_FORMAT_VERSION 1
+#define KP_TRACE_FORMAT_VERSION 2 /* what this kprof writes */
+#define KP_TRACE_FORMAT_OLDEST  1 /* the oldest it reads (docs/trace-format.md: what changed) */
 #define KP_TRACE_APPLICATION_ID 0x4b50524f /* "KPRO" */
 
 /* What `kprof trace` knows about the run, for the meta table. */
@@ -41,17 +42,45 @@ typedef struct kp_trace_summary {
     char notes[2048];       /* collectors' notes, one per line */
 } kp_trace_summary;
 
-/* Merge every *.klog file of dir into a new trace written at path: a file that does not exist or
- * is empty (the caller's temporary, renamed over the real name once this succeeds). Stops with
- * IO ("the merge was interrupted") once *cancel becomes non-zero (cancel may be NULL). A run
- * with end_ns 0 ends at its last record. */
+/*
+ * Merging a folder of record files (*.klog) into a new trace written at path: a file that does
+ * not exist or is empty (the caller's temporary, renamed over the real name once this succeeds).
+ *
+ * While the program runs, kp_trace_merge_poll merges what its processes' writers have marked
+ * whole (record.h: the header's `submitted`); kp_trace_merge_finish merges the rest of every file
+ * (a file cut short by a crash up to its last whole record), fills in the processes' counters
+ * and the meta table, and commits. Events go in as they arrive; readers take them in time order
+ * through the index on start_ns. Stops with IO ("the merge was interrupted") once *cancel
+ * becomes non-zero (cancel may be NULL). A run with end_ns 0 ends at its last record.
+ *
+ * Threads: one merge is used by one thread at a time (poll from a helper thread while the
+ * program runs, then finish from another once the helper has stopped is fine).
+ */
+typedef struct kp_trace_merge kp_trace_merge;
+
+kprof_status kp_trace_merge_open(const char *path, const volatile sig_atomic_t *cancel,
+                                 kp_trace_merge **merge, kp_error *err);
+/* Merge what is whole now; a failure is kept and returned again by kp_trace_merge_finish. */
+kprof_status kp_trace_merge_poll(kp_trace_merge *merge, const char *dir);
+/* The rest, then commit and close; frees merge whatever happens. */
+kprof_status kp_trace_merge_finish(kp_trace_merge *merge, const char *dir,
+                                   const kp_trace_run *run, kp_trace_summary *summary,
+                                   kp_error *err);
+/* The events merged so far (0 for NULL). */
+uint64_t kp_trace_merge_events(const kp_trace_merge *merge);
+/* Give up: close and free (the caller removes the file). NULL is a no-op. */
+void kp_trace_merge_abort(kp_trace_merge *merge);
+
+/* Open, then finish: the whole folder at once (`kprof trace --merge DIR`). */
 kprof_status kp_trace_db_write(const char *path, const char *dir, const kp_trace_run *run,
                                const volatile sig_atomic_t *cancel, kp_trace_summary *summary,
                                kp_error *err);
 
 /* Open a trace read-only, checking it is one: NOT_FOUND or INVALID (kp_input_check) unless it
  * is a regular file, so a FIFO is refused without blocking; CORRUPT with the reason when it is
- * not a kprof trace of this format version, or is cut short. The file is read, never mapped: a
+ * not a kprof trace, is one of a format version this kprof does not read (it reads
+ * KP_TRACE_FORMAT_OLDEST .. KP_TRACE_FORMAT_VERSION; the error names both), or is cut short. The
+ * file is read, never mapped: a
  * trace that shrinks while it is read is reported (kp_trace_db_read_error), not a SIGBUS. */
 kprof_status kp_trace_db_open(const char *path, sqlite3 **db, kp_error *err);
 

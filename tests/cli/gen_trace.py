@@ -39,6 +39,10 @@ def main():
     ap.add_argument("--no-poll", action="store_true", help="no polling call after each launch")
     ap.add_argument("--period-us", type=float, default=45.0, help="launch-bound: launch period")
     ap.add_argument("--steps", type=int, default=10, help="host-bound: NVTX step ranges")
+    ap.add_argument("--chunks", type=int, default=0,
+                    help="write the records in this many batches spread over the timeline, "
+                         "each marked whole as the collectors' writer does (the live merge "
+                         "takes them while the program runs); 0: all at once, unmarked")
     a = ap.parse_args()
     d = os.environ.get("KPROF_TRACE_DIR")
     if not d:
@@ -141,9 +145,17 @@ def main():
                         end=end + 12000, nbytes=1 << 20, aux=2, correlation=n + 1)
     if a.pattern == "dropped":
         buf += klog.rec(klog.DROPPED, start=t0, nbytes=7)
-    w.write(bytes(buf))
-    w.f.flush()
     last = max(last, t0 + span)
+    if a.chunks > 0:  # batch k goes out at t0 + k/chunks of the timeline, whole records only
+        size = (len(buf) // 128 + a.chunks - 1) // a.chunks * 128
+        for k in range(a.chunks):
+            while klog.now_ns() < t0 + (last - t0) * k // a.chunks:
+                time.sleep(0.002)
+            w.write(bytes(buf[k * size:(k + 1) * size]))
+            w.mark_whole()
+    else:
+        w.write(bytes(buf))
+        w.f.flush()
     while klog.now_ns() < last:
         time.sleep(0.005)
     if a.pattern == "crash":

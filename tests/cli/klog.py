@@ -9,6 +9,7 @@ import time
 MAGIC = 0x3152504B
 FMT = "<IHHIIQQQQQII3i3iIIIIQQiI"
 assert struct.calcsize(FMT) == 128
+SUBMITTED_OFFSET = struct.calcsize("<IHHIIQQQ")  # the header's `submitted` field
 HEADER, STRING, API, KERNEL, MEMCPY, MEMSET, SYNC, RANGE, MARK, OVERHEAD, DROPPED, NOTE, END = \
     range(1, 14)
 # API domains and copy directions (src/core/event.h's KP_DOMAIN_LIST and KP_COPY_KIND_LIST).
@@ -30,7 +31,10 @@ class Writer:
     def __init__(self, path, pid, command="synthetic", start=0, ppid=1):
         self.f = open(path, "wb")
         self.strings = {}
-        self.f.write(rec(HEADER, name=self.string(command), start=start, rid=pid, aux=ppid))
+        # The header first, then its command line's text (as the collectors' writer does: the
+        # merge reads the header's live counters at the start of the file).
+        self.f.write(rec(HEADER, name=1, start=start, rid=pid, aux=ppid))
+        assert self.string(command) == 1
 
     def string(self, text):
         if text not in self.strings:
@@ -43,6 +47,13 @@ class Writer:
 
     def write(self, data):
         self.f.write(data)
+
+    def mark_whole(self):
+        """Write out what is buffered and mark it whole in the header (record.h: `submitted`),
+        as the collectors' writer does after each batch: `kprof trace` merges up to there while
+        the program runs."""
+        self.f.flush()
+        os.pwrite(self.f.fileno(), struct.pack("<Q", self.f.tell()), SUBMITTED_OFFSET)
 
     def close(self, end=None):
         if end is not None:

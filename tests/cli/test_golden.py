@@ -37,6 +37,7 @@ tests/golden/ before committing it: every changed line is a change users will se
 
 import difflib
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -322,6 +323,41 @@ class Golden(kptest.KprofTestCase):
             print("golden files written to %s" % GOLDEN, file=sys.stderr)
         self.assertFalse(failures, "outputs differ from tests/golden/ (KPROF_GOLDEN_UPDATE=1 "
                          "regenerates them; see this file's docstring):\n" + "\n".join(failures))
+
+    def test_a_version_1_trace_reads_as_before(self):
+        # tests/data/trace-v1.kprof was written by kprof with trace format 1 (events in file
+        # order, a `launched` column, three indexes; gen_trace.py host-bound: NVTX steps, six
+        # kernels), and the v1 golden files are that kprof's own outputs of it. Format 2 readers
+        # must give the same bytes.
+        shutil.copy(os.path.join(kptest.SOURCE_DIR, "tests", "data", "trace-v1.kprof"),
+                    os.path.join(self.tmp, "v1.kprof"))
+        db = sqlite3.connect(os.path.join(self.tmp, "v1.kprof"))
+        self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 1)
+        db.close()
+        failures = []
+        for name, args in (("report-v1.txt", ["report", "v1.kprof"]),
+                           ("report-v1.json", ["report", "v1.kprof", "--json"]),
+                           ("report-v1.csv", ["report", "v1.kprof", "--csv"]),
+                           ("chrome-v1.json", ["export", "v1.kprof", "--chrome", "-"])):
+            with open(os.path.join(GOLDEN, name), "rb") as f:
+                want = f.read()
+            got = self.output(args)
+            if got != want:
+                lines = lambda b: b.decode("utf-8", "backslashreplace").splitlines(True)
+                failures.append("".join(list(difflib.unified_diff(
+                    lines(want), lines(got), "tests/golden/" + name, "kprof " + " ".join(args)))[:60]))
+        self.assertFalse(failures, "a version 1 trace reads differently:\n" + "\n".join(failures))
+
+    def test_other_versions_are_refused_by_number(self):
+        path = os.path.join(self.tmp, "v9.kprof")
+        shutil.copy(os.path.join(kptest.SOURCE_DIR, "tests", "data", "trace-v1.kprof"), path)
+        db = sqlite3.connect(path)
+        db.execute("PRAGMA user_version = 9")
+        db.commit()
+        db.close()
+        p = self.kprof("report", path, expect=2)
+        self.assertIn("is a kprof trace of format 9; this kprof reads formats 1 to 2 (a newer "
+                      "kprof wrote it)", p.stderr)
 
 
 if __name__ == "__main__":

@@ -350,11 +350,54 @@ class Trace(kptest.KprofTestCase):
         self.assertEqual(len(set(ins)), 80000)
         self.assertEqual(set(ins), {e["bind_id"] for e in x if e.get("flow_out")})
 
+    def events_relative(self, path):
+        """Every event of a trace, with times relative to its first event, sorted; and the
+        process rows' counters."""
+        db = sqlite3.connect(path)
+        t0 = db.execute("SELECT MIN(start_ns) FROM events").fetchone()[0]
+        ev = sorted(db.execute(
+            "SELECT e.kind, s.text, e.start_ns - ?, e.end_ns - ?, e.correlation, e.grid_x, "
+            "e.registers, e.queued_ns - ?, e.range_id, e.status FROM events e LEFT JOIN strings s "
+            "ON s.id = e.name", (t0, t0, t0)).fetchall(), key=repr)
+        proc = db.execute("SELECT pid > 0, collector, clean_exit, truncated, events, dropped "
+                          "FROM processes").fetchall()
+        db.close()
+        return ev, proc
+
+    def test_live_merge_is_the_merge_after(self):
+        # Records written in 20 marked batches over 0.6 s are merged while the program runs
+        # (KPROF_TRACE_TIMES says how many events were); the trace is the one a merge after the
+        # program makes (KPROF_TRACE_LIVE=0), event for event. How much is merged live depends
+        # on the machine's speed, so only the result is asserted.
+        args = ("launch-bound", "--kernels", "3000", "--seconds", "0.6", "--period-us", "150",
+                "--chunks", "20")
+        live, p = self.trace(sys.executable, GEN, *args, name="live.kprof",
+                             env={"KPROF_TRACE_TIMES": "1"})
+        self.assertRegex(p.stderr, r"kprof: times: program [0-9.]+ s, .* \(\d+ events merged "
+                                   r"while the program ran, \d+ after\)")
+        after, _ = self.trace(sys.executable, GEN, *args, name="after.kprof",
+                              env={"KPROF_TRACE_LIVE": "0"})
+        ev_live, proc_live = self.events_relative(live)
+        ev_after, proc_after = self.events_relative(after)
+        self.assertEqual(len(ev_live), 9001)
+        self.assertEqual(ev_live, ev_after)
+        self.assertEqual(proc_live, [(1, "cuda", 1, 0, 9001, 0)])
+        self.assertEqual(proc_live, proc_after)
+        self.assertEqual(self.report(live)["completeness"], self.report(after)["completeness"])
+
+    def test_live_merge_of_a_crash(self):
+        # Batches merged live, then a crash: the rest is read up to the last whole record.
+        path, p = self.gen("crash", "--kernels", "400", "--seconds", "0.3", "--chunks", "8",
+                           expect=128 + 11)
+        r = self.report(path)
+        self.assertEqual(r["events"], 1201)
+        self.assertEqual(r["completeness"]["processes_not_closed"], 1)
+
     def test_sqlite_schema_is_queryable(self):
         path, _ = self.gen("launch-bound", "--kernels", "10", "--seconds", "0.02")
         db = sqlite3.connect(path)
         self.assertEqual(db.execute("PRAGMA application_id").fetchone()[0], 0x4B50524F)
-        self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 1)
+        self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 2)
         meta = dict(db.execute("SELECT key, value FROM meta"))
         self.assertEqual(meta["format"], "kprof-trace")
         self.assertIn("gen_trace.py launch-bound", meta["command"])
@@ -363,8 +406,16 @@ class Trace(kptest.KprofTestCase):
                           "k.process = a.process AND k.correlation = a.correlation WHERE a.kind = 'api' "
                           "AND k.kind = 'kernel'").fetchall()
         self.assertEqual(len(rows), 10)
-        self.assertEqual(db.execute("SELECT COUNT(*) FROM events WHERE launched = 1").fetchone()[0],
-                         10)
+        # Format 2: which calls launched device work is the join above (no launched column);
+        # time order is the index on start_ns.
+        cols = [r[1] for r in db.execute("PRAGMA table_info(events)")]
+        self.assertNotIn("launched", cols)
+        self.assertEqual([r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = "
+                                                   "'index' AND tbl_name = 'events'")],
+                         ["events_start"])
+        plan = " ".join(r[-1] for r in db.execute("EXPLAIN QUERY PLAN SELECT * FROM events "
+                                                  "ORDER BY start_ns"))
+        self.assertIn("events_start", plan)
         proc = db.execute("SELECT clean_exit, truncated FROM processes").fetchall()
         self.assertEqual(proc, [(1, 0)])
 

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include "collect/session.h"
+#include "core/env.h"
 #include "core/format.h"
 #include "core/outfile.h"
 #include "core/util.h"
@@ -81,13 +82,17 @@ static void kp_trace_kept(const char *dir)
             dir, kp_format_bytes(kp_session_size(dir), size, sizeof size), dir, dir);
 }
 
-/* Merge dir into the output; 0 or the exit code of a failure (told). */
-static int kp_trace_merge(const char *dir, const kp_trace_run *run, kp_output *out,
-                          kp_trace_summary *sum)
+/* Merge dir into the output (finishing `live`, the merge begun while the program ran, when
+ * there is one); 0 or the exit code of a failure (told). */
+static int kp_trace_finish(const char *dir, const kp_trace_run *run, kp_trace_merge *live,
+                           kp_output *out, kp_trace_summary *sum)
 {
     kp_error err = {0};
     kp_session_watch_merge();
-    kprof_status st = kp_trace_db_write(out->tmp, dir, run, kp_session_cancel_flag(), sum, &err);
+    memset(sum, 0, sizeof *sum);
+    kprof_status st =
+        live ? kp_trace_merge_finish(live, dir, run, sum, &err)
+             : kp_trace_db_write(out->tmp, dir, run, kp_session_cancel_flag(), sum, &err);
     if (st == KPROF_OK) st = kp_output_commit(out, &err);
     if (st == KPROF_OK) return 0;
     kp_output_abort(out);
@@ -112,7 +117,7 @@ static int kp_trace_merge_only(const char *dir, kp_output *out)
         return kp_cli_fail(&err);
     }
     kp_trace_summary sum;
-    int code = kp_trace_merge(dir, &run, out, &sum);
+    int code = kp_trace_finish(dir, &run, NULL, out, &sum);
     if (code) return code;
     kp_session_remove(dir);
     kp_trace_tell(&sum, out->path);
@@ -214,9 +219,16 @@ int kp_cmd_trace(int argc, char **argv)
         .collectors = "cuda,opencl",
     };
     kp_session_outcome how;
+    kp_trace_merge *merging = NULL;
+    kp_session_live *live = NULL;
     kprof_status st = kp_session_save_run(dir, &run, &err);
+    /* The trace is made while the program runs; what is left is merged once it has ended. */
+    if (st == KPROF_OK) st = kp_trace_merge_open(out.tmp, kp_session_cancel_flag(), &merging, &err);
+    if (st == KPROF_OK) live = kp_session_live_start(merging, dir);
     if (st == KPROF_OK) st = kp_session_run(cmd, grace, &how, &err);
+    kp_session_live_stop(live);
     if (st != KPROF_OK) {
+        kp_trace_merge_abort(merging);
         kp_output_abort(&out);
         kp_session_remove(dir);
         kp_str_free(&cmdline);
@@ -241,8 +253,18 @@ int kp_cmd_trace(int argc, char **argv)
                 strsignal(how.program_signal));
 
     kp_trace_summary sum;
-    int code = kp_trace_merge(dir, &run, &out, &sum);
+    uint64_t merge_start = kp_now_ns(), live_events = kp_trace_merge_events(merging);
+    int code = kp_trace_finish(dir, &run, merging, &out, &sum);
     kp_str_free(&cmdline);
+    const char *times = getenv(KP_ENV_TRACE_TIMES);
+    if (times && strcmp(times, "1") == 0) /* for benchmarks: where the wall time went */
+        fprintf(stderr,
+                "kprof: times: program %.3f s, after it until the merge %.3f s, merge %.3f s "
+                "(%llu events merged while the program ran, %llu after)\n",
+                (double)(how.end_ns - how.start_ns) * 1e-9,
+                (double)(merge_start - how.end_ns) * 1e-9,
+                (double)(kp_now_ns() - merge_start) * 1e-9, (unsigned long long)live_events,
+                (unsigned long long)(sum.events - live_events));
     if (code) {
         int sig = kp_session_first_signal();
         return sig ? 128 + sig : code;
