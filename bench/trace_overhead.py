@@ -105,7 +105,7 @@ def main():
             walls, owns, times = [], [], []
             for i in range(a.repeat):
                 out = os.path.join(tmp, "%s-%s-%d" % (case, tool, i))
-                if tool == "plain":
+                if tool in ("plain", "bare"):
                     cmd = [exe] + args
                 elif tool in ("kprof", "kprof-after"):
                     cmd = [kprof, "trace", "-o", out + ".kprof", "--", exe] + args

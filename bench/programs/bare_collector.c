@@ -70,11 +70,20 @@ static void *flush_loop(void *arg)
     return NULL;
 }
 
+#ifdef BARE_DIAG /* where the time goes, on stderr */
+#define DIAG(what) fprintf(stderr, "bare %.3f %s\n", (double)now_ns() * 1e-9, what)
+#else
+#define DIAG(what) ((void)0)
+#endif
+
 static void at_exit(void)
 {
+    DIAG("exit");
     atomic_store(&stop, 1);
     if (flusher_running) pthread_join(flusher, NULL);
+    DIAG("joined");
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    DIAG("flushed");
     fprintf(stderr, "bare collector: %llu records\n", (unsigned long long)atomic_load(&records));
 }
 
@@ -86,6 +95,7 @@ int InitializeInjection(void)
         CUPTI_ACTIVITY_KIND_DRIVER,            CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
         CUPTI_ACTIVITY_KIND_OVERHEAD,
     };
+    DIAG("init");
     if (cuptiActivityRegisterCallbacks(buffer_request, buffer_complete) != CUPTI_SUCCESS) return 1;
     cuptiActivityRegisterTimestampCallback(now_ns);
     cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
@@ -93,5 +103,6 @@ int InitializeInjection(void)
     cuptiActivityFlushPeriod(FLUSH_PERIOD_MS);
     flusher_running = pthread_create(&flusher, NULL, flush_loop, NULL) == 0;
     atexit(at_exit);
+    DIAG("init done");
     return 1;
 }

@@ -111,6 +111,9 @@ struct kp_trace_merge {
     sqlite3 *db;
     sqlite3_stmt *ins_event, *ins_string, *get_string, *ins_process, *upd_process, *ins_note,
         *set_meta, *upd_name;
+    sqlite3_stmt *ins_events; /* KP_MERGE_ROWS rows at once */
+    struct kp_merge_row *rows; /* KP_MERGE_ROWS, waiting */
+    size_t nrows;
     const volatile sig_atomic_t *cancel;
     kp_merge_part *parts;
     size_t nparts, cap;
@@ -122,6 +125,16 @@ struct kp_trace_merge {
 };
 
 typedef struct kp_trace_merge kp_merge;
+
+#define KP_MERGE_COLUMNS 27 /* of events, all but id */
+#define KP_MERGE_ROWS    32 /* rows per INSERT */
+
+typedef struct kp_merge_row {
+    int64_t v[KP_MERGE_COLUMNS];
+    uint32_t nulls;          /* bit c: column c is NULL */
+    kp_merge_part *fixup;    /* the part whose fixup this row is, or NULL */
+    size_t fixup_index;
+} kp_merge_row;
 
 /* SQLite's progress callback: non-zero stops the statement (SQLITE_INTERRUPT). */
 static int kp_merge_cancelled(void *flag)
@@ -253,6 +266,41 @@ static void kp_merge_add_note(kp_trace_summary *sum, const char *text, size_t le
         snprintf(sum->notes + used, sizeof sum->notes - used, "%.*s\n", (int)len, text);
 }
 
+/* Rows wait here and go in KP_MERGE_ROWS at a time, one statement for all of them: a
+ * statement per row cost half the merge in SQLite's per-statement work and the bind calls. */
+static kprof_status kp_merge_flush_rows(kp_merge *m)
+{
+    if (m->nrows == 0 || m->status != KPROF_OK) {
+        m->nrows = 0;
+        return m->status;
+    }
+    sqlite3_stmt *q = m->nrows == KP_MERGE_ROWS ? m->ins_events : m->ins_event;
+    size_t n = m->nrows == KP_MERGE_ROWS ? KP_MERGE_ROWS : 1;
+    for (size_t first = 0; first < m->nrows; first += n) {
+        sqlite3_reset(q);
+        for (size_t i = 0; i < n; i++) {
+            const kp_merge_row *row = &m->rows[first + i];
+            int base = (int)(i * KP_MERGE_COLUMNS) + 1;
+            for (int c = 0; c < KP_MERGE_COLUMNS; c++) {
+                if (row->nulls & (1u << c)) sqlite3_bind_null(q, base + c);
+                else sqlite3_bind_int64(q, base + c, row->v[c]);
+            }
+        }
+        if (sqlite3_step(q) != SQLITE_DONE) {
+            m->nrows = 0;
+            return kp_db_fail(m, "events");
+        }
+        /* The rows took consecutive ids ending at the last one inserted. */
+        int64_t last = sqlite3_last_insert_rowid(m->db);
+        for (size_t i = 0; i < n; i++) {
+            const kp_merge_row *row = &m->rows[first + i];
+            if (row->fixup) row->fixup->fixups[row->fixup_index].row = last - (int64_t)(n - 1 - i);
+        }
+    }
+    m->nrows = 0;
+    return KPROF_OK;
+}
+
 /* One record of a part into the trace. */
 static void kp_part_record(kp_merge *m, kp_merge_part *p, const kp_rec *r)
 {
@@ -285,71 +333,72 @@ static void kp_part_record(kp_merge *m, kp_merge_part *p, const kp_rec *r)
     if (!kp_event_kind_valid(r->kind)) return;
     int64_t process = kp_part_process(m, p);
     if (!process) return;
+    if (m->nrows == KP_MERGE_ROWS && kp_merge_flush_rows(m) != KPROF_OK) return;
+    kp_merge_row *row = &m->rows[m->nrows];
+    row->nulls = 0;
+    row->fixup = NULL;
+    int64_t *v = row->v;
+    int c = 0;
+#define KP_SET_(x) (v[c++] = (x))
+#define KP_NULL_() (row->nulls |= 1u << c, v[c++] = 0)
     int kernel = r->kind == KP_REC_KERNEL;
-    sqlite3_stmt *e = m->ins_event;
-    sqlite3_reset(e);
-    int c = 1;
-    sqlite3_bind_int(e, c++, r->kind);
-    sqlite3_bind_int64(e, c++, process);
-    sqlite3_bind_int64(e, c++, p->header.magic ? (int64_t)p->header.id : 0);
-    sqlite3_bind_int64(e, c++, r->tid);
+    KP_SET_(r->kind);
+    KP_SET_(process);
+    KP_SET_(p->header.magic ? (int64_t)p->header.id : 0);
+    KP_SET_(r->tid);
     int64_t name = kp_merge_name(m, p, r->name, kernel);
-    if (name) sqlite3_bind_int64(e, c++, name);
-    else sqlite3_bind_null(e, c++);
-    sqlite3_bind_int(e, c++, r->domain);
-    sqlite3_bind_int64(e, c++, (int64_t)r->start);
-    sqlite3_bind_int64(e, c++, (int64_t)(r->end ? r->end : r->start));
+    if (name) KP_SET_(name);
+    else KP_NULL_();
+    KP_SET_(r->domain);
+    KP_SET_((int64_t)r->start);
+    KP_SET_((int64_t)(r->end ? r->end : r->start));
     int device_op = kp_event_kind_on_device(r->kind);
-    if (r->queued) sqlite3_bind_int64(e, c++, (int64_t)r->queued);
-    else sqlite3_bind_null(e, c++);
-    if (r->submitted) sqlite3_bind_int64(e, c++, (int64_t)r->submitted);
-    else sqlite3_bind_null(e, c++);
-    if (r->correlation) sqlite3_bind_int64(e, c++, (int64_t)r->correlation);
-    else sqlite3_bind_null(e, c++);
+    if (r->queued) KP_SET_((int64_t)r->queued);
+    else KP_NULL_();
+    if (r->submitted) KP_SET_((int64_t)r->submitted);
+    else KP_NULL_();
+    if (r->correlation) KP_SET_((int64_t)r->correlation);
+    else KP_NULL_();
     if (device_op) {
-        sqlite3_bind_int(e, c++, (int)r->device);
-        sqlite3_bind_int(e, c++, (int)r->stream);
+        KP_SET_((int64_t)r->device);
+        KP_SET_((int64_t)r->stream);
     } else {
-        sqlite3_bind_null(e, c++);
-        sqlite3_bind_null(e, c++);
+        KP_NULL_();
+        KP_NULL_();
     }
     for (int d = 0; d < 3; d++) {
-        if (kernel) sqlite3_bind_int(e, c++, r->grid[d]);
-        else sqlite3_bind_null(e, c++);
+        if (kernel) KP_SET_(r->grid[d]);
+        else KP_NULL_();
     }
     for (int d = 0; d < 3; d++) {
-        if (kernel) sqlite3_bind_int(e, c++, r->block[d]);
-        else sqlite3_bind_null(e, c++);
+        if (kernel) KP_SET_(r->block[d]);
+        else KP_NULL_();
     }
     if (kernel && r->domain != KP_DOMAIN_OPENCL) {
         /* CUDA: registers 0 means CUPTI did not say; memory sizes of 0 are real. OpenCL
          * knows none of the four (NULL, never a made-up 0). */
-        if (r->registers)
-            sqlite3_bind_int64(e, c++, (int64_t)r->registers);
-        else
-            sqlite3_bind_null(e, c++);
-        sqlite3_bind_int64(e, c++, (int64_t)r->static_smem);
-        sqlite3_bind_int64(e, c++, (int64_t)r->dynamic_smem);
-        sqlite3_bind_int64(e, c++, (int64_t)r->local_mem);
+        if (r->registers) KP_SET_((int64_t)r->registers);
+        else KP_NULL_();
+        KP_SET_((int64_t)r->static_smem);
+        KP_SET_((int64_t)r->dynamic_smem);
+        KP_SET_((int64_t)r->local_mem);
     } else {
-        for (int k = 0; k < 4; k++) sqlite3_bind_null(e, c++);
+        for (int k = 0; k < 4; k++) KP_NULL_();
     }
     if (r->kind == KP_REC_MEMCPY || r->kind == KP_REC_MEMSET) {
-        sqlite3_bind_int64(e, c++, (int64_t)r->bytes);
-        sqlite3_bind_int(e, c++, r->kind == KP_REC_MEMCPY ? (int)r->aux : 0);
+        KP_SET_((int64_t)r->bytes);
+        KP_SET_(r->kind == KP_REC_MEMCPY ? (int64_t)r->aux : 0);
     } else {
-        sqlite3_bind_null(e, c++);
-        sqlite3_bind_null(e, c++);
+        KP_NULL_();
+        KP_NULL_();
     }
-    if (r->kind == KP_REC_RANGE || r->kind == KP_REC_MARK) sqlite3_bind_int64(e, c++, (int64_t)r->id);
-    else sqlite3_bind_null(e, c++);
-    if (r->kind == KP_REC_API) sqlite3_bind_int(e, c++, r->status);
-    else sqlite3_bind_null(e, c++);
-    if (sqlite3_step(e) != SQLITE_DONE) {
-        kp_db_fail(m, "events");
-        return;
-    }
-    if (!name && r->name) { /* not defined yet: named at the end */
+    if (r->kind == KP_REC_RANGE || r->kind == KP_REC_MARK) KP_SET_((int64_t)r->id);
+    else KP_NULL_();
+    if (r->kind == KP_REC_API) KP_SET_(r->status);
+    else KP_NULL_();
+#undef KP_SET_
+#undef KP_NULL_
+    if (!name && r->name) { /* not defined yet: named at the end, its row id known at the flush */
         if (p->nfixups == p->fixups_cap) {
             size_t cap = p->fixups_cap ? p->fixups_cap * 2 : 64;
             struct kp_merge_fixup *f = realloc(p->fixups, cap * sizeof *f);
@@ -360,9 +409,11 @@ static void kp_part_record(kp_merge *m, kp_merge_part *p, const kp_rec *r)
             p->fixups = f;
             p->fixups_cap = cap;
         }
-        p->fixups[p->nfixups++] =
-            (struct kp_merge_fixup){sqlite3_last_insert_rowid(m->db), r->name, kernel};
+        p->fixups[p->nfixups] = (struct kp_merge_fixup){0, r->name, kernel};
+        row->fixup = p;
+        row->fixup_index = p->nfixups++;
     }
+    m->nrows++;
     p->events++;
     m->sum.events++;
     m->sum.device_events += device_op;
@@ -553,7 +604,7 @@ kprof_status kp_trace_merge_poll(kp_trace_merge *m, const char *dir)
         uint64_t whole = __atomic_load_n(&h.submitted, __ATOMIC_ACQUIRE);
         if (whole > p->offset) kp_part_read(m, p, whole, 0);
     }
-    return m->status;
+    return kp_merge_flush_rows(m);
 }
 
 /* The rest of a part, and its process row's counters. */
@@ -567,11 +618,22 @@ static void kp_part_close(kp_merge *m, kp_merge_part *p, const char *dir)
     }
     if (st.st_size == 0) { /* the process could not even write its header (record.h) */
         sum->unrecorded++;
+        p->empty = 1;
         return;
     }
     kp_part_read(m, p, (uint64_t)st.st_size, 1);
     if (m->status != KPROF_OK || kp_merge_cancelled((void *)m->cancel)) return;
     if (p->offset != (uint64_t)st.st_size) p->truncated = 1;
+    int64_t process = kp_part_process(m, p); /* in file order, whether or not it had events */
+    (void)process;
+}
+
+/* A part read to its end (and every row in): its notes, the names defined late, its process
+ * row's counters. */
+static void kp_part_finish(kp_merge *m, kp_merge_part *p)
+{
+    if (p->empty) return;
+    kp_trace_summary *sum = &m->sum;
     kp_rec h;
     int have_header = p->header.magic && kp_part_header(p, &h) == 0;
     uint64_t dropped = p->dropped, lost = 0, clean_end = p->end_ns;
@@ -692,7 +754,9 @@ static void kp_merge_free(kp_merge *m)
     sqlite3_finalize(m->ins_note);
     sqlite3_finalize(m->set_meta);
     sqlite3_finalize(m->upd_name);
+    sqlite3_finalize(m->ins_events);
     sqlite3_close(m->db);
+    free(m->rows);
     kp_error_clear(&m->error);
     for (size_t i = 0; i < m->nparts; i++) kp_part_free(&m->parts[i]);
     free(m->parts);
@@ -727,6 +791,17 @@ kprof_status kp_trace_merge_open(const char *path, const volatile sig_atomic_t *
                             "grid_y, grid_z, block_x, block_y, block_z, registers, static_smem, "
                             "dynamic_smem, local_mem, bytes, copy_kind, range_id, status) VALUES "
                             "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+    kp_str many = {0};
+    kp_str_append(&many, ins_event);
+    for (int i = 1; i < KP_MERGE_ROWS; i++)
+        kp_str_append(&many, ",(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    m->rows = calloc(KP_MERGE_ROWS, sizeof *m->rows);
+    if (many.failed || !m->rows) {
+        kp_str_free(&many);
+        kp_merge_free(m);
+        return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    }
+    int prepared = 0;
     if (sqlite3_exec(m->db, pragmas, NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_exec(m->db, kp_trace_schema, NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_exec(m->db, kp_trace_indexes, NULL, NULL, NULL) != SQLITE_OK ||
@@ -736,6 +811,7 @@ kprof_status kp_trace_merge_open(const char *path, const volatile sig_atomic_t *
         kp_trace_named_rows(m->db, "domains", kp_trace_domains,
                             sizeof kp_trace_domains / sizeof *kp_trace_domains) != SQLITE_OK ||
         sqlite3_prepare_v2(m->db, ins_event, -1, &m->ins_event, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(m->db, many.data, -1, &m->ins_events, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(m->db, "INSERT OR IGNORE INTO strings (text) VALUES (?)", -1,
                            &m->ins_string, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(m->db, "SELECT id FROM strings WHERE text = ?", -1, &m->get_string,
@@ -753,12 +829,16 @@ kprof_status kp_trace_merge_open(const char *path, const volatile sig_atomic_t *
         sqlite3_prepare_v2(m->db, "INSERT OR REPLACE INTO meta (key, value) VALUES (?,?)", -1,
                            &m->set_meta, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(m->db, "UPDATE events SET name = ? WHERE id = ?", -1, &m->upd_name,
-                           NULL) != SQLITE_OK) {
+                           NULL) != SQLITE_OK ||
+        !(prepared = 1)) {
+        kp_str_free(&many);
         kp_db_fail(m, "schema");
         kprof_status st = kp_merge_take_error(m, err);
         kp_merge_free(m);
         return st;
     }
+    (void)prepared;
+    kp_str_free(&many);
     *out = m;
     return KPROF_OK;
 }
@@ -771,6 +851,11 @@ kprof_status kp_trace_merge_finish(kp_trace_merge *m, const char *dir, const kp_
     for (size_t i = 0; i < m->nparts && m->status == KPROF_OK; i++) {
         if (kp_merge_cancelled((void *)m->cancel)) break;
         kp_part_close(m, &m->parts[i], dir);
+    }
+    kp_merge_flush_rows(m);
+    for (size_t i = 0; i < m->nparts && m->status == KPROF_OK; i++) {
+        if (kp_merge_cancelled((void *)m->cancel)) break;
+        kp_part_finish(m, &m->parts[i]);
     }
     if (m->status == KPROF_OK && !kp_merge_cancelled((void *)m->cancel)) {
         kp_merge_loss_notes(m, dir);
