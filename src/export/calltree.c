@@ -295,7 +295,7 @@ static void kp_ct_text_rows(const kp_aggregation *a, const kp_calltree_view *v,
         kp_ct_numbers num;
         kp_ct_numbers_of(&r->stats, r->kind, &num);
         kp_str_printf(out, "  %-7s ", r->kind == KP_EVENT_NONE ? "-" : kp_ct_kind(r->kind));
-        kp_ct_pad_count(out, num.calls, 0, 8);
+        kp_ct_pad_count(out, num.calls, 1, 8);
         kp_str_append(out, "  ");
         kp_ct_pad_time(out, 1, num.total, 10);
         kp_str_append(out, "  ");
@@ -414,10 +414,11 @@ static void kp_ct_json_head(kp_json *j, const kp_aggregation *a, const kp_calltr
 }
 
 static void kp_ct_json_tree(const kp_aggregation *a, const kp_calltree_view *v, const kp_ct_list *l,
-                            kp_json *j)
+                            uint32_t top_level_not_shown, kp_json *j)
 {
     kp_json_object_begin(j, NULL);
     kp_ct_json_head(j, a, v);
+    kp_json_uint(j, "top_level_not_shown", top_level_not_shown);
     kp_json_array_begin(j, "nodes");
     for (size_t i = 0; i < l->n; i++) {
         const kp_ct_entry *e = &l->v[i];
@@ -573,7 +574,7 @@ int kp_calltree_render(kp_aggregation *a, const kp_calltree_view *v, kp_calltree
     }
     if (kp_aggregation_order(a, v->sort) != 0) return -1;
     kp_ct_list l = {0};
-    kp_ct_collect(a, v, 0, &l);
+    uint32_t top_level_not_shown = kp_ct_collect(a, v, 0, &l);
     if (l.failed) {
         free(l.v);
         return -1;
@@ -585,7 +586,7 @@ int kp_calltree_render(kp_aggregation *a, const kp_calltree_view *v, kp_calltree
     } else {
         kp_json j;
         kp_json_init(&j, out, 1);
-        kp_ct_json_tree(a, v, &l, &j);
+        kp_ct_json_tree(a, v, &l, top_level_not_shown, &j);
         rc = kp_json_finish(&j);
     }
     free(l.v);

@@ -31,11 +31,14 @@
  * "/"). A tree node also says children_not_shown: its children left out by --top or --depth.
  *
  * JSON: one object (pretty-printed) with trace, command, view ("tree" or "key_averages"), group
- * (key averages: "name" or "path"), sort, depth and top (null when not set), polling_calls
- * (whether they were fed: --raw), totals {call_paths, events, host_s, gpu_s, gpu_busy_s,
- * device_ops, device_ops_without_call, folded, unordered}, then "nodes" (the tree, in the order
- * shown: a node's parent comes before it) or "rows" with "rows_in_all" (key averages before
- * --top).
+ * (key averages: "name" or "path"), sort, depth (the tree) and top (null when not set),
+ * polling_calls (whether they were fed: --raw), totals {call_paths, events (fed to the aggregate:
+ * polling calls left out are not), host_s (the top-level nodes' inclusive time, all threads
+ * summed), gpu_s (attributed, summed), gpu_busy_s (the union of device intervals), device_ops,
+ * device_ops_without_call (under "(unattributed)"), folded, unordered (aggregate.h)}; then
+ * the tree's top_level_not_shown (top-level nodes left out by --top) and "nodes" (in the order
+ * shown: a node's parent comes before it), or the key averages' "rows_in_all" (before --top)
+ * and "rows".
  *
  * CSV: a header line, then one line per node or row with the numbers above (tree: id, parent,
  * depth, kind, name, path, the numbers, children_not_shown; by path: the same without
