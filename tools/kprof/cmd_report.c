@@ -1219,7 +1219,13 @@ static int kp_report_calltree(const char *path, kp_calltree_view *view, int raw,
         view->trace = path;
         view->command = kp_event_source_meta(src)->command;
         view->polling_calls = raw;
-        st = kp_calltree_write(a, view, format, stdout, &err);
+        /* Standard output's errors are main's to report (kp_cli_exit), as for the tables. */
+        kp_str s = {0};
+        if (kp_calltree_render(a, view, format, &s) != 0)
+            st = kp_error_set(&err, KPROF_NOMEM, "out of memory");
+        else
+            fputs(s.data ? s.data : "", stdout);
+        kp_str_free(&s);
     }
     kp_aggregation_destroy(a); /* before the source: it reads the source's names */
     kp_event_source_close(src);
