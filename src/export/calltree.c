@@ -164,10 +164,11 @@ static void kp_ct_pad_count(kp_str *out, uint64_t v, int dash_for_zero, int widt
     kp_ct_pad(out, dash_for_zero && !v ? "-" : buf, width);
 }
 
-/* A name as text: valid UTF-8 whatever bytes it held. */
+/* A name as text: on one line and valid UTF-8 whatever bytes it held (a control character or a
+ * byte that is not UTF-8 as \n or \xNN, as in error messages). */
 static void kp_ct_text_name(kp_str *out, const char *name)
 {
-    kp_str_append_utf8(out, name, strlen(name));
+    kp_str_append_escaped(out, name, strlen(name));
 }
 
 /* The lines above a table: what it is (summary: how many rows, in which order), the trace's

@@ -42,8 +42,10 @@
  *
  * CSV: a header line, then one line per node or row with the numbers above (tree: id, parent,
  * depth, kind, name, path, the numbers, children_not_shown; by path: the same without
- * children_not_shown; by name: kind, name and the numbers). Text and CSV are valid UTF-8 whatever
- * bytes the names held (export/csv.h, export/json.h).
+ * children_not_shown; by name: kind, name and the numbers). Every output is valid UTF-8 whatever
+ * bytes the names held: JSON writes a byte that is not UTF-8 as \u00XX (export/json.h), CSV as
+ * U+FFFD (export/csv.h), text as \xNN, with control characters as \n or \xNN so that a node
+ * stays on its line.
  */
 #ifndef KP_EXPORT_CALLTREE_H
 #define KP_EXPORT_CALLTREE_H

@@ -18,7 +18,7 @@ import sys
 import klog
 import kptest
 import tree_trace
-from tree_trace import EXPECTED, MS, NAIVE_CSV, NAIVE_JSON, ORDER_TOTAL
+from tree_trace import EXPECTED, MS, NAIVE_CSV, NAIVE_JSON, NAIVE_TEXT, ORDER_TOTAL
 
 GEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gen_trace.py")
 US = 1e-6
@@ -142,7 +142,7 @@ class CallTree(kptest.KprofTestCase):
         name_at = lines[header[0]].index("Name")
         for row, path in zip(rows, ORDER_TOTAL):
             # the name, indented two spaces per level below the top
-            name = path[-1].replace(NAIVE_JSON, NAIVE_CSV)
+            name = path[-1].replace(NAIVE_JSON, NAIVE_TEXT)
             self.assertEqual(row[name_at:], "  " * (len(path) - 1) + name, row)
         cells = [r[:name_at].split() for r in rows]
         self.assertEqual(cells[0], ["1", "10", "ms", "2", "ms", "4.5", "ms", "3", "range"])

@@ -30,7 +30,8 @@ PID, MAIN, WORKER = 5000, 5000, 5001
 COMMAND = "python train.py --steps 2"
 NAIVE_BYTES = b"na\xc3\xafve\xff"  # "naïve", then a byte that is not UTF-8
 NAIVE_JSON = "na\u00efve\u00ff"  # as the JSON writer writes it (\u00ff for the byte)
-NAIVE_CSV = "na\u00efve\ufffd"  # as CSV and text write it (U+FFFD)
+NAIVE_CSV = "na\u00efve\ufffd"  # as CSV writes it (U+FFFD)
+NAIVE_TEXT = "na\u00efve\\xff"  # as the text tables write it (escaped, as in error messages)
 MS = 1e-3
 MIB = 1 << 20
 
