@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""bench/trace_scale.py — kprof report, the Chrome and the Perfetto exports on a 1M-kernel trace
-(issues 5 and 11): wall time and peak memory of each whole command (goal, issue 11: under 2 s
-and 1 GiB each on the 2-core machine), and the Perfetto file's size against the Chrome JSON's
-(goal: at most half). The trace comes from the real `kprof trace` merge of a synthetic program
+"""bench/trace_scale.py — kprof report (the tables, --tree, --by path), the Chrome, Perfetto and
+Hatchet exports on a 1M-kernel trace (issues 5 and 11): wall time and peak memory of each whole
+command (goal, issue 11: under 2 s and 1 GiB each on the 2-core machine), and the Perfetto file's
+size against the Chrome JSON's (goal: at most half). The trace comes from the real `kprof trace` merge of a synthetic program
 (tests/cli/gen_trace.py: 1M kernels and the 1M launch calls that made them).
 
 usage: bench/trace_scale.py [--kprof build/kprof] [--kernels 1000000] [--json out.json]
@@ -55,7 +55,11 @@ def main():
                       ("export_chrome", [kprof, "export", trace, "--chrome",
                                          os.path.join(tmp, "big.json")]),
                       ("export_perfetto", [kprof, "export", trace, "--perfetto",
-                                           os.path.join(tmp, "big.pftrace")])):
+                                           os.path.join(tmp, "big.pftrace")]),
+                      ("report_tree", [kprof, "report", trace, "--tree"]),
+                      ("report_by_path", [kprof, "report", trace, "--by", "path"]),
+                      ("export_hatchet", [kprof, "export", trace, "--hatchet",
+                                          os.path.join(tmp, "big.hatchet.json")])):
         code = ("import resource,subprocess,time,sys;t=time.perf_counter();"
                 "subprocess.run(%r,check=True,stdout=subprocess.DEVNULL);"
                 "w=time.perf_counter()-t;"

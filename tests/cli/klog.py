@@ -40,7 +40,7 @@ class Writer:
         if text not in self.strings:
             sid = len(self.strings) + 1
             self.strings[text] = sid
-            data = text.encode()
+            data = text if isinstance(text, bytes) else text.encode()
             self.f.write(rec(STRING, name=sid, nbytes=len(data)))
             self.f.write(data + b"\0" * ((-len(data)) % 8))
         return self.strings[text]

@@ -21,7 +21,9 @@ its clock) enters the outputs. The timeline, 1 s after boot, 100 ms long:
     quote and a comma in its name, marks.
 
 Pinned: `kprof report` (text, NO_COLOR), `--raw`, `--trace`, `--json`, `--trace --json`,
-`--csv`, and `kprof export --chrome`. What legitimately varies is fixed by how the test runs, not
+`--csv`, `kprof export --chrome`; the call tree and key averages (`report --tree`, `--by name`,
+`--by path` with --sort, --top, --depth and --raw, as text, JSON and CSV) and
+`kprof export --hatchet`. What legitimately varies is fixed by how the test runs, not
 masked: kprof runs in the scratch folder and is given the trace as `golden.kprof` (the path
 `report --json` prints), and the one value that changes with every release, kprof's version in
 the Chrome export's producer, is replaced (exactly that string, found by `kprof --version`) with
@@ -229,6 +231,18 @@ CASES = [
     ("report-trace.json", ["report", "golden.kprof", "--trace", "--json"]),
     ("report.csv", ["report", "golden.kprof", "--csv"]),
     ("chrome.json", ["export", "golden.kprof", "--chrome", "-"]),
+    # The call tree and key averages (issue 11).
+    ("report-tree.txt", ["report", "golden.kprof", "--tree"]),
+    ("report-tree.json", ["report", "golden.kprof", "--tree", "--json"]),
+    ("report-tree.csv", ["report", "golden.kprof", "--tree", "--csv"]),
+    ("report-tree-raw-gpu-top.txt", ["report", "golden.kprof", "--tree", "--raw", "--sort", "gpu",
+                                     "--top", "2", "--depth", "3"]),
+    ("report-by-name.txt", ["report", "golden.kprof", "--by", "name"]),
+    ("report-by-name-calls.json", ["report", "golden.kprof", "--by", "name", "--sort", "calls",
+                                   "--top", "5", "--json"]),
+    ("report-by-path-self.txt", ["report", "golden.kprof", "--by", "path", "--sort", "self"]),
+    ("report-by-path.csv", ["report", "golden.kprof", "--by", "path", "--csv"]),
+    ("hatchet.json", ["export", "golden.kprof", "--hatchet", "-"]),
 ]
 
 
@@ -263,7 +277,7 @@ class Golden(kptest.KprofTestCase):
                          % (" ".join(args), p.returncode, p.stderr.decode(errors="replace")))
         out = p.stdout
         producer = b'"producer":"kprof %s"' % self.version.encode()
-        if args[0] == "export":
+        if args[0] == "export" and "--chrome" in args:
             self.assertIn(producer, out)
             out = out.replace(producer, b'"producer":"kprof @KPROF_VERSION@"')
         return out

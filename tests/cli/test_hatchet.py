@@ -2,8 +2,9 @@
 (a manylinux wheel), installed in this test's own virtual environment under the build folder
 (kpvenv), reads it with hatchet.GraphFrame.from_literal, and the tree and metrics it reads back
 are the ones the aggregate (src/core/aggregate.c) must produce for tests/programs/hatchet_tree.c's
-timeline: node names and types, calls, inclusive and exclusive host time, GPU time attributed to
-the launching call's path (a kernel that ran after its range closed included), device work with
+timeline and, through `kprof export --hatchet`, for a merged trace of one like it (tree_trace.py): node
+names and types, calls, inclusive and exclusive host time, GPU time attributed to the launching
+call's path (a kernel that ran after its range closed included), device work with
 no recorded call under (unattributed), a name that was not UTF-8. Hatchet's own subtree sums of
 the exclusive columns must give back our inclusive ones. Skips, saying why, when hatchet cannot
 be installed (no python3-venv, no network)."""
@@ -15,6 +16,7 @@ import unittest
 
 import kptest
 import kpvenv
+import tree_trace
 
 TREE = os.environ.get("KPROF_HATCHET_TREE")
 HATCHET = "llnl-hatchet==2026.2.0"
@@ -133,6 +135,38 @@ class Hatchet(kptest.KprofTestCase):
         top = [n for n in got["nodes"] if n["path"] == [ROOT, "L0"]][0]
         self.assertAlmostEqual(top["metrics"]["time (inc)"], 1000e-6, delta=1e-12)
         self.assertAlmostEqual(top["metrics"]["time sum"], 1000e-6, delta=1e-12)
+
+    def test_cli_export_of_a_trace(self):
+        # `kprof export --hatchet` of a merged trace (tree_trace.py's timeline): the root is the
+        # traced command, the tree and metrics are the aggregate's, polling calls left out.
+        trace = tree_trace.make(self)
+        out = os.path.join(self.tmp, "cli.json")
+        self.kprof("export", trace, "--hatchet", out, expect=0)
+        got = self.read_back(out)
+        self.assertEqual(got["roots"], 1)
+        nodes = {tuple(n["path"][1:]): n for n in got["nodes"]}
+        self.assertEqual(set(nodes), set(tree_trace.EXPECTED) | {()})
+        root = nodes[()]
+        self.assertEqual((root["name"], root["type"]), (tree_trace.COMMAND, "root"))
+        self.assertAlmostEqual(root["metrics"]["time (inc)"], 11.1 * MS, delta=1e-12)
+        self.assertAlmostEqual(root["metrics"]["gpu_time (inc)"], 5.2 * MS, delta=1e-12)
+        for path, expected in tree_trace.EXPECTED.items():
+            kind, calls, inc, exc, gpu_inc, gpu, ops, nbytes = expected
+            n, m, where = nodes[path], nodes[path]["metrics"], "/".join(path)
+            self.assertEqual(n["path"][0], tree_trace.COMMAND)
+            self.assertEqual((n["name"], n["type"]), (path[-1], kind), where)
+            self.assertEqual(m["calls"], calls, where)
+            self.assertAlmostEqual(m["time (inc)"], inc, delta=1e-12, msg=where)
+            self.assertAlmostEqual(m["time"], exc, delta=1e-12, msg=where)
+            self.assertAlmostEqual(m["gpu_time (inc)"], gpu_inc, delta=1e-12, msg=where)
+            self.assertAlmostEqual(m["gpu_time"], gpu, delta=1e-12, msg=where)
+            self.assertEqual(m["bytes"], nbytes, where)
+            # hatchet's own sums of the exclusive columns give back the inclusive ones
+            self.assertAlmostEqual(m["time sum"], inc, delta=1e-12, msg=where)
+            self.assertAlmostEqual(m["gpu_time sum"], gpu_inc, delta=1e-12, msg=where)
+        self.assertEqual(root["children"], ["train", tree_trace.NAIVE_JSON, "(unattributed)",
+                                            "cudaLaunchKernel"])
+
 
 if __name__ == "__main__":
     kptest.main()

@@ -1,16 +1,22 @@
 /*
  * cmd_report.c — `kprof report FILE`: a trace the way Metal.jl's and CUDA.jl's @profile show
  * one — header, host table, device table, NVTX ranges, optionally the chronological trace — and
- * the submission-economics verdict; or the same as --json or --csv.
+ * the submission-economics verdict; or the same as --json or --csv. `--tree` and `--by name|path`
+ * show the call tree and the key averages instead (store/trace_aggregate.h feeds them,
+ * export/calltree.h writes them), leaving polling calls out unless --raw, as the tables do.
  */
 #include "core/event.h"
 #include "core/format.h"
+#include "core/host_calls.h"
 #include "core/stats.h"
 #include "core/verdict.h"
+#include "export/csv.h"
+#include "export/calltree.h"
 #include "export/json.h"
 #include "export/text.h"
 #include "core/util.h"
 #include "store/event_source.h"
+#include "store/trace_aggregate.h"
 #include "tools/kprof/cli.h"
 
 #include <getopt.h>
@@ -18,62 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Calls hidden unless --raw: polling, queries and bookkeeping (CUDA.jl's list, plus OpenCL's). */
-static const char *const kp_noisy[] = {
-    "cuCtxGetCurrent", "cuCtxSetCurrent", "cuCtxGetDevice", "cuCtxPushCurrent", "cuCtxPopCurrent",
-    "cuStreamQuery", "cuEventQuery", "cuDeviceGet", "cuDeviceGetAttribute", "cuDeviceGetCount",
-    "cuDriverGetVersion", "cuGetProcAddress", "cuPointerGetAttribute", "cuPointerGetAttributes",
-    "cuCtxGetId", "cuStreamGetCaptureInfo", "cuStreamIsCapturing", "cuGetExportTable",
-    "cudaGetLastError", "cudaPeekAtLastError", "cudaGetDevice", "cudaGetDeviceCount",
-    "cudaDeviceGetAttribute", "cudaStreamIsCapturing", "cudaStreamGetCaptureInfo",
-    "cudaGetDriverEntryPoint", "cudaGetDriverEntryPointByVersion", "cudaStreamQuery",
-    "cudaEventQuery", "clGetEventInfo", "clGetDeviceInfo", "clGetPlatformInfo", "clGetKernelInfo",
-    "clGetEventProfilingInfo", "clGetPlatformIDs", "clGetDeviceIDs", "clGetProgramBuildInfo",
-    "clGetProgramInfo", "clGetMemObjectInfo", "clRetainEvent", "clReleaseEvent", NULL};
-
-/* Calls in which the host waits for the device. */
-static const char *const kp_sync_calls[] = {
-    "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy",
-    "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cuMemcpyDtoH", "cuMemcpyHtoD",
-    "clFinish", "clWaitForEvents", NULL};
-
-/* Calls that put work on a device (name prefixes, so every variant counts: _v2, _ptsz, Async,
- * Ex, Rect): when one succeeds, a kernel, copy or fill of its correlation follows. Those of
- * OpenCL are the enqueues kprof's layer times. */
-static const char *const kp_launch_prefixes[] = {"cudaLaunch",
-                                                 "cuLaunch",
-                                                 "cudaGraphLaunch",
-                                                 "cuGraphLaunch",
-                                                 "cudaMemcpy",
-                                                 "cuMemcpy",
-                                                 "cudaMemset",
-                                                 "cuMemset",
-                                                 "clEnqueueNDRangeKernel",
-                                                 "clEnqueueTask",
-                                                 "clEnqueueReadBuffer",
-                                                 "clEnqueueWriteBuffer",
-                                                 "clEnqueueCopyBuffer",
-                                                 "clEnqueueFillBuffer",
-                                                 NULL};
-
-/* ... except these, whose work runs on the host. */
-static const char *const kp_host_launches[] = {"cudaLaunchHostFunc", "cuLaunchHostFunc", NULL};
-
-static int kp_in_list(const char *name, const char *const *list)
-{
-    for (int i = 0; list[i]; i++)
-        if (strcmp(name, list[i]) == 0) return 1;
-    return 0;
-}
-
-static int kp_launches_device_work(const char *name)
-{
-    if (kp_in_list(name, kp_host_launches)) return 0;
-    for (int i = 0; kp_launch_prefixes[i]; i++)
-        if (strncmp(name, kp_launch_prefixes[i], strlen(kp_launch_prefixes[i])) == 0) return 1;
-    return 0;
-}
 
 typedef struct kp_group {
     char name[512];
@@ -120,8 +70,7 @@ typedef struct kp_report {
     double host_total;
     const char *const *names; /* by string id (the source's), for the timeline and verdicts */
     size_t nnames;
-    unsigned char *name_flags; /* by string id: 1 noisy, 2 synchronizing, 4 puts work on the
-                                  device */
+    unsigned char *name_flags; /* by string id: KP_HOST_CALL_* (core/host_calls.h) */
     kp_trace_columns columns;  /* text --trace: found in the load's pass */
     unsigned api; /* KP_API_* seen */
     kp_timeline *timeline;
@@ -332,9 +281,7 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
     for (size_t id = 0; id < nnames; id++) {
         const char *text = r->names[id];
         if (!text) continue;
-        flags[id] =
-            (unsigned char)(kp_in_list(text, kp_noisy) | kp_in_list(text, kp_sync_calls) << 1 |
-                            kp_launches_device_work(text) << 2);
+        flags[id] = (unsigned char)kp_host_call_flags(text);
     }
     /* The text --trace's columns come from this pass too: no second one for them. */
     int trace_columns = r->trace && !r->json && !r->csv;
@@ -362,13 +309,15 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
         case KP_EVENT_API: {
             if (e->domain == KP_DOMAIN_CUDA_RUNTIME || e->domain == KP_DOMAIN_CUDA_DRIVER)
                 r->api |= KP_API_CUDA;
-            int hidden = !r->raw && (flags[id] & 1), sync = (flags[id] & 2) != 0;
+            int hidden = !r->raw && (flags[id] & KP_HOST_CALL_POLLING);
+            int sync = (flags[id] & KP_HOST_CALL_SYNC) != 0;
             int launched = (ev.has & KP_TRACE_LAUNCHED) != 0;
             if (!hidden) kp_acc_add(&host[id], d);
             if (!hidden || sync) fail = kp_timeline_add_call(r->timeline, s, e->end_ns, id, sync);
             if (!fail && launched && has_corr) fail = kp_corr_add(&calls, process, corr, s);
             /* A call that succeeded in putting work on the device, and none of it arrived. */
-            if ((flags[id] & 4) && !launched && (ev.has & KP_TRACE_HAS_STATUS) && e->status == 0)
+            if ((flags[id] & KP_HOST_CALL_LAUNCH) && !launched && (ev.has & KP_TRACE_HAS_STATUS) &&
+                e->status == 0)
                 r->calls_without_work++;
             break;
         }
@@ -652,7 +601,7 @@ static kprof_status kp_print_trace(kp_report *r, kp_error *err)
     printf("\nHost-side trace:\n  %8s  %12s  %10s  %8s  Name\n", "ID", "Start", "Time", "Thread");
     while (kp_event_iter_next(it, &ev)) {
         const kp_event *e = &ev.e;
-        if (!r->raw && (r->name_flags[e->name] & 1)) continue; /* noisy */
+        if (!r->raw && (r->name_flags[e->name] & KP_HOST_CALL_POLLING)) continue;
         char id[32] = "-", st[32], du[32];
         if (e->known & KP_EVENT_HAS_CORRELATION)
             snprintf(id, sizeof id, "%lld", (long long)e->correlation);
@@ -1022,7 +971,7 @@ static kprof_status kp_json_trace(kp_json *j, kp_report *r, kp_error *err)
     kp_json_array_begin(j, "host_trace");
     while (kp_event_iter_next(it, &ev)) {
         const kp_event *e = &ev.e;
-        if (!r->raw && (r->name_flags[e->name] & 1)) continue; /* noisy */
+        if (!r->raw && (r->name_flags[e->name] & KP_HOST_CALL_POLLING)) continue;
         kp_json_object_begin(j, NULL);
         if (e->known & KP_EVENT_HAS_CORRELATION)
             kp_json_int(j, "id", (int64_t)e->correlation);
@@ -1167,23 +1116,12 @@ static kprof_status kp_report_json(kp_report *r, kp_error *err)
 
 /* ---- CSV ------------------------------------------------------------------------------------- */
 
-static void kp_csv_field(const char *raw)
+static void kp_csv_field_out(const char *raw)
 {
-    /* CSV has no escapes: bytes that are not UTF-8 become U+FFFD, so the output stays UTF-8. */
-    kp_str clean = {0};
-    kp_str_append_utf8(&clean, raw, strlen(raw));
-    const char *text = clean.data ? clean.data : "";
-    if (!strpbrk(text, ",\"\n\r")) {
-        fputs(text, stdout);
-    } else {
-        putchar('"');
-        for (const char *p = text; *p; p++) {
-            if (*p == '"') putchar('"');
-            putchar(*p);
-        }
-        putchar('"');
-    }
-    kp_str_free(&clean);
+    kp_str field = {0};
+    kp_csv_field(&field, raw);
+    fputs(field.data ? field.data : "", stdout);
+    kp_str_free(&field);
 }
 
 /* One verdict row: table "verdict", name the window ("wall", "active", "nvtx:NAME"). */
@@ -1192,7 +1130,7 @@ static void kp_csv_verdict(const kp_report *r, const char *name, uint64_t instan
 {
     char gap[320], sentence[2048];
     printf("verdict,");
-    kp_csv_field(name);
+    kp_csv_field_out(name);
     printf(",%llu,%.9g,%.4f,%.9g,,,,", (unsigned long long)instances, in->wall_s,
            r->wall > 0 ? 100 * in->wall_s / r->wall : 0,
            instances ? in->wall_s / (double)instances : 0);
@@ -1201,10 +1139,10 @@ static void kp_csv_verdict(const kp_report *r, const char *name, uint64_t instan
     if (in->gaps) printf("%.9g", in->median_gap_s);
     printf(",%.9g,", in->longest_gap_s);
     kp_verdict_gap_text(in, gap, sizeof gap);
-    kp_csv_field(gap);
+    kp_csv_field_out(gap);
     printf(",,,");
     kp_verdict_describe(in, v, window, r->start_ns, sentence, sizeof sentence);
-    kp_csv_field(sentence);
+    kp_csv_field_out(sentence);
     printf("\n");
 }
 
@@ -1222,7 +1160,7 @@ static void kp_report_csv(const kp_report *r)
         for (int i = 0; i < tables[t].l->n; i++) {
             const kp_group *g = &tables[t].l->rows[i];
             printf("%s,", tables[t].name);
-            kp_csv_field(g->name);
+            kp_csv_field_out(g->name);
             printf(",%llu,%.9g,%.4f,%.9g,%.9g,%.9g,%.9g,,,,,,,,,,,,\n",
                    (unsigned long long)g->calls, g->total,
                    r->wall > 0 ? 100 * g->total / r->wall : 0, g->mean, g->std, g->min, g->max);
@@ -1253,15 +1191,83 @@ static void kp_report_csv(const kp_report *r)
     }
 }
 
+/* "total, self, gpu or calls": the values --sort takes, from the list. */
+static void kp_sort_choices(char *buf, size_t n)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < KP_AGGREGATION_SORT_COUNT; k++) {
+        const char *sep = k == 0 ? "" : k == KP_AGGREGATION_SORT_COUNT - 1 ? " or " : ", ";
+        int w = snprintf(buf + used, n - used, "%s%s", sep,
+                         kp_aggregation_sort_name((kp_aggregation_sort)k));
+        if (w < 0 || (size_t)w >= n - used) break;
+        used += (size_t)w;
+    }
+}
+
+/* --tree or --by: the call tree or the key averages, through store/trace_aggregate.h. */
+static int kp_report_calltree(const char *path, kp_calltree_view *view, int raw,
+                              kp_calltree_format format)
+{
+    kp_error err = {0};
+    kp_event_source *src = NULL;
+    kp_aggregation *a = NULL;
+    kprof_status st = kp_event_source_open(path, &src, &err);
+    if (st == KPROF_OK)
+        st = kp_trace_aggregate(src, raw ? KP_TRACE_AGGREGATE_POLLING : 0, &a, &err);
+    if (st == KPROF_OK) {
+        view->trace = path;
+        view->command = kp_event_source_meta(src)->command;
+        view->polling_calls = raw;
+        /* Standard output's errors are main's to report (kp_cli_exit), as for the tables. */
+        kp_str s = {0};
+        if (kp_calltree_render(a, view, format, &s) != 0)
+            st = kp_error_set(&err, KPROF_NOMEM, "out of memory");
+        else
+            fputs(s.data ? s.data : "", stdout);
+        kp_str_free(&s);
+    }
+    kp_aggregation_destroy(a); /* before the source: it reads the source's names */
+    kp_event_source_close(src);
+    if (st != KPROF_OK) {
+        int rc = kp_cli_fail(&err);
+        kp_error_clear(&err);
+        return rc;
+    }
+    return 0;
+}
+
+/* A whole number from 1 to max, digits only: 0 or -1 when it is not one. */
+static int kp_parse_count(const char *text, uint64_t max, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (!text || !*text) return -1;
+    for (const char *p = text; *p; p++) {
+        if (*p < '0' || *p > '9') return -1;
+        if (v > (max - (uint64_t)(*p - '0')) / 10) return -1;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    if (v < 1) return -1;
+    *out = v;
+    return 0;
+}
+
 int kp_cmd_report(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"raw", no_argument, NULL, 'r'},   {"trace", no_argument, NULL, 't'},
-        {"json", no_argument, NULL, 'j'},  {"csv", no_argument, NULL, 'c'},
-        {NULL, 0, NULL, 0},
+        {"raw", no_argument, NULL, 'r'},         {"trace", no_argument, NULL, 't'},
+        {"json", no_argument, NULL, 'j'},        {"csv", no_argument, NULL, 'c'},
+        {"tree", no_argument, NULL, 'T'},        {"by", required_argument, NULL, 'b'},
+        {"sort", required_argument, NULL, 's'},  {"top", required_argument, NULL, 'n'},
+        {"depth", required_argument, NULL, 'd'}, {NULL, 0, NULL, 0},
     };
     kp_report r;
     memset(&r, 0, sizeof r);
+    kp_calltree_view view;
+    memset(&view, 0, sizeof view);
+    int tree = 0, by = 0, sorted = 0;
+    uint64_t v;
+    char choices[64];
     opterr = 0;
     optind = 1;
     int c;
@@ -1271,6 +1277,36 @@ int kp_cmd_report(int argc, char **argv)
         case 't': r.trace = 1; break;
         case 'j': r.json = 1; break;
         case 'c': r.csv = 1; break;
+        case 'T':
+            tree = 1;
+            break;
+        case 'b':
+            if (kp_aggregation_group_parse(optarg, &view.group) != 0)
+                return kp_cli_usage_error("report", "--by '%s': choose name or path", optarg);
+            by = 1;
+            break;
+        case 's':
+            if (kp_aggregation_sort_parse(optarg, &view.sort) != 0) {
+                kp_sort_choices(choices, sizeof choices);
+                return kp_cli_usage_error("report", "--sort '%s': choose %s", optarg, choices);
+            }
+            sorted = 1;
+            break;
+        case 'n':
+            if (kp_parse_count(optarg, UINT32_MAX, &v) != 0)
+                return kp_cli_usage_error("report", "--top '%s': expected a whole number >= 1",
+                                          optarg);
+            view.top = (size_t)v;
+            break;
+        case 'd':
+            if (kp_parse_count(optarg, UINT32_MAX, &v) != 0)
+                return kp_cli_usage_error(
+                    "report", "--depth '%s': expected a whole number >= 1 (1: the top level)",
+                    optarg);
+            view.depth = (unsigned)v;
+            break;
+        case ':':
+            return kp_cli_usage_error("report", "%s needs a value", argv[optind - 1]);
         default: return kp_cli_usage_error("report", "unknown option '%s'", argv[optind - 1]);
         }
     }
@@ -1278,6 +1314,23 @@ int kp_cmd_report(int argc, char **argv)
     if (optind + 1 < argc)
         return kp_cli_usage_error("report", "unexpected argument '%s'", argv[optind + 1]);
     if (r.json && r.csv) return kp_cli_usage_error("report", "--json or --csv, not both");
+    if (tree && by)
+        return kp_cli_usage_error("report", "--tree or --by, not both (--by path gives the "
+                                            "tree's nodes as rows)");
+    if ((tree || by) && r.trace)
+        return kp_cli_usage_error("report",
+                                  "--trace lists events; %s, call paths: one or the other",
+                                  tree ? "--tree" : "--by");
+    if (view.depth && !tree) return kp_cli_usage_error("report", "--depth goes with --tree");
+    if ((sorted || view.top) && !tree && !by)
+        return kp_cli_usage_error("report", "--sort and --top go with --tree or --by");
+    if (tree || by) {
+        view.key_averages = by;
+        return kp_report_calltree(argv[optind], &view, r.raw,
+                                  r.json  ? KP_CALLTREE_JSON
+                                  : r.csv ? KP_CALLTREE_CSV
+                                          : KP_CALLTREE_TEXT);
+    }
     if (r.trace && r.csv)
         return kp_cli_usage_error("report", "--trace does not combine with --csv (the trace's "
                                             "rows are not the tables'); --trace --json gives both");

@@ -162,11 +162,13 @@ const kp_command kp_commands[] = {
      "                      one at a time (CUPTI gives queue times safely only with\n"
      "                      serialized kernel records, which carry no submit time)\n"
      "\n"
-     "The exit code is CMD's (128+signal after a signal). Then: kprof report FILE,\n"
-     "kprof export FILE --perfetto out.pftrace (or --chrome out.json)\n",
+     "The exit code is CMD's (128+signal after a signal). Then: kprof report FILE (--tree for\n"
+     "the call tree), kprof export FILE --perfetto out.pftrace (or --chrome out.json)\n",
      1},
-    {"report", kp_cmd_report, "a trace's host and device tables and the verdict",
+    {"report", kp_cmd_report, "a trace's tables and verdict, or its call tree and key averages",
      "usage: kprof report FILE [--trace] [--raw] [--json | --csv]\n"
+     "       kprof report FILE --tree [--depth N] [--sort KEY] [--top N] [--raw] [--json | --csv]\n"
+     "       kprof report FILE --by name|path [--sort KEY] [--top N] [--raw] [--json | --csv]\n"
      "\n"
      "Shows a trace the way Metal.jl's and CUDA.jl's @profile do: the header (wall time, events,\n"
      "records dropped); the host table (Time (%) of the wall, Total time, Calls, Time\n"
@@ -185,13 +187,36 @@ const kp_command kp_commands[] = {
      "            with launch geometry, registers, shared and local memory, size, throughput\n"
      "            and launch latency columns where the trace has them ('-' where a row has\n"
      "            none); with --json as host_trace and device_trace (not with --csv)\n"
-     "  --raw     include polling and query calls\n"
+     "  --raw     include polling and query calls (in the tables, the tree and key averages)\n"
      "  --json    the tables, launch latency and every verdict as JSON\n"
-     "  --csv     the tables, launch latency and verdict rows as CSV\n"},
-    {"export", kp_cmd_export, "a trace for other tools (Perfetto, Chrome trace JSON)",
-     "usage: kprof export FILE (--chrome OUT.json | --perfetto OUT.pftrace) [--force]\n"
+     "  --csv     the tables, launch latency and verdict rows as CSV\n"
      "\n"
-     "Writes the trace for a timeline viewer, one format per run:\n"
+     "--tree and --by show the call tree instead of the tables (not with --trace). A node is\n"
+     "one call path, its instances on every thread and process added up: NVTX ranges on their\n"
+     "thread, the API calls inside them, and under each call the kernels, copies and fills it\n"
+     "launched (joined by correlation, whenever they ran); device work whose call was not\n"
+     "recorded goes under (unattributed). Polling calls are left out unless --raw, and their\n"
+     "time counts as their caller's own.\n"
+     "  --tree        per node: calls, host time inclusive (Host incl) and exclusive of its\n"
+     "                children (Host excl), GPU time attributed (its device work and all\n"
+     "                below it), device operations; children indented under their parent\n"
+     "  --depth N     with --tree: show N levels (1: the top level only)\n"
+     "  --by name     key averages: one row per kind and name (all its paths together)\n"
+     "  --by path     key averages: one row per call path\n"
+     "                rows: kind, calls, total, self, GPU, min/mean/max, bytes where any\n"
+     "  --sort KEY    children's (--tree) or rows' (--by) order, largest first: total\n"
+     "                (default; host time of calls and ranges, device time of device work),\n"
+     "                self (exclusive), gpu (attributed) or calls\n"
+     "  --top N       --tree: the first N children of each node (a '… M more' line says what\n"
+     "                is left out); --by: the first N rows\n"
+     "  --json/--csv  the shown nodes or rows with every number in seconds; a tree node with\n"
+     "                id, parent, depth and its path (README: 'Call tree and key averages')\n"},
+    {"export", kp_cmd_export, "a trace for other tools (Perfetto, Chrome, Hatchet, JSON, CSV)",
+     "usage: kprof export FILE (--chrome OUT.json | --perfetto OUT.pftrace) [--force]\n"
+     "       kprof export FILE (--hatchet OUT.json | --json OUT.json | --csv OUT.csv) [--raw]\n"
+     "                         [--force]\n"
+     "\n"
+     "Writes the trace for another tool, one format per run. For a timeline viewer:\n"
      "  --chrome: Chrome Trace Event JSON (Perfetto UI, chrome://tracing): a track per host\n"
      "    thread (API calls, NVTX ranges as slices), a process per GPU with a track per stream\n"
      "    or queue, and a flow arrow from each API call to the GPU work it launched.\n"
@@ -202,14 +227,23 @@ const kp_command kp_commands[] = {
      "    calls to their GPU work, launch geometry and waits as arguments; times in ns on\n"
      "    CLOCK_MONOTONIC. Slices that overlap on one track without nesting go to a track\n"
      "    under it, '(overlap 1)'.\n"
+     "The call tree (see kprof help report, --tree), whole, children by total time:\n"
+     "  --hatchet: Hatchet's literal format (hatchet.GraphFrame.from_literal), under one root\n"
+     "    named after the traced command; metrics time (inc), time, calls, gpu_time (inc),\n"
+     "    gpu_time, bytes and flops, times in seconds.\n"
+     "  --json, --csv: what kprof report FILE --tree --json (or --csv) prints: every node with\n"
+     "    id, parent, depth, path and its numbers.\n"
      "\n"
-     "  --chrome OUT     the JSON file; '-' for standard output. A FIFO or a character device\n"
-     "  --perfetto OUT   is written in place; a symbolic link is followed to its target; a\n"
-     "                   regular file is written to a temporary beside it and renamed when whole\n"
+     "  --chrome OUT     the output file; '-' for standard output. A FIFO or a character\n"
+     "  --perfetto OUT   device is written in place; a symbolic link is followed to its\n"
+     "  --hatchet OUT    target; a regular file is written to a temporary beside it and\n"
+     "  --json OUT       renamed when whole\n"
+     "  --csv OUT\n"
+     "  --raw            with the call tree: include polling and query calls\n"
      "  --force          replace OUT if it exists (never the trace itself)\n"
      "\n"
      "Text that is not UTF-8 (names, commands, paths) is written as \\u00XX of each such byte in\n"
-     "JSON, as U+FFFD in the Perfetto trace.\n"},
+     "JSON, as U+FFFD in CSV and the Perfetto trace.\n"},
     {"help", kp_cmd_help, "help for a command: kprof help CMD", "usage: kprof help [CMD]\n"},
     {"version", kp_cmd_version, "print kprof's version", "usage: kprof version\n"},
     {NULL, NULL, NULL, NULL},

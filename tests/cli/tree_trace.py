@@ -1,0 +1,118 @@
+"""tree_trace — a trace whose call tree is known exactly, for test_calltree.py (kprof report
+--tree/--by, kprof export --json/--csv) and test_hatchet.py (kprof export --hatchet). The record
+files are written with klog.py and merged by the real `kprof trace --merge`, so nothing the
+machine does enters the numbers. The timeline (ms after T0), hatchet_tree.c's with a poll, a call
+name in two paths and a name that is not UTF-8:
+
+  process 5000 "python train.py", thread 5000:
+    train [0,10]  (range)
+      step [1,5]  (range)
+        cudaLaunchKernel [2,2.5] #1      -> gemm [2.6,4.6]
+        cudaGetLastError [2.5,2.6]       (a polling call: left out unless --raw)
+        cudaMemcpy [3,4.5] #2            -> [CUDA memcpy HtoD] [3.1,4.1], 1 MiB
+      step [5,9]
+        cudaLaunchKernel [6,6.2] #3      -> gemm [9.5,11] (after its ranges closed)
+  thread 5001:
+    "naïve\\xff" [0.5,1.5] (range)
+    cudaLaunchKernel [12,12.1] #4        -> gemm [12.2,12.4]
+  device: orphan [13,13.5] #42 (no call has that correlation)
+
+EXPECTED is the tree with polling calls left out: path -> (kind, calls, inclusive, exclusive,
+gpu, gpu_self, device_ops, bytes), times in seconds. The poll's 0.1 ms is step's own time.
+"""
+
+import os
+
+import klog
+
+T0 = 1_000_000_000
+PID, MAIN, WORKER = 5000, 5000, 5001
+COMMAND = "python train.py --steps 2"
+NAIVE_BYTES = b"na\xc3\xafve\xff"  # "naïve", then a byte that is not UTF-8
+NAIVE_JSON = "na\u00efve\u00ff"  # as the JSON writer writes it (\u00ff for the byte)
+NAIVE_CSV = "na\u00efve\ufffd"  # as CSV writes it (U+FFFD)
+NAIVE_TEXT = "na\u00efve\\xff"  # as the text tables write it (escaped, as in error messages)
+MS = 1e-3
+MIB = 1 << 20
+
+
+def at(ms):
+    return T0 + int(round(ms * 1e6))
+
+
+def write_records(d):
+    """The record files and run.txt of the timeline, in folder d."""
+    w = klog.Writer(os.path.join(d, "%d-cuda-%d.klog" % (PID, at(0))), PID, COMMAND, at(0))
+    s = w.string
+    b = bytearray()
+
+    def api(name, start, end, corr=0, tid=MAIN):
+        b.extend(klog.rec(klog.API, name=s(name), tid=tid, start=at(start), end=at(end),
+                          correlation=corr, domain=klog.CUDA_RUNTIME))
+
+    def kernel(name, start, end, corr, tid=MAIN):
+        b.extend(klog.rec(klog.KERNEL, name=s(name), tid=tid, start=at(start), end=at(end),
+                          correlation=corr, device=0, stream=7, grid=(8, 1, 1),
+                          block=(128, 1, 1)))
+
+    def rng(name, start, end, rid, tid=MAIN):
+        b.extend(klog.rec(klog.RANGE, name=s(name), tid=tid, start=at(start), end=at(end),
+                          rid=rid, domain=klog.NVTX))
+
+    api("cudaLaunchKernel", 2, 2.5, corr=1)
+    api("cudaGetLastError", 2.5, 2.6)
+    kernel("gemm", 2.6, 4.6, 1)
+    api("cudaMemcpy", 3, 4.5, corr=2)
+    b.extend(klog.rec(klog.MEMCPY, name=s("[CUDA memcpy HtoD]"), tid=MAIN, start=at(3.1),
+                      end=at(4.1), correlation=2, nbytes=MIB, aux=klog.HTOD, device=0,
+                      stream=7))
+    rng("step", 1, 5, 2)
+    api("cudaLaunchKernel", 6, 6.2, corr=3)
+    rng("step", 5, 9, 3)
+    rng("train", 0, 10, 1)
+    kernel("gemm", 9.5, 11, 3)
+    rng(NAIVE_BYTES, 0.5, 1.5, 4, tid=WORKER)
+    api("cudaLaunchKernel", 12, 12.1, corr=4, tid=WORKER)
+    kernel("gemm", 12.2, 12.4, 4, tid=WORKER)
+    kernel("orphan", 13, 13.5, 42)
+    w.write(bytes(b))
+    w.close(end=at(14))
+    with open(os.path.join(d, "run.txt"), "w") as f:
+        f.write("kprof-trace-run 1\nstart_ns %d\nend_ns %d\nexit_status 0\ncollectors cuda\n"
+                "command %s\n" % (at(0), at(14), COMMAND))
+
+
+def make(test, name="tree.kprof"):
+    """Merge the timeline into test.tmp/name with the real kprof; returns its path."""
+    records = os.path.join(test.tmp, "records-" + name)
+    os.mkdir(records)
+    write_records(records)
+    out = os.path.join(test.tmp, name)
+    test.kprof("trace", "--merge", records, "-o", out, expect=0)
+    return out
+
+
+# path below the root -> (kind, calls, inclusive, exclusive, gpu, gpu_self, device_ops, bytes)
+EXPECTED = {
+    ("train",): ("range", 1, 10 * MS, 2 * MS, 4.5 * MS, 0, 3, 0),
+    ("train", "step"): ("range", 2, 8 * MS, 5.8 * MS, 4.5 * MS, 0, 3, 0),
+    ("train", "step", "cudaMemcpy"): ("api", 1, 1.5 * MS, 1.5 * MS, 1 * MS, 0, 1, 0),
+    ("train", "step", "cudaMemcpy", "[CUDA memcpy HtoD]"):
+        ("memcpy", 1, 0, 0, 1 * MS, 1 * MS, 1, MIB),
+    ("train", "step", "cudaLaunchKernel"): ("api", 2, 0.7 * MS, 0.7 * MS, 3.5 * MS, 0, 2, 0),
+    ("train", "step", "cudaLaunchKernel", "gemm"): ("kernel", 2, 0, 0, 3.5 * MS, 3.5 * MS, 2, 0),
+    (NAIVE_JSON,): ("range", 1, 1 * MS, 1 * MS, 0, 0, 0, 0),
+    ("(unattributed)",): ("unattributed", 0, 0, 0, 0.5 * MS, 0, 1, 0),
+    ("(unattributed)", "orphan"): ("kernel", 1, 0, 0, 0.5 * MS, 0.5 * MS, 1, 0),
+    ("cudaLaunchKernel",): ("api", 1, 0.1 * MS, 0.1 * MS, 0.2 * MS, 0, 1, 0),
+    ("cudaLaunchKernel", "gemm"): ("kernel", 1, 0, 0, 0.2 * MS, 0.2 * MS, 1, 0),
+}
+
+# The tree in the order shown by --sort total: depth-first, children largest total first
+# ((unattributed)'s total is the device time it holds).
+ORDER_TOTAL = [
+    ("train",), ("train", "step"), ("train", "step", "cudaMemcpy"),
+    ("train", "step", "cudaMemcpy", "[CUDA memcpy HtoD]"), ("train", "step", "cudaLaunchKernel"),
+    ("train", "step", "cudaLaunchKernel", "gemm"), (NAIVE_JSON,), ("(unattributed)",),
+    ("(unattributed)", "orphan"), ("cudaLaunchKernel",), ("cudaLaunchKernel", "gemm"),
+]
