@@ -33,6 +33,12 @@ typedef enum kp_rec_kind {
                           * counters could not be mapped */
     KP_REC_NOTE = 12,    /* name = something the user should be told (another profiler present) */
     KP_REC_END = 13,     /* the process ended cleanly: start = when */
+    KP_REC_METRIC = 14,  /* a metric of the event record right before it in the file (the
+                          * writer appends an event and its metrics in one piece, so nothing
+                          * comes between): name = the key's string id ("flops" and "bytes" are
+                          * the model's own metrics, kp_event.metrics; any other is a user key),
+                          * bytes = the value as IEEE-754 double bits, aux = the event's kind
+                          * (a check: a metric whose event is not there is dropped) */
     KP_REC_KIND_COUNT,   /* every kind is below it */
 /* The events, each record holding:
  *   API       a host API call: domain = KP_DOMAIN_*, status = its return value

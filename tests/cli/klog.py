@@ -10,8 +10,8 @@ MAGIC = 0x3152504B
 FMT = "<IHHIIQQQQQII3i3iIIIIQQiI"
 assert struct.calcsize(FMT) == 128
 SUBMITTED_OFFSET = struct.calcsize("<IHHIIQQQ")  # the header's `submitted` field
-HEADER, STRING, API, KERNEL, MEMCPY, MEMSET, SYNC, RANGE, MARK, OVERHEAD, DROPPED, NOTE, END = \
-    range(1, 14)
+HEADER, STRING, API, KERNEL, MEMCPY, MEMSET, SYNC, RANGE, MARK, OVERHEAD, DROPPED, NOTE, END, \
+    METRIC = range(1, 15)
 # API domains and copy directions (src/core/event.h's KP_DOMAIN_LIST and KP_COPY_KIND_LIST).
 DOMAIN_NONE, CUDA_RUNTIME, CUDA_DRIVER, OPENCL, NVTX = range(0, 5)
 COPY_UNKNOWN, HTOD, DTOH, DTOD, HTOH, PEER = range(0, 6)
@@ -23,6 +23,13 @@ def rec(kind, name=0, tid=1, start=0, end=0, queued=0, submitted=0, correlation=
     return struct.pack(FMT, MAGIC, kind, domain, name, tid, start, end, queued, submitted,
                        correlation, device, stream, *grid, *block, registers, static_smem,
                        dynamic_smem, local_mem, nbytes, rid, status, aux)
+
+
+def metric(key_id, value, kind):
+    """A METRIC record (record.h) for the event record written right before it: key_id is the
+    string id of "flops", "bytes" or a user key, kind the event's kind."""
+    return rec(METRIC, name=key_id, nbytes=struct.unpack("<Q", struct.pack("<d", value))[0],
+               aux=kind)
 
 
 class Writer:
