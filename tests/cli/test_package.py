@@ -140,12 +140,16 @@ class Package(kptest.KprofTestCase):
         self.assertIn("-lkprof", cflags)
         app = self.compile(os.path.join(self.root, "consumer_pc"), cflags)
         self.assertIn("libkprof.so.%s" % self.version.split(".")[0], self.needed(app))
-        self.check_runs(app, env={"LD_LIBRARY_PATH": self.libdir})
+        inherited = os.environ.get("LD_LIBRARY_PATH")
+        self.check_runs(app, env={"LD_LIBRARY_PATH": ":".join(
+            d for d in (self.libdir, inherited) if d)})
 
     def test_pkg_config_static(self):
         flags = self.pkg_config("--static", "--cflags", "--libs")
         # libkprof.a, not the libkprof.so beside it; the rest is what it needs (Libs.private).
         flags = ["-l:libkprof.a" if f == "-lkprof" else f for f in flags]
+        # SQLite where kprof's build found it (.carry/lib on the GPU machine; nothing on Debian).
+        flags += ["-L" + d for d in (build_cache("CMAKE_LIBRARY_PATH") or "").split(";") if d]
         app = self.compile(os.path.join(self.root, "consumer_pc_static"), flags)
         self.assertFalse([n for n in self.needed(app) if "kprof" in n], self.needed(app))
         self.check_runs(app)
