@@ -29,7 +29,14 @@
 
 /* ---- injection ---- */
 
-/* libkprof-inject.so: $KPROF_INJECT_LIBRARY, else beside the kprof binary, else ../lib. */
+/* Where `cmake --install` puts libkprof-inject.so, relative to where it puts kprof: "../lib", or
+ * "../lib/x86_64-linux-gnu" with Debian's multiarch libdir (CMakeLists.txt sets it). */
+#ifndef KPROF_INSTALL_LIBDIR_FROM_BINDIR
+#define KPROF_INSTALL_LIBDIR_FROM_BINDIR "../lib"
+#endif
+
+/* libkprof-inject.so: $KPROF_INJECT_LIBRARY, else beside the kprof binary (the build tree), else
+ * in the installed libdir relative to it, else ../lib. */
 static int kp_inject_path(char out[PATH_MAX])
 {
     const char *env = getenv(KP_ENV_INJECT_LIBRARY);
@@ -41,10 +48,10 @@ static int kp_inject_path(char out[PATH_MAX])
     char *slash = strrchr(exe, '/');
     if (!slash) return -1;
     *slash = '\0';
-    const char *candidates[] = {"%s/libkprof-inject.so", "%s/../lib/libkprof-inject.so"};
-    for (size_t i = 0; i < 2; i++) {
-        char path[PATH_MAX + 64];
-        snprintf(path, sizeof path, candidates[i], exe);
+    const char *folders[] = {"", "/" KPROF_INSTALL_LIBDIR_FROM_BINDIR, "/../lib"};
+    for (size_t i = 0; i < sizeof folders / sizeof folders[0]; i++) {
+        char path[PATH_MAX + sizeof KPROF_INSTALL_LIBDIR_FROM_BINDIR + 32];
+        snprintf(path, sizeof path, "%s%s/libkprof-inject.so", exe, folders[i]);
         if (kp_path_exists(path) && realpath(path, out)) return 0;
     }
     return -1;
@@ -69,9 +76,10 @@ kprof_status kp_session_inject_env(int queue_times, char *note, size_t note_len,
     note[0] = '\0';
     char inject[PATH_MAX];
     if (kp_inject_path(inject) != 0)
-        return kp_error_set(err, KPROF_UNAVAILABLE,
-                            "libkprof-inject.so not found beside kprof or in ../lib (set "
-                            "KPROF_INJECT_LIBRARY)");
+        return kp_error_set(
+            err, KPROF_UNAVAILABLE,
+            "libkprof-inject.so not found beside kprof or in " KPROF_INSTALL_LIBDIR_FROM_BINDIR
+            " (set KPROF_INJECT_LIBRARY)");
     const char *prior = getenv("CUDA_INJECTION64_PATH");
     if (prior && *prior && strcmp(prior, inject) != 0)
         return kp_error_set(err, KPROF_UNAVAILABLE,
