@@ -42,7 +42,10 @@ typedef struct kp_agg_pending {
     double flops, bytes;
     uint32_t name;
     kp_event_kind kind;
+    unsigned metrics; /* KP_AGG_FLOPS, KP_AGG_BYTES: which of flops and bytes it has */
 } kp_agg_pending;
+
+enum { KP_AGG_FLOPS = 1u << 0, KP_AGG_BYTES = 1u << 1 };
 
 /* An event held because others may start at the same nanosecond. */
 typedef struct kp_agg_held {
@@ -194,9 +197,10 @@ static uint32_t kp_agg_child(kp_aggregation *a, uint32_t parent, kp_event_kind k
     return id;
 }
 
-/* One event of duration d in node id (host: inclusive and exclusive time; device: GPU time). */
+/* One event of duration d in node id (host: inclusive and exclusive time; device: GPU time),
+ * with the metrics `metrics` (KP_AGG_*) says it has. */
 static void kp_agg_count(kp_aggregation *a, uint32_t id, int64_t d, int device, double flops,
-                         double bytes)
+                         double bytes, unsigned metrics)
 {
     kp_aggregation_stats *s = &a->nodes[id].stats;
     if (!s->count || d < s->min_ns) s->min_ns = d;
@@ -212,6 +216,8 @@ static void kp_agg_count(kp_aggregation *a, uint32_t id, int64_t d, int device, 
     }
     s->flops += flops;
     s->bytes += bytes;
+    if (metrics & KP_AGG_FLOPS) s->flops_ns = kp_i64_add_sat(s->flops_ns, d);
+    if (metrics & KP_AGG_BYTES) s->bytes_ns = kp_i64_add_sat(s->bytes_ns, d);
 }
 
 /* ---- host threads ---------------------------------------------------------------------------- */
@@ -325,7 +331,9 @@ static int kp_agg_place_host(kp_aggregation *a, const kp_event *e, int ordered)
     if (!id) return -1;
     int64_t d = kp_ns_diff(f, s);
     kp_agg_count(a, id, d, 0, e->known & KP_EVENT_HAS_FLOPS ? e->metrics.flops : 0,
-                 e->known & KP_EVENT_HAS_METRIC_BYTES ? e->metrics.bytes : 0);
+                 e->known & KP_EVENT_HAS_METRIC_BYTES ? e->metrics.bytes : 0,
+                 (e->known & KP_EVENT_HAS_FLOPS ? KP_AGG_FLOPS : 0) |
+                     (e->known & KP_EVENT_HAS_METRIC_BYTES ? KP_AGG_BYTES : 0));
     if (parent) { /* the parent's own time loses the part of this one inside it */
         int64_t inside = kp_ns_diff(f < parent->end ? f : parent->end, s);
         kp_aggregation_stats *ps = &a->nodes[parent->node].stats;
@@ -369,7 +377,7 @@ static int kp_agg_flush(kp_aggregation *a)
 /* ---- device work ----------------------------------------------------------------------------- */
 
 static int kp_agg_place_device(kp_aggregation *a, uint32_t call, kp_event_kind kind, uint32_t name,
-                               int64_t d, double flops, double bytes)
+                               int64_t d, double flops, double bytes, unsigned metrics)
 {
     if (!call) {
         if (!a->unattributed) {
@@ -381,7 +389,7 @@ static int kp_agg_place_device(kp_aggregation *a, uint32_t call, kp_event_kind k
     }
     uint32_t id = kp_agg_child(a, call, kind, name);
     if (!id) return -1;
-    kp_agg_count(a, id, d, 1, flops, bytes);
+    kp_agg_count(a, id, d, 1, flops, bytes, metrics);
     return 0;
 }
 
@@ -393,6 +401,10 @@ static int kp_agg_device(kp_aggregation *a, const kp_event *e)
     double bytes = e->known & KP_EVENT_HAS_METRIC_BYTES ? e->metrics.bytes
                    : e->kind != KP_EVENT_KERNEL         ? (double)e->bytes
                                                         : 0;
+    /* A copy's or a fill's size counts as its bytes (aggregate.h): it has them. */
+    unsigned metrics =
+        (e->known & KP_EVENT_HAS_FLOPS ? KP_AGG_FLOPS : 0) |
+        ((e->known & KP_EVENT_HAS_METRIC_BYTES) || e->kind != KP_EVENT_KERNEL ? KP_AGG_BYTES : 0);
     kp_aggregation_totals *t = &a->totals;
     t->device_ops++;
     kp_busy_add(&a->busy, e->start_ns, end);
@@ -404,14 +416,14 @@ static int kp_agg_device(kp_aggregation *a, const kp_event *e)
     if (t->device_ops == 1 || e->start_ns < t->active_start_ns) t->active_start_ns = e->start_ns;
     if (t->device_ops == 1 || end > t->active_end_ns) t->active_end_ns = end;
     if (!(e->known & KP_EVENT_HAS_CORRELATION))
-        return kp_agg_place_device(a, 0, e->kind, e->name, d, flops, bytes);
+        return kp_agg_place_device(a, 0, e->kind, e->name, d, flops, bytes, metrics);
     uint32_t call = kp_agg_call_get(a, e->process, e->correlation);
-    if (call) return kp_agg_place_device(a, call, e->kind, e->name, d, flops, bytes);
+    if (call) return kp_agg_place_device(a, call, e->kind, e->name, d, flops, bytes, metrics);
     /* Its call may still come (clock skew, a tie of start times): decide at finish. */
     if (kp_agg_grow((void **)&a->pending, &a->cappending, a->npending, sizeof *a->pending) != 0)
         return -1;
     a->pending[a->npending++] =
-        (kp_agg_pending){e->process, e->correlation, d, flops, bytes, e->name, e->kind};
+        (kp_agg_pending){e->process, e->correlation, d, flops, bytes, e->name, e->kind, metrics};
     return 0;
 }
 
@@ -425,6 +437,7 @@ int kp_aggregation_add(kp_aggregation *a, const kp_event *e)
     if (!t->events || e->start_ns < t->first_ns) t->first_ns = e->start_ns;
     if (!t->events || end > t->last_ns) t->last_ns = end;
     t->events++;
+    if (e->known & (KP_EVENT_HAS_FLOPS | KP_EVENT_HAS_METRIC_BYTES)) t->metric_events++;
     int ordered = !a->any_event || e->start_ns >= a->latest_start;
     if (!ordered) {
         t->unordered++;
@@ -474,7 +487,8 @@ int kp_aggregation_finish(kp_aggregation *a)
     for (size_t i = 0; i < a->npending; i++) {
         const kp_agg_pending *p = &a->pending[i];
         uint32_t call = kp_agg_call_get(a, p->process, p->correlation);
-        if (kp_agg_place_device(a, call, p->kind, p->name, p->duration, p->flops, p->bytes) != 0)
+        if (kp_agg_place_device(a, call, p->kind, p->name, p->duration, p->flops, p->bytes,
+                                p->metrics) != 0)
             goto fail;
     }
     free(a->pending);
@@ -697,6 +711,8 @@ static void kp_agg_merge(kp_aggregation_stats *into, const kp_aggregation_stats 
     into->bytes += s->bytes;
     into->flops_inclusive += s->flops_inclusive;
     into->bytes_inclusive += s->bytes_inclusive;
+    into->flops_ns = kp_i64_add_sat(into->flops_ns, s->flops_ns);
+    into->bytes_ns = kp_i64_add_sat(into->bytes_ns, s->bytes_ns);
 }
 
 int kp_aggregation_rows(const kp_aggregation *a, kp_aggregation_group group,

@@ -45,6 +45,10 @@
  *   flops, bytes  metrics of its own events (KP_EVENT_HAS_FLOPS, KP_EVENT_HAS_METRIC_BYTES; a
  *                 copy or fill without a bytes metric counts its size); *_inclusive: with
  *                 everything below it
+ *   flops_ns, bytes_ns  the durations (as duration_ns) of its own events that carry flops, and
+ *                 bytes: the time the rates are over, GFLOP/s = flops / flops_ns (flops per ns
+ *                 are GFLOP per s), GB/s = bytes / bytes_ns (kp_aggregation_rate); an instance
+ *                 without the metric neither adds to it nor dilutes it
  * A key average by name merges the nodes of one (kind, name): counts and sums add, min and max
  * combine. A range inside a range of its own name counts twice there, as in every profiler's
  * key averages; the tree shows them apart.
@@ -99,6 +103,7 @@ typedef struct kp_aggregation_stats {
     uint64_t device_ops;
     double flops, bytes;
     double flops_inclusive, bytes_inclusive;
+    int64_t flops_ns, bytes_ns;
 } kp_aggregation_stats;
 
 /* Node 0 is the root: no event of its own; its children are the top-level nodes, its stats the
@@ -131,6 +136,9 @@ typedef struct kp_aggregation_totals {
     uint64_t unordered;        /* events that started before one fed earlier */
     uint64_t folded;           /* events placed at KP_AGGREGATION_MAX_DEPTH (see above) */
     uint64_t ignored;          /* MARK, OVERHEAD and unknown kinds */
+    uint64_t metric_events;    /* events fed with flops or a bytes metric (KP_EVENT_HAS_FLOPS,
+                                  KP_EVENT_HAS_METRIC_BYTES), any kind: 0 when the stream has
+                                  no metrics (the views then show no rates) */
 } kp_aggregation_totals;
 
 /* A name id's text, or NULL when it has none. */
@@ -166,6 +174,15 @@ const char *kp_aggregation_name(const kp_aggregation *a, uint32_t id, char *buf,
 /* A node's path, its labels from the top level down joined by "/" ("step/cudaLaunchKernel/k"),
  * appended to out (out->failed says when memory ran out). */
 void kp_aggregation_path(const kp_aggregation *a, uint32_t id, kp_str *out);
+
+/* A rate: metric per nanosecond of the time it is over (flops per ns are GFLOP/s, bytes per ns
+ * GB/s). 0, or -1 when there is none (no metric, or no time to divide by). */
+static inline int kp_aggregation_rate(double metric, int64_t ns, double *rate)
+{
+    if (ns <= 0) return -1;
+    *rate = metric / (double)ns;
+    return 0;
+}
 
 /* ---- sorting and selecting ------------------------------------------------------------------ */
 

@@ -43,3 +43,22 @@ char *kp_format_bytes(uint64_t bytes, char *buf, size_t n)
     else snprintf(buf, n, "%s %s", kp_format_2dp(v, num, sizeof num), units[u]);
     return buf;
 }
+
+char *kp_format_si(double v, char *buf, size_t n)
+{
+    static const char *prefixes[] = {"", " k", " M", " G", " T", " P", " E"};
+    double a = fabs(v);
+    int p = 0;
+    while (a >= 1000 && p < 6)
+        a /= 1000, v /= 1000, p++;
+    char num[64];
+    snprintf(buf, n, "%s%s", kp_format_2dp(v, num, sizeof num), prefixes[p]);
+    return buf;
+}
+
+char *kp_format_rate(double v, char *buf, size_t n)
+{
+    double a = fabs(v);
+    snprintf(buf, n, a >= 100 ? "%.0f" : a >= 10 ? "%.1f" : "%.2f", v);
+    return buf;
+}

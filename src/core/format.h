@@ -12,6 +12,12 @@
 char *kp_format_duration(double seconds, char *buf, size_t n);
 /* "256 B", "48 KiB", "1.5 GiB". Returns buf. */
 char *kp_format_bytes(uint64_t bytes, char *buf, size_t n);
+/* A count with an SI prefix, shortest two decimals: "950", "12.5 k", "2 G", "1.25 T" (flops).
+ * Returns buf. */
+char *kp_format_si(double v, char *buf, size_t n);
+/* A rate without its unit, to three figures or more: "0.25", "12.5", "1234" (GFLOP/s, GB/s).
+ * Returns buf. */
+char *kp_format_rate(double v, char *buf, size_t n);
 /* Shortest "%.2f" form: trailing zeros and a trailing dot removed ("1.50" -> "1.5"). */
 char *kp_format_2dp(double v, char *buf, size_t n);
 

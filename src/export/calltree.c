@@ -71,6 +71,8 @@ typedef struct kp_ct_numbers {
     double total, self, inclusive, exclusive, gpu, gpu_self; /* s */
     double min, mean, max, std;                              /* s; with calls only */
     double flops, bytes;
+    int has_gflop_per_s, has_gb_per_s; /* the rates, where there is time they are over */
+    double gflop_per_s, gb_per_s;
 } kp_ct_numbers;
 
 static double kp_ct_s(int64_t ns)
@@ -91,6 +93,8 @@ static void kp_ct_numbers_of(const kp_aggregation_stats *s, kp_event_kind kind, 
     n->gpu_self = kp_ct_s(s->gpu_self_ns);
     n->flops = s->flops;
     n->bytes = s->bytes;
+    n->has_gflop_per_s = kp_aggregation_rate(s->flops, s->flops_ns, &n->gflop_per_s) == 0;
+    n->has_gb_per_s = kp_aggregation_rate(s->bytes, s->bytes_ns, &n->gb_per_s) == 0;
     if (s->count) {
         double count = (double)s->count, sum = (double)s->duration_ns;
         n->min = kp_ct_s(s->min_ns);
@@ -99,6 +103,13 @@ static void kp_ct_numbers_of(const kp_aggregation_stats *s, kp_event_kind kind, 
         double var = count > 1 ? (s->sum_sq_ns - sum * sum / count) / (count - 1) : 0;
         n->std = var > 0 ? sqrt(var) / 1e9 : 0;
     }
+}
+
+/* Whether the views show rates: the events fed carried metrics. Without, every output is what it
+ * was before metrics existed (no column, key or header more). */
+static int kp_ct_rates(const kp_aggregation *a)
+{
+    return kp_aggregation_get_totals(a)->metric_events > 0;
 }
 
 static const char *kp_ct_kind(kp_event_kind kind)
@@ -155,6 +166,28 @@ static void kp_ct_pad_time(kp_str *out, int has, double s, int width)
 {
     char buf[32];
     kp_ct_pad(out, has ? kp_format_duration(s, buf, sizeof buf) : "-", width);
+}
+
+/* A rate right-aligned, "-" where there is none. */
+static void kp_ct_pad_rate(kp_str *out, int has, double v, int width)
+{
+    char buf[40];
+    kp_ct_pad(out, has ? kp_format_rate(v, buf, sizeof buf) : "-", width);
+}
+
+/* Flops and bytes cells: "-" for none. */
+static void kp_ct_pad_flops(kp_str *out, double v, int width)
+{
+    char buf[40];
+    kp_ct_pad(out, v != 0 ? kp_format_si(v, buf, sizeof buf) : "-", width);
+}
+
+static void kp_ct_pad_bytes(kp_str *out, double v, int width)
+{
+    char buf[40];
+    kp_ct_pad(
+        out, v > 0 ? kp_format_bytes(v >= 1.8e19 ? UINT64_MAX : (uint64_t)v, buf, sizeof buf) : "-",
+        width);
 }
 
 static void kp_ct_pad_count(kp_str *out, uint64_t v, int dash_for_zero, int width)
@@ -231,14 +264,29 @@ static void kp_ct_text_tree(const kp_aggregation *a, const kp_calltree_view *v, 
         kp_str_append(out, "  (no calls, ranges or device work recorded)\n");
         return;
     }
-    kp_str_printf(out, "  %8s  %10s  %10s  %10s  %8s  %-7s Name\n", "Calls", "Host incl",
-                  "Host excl", "GPU", "Dev ops", "Kind");
+    /* With metrics: each node's own flops and bytes and their rates, where any node shown has
+     * them. */
+    int flops = 0, bytes = 0;
+    for (size_t i = 0; i < l->n && kp_ct_rates(a); i++) {
+        if (l->v[i].more) continue;
+        const kp_aggregation_stats *s = &kp_aggregation_get_node(a, l->v[i].node)->stats;
+        flops |= s->flops != 0;
+        bytes |= s->bytes != 0;
+    }
+    kp_str_printf(out, "  %8s  %10s  %10s  %10s  %8s", "Calls", "Host incl", "Host excl", "GPU",
+                  "Dev ops");
+    if (flops) kp_str_printf(out, "  %10s  %8s", "Flops", "GFLOP/s");
+    if (bytes) kp_str_printf(out, "  %10s  %8s", "Bytes", "GB/s");
+    kp_str_printf(out, "  %-7s Name\n", "Kind");
     for (size_t i = 0; i < l->n; i++) {
         const kp_ct_entry *e = &l->v[i];
         const kp_aggregation_node *node = kp_aggregation_get_node(a, e->node);
         if (e->more) {
             /* At the depth of the children it stands for. */
-            kp_str_printf(out, "  %8s  %10s  %10s  %10s  %8s  %-7s ", "", "", "", "", "", "");
+            kp_str_printf(out, "  %8s  %10s  %10s  %10s  %8s", "", "", "", "", "");
+            if (flops) kp_str_printf(out, "  %10s  %8s", "", "");
+            if (bytes) kp_str_printf(out, "  %10s  %8s", "", "");
+            kp_str_printf(out, "  %-7s ", "");
             for (uint32_t d = 1; d <= node->depth; d++)
                 kp_str_append(out, "  ");
             kp_str_printf(out, "… %u more\n", e->not_shown);
@@ -256,6 +304,22 @@ static void kp_ct_text_tree(const kp_aggregation *a, const kp_calltree_view *v, 
         kp_ct_pad_time(out, s->device_ops > 0, kp_ct_s(s->gpu_ns), 10);
         kp_str_append(out, "  ");
         kp_ct_pad_count(out, s->device_ops, 1, 8);
+        if (flops || bytes) {
+            kp_ct_numbers num;
+            kp_ct_numbers_of(s, node->kind, &num);
+            if (flops) {
+                kp_str_append(out, "  ");
+                kp_ct_pad_flops(out, num.flops, 10);
+                kp_str_append(out, "  ");
+                kp_ct_pad_rate(out, num.flops != 0 && num.has_gflop_per_s, num.gflop_per_s, 8);
+            }
+            if (bytes) {
+                kp_str_append(out, "  ");
+                kp_ct_pad_bytes(out, num.bytes, 10);
+                kp_str_append(out, "  ");
+                kp_ct_pad_rate(out, num.bytes != 0 && num.has_gb_per_s, num.gb_per_s, 8);
+            }
+        }
         kp_str_printf(out, "  %-7s ", node->kind == KP_EVENT_NONE ? "-" : kp_ct_kind(node->kind));
         for (uint32_t d = 1; d < node->depth; d++)
             kp_str_append(out, "  ");
@@ -285,10 +349,13 @@ static void kp_ct_text_rows(const kp_aggregation *a, const kp_calltree_view *v,
         flops |= rows[i].stats.flops != 0;
         bytes |= rows[i].stats.bytes != 0;
     }
+    int rates = kp_ct_rates(a); /* the rates too, where the trace has metrics */
     kp_str_printf(out, "  %-7s %8s  %10s  %10s  %10s  %10s  %10s  %10s", "Kind", "Calls", "Total",
                   "Self", "GPU", "Min", "Mean", "Max");
     if (flops) kp_str_printf(out, "  %10s", "Flops");
+    if (flops && rates) kp_str_printf(out, "  %8s", "GFLOP/s");
     if (bytes) kp_str_printf(out, "  %10s", "Bytes");
+    if (bytes && rates) kp_str_printf(out, "  %8s", "GB/s");
     kp_str_printf(out, "  %s\n", by_path ? "Path" : "Name");
     kp_str path = {0};
     for (size_t i = 0; i < shown; i++) {
@@ -309,17 +376,21 @@ static void kp_ct_text_rows(const kp_aggregation *a, const kp_calltree_view *v,
         kp_ct_pad_time(out, num.calls > 0, num.mean, 10);
         kp_str_append(out, "  ");
         kp_ct_pad_time(out, num.calls > 0, num.max, 10);
-        char buf[32];
         if (flops) {
-            snprintf(buf, sizeof buf, "%.3g", num.flops);
             kp_str_append(out, "  ");
-            kp_ct_pad(out, num.flops != 0 ? buf : "-", 10);
+            kp_ct_pad_flops(out, num.flops, 10);
+        }
+        if (flops && rates) {
+            kp_str_append(out, "  ");
+            kp_ct_pad_rate(out, num.flops != 0 && num.has_gflop_per_s, num.gflop_per_s, 8);
         }
         if (bytes) {
             kp_str_append(out, "  ");
-            kp_ct_pad(out,
-                      num.bytes > 0 ? kp_format_bytes((uint64_t)num.bytes, buf, sizeof buf) : "-",
-                      10);
+            kp_ct_pad_bytes(out, num.bytes, 10);
+        }
+        if (bytes && rates) {
+            kp_str_append(out, "  ");
+            kp_ct_pad_rate(out, num.bytes != 0 && num.has_gb_per_s, num.gb_per_s, 8);
         }
         kp_str_append(out, "  ");
         path.len = 0;
@@ -339,7 +410,8 @@ static void kp_ct_text_rows(const kp_aggregation *a, const kp_calltree_view *v,
 
 /* ---- JSON ------------------------------------------------------------------------------------ */
 
-static void kp_ct_json_numbers(kp_json *j, const kp_aggregation_stats *s, kp_event_kind kind)
+static void kp_ct_json_numbers(kp_json *j, const kp_aggregation_stats *s, kp_event_kind kind,
+                               int rates)
 {
     kp_ct_numbers n;
     kp_ct_numbers_of(s, kind, &n);
@@ -361,6 +433,15 @@ static void kp_ct_json_numbers(kp_json *j, const kp_aggregation_stats *s, kp_eve
     }
     kp_json_double(j, "flops", n.flops);
     kp_json_double(j, "bytes", n.bytes);
+    if (!rates) return;
+    if (n.flops != 0 && n.has_gflop_per_s)
+        kp_json_double(j, "gflop_per_s", n.gflop_per_s);
+    else
+        kp_json_null(j, "gflop_per_s");
+    if (n.bytes != 0 && n.has_gb_per_s)
+        kp_json_double(j, "gb_per_s", n.gb_per_s);
+    else
+        kp_json_null(j, "gb_per_s");
 }
 
 /* id, parent, depth, kind, name and path of a node. */
@@ -427,7 +508,7 @@ static void kp_ct_json_tree(const kp_aggregation *a, const kp_calltree_view *v, 
         const kp_aggregation_node *node = kp_aggregation_get_node(a, e->node);
         kp_json_object_begin(j, NULL);
         kp_ct_json_place(j, a, e->node);
-        kp_ct_json_numbers(j, &node->stats, node->kind);
+        kp_ct_json_numbers(j, &node->stats, node->kind, kp_ct_rates(a));
         kp_json_uint(j, "children_not_shown", e->not_shown);
         kp_json_object_end(j);
     }
@@ -452,7 +533,7 @@ static void kp_ct_json_rows(const kp_aggregation *a, const kp_calltree_view *v,
             kp_json_string(j, "kind", kp_ct_kind(r->kind));
             kp_json_string(j, "name", kp_aggregation_name(a, r->node, buf, sizeof buf));
         }
-        kp_ct_json_numbers(j, &r->stats, r->kind);
+        kp_ct_json_numbers(j, &r->stats, r->kind, kp_ct_rates(a));
         kp_json_object_end(j);
     }
     kp_json_array_end(j);
@@ -465,6 +546,7 @@ static const char kp_ct_csv_place_header[] = "id,parent,depth,kind,name,path,";
 static const char kp_ct_csv_numbers_header[] =
     "calls,total_s,self_s,inclusive_s,exclusive_s,gpu_s,gpu_self_s,device_ops,min_s,mean_s,"
     "max_s,std_s,flops,bytes";
+static const char kp_ct_csv_rates_header[] = ",gflop_per_s,gb_per_s";
 
 static void kp_ct_csv_double(kp_str *out, double v)
 {
@@ -473,7 +555,8 @@ static void kp_ct_csv_double(kp_str *out, double v)
     kp_str_append(out, buf);
 }
 
-static void kp_ct_csv_numbers(kp_str *out, const kp_aggregation_stats *s, kp_event_kind kind)
+static void kp_ct_csv_numbers(kp_str *out, const kp_aggregation_stats *s, kp_event_kind kind,
+                              int rates)
 {
     kp_ct_numbers n;
     kp_ct_numbers_of(s, kind, &n);
@@ -493,6 +576,11 @@ static void kp_ct_csv_numbers(kp_str *out, const kp_aggregation_stats *s, kp_eve
     kp_ct_csv_double(out, n.flops);
     kp_str_append(out, ",");
     kp_ct_csv_double(out, n.bytes);
+    if (!rates) return;
+    kp_str_append(out, ",");
+    if (n.flops != 0 && n.has_gflop_per_s) kp_ct_csv_double(out, n.gflop_per_s);
+    kp_str_append(out, ",");
+    if (n.bytes != 0 && n.has_gb_per_s) kp_ct_csv_double(out, n.gb_per_s);
 }
 
 static void kp_ct_csv_place(kp_str *out, const kp_aggregation *a, uint32_t id, kp_str *path)
@@ -513,14 +601,15 @@ static void kp_ct_csv_place(kp_str *out, const kp_aggregation *a, uint32_t id, k
 static void kp_ct_csv_tree(const kp_aggregation *a, const kp_ct_list *l, kp_str *out)
 {
     kp_str path = {0};
-    kp_str_printf(out, "%s%s,children_not_shown\n", kp_ct_csv_place_header,
-                  kp_ct_csv_numbers_header);
+    int rates = kp_ct_rates(a);
+    kp_str_printf(out, "%s%s%s,children_not_shown\n", kp_ct_csv_place_header,
+                  kp_ct_csv_numbers_header, rates ? kp_ct_csv_rates_header : "");
     for (size_t i = 0; i < l->n; i++) {
         const kp_ct_entry *e = &l->v[i];
         if (e->more) continue;
         const kp_aggregation_node *node = kp_aggregation_get_node(a, e->node);
         kp_ct_csv_place(out, a, e->node, &path);
-        kp_ct_csv_numbers(out, &node->stats, node->kind);
+        kp_ct_csv_numbers(out, &node->stats, node->kind, rates);
         kp_str_printf(out, ",%u\n", e->not_shown);
     }
     kp_str_free(&path);
@@ -531,8 +620,9 @@ static void kp_ct_csv_rows(const kp_aggregation *a, const kp_calltree_view *v,
 {
     int by_path = v->group == KP_AGGREGATION_GROUP_PATH;
     kp_str path = {0};
-    kp_str_printf(out, "%s%s\n", by_path ? kp_ct_csv_place_header : "kind,name,",
-                  kp_ct_csv_numbers_header);
+    int rates = kp_ct_rates(a);
+    kp_str_printf(out, "%s%s%s\n", by_path ? kp_ct_csv_place_header : "kind,name,",
+                  kp_ct_csv_numbers_header, rates ? kp_ct_csv_rates_header : "");
     for (size_t i = 0; i < shown; i++) {
         const kp_aggregation_row *r = &rows[i];
         if (by_path) {
@@ -543,7 +633,7 @@ static void kp_ct_csv_rows(const kp_aggregation *a, const kp_calltree_view *v,
             kp_csv_field(out, kp_aggregation_name(a, r->node, buf, sizeof buf));
             kp_str_append(out, ",");
         }
-        kp_ct_csv_numbers(out, &r->stats, r->kind);
+        kp_ct_csv_numbers(out, &r->stats, r->kind, rates);
         kp_str_append(out, "\n");
     }
     kp_str_free(&path);

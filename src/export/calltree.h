@@ -25,6 +25,15 @@
  *   min_s, mean_s, max_s, std_s   one event's duration (std: the sample standard deviation, 0 for
  *                one event); null in JSON and empty in CSV where calls is 0
  *   flops, bytes its own events' metrics (a copy or fill: its size); 0 when none
+ *   gflop_per_s, gb_per_s   only when the trace has metrics (the aggregation's metric_events;
+ *                without, no output has these keys, columns or cells): flops and bytes per
+ *                second of the time of the events that carry them (host time for calls and
+ *                ranges, device time for device work; aggregate.h's flops_ns, bytes_ns), in
+ *                GFLOP/s and GB/s (1e9); null in JSON and empty in CSV where the node has no
+ *                flops (bytes) or they took no time. The text shows Flops and GFLOP/s, Bytes
+ *                and GB/s columns where a node or row shown has flops (bytes): the tree only
+ *                with metrics; key averages show Flops and Bytes as before, the rates with
+ *                metrics.
  * A tree node and a row by path also carry id (the aggregate's node id), parent (0: top level),
  * depth (1: top level), kind ("range", "api", "kernel", "memcpy", "memset", "unattributed"),
  * name and path (JSON: the names from the top level down, an array; CSV and text: joined by

@@ -134,15 +134,45 @@ static int64_t kp_i64_of(uint64_t v)
     return v > INT64_MAX ? INT64_MAX : (int64_t)v;
 }
 
-/* What an event needs. */
+/* What an event needs (metrics cost nothing in a trace without them). */
 static const unsigned kp_chrome_fields =
     KP_EVENT_FIELD_PID | KP_EVENT_FIELD_STREAM | KP_EVENT_FIELD_QUEUE | KP_EVENT_FIELD_CALL |
-    KP_EVENT_FIELD_KERNEL | KP_EVENT_FIELD_PAYLOAD | KP_EVENT_FIELD_LAUNCH;
+    KP_EVENT_FIELD_KERNEL | KP_EVENT_FIELD_PAYLOAD | KP_EVENT_FIELD_LAUNCH | KP_EVENT_FIELD_METRICS;
+
+static void kp_put_double(kp_out *o, double v)
+{
+    char b[40];
+    kp_json_format_double(v, b, sizeof b);
+    kp_put(o, b);
+}
+
+/* Whether a user metric's key is the name of an argument kprof writes itself: then it goes in as
+ * "user:KEY", so no slice has an argument twice. */
+static int kp_chrome_own_arg(const char *key)
+{
+    static const char *const own[] = {"correlation",
+                                      "grid",
+                                      "block",
+                                      "global_size",
+                                      "registers",
+                                      "shared_bytes",
+                                      "queued_to_start_us",
+                                      "submitted_to_start_us",
+                                      "launch_to_start_us",
+                                      "bytes",
+                                      "range_id",
+                                      "flops",
+                                      "gflop_per_s",
+                                      "gb_per_s"};
+    for (size_t i = 0; i < sizeof own / sizeof *own; i++)
+        if (strcmp(key, own[i]) == 0) return 1;
+    return 0;
+}
 
 /* Every event the iterator gives, each after ",\n" (the metadata comes first). Whether reading
  * failed, the iterator's close says. */
-static void kp_chrome_events(kp_event_iter *it, const kp_str *names, size_t nnames, int64_t t0,
-                             kp_out *f)
+static void kp_chrome_events(kp_event_iter *it, const kp_str *names, const char *const *texts,
+                             size_t nnames, int64_t t0, kp_out *f)
 {
     kp_trace_event ev;
     while (kp_event_iter_next(it, &ev)) {
@@ -187,6 +217,9 @@ static void kp_chrome_events(kp_event_iter *it, const kp_str *names, size_t nnam
         int has_grid = kind == KP_EVENT_KERNEL && (e->known & KP_EVENT_HAS_GEOMETRY);
         int has_bytes = (ev.has & KP_TRACE_HAS_BYTES) != 0;
         int has_range = kind == KP_EVENT_RANGE && (ev.has & KP_TRACE_HAS_RANGE_ID);
+        int has_flops = (e->known & KP_EVENT_HAS_FLOPS) != 0;
+        int has_metric_bytes = (e->known & KP_EVENT_HAS_METRIC_BYTES) != 0;
+        int has_metrics = has_flops || has_metric_bytes || ev.nmetrics;
         /* Launch latency and queue waits: the start minus when it was queued, submitted and
          * when the call that launched it began. */
         int has_wait[3] = {(e->known & KP_EVENT_HAS_QUEUED) != 0,
@@ -204,7 +237,7 @@ static void kp_chrome_events(kp_event_iter *it, const kp_str *names, size_t nnam
             KP_PUT_LIT(f, ",\"flow_out\":true");
         }
         /* Only what the event has: an empty args object would cost 10 bytes a million times. */
-        if (!launched_by && !has_grid && !has_bytes && !has_range && !has_waits) {
+        if (!launched_by && !has_grid && !has_bytes && !has_range && !has_waits && !has_metrics) {
             KP_PUT_LIT(f, "}");
             continue;
         }
@@ -262,7 +295,12 @@ static void kp_chrome_events(kp_event_iter *it, const kp_str *names, size_t nnam
             kp_put_us(f, ns == INT64_MIN ? INT64_MIN + 1 : ns); /* kp_put_us negates */
             sep = ",";
         }
-        if (has_bytes) {
+        if (has_metric_bytes) { /* what it moved, by its metric (a copy's size stands aside) */
+            kp_put(f, sep);
+            KP_PUT_LIT(f, "\"bytes\":");
+            kp_put_double(f, e->metrics.bytes);
+            sep = ",";
+        } else if (has_bytes) {
             kp_put(f, sep);
             KP_PUT_LIT(f, "\"bytes\":");
             kp_put_i64(f, kp_i64_of(e->bytes));
@@ -272,6 +310,40 @@ static void kp_chrome_events(kp_event_iter *it, const kp_str *names, size_t nnam
             kp_put(f, sep);
             KP_PUT_LIT(f, "\"range_id\":");
             kp_put_i64(f, (int64_t)e->range_id);
+            sep = ",";
+        }
+        /* The metrics, and the rates over the slice's own time (per ns: GFLOP/s and GB/s). */
+        if (has_flops) {
+            kp_put(f, sep);
+            KP_PUT_LIT(f, "\"flops\":");
+            kp_put_double(f, e->metrics.flops);
+            if (t_dur > 0) {
+                KP_PUT_LIT(f, ",\"gflop_per_s\":");
+                kp_put_double(f, e->metrics.flops / (double)t_dur);
+            }
+            sep = ",";
+        }
+        if (has_metric_bytes && t_dur > 0) {
+            kp_put(f, sep);
+            KP_PUT_LIT(f, "\"gb_per_s\":");
+            kp_put_double(f, e->metrics.bytes / (double)t_dur);
+            sep = ",";
+        }
+        for (size_t i = 0; i < ev.nmetrics; i++) {
+            uint32_t key = ev.metrics[i].key;
+            const char *text = key < nnames ? texts[key] : NULL;
+            kp_put(f, sep);
+            if (!text) {
+                KP_PUT_LIT(f, "\"?\"");
+            } else if (kp_chrome_own_arg(text)) {
+                KP_PUT_LIT(f, "\"user:");
+                kp_out_bytes(f, names[key].data + 1, names[key].len - 1); /* past its quote */
+            } else {
+                kp_out_bytes(f, names[key].data, names[key].len);
+            }
+            KP_PUT_LIT(f, ":");
+            kp_put_double(f, ev.metrics[i].value);
+            sep = ",";
         }
         KP_PUT_LIT(f, "}}");
     }
@@ -284,6 +356,7 @@ typedef struct kp_chrome_half {
     kp_event_iter *it;
     int64_t t0;
     const kp_str *names;
+    const char *const *texts;
     size_t nnames;
     kp_out out; /* no FILE: it keeps everything */
 } kp_chrome_half;
@@ -291,7 +364,7 @@ typedef struct kp_chrome_half {
 static void *kp_chrome_half_run(void *p)
 {
     kp_chrome_half *h = p;
-    kp_chrome_events(h->it, h->names, h->nnames, h->t0, &h->out);
+    kp_chrome_events(h->it, h->names, h->texts, h->nnames, h->t0, &h->out);
     return NULL;
 }
 
@@ -373,7 +446,7 @@ kprof_status kp_export_chrome(kp_event_source *src, FILE *f, kp_error *err)
         if (texts[id]) kp_json_quote(&names[id], texts[id]);
     int64_t max_id = 0;
     kp_event_iter *lower = NULL;
-    kp_chrome_half half = {.t0 = t0, .names = names, .nnames = nnames};
+    kp_chrome_half half = {.t0 = t0, .names = names, .texts = texts, .nnames = nnames};
     pthread_t worker;
     int threaded = 0;
     st = kp_event_source_last_id(src, &max_id, err);
@@ -391,7 +464,7 @@ kprof_status kp_export_chrome(kp_event_source *src, FILE *f, kp_error *err)
     kp_out main_out = {.f = f};
     if (st == KPROF_OK) st = kp_event_iter_open(src, &main_part, &lower, err);
     if (st == KPROF_OK) {
-        kp_chrome_events(lower, names, nnames, t0, &main_out);
+        kp_chrome_events(lower, names, texts, nnames, t0, &main_out);
         st = kp_event_iter_close(lower, err);
     }
     kp_out_drain(&main_out);

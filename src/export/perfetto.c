@@ -18,7 +18,8 @@
  *     NVTX range and overhead record, an instant (TYPE_INSTANT) per NVTX mark; host events on
  *     their thread's track, device work on its stream's; the arguments the Chrome export
  *     carries as debug annotations (grid, block or global size, registers, shared bytes,
- *     bytes, correlation, NVTX range id, and the queue and launch waits in ns);
+ *     bytes, correlation, NVTX range id, and the queue and launch waits in ns; the metrics:
+ *     flops, bytes, gflop_per_s and gb_per_s over the slice's time, each user key by its name);
  *   - a flow from each API call to the device work it launched (flow_ids on the call,
  *     terminating_flow_ids on the work), paired as the Chrome export pairs them: same process
  *     row and correlation.
@@ -68,6 +69,10 @@ typedef struct kp_pf_event {
     int64_t registers, shared_bytes, bytes, range_id;
     int has_wait[3];    /* device work: start minus when it was queued, submitted, */
     int64_t wait_ns[3]; /* and when the call that launched it began */
+    int has_flops, has_metric_bytes; /* its metrics; a bytes metric stands for a copy's size */
+    double flops, metric_bytes;
+    const kp_trace_metric *metrics; /* its user metrics, in the source's memory */
+    size_t nmetrics;
 } kp_pf_event;
 
 /* What kp_perfetto_read calls, in this order: begin once, every string, every process, then
@@ -109,6 +114,12 @@ static void kp_pf_from_source(const kp_trace_event *t, kp_pf_event *e)
     e->has_bytes = (t->has & KP_TRACE_HAS_BYTES) != 0;
     e->bytes = e->has_bytes ? (int64_t)(ev->bytes > INT64_MAX ? INT64_MAX : ev->bytes) : 0;
     if (ev->kind == KP_EVENT_API) e->launched = (t->has & KP_TRACE_LAUNCHED) != 0;
+    e->has_flops = (ev->known & KP_EVENT_HAS_FLOPS) != 0;
+    e->flops = ev->metrics.flops;
+    e->has_metric_bytes = (ev->known & KP_EVENT_HAS_METRIC_BYTES) != 0;
+    e->metric_bytes = ev->metrics.bytes;
+    e->metrics = t->metrics;
+    e->nmetrics = t->nmetrics;
     if (ev->kind == KP_EVENT_RANGE) {
         e->has_range = (t->has & KP_TRACE_HAS_RANGE_ID) != 0;
         e->range_id = (int64_t)ev->range_id;
@@ -186,7 +197,8 @@ static kprof_status kp_perfetto_read(kp_event_source *src, const kp_pf_visitor *
         .order = KP_EVENT_ORDER_START,
         .fields = KP_EVENT_FIELD_ROW | KP_EVENT_FIELD_PID | KP_EVENT_FIELD_DOMAIN |
                   KP_EVENT_FIELD_STREAM | KP_EVENT_FIELD_QUEUE | KP_EVENT_FIELD_CALL |
-                  KP_EVENT_FIELD_KERNEL | KP_EVENT_FIELD_PAYLOAD | KP_EVENT_FIELD_LAUNCH,
+                  KP_EVENT_FIELD_KERNEL | KP_EVENT_FIELD_PAYLOAD | KP_EVENT_FIELD_LAUNCH |
+                  KP_EVENT_FIELD_METRICS,
     };
     kp_event_iter *it = NULL;
     if ((st = kp_event_iter_open(src, &filter, &it, err)) != KPROF_OK) return st;
@@ -275,6 +287,8 @@ enum { /* TrackEvent, DebugAnnotation */
        KP_PF_TYPE_INSTANT = 3,
        KP_PF_ANNOTATION_NAME_IID = 1,
        KP_PF_ANNOTATION_INT_VALUE = 4,
+       KP_PF_ANNOTATION_DOUBLE_VALUE = 5,
+       KP_PF_ANNOTATION_NAME = 10,
        KP_PF_ANNOTATION_ARRAY_VALUES = 12
 };
 
@@ -327,7 +341,10 @@ static uint64_t kp_pf_category(int kind)
     X(SUBMITTED_TO_START, "submitted_to_start_ns")                                                 \
     X(LAUNCH_TO_START, "launch_to_start_ns")                                                       \
     X(BYTES, "bytes")                                                                              \
-    X(RANGE_ID, "range_id")
+    X(RANGE_ID, "range_id")                                                                        \
+    X(FLOPS, "flops")                                                                              \
+    X(GFLOP_PER_S, "gflop_per_s")                                                                  \
+    X(GB_PER_S, "gb_per_s")
 #define KP_PF_ENUM(name, text) KP_PF_ARG_##name,
 enum { KP_PF_ARG_NONE, KP_PF_ARG_LIST(KP_PF_ENUM) KP_PF_ARG_COUNT };
 #undef KP_PF_ENUM
@@ -769,6 +786,42 @@ static void kp_pf_arg_ints(kp_pb *pb, uint64_t iid, const int64_t *values, int n
     kp_pb_end(pb);
 }
 
+static void kp_pf_double_value(kp_pb *pb, double value)
+{
+    uint64_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    kp_pb_fixed64(pb, KP_PF_ANNOTATION_DOUBLE_VALUE, bits);
+}
+
+static void kp_pf_arg_double(kp_pb *pb, uint64_t iid, double value)
+{
+    kp_pb_begin(pb, KP_PF_EVENT_DEBUG_ANNOTATIONS);
+    kp_pb_varint(pb, KP_PF_ANNOTATION_NAME_IID, iid);
+    kp_pf_double_value(pb, value);
+    kp_pb_end(pb);
+}
+
+/* A user metric, named by its key: "user:KEY" where KEY is an argument kprof writes itself, so
+ * no slice has an argument twice. */
+static void kp_pf_arg_user(kp_pb *pb, const kp_str *key, double value)
+{
+    const char *text = key && key->data ? key->data : "?";
+    int own = 0;
+    for (int i = 1; i < KP_PF_ARG_COUNT && !own; i++)
+        own = strcmp(text, kp_pf_arg_names[i]) == 0;
+    kp_pb_begin(pb, KP_PF_EVENT_DEBUG_ANNOTATIONS);
+    if (own) {
+        kp_str name = {0};
+        kp_str_printf(&name, "user:%s", text);
+        kp_pb_bytes(pb, KP_PF_ANNOTATION_NAME, name.data ? name.data : "", name.len);
+        kp_str_free(&name);
+    } else {
+        kp_pb_bytes(pb, KP_PF_ANNOTATION_NAME, text, key && key->data ? key->len : 1);
+    }
+    kp_pf_double_value(pb, value);
+    kp_pb_end(pb);
+}
+
 /* Flow ids: the process row and the correlation (correlations are numbered per collector). */
 static uint64_t kp_pf_flow_id(int64_t process, int64_t correlation)
 {
@@ -825,8 +878,24 @@ static kprof_status kp_pf_event_write(void *ctx, const kp_pf_event *e)
         if (e->has_shared) kp_pf_arg_int(pb, KP_PF_ARG_SHARED_BYTES, e->shared_bytes);
         for (int c = 0; c < 3; c++)
             if (e->has_wait[c]) kp_pf_arg_int(pb, KP_PF_ARG_QUEUED_TO_START + c, e->wait_ns[c]);
-        if (e->has_bytes) kp_pf_arg_int(pb, KP_PF_ARG_BYTES, e->bytes);
+        if (e->has_metric_bytes) /* what it moved, by its metric */
+            kp_pf_arg_double(pb, KP_PF_ARG_BYTES, e->metric_bytes);
+        else if (e->has_bytes)
+            kp_pf_arg_int(pb, KP_PF_ARG_BYTES, e->bytes);
         if (e->has_range) kp_pf_arg_int(pb, KP_PF_ARG_RANGE_ID, e->range_id);
+        /* The metrics, and the rates over the slice's own time (per ns: GFLOP/s and GB/s). */
+        int64_t ns = kp_ns_diff(end, e->start_ns);
+        if (e->has_flops) {
+            kp_pf_arg_double(pb, KP_PF_ARG_FLOPS, e->flops);
+            if (ns > 0) kp_pf_arg_double(pb, KP_PF_ARG_GFLOP_PER_S, e->flops / (double)ns);
+        }
+        if (e->has_metric_bytes && ns > 0)
+            kp_pf_arg_double(pb, KP_PF_ARG_GB_PER_S, e->metric_bytes / (double)ns);
+        for (size_t i = 0; i < e->nmetrics; i++) {
+            uint32_t key = e->metrics[i].key;
+            kp_pf_arg_user(pb, key > 0 && key < w->nnames ? &w->names[key] : NULL,
+                           e->metrics[i].value);
+        }
     }
     kp_pb_end(pb);
     kp_pb_end(pb);

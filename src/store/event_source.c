@@ -9,6 +9,7 @@
 #include "core/util.h"
 #include "store/trace_db.h"
 
+#include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +153,14 @@ struct kp_event_source {
     size_t nthreads;
     kp_trace_queue *queues;
     size_t nqueues;
+    /* Metrics: what the trace may hold (events' flops and metric_bytes columns, the metrics
+     * table: both absent from version 1, both skipped when the meta says it has no metric), and
+     * the user metrics, read the first time a reader asks, sorted by event. */
+    int metric_columns, metric_table;
+    int64_t meta_metrics; /* the meta's count of metric values; -1 when it does not say */
+    int metrics_loaded;
+    kp_trace_metric *metrics;
+    size_t nmetrics;
 };
 
 static kprof_status kp_src_fail(const kp_event_source *src, sqlite3 *db, kp_error *err)
@@ -193,6 +202,7 @@ static kprof_status kp_src_load_meta(kp_event_source *src, kp_error *err)
     sqlite3_stmt *q = NULL;
     kp_trace_meta *m = &src->meta;
     m->exit_status = -1;
+    src->meta_metrics = -1;
     if (sqlite3_prepare_v2(src->db, "SELECT key, value FROM meta", -1, &q, NULL) != SQLITE_OK)
         return kp_src_fail(src, src->db, err);
     int rc;
@@ -216,6 +226,8 @@ static kprof_status kp_src_load_meta(kp_event_source *src, kp_error *err)
             m->exit_status = strtoll(value, NULL, 10);
         else if (strcmp(key, "dropped") == 0)
             m->dropped = kp_src_u64(strtoll(value, NULL, 10));
+        else if (strcmp(key, "metrics") == 0)
+            src->meta_metrics = strtoll(value, NULL, 10);
     }
     sqlite3_finalize(q);
     if (rc != SQLITE_DONE) return kp_src_fail(src, src->db, err);
@@ -338,6 +350,26 @@ done:
     return st;
 }
 
+/* Whether the trace's events have metric columns and it has a metrics table worth reading:
+ * neither in version 1, and neither read when the meta says the trace holds no metric (the
+ * columns then cost a million-event reader nothing). */
+static kprof_status kp_src_metric_schema(kp_event_source *src, kp_error *err)
+{
+    (void)err; /* a query that fails here reads as "no metrics"; the events' own say more */
+    int none = src->meta_metrics == 0;
+    int64_t columns = kp_trace_db_scalar(src->db,
+                                         "SELECT COUNT(*) FROM pragma_table_info('events') "
+                                         "WHERE name IN ('flops', 'metric_bytes')",
+                                         0);
+    int64_t table = kp_trace_db_scalar(src->db,
+                                       "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' "
+                                       "AND name = 'metrics'",
+                                       0);
+    src->metric_columns = !none && columns == 2;
+    src->metric_table = !none && table == 1;
+    return KPROF_OK;
+}
+
 kprof_status kp_event_source_open(const char *path, kp_event_source **out, kp_error *err)
 {
     *out = NULL;
@@ -348,6 +380,7 @@ kprof_status kp_event_source_open(const char *path, kp_event_source **out, kp_er
     if (st == KPROF_OK) st = kp_src_load_meta(src, err);
     if (st == KPROF_OK) st = kp_src_load_processes(src, err);
     if (st == KPROF_OK) st = kp_src_load_strings(src, err);
+    if (st == KPROF_OK) st = kp_src_metric_schema(src, err);
     if (st != KPROF_OK) {
         kp_event_source_close(src);
         return st;
@@ -377,6 +410,7 @@ void kp_event_source_close(kp_event_source *src)
     free(src->launches);
     free(src->threads);
     free(src->queues);
+    free(src->metrics);
     free(src);
 }
 
@@ -613,6 +647,169 @@ kprof_status kp_event_source_queues(kp_event_source *src, const kp_trace_queue *
     return st;
 }
 
+/* ---- metrics -------------------------------------------------------------------------------- */
+
+/* A user metric while the table is sorted: its place in the table, so that of a key written
+ * twice for one event the later stays. */
+typedef struct kp_src_metric_at {
+    kp_trace_metric m;
+    size_t at;
+    int later; /* the same key comes again for the event: that value counts, not this one */
+} kp_src_metric_at;
+
+static int kp_src_cmp_metric(const void *x, const void *y)
+{
+    const kp_src_metric_at *a = x, *b = y;
+    if (a->m.event != b->m.event) return a->m.event < b->m.event ? -1 : 1;
+    return (a->at > b->at) - (a->at < b->at);
+}
+
+static int kp_src_cmp_metric_key(const void *x, const void *y)
+{
+    const kp_src_metric_at *a = x, *b = y;
+    if (a->m.key != b->m.key) return a->m.key < b->m.key ? -1 : 1;
+    return (a->at > b->at) - (a->at < b->at);
+}
+
+/* Mark in v[0..n), one event's metrics in the order written, those whose key comes again. A few
+ * are compared pair by pair; many (a damaged or hostile file) are sorted, so no file makes this
+ * quadratic. */
+static void kp_src_metric_mark_later(kp_src_metric_at *v, size_t n)
+{
+    if (n <= 16) {
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = i + 1; j < n && !v[i].later; j++)
+                v[i].later = v[j].m.key == v[i].m.key;
+        return;
+    }
+    qsort(v, n, sizeof *v, kp_src_cmp_metric_key);
+    for (size_t i = 0; i + 1 < n; i++)
+        v[i].later = v[i + 1].m.key == v[i].m.key;
+    qsort(v, n, sizeof *v, kp_src_cmp_metric);
+}
+
+/* The metrics table, once: by event, in the order written, each (event, key) once. */
+static kprof_status kp_src_load_metrics(kp_event_source *src, kp_error *err)
+{
+    if (src->metrics_loaded || !src->metric_table) {
+        src->metrics_loaded = 1;
+        return KPROF_OK;
+    }
+    sqlite3_stmt *q = NULL;
+    kp_src_metric_at *v = NULL;
+    size_t n = 0, cap = 0;
+    int sorted = 1, rc;
+    kprof_status st = KPROF_OK;
+    if (sqlite3_prepare_v2(src->db, "SELECT event, key, value FROM metrics", -1, &q, NULL) !=
+        SQLITE_OK)
+        return kp_src_fail(src, src->db, err);
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        double value = sqlite3_column_double(q, 2);
+        if (kp_src_null(q, 0) || kp_src_null(q, 2) || !isfinite(value)) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 256;
+            kp_src_metric_at *w = realloc(v, cap * sizeof *w);
+            if (!w) {
+                st = kp_src_nomem(err);
+                goto done;
+            }
+            v = w;
+        }
+        int64_t key = sqlite3_column_int64(q, 1);
+        v[n].m.event = sqlite3_column_int64(q, 0);
+        v[n].m.key = key > 0 && (uint64_t)key < src->nnames ? (uint32_t)key : 0;
+        v[n].m.value = value;
+        v[n].at = n;
+        v[n].later = 0;
+        if (n && v[n].m.event < v[n - 1].m.event) sorted = 0;
+        n++;
+    }
+    if (rc != SQLITE_DONE) {
+        st = kp_src_fail(src, src->db, err);
+        goto done;
+    }
+    /* Written in event order by the merge (rows and their metrics go in together): the sort is
+     * for a file made otherwise. */
+    if (!sorted) qsort(v, n, sizeof *v, kp_src_cmp_metric);
+    src->metrics = malloc((n ? n : 1) * sizeof *src->metrics);
+    if (!src->metrics) {
+        st = kp_src_nomem(err);
+        goto done;
+    }
+    for (size_t first = 0, end; first < n; first = end) {
+        for (end = first + 1; end < n && v[end].m.event == v[first].m.event;)
+            end++;
+        kp_src_metric_mark_later(v + first, end - first);
+        for (size_t i = first; i < end; i++)
+            if (!v[i].later) src->metrics[src->nmetrics++] = v[i].m;
+    }
+    src->metrics_loaded = 1;
+done:
+    sqlite3_finalize(q);
+    free(v);
+    return st;
+}
+
+/* The first metric of v[0..n) whose event is not below id, galloping from *place (updated); n
+ * when there is none. Readers go by rising ids (storage order) or nearly (by start). */
+static size_t kp_src_metric_find(const kp_trace_metric *v, size_t n, size_t *place, int64_t id)
+{
+    if (!n) return 0;
+    size_t at = *place < n ? *place : n - 1, lo, hi, step = 1;
+    if (v[at].event < id) {
+        lo = hi = at + 1;
+        while (hi < n && v[hi].event < id) {
+            lo = hi + 1;
+            hi = step < n - hi ? hi + step : n;
+            step *= 2;
+        }
+    } else {
+        lo = hi = at;
+        while (lo > 0 && v[lo - 1].event >= id) {
+            hi = lo - 1;
+            lo = step < lo ? lo - step : 0;
+            step *= 2;
+        }
+    }
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid].event < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *place = lo;
+    return lo;
+}
+
+/* The run of v's metrics of event id, from *place: its first and how many. */
+static const kp_trace_metric *kp_src_metrics_of(const kp_trace_metric *v, size_t n, size_t *place,
+                                                int64_t id, size_t *count)
+{
+    size_t first = kp_src_metric_find(v, n, place, id), last = first;
+    while (last < n && v[last].event == id)
+        last++;
+    *count = last - first;
+    return last > first ? &v[first] : NULL;
+}
+
+int kp_event_source_has_metrics(const kp_event_source *src)
+{
+    return src->metric_columns || src->metric_table;
+}
+
+kprof_status kp_event_source_metrics(kp_event_source *src, int64_t event_id,
+                                     const kp_trace_metric **out, size_t *n, kp_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    kprof_status st = kp_src_load_metrics(src, err);
+    if (st != KPROF_OK) return st;
+    size_t place = src->nmetrics / 2;
+    *out = kp_src_metrics_of(src->metrics, src->nmetrics, &place, event_id, n);
+    return KPROF_OK;
+}
+
 /* ---- events --------------------------------------------------------------------------------- */
 
 /* The columns every event has, then the groups a reader may ask for, in this order. */
@@ -627,6 +824,7 @@ enum {
     KP_SRC_CALL,
     KP_SRC_KERNEL,
     KP_SRC_PAYLOAD,
+    KP_SRC_METRICS,
     KP_SRC_GROUPS
 };
 static const struct {
@@ -645,6 +843,7 @@ static const struct {
                        "static_smem, dynamic_smem, local_mem",
                        10},
     [KP_SRC_PAYLOAD] = {KP_EVENT_FIELD_PAYLOAD, ", bytes, copy_kind, range_id", 3},
+    [KP_SRC_METRICS] = {KP_EVENT_FIELD_METRICS, ", flops, metric_bytes", 2},
 };
 
 struct kp_event_iter {
@@ -656,6 +855,9 @@ struct kp_event_iter {
     int col[KP_SRC_GROUPS]; /* the first column of each group asked for, else -1 */
     size_t launch_place;    /* where the last launching call was found */
     size_t call_place;      /* the same, for the calls' own lookups */
+    int user_metrics;       /* the trace has user metrics and the reader asked for them */
+    int id_col;             /* the row's column (for the user metrics), else -1 */
+    size_t metric_place;    /* where the last event's user metrics were found */
     int done;
     int code; /* SQLite's error when reading failed, else 0 */
     char message[256];
@@ -671,20 +873,32 @@ kprof_status kp_event_iter_open(kp_event_source *src, const kp_event_filter *fil
     if ((f->fields & (KP_EVENT_FIELD_LAUNCH | KP_EVENT_FIELD_CALL)) &&
         (st = kp_src_index(src, err)) != KPROF_OK)
         return st;
+    if ((f->fields & KP_EVENT_FIELD_METRICS) && (st = kp_src_load_metrics(src, err)) != KPROF_OK)
+        return st;
     kp_event_iter *it = calloc(1, sizeof *it);
     if (!it) return kp_src_nomem(err);
     it->src = src;
     it->fields = f->fields;
     it->db = src->db;
+    it->user_metrics = (f->fields & KP_EVENT_FIELD_METRICS) && src->nmetrics > 0;
+    it->id_col = -1;
     kp_str sql = {0};
     kp_str_append(&sql, "SELECT " KP_SRC_CORE);
     int col = KP_SRC_CORE_COLUMNS;
     for (int g = 0; g < KP_SRC_GROUPS; g++) {
         it->col[g] = -1;
         if (!(f->fields & kp_src_groups[g].field)) continue;
+        if (g == KP_SRC_METRICS && !src->metric_columns) continue; /* none: nothing to read */
         kp_str_append(&sql, kp_src_groups[g].columns);
         it->col[g] = col;
         col += kp_src_groups[g].count;
+    }
+    if (it->user_metrics) { /* the row finds them */
+        it->id_col = it->col[KP_SRC_ROW];
+        if (it->id_col < 0) {
+            kp_str_append(&sql, ", id");
+            it->id_col = col++;
+        }
     }
     kp_str_append(&sql, " FROM events");
     const char *where = " WHERE ";
@@ -837,6 +1051,21 @@ int kp_event_iter_next(kp_event_iter *it, kp_trace_event *ev)
             ev->has |= KP_TRACE_HAS_RANGE_ID;
         }
     }
+    if ((c = col[KP_SRC_METRICS]) >= 0) {
+        /* A value no count can be (a damaged file's) stays unknown. */
+        double flops = sqlite3_column_double(q, c), bytes = sqlite3_column_double(q, c + 1);
+        if (!kp_src_null(q, c) && isfinite(flops) && flops >= 0) {
+            e->metrics.flops = flops;
+            e->known |= KP_EVENT_HAS_FLOPS;
+        }
+        if (!kp_src_null(q, c + 1) && isfinite(bytes) && bytes >= 0) {
+            e->metrics.bytes = bytes;
+            e->known |= KP_EVENT_HAS_METRIC_BYTES;
+        }
+    }
+    if (it->user_metrics)
+        ev->metrics = kp_src_metrics_of(it->src->metrics, it->src->nmetrics, &it->metric_place,
+                                        sqlite3_column_int64(q, it->id_col), &ev->nmetrics);
     if ((it->fields & KP_EVENT_FIELD_LAUNCH) && kp_event_kind_on_device(e->kind) &&
         (e->known & KP_EVENT_HAS_CORRELATION)) {
         if (kp_src_launch_find(it->src->launches, it->src->nlaunches, &it->launch_place, e->process,

@@ -15,6 +15,14 @@
  * in the trace (KP_EVENT_FIELD_CALL: KP_TRACE_LAUNCHED, a device operation of the same process
  * row and correlation), for traces of every format version (version 1 also stored it).
  *
+ * Metrics (KP_EVENT_FIELD_METRICS): an event's flops and bytes come in as kp_event.metrics with
+ * KP_EVENT_HAS_FLOPS and KP_EVENT_HAS_METRIC_BYTES, and its user keys as kp_trace_event.metrics,
+ * a few (key, value) pairs in an array the source holds: the trace's metrics table, read once,
+ * the first time a reader asks. A trace without metrics (its meta says 0; a version 1 trace has
+ * neither the columns nor the table) reads no column and no table for them, so asking costs a
+ * reader of such a trace nothing. Values a damaged file may hold that cannot be metrics (not
+ * finite; negative flops or bytes) read as unknown.
+ *
  * Errors: opening goes through kp_trace_db_open's checks (NOT_FOUND, INVALID, CORRUPT naming the
  * file); a trace found damaged while it is read (cut short, a page that does not decode, the
  * file shrinking under the reader) is CORRUPT "PATH is damaged or truncated (...)", exit 2;
@@ -135,7 +143,8 @@ enum {
     KP_EVENT_FIELD_KERNEL = 1u << 6,  /* launch geometry, registers, shared and local memory */
     KP_EVENT_FIELD_PAYLOAD = 1u << 7, /* e.bytes and e.copy_kind (copies, fills), e.range_id */
     KP_EVENT_FIELD_LAUNCH = 1u << 8,  /* device ops: the start of the call that launched them */
-    KP_EVENT_FIELD_ALL = 0x1ffu
+    KP_EVENT_FIELD_METRICS = 1u << 9, /* e.metrics (flops, bytes) and the user keys (metrics) */
+    KP_EVENT_FIELD_ALL = 0x3ffu
 };
 
 typedef enum kp_event_order {
@@ -169,12 +178,35 @@ enum {
     KP_TRACE_HAS_LAUNCH = 1u << 4    /* launch_start_ns (KP_EVENT_FIELD_LAUNCH) */
 };
 
+/* A user metric of an event (a key other than flops and bytes; the trace's metrics table). */
+typedef struct kp_trace_metric {
+    int64_t event; /* the event's row (kp_trace_event.id) */
+    uint32_t key;  /* the key's string id (kp_event_source_string); 0 when the trace has none */
+    double value;  /* finite */
+} kp_trace_metric;
+
 typedef struct kp_trace_event {
     kp_event e;              /* e.process is the processes row; e.name a string id */
     int64_t id;              /* its row: storage order (KP_EVENT_FIELD_ROW) */
     unsigned has;            /* KP_TRACE_* */
     int64_t launch_start_ns; /* device ops: when the call that launched it started */
+    /* Its user metrics (KP_EVENT_FIELD_METRICS), each key once (a key written twice: its last
+     * value), in the source's memory (valid while it is open); NULL with nmetrics 0 for none. */
+    const kp_trace_metric *metrics;
+    size_t nmetrics;
 } kp_trace_event;
+
+/* 1 when the trace may hold metrics (flops, bytes, user keys): its meta counts some, or it has
+ * the columns and does not say. 0 for a trace without (a version 1 trace among them), whose
+ * readers can leave out what only metrics need. */
+int kp_event_source_has_metrics(const kp_event_source *src);
+
+/* The user metrics of the event of row event_id (kp_trace_event.id): *out and *n as
+ * kp_trace_event.metrics and nmetrics (NULL and 0 when it has none). The first call (or the first
+ * iterator with KP_EVENT_FIELD_METRICS) reads the trace's metrics table; each later call is a
+ * binary search. Errors: as the iterators' (a damaged table is CORRUPT), NOMEM. */
+kprof_status kp_event_source_metrics(kp_event_source *src, int64_t event_id,
+                                     const kp_trace_metric **out, size_t *n, kp_error *err);
 
 typedef struct kp_event_iter kp_event_iter;
 

@@ -27,8 +27,10 @@ kprof_status kp_trace_aggregate(kp_event_source *src, unsigned flags, kp_aggrega
         for (size_t id = 0; id < nnames; id++)
             hidden[id] = (kp_host_call_flags(names[id]) & KP_HOST_CALL_POLLING) != 0;
     /* Every kind, not only those placed: a filter on kinds would make SQLite sort the events
-     * rather than walk its index on start_ns. PAYLOAD gives copies and fills their bytes. */
-    kp_event_filter filter = {.order = KP_EVENT_ORDER_START, .fields = KP_EVENT_FIELD_PAYLOAD};
+     * rather than walk its index on start_ns. PAYLOAD gives copies and fills their bytes,
+     * METRICS the flops and bytes the events carry (nothing to read in a trace without). */
+    kp_event_filter filter = {.order = KP_EVENT_ORDER_START,
+                              .fields = KP_EVENT_FIELD_PAYLOAD | KP_EVENT_FIELD_METRICS};
     st = kp_event_iter_open(src, &filter, &it, err);
     if (st != KPROF_OK) goto fail;
     kp_trace_event ev;

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,10 +36,22 @@ static const char kp_trace_schema[] =
     " block_y INTEGER, block_z INTEGER, registers INTEGER, static_smem INTEGER,"
     " dynamic_smem INTEGER, local_mem INTEGER, bytes INTEGER, copy_kind INTEGER,"
     " range_id INTEGER, status INTEGER);"
+    "CREATE TABLE metrics (event INTEGER REFERENCES events(id),"
+    " key INTEGER REFERENCES strings(id), value REAL);";
+
+/* The events' metric columns, added when the first flops or bytes metric arrives, or at the end:
+ * the rows inserted before hold no field for them (they read as NULL), so a trace without
+ * metrics stores not a byte more per event than one made before metrics existed (SQLite writes
+ * every column of the table into a row, NULLs included, once the columns exist). */
+static const char kp_trace_metric_columns[] = "ALTER TABLE events ADD COLUMN flops REAL;"
+                                              "ALTER TABLE events ADD COLUMN metric_bytes REAL;";
+
+/* Made at the end, when every column exists. */
+static const char kp_trace_views[] =
     "CREATE VIEW event_view AS SELECT e.id, k.name AS kind, e.process, e.pid, e.tid,"
     " s.text AS name,"
     " e.start_ns, e.end_ns, e.end_ns - e.start_ns AS duration_ns, e.correlation, e.device,"
-    " e.stream, e.bytes FROM events e JOIN kinds k ON k.id = e.kind"
+    " e.stream, e.bytes, e.flops, e.metric_bytes FROM events e JOIN kinds k ON k.id = e.kind"
     " LEFT JOIN strings s ON s.id = e.name;";
 
 /* The rows of the kinds and domains tables: core/event.h's lists. */
@@ -105,15 +118,51 @@ typedef struct kp_merge_part {
     size_t nfixups, fixups_cap;
     kp_rec *notes; /* its notes, in file order */
     size_t nnotes, notes_cap;
+    /* The event record read last, which the metric records after it belong to (record.h): its
+     * kind (0: none yet, or a record other than a string definition came since), its place in
+     * the merge's row buffer while it waits there (-1 once inserted), and its row once
+     * inserted. */
+    int last_kind;
+    long last_pending;
+    int64_t last_row;
+    /* Metrics whose key was not defined yet when they were read (a string another thread's
+     * buffer defines later, as for names above): applied at the end. */
+    struct kp_merge_metric_fixup {
+        int64_t row;
+        uint32_t local;
+        double value;
+    } * metric_fixups;
+    size_t nmetric_fixups, metric_fixups_cap;
+    uint64_t metrics_orphaned; /* metric records with no event of their kind right before them */
+    uint64_t metrics_invalid;  /* ... whose value cannot be one (not finite; negative flops or
+                                  bytes) or whose key was never defined */
 } kp_merge_part;
+
+/* A user metric (or one whose key is not defined yet) of a row still in the row buffer: it goes
+ * into the metrics table once its row is in and has an id. */
+typedef struct kp_merge_pending_metric {
+    size_t row; /* index in the row buffer */
+    kp_merge_part *part;
+    uint32_t local; /* the key's string id in the part */
+    int64_t key;    /* its id in the trace, 0 while the part has not defined it */
+    double value;
+} kp_merge_pending_metric;
 
 struct kp_trace_merge {
     sqlite3 *db;
     sqlite3_stmt *ins_event, *ins_string, *get_string, *ins_process, *upd_process, *ins_note,
         *set_meta, *upd_name;
     sqlite3_stmt *ins_events; /* KP_MERGE_ROWS rows at once */
+    /* The same two with the metric columns, for rows that carry flops or bytes. */
+    sqlite3_stmt *ins_event_metrics, *ins_events_metrics;
+    sqlite3_stmt *ins_metric, *upd_flops, *upd_metric_bytes;
     struct kp_merge_row *rows; /* KP_MERGE_ROWS, waiting */
     size_t nrows;
+    int rows_metrics;                         /* a row waiting carries flops or metric bytes */
+    int metric_columns;                       /* events has them (kp_trace_metric_columns) */
+    char *ins_metric_sql[2];                  /* the INSERTs with them, one row and many */
+    kp_merge_pending_metric *pending_metrics; /* of the rows waiting */
+    size_t npending_metrics, pending_metrics_cap;
     const volatile sig_atomic_t *cancel;
     kp_merge_part *parts;
     size_t nparts, cap;
@@ -126,7 +175,7 @@ struct kp_trace_merge {
 
 typedef struct kp_trace_merge kp_merge;
 
-#define KP_MERGE_COLUMNS 27 /* of events, all but id */
+#define KP_MERGE_COLUMNS 27 /* of events, all but id and the two metric columns */
 #define KP_MERGE_ROWS    32 /* rows per INSERT */
 
 typedef struct kp_merge_row {
@@ -134,7 +183,19 @@ typedef struct kp_merge_row {
     uint32_t nulls;          /* bit c: column c is NULL */
     kp_merge_part *fixup;    /* the part whose fixup this row is, or NULL */
     size_t fixup_index;
+    kp_merge_part *part;        /* the part it came from */
+    double flops, metric_bytes; /* its metrics (record.h's KP_REC_METRIC), where has_* */
+    unsigned char has_flops, has_metric_bytes;
+    int64_t id; /* its id, once inserted */
 } kp_merge_row;
+
+/* What a metric's key is (record.h: "flops" and "bytes" are the event model's own). */
+typedef enum kp_merge_key {
+    KP_MERGE_KEY_UNDEFINED, /* the part has not defined the string (yet) */
+    KP_MERGE_KEY_FLOPS,
+    KP_MERGE_KEY_BYTES,
+    KP_MERGE_KEY_USER
+} kp_merge_key;
 
 /* SQLite's progress callback: non-zero stops the statement (SQLITE_INTERRUPT). */
 static int kp_merge_cancelled(void *flag)
@@ -266,44 +327,243 @@ static void kp_merge_add_note(kp_trace_summary *sum, const char *text, size_t le
         snprintf(sum->notes + used, sizeof sum->notes - used, "%.*s\n", (int)len, text);
 }
 
+/* Give events its metric columns (kp_trace_metric_columns), once: 0, or -1 with m->status set.
+ * No statement may be running while the schema changes: they are all reset (each is re-bound
+ * before it runs, and SQLite prepares them again for the new schema). */
+static int kp_merge_metric_columns(kp_merge *m)
+{
+    if (m->metric_columns) return 0;
+    if (m->status != KPROF_OK) return -1;
+    for (sqlite3_stmt *q = sqlite3_next_stmt(m->db, NULL); q; q = sqlite3_next_stmt(m->db, q))
+        sqlite3_reset(q);
+    if (sqlite3_exec(m->db, kp_trace_metric_columns, NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(m->db, m->ins_metric_sql[0], -1, &m->ins_event_metrics, NULL) !=
+            SQLITE_OK ||
+        sqlite3_prepare_v2(m->db, m->ins_metric_sql[1], -1, &m->ins_events_metrics, NULL) !=
+            SQLITE_OK ||
+        sqlite3_prepare_v2(m->db, "UPDATE events SET flops = ? WHERE id = ?", -1, &m->upd_flops,
+                           NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(m->db, "UPDATE events SET metric_bytes = ? WHERE id = ?", -1,
+                           &m->upd_metric_bytes, NULL) != SQLITE_OK) {
+        kp_db_fail(m, "events' metric columns");
+        return -1;
+    }
+    m->metric_columns = 1;
+    return 0;
+}
+
+/* A metric's key, from its string id in the part. */
+static kp_merge_key kp_merge_key_of(const kp_merge_part *p, uint32_t local)
+{
+    if (local == 0 || local >= p->nstrings || !p->strings[local]) return KP_MERGE_KEY_UNDEFINED;
+    if (strcmp(p->strings[local], "flops") == 0 && p->string_lens[local] == 5)
+        return KP_MERGE_KEY_FLOPS;
+    if (strcmp(p->strings[local], "bytes") == 0 && p->string_lens[local] == 5)
+        return KP_MERGE_KEY_BYTES;
+    return KP_MERGE_KEY_USER;
+}
+
+/* Keep a metric whose key the part has not defined yet, for kp_part_finish. */
+static void kp_part_metric_fixup(kp_merge *m, kp_merge_part *p, int64_t row, uint32_t local,
+                                 double value)
+{
+    if (p->nmetric_fixups == p->metric_fixups_cap) {
+        size_t cap = p->metric_fixups_cap ? p->metric_fixups_cap * 2 : 16;
+        struct kp_merge_metric_fixup *f = realloc(p->metric_fixups, cap * sizeof *f);
+        if (!f) {
+            kp_merge_nomem(m, p->name);
+            return;
+        }
+        p->metric_fixups = f;
+        p->metric_fixups_cap = cap;
+    }
+    p->metric_fixups[p->nmetric_fixups++] = (struct kp_merge_metric_fixup){row, local, value};
+}
+
+/* A metric of an event row already inserted: flops and bytes into its columns, a user key into
+ * the metrics table, a key not defined yet kept for the end. */
+static void kp_merge_metric_of_row(kp_merge *m, kp_merge_part *p, int64_t row, uint32_t local,
+                                   double value)
+{
+    kp_merge_key key = kp_merge_key_of(p, local);
+    sqlite3_stmt *q = NULL;
+    int64_t user = 0;
+    switch (key) {
+    case KP_MERGE_KEY_UNDEFINED:
+        kp_part_metric_fixup(m, p, row, local, value);
+        return;
+    case KP_MERGE_KEY_FLOPS:
+    case KP_MERGE_KEY_BYTES:
+        if (kp_merge_metric_columns(m) != 0) return;
+        q = key == KP_MERGE_KEY_FLOPS ? m->upd_flops : m->upd_metric_bytes;
+        break;
+    case KP_MERGE_KEY_USER:
+        if (!(user = kp_merge_name(m, p, local, 0))) {
+            kp_db_fail(m, "strings");
+            return;
+        }
+        q = m->ins_metric;
+        break;
+    }
+    sqlite3_reset(q);
+    if (key == KP_MERGE_KEY_USER) {
+        sqlite3_bind_int64(q, 1, row);
+        sqlite3_bind_int64(q, 2, user);
+        sqlite3_bind_double(q, 3, value);
+    } else {
+        sqlite3_bind_double(q, 1, value);
+        sqlite3_bind_int64(q, 2, row);
+    }
+    if (sqlite3_step(q) != SQLITE_DONE) {
+        kp_db_fail(m, key == KP_MERGE_KEY_USER ? "metrics" : "events");
+        return;
+    }
+    m->sum.metrics++;
+}
+
 /* Rows wait here and go in KP_MERGE_ROWS at a time, one statement for all of them: a
- * statement per row cost half the merge in SQLite's per-statement work and the bind calls. */
+ * statement per row cost half the merge in SQLite's per-statement work and the bind calls.
+ * Rows with metrics go in through statements that name the two metric columns; the others
+ * leave them out (NULL), so a trace without metrics binds nothing more than before. */
 static kprof_status kp_merge_flush_rows(kp_merge *m)
 {
     if (m->nrows == 0 || m->status != KPROF_OK) {
         m->nrows = 0;
+        m->npending_metrics = 0;
+        m->rows_metrics = 0;
         return m->status;
     }
-    sqlite3_stmt *q = m->nrows == KP_MERGE_ROWS ? m->ins_events : m->ins_event;
-    size_t n = m->nrows == KP_MERGE_ROWS ? KP_MERGE_ROWS : 1;
+    int full = m->nrows == KP_MERGE_ROWS;
+    size_t n = full ? KP_MERGE_ROWS : 1;
     for (size_t first = 0; first < m->nrows; first += n) {
+        const kp_merge_row *head = &m->rows[first];
+        int metrics = full ? m->rows_metrics : head->has_flops || head->has_metric_bytes;
+        sqlite3_stmt *q = full ? (metrics ? m->ins_events_metrics : m->ins_events)
+                               : (metrics ? m->ins_event_metrics : m->ins_event);
+        int columns = KP_MERGE_COLUMNS + (metrics ? 2 : 0);
         sqlite3_reset(q);
         for (size_t i = 0; i < n; i++) {
             const kp_merge_row *row = &m->rows[first + i];
-            int base = (int)(i * KP_MERGE_COLUMNS) + 1;
+            int base = (int)i * columns + 1;
             for (int c = 0; c < KP_MERGE_COLUMNS; c++) {
                 if (row->nulls & (1u << c)) sqlite3_bind_null(q, base + c);
                 else sqlite3_bind_int64(q, base + c, row->v[c]);
             }
+            if (!metrics) continue;
+            if (row->has_flops)
+                sqlite3_bind_double(q, base + KP_MERGE_COLUMNS, row->flops);
+            else
+                sqlite3_bind_null(q, base + KP_MERGE_COLUMNS);
+            if (row->has_metric_bytes)
+                sqlite3_bind_double(q, base + KP_MERGE_COLUMNS + 1, row->metric_bytes);
+            else
+                sqlite3_bind_null(q, base + KP_MERGE_COLUMNS + 1);
         }
         if (sqlite3_step(q) != SQLITE_DONE) {
             m->nrows = 0;
+            m->npending_metrics = 0;
+            m->rows_metrics = 0;
             return kp_db_fail(m, "events");
         }
         /* The rows took consecutive ids ending at the last one inserted. */
         int64_t last = sqlite3_last_insert_rowid(m->db);
         for (size_t i = 0; i < n; i++) {
-            const kp_merge_row *row = &m->rows[first + i];
-            if (row->fixup) row->fixup->fixups[row->fixup_index].row = last - (int64_t)(n - 1 - i);
+            kp_merge_row *row = &m->rows[first + i];
+            row->id = last - (int64_t)(n - 1 - i);
+            if (row->fixup) row->fixup->fixups[row->fixup_index].row = row->id;
+            kp_merge_part *p = row->part;
+            if (p && p->last_pending == (long)(first + i)) { /* a later metric finds it here */
+                p->last_pending = -1;
+                p->last_row = row->id;
+            }
         }
     }
+    /* The user metrics of the rows just inserted, now that they have ids. */
+    for (size_t i = 0; i < m->npending_metrics && m->status == KPROF_OK; i++) {
+        const kp_merge_pending_metric *pm = &m->pending_metrics[i];
+        int64_t row = m->rows[pm->row].id;
+        if (!pm->key) {
+            /* Defined since (later in the same read), or still not: decide again. */
+            kp_merge_metric_of_row(m, pm->part, row, pm->local, pm->value);
+            continue;
+        }
+        sqlite3_stmt *q = m->ins_metric;
+        sqlite3_reset(q);
+        sqlite3_bind_int64(q, 1, row);
+        sqlite3_bind_int64(q, 2, pm->key);
+        sqlite3_bind_double(q, 3, pm->value);
+        if (sqlite3_step(q) != SQLITE_DONE)
+            kp_db_fail(m, "metrics");
+        else
+            m->sum.metrics++;
+    }
+    m->npending_metrics = 0;
     m->nrows = 0;
-    return KPROF_OK;
+    m->rows_metrics = 0;
+    return m->status;
+}
+
+/* A metric record (record.h's KP_REC_METRIC): a metric of the event record read last in the
+ * same part, if that is an event of the kind the record names. It goes on the event's row while
+ * the row waits in the buffer (the writer appends an event and its metrics in one piece, so it
+ * nearly always does), else onto the row already inserted. */
+static void kp_part_metric(kp_merge *m, kp_merge_part *p, const kp_rec *r)
+{
+    double value;
+    memcpy(&value, &r->bytes, sizeof value); /* IEEE-754 bits, as the writer stored them */
+    if (!p->last_kind || r->aux != (uint32_t)p->last_kind ||
+        (p->last_pending < 0 && !p->last_row)) {
+        p->metrics_orphaned++;
+        return;
+    }
+    kp_merge_key key = kp_merge_key_of(p, r->name);
+    if (!isfinite(value) ||
+        ((key == KP_MERGE_KEY_FLOPS || key == KP_MERGE_KEY_BYTES) && value < 0)) {
+        p->metrics_invalid++;
+        return;
+    }
+    if (p->last_pending < 0) {
+        kp_merge_metric_of_row(m, p, p->last_row, r->name, value);
+        return;
+    }
+    kp_merge_row *row = &m->rows[p->last_pending];
+    if (key == KP_MERGE_KEY_FLOPS || key == KP_MERGE_KEY_BYTES) {
+        if (kp_merge_metric_columns(m) != 0) return;
+        /* A key given twice: the last value counts. */
+        unsigned char *has = key == KP_MERGE_KEY_FLOPS ? &row->has_flops : &row->has_metric_bytes;
+        if (!*has) m->sum.metrics++;
+        *has = 1;
+        *(key == KP_MERGE_KEY_FLOPS ? &row->flops : &row->metric_bytes) = value;
+        m->rows_metrics = 1;
+        return;
+    }
+    int64_t user = key == KP_MERGE_KEY_USER ? kp_merge_name(m, p, r->name, 0) : 0;
+    if (key == KP_MERGE_KEY_USER && !user) {
+        kp_db_fail(m, "strings");
+        return;
+    }
+    if (m->npending_metrics == m->pending_metrics_cap) {
+        size_t cap = m->pending_metrics_cap ? m->pending_metrics_cap * 2 : 64;
+        kp_merge_pending_metric *v = realloc(m->pending_metrics, cap * sizeof *v);
+        if (!v) {
+            kp_merge_nomem(m, p->name);
+            return;
+        }
+        m->pending_metrics = v;
+        m->pending_metrics_cap = cap;
+    }
+    m->pending_metrics[m->npending_metrics++] =
+        (kp_merge_pending_metric){(size_t)p->last_pending, p, r->name, user, value};
 }
 
 /* One record of a part into the trace. */
 static void kp_part_record(kp_merge *m, kp_merge_part *p, const kp_rec *r)
 {
+    if (r->kind == KP_REC_METRIC) {
+        kp_part_metric(m, p, r);
+        return;
+    }
+    p->last_kind = 0; /* metrics after this record belong to no event, unless it is one */
     switch (r->kind) {
     case KP_REC_HEADER:
         if (!p->header.magic) p->header = *r;
@@ -337,6 +597,8 @@ static void kp_part_record(kp_merge *m, kp_merge_part *p, const kp_rec *r)
     kp_merge_row *row = &m->rows[m->nrows];
     row->nulls = 0;
     row->fixup = NULL;
+    row->part = p;
+    row->has_flops = row->has_metric_bytes = 0;
     int64_t *v = row->v;
     int c = 0;
 #define KP_SET_(x) (v[c++] = (x))
@@ -413,6 +675,9 @@ static void kp_part_record(kp_merge *m, kp_merge_part *p, const kp_rec *r)
         row->fixup = p;
         row->fixup_index = p->nfixups++;
     }
+    p->last_kind = r->kind;
+    p->last_pending = (long)m->nrows;
+    p->last_row = 0;
     m->nrows++;
     p->events++;
     m->sum.events++;
@@ -534,6 +799,7 @@ static void kp_part_free(kp_merge_part *p)
     free(p->map);
     free(p->kmap);
     free(p->fixups);
+    free(p->metric_fixups);
     free(p->notes);
     free(p->name);
 }
@@ -584,6 +850,7 @@ static int kp_merge_scan(kp_merge *m, const char *dir)
         kp_merge_part *p = &m->parts[m->nparts++];
         memset(p, 0, sizeof *p);
         p->fd = -1;
+        p->last_pending = -1;
         p->name = found[i];
         const char *dash = strchr(p->name, '-');
         if (dash) sscanf(dash + 1, "%31[^-.]", p->collector);
@@ -664,6 +931,16 @@ static void kp_part_finish(kp_merge *m, kp_merge_part *p)
         sqlite3_bind_int64(m->upd_name, 2, p->fixups[i].row);
         if (sqlite3_step(m->upd_name) != SQLITE_DONE) kp_db_fail(m, "events");
     }
+    for (size_t i = 0; i < p->nmetric_fixups && m->status == KPROF_OK; i++) {
+        const struct kp_merge_metric_fixup *f = &p->metric_fixups[i];
+        kp_merge_key key = kp_merge_key_of(p, f->local);
+        if (key == KP_MERGE_KEY_UNDEFINED ||
+            ((key == KP_MERGE_KEY_FLOPS || key == KP_MERGE_KEY_BYTES) && f->value < 0))
+            p->metrics_invalid++; /* never defined, or not a count after all */
+        else
+            kp_merge_metric_of_row(m, p, f->row, f->local, f->value);
+    }
+    p->nmetric_fixups = 0;
     sqlite3_stmt *q = m->upd_process;
     sqlite3_reset(q);
     if (clean_end) sqlite3_bind_int64(q, 1, (int64_t)clean_end);
@@ -681,6 +958,8 @@ static void kp_part_finish(kp_merge *m, kp_merge_part *p)
     sum->dropped += dropped;
     sum->lost_writes += lost;
     sum->truncated_parts += p->truncated;
+    sum->metrics_orphaned += p->metrics_orphaned;
+    sum->metrics_invalid += p->metrics_invalid;
     sum->unclean += clean_end == 0;
 }
 
@@ -706,6 +985,20 @@ static void kp_merge_loss_notes(kp_merge *m, const char *dir)
                  "trace is incomplete",
                  (unsigned long long)sum->lost_writes, dir,
                  sum->write_errno ? strerror(sum->write_errno) : "write failed");
+        kp_merge_note(m, text);
+    }
+    if (sum->metrics_orphaned || sum->metrics_invalid) {
+        /* A writer's mistake, never the program's: say what was left out and why. */
+        int used = snprintf(text, sizeof text, "metric records dropped:");
+        if (sum->metrics_orphaned)
+            used += snprintf(text + used, sizeof text - (size_t)used,
+                             " %llu with no event of the kind they name right before them",
+                             (unsigned long long)sum->metrics_orphaned);
+        if (sum->metrics_invalid)
+            snprintf(text + used, sizeof text - (size_t)used,
+                     "%s %llu whose value is not finite (or is a negative count of flops or "
+                     "bytes) or whose key was never defined",
+                     sum->metrics_orphaned ? ";" : "", (unsigned long long)sum->metrics_invalid);
         kp_merge_note(m, text);
     }
     if (sum->unrecorded) {
@@ -755,8 +1048,16 @@ static void kp_merge_free(kp_merge *m)
     sqlite3_finalize(m->set_meta);
     sqlite3_finalize(m->upd_name);
     sqlite3_finalize(m->ins_events);
+    sqlite3_finalize(m->ins_event_metrics);
+    sqlite3_finalize(m->ins_events_metrics);
+    sqlite3_finalize(m->ins_metric);
+    sqlite3_finalize(m->upd_flops);
+    sqlite3_finalize(m->upd_metric_bytes);
     sqlite3_close(m->db);
     free(m->rows);
+    free(m->pending_metrics);
+    free(m->ins_metric_sql[0]);
+    free(m->ins_metric_sql[1]);
     kp_error_clear(&m->error);
     for (size_t i = 0; i < m->nparts; i++) kp_part_free(&m->parts[i]);
     free(m->parts);
@@ -786,18 +1087,29 @@ kprof_status kp_trace_merge_open(const char *path, const volatile sig_atomic_t *
              "PRAGMA temp_store=MEMORY; PRAGMA application_id=%d;"
              "PRAGMA user_version=%d;",
              KP_TRACE_APPLICATION_ID, KP_TRACE_FORMAT_VERSION);
-    const char *ins_event = "INSERT INTO events (kind, process, pid, tid, name, domain, start_ns, "
-                            "end_ns, queued_ns, submitted_ns, correlation, device, stream, grid_x, "
-                            "grid_y, grid_z, block_x, block_y, block_z, registers, static_smem, "
-                            "dynamic_smem, local_mem, bytes, copy_kind, range_id, status) VALUES "
-                            "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
-    kp_str many = {0};
-    kp_str_append(&many, ins_event);
-    for (int i = 1; i < KP_MERGE_ROWS; i++)
-        kp_str_append(&many, ",(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    /* The INSERTs of events: one row or KP_MERGE_ROWS, without or with the metric columns. */
+    kp_str ins[2][2] = {{{0}}};
+    for (int metrics = 0; metrics < 2; metrics++) {
+        for (int rows = 0; rows < 2; rows++) {
+            kp_str *q = &ins[metrics][rows];
+            kp_str_append(q, "INSERT INTO events (kind, process, pid, tid, name, domain, start_ns, "
+                             "end_ns, queued_ns, submitted_ns, correlation, device, stream, "
+                             "grid_x, grid_y, grid_z, block_x, block_y, block_z, registers, "
+                             "static_smem, dynamic_smem, local_mem, bytes, copy_kind, range_id, "
+                             "status");
+            kp_str_append(q, metrics ? ", flops, metric_bytes) VALUES " : ") VALUES ");
+            for (int r = 0; r < (rows ? KP_MERGE_ROWS : 1); r++) {
+                kp_str_append(q, r ? ",(" : "(");
+                for (int c = 0; c < KP_MERGE_COLUMNS + (metrics ? 2 : 0); c++)
+                    kp_str_append(q, c ? ",?" : "?");
+                kp_str_append(q, ")");
+            }
+        }
+    }
     m->rows = calloc(KP_MERGE_ROWS, sizeof *m->rows);
-    if (many.failed || !m->rows) {
-        kp_str_free(&many);
+    if (ins[0][0].failed || ins[0][1].failed || ins[1][0].failed || ins[1][1].failed || !m->rows) {
+        for (int i = 0; i < 4; i++)
+            kp_str_free(&ins[i / 2][i % 2]);
         kp_merge_free(m);
         return kp_error_set(err, KPROF_NOMEM, "out of memory");
     }
@@ -810,8 +1122,10 @@ kprof_status kp_trace_merge_open(const char *path, const volatile sig_atomic_t *
                             sizeof kp_trace_kinds / sizeof *kp_trace_kinds) != SQLITE_OK ||
         kp_trace_named_rows(m->db, "domains", kp_trace_domains,
                             sizeof kp_trace_domains / sizeof *kp_trace_domains) != SQLITE_OK ||
-        sqlite3_prepare_v2(m->db, ins_event, -1, &m->ins_event, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(m->db, many.data, -1, &m->ins_events, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(m->db, ins[0][0].data, -1, &m->ins_event, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(m->db, ins[0][1].data, -1, &m->ins_events, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(m->db, "INSERT INTO metrics (event, key, value) VALUES (?,?,?)", -1,
+                           &m->ins_metric, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(m->db, "INSERT OR IGNORE INTO strings (text) VALUES (?)", -1,
                            &m->ins_string, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(m->db, "SELECT id FROM strings WHERE text = ?", -1, &m->get_string,
@@ -831,14 +1145,19 @@ kprof_status kp_trace_merge_open(const char *path, const volatile sig_atomic_t *
         sqlite3_prepare_v2(m->db, "UPDATE events SET name = ? WHERE id = ?", -1, &m->upd_name,
                            NULL) != SQLITE_OK ||
         !(prepared = 1)) {
-        kp_str_free(&many);
+        for (int i = 0; i < 4; i++)
+            kp_str_free(&ins[i / 2][i % 2]);
         kp_db_fail(m, "schema");
         kprof_status st = kp_merge_take_error(m, err);
         kp_merge_free(m);
         return st;
     }
     (void)prepared;
-    kp_str_free(&many);
+    /* The INSERTs with the metric columns are prepared once the columns exist. */
+    m->ins_metric_sql[0] = kp_str_take(&ins[1][0]);
+    m->ins_metric_sql[1] = kp_str_take(&ins[1][1]);
+    for (int i = 0; i < 4; i++)
+        kp_str_free(&ins[i / 2][i % 2]);
     *out = m;
     return KPROF_OK;
 }
@@ -874,7 +1193,12 @@ kprof_status kp_trace_merge_finish(kp_trace_merge *m, const char *dir, const kp_
         kp_merge_meta_int(m, "exit_status", run->exit_status);
         kp_merge_meta(m, "collectors", run->collectors ? run->collectors : "");
         kp_merge_meta_int(m, "dropped", (int64_t)m->sum.dropped);
+        kp_merge_meta_int(m, "metrics", (int64_t)m->sum.metrics);
         kp_merge_meta_int(m, "clock", 1); /* CLOCK_MONOTONIC */
+        /* Every trace has the metric columns, added now if no metric came. */
+        if (kp_merge_metric_columns(m) == 0 &&
+            sqlite3_exec(m->db, kp_trace_views, NULL, NULL, NULL) != SQLITE_OK)
+            kp_db_fail(m, "views");
         if (sqlite3_exec(m->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) kp_db_fail(m, "commit");
     }
     kprof_status st = m->status;

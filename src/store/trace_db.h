@@ -39,6 +39,11 @@ typedef struct kp_trace_summary {
     int processes;          /* processes that recorded anything */
     int truncated_parts;    /* record files cut short (a crash) */
     int unclean;            /* processes with no end record (crashed or killed) */
+    uint64_t metrics;       /* metric values stored (flops, bytes, user keys: KP_REC_METRIC) */
+    uint64_t metrics_orphaned; /* metric records dropped: no event of their kind right before
+                                  them in their file (a note says so) */
+    uint64_t metrics_invalid;  /* ... dropped: a value that is not finite, a negative count of
+                                  flops or bytes, a key never defined */
     char notes[2048];       /* collectors' notes, one per line */
 } kp_trace_summary;
 

@@ -361,15 +361,15 @@ static void test_unordered(void)
     kp_aggregation_destroy(a);
 }
 
-/* Flops and bytes metrics, exclusive and inclusive. */
+/* Flops and bytes metrics, exclusive and inclusive, and the time their rates are over: only
+ * that of the events that carry them (the second step has none and dilutes nothing). */
 static void test_metrics(void)
 {
     kp_aggregation *a = kp_aggregation_create(name_of, NULL);
     kp_event v[] = {
-        ev(KP_EVENT_RANGE, N_STEP, 0, 10, 1, 0),
-        ev(KP_EVENT_API, N_LAUNCH, 1, 2, 1, 1),
-        ev(KP_EVENT_KERNEL, N_GEMM, 3, 4, 0, 1),
-        ev(KP_EVENT_MEMSET, N_HTOD, 5, 6, 0, 0),
+        ev(KP_EVENT_RANGE, N_STEP, 0, 10, 1, 0),  ev(KP_EVENT_API, N_LAUNCH, 1, 2, 1, 1),
+        ev(KP_EVENT_KERNEL, N_GEMM, 3, 4, 0, 1),  ev(KP_EVENT_MEMSET, N_HTOD, 5, 6, 0, 0),
+        ev(KP_EVENT_RANGE, N_STEP, 20, 60, 1, 0),
     };
     v[0].metrics.flops = 1e6;
     v[0].known |= KP_EVENT_HAS_FLOPS;
@@ -377,7 +377,7 @@ static void test_metrics(void)
     v[2].metrics.bytes = 512;
     v[2].known |= KP_EVENT_HAS_FLOPS | KP_EVENT_HAS_METRIC_BYTES;
     v[3].bytes = 64;
-    feed_sorted(a, v, 4);
+    feed_sorted(a, v, 5);
     CHECK_INT(kp_aggregation_finish(a), 0);
     const kp_aggregation_node *step = find(a, "step");
     const kp_aggregation_node *gemm = find(a, "step/cudaLaunchKernel/gemm");
@@ -391,7 +391,36 @@ static void test_metrics(void)
         CHECK_NEAR(gemm->stats.flops, 2e6, 0);
         CHECK_NEAR(fill->stats.bytes, 64, 0);
         CHECK_INT(fill->kind, KP_EVENT_MEMSET);
+        CHECK_INT(step->stats.count, 2);
+        CHECK_INT(step->stats.duration_ns, 50);
+        CHECK_INT(step->stats.flops_ns, 10); /* the first step's time only */
+        CHECK_INT(step->stats.bytes_ns, 0);
+        CHECK_INT(gemm->stats.flops_ns, 1);
+        CHECK_INT(gemm->stats.bytes_ns, 1);
+        CHECK_INT(fill->stats.bytes_ns, 1); /* a fill's size counts as its bytes */
+        CHECK_INT(fill->stats.flops_ns, 0);
+        double rate = 0;
+        CHECK_INT(kp_aggregation_rate(step->stats.flops, step->stats.flops_ns, &rate), 0);
+        CHECK_NEAR(rate, 1e5, 0); /* 1e6 flops in 10 ns: 1e5 GFLOP/s */
+        CHECK_INT(kp_aggregation_rate(step->stats.bytes, step->stats.bytes_ns, &rate), -1);
     }
+    CHECK_INT(kp_aggregation_get_totals(a)->metric_events, 2);
+    /* By name, the rows merge the times too. */
+    kp_aggregation_row *rows = NULL;
+    size_t n = 0;
+    CHECK_INT(kp_aggregation_rows(a, KP_AGGREGATION_GROUP_NAME, &rows, &n), 0);
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i].kind == KP_EVENT_KERNEL) CHECK_INT(rows[i].stats.flops_ns, 1);
+        if (rows[i].kind == KP_EVENT_RANGE) CHECK_INT(rows[i].stats.flops_ns, 10);
+    }
+    free(rows);
+    kp_aggregation_destroy(a);
+    /* Without metrics, none are counted. */
+    a = kp_aggregation_create(name_of, NULL);
+    kp_event plain = ev(KP_EVENT_RANGE, N_STEP, 0, 10, 1, 0);
+    CHECK_INT(kp_aggregation_add(a, &plain), 0);
+    CHECK_INT(kp_aggregation_finish(a), 0);
+    CHECK_INT(kp_aggregation_get_totals(a)->metric_events, 0);
     kp_aggregation_destroy(a);
 }
 

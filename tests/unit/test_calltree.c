@@ -133,6 +133,62 @@ static void test_views(void)
     kp_aggregation_destroy(a);
 }
 
+/* Rates: none in any view of a stream without metrics (the build above); with them, each node's
+ * flops and bytes per second of its own events' time that carry them, null where it has none. */
+static void test_rates(void)
+{
+    kp_aggregation *a = build();
+    kp_calltree_view v = {.trace = "t.kprof"};
+    kp_calltree_view by = {.key_averages = 1, .group = KP_AGGREGATION_GROUP_NAME};
+    char *out[4] = {render(a, &v, KP_CALLTREE_TEXT), render(a, &v, KP_CALLTREE_JSON),
+                    render(a, &v, KP_CALLTREE_CSV), render(a, &by, KP_CALLTREE_TEXT)};
+    for (int i = 0; i < 4; i++) {
+        CHECK(strstr(out[i], "GFLOP/s") == NULL && strstr(out[i], "gflop_per_s") == NULL);
+        CHECK(strstr(out[i], "GB/s") == NULL && strstr(out[i], "gb_per_s") == NULL);
+        free(out[i]);
+    }
+    kp_aggregation_destroy(a);
+
+    /* inner [10,50] with 8e4 flops (2 GFLOP/s over its 40 µs); its kernel k,"a" twice, 10 µs
+     * each, with 1e5 flops and 5e4 bytes each (10 GFLOP/s, 5 GB/s). */
+    kp_event e[] = {ev(KP_EVENT_RANGE, INNER, 10, 50, 0), ev(KP_EVENT_API, LAUNCH, 11, 12, 1),
+                    ev(KP_EVENT_KERNEL, KERNEL_A, 13, 23, 1), ev(KP_EVENT_API, LAUNCH, 20, 21, 2),
+                    ev(KP_EVENT_KERNEL, KERNEL_A, 24, 34, 2)};
+    e[0].metrics.flops = 8e4;
+    e[0].known |= KP_EVENT_HAS_FLOPS;
+    for (int i = 2; i <= 4; i += 2) {
+        e[i].metrics.flops = 1e5;
+        e[i].metrics.bytes = 5e4;
+        e[i].known |= KP_EVENT_HAS_FLOPS | KP_EVENT_HAS_METRIC_BYTES;
+    }
+    a = kp_aggregation_create(name_of, NULL);
+    for (size_t i = 0; i < sizeof e / sizeof e[0]; i++)
+        CHECK_INT(kp_aggregation_add(a, &e[i]), 0);
+    CHECK_INT(kp_aggregation_finish(a), 0);
+    char *json = render(a, &v, KP_CALLTREE_JSON);
+    CHECK_CONTAINS(json, "\"flops\": 80000,\n      \"bytes\": 0,\n      \"gflop_per_s\": 2,\n"
+                         "      \"gb_per_s\": null");
+    CHECK_CONTAINS(json, "\"flops\": 200000,\n      \"bytes\": 100000,\n      \"gflop_per_s\": "
+                         "10,\n      \"gb_per_s\": 5");
+    CHECK_INT(count(json, "\"gflop_per_s\": null"), 1); /* the launch call */
+    free(json);
+    char *csv = render(a, &v, KP_CALLTREE_CSV);
+    CHECK_CONTAINS(csv, ",flops,bytes,gflop_per_s,gb_per_s,children_not_shown\n");
+    CHECK_CONTAINS(csv, ",80000,0,2,,0\n");
+    CHECK_CONTAINS(csv, ",200000,100000,10,5,0\n");
+    free(csv);
+    char *text = render(a, &v, KP_CALLTREE_TEXT);
+    CHECK_CONTAINS(text, "     Flops   GFLOP/s       Bytes      GB/s  Kind");
+    CHECK_CONTAINS(text, "    80 k      2.00           -         -  range");
+    CHECK_CONTAINS(text, "   200 k      10.0   97.66 KiB      5.00  kernel");
+    free(text);
+    text = render(a, &by, KP_CALLTREE_TEXT);
+    CHECK_CONTAINS(text, "GFLOP/s");
+    CHECK_CONTAINS(text, "GB/s");
+    free(text);
+    kp_aggregation_destroy(a);
+}
+
 static void test_empty(void)
 {
     kp_aggregation *a = kp_aggregation_create(name_of, NULL);
@@ -184,6 +240,7 @@ static void test_host_calls(void)
 int main(void)
 {
     test_views();
+    test_rates();
     test_empty();
     test_csv_field();
     test_host_calls();

@@ -2,7 +2,9 @@
  * test_event_source.c — reading a trace through store/event_source.h: a trace merged by the real
  * kp_trace_db_write from record files written here (two processes, known times), read back as
  * meta, processes, notes, strings, tracks and kp_events in both orders, filtered, with the
- * launching call's start; split in id ranges and read on a second thread; and a trace cut short,
+ * launching call's start; split in id ranges and read on a second thread; metrics (KP_REC_METRIC
+ * records: flops, bytes and user keys, on rows still waiting in the merge's buffer and on rows
+ * already in, keys defined late, the records the merge drops and counts); and a trace cut short,
  * which is CORRUPT naming the file.
  */
 #define _GNU_SOURCE
@@ -420,6 +422,210 @@ static void test_launches_in_any_order(const char *dir)
     kp_error_clear(&err); /* main removes the folder */
 }
 
+/* A metric record (record.h) of value v and key string id key, for an event of kind. */
+static void metric(klog *k, uint32_t key, double v, int kind)
+{
+    kp_rec r = {.kind = KP_REC_METRIC, .name = key, .aux = (uint32_t)kind};
+    memcpy(&r.bytes, &v, sizeof v);
+    rec(k, r);
+}
+
+enum { METRIC_KERNELS = 40 }; /* more than a batch of rows (32): some are in when metrics come */
+
+/* Metrics through the real merge, read back through the source. */
+static void test_metrics(const char *dir)
+{
+    char records[600], path[600], file[700];
+    snprintf(records, sizeof records, "%s/metrics", dir);
+    snprintf(path, sizeof path, "%s/metrics.kprof", dir);
+    mkdir(records, 0700);
+    klog k;
+    open_log(&k, records, "400-cuda-1.klog");
+    snprintf(file, sizeof file, "%s/400-cuda-1.klog", records);
+    rec(&k, (kp_rec){.kind = KP_REC_HEADER, .id = 400, .start = 1, .name = 1});
+    str(&k, 1, "app");
+    str(&k, 2, "k");
+    str(&k, 3, "flops");
+    str(&k, 4, "bytes");
+    str(&k, 5, "tiles");
+    str(&k, 6, "step");
+    metric(&k, 3, 1, KP_EVENT_KERNEL); /* no event before it: dropped */
+    /* Kernels i = 0..39: flops 1000 i, bytes 10 i, tiles i, each 100 ns. Kernel 5 says its flops
+     * twice (the last counts) and its tiles twice (the last counts); kernel 6 has a NaN and a
+     * negative flops (dropped) and a negative user value (kept). */
+    for (int i = 0; i < METRIC_KERNELS; i++) {
+        uint64_t start = 1000 + 1000 * (uint64_t)i;
+        rec(&k, (kp_rec){.kind = KP_REC_KERNEL,
+                         .name = 2,
+                         .tid = 400,
+                         .start = start,
+                         .end = start + 100,
+                         .correlation = (uint64_t)i + 1,
+                         .grid = {1, 1, 1},
+                         .block = {32, 1, 1}});
+        if (i == 5) metric(&k, 3, 1, KP_EVENT_KERNEL);
+        if (i == 6) {
+            metric(&k, 3, NAN, KP_EVENT_KERNEL);
+            metric(&k, 3, -1, KP_EVENT_KERNEL);
+            metric(&k, 5, -2.5, KP_EVENT_KERNEL);
+            continue;
+        }
+        metric(&k, 3, 1000.0 * i, KP_EVENT_KERNEL);
+        metric(&k, 4, 10.0 * i, KP_EVENT_KERNEL);
+        if (i == 5) metric(&k, 5, 99, KP_EVENT_KERNEL);
+        metric(&k, 5, i, KP_EVENT_KERNEL);
+    }
+    metric(&k, 3, 7, KP_EVENT_RANGE); /* the event before it is a kernel: dropped */
+    /* A range whose metrics come after a string definition (a key named for the first time),
+     * and one key defined only at the end of the file. */
+    rec(&k, (kp_rec){.kind = KP_REC_RANGE,
+                     .name = 6,
+                     .tid = 400,
+                     .start = 500,
+                     .end = 60500,
+                     .id = 1,
+                     .domain = KP_DOMAIN_NVTX});
+    str(&k, 7, "ratio");
+    metric(&k, 7, 0.5, KP_EVENT_RANGE);
+    metric(&k, 3, 6e6, KP_EVENT_RANGE);
+    metric(&k, 9, 42, KP_EVENT_RANGE);
+    metric(&k, 10, 1, KP_EVENT_RANGE); /* a key never defined: dropped */
+    /* The mark for a live merge falls between this kernel and its metrics: they come after its
+     * row is in. */
+    rec(&k, (kp_rec){.kind = KP_REC_KERNEL,
+                     .name = 2,
+                     .tid = 400,
+                     .start = 70000,
+                     .end = 70400,
+                     .correlation = 99,
+                     .grid = {1, 1, 1},
+                     .block = {32, 1, 1}});
+    fflush(k.f);
+    uint64_t mark = (uint64_t)ftell(k.f);
+    metric(&k, 3, 8e5, KP_EVENT_KERNEL);
+    metric(&k, 5, 3, KP_EVENT_KERNEL);
+    rec(&k, (kp_rec){.kind = KP_REC_NOTE, .name = 1, .start = 80000});
+    metric(&k, 3, 1, KP_EVENT_KERNEL); /* after a note: no event before it, dropped */
+    str(&k, 9, "late");
+    rec(&k, (kp_rec){.kind = KP_REC_END, .start = 90000});
+    fclose(k.f);
+    /* The header's mark (record.h: `submitted`), as a writer keeps it while it runs. */
+    FILE *f = fopen(file, "r+b");
+    CHECK(f != NULL);
+    if (f) {
+        kp_rec h;
+        CHECK(fread(&h, sizeof h, 1, f) == 1);
+        h.submitted = mark;
+        fseek(f, 0, SEEK_SET);
+        fwrite(&h, sizeof h, 1, f);
+        fclose(f);
+    }
+
+    kp_error err = {0};
+    kp_trace_merge *m = NULL;
+    CHECK_INT(kp_trace_merge_open(path, NULL, &m, &err), KPROF_OK);
+    if (!m) return;
+    CHECK_INT(kp_trace_merge_poll(m, records), KPROF_OK);
+    CHECK_INT(kp_trace_merge_events(m), METRIC_KERNELS + 2); /* up to the mark */
+    kp_trace_run run = {.command = "app", .start_ns = 1, .end_ns = 100000};
+    kp_trace_summary sum;
+    CHECK_INT(kp_trace_merge_finish(m, records, &run, &sum, &err), KPROF_OK);
+    CHECK_INT(sum.events, METRIC_KERNELS + 2);
+    CHECK_INT(sum.metrics_orphaned, 3);
+    CHECK_INT(sum.metrics_invalid, 3);
+    CHECK_CONTAINS(sum.notes, "metric records dropped: 3 with no event of the kind they name");
+
+    kp_event_source *src = NULL;
+    CHECK_INT(kp_event_source_open(path, &src, &err), KPROF_OK);
+    if (!src) return;
+    CHECK(kp_event_source_has_metrics(src));
+    const kp_trace_meta *meta = kp_event_source_meta(src);
+    CHECK_INT(meta->nnotes, 2); /* the note record's, and the merge's of the metrics dropped */
+    if (meta->nnotes == 2) CHECK_CONTAINS(meta->notes[1], "metric records dropped");
+    kp_event_filter f_all = {.fields = KP_EVENT_FIELD_METRICS};
+    kp_event_iter *it = NULL;
+    CHECK_INT(kp_event_iter_open(src, &f_all, &it, &err), KPROF_OK);
+    kp_trace_event ev;
+    int kernels = 0, ranges = 0, wrong = 0;
+    int64_t late_kernel = 0;
+    while (it && kp_event_iter_next(it, &ev)) {
+        const kp_event *e = &ev.e;
+        CHECK_INT(ev.id, 0); /* not asked for, though the user metrics needed it */
+        if (e->kind == KP_EVENT_RANGE) {
+            ranges++;
+            CHECK((e->known & KP_EVENT_HAS_FLOPS) && e->metrics.flops == 6e6);
+            CHECK(!(e->known & KP_EVENT_HAS_METRIC_BYTES));
+            CHECK_INT(ev.nmetrics, 2);
+            if (ev.nmetrics == 2) {
+                CHECK_STR(kp_event_source_string(src, ev.metrics[0].key, NULL), "ratio");
+                CHECK(ev.metrics[0].value == 0.5);
+                CHECK_STR(kp_event_source_string(src, ev.metrics[1].key, NULL), "late");
+                CHECK(ev.metrics[1].value == 42);
+            }
+            continue;
+        }
+        if (e->correlation == 99) { /* its metrics came after its row was in */
+            late_kernel++;
+            CHECK((e->known & KP_EVENT_HAS_FLOPS) && e->metrics.flops == 8e5);
+            CHECK_INT(ev.nmetrics, 1);
+            if (ev.nmetrics) CHECK(ev.metrics[0].value == 3);
+            continue;
+        }
+        int i = (int)e->correlation - 1;
+        kernels++;
+        if (i == 6) {
+            wrong += (e->known & (KP_EVENT_HAS_FLOPS | KP_EVENT_HAS_METRIC_BYTES)) != 0;
+            wrong += ev.nmetrics != 1 || ev.metrics[0].value != -2.5;
+            continue;
+        }
+        wrong += !(e->known & KP_EVENT_HAS_FLOPS) || e->metrics.flops != 1000.0 * i;
+        wrong += !(e->known & KP_EVENT_HAS_METRIC_BYTES) || e->metrics.bytes != 10.0 * i;
+        wrong += ev.nmetrics != 1 || ev.metrics[0].value != i; /* kernel 5: 5, not 99 */
+    }
+    CHECK_INT(kp_event_iter_close(it, &err), KPROF_OK);
+    CHECK_INT(kernels, METRIC_KERNELS);
+    CHECK_INT(ranges, 1);
+    CHECK_INT(late_kernel, 1);
+    CHECK_INT(wrong, 0);
+    /* One event's, by its row: kernel 10 is row 11 (the range went in after the kernels). */
+    const kp_trace_metric *um = NULL;
+    size_t n = 0;
+    CHECK_INT(kp_event_source_metrics(src, 11, &um, &n, &err), KPROF_OK);
+    CHECK(n == 1 && um && um[0].value == 10);
+    CHECK_INT(kp_event_source_metrics(src, 1000, &um, &n, &err), KPROF_OK);
+    CHECK(n == 0 && !um);
+    /* Not asked for: nothing. */
+    CHECK_INT(kp_event_iter_open(src, &(kp_event_filter){0}, &it, &err), KPROF_OK);
+    while (it && kp_event_iter_next(it, &ev))
+        CHECK(!(ev.e.known & (KP_EVENT_HAS_FLOPS | KP_EVENT_HAS_METRIC_BYTES)) && !ev.nmetrics);
+    CHECK_INT(kp_event_iter_close(it, &err), KPROF_OK);
+    kp_event_source_close(src);
+    kp_error_clear(&err);
+}
+
+/* A trace without metrics says so, and reads none whatever a reader asks. */
+static void test_no_metrics(const char *path)
+{
+    kp_event_source *src = NULL;
+    kp_error err = {0};
+    CHECK_INT(kp_event_source_open(path, &src, &err), KPROF_OK);
+    if (!src) return;
+    CHECK(!kp_event_source_has_metrics(src));
+    kp_event_iter *it = NULL;
+    CHECK_INT(
+        kp_event_iter_open(src, &(kp_event_filter){.fields = KP_EVENT_FIELD_METRICS}, &it, &err),
+        KPROF_OK);
+    kp_trace_event ev;
+    int n = 0;
+    while (it && kp_event_iter_next(it, &ev)) {
+        n++;
+        CHECK(!(ev.e.known & (KP_EVENT_HAS_FLOPS | KP_EVENT_HAS_METRIC_BYTES)) && !ev.nmetrics);
+    }
+    CHECK_INT(kp_event_iter_close(it, &err), KPROF_OK);
+    CHECK_INT(n, 8);
+    kp_event_source_close(src);
+}
+
 /* A trace cut short: CORRUPT, naming the file, whether opening or reading finds it. */
 static void test_damaged(const char *path, const char *dir)
 {
@@ -469,7 +675,10 @@ int main(void)
     kp_error err = {0};
     CHECK_INT(kp_trace_db_write(path, records, &run, NULL, &sum, &err), KPROF_OK);
     CHECK_INT(sum.events, 8);
+    CHECK_INT(sum.metrics, 0);
     test_reading(path);
+    test_no_metrics(path);
+    test_metrics(dir);
     test_damaged(path, dir);
     test_launches_in_any_order(dir);
     kp_error_clear(&err);

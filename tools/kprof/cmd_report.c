@@ -25,15 +25,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A row's metrics (store/event_source.h): flops, and bytes (a bytes metric, else a copy's or a
+ * fill's size), summed over its events that carry them, and the rates over those events' time
+ * (the table's: host time for calls and ranges, device time for device work). */
+typedef struct kp_row_metrics {
+    int has_flops, has_bytes;
+    double flops, bytes;
+    int has_gflop_per_s, has_gb_per_s;
+    double gflop_per_s, gb_per_s; /* 1e9 per second */
+} kp_row_metrics;
+
 typedef struct kp_group {
     char name[512];
     uint64_t calls;
     double total, mean, std, min, max; /* seconds */
+    kp_row_metrics m;
 } kp_group;
 
 typedef struct kp_group_list {
     kp_group *rows;
     int n, cap;
+    int metrics; /* an event of the table carried flops or a bytes metric: its metric columns
+                    are shown (without, the table is what it was before metrics existed) */
 } kp_group_list;
 
 /* Launch latency or queue wait over the device operations that have it. */
@@ -50,6 +63,7 @@ typedef struct kp_samples {
 /* Which columns of the device-side trace have any value (the text --trace shows those only). */
 typedef struct kp_trace_columns {
     int grid, regs, smem, local, size, global;
+    int flops; /* a device operation carries flops */
 } kp_trace_columns;
 
 typedef struct kp_report {
@@ -76,6 +90,7 @@ typedef struct kp_report {
     kp_timeline *timeline;
     kp_verdict_input wall_in; /* the whole wall */
     kp_verdict wall_v;
+    int metrics;    /* the trace may hold metrics: the pass reads them (and copies' sizes) */
     int has_active; /* some device operation: the active window exists */
     int64_t active_start, active_end;
     kp_verdict_input active_in; /* first to last device operation */
@@ -95,7 +110,32 @@ typedef struct kp_acc {
     uint64_t calls;
     double total, ss; /* ns, ns^2 */
     int64_t min, max;
+    double flops, bytes;        /* metrics of the events that carry them */
+    int64_t flops_ns, bytes_ns; /* ... and those events' durations */
+    unsigned char has_flops, has_bytes;
 } kp_acc;
+
+/* An event's metrics into its row: flops, and bytes (its bytes metric, else a copy's or fill's
+ * size). 1 when it carried a metric (flops or a bytes metric), which shows the table's metric
+ * columns; a copy's size alone does not. */
+static int kp_acc_metrics(kp_acc *a, const kp_trace_event *ev, int64_t d)
+{
+    const kp_event *e = &ev->e;
+    int metric = 0;
+    if (e->known & KP_EVENT_HAS_FLOPS) {
+        a->flops += e->metrics.flops;
+        a->flops_ns = kp_i64_add_sat(a->flops_ns, d);
+        a->has_flops = 1;
+        metric = 1;
+    }
+    if ((e->known & KP_EVENT_HAS_METRIC_BYTES) || (ev->has & KP_TRACE_HAS_BYTES)) {
+        metric |= (e->known & KP_EVENT_HAS_METRIC_BYTES) != 0;
+        a->bytes += e->known & KP_EVENT_HAS_METRIC_BYTES ? e->metrics.bytes : (double)e->bytes;
+        a->bytes_ns = kp_i64_add_sat(a->bytes_ns, d);
+        a->has_bytes = 1;
+    }
+    return metric;
+}
 
 static void kp_acc_add(kp_acc *a, int64_t d)
 {
@@ -135,6 +175,16 @@ static kprof_status kp_groups_from(const kp_acc *acc, const char *const *names, 
         double n = (double)a->calls;
         double var = n > 1 ? (a->ss - a->total * a->total / n) / (n - 1) : 0;
         g->std = var > 0 ? sqrt(var) / 1e9 : 0;
+        memset(&g->m, 0, sizeof g->m);
+        g->m.has_flops = a->has_flops;
+        g->m.flops = a->flops;
+        g->m.has_bytes = a->has_bytes;
+        g->m.bytes = a->bytes;
+        /* Flops per ns are GFLOP per s. */
+        g->m.has_gflop_per_s = a->has_flops && a->flops_ns > 0;
+        g->m.gflop_per_s = g->m.has_gflop_per_s ? a->flops / (double)a->flops_ns : 0;
+        g->m.has_gb_per_s = a->has_bytes && a->bytes_ns > 0;
+        g->m.gb_per_s = g->m.has_gb_per_s ? a->bytes / (double)a->bytes_ns : 0;
     }
     if (out->n > 1) qsort(out->rows, (size_t)out->n, sizeof *out->rows, kp_cmp_group);
     return KPROF_OK;
@@ -240,6 +290,9 @@ static void kp_trace_columns_add(kp_trace_columns *c, const kp_trace_event *ev)
 {
     const kp_event *e = &ev->e;
     if ((ev->has & KP_TRACE_HAS_BYTES) && e->bytes > 0) c->size = 1;
+    if (!kp_event_kind_on_device(e->kind)) return;
+    if (e->known & KP_EVENT_HAS_METRIC_BYTES) c->size = 1;
+    if (e->known & KP_EVENT_HAS_FLOPS) c->flops = 1;
     if (e->kind != KP_EVENT_KERNEL) return;
     if (e->known & KP_EVENT_HAS_GEOMETRY) {
         c->grid = 1;
@@ -285,9 +338,13 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
     }
     /* The text --trace's columns come from this pass too: no second one for them. */
     int trace_columns = r->trace && !r->json && !r->csv;
+    /* Metrics, and the copies' sizes the bytes columns count, only from a trace that may hold
+     * metrics: without, the pass reads what it always read. */
+    r->metrics = kp_event_source_has_metrics(r->src);
     kp_event_filter all = {
         .fields = KP_EVENT_FIELD_DOMAIN | KP_EVENT_FIELD_QUEUE | KP_EVENT_FIELD_CALL |
-                  (trace_columns ? KP_EVENT_FIELD_KERNEL | KP_EVENT_FIELD_PAYLOAD : 0)};
+                  (trace_columns ? KP_EVENT_FIELD_KERNEL | KP_EVENT_FIELD_PAYLOAD : 0) |
+                  (r->metrics ? KP_EVENT_FIELD_METRICS | KP_EVENT_FIELD_PAYLOAD : 0)};
     st = kp_event_iter_open(r->src, &all, &it, err);
     if (st != KPROF_OK) goto done;
     r->timeline = kp_timeline_create(r->start_ns, r->end_ns, r->names, nnames);
@@ -313,6 +370,7 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
             int sync = (flags[id] & KP_HOST_CALL_SYNC) != 0;
             int launched = (ev.has & KP_TRACE_LAUNCHED) != 0;
             if (!hidden) kp_acc_add(&host[id], d);
+            if (!hidden && r->metrics && kp_acc_metrics(&host[id], &ev, d)) r->host.metrics = 1;
             if (!hidden || sync) fail = kp_timeline_add_call(r->timeline, s, e->end_ns, id, sync);
             if (!fail && launched && has_corr) fail = kp_corr_add(&calls, process, corr, s);
             /* A call that succeeded in putting work on the device, and none of it arrived. */
@@ -325,6 +383,7 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
         case KP_EVENT_MEMCPY:
         case KP_EVENT_MEMSET:
             kp_acc_add(&device[id], d);
+            if (r->metrics && kp_acc_metrics(&device[id], &ev, d)) r->device.metrics = 1;
             if (trace_columns) kp_trace_columns_add(&r->columns, &ev);
             fail = kp_timeline_add_op(r->timeline, s, e->end_ns, id, kind == KP_EVENT_KERNEL);
             if (!fail && has_corr) {
@@ -342,6 +401,7 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
             break;
         case KP_EVENT_RANGE: {
             kp_acc_add(&nvtx[id], d);
+            if (r->metrics && kp_acc_metrics(&nvtx[id], &ev, d)) r->nvtx.metrics = 1;
             /* A thread is (process row, tid): ranges nest per thread. */
             int64_t thread = (int64_t)((uint64_t)process << 32 | (uint32_t)e->tid);
             fail = kp_timeline_add_range(r->timeline, s, e->end_ns, id, thread);
@@ -458,14 +518,27 @@ static void kp_thresholds(const kp_group_list *l, double *p75, double *p95)
     free(v);
 }
 
+/* A metric cell: the value as text, or "-" where the row has none. */
+static const char *kp_metric_cell(int has, const char *text)
+{
+    return has ? text : "-";
+}
+
 static void kp_print_table(const kp_report *r, const kp_group_list *l)
 {
     FILE *o = stdout;
-    int dist = 0;
-    for (int i = 0; i < l->n; i++) dist |= l->rows[i].calls > 1;
+    int dist = 0, flops = 0, bytes = 0;
+    for (int i = 0; i < l->n; i++) {
+        dist |= l->rows[i].calls > 1;
+        flops |= l->metrics && l->rows[i].m.has_flops;
+        bytes |= l->metrics && l->rows[i].m.has_bytes;
+    }
     double p75, p95;
     kp_thresholds(l, &p75, &p95);
+    /* The metric columns before the distribution, whose cells are not all one width. */
     printf("  %9s  %10s  %8s  ", "Time (%)", "Total time", "Calls");
+    if (flops) printf("%10s  %8s  ", "Flops", "GFLOP/s");
+    if (bytes) printf("%10s  %8s  ", "Bytes", "GB/s");
     if (dist) printf("%-38s  ", "Time distribution");
     printf("Name\n");
     for (int i = 0; i < l->n; i++) {
@@ -481,6 +554,20 @@ static void kp_print_table(const kp_report *r, const kp_group_list *l)
             else snprintf(d, sizeof d, "%s", "");
         }
         printf("  %s%9s  %10s%s  %8llu  ", colour, pct, tot, reset, (unsigned long long)g->calls);
+        char value[48], rate[48];
+        if (flops)
+            printf("%10s  %8s  ",
+                   kp_metric_cell(g->m.has_flops, kp_format_si(g->m.flops, value, sizeof value)),
+                   kp_metric_cell(g->m.has_gflop_per_s,
+                                  kp_format_rate(g->m.gflop_per_s, rate, sizeof rate)));
+        if (bytes)
+            printf("%10s  %8s  ",
+                   kp_metric_cell(
+                       g->m.has_bytes,
+                       kp_format_bytes(g->m.bytes >= 1.8e19 ? UINT64_MAX : (uint64_t)g->m.bytes,
+                                       value, sizeof value)),
+                   kp_metric_cell(g->m.has_gb_per_s,
+                                  kp_format_rate(g->m.gb_per_s, rate, sizeof rate)));
         if (dist) printf("%-38s  ", d);
         printf("%s%s%s\n", bold, g->name, *bold ? kp_text_reset(o) : "");
     }
@@ -504,6 +591,8 @@ typedef struct kp_device_row {
     int64_t launch_ns, queued_ns, submitted_ns; /* to the operation's start */
     int64_t device, stream;
     const char *name;
+    int has_flops, has_metric_bytes; /* its metrics (a bytes metric stands for a copy's size) */
+    double flops, metric_bytes;
 } kp_device_row;
 
 /* The device operations in time order, each with its launching call's start. */
@@ -511,12 +600,12 @@ static const kp_event_filter kp_device_rows = {
     .kind_flags = KP_EVENT_F_DEVICE,
     .order = KP_EVENT_ORDER_START,
     .fields = KP_EVENT_FIELD_STREAM | KP_EVENT_FIELD_QUEUE | KP_EVENT_FIELD_KERNEL |
-              KP_EVENT_FIELD_PAYLOAD | KP_EVENT_FIELD_LAUNCH};
+              KP_EVENT_FIELD_PAYLOAD | KP_EVENT_FIELD_LAUNCH | KP_EVENT_FIELD_METRICS};
 
 /* The host calls (API calls and waits) in time order. */
 static const kp_event_filter kp_host_rows = {.kind_flags = KP_EVENT_F_HOST_CALL,
                                              .order = KP_EVENT_ORDER_START,
-                                             .fields = KP_EVENT_FIELD_PID};
+                                             .fields = KP_EVENT_FIELD_PID | KP_EVENT_FIELD_METRICS};
 
 static int64_t kp_i64_of(uint64_t v)
 {
@@ -567,6 +656,10 @@ static void kp_device_row_read(const kp_report *r, const kp_trace_event *ev, kp_
     d->submitted_ns = kp_ns_diff(d->start, e->submitted_ns);
     d->has_launch = (ev->has & KP_TRACE_HAS_LAUNCH) != 0;
     d->launch_ns = kp_ns_diff(d->start, ev->launch_start_ns);
+    d->has_flops = (e->known & KP_EVENT_HAS_FLOPS) != 0;
+    d->flops = e->metrics.flops;
+    d->has_metric_bytes = (e->known & KP_EVENT_HAS_METRIC_BYTES) != 0;
+    d->metric_bytes = e->metrics.bytes;
 }
 
 /* Dims without trailing 1s: "256", "64x8". */
@@ -626,6 +719,7 @@ static kprof_status kp_print_trace(kp_report *r, kp_error *err)
     if (has_smem) printf("  %10s", "Shared mem");
     if (has_local) printf("  %10s", "Local mem");
     if (has_size) printf("  %10s  %12s", "Size", "Throughput");
+    if (r->columns.flops) printf("  %10s  %12s", "Flops", "GFLOP/s");
     if (has_launch) printf("  %10s", "Launch lat");
     if (has_queued) printf("  %10s", "Queue wait");
     if (has_submitted) printf("  %11s", "Submit wait");
@@ -671,7 +765,14 @@ static kprof_status kp_print_trace(kp_report *r, kp_error *err)
         if (has_local)
             printf("  %10s",
                    d.has_local ? kp_format_bytes((uint64_t)d.local, buf, sizeof buf) : "-");
-        if (has_size) {
+        if (has_size && d.has_metric_bytes) { /* what it moved, by its metric */
+            char tp[48];
+            snprintf(tp, sizeof tp, "%.2f GB/s", dur > 0 ? d.metric_bytes / dur / 1e9 : 0);
+            printf("  %10s  %12s",
+                   kp_format_bytes(d.metric_bytes >= 1.8e19 ? UINT64_MAX : (uint64_t)d.metric_bytes,
+                                   buf, sizeof buf),
+                   tp);
+        } else if (has_size) {
             if (!d.has_bytes) {
                 printf("  %10s  %12s", "-", "-");
             } else {
@@ -680,6 +781,12 @@ static kprof_status kp_print_trace(kp_report *r, kp_error *err)
                 snprintf(tp, sizeof tp, "%.2f GB/s", gbs);
                 printf("  %10s  %12s", kp_format_bytes((uint64_t)d.bytes, buf, sizeof buf), tp);
             }
+        }
+        if (r->columns.flops) {
+            char tp[48];
+            snprintf(tp, sizeof tp, "%s", "-");
+            if (d.has_flops && dur > 0) kp_format_rate(d.flops / dur / 1e9, tp, sizeof tp);
+            printf("  %10s  %12s", d.has_flops ? kp_format_si(d.flops, buf, sizeof buf) : "-", tp);
         }
         if (has_launch)
             printf("  %10s", kp_dur_or_dash(d.has_launch, d.launch_ns, buf, sizeof buf));
@@ -843,6 +950,16 @@ static void kp_print_verdict(const kp_report *r)
 
 /* ---- JSON ------------------------------------------------------------------------------------ */
 
+/* A row's metrics as members of the open object, only those it has: flops, gflop_per_s, bytes,
+ * gb_per_s. */
+static void kp_json_row_metrics(kp_json *j, const kp_row_metrics *m)
+{
+    if (m->has_flops) kp_json_double(j, "flops", m->flops);
+    if (m->has_gflop_per_s) kp_json_double(j, "gflop_per_s", m->gflop_per_s);
+    if (m->has_bytes) kp_json_double(j, "bytes", m->bytes);
+    if (m->has_gb_per_s) kp_json_double(j, "gb_per_s", m->gb_per_s);
+}
+
 static void kp_json_groups(kp_json *j, const char *key, const kp_group_list *l, double wall)
 {
     kp_json_array_begin(j, key);
@@ -857,6 +974,7 @@ static void kp_json_groups(kp_json *j, const char *key, const kp_group_list *l, 
         kp_json_double(j, "std_s", g->std);
         kp_json_double(j, "min_s", g->min);
         kp_json_double(j, "max_s", g->max);
+        if (l->metrics) kp_json_row_metrics(j, &g->m);
         kp_json_object_end(j);
     }
     kp_json_array_end(j);
@@ -960,6 +1078,26 @@ static void kp_json_dims(kp_json *j, const char *key, const int64_t v[3])
     kp_json_array_end(j);
 }
 
+/* An event's flops and user metrics as members of the open object, where it has them: flops and
+ * gflop_per_s, and "metrics" {key: value} (a bytes metric is written by the caller, in place of
+ * a copy's size). */
+static void kp_json_event_metrics(kp_json *j, const kp_report *r, const kp_trace_event *ev)
+{
+    const kp_event *e = &ev->e;
+    int64_t ns = kp_ns_diff(e->end_ns, e->start_ns);
+    if (e->known & KP_EVENT_HAS_FLOPS) { /* flops per ns are GFLOP per s */
+        kp_json_double(j, "flops", e->metrics.flops);
+        if (ns > 0) kp_json_double(j, "gflop_per_s", e->metrics.flops / (double)ns);
+    }
+    if (!ev->nmetrics) return;
+    kp_json_object_begin(j, "metrics");
+    for (size_t i = 0; i < ev->nmetrics; i++) {
+        const char *key = kp_event_source_string(r->src, ev->metrics[i].key, NULL);
+        kp_json_double(j, key ? key : "?", ev->metrics[i].value);
+    }
+    kp_json_object_end(j);
+}
+
 /* --trace --json: the chronological rows, with what is known and null or nothing for what is
  * not. */
 static kprof_status kp_json_trace(kp_json *j, kp_report *r, kp_error *err)
@@ -983,6 +1121,12 @@ static kprof_status kp_json_trace(kp_json *j, kp_report *r, kp_error *err)
         kp_json_int(j, "pid", e->pid);
         kp_json_int(j, "tid", e->tid);
         kp_json_string(j, "name", kp_name_of(r, e));
+        int64_t ns = kp_ns_diff(e->end_ns, e->start_ns);
+        if (e->known & KP_EVENT_HAS_METRIC_BYTES) {
+            kp_json_double(j, "bytes", e->metrics.bytes);
+            if (ns > 0) kp_json_double(j, "gb_per_s", e->metrics.bytes / (double)ns);
+        }
+        kp_json_event_metrics(j, r, &ev);
         kp_json_object_end(j);
     }
     kp_json_array_end(j);
@@ -1020,10 +1164,15 @@ static kprof_status kp_json_trace(kp_json *j, kp_report *r, kp_error *err)
         if (d.has_regs) kp_json_int(j, "registers", d.regs);
         if (d.has_smem) kp_json_int(j, "shared_bytes", d.smem);
         if (d.has_local) kp_json_int(j, "local_bytes", d.local);
-        if (d.has_bytes) {
+        int64_t ns = kp_ns_diff(d.end, d.start);
+        if (d.has_metric_bytes) { /* what it moved, by its metric; bytes per ns are GB per s */
+            kp_json_double(j, "bytes", d.metric_bytes);
+            if (ns > 0) kp_json_double(j, "gb_per_s", d.metric_bytes / (double)ns);
+        } else if (d.has_bytes) {
             kp_json_int(j, "bytes", d.bytes);
             if (dur > 0) kp_json_double(j, "gb_per_s", (double)d.bytes / dur / 1e9);
         }
+        kp_json_event_metrics(j, r, &ev);
         if (d.has_launch) kp_json_double(j, "launch_to_start_s", (double)d.launch_ns / 1e9);
         if (d.has_queued) kp_json_double(j, "queued_to_start_s", (double)d.queued_ns / 1e9);
         if (d.has_submitted)
@@ -1124,6 +1273,30 @@ static void kp_csv_field_out(const char *raw)
     kp_str_free(&field);
 }
 
+/* Whether the CSV has the metric columns: a table has metrics. */
+static int kp_csv_metrics(const kp_report *r)
+{
+    return r->host.metrics || r->device.metrics || r->nvtx.metrics;
+}
+
+/* The end of a CSV line: with metric columns, a row's metrics (m NULL or without: empty), the
+ * shortest decimals that read back as the same doubles. */
+static void kp_csv_end(const kp_report *r, const kp_row_metrics *m)
+{
+    if (kp_csv_metrics(r)) {
+        int has[4] = {m && m->has_flops, m && m->has_bytes, m && m->has_gflop_per_s,
+                      m && m->has_gb_per_s};
+        double v[4] = {m ? m->flops : 0, m ? m->bytes : 0, m ? m->gflop_per_s : 0,
+                       m ? m->gb_per_s : 0};
+        for (int i = 0; i < 4; i++) {
+            char buf[40] = "";
+            if (has[i]) kp_json_format_double(v[i], buf, sizeof buf);
+            printf(",%s", buf);
+        }
+    }
+    printf("\n");
+}
+
 /* One verdict row: table "verdict", name the window ("wall", "active", "nvtx:NAME"). */
 static void kp_csv_verdict(const kp_report *r, const char *name, uint64_t instances,
                            const kp_verdict_input *in, const kp_verdict *v, const char *window)
@@ -1143,7 +1316,7 @@ static void kp_csv_verdict(const kp_report *r, const char *name, uint64_t instan
     printf(",,,");
     kp_verdict_describe(in, v, window, r->start_ns, sentence, sizeof sentence);
     kp_csv_field_out(sentence);
-    printf("\n");
+    kp_csv_end(r, NULL);
 }
 
 static void kp_report_csv(const kp_report *r)
@@ -1151,7 +1324,8 @@ static void kp_report_csv(const kp_report *r)
     printf("table,name,calls,total_s,percent_of_wall,mean_s,std_s,min_s,max_s,verdict,"
            "gpu_busy_fraction,kernel_fraction,host_sync_fraction,launches_per_s,"
            "small_dispatch_fraction,median_gap_s,longest_gap_s,longest_gap_at,median_s,p95_s,"
-           "sentence\n");
+           "sentence%s\n",
+           kp_csv_metrics(r) ? ",flops,bytes,gflop_per_s,gb_per_s" : "");
     const struct {
         const char *name;
         const kp_group_list *l;
@@ -1161,9 +1335,10 @@ static void kp_report_csv(const kp_report *r)
             const kp_group *g = &tables[t].l->rows[i];
             printf("%s,", tables[t].name);
             kp_csv_field_out(g->name);
-            printf(",%llu,%.9g,%.4f,%.9g,%.9g,%.9g,%.9g,,,,,,,,,,,,\n",
-                   (unsigned long long)g->calls, g->total,
-                   r->wall > 0 ? 100 * g->total / r->wall : 0, g->mean, g->std, g->min, g->max);
+            printf(",%llu,%.9g,%.4f,%.9g,%.9g,%.9g,%.9g,,,,,,,,,,,,", (unsigned long long)g->calls,
+                   g->total, r->wall > 0 ? 100 * g->total / r->wall : 0, g->mean, g->std, g->min,
+                   g->max);
+            kp_csv_end(r, tables[t].l->metrics ? &g->m : NULL);
         }
     }
     /* Launch latency: calls = operations, the distribution in mean/min/max, median and p95. */
@@ -1176,8 +1351,9 @@ static void kp_report_csv(const kp_report *r)
     for (int i = 0; i < 3; i++) {
         const kp_latency *l = lat[i].l;
         if (!l->n) continue;
-        printf("latency,%s,%zu,,,%.9g,,%.9g,%.9g,,,,,,,,,,%.9g,%.9g,\n", lat[i].name, l->n, l->mean,
+        printf("latency,%s,%zu,,,%.9g,,%.9g,%.9g,,,,,,,,,,%.9g,%.9g,", lat[i].name, l->n, l->mean,
                l->min, l->max, l->median, l->p95);
+        kp_csv_end(r, NULL);
     }
     kp_csv_verdict(r, "wall", 1, &r->wall_in, &r->wall_v, "the wall");
     if (r->has_active)
