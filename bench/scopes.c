@@ -134,11 +134,10 @@ static int bench_threads(unsigned t, uint64_t n)
     kprof_result_summary(res, &s);
     unsigned long long want = (unsigned long long)t * n;
     printf("threads: %u x %llu scopes: %llu in the result, %llu counted lost, %llu missing; "
-           "%.2f s recording (%.1f ns per scope per thread), %.2f s kprof_stop (drain, merge, "
-           "result)\n",
+           "%.2f s recording (%.1f ns of wall time per scope, all threads together), %.2f s "
+           "kprof_stop (drain, merge, result)\n",
            t, (unsigned long long)n, calls, s.dropped, want - calls - s.dropped,
-           (double)(t1 - t0) / 1e9, (double)(t1 - t0) * 2 / (double)want * t / 2,
-           (double)(t2 - t1) / 1e9);
+           (double)(t1 - t0) / 1e9, (double)(t1 - t0) / (double)want, (double)(t2 - t1) / 1e9);
     kprof_result_destroy(res);
     free(w);
     return calls + s.dropped == want ? 0 : 1;

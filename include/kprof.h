@@ -287,34 +287,19 @@ static inline void kprof_scope_cleanup_(kprof_scope *scope)
     if (KPROF_UNLIKELY_(scope->start_ != 0)) kprof_scope_close_(scope->what_, scope->start_);
 }
 
-#else /* KPROF_DISABLE: the same functions, doing nothing */
+#else /* KPROF_DISABLE: the same calls, as macros that do nothing (no code, no symbol, even at
+       * -O0); their arguments are evaluated, as a function's would be, and then dropped */
 
-static inline kprof_scope kprof_scope_enter(kprof_scope_site *site)
-{
-    kprof_scope s;
-    s.what_ = site;
-    s.start_ = 0;
-    return s;
-}
-static inline kprof_scope kprof_scope_begin(const char *name)
-{
-    kprof_scope s;
-    s.what_ = name;
-    s.start_ = 0;
-    return s;
-}
-static inline void kprof_scope_end(kprof_scope *scope)
-{
-    (void)scope;
-}
-static inline void kprof_scope_metric(const kprof_scope *scope, const char *key, double value)
-{
-    (void)scope, (void)key, (void)value;
-}
-static inline void kprof_scope_work(const kprof_scope *scope, double flops, double bytes)
-{
-    (void)scope, (void)flops, (void)bytes;
-}
+#ifdef __cplusplus
+#define KPROF_SCOPE_NONE_(what) (kprof_scope{(what), 0ull})
+#else
+#define KPROF_SCOPE_NONE_(what) ((kprof_scope){(what), 0ull})
+#endif
+#define kprof_scope_enter(site)  KPROF_SCOPE_NONE_(site)
+#define kprof_scope_begin(name)  KPROF_SCOPE_NONE_(name)
+#define kprof_scope_end(scope)   ((void)(scope))
+#define kprof_scope_metric(scope, key, value) ((void)(scope), (void)(key), (void)(value))
+#define kprof_scope_work(scope, flops, bytes) ((void)(scope), (void)(flops), (void)(bytes))
 
 #endif /* KPROF_DISABLE */
 

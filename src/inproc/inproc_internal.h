@@ -84,6 +84,8 @@ typedef struct kp_ring {
     uint32_t names_cap, names_used;
     kp_scope_entry *pending;      /* metrics of scopes that have not ended yet */
     uint32_t npending, pending_cap;
+    struct kp_rec *batch;         /* records on their way to the writer */
+    uint32_t batch_cap;
     /* The registry's. */
     _Atomic int exited;           /* its thread has ended: the ring waits for another */
     _Atomic(struct kp_ring *) next; /* every ring, newest first */

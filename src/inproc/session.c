@@ -35,6 +35,7 @@
 #define KP_ANCHOR_EARLY_NS       10000000ll  /* tick map anchors in the first second ... */
 #define KP_ANCHOR_PERIOD_NS      100000000ll /* ... and after it */
 #define KP_RELEASE_EVERY         1024        /* entries a drain frees the owner at a time */
+#define KP_DRAIN_BATCH           256         /* records handed to the writer at once (32 KiB) */
 #define KP_COLLECTOR_FILE_NAME   "libkprof"  /* <pid>-libkprof-<ns>.klog */
 #define KP_SESSION_TRACE         "session.kprof"
 
@@ -224,7 +225,15 @@ void kp_ring_drain_locked(kp_ring *r, kp_session *s)
         r->names_used = 0;
         r->npending = 0;
     }
-    kp_rec recs[1 + KP_SCOPE_MAX_METRICS];
+    /* Records go to the writer a batch at a time (a scope and its metrics never split): one
+     * append, one lock, one clock read of the writer's per batch rather than per scope. */
+    if (!r->batch) {
+        r->batch = malloc(KP_DRAIN_BATCH * sizeof *r->batch);
+        r->batch_cap = r->batch ? KP_DRAIN_BATCH : 0;
+    }
+    kp_rec spare[1 + KP_SCOPE_MAX_METRICS]; /* when the batch could not be had */
+    kp_rec *recs = r->batch ? r->batch : spare;
+    size_t cap = r->batch ? r->batch_cap : sizeof spare / sizeof spare[0], used = 0;
     pthread_rwlock_rdlock(&s->map_lock);
     while (tail != head) {
         kp_scope_entry e = r->entries[tail & r->mask];
@@ -236,7 +245,11 @@ void kp_ring_drain_locked(kp_ring *r, kp_session *s)
             kp_ring_pending_add(r, s, &e);
             continue;
         }
-        kp_rec *range = &recs[0];
+        if (cap - used < 1 + KP_SCOPE_MAX_METRICS && cap - used < 1 + (size_t)r->npending) {
+            kp_writer_emit_n(recs, used);
+            used = 0;
+        }
+        kp_rec *range = &recs[used];
         memset(range, 0, sizeof *range);
         range->kind = KP_REC_RANGE;
         range->domain = KP_DOMAIN_NONE;
@@ -247,7 +260,7 @@ void kp_ring_drain_locked(kp_ring *r, kp_session *s)
         range->end = (uint64_t)kp_tick_map_ns(&s->map, e.end);
         if (range->end < range->start) range->end = range->start;
         range->id = (uint64_t)r->index << 32 | ++r->seq;
-        size_t n = 1;
+        size_t n = used + 1;
         uint32_t owner = (uint32_t)(uintptr_t)e.what;
         uint32_t kept = 0;
         for (uint32_t i = 0; i < r->npending; i++) { /* its metrics, in the order given */
@@ -256,7 +269,7 @@ void kp_ring_drain_locked(kp_ring *r, kp_session *s)
                 r->pending[kept++] = *m;
                 continue;
             }
-            if (n == 1 + KP_SCOPE_MAX_METRICS) {
+            if (n - used == 1 + KP_SCOPE_MAX_METRICS) {
                 atomic_fetch_add(&s->dropped, 1);
                 continue;
             }
@@ -270,9 +283,10 @@ void kp_ring_drain_locked(kp_ring *r, kp_session *s)
             metric->start = range->start;
         }
         r->npending = kept;
-        kp_writer_emit_n(recs, n);
+        used = n;
     }
     pthread_rwlock_unlock(&s->map_lock);
+    kp_writer_emit_n(recs, used);
     atomic_store_explicit(&r->tail, tail, memory_order_release);
 }
 
