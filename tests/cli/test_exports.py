@@ -23,8 +23,10 @@ class Exports(kptest.KprofTestCase):
             self.skipTest("no nm on this machine")
         out = subprocess.run(["nm", "-D", "--defined-only", LIB], capture_output=True, text=True,
                              check=True).stdout
+        # AddressSanitizer adds an ODR indicator (__odr_asan.NAME) beside each exported variable.
         exported = {line.split()[-1] for line in out.splitlines()
-                    if len(line.split()) == 3 and line.split()[1] in "TDBRVW"}
+                    if len(line.split()) == 3 and line.split()[1] in "TDBRVW"
+                    and not line.split()[-1].startswith("__odr_asan")}
         header = open(HEADER).read()
         declared = set(re.findall(r"KPROF_API [^;(]*?\b(kprof_\w+)\(", header))
         # Data: the flag the scopes' inline functions read (extern KPROF_API int kprof_...;).

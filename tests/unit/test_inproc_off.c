@@ -3,7 +3,7 @@
  * the thread's ring exists. Allocations are counted on the calling thread only (the session's
  * drain thread allocates on its own): through malloc, calloc, realloc, posix_memalign and
  * aligned_alloc interposed on glibc's, or, under AddressSanitizer (which owns malloc), through its
- * allocation hook. */
+ * allocation hook (__sanitizer_malloc_hook). */
 #define _GNU_SOURCE
 #include "kprof.h"
 #include "test.h"
@@ -24,10 +24,11 @@ static __thread volatile long allocations;
 #endif
 
 #ifdef KP_ASAN
-int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void *, size_t),
-                                              void (*free_hook)(const volatile void *));
+/* The runtime calls it (a weak symbol of its own that a program may define) on every
+ * allocation. */
+void __sanitizer_malloc_hook(const volatile void *p, size_t n);
 
-static void on_malloc(const volatile void *p, size_t n)
+void __sanitizer_malloc_hook(const volatile void *p, size_t n)
 {
     (void)p, (void)n;
     if (counting) allocations++;
@@ -35,7 +36,6 @@ static void on_malloc(const volatile void *p, size_t n)
 
 static void install(void)
 {
-    __sanitizer_install_malloc_and_free_hooks(on_malloc, NULL);
 }
 #else
 void *__libc_malloc(size_t);
