@@ -103,8 +103,13 @@ KPROF_API const char *kprof_last_error(void);
  * the one time this library prints by itself: KPROF=1 asked for it. A program that calls
  * kprof_stop itself ends that session (nothing is saved at exit then). A forked child does not
  * record (its copy of the session is abandoned); a program it execs that loads libkprof starts
- * one of its own. A session still running when the program ends by other means (_exit, a signal)
- * leaves its records in its scratch folder ($TMPDIR/kprof-PID-XXXXXX) without a trace.
+ * one of its own. A session the program started itself and left running when it exits is stopped
+ * and discarded (nothing asked for its trace). A session still running when the program ends by
+ * other means (_exit, a signal) leaves its records in its scratch folder
+ * ($TMPDIR/kprof-PID-XXXXXX), which `kprof trace --merge DIR -o FILE` turns into a trace.
+ *
+ * Neither libkprof nor a library holding KPROF_SCOPE sites may be unloaded (dlclose) while a
+ * session runs: the session reads the sites, and its drain thread runs libkprof's code.
  *
  * Times are CLOCK_MONOTONIC nanoseconds, as in every kprof trace. Scopes read a cheaper clock on
  * their hot path — the CPU's time-stamp counter where the kernel keeps time with it — and the
@@ -132,7 +137,8 @@ typedef struct kprof_options {
     unsigned ring_entries;    /* scopes a thread holds before they must be collected (32 bytes
                                  each, per thread that opens scopes); 0: 32768. Rounded up to a
                                  power of two, at least 64. A thread whose buffer is full
-                                 collects it itself (slower, never lost). */
+                                 collects it itself (slower, never lost). A thread keeps the
+                                 buffer it got in its first session. */
     const char *scratch_dir;  /* where the session keeps its record files and its result's
                                  trace; NULL: $TMPDIR, else /tmp. Copied. */
 } kprof_options;
@@ -193,7 +199,8 @@ KPROF_API const char *kprof_intern(const char *text);
  * returns — use kprof_intern for text built at run time.
  *
  * Thread safety: any thread may open scopes at any time, with or without a session; a scope
- * belongs to the thread that opened it (end it and give it metrics there).
+ * belongs to the thread that opened it (end it and give it metrics there). Not from a signal
+ * handler: a handler's scope would interrupt its own thread's append.
  */
 
 /* A call site of KPROF_SCOPE: static, one per site (the macro declares it). */

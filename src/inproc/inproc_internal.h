@@ -104,6 +104,7 @@ typedef struct kp_session {
                               write) */
     pthread_rwlock_t map_lock;
     int64_t last_anchor_ns;
+    int64_t last_flush_ns; /* the drain thread's */
     _Atomic uint64_t dropped; /* events lost before the writer: no ring, too many metrics */
     /* The background drain. */
     pthread_t drainer;

@@ -7,6 +7,7 @@
  * export`. A result owns its scratch folder and removes it with itself.
  */
 #define _GNU_SOURCE
+#include "collect/session.h"
 #include "core/format.h"
 #include "core/outfile.h"
 #include "core/stats.h"
@@ -17,7 +18,6 @@
 #include "store/event_source.h"
 #include "store/trace_aggregate.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -129,26 +129,7 @@ void kprof_result_destroy(kprof_result *r)
     for (size_t i = 0; i < r->ntexts; i++)
         free(r->texts[i]);
     free(r->texts);
-    /* The scratch folder: the trace, and anything a test kept beside it. */
-    unlink(r->trace);
-    kp_str journal = {0};
-    kp_str_printf(&journal, "%s-journal", r->trace);
-    if (journal.data) unlink(journal.data);
-    kp_str_free(&journal);
-    DIR *d = opendir(r->dir);
-    if (d) {
-        struct dirent *de;
-        while ((de = readdir(d)) != NULL) {
-            size_t len = strlen(de->d_name);
-            if (len > 5 && strcmp(de->d_name + len - 5, ".klog") == 0) {
-                char path[PATH_MAX + 256];
-                snprintf(path, sizeof path, "%s/%s", r->dir, de->d_name);
-                unlink(path);
-            }
-        }
-        closedir(d);
-    }
-    rmdir(r->dir);
+    kp_session_remove(r->dir); /* the trace, run.txt, record files a test kept */
     free(r);
 }
 

@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "collect/record.h"
+#include "collect/session.h"
 #include "collect/writer.h"
 #include "core/env.h"
 #include "core/util.h"
@@ -34,6 +35,7 @@
 #define KP_DRAIN_PERIOD_NS       5000000ll   /* the background drain's wake-up */
 #define KP_ANCHOR_EARLY_NS       10000000ll  /* tick map anchors in the first second ... */
 #define KP_ANCHOR_PERIOD_NS      100000000ll /* ... and after it */
+#define KP_FLUSH_PERIOD_NS       100000000ll /* the writer's buffers reach the file this often */
 #define KP_RELEASE_EVERY         1024        /* entries a drain frees the owner at a time */
 #define KP_DRAIN_BATCH           256         /* records handed to the writer at once (32 KiB) */
 #define KP_COLLECTOR_FILE_NAME   "libkprof"  /* <pid>-libkprof-<ns>.klog */
@@ -91,6 +93,8 @@ static void kp_fork_child(void)
     kp_rings_after_fork();
 }
 
+static void kp_at_exit(void);
+
 static void kp_init_once(void)
 {
     pthread_condattr_t attr;
@@ -99,6 +103,7 @@ static void kp_init_once(void)
     pthread_cond_init(&kp_wake, &attr);
     pthread_condattr_destroy(&attr);
     pthread_atfork(NULL, NULL, kp_fork_child);
+    atexit(kp_at_exit); /* a session still running at exit: KPROF=1's saved, others discarded */
 }
 
 void kp_session_wake(void)
@@ -324,6 +329,11 @@ static void *kp_drainer_main(void *arg)
         pthread_mutex_unlock(&kp_wake_lock);
         kp_session_anchor(s, 0);
         kp_drain_all(s, 0);
+        int64_t now = (int64_t)kp_now_ns();
+        if (now - s->last_flush_ns >= KP_FLUSH_PERIOD_NS) { /* a crash keeps what came before */
+            kp_writer_flush_all();
+            s->last_flush_ns = now;
+        }
         pthread_mutex_lock(&kp_wake_lock);
     }
     pthread_mutex_unlock(&kp_wake_lock);
@@ -338,23 +348,6 @@ static void kp_session_free(kp_session *s)
     kp_tick_map_free(&s->map);
     pthread_rwlock_destroy(&s->map_lock);
     free(s);
-}
-
-/* Remove the scratch folder and what is in it (record files, the trace, its temporaries). */
-static void kp_remove_dir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (d) {
-        struct dirent *de;
-        while ((de = readdir(d)) != NULL) {
-            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
-            char path[PATH_MAX + 256];
-            snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-            unlink(path);
-        }
-        closedir(d);
-    }
-    rmdir(dir);
 }
 
 /* Check the options and take their values (fields past options->size keep their defaults). */
@@ -421,6 +414,8 @@ static kprof_status kp_session_start_locked(const kprof_options *options, int au
 
     size_t started = 0;
     int writing = 0, rc;
+    char command[4096];
+    kp_trace_run run;
     sigset_t all, old;
     kp_tick_anchor first;
     kp_session *s = calloc(1, sizeof *s);
@@ -440,6 +435,13 @@ static kprof_status kp_session_start_locked(const kprof_options *options, int au
     kp_scopes_set_tick_rate(s->map.identity ? 1.0 : rate);
     s->start_ns = first.ns;
     s->last_anchor_ns = first.ns;
+    s->last_flush_ns = first.ns;
+    /* As `kprof trace` does: what `kprof trace --merge DIR` needs, should the program end without
+     * kprof_stop (_exit, a crash). */
+    kp_command_line(command, sizeof command);
+    run = (kp_trace_run){.command = command, .start_ns = (uint64_t)first.ns};
+    st = kp_session_save_run(s->dir, &run, err);
+    if (st != KPROF_OK) goto fail;
     if (kp_writer_start_in(s->dir, KP_COLLECTOR_FILE_NAME, 0) != 0) {
         st = kp_error_set(err, KPROF_IO, "cannot write the session's records in %s: %s", s->dir,
                           strerror(errno));
@@ -464,6 +466,7 @@ static kprof_status kp_session_start_locked(const kprof_options *options, int au
         goto fail;
     }
     s->drainer_started = 1;
+    pthread_setname_np(s->drainer, "kprof-drain");
     s->t0_ticks = kp_ticks();
     atomic_store(&kp_live_session, s);
     kp_current = s;
@@ -475,7 +478,7 @@ fail:
         if ((o.collectors & c->bit) && c->stop) c->stop(s);
     }
     if (writing) kp_writer_stop();
-    if (s->dir[0]) kp_remove_dir(s->dir);
+    if (s->dir[0]) kp_session_remove(s->dir);
     kp_session_free(s);
     return st;
 }
@@ -550,11 +553,11 @@ static kprof_status kp_session_end(kp_session *s, kprof_result **result, kp_erro
         if (d) closedir(d);
     }
     if (!result) {
-        kp_remove_dir(s->dir);
+        kp_session_remove(s->dir);
         return KPROF_OK;
     }
     st = kp_result_open(s->dir, trace, summary.dropped, s->start_ns, end_ns, result, err);
-    if (st != KPROF_OK) kp_remove_dir(s->dir);
+    if (st != KPROF_OK) kp_session_remove(s->dir);
     return st;
 }
 
@@ -603,14 +606,20 @@ static kprof_status kp_autosave(kprof_result *r, const char *wanted, char *saved
     return kp_inproc_fail("KPROF=1", KPROF_IO, "no free name to save the session's trace to");
 }
 
-static void kp_autostart_exit(void)
+/* The program exits with a session running: KPROF=1's is saved; one the program started and did
+ * not stop is discarded, its scratch folder removed (nothing asked for its trace). */
+static void kp_at_exit(void)
 {
     kp_error err = {0};
     kprof_result *r = NULL;
     pthread_mutex_lock(&kp_session_lock);
     kp_session *s = kp_current;
     if (!s || !s->autostarted) {
+        if (s) kp_session_end(s, NULL, &err);
+        kp_current = NULL;
+        kp_session_free(s);
         pthread_mutex_unlock(&kp_session_lock);
+        kp_error_clear(&err);
         return;
     }
     kprof_status st = kp_session_end(s, &r, &err);
@@ -652,9 +661,7 @@ __attribute__((constructor)) static void kp_autostart(void)
     pthread_mutex_lock(&kp_session_lock);
     kprof_status st = kp_session_start_locked(NULL, 1, &err);
     pthread_mutex_unlock(&kp_session_lock);
-    if (st == KPROF_OK) {
-        atexit(kp_autostart_exit);
-    } else {
+    if (st != KPROF_OK) {
         fprintf(stderr, "kprof: error: KPROF=1: cannot start a session: %s\n", err.message);
         kp_error_clear(&err);
     }
