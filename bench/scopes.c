@@ -91,8 +91,8 @@ static int bench_on(uint64_t n, unsigned ring)
         }
         kprof_result_destroy(res);
     }
-    printf("on: %.2f ns per scope pair (%llu scopes, ring %u, %s clock)\n", (best - plain) / (double)n,
-           (unsigned long long)n, ring ? ring : 32768u,
+    printf("on: %.2f ns per scope pair (%llu scopes, ring %u, %s clock)\n",
+           (best - plain) / (double)n, (unsigned long long)n, ring ? ring : 32768u,
            getenv("KPROF_CLOCK") ? getenv("KPROF_CLOCK") : "default");
     return 0;
 }

@@ -67,8 +67,8 @@ static void kp_ticks_choose(void)
     nanosleep(&pause, NULL);
     kp_tick_anchor second = kp_tick_anchor_now();
     if (second.tick > kp_ticks_origin.tick && second.ns > kp_ticks_origin.ns)
-        kp_ticks_rate = (double)(second.ns - kp_ticks_origin.ns) /
-                        (double)(second.tick - kp_ticks_origin.tick);
+        kp_ticks_rate =
+            (double)(second.ns - kp_ticks_origin.ns) / (double)(second.tick - kp_ticks_origin.tick);
     else
         kp_ticks_tsc = 0; /* a counter that does not advance with time: not a clock */
     if (!kp_ticks_tsc) kp_ticks_origin = kp_tick_anchor_now();

@@ -69,9 +69,9 @@ typedef struct kp_tick_segment {
 #define KP_TICK_RATE_WINDOW_NS 1000000000ll /* the span the rate is measured over */
 
 typedef struct kp_tick_map {
-    int identity;         /* ticks are ns already */
+    int identity;          /* ticks are ns already */
     kp_tick_anchor origin; /* the rate's baseline until the anchors span the window */
-    double rate;          /* ns per tick, as last measured */
+    double rate;           /* ns per tick, as last measured */
     kp_tick_segment *segments;
     size_t n, cap;
 } kp_tick_map;

@@ -40,7 +40,7 @@
 #define KP_RING_DEFAULT_ENTRIES 32768u
 #define KP_RING_MIN_ENTRIES     64u
 #define KP_RING_MAX_ENTRIES     (1u << 26)
-#define KP_SCOPE_MAX_METRICS    64  /* metrics one scope carries into the trace (more: dropped) */
+#define KP_SCOPE_MAX_METRICS    64   /* metrics one scope carries into the trace (more: dropped) */
 #define KP_PENDING_MAX          4096 /* metrics a thread's open scopes hold before their end */
 
 /* What a ring entry is. */
@@ -69,25 +69,25 @@ typedef struct kp_name_slot {
 
 typedef struct kp_ring {
     /* The owner's line: written by the owner thread alone. */
-    _Atomic uint64_t head;   /* entries appended (published with release) */
-    uint64_t tail_seen;      /* the owner's last look at tail */
-    uint64_t mask;           /* capacity - 1 (a power of two) */
+    _Atomic uint64_t head; /* entries appended (published with release) */
+    uint64_t tail_seen;    /* the owner's last look at tail */
+    uint64_t mask;         /* capacity - 1 (a power of two) */
     kp_scope_entry *entries;
     /* The consumer's: under drain_lock. */
     _Alignas(64) _Atomic uint64_t tail; /* entries drained (released with release) */
     pthread_mutex_t drain_lock;
-    uint32_t tid;                 /* the owner's kernel thread id (gettid) */
-    uint32_t index;               /* this ring's number: ids are index << 32 | seq */
-    uint32_t seq;                 /* scopes written from it */
-    uint32_t gen;                 /* the session its names and pending metrics belong to */
-    kp_name_slot *names;          /* pointer -> string id, for gen */
+    uint32_t tid;        /* the owner's kernel thread id (gettid) */
+    uint32_t index;      /* this ring's number: ids are index << 32 | seq */
+    uint32_t seq;        /* scopes written from it */
+    uint32_t gen;        /* the session its names and pending metrics belong to */
+    kp_name_slot *names; /* pointer -> string id, for gen */
     uint32_t names_cap, names_used;
-    kp_scope_entry *pending;      /* metrics of scopes that have not ended yet */
+    kp_scope_entry *pending; /* metrics of scopes that have not ended yet */
     uint32_t npending, pending_cap;
-    struct kp_rec *batch;         /* records on their way to the writer */
+    struct kp_rec *batch; /* records on their way to the writer */
     uint32_t batch_cap;
     /* The registry's. */
-    _Atomic int exited;           /* its thread has ended: the ring waits for another */
+    _Atomic int exited;             /* its thread has ended: the ring waits for another */
     _Atomic(struct kp_ring *) next; /* every ring, newest first */
 } kp_ring;
 
@@ -100,11 +100,11 @@ typedef struct kp_session {
     int autostarted;       /* by KPROF=1 */
     uint64_t t0_ticks;     /* entries that started before are not its */
     int64_t start_ns;
-    kp_tick_map map;       /* ticks -> CLOCK_MONOTONIC, under map_lock (drains read, anchors
-                              write) */
+    kp_tick_map map; /* ticks -> CLOCK_MONOTONIC, under map_lock (drains read, anchors
+                        write) */
     pthread_rwlock_t map_lock;
     int64_t last_anchor_ns;
-    int64_t last_flush_ns; /* the drain thread's */
+    int64_t last_flush_ns;    /* the drain thread's */
     _Atomic uint64_t dropped; /* events lost before the writer: no ring, too many metrics */
     /* The background drain. */
     pthread_t drainer;
@@ -163,7 +163,7 @@ const char *kp_inproc_result_dir(const kprof_result *result);
 
 /* A result over the trace at `trace` (in folder dir, both removed by kprof_result_destroy),
  * with the merge's summary numbers. */
-kprof_status kp_result_open(const char *dir, const char *trace, uint64_t dropped,
-                            int64_t start_ns, int64_t end_ns, kprof_result **out, kp_error *err);
+kprof_status kp_result_open(const char *dir, const char *trace, uint64_t dropped, int64_t start_ns,
+                            int64_t end_ns, kprof_result **out, kp_error *err);
 
 #endif

@@ -18,7 +18,8 @@ kprof_status kprof_profile_repeat(kprof_workload_fn fn, void *arg, double budget
     if (result) *result = NULL;
     if (!fn || !result) return kp_inproc_fail(name, KPROF_INVALID, "fn or result is NULL");
     if (!(budget_s > 0) || !isfinite(budget_s))
-        return kp_inproc_fail(name, KPROF_INVALID, "the budget must be a positive number of seconds");
+        return kp_inproc_fail(name, KPROF_INVALID,
+                              "the budget must be a positive number of seconds");
     kprof_repeat_options o = KPROF_REPEAT_OPTIONS_INIT;
     if (options) {
         if (options->size == 0 || options->size > sizeof o)

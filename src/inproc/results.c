@@ -42,7 +42,7 @@ struct kprof_result {
     size_t ndists;
     int dists_made;
     kprof_status dists_status; /* why they could not be made */
-    char **texts; /* what the result owns besides: paths and made-up names */
+    char **texts;              /* what the result owns besides: paths and made-up names */
     size_t ntexts, texts_cap;
 };
 
@@ -87,8 +87,8 @@ static double kp_per_s(double amount, double seconds)
     return amount > 0 && seconds > 0 ? amount / seconds / 1e9 : 0.0;
 }
 
-kprof_status kp_result_open(const char *dir, const char *trace, uint64_t dropped,
-                            int64_t start_ns, int64_t end_ns, kprof_result **out, kp_error *err)
+kprof_status kp_result_open(const char *dir, const char *trace, uint64_t dropped, int64_t start_ns,
+                            int64_t end_ns, kprof_result **out, kp_error *err)
 {
     *out = NULL;
     kprof_result *r = calloc(1, sizeof *r);
@@ -162,8 +162,8 @@ const kprof_row *kprof_result_key_averages(kprof_result *r, kprof_group by, size
     }
     kp_aggregation_row *rows = NULL;
     size_t count = 0;
-    kp_aggregation_group group = by == KPROF_BY_PATH ? KP_AGGREGATION_GROUP_PATH
-                                                     : KP_AGGREGATION_GROUP_NAME;
+    kp_aggregation_group group =
+        by == KPROF_BY_PATH ? KP_AGGREGATION_GROUP_PATH : KP_AGGREGATION_GROUP_NAME;
     if (kp_aggregation_rows(r->agg, group, &rows, &count) != 0) goto nomem;
     if (count == 0) return NULL;
     kp_aggregation_select(rows, count, KP_AGGREGATION_SORT_TOTAL, 0);
@@ -327,7 +327,8 @@ static int kp_events_one(void *p, const kp_trace_event *ev)
 
 kprof_status kprof_result_events(kprof_result *r, kprof_event_fn fn, void *ctx)
 {
-    if (!r || !fn) return kp_inproc_fail("kprof_result_events", KPROF_INVALID, "result or fn is NULL");
+    if (!r || !fn)
+        return kp_inproc_fail("kprof_result_events", KPROF_INVALID, "result or fn is NULL");
     kp_error err = {0};
     kp_events_ctx c = {r, fn, ctx};
     kprof_status st = kp_result_each(r, kp_events_one, &c, &err);
@@ -496,8 +497,7 @@ static kprof_status kp_render_distributions(kprof_result *r, kp_str *out)
         char t[5][32];
         kp_str_append_escaped(out, d[i].name, strlen(d[i].name));
         kp_str_printf(out, ": %llu call%s  min %s  p50 %s  mean %s  p90 %s  max %s", d[i].count,
-                      d[i].count == 1 ? "" : "s",
-                      kp_format_duration(d[i].min_s, t[0], sizeof t[0]),
+                      d[i].count == 1 ? "" : "s", kp_format_duration(d[i].min_s, t[0], sizeof t[0]),
                       kp_format_duration(d[i].p50_s, t[1], sizeof t[1]),
                       kp_format_duration(d[i].mean_s, t[2], sizeof t[2]),
                       kp_format_duration(d[i].p90_s, t[3], sizeof t[3]),
@@ -553,8 +553,8 @@ static kprof_status kp_result_copy_trace(kprof_result *r, const char *path, unsi
 {
     kp_output out = {0};
     const char *inputs[] = {r->trace, NULL};
-    kprof_status st = kp_output_open(&out, path, flags & KPROF_WRITE_FORCE ? KP_OUTPUT_FORCE : 0,
-                                     inputs, err);
+    kprof_status st =
+        kp_output_open(&out, path, flags & KPROF_WRITE_FORCE ? KP_OUTPUT_FORCE : 0, inputs, err);
     if (st != KPROF_OK) return st;
     int fd = open(r->trace, O_RDONLY | O_CLOEXEC);
     if (fd < 0) st = kp_error_set(err, KPROF_IO, "cannot read %s: %s", r->trace, strerror(errno));
@@ -562,8 +562,8 @@ static kprof_status kp_result_copy_trace(kprof_result *r, const char *path, unsi
     while (st == KPROF_OK) {
         ssize_t got = read(fd, buf, sizeof buf);
         if (got < 0 && errno == EINTR) continue;
-        if (got < 0) st = kp_error_set(err, KPROF_IO, "cannot read %s: %s", r->trace,
-                                       strerror(errno));
+        if (got < 0)
+            st = kp_error_set(err, KPROF_IO, "cannot read %s: %s", r->trace, strerror(errno));
         if (got <= 0) break;
         st = kp_output_write(&out, buf, (size_t)got, err);
     }
@@ -590,10 +590,11 @@ kprof_status kprof_result_write(kprof_result *r, kprof_format format, const char
     }
     kp_error err = {0};
     kprof_status st;
-    static const kp_export_format exports[] = {
-        [KPROF_FORMAT_CHROME] = KP_EXPORT_CHROME, [KPROF_FORMAT_PERFETTO] = KP_EXPORT_PERFETTO,
-        [KPROF_FORMAT_HATCHET] = KP_EXPORT_HATCHET, [KPROF_FORMAT_JSON] = KP_EXPORT_JSON,
-        [KPROF_FORMAT_CSV] = KP_EXPORT_CSV};
+    static const kp_export_format exports[] = {[KPROF_FORMAT_CHROME] = KP_EXPORT_CHROME,
+                                               [KPROF_FORMAT_PERFETTO] = KP_EXPORT_PERFETTO,
+                                               [KPROF_FORMAT_HATCHET] = KP_EXPORT_HATCHET,
+                                               [KPROF_FORMAT_JSON] = KP_EXPORT_JSON,
+                                               [KPROF_FORMAT_CSV] = KP_EXPORT_CSV};
     if (format == KPROF_FORMAT_TRACE)
         st = kp_result_copy_trace(r, path, flags, &err);
     else

@@ -188,12 +188,10 @@ static inline void kp_push_metric(const void *what, unsigned long long start, co
 {
     uint64_t bits;
     memcpy(&bits, &value, sizeof bits);
-    kp_push(key, start & ~KPROF_SCOPE_NAMED_, bits, KP_ENTRY_METRIC,
-            (uint32_t)(uintptr_t)what);
+    kp_push(key, start & ~KPROF_SCOPE_NAMED_, bits, KP_ENTRY_METRIC, (uint32_t)(uintptr_t)what);
 }
 
-void kprof_scope_metric_(const void *what, unsigned long long start, const char *key,
-                         double value)
+void kprof_scope_metric_(const void *what, unsigned long long start, const char *key, double value)
 {
     if (!kp_recording() || !key) return;
     kp_push_metric(what, start, key, value);
@@ -214,7 +212,9 @@ void kp_rings_after_fork(void)
         atomic_store(&r->tail, atomic_load(&r->head)); /* the parent's scopes: not ours */
         r->tail_seen = atomic_load(&r->head);
         r->npending = 0;
-        if (r != kp_my_ring) atomic_store(&r->exited, 1); /* threads the child does not have */
-        else r->tid = (uint32_t)syscall(SYS_gettid);
+        if (r != kp_my_ring)
+            atomic_store(&r->exited, 1); /* threads the child does not have */
+        else
+            r->tid = (uint32_t)syscall(SYS_gettid);
     }
 }

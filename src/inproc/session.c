@@ -32,14 +32,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#define KP_DRAIN_PERIOD_NS       5000000ll   /* the background drain's wake-up */
-#define KP_ANCHOR_EARLY_NS       10000000ll  /* tick map anchors in the first second ... */
-#define KP_ANCHOR_PERIOD_NS      100000000ll /* ... and after it */
-#define KP_FLUSH_PERIOD_NS       100000000ll /* the writer's buffers reach the file this often */
-#define KP_RELEASE_EVERY         1024        /* entries a drain frees the owner at a time */
-#define KP_DRAIN_BATCH           256         /* records handed to the writer at once (32 KiB) */
-#define KP_COLLECTOR_FILE_NAME   "libkprof"  /* <pid>-libkprof-<ns>.klog */
-#define KP_SESSION_TRACE         "session.kprof"
+#define KP_DRAIN_PERIOD_NS     5000000ll   /* the background drain's wake-up */
+#define KP_ANCHOR_EARLY_NS     10000000ll  /* tick map anchors in the first second ... */
+#define KP_ANCHOR_PERIOD_NS    100000000ll /* ... and after it */
+#define KP_FLUSH_PERIOD_NS     100000000ll /* the writer's buffers reach the file this often */
+#define KP_RELEASE_EVERY       1024        /* entries a drain frees the owner at a time */
+#define KP_DRAIN_BATCH         256         /* records handed to the writer at once (32 KiB) */
+#define KP_COLLECTOR_FILE_NAME "libkprof"  /* <pid>-libkprof-<ns>.klog */
+#define KP_SESSION_TRACE       "session.kprof"
 
 int kprof_scopes_on_;
 _Atomic(kp_session *) kp_live_session;
@@ -108,8 +108,7 @@ static void kp_init_once(void)
 
 void kp_session_wake(void)
 {
-    if (atomic_load_explicit(&kp_live_session, memory_order_relaxed))
-        pthread_cond_signal(&kp_wake);
+    if (atomic_load_explicit(&kp_live_session, memory_order_relaxed)) pthread_cond_signal(&kp_wake);
 }
 
 void kp_session_dropped(uint64_t n)
@@ -404,8 +403,8 @@ static kprof_status kp_session_start_locked(const kprof_options *options, int au
         const kp_inproc_collector *c = &kp_inproc_collectors[i];
         const char *why = (o.collectors & c->bit) && c->unavailable ? c->unavailable() : NULL;
         if (why)
-            return kp_error_set(err, KPROF_UNAVAILABLE, "the %s collector cannot run: %s",
-                                c->name, why);
+            return kp_error_set(err, KPROF_UNAVAILABLE, "the %s collector cannot run: %s", c->name,
+                                why);
     }
     pthread_once(&kp_once, kp_init_once);
     double rate;
@@ -644,8 +643,7 @@ static void kp_at_exit(void)
         fprintf(stderr, "kprof: saved %llu event%s to %s", sum.events, sum.events == 1 ? "" : "s",
                 name);
         if (sum.dropped) fprintf(stderr, " (%llu lost on the way)", sum.dropped);
-        fprintf(stderr, "%s\n",
-                strcmp(name, wanted) != 0 ? " (the name asked for was taken)" : "");
+        fprintf(stderr, "%s\n", strcmp(name, wanted) != 0 ? " (the name asked for was taken)" : "");
     } else {
         fprintf(stderr, "kprof: error: KPROF=1: %s\n", kprof_last_error());
     }

@@ -69,9 +69,9 @@ static void json_string(const char *s)
 static int save_all(kprof_result *r, const char *out)
 {
     static const char *const suffix[KPROF_FORMAT_COUNT_] = {
-        [KPROF_FORMAT_TRACE] = ".kprof",         [KPROF_FORMAT_CHROME] = ".chrome.json",
-        [KPROF_FORMAT_PERFETTO] = ".pftrace",    [KPROF_FORMAT_HATCHET] = ".hatchet.json",
-        [KPROF_FORMAT_JSON] = ".tree.json",      [KPROF_FORMAT_CSV] = ".tree.csv"};
+        [KPROF_FORMAT_TRACE] = ".kprof",      [KPROF_FORMAT_CHROME] = ".chrome.json",
+        [KPROF_FORMAT_PERFETTO] = ".pftrace", [KPROF_FORMAT_HATCHET] = ".hatchet.json",
+        [KPROF_FORMAT_JSON] = ".tree.json",   [KPROF_FORMAT_CSV] = ".tree.csv"};
     for (int f = 0; f < KPROF_FORMAT_COUNT_; f++) {
         char path[4096];
         snprintf(path, sizeof path, "%s%s", out, suffix[f]);
@@ -102,8 +102,8 @@ static int mode_save(const char *out)
         json_string(rows[i].path);
         printf(", \"calls\": %llu, \"total_s\": %.9g, \"flops\": %.17g, \"bytes\": %.17g, "
                "\"gflops_per_s\": %.17g, \"gb_per_s\": %.17g}",
-               rows[i].calls, rows[i].total_s, rows[i].flops, rows[i].bytes,
-               rows[i].gflops_per_s, rows[i].gb_per_s);
+               rows[i].calls, rows[i].total_s, rows[i].flops, rows[i].bytes, rows[i].gflops_per_s,
+               rows[i].gb_per_s);
     }
     printf("]}\n");
     int rc = save_all(r, out);
@@ -153,8 +153,8 @@ static int mode_threads(int t, long n, const char *out)
     const kprof_row *rows = kprof_result_key_averages(r, KPROF_BY_NAME, &nrows);
     kprof_summary s;
     kprof_result_summary(r, &s);
-    printf("{\"calls\": %llu, \"dropped\": %llu, \"threads\": %u}\n",
-           nrows ? rows[0].calls : 0ull, s.dropped, s.threads);
+    printf("{\"calls\": %llu, \"dropped\": %llu, \"threads\": %u}\n", nrows ? rows[0].calls : 0ull,
+           s.dropped, s.threads);
     int rc = out ? save_all(r, out) : 0;
     kprof_result_destroy(r);
     free(w);

@@ -94,12 +94,14 @@ static void test_session_errors(void)
     DIR *d = opendir(scratch);
     int left = 0;
     struct dirent *de;
-    while (d && (de = readdir(d)) != NULL) left += de->d_name[0] != '.';
+    while (d && (de = readdir(d)) != NULL)
+        left += de->d_name[0] != '.';
     if (d) closedir(d);
     CHECK_INT(left, 0);
 }
 
-/* ---- scopes, key averages, tree ---------------------------------------------------------------- */
+/* ---- scopes, key averages, tree ----------------------------------------------------------------
+ */
 
 static int sink; /* touched with relaxed atomics: threads share it */
 
@@ -186,7 +188,8 @@ static void test_nesting(void)
     kprof_result_destroy(NULL);
 }
 
-/* ---- threads ------------------------------------------------------------------------------------ */
+/* ---- threads ------------------------------------------------------------------------------------
+ */
 
 typedef struct job {
     pthread_t thread;
@@ -231,7 +234,8 @@ static void test_threads(void)
         for (size_t i = 0; i < n; i++)
             fprintf(stderr, "  path %s: %llu\n", rows[i].path, rows[i].calls);
     for (size_t i = 0; i < n; i++)
-        CHECK(strstr(rows[i].path, "main/") == NULL && strstr(rows[i].path, "worker/worker") == NULL);
+        CHECK(strstr(rows[i].path, "main/") == NULL &&
+              strstr(rows[i].path, "worker/worker") == NULL);
     kprof_summary s;
     kprof_result_summary(r, &s);
     CHECK_INT(s.threads, 5);
@@ -268,12 +272,13 @@ static void test_full_ring(void)
     kprof_result_destroy(r);
 }
 
-/* ---- what a session holds ------------------------------------------------------------------------ */
+/* ---- what a session holds
+ * ------------------------------------------------------------------------ */
 
 static void test_straddling_scopes(void)
 {
     kprof_options o = options();
-    kprof_scope before = kprof_scope_begin("before");     /* opened with no session */
+    kprof_scope before = kprof_scope_begin("before"); /* opened with no session */
     CHECK_INT(kprof_start(&o), KPROF_OK);
     kprof_scope early = kprof_scope_begin("open_at_stop"); /* still open at the stop */
     inner();
@@ -304,7 +309,8 @@ static void test_straddling_scopes(void)
     kprof_result_destroy(r);
 }
 
-/* ---- metrics: the records ------------------------------------------------------------------------ */
+/* ---- metrics: the records
+ * ------------------------------------------------------------------------ */
 
 static void work_scope(double flops)
 {
@@ -360,7 +366,9 @@ static void test_metric_records(void)
         snprintf(text, sizeof text, "%.*s", (int)len, name);
         if (rec->kind == KP_REC_RANGE) {
             ranges++;
-            owner = strcmp(text, "gemm") == 0 ? "gemm" : strcmp(text, "step") == 0 ? "step" : "detail";
+            owner = strcmp(text, "gemm") == 0   ? "gemm"
+                    : strcmp(text, "step") == 0 ? "step"
+                                                : "detail";
             CHECK(rec->id != 0);
             CHECK(rec->end >= rec->start);
         } else if (rec->kind == KP_REC_METRIC) {
@@ -372,8 +380,10 @@ static void test_metric_records(void)
             memcpy(&v, &rec->bytes, sizeof v);
             if (owner && strcmp(owner, "gemm") == 0) {
                 gemm++;
-                if (strcmp(text, "flops") == 0) flops_sum += v;
-                else CHECK(strcmp(text, "bytes") == 0 && v == 4096);
+                if (strcmp(text, "flops") == 0)
+                    flops_sum += v;
+                else
+                    CHECK(strcmp(text, "bytes") == 0 && v == 4096);
             } else if (owner && strcmp(owner, "step") == 0) {
                 /* batch then loss, in the order given */
                 CHECK_STR(text, step == 0 ? "batch" : "loss");
@@ -397,7 +407,8 @@ static void test_metric_records(void)
     kprof_result_destroy(r);
 }
 
-/* ---- events ----------------------------------------------------------------------------------- */
+/* ---- events -----------------------------------------------------------------------------------
+ */
 
 typedef struct seen {
     int n;
@@ -410,8 +421,8 @@ static int on_event(const kprof_event *e, void *ctx)
 {
     seen *s = ctx;
     s->ordered &= e->start_ns >= s->last_start && e->end_ns >= e->start_ns;
-    s->named &= strcmp(e->kind, "range") == 0 && (strcmp(e->name, "outer") == 0 ||
-                                                   strcmp(e->name, "inner") == 0);
+    s->named &= strcmp(e->kind, "range") == 0 &&
+                (strcmp(e->name, "outer") == 0 || strcmp(e->name, "inner") == 0);
     s->ordered &= e->tid == s->tid && e->id != 0;
     s->last_start = e->start_ns;
     return ++s->n == 4; /* stop early */
@@ -434,7 +445,8 @@ static void test_events(void)
     kprof_result_destroy(r);
 }
 
-/* ---- repeats ---------------------------------------------------------------------------------- */
+/* ---- repeats ----------------------------------------------------------------------------------
+ */
 
 static int workload_calls;
 
@@ -509,8 +521,8 @@ static void test_write(void)
     outer();
     kprof_result *r = stop();
     if (!r) return;
-    static const char *const names[] = {"t.kprof", "t.json", "t.pftrace", "t.hatchet.json",
-                                        "t.tree.json", "t.csv"};
+    static const char *const names[] = {"t.kprof",        "t.json",      "t.pftrace",
+                                        "t.hatchet.json", "t.tree.json", "t.csv"};
     for (int f = 0; f < KPROF_FORMAT_COUNT_; f++) {
         char path[512];
         snprintf(path, sizeof path, "%s/%s", scratch, names[f]);
@@ -590,7 +602,8 @@ int main(void)
 {
     snprintf(scratch, sizeof scratch, "/tmp/kprof-test-inproc-XXXXXX");
     const char *tmp = getenv("TMPDIR");
-    if (tmp && *tmp && strlen(tmp) < 200) snprintf(scratch, sizeof scratch, "%s/kprof-test-inproc-XXXXXX", tmp);
+    if (tmp && *tmp && strlen(tmp) < 200)
+        snprintf(scratch, sizeof scratch, "%s/kprof-test-inproc-XXXXXX", tmp);
     if (!mkdtemp(scratch)) {
         perror("mkdtemp");
         return 1;

@@ -34,9 +34,7 @@ void __sanitizer_malloc_hook(const volatile void *p, size_t n)
     if (counting) allocations++;
 }
 
-static void install(void)
-{
-}
+static void install(void) {}
 #else
 void *__libc_malloc(size_t);
 void *__libc_calloc(size_t, size_t);
@@ -76,9 +74,7 @@ void *aligned_alloc(size_t align, size_t n)
     return __libc_memalign(align, n);
 }
 
-static void install(void)
-{
-}
+static void install(void) {}
 #endif
 
 static volatile int sink;
