@@ -119,8 +119,8 @@ KPROF_API const char *kprof_last_error(void);
 
 /* Collectors: X(NAME, bit, name, what). A session records what its options' `collectors` name. */
 #define KPROF_COLLECTOR_LIST(X)                                                                    \
-    X(SCOPES, 0, "scopes", "the scopes of this header (KPROF_SCOPE, kprof_scope_begin)")          \
-    X(CUDA, 1, "cuda", "CUDA API calls, kernels, copies and fills, in-process (not yet built)")   \
+    X(SCOPES, 0, "scopes", "the scopes of this header (KPROF_SCOPE, kprof_scope_begin)")           \
+    X(CUDA, 1, "cuda", "CUDA API calls, kernels, copies and fills, in-process (not yet built)")    \
     X(OPENCL, 2, "opencl", "OpenCL calls and device work, in-process (not yet built)")
 
 enum {
@@ -132,18 +132,20 @@ enum {
 /* A session's options. Sized, so that later versions can add fields: set `size` (use
  * KPROF_OPTIONS_INIT), then what matters; fields past `size` take their defaults. */
 typedef struct kprof_options {
-    unsigned size;            /* sizeof(kprof_options) */
-    unsigned collectors;      /* KPROF_COLLECT_* bits; 0: KPROF_COLLECT_SCOPES */
-    unsigned ring_entries;    /* scopes a thread holds before they must be collected (32 bytes
-                                 each, per thread that opens scopes); 0: 32768. Rounded up to a
-                                 power of two, at least 64. A thread whose buffer is full
-                                 collects it itself (slower, never lost). A thread keeps the
-                                 buffer it got in its first session. */
-    const char *scratch_dir;  /* where the session keeps its record files and its result's
-                                 trace; NULL: $TMPDIR, else /tmp. Copied. */
+    unsigned size;           /* sizeof(kprof_options) */
+    unsigned collectors;     /* KPROF_COLLECT_* bits; 0: KPROF_COLLECT_SCOPES */
+    unsigned ring_entries;   /* scopes a thread holds before they must be collected (32 bytes
+                                each, per thread that opens scopes); 0: 32768. Rounded up to a
+                                power of two, at least 64. A thread whose buffer is full
+                                collects it itself (slower, never lost). A thread keeps the
+                                buffer it got in its first session. */
+    const char *scratch_dir; /* where the session keeps its record files and its result's
+                                trace; NULL: $TMPDIR, else /tmp. Copied. */
 } kprof_options;
 
+/* clang-format off */
 #define KPROF_OPTIONS_INIT {sizeof(kprof_options), 0u, 0u, NULL}
+/* clang-format on */
 
 typedef struct kprof_result kprof_result;
 
@@ -205,8 +207,8 @@ KPROF_API const char *kprof_intern(const char *text);
 
 /* A call site of KPROF_SCOPE: static, one per site (the macro declares it). */
 typedef struct kprof_scope_site {
-    const char *name;          /* the scope's name: static storage */
-    const char *file;          /* where the site is */
+    const char *name; /* the scope's name: static storage */
+    const char *file; /* where the site is */
     int line;
     unsigned long long cache_; /* kprof's: the name's id in the current session */
 } kprof_scope_site;
@@ -236,8 +238,8 @@ KPROF_API void kprof_scope_work_(const void *what, unsigned long long start, dou
 #define KPROF_RECORDING_()  __atomic_load_n(&kprof_scopes_on_, __ATOMIC_RELAXED)
 #define KPROF_MAYBE_UNUSED_ __attribute__((unused))
 #else
-#define KPROF_UNLIKELY_(x)  (x)
-#define KPROF_RECORDING_()  (*(volatile int *)&kprof_scopes_on_)
+#define KPROF_UNLIKELY_(x) (x)
+#define KPROF_RECORDING_() (*(volatile int *)&kprof_scopes_on_)
 #define KPROF_MAYBE_UNUSED_
 #endif
 
@@ -294,17 +296,18 @@ static inline void kprof_scope_cleanup_(kprof_scope *scope)
     if (KPROF_UNLIKELY_(scope->start_ != 0)) kprof_scope_close_(scope->what_, scope->start_);
 }
 
-#else /* KPROF_DISABLE: the same calls, as macros that do nothing (no code, no symbol, even at
-       * -O0); their arguments are evaluated, as a function's would be, and then dropped */
+/* KPROF_DISABLE: the same calls, as macros that do nothing (no code, no symbol, even at -O0);
+ * their arguments are evaluated, as a function's would be, and then dropped. */
+#else
 
 #ifdef __cplusplus
 #define KPROF_SCOPE_NONE_(what) (kprof_scope{(what), 0ull})
 #else
 #define KPROF_SCOPE_NONE_(what) ((kprof_scope){(what), 0ull})
 #endif
-#define kprof_scope_enter(site)  KPROF_SCOPE_NONE_(site)
-#define kprof_scope_begin(name)  KPROF_SCOPE_NONE_(name)
-#define kprof_scope_end(scope)   ((void)(scope))
+#define kprof_scope_enter(site)               KPROF_SCOPE_NONE_(site)
+#define kprof_scope_begin(name)               KPROF_SCOPE_NONE_(name)
+#define kprof_scope_end(scope)                ((void)(scope))
 #define kprof_scope_metric(scope, key, value) ((void)(scope), (void)(key), (void)(value))
 #define kprof_scope_work(scope, flops, bytes) ((void)(scope), (void)(flops), (void)(bytes))
 
@@ -328,11 +331,11 @@ static inline void kprof_scope_cleanup_(kprof_scope *scope)
 #define KPROF_SCOPE_AS(var, name) KPROF_MAYBE_UNUSED_ kprof_scope var = {0, 0}
 #elif defined(__cplusplus)
 #define KPROF_SCOPE_AS(var, name)                                                                  \
-    static kprof_scope_site KPROF_CAT_(var, _site_) = {name, __FILE__, __LINE__, 0};              \
+    static kprof_scope_site KPROF_CAT_(var, _site_) = {name, __FILE__, __LINE__, 0};               \
     kprof::scope var(&KPROF_CAT_(var, _site_))
 #elif defined(__GNUC__)
 #define KPROF_SCOPE_AS(var, name)                                                                  \
-    static kprof_scope_site KPROF_CAT_(var, _site_) = {name, __FILE__, __LINE__, 0};              \
+    static kprof_scope_site KPROF_CAT_(var, _site_) = {name, __FILE__, __LINE__, 0};               \
     kprof_scope var __attribute__((cleanup(kprof_scope_cleanup_))) =                               \
         kprof_scope_enter(&KPROF_CAT_(var, _site_))
 #endif
@@ -341,7 +344,7 @@ static inline void kprof_scope_cleanup_(kprof_scope *scope)
 #define KPROF_SCOPE_WORK_ID_(n, name, flops, bytes)                                                \
     KPROF_SCOPE_AS(KPROF_CAT_(kprof_scope_, n), name);                                             \
     if (KPROF_UNLIKELY_(KPROF_CAT_(kprof_scope_, n).start_ != 0))                                  \
-    kprof_scope_work_(KPROF_CAT_(kprof_scope_, n).what_, KPROF_CAT_(kprof_scope_, n).start_,        \
+    kprof_scope_work_(KPROF_CAT_(kprof_scope_, n).what_, KPROF_CAT_(kprof_scope_, n).start_,       \
                       (double)(flops), (double)(bytes))
 #define KPROF_SCOPE(name)                    KPROF_SCOPE_ID_(__COUNTER__, name)
 #define KPROF_SCOPE_WORK(name, flops, bytes) KPROF_SCOPE_WORK_ID_(__COUNTER__, name, flops, bytes)
@@ -388,19 +391,19 @@ typedef enum kprof_group {
 
 /* A row of key averages. */
 typedef struct kprof_row {
-    const char *kind;          /* see "Kinds" above */
-    const char *name;          /* its name */
-    const char *path;          /* BY_PATH: the names from the top level down joined by "/"
-                                  ("step/forward"); BY_NAME: the name */
-    unsigned long long calls;  /* events: scope instances, calls, device operations */
-    double total_s;            /* their durations summed */
-    double self_s;             /* of it, not inside child scopes (host events) */
+    const char *kind;                   /* see "Kinds" above */
+    const char *name;                   /* its name */
+    const char *path;                   /* BY_PATH: the names from the top level down joined by "/"
+                                           ("step/forward"); BY_NAME: the name */
+    unsigned long long calls;           /* events: scope instances, calls, device operations */
+    double total_s;                     /* their durations summed */
+    double self_s;                      /* of it, not inside child scopes (host events) */
     double min_s, mean_s, max_s, std_s; /* one event's duration (std: sample standard
                                            deviation, 0 for one event) */
-    double gpu_s;              /* device time attributed to it and below (later collectors) */
-    double flops, bytes;       /* its events' "flops" and "bytes" metrics, summed */
-    double gflops_per_s;       /* flops / total_s / 1e9 (0 without flops or time) */
-    double gb_per_s;           /* bytes / total_s / 1e9 (0 without bytes or time) */
+    double gpu_s;        /* device time attributed to it and below (later collectors) */
+    double flops, bytes; /* its events' "flops" and "bytes" metrics, summed */
+    double gflops_per_s; /* flops / total_s / 1e9 (0 without flops or time) */
+    double gb_per_s;     /* bytes / total_s / 1e9 (0 without bytes or time) */
 } kprof_row;
 
 /* The key averages grouped by `by`, largest total first; *n: how many. NULL (and *n 0) when
@@ -410,22 +413,22 @@ KPROF_API const kprof_row *kprof_result_key_averages(kprof_result *result, kprof
 
 /* A node of the call tree: one call path, every instance on every thread added up. */
 typedef struct kprof_node {
-    size_t parent;         /* its parent's index (0: a top-level node; node 0 is the root) */
-    size_t first_child;    /* 0: none; children are in order of total time, largest first */
-    size_t next_sibling;   /* 0: none */
-    unsigned depth;        /* 0: the root, 1: the top level */
-    const char *kind;      /* "root" for node 0, else see "Kinds" */
+    size_t parent;       /* its parent's index (0: a top-level node; node 0 is the root) */
+    size_t first_child;  /* 0: none; children are in order of total time, largest first */
+    size_t next_sibling; /* 0: none */
+    unsigned depth;      /* 0: the root, 1: the top level */
+    const char *kind;    /* "root" for node 0, else see "Kinds" */
     const char *name;
-    const char *path;      /* the names from the top level down joined by "/" ("" for the root) */
+    const char *path; /* the names from the top level down joined by "/" ("" for the root) */
     unsigned long long calls;
-    double inclusive_s;    /* host time of its instances */
-    double exclusive_s;    /* ... not inside its children */
+    double inclusive_s; /* host time of its instances */
+    double exclusive_s; /* ... not inside its children */
     double min_s, mean_s, max_s, std_s;
-    double gpu_s;          /* device time attributed (later collectors) */
-    double flops, bytes;   /* its own events' metrics */
+    double gpu_s;                            /* device time attributed (later collectors) */
+    double flops, bytes;                     /* its own events' metrics */
     double flops_inclusive, bytes_inclusive; /* with everything below it */
-    double gflops_per_s;   /* flops / inclusive_s / 1e9 */
-    double gb_per_s;       /* bytes / inclusive_s / 1e9 */
+    double gflops_per_s;                     /* flops / inclusive_s / 1e9 */
+    double gb_per_s;                         /* bytes / inclusive_s / 1e9 */
 } kprof_node;
 
 /* The call tree: nodes[0] is the root (its numbers are the top level's sums), every node's parent
@@ -456,8 +459,8 @@ typedef struct kprof_distribution {
     const char *name;
     unsigned long long count;
     double min_s;
-    double p50_s;  /* sorted[count / 2] */
-    double p90_s;  /* sorted[min(count - 1, floor(0.9 count))] */
+    double p50_s; /* sorted[count / 2] */
+    double p90_s; /* sorted[min(count - 1, floor(0.9 count))] */
     double max_s, mean_s, std_s, total_s;
     double flops, bytes; /* metrics per event, where every event of the name has the same */
 } kprof_distribution;
@@ -488,10 +491,10 @@ KPROF_API kprof_status kprof_result_print(kprof_result *result, kprof_view view,
 
 /* Formats a result is written in: X(NAME, name, what). */
 #define KPROF_FORMAT_LIST(X)                                                                       \
-    X(TRACE, "kprof", "the .kprof trace (SQLite): kprof report, kprof export, sqlite3 read it")   \
-    X(CHROME, "chrome", "Chrome trace event JSON (Perfetto UI, chrome://tracing)")                \
-    X(PERFETTO, "perfetto", "a native Perfetto trace (.pftrace)")                                 \
-    X(HATCHET, "hatchet", "the call tree in Hatchet's literal format")                            \
+    X(TRACE, "kprof", "the .kprof trace (SQLite): kprof report, kprof export, sqlite3 read it")    \
+    X(CHROME, "chrome", "Chrome trace event JSON (Perfetto UI, chrome://tracing)")                 \
+    X(PERFETTO, "perfetto", "a native Perfetto trace (.pftrace)")                                  \
+    X(HATCHET, "hatchet", "the call tree in Hatchet's literal format")                             \
     X(JSON, "json", "the call tree as JSON (what kprof report --tree --json prints)")              \
     X(CSV, "csv", "the call tree as CSV (what kprof report --tree --csv prints)")
 
@@ -515,22 +518,25 @@ KPROF_API kprof_status kprof_result_write(kprof_result *result, kprof_format for
 /* Free a result and remove its trace and scratch folder. NULL is a no-op. */
 KPROF_API void kprof_result_destroy(kprof_result *result);
 
-/* ---- repeats (Metal.jl's @bprofile) ----------------------------------------------------------- */
+/* ---- repeats (Metal.jl's @bprofile) -----------------------------------------------------------
+ */
 
 /* A workload: called again and again on the calling thread. */
 typedef void (*kprof_workload_fn)(void *arg);
 
 typedef struct kprof_repeat_options {
-    unsigned size;                    /* sizeof(kprof_repeat_options) */
-    unsigned warmup;                  /* untimed calls before the session (1 with
-                                         KPROF_REPEAT_OPTIONS_INIT; 0: none) */
+    unsigned size;                     /* sizeof(kprof_repeat_options) */
+    unsigned warmup;                   /* untimed calls before the session (1 with
+                                          KPROF_REPEAT_OPTIONS_INIT; 0: none) */
     unsigned long long max_iterations; /* stop after this many timed calls too; 0: no limit */
-    const char *name;                 /* the scope each timed call is profiled as (static
-                                         storage); NULL: "iteration" */
-    const kprof_options *session;     /* the session's options; NULL: the defaults */
+    const char *name;                  /* the scope each timed call is profiled as (static
+                                          storage); NULL: "iteration" */
+    const kprof_options *session;      /* the session's options; NULL: the defaults */
 } kprof_repeat_options;
 
+/* clang-format off */
 #define KPROF_REPEAT_OPTIONS_INIT {sizeof(kprof_repeat_options), 1u, 0ull, NULL, NULL}
+/* clang-format on */
 
 /* Run fn(arg) `warmup` times untimed, then start a session and call it, each call a scope named
  * options->name, until budget_s seconds have passed since the first timed call began (checked
@@ -551,8 +557,10 @@ KPROF_API kprof_status kprof_profile_repeat(kprof_workload_fn fn, void *arg, dou
 
 /* C++: kprof::scope, the RAII scope KPROF_SCOPE declares in C++ (header-only: libkprof exports
  * C functions alone). It is a kprof_scope, so &scope goes to kprof_scope_metric. */
-namespace kprof {
-class scope : public kprof_scope {
+namespace kprof
+{
+class scope : public kprof_scope
+{
   public:
     explicit scope(kprof_scope_site *site) noexcept : kprof_scope(kprof_scope_enter(site)) {}
     explicit scope(const char *name) noexcept : kprof_scope(kprof_scope_begin(name)) {}

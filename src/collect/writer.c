@@ -58,9 +58,9 @@ static struct {
         uint32_t id;
     } * strings;
     uint32_t nstrings, strings_cap;
-    int hooks_installed;      /* the thread-exit key and the fork handlers */
-    int exit_hook_installed;  /* atexit(kp_writer_exit) */
-    int process_hooks;        /* this start asked for KP_WRITER_PROCESS_HOOKS */
+    int hooks_installed;     /* the thread-exit key and the fork handlers */
+    int exit_hook_installed; /* atexit(kp_writer_exit) */
+    int process_hooks;       /* this start asked for KP_WRITER_PROCESS_HOOKS */
 } kp_w = {.lock = PTHREAD_MUTEX_INITIALIZER, .write_lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
 
 static _Thread_local kp_tbuf *kp_my_buf;

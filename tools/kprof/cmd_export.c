@@ -83,8 +83,8 @@ int kp_cmd_export(int argc, char **argv)
                                   "writes every call)",
                                   kp_export_option(format));
     kp_error err = {0};
-    kprof_status st = kp_export_file(argv[optind], NULL, format, targets[format],
-                                     (force ? KP_EXPORT_FORCE : 0) | (raw ? KP_EXPORT_RAW : 0),
-                                     &err);
+    kprof_status st =
+        kp_export_file(argv[optind], NULL, format, targets[format],
+                       (force ? KP_EXPORT_FORCE : 0) | (raw ? KP_EXPORT_RAW : 0), &err);
     return st == KPROF_OK ? 0 : kp_cli_fail(&err);
 }
