@@ -462,7 +462,7 @@ typedef struct kprof_distribution {
     double p50_s; /* sorted[count / 2] */
     double p90_s; /* sorted[min(count - 1, floor(0.9 count))] */
     double max_s, mean_s, std_s, total_s;
-    double flops, bytes; /* metrics per event, where every event of the name has the same */
+    double flops, bytes; /* metrics per event: the name's events' sum / count (0 without) */
 } kprof_distribution;
 
 /* One distribution per (kind, name), largest total first. NULL (and *n 0) when there are none or
