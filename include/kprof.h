@@ -161,8 +161,9 @@ KPROF_API kprof_status kprof_start(const kprof_options *options);
 /* Stop the session and collect what it recorded: every thread's scopes that began after
  * kprof_start and ended before kprof_stop are in the result (a scope still open, or one that
  * ends on a thread racing this call, is not). *result: the new result (the caller destroys it),
- * or NULL on failure; result may be NULL to discard the session. Thread-safe; may be called from
- * any thread, while other threads keep opening scopes (they stop recording).
+ * or NULL on failure; result may be NULL to discard the session (nothing is merged then).
+ * Thread-safe; may be called from any thread, while other threads keep opening scopes (they stop
+ * recording).
  * Returns OK; INVALID when no session is running; IO when the records cannot be written or
  * merged (a full disk: the message names the folder); NOMEM. The session is over whatever the
  * result. */

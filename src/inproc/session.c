@@ -380,12 +380,14 @@ static kprof_status kp_scratch_make(const char *base, char *dir, size_t n, kp_er
     if (!base || !*base) base = getenv("TMPDIR");
     if (!base || !*base) base = "/tmp";
     int w = snprintf(dir, n, "%s/kprof-%ld-XXXXXX", base, (long)getpid());
+    kprof_status st = KPROF_OK;
     if (w < 0 || (size_t)w >= n)
-        return kp_error_set(err, KPROF_INVALID, "the scratch folder's name is too long (%s)", base);
-    if (!mkdtemp(dir))
-        return kp_error_set(err, errno == ENOENT || errno == ENOTDIR ? KPROF_NOT_FOUND : KPROF_IO,
-                            "cannot make a scratch folder in %s: %s", base, strerror(errno));
-    return KPROF_OK;
+        st = kp_error_set(err, KPROF_INVALID, "the scratch folder's name is too long (%s)", base);
+    else if (!mkdtemp(dir))
+        st = kp_error_set(err, errno == ENOENT || errno == ENOTDIR ? KPROF_NOT_FOUND : KPROF_IO,
+                          "cannot make a scratch folder in %s: %s", base, strerror(errno));
+    if (st != KPROF_OK) dir[0] = '\0'; /* nothing of ours to remove */
+    return st;
 }
 
 /* Start a session; caller holds kp_session_lock. */
@@ -521,16 +523,29 @@ static kprof_status kp_session_end(kp_session *s, kprof_result **result, kp_erro
     kp_drain_all(s, 1);
     kp_writer_dropped(atomic_load(&s->dropped));
     kp_writer_stop();
+    if (!result) { /* discarded: nothing to merge */
+        kp_session_remove(s->dir);
+        return KPROF_OK;
+    }
 
     char trace[PATH_MAX + 64];
     snprintf(trace, sizeof trace, "%s/%s", s->dir, KP_SESSION_TRACE);
     char command[4096];
     kp_command_line(command, sizeof command);
+    char collectors[128] = "";
+    for (size_t i = 0; i < kp_inproc_collector_count; i++) {
+        const kp_inproc_collector *c = &kp_inproc_collectors[i];
+        if (s->collectors & c->bit) {
+            size_t used = strlen(collectors);
+            snprintf(collectors + used, sizeof collectors - used, "%s%s", used ? "," : "",
+                     c->name);
+        }
+    }
     kp_trace_run run = {.command = command,
                         .start_ns = (uint64_t)s->start_ns,
                         .end_ns = (uint64_t)end_ns,
                         .exit_status = -1,
-                        .collectors = "scopes"};
+                        .collectors = collectors};
     kp_trace_summary summary;
     memset(&summary, 0, sizeof summary);
     kprof_status st = kp_trace_db_write(trace, s->dir, &run, NULL, &summary, err);
@@ -550,10 +565,6 @@ static kprof_status kp_session_end(kp_session *s, kprof_result **result, kp_erro
             }
         }
         if (d) closedir(d);
-    }
-    if (!result) {
-        kp_session_remove(s->dir);
-        return KPROF_OK;
     }
     st = kp_result_open(s->dir, trace, summary.dropped, s->start_ns, end_ns, result, err);
     if (st != KPROF_OK) kp_session_remove(s->dir);
