@@ -5,12 +5,22 @@
  * it is thread-safe and what it returns. The library never calls exit() and never prints unless
  * a function says so.
  *
- * What is here today: versioning and the status codes every kprof function and the `kprof`
- * command-line tool share. The kernel lab (caps, isolate, run) is reached through the `kprof`
- * tool; its in-process API will be added here as it stabilises.
+ * What is here: versioning and the status codes every kprof function and the `kprof`
+ * command-line tool share, and the in-process profiler — sessions, scopes with metrics, results
+ * (key averages, the call tree, events, distributions, exports) and time-budgeted repeats. The
+ * kernel lab (caps, isolate, run) is reached through the `kprof` tool.
+ *
+ * Link with -lkprof (libkprof.so or libkprof.a; pthreads, libdl, libm and SQLite come with it).
+ * Define KPROF_DISABLE before including this header (or with -DKPROF_DISABLE) and the
+ * instrumentation — KPROF_SCOPE and the other scope macros, the kprof_scope_* inline functions —
+ * compiles to nothing: no code, no reference to libkprof. The session and result functions stay
+ * declared.
  */
 #ifndef KPROF_H
 #define KPROF_H
+
+#include <stddef.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -70,7 +80,506 @@ KPROF_API int kprof_status_exit_code(kprof_status status);
 /* The library's version string, e.g. "0.1.0". Static storage. Thread-safe. */
 KPROF_API const char *kprof_version(void);
 
+/* What failed in the last kprof_* call on this thread that returned an error (or NULL), in one
+ * line naming what was wrong and where ("kprof_start: the cuda collector is not available in
+ * this build yet: ..."); "" when none has failed. Owned by the library, valid until the next
+ * failing call on the same thread. Never NULL. Thread-safe (each thread has its own). */
+KPROF_API const char *kprof_last_error(void);
+
+/* ==== the in-process profiler ==================================================================
+ *
+ * A SESSION records from kprof_start to kprof_stop, in one process: the scopes every thread opens
+ * and closes (and, in later versions, the CUDA and OpenCL work of the process). kprof_stop turns
+ * what was recorded into a RESULT: key averages by name or by call path, the call tree, the
+ * chronological events, per-name distributions, and exports — a `.kprof` trace that `kprof
+ * report` and `kprof export` read like any other, Chrome trace JSON, Perfetto, Hatchet, the call
+ * tree as JSON or CSV. One session at a time per process.
+ *
+ * KPROF=1 in the environment starts a session when libkprof is loaded (options: the defaults)
+ * and, when the program exits (returns from main or calls exit()), stops it and saves its trace
+ * to $KPROF_OUTPUT — or, unset, to kprof-PID.kprof in the working folder — never over an existing
+ * file: when the name is taken, the first free NAME-1.kprof, NAME-2.kprof, ... is used instead.
+ * It says where on standard error, in one line ("kprof: saved 1200 events to kprof-4242.kprof"),
+ * the one time this library prints by itself: KPROF=1 asked for it. A program that calls
+ * kprof_stop itself ends that session (nothing is saved at exit then). A forked child does not
+ * record (its copy of the session is abandoned); a program it execs that loads libkprof starts
+ * one of its own. A session the program started itself and left running when it exits is stopped
+ * and discarded (nothing asked for its trace). A session still running when the program ends by
+ * other means (_exit, a signal) leaves its records in its scratch folder
+ * ($TMPDIR/kprof-PID-XXXXXX), which `kprof trace --merge DIR -o FILE` turns into a trace.
+ *
+ * Neither libkprof nor a library holding KPROF_SCOPE sites may be unloaded (dlclose) while a
+ * session runs: the session reads the sites, and its drain thread runs libkprof's code.
+ *
+ * Times are CLOCK_MONOTONIC nanoseconds, as in every kprof trace. Scopes read a cheaper clock on
+ * their hot path — the CPU's time-stamp counter where the kernel keeps time with it — and the
+ * session maps it onto CLOCK_MONOTONIC when it collects the records (KPROF_CLOCK=monotonic makes
+ * scopes read clock_gettime instead).
+ */
+
+/* Collectors: X(NAME, bit, name, what). A session records what its options' `collectors` name. */
+#define KPROF_COLLECTOR_LIST(X)                                                                    \
+    X(SCOPES, 0, "scopes", "the scopes of this header (KPROF_SCOPE, kprof_scope_begin)")           \
+    X(CUDA, 1, "cuda", "CUDA API calls, kernels, copies and fills, in-process (not yet built)")    \
+    X(OPENCL, 2, "opencl", "OpenCL calls and device work, in-process (not yet built)")
+
+enum {
+#define KPROF_COLLECT_ENUM_(NAME, bit, name, what) KPROF_COLLECT_##NAME = 1u << (bit),
+    KPROF_COLLECTOR_LIST(KPROF_COLLECT_ENUM_)
+#undef KPROF_COLLECT_ENUM_
+};
+
+/* A session's options. Sized, so that later versions can add fields: set `size` (use
+ * KPROF_OPTIONS_INIT), then what matters; fields past `size` take their defaults. */
+typedef struct kprof_options {
+    unsigned size;           /* sizeof(kprof_options) */
+    unsigned collectors;     /* KPROF_COLLECT_* bits; 0: KPROF_COLLECT_SCOPES */
+    unsigned ring_entries;   /* scopes a thread holds before they must be collected (32 bytes
+                                each, per thread that opens scopes); 0: 32768. Rounded up to a
+                                power of two, at least 64. A thread whose buffer is full
+                                collects it itself (slower, never lost). A thread keeps the
+                                buffer it got in its first session. */
+    const char *scratch_dir; /* where the session keeps its record files and its result's
+                                trace; NULL: $TMPDIR, else /tmp. Copied. */
+} kprof_options;
+
+/* clang-format off */
+#define KPROF_OPTIONS_INIT {sizeof(kprof_options), 0u, 0u, NULL}
+/* clang-format on */
+
+typedef struct kprof_result kprof_result;
+
+/* Start a session. options: NULL for the defaults; not kept (copied). Thread-safe; the first call
+ * in a process measures the time-stamp counter's rate (about 2 ms).
+ * Returns OK; INVALID when a session is already running (the message says whether KPROF=1
+ * started it) or the options are malformed (size 0 or larger than this header's, an unknown
+ * collector bit); UNAVAILABLE when a collector asked for cannot run here (the CUDA and OpenCL
+ * collectors are not built yet: the message says so); IO when the scratch folder cannot be made;
+ * NOMEM. On failure nothing is recording. */
+KPROF_API kprof_status kprof_start(const kprof_options *options);
+
+/* Stop the session and collect what it recorded: every thread's scopes that began after
+ * kprof_start and ended before kprof_stop are in the result (a scope still open, or one that
+ * ends on a thread racing this call, is not). *result: the new result (the caller destroys it),
+ * or NULL on failure; result may be NULL to discard the session (nothing is merged then).
+ * Thread-safe; may be called from any thread, while other threads keep opening scopes (they stop
+ * recording).
+ * Returns OK; INVALID when no session is running; IO when the records cannot be written or
+ * merged (a full disk: the message names the folder); NOMEM. The session is over whatever the
+ * result. */
+KPROF_API kprof_status kprof_stop(kprof_result **result);
+
+/* 1 while a session is recording in this process, else 0. Thread-safe. */
+KPROF_API int kprof_recording(void);
+
+/* A copy of text that lives until the process ends: for a scope name built at run time (the
+ * scope calls keep the pointer, not the text). The same text gives the same pointer. NULL when
+ * text is NULL or memory ran out. Thread-safe (takes a lock: not for a hot loop). */
+KPROF_API const char *kprof_intern(const char *text);
+
+/* ---- scopes -----------------------------------------------------------------------------------
+ *
+ * A scope times a region of one thread. KPROF_SCOPE("name") times the rest of the enclosing
+ * block (C: GCC's and Clang's cleanup attribute; C++: an RAII object); kprof_scope_begin and
+ * kprof_scope_end time any stretch of one thread. Scopes nest: the result derives each scope's
+ * call path ("step/forward/gemm") from the scopes open on its thread, by time.
+ *
+ * Metrics: KPROF_SCOPE_WORK("name", flops, bytes) says how much work the scope does, and
+ * kprof_scope_metric(&scope, "key", value) adds any metric; "flops" and "bytes" make the results'
+ * GFLOP/s and GB/s, other keys go into the trace as they are. A metric belongs to the scope it is
+ * given to; give it on the scope's own thread, before the scope ends.
+ *
+ * Cost: when no session is recording, opening and closing a scope is one relaxed load of a
+ * global flag and two branches (bench/scopes.c counts the instructions): no call, no allocation,
+ * no thread-local storage touched; KPROF_SCOPE_WORK does not even evaluate its flops and bytes.
+ * When recording,
+ * a scope reads the clock twice and appends 32 bytes to its thread's buffer: no lock, no
+ * allocation (but for a thread's first scope of a session, which makes its buffer). README.md
+ * gives the measured figures.
+ *
+ * Names: a KPROF_SCOPE name must be a string literal (or other static storage); the pointer
+ * given to kprof_scope_begin and the keys of kprof_scope_metric must stay valid until kprof_stop
+ * returns — use kprof_intern for text built at run time.
+ *
+ * Thread safety: any thread may open scopes at any time, with or without a session; a scope
+ * belongs to the thread that opened it (end it and give it metrics there). Not from a signal
+ * handler: a handler's scope would interrupt its own thread's append.
+ */
+
+/* A call site of KPROF_SCOPE: static, one per site (the macro declares it). */
+typedef struct kprof_scope_site {
+    const char *name; /* the scope's name: static storage */
+    const char *file; /* where the site is */
+    int line;
+    unsigned long long cache_; /* kprof's: the name's id in the current session */
+} kprof_scope_site;
+
+/* An open scope: a small value on the stack, never allocated. Its fields are kprof's. */
+typedef struct kprof_scope {
+    const void *what_;         /* its site, or its name (kprof_scope_begin) */
+    unsigned long long start_; /* when it opened, in ticks; 0: not recording */
+} kprof_scope;
+
+/* Nonzero while a session records scopes. For the inline functions below, which read it with
+ * one relaxed load; not for programs to read or write. */
+extern KPROF_API int kprof_scopes_on_;
+
+/* The out-of-line halves of the inline functions below (called only while recording). */
+KPROF_API unsigned long long kprof_scope_open_(void);
+KPROF_API void kprof_scope_close_(const void *what, unsigned long long start);
+KPROF_API void kprof_scope_metric_(const void *what, unsigned long long start, const char *key,
+                                   double value);
+KPROF_API void kprof_scope_work_(const void *what, unsigned long long start, double flops,
+                                 double bytes);
+
+#define KPROF_SCOPE_NAMED_ (1ull << 63) /* start_ bit: what_ is a name, not a site */
+
+#if defined(__GNUC__)
+#define KPROF_UNLIKELY_(x)  __builtin_expect(!!(x), 0)
+#define KPROF_RECORDING_()  __atomic_load_n(&kprof_scopes_on_, __ATOMIC_RELAXED)
+#define KPROF_MAYBE_UNUSED_ __attribute__((unused))
+#else
+#define KPROF_UNLIKELY_(x) (x)
+#define KPROF_RECORDING_() (*(volatile int *)&kprof_scopes_on_)
+#define KPROF_MAYBE_UNUSED_
+#endif
+
+#ifndef KPROF_DISABLE
+
+/* Open a scope at a site (what KPROF_SCOPE does). */
+static inline kprof_scope kprof_scope_enter(kprof_scope_site *site)
+{
+    kprof_scope s;
+    s.what_ = site;
+    s.start_ = 0;
+    if (KPROF_UNLIKELY_(KPROF_RECORDING_())) s.start_ = kprof_scope_open_();
+    return s;
+}
+
+/* Open a scope named name (kept as a pointer: see "Names" above). End it with kprof_scope_end
+ * on the same thread. */
+static inline kprof_scope kprof_scope_begin(const char *name)
+{
+    kprof_scope s;
+    s.what_ = name;
+    s.start_ = 0;
+    if (KPROF_UNLIKELY_(KPROF_RECORDING_())) {
+        unsigned long long t = kprof_scope_open_();
+        s.start_ = t ? t | KPROF_SCOPE_NAMED_ : 0;
+    }
+    return s;
+}
+
+/* End a scope (a second end of the same scope does nothing). */
+static inline void kprof_scope_end(kprof_scope *scope)
+{
+    if (KPROF_UNLIKELY_(scope->start_ != 0)) kprof_scope_close_(scope->what_, scope->start_);
+    scope->start_ = 0;
+}
+
+/* A metric of an open scope: key "flops", "bytes" or any other (static storage, see above). */
+static inline void kprof_scope_metric(const kprof_scope *scope, const char *key, double value)
+{
+    if (KPROF_UNLIKELY_(scope->start_ != 0))
+        kprof_scope_metric_(scope->what_, scope->start_, key, value);
+}
+
+/* The work an open scope does: its "flops" and "bytes" metrics at once. */
+static inline void kprof_scope_work(const kprof_scope *scope, double flops, double bytes)
+{
+    if (KPROF_UNLIKELY_(scope->start_ != 0))
+        kprof_scope_work_(scope->what_, scope->start_, flops, bytes);
+}
+
+/* KPROF_SCOPE's cleanup. */
+static inline void kprof_scope_cleanup_(kprof_scope *scope)
+{
+    if (KPROF_UNLIKELY_(scope->start_ != 0)) kprof_scope_close_(scope->what_, scope->start_);
+}
+
+/* KPROF_DISABLE: the same calls, as macros that do nothing (no code, no symbol, even at -O0);
+ * their arguments are evaluated, as a function's would be, and then dropped. */
+#else
+
+#ifdef __cplusplus
+#define KPROF_SCOPE_NONE_(what) (kprof_scope{(what), 0ull})
+#else
+#define KPROF_SCOPE_NONE_(what) ((kprof_scope){(what), 0ull})
+#endif
+#define kprof_scope_enter(site)               KPROF_SCOPE_NONE_(site)
+#define kprof_scope_begin(name)               KPROF_SCOPE_NONE_(name)
+#define kprof_scope_end(scope)                ((void)(scope))
+#define kprof_scope_metric(scope, key, value) ((void)(scope), (void)(key), (void)(value))
+#define kprof_scope_work(scope, flops, bytes) ((void)(scope), (void)(flops), (void)(bytes))
+
+#endif /* KPROF_DISABLE */
+
+#define KPROF_CAT2_(a, b) a##b
+#define KPROF_CAT_(a, b)  KPROF_CAT2_(a, b)
+
+/*
+ * KPROF_SCOPE("name");                         the rest of the block is a scope
+ * KPROF_SCOPE_WORK("name", flops, bytes);      ... that does this much work
+ * KPROF_SCOPE_AS(var, "name");                 ... held in variable var, for kprof_scope_metric
+ *                                              (&var, "key", value)
+ * Each is a declaration: write it inside a block, where a declaration may go. With KPROF_DISABLE
+ * KPROF_SCOPE and KPROF_SCOPE_WORK vanish (their arguments are not evaluated) and KPROF_SCOPE_AS
+ * declares a scope that records nothing.
+ */
+#if defined(KPROF_DISABLE)
+#define KPROF_SCOPE(name)
+#define KPROF_SCOPE_WORK(name, flops, bytes)
+#define KPROF_SCOPE_AS(var, name) KPROF_MAYBE_UNUSED_ kprof_scope var = {0, 0}
+#elif defined(__cplusplus)
+#define KPROF_SCOPE_AS(var, name)                                                                  \
+    static kprof_scope_site KPROF_CAT_(var, _site_) = {name, __FILE__, __LINE__, 0};               \
+    kprof::scope var(&KPROF_CAT_(var, _site_))
+#elif defined(__GNUC__)
+#define KPROF_SCOPE_AS(var, name)                                                                  \
+    static kprof_scope_site KPROF_CAT_(var, _site_) = {name, __FILE__, __LINE__, 0};               \
+    kprof_scope var __attribute__((cleanup(kprof_scope_cleanup_))) =                               \
+        kprof_scope_enter(&KPROF_CAT_(var, _site_))
+#endif
+#if defined(KPROF_SCOPE_AS) && !defined(KPROF_DISABLE)
+#define KPROF_SCOPE_ID_(n, name) KPROF_SCOPE_AS(KPROF_CAT_(kprof_scope_, n), name)
+#define KPROF_SCOPE_WORK_ID_(n, name, flops, bytes)                                                \
+    KPROF_SCOPE_AS(KPROF_CAT_(kprof_scope_, n), name);                                             \
+    if (KPROF_UNLIKELY_(KPROF_CAT_(kprof_scope_, n).start_ != 0))                                  \
+    kprof_scope_work_(KPROF_CAT_(kprof_scope_, n).what_, KPROF_CAT_(kprof_scope_, n).start_,       \
+                      (double)(flops), (double)(bytes))
+#define KPROF_SCOPE(name)                    KPROF_SCOPE_ID_(__COUNTER__, name)
+#define KPROF_SCOPE_WORK(name, flops, bytes) KPROF_SCOPE_WORK_ID_(__COUNTER__, name, flops, bytes)
+#endif
+
+/* ---- results ----------------------------------------------------------------------------------
+ *
+ * A result is what one session recorded, read from its trace (a `.kprof` file in the session's
+ * scratch folder, removed with the result) exactly as `kprof report` reads one: the same numbers,
+ * the same call tree. It owns everything its functions return (rows, nodes, names); those stay
+ * valid until kprof_result_destroy. A result is used by one thread at a time (the first call of
+ * each view computes it and keeps it); different results are independent.
+ *
+ * Kinds (the `kind` fields): "range" for scopes (and NVTX ranges); "api", "kernel", "memcpy",
+ * "memset" for the CUDA and OpenCL collectors' events; "unattributed" for device work whose call
+ * was not recorded. Times in seconds unless a name says ns.
+ */
+
+/* The whole session. */
+typedef struct kprof_summary {
+    unsigned long long events;  /* events recorded: scopes (and calls, device work) */
+    unsigned long long dropped; /* events lost on the way (memory, a full disk): counted, never
+                                   silent; 0 when the result is whole */
+    unsigned threads;           /* threads that recorded anything */
+    long long start_ns, end_ns; /* kprof_start and kprof_stop, CLOCK_MONOTONIC */
+    double host_s;              /* the top-level scopes' time, all threads summed */
+} kprof_summary;
+
+/* Fill *out. OK, or INVALID for a NULL argument. */
+KPROF_API kprof_status kprof_result_summary(const kprof_result *result, kprof_summary *out);
+
+/* Key averages: X(NAME, name). BY_NAME: one row per (kind, name), every call path together;
+ * BY_PATH: one row per call path. */
+#define KPROF_GROUP_LIST(X)                                                                        \
+    X(NAME, "name")                                                                                \
+    X(PATH, "path")
+
+typedef enum kprof_group {
+#define KPROF_GROUP_ENUM_(NAME, name) KPROF_BY_##NAME,
+    KPROF_GROUP_LIST(KPROF_GROUP_ENUM_)
+#undef KPROF_GROUP_ENUM_
+        KPROF_GROUP_COUNT_
+} kprof_group;
+
+/* A row of key averages. */
+typedef struct kprof_row {
+    const char *kind;                   /* see "Kinds" above */
+    const char *name;                   /* its name */
+    const char *path;                   /* BY_PATH: the names from the top level down joined by "/"
+                                           ("step/forward"); BY_NAME: the name */
+    unsigned long long calls;           /* events: scope instances, calls, device operations */
+    double total_s;                     /* their durations summed */
+    double self_s;                      /* of it, not inside child scopes (host events) */
+    double min_s, mean_s, max_s, std_s; /* one event's duration (std: sample standard
+                                           deviation, 0 for one event) */
+    double gpu_s;        /* device time attributed to it and below (later collectors) */
+    double flops, bytes; /* its events' "flops" and "bytes" metrics, summed */
+    double gflops_per_s; /* flops / total_s / 1e9 (0 without flops or time) */
+    double gb_per_s;     /* bytes / total_s / 1e9 (0 without bytes or time) */
+} kprof_row;
+
+/* The key averages grouped by `by`, largest total first; *n: how many. NULL (and *n 0) when
+ * there are none or on failure (INVALID argument, NOMEM: kprof_last_error says which). */
+KPROF_API const kprof_row *kprof_result_key_averages(kprof_result *result, kprof_group by,
+                                                     size_t *n);
+
+/* A node of the call tree: one call path, every instance on every thread added up. */
+typedef struct kprof_node {
+    size_t parent;       /* its parent's index (0: a top-level node; node 0 is the root) */
+    size_t first_child;  /* 0: none; children are in order of total time, largest first */
+    size_t next_sibling; /* 0: none */
+    unsigned depth;      /* 0: the root, 1: the top level */
+    const char *kind;    /* "root" for node 0, else see "Kinds" */
+    const char *name;
+    const char *path; /* the names from the top level down joined by "/" ("" for the root) */
+    unsigned long long calls;
+    double inclusive_s; /* host time of its instances */
+    double exclusive_s; /* ... not inside its children */
+    double min_s, mean_s, max_s, std_s;
+    double gpu_s;                            /* device time attributed (later collectors) */
+    double flops, bytes;                     /* its own events' metrics */
+    double flops_inclusive, bytes_inclusive; /* with everything below it */
+    double gflops_per_s;                     /* flops / inclusive_s / 1e9 */
+    double gb_per_s;                         /* bytes / inclusive_s / 1e9 */
+} kprof_node;
+
+/* The call tree: nodes[0] is the root (its numbers are the top level's sums), every node's parent
+ * comes before it. *n: how many, the root included. NULL on failure (NOMEM). */
+KPROF_API const kprof_node *kprof_result_tree(kprof_result *result, size_t *n);
+
+/* One event, in the chronological list. */
+typedef struct kprof_event {
+    const char *kind;
+    const char *name;
+    long long start_ns, end_ns; /* CLOCK_MONOTONIC */
+    long long pid, tid;         /* the process and the kernel thread id (gettid) */
+    unsigned long long id;      /* a scope's id, unique in its process */
+} kprof_event;
+
+/* Called for each event in order of start; return nonzero to stop early. e is valid during the
+ * call only. */
+typedef int (*kprof_event_fn)(const kprof_event *e, void *ctx);
+
+/* Call fn for every event of the result in order of start (events starting together in the
+ * order they were recorded). OK (also when fn stopped early); INVALID for a NULL argument; NOMEM;
+ * CORRUPT or IO when the result's trace cannot be read. */
+KPROF_API kprof_status kprof_result_events(kprof_result *result, kprof_event_fn fn, void *ctx);
+
+/* The distribution of one name's durations: Enigma's benchmark summary. */
+typedef struct kprof_distribution {
+    const char *kind;
+    const char *name;
+    unsigned long long count;
+    double min_s;
+    double p50_s; /* sorted[count / 2] */
+    double p90_s; /* sorted[min(count - 1, floor(0.9 count))] */
+    double max_s, mean_s, std_s, total_s;
+    double flops, bytes; /* metrics per event: the name's events' sum / count (0 without) */
+} kprof_distribution;
+
+/* One distribution per (kind, name), largest total first. NULL (and *n 0) when there are none or
+ * on failure (NOMEM, or the trace cannot be read: kprof_last_error says which). */
+KPROF_API const kprof_distribution *kprof_result_distributions(kprof_result *result, size_t *n);
+
+/* What kprof_result_print writes: X(NAME, name). TREE, BY_NAME and BY_PATH are the tables of
+ * `kprof report --tree`, `--by name` and `--by path`; DISTRIBUTIONS one line per name:
+ * `name: N calls  min  p50  mean  p90  max  [GFLOP/s (p50)] [GB/s (p50)]`. */
+#define KPROF_VIEW_LIST(X)                                                                         \
+    X(TREE, "tree")                                                                                \
+    X(BY_NAME, "by-name")                                                                          \
+    X(BY_PATH, "by-path")                                                                          \
+    X(DISTRIBUTIONS, "distributions")
+
+typedef enum kprof_view {
+#define KPROF_VIEW_ENUM_(NAME, name) KPROF_VIEW_##NAME,
+    KPROF_VIEW_LIST(KPROF_VIEW_ENUM_)
+#undef KPROF_VIEW_ENUM_
+        KPROF_VIEW_COUNT_
+} kprof_view;
+
+/* Write a view of the result as text to out (a table for people; exports are for scripts).
+ * OK; INVALID for a NULL argument or an unknown view; NOMEM; IO when writing failed. */
+KPROF_API kprof_status kprof_result_print(kprof_result *result, kprof_view view, FILE *out);
+
+/* Formats a result is written in: X(NAME, name, what). */
+#define KPROF_FORMAT_LIST(X)                                                                       \
+    X(TRACE, "kprof", "the .kprof trace (SQLite): kprof report, kprof export, sqlite3 read it")    \
+    X(CHROME, "chrome", "Chrome trace event JSON (Perfetto UI, chrome://tracing)")                 \
+    X(PERFETTO, "perfetto", "a native Perfetto trace (.pftrace)")                                  \
+    X(HATCHET, "hatchet", "the call tree in Hatchet's literal format")                             \
+    X(JSON, "json", "the call tree as JSON (what kprof report --tree --json prints)")              \
+    X(CSV, "csv", "the call tree as CSV (what kprof report --tree --csv prints)")
+
+typedef enum kprof_format {
+#define KPROF_FORMAT_ENUM_(NAME, name, what) KPROF_FORMAT_##NAME,
+    KPROF_FORMAT_LIST(KPROF_FORMAT_ENUM_)
+#undef KPROF_FORMAT_ENUM_
+        KPROF_FORMAT_COUNT_
+} kprof_format;
+
+#define KPROF_WRITE_FORCE 1u /* kprof_result_write: replace an existing file */
+
+/* Write the result to path in format, as `kprof export` writes it (the same code): to a
+ * temporary file beside path, renamed over it only when whole; "-" for standard output. An
+ * existing file is replaced only with KPROF_WRITE_FORCE. OK; INVALID for a NULL argument, an
+ * unknown format, or a path kprof refuses (a folder, an existing file without the flag; the
+ * message says which); IO when writing failed; NOMEM. Nothing half-written is left on failure. */
+KPROF_API kprof_status kprof_result_write(kprof_result *result, kprof_format format,
+                                          const char *path, unsigned flags);
+
+/* Free a result and remove its trace and scratch folder. NULL is a no-op. */
+KPROF_API void kprof_result_destroy(kprof_result *result);
+
+/* ---- repeats (Metal.jl's @bprofile) -----------------------------------------------------------
+ */
+
+/* A workload: called again and again on the calling thread. */
+typedef void (*kprof_workload_fn)(void *arg);
+
+typedef struct kprof_repeat_options {
+    unsigned size;                     /* sizeof(kprof_repeat_options) */
+    unsigned warmup;                   /* untimed calls before the session (1 with
+                                          KPROF_REPEAT_OPTIONS_INIT; 0: none) */
+    unsigned long long max_iterations; /* stop after this many timed calls too; 0: no limit */
+    const char *name;                  /* the scope each timed call is profiled as (static
+                                          storage); NULL: "iteration" */
+    const kprof_options *session;      /* the session's options; NULL: the defaults */
+} kprof_repeat_options;
+
+/* clang-format off */
+#define KPROF_REPEAT_OPTIONS_INIT {sizeof(kprof_repeat_options), 1u, 0ull, NULL, NULL}
+/* clang-format on */
+
+/* Run fn(arg) `warmup` times untimed, then start a session and call it, each call a scope named
+ * options->name, until budget_s seconds have passed since the first timed call began (checked
+ * after each call: at least one call, however long) or max_iterations calls were made; stop and
+ * return the session's result in *result. The scopes fn opens are recorded inside each
+ * iteration's: kprof_result_distributions gives the iterations' distribution (count, min, p50,
+ * p90, max, mean) and every scope name's inside, kprof_result_print(.., KPROF_VIEW_DISTRIBUTIONS,
+ * ..) prints them.
+ * options: NULL for KPROF_REPEAT_OPTIONS_INIT's values. Returns OK; INVALID for a NULL fn or
+ * result, a budget that is not a positive number, malformed options, or a session already
+ * running; as kprof_start and kprof_stop otherwise. */
+KPROF_API kprof_status kprof_profile_repeat(kprof_workload_fn fn, void *arg, double budget_s,
+                                            const kprof_repeat_options *options,
+                                            kprof_result **result);
+
 #ifdef __cplusplus
 }
+
+/* C++: kprof::scope, the RAII scope KPROF_SCOPE declares in C++ (header-only: libkprof exports
+ * C functions alone). It is a kprof_scope, so &scope goes to kprof_scope_metric. */
+namespace kprof
+{
+class scope : public kprof_scope
+{
+  public:
+    explicit scope(kprof_scope_site *site) noexcept : kprof_scope(kprof_scope_enter(site)) {}
+    explicit scope(const char *name) noexcept : kprof_scope(kprof_scope_begin(name)) {}
+    ~scope()
+    {
+        kprof_scope_end(this);
+    }
+    void metric(const char *key, double value) const noexcept
+    {
+        kprof_scope_metric(this, key, value);
+    }
+    void work(double flops, double bytes) const noexcept
+    {
+        kprof_scope_work(this, flops, bytes);
+    }
+    scope(const scope &) = delete;
+    scope &operator=(const scope &) = delete;
+};
+} // namespace kprof
 #endif
 #endif /* KPROF_H */

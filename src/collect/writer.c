@@ -58,7 +58,9 @@ static struct {
         uint32_t id;
     } * strings;
     uint32_t nstrings, strings_cap;
-    int hooks_installed;
+    int hooks_installed;     /* the thread-exit key and the fork handlers */
+    int exit_hook_installed; /* atexit(kp_writer_exit) */
+    int process_hooks;       /* this start asked for KP_WRITER_PROCESS_HOOKS */
 } kp_w = {.lock = PTHREAD_MUTEX_INITIALIZER, .write_lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
 
 static _Thread_local kp_tbuf *kp_my_buf;
@@ -187,7 +189,8 @@ static void kp_write_batch(const unsigned char *p, size_t n, int crashing)
         __atomic_store_n(&kp_w.header->submitted, (uint64_t)before + n, __ATOMIC_RELEASE);
     if (error) kp_batch_lost(p, n, error, locked && !crashing);
     if (locked) pthread_mutex_unlock(&kp_w.write_lock);
-    if (!crashing) kp_arm_crash_handlers(0); /* now and then: a runtime may have replaced it */
+    if (!crashing && kp_w.process_hooks)
+        kp_arm_crash_handlers(0); /* now and then: a runtime may have replaced it */
 }
 
 /* Caller holds b->lock. */
@@ -270,6 +273,14 @@ void kp_writer_emit(kp_rec *r)
     if (!kp_writer_active()) return;
     r->magic = KP_REC_MAGIC;
     kp_append(r, sizeof *r, NULL, 0, sizeof *r);
+}
+
+void kp_writer_emit_n(kp_rec *r, size_t n)
+{
+    if (!kp_writer_active() || n == 0) return;
+    for (size_t i = 0; i < n; i++)
+        r[i].magic = KP_REC_MAGIC;
+    kp_append(r, n * sizeof *r, NULL, 0, n * sizeof *r);
 }
 
 /* Double the string table, or make its first. Caller holds kp_w.lock. -1 when out of memory. */
@@ -384,21 +395,48 @@ void kp_writer_flush_all(void)
     if (kp_writer_active()) kp_flush_all(1, 0);
 }
 
-static void kp_writer_exit(void)
+/* The file's last records: the losses no mapping counted, and the end. */
+static uint64_t kp_writer_close_records(void)
 {
-    if (!kp_writer_active() || kp_w.pid != getpid()) return;
-    for (int i = kp_w.nat_exit - 1; i >= 0; i--)
-        kp_w.at_exit[i]();
-    uint64_t lost = __atomic_load_n(&kp_w.lost_local, __ATOMIC_RELAXED);
+    uint64_t lost = __atomic_exchange_n(&kp_w.lost_local, 0, __ATOMIC_RELAXED);
     if (lost) { /* no header mapping to count them in: one last record says how many */
         kp_rec d = {.kind = KP_REC_DROPPED, .start = kp_now_ns(), .bytes = lost};
         kp_writer_emit(&d);
     }
     kp_rec r = {.kind = KP_REC_END, .start = kp_now_ns(), .tid = kp_writer_tid()};
     kp_writer_emit(&r);
+    return r.start;
+}
+
+static void kp_writer_exit(void)
+{
+    if (!kp_writer_active() || kp_w.pid != getpid()) return;
+    for (int i = kp_w.nat_exit - 1; i >= 0; i--)
+        kp_w.at_exit[i]();
+    uint64_t end = kp_writer_close_records();
     kp_flush_all(0, 0);
     /* Said in the header too, in case the end record could not be written. */
-    if (kp_w.header) __atomic_store_n(&kp_w.header->end, r.start, __ATOMIC_RELAXED);
+    if (kp_w.header) __atomic_store_n(&kp_w.header->end, end, __ATOMIC_RELAXED);
+}
+
+void kp_writer_stop(void)
+{
+    if (!kp_writer_active() || kp_w.pid != getpid()) return;
+    uint64_t end = kp_writer_close_records();
+    pthread_mutex_lock(&kp_w.lock);
+    kp_flush_all(0, 0);
+    atomic_store(&kp_w.active, 0);
+    if (kp_w.header) {
+        __atomic_store_n(&kp_w.header->end, end, __ATOMIC_RELAXED);
+        munmap(kp_w.header, sizeof *kp_w.header);
+        kp_w.header = NULL;
+    }
+    pthread_mutex_lock(&kp_w.write_lock);
+    if (kp_w.fd >= 0) close(kp_w.fd);
+    kp_w.fd = -1;
+    kp_w.retry_len = 0;
+    pthread_mutex_unlock(&kp_w.write_lock);
+    pthread_mutex_unlock(&kp_w.lock);
 }
 
 /* Crash: flush what can be flushed without waiting on a lock, then die as the program would.
@@ -457,7 +495,7 @@ void kp_writer_checkpoint(void)
 {
     if (!kp_writer_active() || kp_w.pid != getpid()) return;
     kp_writer_flush();
-    kp_arm_crash_handlers(0);
+    if (kp_w.process_hooks) kp_arm_crash_handlers(0);
 }
 
 static void kp_fork_prepare(void)
@@ -514,11 +552,34 @@ int kp_writer_start(const char *collector)
     if (kp_writer_active() && kp_w.pid == getpid()) return 0;
     const char *dir = getenv(KP_ENV_TRACE_DIR);
     if (!dir || !*dir) return -1;
+    return kp_writer_start_in(dir, collector, KP_WRITER_PROCESS_HOOKS);
+}
+
+/* What a file before this one left behind (a stopped writer started again): its strings' ids,
+ * whose definitions the new file must hold again, and records that missed its end. Caller holds
+ * kp_w.lock. */
+static void kp_writer_forget_locked(void)
+{
+    if (kp_w.strings) memset(kp_w.strings, 0, kp_w.strings_cap * sizeof *kp_w.strings);
+    kp_w.nstrings = 0;
+    kp_w.retry_len = 0;
+    kp_w.lost_local = 0;
+    for (kp_tbuf *b = kp_w.buffers; b; b = b->next) {
+        pthread_mutex_lock(&b->lock);
+        b->len = 0;
+        pthread_mutex_unlock(&b->lock);
+    }
+}
+
+int kp_writer_start_in(const char *dir, const char *collector, unsigned flags)
+{
+    if (!dir || !*dir) return -1;
     pthread_mutex_lock(&kp_w.lock);
     if (atomic_load(&kp_w.active) && kp_w.pid == getpid()) {
         pthread_mutex_unlock(&kp_w.lock);
         return 0;
     }
+    kp_writer_forget_locked();
     char path[4400];
     /* pid and start time: an exec'ed image keeps the pid but is another program. */
     snprintf(path, sizeof path, "%s/%ld-%s-%llu.klog", dir, (long)getpid(), collector,
@@ -566,9 +627,13 @@ int kp_writer_start(const char *collector)
         kp_w.hooks_installed = 1;
         pthread_key_create(&kp_buf_key, kp_thread_exit);
         pthread_atfork(kp_fork_prepare, kp_fork_parent, kp_fork_child);
+    }
+    kp_w.process_hooks = (flags & KP_WRITER_PROCESS_HOOKS) != 0;
+    if (kp_w.process_hooks && !kp_w.exit_hook_installed) {
+        kp_w.exit_hook_installed = 1;
         atexit(kp_writer_exit);
     }
-    kp_arm_crash_handlers(1);
+    if (kp_w.process_hooks) kp_arm_crash_handlers(1);
     atomic_store(&kp_w.active, 1);
     pthread_mutex_unlock(&kp_w.lock);
     return 0;

@@ -9,20 +9,43 @@
  * discards its parent's unflushed records and, if it records anything itself, writes its own file.
  * Nothing here allocates on the emit path once a thread's buffer exists.
  *
- * Configured by the environment `kprof trace` sets: KPROF_TRACE_DIR (where the files go). Each
- * process image writes <dir>/<pid>-<collector>-<start ns>.klog.
+ * Two users, each with its own copy of this file: the injected collectors, configured by the
+ * environment `kprof trace` sets (KPROF_TRACE_DIR: where the files go), which record until the
+ * process ends; and libkprof's in-process session (src/inproc/), which starts the writer in a
+ * folder of its own, stops it at kprof_stop (every buffer flushed, the end record written, the
+ * file closed, so the merge reads it whole) and starts it again for the next session. Each start
+ * writes <dir>/<pid>-<collector>-<start ns>.klog.
  */
 #ifndef KP_COLLECT_WRITER_H
 #define KP_COLLECT_WRITER_H
 
 #include "collect/record.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Start recording in this process under the collector's name ("cuda", "opencl"). Idempotent and
- * thread-safe. 0 when recording; -1 when KPROF_TRACE_DIR is unset or the file cannot be made. */
+/* Start recording in this process under the collector's name ("cuda", "opencl"), in
+ * $KPROF_TRACE_DIR, with the process hooks below. Idempotent and thread-safe. 0 when recording;
+ * -1 when KPROF_TRACE_DIR is unset or the file cannot be made. */
 int kp_writer_start(const char *collector);
+
+/* Flags of kp_writer_start_in. PROCESS_HOOKS: the writer owns the process's end — it flushes and
+ * writes the end record at exit (atexit) and from a crash handler in front of SIGSEGV, SIGBUS,
+ * SIGFPE, SIGILL and SIGABRT (the injected collectors; an in-process session, which ends with
+ * kp_writer_stop, installs neither). */
+#define KP_WRITER_PROCESS_HOOKS 1u
+
+/* Start recording in folder dir (which must exist). Idempotent while recording; after
+ * kp_writer_stop it starts a new file, the previous one's string ids forgotten (the new file
+ * defines its strings again) and any record that missed the previous end discarded.
+ * Thread-safe. 0, or -1 when the file cannot be made. */
+int kp_writer_start_in(const char *dir, const char *collector, unsigned flags);
+
+/* End the file: the losses no mapping counted, the end record, every thread's buffer flushed
+ * (waiting for threads appending), the file closed; kp_writer_active() is 0 afterwards. The
+ * caller makes sure no thread emits meanwhile (an emit that races it may be lost). */
+void kp_writer_stop(void);
 
 /* 1 while recording in this process (0 in a forked child until it starts again). */
 int kp_writer_active(void);
@@ -36,6 +59,10 @@ uint32_t kp_writer_string(const char *text);
  * threads then wait on only if their buffers are full too. No allocation once the thread's
  * buffer exists. */
 void kp_writer_emit(kp_rec *r);
+
+/* Append n records as one piece, nothing of another thread between them (an event and its
+ * KP_REC_METRIC records). As kp_writer_emit otherwise. */
+void kp_writer_emit_n(kp_rec *r, size_t n);
 
 /* A KP_REC_NOTE with this text (e.g. another profiler holds CUPTI). */
 void kp_writer_note(const char *text);

@@ -2,7 +2,8 @@
  * env.h — every KPROF_* environment variable, named once: the CLI's defaults, the runtime
  * libraries the dlopen tables load, and the configuration `kprof trace` (collect/session.c)
  * hands to the collectors it injects into a program (src/inject/ and the record writer), which
- * get no other configuration. README.md's "Environment" table documents the user-facing ones.
+ * get no other configuration; and libkprof's in-process session. README.md's "Environment" table
+ * documents the user-facing ones.
  */
 #ifndef KP_CORE_ENV_H
 #define KP_CORE_ENV_H
@@ -29,5 +30,10 @@
 #define KP_ENV_INJECT_LIBRARY   "KPROF_INJECT_LIBRARY"   /* libkprof-inject.so to inject */
 #define KP_ENV_TRACE_TIMES      "KPROF_TRACE_TIMES"      /* "1": say where kprof trace's time went */
 #define KP_ENV_TRACE_LIVE       "KPROF_TRACE_LIVE"       /* "0": merge only after the program */
+
+/* libkprof's in-process profiler (src/inproc/). */
+#define KP_ENV_AUTOSTART "KPROF"        /* "1": a session from load to exit, saved at exit */
+#define KP_ENV_OUTPUT    "KPROF_OUTPUT" /* where that session's trace goes */
+#define KP_ENV_CLOCK     "KPROF_CLOCK"  /* "monotonic": scopes read clock_gettime, not rdtsc */
 
 #endif

@@ -66,14 +66,7 @@ static uint32_t kp_ct_collect(const kp_aggregation *a, const kp_calltree_view *v
 
 /* ---- numbers --------------------------------------------------------------------------------- */
 
-typedef struct kp_ct_numbers {
-    uint64_t calls, device_ops;
-    double total, self, inclusive, exclusive, gpu, gpu_self; /* s */
-    double min, mean, max, std;                              /* s; with calls only */
-    double flops, bytes;
-    int has_gflop_per_s, has_gb_per_s; /* the rates, where there is time they are over */
-    double gflop_per_s, gb_per_s;
-} kp_ct_numbers;
+typedef kp_calltree_numbers kp_ct_numbers;
 
 static double kp_ct_s(int64_t ns)
 {
@@ -697,4 +690,15 @@ kprof_status kp_calltree_write(kp_aggregation *a, const kp_calltree_view *view,
     if (wrote != len || fflush(f) != 0 || ferror(f))
         return kp_error_set(err, KPROF_IO, "writing the call tree failed");
     return KPROF_OK;
+}
+
+void kp_calltree_numbers_of(const kp_aggregation_stats *s, kp_event_kind kind,
+                            kp_calltree_numbers *out)
+{
+    kp_ct_numbers_of(s, kind, out);
+}
+
+const char *kp_calltree_kind(kp_event_kind kind)
+{
+    return kp_ct_kind(kind);
 }

@@ -83,6 +83,23 @@ typedef struct kp_calltree_view {
     const char *command;        /* the traced command ("" when unknown) */
 } kp_calltree_view;
 
+/* The numbers above of a node's or row's stats (seconds), as every output here writes them:
+ * libkprof's results (src/inproc/results.c) give the same. */
+typedef struct kp_calltree_numbers {
+    uint64_t calls, device_ops;
+    double total, self, inclusive, exclusive, gpu, gpu_self; /* s */
+    double min, mean, max, std;                              /* s; with calls only */
+    double flops, bytes;
+    int has_gflop_per_s, has_gb_per_s; /* the rates, where there is time they are over */
+    double gflop_per_s, gb_per_s;
+} kp_calltree_numbers;
+
+void kp_calltree_numbers_of(const kp_aggregation_stats *s, kp_event_kind kind,
+                            kp_calltree_numbers *out);
+
+/* The kind's word in every output: "range", "api", ..., "unattributed" for KP_EVENT_NONE. */
+const char *kp_calltree_kind(kp_event_kind kind);
+
 /* Append the view of the finished aggregation a, in format, to out. Orders a's children by
  * view->sort (kp_aggregation_order), so a is not const. 0, or -1 when out of memory. */
 int kp_calltree_render(kp_aggregation *a, const kp_calltree_view *view, kp_calltree_format format,

@@ -133,9 +133,14 @@ class Decoded:
                 name = ev.name
             args = {}
             for a in ev.debug_annotations:
-                key = self.arg_names[a.name_iid]
-                args[key] = a.int_value if a.HasField("int_value") else \
-                    [v.int_value for v in a.array_values]
+                # Interned names for kprof's own arguments, plain names for user metrics.
+                key = self.arg_names[a.name_iid] if a.HasField("name_iid") else a.name
+                if a.HasField("int_value"):
+                    args[key] = a.int_value
+                elif a.HasField("double_value"):
+                    args[key] = a.double_value
+                else:
+                    args[key] = [v.int_value for v in a.array_values]
             s = {"name": name, "cat": [self.categories[c] for c in ev.category_iids],
                  "track": ev.track_uuid, "ts": p.timestamp, "end": None,
                  "depth": len(stack), "parent": stack[-1] if stack else None,
