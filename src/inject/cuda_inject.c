@@ -27,6 +27,7 @@
 #include "runtime/cupti_api.h"
 #include "collect/writer.h"
 #include "core/util.h"
+#include "inject/cuda_collector.h"
 #include "inject/cuda_records.h"
 
 #include <errno.h>
@@ -40,7 +41,13 @@
 #include <time.h>
 #include <unistd.h>
 
+/* InitializeInjection is the driver's to find in libkprof-inject.so; compiled into libkprof (the
+ * in-process session, cuda_collector.h) it stays hidden: that library exports kprof_* alone. */
+#ifdef KP_INJECT_LIBRARY
 #define KP_EXPORT __attribute__((visibility("default")))
+#else
+#define KP_EXPORT
+#endif
 
 #define KP_BUFFER_BYTES    (8u << 20) /* NVIDIA's samples use 8 MiB */
 #define KP_FLUSH_PERIOD_MS 100u       /* how stale the file may be while the program runs */
@@ -51,6 +58,7 @@
 static struct {
     pthread_mutex_t init_lock; /* recursive: CUPTI may re-enter cuInit while we set it up */
     int initialized;
+    int in_process;       /* started by libkprof's session (cuda_collector.h), not the driver */
     pid_t pid;            /* the process the collector runs in */
     int64_t clock_offset; /* subtracted from CUPTI times when our clock was refused */
 
@@ -78,6 +86,13 @@ static struct {
     pthread_mutex_t queue_lock; /* held only to move pointers; never across a call */
     struct kp_cbuf *queue, **queue_tail, *spare;
     int nspare;
+
+    /* In-process additions (cuda_collector.h); read and changed under lock. */
+    kp_cuda_kernel_hook hook;
+    void *hook_ctx;
+    kp_cuda_record_sink sink;
+    void *sink_ctx;
+    int atfork_registered;
 } kp_ci = {
     .init_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP,
     .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -121,7 +136,8 @@ static uint32_t kp_api_name_id(int driver, uint32_t cbid)
     return id;
 }
 
-static void kp_emit(kp_rec *r)
+/* Emit an event and the n - 1 metric records after it, in one piece. Caller holds kp_ci.lock. */
+static void kp_emit_n(kp_rec *r, size_t n, const char *name)
 {
     if (kp_ci.clock_offset) {
         /* CUPTI kept its own clock: move its times onto kprof's. 0 stays "unknown". */
@@ -129,7 +145,24 @@ static void kp_emit(kp_rec *r)
         for (size_t i = 0; i < sizeof times / sizeof times[0]; i++)
             if (*times[i]) *times[i] = (uint64_t)((int64_t)*times[i] - kp_ci.clock_offset);
     }
-    kp_writer_emit(r);
+    if (kp_ci.sink) kp_ci.sink(kp_ci.sink_ctx, r, name);
+    if (n == 1)
+        kp_writer_emit(r);
+    else
+        kp_writer_emit_n(r, n);
+}
+
+static void kp_emit(kp_rec *r)
+{
+    kp_emit_n(r, 1, NULL);
+}
+
+/* A metric record for the event before it (record.h). */
+static kp_rec kp_metric(uint32_t key, double value, uint32_t kind)
+{
+    kp_rec m = {.kind = KP_REC_METRIC, .name = key, .aux = kind};
+    memcpy(&m.bytes, &value, sizeof value);
+    return m;
 }
 
 /* One CUPTI record. Returns the number of records lost (no timing). Caller holds kp_ci.lock. */
@@ -142,8 +175,25 @@ static uint64_t kp_record(const CUpti_Activity *rec)
         const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
         if (kp_cuda_trace_kernel(k, &r) != 0) return 1;
         kp_cuda_trace_context_learn(&kp_ci.contexts, k->contextId, k->deviceId);
-        r.name = kp_writer_string(k->name ? k->name : "[unnamed kernel]");
-        break;
+        const char *name = k->name ? k->name : "[unnamed kernel]";
+        r.name = kp_writer_string(name);
+        if (!kp_ci.hook) {
+            kp_emit_n(&r, 1, name);
+            return 0;
+        }
+        /* The kernel's work, as the program's hook says: metric records right after it. */
+        kp_rec recs[3] = {r};
+        size_t n = 1;
+        double flops = 0, bytes = 0;
+        uint32_t grid[3] = {k->gridX, k->gridY, k->gridZ};
+        uint32_t block[3] = {k->blockX, k->blockY, k->blockZ};
+        int got = kp_ci.hook(kp_ci.hook_ctx, name, grid, block, &flops, &bytes);
+        if (got & KP_CUDA_HOOK_FLOPS)
+            recs[n++] = kp_metric(kp_literal_id("flops"), flops, KP_REC_KERNEL);
+        if (got & KP_CUDA_HOOK_BYTES)
+            recs[n++] = kp_metric(kp_literal_id("bytes"), bytes, KP_REC_KERNEL);
+        kp_emit_n(recs, n, name);
+        return 0;
     }
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER: {
@@ -407,7 +457,10 @@ static void kp_fork_child(void)
 static int kp_flusher_start(void)
 {
     if (sem_init(&kp_ci.wake, 0, 0) != 0) return -1;
-    if (pthread_atfork(kp_fork_prepare, kp_fork_parent, kp_fork_child) != 0) return -1;
+    if (!kp_ci.atfork_registered) { /* once: an in-process session may start it again */
+        if (pthread_atfork(kp_fork_prepare, kp_fork_parent, kp_fork_child) != 0) return -1;
+        kp_ci.atfork_registered = 1;
+    }
     /* Signals meant for the program must not land on our thread. */
     sigset_t all, old;
     sigfillset(&all);
@@ -495,7 +548,7 @@ static int kp_queue_times(void)
 }
 
 /* Enable every kind; say in one note what could not be, and why. Returns how many are on. */
-static int kp_enable_kinds(void)
+static int kp_enable_kinds(int *other_subscriber_out)
 {
     char failed[512] = "";
     size_t used = 0;
@@ -516,6 +569,7 @@ static int kp_enable_kinds(void)
                          kp_kinds[i].what);
         if (n > 0 && (size_t)n < sizeof failed - used) used += (size_t)n;
     }
+    *other_subscriber_out = other_subscriber;
     if (enabled == 0) {
         kp_note_unusable(other_subscriber ? CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
                                           : first_error);
@@ -565,23 +619,37 @@ static void kp_configure_cupti(char notes[KP_CONFIG_NOTES][300])
                  kp_cupti_result_text(r));
 }
 
-static void kp_start(void)
+/* Turn collection on. 0, or -1 with the reason in why (also said in the trace's notes). */
+static int kp_start(char *out_why, size_t out_n)
 {
     char why[512], note[700];
     if (kp_cupti_load(why, sizeof why) != 0) {
         snprintf(note, sizeof note, "CUPTI could not be loaded: %s; nothing from CUDA was recorded",
                  why);
         kp_writer_note(note);
-        return;
+        snprintf(out_why, out_n, "CUPTI could not be loaded: %s", why);
+        return -1;
     }
     CUptiResult r = kp_cupti.cuptiActivityRegisterCallbacks(kp_buffer_request, kp_buffer_complete);
     if (r != CUPTI_SUCCESS) {
         kp_note_unusable(r);
-        return;
+        snprintf(out_why, out_n,
+                 r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+                     ? KP_OTHER_SUBSCRIBER ": kprof's own CUDA collection is off (%s)"
+                     : "CUPTI could not be used (%s): kprof's CUDA collection is off",
+                 kp_cupti_result_text(r));
+        return -1;
     }
     char config_notes[KP_CONFIG_NOTES][300] = {{0}};
     kp_configure_cupti(config_notes);
-    if (kp_enable_kinds() == 0) return;
+    int other = 0;
+    if (kp_enable_kinds(&other) == 0) {
+        snprintf(out_why, out_n,
+                 other ? KP_OTHER_SUBSCRIBER ": kprof's own CUDA collection is off"
+                       : "CUPTI enabled none of the activity kinds: kprof's CUDA collection is "
+                         "off");
+        return -1;
+    }
     for (int i = 0; i < KP_CONFIG_NOTES; i++)
         if (config_notes[i][0]) kp_writer_note(config_notes[i]);
     if (kp_queue_times())
@@ -589,13 +657,14 @@ static void kp_start(void)
                        "records, the mode in which its queue times are safe to take)");
     /* Full buffers come back on CUPTI's own schedule; partial ones through the flush thread. */
     kp_cupti.cuptiActivityFlushPeriod(KP_FLUSH_PERIOD_MS);
-    kp_writer_at_exit(kp_cuda_exit);
+    if (!kp_ci.in_process) kp_writer_at_exit(kp_cuda_exit); /* the session stops it instead */
     if (kp_flusher_start() != 0) {
         kp_writer_note("kprof could not start its CUPTI flush thread; CUDA records reach the "
                        "trace only at exit and are lost if the program crashes");
-        return;
+        return 0;
     }
-    kp_writer_at_crash(kp_cuda_crash);
+    if (!kp_ci.in_process) kp_writer_at_crash(kp_cuda_crash);
+    return 0;
 }
 
 /* The CUDA driver's entry point for injection libraries (CUDA_INJECTION64_PATH). 1 = success;
@@ -609,9 +678,93 @@ KP_EXPORT int InitializeInjection(void)
     }
     kp_ci.initialized = 1;
     if (kp_writer_start("cuda") == 0) {
+        char why[600];
         kp_ci.pid = getpid();
-        kp_start();
+        kp_start(why, sizeof why); /* a failure is a note in the trace */
     }
     pthread_mutex_unlock(&kp_ci.init_lock);
     return 1;
+}
+
+/* ---- in-process use (cuda_collector.h) ---- */
+
+int kp_cuda_collector_start(char *why, size_t why_n)
+{
+    pthread_mutex_lock(&kp_ci.init_lock);
+    if (kp_ci.initialized) {
+        snprintf(why, why_n,
+                 kp_ci.in_process ? "kprof's CUDA collection is already on in this process"
+                                  : "kprof trace's collector already records this process's "
+                                    "CUDA work: the in-process CUDA collection stays off");
+        pthread_mutex_unlock(&kp_ci.init_lock);
+        return -1;
+    }
+    kp_ci.pid = getpid();
+    kp_ci.in_process = 1;
+    atomic_store(&kp_ci.stop, 0);
+    atomic_store(&kp_ci.stopped, 0);
+    int rc = kp_start(why, why_n);
+    if (rc == 0)
+        kp_ci.initialized = 1;
+    else
+        kp_ci.in_process = 0;
+    pthread_mutex_unlock(&kp_ci.init_lock);
+    return rc;
+}
+
+int kp_cuda_collector_running(void)
+{
+    pthread_mutex_lock(&kp_ci.init_lock);
+    int on = kp_ci.initialized && kp_ci.in_process;
+    pthread_mutex_unlock(&kp_ci.init_lock);
+    return on;
+}
+
+void kp_cuda_collector_flush(int forced)
+{
+    pthread_mutex_lock(&kp_ci.init_lock);
+    if (kp_ci.initialized && kp_ci.in_process) kp_flush_cupti(forced);
+    pthread_mutex_unlock(&kp_ci.init_lock);
+}
+
+void kp_cuda_collector_stop(void)
+{
+    pthread_mutex_lock(&kp_ci.init_lock);
+    if (!kp_ci.initialized || !kp_ci.in_process) {
+        pthread_mutex_unlock(&kp_ci.init_lock);
+        return;
+    }
+    kp_flusher_stop();
+    kp_flush_cupti(1);
+    for (size_t i = 0; i < sizeof kp_kinds / sizeof kp_kinds[0]; i++) {
+        kp_cupti.cuptiActivityDisable(kp_kinds[i].kind);
+        if (kp_kinds[i].kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+            kp_cupti.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_KERNEL);
+    }
+    kp_drain(); /* anything the disabling flushed */
+    /* String ids belong to the writer's file, which the session ends now. */
+    pthread_mutex_lock(&kp_ci.lock);
+    memset(kp_ci.runtime_names, 0, sizeof kp_ci.runtime_names);
+    memset(kp_ci.driver_names, 0, sizeof kp_ci.driver_names);
+    memset(kp_ci.literal, 0, sizeof kp_ci.literal);
+    pthread_mutex_unlock(&kp_ci.lock);
+    kp_ci.initialized = 0;
+    kp_ci.in_process = 0;
+    pthread_mutex_unlock(&kp_ci.init_lock);
+}
+
+void kp_cuda_collector_set_hook(kp_cuda_kernel_hook hook, void *ctx)
+{
+    pthread_mutex_lock(&kp_ci.lock);
+    kp_ci.hook = hook;
+    kp_ci.hook_ctx = ctx;
+    pthread_mutex_unlock(&kp_ci.lock);
+}
+
+void kp_cuda_collector_set_sink(kp_cuda_record_sink sink, void *ctx)
+{
+    pthread_mutex_lock(&kp_ci.lock);
+    kp_ci.sink = sink;
+    kp_ci.sink_ctx = ctx;
+    pthread_mutex_unlock(&kp_ci.lock);
 }
