@@ -120,7 +120,7 @@ KPROF_API const char *kprof_last_error(void);
 /* Collectors: X(NAME, bit, name, what). A session records what its options' `collectors` name. */
 #define KPROF_COLLECTOR_LIST(X)                                                                    \
     X(SCOPES, 0, "scopes", "the scopes of this header (KPROF_SCOPE, kprof_scope_begin)")           \
-    X(CUDA, 1, "cuda", "CUDA API calls, kernels, copies and fills, in-process (not yet built)")    \
+    X(CUDA, 1, "cuda", "CUDA API calls, kernels, copies, fills and syncs, in-process (CUPTI)")    \
     X(OPENCL, 2, "opencl", "OpenCL calls and device work, in-process (not yet built)")
 
 enum {
@@ -552,6 +552,85 @@ typedef struct kprof_repeat_options {
 KPROF_API kprof_status kprof_profile_repeat(kprof_workload_fn fn, void *arg, double budget_s,
                                             const kprof_repeat_options *options,
                                             kprof_result **result);
+
+/* ---- CUDA: kernel hooks, the capture hand-off, kprof_benchmark -------------------------------
+ *
+ * These need a libkprof built with CUDA (cuda.h where it was built) and, at run time, the CUDA
+ * driver and CUPTI; without them each returns KPROF_UNAVAILABLE and says why.
+ */
+
+/* A kernel launch as a kernel hook sees it. */
+typedef struct kprof_launch {
+    const char *kernel; /* its name as CUDA has it: mangled for a C++ kernel ("_Z4vaddPfS_S_i") */
+    unsigned grid[3];   /* blocks per dimension */
+    unsigned block[3];  /* threads per block */
+} kprof_launch;
+
+enum { KPROF_WORK_FLOPS = 1u << 0, KPROF_WORK_BYTES = 1u << 1 };
+
+/* The work one launch did: set *flops and/or *bytes (finite, >= 0) and return which
+ * (KPROF_WORK_FLOPS | KPROF_WORK_BYTES); 0 for none. */
+typedef int (*kprof_work_fn)(void *ctx, const kprof_launch *launch, double *flops,
+                             double *bytes);
+
+/* Give every launch of a kernel its work, without touching the call sites: while a session
+ * records CUDA (KPROF_COLLECT_CUDA), each launch of `kernel` carries fn's flops and bytes as
+ * metrics, which the results and `kprof report` turn into GFLOP/s and GB/s (device time).
+ * `kernel` names it as CUDA does, or demangled, or demangled without its parameter list:
+ * "vadd", "vadd(float*, float*, float*, int)" and "_Z4vaddPfS_S_i" all name the same kernel.
+ * fn NULL removes the hook. ctx is passed to fn as it is (the caller keeps it alive while the
+ * hook is set). fn is called on kprof's collector thread, not the launching one, some time after
+ * the launch (when CUPTI delivers the kernel's record, before kprof_stop returns): it must be
+ * thread-safe, quick, and must not call CUDA or kprof. Up to 256 kernels have hooks at once.
+ * Thread-safe. Returns OK; INVALID (no name; too many hooks); NOMEM. */
+KPROF_API kprof_status kprof_kernel_hook(const char *kernel, kprof_work_fn fn, void *ctx);
+
+/* Hand a region to an external profiler (Enigma's capture): kprof_capture_begin calls
+ * cuProfilerStart (Nsight Systems' `--capture-range=cudaProfilerApi`, Nsight Compute's
+ * `--profile-from-start off`) and opens an NVTX range named `name` (nsys `--capture-range=nvtx
+ * --nvtx-capture=name`); kprof_capture_end closes both. Captures do not nest. Call it on a thread
+ * with a current CUDA context (after the program's first CUDA call). An external profiler holds
+ * CUPTI: kprof's own CUDA collection cannot run beside it, and kprof_start with
+ * KPROF_COLLECT_CUDA says so (UNAVAILABLE, "another CUPTI subscriber ... kprof's own CUDA
+ * collection is off") rather than record nothing. Thread-safe. Returns OK; INVALID (no name, a
+ * capture already open / none open, no CUDA context); UNAVAILABLE (no CUDA). */
+KPROF_API kprof_status kprof_capture_begin(const char *name);
+KPROF_API kprof_status kprof_capture_end(void);
+
+/* How kprof_benchmark runs a callback. Sized (use KPROF_BENCHMARK_OPTIONS_INIT). */
+typedef struct kprof_benchmark_options {
+    unsigned size;     /* sizeof(kprof_benchmark_options) */
+    unsigned warmup;   /* untimed calls first (default 3) */
+    unsigned min_runs; /* timed calls at least (default 10; 0 counts as 1) */
+    unsigned max_runs; /* and at most (default 1000) */
+    double budget_s;   /* stop after min_runs once this much wall time went (default 1.0) */
+} kprof_benchmark_options;
+
+#define KPROF_BENCHMARK_OPTIONS_INIT {sizeof(kprof_benchmark_options), 3u, 10u, 1000u, 1.0}
+
+/* The device time of a callback's GPU work, run by run (Enigma's benchmark_kernel). */
+typedef struct kprof_benchmark_result {
+    unsigned runs;    /* timed calls */
+    unsigned kernels; /* device operations (kernels, copies, fills) in the last run */
+    double min_ns, p50_ns, p90_ns, max_ns, mean_ns; /* per run: from its first device operation's
+                                                       start to its last one's end (device
+                                                       timestamps, CUPTI) */
+    double busy_p50_ns; /* per run, median: the operations' own durations summed (no gaps) */
+    double wall_p50_ns; /* per run, median: host time of the call and the synchronize after it */
+} kprof_benchmark_result;
+
+/* Time fn(arg), a callback that launches CUDA work on the calling thread's current context:
+ * `warmup` untimed calls, then calls until `min_runs` are done and `budget_s` has passed (or
+ * `max_runs`), each followed by a synchronize of the context and a flush of CUPTI's records, so
+ * each run's device operations are its own (work of other threads in that time counts too).
+ * Uses the session's CUDA collector when one records, else one of its own for the call. *out is
+ * filled on success. Not for concurrent use with another kprof_benchmark. Returns OK; INVALID
+ * (no fn or out, bad options, no CUDA context, a run with no device work); UNAVAILABLE (no CUDA
+ * driver or CUPTI, another profiler holds CUPTI); FAULT and friends when the work failed
+ * (kprof_last_error says which run). */
+KPROF_API kprof_status kprof_benchmark(void (*fn)(void *arg), void *arg,
+                                       const kprof_benchmark_options *options,
+                                       kprof_benchmark_result *out);
 
 #ifdef __cplusplus
 }

@@ -548,7 +548,7 @@ static int kp_queue_times(void)
 }
 
 /* Enable every kind; say in one note what could not be, and why. Returns how many are on. */
-static int kp_enable_kinds(int *other_subscriber_out)
+static int kp_enable_kinds(int *other_subscriber_out, CUptiResult *first_error_out)
 {
     char failed[512] = "";
     size_t used = 0;
@@ -570,6 +570,7 @@ static int kp_enable_kinds(int *other_subscriber_out)
         if (n > 0 && (size_t)n < sizeof failed - used) used += (size_t)n;
     }
     *other_subscriber_out = other_subscriber;
+    *first_error_out = first_error;
     if (enabled == 0) {
         kp_note_unusable(other_subscriber ? CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
                                           : first_error);
@@ -643,11 +644,13 @@ static int kp_start(char *out_why, size_t out_n)
     char config_notes[KP_CONFIG_NOTES][300] = {{0}};
     kp_configure_cupti(config_notes);
     int other = 0;
-    if (kp_enable_kinds(&other) == 0) {
+    CUptiResult first = CUPTI_SUCCESS;
+    if (kp_enable_kinds(&other, &first) == 0) {
         snprintf(out_why, out_n,
                  other ? KP_OTHER_SUBSCRIBER ": kprof's own CUDA collection is off"
-                       : "CUPTI enabled none of the activity kinds: kprof's CUDA collection is "
-                         "off");
+                       : "CUPTI could not enable any activity kind (%s): kprof's CUDA collection "
+                         "is off",
+                 kp_cupti_result_text(first));
         return -1;
     }
     for (int i = 0; i < KP_CONFIG_NOTES; i++)

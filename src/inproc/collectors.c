@@ -10,11 +10,6 @@ static kprof_status kp_scopes_start(kp_session *s, kp_error *err)
     return KPROF_OK;
 }
 
-static const char *kp_cuda_unavailable(void)
-{
-    return "the in-process CUDA collector (CUPTI) is not in this build of libkprof yet; record "
-           "the program's CUDA work with `kprof trace -o FILE -- PROGRAM` meanwhile";
-}
 
 static const char *kp_opencl_unavailable(void)
 {
@@ -24,7 +19,11 @@ static const char *kp_opencl_unavailable(void)
 
 const kp_inproc_collector kp_inproc_collectors[] = {
     {.name = "scopes", .bit = KPROF_COLLECT_SCOPES, .start = kp_scopes_start},
-    {.name = "cuda", .bit = KPROF_COLLECT_CUDA, .unavailable = kp_cuda_unavailable},
+    {.name = "cuda",
+     .bit = KPROF_COLLECT_CUDA,
+     .unavailable = kp_inproc_cuda_unavailable,
+     .start = kp_inproc_cuda_start,
+     .stop = kp_inproc_cuda_stop},
     {.name = "opencl", .bit = KPROF_COLLECT_OPENCL, .unavailable = kp_opencl_unavailable},
 };
 

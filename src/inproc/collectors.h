@@ -29,6 +29,12 @@ typedef struct kp_inproc_collector {
     void (*stop)(kp_session *s);
 } kp_inproc_collector;
 
+/* The CUDA collector's entry points (cuda.c): unavailable says why not in a build without CUDA
+ * (NULL with it: whether CUPTI can run is found at start). */
+const char *kp_inproc_cuda_unavailable(void);
+kprof_status kp_inproc_cuda_start(kp_session *s, kp_error *err);
+void kp_inproc_cuda_stop(kp_session *s);
+
 extern const kp_inproc_collector kp_inproc_collectors[];
 extern const size_t kp_inproc_collector_count;
 

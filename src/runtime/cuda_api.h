@@ -15,6 +15,7 @@
 #include "core/error.h"
 
 #include <cuda.h>
+#include <cudaProfiler.h>
 #include <nvrtc.h>
 
 #include <stddef.h>
@@ -60,7 +61,11 @@
     X(cuMemFree)                                                                                   \
     X(cuMemcpyHtoDAsync)                                                                           \
     X(cuMemcpyDtoHAsync)                                                                           \
-    X(cuLaunchKernel)
+    X(cuLaunchKernel)                                                                              \
+    X(cuCtxGetCurrent)                                                                             \
+    X(cuCtxSynchronize)                                                                            \
+    X(cuProfilerStart)                                                                             \
+    X(cuProfilerStop)
 
 /* X(function) — NVRTC entry points (all in NVRTC 12.0 and later). */
 #define KP_CUDA_NVRTC_FUNCTIONS(X)                                                                 \

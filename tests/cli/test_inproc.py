@@ -245,10 +245,31 @@ print(json.dumps([[s["name"], s["depth"], s["parent"]["name"] if s["parent"] els
         self.assertTrue(any(l.startswith("layer: 20 calls  min ") for l in lines), p.stdout)
         self.assertTrue(any(l.startswith("leaf: 40 calls  min ") for l in lines), p.stdout)
 
-    def test_cuda_collector_not_yet(self):
+    def test_cuda_collector_without_a_gpu(self):
+        # Where there is no CUDA (CI), asking for the CUDA collector says why, and nothing
+        # records; tests/gpu/test_inproc_cuda.py runs it on a GPU.
+        if kptest.cuda_available()[0]:
+            self.skipTest("a CUDA device is here: tests/gpu/test_inproc_cuda.py covers it")
         p = self.app("cuda")
-        self.assertRegex(p.stdout, r"^UNAVAILABLE: kprof_start: the cuda collector cannot run: "
-                                   r".*not in this build.*kprof trace")
+        self.assertRegex(p.stdout, r"^UNAVAILABLE: kprof_start: .*(CUDA|CUPTI).*\n$")
+
+    def test_cuda_calls_check_their_arguments(self):
+        p = self.app("cuda-api")
+        lines = dict(line.split(": ", 1) for line in p.stdout.splitlines())
+        self.assertRegex(lines["hook-null-name"], r"^INVALID: kprof_kernel_hook: no kernel name")
+        self.assertRegex(lines["hook-empty-name"], r"^INVALID: ")
+        for ok in ("hook", "hook-again", "unhook", "unhook-unknown"):
+            self.assertEqual(lines[ok], "OK: ", ok)
+        self.assertEqual(lines["hooks-accepted"], "256")
+        self.assertRegex(lines["hook-too-many"], r"^INVALID: .*256 kernels have hooks")
+        self.assertRegex(lines["capture-end-unopened"], r"^INVALID: kprof_capture_end: no capture")
+        self.assertRegex(lines["capture-null"], r"^INVALID: kprof_capture_begin: no capture name")
+        self.assertRegex(lines["benchmark-null"], r"^INVALID: kprof_benchmark: no callback")
+        self.assertRegex(lines["benchmark-bad-size"], r"^INVALID: .*options.size")
+        self.assertRegex(lines["benchmark-bad-budget"], r"^INVALID: .*budget_s")
+        if not kptest.cuda_available()[0]:
+            self.assertRegex(lines["benchmark"], r"^UNAVAILABLE: kprof_benchmark: .*CUDA")
+            self.assertRegex(lines["capture"], r"^UNAVAILABLE: kprof_capture_begin: .*CUDA")
 
     def test_monotonic_clock(self):
         out, result = self.save(env={"KPROF_CLOCK": "monotonic"})

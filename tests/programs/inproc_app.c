@@ -14,6 +14,8 @@
  *   inproc_app repeat            kprof_profile_repeat: prints the distributions
  *   inproc_app cuda              asks for the CUDA collector: prints kprof_start's status and
  *                                message
+ *   inproc_app cuda-api          the CUDA calls' argument checks, and what they say on a
+ *                                machine without CUDA: one "CALL: STATUS: message" line each
  */
 #define _GNU_SOURCE
 #include <kprof.h>
@@ -179,6 +181,62 @@ static int mode_repeat(void)
     return 0;
 }
 
+static int work(void *ctx, const kprof_launch *launch, double *flops, double *bytes)
+{
+    (void)ctx;
+    (void)launch;
+    *flops = 1;
+    *bytes = 1;
+    return KPROF_WORK_FLOPS | KPROF_WORK_BYTES;
+}
+
+static void nothing(void *arg)
+{
+    (void)arg;
+}
+
+static void say(const char *call, kprof_status st)
+{
+    printf("%s: %s: %s\n", call, kprof_status_name(st), st == KPROF_OK ? "" : kprof_last_error());
+}
+
+static int mode_cuda_api(void)
+{
+    say("hook-null-name", kprof_kernel_hook(NULL, work, NULL));
+    say("hook-empty-name", kprof_kernel_hook("", work, NULL));
+    say("hook", kprof_kernel_hook("saxpy", work, NULL));
+    say("hook-again", kprof_kernel_hook("saxpy", work, NULL));
+    say("unhook", kprof_kernel_hook("saxpy", NULL, NULL));
+    say("unhook-unknown", kprof_kernel_hook("never", NULL, NULL));
+    char name[32];
+    kprof_status st = KPROF_OK;
+    int i = 0;
+    for (; i < 300 && st == KPROF_OK; i++) {
+        snprintf(name, sizeof name, "k%d", i);
+        st = kprof_kernel_hook(name, work, NULL);
+    }
+    printf("hooks-accepted: %d\n", i - 1);
+    say("hook-too-many", st);
+    for (int k = 0; k < 300; k++) {
+        snprintf(name, sizeof name, "k%d", k);
+        kprof_kernel_hook(name, NULL, NULL);
+    }
+    say("capture-end-unopened", kprof_capture_end());
+    say("capture-null", kprof_capture_begin(NULL));
+    kprof_benchmark_result r;
+    say("benchmark-null", kprof_benchmark(NULL, NULL, NULL, &r));
+    kprof_benchmark_options bad = KPROF_BENCHMARK_OPTIONS_INIT;
+    bad.size = 0;
+    say("benchmark-bad-size", kprof_benchmark(nothing, NULL, &bad, &r));
+    kprof_benchmark_options neg = KPROF_BENCHMARK_OPTIONS_INIT;
+    neg.budget_s = -1;
+    say("benchmark-bad-budget", kprof_benchmark(nothing, NULL, &neg, &r));
+    /* Without CUDA: what each says. */
+    say("benchmark", kprof_benchmark(nothing, NULL, NULL, &r));
+    say("capture", kprof_capture_begin("region"));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -187,6 +245,7 @@ int main(int argc, char **argv)
     if (strcmp(mode, "threads") == 0 && argc > 3)
         return mode_threads(atoi(argv[2]), atol(argv[3]), argc > 4 ? argv[4] : NULL);
     if (strcmp(mode, "repeat") == 0) return mode_repeat();
+    if (strcmp(mode, "cuda-api") == 0) return mode_cuda_api();
     if (strcmp(mode, "cuda") == 0) {
         kprof_options o = KPROF_OPTIONS_INIT;
         o.collectors = KPROF_COLLECT_CUDA;
