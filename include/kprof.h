@@ -89,7 +89,9 @@ KPROF_API const char *kprof_last_error(void);
 /* ==== the in-process profiler ==================================================================
  *
  * A SESSION records from kprof_start to kprof_stop, in one process: the scopes every thread opens
- * and closes (and, in later versions, the CUDA and OpenCL work of the process). kprof_stop turns
+ * and closes, and with KPROF_COLLECT_CUDA the process's CUDA work (API calls, kernels, copies,
+ * fills, syncs: CUPTI's activity records, as `kprof trace` takes them; the OpenCL collector is
+ * not in-process yet). kprof_stop turns
  * what was recorded into a RESULT: key averages by name or by call path, the call tree, the
  * chronological events, per-name distributions, and exports — a `.kprof` trace that `kprof
  * report` and `kprof export` read like any other, Chrome trace JSON, Perfetto, Hatchet, the call
@@ -153,8 +155,11 @@ typedef struct kprof_result kprof_result;
  * in a process measures the time-stamp counter's rate (about 2 ms).
  * Returns OK; INVALID when a session is already running (the message says whether KPROF=1
  * started it) or the options are malformed (size 0 or larger than this header's, an unknown
- * collector bit); UNAVAILABLE when a collector asked for cannot run here (the CUDA and OpenCL
- * collectors are not built yet: the message says so); IO when the scratch folder cannot be made;
+ * collector bit); UNAVAILABLE when a collector asked for cannot run here, the message saying why:
+ * the OpenCL collector is not in-process yet; CUDA needs the CUDA driver and CUPTI, and stands
+ * aside when another CUDA injection (`kprof trace`, Nsight Systems, Nsight Compute:
+ * CUDA_INJECTION64_PATH) or another CUPTI client holds CUPTI — "kprof's own CUDA collection is
+ * off", never silently; IO when the scratch folder cannot be made;
  * NOMEM. On failure nothing is recording. */
 KPROF_API kprof_status kprof_start(const kprof_options *options);
 

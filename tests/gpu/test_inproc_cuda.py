@@ -1,0 +1,161 @@
+"""libkprof's CUDA surface on a CUDA GPU (issue 12): a program that profiles itself with scopes,
+the in-process CUDA collector and a kernel hook (tests/programs/inproc_cuda.cu, built with nvcc
+against this build's libkprof.so). Its trace's GFLOP/s and GB/s are the kernel's own arithmetic
+over its device time; its kernel times agree with `kprof trace` of the same program within 2%;
+kprof_benchmark's device times are consistent; the capture hand-off gives Nsight Compute exactly
+the region's kernels; beside another CUDA injection the collector says it is off. Skipped, with
+the reason, where no CUDA device or no nvcc exists."""
+
+import json
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
+import kptest  # noqa: E402
+
+PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "programs")
+BUILD = os.environ.get("KPROF_BUILD_DIR") or os.path.dirname(kptest.KPROF)
+INCLUDE = os.path.join(kptest.SOURCE_DIR, "include")
+STEPS = 200
+N = 1 << 20  # saxpy's elements
+
+
+def nvcc():
+    for c in (os.environ.get("NVCC"), shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
+        if c and os.path.exists(c):
+            return c
+    return None
+
+
+class InprocCuda(kptest.KprofTestCase):
+    needs_opencl = False
+
+    @classmethod
+    def setUpClass(cls):
+        ok, why = kptest.cuda_available()
+        if not ok:
+            raise kptest.unittest.SkipTest("no CUDA device: " + str(why))
+        compiler = nvcc()
+        if not compiler:
+            raise kptest.unittest.SkipTest("nvcc not found")
+        cls.dir = kptest.tempfile.mkdtemp(prefix="kprof-inproc-cuda-")
+        cls.app = os.path.join(cls.dir, "inproc_cuda")
+        p = subprocess.run([compiler, "-O2", "-arch=" + os.environ.get("NVCC_ARCH", "sm_90"),
+                            "-I", INCLUDE, "-o", cls.app,
+                            os.path.join(PROGRAMS, "inproc_cuda.cu"), "-L", BUILD, "-lkprof",
+                            "-Xlinker", "-rpath=" + BUILD], capture_output=True, text=True)
+        if p.returncode != 0:
+            raise AssertionError("building inproc_cuda failed:\n" + p.stderr)
+
+    def run_app(self, *args, env=None, timeout=300):
+        e = dict(os.environ, TMPDIR=self.tmp)
+        e.pop("KPROF", None)  # the tests' KPROF names the binary; to libkprof it means KPROF=1
+        e.update(env or {})
+        return subprocess.run([self.app] + list(args), capture_output=True, text=True, env=e,
+                              timeout=timeout, cwd=self.tmp)
+
+    def kernels(self, path):
+        """saxpy's device durations (ns) and the trace's flops/bytes of them."""
+        db = sqlite3.connect(path)
+        cols = [r[1] for r in db.execute("PRAGMA table_info(events)")]
+        metric = "flops, metric_bytes" if "flops" in cols else "NULL, NULL"
+        rows = db.execute("SELECT e.end_ns - e.start_ns, %s FROM events e JOIN strings s ON "
+                          "s.id = e.name WHERE e.kind = 4 AND s.text LIKE 'saxpy%%'"
+                          % metric).fetchall()
+        db.close()
+        return rows
+
+    def test_hooked_kernels_carry_their_work(self):
+        out = os.path.join(self.tmp, "p.kprof")
+        p = self.run_app("profile", out, str(STEPS))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("cuda: OK: \n", p.stdout)
+        rows = self.kernels(out)
+        self.assertEqual(len(rows), STEPS)
+        for dur, flops, nbytes in rows:
+            self.assertGreater(dur, 0)
+            self.assertEqual(flops, 2.0 * N)
+            self.assertEqual(nbytes, 12.0 * N)
+        r = json.loads(self.kprof("report", out, "--json", expect=0).stdout)
+        dev = {g["name"]: g for g in r["device"]}
+        name = [n for n in dev if n.startswith("saxpy")]
+        self.assertEqual(len(name), 1, list(dev))
+        row = dev[name[0]]
+        self.assertEqual(row["calls"], STEPS)
+        device_s = sum(d for d, _, _ in rows) / 1e9
+        # The kernel's own arithmetic over its device time: 2 flops and 12 bytes an element.
+        self.assertAlmostEqual(row["gflop_per_s"], 2.0 * N * STEPS / device_s / 1e9,
+                               delta=row["gflop_per_s"] * 1e-6)
+        self.assertAlmostEqual(row["gb_per_s"], 12.0 * N * STEPS / device_s / 1e9,
+                               delta=row["gb_per_s"] * 1e-6)
+        # A saxpy over 4 MiB a vector runs at a real bandwidth: between 10 GB/s and the HBM's 5 TB/s.
+        self.assertGreater(row["gb_per_s"], 10)
+        self.assertLess(row["gb_per_s"], 5000)
+        # Each step scope holds its launch; the kernels run inside the scopes' span.
+        by = json.loads(self.kprof("report", out, "--by", "path", "--json", expect=0).stdout)
+        paths = {"/".join(x["path"]): x["calls"] for x in by["rows"]}
+        self.assertEqual(paths.get("step"), STEPS, paths)
+        launched = [k for k, v in paths.items() if k.startswith("step/cudaLaunchKernel")]
+        self.assertTrue(launched, paths)
+
+    def test_in_process_times_agree_with_kprof_trace(self):
+        inproc = os.path.join(self.tmp, "in.kprof")
+        p = self.run_app("profile", inproc, str(STEPS))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        traced = os.path.join(self.tmp, "traced.kprof")
+        t = self.kprof("trace", "-o", traced, "--", self.app, "profile",
+                       os.path.join(self.tmp, "under-trace.kprof"), str(STEPS), expect=0,
+                       env={"TMPDIR": self.tmp})
+        # Under kprof trace the program's own CUDA collection stands aside, and says so.
+        self.assertRegex(t.stdout, r"cuda: UNAVAILABLE: kprof_start: a CUDA injection collects "
+                                   r"this process's CUDA work already")
+        a = statistics.median(d for d, _, _ in self.kernels(inproc))
+        b = statistics.median(d for d, _, _ in self.kernels(traced))
+        self.assertEqual(len(self.kernels(traced)), STEPS)
+        self.assertLess(abs(a - b) / b, 0.02, "in-process median %d ns, kprof trace %d ns" % (a, b))
+
+    def test_benchmark(self):
+        p = self.run_app("bench")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        words = p.stdout.split()
+        b = {words[i]: float(words[i + 1]) for i in range(0, len(words), 2)}
+        self.assertGreaterEqual(b["runs"], 10)
+        self.assertEqual(b["kernels"], 20)
+        self.assertLessEqual(b["min"], b["p50"])
+        self.assertLessEqual(b["p50"], b["p90"])
+        self.assertLessEqual(b["p90"], b["max"])
+        self.assertLessEqual(b["busy"], b["p50"] * 1.001)  # the kernels alone, without gaps
+        self.assertGreater(b["busy"], 0)
+        # Twenty saxpys back to back: the run is about twenty kernels' time.
+        kernel = statistics.median(d for d, _, _ in self.kernels(self.profile_once()))
+        self.assertLess(abs(b["busy"] - 20 * kernel) / (20 * kernel), 0.10, (b, kernel))
+
+    def profile_once(self):
+        out = os.path.join(self.tmp, "once.kprof")
+        p = self.run_app("profile", out, "50")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return out
+
+    def test_capture_hands_the_region_to_nsight_compute(self):
+        ncu = shutil.which("ncu")
+        if not ncu:
+            self.skipTest("ncu not found")
+        rep = os.path.join(self.tmp, "cap")
+        p = subprocess.run([ncu, "--clock-control", "none", "--profile-from-start", "off",
+                            "--metrics", "gpu__time_duration.sum", "--csv", self.app, "capture"],
+                           capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, TMPDIR=self.tmp))
+        self.assertEqual(p.returncode, 0, p.stdout[-2000:] + p.stderr[-2000:])
+        self.assertIn("captured", p.stdout)
+        profiled = [line for line in p.stdout.splitlines() if "saxpy" in line and
+                    "gpu__time_duration" in line]
+        self.assertEqual(len(profiled), 2, p.stdout[-3000:])  # the region's two, not the first
+        del rep
+
+
+if __name__ == "__main__":
+    kptest.main()
