@@ -300,8 +300,9 @@ static void CUPTIAPI kp_buffer_complete(CUcontext ctx, uint32_t stream, uint8_t 
     (void)size;
     if (!buffer) return;
     kp_cbuf *b = kp_cbuf_of(buffer);
-    if (getpid() != kp_ci.pid || !kp_writer_active()) {
-        /* A forked child: the string ids, the file and our locks are the parent's. */
+    if (getpid() != kp_ci.pid || (!kp_ci.in_process && !kp_writer_active())) {
+        /* A forked child: the string ids, the file and our locks are the parent's. (In-process,
+         * records go on to the sink even with no writer recording: kprof_benchmark's own.) */
         kp_buffer_discard(buffer, valid);
         free(b);
         return;
