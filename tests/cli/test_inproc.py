@@ -24,6 +24,7 @@ import kpvenv
 APP = os.environ.get("KPROF_INPROC_APP")
 EXAMPLE_C = os.environ.get("KPROF_EXAMPLE_C")
 EXAMPLE_CPP = os.environ.get("KPROF_EXAMPLE_CPP")
+EXAMPLE_OPENCL = os.environ.get("KPROF_EXAMPLE_OPENCL")
 CC = os.environ.get("KPROF_CC") or shutil.which("cc")
 CXX = os.environ.get("KPROF_CXX")
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -322,6 +323,28 @@ print(json.dumps([[s["name"], s["depth"], s["parent"]["name"] if s["parent"] els
         # may_throw throws every other call: the RAII scope ends it either way.
         self.assertRegex(p.stdout, r"(?m)^may_throw: %d calls " % (4 * n))
         self.assertRegex(p.stdout, r"(?m)^\s+%d\s.*range\s+may_throw$" % (4 * n))
+
+    def test_opencl_example(self):
+        # examples/opencl.c: scopes with work metrics around OpenCL kernels (PoCL here); its
+        # trace, and the same program under kprof trace, where the OpenCL collector adds the
+        # kernels beside the scopes.
+        if not EXAMPLE_OPENCL:
+            self.skipTest("examples/opencl.c not built (no libOpenCL)")
+        out = os.path.join(self.tmp, "cl.kprof")
+        p = self.app(out, program=EXAMPLE_OPENCL, expect=None)
+        if p.returncode == 77:
+            self.skipTest(p.stderr.strip())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        by_path = self.report_json(out, "--by", "path")
+        rows = {"/".join(r["path"]): r for r in by_path["rows"]}
+        self.assertEqual({k: r["calls"] for k, r in rows.items()}, {"step": 5, "step/vadd": 5})
+        self.assertEqual(rows["step/vadd"]["flops"], 5 * (1 << 20))
+        self.assertEqual(rows["step/vadd"]["bytes"], 5 * 12 * (1 << 20))
+        traced = os.path.join(self.tmp, "cl-traced.kprof")
+        self.kprof("trace", "-o", traced, "--", EXAMPLE_OPENCL, expect=0,
+                   env={"TMPDIR": self.scratch})
+        r = self.report_json(traced)
+        self.assertEqual({g["name"]: g["calls"] for g in r["device"]}.get("vadd"), 5, r["device"])
 
 
 if __name__ == "__main__":

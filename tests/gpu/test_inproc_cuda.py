@@ -156,6 +156,27 @@ class InprocCuda(kptest.KprofTestCase):
         self.assertEqual(len(profiled), 2, p.stdout[-3000:])  # the region's two, not the first
         del rep
 
+    def test_cuda_example(self):
+        # examples/cuda_hook.cu, built as its comment says.
+        exe = os.path.join(self.dir, "cuda_hook")
+        p = subprocess.run([nvcc(), "-O2", "-arch=" + os.environ.get("NVCC_ARCH", "sm_90"), "-I",
+                            INCLUDE, "-o", exe,
+                            os.path.join(kptest.SOURCE_DIR, "examples", "cuda_hook.cu"), "-L",
+                            BUILD, "-lkprof", "-Xlinker", "-rpath=" + BUILD],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        out = os.path.join(self.tmp, "example.kprof")
+        e = dict(os.environ, TMPDIR=self.tmp)
+        e.pop("KPROF", None)
+        p = subprocess.run([exe, out], capture_output=True, text=True, env=e, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stderr, "")
+        r = json.loads(self.kprof("report", out, "--json", expect=0).stdout)
+        row = next(g for g in r["device"] if g["name"].startswith("saxpy"))
+        self.assertEqual(row["calls"], 10)
+        self.assertEqual(row["flops"], 10 * 2.0 * (1 << 24))
+        self.assertGreater(row["gb_per_s"], 100)
+
 
 if __name__ == "__main__":
     kptest.main()
