@@ -89,15 +89,18 @@ KPROF_API const char *kprof_last_error(void);
 /* ==== the in-process profiler ==================================================================
  *
  * A SESSION records from kprof_start to kprof_stop, in one process: the scopes every thread opens
- * and closes, and with KPROF_COLLECT_CUDA the process's CUDA work (API calls, kernels, copies,
- * fills, syncs: CUPTI's activity records, as `kprof trace` takes them; the OpenCL collector is
- * not in-process yet). kprof_stop turns
+ * and closes; with KPROF_COLLECT_CUDA the process's CUDA work (API calls, kernels, copies,
+ * fills, syncs: CUPTI's activity records, as `kprof trace` takes them); with
+ * KPROF_COLLECT_OPENCL its OpenCL calls and device work (through libkprof-inject.so as an OpenCL
+ * layer, as `kprof trace` takes them: the ICD loader takes the layer in at the program's first
+ * OpenCL call, so start the first session before it, or use KPROF=1). kprof_stop turns
  * what was recorded into a RESULT: key averages by name or by call path, the call tree, the
  * chronological events, per-name distributions, and exports — a `.kprof` trace that `kprof
  * report` and `kprof export` read like any other, Chrome trace JSON, Perfetto, Hatchet, the call
  * tree as JSON or CSV. One session at a time per process.
  *
- * KPROF=1 in the environment starts a session when libkprof is loaded (options: the defaults)
+ * KPROF=1 in the environment starts a session when libkprof is loaded (options: the defaults;
+ * KPROF_COLLECT=scopes,cuda,opencl names its collectors)
  * and, when the program exits (returns from main or calls exit()), stops it and saves its trace
  * to $KPROF_OUTPUT — or, unset, to kprof-PID.kprof in the working folder — never over an existing
  * file: when the name is taken, the first free NAME-1.kprof, NAME-2.kprof, ... is used instead.
@@ -123,7 +126,7 @@ KPROF_API const char *kprof_last_error(void);
 #define KPROF_COLLECTOR_LIST(X)                                                                    \
     X(SCOPES, 0, "scopes", "the scopes of this header (KPROF_SCOPE, kprof_scope_begin)")           \
     X(CUDA, 1, "cuda", "CUDA API calls, kernels, copies, fills and syncs, in-process (CUPTI)")    \
-    X(OPENCL, 2, "opencl", "OpenCL calls and device work, in-process (not yet built)")
+    X(OPENCL, 2, "opencl", "OpenCL calls, kernels, copies and fills, in-process (a layer)")
 
 enum {
 #define KPROF_COLLECT_ENUM_(NAME, bit, name, what) KPROF_COLLECT_##NAME = 1u << (bit),
@@ -156,7 +159,8 @@ typedef struct kprof_result kprof_result;
  * Returns OK; INVALID when a session is already running (the message says whether KPROF=1
  * started it) or the options are malformed (size 0 or larger than this header's, an unknown
  * collector bit); UNAVAILABLE when a collector asked for cannot run here, the message saying why:
- * the OpenCL collector is not in-process yet; CUDA needs the CUDA driver and CUPTI, and stands
+ * OpenCL needs libkprof-inject.so beside libkprof (or KPROF_INJECT_LIBRARY) and stands aside
+ * under `kprof trace` (whose collector records OpenCL); CUDA needs the CUDA driver and CUPTI, and stands
  * aside when another CUDA injection (`kprof trace`, Nsight Systems, Nsight Compute:
  * CUDA_INJECTION64_PATH) or another CUPTI client holds CUPTI — "kprof's own CUDA collection is
  * off", never silently; IO when the scratch folder cannot be made;

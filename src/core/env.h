@@ -35,5 +35,6 @@
 #define KP_ENV_AUTOSTART "KPROF"        /* "1": a session from load to exit, saved at exit */
 #define KP_ENV_OUTPUT    "KPROF_OUTPUT" /* where that session's trace goes */
 #define KP_ENV_CLOCK     "KPROF_CLOCK"  /* "monotonic": scopes read clock_gettime, not rdtsc */
+#define KP_ENV_COLLECT   "KPROF_COLLECT" /* KPROF=1's collectors: scopes,cuda,opencl */
 
 #endif

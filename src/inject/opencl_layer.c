@@ -620,6 +620,38 @@ static int kp_cl_start(void)
     return 1;
 }
 
+/* ---- libkprof's in-process sessions ----
+ *
+ * libkprof exports kprof_* alone, so it cannot be an OpenCL layer itself: a session that asks
+ * for OpenCL (src/inproc/opencl.c) puts this library into OPENCL_LAYERS with its folder in
+ * KPROF_TRACE_DIR before the program's first OpenCL call, and the layer records into that folder
+ * as under `kprof trace`. These two, found with dlsym, end that file at kprof_stop and start the
+ * next session's. */
+
+/* End the session's file: completed work written, pending work counted as dropped, the file
+ * closed. 1 when something was recording, else 0. */
+KP_CL_EXPORT int kprof_inject_opencl_stop(void)
+{
+    if (!kp_writer_active()) return 0;
+    kp_cl_ops_session_stop();
+    kp_writer_stop();
+    return 1;
+}
+
+/* Record into folder dir from now on (the layer must be in the loader's chain already). 0, or
+ * -1 when it is not, or the file cannot be made. */
+KP_CL_EXPORT int kprof_inject_opencl_start(const char *dir)
+{
+    if (!kp_cl_next.clGetEventInfo || !kp_cl_next.clGetEventProfilingInfo ||
+        !kp_cl_next.clRetainEvent || !kp_cl_next.clReleaseEvent || !kp_cl_next.clGetKernelInfo ||
+        !kp_cl_next.clGetCommandQueueInfo)
+        return -1;
+    if (kp_writer_start_in(dir, "opencl", 0) != 0) return -1;
+    kp_cl_ops_init();
+    kp_cl_ops_session_start();
+    return 0;
+}
+
 /* ---- LD_PRELOAD: for loaders without layers ---- */
 
 /* Where the loader's exported functions are: the next definitions after this library (the

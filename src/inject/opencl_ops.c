@@ -544,6 +544,35 @@ static void kp_cl_fork_child(void)
     pthread_mutex_unlock(&kp_ops.drain);
 }
 
+/* An in-process session ends (libkprof's kprof_stop): what completed is recorded, what is still
+ * pending counted as dropped, and nothing is tracked until the next session starts. */
+void kp_cl_ops_session_stop(void)
+{
+    pthread_mutex_lock(&kp_ops.drain);
+    kp_cl_scan(SIZE_MAX, SIZE_MAX);
+    pthread_mutex_lock(&kp_ops.lock);
+    uint64_t left = kp_ops.nops;
+    kp_ops.nops = 0;
+    atomic_store(&kp_ops.npending, 0);
+    atomic_store(&kp_ops.recording, 0);
+    pthread_mutex_unlock(&kp_ops.lock);
+    kp_writer_dropped(left);
+    pthread_mutex_unlock(&kp_ops.drain);
+}
+
+/* The next session starts (the writer already recording in its folder): string ids of the last
+ * file go stale, kernel names are looked up again. */
+void kp_cl_ops_session_start(void)
+{
+    pthread_mutex_lock(&kp_ops.lock);
+    for (size_t i = 0; i < kp_ops.kernels_cap; i++)
+        kp_ops.kernels[i].name = 0;
+    atomic_fetch_add(&kp_ops.generation, 1);
+    atomic_store(&kp_ops.exiting, 0);
+    atomic_store(&kp_ops.recording, 1);
+    pthread_mutex_unlock(&kp_ops.lock);
+}
+
 void kp_cl_ops_init(void)
 {
     static int once;

@@ -82,6 +82,12 @@ void kp_cl_ops_drain(void);
  * the rest as dropped; never waits on the runtime. */
 void kp_cl_ops_exit(void);
 
+/* libkprof's in-process sessions (opencl_layer.c's kprof_inject_opencl_*): end one (completed
+ * work recorded, pending work counted as dropped, tracking off) and start the next (string
+ * caches stale, tracking on; the writer already started in its folder). */
+void kp_cl_ops_session_stop(void);
+void kp_cl_ops_session_start(void);
+
 /* From the writer's crash handler (kp_writer_at_crash): count what is still pending as dropped;
  * async-signal-safe, calls nothing in the runtime. */
 void kp_cl_ops_crash(void);

@@ -11,11 +11,6 @@ static kprof_status kp_scopes_start(kp_session *s, kp_error *err)
 }
 
 
-static const char *kp_opencl_unavailable(void)
-{
-    return "the in-process OpenCL collector is not in this build of libkprof yet; record the "
-           "program's OpenCL work with `kprof trace -o FILE -- PROGRAM` meanwhile";
-}
 
 const kp_inproc_collector kp_inproc_collectors[] = {
     {.name = "scopes", .bit = KPROF_COLLECT_SCOPES, .start = kp_scopes_start},
@@ -24,7 +19,11 @@ const kp_inproc_collector kp_inproc_collectors[] = {
      .unavailable = kp_inproc_cuda_unavailable,
      .start = kp_inproc_cuda_start,
      .stop = kp_inproc_cuda_stop},
-    {.name = "opencl", .bit = KPROF_COLLECT_OPENCL, .unavailable = kp_opencl_unavailable},
+    {.name = "opencl",
+     .bit = KPROF_COLLECT_OPENCL,
+     .unavailable = kp_inproc_opencl_unavailable,
+     .start = kp_inproc_opencl_start,
+     .stop = kp_inproc_opencl_stop},
 };
 
 const size_t kp_inproc_collector_count =

@@ -35,6 +35,11 @@ const char *kp_inproc_cuda_unavailable(void);
 kprof_status kp_inproc_cuda_start(kp_session *s, kp_error *err);
 void kp_inproc_cuda_stop(kp_session *s);
 
+/* The OpenCL collector's (opencl.c): libkprof-inject.so as an OpenCL layer. */
+const char *kp_inproc_opencl_unavailable(void);
+kprof_status kp_inproc_opencl_start(kp_session *s, kp_error *err);
+void kp_inproc_opencl_stop(kp_session *s);
+
 extern const kp_inproc_collector kp_inproc_collectors[];
 extern const size_t kp_inproc_collector_count;
 

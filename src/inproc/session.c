@@ -545,7 +545,8 @@ static kprof_status kp_session_end(kp_session *s, kprof_result **result, kp_erro
                         .start_ns = (uint64_t)s->start_ns,
                         .end_ns = (uint64_t)end_ns,
                         .exit_status = -1,
-                        .collectors = collectors};
+                        .collectors = collectors,
+                        .one_process = 1};
     kp_trace_summary summary;
     memset(&summary, 0, sizeof summary);
     kprof_status st = kp_trace_db_write(trace, s->dir, &run, NULL, &summary, err);
@@ -667,8 +668,31 @@ __attribute__((constructor)) static void kp_autostart(void)
     const char *v = getenv(KP_ENV_AUTOSTART);
     if (!v || strcmp(v, "1") != 0) return;
     kp_error err = {0};
+    /* KPROF_COLLECT=scopes,cuda,opencl: what it records (default: the scopes). */
+    kprof_options o = KPROF_OPTIONS_INIT;
+    const char *collect = getenv(KP_ENV_COLLECT);
+    if (collect && *collect) {
+        char list[256];
+        kp_strlcpy(list, collect, sizeof list);
+        char *save = NULL;
+        for (char *w = strtok_r(list, ", ", &save); w; w = strtok_r(NULL, ", ", &save)) {
+            unsigned bit = 0;
+#define KP_COLLECT_NAME_(NAME, b, name, what)                                                      \
+    if (strcmp(w, name) == 0) bit = KPROF_COLLECT_##NAME;
+            KPROF_COLLECTOR_LIST(KP_COLLECT_NAME_)
+#undef KP_COLLECT_NAME_
+            if (!bit) {
+                fprintf(stderr,
+                        "kprof: error: KPROF_COLLECT=%s: unknown collector '%s' (scopes, cuda, "
+                        "opencl): no session started\n",
+                        collect, w);
+                return;
+            }
+            o.collectors |= bit;
+        }
+    }
     pthread_mutex_lock(&kp_session_lock);
-    kprof_status st = kp_session_start_locked(NULL, 1, &err);
+    kprof_status st = kp_session_start_locked(&o, 1, &err);
     pthread_mutex_unlock(&kp_session_lock);
     if (st != KPROF_OK) {
         fprintf(stderr, "kprof: error: KPROF=1: cannot start a session: %s\n", err.message);

@@ -169,6 +169,12 @@ struct kp_trace_merge {
     unsigned char *buf; /* reading */
     size_t buf_cap;
     kp_trace_summary sum;
+    int one_process; /* kp_trace_run.one_process: every part is of one process image */
+    struct {
+        int64_t process;
+        uint64_t events, dropped, end;
+        int truncated, unclean, parts;
+    } one; /* with one_process: its row and its parts' sums */
     kp_error error; /* the first failure, kept for kp_trace_merge_finish */
     kprof_status status;
 };
@@ -302,6 +308,7 @@ static int kp_part_define(kp_merge_part *p, uint32_t id, const char *text, size_
 static int64_t kp_part_process(kp_merge *m, kp_merge_part *p)
 {
     if (p->process) return p->process;
+    if (m->one_process && m->one.process) return p->process = m->one.process;
     const kp_rec *h = p->header.magic ? &p->header : NULL;
     sqlite3_stmt *q = m->ins_process;
     sqlite3_reset(q);
@@ -317,6 +324,7 @@ static int64_t kp_part_process(kp_merge *m, kp_merge_part *p)
         return 0;
     }
     p->process = sqlite3_last_insert_rowid(m->db);
+    if (m->one_process) m->one.process = p->process;
     return p->process;
 }
 
@@ -895,6 +903,26 @@ static void kp_part_close(kp_merge *m, kp_merge_part *p, const char *dir)
     (void)process;
 }
 
+/* Fill in a process row's counters. 0, or -1 (the merge failed). */
+static int kp_merge_update_process(kp_merge *m, int64_t process, uint64_t clean_end,
+                                   uint64_t events, uint64_t dropped, int truncated)
+{
+    sqlite3_stmt *q = m->upd_process;
+    sqlite3_reset(q);
+    if (clean_end) sqlite3_bind_int64(q, 1, (int64_t)clean_end);
+    else sqlite3_bind_null(q, 1);
+    sqlite3_bind_int(q, 2, clean_end != 0);
+    sqlite3_bind_int64(q, 3, (int64_t)events);
+    sqlite3_bind_int64(q, 4, (int64_t)dropped);
+    sqlite3_bind_int(q, 5, truncated);
+    sqlite3_bind_int64(q, 6, process);
+    if (sqlite3_step(q) != SQLITE_DONE) {
+        kp_db_fail(m, "processes");
+        return -1;
+    }
+    return 0;
+}
+
 /* A part read to its end (and every row in): its notes, the names defined late, its process
  * row's counters. */
 static void kp_part_finish(kp_merge *m, kp_merge_part *p)
@@ -941,26 +969,24 @@ static void kp_part_finish(kp_merge *m, kp_merge_part *p)
             kp_merge_metric_of_row(m, p, f->row, f->local, f->value);
     }
     p->nmetric_fixups = 0;
-    sqlite3_stmt *q = m->upd_process;
-    sqlite3_reset(q);
-    if (clean_end) sqlite3_bind_int64(q, 1, (int64_t)clean_end);
-    else sqlite3_bind_null(q, 1);
-    sqlite3_bind_int(q, 2, clean_end != 0);
-    sqlite3_bind_int64(q, 3, (int64_t)p->events);
-    sqlite3_bind_int64(q, 4, (int64_t)dropped);
-    sqlite3_bind_int(q, 5, p->truncated);
-    sqlite3_bind_int64(q, 6, process);
-    if (sqlite3_step(q) != SQLITE_DONE) {
-        kp_db_fail(m, "processes");
+    if (m->one_process) { /* one row for every part: their sums, once all are in */
+        m->one.events += p->events;
+        m->one.dropped += dropped;
+        m->one.truncated |= p->truncated;
+        m->one.unclean |= clean_end == 0;
+        if (clean_end > m->one.end) m->one.end = clean_end;
+        m->one.parts++;
+    } else if (kp_merge_update_process(m, process, clean_end, p->events, dropped, p->truncated) !=
+               0) {
         return;
     }
-    sum->processes++;
+    if (!m->one_process) sum->processes++;
     sum->dropped += dropped;
     sum->lost_writes += lost;
     sum->truncated_parts += p->truncated;
     sum->metrics_orphaned += p->metrics_orphaned;
     sum->metrics_invalid += p->metrics_invalid;
-    sum->unclean += clean_end == 0;
+    if (!m->one_process) sum->unclean += clean_end == 0;
 }
 
 /* A note of the whole trace (no process): in the notes table and the summary's notes. */
@@ -1165,6 +1191,7 @@ kprof_status kp_trace_merge_open(const char *path, const volatile sig_atomic_t *
 kprof_status kp_trace_merge_finish(kp_trace_merge *m, const char *dir, const kp_trace_run *run,
                                    kp_trace_summary *sum, kp_error *err)
 {
+    m->one_process = run->one_process;
     if (m->status == KPROF_OK && kp_merge_scan(m, dir) != 0)
         m->status = kp_error_set(&m->error, KPROF_IO, "cannot read %s: %s", dir, strerror(errno));
     for (size_t i = 0; i < m->nparts && m->status == KPROF_OK; i++) {
@@ -1175,6 +1202,12 @@ kprof_status kp_trace_merge_finish(kp_trace_merge *m, const char *dir, const kp_
     for (size_t i = 0; i < m->nparts && m->status == KPROF_OK; i++) {
         if (kp_merge_cancelled((void *)m->cancel)) break;
         kp_part_finish(m, &m->parts[i]);
+    }
+    if (m->status == KPROF_OK && m->one_process && m->one.process &&
+        kp_merge_update_process(m, m->one.process, m->one.unclean ? 0 : m->one.end,
+                                m->one.events, m->one.dropped, m->one.truncated) == 0) {
+        m->sum.processes = 1;
+        m->sum.unclean = m->one.unclean;
     }
     if (m->status == KPROF_OK && !kp_merge_cancelled((void *)m->cancel)) {
         kp_merge_loss_notes(m, dir);

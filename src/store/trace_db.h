@@ -27,6 +27,8 @@ typedef struct kp_trace_run {
     uint64_t end_ns;      /* ... and when it ended */
     int exit_status;      /* its exit code, or 128 + signal */
     const char *collectors; /* e.g. "cuda,opencl" */
+    int one_process;        /* every record file is of this one process image (libkprof's
+                               session: its own file and its OpenCL layer's): one process row */
 } kp_trace_run;
 
 typedef struct kp_trace_summary {

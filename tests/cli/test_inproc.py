@@ -324,6 +324,19 @@ print(json.dumps([[s["name"], s["depth"], s["parent"]["name"] if s["parent"] els
         self.assertRegex(p.stdout, r"(?m)^may_throw: %d calls " % (4 * n))
         self.assertRegex(p.stdout, r"(?m)^\s+%d\s.*range\s+may_throw$" % (4 * n))
 
+    def test_autostart_collectors(self):
+        p = self.app("auto", 3, env={"KPROF": "1", "KPROF_COLLECT": "scopes,bogus"})
+        self.assertEqual(p.stdout, "recording 0\n")
+        self.assertIn("KPROF_COLLECT=scopes,bogus: unknown collector 'bogus'", p.stderr)
+        # With OpenCL asked for and none used, the trace says the collector saw nothing.
+        p = self.app("auto", 3, env={"KPROF": "1", "KPROF_COLLECT": "scopes,opencl"})
+        self.assertEqual(p.stdout, "recording 1\n")
+        m = re.search(r"saved \d+ events to (\S+\.kprof)", p.stderr)
+        self.assertTrue(m, p.stderr)
+        r = self.report_json(os.path.join(self.tmp, m.group(1)))
+        self.assertTrue(any("the OpenCL collector recorded nothing" in n for n in r["notes"]),
+                        r.get("notes"))
+
     def test_opencl_example(self):
         # examples/opencl.c: scopes with work metrics around OpenCL kernels (PoCL here); its
         # trace, and the same program under kprof trace, where the OpenCL collector adds the
@@ -335,14 +348,24 @@ print(json.dumps([[s["name"], s["depth"], s["parent"]["name"] if s["parent"] els
         if p.returncode == 77:
             self.skipTest(p.stderr.strip())
         self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stderr, "")  # the OpenCL collector ran in-process
         by_path = self.report_json(out, "--by", "path")
         rows = {"/".join(r["path"]): r for r in by_path["rows"]}
-        self.assertEqual({k: r["calls"] for k, r in rows.items()}, {"step": 5, "step/vadd": 5})
+        self.assertEqual(rows["step"]["calls"], 5)
+        self.assertEqual(rows["step/vadd"]["calls"], 5)
         self.assertEqual(rows["step/vadd"]["flops"], 5 * (1 << 20))
         self.assertEqual(rows["step/vadd"]["bytes"], 5 * 12 * (1 << 20))
+        # The kernels, with their device times, under the scope whose call launched them.
+        self.assertEqual(rows["step/vadd/clEnqueueNDRangeKernel/vadd"]["calls"], 5, list(rows))
+        self.assertGreater(rows["step/vadd/clEnqueueNDRangeKernel/vadd"]["gpu_s"], 0)
+        r = self.report_json(out)
+        self.assertEqual(r["processes"] if isinstance(r.get("processes"), int) else 1, 1)
+        self.assertEqual({g["name"]: g["calls"] for g in r["device"]}.get("vadd"), 5)
+        # Under kprof trace its collector records OpenCL; the in-process one says it stands aside.
         traced = os.path.join(self.tmp, "cl-traced.kprof")
-        self.kprof("trace", "-o", traced, "--", EXAMPLE_OPENCL, expect=0,
-                   env={"TMPDIR": self.scratch})
+        t = self.kprof("trace", "-o", traced, "--", EXAMPLE_OPENCL, expect=0,
+                       env={"TMPDIR": self.scratch})
+        self.assertIn("kprof trace records this process's OpenCL work already", t.stderr)
         r = self.report_json(traced)
         self.assertEqual({g["name"]: g["calls"] for g in r["device"]}.get("vadd"), 5, r["device"])
 
