@@ -19,9 +19,11 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import unittest
 import time
 
 import kptest
+import kpvenv
 
 GEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gen_trace.py")
 SHIM = os.environ.get("KPROF_IO_SHIM")  # tests/programs/io_shim.c, as test_files.py uses it
@@ -33,15 +35,13 @@ NO_DECODER = "KPROF_PERFETTO_NO_DECODER"  # why the environment could not be mad
 
 
 def venv_python():
-    """The environment's Python, made if needed: (path, None), or (None, why not)."""
-    build = os.path.dirname(os.path.abspath(kptest.KPROF))
-    venv = os.path.join(build, "test-venv-perfetto")
-    python = os.path.join(venv, "bin", "python")
-    stamp = os.path.join(venv, "kprof-requirements.txt")
-    want = "\n".join(REQUIREMENTS) + "\n"
+    """The environment's Python, made if needed (kpvenv: one maker at a time, so that cli.perfetto
+    and cli.inproc, which both decode with it, never see a half-made one): (path, None), or
+    (None, why not)."""
     try:
-        if os.path.exists(python) and open(stamp).read() == want:
-            return python, None
+        return kpvenv.python_with("perfetto", REQUIREMENTS), None
+    except unittest.SkipTest as e:
+        return None, str(e)
     except OSError:
         pass
     shutil.rmtree(venv, ignore_errors=True)
