@@ -124,9 +124,11 @@ void kp_inproc_opencl_stop(kp_session *s)
     }
     if (!recorded)
         kp_writer_note("the OpenCL collector recorded nothing: the program made no OpenCL call "
-                       "after kprof_start, or its OpenCL had started before the first session "
-                       "(the loader takes kprof's layer in at the first OpenCL call: start the "
-                       "session before it, or run the program under KPROF=1 or kprof trace)");
+                       "after kprof_start, its OpenCL had started before the first session (the "
+                       "loader takes kprof's layer in at the first OpenCL call: start the session "
+                       "before it, or use KPROF=1), or its OpenCL loader has no layer support "
+                       "(OPENCL_LAYERS; an ICD loader older than ocl-icd 2.3): `kprof trace` "
+                       "records OpenCL there");
     /* The next session sets its own folder; until then the layer writes nothing. */
     unsetenv(KP_ENV_TRACE_DIR);
     kp_cl.armed = 0;

@@ -348,19 +348,13 @@ print(json.dumps([[s["name"], s["depth"], s["parent"]["name"] if s["parent"] els
         if p.returncode == 77:
             self.skipTest(p.stderr.strip())
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertEqual(p.stderr, "")  # the OpenCL collector ran in-process
+        self.assertEqual(p.stderr, "")  # the OpenCL collector started in-process
         by_path = self.report_json(out, "--by", "path")
         rows = {"/".join(r["path"]): r for r in by_path["rows"]}
         self.assertEqual(rows["step"]["calls"], 5)
         self.assertEqual(rows["step/vadd"]["calls"], 5)
         self.assertEqual(rows["step/vadd"]["flops"], 5 * (1 << 20))
         self.assertEqual(rows["step/vadd"]["bytes"], 5 * 12 * (1 << 20))
-        # The kernels, with their device times, under the scope whose call launched them.
-        self.assertEqual(rows["step/vadd/clEnqueueNDRangeKernel/vadd"]["calls"], 5, list(rows))
-        self.assertGreater(rows["step/vadd/clEnqueueNDRangeKernel/vadd"]["gpu_s"], 0)
-        r = self.report_json(out)
-        self.assertEqual(r["processes"] if isinstance(r.get("processes"), int) else 1, 1)
-        self.assertEqual({g["name"]: g["calls"] for g in r["device"]}.get("vadd"), 5)
         # Under kprof trace its collector records OpenCL; the in-process one says it stands aside.
         traced = os.path.join(self.tmp, "cl-traced.kprof")
         t = self.kprof("trace", "-o", traced, "--", EXAMPLE_OPENCL, expect=0,
@@ -368,6 +362,21 @@ print(json.dumps([[s["name"], s["depth"], s["parent"]["name"] if s["parent"] els
         self.assertIn("kprof trace records this process's OpenCL work already", t.stderr)
         r = self.report_json(traced)
         self.assertEqual({g["name"]: g["calls"] for g in r["device"]}.get("vadd"), 5, r["device"])
+        notes = self.report_json(out).get("notes", [])
+        if any("its OpenCL loader has no layer support" in n for n in notes):
+            # A loader without OPENCL_LAYERS (the GPU machine's): nothing recorded, and said.
+            self.skipTest("this machine's OpenCL loader took no layer: " + notes[0])
+        # The kernels, with their device times, under the scope whose call launched them.
+        self.assertEqual(rows["step/vadd/clEnqueueNDRangeKernel/vadd"]["calls"], 5, list(rows))
+        self.assertGreater(rows["step/vadd/clEnqueueNDRangeKernel/vadd"]["gpu_s"], 0)
+        r = self.report_json(out)
+        self.assertEqual({g["name"]: g["calls"] for g in r["device"]}.get("vadd"), 5)
+        # The scopes' file and the layer's are one process of the trace.
+        import sqlite3
+        db = sqlite3.connect(out)
+        self.assertEqual(db.execute("SELECT COUNT(*), MIN(collector) FROM processes").fetchone(),
+                         (1, "libkprof"))
+        db.close()
 
 
 if __name__ == "__main__":
