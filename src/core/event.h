@@ -147,14 +147,16 @@ static inline const char *kp_event_kind_ids(unsigned flags, char *buf, size_t n)
 
 /*
  * API domains: X(id, NAME, name) — what made a call or a record (kp_rec.domain, events.domain,
- * the trace's domains table). NONE is a record no API names (CUDA's device operations).
+ * the trace's domains table). NONE is a record no API names (CUDA's device operations); SCOPE a
+ * range of libkprof's scopes (KPROF_SCOPE), as NVTX is one of NVTX's.
  */
 #define KP_DOMAIN_LIST(X)                                                                          \
     X(0, NONE, "")                                                                                 \
     X(1, CUDA_RUNTIME, "cuda_runtime")                                                             \
     X(2, CUDA_DRIVER, "cuda_driver")                                                               \
     X(3, OPENCL, "opencl")                                                                         \
-    X(4, NVTX, "nvtx")
+    X(4, NVTX, "nvtx")                                                                             \
+    X(5, SCOPE, "scope")
 
 typedef enum kp_domain {
 #define KP_DOMAIN_ENUM_(id, NAME, name) KP_DOMAIN_##NAME = id,

@@ -256,7 +256,7 @@ void kp_ring_drain_locked(kp_ring *r, kp_session *s)
         kp_rec *range = &recs[used];
         memset(range, 0, sizeof *range);
         range->kind = KP_REC_RANGE;
-        range->domain = KP_DOMAIN_NONE;
+        range->domain = KP_DOMAIN_SCOPE;
         range->tid = r->tid;
         range->name = e.kind == KP_ENTRY_SITE ? kp_site_name(s, (kprof_scope_site *)e.what)
                                               : kp_ring_name(r, (const char *)e.what);

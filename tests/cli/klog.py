@@ -13,7 +13,7 @@ SUBMITTED_OFFSET = struct.calcsize("<IHHIIQQQ")  # the header's `submitted` fiel
 HEADER, STRING, API, KERNEL, MEMCPY, MEMSET, SYNC, RANGE, MARK, OVERHEAD, DROPPED, NOTE, END, \
     METRIC = range(1, 15)
 # API domains and copy directions (src/core/event.h's KP_DOMAIN_LIST and KP_COPY_KIND_LIST).
-DOMAIN_NONE, CUDA_RUNTIME, CUDA_DRIVER, OPENCL, NVTX = range(0, 5)
+DOMAIN_NONE, CUDA_RUNTIME, CUDA_DRIVER, OPENCL, NVTX, SCOPE = range(0, 6)
 COPY_UNKNOWN, HTOD, DTOH, DTOD, HTOH, PEER = range(0, 6)
 
 

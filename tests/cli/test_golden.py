@@ -293,7 +293,7 @@ class Golden(kptest.KprofTestCase):
         domains = dict(db.execute("SELECT name, id FROM domains"))
         self.assertEqual(domains, {"": klog.DOMAIN_NONE, "cuda_runtime": klog.CUDA_RUNTIME,
                                    "cuda_driver": klog.CUDA_DRIVER, "opencl": klog.OPENCL,
-                                   "nvtx": klog.NVTX})
+                                   "nvtx": klog.NVTX, "scope": klog.SCOPE})
         rows = dict(db.execute("SELECT k.name, COUNT(*) FROM events e JOIN kinds k ON "
                                "k.id = e.kind GROUP BY k.name"))
         self.assertEqual(rows, {"api": 32, "kernel": 13, "memcpy": 5, "memset": 2, "sync": 1,

@@ -93,8 +93,11 @@ class InProcess(kptest.KprofTestCase):
         self.check_result(result)
         self.assertEqual(leftovers(self.scratch), [], "the session's scratch folder is removed")
         trace = out + ".kprof"
-        # kprof report: the tables, the tree, the key averages, the same numbers.
-        self.kprof("report", trace, expect=0)
+        # kprof report: the tables (the scopes under their own title), the tree, the key
+        # averages, the same numbers.
+        text = self.kprof("report", trace, expect=0).stdout
+        self.assertIn("\nScopes:\n", text)
+        self.assertNotIn("NVTX ranges", text)
         tree = self.report_json(trace, "--tree")
         paths = {"/".join(n["path"]): n for n in tree["nodes"]}
         self.assertEqual({p: n["calls"] for p, n in paths.items()},

@@ -85,7 +85,8 @@ static void test_what_the_list_gives(void)
     CHECK_INT(seen, 8);
     CHECK_STR(kp_domain_name(KP_DOMAIN_CUDA_DRIVER), "cuda_driver");
     CHECK_STR(kp_domain_name(KP_DOMAIN_NONE), "");
-    CHECK(kp_domain_name(5) == NULL);
+    CHECK_STR(kp_domain_name(KP_DOMAIN_SCOPE), "scope");
+    CHECK(kp_domain_name(6) == NULL);
     CHECK_STR(kp_copy_kind_name(KP_COPY_PEER), "peer");
     CHECK(kp_copy_kind_name(6) == NULL);
 }

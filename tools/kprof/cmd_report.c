@@ -103,6 +103,7 @@ typedef struct kp_report {
     char command[2048];
     int processes;
     kp_str notes; /* the trace's notes, distinct, one per line */
+    int has_nvtx, has_scopes; /* ranges of each domain seen (the table's title) */
 } kp_report;
 
 /* Per-name accumulators of one table, indexed by string id. */
@@ -400,6 +401,8 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
             fail = kp_timeline_add_wait(r->timeline, s, e->end_ns);
             break;
         case KP_EVENT_RANGE: {
+            if (e->domain == KP_DOMAIN_SCOPE) r->has_scopes = 1;
+            else r->has_nvtx = 1;
             kp_acc_add(&nvtx[id], d);
             if (r->metrics && kp_acc_metrics(&nvtx[id], &ev, d)) r->nvtx.metrics = 1;
             /* A thread is (process row, tid): ranges nest per thread. */
@@ -854,7 +857,10 @@ static void kp_print_report(const kp_report *r)
     else printf("  (no kernels, copies or fills recorded)\n");
     kp_print_latency(r);
     if (r->nvtx.n) {
-        printf("\nNVTX ranges:\n");
+        /* libkprof's scopes are ranges too (their domain says which). */
+        printf("\n%s:\n", !r->has_scopes ? "NVTX ranges"
+                           : r->has_nvtx  ? "NVTX ranges and scopes"
+                                          : "Scopes");
         kp_print_table(r, &r->nvtx);
     }
 }
