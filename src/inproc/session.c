@@ -81,6 +81,32 @@ kprof_status kp_inproc_fail_err(const char *function, kp_error *err)
 
 /* ---- small things ---------------------------------------------------------------------------- */
 
+/* The drain thread's work, one round at a time, under this gate; fork takes it first, so the
+ * child is never made while that thread is inside the allocator or the writer (an allocator
+ * without fork handlers of its own — ASan's, jemalloc's — would leave its lock held in the
+ * child, and the child's first allocation of that size would wait for ever). */
+static pthread_mutex_t kp_drain_gate = PTHREAD_MUTEX_INITIALIZER;
+
+static void kp_fork_prepare(void)
+{
+    pthread_mutex_lock(&kp_drain_gate);
+}
+
+static void kp_fork_parent(void)
+{
+    pthread_mutex_unlock(&kp_drain_gate);
+}
+
+static void kp_fork_child_gate(void)
+{
+    pthread_mutex_init(&kp_drain_gate, NULL);
+}
+
+static void kp_register_drain_gate(void)
+{
+    pthread_atfork(kp_fork_prepare, kp_fork_parent, kp_fork_child_gate);
+}
+
 static void kp_fork_child(void)
 {
     /* The child has only the thread that forked: no drain thread, no session to finish (its
@@ -326,6 +352,7 @@ static void *kp_drainer_main(void *arg)
         pthread_cond_timedwait(&kp_wake, &kp_wake_lock, &deadline);
         if (s->stopping) break;
         pthread_mutex_unlock(&kp_wake_lock);
+        pthread_mutex_lock(&kp_drain_gate);
         kp_session_anchor(s, 0);
         kp_drain_all(s, 0);
         int64_t now = (int64_t)kp_now_ns();
@@ -333,6 +360,7 @@ static void *kp_drainer_main(void *arg)
             kp_writer_flush_all();
             s->last_flush_ns = now;
         }
+        pthread_mutex_unlock(&kp_drain_gate);
         pthread_mutex_lock(&kp_wake_lock);
     }
     pthread_mutex_unlock(&kp_wake_lock);
@@ -449,6 +477,10 @@ static kprof_status kp_session_start_locked(const kprof_options *options, int au
         goto fail;
     }
     writing = 1;
+    /* Registered after the writer's own fork handlers, so that fork waits for the drain round
+     * (which takes the writer's locks) before the writer's handlers take those locks. */
+    static pthread_once_t gate_once = PTHREAD_ONCE_INIT;
+    pthread_once(&gate_once, kp_register_drain_gate);
     for (; started < kp_inproc_collector_count; started++) {
         const kp_inproc_collector *c = &kp_inproc_collectors[started];
         if ((o.collectors & c->bit) && c->start) {
