@@ -3,7 +3,8 @@
  * program's OpenCL calls and kernels with their device times (KPROF_COLLECT_OPENCL: started
  * before the program's first OpenCL call, as the loader takes kprof's layer in there). Each step
  * is a scope with the work it does (n flops, 12n bytes of a vector add); the kernel it launches
- * falls under it. Under `kprof trace`, which records OpenCL itself, the in-process collector
+ * falls under it, and a kernel hook gives the kernel the same work (its device GFLOP/s and GB/s;
+ * under `kprof trace` too). Under `kprof trace`, which records OpenCL itself, the in-process collector
  * stands aside (kprof_start says so) and the scopes alone record here.
  *
  *   example_opencl [OUT.kprof]   prints the key averages by path; saves the trace to OUT.
@@ -24,6 +25,18 @@ static const char *source =
 
 #define N (1 << 20)
 
+/* The kernel's work from its launch, for every vadd enqueued (a kernel hook: no change at the
+ * call sites): one add and 12 bytes an element. With no local size given, the runtime chose the
+ * work-groups: block is 0 and grid counts the work-items. */
+static int vadd_work(void *ctx, const kprof_launch *l, double *flops, double *bytes)
+{
+    (void)ctx;
+    double n = (double)l->grid[0] * (l->block[0] ? l->block[0] : 1);
+    *flops = n;
+    *bytes = 12 * n;
+    return KPROF_WORK_FLOPS | KPROF_WORK_BYTES;
+}
+
 int main(int argc, char **argv)
 {
     kprof_options o = KPROF_OPTIONS_INIT;
@@ -36,6 +49,7 @@ int main(int argc, char **argv)
             return 1;
         }
     }
+    kprof_kernel_hook("vadd", vadd_work, NULL);
     cl_platform_id platform;
     cl_device_id device;
     cl_uint count = 0;

@@ -587,12 +587,24 @@ typedef int (*kprof_work_fn)(void *ctx, const kprof_launch *launch, double *flop
  * metrics, which the results and `kprof report` turn into GFLOP/s and GB/s (device time).
  * `kernel` names it as CUDA does, or demangled, or demangled without its parameter list:
  * "vadd", "vadd(float*, float*, float*, int)" and "_Z4vaddPfS_S_i" all name the same kernel.
+ * OpenCL kernels (a session's OpenCL collector, or `kprof trace` of the program) get their work
+ * the same way, by their function name: grid is then work-groups per dimension and block the
+ * work-group size, or block 0 and grid the work-items when the runtime chose the group size;
+ * the hook runs on the enqueuing thread, at the enqueue (each hooked launch also queries its
+ * kernel's name once).
  * fn NULL removes the hook. ctx is passed to fn as it is (the caller keeps it alive while the
  * hook is set). fn is called on kprof's collector thread, not the launching one, some time after
  * the launch (when CUPTI delivers the kernel's record, before kprof_stop returns): it must be
  * thread-safe, quick, and must not call CUDA or kprof. Up to 256 kernels have hooks at once.
  * Thread-safe. Returns OK; INVALID (no name; too many hooks); NOMEM. */
 KPROF_API kprof_status kprof_kernel_hook(const char *kernel, kprof_work_fn fn, void *ctx);
+
+/* Not for programs: how libkprof-inject.so's OpenCL layer (in a session, or under `kprof trace`)
+ * finds the hooks. The count of kernels with a hook, and the work of one launch (0, or
+ * KPROF_WORK_* of what it set). */
+extern KPROF_API int kprof_kernel_hooks_;
+KPROF_API int kprof_kernel_work_(const char *name, const unsigned grid[3], const unsigned block[3],
+                                 double *flops, double *bytes);
 
 /* Hand a region to an external profiler (Enigma's capture): kprof_capture_begin calls
  * cuProfilerStart (Nsight Systems' `--capture-range=cudaProfilerApi`, Nsight Compute's

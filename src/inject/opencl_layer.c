@@ -379,7 +379,10 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueNDRangeKernel(
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_KERNEL, kernel);
-    if (tracked) kp_cl_geometry(&op, work_dim, global_size, local_size);
+    if (tracked) {
+        kp_cl_geometry(&op, work_dim, global_size, local_size);
+        kp_cl_op_work(&op, kernel);
+    }
     op.host_enqueue = kp_now_ns();
     cl_int rc = kp_cl_next.clEnqueueNDRangeKernel(queue, kernel, work_dim, global_offset,
                                                   global_size, local_size, num_events, wait_list,
@@ -397,7 +400,10 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueTask(cl_command_queue queue, cl_kerne
     cl_event own = NULL;
     const size_t one = 1;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_KERNEL, kernel);
-    if (tracked) kp_cl_geometry(&op, 1, &one, &one);
+    if (tracked) {
+        kp_cl_geometry(&op, 1, &one, &one);
+        kp_cl_op_work(&op, kernel);
+    }
     op.host_enqueue = kp_now_ns();
     cl_int rc = kp_cl_next.clEnqueueTask(queue, kernel, num_events, wait_list,
                                          tracked && !event ? &own : event);

@@ -31,6 +31,7 @@
 
 #include "collect/writer.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -278,6 +279,46 @@ static uint32_t kp_cl_kernel_fetch_name(cl_kernel kernel)
     return id;
 }
 
+/* ---- kernel hooks (libkprof's kprof_kernel_hook, found by name in the process) ---- */
+
+static struct {
+    pthread_once_t once;
+    const int *count; /* kprof_kernel_hooks_: how many hooks the program set */
+    int (*work)(const char *name, const unsigned grid[3], const unsigned block[3], double *flops,
+                double *bytes);
+} kp_cl_hooks = {.once = PTHREAD_ONCE_INIT};
+
+static void kp_cl_hooks_find(void)
+{
+    kp_cl_hooks.count = (const int *)dlsym(RTLD_DEFAULT, "kprof_kernel_hooks_");
+    *(void **)&kp_cl_hooks.work = dlsym(RTLD_DEFAULT, "kprof_kernel_work_");
+    if (!kp_cl_hooks.work) kp_cl_hooks.count = NULL;
+}
+
+void kp_cl_op_work(kp_cl_op *op, cl_kernel kernel)
+{
+    pthread_once(&kp_cl_hooks.once, kp_cl_hooks_find);
+    if (!kp_cl_hooks.count || __atomic_load_n(kp_cl_hooks.count, __ATOMIC_RELAXED) <= 0 || !kernel)
+        return;
+    char small[256], *text = small;
+    size_t len = 0;
+    if (kp_cl_next.clGetKernelInfo(kernel, CL_KERNEL_FUNCTION_NAME, 0, NULL, &len) != CL_SUCCESS ||
+        len == 0)
+        return;
+    if (len > sizeof small && !(text = malloc(len))) return;
+    if (kp_cl_next.clGetKernelInfo(kernel, CL_KERNEL_FUNCTION_NAME, len, text, NULL) ==
+        CL_SUCCESS) {
+        text[len - 1] = '\0';
+        unsigned grid[3], block[3];
+        for (int d = 0; d < 3; d++) {
+            grid[d] = (unsigned)op->grid[d];
+            block[d] = (unsigned)op->block[d];
+        }
+        op->work = (unsigned)kp_cl_hooks.work(text, grid, block, &op->flops, &op->work_bytes);
+    }
+    if (text != small) free(text);
+}
+
 /* ---- enqueue ---- */
 
 int kp_cl_op_begin(kp_cl_op *op, cl_command_queue queue, kp_cl_what what, cl_kernel kernel)
@@ -454,10 +495,24 @@ static size_t kp_cl_scan(size_t limit, size_t patience)
 
         for (size_t j = 0; j < used; j++) {
             if (fate[j] == KEEP) continue;
-            if (fate[j] == EMIT)
+            if (fate[j] == EMIT && batch[j].work) { /* the kernel, then its work (record.h) */
+                kp_rec r[3] = {recs[j]};
+                size_t nr = 1;
+                double v[2] = {batch[j].flops, batch[j].work_bytes};
+                static const char *const keys[2] = {"flops", "bytes"};
+                for (int k = 0; k < 2; k++) {
+                    if (!(batch[j].work & (1u << k))) continue;
+                    r[nr] = (kp_rec){.kind = KP_REC_METRIC, .name = kp_writer_string(keys[k]),
+                                     .aux = KP_REC_KERNEL};
+                    memcpy(&r[nr].bytes, &v[k], sizeof v[k]);
+                    nr++;
+                }
+                kp_writer_emit_n(r, nr);
+            } else if (fate[j] == EMIT) {
                 kp_writer_emit(&recs[j]);
-            else
+            } else {
                 dropped++;
+            }
             /* At exit the runtime may be on its way down: leave the references be. */
             if (!exiting) kp_cl_next.clReleaseEvent(batch[j].event);
         }

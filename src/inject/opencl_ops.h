@@ -32,7 +32,17 @@ typedef struct kp_cl_op {
     uint16_t copy;         /* KP_COPY_* for MEMCPY */
     int32_t grid[3];       /* kernels: work-groups per dimension (work-items when block is 0) */
     int32_t block[3];      /* kernels: work-group size; 0 when the runtime chooses it */
+    unsigned work;         /* kernels: KP_CL_WORK_* of the program's kernel hook (libkprof) */
+    double flops, work_bytes;
 } kp_cl_op;
+
+enum { KP_CL_WORK_FLOPS = 1, KP_CL_WORK_BYTES = 2 };
+
+/* A kernel launch's work, as the program's libkprof kernel hook gives it (kprof_kernel_hook:
+ * found in the process by name, so under `kprof trace` and in a libkprof session alike), into
+ * op->work, flops and work_bytes. Nothing when the program has no hook: one load. Call after
+ * the op's geometry is set. */
+void kp_cl_op_work(kp_cl_op *op, cl_kernel kernel);
 
 /* What an enqueue does, for kp_cl_op_begin. */
 typedef enum kp_cl_what {

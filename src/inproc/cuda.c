@@ -114,12 +114,12 @@ static int kp_hook_find_locked(const char *name)
     return hook;
 }
 
-#ifdef KPROF_HAVE_CUDA
-/* The collector's kernel hook (cuda_collector.h): the program's formula for this kernel. */
-static int kp_cuda_hook(void *ctx, const char *name, const uint32_t grid[3], const uint32_t block[3],
-                        double *flops, double *bytes)
+int kprof_kernel_hooks_;
+
+int kprof_kernel_work_(const char *name, const unsigned grid[3], const unsigned block[3],
+                       double *flops, double *bytes)
 {
-    (void)ctx;
+    if (!name || __atomic_load_n(&kprof_kernel_hooks_, __ATOMIC_RELAXED) <= 0) return 0;
     pthread_mutex_lock(&kp_hooks.lock);
     int i = kp_hook_find_locked(name);
     kprof_work_fn fn = i >= 0 ? kp_hooks.hooks[i].fn : NULL;
@@ -130,18 +130,28 @@ static int kp_cuda_hook(void *ctx, const char *name, const uint32_t grid[3], con
                            .grid = {grid[0], grid[1], grid[2]},
                            .block = {block[0], block[1], block[2]}};
     double f = 0, b = 0;
-    int got = fn(fn_ctx, &launch, &f, &b);
-    int out = 0;
-    /* A formula that gives a negative or non-finite number gives nothing. */
+    int got = fn(fn_ctx, &launch, &f, &b), out = 0;
     if ((got & KPROF_WORK_FLOPS) && isfinite(f) && f >= 0) {
         *flops = f;
-        out |= KP_CUDA_HOOK_FLOPS;
+        out |= KPROF_WORK_FLOPS;
     }
     if ((got & KPROF_WORK_BYTES) && isfinite(b) && b >= 0) {
         *bytes = b;
-        out |= KP_CUDA_HOOK_BYTES;
+        out |= KPROF_WORK_BYTES;
     }
     return out;
+}
+
+#ifdef KPROF_HAVE_CUDA
+/* The collector's kernel hook (cuda_collector.h): the program's formula for this kernel. */
+static int kp_cuda_hook(void *ctx, const char *name, const uint32_t grid[3], const uint32_t block[3],
+                        double *flops, double *bytes)
+{
+    (void)ctx;
+    unsigned g[3] = {grid[0], grid[1], grid[2]}, b[3] = {block[0], block[1], block[2]};
+    int got = kprof_kernel_work_(name, g, b, flops, bytes);
+    return ((got & KPROF_WORK_FLOPS) ? KP_CUDA_HOOK_FLOPS : 0) |
+           ((got & KPROF_WORK_BYTES) ? KP_CUDA_HOOK_BYTES : 0);
 }
 #endif
 
@@ -170,6 +180,7 @@ kprof_status kprof_kernel_hook(const char *kernel, kprof_work_fn fn, void *ctx)
         else kp_hooks.hooks[kp_hooks.nhooks++] = (kp_hook){copy, fn, ctx};
     }
     if (st == KPROF_OK) kp_seen_clear_locked(); /* names resolve again against the new list */
+    __atomic_store_n(&kprof_kernel_hooks_, kp_hooks.nhooks, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&kp_hooks.lock);
     if (st == KPROF_INVALID) {
         char msg[96];

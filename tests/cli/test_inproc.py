@@ -364,7 +364,11 @@ print(json.dumps([[s["name"], s["depth"], s["parent"]["name"] if s["parent"] els
                        env={"TMPDIR": self.scratch})
         self.assertIn("kprof trace records this process's OpenCL work already", t.stderr)
         r = self.report_json(traced)
-        self.assertEqual({g["name"]: g["calls"] for g in r["device"]}.get("vadd"), 5, r["device"])
+        dev = {g["name"]: g for g in r["device"]}
+        self.assertEqual(dev["vadd"]["calls"], 5, r["device"])
+        # The program's kernel hook reaches kprof trace's OpenCL collector too.
+        self.assertEqual((dev["vadd"]["flops"], dev["vadd"]["bytes"]),
+                         (5 * (1 << 20), 5 * 12 * (1 << 20)))
         notes = self.report_json(out).get("notes", [])
         if any("its OpenCL loader has no layer support" in n for n in notes):
             # A loader without OPENCL_LAYERS (the GPU machine's): nothing recorded, and said.
@@ -373,7 +377,11 @@ print(json.dumps([[s["name"], s["depth"], s["parent"]["name"] if s["parent"] els
         self.assertEqual(rows["step/vadd/clEnqueueNDRangeKernel/vadd"]["calls"], 5, list(rows))
         self.assertGreater(rows["step/vadd/clEnqueueNDRangeKernel/vadd"]["gpu_s"], 0)
         r = self.report_json(out)
-        self.assertEqual({g["name"]: g["calls"] for g in r["device"]}.get("vadd"), 5)
+        dev = {g["name"]: g for g in r["device"]}
+        self.assertEqual(dev["vadd"]["calls"], 5)
+        self.assertEqual((dev["vadd"]["flops"], dev["vadd"]["bytes"]),
+                         (5 * (1 << 20), 5 * 12 * (1 << 20)))
+        self.assertGreater(dev["vadd"]["gb_per_s"], 0)
         # The scopes' file and the layer's are one process of the trace.
         import sqlite3
         db = sqlite3.connect(out)

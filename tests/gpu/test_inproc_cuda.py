@@ -116,6 +116,8 @@ class InprocCuda(kptest.KprofTestCase):
         a = statistics.median(d for d, _, _ in self.kernels(inproc))
         b = statistics.median(d for d, _, _ in self.kernels(traced))
         self.assertEqual(len(self.kernels(traced)), STEPS)
+        # The program's kernel hook reaches kprof trace's CUDA collector too.
+        self.assertEqual({(f, b) for _, f, b in self.kernels(traced)}, {(2.0 * N, 12.0 * N)})
         self.assertLess(abs(a - b) / b, 0.02, "in-process median %d ns, kprof trace %d ns" % (a, b))
 
     def test_benchmark(self):
