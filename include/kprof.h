@@ -138,7 +138,7 @@ enum {
  * KPROF_OPTIONS_INIT), then what matters; fields past `size` take their defaults. */
 typedef struct kprof_options {
     unsigned size;           /* sizeof(kprof_options) */
-    unsigned collectors;     /* KPROF_COLLECT_* bits; 0: KPROF_COLLECT_SCOPES */
+    unsigned collectors;     /* KPROF_COLLECT_* bits; the scopes always record (SCOPES implied) */
     unsigned ring_entries;   /* scopes a thread holds before they must be collected (32 bytes
                                 each, per thread that opens scopes); 0: 32768. Rounded up to a
                                 power of two, at least 64. A thread whose buffer is full

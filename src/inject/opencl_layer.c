@@ -614,12 +614,19 @@ KP_CL_TIMED(clGetEventProfilingInfo,
 
 /* Start recording once kp_cl_next is filled: 1 when the wrappers record, 0 when they only pass
  * through (no KPROF_TRACE_DIR, or the next table lacks what the wrappers read events with). */
+/* The next table has what the wrappers read events with. */
+static int kp_cl_usable(void)
+{
+    return kp_cl_next.clGetEventInfo && kp_cl_next.clGetEventProfilingInfo &&
+           kp_cl_next.clRetainEvent && kp_cl_next.clReleaseEvent && kp_cl_next.clGetKernelInfo &&
+           kp_cl_next.clGetCommandQueueInfo;
+}
+
+static int kp_cl_wrapped; /* clInitLayer put the wrappers in the loader's chain */
+
 static int kp_cl_start(void)
 {
-    int usable = kp_cl_next.clGetEventInfo && kp_cl_next.clGetEventProfilingInfo &&
-                 kp_cl_next.clRetainEvent && kp_cl_next.clReleaseEvent &&
-                 kp_cl_next.clGetKernelInfo && kp_cl_next.clGetCommandQueueInfo;
-    if (!usable || kp_writer_start("opencl") != 0) return 0;
+    if (!kp_cl_usable() || kp_writer_start("opencl") != 0) return 0;
     kp_cl_ops_init();
     kp_writer_at_exit(kp_cl_ops_exit);
     kp_writer_at_crash(kp_cl_ops_crash);
@@ -648,10 +655,7 @@ KP_CL_EXPORT int kprof_inject_opencl_stop(void)
  * -1 when it is not, or the file cannot be made. */
 KP_CL_EXPORT int kprof_inject_opencl_start(const char *dir)
 {
-    if (!kp_cl_next.clGetEventInfo || !kp_cl_next.clGetEventProfilingInfo ||
-        !kp_cl_next.clRetainEvent || !kp_cl_next.clReleaseEvent || !kp_cl_next.clGetKernelInfo ||
-        !kp_cl_next.clGetCommandQueueInfo)
-        return -1;
+    if (!kp_cl_wrapped) return -1; /* not in the loader's chain as a layer */
     if (kp_writer_start_in(dir, "opencl", 0) != 0) return -1;
     kp_cl_ops_init();
     kp_cl_ops_session_start();
@@ -784,12 +788,17 @@ KP_CL_EXPORT CL_API_ENTRY cl_int CL_API_CALL clInitLayer(cl_uint num_entries,
         kp_cl_layer = kp_cl_next;
         /* No OpenCL calls here: the loader is still initialising, inside the program's first
          * OpenCL call. */
-        if (kp_cl_start()) {
+        /* The wrappers go in whenever they can work, recording or not (they record only while
+         * the writer runs): a libkprof session may start recording later
+         * (kprof_inject_opencl_start). */
+        kp_cl_start();
+        if (kp_cl_usable()) {
 #define KP_CL_INSTALL_(fn)                                                                         \
     if (offsetof(cl_icd_dispatch, fn) / sizeof(void *) < available && kp_cl_next.fn)               \
         kp_cl_layer.fn = kp_wrap_##fn;
             KP_CL_WRAPPED(KP_CL_INSTALL_)
 #undef KP_CL_INSTALL_
+            kp_cl_wrapped = 1;
         }
         atomic_store_explicit(&kp_cl_ready, 1, memory_order_release);
     }

@@ -120,17 +120,20 @@ int kprof_kernel_work_(const char *name, const unsigned grid[3], const unsigned 
                        double *flops, double *bytes)
 {
     if (!name || __atomic_load_n(&kprof_kernel_hooks_, __ATOMIC_RELAXED) <= 0) return 0;
+    /* The hook runs under the lock: once kprof_kernel_hook(k, NULL) returns, no call of the
+     * removed one is still running (the caller may free its ctx). */
     pthread_mutex_lock(&kp_hooks.lock);
     int i = kp_hook_find_locked(name);
-    kprof_work_fn fn = i >= 0 ? kp_hooks.hooks[i].fn : NULL;
-    void *fn_ctx = i >= 0 ? kp_hooks.hooks[i].ctx : NULL;
-    pthread_mutex_unlock(&kp_hooks.lock);
-    if (!fn) return 0;
+    if (i < 0) {
+        pthread_mutex_unlock(&kp_hooks.lock);
+        return 0;
+    }
     kprof_launch launch = {.kernel = name,
                            .grid = {grid[0], grid[1], grid[2]},
                            .block = {block[0], block[1], block[2]}};
     double f = 0, b = 0;
-    int got = fn(fn_ctx, &launch, &f, &b), out = 0;
+    int got = kp_hooks.hooks[i].fn(kp_hooks.hooks[i].ctx, &launch, &f, &b), out = 0;
+    pthread_mutex_unlock(&kp_hooks.lock);
     if ((got & KPROF_WORK_FLOPS) && isfinite(f) && f >= 0) {
         *flops = f;
         out |= KPROF_WORK_FLOPS;
@@ -212,8 +215,8 @@ kprof_status kp_inproc_cuda_start(kp_session *s, kp_error *err)
         return kp_error_set(err, KPROF_UNAVAILABLE,
                             "a CUDA injection collects this process's CUDA work already "
                             "(CUDA_INJECTION64_PATH=%s: kprof trace, Nsight Systems or Nsight "
-                            "Compute): kprof's own CUDA collection is off; the scopes still "
-                            "record",
+                            "Compute): kprof's own CUDA collection is off (start the session "
+                            "without KPROF_COLLECT_CUDA to record the scopes)",
                             injected);
     kp_cuda_collector_set_hook(kp_cuda_hook, NULL);
     if (kp_cuda_collector_start(why, sizeof why) != 0) {

@@ -77,8 +77,8 @@ kprof_status kp_inproc_opencl_start(kp_session *s, kp_error *err)
     if (trace_dir && *trace_dir && !(kp_cl.armed && strcmp(trace_dir, kp_cl.dir) == 0))
         return kp_error_set(err, KPROF_UNAVAILABLE,
                             "kprof trace records this process's OpenCL work already (%s=%s): "
-                            "kprof's in-process OpenCL collection is off; the scopes still "
-                            "record",
+                            "kprof's in-process OpenCL collection is off (start the session "
+                            "without KPROF_COLLECT_OPENCL to record the scopes)",
                             KP_ENV_TRACE_DIR, trace_dir);
     void *h = kp_cl_loaded();
     if (h) { /* the layer is in the loader's chain since an earlier session */

@@ -398,7 +398,7 @@ static kprof_status kp_options_read(const kprof_options *o, kprof_options *out, 
                             "options->collectors has bits no collector has (0x%x; the collectors "
                             "are KPROF_COLLECT_SCOPES, _CUDA and _OPENCL)",
                             out->collectors & ~known);
-    if (out->collectors == 0) out->collectors = KPROF_COLLECT_SCOPES;
+    out->collectors |= KPROF_COLLECT_SCOPES; /* the scopes always record */
     return KPROF_OK;
 }
 
@@ -725,6 +725,14 @@ __attribute__((constructor)) static void kp_autostart(void)
     }
     pthread_mutex_lock(&kp_session_lock);
     kprof_status st = kp_session_start_locked(&o, 1, &err);
+    if (st == KPROF_UNAVAILABLE && (o.collectors & ~KPROF_COLLECT_SCOPES)) {
+        /* A collector that cannot run here (CUDA beside another profiler): say why, and record
+         * what can be. */
+        fprintf(stderr, "kprof: KPROF=1: %s; recording the scopes alone\n", err.message);
+        kp_error_clear(&err);
+        o.collectors = KPROF_COLLECT_SCOPES;
+        st = kp_session_start_locked(&o, 1, &err);
+    }
     pthread_mutex_unlock(&kp_session_lock);
     if (st != KPROF_OK) {
         fprintf(stderr, "kprof: error: KPROF=1: cannot start a session: %s\n", err.message);

@@ -172,6 +172,7 @@ struct kp_trace_merge {
     int one_process; /* kp_trace_run.one_process: every part is of one process image */
     struct {
         int64_t process;
+        uint64_t pid;
         uint64_t events, dropped, end;
         int truncated, unclean, parts;
     } one; /* with one_process: its row and its parts' sums */
@@ -308,7 +309,10 @@ static int kp_part_define(kp_merge_part *p, uint32_t id, const char *text, size_
 static int64_t kp_part_process(kp_merge *m, kp_merge_part *p)
 {
     if (p->process) return p->process;
-    if (m->one_process && m->one.process) return p->process = m->one.process;
+    /* One process image: the parts of the first part's pid (a child the program forked or
+     * started writes parts of its own pid: processes of their own). */
+    if (m->one_process && m->one.process && p->header.magic && p->header.id == m->one.pid)
+        return p->process = m->one.process;
     const kp_rec *h = p->header.magic ? &p->header : NULL;
     sqlite3_stmt *q = m->ins_process;
     sqlite3_reset(q);
@@ -324,7 +328,10 @@ static int64_t kp_part_process(kp_merge *m, kp_merge_part *p)
         return 0;
     }
     p->process = sqlite3_last_insert_rowid(m->db);
-    if (m->one_process) m->one.process = p->process;
+    if (m->one_process && !m->one.process) {
+        m->one.process = p->process;
+        m->one.pid = h ? h->id : 0;
+    }
     return p->process;
 }
 
@@ -969,7 +976,8 @@ static void kp_part_finish(kp_merge *m, kp_merge_part *p)
             kp_merge_metric_of_row(m, p, f->row, f->local, f->value);
     }
     p->nmetric_fixups = 0;
-    if (m->one_process) { /* one row for every part: their sums, once all are in */
+    int shared = m->one_process && process == m->one.process;
+    if (shared) { /* one row for the image's parts: their sums, once all are in */
         m->one.events += p->events;
         m->one.dropped += dropped;
         m->one.truncated |= p->truncated;
@@ -980,13 +988,13 @@ static void kp_part_finish(kp_merge *m, kp_merge_part *p)
                0) {
         return;
     }
-    if (!m->one_process) sum->processes++;
+    if (!shared) sum->processes++;
     sum->dropped += dropped;
     sum->lost_writes += lost;
     sum->truncated_parts += p->truncated;
     sum->metrics_orphaned += p->metrics_orphaned;
     sum->metrics_invalid += p->metrics_invalid;
-    if (!m->one_process) sum->unclean += clean_end == 0;
+    if (!shared) sum->unclean += clean_end == 0;
 }
 
 /* A note of the whole trace (no process): in the notes table and the summary's notes. */
@@ -1206,8 +1214,8 @@ kprof_status kp_trace_merge_finish(kp_trace_merge *m, const char *dir, const kp_
     if (m->status == KPROF_OK && m->one_process && m->one.process &&
         kp_merge_update_process(m, m->one.process, m->one.unclean ? 0 : m->one.end,
                                 m->one.events, m->one.dropped, m->one.truncated) == 0) {
-        m->sum.processes = 1;
-        m->sum.unclean = m->one.unclean;
+        m->sum.processes++;
+        m->sum.unclean += m->one.unclean;
     }
     if (m->status == KPROF_OK && !kp_merge_cancelled((void *)m->cancel)) {
         kp_merge_loss_notes(m, dir);

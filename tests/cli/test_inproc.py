@@ -331,6 +331,12 @@ print(json.dumps([[s["name"], s["depth"], s["parent"]["name"] if s["parent"] els
         p = self.app("auto", 3, env={"KPROF": "1", "KPROF_COLLECT": "scopes,bogus"})
         self.assertEqual(p.stdout, "recording 0\n")
         self.assertIn("KPROF_COLLECT=scopes,bogus: unknown collector 'bogus'", p.stderr)
+        # A collector that cannot run here: KPROF=1 says why and records the scopes alone.
+        if not kptest.cuda_available()[0]:
+            p = self.app("auto", 3, env={"KPROF": "1", "KPROF_COLLECT": "scopes,cuda"})
+            self.assertEqual(p.stdout, "recording 1\n")
+            self.assertRegex(p.stderr, r"kprof: KPROF=1: .*CUDA.*; recording the scopes alone\n")
+            self.assertIn("saved 4 events", p.stderr)
         # With OpenCL asked for and none used, the trace says the collector saw nothing.
         p = self.app("auto", 3, env={"KPROF": "1", "KPROF_COLLECT": "scopes,opencl"})
         self.assertEqual(p.stdout, "recording 1\n")
