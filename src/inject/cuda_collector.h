@@ -56,4 +56,8 @@ void kp_cuda_collector_flush(int forced);
 void kp_cuda_collector_set_hook(kp_cuda_kernel_hook hook, void *ctx);
 void kp_cuda_collector_set_sink(kp_cuda_record_sink sink, void *ctx);
 
+/* 1: records go to the sink alone, not to the writer (kprof_benchmark's own collector beside a
+ * session that records no CUDA). Set before start. */
+void kp_cuda_collector_set_sink_only(int on);
+
 #endif

@@ -93,6 +93,7 @@ static struct {
     void *hook_ctx;
     kp_cuda_record_sink sink;
     void *sink_ctx;
+    int sink_only; /* records to the sink alone (kp_cuda_collector_set_sink_only) */
     int atfork_registered;
 } kp_ci = {
     .init_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP,
@@ -147,6 +148,7 @@ static void kp_emit_n(kp_rec *r, size_t n, const char *name)
             if (*times[i]) *times[i] = (uint64_t)((int64_t)*times[i] - kp_ci.clock_offset);
     }
     if (kp_ci.sink) kp_ci.sink(kp_ci.sink_ctx, r, name);
+    if (kp_ci.sink_only) return;
     if (n == 1)
         kp_writer_emit(r);
     else
@@ -793,6 +795,13 @@ void kp_cuda_collector_set_hook(kp_cuda_kernel_hook hook, void *ctx)
     pthread_mutex_lock(&kp_ci.lock);
     kp_ci.hook = hook;
     kp_ci.hook_ctx = ctx;
+    pthread_mutex_unlock(&kp_ci.lock);
+}
+
+void kp_cuda_collector_set_sink_only(int on)
+{
+    pthread_mutex_lock(&kp_ci.lock);
+    kp_ci.sink_only = on;
     pthread_mutex_unlock(&kp_ci.lock);
 }
 

@@ -607,10 +607,16 @@ void kp_cl_ops_session_stop(void)
     kp_cl_scan(SIZE_MAX, SIZE_MAX);
     pthread_mutex_lock(&kp_ops.lock);
     uint64_t left = kp_ops.nops;
+    kp_cl_op *ops = kp_ops.ops;
+    kp_ops.ops = NULL; /* the next op makes a new array */
+    kp_ops.ops_cap = 0;
     kp_ops.nops = 0;
     atomic_store(&kp_ops.npending, 0);
     atomic_store(&kp_ops.recording, 0);
     pthread_mutex_unlock(&kp_ops.lock);
+    /* The program runs on: give back the references kept on what never completed. */
+    for (uint64_t i = 0; i < left; i++) kp_cl_next.clReleaseEvent(ops[i].event);
+    free(ops);
     kp_writer_dropped(left);
     pthread_mutex_unlock(&kp_ops.drain);
 }

@@ -257,6 +257,7 @@ static struct {
     pthread_mutex_t lock;
     int open;
     int profiler_started;
+    unsigned long long range; /* the NVTX range's id: it may end on another thread */
 } kp_capture = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 kprof_status kprof_capture_begin(const char *name)
@@ -288,7 +289,7 @@ kprof_status kprof_capture_begin(const char *name)
             st = kp_cuda_result_status(rc) == KPROF_UNAVAILABLE ? KPROF_UNAVAILABLE : KPROF_INVALID;
         } else {
             kp_capture.profiler_started = 1;
-            nvtxRangePushA(name);
+            kp_capture.range = nvtxRangeStartA(name);
         }
     }
 #else
@@ -311,7 +312,7 @@ kprof_status kprof_capture_end(void)
     kp_capture.open = 0;
 #ifdef KPROF_HAVE_CUDA
     if (kp_capture.profiler_started) {
-        nvtxRangePop();
+        nvtxRangeEnd(kp_capture.range);
         kp_cu.cuProfilerStop();
         kp_capture.profiler_started = 0;
     }
@@ -413,7 +414,12 @@ kprof_status kprof_benchmark(void (*fn)(void *arg), void *arg, const kprof_bench
     }
     int own = 0;
     if (!kp_cuda_collector_running()) {
-        if (kp_cuda_collector_start(why, sizeof why) != 0) return kp_inproc_fail(F, KPROF_UNAVAILABLE, why);
+        /* Its records go to the benchmark alone, not into a session that did not ask for CUDA. */
+        kp_cuda_collector_set_sink_only(1);
+        if (kp_cuda_collector_start(why, sizeof why) != 0) {
+            kp_cuda_collector_set_sink_only(0);
+            return kp_inproc_fail(F, KPROF_UNAVAILABLE, why);
+        }
         own = 1;
     }
     kp_bench_run run = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -493,7 +499,10 @@ kprof_status kprof_benchmark(void (*fn)(void *arg), void *arg, const kprof_bench
     out->wall_p50_ns = kp_quantile(wall, n, 0.5);
 done:
     kp_cuda_collector_set_sink(NULL, NULL);
-    if (own) kp_cuda_collector_stop();
+    if (own) {
+        kp_cuda_collector_stop();
+        kp_cuda_collector_set_sink_only(0);
+    }
     free(span);
     free(busy);
     free(wall);
