@@ -95,6 +95,8 @@ static _Atomic uint64_t kp_cl_function_ids[KP_CL_FN_COUNT]; /* string ids, see k
 cl_icd_dispatch kp_cl_next;
 static cl_icd_dispatch kp_cl_layer; /* what the loader calls: kp_cl_next with wrappers in it */
 
+static int kp_cl_wrapped; /* clInitLayer put the wrappers in the loader's chain */
+
 /* Set once kp_cl_next is filled, by clInitLayer (layer mode) or kp_cl_preload_init. */
 static atomic_int kp_cl_ready;
 static pthread_once_t kp_cl_preload_once = PTHREAD_ONCE_INIT;
@@ -239,7 +241,9 @@ kp_wrap_clCreateCommandQueue(cl_context context, cl_device_id device,
     cl_int err = CL_SUCCESS;
     int recording = kp_cl_recording();
     int profiled = !!(properties & CL_QUEUE_PROFILING_ENABLE);
-    int force = recording && !profiled;
+    /* Profiling on while recording, and while a libkprof session may start recording later:
+     * a queue made without it could not be timed then. */
+    int force = (recording || kp_cl_wrapped) && !profiled;
     uint64_t t0 = kp_now_ns();
     cl_command_queue q = kp_cl_next.clCreateCommandQueue(
         context, device, properties | (force ? CL_QUEUE_PROFILING_ENABLE : 0), &err);
@@ -265,7 +269,8 @@ static cl_command_queue CL_API_CALL kp_wrap_clCreateCommandQueueWithProperties(
     while (properties && properties[2 * pairs] != 0)
         pairs++;
     int recording = kp_cl_recording();
-    if (recording) forced = 2 * pairs + 3 <= 64 ? stack : malloc((2 * pairs + 3) * sizeof *forced);
+    if (recording || kp_cl_wrapped)
+        forced = 2 * pairs + 3 <= 64 ? stack : malloc((2 * pairs + 3) * sizeof *forced);
     if (forced) {
         int found = 0;
         if (pairs) memcpy(forced, properties, 2 * pairs * sizeof *forced);
@@ -621,8 +626,6 @@ static int kp_cl_usable(void)
            kp_cl_next.clRetainEvent && kp_cl_next.clReleaseEvent && kp_cl_next.clGetKernelInfo &&
            kp_cl_next.clGetCommandQueueInfo;
 }
-
-static int kp_cl_wrapped; /* clInitLayer put the wrappers in the loader's chain */
 
 static int kp_cl_start(void)
 {

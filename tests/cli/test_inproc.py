@@ -346,6 +346,22 @@ print(json.dumps([[s["name"], s["depth"], s["parent"]["name"] if s["parent"] els
         self.assertTrue(any("the OpenCL collector recorded nothing" in n for n in r["notes"]),
                         r.get("notes"))
 
+    def test_opencl_layer_taken_in_outside_a_session(self):
+        # A session that saw no OpenCL, OpenCL used with no session (the loader takes the layer
+        # in then, with nowhere to record), then a session: its kernels are recorded.
+        late = os.environ.get("KPROF_INPROC_CL_LATE")
+        if not late:
+            self.skipTest("tests/programs/inproc_cl_late.c not built (no libOpenCL)")
+        out = os.path.join(self.tmp, "late.kprof")
+        p = self.app(out, program=late, expect=None)
+        if p.returncode == 77:
+            self.skipTest(p.stderr.strip())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        r = self.report_json(out)
+        if any("its OpenCL loader has no layer support" in n for n in r.get("notes", [])):
+            self.skipTest("this machine's OpenCL loader took no layer")
+        self.assertEqual({g["name"]: g["calls"] for g in r["device"]}.get("late"), 3, r["device"])
+
     def test_opencl_example(self):
         # examples/opencl.c: scopes with work metrics around OpenCL kernels (PoCL here); its
         # trace, and the same program under kprof trace, where the OpenCL collector adds the
