@@ -534,19 +534,6 @@ static void kp_fork_child(void)
     kp_w.nat_exit = kp_w.nat_crash = 0; /* the parent's collectors' hooks */
 }
 
-static void kp_command_line(char *out, size_t n)
-{
-    out[0] = '\0';
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
-    ssize_t len = read(fd, out, n - 1);
-    close(fd);
-    if (len <= 0) return;
-    out[len] = '\0';
-    for (ssize_t i = 0; i < len - 1; i++)
-        if (out[i] == '\0') out[i] = ' ';
-}
-
 int kp_writer_start(const char *collector)
 {
     if (kp_writer_active() && kp_w.pid == getpid()) return 0;

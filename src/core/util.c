@@ -514,3 +514,16 @@ const char *kp_path_extension(const char *path)
     if (!dot || (slash && dot < slash) || dot == path || (slash && dot == slash + 1)) return "";
     return dot + 1;
 }
+
+void kp_command_line(char *out, size_t n)
+{
+    out[0] = '\0';
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    ssize_t len = read(fd, out, n - 1);
+    close(fd);
+    if (len <= 0) return;
+    out[len] = '\0';
+    for (ssize_t i = 0; i < len - 1; i++)
+        if (out[i] == '\0') out[i] = ' ';
+}

@@ -55,6 +55,10 @@ kprof_status kp_file_write_atomic(const char *path, const void *data, size_t len
 kprof_status kp_mkdir_p(const char *path, kp_error *err);
 
 int kp_path_exists(const char *path);
+
+/* This process's command line (/proc/self/cmdline, spaces between its arguments) into out, cut
+ * to n bytes; "" when it cannot be read. */
+void kp_command_line(char *out, size_t n);
 int kp_path_is_dir(const char *path);
 
 /* FNV-1a 64-bit over bytes, chainable through `seed` (start with KP_HASH_SEED). */

@@ -29,8 +29,8 @@
 #include "core/util.h"
 #include "inject/cuda_collector.h"
 #include "inject/cuda_records.h"
+#include "inject/program_hooks.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -169,32 +169,15 @@ static kp_rec kp_metric(uint32_t key, double value, uint32_t kind)
 }
 
 /* Under `kprof trace`, a program that links libkprof and set kernel hooks (kprof_kernel_hook)
- * gets its kernels' work in the trace too: the hooks are found by name in the process, once,
- * and asked only while the program has any. */
-static struct {
-    int looked;
-    const int *count;
-    int (*work)(const char *, const unsigned[3], const unsigned[3], double *, double *);
-} kp_program_hooks;
-
+ * gets its kernels' work in the trace too (inject/program_hooks.h). */
 static int kp_program_hook(void *ctx, const char *name, const uint32_t grid[3],
                            const uint32_t block[3], double *flops, double *bytes)
 {
     (void)ctx;
-    if (__atomic_load_n(kp_program_hooks.count, __ATOMIC_RELAXED) <= 0) return 0;
     unsigned g[3] = {grid[0], grid[1], grid[2]}, b[3] = {block[0], block[1], block[2]};
-    int got = kp_program_hooks.work(name, g, b, flops, bytes); /* KPROF_WORK_*: 1 flops, 2 bytes */
-    return ((got & 1) ? KP_CUDA_HOOK_FLOPS : 0) | ((got & 2) ? KP_CUDA_HOOK_BYTES : 0);
-}
-
-/* Caller holds kp_ci.lock. */
-static void kp_find_program_hooks(void)
-{
-    if (kp_program_hooks.looked) return;
-    kp_program_hooks.looked = 1;
-    kp_program_hooks.count = (const int *)dlsym(RTLD_DEFAULT, "kprof_kernel_hooks_");
-    *(void **)&kp_program_hooks.work = dlsym(RTLD_DEFAULT, "kprof_kernel_work_");
-    if (kp_program_hooks.count && kp_program_hooks.work) kp_ci.hook = kp_program_hook;
+    int got = kp_program_hooks_work(name, g, b, flops, bytes);
+    return ((got & KP_PROGRAM_WORK_FLOPS) ? KP_CUDA_HOOK_FLOPS : 0) |
+           ((got & KP_PROGRAM_WORK_BYTES) ? KP_CUDA_HOOK_BYTES : 0);
 }
 
 /* One CUPTI record. Returns the number of records lost (no timing). Caller holds kp_ci.lock. */
@@ -209,8 +192,11 @@ static uint64_t kp_record(const CUpti_Activity *rec)
         kp_cuda_trace_context_learn(&kp_ci.contexts, k->contextId, k->deviceId);
         const char *name = k->name ? k->name : "[unnamed kernel]";
         r.name = kp_writer_string(name);
-        if (!kp_ci.hook && !kp_ci.in_process) kp_find_program_hooks();
-        if (!kp_ci.hook) {
+        /* The session's hook in-process; the program's own under `kprof trace`. */
+        kp_cuda_kernel_hook hook =
+            kp_ci.hook ? kp_ci.hook
+                       : !kp_ci.in_process && kp_program_hooks_any() ? kp_program_hook : NULL;
+        if (!hook) {
             kp_emit_n(&r, 1, name);
             return 0;
         }
@@ -220,7 +206,7 @@ static uint64_t kp_record(const CUpti_Activity *rec)
         double flops = 0, bytes = 0;
         uint32_t grid[3] = {k->gridX, k->gridY, k->gridZ};
         uint32_t block[3] = {k->blockX, k->blockY, k->blockZ};
-        int got = kp_ci.hook(kp_ci.hook_ctx, name, grid, block, &flops, &bytes);
+        int got = hook(kp_ci.hook_ctx, name, grid, block, &flops, &bytes);
         if (got & KP_CUDA_HOOK_FLOPS)
             recs[n++] = kp_metric(kp_literal_id("flops"), flops, KP_REC_KERNEL);
         if (got & KP_CUDA_HOOK_BYTES)

@@ -28,10 +28,10 @@
  * records at all.
  */
 #include "inject/opencl_ops.h"
+#include "inject/program_hooks.h"
 
 #include "collect/writer.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -260,62 +260,49 @@ void kp_cl_kernel_created(cl_kernel kernel)
     pthread_mutex_unlock(&kp_ops.lock);
 }
 
+/* CL_KERNEL_FUNCTION_NAME, in small (n bytes) or, when longer, on the heap (free it when it
+ * is not small); NULL when it cannot be read. */
+static char *kp_cl_kernel_text(cl_kernel kernel, char *small, size_t n)
+{
+    size_t len = 0;
+    if (kp_cl_next.clGetKernelInfo(kernel, CL_KERNEL_FUNCTION_NAME, 0, NULL, &len) != CL_SUCCESS ||
+        len == 0)
+        return NULL;
+    char *text = len > n ? malloc(len) : small;
+    if (!text) return NULL;
+    if (kp_cl_next.clGetKernelInfo(kernel, CL_KERNEL_FUNCTION_NAME, len, text, NULL) !=
+        CL_SUCCESS) {
+        if (text != small) free(text);
+        return NULL;
+    }
+    text[len - 1] = '\0';
+    return text;
+}
+
 /* CL_KERNEL_FUNCTION_NAME as a string id (0 when it cannot be read). */
 static uint32_t kp_cl_kernel_fetch_name(cl_kernel kernel)
 {
-    char small[256], *text = small;
-    size_t len = 0;
-    uint32_t id = 0;
-    if (kp_cl_next.clGetKernelInfo(kernel, CL_KERNEL_FUNCTION_NAME, 0, NULL, &len) != CL_SUCCESS ||
-        len == 0)
-        return 0;
-    if (len > sizeof small && !(text = malloc(len))) return 0;
-    if (kp_cl_next.clGetKernelInfo(kernel, CL_KERNEL_FUNCTION_NAME, len, text, NULL) ==
-        CL_SUCCESS) {
-        text[len - 1] = '\0';
-        id = kp_writer_string(text);
-    }
+    char small[256];
+    char *text = kp_cl_kernel_text(kernel, small, sizeof small);
+    uint32_t id = text ? kp_writer_string(text) : 0;
     if (text != small) free(text);
     return id;
 }
 
-/* ---- kernel hooks (libkprof's kprof_kernel_hook, found by name in the process) ---- */
-
-static struct {
-    pthread_once_t once;
-    const int *count; /* kprof_kernel_hooks_: how many hooks the program set */
-    int (*work)(const char *name, const unsigned grid[3], const unsigned block[3], double *flops,
-                double *bytes);
-} kp_cl_hooks = {.once = PTHREAD_ONCE_INIT};
-
-static void kp_cl_hooks_find(void)
-{
-    kp_cl_hooks.count = (const int *)dlsym(RTLD_DEFAULT, "kprof_kernel_hooks_");
-    *(void **)&kp_cl_hooks.work = dlsym(RTLD_DEFAULT, "kprof_kernel_work_");
-    if (!kp_cl_hooks.work) kp_cl_hooks.count = NULL;
-}
+/* ---- kernel hooks (the program's, inject/program_hooks.h) ---- */
 
 void kp_cl_op_work(kp_cl_op *op, cl_kernel kernel)
 {
-    pthread_once(&kp_cl_hooks.once, kp_cl_hooks_find);
-    if (!kp_cl_hooks.count || __atomic_load_n(kp_cl_hooks.count, __ATOMIC_RELAXED) <= 0 || !kernel)
-        return;
-    char small[256], *text = small;
-    size_t len = 0;
-    if (kp_cl_next.clGetKernelInfo(kernel, CL_KERNEL_FUNCTION_NAME, 0, NULL, &len) != CL_SUCCESS ||
-        len == 0)
-        return;
-    if (len > sizeof small && !(text = malloc(len))) return;
-    if (kp_cl_next.clGetKernelInfo(kernel, CL_KERNEL_FUNCTION_NAME, len, text, NULL) ==
-        CL_SUCCESS) {
-        text[len - 1] = '\0';
-        unsigned grid[3], block[3];
-        for (int d = 0; d < 3; d++) {
-            grid[d] = (unsigned)op->grid[d];
-            block[d] = (unsigned)op->block[d];
-        }
-        op->work = (unsigned)kp_cl_hooks.work(text, grid, block, &op->flops, &op->work_bytes);
+    if (!kernel || !kp_program_hooks_any()) return;
+    char small[256];
+    char *text = kp_cl_kernel_text(kernel, small, sizeof small);
+    if (!text) return;
+    unsigned grid[3], block[3];
+    for (int d = 0; d < 3; d++) {
+        grid[d] = (unsigned)op->grid[d];
+        block[d] = (unsigned)op->block[d];
     }
+    op->work = (unsigned)kp_program_hooks_work(text, grid, block, &op->flops, &op->work_bytes);
     if (text != small) free(text);
 }
 

@@ -109,6 +109,7 @@ typedef struct kp_session {
     /* The background drain. */
     pthread_t drainer;
     int drainer_started;
+    int drainer_ready; /* under wake_lock: the thread runs its own code (its start-up is over) */
     pthread_mutex_t wake_lock;
     pthread_cond_t wake;
     int stopping; /* under wake_lock */

@@ -107,6 +107,16 @@ static void kp_register_drain_gate(void)
     pthread_atfork(kp_fork_prepare, kp_fork_parent, kp_fork_child_gate);
 }
 
+/* kp_wake, on CLOCK_MONOTONIC (the drain thread's deadlines). */
+static void kp_wake_init(void)
+{
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&kp_wake, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
 static void kp_fork_child(void)
 {
     /* The child has only the thread that forked: no drain thread, no session to finish (its
@@ -116,6 +126,9 @@ static void kp_fork_child(void)
     kp_current = NULL; /* the parent's, abandoned (its memory is the parent's to free) */
     pthread_mutex_init(&kp_session_lock, NULL);
     pthread_mutex_init(&kp_wake_lock, NULL);
+    /* The condition too: the parent's drain thread may have been waiting on it, and a child
+     * using the copy would wait for that waiter for ever. */
+    kp_wake_init();
     kp_rings_after_fork();
 }
 
@@ -123,11 +136,7 @@ static void kp_at_exit(void);
 
 static void kp_init_once(void)
 {
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&kp_wake, &attr);
-    pthread_condattr_destroy(&attr);
+    kp_wake_init();
     pthread_atfork(NULL, NULL, kp_fork_child);
     atexit(kp_at_exit); /* a session still running at exit: KPROF=1's saved, others discarded */
 }
@@ -149,20 +158,6 @@ void kp_session_dropped(uint64_t n)
 void kp_inproc_keep_records(int keep)
 {
     kp_keep_records = keep;
-}
-
-/* The program's command line, spaces between its arguments. */
-static void kp_command_line(char *out, size_t n)
-{
-    out[0] = '\0';
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
-    ssize_t len = read(fd, out, n - 1);
-    close(fd);
-    if (len <= 0) return;
-    out[len] = '\0';
-    for (ssize_t i = 0; i < len - 1; i++)
-        if (out[i] == '\0') out[i] = ' ';
 }
 
 /* ---- the tick map ---------------------------------------------------------------------------- */
@@ -341,6 +336,8 @@ static void *kp_drainer_main(void *arg)
 {
     kp_session *s = arg;
     pthread_mutex_lock(&kp_wake_lock);
+    s->drainer_ready = 1;
+    pthread_cond_broadcast(&kp_wake); /* kp_session_start waits for it */
     while (!s->stopping) {
         struct timespec deadline;
         clock_gettime(CLOCK_MONOTONIC, &deadline);
@@ -500,6 +497,12 @@ static kprof_status kp_session_start_locked(const kprof_options *options, int au
     }
     s->drainer_started = 1;
     pthread_setname_np(s->drainer, "kprof-drain");
+    /* kprof_start returns once the thread is running its own code: a thread still starting up
+     * may be inside the allocator (a sanitizer's sets up its stack there), and a fork then would
+     * leave the child with that lock held (the drain gate covers the thread's rounds only). */
+    pthread_mutex_lock(&kp_wake_lock);
+    while (!s->drainer_ready) pthread_cond_wait(&kp_wake, &kp_wake_lock);
+    pthread_mutex_unlock(&kp_wake_lock);
     s->t0_ticks = kp_ticks();
     atomic_store(&kp_live_session, s);
     kp_current = s;

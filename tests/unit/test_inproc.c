@@ -586,6 +586,12 @@ static void test_fork(void)
         int bad = kprof_recording() != 0;
         inner();
         bad |= kprof_stop(NULL) != KPROF_INVALID;
+#if defined(__SANITIZE_ADDRESS__)
+        /* Not under ASan: its allocator is not fork-safe in a threaded process (a lock the
+         * parent's threads held stays held in the child), and a session's own thread in the
+         * child hung on it now and then on a loaded machine. The plain build runs the rest. */
+        _exit(bad ? 1 : 0);
+#endif
         bad |= kprof_start(&o) != KPROF_OK;
         outer();
         kprof_result *r = NULL;
