@@ -48,6 +48,13 @@ static double kp_nice_max(double v, double *step)
 
 char *kp_svg_sweep(const char *title, const kp_plot_point *pts, int n)
 {
+    kp_svg_labels labels = {"threads per threadgroup (tg)", "GPU time per dispatch (ms)", "median",
+                            "min"};
+    return kp_svg_plot(title, &labels, pts, n);
+}
+
+char *kp_svg_plot(const char *title, const kp_svg_labels *labels, const kp_plot_point *pts, int n)
+{
     kp_str s = {0};
     double pw = KP_W - KP_L - KP_R, ph = KP_H - KP_T - KP_B;
     double ymax = 0;
@@ -83,17 +90,19 @@ char *kp_svg_sweep(const char *title, const kp_plot_point *pts, int n)
                   "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
                   "stroke=\"#444444\"/>\n"
                   "<text transform=\"translate(18,%.1f) rotate(-90)\" text-anchor=\"middle\" "
-                  "fill=\"#1c5fa8\">GPU time per dispatch (ms)</text>\n",
+                  "fill=\"#1c5fa8\">",
                   KP_L, KP_T, pw, ph, KP_T + ph / 2);
+    kp_svg_escape(&s, labels->y);
+    kp_str_append(&s, "</text>\n");
     if (occ)
         kp_str_printf(&s,
                       "<text transform=\"translate(%.1f,%.1f) rotate(90)\" text-anchor=\"middle\" "
                       "fill=\"#d9480f\">theoretical occupancy</text>\n",
                       KP_W - 16, KP_T + ph / 2);
-    kp_str_printf(&s,
-                  "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">threads per threadgroup "
-                  "(tg)</text>\n",
-                  KP_L + pw / 2, KP_H - 18);
+    kp_str_printf(&s, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", KP_L + pw / 2,
+                  KP_H - 18);
+    kp_svg_escape(&s, labels->x);
+    kp_str_append(&s, "</text>\n");
     double dx = n > 1 ? pw / (n - 1) : 0;
     double x0 = n > 1 ? KP_L : KP_L + pw / 2;
 #define KP_X(i) (x0 + dx * (i))
@@ -140,11 +149,15 @@ char *kp_svg_sweep(const char *title, const kp_plot_point *pts, int n)
     double lx = KP_L + 8, ly = KP_T - 12;
     kp_str_printf(&s,
                   "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#1c5fa8\" "
-                  "stroke-width=\"3\"/><text x=\"%.1f\" y=\"%.1f\">median</text>\n"
-                  "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#8fb8e3\" "
-                  "stroke-width=\"1.5\"/><text x=\"%.1f\" y=\"%.1f\">min</text>\n",
-                  lx, ly, lx + 24, ly, lx + 30, ly + 4, lx + 90, ly, lx + 114, ly, lx + 120,
-                  ly + 4);
+                  "stroke-width=\"3\"/><text x=\"%.1f\" y=\"%.1f\">",
+                  lx, ly, lx + 24, ly, lx + 30, ly + 4);
+    kp_svg_escape(&s, labels->line);
+    kp_str_printf(&s,
+                  "</text>\n<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                  "stroke=\"#8fb8e3\" stroke-width=\"1.5\"/><text x=\"%.1f\" y=\"%.1f\">",
+                  lx + 90, ly, lx + 114, ly, lx + 120, ly + 4);
+    kp_svg_escape(&s, labels->thin);
+    kp_str_append(&s, "</text>\n");
     if (occ)
         kp_str_printf(&s,
                       "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#d9480f\" "

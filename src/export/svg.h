@@ -1,6 +1,7 @@
 /*
  * svg.h — the sweep plot: GPU time (median, and min) and theoretical occupancy against
- * threadgroup size, as a standalone SVG document a browser opens.
+ * threadgroup size, as a standalone SVG document a browser opens; and the same drawing of
+ * another quantity against another axis (kp_svg_plot).
  */
 #ifndef KP_EXPORT_SVG_H
 #define KP_EXPORT_SVG_H
@@ -13,7 +14,17 @@ typedef struct kp_plot_point {
     int best, tie;
 } kp_plot_point;
 
-/* The SVG text (heap, NUL-terminated), or NULL when out of memory. n >= 1. */
+/* The words of a plot: the axes' titles and the legend's names of the thick line (median_ms)
+ * and the thin one (min_ms). */
+typedef struct kp_svg_labels {
+    const char *x, *y, *line, *thin;
+} kp_svg_labels;
+
+/* A plot of pts against their labels (`kprof bench --plot`: time or throughput against an
+ * axis); occupancy < 0 draws no right axis. The SVG text (heap), or NULL when out of memory. */
+char *kp_svg_plot(const char *title, const kp_svg_labels *labels, const kp_plot_point *pts, int n);
+
+/* The sweep's plot; the SVG text (heap, NUL-terminated), or NULL when out of memory. n >= 1. */
 char *kp_svg_sweep(const char *title, const kp_plot_point *pts, int n);
 
 #endif

@@ -1,0 +1,381 @@
+/*
+ * bench.c — `kprof bench`'s measurement loop: warm-up, batches sized to the kernel, kernels in
+ * turn, clocks around every batch, the stopping rule checked as the samples grow, and the A/B
+ * comparison (see bench.h).
+ */
+#define _GNU_SOURCE
+#include "lab/bench.h"
+#include "core/util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KP_BENCH_CHECK_RESAMPLES 200
+#define KP_BENCH_FINAL_RESAMPLES 2000
+#define KP_BENCH_SEED 0x6b70726f66ULL /* "kprof" */
+#define KP_BENCH_MAX_BATCH 10000
+
+void kp_bench_config_default(kp_bench_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->max_noise = 0.005;
+    c->min_time_s = 0.5;
+    c->min_samples = 10;
+    c->timeout_s = 15;
+    c->warmup = 3;
+    c->throttle_fraction = 0.75;
+    c->threshold = 0.01;
+    c->max_samples = 1000000;
+    c->batch_s = 0.01;
+}
+
+const char *kp_bench_stop_name(kp_bench_stop s)
+{
+    switch (s) {
+    case KP_BENCH_STOP_NOISE: return "noise";
+    case KP_BENCH_STOP_SETTLED: return "settled";
+    case KP_BENCH_STOP_DECIDED: return "decided";
+    case KP_BENCH_STOP_TIMEOUT: return "timeout";
+    case KP_BENCH_STOP_SAMPLES: return "samples";
+    }
+    return "?";
+}
+
+void kp_bench_side_free(kp_bench_side *s)
+{
+    free(s->ms);
+    free(s->mhz);
+    s->ms = s->mhz = NULL;
+    s->n = s->cap = 0;
+}
+
+static kprof_status kp_bench_reserve(kp_bench_side *s, size_t more, int with_clock, kp_error *err)
+{
+    if (s->n + more <= s->cap && (!with_clock || s->mhz)) return KPROF_OK;
+    size_t cap = s->cap ? s->cap : 1024;
+    while (cap < s->n + more)
+        cap *= 2;
+    double *ms = realloc(s->ms, cap * sizeof *ms);
+    if (!ms) return kp_error_set(err, KPROF_NOMEM, "out of memory keeping %zu samples", cap);
+    s->ms = ms;
+    if (with_clock || s->mhz) {
+        double *mhz = realloc(s->mhz, cap * sizeof *mhz);
+        if (!mhz) return kp_error_set(err, KPROF_NOMEM, "out of memory keeping %zu samples", cap);
+        if (!s->mhz)
+            for (size_t i = 0; i < s->n; i++)
+                mhz[i] = 0;
+        s->mhz = mhz;
+    }
+    s->cap = cap;
+    return KPROF_OK;
+}
+
+kprof_status kp_bench_side_add(kp_bench_side *s, const double *ms, const double *mhz, size_t n,
+                               kp_error *err)
+{
+    kprof_status st = kp_bench_reserve(s, n, mhz != NULL, err);
+    if (st != KPROF_OK) return st;
+    memcpy(s->ms + s->n, ms, n * sizeof *ms);
+    if (s->mhz)
+        for (size_t i = 0; i < n; i++)
+            s->mhz[s->n + i] = mhz ? mhz[i] : 0;
+    s->n += n;
+    return KPROF_OK;
+}
+
+kprof_status kp_bench_summarise(kp_bench_side *s, kp_error *err)
+{
+    if (s->n == 0) return kp_error_set(err, KPROF_INVALID, "no samples to summarise");
+    double *scratch = malloc(s->n * sizeof *scratch);
+    if (!scratch) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    kp_stats_compute(s->ms, s->n, scratch, &s->stats);
+    memcpy(scratch, s->ms, s->n * sizeof *scratch);
+    kp_sort_doubles(scratch, s->n);
+    kp_median_ci_sorted(scratch, s->n, 0.95, &s->median);
+    s->noise = kp_estimate_noise(&s->median);
+    s->rsd = kp_rsd(s->ms, s->n);
+    s->clock_mhz = 0;
+    if (s->mhz) {
+        size_t k = 0;
+        for (size_t i = 0; i < s->n; i++)
+            if (s->mhz[i] > 0) scratch[k++] = s->mhz[i];
+        if (k) s->clock_mhz = kp_select(scratch, k, k / 2);
+    }
+    free(scratch);
+    return KPROF_OK;
+}
+
+/* Cycles (thousands) of each sample with a clock; NULL when some sample has none. */
+static double *kp_bench_cycles(const kp_bench_side *s)
+{
+    if (!s->mhz || s->n == 0) return NULL;
+    double *c = malloc(s->n * sizeof *c);
+    if (!c) return NULL;
+    for (size_t i = 0; i < s->n; i++) {
+        if (s->mhz[i] <= 0) {
+            free(c);
+            return NULL;
+        }
+        c[i] = s->ms[i] * s->mhz[i]; /* ms x MHz = thousands of cycles */
+    }
+    return c;
+}
+
+static kprof_status kp_bench_ratio(const kp_bench_side *a, const kp_bench_side *b, int paired,
+                                   int resamples, kp_estimate *out, kp_error *err)
+{
+    size_t na = a->n, nb = b->n;
+    if (paired) na = nb = a->n < b->n ? a->n : b->n;
+    double *scratch = malloc((na + nb) * sizeof *scratch);
+    if (!scratch) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    int rc = kp_ratio_ci_bootstrap(a->ms, na, b->ms, nb, paired, resamples, 0.95, KP_BENCH_SEED,
+                                   scratch, out);
+    free(scratch);
+    if (rc != 0)
+        return kp_error_set(err, KPROF_INVALID, "cannot compare: a kernel has no positive time");
+    return KPROF_OK;
+}
+
+kprof_status kp_bench_compare(const kp_bench_side *a, const kp_bench_side *b, int paired,
+                              const kp_bench_config *cfg, kp_bench_outcome *out, kp_error *err)
+{
+    out->compared = 1;
+    out->paired = paired;
+    kprof_status st = kp_bench_ratio(a, b, paired, KP_BENCH_FINAL_RESAMPLES, &out->ratio, err);
+    if (st != KPROF_OK) return st;
+    out->verdict = kp_verdict_of(&out->ratio, cfg->threshold);
+    out->final_verdict = out->verdict;
+    out->have_cycles = 0;
+    double *ca = kp_bench_cycles(a), *cb = kp_bench_cycles(b);
+    if (ca && cb) {
+        size_t na = a->n, nb = b->n;
+        if (paired) na = nb = a->n < b->n ? a->n : b->n;
+        double *scratch = malloc((na + nb) * sizeof *scratch);
+        if (scratch && kp_ratio_ci_bootstrap(ca, na, cb, nb, paired, KP_BENCH_FINAL_RESAMPLES,
+                                             0.95, KP_BENCH_SEED, scratch,
+                                             &out->cycles_ratio) == 0) {
+            out->have_cycles = 1;
+            out->cycles_verdict = kp_verdict_of(&out->cycles_ratio, cfg->threshold);
+            /* A difference in time that the cycles do not show is the clock's, not the
+             * kernel's. */
+            if ((out->verdict == KP_VERDICT_FASTER || out->verdict == KP_VERDICT_SLOWER) &&
+                out->cycles_verdict != out->verdict)
+                out->final_verdict = KP_VERDICT_UNSURE;
+        }
+        free(scratch);
+    }
+    free(ca);
+    free(cb);
+    return KPROF_OK;
+}
+
+static double kp_bench_sum(const double *v, int n)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += v[i];
+    return s;
+}
+
+/* The noise now: the largest of the sides'. */
+static kprof_status kp_bench_check(kp_bench_side *sides, int nsides, double *noise,
+                                   kp_error *err)
+{
+    *noise = 0;
+    for (int i = 0; i < nsides; i++) {
+        kprof_status st = kp_bench_summarise(&sides[i], err);
+        if (st != KPROF_OK) return st;
+        if (sides[i].noise > *noise) *noise = sides[i].noise;
+    }
+    return KPROF_OK;
+}
+
+kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_config *cfg,
+                              kp_bench_progress_fn progress, void *user, kp_bench_outcome *out,
+                              kp_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (nsides < 1 || nsides > 2)
+        return kp_error_set(err, KPROF_INVALID, "bench measures one kernel or two");
+    uint64_t t0 = kp_now_ns();
+    int cold = cfg->cold;
+    double *buf = NULL, *flush = NULL, *flush_all = NULL;
+    size_t nflush = 0, flush_cap = 0;
+    kprof_status st = KPROF_OK;
+    double wall_per_sample[2] = {0, 0};
+    kp_clock_reading clk;
+
+    /* Warm-up, which also tells how long a sample takes on the host's clock. */
+    int warm = cfg->warmup > 0 ? cfg->warmup : 1;
+    buf = malloc((size_t)KP_BENCH_MAX_BATCH * sizeof *buf);
+    flush = malloc((size_t)KP_BENCH_MAX_BATCH * sizeof *flush);
+    if (!buf || !flush) {
+        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        goto done;
+    }
+    for (int s = 0; s < nsides; s++) {
+        kp_bench_side *side = &sides[s];
+        side->clock_note[0] = '\0';
+        kp_lab_clock(side->lab, &clk);
+        if (clk.have) side->default_clock_mhz = clk.default_mhz;
+        else snprintf(side->clock_note, sizeof side->clock_note, "%s", clk.why_not);
+        uint64_t w0 = kp_now_ns();
+        st = kp_lab_sample(side->lab, &side->launch, warm, cold, buf, cold ? flush : NULL, err);
+        if (st != KPROF_OK) goto done;
+        wall_per_sample[s] = (double)(kp_now_ns() - w0) / 1e9 / warm;
+    }
+
+    size_t next_check = (size_t)cfg->min_samples;
+    kp_settle settle;
+    memset(&settle, 0, sizeof settle);
+    size_t settle_at = 0;
+    for (;;) {
+        /* One round: a batch of each kernel, the same size for both so that pairs form. */
+        double per = wall_per_sample[0] > wall_per_sample[1] ? wall_per_sample[0]
+                                                             : wall_per_sample[1];
+        int k = per > 0 ? (int)(cfg->batch_s / per) : KP_BENCH_MAX_BATCH;
+        if (k < 1) k = 1;
+        if (k > KP_BENCH_MAX_BATCH) k = KP_BENCH_MAX_BATCH;
+        if (sides[0].n + (size_t)k > cfg->max_samples)
+            k = (int)(cfg->max_samples > sides[0].n ? cfg->max_samples - sides[0].n : 1);
+        double round_mhz[2] = {0, 0};
+        int throttled = 0;
+        uint64_t reasons = 0;
+        size_t first[2] = {sides[0].n, nsides > 1 ? sides[1].n : 0};
+        for (int s = 0; s < nsides; s++) {
+            kp_bench_side *side = &sides[s];
+            double lo = 0, sum = 0;
+            int reads = 0;
+            kp_lab_clock(side->lab, &clk);
+            if (clk.have) {
+                lo = clk.sm_mhz, sum += clk.sm_mhz, reads++;
+                reasons |= clk.reasons;
+            }
+            uint64_t w0 = kp_now_ns();
+            st = kp_lab_sample(side->lab, &side->launch, k, cold, buf, cold ? flush : NULL, err);
+            if (st != KPROF_OK) goto done;
+            double wall = (double)(kp_now_ns() - w0) / 1e9 / k;
+            wall_per_sample[s] = 0.5 * wall_per_sample[s] + 0.5 * wall;
+            kp_lab_clock(side->lab, &clk);
+            if (clk.have) {
+                if (clk.sm_mhz < lo) lo = clk.sm_mhz;
+                sum += clk.sm_mhz, reads++;
+                reasons |= clk.reasons;
+                if (side->default_clock_mhz <= 0) side->default_clock_mhz = clk.default_mhz;
+            }
+            if (reads) {
+                round_mhz[s] = sum / reads;
+                if (side->min_clock_mhz <= 0 || lo < side->min_clock_mhz)
+                    side->min_clock_mhz = lo;
+                if (side->default_clock_mhz > 0 &&
+                    lo < cfg->throttle_fraction * side->default_clock_mhz)
+                    throttled = 1;
+            }
+            side->taken += (size_t)k;
+            side->gpu_s += kp_bench_sum(buf, k) / 1e3;
+            if (cold) {
+                if (nflush + (size_t)k > flush_cap) {
+                    size_t cap = flush_cap ? flush_cap * 2 : 4096;
+                    while (cap < nflush + (size_t)k)
+                        cap *= 2;
+                    double *p = realloc(flush_all, cap * sizeof *p);
+                    if (!p) {
+                        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+                        goto done;
+                    }
+                    flush_all = p, flush_cap = cap;
+                }
+                memcpy(flush_all + nflush, flush, (size_t)k * sizeof *flush);
+                nflush += (size_t)k;
+            }
+            /* Kept for now; a throttled round is taken back below. */
+            st = kp_bench_reserve(side, (size_t)k, reads > 0, err);
+            if (st != KPROF_OK) goto done;
+            memcpy(side->ms + side->n, buf, (size_t)k * sizeof *buf);
+            if (side->mhz)
+                for (int i = 0; i < k; i++)
+                    side->mhz[side->n + (size_t)i] = round_mhz[s];
+            side->n += (size_t)k;
+        }
+        if (throttled) {
+            for (int s = 0; s < nsides; s++) {
+                sides[s].throttled += sides[s].n - first[s];
+                sides[s].n = first[s];
+                sides[s].throttle_reasons |= reasons;
+            }
+        }
+
+        double elapsed = (double)(kp_now_ns() - t0) / 1e9;
+        size_t n = sides[0].n;
+        for (int s = 1; s < nsides; s++)
+            if (sides[s].n < n) n = sides[s].n;
+        double gpu = sides[0].gpu_s;
+        for (int s = 1; s < nsides; s++)
+            if (sides[s].gpu_s < gpu) gpu = sides[s].gpu_s;
+        int may_stop = n >= (size_t)cfg->min_samples && gpu >= cfg->min_time_s;
+        if (may_stop && n >= next_check) {
+            next_check = n + n / 10 + 1;
+            double noise;
+            st = kp_bench_check(sides, nsides, &noise, err);
+            if (st != KPROF_OK) goto done;
+            if (progress) progress(user, sides, nsides, noise, elapsed);
+            if (noise <= cfg->max_noise) {
+                out->stop = KP_BENCH_STOP_NOISE;
+                break;
+            }
+            if (nsides == 2) {
+                kp_estimate r;
+                st = kp_bench_ratio(&sides[0], &sides[1], 1, KP_BENCH_CHECK_RESAMPLES, &r, err);
+                if (st != KPROF_OK) goto done;
+                if (kp_verdict_of(&r, cfg->threshold) != KP_VERDICT_UNSURE) {
+                    out->stop = KP_BENCH_STOP_DECIDED;
+                    break;
+                }
+            }
+            /* The settling rule hears the noise each time the samples grew by a quarter. */
+            if (n >= settle_at) {
+                settle_at = n + n / 4 + 1;
+                kp_settle_add(&settle, noise);
+                if (kp_settle_done(&settle)) {
+                    out->stop = KP_BENCH_STOP_SETTLED;
+                    break;
+                }
+            }
+        }
+        if (elapsed >= cfg->timeout_s && n >= 1) {
+            out->stop = KP_BENCH_STOP_TIMEOUT;
+            break;
+        }
+        if (n >= cfg->max_samples) {
+            out->stop = KP_BENCH_STOP_SAMPLES;
+            break;
+        }
+    }
+    for (int s = 0; s < nsides; s++) {
+        if (sides[s].n == 0) {
+            st = kp_error_set(err, KPROF_BACKEND,
+                              "every sample was taken while the GPU was throttled (%zu of them); "
+                              "nothing to report",
+                              sides[s].throttled);
+            goto done;
+        }
+        st = kp_bench_summarise(&sides[s], err);
+        if (st != KPROF_OK) goto done;
+    }
+    if (cold && nflush) {
+        double med = kp_select(flush_all, nflush, nflush / 2) / 1.0;
+        for (int s = 0; s < nsides; s++)
+            sides[s].flush_ms = med;
+    }
+    if (nsides == 2) {
+        st = kp_bench_compare(&sides[0], &sides[1], 1, cfg, out, err);
+        if (st != KPROF_OK) goto done;
+    }
+done:
+    out->wall_s = (double)(kp_now_ns() - t0) / 1e9;
+    free(buf);
+    free(flush);
+    free(flush_all);
+    return st;
+}

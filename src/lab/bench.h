@@ -1,0 +1,128 @@
+/*
+ * bench.h — `kprof bench`'s measurement: one kernel (or two, interleaved) timed until its median
+ * is known well enough, with cold caches when asked, throttled samples discarded, and an A/B
+ * verdict with its confidence interval.
+ *
+ * The stopping rule (nvbench's as the floor):
+ *   - never before min_samples samples and min_time_s of GPU time (per kernel);
+ *   - then stop when the noise of the median — the half-width of its distribution-free 95%
+ *     interval relative to it (core/compare.h) — is at most max_noise for every kernel (NOISE);
+ *   - or when that noise has settled: it no longer shrinks as samples grow (SETTLED: a timer's
+ *     quantum or a noise floor; more samples would not help);
+ *   - or, comparing two kernels, when the verdict is decided (DECIDED: FASTER, SLOWER or SAME);
+ *   - or at timeout_s of wall time (TIMEOUT), or max_samples (SAMPLES).
+ * The rule is checked each time the samples have grown by a tenth, so its cost stays a small
+ * share of the run.
+ *
+ * Samples are taken in batches sized to about batch_s of device time (at least one), each kernel
+ * in turn: A's batch, B's batch, A's… The i-th samples of A and B are a pair, taken milliseconds
+ * apart, so drift (clocks, temperature, other work) cancels in the comparison.
+ *
+ * Throttling: where the device's SM clock can be read (CUDA through NVML: kp_lab_clock), it is
+ * read before and after every batch; a round whose lowest reading is below throttle_fraction of
+ * the default clock is discarded (every kernel's batch of it, so pairs stay pairs), counted and
+ * its reasons kept. The clock at each kept sample (the mean of the readings around its batch)
+ * makes cycles = ms x MHz, and a comparison is confirmed in cycles too.
+ *
+ * Nothing here prints; progress goes through the optional callback.
+ */
+#ifndef KP_LAB_BENCH_H
+#define KP_LAB_BENCH_H
+
+#include "core/compare.h"
+#include "core/stats.h"
+#include "lab/lab.h"
+
+typedef struct kp_bench_config {
+    double max_noise;         /* 0.005: the median known to +-0.5% */
+    double min_time_s;        /* 0.5: GPU time per kernel before any rule may stop */
+    int min_samples;          /* 10 */
+    double timeout_s;         /* 15: wall time of one measurement */
+    int warmup;               /* untimed dispatches of each kernel first (3) */
+    int cold;                 /* flush the device's cache before every sample */
+    double throttle_fraction; /* 0.75 */
+    double threshold;         /* a comparison's SAME band: +-threshold (0.01) */
+    size_t max_samples;       /* per kernel (1,000,000) */
+    double batch_s;           /* device time per batch (0.01) */
+} kp_bench_config;
+
+/* The defaults above. */
+void kp_bench_config_default(kp_bench_config *c);
+
+typedef enum kp_bench_stop {
+    KP_BENCH_STOP_NOISE,
+    KP_BENCH_STOP_SETTLED,
+    KP_BENCH_STOP_DECIDED,
+    KP_BENCH_STOP_TIMEOUT,
+    KP_BENCH_STOP_SAMPLES,
+} kp_bench_stop;
+
+/* "noise", "settled", "decided", "timeout", "samples". */
+const char *kp_bench_stop_name(kp_bench_stop s);
+
+/* One kernel's samples and what follows from them. */
+typedef struct kp_bench_side {
+    /* Set by the caller (lab NULL: samples given, e.g. read from an earlier bench.json). */
+    kp_lab *lab;
+    kp_launch launch;
+    /* Samples kept, in order (ms), and the SM clock at each (MHz; NULL when none was read):
+     * heap, kp_bench_side_free. */
+    double *ms, *mhz;
+    size_t n, cap;
+    size_t taken;     /* samples timed, kept or not */
+    size_t throttled; /* of them, discarded: taken while the clock was throttled */
+    double gpu_s;     /* device time of every sample taken */
+    double flush_ms;  /* cold: the median cost of one flush (not in the samples); 0 hot */
+    double min_clock_mhz;      /* lowest clock read (0: none read) */
+    double default_clock_mhz;  /* the device's default SM clock (0: not read) */
+    char clock_note[160];      /* why no clock was read, or "" */
+    uint64_t throttle_reasons; /* NVML's reason bits seen in discarded rounds */
+    /* Summary (kp_bench_summarise). */
+    kp_stats stats;
+    kp_estimate median; /* the median and its 95% interval, ms */
+    double noise;       /* its relative half-width */
+    double rsd;         /* relative standard deviation of the samples */
+    double clock_mhz;   /* median of mhz[] (0: none) */
+} kp_bench_side;
+
+void kp_bench_side_free(kp_bench_side *s);
+
+/* Append samples (the caller's, e.g. an earlier run's); mhz may be NULL. */
+kprof_status kp_bench_side_add(kp_bench_side *s, const double *ms, const double *mhz, size_t n,
+                               kp_error *err);
+
+/* Fill stats, median, noise, rsd and clock_mhz from the kept samples (n >= 1). */
+kprof_status kp_bench_summarise(kp_bench_side *s, kp_error *err);
+
+typedef struct kp_bench_outcome {
+    kp_bench_stop stop;
+    double wall_s;
+    /* Comparing (two sides): ratio = median(B) / median(A) with its 95% interval (bootstrap),
+     * the verdict in time, and where clocks were read for both, the same in cycles. */
+    int compared;
+    int paired;
+    kp_estimate ratio;
+    kp_verdict verdict;
+    int have_cycles;
+    kp_estimate cycles_ratio;
+    kp_verdict cycles_verdict;
+    kp_verdict final_verdict; /* verdict, or UNSURE when cycles do not confirm it */
+} kp_bench_outcome;
+
+/* Called after each check: the sides, the samples so far of the first, the noise now. */
+typedef void (*kp_bench_progress_fn)(void *user, const kp_bench_side *sides, int nsides,
+                                     double noise, double elapsed_s);
+
+/* Measure nsides (1 or 2) kernels as described above; with two, compare them (B = sides[1]
+ * against A = sides[0]). Each side's lab and launch are set and checked by the caller. On
+ * failure the samples so far stay in the sides. */
+kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_config *cfg,
+                              kp_bench_progress_fn progress, void *user, kp_bench_outcome *out,
+                              kp_error *err);
+
+/* Compare B with A from their samples (both summarised): paired when the samples were taken in
+ * pairs (kp_bench_measure), else each side resampled on its own (an earlier run's samples). */
+kprof_status kp_bench_compare(const kp_bench_side *a, const kp_bench_side *b, int paired,
+                              const kp_bench_config *cfg, kp_bench_outcome *out, kp_error *err);
+
+#endif

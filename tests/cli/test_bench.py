@@ -1,0 +1,318 @@
+"""kprof bench on PoCL: the stopping rule (and the rule named), every sample in the JSON and the
+numbers checked against them, hot and cold, axes substituted into --grid, --buffers and -D with
+--bytes/--flops formulas, the plot, bench.json in a kernel folder, A/B comparisons (the same
+kernel against itself never FASTER or SLOWER; a kernel with 10% more work always SLOWER),
+--compare with an earlier run, --fail-if-slower's exit 5, and bad input refused."""
+
+import json
+import os
+import statistics
+
+import kptest
+
+SPEC = "f32:N,f32:N,f32:N,u32=N"
+
+# Each work-item runs a dependent chain of PASSES x 4096 multiply-adds: compute-bound, so the
+# kernel's time is proportional to PASSES (the launch's own cost is small beside it).
+WORK = r"""
+__kernel void work(__global float *out, uint n)
+{
+    size_t i = get_global_id(0);
+    float x = (float)i * 1e-6f, a = 0.999f, b = 1e-4f;
+    for (int p = 0; p < PASSES * 4096; p++)
+        x = x * a + b;
+    if (i < n) out[i] = x;
+}
+"""
+
+# Two kernels in one file: work11 does 10% more than work10 (one more pass in eleven).
+WORK_AB = r"""
+__kernel void work10(__global float *out, uint n)
+{
+    size_t i = get_global_id(0);
+    float x = (float)i * 1e-6f, a = 0.999f, b = 1e-4f;
+    for (int p = 0; p < 10 * 1024; p++)
+        x = x * a + b;
+    if (i < n) out[i] = x;
+}
+
+__kernel void work11(__global float *out, uint n)
+{
+    size_t i = get_global_id(0);
+    float x = (float)i * 1e-6f, a = 0.999f, b = 1e-4f;
+    for (int p = 0; p < 11 * 1024; p++)
+        x = x * a + b;
+    if (i < n) out[i] = x;
+}
+"""
+
+QUICK = ["--min-time", "0.05", "--timeout", "5"]
+
+
+def median(v):
+    return sorted(v)[len(v) // 2]
+
+
+class BenchTest(kptest.KprofTestCase):
+    def demo(self):
+        return os.path.join(kptest.SOURCE_DIR, "kernels", "demo_add.cl")
+
+    def bench_json(self, *args, expect=0):
+        p = self.kprof("bench", *args, "--json", expect=expect)
+        return json.loads(p.stdout), p
+
+    def test_one_kernel_numbers_follow_from_its_samples(self):
+        doc, _ = self.bench_json(self.demo(), "--grid", "65536", "--tg", "64", "--buffers",
+                                 "f32:65536,f32:65536,f32:65536,u32=65536", "--min-time", "0.1",
+                                 "--max-noise", "2", "--timeout", "20")
+        self.assertEqual(doc["kind"], "bench")
+        self.assertEqual(doc["backend"], "opencl")
+        self.assertEqual(len(doc["points"]), 1)
+        pt = doc["points"][0]
+        self.assertEqual(pt["cache"], "hot")
+        self.assertEqual(pt["grid"], [65536])
+        self.assertIn(pt["stop"], ("noise", "settled", "timeout"))
+        k = pt["kernels"][0]
+        s = k["samples_ms"]
+        self.assertEqual(len(s), k["samples"])
+        self.assertGreaterEqual(len(s), 10)
+        self.assertEqual(k["median_ms"], median(s))
+        self.assertEqual(k["min_ms"], min(s))
+        self.assertLessEqual(k["ci_ms"][0], k["median_ms"])
+        self.assertGreaterEqual(k["ci_ms"][1], k["median_ms"])
+        self.assertAlmostEqual(k["noise"], (k["ci_ms"][1] - k["ci_ms"][0]) / 2 / k["median_ms"])
+        self.assertAlmostEqual(k["mean_ms"], statistics.mean(s), places=9)
+        self.assertGreaterEqual(k["taken"], k["samples"])
+        self.assertEqual(k["throttled"], 0)
+        # The floor: 0.1 s of device time before any rule but the timeout may stop.
+        if pt["stop"] != "timeout":
+            self.assertGreaterEqual(k["gpu_time_s"], 0.1)
+            self.assertGreaterEqual(sum(s) / 1e3, 0.1 * 0.999)
+        if pt["stop"] == "noise":
+            self.assertLessEqual(k["noise"], 0.02)
+        # No clock on an OpenCL device: said, not invented.
+        self.assertIsNone(k["clock_mhz"])
+        self.assertIn("OpenCL", k["clock_note"])
+        # bytes assumed: every buffer element once: 3 x 65536 x 4.
+        self.assertEqual(pt["bytes"], 3 * 65536 * 4)
+        self.assertTrue(pt["bytes_assumed"])
+        self.assertAlmostEqual(k["gbps"], pt["bytes"] / (k["median_ms"] * 1e-3) / 1e9)
+
+    def test_the_stop_rule_is_named_and_kept(self):
+        # A goal nobody can reach: the timeout (or, should the noise stop shrinking, settled).
+        doc, _ = self.bench_json(self.demo(), "--grid", "4096", "--tg", "64", "--buffers",
+                                 "f32:4096,f32:4096,f32:4096,u32=4096", "--max-noise", "0.001",
+                                 "--min-time", "0", "--timeout", "1")
+        pt = doc["points"][0]
+        self.assertIn(pt["stop"], ("timeout", "settled"))
+        if pt["stop"] == "timeout":
+            self.assertGreaterEqual(pt["wall_s"], 1.0)
+        # An easy goal: the noise rule, as soon as the floor allows.
+        doc, _ = self.bench_json(self.demo(), "--grid", "4096", "--tg", "64", "--buffers",
+                                 "f32:4096,f32:4096,f32:4096,u32=4096", "--max-noise", "100",
+                                 "--min-time", "0", "--min-samples", "25")
+        pt = doc["points"][0]
+        self.assertEqual(pt["stop"], "noise")
+        self.assertGreaterEqual(pt["kernels"][0]["samples"], 25)
+
+    def test_table_names_rule_and_numbers(self):
+        p = self.kprof("bench", self.demo(), "--grid", "4096", "--tg", "64", "--buffers",
+                       "f32:4096,f32:4096,f32:4096,u32=4096", "--max-noise", "50", *QUICK,
+                       expect=0)
+        self.assertIn("demo_add on", p.stdout)
+        self.assertIn("median ms", p.stdout)
+        self.assertIn("95% CI", p.stdout)
+        self.assertIn("stop: noise = the median's 95% interval is within --max-noise", p.stdout)
+        self.assertIn("clock: not read", p.stdout)
+
+    def test_hot_and_cold(self):
+        doc, _ = self.bench_json(self.demo(), "--grid", "262144", "--tg", "64", "--buffers",
+                                 "f32:262144,f32:262144,f32:262144,u32=262144", "--cache",
+                                 "both", "--max-noise", "5", *QUICK)
+        caches = [p["cache"] for p in doc["points"]]
+        self.assertEqual(caches, ["hot", "cold"])
+        hot, cold = doc["points"][0]["kernels"][0], doc["points"][1]["kernels"][0]
+        self.assertNotIn("flush_ms", hot)
+        self.assertGreater(cold["flush_ms"], 0)
+        self.assertGreaterEqual(cold["samples"], 10)
+
+    def test_axes_substitute_and_formulas(self):
+        doc, _ = self.bench_json(self.demo(), "--axis", "N=4K,16K", "--grid", "N", "--tg", "64",
+                                 "--buffers", SPEC, "--bytes", "12*N", "--flops", "N",
+                                 "--max-noise", "20", *QUICK)
+        pts = doc["points"]
+        self.assertEqual([p["point"] for p in pts], ["N=4K", "N=16K"])
+        self.assertEqual([p["axes"]["N"] for p in pts], [4096, 16384])
+        self.assertEqual([p["grid"] for p in pts], [[4096], [16384]])
+        for p in pts:
+            n = p["axes"]["N"]
+            k = p["kernels"][0]
+            self.assertEqual(p["bytes"], 12 * n)
+            self.assertFalse(p["bytes_assumed"])
+            self.assertAlmostEqual(k["gbps"], 12 * n / (k["median_ms"] * 1e-3) / 1e9)
+            self.assertAlmostEqual(k["gflops"], n / (k["median_ms"] * 1e-3) / 1e9)
+        self.assertEqual(doc["axes"], [{"name": "N", "values": ["4K", "16K"]}])
+
+    def test_axis_in_a_define_changes_the_kernel(self):
+        src = self.write("work.cl", WORK)
+        doc, _ = self.bench_json(src, "--axis", "P=1,8", "-DPASSES=P", "--grid", "1024", "--tg",
+                                 "64", "--buffers", "f32:1024,u32=1024", "--max-noise", "5",
+                                 *QUICK)
+        m1 = doc["points"][0]["kernels"][0]["median_ms"]
+        m8 = doc["points"][1]["kernels"][0]["median_ms"]
+        # Eight times the work: well over twice the time, on any machine.
+        self.assertGreater(m8, 2 * m1)
+        # -DP alone, with an axis P, defines it as the value.
+        src2 = self.write("work2.cl", WORK.replace("PASSES", "P"))
+        doc, _ = self.bench_json(src2, "--axis", "P=2", "-DP", "--grid", "1024", "--tg", "64",
+                                 "--buffers", "f32:1024,u32=1024", "--max-noise", "50", *QUICK)
+        self.assertEqual(doc["points"][0]["axes"]["P"], 2)
+
+    def test_text_axis_and_braces(self):
+        doc, _ = self.bench_json(self.demo(), "--axis", "N=8K", "--grid", "{N/2}x2", "--tg",
+                                 "64x1", "--buffers", "f32:N,f32:N,f32:N,u32={N}",
+                                 "--max-noise", "50", *QUICK)
+        self.assertEqual(doc["points"][0]["grid"], [4096, 2])
+
+    def test_plot(self):
+        out = os.path.join(self.tmp, "n.svg")
+        self.kprof("bench", self.demo(), "--axis", "N=4K,8K,16K", "--grid", "N", "--tg", "64",
+                   "--buffers", SPEC, "--max-noise", "50", *QUICK, "--plot", out, expect=0)
+        svg = open(out).read()
+        self.assertTrue(svg.startswith("<?xml"))
+        self.assertIn("GPU time per dispatch (ms)", svg)
+        for label in ("4K", "8K", "16K"):
+            self.assertIn(">%s</text>" % label, svg)
+        # An existing plot is not replaced without --force.
+        p = self.kprof("bench", self.demo(), "--axis", "N=4K,8K", "--grid", "N", "--tg", "64",
+                       "--buffers", SPEC, *QUICK, "--plot", out, expect=2)
+        self.assertIn("--force", p.stderr)
+        self.kprof("bench", self.demo(), "--axis", "N=4K,8K", "--grid", "N", "--tg", "64",
+                   "--buffers", SPEC, "--max-noise", "50", *QUICK, "--plot", out, "--force",
+                   "--plot-y", "gbps", expect=0)
+        self.assertIn("GB/s", open(out).read())
+
+    def test_kernel_folder_keeps_bench_json(self):
+        self.kprof("isolate", "addk", "--from", self.demo(), expect=0)
+        p = self.kprof("bench", "addk", "--grid", "4096", "--tg", "64", "--buffers",
+                       "f32:4096,f32:4096,f32:4096,u32=4096", "--max-noise", "50", *QUICK,
+                       expect=0)
+        path = os.path.join(self.home, "kernels", "addk", "bench.json")
+        self.assertIn("kept in", p.stdout)
+        kept = json.load(open(path))
+        self.assertEqual(kept["kind"], "bench")
+        self.assertGreaterEqual(kept["points"][0]["kernels"][0]["samples"], 10)
+
+    def test_same_kernel_against_itself_is_never_faster_or_slower(self):
+        src = self.write("ab.cl", WORK_AB)
+        verdicts = []
+        for _ in range(20):
+            doc, _ = self.bench_json(src, src, "--entry", "work10", "--grid", "256", "--tg",
+                                     "64", "--buffers", "f32:256,u32=256", "--min-time", "0.05",
+                                     "--timeout", "3")
+            c = doc["points"][0]["comparison"]
+            self.assertTrue(c["paired"])
+            self.assertLessEqual(c["ci"][0], c["ratio"])
+            self.assertGreaterEqual(c["ci"][1], c["ratio"])
+            verdicts.append(c["verdict"])
+        self.assertFalse({"FASTER", "SLOWER"} & set(verdicts), verdicts)
+
+    def test_ten_percent_more_work_is_always_slower(self):
+        src = self.write("ab.cl", WORK_AB)
+        for _ in range(5):
+            doc, p = self.bench_json(src, "--entry", "work10", "--entry", "work11", "--grid",
+                                     "256", "--tg", "64", "--buffers", "f32:256,u32=256",
+                                     "--min-time", "0.05", "--timeout", "10")
+            pt = doc["points"][0]
+            c = pt["comparison"]
+            self.assertEqual(c["verdict"], "SLOWER", json.dumps(c))
+            self.assertGreater(c["ci"][0], 1.01)
+            a, b = pt["kernels"]
+            self.assertEqual((a["label"], a["entry"]), ("A", "work10"))
+            self.assertEqual((b["label"], b["entry"]), ("B", "work11"))
+            self.assertAlmostEqual(c["ratio"], b["median_ms"] / a["median_ms"])
+        # The table says it too, and --fail-if-slower makes it exit 5.
+        p = self.kprof("bench", src, "--entry", "work10", "--entry", "work11", "--grid", "256",
+                       "--tg", "64", "--buffers", "f32:256,u32=256", "--min-time", "0.05",
+                       "--timeout", "10", "--fail-if-slower", "2", expect=5)
+        self.assertIn("SLOWER", p.stdout)
+        self.assertIn("slower by more than --fail-if-slower 2%", p.stdout)
+        # Faster the other way round; no exit 5 then.
+        doc, _ = self.bench_json(src, "--entry", "work11", "--entry", "work10", "--grid", "256",
+                                 "--tg", "64", "--buffers", "f32:256,u32=256", "--min-time",
+                                 "0.05", "--timeout", "10", "--fail-if-slower", "2")
+        self.assertEqual(doc["points"][0]["comparison"]["verdict"], "FASTER")
+        self.assertFalse(doc["points"][0]["fails_gate"])
+
+    def test_compare_with_an_earlier_run(self):
+        src = self.write("ab.cl", WORK_AB)
+        common = ["--grid", "256", "--tg", "64", "--buffers", "f32:256,u32=256", "--min-time",
+                  "0.05", "--timeout", "10"]
+        before, p = self.bench_json(src, "--entry", "work10", *common)
+        old = self.write("before.json", p.stdout)
+        doc, _ = self.bench_json(src, "--entry", "work11", *common, "--compare", old)
+        c = doc["points"][0]["comparison"]
+        self.assertFalse(c["paired"])
+        self.assertEqual(c["verdict"], "SLOWER", json.dumps(c))
+        now = doc["points"][0]["kernels"][0]["median_ms"]
+        self.assertAlmostEqual(c["ratio"], now / before["points"][0]["kernels"][0]["median_ms"])
+        self.kprof("bench", src, "--entry", "work11", *common, "--compare", old,
+                   "--fail-if-slower", "2", expect=5)
+        # A point the earlier run lacks: said, not invented.
+        p = self.kprof("bench", src, "--entry", "work11", *common, "--cache", "cold",
+                       "--compare", old, expect=0)
+        self.assertIn("nothing compared", p.stderr)
+
+    def test_bad_input(self):
+        d = self.demo()
+        cases = [
+            ([d], "--buffers is required"),
+            ([d, "--buffers", SPEC, "--axis", "N"], "expected NAME=V1,V2"),
+            ([d, "--buffers", SPEC, "--axis", "2N=1"], "is not a name"),
+            ([d, "--buffers", SPEC, "--axis", "N=1,1"], "given twice"),
+            ([d, "--buffers", SPEC, "--axis", "N=1+"], "ends too soon"),
+            ([d, "--buffers", SPEC, "--axis", "N=1", "--axis", "N=2"], "given twice"),
+            ([d, "--buffers", SPEC, "--axis", "N=1K", "--bytes", "12*M"], "unknown name 'M'"),
+            ([d, "--buffers", SPEC, "--axis", "N=1K,2K", "--axis", "T=1,2", "--plot", "p.svg"],
+             "exactly one --axis"),
+            ([d, "--buffers", SPEC, "--plot", "p.png", "--axis", "N=1,2"], "SVG"),
+            ([d, "--buffers", SPEC, "--fail-if-slower", "5"], "needs a comparison"),
+            ([d, d, "--buffers", SPEC, "--compare", "x.json"], "not two"),
+            ([d, "--buffers", SPEC, "--cache", "warm"], "choose hot, cold or both"),
+            ([d, "--buffers", SPEC, "--max-noise", "abc"], "expected a percentage"),
+            ([d, "--buffers", SPEC, "--timeout", "0"], "expected seconds > 0"),
+            ([d, d, d, "--buffers", SPEC], "unexpected argument"),
+            ([d, "--buffers", SPEC, "--plot-y", "gflops", "--axis", "N=1,2", "--plot", "a.svg"],
+             "needs --flops"),
+        ]
+        for args, msg in cases:
+            p = self.kprof("bench", *args, expect=2)
+            self.assertIn(msg, p.stderr, args)
+            self.assertTrue(p.stderr.startswith("kprof: error:"), p.stderr)
+        # Problems found at a point: named, exit 2, nothing measured.
+        p = self.kprof("bench", d, "--axis", "N=4K", "--grid", "N/3", "--buffers", SPEC,
+                       expect=2)
+        self.assertIn("not a positive whole number", p.stderr)
+        p = self.kprof("bench", d, "--axis", "N=4K", "--grid", "Nx2", "--tg", "64",
+                       "--buffers", SPEC, expect=2)
+        self.assertIn("dimension", p.stderr)
+        # --compare with a file that is not an earlier bench result.
+        notjson = self.write("n.json", "{not json")
+        p = self.kprof("bench", d, "--buffers", SPEC, "--axis", "N=4K", "--grid", "N",
+                       "--compare", notjson, expect=2)
+        self.assertIn("not JSON", p.stderr)
+        other = self.write("o.json", json.dumps({"kind": "run", "points": []}))
+        p = self.kprof("bench", d, "--buffers", SPEC, "--axis", "N=4K", "--grid", "N",
+                       "--compare", other, expect=2)
+        self.assertIn("not a `kprof bench` result", p.stderr)
+        bad = self.write("b.json", json.dumps({"kind": "bench", "version": 1, "points": [
+            {"point": "", "cache": "hot", "kernels": [{"samples_ms": ["x"]}]}]}))
+        p = self.kprof("bench", d, "--buffers", SPEC, "--axis", "N=4K", "--grid", "N",
+                       "--compare", bad, expect=2)
+        self.assertIn("samples_ms", p.stderr)
+        p = self.kprof("bench", d, "--buffers", SPEC, "--compare", self.tmp, expect=2)
+        self.assertIn(self.tmp, p.stderr)
+
+
+if __name__ == "__main__":
+    kptest.main()

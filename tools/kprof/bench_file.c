@@ -1,0 +1,144 @@
+/*
+ * bench_file.c — read an earlier bench result back (see bench_file.h) with cJSON.
+ */
+#include "tools/kprof/bench_file.h"
+#include "core/util.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void kp_bench_file_free(kp_bench_file *f)
+{
+    if (!f) return;
+    for (int i = 0; i < f->npoints; i++) {
+        free(f->points[i].ms);
+        free(f->points[i].mhz);
+    }
+    free(f->points);
+    free(f);
+}
+
+const kp_bench_file_point *kp_bench_file_find(const kp_bench_file *f, const char *point, int cold)
+{
+    for (int i = 0; f && i < f->npoints; i++)
+        if (f->points[i].cold == cold && strcmp(f->points[i].point, point) == 0)
+            return &f->points[i];
+    return NULL;
+}
+
+/* An array of positive numbers into a heap array; -1 when it is not one. */
+static int kp_bench_file_numbers(const cJSON *arr, double **out, size_t *n)
+{
+    if (!cJSON_IsArray(arr)) return -1;
+    int count = cJSON_GetArraySize(arr);
+    if (count <= 0) return -1;
+    double *v = malloc((size_t)count * sizeof *v);
+    if (!v) return -1;
+    int i = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, arr) {
+        if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || e->valuedouble < 0) {
+            free(v);
+            return -1;
+        }
+        v[i++] = e->valuedouble;
+    }
+    *out = v;
+    *n = (size_t)count;
+    return 0;
+}
+
+kprof_status kp_bench_file_read(const char *path, kp_bench_file **out, kp_error *err)
+{
+    *out = NULL;
+    char *text = NULL;
+    size_t len = 0;
+    kprof_status st = kp_file_read(path, &text, &len, err);
+    if (st != KPROF_OK) return st;
+    cJSON *doc = cJSON_ParseWithLength(text, len);
+    free(text);
+    if (!doc)
+        return kp_error_set(err, KPROF_CORRUPT, "%s: not JSON (expected a bench.json from `kprof "
+                                                "bench`)",
+                            path);
+    kp_bench_file *f = calloc(1, sizeof *f);
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(doc, "kind");
+    const cJSON *version = cJSON_GetObjectItemCaseSensitive(doc, "version");
+    const cJSON *points = cJSON_GetObjectItemCaseSensitive(doc, "points");
+    const cJSON *device = cJSON_GetObjectItemCaseSensitive(doc, "device");
+    if (!f) {
+        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        goto done;
+    }
+    if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "bench") != 0 ||
+        !cJSON_IsArray(points)) {
+        st = kp_error_set(err, KPROF_CORRUPT,
+                          "%s: not a `kprof bench` result (no \"kind\": \"bench\" with "
+                          "\"points\")",
+                          path);
+        goto done;
+    }
+    if (!cJSON_IsNumber(version) || version->valuedouble != 1) {
+        st = kp_error_set(err, KPROF_CORRUPT,
+                          "%s: bench result version %g; this kprof reads version 1", path,
+                          cJSON_IsNumber(version) ? version->valuedouble : 0.0);
+        goto done;
+    }
+    if (cJSON_IsString(device)) kp_strlcpy(f->device, device->valuestring, sizeof f->device);
+    int count = cJSON_GetArraySize(points);
+    f->points = calloc(count > 0 ? (size_t)count : 1, sizeof *f->points);
+    if (!f->points) {
+        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        goto done;
+    }
+    const cJSON *p;
+    int index = 0;
+    cJSON_ArrayForEach(p, points) {
+        index++;
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(p, "point");
+        const cJSON *cache = cJSON_GetObjectItemCaseSensitive(p, "cache");
+        const cJSON *kernels = cJSON_GetObjectItemCaseSensitive(p, "kernels");
+        int nk = cJSON_IsArray(kernels) ? cJSON_GetArraySize(kernels) : 0;
+        if (!cJSON_IsString(name) || !cJSON_IsString(cache) || nk < 1 ||
+            (strcmp(cache->valuestring, "hot") != 0 && strcmp(cache->valuestring, "cold") != 0)) {
+            st = kp_error_set(err, KPROF_CORRUPT,
+                              "%s: point %d lacks \"point\", \"cache\" (hot or cold) or "
+                              "\"kernels\"",
+                              path, index);
+            goto done;
+        }
+        const cJSON *k = cJSON_GetArrayItem(kernels, nk - 1);
+        kp_bench_file_point *fp = &f->points[f->npoints];
+        kp_strlcpy(fp->point, name->valuestring, sizeof fp->point);
+        fp->cold = strcmp(cache->valuestring, "cold") == 0;
+        if (kp_bench_file_numbers(cJSON_GetObjectItemCaseSensitive(k, "samples_ms"), &fp->ms,
+                                  &fp->n) != 0) {
+            st = kp_error_set(err, KPROF_CORRUPT,
+                              "%s: point %d: \"samples_ms\" is not a list of times (ms)", path,
+                              index);
+            goto done;
+        }
+        f->npoints++;
+        const cJSON *clk = cJSON_GetObjectItemCaseSensitive(k, "clock_samples_mhz");
+        size_t nc = 0;
+        if (clk && (kp_bench_file_numbers(clk, &fp->mhz, &nc) != 0 || nc != fp->n)) {
+            free(fp->mhz);
+            fp->mhz = NULL;
+            st = kp_error_set(err, KPROF_CORRUPT,
+                              "%s: point %d: \"clock_samples_mhz\" does not match its samples",
+                              path, index);
+            goto done;
+        }
+    }
+done:
+    cJSON_Delete(doc);
+    if (st != KPROF_OK) {
+        kp_bench_file_free(f);
+        return st;
+    }
+    *out = f;
+    return KPROF_OK;
+}

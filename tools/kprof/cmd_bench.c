@@ -1,0 +1,1102 @@
+/*
+ * cmd_bench.c — `kprof bench`: a kernel's time you can trust (noise-based stopping, hot and cold
+ * caches, throttled samples discarded) across parameter axes, and an A/B comparison with its
+ * confidence interval and a verdict (lab/bench.h does the measuring). Prints a table, or JSON
+ * with every sample; a kernel folder keeps the JSON as bench.json; --plot draws an axis.
+ */
+#define _GNU_SOURCE
+#include "core/expr.h"
+#include "core/format.h"
+#include "core/outfile.h"
+#include "core/util.h"
+#include "export/json.h"
+#include "export/svg.h"
+#include "export/text.h"
+#include "lab/bench.h"
+#include "lab/lab.h"
+#include "tools/kprof/bench_file.h"
+#include "tools/kprof/cli.h"
+#include "tools/kprof/progress.h"
+#include "tools/kprof/run.h"
+
+#include <ctype.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KP_BENCH_MAX_AXES 8
+#define KP_BENCH_MAX_VALUES 64
+#define KP_BENCH_MAX_POINTS 4096
+#define KP_BENCH_MAX_DEFINES 64
+
+typedef struct kp_axis {
+    char name[32];
+    int nvalues;
+    kp_var values[KP_BENCH_MAX_VALUES]; /* name unset; text and value */
+} kp_axis;
+
+typedef struct kp_bench_args {
+    const char *targets[2];
+    int ntargets;
+    const char *entries[2];
+    int nentries;
+    const char *grid, *tg; /* texts, evaluated at each point */
+    const char *buffers;
+    const char *defines[KP_BENCH_MAX_DEFINES];
+    int ndefines;
+    kp_str options; /* -I and --options */
+    const char *backend;
+    int device;
+    kp_launch launch; /* timeout, smem, timer */
+    const char *bytes_expr, *flops_expr;
+    kp_axis axes[KP_BENCH_MAX_AXES];
+    int naxes;
+    int hot, cold;
+    kp_bench_config cfg;
+    const char *compare_file;
+    double fail_if_slower; /* fraction; < 0: not asked */
+    int json;
+    const char *plot;
+    int plot_throughput;
+    int force;
+} kp_bench_args;
+
+/* One measured point: the axis values, the cache state, each kernel's samples, the comparison. */
+typedef struct kp_bench_row {
+    kp_vars vars;
+    int cold;
+    kp_launch launch;
+    int nsides;
+    kp_bench_side side[2];
+    char label[2][160];  /* "A: demo.cu:demo_add" */
+    kp_bench_outcome outcome;
+    int have_old;        /* --compare: the earlier run's samples of this point */
+    kp_bench_side old;
+    kp_bench_outcome old_outcome;
+    uint64_t bytes;
+    int bytes_assumed;
+    double flops;        /* per dispatch; 0 when not given */
+    int slower_gate;     /* --fail-if-slower: this point is slower by more than asked */
+} kp_bench_row;
+
+typedef struct kp_bench_run {
+    kp_bench_args *a;
+    kp_lab_info info;       /* of the first kernel of the first point */
+    char entry_name[2][128];
+    char source[2][4096];
+    char kernel_dir[4096];
+    int have_info;
+    kp_bench_row *rows;
+    int nrows;
+    kp_bench_file *old;     /* --compare */
+    kp_progress *progress;
+    const char *phase;
+} kp_bench_run;
+
+/* ---- arguments ---------------------------------------------------------------------------- */
+
+static int kp_bench_parse_percent(const char *opt, const char *text, double lo, double hi,
+                                  double *out)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", text);
+    size_t n = strlen(buf);
+    if (n && buf[n - 1] == '%') buf[n - 1] = '\0';
+    double v;
+    if (kp_cli_parse_double(buf, &v) != 0 || v < lo || v > hi)
+        return kp_cli_usage_error("bench", "%s '%s': expected a percentage from %g to %g", opt,
+                                  text, lo, hi);
+    *out = v / 100;
+    return 0;
+}
+
+static int kp_bench_parse_axis(kp_bench_args *a, const char *text)
+{
+    if (a->naxes == KP_BENCH_MAX_AXES)
+        return kp_cli_usage_error("bench", "at most %d --axis options", KP_BENCH_MAX_AXES);
+    const char *eq = strchr(text, '=');
+    kp_axis *ax = &a->axes[a->naxes];
+    memset(ax, 0, sizeof *ax);
+    if (!eq || eq == text || (size_t)(eq - text) >= sizeof ax->name)
+        return kp_cli_usage_error("bench", "--axis '%s': expected NAME=V1,V2,... (N=1M,4M,16M)",
+                                  text);
+    memcpy(ax->name, text, (size_t)(eq - text));
+    if (!kp_expr_is_name(ax->name))
+        return kp_cli_usage_error("bench", "--axis '%s': '%s' is not a name (letters, digits "
+                                           "and _, not starting with a digit)",
+                                  text, ax->name);
+    for (int i = 0; i < a->naxes; i++)
+        if (strcmp(a->axes[i].name, ax->name) == 0)
+            return kp_cli_usage_error("bench", "--axis %s is given twice", ax->name);
+    const char *p = eq + 1;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (ax->nvalues == KP_BENCH_MAX_VALUES)
+            return kp_cli_usage_error("bench", "--axis %s: at most %d values", ax->name,
+                                      KP_BENCH_MAX_VALUES);
+        kp_var *v = &ax->values[ax->nvalues];
+        if (len == 0 || len >= sizeof v->text)
+            return kp_cli_usage_error("bench", "--axis '%s': an empty or too long value", text);
+        memcpy(v->text, p, len);
+        v->text[len] = '\0';
+        snprintf(v->name, sizeof v->name, "%s", ax->name);
+        char why[256];
+        if (kp_expr_eval(v->text, NULL, &v->value, why, sizeof why) == 0) {
+            v->numeric = 1;
+        } else {
+            /* A word ("f32", "float4") is a text value; anything else is a typing error. */
+            for (const char *c = v->text; *c; c++)
+                if (!(isalnum((unsigned char)*c) || *c == '_' || *c == '.'))
+                    return kp_cli_usage_error("bench", "--axis %s value '%s': %s", ax->name,
+                                              v->text, why);
+            v->numeric = 0;
+        }
+        for (int i = 0; i < ax->nvalues; i++)
+            if (strcmp(ax->values[i].text, v->text) == 0)
+                return kp_cli_usage_error("bench", "--axis %s: value '%s' is given twice",
+                                          ax->name, v->text);
+        ax->nvalues++;
+        if (!comma) break;
+        p = comma + 1;
+    }
+    a->naxes++;
+    return 0;
+}
+
+static int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
+{
+    static const struct option longopts[] = {
+        {"entry", required_argument, NULL, 'e'},
+        {"grid", required_argument, NULL, 'g'},
+        {"tg", required_argument, NULL, 't'},
+        {"block", required_argument, NULL, 't'},
+        {"local", required_argument, NULL, 't'},
+        {"buffers", required_argument, NULL, 'b'},
+        {"backend", required_argument, NULL, 'k'},
+        {"device", required_argument, NULL, 'd'},
+        {"smem", required_argument, NULL, 's'},
+        {"options", required_argument, NULL, 'o'},
+        {"timer", required_argument, NULL, 'c'},
+        {"kernel-timeout", required_argument, NULL, 'K'},
+        {"bytes", required_argument, NULL, 'B'},
+        {"flops", required_argument, NULL, 'f'},
+        {"axis", required_argument, NULL, 'a'},
+        {"cache", required_argument, NULL, 'C'},
+        {"cold", no_argument, NULL, 'O'},
+        {"hot", no_argument, NULL, 'H'},
+        {"max-noise", required_argument, NULL, 'N'},
+        {"min-time", required_argument, NULL, 'm'},
+        {"min-samples", required_argument, NULL, 'n'},
+        {"timeout", required_argument, NULL, 'T'},
+        {"warmup", required_argument, NULL, 'w'},
+        {"throttle", required_argument, NULL, 'R'},
+        {"threshold", required_argument, NULL, 'h'},
+        {"compare", required_argument, NULL, 'x'},
+        {"fail-if-slower", required_argument, NULL, 'X'},
+        {"json", no_argument, NULL, 'j'},
+        {"plot", required_argument, NULL, 'P'},
+        {"plot-y", required_argument, NULL, 'Y'},
+        {"force", no_argument, NULL, 'F'},
+        {NULL, 0, NULL, 0},
+    };
+    memset(a, 0, sizeof *a);
+    a->device = -1;
+    a->grid = "1048576";
+    a->tg = "256";
+    a->fail_if_slower = -1;
+    kp_bench_config_default(&a->cfg);
+    uint64_t v;
+    double d;
+    int rc;
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, ":D:I:", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'e':
+            if (a->nentries == 2)
+                return kp_cli_usage_error("bench", "--entry at most twice (A and B)");
+            a->entries[a->nentries++] = optarg;
+            break;
+        case 'g': a->grid = optarg; break;
+        case 't': a->tg = optarg; break;
+        case 'b': a->buffers = optarg; break;
+        case 'k': a->backend = optarg; break;
+        case 'd':
+            if (kp_parse_size(optarg, &v) != 0 || v > 1 << 20)
+                return kp_cli_usage_error("bench", "--device '%s': expected a device number",
+                                          optarg);
+            a->device = (int)v;
+            break;
+        case 's':
+            if (kp_parse_size(optarg, &a->launch.dyn_local) != 0)
+                return kp_cli_usage_error("bench", "--smem '%s': expected a byte count", optarg);
+            break;
+        case 'o': kp_str_printf(&a->options, " %s", optarg); break;
+        case 'I': kp_str_printf(&a->options, " -I%s", optarg); break;
+        case 'D':
+            if (a->ndefines == KP_BENCH_MAX_DEFINES)
+                return kp_cli_usage_error("bench", "at most %d -D options", KP_BENCH_MAX_DEFINES);
+            a->defines[a->ndefines++] = optarg;
+            break;
+        case 'c':
+            if (strcmp(optarg, "auto") == 0) a->launch.timer = KP_TIMER_AUTO;
+            else if (strcmp(optarg, "events") == 0) a->launch.timer = KP_TIMER_EVENTS;
+            else if (strcmp(optarg, "cupti") == 0) a->launch.timer = KP_TIMER_CUPTI;
+            else
+                return kp_cli_usage_error("bench", "--timer '%s': choose auto, events or cupti",
+                                          optarg);
+            break;
+        case 'K':
+            if (kp_cli_parse_double(optarg, &a->launch.timeout_s) != 0 ||
+                a->launch.timeout_s <= 0)
+                return kp_cli_usage_error("bench", "--kernel-timeout '%s': expected seconds > 0",
+                                          optarg);
+            break;
+        case 'B': a->bytes_expr = optarg; break;
+        case 'f': a->flops_expr = optarg; break;
+        case 'a':
+            if ((rc = kp_bench_parse_axis(a, optarg)) != 0) return rc;
+            break;
+        case 'C':
+            if (strcmp(optarg, "hot") == 0) a->hot = 1;
+            else if (strcmp(optarg, "cold") == 0) a->cold = 1;
+            else if (strcmp(optarg, "both") == 0) a->hot = a->cold = 1;
+            else
+                return kp_cli_usage_error("bench", "--cache '%s': choose hot, cold or both",
+                                          optarg);
+            break;
+        case 'O': a->cold = 1; break;
+        case 'H': a->hot = 1; break;
+        case 'N':
+            if ((rc = kp_bench_parse_percent("--max-noise", optarg, 0.001, 100,
+                                             &a->cfg.max_noise)) != 0)
+                return rc;
+            break;
+        case 'm':
+            if (kp_cli_parse_double(optarg, &d) != 0 || d > 3600)
+                return kp_cli_usage_error("bench", "--min-time '%s': expected 0 to 3600 seconds",
+                                          optarg);
+            a->cfg.min_time_s = d;
+            break;
+        case 'n':
+            if (kp_parse_size(optarg, &v) != 0 || v < 1 || v > 1000000)
+                return kp_cli_usage_error("bench", "--min-samples '%s': expected 1 to 1000000",
+                                          optarg);
+            a->cfg.min_samples = (int)v;
+            break;
+        case 'T':
+            if (kp_cli_parse_double(optarg, &d) != 0 || d <= 0 || d > 86400)
+                return kp_cli_usage_error("bench", "--timeout '%s': expected seconds > 0",
+                                          optarg);
+            a->cfg.timeout_s = d;
+            break;
+        case 'w':
+            if (kp_parse_size(optarg, &v) != 0 || v > 1000000)
+                return kp_cli_usage_error("bench", "--warmup '%s': expected 0 to 1000000",
+                                          optarg);
+            a->cfg.warmup = (int)v;
+            break;
+        case 'R':
+            if ((rc = kp_bench_parse_percent("--throttle", optarg, 0, 100,
+                                             &a->cfg.throttle_fraction)) != 0)
+                return rc;
+            break;
+        case 'h':
+            if ((rc = kp_bench_parse_percent("--threshold", optarg, 0.01, 100,
+                                             &a->cfg.threshold)) != 0)
+                return rc;
+            break;
+        case 'x': a->compare_file = optarg; break;
+        case 'X':
+            if ((rc = kp_bench_parse_percent("--fail-if-slower", optarg, 0, 1000,
+                                             &a->fail_if_slower)) != 0)
+                return rc;
+            break;
+        case 'j': a->json = 1; break;
+        case 'P': a->plot = optarg; break;
+        case 'Y':
+            if (strcmp(optarg, "time") == 0) a->plot_throughput = 0;
+            else if (strcmp(optarg, "gbps") == 0) a->plot_throughput = 1;
+            else if (strcmp(optarg, "gflops") == 0) a->plot_throughput = 2;
+            else
+                return kp_cli_usage_error("bench", "--plot-y '%s': choose time, gbps or gflops",
+                                          optarg);
+            break;
+        case 'F': a->force = 1; break;
+        case ':': return kp_cli_usage_error("bench", "%s needs a value", argv[optind - 1]);
+        default: return kp_cli_usage_error("bench", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    for (; optind < argc; optind++) {
+        if (a->ntargets == 2)
+            return kp_cli_usage_error("bench", "unexpected argument '%s': give one kernel, or "
+                                               "two to compare (A B)",
+                                      argv[optind]);
+        a->targets[a->ntargets++] = argv[optind];
+    }
+    if (a->ntargets == 0)
+        return kp_cli_usage_error("bench", "give a kernel: a NAME made by `kprof isolate` or a "
+                                           "FILE (two to compare them)");
+    if (!a->buffers)
+        return kp_cli_usage_error("bench", "--buffers is required: one item per kernel argument, "
+                                           "e.g. f32:N,f32:N,u32=N with --axis N=1M,4M");
+    int sides = a->ntargets == 2 || a->nentries == 2 ? 2 : 1;
+    if (sides == 2 && a->compare_file)
+        return kp_cli_usage_error("bench", "--compare FILE compares with an earlier run: give "
+                                           "one kernel with it, not two");
+    if (a->fail_if_slower >= 0 && sides == 1 && !a->compare_file)
+        return kp_cli_usage_error("bench", "--fail-if-slower needs a comparison: two kernels "
+                                           "(A B, or --entry twice) or --compare FILE");
+    if (!a->hot && !a->cold) a->hot = 1;
+    if (a->plot) {
+        if (strcmp(kp_path_extension(a->plot), "svg") != 0)
+            return kp_cli_usage_error("bench", "--plot '%s': the plot is SVG; name a .svg file",
+                                      a->plot);
+        int varying = 0;
+        for (int i = 0; i < a->naxes; i++)
+            varying += a->axes[i].nvalues > 1;
+        if (varying != 1)
+            return kp_cli_usage_error("bench", "--plot draws one axis against time or "
+                                               "throughput: give exactly one --axis with "
+                                               "several values");
+    }
+    if (a->plot_throughput == 2 && !a->flops_expr)
+        return kp_cli_usage_error("bench", "--plot-y gflops needs --flops EXPR");
+    if (a->options.failed) return kp_cli_usage_error(NULL, "out of memory");
+    /* Every formula must name only axes: checked now, not after minutes of measuring. */
+    kp_vars probe = {0};
+    for (int i = 0; i < a->naxes; i++) {
+        probe.v[probe.n] = a->axes[i].values[0];
+        probe.n++;
+    }
+    const char *formulas[2] = {a->bytes_expr, a->flops_expr};
+    const char *names[2] = {"--bytes", "--flops"};
+    for (int i = 0; i < 2; i++) {
+        if (!formulas[i]) continue;
+        char why[256];
+        double x;
+        if (kp_expr_eval(formulas[i], &probe, &x, why, sizeof why) != 0)
+            return kp_cli_usage_error("bench", "%s '%s': %s", names[i], formulas[i], why);
+    }
+    return 0;
+}
+
+/* ---- one point ---------------------------------------------------------------------------- */
+
+/* "Nx64" -> dims; each part an expression in the axes ('x' outside braces separates). */
+static kprof_status kp_bench_dims(const char *opt, const char *text, const kp_vars *vars,
+                                  uint64_t out[3], int *dims, kp_error *err)
+{
+    int n = 0, depth = 0;
+    const char *start = text;
+    out[0] = out[1] = out[2] = 1;
+    for (const char *p = text;; p++) {
+        if (*p == '{') depth++;
+        if (*p == '}') depth--;
+        if (*p == '\0' || (*p == 'x' && depth == 0)) {
+            if (n == 3)
+                return kp_error_set(err, KPROF_INVALID, "%s '%s': more than 3 dimensions", opt,
+                                    text);
+            char part[256];
+            size_t len = (size_t)(p - start);
+            if (len == 0 || len >= sizeof part)
+                return kp_error_set(err, KPROF_INVALID, "%s '%s': an empty dimension", opt, text);
+            memcpy(part, start, len);
+            part[len] = '\0';
+            kp_str sub = {0};
+            char why[256];
+            double v;
+            int rc = kp_expr_substitute(part, vars, &sub, why, sizeof why);
+            if (rc == 0) rc = kp_expr_eval(sub.data ? sub.data : "", vars, &v, why, sizeof why);
+            kp_str_free(&sub);
+            if (rc != 0) return kp_error_set(err, KPROF_INVALID, "%s '%s': %s", opt, text, why);
+            if (v < 1 || v != floor(v) || v > 1e15)
+                return kp_error_set(err, KPROF_INVALID,
+                                    "%s '%s': dimension %d is %g, not a positive whole number",
+                                    opt, text, n + 1, v);
+            out[n++] = (uint64_t)v;
+            if (*p == '\0') break;
+            start = p + 1;
+        }
+    }
+    *dims = n;
+    return KPROF_OK;
+}
+
+/* The compiler options at a point: -D values in the axes, then -I and --options. */
+static kprof_status kp_bench_point_options(const kp_bench_args *a, const kp_vars *vars,
+                                           kp_str *out, kp_error *err)
+{
+    for (int i = 0; i < a->ndefines; i++) {
+        const char *d = a->defines[i], *eq = strchr(d, '=');
+        char why[256];
+        if (!eq) {
+            /* -DN with an axis N defines N as the axis value. */
+            const kp_var *v = kp_vars_find(vars, d);
+            char num[64];
+            if (v && v->numeric) kp_expr_format(v->value, num, sizeof num);
+            if (v) kp_str_printf(out, " -D%s=%s", d, v->numeric ? num : v->text);
+            else kp_str_printf(out, " -D%s", d);
+            continue;
+        }
+        kp_str_printf(out, " -D%.*s=", (int)(eq - d), d);
+        if (kp_expr_substitute(eq + 1, vars, out, why, sizeof why) != 0)
+            return kp_error_set(err, KPROF_INVALID, "-D %s: %s", d, why);
+    }
+    if (a->options.data) kp_str_append(out, a->options.data);
+    if (out->failed) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    return KPROF_OK;
+}
+
+static void kp_bench_point_vars(const kp_bench_args *a, int index, kp_vars *vars)
+{
+    memset(vars, 0, sizeof *vars);
+    /* The first axis varies slowest. */
+    int stride = 1;
+    for (int i = a->naxes - 1; i >= 0; i--) {
+        const kp_axis *ax = &a->axes[i];
+        vars->v[i] = ax->values[(index / stride) % ax->nvalues];
+        stride *= ax->nvalues;
+    }
+    vars->n = a->naxes;
+}
+
+static void kp_bench_vars_text(const kp_vars *vars, char *buf, size_t n)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < vars->n && len < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%s=%s", i ? " " : "", vars->v[i].name,
+                                vars->v[i].text);
+}
+
+static void kp_bench_progress(void *user, const kp_bench_side *sides, int nsides, double noise,
+                              double elapsed)
+{
+    kp_bench_run *r = user;
+    (void)nsides;
+    kp_progress_set(r->progress, "bench: %s: %zu samples, noise ±%.2f%% (goal ±%.2f%%), %.1f s",
+                    r->phase, sides[0].n, 100 * noise, 100 * r->a->cfg.max_noise, elapsed);
+}
+
+/* Measure one point (both cache states asked), appending rows. */
+static kprof_status kp_bench_point(kp_bench_run *r, int index, kp_error *err)
+{
+    kp_bench_args *a = r->a;
+    kp_vars vars;
+    kp_bench_point_vars(a, index, &vars);
+    kp_launch launch = a->launch;
+    int gd = 0, td = 0;
+    kprof_status st = kp_bench_dims("--grid", a->grid, &vars, launch.grid, &gd, err);
+    if (st == KPROF_OK) st = kp_bench_dims("--tg", a->tg, &vars, launch.tg, &td, err);
+    if (st != KPROF_OK) return st;
+    if (gd != td)
+        return kp_error_set(err, KPROF_INVALID, "--grid has %d dimension%s but --tg has %d", gd,
+                            gd == 1 ? "" : "s", td);
+    launch.dims = gd;
+    kp_str buffers = {0}, options = {0};
+    char why[256];
+    if (kp_expr_substitute(a->buffers, &vars, &buffers, why, sizeof why) != 0) {
+        kp_str_free(&buffers);
+        return kp_error_set(err, KPROF_INVALID, "--buffers: %s", why);
+    }
+    st = kp_bench_point_options(a, &vars, &options, err);
+    int nsides = a->ntargets == 2 || a->nentries == 2 ? 2 : 1;
+    kp_lab *labs[2] = {NULL, NULL};
+    kp_reflection refl;
+    for (int s = 0; s < nsides && st == KPROF_OK; s++) {
+        kp_lab_options lo = {
+            .target = a->targets[a->ntargets == 2 ? s : 0],
+            .entry = a->nentries == 0 ? NULL : a->entries[a->nentries == 2 ? s : 0],
+            .buffers = buffers.data,
+            .backend = a->backend,
+            .device = a->device,
+            .options = options.data ? options.data : "",
+        };
+        st = kp_lab_open(&lo, &labs[s], err);
+        if (st == KPROF_OK) st = kp_lab_check_launch(labs[s], &launch, &refl, err);
+        if (st == KPROF_OK) {
+            const kp_lab_info *info = kp_lab_get_info(labs[s]);
+            if (!r->have_info) {
+                r->info = *info;
+                snprintf(r->kernel_dir, sizeof r->kernel_dir, "%s", info->kernel_dir);
+            }
+            snprintf(r->entry_name[s], sizeof r->entry_name[s], "%s", info->kernel->name);
+            snprintf(r->source[s], sizeof r->source[s], "%s", info->source_path);
+        }
+    }
+    if (st == KPROF_OK) r->have_info = 1;
+    if (st == KPROF_OK && nsides == 2) {
+        const kp_lab_info *i0 = kp_lab_get_info(labs[0]), *i1 = kp_lab_get_info(labs[1]);
+        if (strcmp(i0->device.name, i1->device.name) != 0 ||
+            strcmp(i0->device.backend, i1->device.backend) != 0)
+            st = kp_error_set(err, KPROF_INVALID,
+                              "A runs on %s (%s) but B on %s (%s): compare on one device (give "
+                              "--backend, and kernels in one language)",
+                              i0->device.name, i0->device.backend, i1->device.name,
+                              i1->device.backend);
+    }
+    for (int cold = 0; cold < 2 && st == KPROF_OK; cold++) {
+        if ((cold && !a->cold) || (!cold && !a->hot)) continue;
+        kp_bench_row *row = &r->rows[r->nrows];
+        memset(row, 0, sizeof *row);
+        row->vars = vars;
+        row->cold = cold;
+        row->launch = launch;
+        row->nsides = nsides;
+        for (int s = 0; s < nsides; s++) {
+            row->side[s].lab = labs[s];
+            row->side[s].launch = launch;
+            snprintf(row->label[s], sizeof row->label[s], "%s", r->entry_name[s]);
+        }
+        r->nrows++;
+        char vt[256];
+        kp_bench_vars_text(&vars, vt, sizeof vt);
+        char phase[512];
+        snprintf(phase, sizeof phase, "%s%s%s %s", r->entry_name[0], vt[0] ? " " : "", vt,
+                 cold ? "cold" : "hot");
+        r->phase = phase;
+        kp_progress_set(r->progress, "bench: %s: warming up", phase);
+        st = kp_bench_measure(row->side, nsides, &a->cfg, kp_bench_progress, r, &row->outcome,
+                              err);
+        r->phase = NULL;
+        if (st == KPROF_TIMEOUT) {
+            kp_progress_stop(r->progress);
+            r->progress = NULL;
+            kp_run_abandon(err);
+        }
+        if (st != KPROF_OK) break;
+        const kp_lab_info *info = kp_lab_get_info(labs[0]);
+        if (a->bytes_expr) {
+            double b = 0;
+            if (kp_expr_eval(a->bytes_expr, &vars, &b, why, sizeof why) != 0 || b < 0)
+                st = kp_error_set(err, KPROF_INVALID, "--bytes '%s': %s", a->bytes_expr,
+                                  b < 0 ? "negative" : why);
+            row->bytes = (uint64_t)b;
+        } else {
+            row->bytes = info->buffer_bytes;
+            row->bytes_assumed = 1;
+        }
+        if (st == KPROF_OK && a->flops_expr &&
+            kp_expr_eval(a->flops_expr, &vars, &row->flops, why, sizeof why) != 0)
+            st = kp_error_set(err, KPROF_INVALID, "--flops '%s': %s", a->flops_expr, why);
+    }
+    /* Nothing a session measured stands until it released its device cleanly (lab.h). */
+    for (int s = 0; s < nsides; s++) {
+        if (!labs[s]) continue;
+        if (st == KPROF_OK) st = kp_lab_finish(labs[s], err);
+        kp_lab_close(labs[s]);
+    }
+    for (int i = 0; i < r->nrows; i++)
+        for (int s = 0; s < 2; s++)
+            r->rows[i].side[s].lab = NULL;
+    kp_str_free(&buffers);
+    kp_str_free(&options);
+    return st;
+}
+
+/* --compare: the earlier run's samples of each row, and the verdict on this run against them. */
+static kprof_status kp_bench_compare_old(kp_bench_run *r, kp_error *err)
+{
+    for (int i = 0; i < r->nrows; i++) {
+        kp_bench_row *row = &r->rows[i];
+        char vt[256];
+        kp_bench_vars_text(&row->vars, vt, sizeof vt);
+        const kp_bench_file_point *p = kp_bench_file_find(r->old, vt, row->cold);
+        if (!p) continue;
+        memset(&row->old, 0, sizeof row->old);
+        kprof_status st = kp_bench_side_add(&row->old, p->ms, p->mhz, p->n, err);
+        if (st == KPROF_OK) st = kp_bench_summarise(&row->old, err);
+        if (st == KPROF_OK)
+            st = kp_bench_compare(&row->old, &row->side[0], 0, &r->a->cfg, &row->old_outcome,
+                                  err);
+        if (st != KPROF_OK) return st;
+        row->have_old = 1;
+    }
+    return KPROF_OK;
+}
+
+/* ---- output ------------------------------------------------------------------------------- */
+
+static const kp_bench_outcome *kp_bench_row_comparison(const kp_bench_row *row)
+{
+    if (row->nsides == 2) return &row->outcome;
+    if (row->have_old) return &row->old_outcome;
+    return NULL;
+}
+
+static void kp_bench_gate(kp_bench_run *r)
+{
+    if (r->a->fail_if_slower < 0) return;
+    for (int i = 0; i < r->nrows; i++) {
+        kp_bench_row *row = &r->rows[i];
+        const kp_bench_outcome *o = kp_bench_row_comparison(row);
+        if (!o) continue;
+        int slower = kp_verdict_of(&o->ratio, r->a->fail_if_slower) == KP_VERDICT_SLOWER;
+        if (slower && o->have_cycles &&
+            kp_verdict_of(&o->cycles_ratio, r->a->fail_if_slower) != KP_VERDICT_SLOWER)
+            slower = 0;
+        row->slower_gate = slower;
+    }
+}
+
+static double kp_bench_gbps(const kp_bench_row *row, const kp_bench_side *s)
+{
+    return s->median.value > 0 ? (double)row->bytes / (s->median.value * 1e-3) / 1e9 : 0;
+}
+
+static double kp_bench_gflops(const kp_bench_row *row, const kp_bench_side *s)
+{
+    return s->median.value > 0 && row->flops > 0 ? row->flops / (s->median.value * 1e-3) / 1e9
+                                                 : 0;
+}
+
+static void kp_bench_json_side(kp_json *j, const kp_bench_row *row, const kp_bench_side *s,
+                               const char *label, const char *source, const char *entry)
+{
+    kp_json_object_begin(j, NULL);
+    kp_json_string(j, "label", label);
+    kp_json_string(j, "source", source);
+    kp_json_string(j, "entry", entry);
+    kp_json_double(j, "median_ms", s->median.value);
+    kp_json_array_begin(j, "ci_ms");
+    kp_json_double(j, NULL, s->median.lo);
+    kp_json_double(j, NULL, s->median.hi);
+    kp_json_array_end(j);
+    kp_json_double(j, "min_ms", s->stats.min);
+    kp_json_double(j, "p90_ms", s->stats.p90);
+    kp_json_double(j, "max_ms", s->stats.max);
+    kp_json_double(j, "mean_ms", s->stats.mean);
+    kp_json_double(j, "stddev_ms", s->stats.stddev);
+    kp_json_double(j, "noise", s->noise);
+    kp_json_double(j, "rsd", s->rsd);
+    kp_json_uint(j, "samples", s->n);
+    kp_json_uint(j, "taken", s->taken);
+    kp_json_uint(j, "throttled", s->throttled);
+    kp_json_double(j, "gpu_time_s", s->gpu_s);
+    if (row->cold) kp_json_double(j, "flush_ms", s->flush_ms);
+    if (s->clock_mhz > 0) {
+        kp_json_double(j, "clock_mhz", s->clock_mhz);
+        kp_json_double(j, "min_clock_mhz", s->min_clock_mhz);
+        kp_json_double(j, "default_clock_mhz", s->default_clock_mhz);
+    } else {
+        kp_json_null(j, "clock_mhz");
+        kp_json_string(j, "clock_note", s->clock_note);
+    }
+    kp_json_double(j, "gbps", kp_bench_gbps(row, s));
+    if (row->flops > 0) kp_json_double(j, "gflops", kp_bench_gflops(row, s));
+    kp_json_array_begin(j, "samples_ms");
+    for (size_t i = 0; i < s->n; i++)
+        kp_json_double(j, NULL, s->ms[i]);
+    kp_json_array_end(j);
+    if (s->mhz && s->clock_mhz > 0) {
+        kp_json_array_begin(j, "clock_samples_mhz");
+        for (size_t i = 0; i < s->n; i++)
+            kp_json_double(j, NULL, s->mhz[i]);
+        kp_json_array_end(j);
+    }
+    kp_json_object_end(j);
+}
+
+static void kp_bench_json_comparison(kp_json *j, const char *key, const kp_bench_outcome *o,
+                                     const kp_bench_config *cfg)
+{
+    kp_json_object_begin(j, key);
+    kp_json_double(j, "ratio", o->ratio.value);
+    kp_json_array_begin(j, "ci");
+    kp_json_double(j, NULL, o->ratio.lo);
+    kp_json_double(j, NULL, o->ratio.hi);
+    kp_json_array_end(j);
+    kp_json_double(j, "threshold", cfg->threshold);
+    kp_json_bool(j, "paired", o->paired);
+    kp_json_string(j, "time_verdict", kp_verdict_name(o->verdict));
+    if (o->have_cycles) {
+        kp_json_double(j, "cycles_ratio", o->cycles_ratio.value);
+        kp_json_array_begin(j, "cycles_ci");
+        kp_json_double(j, NULL, o->cycles_ratio.lo);
+        kp_json_double(j, NULL, o->cycles_ratio.hi);
+        kp_json_array_end(j);
+        kp_json_string(j, "cycles_verdict", kp_verdict_name(o->cycles_verdict));
+    } else {
+        kp_json_null(j, "cycles_ratio");
+    }
+    kp_json_string(j, "verdict", kp_verdict_name(o->final_verdict));
+    kp_json_object_end(j);
+}
+
+static void kp_bench_json(kp_str *out, const kp_bench_run *r)
+{
+    const kp_bench_args *a = r->a;
+    kp_json j;
+    kp_json_init(&j, out, 1);
+    kp_json_object_begin(&j, NULL);
+    kp_json_int(&j, "version", 1);
+    kp_json_string(&j, "kind", "bench");
+    kp_json_string(&j, "device", r->info.device.name);
+    kp_json_string(&j, "backend", r->info.device.backend);
+    kp_json_int(&j, "device_index", r->info.device.index);
+    kp_json_string(&j, "timer", r->info.timer);
+    kp_json_object_begin(&j, "config");
+    kp_json_double(&j, "max_noise", a->cfg.max_noise);
+    kp_json_double(&j, "min_time_s", a->cfg.min_time_s);
+    kp_json_int(&j, "min_samples", a->cfg.min_samples);
+    kp_json_double(&j, "timeout_s", a->cfg.timeout_s);
+    kp_json_int(&j, "warmup", a->cfg.warmup);
+    kp_json_double(&j, "throttle_fraction", a->cfg.throttle_fraction);
+    kp_json_double(&j, "threshold", a->cfg.threshold);
+    kp_json_string(&j, "grid", a->grid);
+    kp_json_string(&j, "tg", a->tg);
+    kp_json_string(&j, "buffers", a->buffers);
+    kp_json_string(&j, "bytes", a->bytes_expr);
+    kp_json_string(&j, "flops", a->flops_expr);
+    kp_json_string(&j, "compare", a->compare_file);
+    kp_json_object_end(&j);
+    kp_json_array_begin(&j, "axes");
+    for (int i = 0; i < a->naxes; i++) {
+        kp_json_object_begin(&j, NULL);
+        kp_json_string(&j, "name", a->axes[i].name);
+        kp_json_array_begin(&j, "values");
+        for (int k = 0; k < a->axes[i].nvalues; k++)
+            kp_json_string(&j, NULL, a->axes[i].values[k].text);
+        kp_json_array_end(&j);
+        kp_json_object_end(&j);
+    }
+    kp_json_array_end(&j);
+    kp_json_array_begin(&j, "points");
+    for (int i = 0; i < r->nrows; i++) {
+        const kp_bench_row *row = &r->rows[i];
+        kp_json_object_begin(&j, NULL);
+        char vt[256];
+        kp_bench_vars_text(&row->vars, vt, sizeof vt);
+        kp_json_string(&j, "point", vt);
+        kp_json_object_begin(&j, "axes");
+        for (int k = 0; k < row->vars.n; k++) {
+            const kp_var *v = &row->vars.v[k];
+            if (v->numeric) kp_json_double(&j, v->name, v->value);
+            else kp_json_string(&j, v->name, v->text);
+        }
+        kp_json_object_end(&j);
+        kp_json_string(&j, "cache", row->cold ? "cold" : "hot");
+        kp_json_array_begin(&j, "grid");
+        for (int d = 0; d < row->launch.dims; d++)
+            kp_json_uint(&j, NULL, row->launch.grid[d]);
+        kp_json_array_end(&j);
+        kp_json_array_begin(&j, "tg");
+        for (int d = 0; d < row->launch.dims; d++)
+            kp_json_uint(&j, NULL, row->launch.tg[d]);
+        kp_json_array_end(&j);
+        kp_json_uint(&j, "bytes", row->bytes);
+        kp_json_bool(&j, "bytes_assumed", row->bytes_assumed);
+        if (row->flops > 0) kp_json_double(&j, "flops", row->flops);
+        kp_json_string(&j, "stop", kp_bench_stop_name(row->outcome.stop));
+        kp_json_double(&j, "wall_s", row->outcome.wall_s);
+        kp_json_array_begin(&j, "kernels");
+        for (int s = 0; s < row->nsides; s++)
+            kp_bench_json_side(&j, row, &row->side[s], row->nsides == 2 ? (s ? "B" : "A") : "",
+                               r->source[s], r->entry_name[s]);
+        kp_json_array_end(&j);
+        if (row->nsides == 2) kp_bench_json_comparison(&j, "comparison", &row->outcome, &a->cfg);
+        else if (row->have_old)
+            kp_bench_json_comparison(&j, "comparison", &row->old_outcome, &a->cfg);
+        else kp_json_null(&j, "comparison");
+        if (a->fail_if_slower >= 0) kp_json_bool(&j, "fails_gate", row->slower_gate);
+        kp_json_object_end(&j);
+    }
+    kp_json_array_end(&j);
+    kp_json_object_end(&j);
+    kp_json_finish(&j);
+    kp_str_append(out, "\n");
+}
+
+static const char *kp_bench_stop_words(kp_bench_stop s)
+{
+    switch (s) {
+    case KP_BENCH_STOP_NOISE: return "the median's 95% interval is within --max-noise";
+    case KP_BENCH_STOP_SETTLED:
+        return "the noise stopped shrinking as samples grew (a timer quantum or a noise floor)";
+    case KP_BENCH_STOP_DECIDED: return "the comparison's interval decided the verdict";
+    case KP_BENCH_STOP_TIMEOUT: return "--timeout reached before the noise goal";
+    case KP_BENCH_STOP_SAMPLES: return "the most samples kprof keeps";
+    }
+    return "";
+}
+
+static void kp_bench_print_comparison(const char *what, const kp_bench_outcome *o,
+                                      const kp_bench_config *cfg, FILE *f)
+{
+    const char *B = kp_text_bold(f), *R = kp_text_reset(f);
+    fprintf(f, "  %s %.4f  95%% CI [%.4f, %.4f]  →  %s%s%s (SAME within ±%g%%)\n", what,
+            o->ratio.value, o->ratio.lo, o->ratio.hi, B, kp_verdict_name(o->final_verdict), R,
+            100 * cfg->threshold);
+    if (o->have_cycles)
+        fprintf(f, "    in cycles %.4f [%.4f, %.4f]: %s%s\n", o->cycles_ratio.value,
+                o->cycles_ratio.lo, o->cycles_ratio.hi, kp_verdict_name(o->cycles_verdict),
+                o->final_verdict != o->verdict
+                    ? " — the time differs but the cycles do not: the clock moved, not the kernel"
+                    : "");
+    else if (o->final_verdict == KP_VERDICT_UNSURE)
+        fprintf(f, "    the interval straddles ±%g%%: more samples would decide (--timeout, "
+                   "--max-noise)\n",
+                100 * cfg->threshold);
+}
+
+static void kp_bench_print(const kp_bench_run *r)
+{
+    const kp_bench_args *a = r->a;
+    FILE *o = stdout;
+    const char *B = kp_text_bold(o), *R = kp_text_reset(o), *Dm = kp_text_dim(o);
+    printf("%s%s%s on %s %s(%s device %d, %s)%s\n", B, r->entry_name[0], R, r->info.device.name,
+           Dm, r->info.device.backend, r->info.device.index, r->info.timer, R);
+    int has_flops = a->flops_expr != NULL;
+    int both = a->hot && a->cold;
+    /* Header. */
+    kp_str h = {0};
+    for (int k = 0; k < a->naxes; k++)
+        kp_str_printf(&h, "%-10s ", a->axes[k].name);
+    if (both) kp_str_printf(&h, "%-5s ", "cache");
+    if (r->rows[0].nsides == 2) kp_str_printf(&h, "%-3s ", "");
+    kp_str_printf(&h, "%11s  %-23s %10s %10s %8s %7s %-8s %8s %9s", "median ms", "95% CI",
+                  "min", "p90", "samples", "noise", "stop", "clock", "GB/s");
+    if (has_flops) kp_str_printf(&h, " %9s", "GFLOP/s");
+    printf("%s%s%s\n", Dm, h.data ? h.data : "", R);
+    kp_str_free(&h);
+    for (int i = 0; i < r->nrows; i++) {
+        const kp_bench_row *row = &r->rows[i];
+        for (int s = 0; s < row->nsides; s++) {
+            const kp_bench_side *sd = &row->side[s];
+            kp_str l = {0};
+            for (int k = 0; k < row->vars.n; k++)
+                kp_str_printf(&l, "%-10s ", s == 0 ? row->vars.v[k].text : "");
+            if (both) kp_str_printf(&l, "%-5s ", s == 0 ? (row->cold ? "cold" : "hot") : "");
+            if (row->nsides == 2) kp_str_printf(&l, "%-3s ", s ? "B" : "A");
+            char ci[64], clock[32];
+            snprintf(ci, sizeof ci, "[%.5g, %.5g]", sd->median.lo, sd->median.hi);
+            if (sd->clock_mhz > 0) snprintf(clock, sizeof clock, "%.0f MHz", sd->clock_mhz);
+            else snprintf(clock, sizeof clock, "-");
+            char samples[32];
+            snprintf(samples, sizeof samples, "%zu", sd->n);
+            kp_str_printf(&l, "%s%11.5g%s  %-23s %10.5g %10.5g %8s %6.2f%% %-8s %8s %9.1f", B,
+                          sd->median.value, R, ci, sd->stats.min, sd->stats.p90, samples,
+                          100 * sd->noise, s == 0 ? kp_bench_stop_name(row->outcome.stop) : "",
+                          clock, kp_bench_gbps(row, sd));
+            if (has_flops) kp_str_printf(&l, " %9.1f", kp_bench_gflops(row, sd));
+            printf("%s\n", l.data ? l.data : "");
+            kp_str_free(&l);
+        }
+        if (row->nsides == 2) {
+            char what[160];
+            snprintf(what, sizeof what, "B/A (%s / %s)", r->entry_name[1], r->entry_name[0]);
+            if (strcmp(r->source[0], r->source[1]) != 0) snprintf(what, sizeof what, "B/A");
+            kp_bench_print_comparison(what, &row->outcome, &a->cfg, o);
+        }
+        if (row->have_old)
+            kp_bench_print_comparison("now / before", &row->old_outcome, &a->cfg, o);
+        if (row->slower_gate)
+            printf("  %sslower by more than --fail-if-slower %g%%%s\n", B,
+                   100 * a->fail_if_slower, R);
+    }
+    /* Notes under the table. */
+    int stops[5] = {0};
+    for (int i = 0; i < r->nrows; i++)
+        stops[r->rows[i].outcome.stop] = 1;
+    printf("%sstop:", Dm);
+    for (int s = 0; s < 5; s++)
+        if (stops[s])
+            printf(" %s = %s;", kp_bench_stop_name((kp_bench_stop)s),
+                   kp_bench_stop_words((kp_bench_stop)s));
+    printf(" goal ±%g%%, at least %d samples and %g s of device time%s\n", 100 * a->cfg.max_noise,
+           a->cfg.min_samples, a->cfg.min_time_s, R);
+    if (r->rows[0].nsides == 2)
+        printf("%sA and B ran in turn, batch by batch; their i-th samples are pairs (drift "
+               "cancels). A: %s  B: %s%s\n",
+               Dm, r->source[0], r->source[1], R);
+    const kp_bench_side *s0 = &r->rows[0].side[0];
+    if (s0->clock_mhz <= 0 && s0->clock_note[0])
+        printf("%sclock: not read (%s): throttled samples cannot be told%s\n", Dm, s0->clock_note,
+               R);
+    for (int i = 0; i < r->nrows; i++) {
+        if (!r->rows[i].cold) continue;
+        char cb[32];
+        printf("%scold: the device's cache (%s) emptied before every sample by a read of twice "
+               "its size, %.4g ms each, not in the times%s\n",
+               Dm, kp_format_bytes(r->info.device.cache_bytes, cb, sizeof cb),
+               r->rows[i].side[0].flush_ms, R);
+        break;
+    }
+    if (r->rows[0].bytes_assumed)
+        printf("%sGB/s: every buffer element assumed touched once per dispatch (--bytes EXPR "
+               "corrects it)%s\n",
+               Dm, R);
+}
+
+static void kp_bench_warnings(const kp_bench_run *r)
+{
+    for (int i = 0; i < r->nrows; i++)
+        for (int s = 0; s < r->rows[i].nsides; s++) {
+            const kp_bench_side *sd = &r->rows[i].side[s];
+            if (!sd->throttled) continue;
+            char reasons[160];
+            kp_clock_reasons_text(sd->throttle_reasons, reasons, sizeof reasons);
+            fprintf(stderr,
+                    "kprof: warning: %zu of %zu samples discarded: the SM clock fell to %.0f MHz, "
+                    "below %g%% of its default %.0f MHz%s%s%s\n",
+                    sd->throttled, sd->taken, sd->min_clock_mhz,
+                    100 * r->a->cfg.throttle_fraction, sd->default_clock_mhz,
+                    reasons[0] ? " (" : "", reasons, reasons[0] ? ")" : "");
+        }
+}
+
+static kprof_status kp_bench_plot(const kp_bench_run *r, kp_output *out, kp_error *err)
+{
+    const kp_bench_args *a = r->a;
+    int axis = 0;
+    for (int i = 0; i < a->naxes; i++)
+        if (a->axes[i].nvalues > 1) axis = i;
+    int n = 0;
+    kp_plot_point *pts = calloc((size_t)r->nrows * 2, sizeof *pts);
+    if (!pts) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    /* One line: the first cache state and kernel at each value of the axis. */
+    for (int i = 0; i < r->nrows; i++) {
+        const kp_bench_row *row = &r->rows[i];
+        if (row->cold != r->rows[0].cold) continue;
+        const kp_bench_side *s = &row->side[0];
+        kp_plot_point *p = &pts[n++];
+        snprintf(p->label, sizeof p->label, "%s", row->vars.v[axis].text);
+        p->occupancy = -1;
+        if (a->plot_throughput == 0) {
+            p->median_ms = s->median.value;
+            p->min_ms = s->stats.min;
+        } else {
+            double scale = a->plot_throughput == 1 ? (double)row->bytes : row->flops;
+            p->median_ms = s->median.value > 0 ? scale / (s->median.value * 1e6) : 0;
+            p->min_ms = s->stats.min > 0 ? scale / (s->stats.min * 1e6) : 0;
+        }
+    }
+    char title[512], xl[64];
+    snprintf(title, sizeof title, "%s on %s (%s)", r->entry_name[0], r->info.device.name,
+             r->rows[0].cold ? "cold" : "hot");
+    snprintf(xl, sizeof xl, "%s", a->axes[axis].name);
+    kp_svg_labels labels = {xl,
+                            a->plot_throughput == 0   ? "GPU time per dispatch (ms)"
+                            : a->plot_throughput == 1 ? "GB/s"
+                                                      : "GFLOP/s",
+                            a->plot_throughput ? "at the median" : "median",
+                            a->plot_throughput ? "at the min" : "min"};
+    char *svg = n ? kp_svg_plot(title, &labels, pts, n) : NULL;
+    free(pts);
+    if (!svg) return kp_error_set(err, KPROF_NOMEM, "no points to plot, or out of memory");
+    kprof_status st = kp_output_write(out, svg, strlen(svg), err);
+    free(svg);
+    if (st == KPROF_OK) st = kp_output_commit(out, err);
+    return st;
+}
+
+int kp_cmd_bench(int argc, char **argv)
+{
+    kp_bench_args *a = calloc(1, sizeof *a);
+    kp_bench_run r = {0};
+    if (!a) return kp_cli_usage_error(NULL, "out of memory");
+    int rc = kp_bench_parse(argc, argv, a);
+    if (rc != 0) {
+        kp_str_free(&a->options);
+        free(a);
+        return rc;
+    }
+    r.a = a;
+    kp_error err = {0};
+    kprof_status st = KPROF_OK;
+    kp_output plot = {0};
+    const char *inputs[] = {a->targets[0], a->ntargets > 1 ? a->targets[1] : NULL, NULL};
+    int npoints = 1;
+    for (int i = 0; i < a->naxes; i++) {
+        npoints *= a->axes[i].nvalues;
+        if (npoints > KP_BENCH_MAX_POINTS) {
+            rc = kp_cli_usage_error("bench", "the axes make more than %d points",
+                                    KP_BENCH_MAX_POINTS);
+            goto out;
+        }
+    }
+    if (a->compare_file) {
+        st = kp_bench_file_read(a->compare_file, &r.old, &err);
+        if (st != KPROF_OK) goto done;
+    }
+    if (a->plot) {
+        st = kp_output_open(&plot, a->plot, a->force ? KP_OUTPUT_FORCE : 0, inputs, &err);
+        if (st != KPROF_OK) goto done;
+    }
+    r.rows = calloc((size_t)npoints * 2, sizeof *r.rows);
+    if (!r.rows) {
+        st = kp_error_set(&err, KPROF_NOMEM, "out of memory");
+        goto done;
+    }
+    r.progress = kp_progress_start_still();
+    for (int p = 0; p < npoints && st == KPROF_OK; p++)
+        st = kp_bench_point(&r, p, &err);
+    kp_progress_stop(r.progress);
+    r.progress = NULL;
+    if (st != KPROF_OK) goto done;
+    if (r.old) {
+        if (strcmp(r.old->device, r.info.device.name) != 0)
+            fprintf(stderr, "kprof: warning: %s was measured on %s, this run on %s\n",
+                    a->compare_file, r.old->device, r.info.device.name);
+        st = kp_bench_compare_old(&r, &err);
+        if (st != KPROF_OK) goto done;
+        int matched = 0;
+        for (int i = 0; i < r.nrows; i++)
+            matched += r.rows[i].have_old;
+        if (!matched)
+            fprintf(stderr, "kprof: warning: %s has no point with these axes and cache state: "
+                            "nothing compared\n",
+                    a->compare_file);
+    }
+    kp_bench_gate(&r);
+    if (r.info.warning[0]) fprintf(stderr, "kprof: warning: %s\n", r.info.warning);
+    kp_bench_warnings(&r);
+    kp_str js = {0};
+    kp_bench_json(&js, &r);
+    if (js.failed) {
+        kp_str_free(&js);
+        st = kp_error_set(&err, KPROF_NOMEM, "out of memory writing JSON");
+        goto done;
+    }
+    if (a->json) fputs(js.data, stdout);
+    else kp_bench_print(&r);
+    if (r.kernel_dir[0]) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/bench.json", r.kernel_dir);
+        const char *in[] = {r.info.source_path, a->compare_file, NULL};
+        st = kp_output_write_file(path, KP_OUTPUT_FORCE, in, js.data, js.len, &err);
+        if (st == KPROF_OK && !a->json) printf("  kept in %s\n", path);
+    }
+    kp_str_free(&js);
+    if (st == KPROF_OK && a->plot) {
+        st = kp_bench_plot(&r, &plot, &err);
+        if (st == KPROF_OK && !a->json) printf("  plot: %s\n", a->plot);
+    }
+done:
+    kp_progress_stop(r.progress);
+    kp_output_abort(&plot);
+    if (st != KPROF_OK) {
+        rc = kp_cli_fail(&err);
+        kp_error_clear(&err);
+    } else {
+        rc = 0;
+        for (int i = 0; i < r.nrows; i++)
+            if (r.rows[i].slower_gate) rc = 5;
+    }
+out:
+    for (int i = 0; i < r.nrows; i++) {
+        for (int s = 0; s < 2; s++)
+            kp_bench_side_free(&r.rows[i].side[s]);
+        kp_bench_side_free(&r.rows[i].old);
+    }
+    free(r.rows);
+    kp_bench_file_free(r.old);
+    kp_str_free(&a->options);
+    free(a);
+    return rc;
+}
