@@ -144,7 +144,7 @@ kprof_status kp_bench_compare(const kp_bench_side *a, const kp_bench_side *b, in
     out->paired = paired;
     kprof_status st = kp_bench_ratio(a, b, paired, KP_BENCH_FINAL_RESAMPLES, &out->ratio, err);
     if (st != KPROF_OK) return st;
-    out->verdict = kp_verdict_of(&out->ratio, cfg->threshold);
+    out->verdict = kp_compare_verdict_of(&out->ratio, cfg->threshold);
     out->final_verdict = out->verdict;
     out->have_cycles = 0;
     double *ca = kp_bench_cycles(a), *cb = kp_bench_cycles(b);
@@ -156,12 +156,12 @@ kprof_status kp_bench_compare(const kp_bench_side *a, const kp_bench_side *b, in
                                              0.95, KP_BENCH_SEED, scratch,
                                              &out->cycles_ratio) == 0) {
             out->have_cycles = 1;
-            out->cycles_verdict = kp_verdict_of(&out->cycles_ratio, cfg->threshold);
+            out->cycles_verdict = kp_compare_verdict_of(&out->cycles_ratio, cfg->threshold);
             /* A difference in time that the cycles do not show is the clock's, not the
              * kernel's. */
-            if ((out->verdict == KP_VERDICT_FASTER || out->verdict == KP_VERDICT_SLOWER) &&
+            if ((out->verdict == KP_COMPARE_FASTER || out->verdict == KP_COMPARE_SLOWER) &&
                 out->cycles_verdict != out->verdict)
-                out->final_verdict = KP_VERDICT_UNSURE;
+                out->final_verdict = KP_COMPARE_UNSURE;
         }
         free(scratch);
     }
@@ -328,7 +328,7 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
                 kp_estimate r;
                 st = kp_bench_ratio(&sides[0], &sides[1], 1, KP_BENCH_CHECK_RESAMPLES, &r, err);
                 if (st != KPROF_OK) goto done;
-                if (kp_verdict_of(&r, cfg->threshold) != KP_VERDICT_UNSURE) {
+                if (kp_compare_verdict_of(&r, cfg->threshold) != KP_COMPARE_UNSURE) {
                     out->stop = KP_BENCH_STOP_DECIDED;
                     break;
                 }

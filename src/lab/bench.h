@@ -102,11 +102,11 @@ typedef struct kp_bench_outcome {
     int compared;
     int paired;
     kp_estimate ratio;
-    kp_verdict verdict;
+    kp_compare_verdict verdict;
     int have_cycles;
     kp_estimate cycles_ratio;
-    kp_verdict cycles_verdict;
-    kp_verdict final_verdict; /* verdict, or UNSURE when cycles do not confirm it */
+    kp_compare_verdict cycles_verdict;
+    kp_compare_verdict final_verdict; /* verdict, or UNSURE when cycles do not confirm it */
 } kp_bench_outcome;
 
 /* Called after each check: the sides, the samples so far of the first, the noise now. */

@@ -636,9 +636,9 @@ static void kp_bench_gate(kp_bench_run *r)
         kp_bench_row *row = &r->rows[i];
         const kp_bench_outcome *o = kp_bench_row_comparison(row);
         if (!o) continue;
-        int slower = kp_verdict_of(&o->ratio, r->a->fail_if_slower) == KP_VERDICT_SLOWER;
+        int slower = kp_compare_verdict_of(&o->ratio, r->a->fail_if_slower) == KP_COMPARE_SLOWER;
         if (slower && o->have_cycles &&
-            kp_verdict_of(&o->cycles_ratio, r->a->fail_if_slower) != KP_VERDICT_SLOWER)
+            kp_compare_verdict_of(&o->cycles_ratio, r->a->fail_if_slower) != KP_COMPARE_SLOWER)
             slower = 0;
         row->slower_gate = slower;
     }
@@ -713,18 +713,18 @@ static void kp_bench_json_comparison(kp_json *j, const char *key, const kp_bench
     kp_json_array_end(j);
     kp_json_double(j, "threshold", cfg->threshold);
     kp_json_bool(j, "paired", o->paired);
-    kp_json_string(j, "time_verdict", kp_verdict_name(o->verdict));
+    kp_json_string(j, "time_verdict", kp_compare_verdict_name(o->verdict));
     if (o->have_cycles) {
         kp_json_double(j, "cycles_ratio", o->cycles_ratio.value);
         kp_json_array_begin(j, "cycles_ci");
         kp_json_double(j, NULL, o->cycles_ratio.lo);
         kp_json_double(j, NULL, o->cycles_ratio.hi);
         kp_json_array_end(j);
-        kp_json_string(j, "cycles_verdict", kp_verdict_name(o->cycles_verdict));
+        kp_json_string(j, "cycles_verdict", kp_compare_verdict_name(o->cycles_verdict));
     } else {
         kp_json_null(j, "cycles_ratio");
     }
-    kp_json_string(j, "verdict", kp_verdict_name(o->final_verdict));
+    kp_json_string(j, "verdict", kp_compare_verdict_name(o->final_verdict));
     kp_json_object_end(j);
 }
 
@@ -830,15 +830,15 @@ static void kp_bench_print_comparison(const char *what, const kp_bench_outcome *
 {
     const char *B = kp_text_bold(f), *R = kp_text_reset(f);
     fprintf(f, "  %s %.4f  95%% CI [%.4f, %.4f]  →  %s%s%s (SAME within ±%g%%)\n", what,
-            o->ratio.value, o->ratio.lo, o->ratio.hi, B, kp_verdict_name(o->final_verdict), R,
+            o->ratio.value, o->ratio.lo, o->ratio.hi, B, kp_compare_verdict_name(o->final_verdict), R,
             100 * cfg->threshold);
     if (o->have_cycles)
         fprintf(f, "    in cycles %.4f [%.4f, %.4f]: %s%s\n", o->cycles_ratio.value,
-                o->cycles_ratio.lo, o->cycles_ratio.hi, kp_verdict_name(o->cycles_verdict),
+                o->cycles_ratio.lo, o->cycles_ratio.hi, kp_compare_verdict_name(o->cycles_verdict),
                 o->final_verdict != o->verdict
                     ? " — the time differs but the cycles do not: the clock moved, not the kernel"
                     : "");
-    else if (o->final_verdict == KP_VERDICT_UNSURE)
+    else if (o->final_verdict == KP_COMPARE_UNSURE)
         fprintf(f, "    the interval straddles ±%g%%: more samples would decide (--timeout, "
                    "--max-noise)\n",
                 100 * cfg->threshold);
