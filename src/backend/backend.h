@@ -80,7 +80,23 @@ typedef struct kp_backend_ops {
      * the lab calls dispatch n times. */
     kprof_status (*dispatch_batch)(kp_kernel *k, const kp_launch *launch, int n, double *gpu_ns,
                                    char *timer, size_t timer_n, kp_error *err);
+    /* Optional: leave the device's last-level cache cold for the next dispatch: a kernel of the
+     * backend's own reads a scratch buffer of 2 x kp_device_info.cache_bytes (at least 8 MiB;
+     * allocated on first use, kept with the device, freed at close), so the cache holds clean
+     * lines of nothing the measured kernel uses (a write/fill would leave dirty lines whose
+     * write-back the measured kernel would pay). Waited for. *ns: the flush's own device time.
+     * Its kernel never appears among the measured kernel's timings (dispatch_batch takes only
+     * records of its own kernel). UNAVAILABLE (with a reason) when the device cannot. */
+    kprof_status (*flush_cache)(kp_device *dev, double *ns, kp_error *err);
 } kp_backend_ops;
+
+/* The scratch a flush_cache reads: 2 x the last-level cache, at least KP_FLUSH_MIN_BYTES. */
+#define KP_FLUSH_MIN_BYTES (8ull << 20)
+static inline uint64_t kp_flush_bytes(uint64_t cache_bytes)
+{
+    uint64_t twice = 2 * cache_bytes;
+    return twice > KP_FLUSH_MIN_BYTES ? twice : KP_FLUSH_MIN_BYTES;
+}
 
 extern const kp_backend_ops kp_opencl_backend;
 extern const kp_backend_ops kp_cuda_backend;

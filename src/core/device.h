@@ -35,6 +35,8 @@ typedef struct kp_device_info {
     char driver[128];        /* driver version */
     char platform[256];      /* OpenCL platform name; CUDA: "CUDA <driver api version>" */
     char version[128];       /* device API version ("OpenCL 3.0 ...", "compute capability 9.0") */
+    char pci_bus_id[32];     /* CUDA: "0000:3B:00.0" (cuDeviceGetPCIBusId), what NVML finds the
+                                device by; "" where the backend does not say (OpenCL) */
     int is_gpu;              /* a GPU (auto prefers these) */
     int kernels_in_process;  /* its kernels run inside kprof's own process (a CPU device such
                                 as PoCL's): a kernel that faults takes the process with it */

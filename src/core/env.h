@@ -21,6 +21,7 @@
 #define KP_ENV_NVRTC_LIBRARY  "KPROF_NVRTC_LIBRARY"
 #define KP_ENV_CUPTI_LIBRARY  "KPROF_CUPTI_LIBRARY" /* also the one the CUDA collector loads */
 #define KP_ENV_OPENCL_LIBRARY "KPROF_OPENCL_LIBRARY"
+#define KP_ENV_NVML_LIBRARY   "KPROF_NVML_LIBRARY" /* the lab's clock readings (lab/clock.c) */
 #define KP_ENV_CUPTI_KIND     "KPROF_CUPTI_KIND" /* the lab's CUPTI timer: serial | concurrent */
 
 /* `kprof trace` and the collectors it injects. */

@@ -52,6 +52,7 @@ typedef enum kp_child_op {
     KP_CHILD_REFLECT,
     KP_CHILD_MEASURE,
     KP_CHILD_DIGEST,
+    KP_CHILD_SAMPLE,
     KP_CHILD_FINISH,
     KP_CHILD_DEVICE /* not a request: kp_lab_child_device's only reply */
 } kp_child_op;
@@ -67,6 +68,12 @@ typedef struct kp_child_measure_request {
     kp_launch launch;
     int32_t warmup, iters;
 } kp_child_measure_request;
+
+/* KP_CHILD_SAMPLE's arguments; the reply is the timer, n samples and n flush times. */
+typedef struct kp_child_sample_request {
+    kp_launch launch;
+    int32_t n, cold;
+} kp_child_sample_request;
 
 /* What a kp_lab_child_device child sends back. */
 typedef struct kp_child_device_reply {
@@ -216,6 +223,20 @@ static void kp_child_serve(int fd, const kp_lab_options *opts)
                                       {samples, (size_t)rq.iters * sizeof *samples}};
             ok = kp_child_reply(fd, &err, parts, 2) == 0;
             free(samples);
+        } else if (op == KP_CHILD_SAMPLE) {
+            kp_child_sample_request rq;
+            if (kp_child_read(fd, &rq, sizeof rq) != 0 || rq.n < 1) break;
+            double *samples = calloc((size_t)rq.n * 2, sizeof *samples);
+            if (!samples)
+                kp_error_set(&err, KPROF_NOMEM, "out of memory for %d samples", (int)rq.n);
+            else if (kp_lab_sample(lab, &rq.launch, rq.n, rq.cold, samples, samples + rq.n, &err) ==
+                     KPROF_TIMEOUT)
+                wedged = 1;
+            info = kp_lab_get_info(lab);
+            kp_child_part parts[2] = {{info->timer, sizeof info->timer},
+                                      {samples, (size_t)rq.n * 2 * sizeof *samples}};
+            ok = kp_child_reply(fd, &err, parts, 2) == 0;
+            free(samples);
         } else if (op == KP_CHILD_DIGEST) {
             int32_t max = 0, n = 0;
             if (kp_child_read(fd, &max, sizeof max) != 0 || max < 0 || max > KP_SPEC_MAX_ARGS)
@@ -362,6 +383,7 @@ static kprof_status kp_child_fault(kp_lab_child *c, const char *how, kp_error *e
     const char *at = grid.data ? grid.data : "";
     switch (c->op) {
     case KP_CHILD_MEASURE:
+    case KP_CHILD_SAMPLE:
         kp_str_printf_escaped(&s,
                               "kernel %s faulted: the process running it %s during its "
                               "dispatches (%s); ",
@@ -595,6 +617,28 @@ kprof_status kp_lab_child_measure(kp_lab_child *c, const kp_launch *launch, int 
         memcpy(c->info->timer, p, timer);
         c->info->timer[timer - 1] = '\0';
         memcpy(samples_ms, (const char *)p + timer, (size_t)iters * sizeof *samples_ms);
+    }
+    free(p);
+    return st;
+}
+
+kprof_status kp_lab_child_sample(kp_lab_child *c, const kp_launch *launch, int n, int cold,
+                                 double *samples_ms, double *flush_ms, kp_error *err)
+{
+    c->launch = *launch;
+    c->have_launch = 1;
+    kp_child_sample_request rq = {.launch = *launch, .n = n, .cold = cold};
+    void *p = NULL;
+    size_t len = 0;
+    kprof_status st = kp_child_call(c, KP_CHILD_SAMPLE, &rq, sizeof rq, &p, &len, err);
+    if (st == KPROF_TIMEOUT) c->wedged = 1;
+    size_t timer = sizeof c->info->timer, each = (size_t)n * sizeof *samples_ms;
+    if (st == KPROF_OK && len != timer + 2 * each) st = kp_child_short(err);
+    if (st == KPROF_OK) {
+        memcpy(c->info->timer, p, timer);
+        c->info->timer[timer - 1] = '\0';
+        memcpy(samples_ms, (const char *)p + timer, each);
+        if (flush_ms) memcpy(flush_ms, (const char *)p + timer + each, each);
     }
     free(p);
     return st;

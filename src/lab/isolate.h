@@ -22,6 +22,8 @@ kprof_status kp_lab_child_reflect(kp_lab_child *c, const kp_launch *launch, kp_r
                                   kp_error *err);
 kprof_status kp_lab_child_measure(kp_lab_child *c, const kp_launch *launch, int warmup, int iters,
                                   double *samples_ms, kp_error *err);
+kprof_status kp_lab_child_sample(kp_lab_child *c, const kp_launch *launch, int n, int cold,
+                                 double *samples_ms, double *flush_ms, kp_error *err);
 kprof_status kp_lab_child_digest(kp_lab_child *c, kp_buffer_digest *out, int max, int *n,
                                  kp_error *err);
 /* The child releases everything and exits; OK only when it exited cleanly. */

@@ -1,9 +1,11 @@
 /*
  * lab.c — the kernel-lab session (see lab.h): from a NAME or FILE to timed dispatches of one
  * kernel with deterministic, checked arguments. It resolves the target, chooses the device,
- * compiles (compile.c), checks and binds the arguments (arguments.c), switches kernels, measures,
- * digests the buffers and releases everything; launches are checked in launch.c. A session that
- * must run in a child process (lab.h) is forwarded to isolate.c; this file is what runs there.
+ * compiles (compile.c), checks and binds the arguments (arguments.c), switches kernels, measures
+ * and samples (hot, or cold after the backend's cache flush), digests the buffers and releases
+ * everything; launches are checked in launch.c, the device's clock read in clock.c. A session
+ * that must run in a child process (lab.h) is forwarded to isolate.c; this file is what runs
+ * there.
  */
 #define _GNU_SOURCE
 #include "lab/lab_internal.h"
@@ -245,6 +247,46 @@ kprof_status kp_lab_measure(kp_lab *lab, const kp_launch *launch, int warmup, in
         kprof_status st = lab->ops->dispatch(lab->kernel, launch, &ns, err);
         if (st != KPROF_OK) return st;
         samples_ms[i] = ns / 1e6;
+    }
+    return KPROF_OK;
+}
+
+/* One dispatch timed with the clock kp_lab_measure uses for its batch. */
+static kprof_status kp_lab_time_one(kp_lab *lab, const kp_launch *launch, double *ms, kp_error *err)
+{
+    double ns = 0;
+    kprof_status st;
+    if (lab->ops->dispatch_batch) {
+        st = lab->ops->dispatch_batch(lab->kernel, launch, 1, &ns, lab->info.timer,
+                                      sizeof lab->info.timer, err);
+    } else {
+        snprintf(lab->info.timer, sizeof lab->info.timer, "%s-profiling-events", lab->ops->name);
+        st = lab->ops->dispatch(lab->kernel, launch, &ns, err);
+    }
+    *ms = ns / 1e6;
+    return st;
+}
+
+kprof_status kp_lab_sample(kp_lab *lab, const kp_launch *launch, int n, int cold,
+                           double *samples_ms, double *flush_ms, kp_error *err)
+{
+    if (n < 1) return kp_error_set(err, KPROF_INVALID, "kp_lab_sample: %d samples asked for", n);
+    if (lab->child)
+        return kp_lab_child_sample(lab->child, launch, n, cold, samples_ms, flush_ms, err);
+    if (flush_ms)
+        for (int i = 0; i < n; i++)
+            flush_ms[i] = 0;
+    if (!cold) return kp_lab_measure(lab, launch, 0, n, samples_ms, err);
+    if (!lab->ops->flush_cache)
+        return kp_error_set(err, KPROF_UNAVAILABLE,
+                            "the %s backend cannot flush the device's cache: no cold samples",
+                            lab->ops->name);
+    for (int i = 0; i < n; i++) {
+        double flush_ns = 0;
+        kprof_status st = lab->ops->flush_cache(lab->dev, &flush_ns, err);
+        if (st == KPROF_OK) st = kp_lab_time_one(lab, launch, &samples_ms[i], err);
+        if (st != KPROF_OK) return st;
+        if (flush_ms) flush_ms[i] = flush_ns / 1e6;
     }
     return KPROF_OK;
 }

@@ -6,6 +6,8 @@
  *   kp_lab_open      resolve NAME|FILE, choose backend and device, compile (through the cache),
  *                    reflect, check the SPEC against the kernel's parameters, fill and bind
  *   kp_lab_measure   warm-ups, then timed dispatches at a launch geometry
+ *   kp_lab_sample    timed dispatches with no warm-up, hot or each after a cache flush (cold)
+ *   kp_lab_clock     the device's SM clock now, read in kprof's own process (clock.c)
  *   kp_lab_digest    read every buffer back and summarise it
  *   kp_lab_finish    release the device, and say whether what was measured stands
  *   kp_lab_close     release everything
@@ -114,6 +116,44 @@ void kp_tg_rule_text(const kp_reflection *r, char *buf, size_t n);
 /* warmup untimed dispatches, then iters timed ones: samples_ms[0..iters) in milliseconds. */
 kprof_status kp_lab_measure(kp_lab *lab, const kp_launch *launch, int warmup, int iters,
                             double *samples_ms, kp_error *err);
+
+/* n timed dispatches at launch, no warm-up: hot (cold == 0) back to back exactly as
+ * kp_lab_measure times them; cold: the device's cache flushed (kp_backend_ops.flush_cache,
+ * untimed) before each, and each dispatch timed alone with the same clock as hot ones
+ * (dispatch_batch with n = 1 where the backend has it, else dispatch), so hot and cold samples
+ * compare. samples_ms[0..n) in ms; flush_ms[0..n) (may be NULL) the flushes' own device time
+ * in ms (0 for hot samples). info.timer says the clock, as after kp_lab_measure. INVALID for
+ * n < 1; UNAVAILABLE, saying why, when cold is asked of a backend or device that cannot flush
+ * its cache; TIMEOUT and FAULT as kp_lab_measure. */
+kprof_status kp_lab_sample(kp_lab *lab, const kp_launch *launch, int n, int cold,
+                           double *samples_ms, double *flush_ms, kp_error *err);
+
+/* The device's SM clock at one moment (kp_lab_clock). */
+typedef struct kp_clock_reading {
+    int have;           /* 1: sm_mhz, default_mhz and reasons were read */
+    double sm_mhz;      /* the SM clock now */
+    double default_mhz; /* the default (applications) SM clock, else the maximum: a clock below
+                           75% of it counts as throttled */
+    uint64_t reasons;   /* NVML's clock-event (throttle) reason bits now (kp_clock_reasons_text) */
+    char why_not[160];  /* when !have: why ("OpenCL devices: kprof reads no clock",
+                           "libnvidia-ml.so.1 not found") */
+} kp_clock_reading;
+
+/* Read the session device's SM clock now, through NVML in kprof's own process (NVML needs no
+ * CUDA context, so this works whether the session runs here or in a child), initialised once,
+ * lazily, the device found by its PCI bus id (kp_device_info.pci_bus_id). Cheap enough to call
+ * around every batch of samples. Never fails: !have and why_not say why nothing was read. Not
+ * thread-safe against itself on one session. */
+void kp_lab_clock(kp_lab *lab, kp_clock_reading *out);
+
+/* kp_lab_clock's work for any device NVML knows, by PCI bus id ("0000:3B:00.0"): exposed for
+ * tests (KPROF_NVML_LIBRARY names the NVML to load). */
+void kp_clock_read_pci(const char *pci_bus_id, kp_clock_reading *out);
+
+/* The reasons in words, comma-separated, in bit order: "sw power cap, hw slowdown"; "" for
+ * none. The idle and applications-clock bits are left out (they are not throttling); bits
+ * kprof has no word for are shown as one hex mask ("other 0x800"). */
+void kp_clock_reasons_text(uint64_t reasons, char *buf, size_t n);
 
 /* What the grid of a launch can touch if each thread touches one element of each buffer (an
  * element as the kernel's parameter declares it: a float4* parameter takes 16 bytes per thread

@@ -61,6 +61,7 @@
     X(cuMemFree)                                                                                   \
     X(cuMemcpyHtoDAsync)                                                                           \
     X(cuMemcpyDtoHAsync)                                                                           \
+    X(cuMemsetD32Async)                                                                            \
     X(cuLaunchKernel)                                                                              \
     X(cuCtxGetCurrent)                                                                             \
     X(cuCtxSynchronize)                                                                            \

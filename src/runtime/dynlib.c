@@ -49,8 +49,8 @@ int kp_dynlib_load_table(kp_dynlib_table *t, char *why, size_t why_n)
                 size_t n = strlen(t->why);
                 snprintf(t->why + n, sizeof t->why - n, "%s", t->hint);
             }
-        } else if (kp_dynlib_resolve(h, t->libname, t->symbols, t->slots, NULL, t->count, t->why,
-                                     sizeof t->why) == 0 &&
+        } else if (kp_dynlib_resolve(h, t->libname, t->symbols, t->slots, t->optional, t->count,
+                                     t->why, sizeof t->why) == 0 &&
                    (!t->check || t->check(t->why, sizeof t->why) == 0)) {
             t->status = 0;
         }

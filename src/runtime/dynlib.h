@@ -28,6 +28,7 @@ typedef struct kp_dynlib_table {
     const char *env;                     /* a variable naming the library to load instead */
     const char *const *symbols;          /* count symbol names ... */
     void **slots;                        /* ... and where their addresses go */
+    const unsigned char *optional;       /* count flags: 1 = may be missing (stays NULL); or NULL */
     size_t count;
     const char *hint;                    /* appended when the library is missing, or NULL */
     int (*check)(char *why, size_t why_n); /* after loading (a version check), or NULL */

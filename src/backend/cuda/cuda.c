@@ -3,8 +3,9 @@
  * of kprof knows it by. Devices come through the driver API (libcuda) and CUDA C++ is compiled
  * with NVRTC, both loaded at run time (src/runtime/cuda_api.c), so one build runs with or
  * without them. The work is split by concern: device.c (devices, errors and faults), compile.c
- * (NVRTC, PTX and cubin, modules, program metadata) and launch.c (kernels, reflection and
- * occupancy, memory, binding, timed dispatches); cuda_internal.h is what they share.
+ * (NVRTC, PTX and cubin, modules, program metadata), launch.c (kernels, reflection and
+ * occupancy, memory, binding, timed dispatches) and flush.c (the cold-cache flush);
+ * cuda_internal.h is what they share.
  */
 #include "backend/cuda/cuda_internal.h"
 
@@ -29,4 +30,5 @@ const kp_backend_ops kp_cuda_backend = {
     .bind = kp_cuda_bind,
     .dispatch = kp_cuda_dispatch,
     .dispatch_batch = kp_cuda_dispatch_batch,
+    .flush_cache = kp_cuda_flush_cache,
 };

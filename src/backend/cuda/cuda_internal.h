@@ -3,8 +3,8 @@
  * the backend's objects (device, program, kernel, buffer) and the functions one file of the
  * backend calls in another. device.c opens devices and turns driver errors into kprof's;
  * compile.c builds and loads programs; launch.c makes kernels, reflects, moves memory, binds
- * and times dispatches; cuda.c puts them in the kp_cuda_backend table (backend.h), the only
- * name the rest of kprof knows.
+ * and times dispatches; flush.c leaves the L2 cold between them; cuda.c puts them in the
+ * kp_cuda_backend table (backend.h), the only name the rest of kprof knows.
  */
 #ifndef KP_BACKEND_CUDA_INTERNAL_H
 #define KP_BACKEND_CUDA_INTERNAL_H
@@ -25,6 +25,11 @@ struct kp_device {
     kp_cuda_occ_device occ; /* what the occupancy arithmetic needs */
     int poisoned;           /* a kernel faulted: the context refuses all further work */
     char fault[384];        /* that fault, for the refusals */
+    /* flush.c: the cache flush, made on its first use */
+    CUmodule flush_module;     /* kprof's flush kernel, JIT-compiled from PTX */
+    CUfunction flush_function; /* NULL until the flush is ready */
+    CUdeviceptr flush_scratch; /* flush_bytes the kernel reads, then its sink */
+    uint64_t flush_bytes;
 };
 
 struct kp_program {
@@ -94,5 +99,12 @@ kprof_status kp_cuda_bind(kp_kernel *k, const kp_spec *spec, kp_buffer *const *b
 kprof_status kp_cuda_dispatch(kp_kernel *k, const kp_launch *l, double *gpu_ns, kp_error *err);
 kprof_status kp_cuda_dispatch_batch(kp_kernel *k, const kp_launch *l, int n, double *gpu_ns,
                                     char *timer, size_t timer_n, kp_error *err);
+
+/* ---- flush.c ------------------------------------------------------------------------------- */
+
+/* kp_backend_ops.flush_cache: read twice the L2 with kprof's own kernel; *ns its GPU time. */
+kprof_status kp_cuda_flush_cache(kp_device *dev, double *ns, kp_error *err);
+/* Free the flush's module and scratch (the device's context current); harmless when none. */
+void kp_cuda_flush_release(kp_device *dev);
 
 #endif

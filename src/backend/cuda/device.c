@@ -156,6 +156,7 @@ kprof_status kp_cuda_device_info(int index, kp_device_info *info, kp_error *err)
     char pci[32] = "";
     if (kp_cu.cuDeviceGetPCIBusId(pci, (int)sizeof pci, d) != CUDA_SUCCESS) pci[0] = '\0';
     pci[sizeof pci - 1] = '\0';
+    kp_strlcpy(info->pci_bus_id, pci, sizeof info->pci_bus_id);
     kp_device_fact_add(info, "compute_capability", "compute capability", 0, "%d.%d", major, minor);
     kp_device_fact_add(info, "sm_count", "SMs", 1, "%u", info->compute_units);
     kp_device_fact_add(info, "clock_mhz", "clock (MHz)", 1, "%d", clock_khz / 1000);
@@ -224,6 +225,7 @@ void kp_cuda_close(kp_device *dev)
 {
     if (!dev) return;
     if (dev->context && !dev->poisoned && kp_cu.cuCtxSetCurrent(dev->context) == CUDA_SUCCESS) {
+        kp_cuda_flush_release(dev);
         if (dev->end) kp_cu.cuEventDestroy(dev->end);
         if (dev->start) kp_cu.cuEventDestroy(dev->start);
         if (dev->stream) kp_cu.cuStreamDestroy(dev->stream);

@@ -2,7 +2,8 @@
  * opencl.c — the OpenCL backend: every platform's devices through the ICD loader, programs
  * compiled from OpenCL C at run time (with kernel argument info, so SPECs are checked against
  * the kernel's declaration), buffers, and dispatches timed with profiling events — the
- * device's own START/END timestamps, never host clocks.
+ * device's own START/END timestamps, never host clocks; and a cache flush between dispatches
+ * (a kernel of kprof's own reading twice the device's global memory cache).
  */
 #define _GNU_SOURCE
 #include "backend/backend.h"
@@ -24,6 +25,13 @@ struct kp_device {
     cl_context context;
     cl_command_queue queue;
     uint64_t max_alloc;
+    /* The cache flush (kp_cl_flush_cache), made on its first use. */
+    cl_program flush_program;
+    cl_kernel flush_kernel; /* NULL until the flush is ready */
+    cl_mem flush_scratch;   /* flush_bytes the kernel reads */
+    cl_mem flush_sink;      /* 4 bytes it never writes */
+    uint64_t flush_bytes;
+    size_t flush_items;     /* the flush's global size */
 };
 
 struct kp_program {
@@ -238,9 +246,12 @@ static kprof_status kp_cl_open(int index, kp_device **out, kp_error *err)
     return KPROF_OK;
 }
 
+static void kp_cl_flush_release(kp_device *dev);
+
 static void kp_cl_close(kp_device *dev)
 {
     if (!dev) return;
+    kp_cl_flush_release(dev);
     kp_cl.clReleaseCommandQueue(dev->queue);
     kp_cl.clReleaseContext(dev->context);
     free(dev);
@@ -737,6 +748,161 @@ static kprof_status kp_cl_dispatch(kp_kernel *k, const kp_launch *l, double *gpu
     return st;
 }
 
+/* ---- the cache flush ------------------------------------------------------------------------
+ *
+ * kp_backend_ops.flush_cache: read (never write: dirty lines would make the measured kernel pay
+ * their write-back) a scratch twice CL_DEVICE_GLOBAL_MEM_CACHE_SIZE, so the next dispatch finds
+ * none of its data in the cache. For PoCL on a CPU that cache is the CPU's own last level. A GPU
+ * reads best with a grid-stride loop (neighbouring work-items, neighbouring addresses); a CPU
+ * runs a work-group's items one after the other, and reads best a contiguous run per item. The
+ * sum is stored only when it equals an odd number, which a scratch of 0x01 bytes never sums to
+ * (a multiple of 4), so the loads cannot be dropped and the kernel never writes. */
+
+#define KP_CL_FLUSH_ITEMS_PER_UNIT 1024 /* 256 x 4 work-items per compute unit */
+#define KP_CL_FLUSH_FILL_CHUNK     (1u << 20)
+
+static const char kp_cl_flush_source[] =
+    "__kernel void kprof_cache_flush(__global const uint4 *scratch, ulong count, uint contiguous,\n"
+    "                                __global uint *sink)\n"
+    "{\n"
+    "    ulong id = get_global_id(0), items = get_global_size(0);\n"
+    "    ulong first = id, end = count, step = items;\n"
+    "    if (contiguous) {\n"
+    "        ulong per = (count + items - 1) / items;\n"
+    "        first = id * per;\n"
+    "        end = min(count, first + per);\n"
+    "        step = 1;\n"
+    "    }\n"
+    "    uint sum = 0;\n"
+    "    for (ulong i = first; i < end; i += step) {\n"
+    "        uint4 v = scratch[i];\n"
+    "        sum += v.x + v.y + v.z + v.w;\n"
+    "    }\n"
+    "    if (sum == 0x7fc0ffedu) *sink = sum;\n"
+    "}\n";
+
+static void kp_cl_flush_release(kp_device *dev)
+{
+    if (dev->flush_kernel) kp_cl.clReleaseKernel(dev->flush_kernel);
+    if (dev->flush_program) kp_cl.clReleaseProgram(dev->flush_program);
+    if (dev->flush_scratch) kp_cl.clReleaseMemObject(dev->flush_scratch);
+    if (dev->flush_sink) kp_cl.clReleaseMemObject(dev->flush_sink);
+    dev->flush_kernel = NULL;
+    dev->flush_program = NULL;
+    dev->flush_scratch = dev->flush_sink = NULL;
+}
+
+/* Build the kernel, make and fill the scratch, set the arguments: the first time only. On
+ * failure nothing is kept. */
+static kprof_status kp_cl_flush_prepare(kp_device *dev, kp_error *err)
+{
+    if (dev->flush_kernel) return KPROF_OK;
+    kprof_status st = KPROF_OK;
+    cl_int rc = CL_SUCCESS;
+    unsigned char *fill = NULL;
+    uint64_t bytes = kp_flush_bytes(kp_cl_info_u64(dev->id, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE));
+    if (dev->max_alloc && bytes > dev->max_alloc) {
+        st = kp_error_set(err, KPROF_UNAVAILABLE,
+                          "opencl: this device cannot flush its cache: the %llu-byte scratch "
+                          "(twice its global memory cache) is larger than its largest "
+                          "allocation (%llu bytes)",
+                          (unsigned long long)bytes, (unsigned long long)dev->max_alloc);
+        goto fail;
+    }
+    const char *text = kp_cl_flush_source;
+    dev->flush_program = kp_cl.clCreateProgramWithSource(dev->context, 1, &text, NULL, &rc);
+    if (!dev->flush_program) {
+        st = kp_cl_fail(err, "clCreateProgramWithSource (kprof's cache flush)", rc);
+        goto fail;
+    }
+    rc = kp_cl.clBuildProgram(dev->flush_program, 1, &dev->id, "", NULL, NULL);
+    if (rc != CL_SUCCESS) {
+        kp_error_set(err, KPROF_UNAVAILABLE,
+                     "opencl: this device cannot flush its cache: building kprof's flush kernel "
+                     "failed: %s (%d)",
+                     kp_cl_error_name(rc), (int)rc);
+        kp_error_take_log(err, kp_cl_build_log(dev, dev->flush_program, NULL));
+        st = KPROF_UNAVAILABLE;
+        goto fail;
+    }
+    dev->flush_kernel = kp_cl.clCreateKernel(dev->flush_program, "kprof_cache_flush", &rc);
+    if (!dev->flush_kernel) {
+        st = kp_cl_fail(err, "clCreateKernel (kprof's cache flush)", rc);
+        goto fail;
+    }
+    dev->flush_scratch =
+        kp_cl.clCreateBuffer(dev->context, CL_MEM_READ_ONLY, (size_t)bytes, NULL, &rc);
+    if (dev->flush_scratch)
+        dev->flush_sink = kp_cl.clCreateBuffer(dev->context, CL_MEM_WRITE_ONLY, 4, NULL, &rc);
+    if (!dev->flush_scratch || !dev->flush_sink) {
+        st = kp_cl_fail(err, "clCreateBuffer (the cache flush's scratch)", rc);
+        goto fail;
+    }
+    /* Written once, here: pages never written may all map one page of zeros on a CPU device,
+     * and reading them would then flush nothing. */
+    fill = malloc(KP_CL_FLUSH_FILL_CHUNK);
+    if (!fill) {
+        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        goto fail;
+    }
+    memset(fill, 0x01, KP_CL_FLUSH_FILL_CHUNK);
+    for (uint64_t at = 0; at < bytes; at += KP_CL_FLUSH_FILL_CHUNK) {
+        size_t n =
+            bytes - at < KP_CL_FLUSH_FILL_CHUNK ? (size_t)(bytes - at) : KP_CL_FLUSH_FILL_CHUNK;
+        rc = kp_cl.clEnqueueWriteBuffer(dev->queue, dev->flush_scratch, CL_TRUE, (size_t)at, n,
+                                        fill, 0, NULL, NULL);
+        if (rc != CL_SUCCESS) {
+            st = kp_cl_fail(err, "clEnqueueWriteBuffer (the cache flush's scratch)", rc);
+            goto fail;
+        }
+    }
+    cl_device_type type = 0;
+    kp_cl.clGetDeviceInfo(dev->id, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    cl_uint units = (cl_uint)kp_cl_info_uint(dev->id, CL_DEVICE_MAX_COMPUTE_UNITS);
+    cl_ulong count = bytes / 16;
+    cl_uint contiguous = (type & CL_DEVICE_TYPE_CPU) != 0;
+    dev->flush_items = (size_t)(units ? units : 1) * KP_CL_FLUSH_ITEMS_PER_UNIT;
+    rc = kp_cl.clSetKernelArg(dev->flush_kernel, 0, sizeof(cl_mem), &dev->flush_scratch);
+    if (rc == CL_SUCCESS) rc = kp_cl.clSetKernelArg(dev->flush_kernel, 1, sizeof count, &count);
+    if (rc == CL_SUCCESS)
+        rc = kp_cl.clSetKernelArg(dev->flush_kernel, 2, sizeof contiguous, &contiguous);
+    if (rc == CL_SUCCESS)
+        rc = kp_cl.clSetKernelArg(dev->flush_kernel, 3, sizeof(cl_mem), &dev->flush_sink);
+    if (rc != CL_SUCCESS) {
+        st = kp_cl_fail(err, "clSetKernelArg (kprof's cache flush)", rc);
+        goto fail;
+    }
+    free(fill);
+    dev->flush_bytes = bytes;
+    return KPROF_OK;
+fail:
+    free(fill);
+    kp_cl_flush_release(dev);
+    return st;
+}
+
+static kprof_status kp_cl_flush_cache(kp_device *dev, double *ns, kp_error *err)
+{
+    *ns = 0;
+    kprof_status st = kp_cl_flush_prepare(dev, err);
+    if (st != KPROF_OK) return st;
+    cl_event ev = NULL;
+    size_t items = dev->flush_items;
+    cl_int rc = kp_cl.clEnqueueNDRangeKernel(dev->queue, dev->flush_kernel, 1, NULL, &items, NULL,
+                                             0, NULL, &ev);
+    if (rc != CL_SUCCESS) return kp_cl_fail(err, "launching kprof's cache flush", rc);
+    rc = kp_cl.clWaitForEvents(1, &ev);
+    cl_ulong t0 = 0, t1 = 0;
+    if (rc == CL_SUCCESS)
+        rc = kp_cl.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+    if (rc == CL_SUCCESS)
+        rc = kp_cl.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+    kp_cl.clReleaseEvent(ev);
+    if (rc != CL_SUCCESS) return kp_cl_fail(err, "the cache flush", rc);
+    *ns = (double)(t1 - t0);
+    return KPROF_OK;
+}
+
 const kp_backend_ops kp_opencl_backend = {
     .name = "opencl",
     .kernels_in_process = 1, /* CPU devices */
@@ -757,4 +923,5 @@ const kp_backend_ops kp_opencl_backend = {
     .free = kp_cl_free,
     .bind = kp_cl_bind,
     .dispatch = kp_cl_dispatch,
+    .flush_cache = kp_cl_flush_cache,
 };
