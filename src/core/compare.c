@@ -317,11 +317,35 @@ static void kp_resample(kp_rng *rng, const double *x, const double *y, size_t n,
     }
 }
 
+/* Blocks of `block` consecutive elements (the last may be shorter), drawn with replacement
+ * until n are filled: what is correlated within a block stays together. */
+static void kp_resample_blocks(kp_rng *rng, const double *x, const double *y, size_t n,
+                               size_t block, double *out_x, double *out_y)
+{
+    size_t blocks = (n + block - 1) / block, i = 0;
+    while (i < n) {
+        size_t start = kp_rng_below(rng, blocks) * block;
+        for (size_t t = start; t < start + block && t < n && i < n; t++, i++) {
+            out_x[i] = x[t];
+            if (y) out_y[i] = y[t];
+        }
+    }
+}
+
 int kp_ratio_ci_bootstrap(const double *a, size_t na, const double *b, size_t nb, int paired,
                           int resamples, double level, uint64_t seed, double *scratch,
                           kp_estimate *out)
 {
-    if (na == 0 || nb == 0 || (paired && na != nb) || resamples < 1 || !(level > 0) || !(level < 1))
+    return kp_ratio_ci_bootstrap_blocks(a, na, 1, b, nb, 1, paired, resamples, level, seed,
+                                        scratch, out);
+}
+
+int kp_ratio_ci_bootstrap_blocks(const double *a, size_t na, size_t block_a, const double *b,
+                                 size_t nb, size_t block_b, int paired, int resamples,
+                                 double level, uint64_t seed, double *scratch, kp_estimate *out)
+{
+    if (na == 0 || nb == 0 || (paired && na != nb) || resamples < 1 || !(level > 0) ||
+        !(level < 1) || block_a < 1 || block_b < 1 || (paired && block_a != block_b))
         return -1;
     double median_a = kp_median_of_copy(a, na, scratch);
     double median_b = kp_median_of_copy(b, nb, scratch + na);
@@ -333,11 +357,15 @@ int kp_ratio_ci_bootstrap(const double *a, size_t na, const double *b, size_t nb
     kp_rng_seed(&rng, seed);
     double *ra = scratch, *rb = scratch + na;
     for (int r = 0; r < resamples; r++) {
-        if (paired) {
+        if (paired && block_a > 1) {
+            kp_resample_blocks(&rng, a, b, na, block_a, ra, rb);
+        } else if (paired) {
             kp_resample(&rng, a, b, na, ra, rb);
         } else {
-            kp_resample(&rng, a, NULL, na, ra, NULL);
-            kp_resample(&rng, b, NULL, nb, rb, NULL);
+            if (block_a > 1) kp_resample_blocks(&rng, a, NULL, na, block_a, ra, NULL);
+            else kp_resample(&rng, a, NULL, na, ra, NULL);
+            if (block_b > 1) kp_resample_blocks(&rng, b, NULL, nb, block_b, rb, NULL);
+            else kp_resample(&rng, b, NULL, nb, rb, NULL);
         }
         double ma = kp_select(ra, na, na / 2);
         double mb = kp_select(rb, nb, nb / 2);

@@ -76,6 +76,16 @@ int kp_ratio_ci_bootstrap(const double *a, size_t na, const double *b, size_t nb
                           int resamples, double level, uint64_t seed, double *scratch,
                           kp_estimate *out);
 
+/* The same with a block bootstrap: samples taken in batches share what happened to the device
+ * during their batch (another process, a clock step), so a resample draws whole blocks of
+ * block_a (block_b) consecutive samples, in the order taken, instead of single ones; the
+ * interval then widens by what is correlated within a block instead of pretending each sample
+ * independent. Paired: blocks of pairs, block_a == block_b. Block 1 is
+ * kp_ratio_ci_bootstrap. */
+int kp_ratio_ci_bootstrap_blocks(const double *a, size_t na, size_t block_a, const double *b,
+                                 size_t nb, size_t block_b, int paired, int resamples,
+                                 double level, uint64_t seed, double *scratch, kp_estimate *out);
+
 /* The verdict on B against A, one list making the enum and the names. */
 #define KP_COMPARE_VERDICT_LIST(X)                                                                 \
     X(SAME, "SAME")     /* the interval lies inside [1 - t, 1 + t] */                              \

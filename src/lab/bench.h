@@ -14,9 +14,12 @@
  * The rule is checked each time the samples have grown by a tenth, so its cost stays a small
  * share of the run.
  *
- * Samples are taken in batches sized to about batch_s of device time (at least one), each kernel
- * in turn: A's batch, B's batch, A's… The i-th samples of A and B are a pair, taken milliseconds
- * apart, so drift (clocks, temperature, other work) cancels in the comparison.
+ * Samples are taken in batches sized to about batch_s of device time (at least one; a fifth of
+ * it when comparing), each kernel in turn: A's batch, B's batch, A's… The i-th samples of A and
+ * B are a pair, taken milliseconds apart, so drift (clocks, temperature, other work) cancels in
+ * the comparison. The interval of the ratio is a block bootstrap over batches (compare.h): what
+ * the samples of one batch share widens it rather than passing for agreement, and a verdict may
+ * stop the measurement only after KP_BENCH_MIN_ROUNDS rounds.
  *
  * Throttling: where the device's SM clock can be read (CUDA through NVML: kp_lab_clock), it is
  * read before and after every batch; a round whose lowest reading is below throttle_fraction of
@@ -32,6 +35,8 @@
 #include "core/compare.h"
 #include "core/stats.h"
 #include "lab/lab.h"
+
+#define KP_BENCH_MIN_ROUNDS 30
 
 typedef struct kp_bench_config {
     double max_noise;         /* 0.005: the median known to +-0.5% */
@@ -70,6 +75,8 @@ typedef struct kp_bench_side {
     double *ms, *mhz;
     size_t n, cap;
     size_t taken;     /* samples timed, kept or not */
+    size_t rounds;    /* batches kept: the samples came in about n / rounds at a time (samples
+                         given by the caller: set it from theirs, or leave 0 for one at a time) */
     size_t throttled; /* of them, discarded: taken while the clock was throttled */
     double gpu_s;     /* device time of every sample taken */
     double flush_ms;  /* cold: the median cost of one flush (not in the samples); 0 hot */

@@ -122,6 +122,10 @@ kprof_status kp_bench_file_read(const char *path, kp_bench_file **out, kp_error 
             goto done;
         }
         f->npoints++;
+        const cJSON *rounds = cJSON_GetObjectItemCaseSensitive(k, "rounds");
+        if (cJSON_IsNumber(rounds) && rounds->valuedouble >= 1 &&
+            rounds->valuedouble <= (double)fp->n)
+            fp->rounds = (size_t)rounds->valuedouble;
         const cJSON *clk = cJSON_GetObjectItemCaseSensitive(k, "clock_samples_mhz");
         size_t nc = 0;
         if (clk && (kp_bench_file_numbers(clk, &fp->mhz, &nc) != 0 || nc != fp->n)) {

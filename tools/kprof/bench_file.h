@@ -17,6 +17,7 @@ typedef struct kp_bench_file_point {
     double *ms;      /* the samples of the point's last kernel (B of a comparison) */
     double *mhz;     /* its clock at each sample, or NULL */
     size_t n;
+    size_t rounds;   /* the batches they came in ("rounds"; 0 when not said) */
 } kp_bench_file_point;
 
 typedef struct kp_bench_file {

@@ -142,7 +142,7 @@ static int kp_bench_parse_axis(kp_bench_args *a, const char *text)
             return kp_cli_usage_error("bench", "--axis '%s': an empty or too long value", text);
         memcpy(v->text, p, len);
         v->text[len] = '\0';
-        snprintf(v->name, sizeof v->name, "%s", ax->name);
+        memcpy(v->name, ax->name, sizeof v->name);
         char why[256];
         if (kp_expr_eval(v->text, NULL, &v->value, why, sizeof why) == 0) {
             v->numeric = 1;
@@ -525,7 +525,7 @@ static kprof_status kp_bench_point(kp_bench_run *r, int index, kp_error *err)
                 r->info = *info;
                 snprintf(r->kernel_dir, sizeof r->kernel_dir, "%s", info->kernel_dir);
             }
-            snprintf(r->entry_name[s], sizeof r->entry_name[s], "%s", info->kernel->name);
+            kp_strlcpy(r->entry_name[s], info->kernel->name, sizeof r->entry_name[s]);
             snprintf(r->source[s], sizeof r->source[s], "%s", info->source_path);
         }
     }
@@ -561,9 +561,11 @@ static kprof_status kp_bench_point(kp_bench_run *r, int index, kp_error *err)
                  cold ? "cold" : "hot");
         r->phase = phase;
         kp_progress_set(r->progress, "bench: %s: warming up", phase);
-        st = kp_bench_measure(row->side, nsides, &a->cfg, kp_bench_progress, r, &row->outcome,
-                              err);
+        kp_bench_config cfg = a->cfg;
+        cfg.cold = cold;
+        st = kp_bench_measure(row->side, nsides, &cfg, kp_bench_progress, r, &row->outcome, err);
         r->phase = NULL;
+        kp_strlcpy(r->info.timer, kp_lab_get_info(labs[0])->timer, sizeof r->info.timer);
         if (st == KPROF_TIMEOUT) {
             kp_progress_stop(r->progress);
             r->progress = NULL;
@@ -610,6 +612,7 @@ static kprof_status kp_bench_compare_old(kp_bench_run *r, kp_error *err)
         if (!p) continue;
         memset(&row->old, 0, sizeof row->old);
         kprof_status st = kp_bench_side_add(&row->old, p->ms, p->mhz, p->n, err);
+        row->old.rounds = p->rounds;
         if (st == KPROF_OK) st = kp_bench_summarise(&row->old, err);
         if (st == KPROF_OK)
             st = kp_bench_compare(&row->old, &row->side[0], 0, &r->a->cfg, &row->old_outcome,
@@ -676,6 +679,7 @@ static void kp_bench_json_side(kp_json *j, const kp_bench_row *row, const kp_ben
     kp_json_double(j, "rsd", s->rsd);
     kp_json_uint(j, "samples", s->n);
     kp_json_uint(j, "taken", s->taken);
+    kp_json_uint(j, "rounds", s->rounds);
     kp_json_uint(j, "throttled", s->throttled);
     kp_json_double(j, "gpu_time_s", s->gpu_s);
     if (row->cold) kp_json_double(j, "flush_ms", s->flush_ms);
@@ -888,7 +892,7 @@ static void kp_bench_print(const kp_bench_run *r)
             kp_str_free(&l);
         }
         if (row->nsides == 2) {
-            char what[160];
+            char what[300];
             snprintf(what, sizeof what, "B/A (%s / %s)", r->entry_name[1], r->entry_name[0]);
             if (strcmp(r->source[0], r->source[1]) != 0) snprintf(what, sizeof what, "B/A");
             kp_bench_print_comparison(what, &row->outcome, &a->cfg, o);
