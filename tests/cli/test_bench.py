@@ -219,8 +219,9 @@ class BenchTest(kptest.KprofTestCase):
             self.assertTrue(c["paired"])
             self.assertLessEqual(c["ci"][0], c["ratio"])
             self.assertGreaterEqual(c["ci"][1], c["ratio"])
-            verdicts.append(c["verdict"])
-        self.assertFalse({"FASTER", "SLOWER"} & set(verdicts), verdicts)
+            verdicts.append((c["verdict"], round(c["ratio"], 4), [round(x, 4) for x in c["ci"]],
+                             doc["points"][0]["kernels"][0]["samples"]))
+        self.assertFalse({"FASTER", "SLOWER"} & {v[0] for v in verdicts}, verdicts)
 
     def test_ten_percent_more_work_is_always_slower(self):
         src = self.write("ab.cl", WORK_AB)

@@ -801,6 +801,11 @@ static kprof_status kp_cl_flush_prepare(kp_device *dev, kp_error *err)
     cl_int rc = CL_SUCCESS;
     unsigned char *fill = NULL;
     uint64_t bytes = kp_flush_bytes(kp_cl_info_u64(dev->id, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE));
+    /* A GPU's OpenCL may report a per-multiprocessor cache as its global memory cache (NVIDIA's
+     * says 4 MiB on an H200, whose L2 is 60 MiB): on a GPU the scratch is at least 256 MiB,
+     * what triton's do_bench clears, beyond any L2 made so far. */
+    if ((kp_cl_info_u64(dev->id, CL_DEVICE_TYPE) & CL_DEVICE_TYPE_GPU) && bytes < (256ull << 20))
+        bytes = 256ull << 20;
     if (dev->max_alloc && bytes > dev->max_alloc) {
         st = kp_error_set(err, KPROF_UNAVAILABLE,
                           "opencl: this device cannot flush its cache: the %llu-byte scratch "
