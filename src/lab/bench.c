@@ -197,6 +197,13 @@ static double kp_bench_sum(const double *v, int n)
     return s;
 }
 
+/* Two sides sharing a lab: switch it to side s's kernel. */
+static kprof_status kp_bench_switch(kp_bench_side *sides, int nsides, int s, kp_error *err)
+{
+    if (nsides < 2 || sides[0].lab != sides[1].lab || !sides[s].entry) return KPROF_OK;
+    return kp_lab_use_kernel(sides[s].lab, sides[s].entry, err);
+}
+
 /* The noise now: the largest of the sides'. */
 static kprof_status kp_bench_check(kp_bench_side *sides, int nsides, double *noise,
                                    kp_error *err)
@@ -240,6 +247,8 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
         if (clk.have) side->default_clock_mhz = clk.default_mhz;
         else snprintf(side->clock_note, sizeof side->clock_note, "%s", clk.why_not);
         uint64_t w0 = kp_now_ns();
+        st = kp_bench_switch(sides, nsides, s, err);
+        if (st != KPROF_OK) goto done;
         st = kp_lab_sample(side->lab, &side->launch, warm, cold, buf, cold ? flush : NULL, err);
         if (st != KPROF_OK) goto done;
         wall_per_sample[s] = (double)(kp_now_ns() - w0) / 1e9 / warm;
@@ -276,6 +285,8 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
                 reasons |= clk.reasons;
             }
             uint64_t w0 = kp_now_ns();
+            st = kp_bench_switch(sides, nsides, s, err);
+            if (st != KPROF_OK) goto done;
             st = kp_lab_sample(side->lab, &side->launch, k, cold, buf, cold ? flush : NULL, err);
             if (st != KPROF_OK) goto done;
             double wall = (double)(kp_now_ns() - w0) / 1e9 / k;
@@ -296,7 +307,7 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
                     throttled = 1;
             }
             side->taken += (size_t)k;
-            side->gpu_s += kp_bench_sum(buf, k) / 1e3;
+            side->gpu_s += (kp_bench_sum(buf, k) + (cold ? kp_bench_sum(flush, k) : 0)) / 1e3;
             if (cold) {
                 if (nflush + (size_t)k > flush_cap) {
                     size_t cap = flush_cap ? flush_cap * 2 : 4096;

@@ -4,7 +4,8 @@
  * verdict with its confidence interval.
  *
  * The stopping rule (nvbench's as the floor):
- *   - never before min_samples samples and min_time_s of GPU time (per kernel);
+ *   - never before min_samples samples and min_time_s of device time (per kernel; a cold
+ *     sample's flush counts);
  *   - then stop when the noise of the median — the half-width of its distribution-free 95%
  *     interval relative to it (core/compare.h) — is at most max_noise for every kernel (NOISE);
  *   - or when that noise has settled: it no longer shrinks as samples grow (SETTLED: a timer's
@@ -70,6 +71,10 @@ typedef struct kp_bench_side {
     /* Set by the caller (lab NULL: samples given, e.g. read from an earlier bench.json). */
     kp_lab *lab;
     kp_launch launch;
+    /* Two sides may share one lab (two kernels of one file): before each of its batches the
+     * lab switches to this side's kernel (kp_lab_use_kernel), so both run in one process, on
+     * one set of buffers, from one compiled program. NULL: the lab's kernel as it is. */
+    const char *entry;
     /* Samples kept, in order (ms), and the SM clock at each (MHz; NULL when none was read):
      * heap, kp_bench_side_free. */
     double *ms, *mhz;
@@ -78,7 +83,9 @@ typedef struct kp_bench_side {
     size_t rounds;    /* batches kept: the samples came in about n / rounds at a time (samples
                          given by the caller: set it from theirs, or leave 0 for one at a time) */
     size_t throttled; /* of them, discarded: taken while the clock was throttled */
-    double gpu_s;     /* device time of every sample taken */
+    double gpu_s;     /* device time of every sample taken, and of the flushes before them (the
+                         --min-time floor is device time spent, so a cold sample counts its
+                         flush) */
     double flush_ms;  /* cold: the median cost of one flush (not in the samples); 0 hot */
     double min_clock_mhz;      /* lowest clock read (0: none read) */
     double default_clock_mhz;  /* the device's default SM clock (0: not read) */

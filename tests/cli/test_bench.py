@@ -237,6 +237,14 @@ class BenchTest(kptest.KprofTestCase):
             self.assertEqual((a["label"], a["entry"]), ("A", "work10"))
             self.assertEqual((b["label"], b["entry"]), ("B", "work11"))
             self.assertAlmostEqual(c["ratio"], b["median_ms"] / a["median_ms"])
+        # Two files: two sessions, one process each, taking turns just the same.
+        a = self.write("a.cl", WORK_AB.split("__kernel void work11")[0])
+        b = self.write("b.cl", "__kernel void work11" + WORK_AB.split("__kernel void work11")[1])
+        doc, _ = self.bench_json(a, b, "--grid", "64", "--tg", "64", "--buffers",
+                                 "f32:64,u32=64", "--min-time", "0.05", "--timeout", "10")
+        pt = doc["points"][0]
+        self.assertEqual(pt["comparison"]["verdict"], "SLOWER", json.dumps(pt["comparison"]))
+        self.assertEqual([k["source"] for k in pt["kernels"]], [a, b])
         # The table says it too, and --fail-if-slower makes it exit 5.
         p = self.kprof("bench", src, "--entry", "work10", "--entry", "work11", "--grid", "64",
                        "--tg", "64", "--buffers", "f32:64,u32=64", "--min-time", "0.05",

@@ -508,16 +508,26 @@ static kprof_status kp_bench_point(kp_bench_run *r, int index, kp_error *err)
     int nsides = a->ntargets == 2 || a->nentries == 2 ? 2 : 1;
     kp_lab *labs[2] = {NULL, NULL};
     kp_reflection refl;
+    /* Two kernels of one file share one session: one process, one program, one set of
+     * buffers (bench.h), so nothing but the kernels differs between A and B. */
+    int shared = nsides == 2 && (a->ntargets == 1 || strcmp(a->targets[0], a->targets[1]) == 0);
+    const char *entries[2] = {NULL, NULL};
     for (int s = 0; s < nsides && st == KPROF_OK; s++) {
+        entries[s] = a->nentries == 0 ? NULL : a->entries[a->nentries == 2 ? s : 0];
         kp_lab_options lo = {
             .target = a->targets[a->ntargets == 2 ? s : 0],
-            .entry = a->nentries == 0 ? NULL : a->entries[a->nentries == 2 ? s : 0],
+            .entry = entries[s],
             .buffers = buffers.data,
             .backend = a->backend,
             .device = a->device,
             .options = options.data ? options.data : "",
         };
-        st = kp_lab_open(&lo, &labs[s], err);
+        if (shared && s == 1) {
+            labs[1] = labs[0];
+            st = kp_lab_use_kernel(labs[0], entries[1], err);
+        } else {
+            st = kp_lab_open(&lo, &labs[s], err);
+        }
         if (st == KPROF_OK) st = kp_lab_check_launch(labs[s], &launch, &refl, err);
         if (st == KPROF_OK) {
             const kp_lab_info *info = kp_lab_get_info(labs[s]);
@@ -529,6 +539,7 @@ static kprof_status kp_bench_point(kp_bench_run *r, int index, kp_error *err)
             snprintf(r->source[s], sizeof r->source[s], "%s", info->source_path);
         }
     }
+    if (st == KPROF_OK && shared) st = kp_lab_use_kernel(labs[0], entries[0], err);
     if (st == KPROF_OK) r->have_info = 1;
     if (st == KPROF_OK && nsides == 2) {
         const kp_lab_info *i0 = kp_lab_get_info(labs[0]), *i1 = kp_lab_get_info(labs[1]);
@@ -551,6 +562,7 @@ static kprof_status kp_bench_point(kp_bench_run *r, int index, kp_error *err)
         for (int s = 0; s < nsides; s++) {
             row->side[s].lab = labs[s];
             row->side[s].launch = launch;
+            row->side[s].entry = shared ? entries[s] : NULL;
             snprintf(row->label[s], sizeof row->label[s], "%s", r->entry_name[s]);
         }
         r->nrows++;
@@ -589,7 +601,7 @@ static kprof_status kp_bench_point(kp_bench_run *r, int index, kp_error *err)
     }
     /* Nothing a session measured stands until it released its device cleanly (lab.h). */
     for (int s = 0; s < nsides; s++) {
-        if (!labs[s]) continue;
+        if (!labs[s] || (s == 1 && labs[1] == labs[0])) continue;
         if (st == KPROF_OK) st = kp_lab_finish(labs[s], err);
         kp_lab_close(labs[s]);
     }
