@@ -11,7 +11,7 @@ the built-in guesses): stream_add at ~20 us ("short") and ~200 us ("mid"), fma_l
   b. time to a result against triton.testing.do_bench (defaults: 25 ms warm-up, 100 ms of
      repetitions, L2 flushed before each, so a cold measurement) calling the same source through
      cupy.RawKernel, 5 times each, interleaved with `kprof bench --cache cold` (defaults, and
-     --min-time 0.1) and `kprof bench --min-time 0.1` hot. Each tool's median of medians, its
+     --min-time 0.02) and `kprof bench --min-time 0.02` hot. Each tool's median of medians, its
      5-run spread and mean wall time per result (kprof: the process's wall time, and the JSON's
      wall_s, which leaves out process start, compile and buffer fill). Goal: kprof cold's spread
      no wider than do_bench's; the time ratio is reported.
@@ -595,7 +595,7 @@ class Peer:
 
 
 def peers_section(ctx, R, specs):
-    """kprof cold (defaults, --min-time 0.1) and hot --min-time 0.1, interleaved with
+    """kprof cold (defaults, --min-time 0.02) and hot --min-time 0.02, interleaved with
     do_bench, REPS times for short and long."""
     out = {"goal": "kprof --cache cold: 5-run spread no wider than do_bench's (time to result "
                    "reported)"}
@@ -608,8 +608,8 @@ def peers_section(ctx, R, specs):
         out["do_bench"] = {"unavailable": "%s: %s" % (type(exc).__name__, exc),
                            "traceback": traceback.format_exc()[-2000:]}
         ctx.log("do_bench unavailable: %s" % out["do_bench"]["unavailable"])
-    configs = [("kprof_cold", "cold", ()), ("kprof_cold_min0.1", "cold", ("--min-time", "0.1")),
-               ("kprof_hot_min0.1", "hot", ("--min-time", "0.1"))]
+    configs = [("kprof_cold", "cold", ()), ("kprof_cold_min0.02", "cold", ("--min-time", "0.02")),
+               ("kprof_hot_min0.02", "hot", ("--min-time", "0.02"))]
     raw = {name: {c[0]: [] for c in configs} for name in ("short", "long")}
     for name in raw:
         raw[name]["do_bench"] = []
@@ -649,8 +649,8 @@ def peers_section(ctx, R, specs):
             row["time_ratio_kprof_cold_json_over_do_bench"] = (
                 kc["mean_json_wall_s"] / db["mean_wall_s"] if kc.get("mean_json_wall_s")
                 else None)
-            k1 = row["kprof_cold_min0.1"]
-            row["time_ratio_kprof_cold_min0.1_over_do_bench"] = (
+            k1 = row["kprof_cold_min0.02"]
+            row["time_ratio_kprof_cold_min0.02_over_do_bench"] = (
                 k1["mean_wall_s"] / db["mean_wall_s"] if k1.get("mean_wall_s") else None)
         if db.get("median_of_medians_ms") and kc.get("median_of_medians_ms"):
             row["median_ratio_kprof_cold_over_do_bench"] = (kc["median_of_medians_ms"] /
@@ -714,11 +714,11 @@ def summary(R):
         r = pe.get(name)
         if not r:
             continue
-        kc, k1, kh = r["kprof_cold"], r["kprof_cold_min0.1"], r["kprof_hot_min0.1"]
+        kc, k1, kh = r["kprof_cold"], r["kprof_cold_min0.02"], r["kprof_hot_min0.02"]
         db = r.get("do_bench", {})
         L.append("%s do_bench  %-34s cold, median of %d [spread] time per result: kprof %s ms "
-                 "[%s] %s s (wall_s %s), --min-time 0.1 [%s] %s s | do_bench %s ms [%s] %s s | "
-                 "kprof/do_bench time %s (0.1: %s) | hot --min-time 0.1 [%s] %s s "
+                 "[%s] %s s (wall_s %s), --min-time 0.02 [%s] %s s | do_bench %s ms [%s] %s s | "
+                 "kprof/do_bench time %s (0.02: %s) | hot --min-time 0.02 [%s] %s s "
                  "(goal: kprof's spread <= do_bench's)%s" % (
                      verdict(r.get("pass")), label(r["spec"]), REPS,
                      fmt(kc["median_of_medians_ms"], "%.5f"), pct(kc["spread"]),
@@ -727,7 +727,7 @@ def summary(R):
                      fmt(db.get("median_of_medians_ms"), "%.5f"), pct(db.get("spread")),
                      fmt(db.get("mean_wall_s"), "%.2f"),
                      fmt(r.get("time_ratio_kprof_cold_over_do_bench"), "%.1fx"),
-                     fmt(r.get("time_ratio_kprof_cold_min0.1_over_do_bench"), "%.1fx"),
+                     fmt(r.get("time_ratio_kprof_cold_min0.02_over_do_bench"), "%.1fx"),
                      pct(kh["spread"]), fmt(kh["mean_wall_s"], "%.2f"), failed(kc)))
     if "nvbench" in R:
         L.append("n/a  nvbench   %s" % R["nvbench"]["nvbench"])

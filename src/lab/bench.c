@@ -229,7 +229,7 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
     double *buf = NULL, *flush = NULL, *flush_all = NULL;
     size_t nflush = 0, flush_cap = 0;
     kprof_status st = KPROF_OK;
-    double wall_per_sample[2] = {0, 0};
+    double wall_per_sample[2] = {0, 0}, dev_per_sample[2] = {0, 0};
     kp_clock_reading clk;
 
     /* Warm-up, which also tells how long a sample takes on the host's clock. */
@@ -252,6 +252,10 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
         st = kp_lab_sample(side->lab, &side->launch, warm, cold, buf, cold ? flush : NULL, err);
         if (st != KPROF_OK) goto done;
         wall_per_sample[s] = (double)(kp_now_ns() - w0) / 1e9 / warm;
+        /* The device time of one sample (its flush too, cold): what a comparison's batches
+         * are sized by. */
+        double dev = kp_bench_sum(buf, warm) + (cold ? kp_bench_sum(flush, warm) : 0);
+        dev_per_sample[s] = dev / 1e3 / warm;
     }
 
     size_t next_check = (size_t)cfg->min_samples;
@@ -262,11 +266,19 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
         /* One round: a batch of each kernel, the same size for both so that pairs form. */
         double per = wall_per_sample[0] > wall_per_sample[1] ? wall_per_sample[0]
                                                              : wall_per_sample[1];
-        /* Comparing, the kernels take turns twenty times as often (a kernel of 0.5 ms or more
-         * alternates sample by sample): the two halves of a pair are close in time, so what
-         * the machine does meanwhile falls on both. */
-        double batch_s = nsides == 2 ? cfg->batch_s / 20 : cfg->batch_s;
-        int k = per > 0 ? (int)(batch_s / per) : KP_BENCH_MAX_BATCH;
+        /* Comparing, the kernels take turns every quarter batch of device time (a kernel of
+         * 2.5 ms or more alternates sample by sample): the two halves of a pair are close in
+         * time, so what the machine does meanwhile falls on both. Sized by device time, not
+         * wall time: a batch's fixed cost (a timer's setup, a clock reading, a child's reply)
+         * would otherwise shrink batches to single samples that cost more than they time. */
+        int k;
+        if (nsides == 2) {
+            double dev = dev_per_sample[0] > dev_per_sample[1] ? dev_per_sample[0]
+                                                               : dev_per_sample[1];
+            k = dev > 0 ? (int)(cfg->batch_s / 4 / dev) : KP_BENCH_MAX_BATCH;
+        } else {
+            k = per > 0 ? (int)(cfg->batch_s / per) : KP_BENCH_MAX_BATCH;
+        }
         if (k < 1) k = 1;
         if (k > KP_BENCH_MAX_BATCH) k = KP_BENCH_MAX_BATCH;
         if (sides[0].n + (size_t)k > cfg->max_samples)

@@ -15,8 +15,8 @@
  * The rule is checked each time the samples have grown by a tenth, so its cost stays a small
  * share of the run.
  *
- * Samples are taken in batches sized to about batch_s of device time (at least one; a twentieth
- * of it when comparing), each kernel in turn: A's batch, B's batch, A's… The i-th samples of A and
+ * Samples are taken in batches sized to about batch_s of device time (at least one; comparing, a
+ * quarter of it, sized by the kernels' device time), each kernel in turn: A's batch, B's batch, A's… The i-th samples of A and
  * B are a pair, taken milliseconds apart, so drift (clocks, temperature, other work) cancels in
  * the comparison. The interval of the ratio is a block bootstrap over batches (compare.h): what
  * the samples of one batch share widens it rather than passing for agreement, and a verdict may
