@@ -6,6 +6,8 @@
  *   "old"    no applications clock (NOT_SUPPORTED) and no clock-event reasons under the new name
  *            (NOT_SUPPORTED): kprof falls back to the max clock and the old name
  *   "noinit" nvmlInit fails (DRIVER_NOT_LOADED)
+ *   "dip"    as unset, but every 8th reading of the SM clock gives 900 MHz (a throttled GPU
+ *            now and then), with clock-event reason 0x8 (hw slowdown) throughout
  * Built without sanitizers, as the real library is. */
 #include <stdlib.h>
 #include <string.h>
@@ -63,7 +65,8 @@ __attribute__((visibility("default"))) nvml_return nvmlDeviceGetClockInfo(nvml_d
                                                                           unsigned int *mhz)
 {
     if (d != &the_gpu || type != 1) return NOT_SUPPORTED;
-    *mhz = 1410;
+    static unsigned calls;
+    *mhz = mode("dip") && ++calls % 8 == 0 ? 900 : 1410;
     return OK;
 }
 
@@ -87,7 +90,7 @@ __attribute__((visibility("default"))) nvml_return
 nvmlDeviceGetCurrentClocksEventReasons(nvml_device d, unsigned long long *reasons)
 {
     if (d != &the_gpu || mode("old")) return NOT_SUPPORTED;
-    *reasons = 0x5;
+    *reasons = mode("dip") ? 0x8 : 0x5;
     return OK;
 }
 

@@ -1,0 +1,228 @@
+/* test_bench.c — kprof bench's measuring loop (lab/bench.h) on a backend of the test's own whose
+ * kernels take a set time with a little deterministic noise, and fake_nvml's clocks (at the PCI
+ * bus id it knows): one kernel stops on its noise with the clock read at every sample; batches
+ * read below the throttle fraction are discarded, counted and their reasons kept; a GPU
+ * throttled throughout leaves nothing to report; a kernel 10% slower is SLOWER in time and in
+ * cycles, one against itself SAME; an earlier run's samples compare unpaired. */
+#include "lab/bench.h"
+#include "lab/lab_internal.h"
+#include "test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* A kernel is a pointer to its base time (ns); every dispatch adds noise of +-1%. */
+static uint64_t lcg = 12345;
+
+static double noise(void)
+{
+    lcg = lcg * 6364136223846793005ULL + 1442695040888963407ULL;
+    return ((double)(lcg >> 11) / 9007199254740992.0) * 2 - 1; /* [-1, 1) */
+}
+
+static kprof_status fake_batch(kp_kernel *k, const kp_launch *l, int n, double *gpu_ns,
+                               char *timer, size_t timer_n, kp_error *err)
+{
+    (void)l, (void)err;
+    double base = *(const double *)k;
+    for (int i = 0; i < n; i++)
+        gpu_ns[i] = base * (1 + 0.01 * noise());
+    snprintf(timer, timer_n, "fake-clock");
+    return KPROF_OK;
+}
+
+static kprof_status fake_dispatch(kp_kernel *k, const kp_launch *l, double *ns, kp_error *err)
+{
+    char t[16];
+    return fake_batch(k, l, 1, ns, t, sizeof t, err);
+}
+
+static kprof_status fake_flush(kp_device *dev, double *ns, kp_error *err)
+{
+    (void)dev, (void)err;
+    *ns = 50000;
+    return KPROF_OK;
+}
+
+static void fake_close(kp_device *d) { (void)d; }
+static void fake_program_release(kp_program *p) { (void)p; }
+static void fake_kernel_release(kp_kernel *k) { (void)k; }
+static void fake_free(kp_buffer *b) { (void)b; }
+
+static const kp_backend_ops ops = {.name = "fake",
+                                   .dispatch = fake_dispatch,
+                                   .dispatch_batch = fake_batch,
+                                   .flush_cache = fake_flush,
+                                   .close = fake_close,
+                                   .program_release = fake_program_release,
+                                   .kernel_release = fake_kernel_release,
+                                   .free = fake_free};
+
+static kp_lab *fake_lab(double *base_ns)
+{
+    kp_lab *lab = calloc(1, sizeof *lab);
+    lab->ops = &ops;
+    lab->info.ops = &ops;
+    lab->kernel = (kp_kernel *)base_ns;
+    snprintf(lab->info.device.backend, sizeof lab->info.device.backend, "cuda");
+    snprintf(lab->info.device.pci_bus_id, sizeof lab->info.device.pci_bus_id, "0000:3B:00.0");
+    return lab;
+}
+
+static kp_bench_config config(void)
+{
+    kp_bench_config c;
+    kp_bench_config_default(&c);
+    c.min_time_s = 0.001; /* the fake's time is not spent: keep the floor small */
+    c.timeout_s = 5;
+    return c;
+}
+
+static void side(kp_bench_side *s, kp_lab *lab)
+{
+    memset(s, 0, sizeof *s);
+    s->lab = lab;
+    s->launch = (kp_launch){.dims = 1, .grid = {64, 1, 1}, .tg = {64, 1, 1}};
+}
+
+static void test_one_kernel(void)
+{
+    double base = 100000; /* 0.1 ms */
+    kp_lab *lab = fake_lab(&base);
+    kp_bench_config c = config();
+    kp_bench_side s;
+    side(&s, lab);
+    kp_bench_outcome o;
+    kp_error err = {0};
+    CHECK_INT(kp_bench_measure(&s, 1, &c, NULL, NULL, &o, &err), KPROF_OK);
+    CHECK_INT(o.stop, KP_BENCH_STOP_NOISE);
+    CHECK(s.n >= 10);
+    CHECK(s.noise <= 0.005);
+    CHECK(s.median.lo <= s.median.value && s.median.value <= s.median.hi);
+    CHECK_NEAR(s.median.value, 0.1, 0.001);
+    CHECK_INT(s.throttled, 0);
+    CHECK_INT(s.taken, s.n);
+    CHECK(s.gpu_s >= c.min_time_s);
+    /* The clock at every sample: fake_nvml's 1410 MHz, its default clock 1755. */
+    CHECK(s.mhz != NULL);
+    CHECK_NEAR(s.clock_mhz, 1410, 0);
+    CHECK_NEAR(s.default_clock_mhz, 1755, 0);
+    CHECK_NEAR(s.min_clock_mhz, 1410, 0);
+    CHECK(!o.compared);
+    kp_bench_side_free(&s);
+
+    /* Cold: the flush's time counts toward the floor, and is kept. */
+    c.cold = 1;
+    c.min_time_s = 0.01;
+    side(&s, lab);
+    CHECK_INT(kp_bench_measure(&s, 1, &c, NULL, NULL, &o, &err), KPROF_OK);
+    CHECK_NEAR(s.flush_ms, 0.05, 1e-12);
+    CHECK(s.gpu_s >= 0.01);
+    double kernels_s = 0;
+    for (size_t i = 0; i < s.n; i++)
+        kernels_s += s.ms[i] / 1e3;
+    CHECK(s.gpu_s > kernels_s * 1.4); /* each 0.1 ms sample came with 0.05 ms of flush */
+    kp_bench_side_free(&s);
+    kp_lab_close(lab);
+}
+
+static void test_throttled(void)
+{
+    double base = 100000;
+    kp_lab *lab = fake_lab(&base);
+    kp_bench_config c = config();
+    kp_error err = {0};
+    kp_bench_side s;
+    kp_bench_outcome o;
+
+    /* Every 8th clock reading dips to 900 MHz (51% of 1755): those batches go. */
+    setenv("FAKE_NVML_MODE", "dip", 1);
+    side(&s, lab);
+    c.max_noise = 0.0005;
+    c.min_time_s = 0.2; /* 0.01 s batches: some 20 rounds, 40 readings */
+    CHECK_INT(kp_bench_measure(&s, 1, &c, NULL, NULL, &o, &err), KPROF_OK);
+    CHECK(s.throttled > 0);
+    CHECK(s.n > 0);
+    CHECK_INT(s.taken, s.n + s.throttled);
+    CHECK_NEAR(s.min_clock_mhz, 900, 0);
+    CHECK(s.throttle_reasons & 0x8);
+    for (size_t i = 0; i < s.n; i++) /* no kept sample was read at 900 */
+        CHECK(s.mhz[i] > 1000);
+    char words[160];
+    kp_clock_reasons_text(s.throttle_reasons, words, sizeof words);
+    CHECK(words[0] != '\0');
+    kp_bench_side_free(&s);
+    unsetenv("FAKE_NVML_MODE");
+
+    /* A fraction above 1410/1755: every batch is throttled, nothing is left to report. */
+    c = config();
+    c.throttle_fraction = 0.9;
+    c.timeout_s = 0.05;
+    side(&s, lab);
+    CHECK_INT(kp_bench_measure(&s, 1, &c, NULL, NULL, &o, &err), KPROF_BACKEND);
+    CHECK_CONTAINS(err.message, "throttled");
+    CHECK_INT(s.n, 0);
+    CHECK(s.throttled > 0);
+    kp_error_clear(&err);
+    kp_bench_side_free(&s);
+    kp_lab_close(lab);
+}
+
+static void test_compare(void)
+{
+    double a_ns = 100000, b_ns = 110000;
+    kp_lab *la = fake_lab(&a_ns), *lb = fake_lab(&b_ns), *la2 = fake_lab(&a_ns);
+    kp_bench_config c = config();
+    kp_error err = {0};
+    kp_bench_side s[2];
+    kp_bench_outcome o;
+
+    side(&s[0], la);
+    side(&s[1], lb);
+    CHECK_INT(kp_bench_measure(s, 2, &c, NULL, NULL, &o, &err), KPROF_OK);
+    CHECK(o.compared && o.paired);
+    CHECK_INT(o.stop, KP_BENCH_STOP_DECIDED);
+    CHECK(s[0].rounds >= KP_BENCH_MIN_ROUNDS);
+    CHECK_INT(s[0].n, s[1].n); /* pairs */
+    CHECK_NEAR(o.ratio.value, s[1].median.value / s[0].median.value, 1e-12);
+    CHECK_NEAR(o.ratio.value, 1.1, 0.01);
+    CHECK(o.ratio.lo > 1.01);
+    CHECK_INT(o.verdict, KP_COMPARE_SLOWER);
+    CHECK(o.have_cycles);
+    CHECK_INT(o.cycles_verdict, KP_COMPARE_SLOWER);
+    CHECK_INT(o.final_verdict, KP_COMPARE_SLOWER);
+
+    /* This run's A against the earlier B, unpaired: FASTER. */
+    kp_bench_side old;
+    memset(&old, 0, sizeof old);
+    CHECK_INT(kp_bench_side_add(&old, s[1].ms, s[1].mhz, s[1].n, &err), KPROF_OK);
+    old.rounds = s[1].rounds;
+    CHECK_INT(kp_bench_summarise(&old, &err), KPROF_OK);
+    kp_bench_outcome u;
+    CHECK_INT(kp_bench_compare(&old, &s[0], 0, &c, &u, &err), KPROF_OK);
+    CHECK(!u.paired);
+    CHECK_INT(u.final_verdict, KP_COMPARE_FASTER);
+    kp_bench_side_free(&old);
+    kp_bench_side_free(&s[0]);
+    kp_bench_side_free(&s[1]);
+
+    /* The same kernel against itself: SAME, never FASTER or SLOWER. */
+    side(&s[0], la);
+    side(&s[1], la2);
+    CHECK_INT(kp_bench_measure(s, 2, &c, NULL, NULL, &o, &err), KPROF_OK);
+    CHECK_INT(o.final_verdict, KP_COMPARE_SAME);
+    CHECK(o.ratio.lo >= 0.99 && o.ratio.hi <= 1.01);
+    kp_bench_side_free(&s[0]);
+    kp_bench_side_free(&s[1]);
+    kp_lab_close(la);
+    kp_lab_close(lb);
+    kp_lab_close(la2);
+}
+
+int main(void)
+{
+    test_one_kernel();
+    test_throttled();
+    test_compare();
+    return kp_test_failures != 0;
+}
