@@ -3,7 +3,11 @@ verdict on the GPU machine: import torch (seconds of start-up before the first k
 convolutional model, then STEPS training steps, each an NVTX range named "step" (data made on the
 host, forward, loss, backward, optimizer step, a .item() that waits for the device).
 
-usage: train_torch.py [STEPS] [BATCH]   (default 30, 64)
+usage: train_torch.py [STEPS] [BATCH] [SPIN]   (default 30, 64, 0)
+
+SPIN > 0 adds to every step one kernel of PyTorch's own that spins for SPIN GPU cycles
+(torch.cuda._sleep): a kernel whose time the caller sets, so that `kprof diff` can be shown a
+run where exactly one kernel got slower (bench/diff_torch.py).
 """
 
 import sys
@@ -13,6 +17,7 @@ import torch
 
 steps = int(sys.argv[1]) if len(sys.argv) > 1 else 30
 batch = int(sys.argv[2]) if len(sys.argv) > 2 else 64
+spin = int(sys.argv[3]) if len(sys.argv) > 3 else 0
 device = "cuda"
 torch.manual_seed(0)
 model = torch.nn.Sequential(
@@ -31,6 +36,8 @@ for step in range(steps):
     loss = loss_fn(model(x), y)
     loss.backward()
     opt.step()
+    if spin:
+        torch.cuda._sleep(spin)
     value = loss.item()  # waits for the device
     torch.cuda.nvtx.range_pop()
 print("steps %d loss %.4f in %.3f s" % (steps, value, time.time() - t0))
