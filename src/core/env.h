@@ -15,6 +15,7 @@
 #define KP_ENV_CACHE_DIR "KPROF_CACHE_DIR" /* the compile cache */
 #define KP_ENV_DUMP_DIR  "KPROF_DUMP_DIR"  /* dump every compiled kernel here */
 #define KP_ENV_STORE     "KPROF_STORE"     /* kprof's SQLite store */
+#define KP_ENV_HISTORY   "KPROF_HISTORY"   /* "0": run, sweep and bench record no history */
 
 /* Runtime libraries to load instead of the default (src/backend dlopen tables). */
 #define KP_ENV_CUDA_LIBRARY   "KPROF_CUDA_LIBRARY"

@@ -11,13 +11,15 @@
 #include <string.h>
 #include <time.h>
 
-#define KP_STORE_SCHEMA_VERSION 1
-
+/* Each step below takes a store from one version to the next (KP_STORE_SCHEMA_VERSION is the
+ * last): a new store runs them all, an older one the ones it lacks, in one transaction. */
 struct kp_store {
     sqlite3 *db;
+    int version; /* PRAGMA user_version as opened (after any upgrade) */
 };
 
-static const char kp_store_schema[] =
+/* Version 1: the measured bandwidth ceiling of each device (`kprof caps --measure`). */
+static const char kp_store_schema_v1[] =
     "CREATE TABLE IF NOT EXISTS ceilings ("
     "  device_key TEXT PRIMARY KEY," /* backend|name|platform */
     "  backend TEXT NOT NULL,"
@@ -30,6 +32,58 @@ static const char kp_store_schema[] =
     "  demo_add_elements INTEGER,"
     "  method TEXT,"
     "  measured_at INTEGER NOT NULL);";
+
+/* Version 2: every measured result (`kprof history`, store/history.h) and the findings log
+ * (`kprof notes`), with its full-text index kept in step by triggers, as SQLite's FTS5 page
+ * shows for an external-content table. The FTS5 table is made on its own, so that an SQLite
+ * built without FTS5 is named as the reason. */
+static const char kp_store_schema_v2_tables[] =
+    "CREATE TABLE runs ("
+    "  id INTEGER PRIMARY KEY,"
+    "  kind TEXT NOT NULL," /* 'run' | 'sweep' | 'bench' */
+    "  at INTEGER NOT NULL," /* unix seconds */
+    "  device TEXT, backend TEXT, device_key TEXT, driver TEXT, kprof_version TEXT,"
+    "  kernel TEXT,"
+    "  target TEXT,"
+    "  source_path TEXT, source_hash TEXT,"
+    "  options TEXT, grid TEXT, tg TEXT, buffers TEXT,"
+    "  git_commit TEXT, git_dirty INTEGER,"
+    "  median_ms REAL, min_ms REAL, nsamples INTEGER,"
+    "  samples TEXT,"
+    "  result TEXT NOT NULL);"
+    "CREATE INDEX runs_kernel ON runs(kernel, id);"
+    "CREATE TABLE notes ("
+    "  id INTEGER PRIMARY KEY,"
+    "  at INTEGER NOT NULL,"
+    "  text TEXT NOT NULL,"
+    "  kernel TEXT, device TEXT, grid TEXT, tg TEXT, median_ms REAL, git_commit TEXT,"
+    "  made_from TEXT,"
+    "  data TEXT);";
+static const char kp_store_schema_v2_fts[] =
+    "CREATE VIRTUAL TABLE notes_fts USING fts5(text, kernel, content='notes', "
+    "content_rowid='id');";
+static const char kp_store_schema_v2_triggers[] =
+    "CREATE TRIGGER notes_ai AFTER INSERT ON notes BEGIN"
+    "  INSERT INTO notes_fts(rowid, text, kernel) VALUES (new.id, new.text, new.kernel);"
+    "END;"
+    "CREATE TRIGGER notes_ad AFTER DELETE ON notes BEGIN"
+    "  INSERT INTO notes_fts(notes_fts, rowid, text, kernel)"
+    "    VALUES ('delete', old.id, old.text, old.kernel);"
+    "END;"
+    "CREATE TRIGGER notes_au AFTER UPDATE ON notes BEGIN"
+    "  INSERT INTO notes_fts(notes_fts, rowid, text, kernel)"
+    "    VALUES ('delete', old.id, old.text, old.kernel);"
+    "  INSERT INTO notes_fts(rowid, text, kernel) VALUES (new.id, new.text, new.kernel);"
+    "END;";
+
+/* The tables a store of each version has (index = version): what tells kprof's store from
+ * another program's SQLite file that happens to carry the same user_version. */
+static const char *const kp_store_tables[KP_STORE_SCHEMA_VERSION + 1] = {
+    NULL,
+    "'ceilings'",
+    "'ceilings','runs','notes','notes_fts'",
+};
+static const int kp_store_ntables[KP_STORE_SCHEMA_VERSION + 1] = {0, 1, 4};
 
 char *kp_store_path(char *buf, size_t n)
 {
@@ -52,6 +106,94 @@ static kprof_status kp_store_fail(kp_store *s, kp_error *err, const char *path, 
                         s && s->db ? sqlite3_errmsg(s->db) : "cannot open");
 }
 
+/* One integer from a query; -1 when it cannot be read. */
+static int kp_store_int(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *q = NULL;
+    int v = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
+        v = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    return v;
+}
+
+/* What the file holds: its user_version, its number of schema objects, and whether it has the
+ * tables of that version. CORRUPT for anything kprof must not touch: not SQLite, another
+ * program's database, or a store of a schema newer than this kprof knows. */
+static kprof_status kp_store_check(kp_store *s, const char *path, int *tables, kp_error *err)
+{
+    int version = kp_store_int(s->db, "PRAGMA user_version");
+    if (version < 0)
+        return kp_error_set(err, KPROF_CORRUPT, "%s is not a kprof store (not an SQLite database)",
+                            path);
+    *tables = kp_store_int(s->db, "SELECT count(*) FROM sqlite_master");
+    if (version > KP_STORE_SCHEMA_VERSION)
+        return kp_error_set(err, KPROF_CORRUPT,
+                            "%s is a kprof store of schema %d, newer than this kprof (%s) knows "
+                            "(%d): written by a newer kprof? It is left as it is; use that kprof, "
+                            "or point KPROF_STORE elsewhere",
+                            path, version, KPROF_VERSION_STRING, KP_STORE_SCHEMA_VERSION);
+    if (version == 0 && *tables != 0)
+        return kp_error_set(err, KPROF_CORRUPT,
+                            "%s is not a kprof store (an SQLite database of %d other tables)", path,
+                            *tables);
+    if (version > 0) {
+        char sql[256];
+        snprintf(sql, sizeof sql,
+                 "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN (%s)",
+                 kp_store_tables[version]);
+        if (kp_store_int(s->db, sql) != kp_store_ntables[version])
+            return kp_error_set(err, KPROF_CORRUPT,
+                                "%s is not a kprof store (user_version %d, but not the tables of "
+                                "kprof's schema %d)",
+                                path, version, version);
+    }
+    s->version = version;
+    return KPROF_OK;
+}
+
+/* Bring a store of an older schema (0: a new, empty file) up to KP_STORE_SCHEMA_VERSION in one
+ * transaction: it is all done or, on any failure, nothing is (the old store stays as it was).
+ * The write lock is taken first and the version read again under it, so two kprofs opening one
+ * old store at once upgrade it once. */
+static kprof_status kp_store_upgrade(kp_store *s, const char *path, kp_error *err)
+{
+    kprof_status st = KPROF_OK;
+    if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        return kp_store_fail(s, err, path, "cannot upgrade the store");
+    int tables = 0;
+    st = kp_store_check(s, path, &tables, err);
+    if (st == KPROF_OK && s->version < 1 &&
+        sqlite3_exec(s->db, kp_store_schema_v1, NULL, NULL, NULL) != SQLITE_OK)
+        st = kp_store_fail(s, err, path, "cannot create the schema");
+    if (st == KPROF_OK && s->version < 2) {
+        if (sqlite3_exec(s->db, kp_store_schema_v2_tables, NULL, NULL, NULL) != SQLITE_OK)
+            st = kp_store_fail(s, err, path, "cannot add the history and notes tables");
+        else if (sqlite3_exec(s->db, kp_store_schema_v2_fts, NULL, NULL, NULL) != SQLITE_OK)
+            st = kp_error_set(err, KPROF_IO,
+                              "store %s: cannot create the notes' full-text index: %s (this "
+                              "SQLite, %s, needs FTS5, which Debian's and most builds have); the "
+                              "store is left as it was",
+                              path, sqlite3_errmsg(s->db), sqlite3_libversion());
+        else if (sqlite3_exec(s->db, kp_store_schema_v2_triggers, NULL, NULL, NULL) != SQLITE_OK)
+            st = kp_store_fail(s, err, path, "cannot add the notes' index triggers");
+    }
+    if (st == KPROF_OK && s->version < KP_STORE_SCHEMA_VERSION) {
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA user_version = %d", KP_STORE_SCHEMA_VERSION);
+        if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+            st = kp_store_fail(s, err, path, "cannot upgrade the store");
+    }
+    if (st == KPROF_OK && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        st = kp_store_fail(s, err, path, "cannot upgrade the store");
+    if (st != KPROF_OK) {
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        return st;
+    }
+    s->version = KP_STORE_SCHEMA_VERSION;
+    return KPROF_OK;
+}
+
 kprof_status kp_store_open(int readonly, kp_store **out, kp_error *err)
 {
     *out = NULL;
@@ -69,6 +211,9 @@ kprof_status kp_store_open(int readonly, kp_store **out, kp_error *err)
             if (st != KPROF_OK) return st;
         }
     }
+    if (kp_path_is_dir(path))
+        return kp_error_set(err, KPROF_IO, "store %s is a folder: KPROF_STORE names the file",
+                            path);
     kp_store *s = calloc(1, sizeof *s);
     if (!s) return kp_error_set(err, KPROF_NOMEM, "out of memory");
     int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
@@ -78,43 +223,30 @@ kprof_status kp_store_open(int readonly, kp_store **out, kp_error *err)
         goto fail;
     }
     sqlite3_busy_timeout(s->db, 5000);
-    /* Refuse foreign files: a kprof store has our user_version, or is empty. */
-    sqlite3_stmt *q = NULL;
-    int version = -1, tables = -1;
-    if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &q, NULL) != SQLITE_OK ||
-        sqlite3_step(q) != SQLITE_ROW) {
-        sqlite3_finalize(q);
-        st = kp_error_set(err, KPROF_CORRUPT, "%s is not a kprof store (not an SQLite database)",
-                          path);
-        goto fail;
-    }
-    version = sqlite3_column_int(q, 0);
-    sqlite3_finalize(q);
-    if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM sqlite_master", -1, &q, NULL) ==
-            SQLITE_OK &&
-        sqlite3_step(q) == SQLITE_ROW)
-        tables = sqlite3_column_int(q, 0);
-    sqlite3_finalize(q);
-    if (version != KP_STORE_SCHEMA_VERSION && !(version == 0 && tables == 0)) {
-        st = kp_error_set(err, KPROF_CORRUPT,
-                          "%s is not a kprof store of schema %d (user_version %d, %d tables)", path,
-                          KP_STORE_SCHEMA_VERSION, version, tables);
-        goto fail;
-    }
-    if (!readonly && version == 0) {
-        char sql[1200];
-        snprintf(sql, sizeof sql, "BEGIN; %s PRAGMA user_version = %d; COMMIT;", kp_store_schema,
-                 KP_STORE_SCHEMA_VERSION);
-        if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK) {
-            st = kp_store_fail(s, err, path, "cannot create the schema");
-            goto fail;
-        }
+    /* Refuse what is not ours, or newer than us, before anything is written. */
+    int tables = 0;
+    st = kp_store_check(s, path, &tables, err);
+    if (st != KPROF_OK) goto fail;
+    /* Read-only opens read an older store as it is (a schema-1 store has no history yet). */
+    if (!readonly && s->version < KP_STORE_SCHEMA_VERSION) {
+        st = kp_store_upgrade(s, path, err);
+        if (st != KPROF_OK) goto fail;
     }
     *out = s;
     return KPROF_OK;
 fail:
     kp_store_close(s);
     return st;
+}
+
+int kp_store_version(const kp_store *s)
+{
+    return s->version;
+}
+
+struct sqlite3 *kp_store_db(kp_store *s)
+{
+    return s->db;
 }
 
 void kp_store_close(kp_store *s)

@@ -1,11 +1,18 @@
 /*
  * store.h — kprof's own SQLite database for what it learns about this machine: the measured
  * bandwidth ceiling of each device (`kprof caps --measure`), which `kprof run` reports GB/s
- * against.
+ * against; every measured result (`kprof history`, store/history.h); the findings log
+ * (`kprof notes`).
  *
  * Location: $KPROF_STORE (a file path), else $XDG_DATA_HOME/kprof/kprof.db, else
- * ~/.local/share/kprof/kprof.db. The schema is created on first open and versioned in
- * PRAGMA user_version; a file that is not a kprof store is refused (CORRUPT), never modified.
+ * ~/.local/share/kprof/kprof.db. The schema is versioned in PRAGMA user_version:
+ *   1  ceilings
+ *   2  + runs (with index runs_kernel), notes, notes_fts (FTS5, external content) and the
+ *      three triggers that keep notes_fts in step with notes
+ * A read-write open creates the schema in a new or empty file and upgrades an older store in
+ * one transaction, keeping everything in it; a read-only open reads any known version as it
+ * is. A file that is not a kprof store, or a store of a newer schema than this kprof knows, is
+ * refused (CORRUPT, naming which) and never modified. The SQL lives in src/store/ alone.
  */
 #ifndef KP_STORE_STORE_H
 #define KP_STORE_STORE_H
@@ -13,6 +20,9 @@
 #include "core/device.h"
 
 #include <stdint.h>
+
+/* The schema this kprof writes (PRAGMA user_version). */
+#define KP_STORE_SCHEMA_VERSION 2
 
 typedef struct kp_store kp_store;
 
@@ -27,9 +37,18 @@ typedef struct kp_ceiling {
     char method[256];           /* what was measured, for people */
 } kp_ceiling;
 
-/* Open (creating when missing) the store. readonly=1 never creates: NOT_FOUND when absent. */
+/* Open (creating when missing, upgrading when older) the store. readonly=1 never creates nor
+ * upgrades: NOT_FOUND when absent. CORRUPT for a foreign file or a newer schema; IO when the
+ * file cannot be opened, created or upgraded (the message says why: a folder, a read-only
+ * place, an SQLite without FTS5). */
 kprof_status kp_store_open(int readonly, kp_store **out, kp_error *err);
+/* s may be NULL. */
 void kp_store_close(kp_store *s);
+/* The schema version of the open store (0 for an empty file opened read-only; an older
+ * version where a read-only open found one): below 2 there is no history to read. */
+int kp_store_version(const kp_store *s);
+/* The SQLite handle, for src/store's own files (history.c, notes) and nothing else. */
+struct sqlite3 *kp_store_db(kp_store *s);
 /* The path the store is (or would be) at. Returns buf. */
 char *kp_store_path(char *buf, size_t n);
 

@@ -17,6 +17,7 @@
 #include "tools/kprof/bench_file.h"
 #include "tools/kprof/cli.h"
 #include "tools/kprof/progress.h"
+#include "tools/kprof/record.h"
 #include "tools/kprof/run.h"
 
 #include <ctype.h>
@@ -93,6 +94,8 @@ typedef struct kp_bench_run {
     kp_bench_file *old;     /* --compare */
     kp_progress *progress;
     const char *phase;
+    char first_options[1024]; /* the first point's compiler options and SPEC, its axes */
+    char first_buffers[1024]; /* substituted: what the history records */
 } kp_bench_run;
 
 /* ---- arguments ---------------------------------------------------------------------------- */
@@ -505,6 +508,10 @@ static kprof_status kp_bench_point(kp_bench_run *r, int index, kp_error *err)
         return kp_error_set(err, KPROF_INVALID, "--buffers: %s", why);
     }
     st = kp_bench_point_options(a, &vars, &options, err);
+    if (index == 0) {
+        kp_strlcpy(r->first_options, options.data ? options.data : "", sizeof r->first_options);
+        kp_strlcpy(r->first_buffers, buffers.data ? buffers.data : "", sizeof r->first_buffers);
+    }
     int nsides = a->ntargets == 2 || a->nentries == 2 ? 2 : 1;
     kp_lab *labs[2] = {NULL, NULL};
     kp_reflection refl;
@@ -1011,6 +1018,26 @@ static kprof_status kp_bench_plot(const kp_bench_run *r, kp_output *out, kp_erro
     return st;
 }
 
+/* Keep the invocation in the history, once: its JSON, and the first point's first kernel as
+ * the main measurement (its geometry, options, numbers and samples). */
+static void kp_bench_record(const kp_bench_run *r, const char *json)
+{
+    const kp_bench_row *row = &r->rows[0];
+    const kp_bench_side *sd = &row->side[0];
+    kp_history_run h = {.git_dirty = -1};
+    kp_strlcpy(h.kind, "bench", sizeof h.kind);
+    kp_strlcpy(h.kernel, r->entry_name[0], sizeof h.kernel);
+    kp_strlcpy(h.target, r->a->targets[0], sizeof h.target);
+    kp_strlcpy(h.options, r->first_options, sizeof h.options);
+    kp_dims_text(row->launch.grid, row->launch.dims, h.grid, sizeof h.grid);
+    kp_dims_text(row->launch.tg, row->launch.dims, h.tg, sizeof h.tg);
+    kp_strlcpy(h.buffers, r->first_buffers, sizeof h.buffers);
+    h.median_ms = sd->median.value;
+    h.min_ms = sd->stats.min;
+    h.nsamples = (int64_t)sd->n;
+    kp_record_result(&h, &r->info.device, r->source[0], sd->ms, sd->n, json);
+}
+
 int kp_cmd_bench(int argc, char **argv)
 {
     kp_bench_args *a = calloc(1, sizeof *a);
@@ -1088,11 +1115,12 @@ int kp_cmd_bench(int argc, char **argv)
         st = kp_output_write_file(path, KP_OUTPUT_FORCE, in, js.data, js.len, &err);
         if (st == KPROF_OK && !a->json) printf("  kept in %s\n", path);
     }
-    kp_str_free(&js);
     if (st == KPROF_OK && a->plot) {
         st = kp_bench_plot(&r, &plot, &err);
         if (st == KPROF_OK && !a->json) printf("  plot: %s\n", a->plot);
     }
+    if (st == KPROF_OK) kp_bench_record(&r, js.data);
+    kp_str_free(&js);
 done:
     kp_progress_stop(r.progress);
     kp_output_abort(&plot);

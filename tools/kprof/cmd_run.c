@@ -14,6 +14,7 @@
 #include "store/store.h"
 #include "tools/kprof/cli.h"
 #include "tools/kprof/progress.h"
+#include "tools/kprof/record.h"
 #include "tools/kprof/run.h"
 
 #include <getopt.h>
@@ -387,26 +388,44 @@ int kp_cmd_run(int argc, char **argv)
     report.nreadings = kp_readings_describe(&r->readings_in, &r->readings, report.lines, 16);
 
     if (info->warning[0]) fprintf(stderr, "kprof: warning: %s\n", info->warning);
-    if (a.json) {
-        kp_str s = {0};
-        kp_run_json(&s, &report);
-        if (s.failed) {
+    /* The JSON is the result --json prints, run.json keeps and the history records. */
+    kp_str json = {0};
+    if (a.json || kp_record_enabled()) {
+        kp_run_json(&json, &report);
+        if (json.failed) {
             st = kp_error_set(&err, KPROF_NOMEM, "out of memory writing JSON");
-            kp_str_free(&s);
+            kp_str_free(&json);
             goto done;
         }
-        fputs(s.data, stdout);
+    }
+    if (a.json) {
+        fputs(json.data, stdout);
         if (info->kernel_dir[0]) {
             /* kprof's own file, replaced by every run; a link is followed, not replaced. */
             char path[4200];
             snprintf(path, sizeof path, "%s/run.json", info->kernel_dir);
             const char *inputs[] = {info->source_path, NULL};
-            st = kp_output_write_file(path, KP_OUTPUT_FORCE, inputs, s.data, s.len, &err);
+            st = kp_output_write_file(path, KP_OUTPUT_FORCE, inputs, json.data, json.len, &err);
         }
-        kp_str_free(&s);
     } else {
         kp_run_print(&report);
     }
+    if (st == KPROF_OK) {
+        kp_history_run h = {.git_dirty = -1};
+        kp_strlcpy(h.kind, "run", sizeof h.kind);
+        kp_strlcpy(h.kernel, info->kernel->name, sizeof h.kernel);
+        kp_strlcpy(h.target, a.lab.target, sizeof h.target);
+        kp_strlcpy(h.options, a.lab.options ? a.lab.options : "", sizeof h.options);
+        kp_dims_text(r->launch.grid, r->launch.dims, h.grid, sizeof h.grid);
+        kp_dims_text(r->launch.tg, r->launch.dims, h.tg, sizeof h.tg);
+        kp_strlcpy(h.buffers, a.lab.buffers, sizeof h.buffers);
+        h.median_ms = r->stats.median;
+        h.min_ms = r->stats.min;
+        h.nsamples = a.iters;
+        kp_record_result(&h, &info->device, info->source_path, r->samples, (size_t)a.iters,
+                         json.data);
+    }
+    kp_str_free(&json);
 done:
     kp_progress_stop(progress);
     free(r->samples);

@@ -29,6 +29,7 @@
 #include "store/store.h"
 #include "tools/kprof/cli.h"
 #include "tools/kprof/progress.h"
+#include "tools/kprof/record.h"
 #include "tools/kprof/run.h"
 
 #include <errno.h>
@@ -60,6 +61,11 @@ typedef struct kp_sweep_run {
     char skipped[512]; /* default sizes left out (non-multiples of the grid) */
     kp_reading_line warnings[4];
     int nwarnings;
+    /* The measured point of lowest median so far (the best, once two are in: kp_sweep_mark
+     * picks the same one, the first of equal medians) and its samples, for the history. Only
+     * the worker writes them, and this thread reads them after the join. */
+    int lowest;
+    double *lowest_samples;
 
     /* Between the worker and this thread, under mu. Points are measured in order, so the
      * measured ones are points[0..nmeasured). */
@@ -504,7 +510,9 @@ static void kp_sweep_work(kp_sweep_run *s)
     double *scratch = calloc((size_t)a->iters, sizeof *scratch);
     kprof_status st = KPROF_OK;
     int stopped = 0;
-    if (!samples || !scratch) st = kp_error_set(&err, KPROF_NOMEM, "out of memory");
+    s->lowest_samples = calloc((size_t)a->iters, sizeof *s->lowest_samples);
+    if (!samples || !scratch || !s->lowest_samples)
+        st = kp_error_set(&err, KPROF_NOMEM, "out of memory");
     if (st == KPROF_OK) st = kp_sweep_prepare(s, &err);
     if (st == KPROF_OK) {
         pthread_mutex_lock(&s->mu);
@@ -528,6 +536,10 @@ static void kp_sweep_work(kp_sweep_run *s)
             break;
         }
         kp_sweep_summarise(&p, samples, (size_t)a->iters, scratch);
+        if (s->lowest < 0 || p.run.stats.median < s->points[s->lowest].run.stats.median) {
+            s->lowest = i;
+            memcpy(s->lowest_samples, samples, (size_t)a->iters * sizeof *samples);
+        }
         p.run.iters = a->iters;
         p.run.warmup = a->warmup;
         kp_run_result_bandwidth(&p.run, s->bytes, s->bytes_assumed, s->ceiling_gbs);
@@ -667,6 +679,33 @@ static void kp_sweep_signal_set(sigset_t *set)
     }
 }
 
+/* Keep a complete sweep in the history: its JSON, and the best point's numbers and samples
+ * (the only point's when one size was measured). */
+static void kp_sweep_record(const kp_sweep_run *s)
+{
+    if (!kp_record_enabled() || s->lowest < 0) return;
+    const kp_sweep_point *p = &s->points[s->lowest];
+    kp_str json = {0};
+    kp_sweep_json(&json, s, 1, 0);
+    kp_history_run h = {.git_dirty = -1};
+    kp_strlcpy(h.kind, "sweep", sizeof h.kind);
+    kp_strlcpy(h.kernel, s->info.kernel->name, sizeof h.kernel);
+    kp_strlcpy(h.target, s->args->lab.target, sizeof h.target);
+    kp_strlcpy(h.options, s->args->lab.options ? s->args->lab.options : "", sizeof h.options);
+    kp_dims_text(p->run.launch.grid, p->run.launch.dims, h.grid, sizeof h.grid);
+    kp_dims_text(p->run.launch.tg, p->run.launch.dims, h.tg, sizeof h.tg);
+    kp_strlcpy(h.buffers, s->args->lab.buffers, sizeof h.buffers);
+    h.median_ms = p->run.stats.median;
+    h.min_ms = p->run.stats.min;
+    h.nsamples = s->iters;
+    if (json.failed)
+        fprintf(stderr, "kprof: warning: not recorded in the history: out of memory\n");
+    else
+        kp_record_result(&h, &s->info.device, s->info.source_path, s->lowest_samples,
+                         (size_t)s->iters, json.data);
+    kp_str_free(&json);
+}
+
 int kp_run_sweep(kp_run_args *a)
 {
     kp_error err = {0};
@@ -681,6 +720,7 @@ int kp_run_sweep(kp_run_args *a)
     s->best = -1;
     s->your_tg = -1;
     s->current = -1;
+    s->lowest = -1;
     s->iters = a->iters;
     s->warmup = a->warmup;
     s->wake[0] = s->wake[1] = -1;
@@ -749,6 +789,7 @@ int kp_run_sweep(kp_run_args *a)
         st = kp_sweep_plot(s, &plot, &err);
         if (st == KPROF_OK && !a->json) printf("  plot: %s\n", a->plot);
     }
+    if (st == KPROF_OK && !s->stopped) kp_sweep_record(s);
 done:
     kp_progress_stop(progress);
     kp_output_abort(&plot); /* after a commit, a no-op */
@@ -765,6 +806,7 @@ done:
     if (s->wake[0] >= 0) close(s->wake[0]);
     if (s->wake[1] >= 0) close(s->wake[1]);
     pthread_mutex_destroy(&s->mu);
+    free(s->lowest_samples);
     free(s);
     int rc = 0;
     if (st != KPROF_OK) rc = kp_cli_fail(&err);

@@ -290,6 +290,29 @@ const kp_command kp_commands[] = {
      "\n"
      "Text that is not UTF-8 (names, commands, paths) is written as \\u00XX of each such byte in\n"
      "JSON, as U+FFFD in CSV and the Perfetto trace.\n"},
+    {"history", kp_cmd_history, "every result run, sweep and bench measured, newest first",
+     "usage: kprof history [KERNEL] [--json] [--limit N]\n"
+     "\n"
+     "Lists the results `kprof run`, `kprof sweep` and `kprof bench` recorded in kprof's store\n"
+     "($KPROF_STORE, default ~/.local/share/kprof/kprof.db), newest first: id, when (local\n"
+     "time), kind, kernel, device, grid, tg, median ms (a sweep's best point; a bench's first\n"
+     "point's first kernel), samples, and the git commit of the source's work tree (short;\n"
+     "\"*\" when it had changes to tracked files, \"-\" when the source is in no work tree).\n"
+     "Each record also keeps the device's backend and driver, kprof's version, the source's\n"
+     "path and FNV-1a 64 hash, the compiler options, the buffers SPEC, every sample of the\n"
+     "main measurement and the command's whole --json result. Other commands name a record\n"
+     "by its id (17) or by its place: @0 the newest, @-1 the one before, ...\n"
+     "Every successful run, sweep and bench is recorded; a store that cannot be written gets\n"
+     "a warning, never a failed command; KPROF_HISTORY=0 records nothing. An older store is\n"
+     "upgraded in place, keeping what it holds; a store of a newer kprof is refused (exit 2)\n"
+     "and left as it is.\n"
+     "\n"
+     "  KERNEL       only the runs of this kernel (the entry's name)\n"
+     "  --json       an array of objects: every column (id, kind, at in unix seconds, device,\n"
+     "               backend, device_key, driver, kprof_version, kernel, target, source_path,\n"
+     "               source_hash, options, grid, tg, buffers, git_commit, git_dirty, median_ms,\n"
+     "               min_ms, nsamples) and samples (ms); null where unknown\n"
+     "  --limit N    the newest N only (default: all)\n"},
     {"help", kp_cmd_help, "help for a command: kprof help CMD", "usage: kprof help [CMD]\n"},
     {"version", kp_cmd_version, "print kprof's version", "usage: kprof version\n"},
     {NULL, NULL, NULL, NULL},

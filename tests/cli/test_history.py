@@ -1,0 +1,423 @@
+"""kprof history on PoCL: every kprof run, sweep and bench recorded once, with the right kind,
+kernel, geometry, options, source path and hash (FNV-1a 64 computed here), device, the median,
+min and samples of the command's own JSON and that JSON whole; the git commit and dirty flag of
+the source's work tree (null outside one); the table and --json, newest first, by kernel, with
+--limit; KPROF_HISTORY=0; a store that cannot be written only warned about; an older (schema 1)
+store upgraded keeping its ceilings; a newer or foreign store refused and left byte for byte."""
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+
+import kptest
+
+SPEC = "f32:4096,f32:4096,f32:4096,u32=4096"
+
+KERNELS = r"""
+#ifndef SCALE
+#define SCALE 3.0f
+#endif
+
+__kernel void demo_add(__global float *out, __global const float *a, __global const float *b,
+                       uint n)
+{
+    size_t i = get_global_id(0);
+    if (i < n) out[i] = a[i] + b[i];
+}
+
+__kernel void demo_scale(__global float *out, __global const float *a, __global const float *b,
+                         uint n)
+{
+    size_t i = get_global_id(0);
+    if (i < n) out[i] = SCALE * a[i];
+}
+"""
+
+# The store kprof wrote before the history: schema 1, the ceilings table alone.
+V1_SCHEMA = """
+CREATE TABLE IF NOT EXISTS ceilings (  device_key TEXT PRIMARY KEY,  backend TEXT NOT NULL,
+  device TEXT NOT NULL,  driver TEXT,  copy_gbs REAL NOT NULL,  copy_bytes INTEGER,
+  demo_add_gbs REAL,  demo_add_ms REAL,  demo_add_elements INTEGER,  method TEXT,
+  measured_at INTEGER NOT NULL);
+"""
+CEILING = ("opencl|Some GPU|Some platform", "opencl", "Some GPU", "1.2", 321.5, 1 << 26, 300.25,
+           0.5, 1 << 24, "copy kernels", 1700000000)
+
+# Stop as soon as the median is known to 50%: the test needs a result, not a good one.
+BENCH_QUICK = ["--min-time", "0", "--min-samples", "9", "--max-noise", "50", "--timeout", "5"]
+
+GIT = shutil.which("git")
+
+
+def median(v):
+    return sorted(v)[len(v) // 2]
+
+
+class History(kptest.KprofTestCase):
+    def setUp(self):
+        super().setUp()
+        self.store = self.env["KPROF_STORE"]
+        self.src = self.write("k.cl", KERNELS)
+
+    def run_add(self, *extra, src="k.cl", entry="demo_add", iters="5", **kw):
+        return self.kprof("run", src, "--entry", entry, "--grid", "4096", "--tg", "64",
+                          "--buffers", SPEC, "--iters", iters, "-DSCALE=2.0f", *extra, **kw)
+
+    def history(self, *args, **kw):
+        p = self.kprof("history", "--json", *args, expect=0, **kw)
+        return json.loads(p.stdout)
+
+    def results(self):
+        """The result column of every run, by id (not in --json: read as a user would)."""
+        db = sqlite3.connect(self.store)
+        try:
+            return dict(db.execute("SELECT id, result FROM runs"))
+        finally:
+            db.close()
+
+    def source_hash(self, path):
+        with open(path, "rb") as f:
+            return kptest.fnv1a64(f.read())
+
+    def outside_git(self, folder):
+        if GIT is None:
+            return True
+        return subprocess.run([GIT, "-C", folder, "rev-parse", "HEAD"], capture_output=True
+                              ).returncode != 0
+
+    # ---- what is recorded --------------------------------------------------------------------
+
+    def test_run_recorded(self):
+        p = self.run_add("--json", expect=0)
+        self.assertEqual(p.stderr, "")
+        r = json.loads(p.stdout)
+        runs = self.history()
+        self.assertEqual(len(runs), 1)
+        h = runs[0]
+        self.assertEqual(h["kind"], "run")
+        self.assertEqual(h["kernel"], "demo_add")
+        self.assertEqual(h["target"], "k.cl")
+        self.assertEqual(h["source_path"], os.path.realpath(self.src))
+        self.assertEqual(h["source_hash"], self.source_hash(self.src))
+        self.assertRegex(h["source_hash"], "^[0-9a-f]{16}$")
+        self.assertEqual(h["options"], "-DSCALE=2.0f")
+        self.assertEqual(h["grid"], "4096")
+        self.assertEqual(h["tg"], "64")
+        self.assertEqual(h["buffers"], SPEC)
+        self.assertEqual(h["device"], r["device"]["name"])
+        self.assertEqual(h["driver"], r["device"]["driver"])
+        self.assertEqual(h["backend"], "opencl")
+        self.assertEqual(h["device_key"], "opencl|%s|%s" % (r["device"]["name"],
+                                                           r["device"]["platform"]))
+        self.assertEqual(h["kprof_version"], r["kprof_version"])
+        self.assertEqual(h["median_ms"], r["gpu_ms_median"])
+        self.assertEqual(h["min_ms"], r["gpu_ms_min"])
+        self.assertEqual(h["nsamples"], 5)
+        self.assertEqual(h["samples"], r["gpu_ms_samples"])
+        self.assertEqual(median(h["samples"]), h["median_ms"])
+        if self.outside_git(self.tmp):
+            self.assertIsNone(h["git_commit"])
+            self.assertIsNone(h["git_dirty"])
+        self.assertNotIn("result", h)
+        # The result column is the JSON --json printed, whole.
+        self.assertEqual(self.results()[h["id"]], p.stdout)
+        # A run without --json is recorded the same way, its JSON built all the same.
+        p = self.run_add(expect=0)
+        self.assertEqual(p.stderr, "")
+        runs = self.history()
+        self.assertEqual([x["id"] for x in runs], [2, 1])
+        again = json.loads(self.results()[2])
+        self.assertEqual(again["gpu_ms_median"], runs[0]["median_ms"])
+        self.assertEqual(again["entry"], "demo_add")
+
+    def test_sweep_recorded(self):
+        p = self.kprof("sweep", "k.cl", "--entry", "demo_add", "--grid", "4096", "--tg-list",
+                       "32,64,128", "--iters", "5", "--buffers", SPEC, "--json", expect=0)
+        s = json.loads(p.stdout)
+        self.assertTrue(s["compared"])
+        best = [pt for pt in s["points"] if pt["best"]]
+        self.assertEqual(len(best), 1)
+        best = best[0]
+        runs = self.history()
+        self.assertEqual(len(runs), 1)
+        h = runs[0]
+        self.assertEqual(h["kind"], "sweep")
+        self.assertEqual(h["kernel"], "demo_add")
+        self.assertEqual(h["grid"], "4096")
+        self.assertEqual(h["tg"], str(best["threadgroup"][0]))
+        self.assertEqual(h["median_ms"], best["gpu_ms_median"])
+        self.assertEqual(h["min_ms"], best["gpu_ms_min"])
+        self.assertEqual(h["nsamples"], 5)
+        self.assertEqual(len(h["samples"]), 5)
+        # The best point's own samples: their median and min are its numbers.
+        self.assertEqual(median(h["samples"]), best["gpu_ms_median"])
+        self.assertEqual(min(h["samples"]), best["gpu_ms_min"])
+        self.assertEqual(h["source_hash"], self.source_hash(self.src))
+        self.assertEqual(self.results()[h["id"]], p.stdout)
+        # `run --sweep-tg` is the same sweep: one record, of kind sweep, nothing of kind run.
+        self.run_add("--sweep-tg", "--tg-list", "64", expect=0)
+        runs = self.history()
+        self.assertEqual([x["kind"] for x in runs], ["sweep", "sweep"])
+        # One size, so no best: the only point is what is recorded.
+        self.assertEqual(runs[0]["tg"], "64")
+        self.assertEqual(len(runs[0]["samples"]), 5)
+
+    def test_bench_recorded(self):
+        p = self.kprof("bench", "k.cl", "--entry", "demo_add", "--axis", "N=1024,4096", "--grid",
+                       "N", "--tg", "64", "--buffers", "f32:N,f32:N,f32:N,u32=N", "-DSCALE=N",
+                       "--json", *BENCH_QUICK, expect=0)
+        b = json.loads(p.stdout)
+        self.assertEqual(len(b["points"]), 2)
+        first = b["points"][0]["kernels"][0]
+        runs = self.history()
+        self.assertEqual(len(runs), 1)  # one record per invocation
+        h = runs[0]
+        self.assertEqual(h["kind"], "bench")
+        self.assertEqual(h["kernel"], "demo_add")
+        self.assertEqual(h["target"], "k.cl")
+        self.assertEqual(h["grid"], "1024")
+        self.assertEqual(h["tg"], "64")
+        self.assertEqual(h["buffers"], "f32:1024,f32:1024,f32:1024,u32=1024")
+        self.assertEqual(h["options"], "-DSCALE=1024")
+        self.assertEqual(h["median_ms"], first["median_ms"])
+        self.assertEqual(h["min_ms"], first["min_ms"])
+        self.assertEqual(h["nsamples"], first["samples"])
+        self.assertEqual(h["samples"], first["samples_ms"])
+        self.assertEqual(h["source_hash"], self.source_hash(self.src))
+        self.assertEqual(self.results()[h["id"]], p.stdout)
+        # Without --json too; two kernels compared are one record, of A.
+        self.kprof("bench", "k.cl", "--entry", "demo_scale", "--entry", "demo_add", "--grid",
+                   "4096", "--tg", "64", "--buffers", SPEC, "-DSCALE=2.0f", *BENCH_QUICK,
+                   expect=0)
+        runs = self.history()
+        self.assertEqual([(x["kind"], x["kernel"]) for x in runs],
+                         [("bench", "demo_scale"), ("bench", "demo_add")])
+
+    def test_failed_command_records_nothing(self):
+        p = self.kprof("run", "k.cl", "--entry", "nosuch", "--grid", "4096", "--tg", "64",
+                       "--buffers", SPEC)
+        self.assertNotEqual(p.returncode, 0)
+        p = self.kprof("sweep", "k.cl", "--entry", "demo_add", "--grid", "4096", "--tg-list",
+                       "100000", "--buffers", SPEC)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertEqual(self.history(), [])
+
+    # ---- listing -----------------------------------------------------------------------------
+
+    def test_list_filter_limit_and_order(self):
+        self.run_add(expect=0)
+        self.run_add(entry="demo_scale", expect=0)
+        self.run_add(expect=0)
+        runs = self.history()
+        # Newest first: @0 is id 3, @-1 id 2, @-2 id 1.
+        self.assertEqual([(x["id"], x["kernel"]) for x in runs],
+                         [(3, "demo_add"), (2, "demo_scale"), (1, "demo_add")])
+        self.assertEqual([x["id"] for x in self.history("demo_add")], [3, 1])
+        self.assertEqual([x["id"] for x in self.history("demo_scale")], [2])
+        self.assertEqual([x["id"] for x in self.history("--limit", "2")], [3, 2])
+        self.assertEqual([x["id"] for x in self.history("demo_add", "--limit", "1")], [3])
+        self.assertEqual(self.history("nosuch"), [])
+        # The table: a header, one line per run, newest first, and its legend.
+        out = self.kprof("history", expect=0).stdout
+        lines = out.splitlines()
+        self.assertEqual(lines[0].split()[:5], ["id", "when", "kind", "kernel", "device"])
+        self.assertIn("median ms", lines[0])
+        self.assertEqual([ln.split()[0] for ln in lines[1:4]], ["3", "2", "1"])
+        self.assertIn("demo_scale", lines[2])
+        for ln in lines[1:4]:
+            self.assertRegex(ln, r"^\s*\d+  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d  run  ")
+            self.assertIn(" 4096  64 ", ln)
+        self.assertIn("newest first", lines[4])
+        self.assertEqual(len(self.kprof("history", "demo_scale", expect=0).stdout.splitlines()),
+                         3)
+        p = self.kprof("history", "nosuch", expect=0)
+        self.assertIn("no run of nosuch in the history", p.stdout)
+
+    def test_empty_and_usage(self):
+        p = self.kprof("history", expect=0)
+        self.assertIn("no run in the history yet", p.stdout)
+        self.assertFalse(os.path.exists(self.store))  # reading makes no store
+        self.assertEqual(self.history(), [])
+        self.assertFalse(os.path.exists(self.store))
+        for bad in (["--limit", "0"], ["--limit", "x"], ["a", "b"], ["--nope"], ["--limit"]):
+            p = self.kprof("history", *bad, expect=2)
+            self.assertIn("kprof: error:", p.stderr)
+        p = self.kprof("history", "--help", expect=0)
+        self.assertIn("usage: kprof history [KERNEL] [--json] [--limit N]", p.stdout)
+        self.assertIn("history", self.kprof("--help", expect=0).stdout)
+
+    # ---- git ---------------------------------------------------------------------------------
+
+    def git(self, *args, cwd):
+        env = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", HOME=self.tmp,
+                   GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com",
+                   GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com")
+        return subprocess.run([GIT, "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main",
+                               *args], cwd=cwd, env=env, capture_output=True, text=True,
+                              check=True).stdout
+
+    def test_git_commit_and_dirty(self):
+        if GIT is None:
+            self.skipTest("no git on PATH")
+        repo = os.path.join(self.tmp, "repo")
+        os.makedirs(os.path.join(repo, "kernels"))
+        src = os.path.join(repo, "kernels", "k.cl")
+        shutil.copy(self.src, src)
+        self.git("init", "-q", cwd=repo)
+        self.git("add", "kernels/k.cl", cwd=repo)
+        self.git("commit", "-q", "-m", "k", cwd=repo)
+        head = self.git("rev-parse", "HEAD", cwd=repo).strip()
+        self.run_add(src=src, expect=0)
+        # An untracked file is not a change to the code measured.
+        self.write("repo/notes.txt", "x")
+        self.run_add(src=src, expect=0)
+        with open(src, "a") as f:
+            f.write("// changed\n")
+        self.run_add(src=src, expect=0)
+        # Outside any work tree: null.
+        self.run_add(expect=0)
+        runs = self.history()
+        self.assertEqual([x["git_commit"] for x in runs[1:]], [head] * 3)
+        self.assertEqual([x["git_dirty"] for x in runs[1:]], [1, 0, 0])
+        self.assertEqual(runs[1]["source_hash"], self.source_hash(src))
+        self.assertNotEqual(runs[1]["source_hash"], runs[2]["source_hash"])
+        if self.outside_git(self.tmp):
+            self.assertIsNone(runs[0]["git_commit"])
+            self.assertIsNone(runs[0]["git_dirty"])
+        # The table shows the short commit, * when dirty.
+        out = self.kprof("history", expect=0).stdout.splitlines()
+        self.assertTrue(out[2].endswith(head[:7] + "*"), out[2])
+        self.assertTrue(out[3].endswith(head[:7]), out[3])
+        # A repository with no commit yet has nothing to name: null.
+        fresh = os.path.join(self.tmp, "fresh")
+        os.makedirs(fresh)
+        shutil.copy(self.src, os.path.join(fresh, "k.cl"))
+        self.git("init", "-q", cwd=fresh)
+        self.run_add(src=os.path.join(fresh, "k.cl"), expect=0)
+        self.assertIsNone(self.history("--limit", "1")[0]["git_commit"])
+
+    # ---- when nothing is, or can be, recorded -------------------------------------------------
+
+    def test_history_off(self):
+        p = self.run_add(env={"KPROF_HISTORY": "0"}, expect=0)
+        self.assertEqual(p.stderr, "")
+        self.assertFalse(os.path.exists(self.store))
+        self.kprof("sweep", "k.cl", "--entry", "demo_add", "--grid", "4096", "--tg-list", "64",
+                   "--iters", "3", "--buffers", SPEC, env={"KPROF_HISTORY": "0"}, expect=0)
+        self.kprof("bench", "k.cl", "--entry", "demo_add", "--grid", "4096", "--tg", "64",
+                   "--buffers", SPEC, "-DSCALE=2.0f", *BENCH_QUICK, env={"KPROF_HISTORY": "0"},
+                   expect=0)
+        self.assertFalse(os.path.exists(self.store))
+        self.assertEqual(self.history(), [])
+
+    def check_not_recorded(self, store, why):
+        """run, sweep and bench succeed with store unwritable: a warning, the result intact."""
+        env = {"KPROF_STORE": store}
+        p = self.run_add("--json", env=env, expect=0)
+        self.assertEqual(json.loads(p.stdout)["entry"], "demo_add")
+        self.assertIn("kprof: warning: not recorded in the history: ", p.stderr)
+        self.assertIn(why, p.stderr)
+        self.assertEqual(p.stderr.count("\n"), 1, p.stderr)
+        p = self.kprof("sweep", "k.cl", "--entry", "demo_add", "--grid", "4096", "--tg-list",
+                       "32,64", "--iters", "3", "--buffers", SPEC, env=env, expect=0)
+        self.assertIn("best tg", p.stdout)
+        self.assertIn("kprof: warning: not recorded in the history: ", p.stderr)
+        p = self.kprof("bench", "k.cl", "--entry", "demo_add", "--grid", "4096", "--tg", "64",
+                       "--buffers", SPEC, "-DSCALE=2.0f", *BENCH_QUICK, env=env, expect=0)
+        self.assertIn("kprof: warning: not recorded in the history: ", p.stderr)
+
+    def test_unwritable_store(self):
+        folder = os.path.join(self.tmp, "a-folder")
+        os.makedirs(folder)
+        self.check_not_recorded(folder, "is a folder")
+        self.check_not_recorded(os.path.join(self.src, "store.db"), "k.cl")  # under a file
+        if os.geteuid() != 0:  # root writes anywhere
+            ro = os.path.join(self.tmp, "read-only")
+            os.makedirs(ro)
+            os.chmod(ro, 0o555)
+            try:
+                self.check_not_recorded(os.path.join(ro, "store.db"), "store")
+            finally:
+                os.chmod(ro, 0o755)
+
+    # ---- old, new and foreign stores -----------------------------------------------------------
+
+    def make_v1(self):
+        db = sqlite3.connect(self.store)
+        db.executescript(V1_SCHEMA)
+        db.execute("INSERT INTO ceilings VALUES (?,?,?,?,?,?,?,?,?,?,?)", CEILING)
+        db.execute("PRAGMA user_version = 1")
+        db.commit()
+        db.close()
+
+    def test_v1_store_upgraded(self):
+        self.make_v1()
+        with open(self.store, "rb") as f:
+            before = f.read()
+        # Reading it changes nothing: no runs yet.
+        self.assertEqual(self.history(), [])
+        with open(self.store, "rb") as f:
+            self.assertEqual(f.read(), before)
+        self.run_add(expect=0)
+        db = sqlite3.connect(self.store)
+        try:
+            self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 2)
+            self.assertEqual(db.execute("SELECT * FROM ceilings").fetchall(), [CEILING])
+            names = {n for (n,) in db.execute("SELECT name FROM sqlite_master")}
+            for n in ("ceilings", "runs", "runs_kernel", "notes", "notes_fts", "notes_ai",
+                      "notes_ad", "notes_au"):
+                self.assertIn(n, names)
+            self.assertEqual(db.execute("SELECT count(*) FROM runs").fetchone()[0], 1)
+        finally:
+            db.close()
+        self.assertEqual(len(self.history()), 1)
+
+    def test_empty_file_store(self):
+        open(self.store, "w").close()
+        self.run_add(expect=0)
+        db = sqlite3.connect(self.store)
+        try:
+            self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 2)
+        finally:
+            db.close()
+        self.assertEqual(len(self.history()), 1)
+
+    def check_refused_untouched(self, why):
+        with open(self.store, "rb") as f:
+            before = f.read()
+        p = self.kprof("history", expect=2)
+        self.assertIn("kprof: error: ", p.stderr)
+        self.assertIn(why, p.stderr)
+        p = self.kprof("history", "--json", expect=2)
+        self.assertEqual(p.stdout, "")
+        p = self.run_add("--json", expect=0)
+        json.loads(p.stdout)
+        self.assertIn("kprof: warning: not recorded in the history: ", p.stderr)
+        self.assertIn(why, p.stderr)
+        with open(self.store, "rb") as f:
+            self.assertEqual(f.read(), before)
+
+    def test_newer_store_refused(self):
+        self.make_v1()
+        db = sqlite3.connect(self.store)
+        db.execute("PRAGMA user_version = 99")
+        db.commit()
+        db.close()
+        self.check_refused_untouched("schema 99, newer than this kprof")
+
+    def test_foreign_store_refused(self):
+        with open(self.store, "w") as f:
+            f.write("not a database, but long enough to be read as one........................\n")
+        self.check_refused_untouched("is not a kprof store")
+        os.unlink(self.store)
+        db = sqlite3.connect(self.store)
+        db.execute("CREATE TABLE photos (id INTEGER PRIMARY KEY, name TEXT)")
+        db.commit()
+        db.close()
+        self.check_refused_untouched("is not a kprof store")
+
+
+if __name__ == "__main__":
+    kptest.main()
