@@ -29,7 +29,25 @@ static const char kp_store_schema[] =
     "  demo_add_ms REAL,"
     "  demo_add_elements INTEGER,"
     "  method TEXT,"
-    "  measured_at INTEGER NOT NULL);";
+    "  measured_at INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS notes ("
+    "  id INTEGER PRIMARY KEY,"
+    "  at INTEGER NOT NULL,"
+    "  text TEXT NOT NULL,"
+    "  kernel TEXT, device TEXT, grid TEXT, tg TEXT, median_ms REAL, git_commit TEXT,"
+    "  made_from TEXT,"
+    "  data TEXT);"
+    "CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(text, kernel, content='notes',"
+    "  content_rowid='id');"
+    "CREATE TRIGGER IF NOT EXISTS notes_ai AFTER INSERT ON notes BEGIN"
+    "  INSERT INTO notes_fts(rowid, text, kernel) VALUES (new.id, new.text, new.kernel); END;"
+    "CREATE TRIGGER IF NOT EXISTS notes_ad AFTER DELETE ON notes BEGIN"
+    "  INSERT INTO notes_fts(notes_fts, rowid, text, kernel)"
+    "  VALUES ('delete', old.id, old.text, old.kernel); END;"
+    "CREATE TRIGGER IF NOT EXISTS notes_au AFTER UPDATE ON notes BEGIN"
+    "  INSERT INTO notes_fts(notes_fts, rowid, text, kernel)"
+    "  VALUES ('delete', old.id, old.text, old.kernel);"
+    "  INSERT INTO notes_fts(rowid, text, kernel) VALUES (new.id, new.text, new.kernel); END;";
 
 char *kp_store_path(char *buf, size_t n)
 {
@@ -102,7 +120,7 @@ kprof_status kp_store_open(int readonly, kp_store **out, kp_error *err)
         goto fail;
     }
     if (!readonly && version == 0) {
-        char sql[1200];
+        char sql[4096];
         snprintf(sql, sizeof sql, "BEGIN; %s PRAGMA user_version = %d; COMMIT;", kp_store_schema,
                  KP_STORE_SCHEMA_VERSION);
         if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK) {
@@ -115,6 +133,11 @@ kprof_status kp_store_open(int readonly, kp_store **out, kp_error *err)
 fail:
     kp_store_close(s);
     return st;
+}
+
+struct sqlite3 *kp_store_db(kp_store *s)
+{
+    return s->db;
 }
 
 void kp_store_close(kp_store *s)

@@ -30,6 +30,9 @@ typedef struct kp_ceiling {
 /* Open (creating when missing) the store. readonly=1 never creates: NOT_FOUND when absent. */
 kprof_status kp_store_open(int readonly, kp_store **out, kp_error *err);
 void kp_store_close(kp_store *s);
+/* The SQLite connection, for the store's other files in src/store (notes.c): SQL stays in
+ * src/store. */
+struct sqlite3 *kp_store_db(kp_store *s);
 /* The path the store is (or would be) at. Returns buf. */
 char *kp_store_path(char *buf, size_t n);
 
