@@ -54,5 +54,6 @@ int kp_cmd_trace(int argc, char **argv);
 int kp_cmd_report(int argc, char **argv);
 int kp_cmd_export(int argc, char **argv);
 int kp_cmd_history(int argc, char **argv);
+int kp_cmd_notes(int argc, char **argv);
 
 #endif
