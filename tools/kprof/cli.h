@@ -53,5 +53,6 @@ int kp_cmd_bench(int argc, char **argv);
 int kp_cmd_trace(int argc, char **argv);
 int kp_cmd_report(int argc, char **argv);
 int kp_cmd_export(int argc, char **argv);
+int kp_cmd_diff(int argc, char **argv);
 
 #endif
