@@ -56,6 +56,8 @@ typedef struct kp_agg_held {
 struct kp_aggregation {
     kp_aggregation_name_fn name_fn;
     void *name_ctx;
+    kp_aggregation_observe_fn observe_fn; /* kp_aggregation_observe, or NULL */
+    void *observe_ctx;
     int failed, finished;
     kp_aggregation_node *nodes;
     size_t nnodes, capnodes;
@@ -198,9 +200,9 @@ static uint32_t kp_agg_child(kp_aggregation *a, uint32_t parent, kp_event_kind k
 }
 
 /* One event of duration d in node id (host: inclusive and exclusive time; device: GPU time),
- * with the metrics `metrics` (KP_AGG_*) says it has. */
-static void kp_agg_count(kp_aggregation *a, uint32_t id, int64_t d, int device, double flops,
-                         double bytes, unsigned metrics)
+ * with the metrics `metrics` (KP_AGG_*) says it has. 0, or -1 when the observer failed. */
+static int kp_agg_count(kp_aggregation *a, uint32_t id, int64_t d, int device, double flops,
+                        double bytes, unsigned metrics)
 {
     kp_aggregation_stats *s = &a->nodes[id].stats;
     if (!s->count || d < s->min_ns) s->min_ns = d;
@@ -218,6 +220,13 @@ static void kp_agg_count(kp_aggregation *a, uint32_t id, int64_t d, int device, 
     s->bytes += bytes;
     if (metrics & KP_AGG_FLOPS) s->flops_ns = kp_i64_add_sat(s->flops_ns, d);
     if (metrics & KP_AGG_BYTES) s->bytes_ns = kp_i64_add_sat(s->bytes_ns, d);
+    return a->observe_fn ? a->observe_fn(a->observe_ctx, id, d) : 0;
+}
+
+void kp_aggregation_observe(kp_aggregation *a, kp_aggregation_observe_fn fn, void *ctx)
+{
+    a->observe_fn = fn;
+    a->observe_ctx = ctx;
 }
 
 /* ---- host threads ---------------------------------------------------------------------------- */
@@ -330,10 +339,11 @@ static int kp_agg_place_host(kp_aggregation *a, const kp_event *e, int ordered)
     uint32_t id = kp_agg_child(a, parent_node, e->kind, e->name);
     if (!id) return -1;
     int64_t d = kp_ns_diff(f, s);
-    kp_agg_count(a, id, d, 0, e->known & KP_EVENT_HAS_FLOPS ? e->metrics.flops : 0,
-                 e->known & KP_EVENT_HAS_METRIC_BYTES ? e->metrics.bytes : 0,
-                 (e->known & KP_EVENT_HAS_FLOPS ? KP_AGG_FLOPS : 0) |
-                     (e->known & KP_EVENT_HAS_METRIC_BYTES ? KP_AGG_BYTES : 0));
+    if (kp_agg_count(a, id, d, 0, e->known & KP_EVENT_HAS_FLOPS ? e->metrics.flops : 0,
+                     e->known & KP_EVENT_HAS_METRIC_BYTES ? e->metrics.bytes : 0,
+                     (e->known & KP_EVENT_HAS_FLOPS ? KP_AGG_FLOPS : 0) |
+                         (e->known & KP_EVENT_HAS_METRIC_BYTES ? KP_AGG_BYTES : 0)) != 0)
+        return -1;
     if (parent) { /* the parent's own time loses the part of this one inside it */
         int64_t inside = kp_ns_diff(f < parent->end ? f : parent->end, s);
         kp_aggregation_stats *ps = &a->nodes[parent->node].stats;
@@ -389,8 +399,7 @@ static int kp_agg_place_device(kp_aggregation *a, uint32_t call, kp_event_kind k
     }
     uint32_t id = kp_agg_child(a, call, kind, name);
     if (!id) return -1;
-    kp_agg_count(a, id, d, 1, flops, bytes, metrics);
-    return 0;
+    return kp_agg_count(a, id, d, 1, flops, bytes, metrics);
 }
 
 static int kp_agg_device(kp_aggregation *a, const kp_event *e)

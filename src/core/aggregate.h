@@ -149,6 +149,19 @@ typedef const char *(*kp_aggregation_name_fn)(void *ctx, uint32_t name);
 kp_aggregation *kp_aggregation_create(kp_aggregation_name_fn name, void *ctx);
 void kp_aggregation_destroy(kp_aggregation *a); /* NULL is a no-op */
 
+/* Each instance as it is placed: its node and its duration (ns, as duration_ns counts it). For
+ * a reader that needs the instances' durations themselves (`kprof diff`'s confidence intervals
+ * of medians), which the aggregation does not keep: its memory grows with the nodes, the
+ * observer's with what it keeps. Return 0, or -1 to fail the add (or finish) that placed it: the
+ * aggregation is then spoilt (say why in ctx). Instances are placed during kp_aggregation_add
+ * and, for those held (ties of start, device work before its call), during
+ * kp_aggregation_finish. */
+typedef int (*kp_aggregation_observe_fn)(void *ctx, uint32_t node, int64_t duration_ns);
+
+/* Call fn(ctx, ...) for every instance placed from now on (NULL fn: none). Set it before the
+ * first kp_aggregation_add to see them all. */
+void kp_aggregation_observe(kp_aggregation *a, kp_aggregation_observe_fn fn, void *ctx);
+
 /* Feed one event (copied; e need not outlive the call). 0, or -1 when out of memory or after
  * kp_aggregation_finish; after a failure the aggregation is spoilt and every later call of
  * add and finish returns -1 (destroy still frees it). */

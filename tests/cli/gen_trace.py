@@ -15,6 +15,11 @@ usage: gen_trace.py PATTERN [--kernels N] [--seconds S] [--period-us P] [--steps
                  the work-groups), and a read 750 ms after the write (the build is 40% of it)
   crash          some kernels, then SIGSEGV without an end record
   dropped        a few kernels and 7 dropped records
+  two-kernels    N iterations, one every 400 us, each an NVTX range 'iter' (300 us) holding a
+                 launch of 'steady' (40 us on the device) and of 'tuned' (50 us); both kernels'
+                 durations step through +0..100 ns by iteration (never two alike, the same in
+                 every trace). --slower P makes 'tuned' P percent longer, --extra adds a third
+                 launch per iteration, of 'extra' (10 us): what `kprof diff` must find
 
 The program lives S seconds from its first record, or until its last record if that is later;
 whatever it lived before that (the interpreter's start-up) depends on the machine, so tests
@@ -39,6 +44,9 @@ def main():
     ap.add_argument("--no-poll", action="store_true", help="no polling call after each launch")
     ap.add_argument("--period-us", type=float, default=45.0, help="launch-bound: launch period")
     ap.add_argument("--steps", type=int, default=10, help="host-bound: NVTX step ranges")
+    ap.add_argument("--slower", type=float, default=0.0,
+                    help="two-kernels: 'tuned' this many percent longer")
+    ap.add_argument("--extra", action="store_true", help="two-kernels: a third kernel, 'extra'")
     ap.add_argument("--chunks", type=int, default=0,
                     help="write the records in this many batches spread over the timeline, "
                          "each marked whole as the collectors' writer does (the live merge "
@@ -143,6 +151,30 @@ def main():
         buf += klog.rec(klog.API, name=sync, start=t0 + 3000 * n, end=end + 1000, domain=1)
         buf += klog.rec(klog.MEMCPY, name=w.string("[CUDA memcpy DtoH]"), start=end + 2000,
                         end=end + 12000, nbytes=1 << 20, aux=2, correlation=n + 1)
+    elif a.pattern == "two-kernels":
+        steady = w.string("steady")
+        tuned = w.string("tuned")
+        extra = w.string("extra")
+        it = w.string("iter")
+        period = 400000
+        for i in range(n):
+            s = t0 + i * period
+            jitter = (i * 37 % 11) * 10  # ns: every instance its own duration
+            buf += klog.rec(klog.RANGE, name=it, start=s, end=s + 300000, rid=i + 1, domain=4)
+            launches = [(steady, 40000 + jitter), (tuned, int((50000 + jitter) *
+                                                              (1 + a.slower / 100)))]
+            if a.extra:
+                launches.append((extra, 10000 + jitter))
+            at = s + 100000  # the device runs them back to back, after the launches
+            for k, (kname, dur) in enumerate(launches):
+                corr = i * 3 + k + 1
+                c = s + 1000 + k * 12000
+                buf += klog.rec(klog.API, name=launch, start=c, end=c + 10000, correlation=corr,
+                                domain=1)
+                buf += klog.rec(klog.KERNEL, name=kname, start=at, end=at + dur,
+                                correlation=corr, grid=(64, 1, 1), block=(256, 1, 1))
+                at += dur + 1000
+        span = max(span, n * period)
     if a.pattern == "dropped":
         buf += klog.rec(klog.DROPPED, start=t0, nbytes=7)
     last = max(last, t0 + span)

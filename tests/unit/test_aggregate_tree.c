@@ -611,6 +611,70 @@ static void test_busy(void)
     CHECK_INT(kp_busy_ns(&h), INT64_MAX); /* saturates */
 }
 
+/* The observer sees every instance once, in its node, with the duration the node sums: calls
+ * held by ties of start, device work placed at finish (before its call, or never finding one)
+ * and work placed at once alike. An observer that fails spoils the aggregation. */
+typedef struct observed {
+    uint64_t count[64];
+    int64_t sum[64];
+    int fail_after; /* fail the call after this many (< 0: never) */
+    int calls;
+} observed;
+
+static int observe(void *ctx, uint32_t node, int64_t d)
+{
+    observed *o = ctx;
+    if (o->fail_after >= 0 && o->calls >= o->fail_after) return -1;
+    o->calls++;
+    if (node < 64) {
+        o->count[node]++;
+        o->sum[node] += d;
+    }
+    return 0;
+}
+
+static void test_observer(void)
+{
+    kp_event v[] = {
+        ev(KP_EVENT_KERNEL, N_GEMM, 5, 6, 0, 5),    /* before its call: placed at finish */
+        ev(KP_EVENT_API, N_LAUNCH, 7, 9, 1, 5),     /* held (a tie may follow) */
+        ev(KP_EVENT_RANGE, N_STEP, 7, 30, 1, 0),    /* the tie: the longer is the parent */
+        ev(KP_EVENT_KERNEL, N_RELU, 10, 13, 0, 99), /* no call of correlation 99 */
+        ev(KP_EVENT_API, N_LAUNCH, 11, 14, 1, 6),   ev(KP_EVENT_KERNEL, N_RELU, 15, 25, 0, 6),
+        ev(KP_EVENT_SYNC, N_NONE, 26, 28, 1, 0), /* not placed: not observed */
+    };
+    kp_aggregation *a = kp_aggregation_create(name_of, NULL);
+    observed o;
+    memset(&o, 0, sizeof o);
+    o.fail_after = -1;
+    kp_aggregation_observe(a, observe, &o);
+    feed_sorted(a, v, sizeof v / sizeof v[0]);
+    CHECK_INT(kp_aggregation_finish(a), 0);
+    CHECK_INT(o.calls, 6);
+    for (uint32_t id = 0; id < kp_aggregation_node_count(a); id++) {
+        const kp_aggregation_node *n = kp_aggregation_get_node(a, id);
+        CHECK_INT(o.count[id], n->stats.count);
+        CHECK_INT(o.sum[id], n->stats.duration_ns);
+    }
+    CHECK_NODE(a, "step/cudaLaunchKernel/relu", 1, 0, 0, 10);
+    kp_aggregation_destroy(a);
+
+    /* Failing on the third instance: an add or the finish fails, and nothing works after. */
+    a = kp_aggregation_create(name_of, NULL);
+    memset(&o, 0, sizeof o);
+    o.fail_after = 2;
+    kp_aggregation_observe(a, observe, &o);
+    int failed = 0;
+    kp_event w[sizeof v / sizeof v[0]];
+    memcpy(w, v, sizeof v);
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+        failed |= kp_aggregation_add(a, &w[i]) != 0;
+    failed |= kp_aggregation_finish(a) != 0;
+    CHECK(failed);
+    CHECK_INT(kp_aggregation_finish(a), -1);
+    kp_aggregation_destroy(a);
+}
+
 int main(void)
 {
     test_two_threads();
@@ -625,5 +689,6 @@ int main(void)
     test_hatchet();
     test_api();
     test_busy();
+    test_observer();
     TEST_DONE();
 }

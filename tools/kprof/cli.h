@@ -55,5 +55,6 @@ int kp_cmd_report(int argc, char **argv);
 int kp_cmd_export(int argc, char **argv);
 int kp_cmd_history(int argc, char **argv);
 int kp_cmd_notes(int argc, char **argv);
+int kp_cmd_diff(int argc, char **argv);
 
 #endif

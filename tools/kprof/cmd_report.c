@@ -17,6 +17,7 @@
 #include "core/util.h"
 #include "store/event_source.h"
 #include "store/trace_aggregate.h"
+#include "store/trace_verdict.h"
 #include "tools/kprof/cli.h"
 
 #include <getopt.h>
@@ -86,17 +87,10 @@ typedef struct kp_report {
     size_t nnames;
     unsigned char *name_flags; /* by string id: KP_HOST_CALL_* (core/host_calls.h) */
     kp_trace_columns columns;  /* text --trace: found in the load's pass */
-    unsigned api; /* KP_API_* seen */
-    kp_timeline *timeline;
-    kp_verdict_input wall_in; /* the whole wall */
-    kp_verdict wall_v;
-    int metrics;    /* the trace may hold metrics: the pass reads them (and copies' sizes) */
-    int has_active; /* some device operation: the active window exists */
-    int64_t active_start, active_end;
-    kp_verdict_input active_in; /* first to last device operation */
-    kp_verdict active_v;
-    kp_range_verdict *ranges; /* top-level NVTX ranges, one per name */
-    size_t nranges;
+    /* The verdicts over the whole wall, the active window (first to last device operation) and
+     * each top-level NVTX range name (store/trace_verdict.h: kprof diff's too). */
+    kp_trace_verdicts v;
+    int metrics; /* the trace may hold metrics: the pass reads them (and copies' sizes) */
     kp_latency launch;    /* device op start - its launching call's start */
     kp_latency queued;    /* start - queued_ns */
     kp_latency submitted; /* start - submitted_ns */
@@ -310,16 +304,11 @@ static void kp_trace_columns_add(kp_trace_columns *c, const kp_trace_event *ev)
 static kprof_status kp_report_load(kp_report *r, kp_error *err)
 {
     kp_report_load_meta(r);
-    const kp_trace_meta *m = kp_event_source_meta(r->src);
-    int64_t start = m->start_ns, end = m->end_ns;
-    kprof_status st = KPROF_OK;
-    if (end <= start) { /* no meta: the span of the events */
-        st = kp_event_source_span(r->src, &start, &end, err);
-        if (st != KPROF_OK) return st;
-    }
-    r->start_ns = start;
-    r->end_ns = end > start ? end : start;
-    r->wall = (double)kp_ns_diff(r->end_ns, start) / 1e9;
+    kprof_status st = kp_trace_verdicts_begin(r->src, &r->v, err);
+    if (st != KPROF_OK) return st;
+    r->start_ns = r->v.start_ns;
+    r->end_ns = r->v.end_ns;
+    r->wall = (double)kp_ns_diff(r->end_ns, r->start_ns) / 1e9;
 
     size_t nnames;
     r->names = kp_event_source_strings(r->src, &nnames);
@@ -348,8 +337,6 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
                   (r->metrics ? KP_EVENT_FIELD_METRICS | KP_EVENT_FIELD_PAYLOAD : 0)};
     st = kp_event_iter_open(r->src, &all, &it, err);
     if (st != KPROF_OK) goto done;
-    r->timeline = kp_timeline_create(r->start_ns, r->end_ns, r->names, nnames);
-    if (!r->timeline) goto nomem;
     kp_trace_event ev;
     while (kp_event_iter_next(it, &ev)) {
         const kp_event *e = &ev.e;
@@ -361,18 +348,14 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
         int has_corr = (e->known & KP_EVENT_HAS_CORRELATION) != 0;
         int64_t corr = (int64_t)e->correlation;
         r->events++;
-        if (e->domain == KP_DOMAIN_OPENCL) r->api |= KP_API_OPENCL;
-        int fail = 0;
+        /* The verdicts' timeline: the same rules as kprof diff's (store/trace_verdict.h). */
+        int fail = kp_trace_verdicts_add(&r->v, &ev, flags[id], r->raw);
         switch (kind) {
         case KP_EVENT_API: {
-            if (e->domain == KP_DOMAIN_CUDA_RUNTIME || e->domain == KP_DOMAIN_CUDA_DRIVER)
-                r->api |= KP_API_CUDA;
             int hidden = !r->raw && (flags[id] & KP_HOST_CALL_POLLING);
-            int sync = (flags[id] & KP_HOST_CALL_SYNC) != 0;
             int launched = (ev.has & KP_TRACE_LAUNCHED) != 0;
             if (!hidden) kp_acc_add(&host[id], d);
             if (!hidden && r->metrics && kp_acc_metrics(&host[id], &ev, d)) r->host.metrics = 1;
-            if (!hidden || sync) fail = kp_timeline_add_call(r->timeline, s, e->end_ns, id, sync);
             if (!fail && launched && has_corr) fail = kp_corr_add(&calls, process, corr, s);
             /* A call that succeeded in putting work on the device, and none of it arrived. */
             if ((flags[id] & KP_HOST_CALL_LAUNCH) && !launched && (ev.has & KP_TRACE_HAS_STATUS) &&
@@ -386,7 +369,6 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
             kp_acc_add(&device[id], d);
             if (r->metrics && kp_acc_metrics(&device[id], &ev, d)) r->device.metrics = 1;
             if (trace_columns) kp_trace_columns_add(&r->columns, &ev);
-            fail = kp_timeline_add_op(r->timeline, s, e->end_ns, id, kind == KP_EVENT_KERNEL);
             if (!fail && has_corr) {
                 fail = kp_corr_add(&ops, process, corr, s);
             } else if (!fail) {
@@ -397,19 +379,12 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
             if (!fail && (e->known & KP_EVENT_HAS_SUBMITTED))
                 fail = kp_samples_add(&submitted, (double)kp_ns_diff(s, e->submitted_ns) / 1e9);
             break;
-        case KP_EVENT_SYNC:
-            fail = kp_timeline_add_wait(r->timeline, s, e->end_ns);
-            break;
-        case KP_EVENT_RANGE: {
+        case KP_EVENT_RANGE:
             if (e->domain == KP_DOMAIN_SCOPE) r->has_scopes = 1;
             else r->has_nvtx = 1;
             kp_acc_add(&nvtx[id], d);
             if (r->metrics && kp_acc_metrics(&nvtx[id], &ev, d)) r->nvtx.metrics = 1;
-            /* A thread is (process row, tid): ranges nest per thread. */
-            int64_t thread = (int64_t)((uint64_t)process << 32 | (uint32_t)e->tid);
-            fail = kp_timeline_add_range(r->timeline, s, e->end_ns, id, thread);
             break;
-        }
         default:
             if (trace_columns) kp_trace_columns_add(&r->columns, &ev); /* bytes of any kind */
             break;
@@ -444,18 +419,7 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
     kp_latency_from(&queued, &r->queued);
     kp_latency_from(&submitted, &r->submitted);
     /* The verdicts: the whole wall, the active window, each top-level NVTX range name. */
-    kp_timeline_set_api(r->timeline, r->api);
-    if (kp_timeline_prepare(r->timeline) != 0 ||
-        kp_timeline_window(r->timeline, r->start_ns, r->end_ns, &r->wall_in) != 0)
-        goto nomem;
-    kp_verdict_compute(&r->wall_in, &r->wall_v);
-    r->has_active = kp_timeline_active(r->timeline, &r->active_start, &r->active_end);
-    if (r->has_active) {
-        if (kp_timeline_window(r->timeline, r->active_start, r->active_end, &r->active_in) != 0)
-            goto nomem;
-        kp_verdict_compute(&r->active_in, &r->active_v);
-    }
-    if (kp_timeline_ranges(r->timeline, &r->ranges, &r->nranges) != 0) goto nomem;
+    if (kp_trace_verdicts_finish(&r->v) != 0) goto nomem;
     goto done;
 nomem:
     st = kp_error_set(err, KPROF_NOMEM, "out of memory");
@@ -478,8 +442,7 @@ static void kp_report_free(kp_report *r)
     free(r->host.rows);
     free(r->device.rows);
     free(r->nvtx.rows);
-    free(r->ranges);
-    kp_timeline_destroy(r->timeline);
+    kp_trace_verdicts_free(&r->v);
     free(r->name_flags);
     kp_event_source_close(r->src); /* after the timeline: it borrows the names */
 }
@@ -852,7 +815,7 @@ static void kp_print_report(const kp_report *r)
     if (r->host.n) kp_print_table(r, &r->host);
     else printf("  (no host API calls recorded)\n");
     printf("\nDevice-side activity: GPU was busy for %s (%.2f%% of the wall)\n",
-           kp_format_duration(r->wall_in.gpu_busy_s, b, sizeof b), 100 * r->wall_v.busy_fraction);
+           kp_format_duration(r->v.wall_in.gpu_busy_s, b, sizeof b), 100 * r->v.wall.busy_fraction);
     if (r->device.n) kp_print_table(r, &r->device);
     else printf("  (no kernels, copies or fills recorded)\n");
     kp_print_latency(r);
@@ -915,22 +878,22 @@ static void kp_range_window(const kp_range_verdict *rv, char *buf, size_t n)
 static void kp_print_verdict(const kp_report *r)
 {
     char a[32], b[32];
-    printf("\nVerdict: %s over the wall (%s)\n", kp_verdict_name(r->wall_v.kind),
-           kp_format_duration(r->wall_in.wall_s, a, sizeof a));
-    kp_print_window(r, &r->wall_in, &r->wall_v, "the wall", "  ");
-    if (r->has_active) {
+    printf("\nVerdict: %s over the wall (%s)\n", kp_verdict_name(r->v.wall.kind),
+           kp_format_duration(r->v.wall_in.wall_s, a, sizeof a));
+    kp_print_window(r, &r->v.wall_in, &r->v.wall, "the wall", "  ");
+    if (r->v.has_active) {
         printf("\nVerdict: %s over the active window (%s from %s: first to last device "
                "operation)\n",
-               kp_verdict_name(r->active_v.kind),
-               kp_format_duration(r->active_in.wall_s, a, sizeof a),
-               kp_format_duration((double)kp_ns_diff(r->active_start, r->start_ns) / 1e9, b,
+               kp_verdict_name(r->v.active.kind),
+               kp_format_duration(r->v.active_in.wall_s, a, sizeof a),
+               kp_format_duration((double)kp_ns_diff(r->v.active_start_ns, r->start_ns) / 1e9, b,
                                   sizeof b));
-        kp_print_window(r, &r->active_in, &r->active_v, "the active window", "  ");
+        kp_print_window(r, &r->v.active_in, &r->v.active, "the active window", "  ");
     }
-    if (r->nranges) {
+    if (r->v.nranges) {
         printf("\nVerdict per top-level NVTX range (all instances of a name together):\n");
-        for (size_t i = 0; i < r->nranges && i < KP_RANGES_SHOWN; i++) {
-            const kp_range_verdict *rv = &r->ranges[i];
+        for (size_t i = 0; i < r->v.nranges && i < KP_RANGES_SHOWN; i++) {
+            const kp_range_verdict *rv = &r->v.ranges[i];
             char window[600];
             kp_range_window(rv, window, sizeof window);
             printf("  %s ×%llu (%s): %s", rv->name, (unsigned long long)rv->instances,
@@ -948,9 +911,9 @@ static void kp_print_verdict(const kp_report *r)
             printf("\n");
             kp_print_window(r, &rv->in, &rv->verdict, window, "    ");
         }
-        if (r->nranges > KP_RANGES_SHOWN)
+        if (r->v.nranges > KP_RANGES_SHOWN)
             printf("  … %zu more range names (--json lists them all)\n",
-                   r->nranges - KP_RANGES_SHOWN);
+                   r->v.nranges - KP_RANGES_SHOWN);
     }
 }
 
@@ -1217,7 +1180,7 @@ static kprof_status kp_report_json(kp_report *r, kp_error *err)
     }
     kp_json_array_end(&j);
     kp_json_double(&j, "host_api_s", r->host_total);
-    kp_json_double(&j, "gpu_busy_s", r->wall_in.gpu_busy_s);
+    kp_json_double(&j, "gpu_busy_s", r->v.wall_in.gpu_busy_s);
     kp_json_groups(&j, "host", &r->host, r->wall);
     kp_json_groups(&j, "device", &r->device, r->wall);
     kp_json_groups(&j, "nvtx", &r->nvtx, r->wall);
@@ -1227,24 +1190,24 @@ static kprof_status kp_report_json(kp_report *r, kp_error *err)
     kp_json_object_begin(&j, "verdict");
     kp_json_string(&j, "window", "wall");
     kp_json_array_begin(&j, "api");
-    if (r->api & KP_API_CUDA) kp_json_string(&j, NULL, "cuda");
-    if (r->api & KP_API_OPENCL) kp_json_string(&j, NULL, "opencl");
+    if (r->v.api & KP_API_CUDA) kp_json_string(&j, NULL, "cuda");
+    if (r->v.api & KP_API_OPENCL) kp_json_string(&j, NULL, "opencl");
     kp_json_array_end(&j);
-    kp_json_window(&j, r, &r->wall_in, &r->wall_v, "the wall");
-    if (r->has_active) {
+    kp_json_window(&j, r, &r->v.wall_in, &r->v.wall, "the wall");
+    if (r->v.has_active) {
         kp_json_object_begin(&j, "active");
         kp_json_string(&j, "window", "active");
         kp_json_double(&j, "start_s",
-                       (double)kp_ns_diff(r->active_start, r->start_ns) / 1e9);
-        kp_json_double(&j, "end_s", (double)kp_ns_diff(r->active_end, r->start_ns) / 1e9);
-        kp_json_window(&j, r, &r->active_in, &r->active_v, "the active window");
+                       (double)kp_ns_diff(r->v.active_start_ns, r->start_ns) / 1e9);
+        kp_json_double(&j, "end_s", (double)kp_ns_diff(r->v.active_end_ns, r->start_ns) / 1e9);
+        kp_json_window(&j, r, &r->v.active_in, &r->v.active, "the active window");
         kp_json_object_end(&j);
     } else {
         kp_json_null(&j, "active");
     }
     kp_json_array_begin(&j, "ranges");
-    for (size_t i = 0; i < r->nranges; i++) {
-        const kp_range_verdict *rv = &r->ranges[i];
+    for (size_t i = 0; i < r->v.nranges; i++) {
+        const kp_range_verdict *rv = &r->v.ranges[i];
         char window[600];
         kp_range_window(rv, window, sizeof window);
         kp_json_object_begin(&j, NULL);
@@ -1361,11 +1324,11 @@ static void kp_report_csv(const kp_report *r)
                l->min, l->max, l->median, l->p95);
         kp_csv_end(r, NULL);
     }
-    kp_csv_verdict(r, "wall", 1, &r->wall_in, &r->wall_v, "the wall");
-    if (r->has_active)
-        kp_csv_verdict(r, "active", 1, &r->active_in, &r->active_v, "the active window");
-    for (size_t i = 0; i < r->nranges; i++) {
-        const kp_range_verdict *rv = &r->ranges[i];
+    kp_csv_verdict(r, "wall", 1, &r->v.wall_in, &r->v.wall, "the wall");
+    if (r->v.has_active)
+        kp_csv_verdict(r, "active", 1, &r->v.active_in, &r->v.active, "the active window");
+    for (size_t i = 0; i < r->v.nranges; i++) {
+        const kp_range_verdict *rv = &r->v.ranges[i];
         char name[600], window[600];
         snprintf(name, sizeof name, "nvtx:%s", rv->name);
         kp_range_window(rv, window, sizeof window);

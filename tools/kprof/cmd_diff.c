@@ -1,0 +1,1390 @@
+/*
+ * cmd_diff.c — `kprof diff A B`: what changed between two runs, and is it real?
+ *
+ * Two traces (*.kprof): per kernel, copy and fill, per host API call and per NVTX range — by
+ * name, or by call path with --by path (store/trace_aggregate.h's key averages) — the count,
+ * total and median of A and of B, their deltas (B - A) and ratios (B/A), the largest change of
+ * total time first; what only one trace has, said so; and each trace's verdict, computed by the
+ * code `kprof report` prints it with (store/trace_verdict.h), and whether it changed. Where both
+ * traces have at least KP_DIFF_MIN_INSTANCES instances of a row, the ratio of their medians gets
+ * a 95% confidence interval (an unpaired, seeded bootstrap over the instances' durations, which
+ * kp_trace_aggregate_instances keeps) and kprof bench's verdict against --threshold: SAME,
+ * FASTER, SLOWER or UNSURE. With fewer, the deltas alone: "n too small", no verdict.
+ *
+ * Two results: two bench.json files point by point (axes and cache state), or two runs of
+ * kprof's history (@0 the newest, @-1 the one before, or an id), each compared as
+ * `kprof bench --compare` does (lab/bench.h, unpaired).
+ *
+ * Analysis first, prose after (STYLE.md): kp_diff_traces and kp_diff_results compute every row
+ * and verdict; the text and JSON writers and --fail-if-slower read those numbers only.
+ */
+#include "core/compare.h"
+#include "core/event.h"
+#include "core/format.h"
+#include "core/stats.h"
+#include "core/util.h"
+#include "export/json.h"
+#include "export/text.h"
+#include "lab/bench.h"
+#include "store/event_source.h"
+#include "store/trace_aggregate.h"
+#include "store/trace_verdict.h"
+#include "tools/kprof/bench_file.h"
+#include "tools/kprof/cli.h"
+#include "store/history.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KP_DIFF_MIN_INSTANCES 5               /* in A and in B, for a verdict */
+#define KP_DIFF_SEED          0x6b70726f66ULL /* "kprof", as kprof bench's: one answer per input */
+#define KP_DIFF_RESAMPLES     2000            /* kprof bench's final count */
+/* A bootstrap costs resamples x instances: above this product a row gets fewer resamples (never
+ * below KP_DIFF_MIN_RESAMPLES), so that a trace of millions of launches still diffs in seconds. */
+#define KP_DIFF_RESAMPLE_BUDGET 5e7
+#define KP_DIFF_MIN_RESAMPLES   200
+
+/* ---- what the inputs are ------------------------------------------------------------------- */
+
+typedef enum kp_diff_input {
+    KP_DIFF_TRACE,  /* a .kprof trace (SQLite) */
+    KP_DIFF_BENCH,  /* a bench.json (`kprof bench --json`) */
+    KP_DIFF_HISTORY /* a run of kprof's history: @0, @-1, 17 */
+} kp_diff_input;
+
+typedef struct kp_diff_args {
+    const char *in[2];
+    kp_diff_input kind[2];
+    kp_aggregation_group group;
+    int by_given, raw, json;
+    size_t top;            /* text: rows shown per table (0: all) */
+    double threshold;      /* the SAME band (0.01) */
+    double fail_if_slower; /* fraction; < 0: not asked */
+} kp_diff_args;
+
+/* @0, @-1 (@ then an optional minus and digits) or digits alone: a reference into the history. */
+static int kp_diff_is_history_ref(const char *arg)
+{
+    const char *p = arg;
+    if (*p == '@') {
+        p++;
+        if (*p == '-') p++;
+    }
+    if (!*p) return 0;
+    for (; *p; p++)
+        if (*p < '0' || *p > '9') return 0;
+    return 1;
+}
+
+/* Which kind of input arg is: a history reference by its form; a file by its name (.kprof,
+ * .json) or else by its first bytes (SQLite's header, or JSON's opening brace). A file that is
+ * neither is bad input (CORRUPT, exit 2), named. */
+static kprof_status kp_diff_input_kind(const char *arg, kp_diff_input *kind, kp_error *err)
+{
+    if (kp_diff_is_history_ref(arg)) {
+        *kind = KP_DIFF_HISTORY;
+        return KPROF_OK;
+    }
+    kprof_status st = kp_input_check(arg, "a trace or a bench result", err);
+    if (st != KPROF_OK) return st;
+    const char *ext = kp_path_extension(arg);
+    if (strcmp(ext, "kprof") == 0) {
+        *kind = KP_DIFF_TRACE;
+        return KPROF_OK;
+    }
+    if (strcmp(ext, "json") == 0) {
+        *kind = KP_DIFF_BENCH;
+        return KPROF_OK;
+    }
+    unsigned char head[64];
+    size_t got = 0;
+    FILE *f = fopen(arg, "rb");
+    if (!f) return kp_error_set(err, KPROF_IO, "%s: cannot open", arg);
+    got = fread(head, 1, sizeof head, f);
+    fclose(f);
+    if (got >= 16 && memcmp(head, "SQLite format 3", 16) == 0) {
+        *kind = KP_DIFF_TRACE;
+        return KPROF_OK;
+    }
+    size_t i = 0;
+    if (got >= 3 && memcmp(head, "\xef\xbb\xbf", 3) == 0) i = 3; /* a UTF-8 byte-order mark */
+    while (i < got && (head[i] == ' ' || head[i] == '\t' || head[i] == '\n' || head[i] == '\r'))
+        i++;
+    if (i < got && head[i] == '{') {
+        *kind = KP_DIFF_BENCH;
+        return KPROF_OK;
+    }
+    return kp_error_set(err, KPROF_CORRUPT,
+                        "%s is neither a kprof trace (an SQLite file, .kprof) nor a `kprof bench` "
+                        "result (JSON with \"kind\": \"bench\")",
+                        arg);
+}
+
+static const char *kp_diff_input_name(kp_diff_input k)
+{
+    switch (k) {
+    case KP_DIFF_TRACE:
+        return "a trace";
+    case KP_DIFF_BENCH:
+        return "a bench result";
+    case KP_DIFF_HISTORY:
+        return "a history run";
+    }
+    return "?";
+}
+
+/* ---- two traces: the numbers ------------------------------------------------------------- */
+
+/* The tables, in the order they are shown. */
+enum { KP_DIFF_DEVICE, KP_DIFF_HOST, KP_DIFF_RANGES, KP_DIFF_TABLES };
+static const char *const kp_diff_table_key[KP_DIFF_TABLES] = {"device", "host", "ranges"};
+
+static int kp_diff_table_of(kp_event_kind kind)
+{
+    switch (kind) {
+    case KP_EVENT_KERNEL:
+    case KP_EVENT_MEMCPY:
+    case KP_EVENT_MEMSET:
+        return KP_DIFF_DEVICE;
+    case KP_EVENT_API:
+        return KP_DIFF_HOST;
+    case KP_EVENT_RANGE:
+        return KP_DIFF_RANGES;
+    default:
+        return -1;
+    }
+}
+
+/* One row of one trace: a (kind, name) or (kind, call path) and its instances. */
+typedef struct kp_diff_key {
+    int table;
+    kp_event_kind kind;
+    char *name;       /* the name, or the path "step/cudaLaunchKernel/gemm" (heap) */
+    int64_t total_ns; /* durations summed (the report's total time) */
+    double *ns;       /* every instance's duration, ascending (heap) */
+    size_t n;         /* instances (the report's calls) */
+    uint32_t node;    /* while loading: the aggregation's node it comes from */
+} kp_diff_key;
+
+typedef struct kp_diff_trace {
+    const char *path;
+    kp_event_source *src;
+    kp_trace_verdicts v; /* as kprof report computes them */
+    uint64_t events;
+    kp_diff_key *keys; /* sorted by (table, kind, name) */
+    size_t nkeys;
+} kp_diff_trace;
+
+static void kp_diff_trace_free(kp_diff_trace *t)
+{
+    for (size_t i = 0; i < t->nkeys; i++) {
+        free(t->keys[i].name);
+        free(t->keys[i].ns);
+    }
+    free(t->keys);
+    kp_trace_verdicts_free(&t->v); /* before the source: it borrows its names */
+    kp_event_source_close(t->src);
+    memset(t, 0, sizeof *t);
+}
+
+static int kp_diff_key_cmp(const void *x, const void *y)
+{
+    const kp_diff_key *a = x, *b = y;
+    if (a->table != b->table) return a->table < b->table ? -1 : 1;
+    if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
+    return strcmp(a->name, b->name);
+}
+
+/* A node's row name: its label by name, its path by path. Heap, or NULL when out of memory. */
+static char *kp_diff_node_name(const kp_aggregation *agg, uint32_t id, kp_aggregation_group group)
+{
+    if (group == KP_AGGREGATION_GROUP_NAME) {
+        char buf[32];
+        const char *label = kp_aggregation_name(agg, id, buf, sizeof buf);
+        return strdup(label);
+    }
+    kp_str path = {0};
+    kp_aggregation_path(agg, id, &path);
+    if (path.failed) {
+        kp_str_free(&path);
+        return NULL;
+    }
+    return kp_str_take(&path);
+}
+
+/* Open a trace and read its rows (every node of its aggregation with instances, merged by
+ * (table, kind, name or path), with every instance's duration) and its verdicts. */
+static kprof_status kp_diff_trace_load(kp_diff_trace *t, const kp_diff_args *a, kp_error *err)
+{
+    kp_aggregation *agg = NULL;
+    kp_trace_instances inst = {0};
+    kp_diff_key *nodes = NULL; /* one per node, before merging */
+    size_t nnodes = 0;
+    kprof_status st = kp_event_source_open(t->path, &t->src, err);
+    if (st == KPROF_OK)
+        st = kp_trace_aggregate_instances(t->src, a->raw ? KP_TRACE_AGGREGATE_POLLING : 0, &agg,
+                                          &inst, err);
+    if (st == KPROF_OK) st = kp_trace_verdicts_read(t->src, a->raw, &t->v, err);
+    if (st != KPROF_OK) goto done;
+    t->events = kp_aggregation_get_totals(agg)->events;
+    size_t count = kp_aggregation_node_count(agg);
+    nodes = calloc(count ? count : 1, sizeof *nodes);
+    if (!nodes) goto nomem;
+    for (uint32_t id = 1; id < count; id++) {
+        const kp_aggregation_node *node = kp_aggregation_get_node(agg, id);
+        int table = kp_diff_table_of(node->kind);
+        if (table < 0 || id >= inst.nnodes || inst.n[id] == 0) continue;
+        kp_diff_key *k = &nodes[nnodes];
+        k->table = table;
+        k->kind = node->kind;
+        k->total_ns = node->stats.duration_ns;
+        k->n = inst.n[id];
+        k->name = kp_diff_node_name(agg, id, a->group);
+        if (!k->name) goto nomem;
+        k->node = id;
+        nnodes++;
+    }
+    qsort(nodes, nnodes, sizeof *nodes, kp_diff_key_cmp);
+    t->keys = calloc(nnodes ? nnodes : 1, sizeof *t->keys);
+    if (!t->keys) goto nomem;
+    for (size_t i = 0; i < nnodes;) {
+        size_t j = i, n = 0;
+        int64_t total = 0;
+        for (; j < nnodes && kp_diff_key_cmp(&nodes[i], &nodes[j]) == 0; j++) {
+            n += nodes[j].n;
+            total = kp_i64_add_sat(total, nodes[j].total_ns);
+        }
+        kp_diff_key *k = &t->keys[t->nkeys];
+        *k = nodes[i];
+        k->ns = malloc(n * sizeof *k->ns);
+        k->n = 0;
+        k->total_ns = total;
+        nodes[i].name = NULL; /* the key owns it now */
+        t->nkeys++;
+        if (!k->ns) goto nomem;
+        for (size_t m = i; m < j; m++) {
+            uint32_t id = nodes[m].node;
+            for (size_t q = 0; q < inst.n[id]; q++)
+                k->ns[k->n++] = (double)inst.ns[id][q];
+        }
+        kp_sort_doubles(k->ns, k->n);
+        i = j;
+    }
+    goto done;
+nomem:
+    st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+done:
+    for (size_t i = 0; i < nnodes; i++)
+        free(nodes[i].name);
+    free(nodes);
+    kp_trace_instances_free(&inst);
+    kp_aggregation_destroy(agg); /* before the source: it reads the source's names */
+    return st;
+}
+
+/* What a row (or a point) of the diff says: X(NAME, key for --json, text for the table).
+ * Judged rows first (SLOWER .. SAME: they have a comparison), in the order the summary counts
+ * them. */
+#define KP_DIFF_STATUS_LIST(X)                                                                     \
+    X(SLOWER, "slower", "SLOWER")                                                                  \
+    X(FASTER, "faster", "FASTER")                                                                  \
+    X(UNSURE, "unsure", "UNSURE")                                                                  \
+    X(SAME, "same", "SAME")                                                                        \
+    X(TOO_FEW, "n-too-small", "n too small")  /* fewer than KP_DIFF_MIN_INSTANCES in A or B */     \
+    X(NO_VERDICT, "no-verdict", "no verdict") /* a median of 0: no ratio */                        \
+    X(ONLY_A, "only-in-a", "only in A")                                                            \
+    X(ONLY_B, "only-in-b", "only in B")
+
+typedef enum kp_diff_status {
+#define KP_DIFF_STATUS_ENUM_(NAME, key, text) KP_DIFF_##NAME,
+    KP_DIFF_STATUS_LIST(KP_DIFF_STATUS_ENUM_)
+#undef KP_DIFF_STATUS_ENUM_
+        KP_DIFF_STATUS_COUNT
+} kp_diff_status;
+
+#define KP_DIFF_STATUS_KEY_(NAME, key, text)  key,
+#define KP_DIFF_STATUS_TEXT_(NAME, key, text) text,
+static const char *const kp_diff_status_key[KP_DIFF_STATUS_COUNT] = {
+    KP_DIFF_STATUS_LIST(KP_DIFF_STATUS_KEY_)};
+static const char *const kp_diff_status_text[KP_DIFF_STATUS_COUNT] = {
+    KP_DIFF_STATUS_LIST(KP_DIFF_STATUS_TEXT_)};
+#undef KP_DIFF_STATUS_KEY_
+#undef KP_DIFF_STATUS_TEXT_
+
+static kp_diff_status kp_diff_status_of_verdict(kp_compare_verdict v)
+{
+    switch (v) {
+    case KP_COMPARE_SLOWER:
+        return KP_DIFF_SLOWER;
+    case KP_COMPARE_FASTER:
+        return KP_DIFF_FASTER;
+    case KP_COMPARE_SAME:
+        return KP_DIFF_SAME;
+    default:
+        return KP_DIFF_UNSURE;
+    }
+}
+
+/* A change is something found: slower, faster, or there in one trace only. */
+static int kp_diff_status_is_change(kp_diff_status s)
+{
+    return s == KP_DIFF_SLOWER || s == KP_DIFF_FASTER || s == KP_DIFF_ONLY_A || s == KP_DIFF_ONLY_B;
+}
+
+typedef struct kp_diff_row {
+    int table;
+    kp_event_kind kind;
+    const char *name;
+    const kp_diff_key *a, *b; /* NULL: not in that trace */
+    int64_t delta_ns;         /* total B - total A (an absent side counts 0) */
+    kp_diff_status status;
+    kp_estimate ratio; /* judged: median(B) / median(A) and its 95% interval */
+    int resamples;     /* judged: the bootstrap's resamples */
+    int gate;          /* --fail-if-slower: slower by more than asked */
+} kp_diff_row;
+
+typedef struct kp_diff_traces {
+    kp_diff_trace t[2];
+    kp_diff_row *rows; /* table by table, each by |delta| descending */
+    size_t nrows;
+    size_t counts[KP_DIFF_STATUS_COUNT];
+    int gate; /* some row failed --fail-if-slower */
+} kp_diff_traces;
+
+static double kp_diff_median_ns(const kp_diff_key *k)
+{
+    return k && k->n ? k->ns[k->n / 2] : 0; /* stats.h's median: sorted[n/2] */
+}
+
+static int kp_diff_row_cmp(const void *x, const void *y)
+{
+    const kp_diff_row *a = x, *b = y;
+    if (a->table != b->table) return a->table < b->table ? -1 : 1;
+    int64_t da = a->delta_ns < 0 ? -a->delta_ns : a->delta_ns;
+    int64_t db = b->delta_ns < 0 ? -b->delta_ns : b->delta_ns;
+    if (da != db) return da > db ? -1 : 1;
+    int c = strcmp(a->name, b->name);
+    if (c) return c;
+    return (a->kind > b->kind) - (a->kind < b->kind);
+}
+
+/* The bootstrap's resamples for na + nb instances (see KP_DIFF_RESAMPLE_BUDGET). */
+static int kp_diff_resamples(size_t instances)
+{
+    double r = KP_DIFF_RESAMPLE_BUDGET / (double)(instances ? instances : 1);
+    if (r >= KP_DIFF_RESAMPLES) return KP_DIFF_RESAMPLES;
+    return r < KP_DIFF_MIN_RESAMPLES ? KP_DIFF_MIN_RESAMPLES : (int)r;
+}
+
+/* One row present in both traces: judged when both have enough instances. */
+static kprof_status kp_diff_judge(kp_diff_row *row, const kp_diff_args *args, kp_error *err)
+{
+    const kp_diff_key *a = row->a, *b = row->b;
+    if (a->n < KP_DIFF_MIN_INSTANCES || b->n < KP_DIFF_MIN_INSTANCES) {
+        row->status = KP_DIFF_TOO_FEW;
+        return KPROF_OK;
+    }
+    if (kp_diff_median_ns(a) <= 0 || kp_diff_median_ns(b) <= 0) {
+        row->status = KP_DIFF_NO_VERDICT; /* a ratio to or of nothing */
+        return KPROF_OK;
+    }
+    double *scratch = malloc((a->n + b->n) * sizeof *scratch);
+    if (!scratch) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    row->resamples = kp_diff_resamples(a->n + b->n);
+    int rc = kp_ratio_ci_bootstrap(a->ns, a->n, b->ns, b->n, 0, row->resamples, 0.95, KP_DIFF_SEED,
+                                   scratch, &row->ratio);
+    free(scratch);
+    if (rc != 0) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    row->status = kp_diff_status_of_verdict(kp_compare_verdict_of(&row->ratio, args->threshold));
+    if (row->table == KP_DIFF_DEVICE && args->fail_if_slower >= 0)
+        row->gate = kp_compare_verdict_of(&row->ratio, args->fail_if_slower) == KP_COMPARE_SLOWER;
+    return KPROF_OK;
+}
+
+static int kp_diff_row_add(kp_diff_traces *d, const kp_diff_key *a, const kp_diff_key *b)
+{
+    kp_diff_row *row = &d->rows[d->nrows++];
+    memset(row, 0, sizeof *row);
+    const kp_diff_key *k = a ? a : b;
+    row->table = k->table;
+    row->kind = k->kind;
+    row->name = k->name;
+    row->a = a;
+    row->b = b;
+    row->delta_ns = kp_ns_diff(b ? b->total_ns : 0, a ? a->total_ns : 0);
+    row->status = !a ? KP_DIFF_ONLY_B : !b ? KP_DIFF_ONLY_A : KP_DIFF_SAME;
+    return 0;
+}
+
+/* Both traces' rows matched by (table, kind, name), judged, and sorted for showing. */
+static kprof_status kp_diff_traces_compute(kp_diff_traces *d, const kp_diff_args *args,
+                                           kp_error *err)
+{
+    const kp_diff_trace *A = &d->t[0], *B = &d->t[1];
+    d->rows = calloc(A->nkeys + B->nkeys + 1, sizeof *d->rows);
+    if (!d->rows) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    size_t i = 0, j = 0;
+    while (i < A->nkeys || j < B->nkeys) {
+        int c = i == A->nkeys ? 1 : j == B->nkeys ? -1 : kp_diff_key_cmp(&A->keys[i], &B->keys[j]);
+        if (c < 0)
+            kp_diff_row_add(d, &A->keys[i++], NULL);
+        else if (c > 0)
+            kp_diff_row_add(d, NULL, &B->keys[j++]);
+        else
+            kp_diff_row_add(d, &A->keys[i++], &B->keys[j++]);
+    }
+    for (size_t r = 0; r < d->nrows; r++) {
+        kp_diff_row *row = &d->rows[r];
+        if (row->a && row->b) {
+            kprof_status st = kp_diff_judge(row, args, err);
+            if (st != KPROF_OK) return st;
+        }
+        d->counts[row->status]++;
+        d->gate |= row->gate;
+    }
+    qsort(d->rows, d->nrows, sizeof *d->rows, kp_diff_row_cmp);
+    return KPROF_OK;
+}
+
+/* ---- two traces: text ------------------------------------------------------------------ */
+
+/* Right-align text in `width` columns (a UTF-8 character is one column: "µs"). */
+static void kp_diff_cell(const char *text, int width)
+{
+    int cols = 0;
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        cols += (*p & 0xC0) != 0x80;
+    for (; cols < width; cols++)
+        putchar(' ');
+    fputs(text, stdout);
+}
+
+static const char *kp_diff_duration(double ns, char *buf, size_t n)
+{
+    return kp_format_duration(ns / 1e9, buf, n);
+}
+
+static const char *kp_diff_delta(int64_t ns, char *buf, size_t n)
+{
+    char d[24];
+    if (ns == 0) return snprintf(buf, n, "0"), buf;
+    kp_format_duration(fabs((double)ns) / 1e9, d, sizeof d);
+    snprintf(buf, n, "%s%s", ns > 0 ? "+" : "-", d);
+    return buf;
+}
+
+static const char *kp_diff_status_colour(kp_diff_status s, FILE *f)
+{
+    switch (s) {
+    case KP_DIFF_SLOWER:
+        return kp_text_red(f);
+    case KP_DIFF_UNSURE:
+        return kp_text_yellow(f);
+    case KP_DIFF_FASTER:
+    case KP_DIFF_ONLY_A:
+    case KP_DIFF_ONLY_B:
+        return kp_text_bold(f);
+    case KP_DIFF_TOO_FEW:
+    case KP_DIFF_NO_VERDICT:
+        return kp_text_dim(f);
+    default:
+        return "";
+    }
+}
+
+static void kp_diff_print_table(const kp_diff_traces *d, int table, const kp_diff_args *args)
+{
+    static const char *const titles[KP_DIFF_TABLES] = {"Device: kernels, copies and fills",
+                                                       "Host API calls", "NVTX ranges and scopes"};
+    FILE *o = stdout;
+    size_t shown = 0, total = 0;
+    for (size_t r = 0; r < d->nrows; r++)
+        total += d->rows[r].table == table;
+    printf("\n%s%s%s", kp_text_bold(o), titles[table], kp_text_reset(o));
+    if (table == KP_DIFF_HOST && !args->raw) printf(" (polling and query calls hidden; --raw)");
+    printf("\n");
+    if (!total) {
+        printf("  (none in either trace)\n");
+        return;
+    }
+    printf("  ");
+    kp_diff_cell("Δ Total", 10);
+    printf("  ");
+    kp_diff_cell("Total A", 10);
+    printf("  ");
+    kp_diff_cell("Total B", 10);
+    printf("  %8s  %8s  ", "Calls A", "Calls B");
+    kp_diff_cell("Median A", 10);
+    printf("  ");
+    kp_diff_cell("Median B", 10);
+    printf("  %-24s  %-11s  Name\n", "B/A median [95% CI]", "Verdict");
+    for (size_t r = 0; r < d->nrows; r++) {
+        const kp_diff_row *row = &d->rows[r];
+        if (row->table != table) continue;
+        if (args->top && shown == args->top) {
+            printf("  … %zu more row%s (--json lists them all)\n", total - shown,
+                   total - shown == 1 ? "" : "s");
+            break;
+        }
+        shown++;
+        char b1[40], b2[32], b3[32], b4[32], b5[32], ratio[64] = "-";
+        printf("  ");
+        kp_diff_cell(kp_diff_delta(row->delta_ns, b1, sizeof b1), 10);
+        printf("  ");
+        kp_diff_cell(row->a ? kp_diff_duration((double)row->a->total_ns, b2, sizeof b2) : "-", 10);
+        printf("  ");
+        kp_diff_cell(row->b ? kp_diff_duration((double)row->b->total_ns, b3, sizeof b3) : "-", 10);
+        char ca[24] = "-", cb[24] = "-";
+        if (row->a) snprintf(ca, sizeof ca, "%zu", row->a->n);
+        if (row->b) snprintf(cb, sizeof cb, "%zu", row->b->n);
+        printf("  %8s  %8s  ", ca, cb);
+        kp_diff_cell(row->a ? kp_diff_duration(kp_diff_median_ns(row->a), b4, sizeof b4) : "-", 10);
+        printf("  ");
+        kp_diff_cell(row->b ? kp_diff_duration(kp_diff_median_ns(row->b), b5, sizeof b5) : "-", 10);
+        if (row->status <= KP_DIFF_SAME)
+            snprintf(ratio, sizeof ratio, "%.3f [%.3f, %.3f]", row->ratio.value, row->ratio.lo,
+                     row->ratio.hi);
+        const char *colour = kp_diff_status_colour(row->status, o);
+        printf("  %-24s  %s%-11s%s  %s%s\n", ratio, colour, kp_diff_status_text[row->status],
+               *colour ? kp_text_reset(o) : "", row->name,
+               row->kind == KP_EVENT_MEMCPY   ? " (copy)"
+               : row->kind == KP_EVENT_MEMSET ? " (fill)"
+                                              : "");
+    }
+}
+
+static void kp_diff_print_trace_header(const char *label, const kp_diff_trace *t)
+{
+    char wall[32];
+    const kp_trace_meta *m = kp_event_source_meta(t->src);
+    printf(
+        "%s: %s — wall %s, %llu events", label, t->path,
+        kp_format_duration((double)kp_ns_diff(t->v.end_ns, t->v.start_ns) / 1e9, wall, sizeof wall),
+        (unsigned long long)t->events);
+    if (m->command[0]) printf(", command: %s", m->command);
+    printf("\n");
+}
+
+/* "Verdict over the wall: A host-bound, B host-bound (unchanged)", and the sentences where it
+ * changed. */
+static void kp_diff_print_window(const char *window, const kp_diff_trace *t,
+                                 const kp_verdict_input *in[2], const kp_verdict *v[2])
+{
+    FILE *o = stdout;
+    const char *ka = in[0] ? kp_verdict_name(v[0]->kind) : "none (no device work)";
+    const char *kb = in[1] ? kp_verdict_name(v[1]->kind) : "none (no device work)";
+    int changed = (in[0] == NULL) != (in[1] == NULL) || (in[0] && v[0]->kind != v[1]->kind);
+    printf("Verdict over %s: A %s, B %s — %s%s%s\n", window, ka, kb, changed ? kp_text_bold(o) : "",
+           changed ? "changed" : "unchanged", changed ? kp_text_reset(o) : "");
+    if (!changed) return;
+    for (int s = 0; s < 2; s++) {
+        if (!in[s]) continue;
+        char sentence[2048];
+        kp_verdict_describe(in[s], v[s], window, t[s].v.start_ns, sentence, sizeof sentence);
+        printf("  %s → %s\n", s ? "B" : "A", sentence);
+    }
+}
+
+static void kp_diff_print_traces(const kp_diff_traces *d, const kp_diff_args *args)
+{
+    FILE *o = stdout;
+    kp_diff_print_trace_header("A", &d->t[0]);
+    kp_diff_print_trace_header("B", &d->t[1]);
+    printf("By %s, the largest change of total time first. A verdict where A and B each have %d "
+           "instances or more: the 95%% interval of B/A of their medians (unpaired bootstrap), "
+           "SAME within ±%g%%.\n",
+           kp_aggregation_group_name(args->group), KP_DIFF_MIN_INSTANCES, 100 * args->threshold);
+    for (int table = 0; table < KP_DIFF_TABLES; table++)
+        kp_diff_print_table(d, table, args);
+    printf("\n");
+    const kp_verdict_input *in[2] = {&d->t[0].v.wall_in, &d->t[1].v.wall_in};
+    const kp_verdict *v[2] = {&d->t[0].v.wall, &d->t[1].v.wall};
+    kp_diff_print_window("the wall", d->t, in, v);
+    for (int s = 0; s < 2; s++) {
+        in[s] = d->t[s].v.has_active ? &d->t[s].v.active_in : NULL;
+        v[s] = &d->t[s].v.active;
+    }
+    kp_diff_print_window("the active window", d->t, in, v);
+    const size_t *c = d->counts;
+    size_t changes = c[KP_DIFF_SLOWER] + c[KP_DIFF_FASTER] + c[KP_DIFF_ONLY_A] + c[KP_DIFF_ONLY_B];
+    printf("\n%s%zu difference%s%s: %zu slower, %zu faster, %zu only in A, %zu only in B; %zu "
+           "unsure, %zu the same, %zu with n too small (< %d instances in A or B)",
+           kp_text_bold(o), changes, changes == 1 ? "" : "s", kp_text_reset(o), c[KP_DIFF_SLOWER],
+           c[KP_DIFF_FASTER], c[KP_DIFF_ONLY_A], c[KP_DIFF_ONLY_B], c[KP_DIFF_UNSURE],
+           c[KP_DIFF_SAME], c[KP_DIFF_TOO_FEW], KP_DIFF_MIN_INSTANCES);
+    if (c[KP_DIFF_NO_VERDICT]) printf(", %zu with a median of 0", c[KP_DIFF_NO_VERDICT]);
+    printf("\n");
+    for (size_t r = 0; r < d->nrows; r++) {
+        const kp_diff_row *row = &d->rows[r];
+        if (row->gate)
+            printf("%s%s is slower by more than --fail-if-slower %g%%: B/A %.3f [%.3f, %.3f]%s\n",
+                   kp_text_red(o), row->name, 100 * args->fail_if_slower, row->ratio.value,
+                   row->ratio.lo, row->ratio.hi, kp_text_reset(o));
+    }
+}
+
+/* ---- two traces: JSON ------------------------------------------------------------------- */
+
+static void kp_diff_json_side(kp_json *j, const char *key, const kp_diff_key *k)
+{
+    if (!k) {
+        kp_json_null(j, key);
+        return;
+    }
+    kp_json_object_begin(j, key);
+    kp_json_uint(j, "count", k->n);
+    kp_json_double(j, "total_s", (double)k->total_ns / 1e9);
+    kp_json_double(j, "median_s", kp_diff_median_ns(k) / 1e9);
+    kp_json_object_end(j);
+}
+
+static void kp_diff_json_ratio(kp_json *j, const char *key, double b, double a, int both)
+{
+    if (both && a > 0)
+        kp_json_double(j, key, b / a);
+    else
+        kp_json_null(j, key);
+}
+
+static void kp_diff_json_row(kp_json *j, const kp_diff_row *row, const kp_diff_args *args)
+{
+    int both = row->a && row->b;
+    kp_json_object_begin(j, NULL);
+    kp_json_string(j, "name", row->name);
+    kp_json_string(j, "kind", kp_event_kind_name(row->kind));
+    kp_json_string(j, "status", kp_diff_status_key[row->status]);
+    kp_json_bool(j, "changed", kp_diff_status_is_change(row->status));
+    kp_diff_json_side(j, "a", row->a);
+    kp_diff_json_side(j, "b", row->b);
+    kp_json_object_begin(j, "delta");
+    kp_json_int(j, "count", (int64_t)(row->b ? row->b->n : 0) - (int64_t)(row->a ? row->a->n : 0));
+    kp_json_double(j, "total_s", (double)row->delta_ns / 1e9);
+    if (both)
+        kp_json_double(j, "median_s",
+                       (kp_diff_median_ns(row->b) - kp_diff_median_ns(row->a)) / 1e9);
+    else
+        kp_json_null(j, "median_s");
+    kp_json_object_end(j);
+    kp_json_object_begin(j, "ratio");
+    kp_diff_json_ratio(j, "total", row->b ? (double)row->b->total_ns : 0,
+                       row->a ? (double)row->a->total_ns : 0, both);
+    kp_diff_json_ratio(j, "median", kp_diff_median_ns(row->b), kp_diff_median_ns(row->a), both);
+    kp_json_object_end(j);
+    if (row->status <= KP_DIFF_SAME) {
+        kp_json_object_begin(j, "comparison");
+        kp_json_double(j, "ratio", row->ratio.value);
+        kp_json_array_begin(j, "ci");
+        kp_json_double(j, NULL, row->ratio.lo);
+        kp_json_double(j, NULL, row->ratio.hi);
+        kp_json_array_end(j);
+        kp_json_double(j, "level", 0.95);
+        kp_json_int(j, "resamples", row->resamples);
+        kp_json_string(j, "verdict", kp_diff_status_text[row->status]);
+        kp_json_object_end(j);
+    } else {
+        kp_json_null(j, "comparison");
+    }
+    if (row->status == KP_DIFF_TOO_FEW)
+        kp_json_string(j, "note", "n too small");
+    else if (row->status == KP_DIFF_NO_VERDICT)
+        kp_json_string(j, "note", "a median is 0: no ratio");
+    else
+        kp_json_null(j, "note");
+    if (args->fail_if_slower >= 0) kp_json_bool(j, "fails_gate", row->gate);
+    kp_json_object_end(j);
+}
+
+static void kp_diff_json_verdict(kp_json *j, const char *key, const kp_verdict_input *in,
+                                 const kp_verdict *v, const char *window, int64_t start_ns)
+{
+    if (!in) {
+        kp_json_null(j, key);
+        return;
+    }
+    char sentence[2048];
+    kp_verdict_describe(in, v, window, start_ns, sentence, sizeof sentence);
+    kp_json_object_begin(j, key);
+    kp_json_string(j, "kind", kp_verdict_name(v->kind));
+    kp_json_double(j, "duration_s", in->wall_s);
+    kp_json_double(j, "gpu_busy_fraction", v->busy_fraction);
+    kp_json_string(j, "sentence", sentence);
+    kp_json_object_end(j);
+}
+
+static void kp_diff_json_trace(kp_json *j, const char *key, const kp_diff_trace *t)
+{
+    const kp_trace_meta *m = kp_event_source_meta(t->src);
+    kp_json_object_begin(j, key);
+    kp_json_string(j, "trace", t->path);
+    kp_json_string(j, "command", m->command);
+    kp_json_double(j, "wall_s", (double)kp_ns_diff(t->v.end_ns, t->v.start_ns) / 1e9);
+    kp_json_uint(j, "events", t->events);
+    kp_json_object_begin(j, "verdict");
+    kp_diff_json_verdict(j, "wall", &t->v.wall_in, &t->v.wall, "the wall", t->v.start_ns);
+    kp_diff_json_verdict(j, "active", t->v.has_active ? &t->v.active_in : NULL, &t->v.active,
+                         "the active window", t->v.start_ns);
+    kp_json_object_end(j);
+    kp_json_object_end(j);
+}
+
+static void kp_diff_json_summary(kp_json *j, const size_t counts[KP_DIFF_STATUS_COUNT])
+{
+    size_t changes = 0;
+    kp_json_object_begin(j, "summary");
+    for (int s = 0; s < KP_DIFF_STATUS_COUNT; s++) {
+        kp_json_uint(j, kp_diff_status_key[s], counts[s]);
+        if (kp_diff_status_is_change((kp_diff_status)s)) changes += counts[s];
+    }
+    kp_json_uint(j, "differences", changes);
+    kp_json_object_end(j);
+}
+
+static void kp_diff_json_common(kp_json *j, const kp_diff_args *args)
+{
+    kp_json_double(j, "threshold", args->threshold);
+    if (args->fail_if_slower >= 0)
+        kp_json_double(j, "fail_if_slower", args->fail_if_slower);
+    else
+        kp_json_null(j, "fail_if_slower");
+}
+
+static void kp_diff_json_traces(kp_str *out, const kp_diff_traces *d, const kp_diff_args *args)
+{
+    kp_json j;
+    kp_json_init(&j, out, 1);
+    kp_json_object_begin(&j, NULL);
+    kp_json_int(&j, "version", 1);
+    kp_json_string(&j, "kind", "trace-diff");
+    kp_json_string(&j, "by", kp_aggregation_group_name(args->group));
+    kp_diff_json_common(&j, args);
+    kp_json_int(&j, "min_instances", KP_DIFF_MIN_INSTANCES);
+    kp_json_bool(&j, "polling_calls", args->raw);
+    kp_diff_json_trace(&j, "a", &d->t[0]);
+    kp_diff_json_trace(&j, "b", &d->t[1]);
+    kp_json_object_begin(&j, "verdict_changed");
+    const kp_trace_verdicts *va = &d->t[0].v, *vb = &d->t[1].v;
+    kp_json_bool(&j, "wall", va->wall.kind != vb->wall.kind);
+    kp_json_bool(&j, "active",
+                 va->has_active != vb->has_active ||
+                     (va->has_active && va->active.kind != vb->active.kind));
+    kp_json_object_end(&j);
+    for (int table = 0; table < KP_DIFF_TABLES; table++) {
+        kp_json_array_begin(&j, kp_diff_table_key[table]);
+        for (size_t r = 0; r < d->nrows; r++)
+            if (d->rows[r].table == table) kp_diff_json_row(&j, &d->rows[r], args);
+        kp_json_array_end(&j);
+    }
+    kp_diff_json_summary(&j, d->counts);
+    kp_json_bool(&j, "fails_gate", d->gate);
+    kp_json_object_end(&j);
+    kp_json_finish(&j);
+    kp_str_append(out, "\n");
+}
+
+static int kp_diff_two_traces(const kp_diff_args *args)
+{
+    kp_diff_traces d;
+    memset(&d, 0, sizeof d);
+    kp_error err = {0};
+    kprof_status st = KPROF_OK;
+    for (int s = 0; s < 2 && st == KPROF_OK; s++) {
+        d.t[s].path = args->in[s];
+        st = kp_diff_trace_load(&d.t[s], args, &err);
+    }
+    if (st == KPROF_OK) st = kp_diff_traces_compute(&d, args, &err);
+    if (st == KPROF_OK && args->json) {
+        kp_str s = {0};
+        kp_diff_json_traces(&s, &d, args);
+        if (s.failed)
+            st = kp_error_set(&err, KPROF_NOMEM, "out of memory");
+        else
+            fputs(s.data, stdout);
+        kp_str_free(&s);
+    } else if (st == KPROF_OK) {
+        kp_diff_print_traces(&d, args);
+    }
+    int gate = d.gate;
+    free(d.rows);
+    kp_diff_trace_free(&d.t[0]);
+    kp_diff_trace_free(&d.t[1]);
+    if (st != KPROF_OK) {
+        int rc = kp_cli_fail(&err);
+        kp_error_clear(&err);
+        return rc;
+    }
+    return gate ? 5 : 0;
+}
+
+/* ---- two results: the numbers ------------------------------------------------------------ */
+
+/* What a history run says of itself (store/history.h's kp_history_run), as far as diff shows
+ * it: the fields that tell two runs apart. */
+typedef struct kp_diff_run {
+    int64_t id;
+    char kind[8];
+    int64_t at;
+    char device[256], backend[16], driver[128], kprof_version[32];
+    char kernel[256], target[1024], source_hash[17];
+    char options[1024], grid[64], tg[64], buffers[1024];
+    char git_commit[64];
+    int git_dirty; /* -1: no work tree */
+} kp_diff_run;
+
+/* One input of a result diff: a bench.json, or a history run (its samples as one point). */
+typedef struct kp_diff_result {
+    const char *arg;
+    kp_bench_file *file; /* a bench.json */
+    int history;         /* a history run: run, samples */
+    kp_diff_run run;
+    double *samples; /* ms, heap */
+    size_t nsamples;
+} kp_diff_result;
+
+/* A history run and its samples (store/history.h). */
+static kprof_status kp_diff_history_load(kp_diff_result *r, kp_error *err)
+{
+    kp_history_run run;
+    memset(&run, 0, sizeof run);
+    kprof_status st = kp_history_get(r->arg, &run, &r->samples, &r->nsamples, NULL, err);
+    if (st != KPROF_OK) return st;
+    r->history = 1;
+    kp_diff_run *d = &r->run;
+    d->id = run.id;
+    d->at = run.at;
+    d->git_dirty = run.git_dirty;
+#define KP_DIFF_COPY_(field) kp_strlcpy(d->field, run.field, sizeof d->field)
+    KP_DIFF_COPY_(kind);
+    KP_DIFF_COPY_(device);
+    KP_DIFF_COPY_(backend);
+    KP_DIFF_COPY_(driver);
+    KP_DIFF_COPY_(kprof_version);
+    KP_DIFF_COPY_(kernel);
+    KP_DIFF_COPY_(target);
+    KP_DIFF_COPY_(source_hash);
+    KP_DIFF_COPY_(options);
+    KP_DIFF_COPY_(grid);
+    KP_DIFF_COPY_(tg);
+    KP_DIFF_COPY_(buffers);
+    KP_DIFF_COPY_(git_commit);
+#undef KP_DIFF_COPY_
+    if (r->nsamples == 0)
+        return kp_error_set(err, KPROF_INVALID,
+                            "history run %s (%lld) kept no samples: nothing "
+                            "to compare",
+                            r->arg, (long long)run.id);
+    return KPROF_OK;
+}
+
+static void kp_diff_result_free(kp_diff_result *r)
+{
+    kp_bench_file_free(r->file);
+    free(r->samples);
+    memset(r, 0, sizeof *r);
+}
+
+static const char *kp_diff_result_device(const kp_diff_result *r)
+{
+    return r->history ? r->run.device : r->file ? r->file->device : "";
+}
+
+/* One point of a result diff: its samples in A and in B, and their comparison. */
+typedef struct kp_diff_point {
+    char point[256]; /* the axes ("N=1M T=f32"; "" without), or a history run's kernel */
+    int cold;
+    int has[2];            /* the side has the point */
+    kp_bench_side side[2]; /* summarised where present */
+    kp_diff_status status;
+    kp_bench_outcome outcome; /* status SLOWER..SAME: the comparison */
+    int gate;
+} kp_diff_point;
+
+typedef struct kp_diff_results {
+    kp_diff_result r[2];
+    kp_diff_point *points;
+    int npoints;
+    size_t counts[KP_DIFF_STATUS_COUNT];
+    int gate;
+} kp_diff_results;
+
+static kprof_status kp_diff_point_side(kp_diff_point *p, int s, const double *ms, const double *mhz,
+                                       size_t n, size_t rounds, kp_error *err)
+{
+    p->has[s] = 1;
+    kprof_status st = kp_bench_side_add(&p->side[s], ms, mhz, n, err);
+    p->side[s].rounds = rounds;
+    if (st == KPROF_OK) st = kp_bench_summarise(&p->side[s], err);
+    return st;
+}
+
+/* Compare a point present in both: kprof bench --compare's comparison (unpaired). */
+static kprof_status kp_diff_point_judge(kp_diff_point *p, const kp_diff_args *args, kp_error *err)
+{
+    if (!p->has[0] || !p->has[1]) {
+        p->status = p->has[0] ? KP_DIFF_ONLY_A : KP_DIFF_ONLY_B;
+        return KPROF_OK;
+    }
+    if (p->side[0].n < KP_DIFF_MIN_INSTANCES || p->side[1].n < KP_DIFF_MIN_INSTANCES) {
+        p->status = KP_DIFF_TOO_FEW;
+        return KPROF_OK;
+    }
+    if (p->side[0].median.value <= 0 || p->side[1].median.value <= 0) {
+        p->status = KP_DIFF_NO_VERDICT;
+        return KPROF_OK;
+    }
+    kp_bench_config cfg;
+    kp_bench_config_default(&cfg);
+    cfg.threshold = args->threshold;
+    kprof_status st = kp_bench_compare(&p->side[0], &p->side[1], 0, &cfg, &p->outcome, err);
+    if (st != KPROF_OK) return st;
+    p->status = kp_diff_status_of_verdict(p->outcome.final_verdict);
+    if (args->fail_if_slower >= 0) {
+        /* As kprof bench's gate: the time's interval wholly above 1 + P, and the cycles' too
+         * where clocks were read. */
+        const kp_bench_outcome *o = &p->outcome;
+        int slower = kp_compare_verdict_of(&o->ratio, args->fail_if_slower) == KP_COMPARE_SLOWER;
+        if (slower && o->have_cycles &&
+            kp_compare_verdict_of(&o->cycles_ratio, args->fail_if_slower) != KP_COMPARE_SLOWER)
+            slower = 0;
+        p->gate = slower;
+    }
+    return KPROF_OK;
+}
+
+static kprof_status kp_diff_results_compute(kp_diff_results *d, const kp_diff_args *args,
+                                            kp_error *err)
+{
+    kp_diff_result *A = &d->r[0], *B = &d->r[1];
+    int cap = A->history ? 1 : A->file->npoints + B->file->npoints;
+    d->points = calloc((size_t)(cap > 0 ? cap : 1), sizeof *d->points);
+    if (!d->points) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    kprof_status st = KPROF_OK;
+    if (A->history) { /* one point: the two runs */
+        kp_diff_point *p = &d->points[d->npoints++];
+        snprintf(p->point, sizeof p->point, "%s", B->run.kernel);
+        st = kp_diff_point_side(p, 0, A->samples, NULL, A->nsamples, 0, err);
+        if (st == KPROF_OK) st = kp_diff_point_side(p, 1, B->samples, NULL, B->nsamples, 0, err);
+    } else { /* A's points in A's order, then those only B has */
+        for (int i = 0; i < A->file->npoints && st == KPROF_OK; i++) {
+            const kp_bench_file_point *pa = &A->file->points[i];
+            if (kp_bench_file_find(A->file, pa->point, pa->cold) != pa) continue; /* twice */
+            const kp_bench_file_point *pb = kp_bench_file_find(B->file, pa->point, pa->cold);
+            kp_diff_point *p = &d->points[d->npoints++];
+            kp_strlcpy(p->point, pa->point, sizeof p->point);
+            p->cold = pa->cold;
+            st = kp_diff_point_side(p, 0, pa->ms, pa->mhz, pa->n, pa->rounds, err);
+            if (st == KPROF_OK && pb)
+                st = kp_diff_point_side(p, 1, pb->ms, pb->mhz, pb->n, pb->rounds, err);
+        }
+        for (int i = 0; i < B->file->npoints && st == KPROF_OK; i++) {
+            const kp_bench_file_point *pb = &B->file->points[i];
+            if (kp_bench_file_find(B->file, pb->point, pb->cold) != pb ||
+                kp_bench_file_find(A->file, pb->point, pb->cold))
+                continue;
+            kp_diff_point *p = &d->points[d->npoints++];
+            kp_strlcpy(p->point, pb->point, sizeof p->point);
+            p->cold = pb->cold;
+            st = kp_diff_point_side(p, 1, pb->ms, pb->mhz, pb->n, pb->rounds, err);
+        }
+    }
+    for (int i = 0; i < d->npoints && st == KPROF_OK; i++) {
+        st = kp_diff_point_judge(&d->points[i], args, err);
+        d->counts[d->points[i].status]++;
+        d->gate |= d->points[i].gate;
+    }
+    return st;
+}
+
+/* ---- two results: text and JSON ---------------------------------------------------------- */
+
+/* The fields two history runs differ in, as "name: A → B" lines (or a note that none do). */
+typedef struct kp_diff_run_field {
+    const char *key;
+    const char *a, *b;
+} kp_diff_run_field;
+
+static int kp_diff_run_fields(const kp_diff_run *a, const kp_diff_run *b, kp_diff_run_field *out)
+{
+    int n = 0;
+#define KP_DIFF_FIELD_(name)                                                                       \
+    if (strcmp(a->name, b->name) != 0) out[n++] = (kp_diff_run_field){#name, a->name, b->name};
+    KP_DIFF_FIELD_(kind)
+    KP_DIFF_FIELD_(device)
+    KP_DIFF_FIELD_(backend)
+    KP_DIFF_FIELD_(driver)
+    KP_DIFF_FIELD_(kprof_version)
+    KP_DIFF_FIELD_(kernel)
+    KP_DIFF_FIELD_(target)
+    KP_DIFF_FIELD_(source_hash)
+    KP_DIFF_FIELD_(options)
+    KP_DIFF_FIELD_(grid)
+    KP_DIFF_FIELD_(tg)
+    KP_DIFF_FIELD_(buffers)
+    KP_DIFF_FIELD_(git_commit)
+#undef KP_DIFF_FIELD_
+    if (a->git_dirty != b->git_dirty) {
+        static const char *const dirty[] = {"no work tree", "clean", "dirty"};
+        int da = a->git_dirty < 0 ? 0 : a->git_dirty ? 2 : 1;
+        int db = b->git_dirty < 0 ? 0 : b->git_dirty ? 2 : 1;
+        out[n++] = (kp_diff_run_field){"git_dirty", dirty[da], dirty[db]};
+    }
+    return n;
+}
+
+#define KP_DIFF_RUN_FIELDS 16
+
+static void kp_diff_print_result_header(const char *label, const kp_diff_result *r)
+{
+    if (r->history)
+        printf("%s: %s — history run %lld (%s of %s on %s, %s%s), %zu samples\n", label, r->arg,
+               (long long)r->run.id, r->run.kind, r->run.kernel, r->run.device,
+               r->run.git_commit[0] ? "commit " : "no commit",
+               r->run.git_commit[0] ? r->run.git_commit : "", r->nsamples);
+    else
+        printf("%s: %s — kprof bench on %s, %d point%s\n", label, r->arg,
+               r->file->device[0] ? r->file->device : "an unnamed device", r->file->npoints,
+               r->file->npoints == 1 ? "" : "s");
+}
+
+static void kp_diff_print_results(const kp_diff_results *d, const kp_diff_args *args)
+{
+    FILE *o = stdout;
+    kp_diff_print_result_header("A", &d->r[0]);
+    kp_diff_print_result_header("B", &d->r[1]);
+    if (d->r[0].history) {
+        kp_diff_run_field f[KP_DIFF_RUN_FIELDS];
+        int n = kp_diff_run_fields(&d->r[0].run, &d->r[1].run, f);
+        if (!n)
+            printf("The runs differ in nothing kprof records of them (device, kernel, "
+                   "source, options, geometry, commit).\n");
+        for (int i = 0; i < n; i++)
+            printf("  %s: %s → %s\n", f[i].key, f[i].a[0] ? f[i].a : "\"\"",
+                   f[i].b[0] ? f[i].b : "\"\"");
+    }
+    printf("Point by point: B/A of the medians with its 95%% interval (unpaired bootstrap), SAME "
+           "within ±%g%%; a verdict needs %d samples or more on each side.\n\n",
+           100 * args->threshold, KP_DIFF_MIN_INSTANCES);
+    int has_cache = 0;
+    size_t wpoint = 5;
+    for (int i = 0; i < d->npoints; i++) {
+        has_cache |= d->points[i].cold;
+        size_t w = strlen(d->points[i].point);
+        if (w > wpoint) wpoint = w;
+    }
+    if (wpoint > 40) wpoint = 40;
+    printf("  %-*s  %s%12s  %12s  %8s  %8s  %-24s  %s\n", (int)wpoint, "Point",
+           has_cache ? "Cache  " : "", "A median ms", "B median ms", "A n", "B n",
+           "B/A median [95% CI]", "Verdict");
+    for (int i = 0; i < d->npoints; i++) {
+        const kp_diff_point *p = &d->points[i];
+        char ma[32] = "-", mb[32] = "-", na[24] = "-", nb[24] = "-", ratio[64] = "-";
+        if (p->has[0]) {
+            snprintf(ma, sizeof ma, "%.5g", p->side[0].median.value);
+            snprintf(na, sizeof na, "%zu", p->side[0].n);
+        }
+        if (p->has[1]) {
+            snprintf(mb, sizeof mb, "%.5g", p->side[1].median.value);
+            snprintf(nb, sizeof nb, "%zu", p->side[1].n);
+        }
+        if (p->status <= KP_DIFF_SAME)
+            snprintf(ratio, sizeof ratio, "%.4f [%.4f, %.4f]", p->outcome.ratio.value,
+                     p->outcome.ratio.lo, p->outcome.ratio.hi);
+        const char *colour = kp_diff_status_colour(p->status, o);
+        printf("  %-*s  ", (int)wpoint, p->point[0] ? p->point : "-");
+        if (has_cache) printf("%-5s  ", p->cold ? "cold" : "hot");
+        printf("%12s  %12s  %8s  %8s  %-24s  %s%s%s\n", ma, mb, na, nb, ratio, colour,
+               kp_diff_status_text[p->status], *colour ? kp_text_reset(o) : "");
+        if (p->status <= KP_DIFF_SAME && p->outcome.have_cycles)
+            printf("  %-*s  in cycles %.4f [%.4f, %.4f]: %s%s\n", (int)wpoint, "",
+                   p->outcome.cycles_ratio.value, p->outcome.cycles_ratio.lo,
+                   p->outcome.cycles_ratio.hi, kp_compare_verdict_name(p->outcome.cycles_verdict),
+                   p->outcome.final_verdict != p->outcome.verdict
+                       ? " — the time differs but the cycles do not: the clock moved"
+                       : "");
+        if (p->gate)
+            printf("  %s%s is slower by more than --fail-if-slower %g%%%s\n", kp_text_red(o),
+                   p->point[0] ? p->point : "the point", 100 * args->fail_if_slower,
+                   kp_text_reset(o));
+    }
+    const size_t *c = d->counts;
+    size_t changes = c[KP_DIFF_SLOWER] + c[KP_DIFF_FASTER] + c[KP_DIFF_ONLY_A] + c[KP_DIFF_ONLY_B];
+    printf("\n%s%zu difference%s%s: %zu slower, %zu faster, %zu only in A, %zu only in B; %zu "
+           "unsure, %zu the same, %zu with n too small\n",
+           kp_text_bold(o), changes, changes == 1 ? "" : "s", kp_text_reset(o), c[KP_DIFF_SLOWER],
+           c[KP_DIFF_FASTER], c[KP_DIFF_ONLY_A], c[KP_DIFF_ONLY_B], c[KP_DIFF_UNSURE],
+           c[KP_DIFF_SAME], c[KP_DIFF_TOO_FEW]);
+}
+
+static void kp_diff_json_result(kp_json *j, const char *key, const kp_diff_result *r)
+{
+    kp_json_object_begin(j, key);
+    kp_json_string(j, "input", r->history ? "history" : "bench");
+    kp_json_string(j, r->history ? "ref" : "path", r->arg);
+    kp_json_string(j, "device", kp_diff_result_device(r));
+    if (r->history) {
+        const kp_diff_run *run = &r->run;
+        kp_json_int(j, "id", run->id);
+        kp_json_string(j, "kind", run->kind);
+        kp_json_int(j, "at", run->at);
+        kp_json_string(j, "backend", run->backend);
+        kp_json_string(j, "driver", run->driver);
+        kp_json_string(j, "kprof_version", run->kprof_version);
+        kp_json_string(j, "kernel", run->kernel);
+        kp_json_string(j, "target", run->target);
+        kp_json_string(j, "source_hash", run->source_hash);
+        kp_json_string(j, "options", run->options);
+        kp_json_string(j, "grid", run->grid);
+        kp_json_string(j, "tg", run->tg);
+        kp_json_string(j, "buffers", run->buffers);
+        kp_json_string(j, "git_commit", run->git_commit);
+        if (run->git_dirty < 0)
+            kp_json_null(j, "git_dirty");
+        else
+            kp_json_bool(j, "git_dirty", run->git_dirty);
+    } else {
+        kp_json_int(j, "points", r->file->npoints);
+    }
+    kp_json_object_end(j);
+}
+
+static void kp_diff_json_point_side(kp_json *j, const char *key, const kp_diff_point *p, int s)
+{
+    if (!p->has[s]) {
+        kp_json_null(j, key);
+        return;
+    }
+    const kp_bench_side *sd = &p->side[s];
+    kp_json_object_begin(j, key);
+    kp_json_double(j, "median_ms", sd->median.value);
+    kp_json_array_begin(j, "ci_ms");
+    kp_json_double(j, NULL, sd->median.lo);
+    kp_json_double(j, NULL, sd->median.hi);
+    kp_json_array_end(j);
+    kp_json_double(j, "min_ms", sd->stats.min);
+    kp_json_uint(j, "samples", sd->n);
+    kp_json_object_end(j);
+}
+
+static void kp_diff_json_results(kp_str *out, const kp_diff_results *d, const kp_diff_args *args)
+{
+    kp_json j;
+    kp_json_init(&j, out, 1);
+    kp_json_object_begin(&j, NULL);
+    kp_json_int(&j, "version", 1);
+    kp_json_string(&j, "kind", "result-diff");
+    kp_diff_json_common(&j, args);
+    kp_json_int(&j, "min_samples", KP_DIFF_MIN_INSTANCES);
+    kp_diff_json_result(&j, "a", &d->r[0]);
+    kp_diff_json_result(&j, "b", &d->r[1]);
+    if (d->r[0].history) {
+        kp_diff_run_field f[KP_DIFF_RUN_FIELDS];
+        int n = kp_diff_run_fields(&d->r[0].run, &d->r[1].run, f);
+        kp_json_object_begin(&j, "differs");
+        for (int i = 0; i < n; i++) {
+            kp_json_array_begin(&j, f[i].key);
+            kp_json_string(&j, NULL, f[i].a);
+            kp_json_string(&j, NULL, f[i].b);
+            kp_json_array_end(&j);
+        }
+        kp_json_object_end(&j);
+    }
+    kp_json_array_begin(&j, "points");
+    for (int i = 0; i < d->npoints; i++) {
+        const kp_diff_point *p = &d->points[i];
+        kp_json_object_begin(&j, NULL);
+        kp_json_string(&j, "point", p->point);
+        kp_json_string(&j, "cache", p->cold ? "cold" : "hot");
+        kp_json_string(&j, "status", kp_diff_status_key[p->status]);
+        kp_json_bool(&j, "changed", kp_diff_status_is_change(p->status));
+        kp_diff_json_point_side(&j, "a", p, 0);
+        kp_diff_json_point_side(&j, "b", p, 1);
+        if (p->status <= KP_DIFF_SAME) {
+            const kp_bench_outcome *o = &p->outcome;
+            kp_json_object_begin(&j, "comparison");
+            kp_json_double(&j, "ratio", o->ratio.value);
+            kp_json_array_begin(&j, "ci");
+            kp_json_double(&j, NULL, o->ratio.lo);
+            kp_json_double(&j, NULL, o->ratio.hi);
+            kp_json_array_end(&j);
+            kp_json_bool(&j, "paired", o->paired);
+            kp_json_string(&j, "time_verdict", kp_compare_verdict_name(o->verdict));
+            if (o->have_cycles) {
+                kp_json_double(&j, "cycles_ratio", o->cycles_ratio.value);
+                kp_json_array_begin(&j, "cycles_ci");
+                kp_json_double(&j, NULL, o->cycles_ratio.lo);
+                kp_json_double(&j, NULL, o->cycles_ratio.hi);
+                kp_json_array_end(&j);
+                kp_json_string(&j, "cycles_verdict", kp_compare_verdict_name(o->cycles_verdict));
+            } else {
+                kp_json_null(&j, "cycles_ratio");
+            }
+            kp_json_string(&j, "verdict", kp_compare_verdict_name(o->final_verdict));
+            kp_json_object_end(&j);
+        } else {
+            kp_json_null(&j, "comparison");
+        }
+        if (args->fail_if_slower >= 0) kp_json_bool(&j, "fails_gate", p->gate);
+        kp_json_object_end(&j);
+    }
+    kp_json_array_end(&j);
+    kp_diff_json_summary(&j, d->counts);
+    kp_json_bool(&j, "fails_gate", d->gate);
+    kp_json_object_end(&j);
+    kp_json_finish(&j);
+    kp_str_append(out, "\n");
+}
+
+static int kp_diff_two_results(const kp_diff_args *args)
+{
+    kp_diff_results d;
+    memset(&d, 0, sizeof d);
+    kp_error err = {0};
+    kprof_status st = KPROF_OK;
+    for (int s = 0; s < 2 && st == KPROF_OK; s++) {
+        d.r[s].arg = args->in[s];
+        st = args->kind[s] == KP_DIFF_HISTORY ? kp_diff_history_load(&d.r[s], &err)
+                                              : kp_bench_file_read(args->in[s], &d.r[s].file, &err);
+    }
+    if (st == KPROF_OK) {
+        const char *da = kp_diff_result_device(&d.r[0]), *db = kp_diff_result_device(&d.r[1]);
+        if (strcmp(da, db) != 0)
+            fprintf(stderr,
+                    "kprof: warning: A was measured on %s, B on %s: a difference may be "
+                    "the device's\n",
+                    da[0] ? da : "an unnamed device", db[0] ? db : "an unnamed device");
+        st = kp_diff_results_compute(&d, args, &err);
+    }
+    if (st == KPROF_OK && args->json) {
+        kp_str s = {0};
+        kp_diff_json_results(&s, &d, args);
+        if (s.failed)
+            st = kp_error_set(&err, KPROF_NOMEM, "out of memory");
+        else
+            fputs(s.data, stdout);
+        kp_str_free(&s);
+    } else if (st == KPROF_OK) {
+        kp_diff_print_results(&d, args);
+    }
+    int gate = d.gate;
+    for (int i = 0; i < d.npoints; i++)
+        for (int s = 0; s < 2; s++)
+            kp_bench_side_free(&d.points[i].side[s]);
+    free(d.points);
+    kp_diff_result_free(&d.r[0]);
+    kp_diff_result_free(&d.r[1]);
+    if (st != KPROF_OK) {
+        int rc = kp_cli_fail(&err);
+        kp_error_clear(&err);
+        return rc;
+    }
+    return gate ? 5 : 0;
+}
+
+/* ---- the command -------------------------------------------------------------------------- */
+
+/* "5", "5%", "0.5": a percentage from lo to hi, as a fraction. 0, or the usage error's code. */
+static int kp_diff_parse_percent(const char *opt, const char *text, double lo, double hi,
+                                 double *out)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", text);
+    size_t n = strlen(buf);
+    if (n && buf[n - 1] == '%') buf[n - 1] = '\0';
+    double v;
+    if (kp_cli_parse_double(buf, &v) != 0 || v < lo || v > hi)
+        return kp_cli_usage_error("diff", "%s '%s': expected a percentage from %g to %g", opt, text,
+                                  lo, hi);
+    *out = v / 100;
+    return 0;
+}
+
+int kp_cmd_diff(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"by", required_argument, NULL, 'b'},
+        {"threshold", required_argument, NULL, 'h'},
+        {"fail-if-slower", required_argument, NULL, 'X'},
+        {"json", no_argument, NULL, 'j'},
+        {"raw", no_argument, NULL, 'r'},
+        {"top", required_argument, NULL, 'n'},
+        {NULL, 0, NULL, 0},
+    };
+    kp_diff_args a;
+    memset(&a, 0, sizeof a);
+    a.group = KP_AGGREGATION_GROUP_NAME;
+    a.threshold = 0.01;
+    a.fail_if_slower = -1;
+    int rc, c;
+    uint64_t v;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'b':
+            if (kp_aggregation_group_parse(optarg, &a.group) != 0)
+                return kp_cli_usage_error("diff", "--by '%s': choose name or path", optarg);
+            a.by_given = 1;
+            break;
+        case 'h':
+            if ((rc = kp_diff_parse_percent("--threshold", optarg, 0.01, 100, &a.threshold)) != 0)
+                return rc;
+            break;
+        case 'X':
+            if ((rc = kp_diff_parse_percent("--fail-if-slower", optarg, 0, 1000,
+                                            &a.fail_if_slower)) != 0)
+                return rc;
+            break;
+        case 'j':
+            a.json = 1;
+            break;
+        case 'r':
+            a.raw = 1;
+            break;
+        case 'n':
+            if (kp_parse_size(optarg, &v) != 0 || v < 1 || v > UINT32_MAX)
+                return kp_cli_usage_error("diff", "--top '%s': expected a whole number >= 1",
+                                          optarg);
+            a.top = (size_t)v;
+            break;
+        case ':':
+            return kp_cli_usage_error("diff", "%s needs a value", argv[optind - 1]);
+        default:
+            return kp_cli_usage_error("diff", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (argc - optind != 2)
+        return kp_cli_usage_error("diff",
+                                  argc - optind < 2
+                                      ? "give two traces, two bench.json files or two "
+                                        "history runs (A B)"
+                                      : "unexpected argument '%s' (diff compares two)",
+                                  argc - optind > 2 ? argv[optind + 2] : "");
+    kp_error err = {0};
+    for (int s = 0; s < 2; s++) {
+        a.in[s] = argv[optind + s];
+        kprof_status st = kp_diff_input_kind(a.in[s], &a.kind[s], &err);
+        if (st != KPROF_OK) {
+            rc = kp_cli_fail(&err);
+            kp_error_clear(&err);
+            return rc;
+        }
+    }
+    int traces = (a.kind[0] == KP_DIFF_TRACE) + (a.kind[1] == KP_DIFF_TRACE);
+    if (traces == 1)
+        return kp_cli_usage_error("diff",
+                                  "%s is %s and %s %s: kprof diff compares two traces, or two "
+                                  "results (bench.json files or history runs)",
+                                  a.in[0], kp_diff_input_name(a.kind[0]), a.in[1],
+                                  kp_diff_input_name(a.kind[1]));
+    if (!traces && (a.kind[0] == KP_DIFF_HISTORY) != (a.kind[1] == KP_DIFF_HISTORY))
+        return kp_cli_usage_error("diff",
+                                  "%s is %s and %s %s: compare a history run with a history run, "
+                                  "a bench.json with a bench.json",
+                                  a.in[0], kp_diff_input_name(a.kind[0]), a.in[1],
+                                  kp_diff_input_name(a.kind[1]));
+    if (!traces && (a.by_given || a.raw || a.top))
+        return kp_cli_usage_error("diff", "--by, --raw and --top go with traces");
+    return traces ? kp_diff_two_traces(&a) : kp_diff_two_results(&a);
+}
