@@ -105,3 +105,18 @@ int kp_cli_parse_dims(const char *text, uint64_t v[3], int *dims)
         return -1;
     return 0;
 }
+
+int kp_cli_parse_percent(const char *cmd, const char *opt, const char *text, double lo, double hi,
+                         double *out)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", text);
+    size_t n = strlen(buf);
+    if (n && buf[n - 1] == '%') buf[n - 1] = '\0';
+    double v;
+    if (kp_cli_parse_double(buf, &v) != 0 || v < lo || v > hi)
+        return kp_cli_usage_error(cmd, "%s '%s': expected a percentage from %g to %g", opt, text,
+                                  lo, hi);
+    *out = v / 100;
+    return 0;
+}

@@ -41,6 +41,10 @@ int kp_cli_exit(int code);
 
 /* "1048576", "1M", "4096x4096", "16x16x4" -> dims and values; -1 on malformed input. */
 int kp_cli_parse_dims(const char *text, uint64_t v[3], int *dims);
+/* "5", "5%", "0.5": a percentage from lo to hi, as a fraction in *out. 0, or the usage error's
+ * exit code after printing "OPT 'TEXT': expected a percentage from LO to HI" for cmd. */
+int kp_cli_parse_percent(const char *cmd, const char *opt, const char *text, double lo, double hi,
+                         double *out);
 /* Non-negative decimal number; -1 on malformed input. */
 int kp_cli_parse_double(const char *text, double *out);
 

@@ -100,21 +100,6 @@ typedef struct kp_bench_run {
 
 /* ---- arguments ---------------------------------------------------------------------------- */
 
-static int kp_bench_parse_percent(const char *opt, const char *text, double lo, double hi,
-                                  double *out)
-{
-    char buf[64];
-    snprintf(buf, sizeof buf, "%s", text);
-    size_t n = strlen(buf);
-    if (n && buf[n - 1] == '%') buf[n - 1] = '\0';
-    double v;
-    if (kp_cli_parse_double(buf, &v) != 0 || v < lo || v > hi)
-        return kp_cli_usage_error("bench", "%s '%s': expected a percentage from %g to %g", opt,
-                                  text, lo, hi);
-    *out = v / 100;
-    return 0;
-}
-
 static int kp_bench_parse_axis(kp_bench_args *a, const char *text)
 {
     if (a->naxes == KP_BENCH_MAX_AXES)
@@ -275,7 +260,7 @@ static int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
         case 'O': a->cold = 1; break;
         case 'H': a->hot = 1; break;
         case 'N':
-            if ((rc = kp_bench_parse_percent("--max-noise", optarg, 0.001, 100,
+            if ((rc = kp_cli_parse_percent("bench", "--max-noise", optarg, 0.001, 100,
                                              &a->cfg.max_noise)) != 0)
                 return rc;
             break;
@@ -304,18 +289,18 @@ static int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
             a->cfg.warmup = (int)v;
             break;
         case 'R':
-            if ((rc = kp_bench_parse_percent("--throttle", optarg, 0, 100,
+            if ((rc = kp_cli_parse_percent("bench", "--throttle", optarg, 0, 100,
                                              &a->cfg.throttle_fraction)) != 0)
                 return rc;
             break;
         case 'h':
-            if ((rc = kp_bench_parse_percent("--threshold", optarg, 0.01, 100,
+            if ((rc = kp_cli_parse_percent("bench", "--threshold", optarg, 0.01, 100,
                                              &a->cfg.threshold)) != 0)
                 return rc;
             break;
         case 'x': a->compare_file = optarg; break;
         case 'X':
-            if ((rc = kp_bench_parse_percent("--fail-if-slower", optarg, 0, 1000,
+            if ((rc = kp_cli_parse_percent("bench", "--fail-if-slower", optarg, 0, 1000,
                                              &a->fail_if_slower)) != 0)
                 return rc;
             break;

@@ -68,15 +68,8 @@ typedef struct kp_diff_args {
 /* @0, @-1 (@ then an optional minus and digits) or digits alone: a reference into the history. */
 static int kp_diff_is_history_ref(const char *arg)
 {
-    const char *p = arg;
-    if (*p == '@') {
-        p++;
-        if (*p == '-') p++;
-    }
-    if (!*p) return 0;
-    for (; *p; p++)
-        if (*p < '0' || *p > '9') return 0;
-    return 1;
+    int64_t id, back;
+    return kp_history_parse_ref(arg, &id, &back) == 0;
 }
 
 /* Which kind of input arg is: a history reference by its form; a file by its name (.kprof,
@@ -1284,22 +1277,6 @@ static int kp_diff_two_results(const kp_diff_args *args)
 
 /* ---- the command -------------------------------------------------------------------------- */
 
-/* "5", "5%", "0.5": a percentage from lo to hi, as a fraction. 0, or the usage error's code. */
-static int kp_diff_parse_percent(const char *opt, const char *text, double lo, double hi,
-                                 double *out)
-{
-    char buf[64];
-    snprintf(buf, sizeof buf, "%s", text);
-    size_t n = strlen(buf);
-    if (n && buf[n - 1] == '%') buf[n - 1] = '\0';
-    double v;
-    if (kp_cli_parse_double(buf, &v) != 0 || v < lo || v > hi)
-        return kp_cli_usage_error("diff", "%s '%s': expected a percentage from %g to %g", opt, text,
-                                  lo, hi);
-    *out = v / 100;
-    return 0;
-}
-
 int kp_cmd_diff(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -1328,11 +1305,12 @@ int kp_cmd_diff(int argc, char **argv)
             a.by_given = 1;
             break;
         case 'h':
-            if ((rc = kp_diff_parse_percent("--threshold", optarg, 0.01, 100, &a.threshold)) != 0)
+            if ((rc = kp_cli_parse_percent("diff", "--threshold", optarg, 0.01, 100,
+                                           &a.threshold)) != 0)
                 return rc;
             break;
         case 'X':
-            if ((rc = kp_diff_parse_percent("--fail-if-slower", optarg, 0, 1000,
+            if ((rc = kp_cli_parse_percent("diff", "--fail-if-slower", optarg, 0, 1000,
                                             &a.fail_if_slower)) != 0)
                 return rc;
             break;

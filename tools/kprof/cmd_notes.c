@@ -316,15 +316,8 @@ static void kp_notes_print_note(const kp_note *n)
 /* "17" or "@0", "@-1": a run of the history; anything else is a file. */
 static int kp_notes_is_history_ref(const char *ref)
 {
-    const char *p = ref;
-    if (*p == '@') {
-        p++;
-        if (*p == '-') p++;
-    }
-    if (!*p) return 0;
-    for (; *p; p++)
-        if (*p < '0' || *p > '9') return 0;
-    return 1;
+    int64_t id, back;
+    return kp_history_parse_ref(ref, &id, &back) == 0;
 }
 
 /* The HEAD commit of the work tree holding dir (`git -C dir rev-parse --verify HEAD`), heap;
