@@ -406,7 +406,8 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
                 }
             }
         }
-        if (elapsed >= cfg->timeout_s) { /* with nothing kept (throttled throughout): an error below */
+        /* With nothing kept (throttled throughout), the timeout still ends it: an error below. */
+        if (elapsed >= cfg->timeout_s) {
             out->stop = KP_BENCH_STOP_TIMEOUT;
             break;
         }
