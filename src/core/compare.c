@@ -263,7 +263,7 @@ void kp_median_ci_sorted(const double *sorted, size_t n, double level, kp_estima
 
 double kp_estimate_noise(const kp_estimate *e)
 {
-    if (!(e->value > 0)) return 0;
+    if (!(e->value > 0)) return INFINITY; /* a time of 0 is below the timer: no precision */
     return (e->hi - e->lo) / 2 / e->value;
 }
 

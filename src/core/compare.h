@@ -50,7 +50,7 @@ void kp_median_ci_sorted(const double *sorted, size_t n, double level, kp_estima
 size_t kp_median_ci_rank(size_t n, double level);
 
 /* The noise of a median: the half-width of its interval relative to it, (hi - lo) / 2 / value;
- * 0 when value <= 0. */
+ * +infinity when value <= 0 (a median of 0 is below the timer: it meets no goal). */
 double kp_estimate_noise(const kp_estimate *e);
 
 /* Relative standard deviation (sample stddev, n-1, over the mean) of v[0..n); 0 for n < 2 or

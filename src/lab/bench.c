@@ -133,6 +133,13 @@ static kprof_status kp_bench_ratio_of(const double *a, size_t na, size_t block_a
                                       size_t nb, size_t block_b, int paired, int resamples,
                                       kp_estimate *out, kp_error *err)
 {
+    /* Past 25,000 samples a side, fewer resamples (never under 200), as kprof diff does: the
+     * bootstrap's cost grows with the samples, and --timeout is the user's. */
+    size_t n = na > nb ? na : nb;
+    if (n > 25000 && resamples > 200) {
+        double scaled = (double)resamples * 25000.0 / (double)n;
+        resamples = scaled < 200 ? 200 : (int)scaled;
+    }
     double *scratch = malloc((na + nb) * sizeof *scratch);
     if (!scratch) return kp_error_set(err, KPROF_NOMEM, "out of memory");
     int rc = kp_ratio_ci_bootstrap_blocks(a, na, block_a, b, nb, block_b, paired, resamples,
@@ -249,12 +256,18 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
         uint64_t w0 = kp_now_ns();
         st = kp_bench_switch(sides, nsides, s, err);
         if (st != KPROF_OK) goto done;
-        st = kp_lab_sample(side->lab, &side->launch, warm, cold, buf, cold ? flush : NULL, err);
-        if (st != KPROF_OK) goto done;
+        double dev = 0;
+        for (int done_ = 0; done_ < warm;) {
+            int chunk = warm - done_ < KP_BENCH_MAX_BATCH ? warm - done_ : KP_BENCH_MAX_BATCH;
+            st = kp_lab_sample(side->lab, &side->launch, chunk, cold, buf, cold ? flush : NULL,
+                               err);
+            if (st != KPROF_OK) goto done;
+            /* The device time of a sample (its flush too, cold): what a comparison's batches
+             * are sized by. */
+            dev += kp_bench_sum(buf, chunk) + (cold ? kp_bench_sum(flush, chunk) : 0);
+            done_ += chunk;
+        }
         wall_per_sample[s] = (double)(kp_now_ns() - w0) / 1e9 / warm;
-        /* The device time of one sample (its flush too, cold): what a comparison's batches
-         * are sized by. */
-        double dev = kp_bench_sum(buf, warm) + (cold ? kp_bench_sum(flush, warm) : 0);
         dev_per_sample[s] = dev / 1e3 / warm;
     }
 

@@ -146,7 +146,7 @@ class BenchTest(kptest.KprofTestCase):
                                  "--buffers", SPEC, "--bytes", "12*N", "--flops", "N",
                                  "--max-noise", "20", *QUICK)
         pts = doc["points"]
-        self.assertEqual([p["point"] for p in pts], ["N=4K", "N=16K"])
+        self.assertEqual([p["point"] for p in pts], ["N=4096", "N=16384"])
         self.assertEqual([p["axes"]["N"] for p in pts], [4096, 16384])
         self.assertEqual([p["grid"] for p in pts], [[4096], [16384]])
         for p in pts:
@@ -207,6 +207,48 @@ class BenchTest(kptest.KprofTestCase):
         kept = json.load(open(path))
         self.assertEqual(kept["kind"], "bench")
         self.assertGreaterEqual(kept["points"][0]["kernels"][0]["samples"], 10)
+
+    def test_compare_with_the_kernel_folders_own_file(self):
+        self.kprof("isolate", "addk", "--from", self.demo(), expect=0)
+        common = ["--grid", "4096", "--tg", "64", "--buffers",
+                  "f32:4096,f32:4096,f32:4096,u32=4096", "--max-noise", "50", *QUICK]
+        self.kprof("bench", "addk", *common, expect=0)
+        kept = os.path.join(self.home, "kernels", "addk", "bench.json")
+        doc, _ = self.bench_json("addk", *common, "--compare", kept)
+        self.assertIsNotNone(doc["points"][0]["comparison"])
+        # The file was replaced by this run's result.
+        self.assertEqual(json.load(open(kept))["config"]["compare"], kept)
+
+    def test_gate_that_compares_nothing_fails(self):
+        src = self.write("ab.cl", WORK_AB)
+        common = ["--entry", "work10", "--grid", "64", "--tg", "64", "--buffers",
+                  "f32:64,u32=64", "--min-time", "0.05", "--timeout", "5"]
+        old = self.write("before.json", self.kprof("bench", src, *common, "--json",
+                                                   expect=0).stdout)
+        p = self.kprof("bench", src, *common, "--cache", "cold", "--compare", old,
+                       "--fail-if-slower", "5", expect=2)
+        self.assertIn("nothing was compared", p.stderr)
+        # An earlier file with too few samples: not judged.
+        few = json.load(open(old))
+        few["points"][0]["kernels"][0]["samples_ms"] = [0.5, 0.6]
+        path = self.write("few.json", json.dumps(few))
+        p = self.kprof("bench", src, *common, "--compare", path, expect=0)
+        self.assertIn("fewer than 5", p.stderr)
+
+    def test_long_warmup_and_every_point_checked_first(self):
+        p = self.kprof("bench", self.demo(), "--grid", "64", "--tg", "64", "--buffers",
+                       "f32:64,f32:64,f32:64,u32=64", "--warmup", "12000", "--max-noise", "50",
+                       *QUICK, expect=0)
+        self.assertIn("demo_add", p.stdout)
+        # The last point's formula fails: said before anything is measured.
+        p = self.kprof("bench", self.demo(), "--axis", "N=2,1", "--grid", "64", "--tg", "64",
+                       "--buffers", "f32:64,f32:64,f32:64,u32=64", "--bytes", "1/(N-1)",
+                       expect=2)
+        self.assertIn("division by zero", p.stderr)
+        self.assertIn("N=1", p.stderr)
+        p = self.kprof("bench", self.demo(), "--axis", "nx=64", "--grid", "nx", "--buffers",
+                       SPEC, expect=2)
+        self.assertIn("may not hold 'x'", p.stderr)
 
     def test_same_kernel_against_itself_is_never_faster_or_slower(self):
         src = self.write("ab.cl", WORK_AB)

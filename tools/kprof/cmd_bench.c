@@ -118,6 +118,10 @@ static int kp_bench_parse_axis(kp_bench_args *a, const char *text)
     for (int i = 0; i < a->naxes; i++)
         if (strcmp(a->axes[i].name, ax->name) == 0)
             return kp_cli_usage_error("bench", "--axis %s is given twice", ax->name);
+    if (strchr(ax->name, 'x'))
+        return kp_cli_usage_error("bench", "--axis '%s': a name may not hold 'x', which separates "
+                                           "the dimensions of --grid and --tg",
+                                  ax->name);
     const char *p = eq + 1;
     for (;;) {
         const char *comma = strchr(p, ',');
@@ -457,9 +461,14 @@ static void kp_bench_vars_text(const kp_vars *vars, char *buf, size_t n)
 {
     size_t len = 0;
     buf[0] = '\0';
-    for (int i = 0; i < vars->n && len < n; i++)
+    /* Numbers as numbers ("N=4096" whether given as 4K or 4096): a point is found again in an
+     * earlier run however its value was spelled. */
+    for (int i = 0; i < vars->n && len < n; i++) {
+        char num[64];
+        if (vars->v[i].numeric) kp_expr_format(vars->v[i].value, num, sizeof num);
         len += (size_t)snprintf(buf + len, n - len, "%s%s=%s", i ? " " : "", vars->v[i].name,
-                                vars->v[i].text);
+                                vars->v[i].numeric ? num : vars->v[i].text);
+    }
 }
 
 static void kp_bench_progress(void *user, const kp_bench_side *sides, int nsides, double noise,
@@ -469,6 +478,48 @@ static void kp_bench_progress(void *user, const kp_bench_side *sides, int nsides
     (void)nsides;
     kp_progress_set(r->progress, "bench: %s: %zu samples, noise ±%.2f%% (goal ±%.2f%%), %.1f s",
                     r->phase, sides[0].n, 100 * noise, 100 * r->a->cfg.max_noise, elapsed);
+}
+
+/* Every point's geometry, SPEC, options and formulas, before anything is measured: a mistake
+ * at the last point is found now, not after minutes of measuring. */
+static kprof_status kp_bench_check_points(const kp_bench_args *a, int npoints, kp_error *err)
+{
+    for (int index = 0; index < npoints; index++) {
+        kp_vars vars;
+        kp_bench_point_vars(a, index, &vars);
+        uint64_t dims[3];
+        int gd = 0, td = 0;
+        kprof_status st = kp_bench_dims("--grid", a->grid, &vars, dims, &gd, err);
+        if (st == KPROF_OK) st = kp_bench_dims("--tg", a->tg, &vars, dims, &td, err);
+        if (st == KPROF_OK && gd != td)
+            st = kp_error_set(err, KPROF_INVALID, "--grid has %d dimension%s but --tg has %d",
+                              gd, gd == 1 ? "" : "s", td);
+        kp_str text = {0};
+        char why[256];
+        if (st == KPROF_OK && kp_expr_substitute(a->buffers, &vars, &text, why, sizeof why) != 0)
+            st = kp_error_set(err, KPROF_INVALID, "--buffers: %s", why);
+        kp_str_free(&text);
+        if (st == KPROF_OK) st = kp_bench_point_options(a, &vars, &text, err);
+        kp_str_free(&text);
+        const char *formulas[2] = {a->bytes_expr, a->flops_expr};
+        const char *names[2] = {"--bytes", "--flops"};
+        for (int f = 0; f < 2 && st == KPROF_OK; f++) {
+            double v = 0;
+            if (!formulas[f]) continue;
+            if (kp_expr_eval(formulas[f], &vars, &v, why, sizeof why) != 0)
+                st = kp_error_set(err, KPROF_INVALID, "%s '%s': %s", names[f], formulas[f], why);
+            else if (v < 0 || v >= 18446744073709551616.0)
+                st = kp_error_set(err, KPROF_INVALID, "%s '%s' is %g at a point: %s", names[f],
+                                  formulas[f], v, v < 0 ? "negative" : "too large");
+        }
+        if (st != KPROF_OK) {
+            char vt[256];
+            kp_bench_vars_text(&vars, vt, sizeof vt);
+            if (vt[0]) kp_error_append(err, " (at the point %s)", vt);
+            return st;
+        }
+    }
+    return KPROF_OK;
 }
 
 /* Measure one point (both cache states asked), appending rows. */
@@ -579,9 +630,10 @@ static kprof_status kp_bench_point(kp_bench_run *r, int index, kp_error *err)
         const kp_lab_info *info = kp_lab_get_info(labs[0]);
         if (a->bytes_expr) {
             double b = 0;
-            if (kp_expr_eval(a->bytes_expr, &vars, &b, why, sizeof why) != 0 || b < 0)
+            if (kp_expr_eval(a->bytes_expr, &vars, &b, why, sizeof why) != 0 || b < 0 ||
+                b >= 18446744073709551616.0)
                 st = kp_error_set(err, KPROF_INVALID, "--bytes '%s': %s", a->bytes_expr,
-                                  b < 0 ? "negative" : why);
+                                  b < 0 ? "negative" : b > 0 ? "too large" : why);
             row->bytes = (uint64_t)b;
         } else {
             row->bytes = info->buffer_bytes;
@@ -614,10 +666,22 @@ static kprof_status kp_bench_compare_old(kp_bench_run *r, kp_error *err)
         kp_bench_vars_text(&row->vars, vt, sizeof vt);
         const kp_bench_file_point *p = kp_bench_file_find(r->old, vt, row->cold);
         if (!p) continue;
+        /* As kprof diff: a verdict needs 5 samples a side. */
+        if (p->n < 5) {
+            fprintf(stderr,
+                    "kprof: warning: %s: point '%s' (%s) has %zu samples, fewer than 5: not "
+                    "compared\n",
+                    r->a->compare_file, vt, row->cold ? "cold" : "hot", p->n);
+            continue;
+        }
         memset(&row->old, 0, sizeof row->old);
         kprof_status st = kp_bench_side_add(&row->old, p->ms, p->mhz, p->n, err);
         row->old.rounds = p->rounds;
         if (st == KPROF_OK) st = kp_bench_summarise(&row->old, err);
+        if (st == KPROF_OK && !(row->old.median.value > 0))
+            st = kp_error_set(err, KPROF_INVALID,
+                              "%s: point '%s' has a median of 0 ms: nothing to compare with",
+                              r->a->compare_file, vt);
         if (st == KPROF_OK)
             st = kp_bench_compare(&row->old, &row->side[0], 0, &r->a->cfg, &row->old_outcome,
                                   err);
@@ -1048,6 +1112,8 @@ int kp_cmd_bench(int argc, char **argv)
             goto out;
         }
     }
+    st = kp_bench_check_points(a, npoints, &err);
+    if (st != KPROF_OK) goto done;
     if (a->compare_file) {
         st = kp_bench_file_read(a->compare_file, &r.old, &err);
         if (st != KPROF_OK) goto done;
@@ -1076,6 +1142,14 @@ int kp_cmd_bench(int argc, char **argv)
         int matched = 0;
         for (int i = 0; i < r.nrows; i++)
             matched += r.rows[i].have_old;
+        if (!matched && a->fail_if_slower >= 0) {
+            /* A gate that compared nothing must not pass. */
+            st = kp_error_set(&err, KPROF_INVALID,
+                              "--fail-if-slower: %s has no point with these axes and cache state "
+                              "(and 5 samples or more): nothing was compared",
+                              a->compare_file);
+            goto done;
+        }
         if (!matched)
             fprintf(stderr, "kprof: warning: %s has no point with these axes and cache state: "
                             "nothing compared\n",
@@ -1096,7 +1170,8 @@ int kp_cmd_bench(int argc, char **argv)
     if (r.kernel_dir[0]) {
         char path[4200];
         snprintf(path, sizeof path, "%s/bench.json", r.kernel_dir);
-        const char *in[] = {r.info.source_path, a->compare_file, NULL};
+        /* --compare's file was read before anything ran: replacing it is fine. */
+        const char *in[] = {r.info.source_path, NULL};
         st = kp_output_write_file(path, KP_OUTPUT_FORCE, in, js.data, js.len, &err);
         if (st == KPROF_OK && !a->json) printf("  kept in %s\n", path);
     }
