@@ -1037,7 +1037,7 @@ static kprof_status kp_bench_plot(const kp_bench_run *r, kp_output *out, kp_erro
         if (row->cold != r->rows[0].cold) continue;
         const kp_bench_side *s = &row->side[0];
         kp_plot_point *p = &pts[n++];
-        snprintf(p->label, sizeof p->label, "%s", row->vars.v[axis].text);
+        kp_strlcpy(p->label, row->vars.v[axis].text, sizeof p->label);
         p->occupancy = -1;
         if (a->plot_throughput == 0) {
             p->median_ms = s->median.value;
