@@ -692,10 +692,16 @@ static kprof_status kp_notes_from_history(const char *ref, const char *kernel, k
 
 /* ---- the store ------------------------------------------------------------------------------ */
 
-/* Open the store to read: *s stays NULL (and OK) when there is none yet — no notes. */
+/* Open the store to read: *s stays NULL (and OK) when there is none yet, or when it is of a
+ * schema before notes (1; an empty file is 0) — no notes. */
 static kprof_status kp_notes_open_read(kp_store **s, kp_error *err)
 {
     kprof_status st = kp_store_open(1, s, err);
+    if (st == KPROF_OK && kp_store_version(*s) < 2) {
+        kp_store_close(*s);
+        *s = NULL;
+        return KPROF_OK;
+    }
     if (st != KPROF_NOT_FOUND) return st;
     kp_error_clear(err); /* a fresh error, set just now: no store is no notes */
     return KPROF_OK;
