@@ -10,6 +10,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import time
 
 import kptest
 
@@ -417,6 +418,65 @@ class History(kptest.KprofTestCase):
         db.commit()
         db.close()
         self.check_refused_untouched("is not a kprof store")
+
+
+    # ---- a store left by a crashed writer, held by another, or not a file ---------------------
+
+    def test_hot_journal_read(self):
+        """A writer that died mid-transaction leaves a hot journal: a read rolls it back and reads
+        the store as it was committed (it was 'not a kprof store', exit 2)."""
+        self.run_add(expect=0)
+        pid = os.fork()
+        if pid == 0:  # the crashed writer: a transaction spilled to the file, never committed
+            try:
+                db = sqlite3.connect(self.store, isolation_level=None)
+                db.execute("PRAGMA cache_size = 1")
+                db.execute("BEGIN")
+                for i in range(300):
+                    db.execute("INSERT INTO notes (at, text) VALUES (?, ?)", (i, "x" * 2000))
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        self.assertTrue(os.path.exists(self.store + "-journal"))
+        runs = self.history()
+        self.assertEqual(len(runs), 1)
+        self.assertEqual(runs[0]["kernel"], "demo_add")
+        p = self.kprof("notes", "list", "--json", expect=0)
+        self.assertEqual(json.loads(p.stdout)["count"], 0)
+        p = self.kprof("diff", "@0", "@0", expect=0)
+        self.assertNotIn("not a kprof store", p.stderr)
+
+    def test_busy_store(self):
+        """A store locked past 5 s is busy (exit 1), not 'not a kprof store' (exit 2)."""
+        self.run_add(expect=0)
+        db = sqlite3.connect(self.store, isolation_level=None)
+        try:
+            db.execute("BEGIN EXCLUSIVE")
+            t0 = time.monotonic()
+            p = self.kprof("history", expect=1)
+            self.assertGreaterEqual(time.monotonic() - t0, 4)
+            self.assertIn("the store is busy", p.stderr)
+            self.assertNotIn("not a kprof store", p.stderr)
+        finally:
+            db.close()
+        self.assertEqual(len(self.history()), 1)
+
+    def test_fifo_store(self):
+        """A FIFO as the store is refused at once (it hung): reads exit 2 naming it; a run still
+        measures, warns, and succeeds."""
+        fifo = os.path.join(self.tmp, "store.fifo")
+        os.mkfifo(fifo)
+        env = {"KPROF_STORE": fifo}
+        for args in (["history"], ["notes", "list"], ["notes", "add", "x"]):
+            p = self.kprof(*args, env=env, expect=2, timeout=30)
+            self.assertIn(fifo, p.stderr)
+            self.assertIn("is a FIFO", p.stderr)
+        p = self.run_add("--json", env=env, expect=0, timeout=60)
+        self.assertEqual(json.loads(p.stdout)["entry"], "demo_add")
+        self.assertIn("kprof: warning: not recorded in the history: ", p.stderr)
+        self.assertIn("is a FIFO", p.stderr)
+        p = self.kprof("history", env={"KPROF_STORE": "/dev/null"}, expect=2, timeout=30)
+        self.assertIn("is a character device", p.stderr)
 
 
 if __name__ == "__main__":
