@@ -299,6 +299,34 @@ class History(kptest.KprofTestCase):
         self.run_add(src=os.path.join(fresh, "k.cl"), expect=0)
         self.assertIsNone(self.history("--limit", "1")[0]["git_commit"])
 
+    def test_repository_config_runs_nothing(self):
+        """A repository's core.fsmonitor (a command git runs on status) and hooks are not run
+        when kprof asks git for the commit of the kernel's work tree."""
+        if GIT is None:
+            self.skipTest("no git on PATH")
+        repo = os.path.join(self.tmp, "unpacked")
+        os.makedirs(repo)
+        src = os.path.join(repo, "k.cl")
+        shutil.copy(self.src, src)
+        marker = os.path.join(self.tmp, "fsmonitor-ran")
+        evil = os.path.join(repo, "evil.sh")
+        with open(evil, "w") as f:
+            f.write("#!/bin/sh\ntouch '%s'\n" % marker)
+        os.chmod(evil, 0o755)
+        self.git("init", "-q", cwd=repo)
+        self.git("add", "k.cl", cwd=repo)
+        self.git("commit", "-q", "-m", "k", cwd=repo)
+        self.git("config", "core.fsmonitor", "./evil.sh", cwd=repo)
+        head = self.git("rev-parse", "HEAD", cwd=repo).strip()
+        self.run_add(src=src, expect=0)
+        self.assertFalse(os.path.exists(marker), "kprof run ran the repository's core.fsmonitor")
+        self.assertEqual(self.history()[0]["git_commit"], head)
+        p = self.kprof("notes", "add", "x", "--from", "@0", "--json", expect=0)
+        self.assertFalse(os.path.exists(marker))
+        # The check itself: git alone does run it.
+        self.git("status", "--porcelain", cwd=repo)
+        self.assertTrue(os.path.exists(marker), "this git does not run core.fsmonitor")
+
     # ---- when nothing is, or can be, recorded -------------------------------------------------
 
     def test_history_off(self):

@@ -240,6 +240,14 @@ class Notes(kptest.KprofTestCase):
                                                                        "run.json")))
         self.assertRegex(self.kprof("notes", "show", str(n["id"]), expect=0).stdout,
                          r"\ncommit +%s\n" % head)
+        # The caller's GIT_DIR and GIT_WORK_TREE do not point git at another repository (git is
+        # run as for the history: kp_git_head).
+        other = os.path.join(self.tmp, "other")
+        os.makedirs(other)
+        subprocess.run(["git", "-C", other, "init", "-q"], check=True, capture_output=True)
+        n = self.add("GIT_DIR set", "--from", os.path.join("repo", "results", "run.json"),
+                     env={"GIT_DIR": os.path.join(other, ".git"), "GIT_WORK_TREE": other})
+        self.assertEqual(n["git_commit"], head)
 
     def test_from_files_that_are_not_results(self):
         self.write("caps.json", self.kprof("caps", "--json", expect=0).stdout)
