@@ -38,6 +38,10 @@ static const char kp_store_schema_v1[] =
  * (`kprof notes`), with its full-text index kept in step by triggers, as SQLite's FTS5 page
  * shows for an external-content table. The FTS5 table is made on its own, so that an SQLite
  * built without FTS5 is named as the reason. */
+/* What `notes import` looks a note up by (notes.c), so that each look-up is not a scan of the
+ * table. Stores of schema 2 made before it was added get it on their next read-write open. */
+#define KP_STORE_NOTES_AT_INDEX "CREATE INDEX IF NOT EXISTS notes_at ON notes(at, text)"
+
 static const char kp_store_schema_v2_tables[] =
     "CREATE TABLE runs ("
     "  id INTEGER PRIMARY KEY,"
@@ -59,7 +63,8 @@ static const char kp_store_schema_v2_tables[] =
     "  text TEXT NOT NULL,"
     "  kernel TEXT, device TEXT, grid TEXT, tg TEXT, median_ms REAL, git_commit TEXT,"
     "  made_from TEXT,"
-    "  data TEXT);";
+    "  data TEXT);"
+    KP_STORE_NOTES_AT_INDEX ";";
 static const char kp_store_schema_v2_fts[] =
     "CREATE VIRTUAL TABLE notes_fts USING fts5(text, kernel, content='notes', "
     "content_rowid='id');";
@@ -283,6 +288,10 @@ kprof_status kp_store_open(int readonly, kp_store **out, kp_error *err)
         st = kp_store_upgrade(s, path, err);
         if (st != KPROF_OK) goto fail;
     }
+    /* A schema-2 store made before notes_at: add it (a no-op when it is there). Nothing is
+     * lost without it but speed, so a failure here is no failure of the open. */
+    if (!readonly && s->version >= 2)
+        sqlite3_exec(s->db, KP_STORE_NOTES_AT_INDEX, NULL, NULL, NULL);
     *out = s;
     return KPROF_OK;
 fail:

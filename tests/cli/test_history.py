@@ -281,7 +281,9 @@ class History(kptest.KprofTestCase):
         self.run_add(expect=0)
         runs = self.history()
         self.assertEqual([x["git_commit"] for x in runs[1:]], [head] * 3)
-        self.assertEqual([x["git_dirty"] for x in runs[1:]], [1, 0, 0])
+        self.assertEqual([x["git_dirty"] for x in runs[1:]], [True, False, False])
+        for x in runs[1:]:  # a JSON boolean, as diff and notes write it (it was 0/1)
+            self.assertIsInstance(x["git_dirty"], bool)
         self.assertEqual(runs[1]["source_hash"], self.source_hash(src))
         self.assertNotEqual(runs[1]["source_hash"], runs[2]["source_hash"])
         if self.outside_git(self.tmp):
@@ -395,13 +397,41 @@ class History(kptest.KprofTestCase):
             self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 2)
             self.assertEqual(db.execute("SELECT * FROM ceilings").fetchall(), [CEILING])
             names = {n for (n,) in db.execute("SELECT name FROM sqlite_master")}
-            for n in ("ceilings", "runs", "runs_kernel", "notes", "notes_fts", "notes_ai",
-                      "notes_ad", "notes_au"):
+            for n in ("ceilings", "runs", "runs_kernel", "notes", "notes_at", "notes_fts",
+                      "notes_ai", "notes_ad", "notes_au"):
                 self.assertIn(n, names)
             self.assertEqual(db.execute("SELECT count(*) FROM runs").fetchone()[0], 1)
         finally:
             db.close()
         self.assertEqual(len(self.history()), 1)
+
+    def test_notes_index_added_to_older_v2_store(self):
+        """notes_at (what notes import looks a note up by) is in a new store, and added to a
+        schema-2 store made before it on its next read-write open; a read adds nothing."""
+        self.kprof("notes", "add", "first", expect=0)
+        db = sqlite3.connect(self.store)
+        try:
+            plan = db.execute("EXPLAIN QUERY PLAN SELECT 1 FROM notes WHERE text = 'a' AND "
+                              "at = 1 AND kernel IS NULL LIMIT 1").fetchall()
+            self.assertIn("notes_at", str(plan))
+            db.execute("DROP INDEX notes_at")
+            db.commit()
+        finally:
+            db.close()
+
+        def has_index():
+            db = sqlite3.connect(self.store)
+            try:
+                return db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'notes_at'"
+                                  ).fetchone()[0] == 1
+            finally:
+                db.close()
+
+        self.kprof("notes", "list", expect=0)
+        self.history()
+        self.assertFalse(has_index())
+        self.kprof("notes", "add", "second", expect=0)
+        self.assertTrue(has_index())
 
     def test_empty_file_store(self):
         open(self.store, "w").close()
