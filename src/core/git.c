@@ -1,6 +1,7 @@
 /*
  * git.c — the commit and dirty flag of the work tree holding a file, by running git (git.h).
  */
+#define _GNU_SOURCE /* pipe2 */
 #include "core/git.h"
 #include "core/util.h"
 
@@ -28,10 +29,32 @@ static int kp_git_env_dropped(const char *entry)
     return 0;
 }
 
-/* Run git with argv (argv[0] "git"), its stdout into out (at most n - 1 bytes kept, the rest
- * read and dropped). 0 when it ran and exited 0; -1 otherwise. */
-static int kp_git_run(char *const argv[], char *out, size_t n)
+/* Settings given to every git kprof runs, before its own arguments: the repository asked may
+ * be anyone's (a kernel in an unpacked archive), and its config must not make kprof run a
+ * program of its choosing. core.fsmonitor is a command git runs on status (empty: off, for git
+ * before 2.36, where it is a path, as after, where it is also a boolean); the untracked cache
+ * and hooks are off too. */
+static const char *const kp_git_safe[] = {
+    "-c", "core.fsmonitor=", "-c", "core.untrackedCache=false", "-c", "core.hooksPath=/dev/null",
+};
+#define KP_GIT_NSAFE (sizeof kp_git_safe / sizeof kp_git_safe[0])
+#define KP_GIT_MAXARGS 16
+
+/* Run git with args (NULL-terminated, after "git" and kp_git_safe), its stdout into out (at most
+ * n - 1 bytes kept, the rest read and dropped), in a process group of its own, killed whole
+ * (with whatever git started) past KP_GIT_TIMEOUT_S. 0 when it ran and exited 0; -1 otherwise. */
+static int kp_git_run(const char *const args[], char *out, size_t n)
 {
+    char *argv[1 + KP_GIT_NSAFE + KP_GIT_MAXARGS + 1];
+    size_t na = 0;
+    argv[na++] = "git";
+    for (size_t i = 0; i < KP_GIT_NSAFE; i++)
+        argv[na++] = (char *)kp_git_safe[i];
+    for (size_t i = 0; args[i]; i++) {
+        if (i == KP_GIT_MAXARGS) return -1;
+        argv[na++] = (char *)args[i];
+    }
+    argv[na] = NULL;
     int rc = -1, fds[2] = {-1, -1}, spawned = 0;
     pid_t pid = -1;
     size_t nenv = 0, len = 0;
@@ -49,8 +72,7 @@ static int kp_git_run(char *const argv[], char *out, size_t n)
         if (!kp_git_env_dropped(*e)) env[nenv++] = *e;
     env[nenv++] = "GIT_OPTIONAL_LOCKS=0";
     env[nenv] = NULL;
-    if (pipe(fds) != 0) goto done;
-    if (fcntl(fds[0], F_SETFD, FD_CLOEXEC) != 0) goto done;
+    if (pipe2(fds, O_CLOEXEC) != 0) goto done; /* no other child inherits either end */
     if (posix_spawn_file_actions_init(&actions) != 0) goto done;
     have_actions = 1;
     if (posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0) != 0 ||
@@ -69,7 +91,9 @@ static int kp_git_run(char *const argv[], char *out, size_t n)
     sigaddset(&defaults, SIGPIPE);
     if (posix_spawnattr_setsigmask(&attr, &none) != 0 ||
         posix_spawnattr_setsigdefault(&attr, &defaults) != 0 ||
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF) != 0)
+        posix_spawnattr_setpgroup(&attr, 0) != 0 ||
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+                                            POSIX_SPAWN_SETPGROUP) != 0)
         goto done;
     if (posix_spawnp(&pid, "git", &actions, &attr, argv, env) != 0) goto done; /* no git */
     spawned = 1;
@@ -93,14 +117,24 @@ static int kp_git_run(char *const argv[], char *out, size_t n)
         len += keep;
         out[len] = '\0';
     }
+    /* Its output is closed; it may still not exit (a child holding on): wait to the deadline. */
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        continue;
+    for (;;) {
+        pid_t got = waitpid(pid, &status, WNOHANG);
+        if (got == pid) break;
+        if (got < 0 && errno != EINTR) {
+            spawned = 0; /* not ours to wait for any more */
+            goto done;
+        }
+        if (kp_now_ns() >= deadline) goto done; /* killed below */
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
     spawned = 0;
     rc = WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 done:
-    if (spawned) { /* past the deadline */
-        kill(pid, SIGKILL);
+    if (spawned) { /* past the deadline: git and all it started */
+        kill(-pid, SIGKILL);
         while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
             continue;
     }
@@ -110,6 +144,21 @@ done:
     if (fds[1] >= 0) close(fds[1]);
     free(env);
     return rc;
+}
+
+int kp_git_head(const char *dir, char *commit, size_t n)
+{
+    if (n) commit[0] = '\0';
+    char head[256];
+    const char *rev[] = {"-C", dir, "rev-parse", "--verify", "-q", "HEAD", NULL};
+    if (kp_git_run(rev, head, sizeof head) != 0) return -1;
+    kp_rstrip(head);
+    size_t len = strlen(head);
+    if ((len != 40 && len != 64) || len >= n) return -1;
+    for (size_t i = 0; i < len; i++)
+        if (!strchr("0123456789abcdef", head[i])) return -1;
+    memcpy(commit, head, len + 1);
+    return 0;
 }
 
 void kp_git_state_of(const char *path, kp_git_state *out)
@@ -126,19 +175,13 @@ void kp_git_state_of(const char *path, kp_git_state *out)
     else
         *slash = '\0';
 
-    char head[256];
-    char *rev[] = {"git", "-C", dir, "rev-parse", "--verify", "-q", "HEAD", NULL};
-    if (kp_git_run(rev, head, sizeof head) != 0) return;
-    kp_rstrip(head);
-    size_t n = strlen(head);
-    if (n != 40 && n != 64) return;
-    for (size_t i = 0; i < n; i++)
-        if (!strchr("0123456789abcdef", head[i])) return;
+    char head[sizeof out->commit];
+    if (kp_git_head(dir, head, sizeof head) != 0) return;
     /* Any line of output is a change; only whether there is one matters, so the rest of a
      * long listing is read and dropped. */
     char changes[2];
-    char *status[] = {"git", "-C", dir, "status", "--porcelain", "--untracked-files=no", NULL};
+    const char *status[] = {"-C", dir, "status", "--porcelain", "--untracked-files=no", NULL};
     if (kp_git_run(status, changes, sizeof changes) != 0) return;
-    snprintf(out->commit, sizeof out->commit, "%s", head);
+    memcpy(out->commit, head, sizeof head);
     out->dirty = changes[0] != '\0';
 }

@@ -37,7 +37,7 @@ typedef struct kp_history_run {
     char grid[64];            /* "4096", "64x32" */
     char tg[64];              /* threadgroup, same form */
     char buffers[1024];       /* the SPEC */
-    char git_commit[64];      /* HEAD of the source's work tree, or "" */
+    char git_commit[65];      /* HEAD of the source's work tree, or "" */
     int git_dirty;            /* 1 changed, 0 clean, -1: no work tree (git_commit "") */
     double median_ms, min_ms; /* of the main measurement */
     int64_t nsamples;         /* its sample count */

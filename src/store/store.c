@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 /* Each step below takes a store from one version to the next (KP_STORE_SCHEMA_VERSION is the
@@ -37,6 +38,10 @@ static const char kp_store_schema_v1[] =
  * (`kprof notes`), with its full-text index kept in step by triggers, as SQLite's FTS5 page
  * shows for an external-content table. The FTS5 table is made on its own, so that an SQLite
  * built without FTS5 is named as the reason. */
+/* What `notes import` looks a note up by (notes.c), so that each look-up is not a scan of the
+ * table. Stores of schema 2 made before it was added get it on their next read-write open. */
+#define KP_STORE_NOTES_AT_INDEX "CREATE INDEX IF NOT EXISTS notes_at ON notes(at, text)"
+
 static const char kp_store_schema_v2_tables[] =
     "CREATE TABLE runs ("
     "  id INTEGER PRIMARY KEY,"
@@ -58,7 +63,8 @@ static const char kp_store_schema_v2_tables[] =
     "  text TEXT NOT NULL,"
     "  kernel TEXT, device TEXT, grid TEXT, tg TEXT, median_ms REAL, git_commit TEXT,"
     "  made_from TEXT,"
-    "  data TEXT);";
+    "  data TEXT);"
+    KP_STORE_NOTES_AT_INDEX ";";
 static const char kp_store_schema_v2_fts[] =
     "CREATE VIRTUAL TABLE notes_fts USING fts5(text, kernel, content='notes', "
     "content_rowid='id');";
@@ -100,21 +106,55 @@ void kp_store_device_key(const kp_device_info *dev, char *buf, size_t n)
     snprintf(buf, n, "%s|%s|%s", dev->backend, dev->name, dev->platform);
 }
 
-static kprof_status kp_store_fail(kp_store *s, kp_error *err, const char *path, const char *what)
+/* How long an open waits for another kprof's (or program's) lock on the store. */
+#define KP_STORE_BUSY_MS 5000
+
+/* A failure of SQLite, by its (primary) result code: only SQLITE_NOTADB means the file is not
+ * a database; a lock held past KP_STORE_BUSY_MS is "busy" (exit 1: try again); the rest is the
+ * store's own I/O or SQLite error, named as SQLite names it. */
+static kprof_status kp_store_fail_rc(kp_store *s, kp_error *err, const char *path, const char *what,
+                                     int rc)
 {
-    return kp_error_set(err, KPROF_IO, "store %s: %s: %s", path, what,
-                        s && s->db ? sqlite3_errmsg(s->db) : "cannot open");
+    const char *msg = s && s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc);
+    switch (rc & 0xff) {
+    case SQLITE_NOTADB:
+        return kp_error_set(err, KPROF_CORRUPT, "%s is not a kprof store (not an SQLite database)",
+                            path);
+    case SQLITE_CORRUPT:
+        return kp_error_set(err, KPROF_CORRUPT, "store %s is damaged: %s", path, msg);
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return kp_error_set(err, KPROF_IO,
+                            "the store is busy: %s: %s (another program held it for more than "
+                            "%d s; try again)",
+                            path, msg, KP_STORE_BUSY_MS / 1000);
+    default:
+        return kp_error_set(err, KPROF_IO, "store %s: %s: %s", path, what, msg);
+    }
 }
 
-/* One integer from a query; -1 when it cannot be read. */
-static int kp_store_int(sqlite3 *db, const char *sql)
+static kprof_status kp_store_fail(kp_store *s, kp_error *err, const char *path, const char *what)
+{
+    return kp_store_fail_rc(s, err, path, what,
+                            s && s->db ? sqlite3_extended_errcode(s->db) : SQLITE_CANTOPEN);
+}
+
+/* One integer from a query into *v: SQLITE_OK, or SQLite's result code of the failure. */
+static int kp_store_int(sqlite3 *db, const char *sql, int *v)
 {
     sqlite3_stmt *q = NULL;
-    int v = -1;
-    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
-        v = sqlite3_column_int(q, 0);
+    int rc = sqlite3_prepare_v2(db, sql, -1, &q, NULL);
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(q);
+        if (rc == SQLITE_ROW) {
+            *v = sqlite3_column_int(q, 0);
+            rc = SQLITE_OK;
+        } else if (rc == SQLITE_DONE) {
+            rc = SQLITE_ERROR; /* no row: not what was asked */
+        }
+    }
     sqlite3_finalize(q);
-    return v;
+    return rc;
 }
 
 /* What the file holds: its user_version, its number of schema objects, and whether it has the
@@ -122,11 +162,10 @@ static int kp_store_int(sqlite3 *db, const char *sql)
  * program's database, or a store of a schema newer than this kprof knows. */
 static kprof_status kp_store_check(kp_store *s, const char *path, int *tables, kp_error *err)
 {
-    int version = kp_store_int(s->db, "PRAGMA user_version");
-    if (version < 0)
-        return kp_error_set(err, KPROF_CORRUPT, "%s is not a kprof store (not an SQLite database)",
-                            path);
-    *tables = kp_store_int(s->db, "SELECT count(*) FROM sqlite_master");
+    int version = -1, rc = kp_store_int(s->db, "PRAGMA user_version", &version);
+    if (rc != SQLITE_OK) return kp_store_fail_rc(s, err, path, "cannot read", rc);
+    rc = kp_store_int(s->db, "SELECT count(*) FROM sqlite_master", tables);
+    if (rc != SQLITE_OK) return kp_store_fail_rc(s, err, path, "cannot read", rc);
     if (version > KP_STORE_SCHEMA_VERSION)
         return kp_error_set(err, KPROF_CORRUPT,
                             "%s is a kprof store of schema %d, newer than this kprof (%s) knows "
@@ -142,7 +181,10 @@ static kprof_status kp_store_check(kp_store *s, const char *path, int *tables, k
         snprintf(sql, sizeof sql,
                  "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN (%s)",
                  kp_store_tables[version]);
-        if (kp_store_int(s->db, sql) != kp_store_ntables[version])
+        int have = -1;
+        rc = kp_store_int(s->db, sql, &have);
+        if (rc != SQLITE_OK) return kp_store_fail_rc(s, err, path, "cannot read", rc);
+        if (have != kp_store_ntables[version])
             return kp_error_set(err, KPROF_CORRUPT,
                                 "%s is not a kprof store (user_version %d, but not the tables of "
                                 "kprof's schema %d)",
@@ -211,18 +253,32 @@ kprof_status kp_store_open(int readonly, kp_store **out, kp_error *err)
             if (st != KPROF_OK) return st;
         }
     }
-    if (kp_path_is_dir(path))
-        return kp_error_set(err, KPROF_IO, "store %s is a folder: KPROF_STORE names the file",
-                            path);
+    /* Only a regular file (or, to write, none yet) is a store: SQLite would wait forever on a
+     * FIFO, and a device or socket is no database either. */
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return kp_error_set(err, KPROF_INVALID, "store %s %s: KPROF_STORE names the store's file",
+                            path,
+                            S_ISDIR(sb.st_mode)    ? "is a folder"
+                            : S_ISFIFO(sb.st_mode) ? "is a FIFO, not a regular file"
+                            : S_ISCHR(sb.st_mode)  ? "is a character device, not a regular file"
+                            : S_ISBLK(sb.st_mode)  ? "is a block device, not a regular file"
+                            : S_ISSOCK(sb.st_mode) ? "is a socket, not a regular file"
+                                                   : "is not a regular file");
     kp_store *s = calloc(1, sizeof *s);
     if (!s) return kp_error_set(err, KPROF_NOMEM, "out of memory");
-    int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    /* Reads open read-write too, without creating: a journal left by a writer that crashed
+     * ("hot") is then rolled back, as SQLite must before anyone reads; a read-only open could
+     * not, and would fail. Nothing else is written by a read (an older schema is read as it is).
+     * A file the user may not write is opened read-only by SQLite itself. */
+    int flags = SQLITE_OPEN_READWRITE | (readonly ? 0 : SQLITE_OPEN_CREATE);
     kprof_status st = KPROF_OK;
-    if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
-        st = kp_store_fail(s, err, path, "cannot open");
+    int rc = sqlite3_open_v2(path, &s->db, flags, NULL);
+    if (rc != SQLITE_OK) {
+        st = kp_store_fail_rc(s, err, path, "cannot open", rc);
         goto fail;
     }
-    sqlite3_busy_timeout(s->db, 5000);
+    sqlite3_busy_timeout(s->db, KP_STORE_BUSY_MS);
     /* Refuse what is not ours, or newer than us, before anything is written. */
     int tables = 0;
     st = kp_store_check(s, path, &tables, err);
@@ -232,6 +288,10 @@ kprof_status kp_store_open(int readonly, kp_store **out, kp_error *err)
         st = kp_store_upgrade(s, path, err);
         if (st != KPROF_OK) goto fail;
     }
+    /* A schema-2 store made before notes_at: add it (a no-op when it is there). Nothing is
+     * lost without it but speed, so a failure here is no failure of the open. */
+    if (!readonly && s->version >= 2)
+        sqlite3_exec(s->db, KP_STORE_NOTES_AT_INDEX, NULL, NULL, NULL);
     *out = s;
     return KPROF_OK;
 fail:

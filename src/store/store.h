@@ -38,9 +38,11 @@ typedef struct kp_ceiling {
 } kp_ceiling;
 
 /* Open (creating when missing, upgrading when older) the store. readonly=1 never creates nor
- * upgrades: NOT_FOUND when absent. CORRUPT for a foreign file or a newer schema; IO when the
- * file cannot be opened, created or upgraded (the message says why: a folder, a read-only
- * place, an SQLite without FTS5). */
+ * upgrades (it may roll back a crashed writer's journal, as SQLite must): NOT_FOUND when
+ * absent. INVALID when the path is not a regular file (a folder, a FIFO, a device); CORRUPT for
+ * a file that is not SQLite, another program's database, a damaged one or a newer schema; IO
+ * when the file cannot be opened, created or upgraded, or is locked past 5 s ("the store is
+ * busy"; the message says why: a read-only place, an SQLite without FTS5). */
 kprof_status kp_store_open(int readonly, kp_store **out, kp_error *err);
 /* s may be NULL. */
 void kp_store_close(kp_store *s);

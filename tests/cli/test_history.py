@@ -10,6 +10,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import time
 
 import kptest
 
@@ -280,7 +281,9 @@ class History(kptest.KprofTestCase):
         self.run_add(expect=0)
         runs = self.history()
         self.assertEqual([x["git_commit"] for x in runs[1:]], [head] * 3)
-        self.assertEqual([x["git_dirty"] for x in runs[1:]], [1, 0, 0])
+        self.assertEqual([x["git_dirty"] for x in runs[1:]], [True, False, False])
+        for x in runs[1:]:  # a JSON boolean, as diff and notes write it (it was 0/1)
+            self.assertIsInstance(x["git_dirty"], bool)
         self.assertEqual(runs[1]["source_hash"], self.source_hash(src))
         self.assertNotEqual(runs[1]["source_hash"], runs[2]["source_hash"])
         if self.outside_git(self.tmp):
@@ -297,6 +300,34 @@ class History(kptest.KprofTestCase):
         self.git("init", "-q", cwd=fresh)
         self.run_add(src=os.path.join(fresh, "k.cl"), expect=0)
         self.assertIsNone(self.history("--limit", "1")[0]["git_commit"])
+
+    def test_repository_config_runs_nothing(self):
+        """A repository's core.fsmonitor (a command git runs on status) and hooks are not run
+        when kprof asks git for the commit of the kernel's work tree."""
+        if GIT is None:
+            self.skipTest("no git on PATH")
+        repo = os.path.join(self.tmp, "unpacked")
+        os.makedirs(repo)
+        src = os.path.join(repo, "k.cl")
+        shutil.copy(self.src, src)
+        marker = os.path.join(self.tmp, "fsmonitor-ran")
+        evil = os.path.join(repo, "evil.sh")
+        with open(evil, "w") as f:
+            f.write("#!/bin/sh\ntouch '%s'\n" % marker)
+        os.chmod(evil, 0o755)
+        self.git("init", "-q", cwd=repo)
+        self.git("add", "k.cl", cwd=repo)
+        self.git("commit", "-q", "-m", "k", cwd=repo)
+        self.git("config", "core.fsmonitor", "./evil.sh", cwd=repo)
+        head = self.git("rev-parse", "HEAD", cwd=repo).strip()
+        self.run_add(src=src, expect=0)
+        self.assertFalse(os.path.exists(marker), "kprof run ran the repository's core.fsmonitor")
+        self.assertEqual(self.history()[0]["git_commit"], head)
+        p = self.kprof("notes", "add", "x", "--from", "@0", "--json", expect=0)
+        self.assertFalse(os.path.exists(marker))
+        # The check itself: git alone does run it.
+        self.git("status", "--porcelain", cwd=repo)
+        self.assertTrue(os.path.exists(marker), "this git does not run core.fsmonitor")
 
     # ---- when nothing is, or can be, recorded -------------------------------------------------
 
@@ -366,13 +397,41 @@ class History(kptest.KprofTestCase):
             self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 2)
             self.assertEqual(db.execute("SELECT * FROM ceilings").fetchall(), [CEILING])
             names = {n for (n,) in db.execute("SELECT name FROM sqlite_master")}
-            for n in ("ceilings", "runs", "runs_kernel", "notes", "notes_fts", "notes_ai",
-                      "notes_ad", "notes_au"):
+            for n in ("ceilings", "runs", "runs_kernel", "notes", "notes_at", "notes_fts",
+                      "notes_ai", "notes_ad", "notes_au"):
                 self.assertIn(n, names)
             self.assertEqual(db.execute("SELECT count(*) FROM runs").fetchone()[0], 1)
         finally:
             db.close()
         self.assertEqual(len(self.history()), 1)
+
+    def test_notes_index_added_to_older_v2_store(self):
+        """notes_at (what notes import looks a note up by) is in a new store, and added to a
+        schema-2 store made before it on its next read-write open; a read adds nothing."""
+        self.kprof("notes", "add", "first", expect=0)
+        db = sqlite3.connect(self.store)
+        try:
+            plan = db.execute("EXPLAIN QUERY PLAN SELECT 1 FROM notes WHERE text = 'a' AND "
+                              "at = 1 AND kernel IS NULL LIMIT 1").fetchall()
+            self.assertIn("notes_at", str(plan))
+            db.execute("DROP INDEX notes_at")
+            db.commit()
+        finally:
+            db.close()
+
+        def has_index():
+            db = sqlite3.connect(self.store)
+            try:
+                return db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'notes_at'"
+                                  ).fetchone()[0] == 1
+            finally:
+                db.close()
+
+        self.kprof("notes", "list", expect=0)
+        self.history()
+        self.assertFalse(has_index())
+        self.kprof("notes", "add", "second", expect=0)
+        self.assertTrue(has_index())
 
     def test_empty_file_store(self):
         open(self.store, "w").close()
@@ -417,6 +476,65 @@ class History(kptest.KprofTestCase):
         db.commit()
         db.close()
         self.check_refused_untouched("is not a kprof store")
+
+
+    # ---- a store left by a crashed writer, held by another, or not a file ---------------------
+
+    def test_hot_journal_read(self):
+        """A writer that died mid-transaction leaves a hot journal: a read rolls it back and reads
+        the store as it was committed (it was 'not a kprof store', exit 2)."""
+        self.run_add(expect=0)
+        pid = os.fork()
+        if pid == 0:  # the crashed writer: a transaction spilled to the file, never committed
+            try:
+                db = sqlite3.connect(self.store, isolation_level=None)
+                db.execute("PRAGMA cache_size = 1")
+                db.execute("BEGIN")
+                for i in range(300):
+                    db.execute("INSERT INTO notes (at, text) VALUES (?, ?)", (i, "x" * 2000))
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        self.assertTrue(os.path.exists(self.store + "-journal"))
+        runs = self.history()
+        self.assertEqual(len(runs), 1)
+        self.assertEqual(runs[0]["kernel"], "demo_add")
+        p = self.kprof("notes", "list", "--json", expect=0)
+        self.assertEqual(json.loads(p.stdout)["count"], 0)
+        p = self.kprof("diff", "@0", "@0", expect=0)
+        self.assertNotIn("not a kprof store", p.stderr)
+
+    def test_busy_store(self):
+        """A store locked past 5 s is busy (exit 1), not 'not a kprof store' (exit 2)."""
+        self.run_add(expect=0)
+        db = sqlite3.connect(self.store, isolation_level=None)
+        try:
+            db.execute("BEGIN EXCLUSIVE")
+            t0 = time.monotonic()
+            p = self.kprof("history", expect=1)
+            self.assertGreaterEqual(time.monotonic() - t0, 4)
+            self.assertIn("the store is busy", p.stderr)
+            self.assertNotIn("not a kprof store", p.stderr)
+        finally:
+            db.close()
+        self.assertEqual(len(self.history()), 1)
+
+    def test_fifo_store(self):
+        """A FIFO as the store is refused at once (it hung): reads exit 2 naming it; a run still
+        measures, warns, and succeeds."""
+        fifo = os.path.join(self.tmp, "store.fifo")
+        os.mkfifo(fifo)
+        env = {"KPROF_STORE": fifo}
+        for args in (["history"], ["notes", "list"], ["notes", "add", "x"]):
+            p = self.kprof(*args, env=env, expect=2, timeout=30)
+            self.assertIn(fifo, p.stderr)
+            self.assertIn("is a FIFO", p.stderr)
+        p = self.run_add("--json", env=env, expect=0, timeout=60)
+        self.assertEqual(json.loads(p.stdout)["entry"], "demo_add")
+        self.assertIn("kprof: warning: not recorded in the history: ", p.stderr)
+        self.assertIn("is a FIFO", p.stderr)
+        p = self.kprof("history", env={"KPROF_STORE": "/dev/null"}, expect=2, timeout=30)
+        self.assertIn("is a character device", p.stderr)
 
 
 if __name__ == "__main__":

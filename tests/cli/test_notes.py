@@ -8,6 +8,7 @@ made once for the class; every test has its own store (KPROF_STORE)."""
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import tempfile
 import time
@@ -239,6 +240,14 @@ class Notes(kptest.KprofTestCase):
                                                                        "run.json")))
         self.assertRegex(self.kprof("notes", "show", str(n["id"]), expect=0).stdout,
                          r"\ncommit +%s\n" % head)
+        # The caller's GIT_DIR and GIT_WORK_TREE do not point git at another repository (git is
+        # run as for the history: kp_git_head).
+        other = os.path.join(self.tmp, "other")
+        os.makedirs(other)
+        subprocess.run(["git", "-C", other, "init", "-q"], check=True, capture_output=True)
+        n = self.add("GIT_DIR set", "--from", os.path.join("repo", "results", "run.json"),
+                     env={"GIT_DIR": os.path.join(other, ".git"), "GIT_WORK_TREE": other})
+        self.assertEqual(n["git_commit"], head)
 
     def test_from_files_that_are_not_results(self):
         self.write("caps.json", self.kprof("caps", "--json", expect=0).stdout)
@@ -305,6 +314,33 @@ class Notes(kptest.KprofTestCase):
         self.assertEqual(self.run_json("notes", "search", "anything")["count"], 0)
         self.assert_usage_error("notes", "show", "1", says="no note 1")
         self.assertFalse(os.path.exists(self.env["KPROF_STORE"]))
+
+    def test_store_before_notes_has_none(self):
+        """A schema-1 store (ceilings alone) or an empty file: no notes, not an SQL error."""
+        store = self.env["KPROF_STORE"]
+        db = sqlite3.connect(store)
+        db.execute("CREATE TABLE ceilings (device_key TEXT PRIMARY KEY, backend TEXT NOT NULL, "
+                   "device TEXT NOT NULL, driver TEXT, copy_gbs REAL NOT NULL, copy_bytes "
+                   "INTEGER, demo_add_gbs REAL, demo_add_ms REAL, demo_add_elements INTEGER, "
+                   "method TEXT, measured_at INTEGER NOT NULL)")
+        db.execute("PRAGMA user_version = 1")
+        db.commit()
+        db.close()
+        for make_empty in (False, True):
+            if make_empty:
+                open(store, "w").close()
+            with open(store, "rb") as f:
+                before = f.read()
+            self.assertEqual(self.run_json("notes", "list"), {"count": 0, "notes": []})
+            p = self.kprof("notes", "list", expect=0)
+            self.assertIn("no notes", p.stdout)
+            self.assertNotIn("no such table", p.stderr)
+            self.assertEqual(self.run_json("notes", "search", "anything")["count"], 0)
+            self.assert_usage_error("notes", "show", "1", says="no note 1")
+            p = self.kprof("notes", "export", "-", expect=0)
+            self.assertEqual(json.loads(p.stdout)["notes"], [])
+            with open(store, "rb") as f:
+                self.assertEqual(f.read(), before)  # reading upgrades nothing
 
     def test_search(self):
         self.kprof("notes", "add", "shared memory bank conflicts in the transpose",

@@ -417,7 +417,7 @@ static void test_no_store(void)
     /* A store that cannot be written: its path is a folder, or under a file. */
     store_at("");
     kp_history_run r = make_run("run", "add", 1);
-    CHECK_INT(kp_history_record(&r, NULL, 0, "{}", NULL, &err), KPROF_IO);
+    CHECK_INT(kp_history_record(&r, NULL, 0, "{}", NULL, &err), KPROF_INVALID);
     CHECK_CONTAINS(err.message, "is a folder");
     kp_error_clear(&err);
     char under[4200];

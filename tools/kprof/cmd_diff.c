@@ -822,7 +822,7 @@ typedef struct kp_diff_run {
     char device[256], backend[16], driver[128], kprof_version[32];
     char kernel[256], target[1024], source_hash[17];
     char options[1024], grid[64], tg[64], buffers[1024];
-    char git_commit[64];
+    char git_commit[65];
     int git_dirty; /* -1: no work tree */
 } kp_diff_run;
 

@@ -250,7 +250,7 @@ static int kp_history_json_add(const kp_history_run *r, const double *samples, s
         kp_json_null(j, "git_dirty");
     } else {
         kp_json_string(j, "git_commit", r->git_commit);
-        kp_json_int(j, "git_dirty", r->git_dirty);
+        kp_json_bool(j, "git_dirty", r->git_dirty);
     }
     kp_json_double(j, "median_ms", r->median_ms);
     kp_json_double(j, "min_ms", r->min_ms);

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "core/format.h"
+#include "core/git.h"
 #include "core/outfile.h"
 #include "core/util.h"
 #include "export/json.h"
@@ -19,19 +20,14 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-extern char **environ;
 
 /* The export file's kind and version: `import` reads this version only. */
 #define KP_NOTES_FILE_KIND    "kprof-notes"
@@ -320,51 +316,6 @@ static int kp_notes_is_history_ref(const char *ref)
     return kp_history_parse_ref(ref, &id, &back) == 0;
 }
 
-/* The HEAD commit of the work tree holding dir (`git -C dir rev-parse --verify HEAD`), heap;
- * NULL outside a work tree, without git, or on any failure: a note without a commit is still a
- * note. */
-static char *kp_notes_git_head(const char *dir)
-{
-    int fds[2];
-    if (pipe(fds) != 0) return NULL;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addclose(&fa, fds[0]);
-    posix_spawn_file_actions_addclose(&fa, fds[1]);
-    char *argv[] = {"git", "-C", (char *)dir, "rev-parse", "--verify", "--quiet", "HEAD", NULL};
-    pid_t pid;
-    int rc = posix_spawnp(&pid, "git", &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(fds[1]);
-    char out[160];
-    size_t len = 0;
-    if (rc == 0) {
-        for (;;) {
-            ssize_t got = read(fds[0], out + len, sizeof out - 1 - len);
-            if (got < 0 && errno == EINTR) continue;
-            if (got <= 0) break;
-            len += (size_t)got;
-            if (len == sizeof out - 1) break;
-        }
-    }
-    close(fds[0]);
-    int status = -1;
-    if (rc == 0)
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-        }
-    if (rc != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return NULL;
-    out[len] = '\0';
-    kp_rstrip(out);
-    size_t n = strlen(out);
-    if (n != 40 && n != 64) return NULL; /* SHA-1 or SHA-256 */
-    for (size_t i = 0; i < n; i++)
-        if (!strchr("0123456789abcdef", out[i])) return NULL;
-    return strdup(out);
-}
-
 /* "4096x4096" from a JSON array of whole positive numbers; NULL when it is not one. */
 static char *kp_notes_dims(const cJSON *arr)
 {
@@ -637,7 +588,11 @@ static kprof_status kp_notes_from_file(const char *path, const char *kernel, kp_
         *(slash == dir ? slash + 1 : slash) = '\0';
     else
         kp_strlcpy(dir, ".", sizeof dir);
-    note->git_commit = kp_notes_git_head(dir);
+    char commit[65];
+    if (kp_git_head(dir, commit, sizeof commit) == 0) { /* none: a note without a commit */
+        note->git_commit = strdup(commit);
+        if (!note->git_commit) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    }
     return KPROF_OK;
 }
 
@@ -692,10 +647,16 @@ static kprof_status kp_notes_from_history(const char *ref, const char *kernel, k
 
 /* ---- the store ------------------------------------------------------------------------------ */
 
-/* Open the store to read: *s stays NULL (and OK) when there is none yet — no notes. */
+/* Open the store to read: *s stays NULL (and OK) when there is none yet, or when it is of a
+ * schema before notes (1; an empty file is 0) — no notes. */
 static kprof_status kp_notes_open_read(kp_store **s, kp_error *err)
 {
     kprof_status st = kp_store_open(1, s, err);
+    if (st == KPROF_OK && kp_store_version(*s) < 2) {
+        kp_store_close(*s);
+        *s = NULL;
+        return KPROF_OK;
+    }
     if (st != KPROF_NOT_FOUND) return st;
     kp_error_clear(err); /* a fresh error, set just now: no store is no notes */
     return KPROF_OK;
