@@ -150,15 +150,18 @@ static kprof_status kp_bench_ratio_of(const double *a, size_t na, size_t block_a
     return KPROF_OK;
 }
 
-static kprof_status kp_bench_ratio(const kp_bench_side *a, const kp_bench_side *b, int paired,
-                                   int resamples, kp_estimate *out, kp_error *err)
+/* The ratio of b's values to a's (xa, xb: the sides' ms, or their cycles): paired, the first
+ * min(n) of each, resampled in a's blocks; else each side on its own, in its own blocks. */
+static kprof_status kp_bench_ratio(const kp_bench_side *a, const double *xa, const kp_bench_side *b,
+                                   const double *xb, int paired, int resamples, kp_estimate *out,
+                                   kp_error *err)
 {
     size_t na = a->n, nb = b->n, ba = kp_bench_block(a), bb = kp_bench_block(b);
     if (paired) {
         na = nb = a->n < b->n ? a->n : b->n;
         bb = ba;
     }
-    return kp_bench_ratio_of(a->ms, na, ba, b->ms, nb, bb, paired, resamples, out, err);
+    return kp_bench_ratio_of(xa, na, ba, xb, nb, bb, paired, resamples, out, err);
 }
 
 kprof_status kp_bench_compare(const kp_bench_side *a, const kp_bench_side *b, int paired,
@@ -166,21 +169,17 @@ kprof_status kp_bench_compare(const kp_bench_side *a, const kp_bench_side *b, in
 {
     out->compared = 1;
     out->paired = paired;
-    kprof_status st = kp_bench_ratio(a, b, paired, KP_BENCH_FINAL_RESAMPLES, &out->ratio, err);
+    kprof_status st = kp_bench_ratio(a, a->ms, b, b->ms, paired, KP_BENCH_FINAL_RESAMPLES,
+                                     &out->ratio, err);
     if (st != KPROF_OK) return st;
     out->verdict = kp_compare_verdict_of(&out->ratio, cfg->threshold);
     out->final_verdict = out->verdict;
     out->have_cycles = 0;
     double *ca = kp_bench_cycles(a), *cb = kp_bench_cycles(b);
     if (ca && cb) {
-        size_t na = a->n, nb = b->n, ba = kp_bench_block(a), bb = kp_bench_block(b);
-        if (paired) {
-            na = nb = a->n < b->n ? a->n : b->n;
-            bb = ba;
-        }
         kp_error scratch_err = {0};
-        if (kp_bench_ratio_of(ca, na, ba, cb, nb, bb, paired, KP_BENCH_FINAL_RESAMPLES,
-                              &out->cycles_ratio, &scratch_err) == KPROF_OK) {
+        if (kp_bench_ratio(a, ca, b, cb, paired, KP_BENCH_FINAL_RESAMPLES, &out->cycles_ratio,
+                           &scratch_err) == KPROF_OK) {
             out->have_cycles = 1;
             out->cycles_verdict = kp_compare_verdict_of(&out->cycles_ratio, cfg->threshold);
             /* A difference in time that the cycles do not show is the clock's, not the
@@ -233,8 +232,8 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
         return kp_error_set(err, KPROF_INVALID, "bench measures one kernel or two");
     uint64_t t0 = kp_now_ns();
     int cold = cfg->cold;
-    double *buf = NULL, *flush = NULL, *flush_all = NULL;
-    size_t nflush = 0, flush_cap = 0;
+    double *buf = NULL, *flush = NULL;
+    kp_bench_side flushes = {0}; /* cold: every flush's time, for flush_ms */
     kprof_status st = KPROF_OK;
     double wall_per_sample[2] = {0, 0}, dev_per_sample[2] = {0, 0};
     kp_clock_reading clk;
@@ -338,19 +337,8 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
             side->taken += (size_t)k;
             side->gpu_s += (kp_bench_sum(buf, k) + (cold ? kp_bench_sum(flush, k) : 0)) / 1e3;
             if (cold) {
-                if (nflush + (size_t)k > flush_cap) {
-                    size_t cap = flush_cap ? flush_cap * 2 : 4096;
-                    while (cap < nflush + (size_t)k)
-                        cap *= 2;
-                    double *p = realloc(flush_all, cap * sizeof *p);
-                    if (!p) {
-                        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
-                        goto done;
-                    }
-                    flush_all = p, flush_cap = cap;
-                }
-                memcpy(flush_all + nflush, flush, (size_t)k * sizeof *flush);
-                nflush += (size_t)k;
+                st = kp_bench_side_add(&flushes, flush, NULL, (size_t)k, err);
+                if (st != KPROF_OK) goto done;
             }
             /* Kept for now; a throttled round is taken back below. */
             st = kp_bench_reserve(side, (size_t)k, reads > 0, err);
@@ -361,15 +349,14 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
                     side->mhz[side->n + (size_t)i] = round_mhz[s];
             side->n += (size_t)k;
         }
-        if (!throttled)
-            for (int s = 0; s < nsides; s++)
+        for (int s = 0; s < nsides; s++) {
+            if (!throttled) {
                 sides[s].rounds++;
-        if (throttled) {
-            for (int s = 0; s < nsides; s++) {
-                sides[s].throttled += sides[s].n - first[s];
-                sides[s].n = first[s];
-                sides[s].throttle_reasons |= reasons;
+                continue;
             }
+            sides[s].throttled += sides[s].n - first[s];
+            sides[s].n = first[s];
+            sides[s].throttle_reasons |= reasons;
         }
 
         double elapsed = (double)(kp_now_ns() - t0) / 1e9;
@@ -395,13 +382,14 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
             }
             if (nsides == 2 && sides[0].rounds >= KP_BENCH_MIN_ROUNDS) {
                 kp_estimate r;
-                st = kp_bench_ratio(&sides[0], &sides[1], 1, KP_BENCH_CHECK_RESAMPLES, &r, err);
+                st = kp_bench_ratio(&sides[0], sides[0].ms, &sides[1], sides[1].ms, 1,
+                                    KP_BENCH_CHECK_RESAMPLES, &r, err);
                 if (st != KPROF_OK) goto done;
                 /* A quick look decides whether the full bootstrap is worth its time; only the
                  * full one, the interval reported, may stop the measurement. */
                 if (kp_compare_verdict_of(&r, cfg->threshold) != KP_COMPARE_UNSURE) {
-                    st = kp_bench_ratio(&sides[0], &sides[1], 1, KP_BENCH_FINAL_RESAMPLES, &r,
-                                        err);
+                    st = kp_bench_ratio(&sides[0], sides[0].ms, &sides[1], sides[1].ms, 1,
+                                        KP_BENCH_FINAL_RESAMPLES, &r, err);
                     if (st != KPROF_OK) goto done;
                     if (kp_compare_verdict_of(&r, cfg->threshold) != KP_COMPARE_UNSURE) {
                         out->stop = KP_BENCH_STOP_DECIDED;
@@ -440,8 +428,8 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
         st = kp_bench_summarise(&sides[s], err);
         if (st != KPROF_OK) goto done;
     }
-    if (cold && nflush) {
-        double med = kp_select(flush_all, nflush, nflush / 2) / 1.0;
+    if (flushes.n) {
+        double med = kp_select(flushes.ms, flushes.n, flushes.n / 2);
         for (int s = 0; s < nsides; s++)
             sides[s].flush_ms = med;
     }
@@ -453,6 +441,6 @@ done:
     out->wall_s = (double)(kp_now_ns() - t0) / 1e9;
     free(buf);
     free(flush);
-    free(flush_all);
+    kp_bench_side_free(&flushes);
     return st;
 }

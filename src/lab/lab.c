@@ -251,22 +251,6 @@ kprof_status kp_lab_measure(kp_lab *lab, const kp_launch *launch, int warmup, in
     return KPROF_OK;
 }
 
-/* One dispatch timed with the clock kp_lab_measure uses for its batch. */
-static kprof_status kp_lab_time_one(kp_lab *lab, const kp_launch *launch, double *ms, kp_error *err)
-{
-    double ns = 0;
-    kprof_status st;
-    if (lab->ops->dispatch_batch) {
-        st = lab->ops->dispatch_batch(lab->kernel, launch, 1, &ns, lab->info.timer,
-                                      sizeof lab->info.timer, err);
-    } else {
-        snprintf(lab->info.timer, sizeof lab->info.timer, "%s-profiling-events", lab->ops->name);
-        st = lab->ops->dispatch(lab->kernel, launch, &ns, err);
-    }
-    *ms = ns / 1e6;
-    return st;
-}
-
 kprof_status kp_lab_sample(kp_lab *lab, const kp_launch *launch, int n, int cold,
                            double *samples_ms, double *flush_ms, kp_error *err)
 {
@@ -284,7 +268,8 @@ kprof_status kp_lab_sample(kp_lab *lab, const kp_launch *launch, int n, int cold
     for (int i = 0; i < n; i++) {
         double flush_ns = 0;
         kprof_status st = lab->ops->flush_cache(lab->dev, &flush_ns, err);
-        if (st == KPROF_OK) st = kp_lab_time_one(lab, launch, &samples_ms[i], err);
+        /* Timed alone, by the clock of a hot batch: kp_lab_measure's, with one dispatch. */
+        if (st == KPROF_OK) st = kp_lab_measure(lab, launch, 0, 1, &samples_ms[i], err);
         if (st != KPROF_OK) return st;
         if (flush_ms) flush_ms[i] = flush_ns / 1e6;
     }
