@@ -218,14 +218,10 @@ static int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
         case 'b': a->buffers = optarg; break;
         case 'k': a->backend = optarg; break;
         case 'd':
-            if (kp_parse_size(optarg, &v) != 0 || v > 1 << 20)
-                return kp_cli_usage_error("bench", "--device '%s': expected a device number",
-                                          optarg);
-            a->device = (int)v;
+            if ((rc = kp_cli_parse_device("bench", optarg, &a->device)) != 0) return rc;
             break;
         case 's':
-            if (kp_parse_size(optarg, &a->launch.dyn_local) != 0)
-                return kp_cli_usage_error("bench", "--smem '%s': expected a byte count", optarg);
+            if ((rc = kp_cli_parse_smem("bench", optarg, &a->launch)) != 0) return rc;
             break;
         case 'o': kp_str_printf(&a->options, " %s", optarg); break;
         case 'I': kp_str_printf(&a->options, " -I%s", optarg); break;
@@ -235,18 +231,12 @@ static int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
             a->defines[a->ndefines++] = optarg;
             break;
         case 'c':
-            if (strcmp(optarg, "auto") == 0) a->launch.timer = KP_TIMER_AUTO;
-            else if (strcmp(optarg, "events") == 0) a->launch.timer = KP_TIMER_EVENTS;
-            else if (strcmp(optarg, "cupti") == 0) a->launch.timer = KP_TIMER_CUPTI;
-            else
-                return kp_cli_usage_error("bench", "--timer '%s': choose auto, events or cupti",
-                                          optarg);
+            if ((rc = kp_cli_parse_timer("bench", optarg, &a->launch)) != 0) return rc;
             break;
         case 'K':
-            if (kp_cli_parse_double(optarg, &a->launch.timeout_s) != 0 ||
-                a->launch.timeout_s <= 0)
-                return kp_cli_usage_error("bench", "--kernel-timeout '%s': expected seconds > 0",
-                                          optarg);
+            if ((rc = kp_cli_parse_kernel_timeout("bench", "--kernel-timeout", optarg,
+                                                  &a->launch)) != 0)
+                return rc;
             break;
         case 'B': a->bytes_expr = optarg; break;
         case 'f': a->flops_expr = optarg; break;

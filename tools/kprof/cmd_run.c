@@ -223,6 +223,7 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
     a->launch.grid[1] = a->launch.grid[2] = a->launch.tg[1] = a->launch.tg[2] = 1;
     int grid_dims = 1, tg_dims = 1, tg_set = 0;
     uint64_t v;
+    int rc;
     opterr = 0;
     optind = 1;
     int c;
@@ -260,27 +261,17 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
         case 'j': a->json = 1; break;
         case 'k': a->lab.backend = optarg; break;
         case 'd':
-            if (kp_parse_size(optarg, &v) != 0 || v > 1 << 20)
-                return kp_cli_usage_error("run", "--device '%s': expected a device number",
-                                          optarg);
-            a->lab.device = (int)v;
+            if ((rc = kp_cli_parse_device("run", optarg, &a->lab.device)) != 0) return rc;
             break;
         case 'T':
-            if (kp_cli_parse_double(optarg, &a->launch.timeout_s) != 0 ||
-                a->launch.timeout_s <= 0)
-                return kp_cli_usage_error("run", "--timeout '%s': expected seconds > 0", optarg);
+            if ((rc = kp_cli_parse_kernel_timeout("run", "--timeout", optarg, &a->launch)) != 0)
+                return rc;
             break;
         case 's':
-            if (kp_parse_size(optarg, &a->launch.dyn_local) != 0)
-                return kp_cli_usage_error("run", "--smem '%s': expected a byte count", optarg);
+            if ((rc = kp_cli_parse_smem("run", optarg, &a->launch)) != 0) return rc;
             break;
         case 'c':
-            if (strcmp(optarg, "auto") == 0) a->launch.timer = KP_TIMER_AUTO;
-            else if (strcmp(optarg, "events") == 0) a->launch.timer = KP_TIMER_EVENTS;
-            else if (strcmp(optarg, "cupti") == 0) a->launch.timer = KP_TIMER_CUPTI;
-            else
-                return kp_cli_usage_error("run", "--timer '%s': choose auto, events or cupti",
-                                          optarg);
+            if ((rc = kp_cli_parse_timer("run", optarg, &a->launch)) != 0) return rc;
             break;
         case 'S': a->sweep = 1; break;
         case 'L':
