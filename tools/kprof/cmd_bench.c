@@ -470,44 +470,72 @@ static void kp_bench_progress(void *user, const kp_bench_side *sides, int nsides
                     r->phase, sides[0].n, 100 * noise, 100 * r->a->cfg.max_noise, elapsed);
 }
 
-/* Every point's geometry, SPEC, options and formulas, before anything is measured: a mistake
- * at the last point is found now, not after minutes of measuring. */
+/* What a point is measured at, from its axis values: the launch geometry, the SPEC and the
+ * compiler options with the axes substituted, and the formulas' values. */
+typedef struct kp_bench_setup {
+    kp_vars vars;
+    kp_launch launch;
+    kp_str buffers, options;
+    double bytes, flops; /* per dispatch; 0 when not given */
+} kp_bench_setup;
+
+static void kp_bench_setup_free(kp_bench_setup *p)
+{
+    kp_str_free(&p->buffers);
+    kp_str_free(&p->options);
+}
+
+/* Point index's setup; an error names the point. */
+static kprof_status kp_bench_point_setup(const kp_bench_args *a, int index, kp_bench_setup *p,
+                                         kp_error *err)
+{
+    memset(p, 0, sizeof *p);
+    kp_bench_point_vars(a, index, &p->vars);
+    const kp_vars *vars = &p->vars;
+    p->launch = a->launch;
+    int gd = 0, td = 0;
+    char why[256];
+    kprof_status st = kp_bench_dims("--grid", a->grid, vars, p->launch.grid, &gd, err);
+    if (st == KPROF_OK) st = kp_bench_dims("--tg", a->tg, vars, p->launch.tg, &td, err);
+    if (st == KPROF_OK && gd != td)
+        st = kp_error_set(err, KPROF_INVALID, "--grid has %d dimension%s but --tg has %d", gd,
+                          gd == 1 ? "" : "s", td);
+    p->launch.dims = gd;
+    if (st == KPROF_OK &&
+        kp_expr_substitute(a->buffers, vars, &p->buffers, why, sizeof why) != 0)
+        st = kp_error_set(err, KPROF_INVALID, "--buffers: %s", why);
+    if (st == KPROF_OK) st = kp_bench_point_options(a, vars, &p->options, err);
+    const char *formulas[2] = {a->bytes_expr, a->flops_expr};
+    const char *names[2] = {"--bytes", "--flops"};
+    double *values[2] = {&p->bytes, &p->flops};
+    for (int f = 0; f < 2 && st == KPROF_OK; f++) {
+        if (!formulas[f]) continue;
+        double v = 0;
+        if (kp_expr_eval(formulas[f], vars, &v, why, sizeof why) != 0)
+            st = kp_error_set(err, KPROF_INVALID, "%s '%s': %s", names[f], formulas[f], why);
+        else if (v < 0 || v >= 18446744073709551616.0)
+            st = kp_error_set(err, KPROF_INVALID, "%s '%s' is %g at a point: %s", names[f],
+                              formulas[f], v, v < 0 ? "negative" : "too large");
+        *values[f] = v;
+    }
+    if (st != KPROF_OK) {
+        char vt[256];
+        kp_bench_vars_text(vars, vt, sizeof vt);
+        if (vt[0]) kp_error_append(err, " (at the point %s)", vt);
+        kp_bench_setup_free(p);
+    }
+    return st;
+}
+
+/* Every point's setup, before anything is measured: a mistake at the last point is found now,
+ * not after minutes of measuring. */
 static kprof_status kp_bench_check_points(const kp_bench_args *a, int npoints, kp_error *err)
 {
     for (int index = 0; index < npoints; index++) {
-        kp_vars vars;
-        kp_bench_point_vars(a, index, &vars);
-        uint64_t dims[3];
-        int gd = 0, td = 0;
-        kprof_status st = kp_bench_dims("--grid", a->grid, &vars, dims, &gd, err);
-        if (st == KPROF_OK) st = kp_bench_dims("--tg", a->tg, &vars, dims, &td, err);
-        if (st == KPROF_OK && gd != td)
-            st = kp_error_set(err, KPROF_INVALID, "--grid has %d dimension%s but --tg has %d",
-                              gd, gd == 1 ? "" : "s", td);
-        kp_str text = {0};
-        char why[256];
-        if (st == KPROF_OK && kp_expr_substitute(a->buffers, &vars, &text, why, sizeof why) != 0)
-            st = kp_error_set(err, KPROF_INVALID, "--buffers: %s", why);
-        kp_str_free(&text);
-        if (st == KPROF_OK) st = kp_bench_point_options(a, &vars, &text, err);
-        kp_str_free(&text);
-        const char *formulas[2] = {a->bytes_expr, a->flops_expr};
-        const char *names[2] = {"--bytes", "--flops"};
-        for (int f = 0; f < 2 && st == KPROF_OK; f++) {
-            double v = 0;
-            if (!formulas[f]) continue;
-            if (kp_expr_eval(formulas[f], &vars, &v, why, sizeof why) != 0)
-                st = kp_error_set(err, KPROF_INVALID, "%s '%s': %s", names[f], formulas[f], why);
-            else if (v < 0 || v >= 18446744073709551616.0)
-                st = kp_error_set(err, KPROF_INVALID, "%s '%s' is %g at a point: %s", names[f],
-                                  formulas[f], v, v < 0 ? "negative" : "too large");
-        }
-        if (st != KPROF_OK) {
-            char vt[256];
-            kp_bench_vars_text(&vars, vt, sizeof vt);
-            if (vt[0]) kp_error_append(err, " (at the point %s)", vt);
-            return st;
-        }
+        kp_bench_setup p;
+        kprof_status st = kp_bench_point_setup(a, index, &p, err);
+        if (st != KPROF_OK) return st;
+        kp_bench_setup_free(&p);
     }
     return KPROF_OK;
 }
@@ -516,24 +544,12 @@ static kprof_status kp_bench_check_points(const kp_bench_args *a, int npoints, k
 static kprof_status kp_bench_point(kp_bench_run *r, int index, kp_error *err)
 {
     kp_bench_args *a = r->a;
-    kp_vars vars;
-    kp_bench_point_vars(a, index, &vars);
-    kp_launch launch = a->launch;
-    int gd = 0, td = 0;
-    kprof_status st = kp_bench_dims("--grid", a->grid, &vars, launch.grid, &gd, err);
-    if (st == KPROF_OK) st = kp_bench_dims("--tg", a->tg, &vars, launch.tg, &td, err);
+    kp_bench_setup p;
+    kprof_status st = kp_bench_point_setup(a, index, &p, err);
     if (st != KPROF_OK) return st;
-    if (gd != td)
-        return kp_error_set(err, KPROF_INVALID, "--grid has %d dimension%s but --tg has %d", gd,
-                            gd == 1 ? "" : "s", td);
-    launch.dims = gd;
-    kp_str buffers = {0}, options = {0};
-    char why[256];
-    if (kp_expr_substitute(a->buffers, &vars, &buffers, why, sizeof why) != 0) {
-        kp_str_free(&buffers);
-        return kp_error_set(err, KPROF_INVALID, "--buffers: %s", why);
-    }
-    st = kp_bench_point_options(a, &vars, &options, err);
+    const kp_vars *vars = &p.vars;
+    const kp_launch launch = p.launch;
+    const kp_str buffers = p.buffers, options = p.options;
     if (index == 0) {
         kp_strlcpy(r->first_options, options.data ? options.data : "", sizeof r->first_options);
         kp_strlcpy(r->first_buffers, buffers.data ? buffers.data : "", sizeof r->first_buffers);
@@ -588,7 +604,7 @@ static kprof_status kp_bench_point(kp_bench_run *r, int index, kp_error *err)
         if ((cold && !a->cold) || (!cold && !a->hot)) continue;
         kp_bench_row *row = &r->rows[r->nrows];
         memset(row, 0, sizeof *row);
-        row->vars = vars;
+        row->vars = *vars;
         row->cold = cold;
         row->launch = launch;
         row->nsides = nsides;
@@ -600,7 +616,7 @@ static kprof_status kp_bench_point(kp_bench_run *r, int index, kp_error *err)
         }
         r->nrows++;
         char vt[256];
-        kp_bench_vars_text(&vars, vt, sizeof vt);
+        kp_bench_vars_text(vars, vt, sizeof vt);
         char phase[512];
         snprintf(phase, sizeof phase, "%s%s%s %s", r->entry_name[0], vt[0] ? " " : "", vt,
                  cold ? "cold" : "hot");
@@ -617,21 +633,9 @@ static kprof_status kp_bench_point(kp_bench_run *r, int index, kp_error *err)
             kp_run_abandon(err);
         }
         if (st != KPROF_OK) break;
-        const kp_lab_info *info = kp_lab_get_info(labs[0]);
-        if (a->bytes_expr) {
-            double b = 0;
-            if (kp_expr_eval(a->bytes_expr, &vars, &b, why, sizeof why) != 0 || b < 0 ||
-                b >= 18446744073709551616.0)
-                st = kp_error_set(err, KPROF_INVALID, "--bytes '%s': %s", a->bytes_expr,
-                                  b < 0 ? "negative" : b > 0 ? "too large" : why);
-            row->bytes = (uint64_t)b;
-        } else {
-            row->bytes = info->buffer_bytes;
-            row->bytes_assumed = 1;
-        }
-        if (st == KPROF_OK && a->flops_expr &&
-            kp_expr_eval(a->flops_expr, &vars, &row->flops, why, sizeof why) != 0)
-            st = kp_error_set(err, KPROF_INVALID, "--flops '%s': %s", a->flops_expr, why);
+        row->bytes = a->bytes_expr ? (uint64_t)p.bytes : kp_lab_get_info(labs[0])->buffer_bytes;
+        row->bytes_assumed = !a->bytes_expr;
+        row->flops = p.flops;
     }
     /* Nothing a session measured stands until it released its device cleanly (lab.h). */
     for (int s = 0; s < nsides; s++) {
@@ -642,8 +646,7 @@ static kprof_status kp_bench_point(kp_bench_run *r, int index, kp_error *err)
     for (int i = 0; i < r->nrows; i++)
         for (int s = 0; s < 2; s++)
             r->rows[i].side[s].lab = NULL;
-    kp_str_free(&buffers);
-    kp_str_free(&options);
+    kp_bench_setup_free(&p);
     return st;
 }
 
