@@ -37,7 +37,7 @@ static int kp_git_env_dropped(const char *entry)
 static const char *const kp_git_safe[] = {
     "-c", "core.fsmonitor=", "-c", "core.untrackedCache=false", "-c", "core.hooksPath=/dev/null",
 };
-#define KP_GIT_NSAFE (sizeof kp_git_safe / sizeof kp_git_safe[0])
+#define KP_GIT_NSAFE   (sizeof kp_git_safe / sizeof kp_git_safe[0])
 #define KP_GIT_MAXARGS 16
 
 /* Run git with args (NULL-terminated, after "git" and kp_git_safe), its stdout into out (at most
@@ -146,7 +146,20 @@ done:
     return rc;
 }
 
-int kp_git_head(const char *dir, char *commit, size_t n)
+/* The folder holding the file at path: "." for a bare name, "/" for one in the root. */
+static void kp_git_dir_of(const char *path, char *dir, size_t n)
+{
+    snprintf(dir, n, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, n, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+}
+
+static int kp_git_head_in(const char *dir, char *commit, size_t n)
 {
     if (n) commit[0] = '\0';
     char head[256];
@@ -161,22 +174,22 @@ int kp_git_head(const char *dir, char *commit, size_t n)
     return 0;
 }
 
+int kp_git_head_of(const char *path, char *commit, size_t n)
+{
+    char dir[4096];
+    kp_git_dir_of(path, dir, sizeof dir);
+    return kp_git_head_in(dir, commit, n);
+}
+
 void kp_git_state_of(const char *path, kp_git_state *out)
 {
     memset(out, 0, sizeof *out);
     out->dirty = -1;
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
+    kp_git_dir_of(path, dir, sizeof dir);
 
     char head[sizeof out->commit];
-    if (kp_git_head(dir, head, sizeof head) != 0) return;
+    if (kp_git_head_in(dir, head, sizeof head) != 0) return;
     /* Any line of output is a change; only whether there is one matters, so the rest of a
      * long listing is read and dropped. */
     char changes[2];

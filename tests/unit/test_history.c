@@ -59,7 +59,9 @@ static char *read_all(const char *path, size_t *len)
     return data;
 }
 
-/* The store kprof 0.1 wrote: the ceilings table of schema 1, with one device's ceiling. */
+/* The store kprof 0.1 wrote: the ceilings table of schema 1, with one device's ceiling. Spelled
+ * out here rather than taken from store.c on purpose: it pins the file an old kprof left on
+ * disk, so that a change to store.c's copy of schema 1 cannot pass unnoticed. */
 static const char v1_store[] =
     "CREATE TABLE IF NOT EXISTS ceilings ("
     "  device_key TEXT PRIMARY KEY,"

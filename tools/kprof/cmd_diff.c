@@ -327,6 +327,15 @@ static int kp_diff_status_is_change(kp_diff_status s)
     return s == KP_DIFF_SLOWER || s == KP_DIFF_FASTER || s == KP_DIFF_ONLY_A || s == KP_DIFF_ONLY_B;
 }
 
+/* The changes among the counts of each status. */
+static size_t kp_diff_changes(const size_t counts[KP_DIFF_STATUS_COUNT])
+{
+    size_t changes = 0;
+    for (int s = 0; s < KP_DIFF_STATUS_COUNT; s++)
+        if (kp_diff_status_is_change((kp_diff_status)s)) changes += counts[s];
+    return changes;
+}
+
 typedef struct kp_diff_row {
     int table;
     kp_event_kind kind;
@@ -581,6 +590,22 @@ static void kp_diff_print_window(const char *window, const kp_diff_trace *t,
     }
 }
 
+/* The closing line of either diff: how many rows or points have each status (instances: a
+ * trace diff, whose rows are counted in instances). */
+static void kp_diff_print_summary(const size_t c[KP_DIFF_STATUS_COUNT], int instances)
+{
+    FILE *o = stdout;
+    size_t changes = kp_diff_changes(c);
+    printf("\n%s%zu difference%s%s: %zu slower, %zu faster, %zu only in A, %zu only in B; %zu "
+           "unsure, %zu the same, %zu with n too small",
+           kp_text_bold(o), changes, changes == 1 ? "" : "s", kp_text_reset(o), c[KP_DIFF_SLOWER],
+           c[KP_DIFF_FASTER], c[KP_DIFF_ONLY_A], c[KP_DIFF_ONLY_B], c[KP_DIFF_UNSURE],
+           c[KP_DIFF_SAME], c[KP_DIFF_TOO_FEW]);
+    if (instances) printf(" (< %d instances in A or B)", KP_DIFF_MIN_INSTANCES);
+    if (c[KP_DIFF_NO_VERDICT]) printf(", %zu with a median of 0", c[KP_DIFF_NO_VERDICT]);
+    printf("\n");
+}
+
 static void kp_diff_print_traces(const kp_diff_traces *d, const kp_diff_args *args)
 {
     FILE *o = stdout;
@@ -601,15 +626,7 @@ static void kp_diff_print_traces(const kp_diff_traces *d, const kp_diff_args *ar
         v[s] = &d->t[s].v.active;
     }
     kp_diff_print_window("the active window", d->t, in, v);
-    const size_t *c = d->counts;
-    size_t changes = c[KP_DIFF_SLOWER] + c[KP_DIFF_FASTER] + c[KP_DIFF_ONLY_A] + c[KP_DIFF_ONLY_B];
-    printf("\n%s%zu difference%s%s: %zu slower, %zu faster, %zu only in A, %zu only in B; %zu "
-           "unsure, %zu the same, %zu with n too small (< %d instances in A or B)",
-           kp_text_bold(o), changes, changes == 1 ? "" : "s", kp_text_reset(o), c[KP_DIFF_SLOWER],
-           c[KP_DIFF_FASTER], c[KP_DIFF_ONLY_A], c[KP_DIFF_ONLY_B], c[KP_DIFF_UNSURE],
-           c[KP_DIFF_SAME], c[KP_DIFF_TOO_FEW], KP_DIFF_MIN_INSTANCES);
-    if (c[KP_DIFF_NO_VERDICT]) printf(", %zu with a median of 0", c[KP_DIFF_NO_VERDICT]);
-    printf("\n");
+    kp_diff_print_summary(d->counts, 1);
     for (size_t r = 0; r < d->nrows; r++) {
         const kp_diff_row *row = &d->rows[r];
         if (row->gate)
@@ -620,6 +637,15 @@ static void kp_diff_print_traces(const kp_diff_traces *d, const kp_diff_args *ar
 }
 
 /* ---- two traces: JSON ------------------------------------------------------------------- */
+
+/* An estimate's interval as [lo, hi]. */
+static void kp_diff_json_ci(kp_json *j, const char *key, const kp_estimate *e)
+{
+    kp_json_array_begin(j, key);
+    kp_json_double(j, NULL, e->lo);
+    kp_json_double(j, NULL, e->hi);
+    kp_json_array_end(j);
+}
 
 static void kp_diff_json_side(kp_json *j, const char *key, const kp_diff_key *k)
 {
@@ -669,10 +695,7 @@ static void kp_diff_json_row(kp_json *j, const kp_diff_row *row, const kp_diff_a
     if (row->status <= KP_DIFF_SAME) {
         kp_json_object_begin(j, "comparison");
         kp_json_double(j, "ratio", row->ratio.value);
-        kp_json_array_begin(j, "ci");
-        kp_json_double(j, NULL, row->ratio.lo);
-        kp_json_double(j, NULL, row->ratio.hi);
-        kp_json_array_end(j);
+        kp_diff_json_ci(j, "ci", &row->ratio);
         kp_json_double(j, "level", 0.95);
         kp_json_int(j, "resamples", row->resamples);
         kp_json_string(j, "verdict", kp_diff_status_text[row->status]);
@@ -725,13 +748,10 @@ static void kp_diff_json_trace(kp_json *j, const char *key, const kp_diff_trace 
 
 static void kp_diff_json_summary(kp_json *j, const size_t counts[KP_DIFF_STATUS_COUNT])
 {
-    size_t changes = 0;
     kp_json_object_begin(j, "summary");
-    for (int s = 0; s < KP_DIFF_STATUS_COUNT; s++) {
+    for (int s = 0; s < KP_DIFF_STATUS_COUNT; s++)
         kp_json_uint(j, kp_diff_status_key[s], counts[s]);
-        if (kp_diff_status_is_change((kp_diff_status)s)) changes += counts[s];
-    }
-    kp_json_uint(j, "differences", changes);
+    kp_json_uint(j, "differences", kp_diff_changes(counts));
     kp_json_object_end(j);
 }
 
@@ -777,6 +797,29 @@ static void kp_diff_json_traces(kp_str *out, const kp_diff_traces *d, const kp_d
     kp_str_append(out, "\n");
 }
 
+/* Print the JSON a diff wrote into s, and free it. */
+static kprof_status kp_diff_put(kp_str *s, kp_error *err)
+{
+    kprof_status st = KPROF_OK;
+    if (s->failed)
+        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+    else
+        fputs(s->data, stdout);
+    kp_str_free(s);
+    return st;
+}
+
+/* The exit code of a diff: its error's, or 5 when the gate failed. */
+static int kp_diff_exit(kprof_status st, kp_error *err, int gate)
+{
+    if (st != KPROF_OK) {
+        int rc = kp_cli_fail(err);
+        kp_error_clear(err);
+        return rc;
+    }
+    return gate ? 5 : 0;
+}
+
 static int kp_diff_two_traces(const kp_diff_args *args)
 {
     kp_diff_traces d;
@@ -791,11 +834,7 @@ static int kp_diff_two_traces(const kp_diff_args *args)
     if (st == KPROF_OK && args->json) {
         kp_str s = {0};
         kp_diff_json_traces(&s, &d, args);
-        if (s.failed)
-            st = kp_error_set(&err, KPROF_NOMEM, "out of memory");
-        else
-            fputs(s.data, stdout);
-        kp_str_free(&s);
+        st = kp_diff_put(&s, &err);
     } else if (st == KPROF_OK) {
         kp_diff_print_traces(&d, args);
     }
@@ -803,35 +842,17 @@ static int kp_diff_two_traces(const kp_diff_args *args)
     free(d.rows);
     kp_diff_trace_free(&d.t[0]);
     kp_diff_trace_free(&d.t[1]);
-    if (st != KPROF_OK) {
-        int rc = kp_cli_fail(&err);
-        kp_error_clear(&err);
-        return rc;
-    }
-    return gate ? 5 : 0;
+    return kp_diff_exit(st, &err, gate);
 }
 
 /* ---- two results: the numbers ------------------------------------------------------------ */
-
-/* What a history run says of itself (store/history.h's kp_history_run), as far as diff shows
- * it: the fields that tell two runs apart. */
-typedef struct kp_diff_run {
-    int64_t id;
-    char kind[8];
-    int64_t at;
-    char device[256], backend[16], driver[128], kprof_version[32];
-    char kernel[256], target[1024], source_hash[17];
-    char options[1024], grid[64], tg[64], buffers[1024];
-    char git_commit[65];
-    int git_dirty; /* -1: no work tree */
-} kp_diff_run;
 
 /* One input of a result diff: a bench.json, or a history run (its samples as one point). */
 typedef struct kp_diff_result {
     const char *arg;
     kp_bench_file *file; /* a bench.json */
     int history;         /* a history run: run, samples */
-    kp_diff_run run;
+    kp_history_run run;
     double *samples; /* ms, heap */
     size_t nsamples;
 } kp_diff_result;
@@ -839,35 +860,14 @@ typedef struct kp_diff_result {
 /* A history run and its samples (store/history.h). */
 static kprof_status kp_diff_history_load(kp_diff_result *r, kp_error *err)
 {
-    kp_history_run run;
-    memset(&run, 0, sizeof run);
-    kprof_status st = kp_history_get(r->arg, &run, &r->samples, &r->nsamples, NULL, err);
+    kprof_status st = kp_history_get(r->arg, &r->run, &r->samples, &r->nsamples, NULL, err);
     if (st != KPROF_OK) return st;
     r->history = 1;
-    kp_diff_run *d = &r->run;
-    d->id = run.id;
-    d->at = run.at;
-    d->git_dirty = run.git_dirty;
-#define KP_DIFF_COPY_(field) kp_strlcpy(d->field, run.field, sizeof d->field)
-    KP_DIFF_COPY_(kind);
-    KP_DIFF_COPY_(device);
-    KP_DIFF_COPY_(backend);
-    KP_DIFF_COPY_(driver);
-    KP_DIFF_COPY_(kprof_version);
-    KP_DIFF_COPY_(kernel);
-    KP_DIFF_COPY_(target);
-    KP_DIFF_COPY_(source_hash);
-    KP_DIFF_COPY_(options);
-    KP_DIFF_COPY_(grid);
-    KP_DIFF_COPY_(tg);
-    KP_DIFF_COPY_(buffers);
-    KP_DIFF_COPY_(git_commit);
-#undef KP_DIFF_COPY_
     if (r->nsamples == 0)
         return kp_error_set(err, KPROF_INVALID,
                             "history run %s (%lld) kept no samples: nothing "
                             "to compare",
-                            r->arg, (long long)run.id);
+                            r->arg, (long long)r->run.id);
     return KPROF_OK;
 }
 
@@ -998,7 +998,8 @@ typedef struct kp_diff_run_field {
     const char *a, *b;
 } kp_diff_run_field;
 
-static int kp_diff_run_fields(const kp_diff_run *a, const kp_diff_run *b, kp_diff_run_field *out)
+static int kp_diff_run_fields(const kp_history_run *a, const kp_history_run *b,
+                              kp_diff_run_field *out)
 {
     int n = 0;
 #define KP_DIFF_FIELD_(name)                                                                       \
@@ -1101,13 +1102,7 @@ static void kp_diff_print_results(const kp_diff_results *d, const kp_diff_args *
                    p->point[0] ? p->point : "the point", 100 * args->fail_if_slower,
                    kp_text_reset(o));
     }
-    const size_t *c = d->counts;
-    size_t changes = c[KP_DIFF_SLOWER] + c[KP_DIFF_FASTER] + c[KP_DIFF_ONLY_A] + c[KP_DIFF_ONLY_B];
-    printf("\n%s%zu difference%s%s: %zu slower, %zu faster, %zu only in A, %zu only in B; %zu "
-           "unsure, %zu the same, %zu with n too small\n",
-           kp_text_bold(o), changes, changes == 1 ? "" : "s", kp_text_reset(o), c[KP_DIFF_SLOWER],
-           c[KP_DIFF_FASTER], c[KP_DIFF_ONLY_A], c[KP_DIFF_ONLY_B], c[KP_DIFF_UNSURE],
-           c[KP_DIFF_SAME], c[KP_DIFF_TOO_FEW]);
+    kp_diff_print_summary(d->counts, 0);
 }
 
 static void kp_diff_json_result(kp_json *j, const char *key, const kp_diff_result *r)
@@ -1117,7 +1112,7 @@ static void kp_diff_json_result(kp_json *j, const char *key, const kp_diff_resul
     kp_json_string(j, r->history ? "ref" : "path", r->arg);
     kp_json_string(j, "device", kp_diff_result_device(r));
     if (r->history) {
-        const kp_diff_run *run = &r->run;
+        const kp_history_run *run = &r->run;
         kp_json_int(j, "id", run->id);
         kp_json_string(j, "kind", run->kind);
         kp_json_int(j, "at", run->at);
@@ -1151,10 +1146,7 @@ static void kp_diff_json_point_side(kp_json *j, const char *key, const kp_diff_p
     const kp_bench_side *sd = &p->side[s];
     kp_json_object_begin(j, key);
     kp_json_double(j, "median_ms", sd->median.value);
-    kp_json_array_begin(j, "ci_ms");
-    kp_json_double(j, NULL, sd->median.lo);
-    kp_json_double(j, NULL, sd->median.hi);
-    kp_json_array_end(j);
+    kp_diff_json_ci(j, "ci_ms", &sd->median);
     kp_json_double(j, "min_ms", sd->stats.min);
     kp_json_uint(j, "samples", sd->n);
     kp_json_object_end(j);
@@ -1197,18 +1189,12 @@ static void kp_diff_json_results(kp_str *out, const kp_diff_results *d, const kp
             const kp_bench_outcome *o = &p->outcome;
             kp_json_object_begin(&j, "comparison");
             kp_json_double(&j, "ratio", o->ratio.value);
-            kp_json_array_begin(&j, "ci");
-            kp_json_double(&j, NULL, o->ratio.lo);
-            kp_json_double(&j, NULL, o->ratio.hi);
-            kp_json_array_end(&j);
+            kp_diff_json_ci(&j, "ci", &o->ratio);
             kp_json_bool(&j, "paired", o->paired);
             kp_json_string(&j, "time_verdict", kp_compare_verdict_name(o->verdict));
             if (o->have_cycles) {
                 kp_json_double(&j, "cycles_ratio", o->cycles_ratio.value);
-                kp_json_array_begin(&j, "cycles_ci");
-                kp_json_double(&j, NULL, o->cycles_ratio.lo);
-                kp_json_double(&j, NULL, o->cycles_ratio.hi);
-                kp_json_array_end(&j);
+                kp_diff_json_ci(&j, "cycles_ci", &o->cycles_ratio);
                 kp_json_string(&j, "cycles_verdict", kp_compare_verdict_name(o->cycles_verdict));
             } else {
                 kp_json_null(&j, "cycles_ratio");
@@ -1252,11 +1238,7 @@ static int kp_diff_two_results(const kp_diff_args *args)
     if (st == KPROF_OK && args->json) {
         kp_str s = {0};
         kp_diff_json_results(&s, &d, args);
-        if (s.failed)
-            st = kp_error_set(&err, KPROF_NOMEM, "out of memory");
-        else
-            fputs(s.data, stdout);
-        kp_str_free(&s);
+        st = kp_diff_put(&s, &err);
     } else if (st == KPROF_OK) {
         kp_diff_print_results(&d, args);
     }
@@ -1267,12 +1249,7 @@ static int kp_diff_two_results(const kp_diff_args *args)
     free(d.points);
     kp_diff_result_free(&d.r[0]);
     kp_diff_result_free(&d.r[1]);
-    if (st != KPROF_OK) {
-        int rc = kp_cli_fail(&err);
-        kp_error_clear(&err);
-        return rc;
-    }
-    return gate ? 5 : 0;
+    return kp_diff_exit(st, &err, gate);
 }
 
 /* ---- the command -------------------------------------------------------------------------- */
@@ -1311,7 +1288,7 @@ int kp_cmd_diff(int argc, char **argv)
             break;
         case 'X':
             if ((rc = kp_cli_parse_percent("diff", "--fail-if-slower", optarg, 0, 1000,
-                                            &a.fail_if_slower)) != 0)
+                                           &a.fail_if_slower)) != 0)
                 return rc;
             break;
         case 'j':
@@ -1343,11 +1320,7 @@ int kp_cmd_diff(int argc, char **argv)
     for (int s = 0; s < 2; s++) {
         a.in[s] = argv[optind + s];
         kprof_status st = kp_diff_input_kind(a.in[s], &a.kind[s], &err);
-        if (st != KPROF_OK) {
-            rc = kp_cli_fail(&err);
-            kp_error_clear(&err);
-            return rc;
-        }
+        if (st != KPROF_OK) return kp_diff_exit(st, &err, 0);
     }
     int traces = (a.kind[0] == KP_DIFF_TRACE) + (a.kind[1] == KP_DIFF_TRACE);
     if (traces == 1)

@@ -581,15 +581,9 @@ static kprof_status kp_notes_from_file(const char *path, const char *kernel, kp_
     char real[PATH_MAX];
     note->made_from = strdup(realpath(path, real) ? real : path);
     if (!note->made_from) return kp_error_set(err, KPROF_NOMEM, "out of memory");
-    char dir[PATH_MAX];
-    kp_strlcpy(dir, note->made_from, sizeof dir);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *(slash == dir ? slash + 1 : slash) = '\0';
-    else
-        kp_strlcpy(dir, ".", sizeof dir);
     char commit[65];
-    if (kp_git_head(dir, commit, sizeof commit) == 0) { /* none: a note without a commit */
+    /* none: a note without a commit */
+    if (kp_git_head_of(note->made_from, commit, sizeof commit) == 0) {
         note->git_commit = strdup(commit);
         if (!note->git_commit) return kp_error_set(err, KPROF_NOMEM, "out of memory");
     }
