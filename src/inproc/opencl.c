@@ -55,12 +55,9 @@ static int kp_cl_library(char out[PATH_MAX])
 
 const char *kp_inproc_opencl_unavailable(void)
 {
-    static char why[PATH_MAX + 200];
     if (kp_cl_library(kp_cl.library) == 0) return NULL;
-    snprintf(why, sizeof why,
-             "libkprof-inject.so (the OpenCL layer) is not beside libkprof: set "
-             "KPROF_INJECT_LIBRARY to its path");
-    return why;
+    return "libkprof-inject.so (the OpenCL layer) is not beside libkprof: set "
+           "KPROF_INJECT_LIBRARY to its path";
 }
 
 /* The inject library, when something (a session of ours, or `kprof trace`) loaded it. */

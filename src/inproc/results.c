@@ -28,6 +28,16 @@
 
 #define KP_RESULT_LABEL "the in-process session" /* how the views and exports name the trace */
 
+/* include/kprof.h keeps its own copies of core's lists (a public header includes nothing of
+ * src/): kprof_group is kp_aggregation_group, value for value, and every kprof_format but the
+ * trace is one of export/export.h's (kprof_result_write's table). */
+_Static_assert((int)KPROF_BY_NAME == (int)KP_AGGREGATION_GROUP_NAME &&
+                   (int)KPROF_BY_PATH == (int)KP_AGGREGATION_GROUP_PATH &&
+                   (int)KPROF_GROUP_COUNT_ == (int)KP_AGGREGATION_GROUP_COUNT,
+               "kprof_group and kp_aggregation_group differ");
+_Static_assert((int)KPROF_FORMAT_COUNT_ == 1 + (int)KP_EXPORT_FORMAT_COUNT,
+               "a kprof_format without its export, or an export without its kprof_format");
+
 struct kprof_result {
     char dir[PATH_MAX];
     char trace[PATH_MAX + 64];
@@ -148,23 +158,30 @@ kprof_status kprof_result_summary(const kprof_result *r, kprof_summary *out)
 
 /* ---- key averages and the tree --------------------------------------------------------------- */
 
+/* How the table getters begin: *n zeroed; 1 to go on, or 0 (kprof_last_error says `why`) for a
+ * NULL result or n, or an argument the caller found wrong (ok 0). */
+static int kp_result_table_args(const char *fn, const kprof_result *r, size_t *n, int ok,
+                                const char *why)
+{
+    if (n) *n = 0;
+    if (r && n && ok) return 1;
+    kp_inproc_fail(fn, KPROF_INVALID, why);
+    return 0;
+}
+
 const kprof_row *kprof_result_key_averages(kprof_result *r, kprof_group by, size_t *n)
 {
     static const char fn[] = "kprof_result_key_averages";
-    if (n) *n = 0;
-    if (!r || !n || (unsigned)by >= KPROF_GROUP_COUNT_) {
-        kp_inproc_fail(fn, KPROF_INVALID, "result or n is NULL, or `by` is no kprof_group");
+    if (!kp_result_table_args(fn, r, n, (unsigned)by < KPROF_GROUP_COUNT_,
+                              "result or n is NULL, or `by` is no kprof_group"))
         return NULL;
-    }
     if (r->rows[by]) {
         *n = r->nrows[by];
         return r->rows[by];
     }
     kp_aggregation_row *rows = NULL;
     size_t count = 0;
-    kp_aggregation_group group =
-        by == KPROF_BY_PATH ? KP_AGGREGATION_GROUP_PATH : KP_AGGREGATION_GROUP_NAME;
-    if (kp_aggregation_rows(r->agg, group, &rows, &count) != 0) goto nomem;
+    if (kp_aggregation_rows(r->agg, (kp_aggregation_group)by, &rows, &count) != 0) goto nomem;
     if (count == 0) return NULL;
     kp_aggregation_select(rows, count, KP_AGGREGATION_SORT_TOTAL, 0);
     kprof_row *out = calloc(count, sizeof *out);
@@ -208,11 +225,7 @@ nomem:
 const kprof_node *kprof_result_tree(kprof_result *r, size_t *n)
 {
     static const char fn[] = "kprof_result_tree";
-    if (n) *n = 0;
-    if (!r || !n) {
-        kp_inproc_fail(fn, KPROF_INVALID, "result or n is NULL");
-        return NULL;
-    }
+    if (!kp_result_table_args(fn, r, n, 1, "result or n is NULL")) return NULL;
     if (r->nodes) {
         *n = r->nnodes;
         return r->nodes;
@@ -221,26 +234,24 @@ const kprof_node *kprof_result_tree(kprof_result *r, size_t *n)
     kprof_node *nodes = calloc(count, sizeof *nodes);
     uint32_t *order = malloc(count * sizeof *order); /* preorder: our index -> node id */
     size_t *index = malloc(count * sizeof *index);   /* node id -> our index */
-    uint32_t *stack = malloc((count + 1) * sizeof *stack);
-    if (!nodes || !order || !index || !stack) goto nomem;
-    if (kp_aggregation_order(r->agg, KP_AGGREGATION_SORT_TOTAL) != 0) goto nomem;
-    /* Depth first, children in order, so a parent comes before its children. */
-    size_t used = 0, depth = 0;
-    stack[depth++] = 0;
-    while (depth) {
-        uint32_t id = stack[--depth];
+    if (!nodes || !order || !index) goto nomem;
+    /* Depth first, children in the order kp_aggregation_finish gave them (largest total first;
+     * nothing here orders them otherwise), so a parent comes before its children: down to the
+     * first child, else on to the next sibling of the nearest node that has one. */
+    size_t used = 0;
+    uint32_t id = 0;
+    for (;;) {
+        const kp_aggregation_node *a = kp_aggregation_get_node(r->agg, id);
         index[id] = used;
         order[used++] = id;
-        /* Push the children last first, so the first comes out first. */
-        size_t mark = depth;
-        for (uint32_t c = kp_aggregation_get_node(r->agg, id)->first_child; c;
-             c = kp_aggregation_get_node(r->agg, c)->next_sibling)
-            stack[depth++] = c;
-        for (size_t i = mark, j = depth; j > i + 1; i++, j--) {
-            uint32_t t = stack[i];
-            stack[i] = stack[j - 1];
-            stack[j - 1] = t;
+        if (a->first_child) {
+            id = a->first_child;
+            continue;
         }
+        while (id && !kp_aggregation_get_node(r->agg, id)->next_sibling)
+            id = kp_aggregation_get_node(r->agg, id)->parent;
+        if (!id) break;
+        id = kp_aggregation_get_node(r->agg, id)->next_sibling;
     }
     for (size_t i = 0; i < used; i++) {
         const kp_aggregation_node *a = kp_aggregation_get_node(r->agg, order[i]);
@@ -272,7 +283,6 @@ const kprof_node *kprof_result_tree(kprof_result *r, size_t *n)
     }
     free(order);
     free(index);
-    free(stack);
     r->nodes = nodes;
     r->nnodes = used;
     *n = used;
@@ -281,7 +291,6 @@ nomem:
     free(nodes);
     free(order);
     free(index);
-    free(stack);
     kp_inproc_fail(fn, KPROF_NOMEM, "out of memory");
     return NULL;
 }
@@ -421,11 +430,7 @@ static int kp_dist_cmp(const void *pa, const void *pb)
 const kprof_distribution *kprof_result_distributions(kprof_result *r, size_t *n)
 {
     static const char fn[] = "kprof_result_distributions";
-    if (n) *n = 0;
-    if (!r || !n) {
-        kp_inproc_fail(fn, KPROF_INVALID, "result or n is NULL");
-        return NULL;
-    }
+    if (!kp_result_table_args(fn, r, n, 1, "result or n is NULL")) return NULL;
     if (r->dists_made) {
         *n = r->ndists;
         return r->dists;

@@ -530,7 +530,7 @@ kprof_status kprof_start(const kprof_options *options)
 
 int kprof_recording(void)
 {
-    return __atomic_load_n(&kprof_scopes_on_, __ATOMIC_RELAXED) != 0;
+    return KPROF_RECORDING_() != 0;
 }
 
 /* ---- stop ------------------------------------------------------------------------------------ */
@@ -660,18 +660,15 @@ static void kp_at_exit(void)
     kprof_result *r = NULL;
     pthread_mutex_lock(&kp_session_lock);
     kp_session *s = kp_current;
-    if (!s || !s->autostarted) {
-        if (s) kp_session_end(s, NULL, &err);
-        kp_current = NULL;
-        kp_session_free(s);
-        pthread_mutex_unlock(&kp_session_lock);
-        kp_error_clear(&err);
-        return;
-    }
-    kprof_status st = kp_session_end(s, &r, &err);
+    int save = s && s->autostarted;
+    kprof_status st = s ? kp_session_end(s, save ? &r : NULL, &err) : KPROF_OK;
     kp_current = NULL;
     kp_session_free(s);
     pthread_mutex_unlock(&kp_session_lock);
+    if (!save) {
+        kp_error_clear(&err);
+        return;
+    }
     if (st != KPROF_OK) {
         fprintf(stderr, "kprof: error: KPROF=1: %s\n", err.message);
         kp_error_clear(&err);
