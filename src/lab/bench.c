@@ -195,6 +195,13 @@ kprof_status kp_bench_compare(const kp_bench_side *a, const kp_bench_side *b, in
     return KPROF_OK;
 }
 
+int kp_bench_outcome_fails(const kp_bench_outcome *o, double fail_if_slower)
+{
+    if (kp_compare_verdict_of(&o->ratio, fail_if_slower) != KP_COMPARE_SLOWER) return 0;
+    return !o->have_cycles ||
+           kp_compare_verdict_of(&o->cycles_ratio, fail_if_slower) == KP_COMPARE_SLOWER;
+}
+
 static double kp_bench_sum(const double *v, int n)
 {
     double s = 0;

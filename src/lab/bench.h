@@ -123,6 +123,10 @@ typedef struct kp_bench_outcome {
     kp_compare_verdict final_verdict; /* verdict, or UNSURE when cycles do not confirm it */
 } kp_bench_outcome;
 
+/* The CI gate of --fail-if-slower P (fraction): B is slower than A by more than P — the time's
+ * interval wholly above 1 + P, and the cycles' too where clocks were read. */
+int kp_bench_outcome_fails(const kp_bench_outcome *o, double fail_if_slower);
+
 /* Called after each check: the sides, the samples so far of the first, the noise now. */
 typedef void (*kp_bench_progress_fn)(void *user, const kp_bench_side *sides, int nsides,
                                      double noise, double elapsed_s);

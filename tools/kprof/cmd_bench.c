@@ -700,11 +700,7 @@ static void kp_bench_gate(kp_bench_run *r)
         kp_bench_row *row = &r->rows[i];
         const kp_bench_outcome *o = kp_bench_row_comparison(row);
         if (!o) continue;
-        int slower = kp_compare_verdict_of(&o->ratio, r->a->fail_if_slower) == KP_COMPARE_SLOWER;
-        if (slower && o->have_cycles &&
-            kp_compare_verdict_of(&o->cycles_ratio, r->a->fail_if_slower) != KP_COMPARE_SLOWER)
-            slower = 0;
-        row->slower_gate = slower;
+        row->slower_gate = kp_bench_outcome_fails(o, r->a->fail_if_slower);
     }
 }
 

@@ -933,16 +933,8 @@ static kprof_status kp_diff_point_judge(kp_diff_point *p, const kp_diff_args *ar
     kprof_status st = kp_bench_compare(&p->side[0], &p->side[1], 0, &cfg, &p->outcome, err);
     if (st != KPROF_OK) return st;
     p->status = kp_diff_status_of_verdict(p->outcome.final_verdict);
-    if (args->fail_if_slower >= 0) {
-        /* As kprof bench's gate: the time's interval wholly above 1 + P, and the cycles' too
-         * where clocks were read. */
-        const kp_bench_outcome *o = &p->outcome;
-        int slower = kp_compare_verdict_of(&o->ratio, args->fail_if_slower) == KP_COMPARE_SLOWER;
-        if (slower && o->have_cycles &&
-            kp_compare_verdict_of(&o->cycles_ratio, args->fail_if_slower) != KP_COMPARE_SLOWER)
-            slower = 0;
-        p->gate = slower;
-    }
+    if (args->fail_if_slower >= 0)
+        p->gate = kp_bench_outcome_fails(&p->outcome, args->fail_if_slower);
     return KPROF_OK;
 }
 
