@@ -164,6 +164,17 @@ kprof_status kp_session_save_run(const char *dir, const kp_trace_run *run, kp_er
         kp_str_printf(&s, "end_ns %llu\nexit_status %d\ncollectors %s\n",
                       (unsigned long long)run->end_ns, run->exit_status,
                       run->collectors ? run->collectors : "");
+    for (int i = 0; i < 2; i++) {
+        const kp_clock_pair *c = i ? &run->end_clock : &run->start_clock;
+        if (c->real_ns)
+            kp_str_printf(&s, "clock_%s %lld %lld %lld\n", i ? "end" : "start",
+                          (long long)c->mono_ns, (long long)c->real_ns,
+                          (long long)c->uncertainty_ns);
+    }
+    /* host and boot id: names without spaces or newlines (gethostname, the kernel's uuid) */
+    if (run->host && !strpbrk(run->host, " \r\n")) kp_str_printf(&s, "host %s\n", run->host);
+    if (run->boot_id && !strpbrk(run->boot_id, " \r\n"))
+        kp_str_printf(&s, "boot_id %s\n", run->boot_id);
     kp_str_append(&s, "command ");
     for (const char *p = run->command ? run->command : ""; *p; p++) {
         if (*p == '%' || *p == '\n' || *p == '\r')
@@ -179,6 +190,9 @@ kprof_status kp_session_save_run(const char *dir, const kp_trace_run *run, kp_er
     kp_str_free(&s);
     return st;
 }
+
+/* The host and boot id kp_session_load_run read (a CLI reads one run). */
+static char kp_loaded_host[256], kp_loaded_boot_id[64];
 
 kprof_status kp_session_load_run(const char *dir, kp_trace_run *run, char *buf, size_t n,
                                  kp_error *err)
@@ -210,6 +224,18 @@ kprof_status kp_session_load_run(const char *dir, kp_trace_run *run, char *buf, 
             run->end_ns = v;
         else if (strncmp(line, "exit_status ", 12) == 0)
             run->exit_status = atoi(line + 12);
+        else if (strncmp(line, "clock_start ", 12) == 0 || strncmp(line, "clock_end ", 10) == 0) {
+            long long mono, real, unc;
+            kp_clock_pair *c = line[6] == 's' ? &run->start_clock : &run->end_clock;
+            if (sscanf(strchr(line, ' ') + 1, "%lld %lld %lld", &mono, &real, &unc) == 3)
+                *c = (kp_clock_pair){mono, real, unc};
+        } else if (strncmp(line, "host ", 5) == 0) {
+            snprintf(kp_loaded_host, sizeof kp_loaded_host, "%s", line + 5);
+            run->host = kp_loaded_host;
+        } else if (strncmp(line, "boot_id ", 8) == 0) {
+            snprintf(kp_loaded_boot_id, sizeof kp_loaded_boot_id, "%s", line + 8);
+            run->boot_id = kp_loaded_boot_id;
+        }
         else if (strncmp(line, "command ", 8) == 0) {
             size_t o = 0;
             for (const char *p = line + 8; *p && o + 1 < n; p++) {

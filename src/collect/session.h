@@ -35,7 +35,8 @@ kprof_status kp_session_scratch(char *dir, size_t n, kp_error *err);
  * before the program starts, and the end, exit status and collectors once it has ended. */
 kprof_status kp_session_save_run(const char *dir, const kp_trace_run *run, kp_error *err);
 
-/* Read it back. command points into buf (of n bytes). A run whose end was never written (kprof
+/* Read it back. command points into buf (of n bytes); host and boot_id into this file's own
+ * storage, until the next call. A run whose end was never written (kprof
  * itself was killed) gets end_ns 0 and exit_status -1: the merge then takes the last record's
  * time. NOT_FOUND (with a clear message) when dir holds no run.txt: not a kprof folder. */
 kprof_status kp_session_load_run(const char *dir, kp_trace_run *run, char *buf, size_t n,

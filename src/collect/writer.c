@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "collect/writer.h"
+#include "core/job.h"
 #include "core/env.h"
 #include "core/util.h"
 
@@ -403,7 +404,12 @@ static uint64_t kp_writer_close_records(void)
         kp_rec d = {.kind = KP_REC_DROPPED, .start = kp_now_ns(), .bytes = lost};
         kp_writer_emit(&d);
     }
-    kp_rec r = {.kind = KP_REC_END, .start = kp_now_ns(), .tid = kp_writer_tid()};
+    kp_clock_pair pair = kp_clock_pair_now();
+    kp_rec r = {.kind = KP_REC_END,
+                .start = (uint64_t)pair.mono_ns,
+                .end = (uint64_t)pair.real_ns,
+                .bytes = (uint64_t)pair.uncertainty_ns,
+                .tid = kp_writer_tid()};
     kp_writer_emit(&r);
     return r.start;
 }
@@ -577,26 +583,61 @@ int kp_writer_start_in(const char *dir, const char *collector, unsigned flags)
         return -1;
     }
     /* The header goes first, written here and now, with the command line's string after it: a
-     * file that stays empty tells the merge that this process could not record at all. */
+     * file that stays empty tells the merge that this process could not record at all. Then
+     * where the process stands in a job and its first clock pair (record.h: KP_REC_PROCESS),
+     * with the host's and the boot's names. */
     struct {
-        kp_rec header, text;
-        char cmd[2048];
+        kp_rec recs[8];
+        char text[2048 + 256 + 64];
     } head;
     memset(&head, 0, sizeof head);
-    kp_command_line(head.cmd, sizeof head.cmd);
-    size_t cmd_len = strlen(head.cmd);
-    uint32_t cmd_id = ++kp_w.next_string;
-    head.header = (kp_rec){.magic = KP_REC_MAGIC,
-                           .kind = KP_REC_HEADER,
-                           .start = kp_now_ns(),
-                           .id = (uint64_t)getpid(),
-                           .aux = (uint32_t)getppid(),
-                           .tid = kp_writer_tid(),
-                           .name = cmd_id};
-    head.text =
-        (kp_rec){.magic = KP_REC_MAGIC, .kind = KP_REC_STRING, .name = cmd_id, .bytes = cmd_len};
-    if (kp_write_fully(fd, (const unsigned char *)&head,
-                       2 * sizeof(kp_rec) + ((cmd_len + 7) & ~(size_t)7)) != 0) {
+    unsigned char *at = (unsigned char *)&head;
+    size_t used = 0;
+    uint32_t cmd_id = ++kp_w.next_string, host_id = ++kp_w.next_string,
+             boot_id = ++kp_w.next_string;
+    kp_rec header = {.magic = KP_REC_MAGIC,
+                     .kind = KP_REC_HEADER,
+                     .start = kp_now_ns(),
+                     .id = (uint64_t)getpid(),
+                     .aux = (uint32_t)getppid(),
+                     .tid = kp_writer_tid(),
+                     .name = cmd_id};
+    memcpy(at, &header, sizeof header);
+    used += sizeof header;
+    char cmd[2048], host[256], boot[64];
+    kp_command_line(cmd, sizeof cmd);
+    kp_job_host(host, sizeof host);
+    kp_job_boot_id(boot, sizeof boot);
+    const struct {
+        uint32_t id;
+        const char *text;
+    } strings[3] = {{cmd_id, cmd}, {host_id, host}, {boot_id, boot}};
+    for (int i = 0; i < 3; i++) {
+        size_t len = strlen(strings[i].text);
+        kp_rec r = {.magic = KP_REC_MAGIC, .kind = KP_REC_STRING, .name = strings[i].id,
+                    .bytes = len};
+        memcpy(at + used, &r, sizeof r);
+        memcpy(at + used + sizeof r, strings[i].text, len);
+        used += sizeof r + ((len + 7) & ~(size_t)7);
+    }
+    kp_job_info job;
+    kp_job_read(&job);
+    kp_clock_pair pair = kp_clock_pair_now();
+    kp_rec proc = {.magic = KP_REC_MAGIC,
+                   .kind = KP_REC_PROCESS,
+                   .domain = (uint16_t)job.launcher,
+                   .grid = {job.rank, job.local_rank, job.world_size},
+                   .block = {job.local_world_size, job.node, job.restart},
+                   .name = host[0] ? host_id : 0,
+                   .id = boot[0] ? boot_id : 0,
+                   .start = (uint64_t)pair.mono_ns,
+                   .end = (uint64_t)pair.real_ns,
+                   .bytes = (uint64_t)pair.uncertainty_ns,
+                   .tid = kp_writer_tid()};
+    memcpy(at + used, &proc, sizeof proc);
+    used += sizeof proc;
+    _Static_assert(sizeof head >= 5 * sizeof(kp_rec) + 2048 + 256 + 64, "room for the head");
+    if (kp_write_fully(fd, at, used) != 0) {
         kp_truncate(fd, 0); /* an empty file: the merge says this process recorded nothing */
         close(fd);
         pthread_mutex_unlock(&kp_w.lock);
@@ -604,10 +645,8 @@ int kp_writer_start_in(const char *dir, const char *collector, unsigned flags)
     }
     void *map = mmap(NULL, sizeof(kp_rec), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     kp_w.header = map == MAP_FAILED ? NULL : map;
-    if (kp_w.header) /* the header and the command line: whole, and mergeable */
-        __atomic_store_n(&kp_w.header->submitted,
-                         (uint64_t)(2 * sizeof(kp_rec) + ((cmd_len + 7) & ~(size_t)7)),
-                         __ATOMIC_RELEASE);
+    if (kp_w.header) /* the head: whole, and mergeable */
+        __atomic_store_n(&kp_w.header->submitted, (uint64_t)used, __ATOMIC_RELEASE);
     kp_w.fd = fd;
     kp_w.pid = getpid();
     if (!kp_w.hooks_installed) {

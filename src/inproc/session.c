@@ -576,12 +576,17 @@ static kprof_status kp_session_end(kp_session *s, kprof_result **result, kp_erro
                      c->name);
         }
     }
+    char host[256], boot_id[64];
+    kp_job_host(host, sizeof host);
+    kp_job_boot_id(boot_id, sizeof boot_id);
     kp_trace_run run = {.command = command,
                         .start_ns = (uint64_t)s->start_ns,
                         .end_ns = (uint64_t)end_ns,
                         .exit_status = -1,
                         .collectors = collectors,
-                        .one_process = 1};
+                        .one_process = 1,
+                        .host = host[0] ? host : NULL,
+                        .boot_id = boot_id[0] ? boot_id : NULL};
     kp_trace_summary summary;
     memset(&summary, 0, sizeof summary);
     kprof_status st = kp_trace_db_write(trace, s->dir, &run, NULL, &summary, err);

@@ -9,6 +9,7 @@
 #include "core/util.h"
 #include "store/trace_db.h"
 
+#include <limits.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -138,7 +139,9 @@ struct kp_event_source {
     sqlite3 *db;
     char *path;
     kp_trace_meta meta;
-    char *meta_text[3]; /* command, collectors, kprof_version (heap) */
+    char *meta_text[5]; /* command, collectors, kprof_version, host, boot_id (heap) */
+    kp_trace_clock *clocks;
+    size_t nclocks;
     char **notes;
     kp_trace_process *processes;
     size_t nprocesses;
@@ -198,7 +201,9 @@ static int kp_src_null(sqlite3_stmt *q, int col)
 
 static kprof_status kp_src_load_meta(kp_event_source *src, kp_error *err)
 {
-    static const char *const text_keys[] = {"command", "collectors", "kprof_version"};
+    static const char *const text_keys[] = {"command", "collectors", "kprof_version", "host",
+                                            "boot_id"};
+    enum { ntext = sizeof text_keys / sizeof *text_keys };
     sqlite3_stmt *q = NULL;
     kp_trace_meta *m = &src->meta;
     m->exit_status = -1;
@@ -211,7 +216,7 @@ static kprof_status kp_src_load_meta(kp_event_source *src, kp_error *err)
         const char *value = (const char *)sqlite3_column_text(q, 1);
         if (!key) continue;
         if (!value) value = "";
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < ntext; i++) {
             if (strcmp(key, text_keys[i]) != 0 || src->meta_text[i]) continue;
             if (!(src->meta_text[i] = strdup(value))) {
                 sqlite3_finalize(q);
@@ -231,11 +236,13 @@ static kprof_status kp_src_load_meta(kp_event_source *src, kp_error *err)
     }
     sqlite3_finalize(q);
     if (rc != SQLITE_DONE) return kp_src_fail(src, src->db, err);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < ntext; i++)
         if (!src->meta_text[i] && !(src->meta_text[i] = strdup(""))) return kp_src_nomem(err);
     m->command = src->meta_text[0];
     m->collectors = src->meta_text[1];
     m->kprof_version = src->meta_text[2];
+    m->host = src->meta_text[3];
+    m->boot_id = src->meta_text[4];
 
     /* Notes: each text once, in the order first written. */
     if (sqlite3_prepare_v2(src->db, "SELECT text FROM notes GROUP BY text ORDER BY MIN(rowid)", -1,
@@ -261,12 +268,29 @@ static kprof_status kp_src_load_meta(kp_event_source *src, kp_error *err)
     return KPROF_OK;
 }
 
+/* An INTEGER column that may be NULL: -1 then (and for what does not fit an int). */
+static int kp_src_int_or_unknown(sqlite3_stmt *q, int col)
+{
+    if (kp_src_null(q, col)) return -1;
+    int64_t v = sqlite3_column_int64(q, col);
+    return v < 0 || v > INT_MAX ? -1 : (int)v;
+}
+
 static kprof_status kp_src_load_processes(kp_event_source *src, kp_error *err)
 {
     sqlite3_stmt *q = NULL;
+    /* The job's columns and the clocks table came with format 3. */
+    int job = kp_trace_db_scalar(src->db,
+                                 "SELECT COUNT(*) FROM pragma_table_info('processes') "
+                                 "WHERE name = 'boot_id'",
+                                 0) == 1;
     if (sqlite3_prepare_v2(src->db,
-                           "SELECT id, pid, ppid, command, collector, start_ns, end_ns, "
-                           "clean_exit, truncated, events, dropped FROM processes ORDER BY id",
+                           job ? "SELECT id, pid, ppid, command, collector, start_ns, end_ns, "
+                                 "clean_exit, truncated, events, dropped, launcher, rank, "
+                                 "local_rank, world_size, local_world_size, node, restart, host, "
+                                 "boot_id FROM processes ORDER BY id"
+                               : "SELECT id, pid, ppid, command, collector, start_ns, end_ns, "
+                                 "clean_exit, truncated, events, dropped FROM processes ORDER BY id",
                            -1, &q, NULL) != SQLITE_OK)
         return kp_src_fail(src, src->db, err);
     size_t cap = 0;
@@ -282,8 +306,11 @@ static kprof_status kp_src_load_processes(kp_event_source *src, kp_error *err)
         memset(p, 0, sizeof *p);
         p->command = kp_src_text(q, 3);
         p->collector = kp_src_text(q, 4);
+        p->launcher = job ? kp_src_text(q, 11) : strdup("");
+        p->host = job ? kp_src_text(q, 18) : strdup("");
+        p->boot_id = job ? kp_src_text(q, 19) : strdup("");
         src->nprocesses++; /* its strings are freed with it, whatever happens next */
-        if (!p->command || !p->collector) break;
+        if (!p->command || !p->collector || !p->launcher || !p->host || !p->boot_id) break;
         p->id = sqlite3_column_int64(q, 0);
         p->pid = sqlite3_column_int64(q, 1);
         p->ppid = sqlite3_column_int64(q, 2);
@@ -294,10 +321,43 @@ static kprof_status kp_src_load_processes(kp_event_source *src, kp_error *err)
         p->truncated = sqlite3_column_int64(q, 8) != 0;
         p->events = sqlite3_column_int64(q, 9);
         p->dropped = sqlite3_column_int64(q, 10);
+        int *known[] = {&p->rank, &p->local_rank, &p->world_size, &p->local_world_size, &p->node,
+                        &p->restart};
+        for (int i = 0; i < 6; i++)
+            *known[i] = job ? kp_src_int_or_unknown(q, 12 + i) : -1;
+    }
+    sqlite3_finalize(q);
+    if (rc == SQLITE_ROW) return kp_src_nomem(err);
+    if (rc != SQLITE_DONE) return kp_src_fail(src, src->db, err);
+    if (!job) return KPROF_OK;
+    if (sqlite3_prepare_v2(src->db,
+                           "SELECT process, mono_ns, real_ns, uncertainty_ns FROM clocks "
+                           "ORDER BY rowid",
+                           -1, &q, NULL) != SQLITE_OK)
+        return kp_src_fail(src, src->db, err);
+    cap = 0;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (src->nclocks == cap) {
+            cap = cap ? cap * 2 : 16;
+            kp_trace_clock *c = realloc(src->clocks, cap * sizeof *c);
+            if (!c) break;
+            src->clocks = c;
+        }
+        src->clocks[src->nclocks++] = (kp_trace_clock){
+            .process = kp_src_null(q, 0) ? 0 : sqlite3_column_int64(q, 0),
+            .mono_ns = sqlite3_column_int64(q, 1),
+            .real_ns = sqlite3_column_int64(q, 2),
+            .uncertainty_ns = sqlite3_column_int64(q, 3)};
     }
     sqlite3_finalize(q);
     if (rc == SQLITE_ROW) return kp_src_nomem(err);
     return rc == SQLITE_DONE ? KPROF_OK : kp_src_fail(src, src->db, err);
+}
+
+const kp_trace_clock *kp_event_source_clocks(const kp_event_source *src, size_t *n)
+{
+    *n = src->nclocks;
+    return src->clocks;
 }
 
 /* Every string, read once into one buffer: readers look names up by id, never per row. */
@@ -394,14 +454,18 @@ void kp_event_source_close(kp_event_source *src)
     if (!src) return;
     sqlite3_close(src->db);
     free(src->path);
-    for (int i = 0; i < 3; i++)
+    for (size_t i = 0; i < sizeof src->meta_text / sizeof *src->meta_text; i++)
         free(src->meta_text[i]);
+    free(src->clocks);
     for (size_t i = 0; i < src->meta.nnotes; i++)
         free(src->notes[i]);
     free(src->notes);
     for (size_t i = 0; i < src->nprocesses; i++) {
         free((char *)src->processes[i].command);
         free((char *)src->processes[i].collector);
+        free((char *)src->processes[i].launcher);
+        free((char *)src->processes[i].host);
+        free((char *)src->processes[i].boot_id);
     }
     free(src->processes);
     free(src->strings);

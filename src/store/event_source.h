@@ -54,6 +54,8 @@ typedef struct kp_trace_meta {
                                   kp_event_source_span for the events' own span) */
     int64_t exit_status;       /* its exit code, or 128 + signal; -1 unknown */
     uint64_t dropped;          /* records lost, all processes, as the meta table says */
+    const char *host;          /* the host kprof ran on ("" when not said; format 3) */
+    const char *boot_id;       /* ... and its boot */
     const char *const *notes;  /* the notes table's texts, each once, in the order first
                                   written; empty ones left out */
     size_t nnotes;
@@ -72,7 +74,21 @@ typedef struct kp_trace_process {
     int truncated;         /* its record file ended inside a record */
     int64_t events;        /* rows it contributed */
     int64_t dropped;       /* records it lost */
+    /* Where it stands in a distributed job, as its launcher's environment said (core/job.h);
+     * -1 unknown (a process no launcher started, a trace of format 1 or 2). */
+    const char *launcher;  /* "torchrun", "env", "openmpi", "pmi", "slurm"; "" none */
+    int rank, local_rank, world_size, local_world_size, node, restart;
+    const char *host;      /* its host's name; "" when not said */
+    const char *boot_id;   /* its host's boot: processes of one boot share CLOCK_MONOTONIC */
 } kp_trace_process;
+
+/* A (CLOCK_MONOTONIC, CLOCK_REALTIME) pair a process (or kprof itself: process 0) read when it
+ * started or ended (core/job.h), in the trace's time base: a merged trace's pairs are shifted
+ * with their host's events. */
+typedef struct kp_trace_clock {
+    int64_t process; /* its row; 0: the run's own */
+    int64_t mono_ns, real_ns, uncertainty_ns;
+} kp_trace_clock;
 
 /* A host thread that made calls or annotations (kinds with KP_EVENT_F_HOST_THREAD). */
 typedef struct kp_trace_thread {
@@ -100,6 +116,9 @@ const kp_trace_meta *kp_event_source_meta(const kp_event_source *src);
 
 /* The processes, by row id. */
 const kp_trace_process *kp_event_source_processes(const kp_event_source *src, size_t *n);
+
+/* The clock pairs, in the order written (none before format 3). */
+const kp_trace_clock *kp_event_source_clocks(const kp_event_source *src, size_t *n);
 
 /* The text of string id (kp_event.name), with its length in *len (len may be NULL); NULL for 0
  * and for an id the trace has no string for. */

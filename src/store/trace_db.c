@@ -26,7 +26,11 @@ static const char kp_trace_schema[] =
     "CREATE TABLE strings (id INTEGER PRIMARY KEY, text TEXT NOT NULL UNIQUE);"
     "CREATE TABLE processes (id INTEGER PRIMARY KEY, pid INTEGER, ppid INTEGER, command TEXT,"
     " collector TEXT, start_ns INTEGER, end_ns INTEGER, clean_exit INTEGER, events INTEGER,"
-    " dropped INTEGER, truncated INTEGER);"
+    " dropped INTEGER, truncated INTEGER, launcher TEXT, rank INTEGER, local_rank INTEGER,"
+    " world_size INTEGER, local_world_size INTEGER, node INTEGER, restart INTEGER, host TEXT,"
+    " boot_id TEXT);"
+    "CREATE TABLE clocks (process INTEGER REFERENCES processes(id), mono_ns INTEGER,"
+    " real_ns INTEGER, uncertainty_ns INTEGER);"
     "CREATE TABLE notes (process INTEGER REFERENCES processes(id), time_ns INTEGER, text TEXT);"
     "CREATE TABLE events (id INTEGER PRIMARY KEY, kind INTEGER NOT NULL,"
     " process INTEGER REFERENCES processes(id), pid INTEGER, tid INTEGER,"
@@ -100,6 +104,8 @@ typedef struct kp_merge_part {
     uint64_t offset;  /* bytes merged: whole records up to here */
     int64_t process;  /* its row (0 until inserted) */
     kp_rec header;    /* the first record (header.magic 0 until read) */
+    kp_rec job;       /* its KP_REC_PROCESS (job.magic 0: none) */
+    kp_rec end_rec;   /* its KP_REC_END (end_rec.magic 0: none) */
     char collector[32];
     char **strings;   /* local id -> text (heap, NUL-terminated), with its length */
     size_t *string_lens;
@@ -150,7 +156,7 @@ typedef struct kp_merge_pending_metric {
 
 struct kp_trace_merge {
     sqlite3 *db;
-    sqlite3_stmt *ins_event, *ins_string, *get_string, *ins_process, *upd_process, *ins_note,
+    sqlite3_stmt *ins_event, *ins_string, *get_string, *ins_process, *upd_process, *upd_job, *ins_clock, *ins_note,
         *set_meta, *upd_name;
     sqlite3_stmt *ins_events; /* KP_MERGE_ROWS rows at once */
     /* The same two with the metric columns, for rows that carry flops or bytes. */
@@ -585,6 +591,10 @@ static void kp_part_record(kp_merge *m, kp_merge_part *p, const kp_rec *r)
         return;
     case KP_REC_END:
         p->end_ns = r->start;
+        p->end_rec = *r;
+        return;
+    case KP_REC_PROCESS:
+        if (!p->job.magic) p->job = *r;
         return;
     case KP_REC_DROPPED:
         p->dropped += r->bytes;
@@ -930,6 +940,58 @@ static int kp_merge_update_process(kp_merge *m, int64_t process, uint64_t clean_
     return 0;
 }
 
+/* A clock pair (core/job.h) of a process row, or of the whole run (process 0: kprof's own). */
+static void kp_merge_clock(kp_merge *m, int64_t process, int64_t mono, int64_t real,
+                           int64_t uncertainty)
+{
+    sqlite3_stmt *q = m->ins_clock;
+    sqlite3_reset(q);
+    if (process) sqlite3_bind_int64(q, 1, process);
+    else sqlite3_bind_null(q, 1);
+    sqlite3_bind_int64(q, 2, mono);
+    sqlite3_bind_int64(q, 3, real);
+    sqlite3_bind_int64(q, 4, uncertainty);
+    if (sqlite3_step(q) != SQLITE_DONE) kp_db_fail(m, "clocks");
+}
+
+static void kp_bind_known(sqlite3_stmt *q, int col, int32_t v)
+{
+    if (v >= 0) sqlite3_bind_int(q, col, v);
+    else sqlite3_bind_null(q, col);
+}
+
+/* A part's place in a job (record.h: KP_REC_PROCESS) and its clock pairs, on its row. */
+static void kp_part_job(kp_merge *m, kp_merge_part *p, int64_t process)
+{
+    const kp_rec *j = &p->job;
+    if (j->magic && m->status == KPROF_OK) {
+        sqlite3_stmt *q = m->upd_job;
+        sqlite3_reset(q);
+        sqlite3_clear_bindings(q);
+        const char *launcher = kp_launcher_name((kp_launcher)j->domain);
+        if (*launcher) sqlite3_bind_text(q, 1, launcher, -1, SQLITE_STATIC);
+        kp_bind_known(q, 2, j->grid[0]);
+        kp_bind_known(q, 3, j->grid[1]);
+        kp_bind_known(q, 4, j->grid[2]);
+        kp_bind_known(q, 5, j->block[0]);
+        kp_bind_known(q, 6, j->block[1]);
+        kp_bind_known(q, 7, j->block[2]);
+        size_t len;
+        const char *host = j->name ? kp_part_string(p, j->name, &len) : NULL;
+        if (host && len) sqlite3_bind_text(q, 8, host, (int)len, SQLITE_TRANSIENT);
+        const char *boot = j->id && j->id <= UINT32_MAX ? kp_part_string(p, (uint32_t)j->id, &len)
+                                                        : NULL;
+        if (boot && len) sqlite3_bind_text(q, 9, boot, (int)len, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(q, 10, process);
+        if (sqlite3_step(q) != SQLITE_DONE) kp_db_fail(m, "processes");
+        if (j->start && j->end && m->status == KPROF_OK)
+            kp_merge_clock(m, process, (int64_t)j->start, (int64_t)j->end, (int64_t)j->bytes);
+    }
+    const kp_rec *e = &p->end_rec;
+    if (e->magic && e->start && e->end && m->status == KPROF_OK)
+        kp_merge_clock(m, process, (int64_t)e->start, (int64_t)e->end, (int64_t)e->bytes);
+}
+
 /* A part read to its end (and every row in): its notes, the names defined late, its process
  * row's counters. */
 static void kp_part_finish(kp_merge *m, kp_merge_part *p)
@@ -948,6 +1010,7 @@ static void kp_part_finish(kp_merge *m, kp_merge_part *p)
     dropped += lost;
     int64_t process = kp_part_process(m, p);
     if (!process) return;
+    kp_part_job(m, p, process);
     for (size_t i = 0; i < p->nnotes && m->status == KPROF_OK; i++) {
         size_t len;
         const char *text = kp_part_string(p, p->notes[i].name, &len);
@@ -1078,6 +1141,8 @@ static void kp_merge_free(kp_merge *m)
     sqlite3_finalize(m->get_string);
     sqlite3_finalize(m->ins_process);
     sqlite3_finalize(m->upd_process);
+    sqlite3_finalize(m->upd_job);
+    sqlite3_finalize(m->ins_clock);
     sqlite3_finalize(m->ins_note);
     sqlite3_finalize(m->set_meta);
     sqlite3_finalize(m->upd_name);
@@ -1172,6 +1237,15 @@ kprof_status kp_trace_merge_open(const char *path, const volatile sig_atomic_t *
                            "UPDATE processes SET end_ns = ?, clean_exit = ?, events = ?, "
                            "dropped = ?, truncated = ? WHERE id = ?",
                            -1, &m->upd_process, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(m->db,
+                           "UPDATE processes SET launcher = ?, rank = ?, local_rank = ?, "
+                           "world_size = ?, local_world_size = ?, node = ?, restart = ?, "
+                           "host = ?, boot_id = ? WHERE id = ?",
+                           -1, &m->upd_job, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(m->db,
+                           "INSERT INTO clocks (process, mono_ns, real_ns, uncertainty_ns) "
+                           "VALUES (?,?,?,?)",
+                           -1, &m->ins_clock, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(m->db, "INSERT INTO notes (process, time_ns, text) VALUES (?,?,?)", -1,
                            &m->ins_note, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(m->db, "INSERT OR REPLACE INTO meta (key, value) VALUES (?,?)", -1,
@@ -1236,6 +1310,14 @@ kprof_status kp_trace_merge_finish(kp_trace_merge *m, const char *dir, const kp_
         kp_merge_meta_int(m, "dropped", (int64_t)m->sum.dropped);
         kp_merge_meta_int(m, "metrics", (int64_t)m->sum.metrics);
         kp_merge_meta_int(m, "clock", 1); /* CLOCK_MONOTONIC */
+        if (run->host) kp_merge_meta(m, "host", run->host);
+        if (run->boot_id) kp_merge_meta(m, "boot_id", run->boot_id);
+        if (run->start_clock.real_ns)
+            kp_merge_clock(m, 0, run->start_clock.mono_ns, run->start_clock.real_ns,
+                           run->start_clock.uncertainty_ns);
+        if (run->end_clock.real_ns)
+            kp_merge_clock(m, 0, run->end_clock.mono_ns, run->end_clock.real_ns,
+                           run->end_clock.uncertainty_ns);
         /* Every trace has the metric columns, added now if no metric came. */
         if (kp_merge_metric_columns(m) == 0 &&
             sqlite3_exec(m->db, kp_trace_views, NULL, NULL, NULL) != SQLITE_OK)

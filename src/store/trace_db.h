@@ -11,12 +11,13 @@
 
 #include "core/error.h"
 #include "core/event.h"
+#include "core/job.h"
 
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdint.h>
 
-#define KP_TRACE_FORMAT_VERSION 2 /* what this kprof writes */
+#define KP_TRACE_FORMAT_VERSION 3 /* what this kprof writes */
 #define KP_TRACE_FORMAT_OLDEST  1 /* the oldest it reads (docs/trace-format.md: what changed) */
 #define KP_TRACE_APPLICATION_ID 0x4b50524f /* "KPRO" */
 
@@ -29,6 +30,9 @@ typedef struct kp_trace_run {
     const char *collectors; /* e.g. "cuda,opencl" */
     int one_process;        /* every record file is of this one process image (libkprof's
                                session: its own file and its OpenCL layer's): one process row */
+    const char *host, *boot_id;  /* where it ran (core/job.h); NULL: not said */
+    kp_clock_pair start_clock;   /* (CLOCK_MONOTONIC, CLOCK_REALTIME) when it started ... */
+    kp_clock_pair end_clock;     /* ... and when it ended; real_ns 0: not read */
 } kp_trace_run;
 
 typedef struct kp_trace_summary {

@@ -370,7 +370,7 @@ class Golden(kptest.KprofTestCase):
         db.commit()
         db.close()
         p = self.kprof("report", path, expect=2)
-        self.assertIn("is a kprof trace of format 9; this kprof reads formats 1 to 2 (a newer "
+        self.assertIn("is a kprof trace of format 9; this kprof reads formats 1 to 3 (a newer "
                       "kprof wrote it)", p.stderr)
 
 

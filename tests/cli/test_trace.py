@@ -397,8 +397,12 @@ class Trace(kptest.KprofTestCase):
         path, _ = self.gen("launch-bound", "--kernels", "10", "--seconds", "0.02")
         db = sqlite3.connect(path)
         self.assertEqual(db.execute("PRAGMA application_id").fetchone()[0], 0x4B50524F)
-        self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 2)
+        self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 3)
         meta = dict(db.execute("SELECT key, value FROM meta"))
+        # Format 3: the run's own clock pairs (process NULL), where it ran.
+        self.assertEqual(db.execute("SELECT COUNT(*) FROM clocks WHERE process IS NULL")
+                         .fetchone()[0], 2)
+        self.assertIn("host", meta)
         self.assertEqual(meta["format"], "kprof-trace")
         self.assertIn("gen_trace.py launch-bound", meta["command"])
         self.assertEqual(int(meta["exit_status"]), 0)

@@ -9,6 +9,7 @@
 #include "collect/session.h"
 #include "core/env.h"
 #include "core/format.h"
+#include "core/job.h"
 #include "core/outfile.h"
 #include "core/util.h"
 #include "store/trace_db.h"
@@ -212,11 +213,17 @@ int kp_cmd_trace(int argc, char **argv)
     kp_str cmdline = {0};
     for (int i = 0; cmd[i]; i++)
         kp_str_printf(&cmdline, "%s%s", i ? " " : "", cmd[i]);
+    char host[256], boot_id[64];
+    kp_job_host(host, sizeof host);
+    kp_job_boot_id(boot_id, sizeof boot_id);
     kp_trace_run run = {
         .command = cmdline.data ? cmdline.data : cmd[0],
         .start_ns = kp_now_ns(),
         .exit_status = -1,
         .collectors = "cuda,opencl",
+        .host = host[0] ? host : NULL,
+        .boot_id = boot_id[0] ? boot_id : NULL,
+        .start_clock = kp_clock_pair_now(),
     };
     kp_session_outcome how;
     kp_trace_merge *merging = NULL;
@@ -238,6 +245,7 @@ int kp_cmd_trace(int argc, char **argv)
     run.start_ns = how.start_ns;
     run.end_ns = how.end_ns;
     run.exit_status = how.exit_code;
+    run.end_clock = kp_clock_pair_now();
     if (kp_session_save_run(dir, &run, &err) != KPROF_OK) { /* --merge would guess the end */
         kp_cli_fail(&err);
         kp_error_clear(&err);
