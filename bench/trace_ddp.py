@@ -285,15 +285,16 @@ def report(kprof, path, out_dir, name):
 
 
 def names_rank(rep, rank):
-    """Whether a report names `rank` as the straggler: the text line says "rank R" with "last"
-    (or "straggl"), or the JSON's per-step tally has R most often. None when neither exists."""
-    line = rep.get("straggler_line")
+    """Whether a report names `rank` as the straggler: the first rank the text line names
+    ("stragglers: rank 1 arrived last at ..."), else the rank the JSON's per-step tally has most
+    often. None when neither exists."""
+    m = re.search(r"\brank (\d+)", rep.get("straggler_line") or "")
+    if m:
+        return int(m.group(1)) == rank
     tally = rep.get("last_rank_tally") or {}
-    if not line and not tally:
-        return None
-    by_line = bool(line and re.search(r"\brank %d\b" % rank, line))
-    by_tally = bool(tally and max(tally, key=tally.get) == str(rank))
-    return by_line or by_tally
+    if tally:
+        return max(tally, key=tally.get) == str(rank)
+    return None
 
 
 def torchrun_cmd(a, extra):
