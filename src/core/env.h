@@ -16,6 +16,10 @@
 #define KP_ENV_DUMP_DIR  "KPROF_DUMP_DIR"  /* dump every compiled kernel here */
 #define KP_ENV_STORE     "KPROF_STORE"     /* kprof's SQLite store */
 #define KP_ENV_HISTORY   "KPROF_HISTORY"   /* "0": run, sweep and bench record no history */
+/* `kprof export`: above this many events a trace's Chrome JSON is taken as too large for a
+ * browser (default 2000000): -o OUT without a format's extension writes Perfetto, and --chrome
+ * warns (tools/kprof/cmd_export.c) */
+#define KP_ENV_CHROME_MAX_EVENTS "KPROF_CHROME_MAX_EVENTS"
 
 /* Runtime libraries to load instead of the default (src/backend dlopen tables). */
 #define KP_ENV_CUDA_LIBRARY   "KPROF_CUDA_LIBRARY"
