@@ -11,6 +11,7 @@
 #include "core/format.h"
 #include "core/job.h"
 #include "core/outfile.h"
+#include "core/outname.h"
 #include "core/util.h"
 #include "store/trace_db.h"
 #include "tools/kprof/cli.h"
@@ -31,6 +32,36 @@ static void kp_trace_default_name(char *out, size_t n)
         snprintf(out, n, "trace_%d.kprof", i);
         if (!kp_path_exists(out)) return;
     }
+}
+
+static const char *kp_trace_getenv(const char *name, void *ctx)
+{
+    (void)ctx;
+    return getenv(name);
+}
+
+/* -o's pattern (%r, %l, %p, %h, %q{VAR}, %%: core/outname.h) expanded into path; 0 or the exit
+ * code of a failure (told). Under a launcher of several ranks, a name that is the same for
+ * every rank gets a note: all but one of them would fail to write it. */
+static int kp_trace_output_name(const char *pattern, char *path, size_t n)
+{
+    char host[256];
+    kp_job_host(host, sizeof host);
+    kp_outname_env names = {.get = kp_trace_getenv, .pid = (long)getpid(), .host = host};
+    kp_error err = {0};
+    unsigned used;
+    if (kp_outname_expand(pattern, &names, path, n, &used, &err) != KPROF_OK)
+        return kp_cli_fail(&err);
+    kp_job_info job;
+    kp_job_read(&job);
+    int per_rank = (used & (KP_OUTNAME_RANK | KP_OUTNAME_PID | KP_OUTNAME_VARIABLE)) ||
+                   ((used & KP_OUTNAME_HOST) && (used & KP_OUTNAME_LOCAL_RANK));
+    if (job.launcher != KP_LAUNCHER_NONE && job.world_size != 1 && !per_rank)
+        fprintf(stderr,
+                "kprof: note: this is rank %d of a job (%s), and every rank writes %s: name "
+                "each rank's trace with %%r (-o 'job-%%r.kprof'), then `kprof merge` them\n",
+                job.rank, kp_launcher_name(job.launcher), path);
+    return 0;
 }
 
 /* What the user should know once the trace is written. */
@@ -94,10 +125,19 @@ static int kp_trace_finish(const char *dir, const kp_trace_run *run, kp_trace_me
     kprof_status st =
         live ? kp_trace_merge_finish(live, dir, run, sum, &err)
              : kp_trace_db_write(out->tmp, dir, run, kp_session_cancel_flag(), sum, &err);
+    int committing = st == KPROF_OK;
     if (st == KPROF_OK) st = kp_output_commit(out, &err);
     if (st == KPROF_OK) return 0;
     kp_output_abort(out);
     int code = kp_cli_fail(&err);
+    /* The target was free when kprof began: another process wrote it meanwhile (another rank of
+     * a job writing the same name, most often). What this one recorded is not lost. */
+    if (committing && !out->replaces && kp_path_exists(out->path))
+        fprintf(stderr,
+                "kprof: another process wrote %s while this one ran (another rank of a job, "
+                "with the same -o?); it is left as it is. Name each rank's trace with %%r "
+                "(-o 'job-%%r.kprof')\n",
+                out->path);
     kp_trace_kept(dir);
     return code;
 }
@@ -178,10 +218,12 @@ int kp_cmd_trace(int argc, char **argv)
     char **cmd = argv + optind;
 
     char path[4096];
-    if (output)
-        snprintf(path, sizeof path, "%s", output);
-    else
+    if (output) { /* expanded before any other check: the checks are the expanded name's */
+        int code = kp_trace_output_name(output, path, sizeof path);
+        if (code) return code;
+    } else {
         kp_trace_default_name(path, sizeof path);
+    }
     if (strcmp(kp_path_extension(path), "kprof") != 0)
         fprintf(stderr, "kprof: note: trace files are named *.kprof by convention\n");
 
