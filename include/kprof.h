@@ -102,7 +102,9 @@ KPROF_API const char *kprof_last_error(void);
  * KPROF=1 in the environment starts a session when libkprof is loaded (options: the defaults;
  * KPROF_COLLECT=scopes,cuda,opencl names its collectors)
  * and, when the program exits (returns from main or calls exit()), stops it and saves its trace
- * to $KPROF_OUTPUT — or, unset, to kprof-PID.kprof in the working folder — never over an existing
+ * to $KPROF_OUTPUT (which may hold `kprof trace -o`'s per-rank patterns: %r the rank, %l the local
+ * rank, %p the pid, %h the host, %q{VAR} a variable, %% a %; one that cannot be expanded is said
+ * on stderr and the default name used) — or, unset, to kprof-PID.kprof in the working folder — never over an existing
  * file: when the name is taken, the first free NAME-1.kprof, NAME-2.kprof, ... is used instead.
  * It says where on standard error, in one line ("kprof: saved 1200 events to kprof-4242.kprof"),
  * the one time this library prints by itself: KPROF=1 asked for it. A program that calls

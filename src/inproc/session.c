@@ -14,6 +14,8 @@
 #include "collect/session.h"
 #include "collect/writer.h"
 #include "core/env.h"
+#include "core/job.h"
+#include "core/outname.h"
 #include "core/util.h"
 #include "inproc/collectors.h"
 #include "inproc/inproc_internal.h"
@@ -659,6 +661,12 @@ static kprof_status kp_autosave(kprof_result *r, const char *wanted, char *saved
 
 /* The program exits with a session running: KPROF=1's is saved; one the program started and did
  * not stop is discarded, its scratch folder removed (nothing asked for its trace). */
+static const char *kp_outname_getenv(const char *name, void *ctx)
+{
+    (void)ctx;
+    return getenv(name);
+}
+
 static void kp_at_exit(void)
 {
     kp_error err = {0};
@@ -681,9 +689,21 @@ static void kp_at_exit(void)
     }
     char name[PATH_MAX + 32];
     const char *wanted = getenv(KP_ENV_OUTPUT);
-    char fallback[64];
-    if (!wanted || !*wanted) {
-        snprintf(fallback, sizeof fallback, "kprof-%ld.kprof", (long)getpid());
+    char fallback[64], expanded[PATH_MAX];
+    snprintf(fallback, sizeof fallback, "kprof-%ld.kprof", (long)getpid());
+    if (wanted && *wanted) { /* per-rank names: KPROF_OUTPUT='prof-%r.kprof' (core/outname.h) */
+        char host[256];
+        kp_job_host(host, sizeof host);
+        kp_outname_env oenv = {.get = kp_outname_getenv, .pid = (long)getpid(), .host = host};
+        if (kp_outname_expand(wanted, &oenv, expanded, sizeof expanded, NULL, &err) == KPROF_OK) {
+            wanted = expanded;
+        } else {
+            fprintf(stderr, "kprof: error: KPROF=1: %s%s: saving as %s instead\n", KP_ENV_OUTPUT,
+                    err.message, fallback);
+            kp_error_clear(&err);
+            wanted = fallback;
+        }
+    } else {
         wanted = fallback;
     }
     kprof_summary sum;

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import unittest
@@ -229,12 +230,29 @@ print(json.dumps([[s["name"], s["depth"], s["parent"]["name"] if s["parent"] els
         self.assertEqual(open(out, "rb").read(), before)
         self.assertEqual({r["name"]: r["calls"] for r in
                           self.report_json(second, "--by", "name")["rows"]}, {"main": 1, "tick": 5})
+        # Per-rank names (core/outname.h): each rank its own file, with its rank recorded.
+        for rank in (0, 1):
+            p = self.app("auto", 2, env={"KPROF": "1", "OMPI_COMM_WORLD_RANK": str(rank),
+                                         "OMPI_COMM_WORLD_SIZE": "2",
+                                         "KPROF_OUTPUT": os.path.join(self.tmp, "r%r.kprof")})
+            ranked = os.path.join(self.tmp, "r%d.kprof" % rank)
+            self.assertEqual(p.stderr, "kprof: saved 3 events to %s\n" % ranked)
+            db = sqlite3.connect(ranked)
+            self.assertEqual(db.execute("SELECT launcher, rank, world_size FROM processes")
+                             .fetchall(), [("openmpi", rank, 2)])
+            db.close()
+        # A pattern that cannot be expanded: said, and the trace saved under the default name.
+        p = self.app("auto", 2, env={"KPROF": "1", "KPROF_OUTPUT": os.path.join(self.tmp, "x%r")})
+        self.assertRegex(p.stderr, r"kprof: error: KPROF=1: KPROF_OUTPUT.*%r.*saving as "
+                         r"kprof-\d+\.kprof instead\n")
+        fallback = re.search(r"saved 3 events to (kprof-\d+\.kprof)", p.stderr).group(1)
         # Anything but KPROF=1 records nothing.
         for value in ("0", "", kptest.KPROF):
             p = self.app("auto", 3, env={"KPROF": value})
             self.assertEqual((p.stdout, p.stderr), ("recording 0\n", ""))
         self.assertEqual(sorted(n for n in os.listdir(self.tmp) if n.endswith(".kprof")),
-                         sorted(["auto.kprof", "auto-1.kprof", m.group(1)]))
+                         sorted(["auto.kprof", "auto-1.kprof", m.group(1), "r0.kprof", "r1.kprof",
+                                 fallback]))
 
     # ---- the rest of the API ----------------------------------------------------------------------
 
