@@ -127,6 +127,10 @@ def job_env(extra=None):
                            r"MASTER_PORT|TORCHELASTIC_.*|OMPI_COMM_WORLD_.*|PMI_.*|PMIX_.*|"
                            r"SLURM_PROCID|SLURM_LOCALID|SLURM_NODEID|SLURM_NTASKS)$", k)}
     env.update(extra or {})
+    # NVLink multicast stays off on the shared GPU machines (a job that uses it can take the
+    # host's GPUs out of service): whatever this environment says.
+    env.update({"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+                "NVSHMEM_DISABLE_NVLS": "1"})
     return env
 
 
