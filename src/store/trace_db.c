@@ -1361,6 +1361,29 @@ kprof_status kp_trace_db_write(const char *path, const char *dir, const kp_trace
     return kp_trace_merge_finish(m, dir, run, sum, err);
 }
 
+int kp_trace_db_create(sqlite3 *db)
+{
+    char pragmas[128];
+    snprintf(pragmas, sizeof pragmas, "PRAGMA application_id=%d; PRAGMA user_version=%d;",
+             KP_TRACE_APPLICATION_ID, KP_TRACE_FORMAT_VERSION);
+    int rc = sqlite3_exec(db, pragmas, NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(db, kp_trace_schema, NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(db, kp_trace_metric_columns, NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = kp_trace_named_rows(db, "kinds", kp_trace_kinds,
+                                 sizeof kp_trace_kinds / sizeof *kp_trace_kinds);
+    if (rc == SQLITE_OK)
+        rc = kp_trace_named_rows(db, "domains", kp_trace_domains,
+                                 sizeof kp_trace_domains / sizeof *kp_trace_domains);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(db, kp_trace_views, NULL, NULL, NULL);
+    return rc;
+}
+
+int kp_trace_db_create_index(sqlite3 *db)
+{
+    return sqlite3_exec(db, kp_trace_indexes, NULL, NULL, NULL);
+}
+
 int64_t kp_trace_db_scalar(sqlite3 *db, const char *sql, int64_t fallback)
 {
     sqlite3_stmt *q = NULL;

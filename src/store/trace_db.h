@@ -87,6 +87,14 @@ kprof_status kp_trace_db_write(const char *path, const char *dir, const kp_trace
                                const volatile sig_atomic_t *cancel, kp_trace_summary *summary,
                                kp_error *err);
 
+/* Make the tables of a new, empty trace of this format in db, for a writer that fills them in
+ * bulk rather than from record files (store/trace_merge.h): application id and format version,
+ * the schema with the events' metric columns, the kinds and domains rows and event_view; no
+ * index (kp_trace_db_create_index, once the rows are in: one sort is cheaper than keeping the
+ * index up row by row). SQLITE_OK or SQLite's error (its message in db). */
+int kp_trace_db_create(sqlite3 *db);
+int kp_trace_db_create_index(sqlite3 *db);
+
 /* Open a trace read-only, checking it is one: NOT_FOUND or INVALID (kp_input_check) unless it
  * is a regular file, so a FIFO is refused without blocking; CORRUPT with the reason when it is
  * not a kprof trace, is one of a format version this kprof does not read (it reads

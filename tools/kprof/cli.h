@@ -64,6 +64,7 @@ int kp_cmd_run(int argc, char **argv);
 int kp_cmd_sweep(int argc, char **argv);
 int kp_cmd_bench(int argc, char **argv);
 int kp_cmd_trace(int argc, char **argv);
+int kp_cmd_merge(int argc, char **argv);
 int kp_cmd_report(int argc, char **argv);
 int kp_cmd_export(int argc, char **argv);
 int kp_cmd_history(int argc, char **argv);

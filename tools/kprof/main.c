@@ -221,6 +221,30 @@ const kp_command kp_commands[] = {
      "The exit code is CMD's (128+signal after a signal). Then: kprof report FILE (--tree for\n"
      "the call tree), kprof export FILE --perfetto out.pftrace (or --chrome out.json)\n",
      1},
+    {"merge", kp_cmd_merge, "one trace from per-rank or per-host traces, clocks aligned",
+     "usage: kprof merge A.kprof B.kprof ... -o OUT.kprof [--reference FILE] [--force] [--json]\n"
+     "\n"
+     "Makes one trace of several (mpirun -n 16 kprof trace -o 'job-%r.kprof' -- prog writes one\n"
+     "per rank): every process, event, metric, clock pair and note of each, strings shared.\n"
+     "Traces of one boot of one host (their boot id) share CLOCK_MONOTONIC and are never\n"
+     "shifted. Every other host is shifted onto the reference host's time base (the first\n"
+     "input's, or --reference's) by the difference of the hosts' CLOCK_REALTIME - MONOTONIC\n"
+     "offsets, estimated from the clock pairs its processes and kprof recorded at start and\n"
+     "end; the uncertainty is the pairs' own plus their spread (a clock slewed during the run).\n"
+     "This assumes the hosts' CLOCK_REALTIME agree (NTP, PTP). Each shift is said on stderr and\n"
+     "kept in the trace (a note, and the hosts table). Traces of formats 1 and 2 hold no clock\n"
+     "pairs: they are merged unshifted, with a note that their offset is unknown.\n"
+     "A pid that an earlier input's process has (containers, other hosts) would mix two\n"
+     "processes in reports: that input's pids become pid + k*4194304, said in a note, with the\n"
+     "system's pid kept in processes.os_pid.\n"
+     "\n"
+     "  -o, --output FILE   the merged trace (required); written to a temporary and renamed\n"
+     "  --reference FILE    the input whose host is the time base (default: the first)\n"
+     "  --force             replace FILE if it exists (never one of the inputs)\n"
+     "  --json              what was merged and shifted, as JSON on stdout\n"
+     "\n"
+     "Exit code 2 for a missing, damaged or foreign input, one of a newer kprof, or the same\n"
+     "file given twice.\n"},
     {"report", kp_cmd_report, "a trace's tables and verdict, or its call tree and key averages",
      "usage: kprof report FILE [--trace] [--raw] [--json | --csv]\n"
      "       kprof report FILE --tree [--depth N] [--sort KEY] [--top N] [--raw] [--json | --csv]\n"
