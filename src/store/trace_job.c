@@ -127,6 +127,7 @@ kprof_status kp_trace_job_applies(kp_event_source *src, int *applies, kp_error *
         }
         first_rank = procs[i].rank;
     }
+    if (first_rank < 0) return KPROF_OK; /* no launcher's process: not a job */
     const kp_trace_queue *queues;
     size_t nqueues;
     kprof_status st = kp_event_source_queues(src, &queues, &nqueues, err);

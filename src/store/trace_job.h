@@ -2,8 +2,10 @@
  * trace_job.h — a distributed job's trace seen rank by rank and device by device: what each
  * rank (the processes a launcher gave one rank, core/job.h) and each GPU did, collectives
  * (core/collective.h) as their own class, and the stragglers — at each step, which rank arrived
- * last and how long the others waited for it. `kprof report` shows it for a trace that holds
- * more than one rank or more than one device (kp_trace_job_applies); it feeds it from its own
+ * last and how long the others waited for it. `kprof report` shows it for a job's trace — one
+ * whose processes a launcher gave ranks — that holds more than one rank, or device work on more
+ * than one device (kp_trace_job_applies); a trace without ranks reports as it always did, on
+ * any number of devices. It feeds it from its own
  * pass over the events (begin, add per event, finish), as it feeds the verdicts
  * (store/trace_verdict.h); kp_trace_job_read makes a pass of its own.
  *
@@ -140,9 +142,10 @@ typedef struct kp_trace_job {
     kp_job_state *state_; /* private: what was fed */
 } kp_trace_job;
 
-/* Whether src is a job's trace, the report's rule for showing the job's tables: more than one
- * rank, or device work on more than one device. *applies 0 or 1. The first call makes the
- * source's index (kp_event_source_queues). */
+/* Whether src is a job's trace, the report's rule for showing the job's tables: a process has a
+ * rank, and there is more than one rank or device work on more than one device. *applies 0 or
+ * 1. Where ranks alone do not decide, the first call makes the source's index
+ * (kp_event_source_queues). */
 kprof_status kp_trace_job_applies(kp_event_source *src, int *applies, kp_error *err);
 
 /* Zero *j and get ready to be fed the events of a trace whose processes are procs (by row id,

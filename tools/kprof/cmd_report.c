@@ -4,9 +4,9 @@
  * the submission-economics verdict; or the same as --json or --csv. `--tree` and `--by name|path`
  * show the call tree and the key averages instead (store/trace_aggregate.h feeds them,
  * export/calltree.h writes them), leaving polling calls out unless --raw, as the tables do.
- * A distributed job's trace (more than one rank or device, store/trace_job.h) gets a table per
- * rank and per device, its collectives (NCCL/RCCL kernels) as a table apart from the compute
- * kernels, and the stragglers line; the same pass feeds them.
+ * A distributed job's trace (ranks, and more than one rank or device: store/trace_job.h) gets a
+ * table per rank and per device, its collectives (NCCL/RCCL kernels) as a table apart from the
+ * compute kernels, and the stragglers line; the same pass feeds them.
  */
 #include "core/collective.h"
 #include "core/event.h"
