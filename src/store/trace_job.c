@@ -30,6 +30,15 @@ typedef struct kp_job_mark {
     uint32_t rank; /* its slot */
 } kp_job_mark;
 
+/* A hash map of uint64 keys to uint32 values (open addressing, at most half full): lookups a
+ * damaged file's numbers cannot make quadratic. */
+typedef struct kp_job_map {
+    uint64_t *keys;
+    uint32_t *values;
+    unsigned char *used;
+    size_t n, cap;
+} kp_job_map;
+
 struct kp_job_state {
     const kp_trace_process *procs;
     size_t nprocs;
@@ -46,11 +55,14 @@ struct kp_job_state {
     int64_t last_process;
     size_t last_index;
     int have_device;
-    size_t device_process;
-    uint32_t device_number, device_slot;
-    uint32_t pair_rank, pair_device; /* the last (rank, device) pair noted in both */
+    uint32_t device_host, device_number, device_slot;
     int have_pair;
+    uint32_t pair_rank, pair_device; /* the last (rank, device) pair noted */
     size_t capdevices;
+    uint32_t *host_of;    /* by index in procs: its host's id, 1 + its index in hosts; 0 none */
+    const char **hosts;   /* the hosts the processes name, each once */
+    kp_job_map device_of; /* (host id, device number) -> device slot */
+    kp_job_map pairs;     /* (rank slot, device slot): the rank's work ran on the device */
     kp_job_op *ops;
     size_t nops, capops;
     kp_job_mark *colls, *ranges;
@@ -69,35 +81,111 @@ static int kp_job_grow(void **v, size_t *cap, size_t n, size_t sz)
     return 0;
 }
 
-/* Put v into the ascending set v[0 .. *n) (capacity: *n + 1 after a grow). 0, or -1. */
-static int kp_job_set_add_u32(uint32_t **set, size_t *n, uint32_t v)
+static size_t kp_job_hash(uint64_t k)
 {
-    size_t i = 0;
-    while (i < *n && (*set)[i] < v)
-        i++;
-    if (i < *n && (*set)[i] == v) return 0;
-    uint32_t *p = realloc(*set, (*n + 1) * sizeof *p);
-    if (!p) return -1;
-    memmove(p + i + 1, p + i, (*n - i) * sizeof *p);
-    p[i] = v;
-    *set = p;
-    (*n)++;
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ull;
+    k ^= k >> 33;
+    return (size_t)k;
+}
+
+/* key's value into *value (1), or *value put as key's (0); -1 when out of memory. */
+static int kp_job_map_get_or_put(kp_job_map *m, uint64_t key, uint32_t *value)
+{
+    if ((m->n + 1) * 2 > m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 64;
+        uint64_t *keys = malloc(cap * sizeof *keys);
+        uint32_t *values = malloc(cap * sizeof *values);
+        unsigned char *used = calloc(cap, 1);
+        if (!keys || !values || !used) {
+            free(keys);
+            free(values);
+            free(used);
+            return -1;
+        }
+        for (size_t i = 0; i < m->cap; i++) {
+            if (!m->used[i]) continue;
+            size_t j = kp_job_hash(m->keys[i]) & (cap - 1);
+            while (used[j])
+                j = (j + 1) & (cap - 1);
+            used[j] = 1;
+            keys[j] = m->keys[i];
+            values[j] = m->values[i];
+        }
+        free(m->keys);
+        free(m->values);
+        free(m->used);
+        m->keys = keys;
+        m->values = values;
+        m->used = used;
+        m->cap = cap;
+    }
+    size_t i = kp_job_hash(key) & (m->cap - 1);
+    for (; m->used[i]; i = (i + 1) & (m->cap - 1)) {
+        if (m->keys[i] == key) {
+            *value = m->values[i];
+            return 1;
+        }
+    }
+    m->used[i] = 1;
+    m->keys[i] = key;
+    m->values[i] = *value;
+    m->n++;
     return 0;
 }
 
-static int kp_job_set_add_i64(int64_t **set, size_t *n, int64_t v)
+static void kp_job_map_free(kp_job_map *m)
 {
-    size_t i = 0;
-    while (i < *n && (*set)[i] < v)
-        i++;
-    if (i < *n && (*set)[i] == v) return 0;
-    int64_t *p = realloc(*set, (*n + 1) * sizeof *p);
-    if (!p) return -1;
-    memmove(p + i + 1, p + i, (*n - i) * sizeof *p);
-    p[i] = v;
-    *set = p;
-    (*n)++;
-    return 0;
+    free(m->keys);
+    free(m->values);
+    free(m->used);
+    memset(m, 0, sizeof *m);
+}
+
+/* A process's pid with its rank's slot, and a process's host with its index: sorted to make
+ * the ranks' pid sets and the hosts' ids (a damaged file may hold any number of processes). */
+typedef struct kp_job_pid {
+    uint32_t slot;
+    int64_t pid;
+} kp_job_pid;
+
+static int kp_cmp_pid(const void *x, const void *y)
+{
+    const kp_job_pid *a = x, *b = y;
+    if (a->slot != b->slot) return a->slot < b->slot ? -1 : 1;
+    return (a->pid > b->pid) - (a->pid < b->pid);
+}
+
+typedef struct kp_job_host {
+    const char *host;
+    size_t index;
+} kp_job_host;
+
+static int kp_cmp_host(const void *x, const void *y)
+{
+    const kp_job_host *a = x, *b = y;
+    return strcmp(a->host, b->host);
+}
+
+/* A rank's work on a device: the device's slot and number. */
+typedef struct kp_job_pair {
+    uint32_t rank, device, number;
+} kp_job_pair;
+
+static int kp_cmp_pair_rank(const void *x, const void *y)
+{
+    const kp_job_pair *a = x, *b = y;
+    if (a->rank != b->rank) return a->rank < b->rank ? -1 : 1;
+    return (a->number > b->number) - (a->number < b->number);
+}
+
+static int kp_cmp_pair_device(const void *x, const void *y)
+{
+    const kp_job_pair *a = x, *b = y;
+    if (a->device != b->device) return a->device < b->device ? -1 : 1;
+    return (a->rank > b->rank) - (a->rank < b->rank);
 }
 
 /* end - start, 0 when end is not after start (times from a file may be anything). */
@@ -111,6 +199,14 @@ static int kp_cmp_int(const void *x, const void *y)
 {
     int a = *(const int *)x, b = *(const int *)y;
     return (a > b) - (a < b);
+}
+
+static int kp_cmp_process_pid(const void *x, const void *y)
+{
+    const kp_trace_process *a = *(const kp_trace_process *const *)x;
+    const kp_trace_process *b = *(const kp_trace_process *const *)y;
+    if (a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
+    return (a->id > b->id) - (a->id < b->id);
 }
 
 kprof_status kp_trace_job_applies(kp_event_source *src, int *applies, kp_error *err)
@@ -132,17 +228,25 @@ kprof_status kp_trace_job_applies(kp_event_source *src, int *applies, kp_error *
     size_t nqueues;
     kprof_status st = kp_event_source_queues(src, &queues, &nqueues, err);
     if (st != KPROF_OK) return st;
-    /* A device is (host, number): the host of the queue's pid (its first image's). */
+    /* A device is (host, number): the host of the queue's pid (its first image's; the
+     * processes by pid, then row, for a binary search). */
+    const kp_trace_process **by_pid = malloc((nprocs ? nprocs : 1) * sizeof *by_pid);
+    if (!by_pid) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    for (size_t i = 0; i < nprocs; i++)
+        by_pid[i] = &procs[i];
+    qsort(by_pid, nprocs, sizeof *by_pid, kp_cmp_process_pid);
     const char *first_host = NULL;
     uint32_t first_device = 0;
     for (size_t q = 0; q < nqueues; q++) {
-        const char *host = "";
-        for (size_t i = 0; i < nprocs; i++) {
-            if (procs[i].pid == queues[q].pid) {
-                host = procs[i].host;
-                break;
-            }
+        size_t lo = 0, hi = nprocs;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (by_pid[mid]->pid < queues[q].pid)
+                lo = mid + 1;
+            else
+                hi = mid;
         }
+        const char *host = lo < nprocs && by_pid[lo]->pid == queues[q].pid ? by_pid[lo]->host : "";
         if (!first_host) {
             first_host = host;
             first_device = queues[q].device;
@@ -151,6 +255,7 @@ kprof_status kp_trace_job_applies(kp_event_source *src, int *applies, kp_error *
             break;
         }
     }
+    free(by_pid);
     return KPROF_OK;
 }
 
@@ -196,8 +301,16 @@ int kp_trace_job_begin(kp_trace_job *j, const kp_trace_process *procs, size_t np
     free(ranks);
     ranks = NULL;
     /* Each process into its rank: pids, local rank, host, span. */
-    const char **hosts = calloc(nprocs ? nprocs : 1, sizeof *hosts);
-    if (!hosts) goto nomem;
+    kp_job_pid *pids = calloc(nprocs ? nprocs : 1, sizeof *pids);
+    kp_job_host *hosts = calloc(nprocs ? nprocs : 1, sizeof *hosts);
+    s->host_of = calloc(nprocs ? nprocs : 1, sizeof *s->host_of);
+    s->hosts = calloc(nprocs ? nprocs : 1, sizeof *s->hosts);
+    size_t nhosts = 0;
+    if (!pids || !hosts || !s->host_of || !s->hosts) {
+        free(pids);
+        free(hosts);
+        goto nomem;
+    }
     for (size_t i = 0; i < nprocs; i++) {
         const kp_trace_process *p = &procs[i];
         size_t slot = distinct; /* "-" */
@@ -215,10 +328,8 @@ int kp_trace_job_begin(kp_trace_job *j, const kp_trace_process *procs, size_t np
         }
         s->slot_of[i] = (uint32_t)slot;
         kp_job_rank *r = &j->ranks[slot];
-        if (kp_job_set_add_i64(&r->pids, &r->npids, p->pid) != 0) {
-            free(hosts);
-            goto nomem;
-        }
+        pids[i] = (kp_job_pid){(uint32_t)slot, p->pid};
+        r->npids++; /* for now: the processes */
         if (r->local_rank == -2)
             r->local_rank = p->local_rank;
         else if (r->local_rank != p->local_rank)
@@ -227,13 +338,30 @@ int kp_trace_job_begin(kp_trace_job *j, const kp_trace_process *procs, size_t np
         if (p->start_ns > 0 && (!r->start_ns || p->start_ns < r->start_ns))
             r->start_ns = p->start_ns;
         if (p->ended && p->end_ns > r->end_ns) r->end_ns = p->end_ns;
-        /* Hosts, each once. */
-        if (p->host && *p->host) {
-            size_t h = 0;
-            while (h < j->nhosts && strcmp(hosts[h], p->host) != 0)
-                h++;
-            if (h == j->nhosts) hosts[j->nhosts++] = p->host;
+        if (p->host && *p->host) hosts[nhosts++] = (kp_job_host){p->host, i};
+    }
+    /* Each rank's pids, each once, ascending. */
+    qsort(pids, nprocs, sizeof *pids, kp_cmp_pid);
+    for (size_t i = 0; i < s->nslots; i++) {
+        kp_job_rank *r = &j->ranks[i];
+        if (r->npids && !(r->pids = malloc(r->npids * sizeof *r->pids))) {
+            free(pids);
+            free(hosts);
+            goto nomem;
         }
+        r->npids = 0;
+    }
+    for (size_t i = 0; i < nprocs; i++) {
+        kp_job_rank *r = &j->ranks[pids[i].slot];
+        if (!r->npids || r->pids[r->npids - 1] != pids[i].pid) r->pids[r->npids++] = pids[i].pid;
+    }
+    free(pids);
+    /* The hosts, each once; every process's host by its id. */
+    qsort(hosts, nhosts, sizeof *hosts, kp_cmp_host);
+    for (size_t i = 0; i < nhosts; i++) {
+        if (!j->nhosts || strcmp(s->hosts[j->nhosts - 1], hosts[i].host) != 0)
+            s->hosts[j->nhosts++] = hosts[i].host;
+        s->host_of[hosts[i].index] = (uint32_t)j->nhosts;
     }
     free(hosts);
     for (size_t i = 0; i < s->nslots; i++)
@@ -270,24 +398,24 @@ static size_t kp_job_process_index(kp_job_state *s, int64_t process)
 /* The slot of the device (the process's host, number); -1 when out of memory. */
 static int64_t kp_job_device_slot(kp_trace_job *j, kp_job_state *s, size_t index, uint32_t number)
 {
-    if (s->have_device && s->device_process == index && s->device_number == number)
+    uint32_t host = index < s->nprocs ? s->host_of[index] : 0;
+    if (s->have_device && s->device_host == host && s->device_number == number)
         return s->device_slot;
-    const char *host = index < s->nprocs && s->procs[index].host ? s->procs[index].host : "";
-    size_t d = 0;
-    while (d < j->ndevices && (j->devices[d].device != number || strcmp(j->devices[d].host, host)))
-        d++;
-    if (d == j->ndevices) {
+    uint32_t d = (uint32_t)j->ndevices;
+    int found = kp_job_map_get_or_put(&s->device_of, (uint64_t)host << 32 | number, &d);
+    if (found < 0) return -1;
+    if (!found) {
         if (kp_job_grow((void **)&j->devices, &s->capdevices, j->ndevices, sizeof *j->devices))
             return -1;
         memset(&j->devices[d], 0, sizeof j->devices[d]);
-        j->devices[d].host = host;
+        j->devices[d].host = host ? s->hosts[host - 1] : "";
         j->devices[d].device = number;
         j->ndevices++;
     }
     s->have_device = 1;
-    s->device_process = index;
+    s->device_host = host;
     s->device_number = number;
-    s->device_slot = (uint32_t)d;
+    s->device_slot = d;
     return (int64_t)d;
 }
 
@@ -337,13 +465,9 @@ int kp_trace_job_add(kp_trace_job *j, const kp_trace_event *ev, unsigned call_fl
             dev->kernels++;
         }
         if (!s->have_pair || s->pair_rank != slot || s->pair_device != (uint32_t)dslot) {
-            uint32_t *ranks = (uint32_t *)dev->ranks; /* slots until finish */
-            if (kp_job_set_add_u32(&r->gpus, &r->ngpus, e->device) != 0 ||
-                kp_job_set_add_u32(&ranks, &dev->nranks, slot) != 0) {
-                dev->ranks = (int *)ranks;
+            uint32_t none = 0;
+            if (kp_job_map_get_or_put(&s->pairs, (uint64_t)slot << 32 | (uint32_t)dslot, &none) < 0)
                 return -1;
-            }
-            dev->ranks = (int *)ranks;
             s->have_pair = 1;
             s->pair_rank = slot;
             s->pair_device = (uint32_t)dslot;
@@ -432,16 +556,44 @@ static int kp_job_unions(kp_trace_job *j, kp_job_state *s)
         j->devices[d].gpu_busy_ns = kp_busy_ns(&all);
         j->devices[d].collective_ns = kp_busy_ns(&coll);
     }
-    /* The ops' device slots are done with: the devices may move. Their rank slots become
-     * rank numbers ("-" is -1, the last slot: the order stays). */
-    for (size_t d = 0; d < j->ndevices; d++) {
-        kp_job_device *dev = &j->devices[d];
-        uint32_t *slots = (uint32_t *)dev->ranks;
-        for (size_t i = 0; i < dev->nranks; i++)
-            dev->ranks[i] = j->ranks[slots[i]].rank;
+    /* Which rank's work ran on which device: each rank's device numbers, each device's ranks
+     * (in slot order: ascending ranks, "-" last). */
+    kp_job_pair *pairs = malloc((s->pairs.n ? s->pairs.n : 1) * sizeof *pairs);
+    if (!pairs) return -1;
+    size_t n = 0;
+    for (size_t i = 0; i < s->pairs.cap; i++) {
+        if (!s->pairs.used[i]) continue;
+        uint32_t rank = (uint32_t)(s->pairs.keys[i] >> 32), device = (uint32_t)s->pairs.keys[i];
+        pairs[n++] = (kp_job_pair){rank, device, j->devices[device].device};
     }
+    qsort(pairs, n, sizeof *pairs, kp_cmp_pair_rank);
+    for (size_t i = 0; i < n;) {
+        size_t k = i;
+        while (k < n && pairs[k].rank == pairs[i].rank)
+            k++;
+        kp_job_rank *r = &j->ranks[pairs[i].rank];
+        if (!(r->gpus = malloc((k - i) * sizeof *r->gpus))) goto nomem;
+        for (; i < k; i++)
+            if (!r->ngpus || r->gpus[r->ngpus - 1] != pairs[i].number)
+                r->gpus[r->ngpus++] = pairs[i].number;
+    }
+    qsort(pairs, n, sizeof *pairs, kp_cmp_pair_device);
+    for (size_t i = 0; i < n;) {
+        size_t k = i;
+        while (k < n && pairs[k].device == pairs[i].device)
+            k++;
+        kp_job_device *dev = &j->devices[pairs[i].device];
+        if (!(dev->ranks = malloc((k - i) * sizeof *dev->ranks))) goto nomem;
+        for (; i < k; i++)
+            dev->ranks[dev->nranks++] = j->ranks[pairs[i].rank].rank;
+    }
+    free(pairs);
+    /* The ops' device slots are done with: the devices may move. */
     if (j->ndevices > 1) qsort(j->devices, j->ndevices, sizeof *j->devices, kp_cmp_device);
     return 0;
+nomem:
+    free(pairs);
+    return -1;
 }
 
 /* ---- finish: the stragglers --------------------------------------------------------------- */
@@ -526,36 +678,43 @@ static int kp_job_by_range(kp_trace_job *j, kp_job_state *s, kp_job_steps_acc *a
     size_t R = j->nranked;
     if (!s->nranges) return 0;
     qsort(s->ranges, s->nranges, sizeof *s->ranges, kp_cmp_mark_name);
-    size_t *count = calloc(R, sizeof *count), *at = calloc(R, sizeof *at);
     size_t *best_at = calloc(R, sizeof *best_at), *best_count = calloc(R, sizeof *best_count);
     const kp_job_mark **marks = calloc(R, sizeof *marks);
     size_t *next = calloc(R, sizeof *next), *end = calloc(R, sizeof *end);
     int rc = -1;
-    if (!count || !at || !best_at || !best_count || !marks || !next || !end) goto done;
+    if (!best_at || !best_count || !marks || !next || !end) goto done;
+    /* A name's ranges are a run per rank, ascending: the name is on every rank when it has R
+     * runs (no per-name pass over all the ranks). */
     uint32_t best = 0;
     int64_t best_total = -1;
+    size_t best_first = 0, best_end = 0;
     for (size_t i = 0; i < s->nranges;) {
         uint32_t name = s->ranges[i].name;
         int64_t total = 0;
-        memset(count, 0, R * sizeof *count);
-        for (; i < s->nranges && s->ranges[i].name == name; i++) {
-            const kp_job_mark *m = &s->ranges[i];
-            if (!count[m->rank]) at[m->rank] = i;
-            count[m->rank]++;
-            total = kp_i64_add_sat(total, kp_job_len(m->end, m->start));
+        size_t first = i, runs = 0;
+        int twice = 1;
+        while (i < s->nranges && s->ranges[i].name == name) {
+            size_t run = i;
+            uint32_t r = s->ranges[i].rank;
+            for (; i < s->nranges && s->ranges[i].name == name && s->ranges[i].rank == r; i++)
+                total = kp_i64_add_sat(total, kp_job_len(s->ranges[i].end, s->ranges[i].start));
+            runs++;
+            twice &= i - run >= 2;
         }
-        int every = 1;
-        for (size_t r = 0; r < R; r++)
-            every &= count[r] >= 2;
-        if (every && total > best_total) {
+        if (runs == R && twice && total > best_total) {
             best = name;
             best_total = total;
-            memcpy(best_at, at, R * sizeof *at);
-            memcpy(best_count, count, R * sizeof *count);
+            best_first = first;
+            best_end = i;
         }
     }
     rc = 0;
     if (best_total < 0) goto done;
+    for (size_t i = best_first; i < best_end; i++) {
+        uint32_t r = s->ranges[i].rank;
+        if (!best_count[r]) best_at[r] = i;
+        best_count[r]++;
+    }
     g->steps_by = KP_JOB_STEPS_RANGE;
     g->range = best;
     g->timed_by_collectives = s->ncolls > 0;
@@ -607,8 +766,6 @@ static int kp_job_by_range(kp_trace_job *j, kp_job_state *s, kp_job_steps_acc *a
         if ((rc = kp_job_step_add(acc, R, marks, m, k, s->op_of, s->nnames, 1)) != 0) goto done;
     }
 done:
-    free(count);
-    free(at);
     free(best_at);
     free(best_count);
     free(marks);
@@ -632,17 +789,22 @@ static int kp_job_by_collective(kp_trace_job *j, kp_job_state *s, kp_job_steps_a
     if (!count || !at || !marks) goto done;
     rc = 0;
     for (size_t i = 0; i < s->ncolls && rc == 0;) {
+        /* A run per rank, ascending (see kp_job_by_range): at and count are read only when
+         * every rank has one. */
         uint32_t name = s->colls[i].name;
-        memset(count, 0, R * sizeof *count);
-        for (; i < s->ncolls && s->colls[i].name == name; i++) {
-            if (!count[s->colls[i].rank]) at[s->colls[i].rank] = i;
-            count[s->colls[i].rank]++;
-        }
-        size_t steps = count[0], most = count[0];
-        for (size_t r = 1; r < R; r++) {
-            if (count[r] < steps) steps = count[r];
+        size_t runs = 0, most = 0, steps = SIZE_MAX;
+        while (i < s->ncolls && s->colls[i].name == name) {
+            size_t run = i;
+            uint32_t r = s->colls[i].rank;
+            while (i < s->ncolls && s->colls[i].name == name && s->colls[i].rank == r)
+                i++;
+            at[r] = run;
+            count[r] = i - run;
+            runs++;
             if (count[r] > most) most = count[r];
+            if (count[r] < steps) steps = count[r];
         }
+        if (runs < R) steps = 0;
         g->skipped += most - steps;
         for (size_t k = 0; k < steps && rc == 0; k++) {
             for (size_t r = 0; r < R; r++)
@@ -795,6 +957,10 @@ void kp_trace_job_free(kp_trace_job *j)
         free(s->first);
         free(s->last);
         free(s->has_events);
+        free(s->host_of);
+        free(s->hosts);
+        kp_job_map_free(&s->device_of);
+        kp_job_map_free(&s->pairs);
         free(s->ops);
         free(s->colls);
         free(s->ranges);
