@@ -5,6 +5,11 @@
  * stream or queue, and a flow arrow from each API call to the device work it launched (v2 flows:
  * bind_id with flow_out on the call, flow_in on the kernel). Times are microseconds from the
  * trace's start. Written straight to a file, so a million events need little memory.
+ *
+ * A process with a rank in a distributed job (core/job.h) says it first: "rank 1 · pid 4242
+ * (python train.py)", its GPUs "rank 1 · GPU 1 (pid 4242)" and their streams "rank 1 · GPU 1 ·
+ * stream 7"; a process without a rank keeps "4242 python train.py", "GPU 1 (pid 4242)" and
+ * "stream 7".
  */
 #define _GNU_SOURCE
 #include "export/chrome.h"
@@ -376,6 +381,20 @@ static int kp_cmp_process(const void *x, const void *y)
     return (a->id > b->id) - (a->id < b->id);
 }
 
+/* The rank of pid (the first of its images that has one), -1 for none; by_pid sorted by pid. */
+static int kp_chrome_rank_of(const kp_trace_process *const *by_pid, size_t n, int64_t pid)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (by_pid[mid]->pid < pid) lo = mid + 1;
+        else hi = mid;
+    }
+    for (; lo < n && by_pid[lo]->pid == pid; lo++)
+        if (by_pid[lo]->rank >= 0) return by_pid[lo]->rank;
+    return -1;
+}
+
 kprof_status kp_export_chrome(kp_event_source *src, FILE *f, kp_error *err)
 {
     int64_t t0 = kp_event_source_meta(src)->start_ns;
@@ -407,13 +426,17 @@ kprof_status kp_export_chrome(kp_event_source *src, FILE *f, kp_error *err)
     for (size_t i = 0; i < nprocesses; i++) {
         if (i && by_pid[i]->pid == by_pid[i - 1]->pid) continue;
         char name[600];
-        snprintf(name, sizeof name, "%lld %s", (long long)by_pid[i]->pid, by_pid[i]->command);
+        int rank = kp_chrome_rank_of(by_pid, nprocesses, by_pid[i]->pid);
+        if (rank >= 0)
+            snprintf(name, sizeof name, "rank %d · pid %lld (%s)", rank, (long long)by_pid[i]->pid,
+                     by_pid[i]->command);
+        else
+            snprintf(name, sizeof name, "%lld %s", (long long)by_pid[i]->pid, by_pid[i]->command);
         fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%lld,\"args\":{\"name\":",
                 KP_SEP(), (long long)by_pid[i]->pid);
         kp_quote(f, name);
         fputs("}}", f);
     }
-    free(by_pid);
     for (size_t i = 0; i < nthreads; i++)
         fprintf(f,
                 "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%lld,\"tid\":%lld,\"args\":{"
@@ -424,17 +447,25 @@ kprof_status kp_export_chrome(kp_event_source *src, FILE *f, kp_error *err)
     for (size_t i = 0; i < nqueues; i++) {
         int64_t pid = queues[i].pid, dev = queues[i].device, stream = queues[i].stream;
         int64_t gp = kp_gpu_pid(pid, dev);
+        /* A rank's tracks say it first: "rank 1 · GPU 1 · stream 7". */
+        char rank[32] = "", gpu[32] = "";
+        int r = kp_chrome_rank_of(by_pid, nprocesses, pid);
+        if (r >= 0) {
+            snprintf(rank, sizeof rank, "rank %d · ", r);
+            snprintf(gpu, sizeof gpu, "GPU %lld · ", (long long)dev);
+        }
         if (gp != last_gpu)
             fprintf(f,
                     "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%lld,\"args\":{\"name\":"
-                    "\"GPU %lld (pid %lld)\"}}",
-                    KP_SEP(), (long long)gp, (long long)dev, (long long)pid);
+                    "\"%sGPU %lld (pid %lld)\"}}",
+                    KP_SEP(), (long long)gp, rank, (long long)dev, (long long)pid);
         last_gpu = gp;
         fprintf(f,
                 "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%lld,\"tid\":%lld,\"args\":{"
-                "\"name\":\"stream %lld\"}}",
-                KP_SEP(), (long long)gp, (long long)stream, (long long)stream);
+                "\"name\":\"%s%sstream %lld\"}}",
+                KP_SEP(), (long long)gp, (long long)stream, rank, gpu, (long long)stream);
     }
+    free(by_pid);
 #undef KP_SEP
 
     /* Events in storage order (the format needs no order), names by id. */

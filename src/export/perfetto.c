@@ -13,7 +13,10 @@
  *     first uses them, and every later packet says it needs that state;
  *   - a TrackDescriptor per process (ProcessDescriptor: pid, the command), per host thread
  *     (ThreadDescriptor: pid, tid), per device under its process ("GPU 0") and per stream or
- *     queue under its device ("GPU 0 · stream 7"), each written just before its first event;
+ *     queue under its device ("GPU 0 · stream 7"), each written just before its first event; a
+ *     process with a rank in a distributed job (core/job.h) is named "rank 1 · pid 4242
+ *     (python train.py)", its device and stream tracks "rank 1 · GPU 1" and "rank 1 · GPU 1 ·
+ *     stream 7";
  *   - a slice (TYPE_SLICE_BEGIN, then TYPE_SLICE_END) per API call, kernel, copy, fill, sync,
  *     NVTX range and overhead record, an instant (TYPE_INSTANT) per NVTX mark; host events on
  *     their thread's track, device work on its stream's; the arguments the Chrome export
@@ -80,7 +83,7 @@ typedef struct kp_pf_event {
 typedef struct kp_pf_visitor {
     kprof_status (*begin)(void *ctx, int64_t start_ns, int64_t string_slots);
     kprof_status (*string)(void *ctx, int64_t id, const char *text, size_t len);
-    kprof_status (*process)(void *ctx, int64_t pid, const char *command, size_t len);
+    kprof_status (*process)(void *ctx, int64_t pid, int rank, const char *command, size_t len);
     kprof_status (*event)(void *ctx, const kp_pf_event *ev);
 } kp_pf_visitor;
 
@@ -166,7 +169,7 @@ static kprof_status kp_pf_read_group(kp_pf_event *group, size_t n, const kp_pf_v
 }
 
 /* The trace, read through the event source: begin, the strings, the processes (the first image
- * of each pid), then the events by start time (kp_pf_event_order for those that start
+ * of each pid, with the rank of the first of its images that has one), then the events by start time (kp_pf_event_order for those that start
  * together), each device operation with the start of the call that launched it. */
 static kprof_status kp_perfetto_read(kp_event_source *src, const kp_pf_visitor *v, void *ctx,
                                      kp_error *err)
@@ -186,10 +189,14 @@ static kprof_status kp_perfetto_read(kp_event_source *src, const kp_pf_visitor *
     size_t nprocs = 0;
     const kp_trace_process *procs = kp_event_source_processes(src, &nprocs);
     for (size_t i = 0; st == KPROF_OK && i < nprocs; i++) {
-        int seen = 0;
+        int seen = 0, rank = -1;
         for (size_t j = 0; j < i && !seen; j++)
             seen = procs[j].pid == procs[i].pid;
-        if (!seen) st = v->process(ctx, procs[i].pid, procs[i].command, strlen(procs[i].command));
+        for (size_t j = i; j < nprocs && rank < 0 && !seen; j++)
+            if (procs[j].pid == procs[i].pid) rank = procs[j].rank;
+        if (!seen)
+            st = v->process(ctx, procs[i].pid, rank < 0 ? -1 : rank, procs[i].command,
+                            strlen(procs[i].command));
     }
     if (st != KPROF_OK) return st;
 
@@ -362,6 +369,7 @@ typedef struct kp_pf_track {
     int type;          /* KP_PF_PROCESS ... */
     int64_t pid, a, b; /* thread: a = tid; device: a = device; stream: a = device, b = stream */
     int lane;          /* 0: the track itself; 1, 2...: its overflow tracks */
+    int rank;          /* its process's rank in a job, -1 none (process tracks) */
     int32_t overflow;  /* index of the next lane, -1 none yet */
     int64_t *open;     /* ends of the slices open on it, the innermost last */
     size_t nopen, capopen;
@@ -561,38 +569,44 @@ static int32_t kp_pf_track_add(kp_pf_writer *w, int type, int64_t pid, int64_t a
                                      .a = a,
                                      .b = b,
                                      .lane = lane,
+                                     .rank = -1,
                                      .overflow = -1};
     if (lane == 0 && kp_pf_slots_insert(w, index) != 0) return -1;
     return index;
 }
 
-/* Track names; kp_pf_track_name gives a lane its base's name with "(overlap N)". */
-static void kp_pf_track_name(const kp_pf_track *t, int opencl, char *out, size_t n)
+/* Track names; kp_pf_track_name gives a lane its base's name with "(overlap N)", and a
+ * device's or stream's of a process with a rank "rank R · " first. */
+static void kp_pf_track_name(const kp_pf_track *t, int opencl, int rank, char *out, size_t n)
 {
     int k = 0;
+    char prefix[32] = "";
+    if (rank >= 0) snprintf(prefix, sizeof prefix, "rank %d · ", rank);
     switch (t->type) {
     case KP_PF_THREAD:
         k = snprintf(out, n, "host thread %lld", (long long)t->a);
         break;
     case KP_PF_DEVICE:
-        k = snprintf(out, n, "GPU %lld", (long long)t->a);
+        k = snprintf(out, n, "%sGPU %lld", prefix, (long long)t->a);
         break;
     default:
-        k = snprintf(out, n, "GPU %lld · %s %lld", (long long)t->a, opencl ? "queue" : "stream",
-                     (long long)t->b);
+        k = snprintf(out, n, "%sGPU %lld · %s %lld", prefix, (long long)t->a,
+                     opencl ? "queue" : "stream", (long long)t->b);
         break;
     }
     if (t->lane > 0 && k > 0 && (size_t)k < n)
         snprintf(out + k, n - (size_t)k, " (overlap %d)", t->lane);
 }
 
-/* The process track of pid, made (with command as its name, when known) if new. */
-static int32_t kp_pf_process_track(kp_pf_writer *w, int64_t pid, const char *command)
+/* The process track of pid, made (with command as its name, when known; with rank >= 0,
+ * "rank R · pid P (command)") if new. */
+static int32_t kp_pf_process_track(kp_pf_writer *w, int64_t pid, int rank, const char *command)
 {
     int32_t index = kp_pf_track_find(w, KP_PF_PROCESS, pid, 0, 0);
     if (index >= 0) return index;
     index = kp_pf_track_add(w, KP_PF_PROCESS, pid, 0, 0, 0);
     if (index < 0) return -1;
+    w->tracks[index].rank = rank;
     kp_pb *pb = &w->pb;
     kp_pf_packet_begin(w, 0);
     kp_pb_begin(pb, KP_PF_PACKET_TRACK_DESCRIPTOR);
@@ -606,12 +620,16 @@ static int32_t kp_pf_process_track(kp_pf_writer *w, int64_t pid, const char *com
     return index;
 }
 
-static kprof_status kp_pf_process(void *ctx, int64_t pid, const char *command, size_t len)
+static kprof_status kp_pf_process(void *ctx, int64_t pid, int rank, const char *command,
+                                  size_t len)
 {
     kp_pf_writer *w = ctx;
     kp_str name = {0};
+    if (rank >= 0) kp_str_printf(&name, "rank %d · pid %lld (", rank, (long long)pid);
     kp_str_append_utf8(&name, command, len);
-    int32_t index = name.failed ? -1 : kp_pf_process_track(w, pid, name.data ? name.data : "");
+    if (rank >= 0) kp_str_append(&name, ")");
+    int32_t index =
+        name.failed ? -1 : kp_pf_process_track(w, pid, rank, name.data ? name.data : "");
     kp_str_free(&name);
     if (index < 0) return kp_pf_nomem(w);
     return kp_pf_check(w);
@@ -625,8 +643,9 @@ static int32_t kp_pf_child_track(kp_pf_writer *w, int type, int64_t pid, int64_t
     int32_t index = kp_pf_track_add(w, type, pid, a, b, lane);
     if (index < 0) return -1;
     const kp_pf_track *t = &w->tracks[index];
+    int32_t process = kp_pf_track_find(w, KP_PF_PROCESS, pid, 0, 0);
     char name[160];
-    kp_pf_track_name(t, opencl, name, sizeof name);
+    kp_pf_track_name(t, opencl, process >= 0 ? w->tracks[process].rank : -1, name, sizeof name);
     kp_pb *pb = &w->pb;
     kp_pf_packet_begin(w, 0);
     kp_pb_begin(pb, KP_PF_PACKET_TRACK_DESCRIPTOR);
@@ -649,11 +668,11 @@ static int32_t kp_pf_thread_track(kp_pf_writer *w, int64_t pid, int64_t tid)
 {
     int32_t index = kp_pf_track_find(w, KP_PF_THREAD, pid, tid, 0);
     if (index >= 0) return index;
-    if (kp_pf_process_track(w, pid, NULL) < 0) return -1;
+    if (kp_pf_process_track(w, pid, -1, NULL) < 0) return -1;
     index = kp_pf_track_add(w, KP_PF_THREAD, pid, tid, 0, 0);
     if (index < 0) return -1;
     char name[64];
-    kp_pf_track_name(&w->tracks[index], 0, name, sizeof name);
+    kp_pf_track_name(&w->tracks[index], 0, -1, name, sizeof name);
     kp_pb *pb = &w->pb;
     kp_pf_packet_begin(w, 0);
     kp_pb_begin(pb, KP_PF_PACKET_TRACK_DESCRIPTOR);
@@ -674,7 +693,7 @@ static int32_t kp_pf_stream_track(kp_pf_writer *w, const kp_pf_event *e)
     if (index >= 0) return index;
     int32_t device = kp_pf_track_find(w, KP_PF_DEVICE, e->pid, e->device, 0);
     if (device < 0) {
-        int32_t process = kp_pf_process_track(w, e->pid, NULL);
+        int32_t process = kp_pf_process_track(w, e->pid, -1, NULL);
         if (process < 0) return -1;
         device = kp_pf_child_track(w, KP_PF_DEVICE, e->pid, e->device, 0, 0, process, 0);
         if (device < 0) return -1;
@@ -919,7 +938,7 @@ enum { KP_PF_ITEM_BEGIN, KP_PF_ITEM_STRING, KP_PF_ITEM_PROCESS, KP_PF_ITEM_EVENT
 
 typedef struct kp_pf_item {
     int type;     /* KP_PF_ITEM_* */
-    int64_t a, b; /* begin: start, string slots; string: its id; process: its pid */
+    int64_t a, b; /* begin: start, string slots; string: its id; process: its pid, rank */
     char *text;   /* string, process: a copy of the text, the writer's to free */
     size_t len;
     kp_pf_event event;
@@ -995,9 +1014,16 @@ static kprof_status kp_pf_pipe_string(void *ctx, int64_t id, const char *text, s
     return kp_pf_pipe_text(ctx, KP_PF_ITEM_STRING, id, text, len);
 }
 
-static kprof_status kp_pf_pipe_process(void *ctx, int64_t pid, const char *command, size_t len)
+static kprof_status kp_pf_pipe_process(void *ctx, int64_t pid, int rank, const char *command,
+                                       size_t len)
 {
-    return kp_pf_pipe_text(ctx, KP_PF_ITEM_PROCESS, pid, command, len);
+    kp_pf_pipe *p = ctx;
+    char *copy = malloc(len + 1);
+    if (!copy) return kp_error_set(&p->read_err, KPROF_NOMEM, "out of memory");
+    memcpy(copy, command, len);
+    copy[len] = '\0';
+    return kp_pf_pipe_add(
+        p, &(kp_pf_item){.type = KP_PF_ITEM_PROCESS, .a = pid, .b = rank, .text = copy, .len = len});
 }
 
 static kprof_status kp_pf_pipe_event(void *ctx, const kp_pf_event *e)
@@ -1040,7 +1066,7 @@ static kprof_status kp_pf_dispatch(const kp_pf_visitor *v, kp_pf_writer *w, kp_p
     case KP_PF_ITEM_STRING:
         return v->string(w, item->a, item->text, item->len);
     case KP_PF_ITEM_PROCESS:
-        return v->process(w, item->a, item->text, item->len);
+        return v->process(w, item->a, (int)item->b, item->text, item->len);
     default:
         return v->event(w, &item->event);
     }

@@ -20,6 +20,19 @@ usage: gen_trace.py PATTERN [--kernels N] [--seconds S] [--period-us P] [--steps
                  durations step through +0..100 ns by iteration (never two alike, the same in
                  every trace). --slower P makes 'tuned' P percent longer, --extra adds a third
                  launch per iteration, of 'extra' (10 us): what `kprof diff` must find
+  job            a torchrun in small: it records a launch call of its own (no rank) and starts
+                 --ranks processes of 'job-rank' with torchrun's variables (RANK, LOCAL_RANK,
+                 WORLD_SIZE, ...), all on one timeline that starts at T (0.2 s from now)
+  job-rank       one rank (its place from those variables, as the collectors read it): a copy
+                 (100 us), then K steps 2 ms apart, each an NVTX range 'step' (unless
+                 --no-ranges) holding N compute kernels of 50 us back to back on stream 7 from
+                 20 us into the step, then an all-reduce (ncclDevKernel_AllReduce_Sum_f32_RING_LL,
+                 stream 13) that starts when the rank's compute ends and ends 100 us after the
+                 last rank's compute ends, as NCCL's kernels do. --late-rank R is --late-us L
+                 late (its last compute kernel L longer) at every step but each fifth (k % 5 ==
+                 4), where rank 0 is L/2 late instead. --extra-collective-rank E: rank E runs one
+                 all-reduce more, after the steps. Device: the local rank; host: --hosts' entry
+                 for the rank (comma-separated, taken in turn), else this host
 
 The program lives S seconds from its first record, or until its last record if that is later;
 whatever it lived before that (the interpreter's start-up) depends on the machine, so tests
@@ -51,10 +64,22 @@ def main():
                     help="write the records in this many batches spread over the timeline, "
                          "each marked whole as the collectors' writer does (the live merge "
                          "takes them while the program runs); 0: all at once, unmarked")
+    ap.add_argument("--ranks", type=int, default=2, help="job: ranks to start")
+    ap.add_argument("--late-rank", type=int, default=1, help="job: the rank that is late")
+    ap.add_argument("--late-us", type=float, default=300.0, help="job: how late (us)")
+    ap.add_argument("--no-ranges", action="store_true", help="job: no NVTX 'step' ranges")
+    ap.add_argument("--extra-collective-rank", type=int, default=-1,
+                    help="job: this rank runs one all-reduce more")
+    ap.add_argument("--hosts", default="", help="job: the ranks' hosts, comma-separated")
+    ap.add_argument("--t0", type=int, default=0, help="job-rank: the job's timeline start (ns)")
     a = ap.parse_args()
     d = os.environ.get("KPROF_TRACE_DIR")
     if not d:
         sys.exit("gen_trace.py: run me under kprof trace (KPROF_TRACE_DIR unset)")
+    if a.pattern == "job":
+        return job_launcher(a, d)
+    if a.pattern == "job-rank":
+        return job_rank(a, d)
     pid = os.getpid()
     t0 = klog.now_ns() + 1000
     span = int(a.seconds * 1e9)
@@ -194,6 +219,127 @@ def main():
         w.f.flush()
         os.kill(os.getpid(), signal.SIGSEGV)
     w.close(end=klog.now_ns())
+
+
+JOB_STEP_NS = 2000000  # a step's period
+JOB_KERNEL_NS = 50000  # a compute kernel
+JOB_TAIL_NS = 100000  # the all-reduce after the last rank's compute ended
+JOB_COLLECTIVE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+
+
+def job_host(a, rank):
+    hosts = [h for h in a.hosts.split(",") if h]
+    if hosts:
+        return hosts[rank % len(hosts)] if rank >= 0 else hosts[0]
+    import socket
+    return socket.gethostname()
+
+
+def job_late_ns(a, rank, k):
+    """How late rank is at step k (its compute's end)."""
+    late = int(a.late_us * 1000)
+    if k % 5 == 4 and a.late_rank != 0:
+        return late // 2 if rank == 0 else 0
+    return late if rank == a.late_rank else 0
+
+
+def job_wait(w, last):
+    while klog.now_ns() < last:
+        time.sleep(0.005)
+    w.close(end=klog.now_ns())
+
+
+def job_launcher(a, d):
+    import subprocess
+    pid = os.getpid()
+    t0 = klog.now_ns() + 200000000
+    w = klog.Writer(os.path.join(d, "%d-cuda-%d.klog" % (pid, t0)), pid, " ".join(sys.argv),
+                    t0 - 2000000)
+    buf = bytearray(klog.process(w, host=job_host(a, -1), boot_id="synthetic-boot"))
+    buf += klog.rec(klog.API, name=w.string("cuInit"), start=t0 - 2000000, end=t0 - 1000000,
+                    domain=2)
+    w.write(bytes(buf))
+    w.f.flush()
+    children = []
+    for r in range(a.ranks):
+        env = dict(os.environ, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(a.ranks),
+                   LOCAL_WORLD_SIZE=str(a.ranks), GROUP_RANK="0", TORCHELASTIC_RUN_ID="gen",
+                   TORCHELASTIC_RESTART_COUNT="0")
+        args = [sys.executable, os.path.abspath(__file__), "job-rank", "--t0", str(t0)]
+        args += sys.argv[2:]
+        children.append(subprocess.Popen(args, env=env))
+    rc = max(c.wait() for c in children)
+    job_wait(w, 0)
+    sys.exit(rc)
+
+
+def job_rank(a, d):
+    def env_int(name):
+        v = os.environ.get(name)
+        return int(v) if v is not None and v.isdigit() else -1
+    rank, local = env_int("RANK"), env_int("LOCAL_RANK")
+    launcher = klog.LAUNCHER_TORCHRUN if os.environ.get("TORCHELASTIC_RUN_ID") else \
+        klog.LAUNCHER_ENV if rank >= 0 else klog.LAUNCHER_NONE
+    pid = os.getpid()
+    t0 = a.t0 or klog.now_ns() + 1000
+    w = klog.Writer(os.path.join(d, "%d-cuda-%d.klog" % (pid, t0)), pid, " ".join(sys.argv),
+                    t0 - 1000000)
+    buf = bytearray()
+    buf += klog.process(w, launcher=launcher, rank=rank, local_rank=local,
+                        world_size=env_int("WORLD_SIZE"),
+                        local_world_size=env_int("LOCAL_WORLD_SIZE"),
+                        node=env_int("GROUP_RANK"),
+                        restart=env_int("TORCHELASTIC_RESTART_COUNT"), host=job_host(a, rank),
+                        boot_id="synthetic-boot")
+    device = max(local, 0)
+    launch = w.string("cudaLaunchKernel")
+    compute = w.string("gemm_kernel")
+    coll = w.string(JOB_COLLECTIVE)
+    step = w.string("step")
+    corr = 1
+    # The copy, before the steps.
+    buf += klog.rec(klog.API, name=w.string("cudaMemcpyAsync"), start=t0 - 160000,
+                    end=t0 - 155000, correlation=corr, domain=1)
+    buf += klog.rec(klog.MEMCPY, name=w.string("[CUDA memcpy HtoD]"), start=t0 - 150000,
+                    end=t0 - 50000, correlation=corr, nbytes=1 << 20, aux=klog.HTOD,
+                    device=device, stream=7)
+    n = a.kernels
+    for k in range(a.steps):
+        s = t0 + k * JOB_STEP_NS
+        if not a.no_ranges:
+            buf += klog.rec(klog.RANGE, name=step, start=s, end=s + JOB_STEP_NS - 10000,
+                            rid=k + 1, domain=klog.NVTX)
+        at = s + 20000
+        for i in range(n):
+            corr += 1
+            c = s + 1000 + i * 10000
+            buf += klog.rec(klog.API, name=launch, start=c, end=c + 5000, correlation=corr,
+                            domain=1)
+            dur = JOB_KERNEL_NS + (job_late_ns(a, rank, k) if i == n - 1 else 0)
+            buf += klog.rec(klog.KERNEL, name=compute, start=at, end=at + dur, correlation=corr,
+                            grid=(64, 1, 1), block=(256, 1, 1), device=device, stream=7)
+            at += dur
+        latest = max(job_late_ns(a, r, k) for r in range(a.ranks))
+        end = s + 20000 + n * JOB_KERNEL_NS + latest + JOB_TAIL_NS
+        corr += 1
+        c = s + 1000 + n * 10000
+        buf += klog.rec(klog.API, name=launch, start=c, end=c + 5000, correlation=corr, domain=1)
+        buf += klog.rec(klog.KERNEL, name=coll, start=at, end=end, correlation=corr,
+                        grid=(2, 1, 1), block=(512, 1, 1), device=device, stream=13)
+    last = t0 + a.steps * JOB_STEP_NS
+    if rank == a.extra_collective_rank:
+        s = last
+        corr += 1
+        buf += klog.rec(klog.API, name=launch, start=s + 1000, end=s + 6000, correlation=corr,
+                        domain=1)
+        buf += klog.rec(klog.KERNEL, name=coll, start=s + 20000, end=s + 20000 + JOB_TAIL_NS,
+                        correlation=corr, grid=(2, 1, 1), block=(512, 1, 1), device=device,
+                        stream=13)
+        last += JOB_STEP_NS
+    w.write(bytes(buf))
+    w.f.flush()
+    job_wait(w, last)
+    return 0
 
 
 if __name__ == "__main__":

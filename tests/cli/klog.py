@@ -70,3 +70,21 @@ class Writer:
 
 def now_ns():
     return time.monotonic_ns()  # CLOCK_MONOTONIC, the clock of every record
+
+
+# KP_REC_PROCESS (record.h): where a process stands in a job, and a clock pair. Launchers are
+# core/job.h's kp_launcher numbers.
+PROCESS = 15
+LAUNCHER_NONE, LAUNCHER_TORCHRUN, LAUNCHER_ENV, LAUNCHER_OPENMPI, LAUNCHER_PMI, \
+    LAUNCHER_SLURM = range(0, 6)
+
+
+def process(w, launcher=LAUNCHER_NONE, rank=-1, local_rank=-1, world_size=-1,
+            local_world_size=-1, node=-1, restart=-1, host="", boot_id="", mono=0, real=0,
+            uncertainty=0):
+    """The PROCESS record of writer w's process (its host's and boot's strings go out first)."""
+    host_id = w.string(host) if host else 0
+    boot = w.string(boot_id) if boot_id else 0
+    return rec(PROCESS, domain=launcher, grid=(rank, local_rank, world_size),
+               block=(local_world_size, node, restart), name=host_id, rid=boot, start=mono,
+               end=real, nbytes=uncertainty)

@@ -4,7 +4,11 @@
  * the submission-economics verdict; or the same as --json or --csv. `--tree` and `--by name|path`
  * show the call tree and the key averages instead (store/trace_aggregate.h feeds them,
  * export/calltree.h writes them), leaving polling calls out unless --raw, as the tables do.
+ * A distributed job's trace (ranks, and more than one rank or device: store/trace_job.h) gets a
+ * table per rank and per device, its collectives (NCCL/RCCL kernels) as a table apart from the
+ * compute kernels, and the stragglers line; the same pass feeds them.
  */
+#include "core/collective.h"
 #include "core/event.h"
 #include "core/format.h"
 #include "core/host_calls.h"
@@ -17,6 +21,7 @@
 #include "core/util.h"
 #include "store/event_source.h"
 #include "store/trace_aggregate.h"
+#include "store/trace_job.h"
 #include "store/trace_verdict.h"
 #include "tools/kprof/cli.h"
 
@@ -98,7 +103,15 @@ typedef struct kp_report {
     int processes;
     kp_str notes; /* the trace's notes, distinct, one per line */
     int has_nvtx, has_scopes; /* ranges of each domain seen (the table's title) */
+    /* A job's trace (kp_trace_job_applies): its ranks, devices and stragglers, and its
+     * collective kernels in a table of their own (not in `device`). */
+    int is_job;
+    kp_trace_job job;
+    kp_group_list collectives;
 } kp_report;
+
+/* A name's flag in kp_report.name_flags besides core/host_calls.h's: a collective kernel's. */
+#define KP_NAME_COLLECTIVE 0x80u
 
 /* Per-name accumulators of one table, indexed by string id. */
 typedef struct kp_acc {
@@ -316,15 +329,27 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
     kp_acc *host = calloc(nnames, sizeof *host);
     kp_acc *device = calloc(nnames, sizeof *device);
     kp_acc *nvtx = calloc(nnames, sizeof *nvtx);
+    kp_acc *coll = NULL;
     unsigned char *flags = r->name_flags = calloc(nnames, 1);
     kp_samples launch = {0}, queued = {0}, submitted = {0};
     kp_corr_list calls = {0}, ops = {0};
     kp_event_iter *it = NULL;
     if (!host || !device || !nvtx || !flags) goto nomem;
+    /* A job's tables come from this pass too. */
+    if ((st = kp_trace_job_applies(r->src, &r->is_job, err)) != KPROF_OK) goto done;
+    if (r->is_job) {
+        size_t nprocs;
+        const kp_trace_process *procs = kp_event_source_processes(r->src, &nprocs);
+        coll = calloc(nnames, sizeof *coll);
+        if (!coll || kp_trace_job_begin(&r->job, procs, nprocs, r->names, nnames, r->raw) != 0)
+            goto nomem;
+    }
     for (size_t id = 0; id < nnames; id++) {
         const char *text = r->names[id];
         if (!text) continue;
         flags[id] = (unsigned char)kp_host_call_flags(text);
+        if (r->is_job && kp_collective_classify(text) != KP_COLLECTIVE_NONE)
+            flags[id] |= KP_NAME_COLLECTIVE;
     }
     /* The text --trace's columns come from this pass too: no second one for them. */
     int trace_columns = r->trace && !r->json && !r->csv;
@@ -334,7 +359,8 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
     kp_event_filter all = {
         .fields = KP_EVENT_FIELD_DOMAIN | KP_EVENT_FIELD_QUEUE | KP_EVENT_FIELD_CALL |
                   (trace_columns ? KP_EVENT_FIELD_KERNEL | KP_EVENT_FIELD_PAYLOAD : 0) |
-                  (r->metrics ? KP_EVENT_FIELD_METRICS | KP_EVENT_FIELD_PAYLOAD : 0)};
+                  (r->metrics ? KP_EVENT_FIELD_METRICS | KP_EVENT_FIELD_PAYLOAD : 0) |
+                  (r->is_job ? KP_TRACE_JOB_FIELDS : 0)};
     st = kp_event_iter_open(r->src, &all, &it, err);
     if (st != KPROF_OK) goto done;
     kp_trace_event ev;
@@ -350,6 +376,7 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
         r->events++;
         /* The verdicts' timeline: the same rules as kprof diff's (store/trace_verdict.h). */
         int fail = kp_trace_verdicts_add(&r->v, &ev, flags[id], r->raw);
+        if (!fail && r->is_job) fail = kp_trace_job_add(&r->job, &ev, flags[id]);
         switch (kind) {
         case KP_EVENT_API: {
             int hidden = !r->raw && (flags[id] & KP_HOST_CALL_POLLING);
@@ -365,9 +392,13 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
         }
         case KP_EVENT_KERNEL:
         case KP_EVENT_MEMCPY:
-        case KP_EVENT_MEMSET:
-            kp_acc_add(&device[id], d);
-            if (r->metrics && kp_acc_metrics(&device[id], &ev, d)) r->device.metrics = 1;
+        case KP_EVENT_MEMSET: {
+            /* A job's collectives go to their own table. */
+            int collective = kind == KP_EVENT_KERNEL && (flags[id] & KP_NAME_COLLECTIVE);
+            kp_acc *a = collective ? &coll[id] : &device[id];
+            kp_group_list *table = collective ? &r->collectives : &r->device;
+            kp_acc_add(a, d);
+            if (r->metrics && kp_acc_metrics(a, &ev, d)) table->metrics = 1;
             if (trace_columns) kp_trace_columns_add(&r->columns, &ev);
             if (!fail && has_corr) {
                 fail = kp_corr_add(&ops, process, corr, s);
@@ -379,6 +410,7 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
             if (!fail && (e->known & KP_EVENT_HAS_SUBMITTED))
                 fail = kp_samples_add(&submitted, (double)kp_ns_diff(s, e->submitted_ns) / 1e9);
             break;
+        }
         case KP_EVENT_RANGE:
             if (e->domain == KP_DOMAIN_SCOPE) r->has_scopes = 1;
             else r->has_nvtx = 1;
@@ -397,7 +429,10 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
     st = kp_groups_from(host, r->names, nnames, &r->host, err);
     if (st == KPROF_OK) st = kp_groups_from(device, r->names, nnames, &r->device, err);
     if (st == KPROF_OK) st = kp_groups_from(nvtx, r->names, nnames, &r->nvtx, err);
+    if (st == KPROF_OK && coll)
+        st = kp_groups_from(coll, r->names, nnames, &r->collectives, err);
     if (st != KPROF_OK) goto done;
+    if (r->is_job && kp_trace_job_finish(&r->job) != 0) goto nomem;
     for (int i = 0; i < r->host.n; i++) r->host_total += r->host.rows[i].total;
     /* Each device operation with the earliest call of its process and correlation. */
     kp_corr_sort(&calls);
@@ -428,6 +463,7 @@ done:
     free(host);
     free(device);
     free(nvtx);
+    free(coll);
     free(calls.v);
     free(ops.v);
     free(launch.v);
@@ -442,6 +478,8 @@ static void kp_report_free(kp_report *r)
     free(r->host.rows);
     free(r->device.rows);
     free(r->nvtx.rows);
+    free(r->collectives.rows);
+    kp_trace_job_free(&r->job);
     kp_trace_verdicts_free(&r->v);
     free(r->name_flags);
     kp_event_source_close(r->src); /* after the timeline: it borrows the names */
@@ -789,6 +827,186 @@ static void kp_print_latency(const kp_report *r)
     if (any) printf("\n");
 }
 
+/* ---- a job: ranks, devices, stragglers ------------------------------------------------------ */
+
+/* "3", "-" for the processes without a rank (or an unknown number). */
+static const char *kp_rank_text(int rank, char *buf, size_t n)
+{
+    if (rank < 0) return "-";
+    snprintf(buf, n, "%d", rank);
+    return buf;
+}
+
+/* "4242, 4243 +2": a few pids, then how many more. */
+static void kp_pids_text(const kp_job_rank *k, char *buf, size_t n)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < k->npids && i < 3; i++) {
+        int w = snprintf(buf + used, n - used, "%s%lld", i ? "," : "", (long long)k->pids[i]);
+        if (w < 0 || (size_t)w >= n - used) return;
+        used += (size_t)w;
+    }
+    if (k->npids > 3) snprintf(buf + used, n - used, " +%zu", k->npids - 3);
+    if (!k->npids) snprintf(buf, n, "-");
+}
+
+/* "0,1"; "-" for none. */
+static void kp_u32_list_text(const uint32_t *v, size_t count, char *buf, size_t n)
+{
+    size_t used = 0;
+    snprintf(buf, n, "-");
+    for (size_t i = 0; i < count; i++) {
+        int w = snprintf(buf + used, n - used, "%s%u", i ? "," : "", (unsigned)v[i]);
+        if (w < 0 || (size_t)w >= n - used) return;
+        used += (size_t)w;
+    }
+}
+
+static void kp_ranks_text(const int *v, size_t count, char *buf, size_t n)
+{
+    size_t used = 0;
+    char one[16];
+    snprintf(buf, n, "-");
+    for (size_t i = 0; i < count; i++) {
+        int w = snprintf(buf + used, n - used, "%s%s", i ? "," : "",
+                         kp_rank_text(v[i], one, sizeof one));
+        if (w < 0 || (size_t)w >= n - used) return;
+        used += (size_t)w;
+    }
+}
+
+/* A device's label: "GPU 0", or "HOST · GPU 0" when the job ran on more than one host. */
+static void kp_device_label(const kp_trace_job *job, const kp_job_device *d, char *buf, size_t n)
+{
+    if (job->nhosts > 1 && *d->host)
+        snprintf(buf, n, "%s · GPU %u", d->host, (unsigned)d->device);
+    else
+        snprintf(buf, n, "GPU %u", (unsigned)d->device);
+}
+
+/* The display width of UTF-8 text (code points; kprof's own text has no wide characters). */
+static int kp_text_width(const char *s)
+{
+    int w = 0;
+    for (; *s; s++)
+        w += ((unsigned char)*s & 0xc0) != 0x80;
+    return w;
+}
+
+/* What a step is, for the stragglers line: "'step' steps", "all-reduce steps". */
+static void kp_steps_text(const kp_report *r, char *buf, size_t n)
+{
+    const kp_job_stragglers *g = &r->job.stragglers;
+    if (g->steps_by == KP_JOB_STEPS_RANGE) {
+        const char *name = kp_event_source_string(r->src, g->range, NULL);
+        snprintf(buf, n, "'%s' steps", name ? name : "?");
+    } else if (g->op != KP_COLLECTIVE_NONE && g->op != KP_COLLECTIVE_OTHER) {
+        snprintf(buf, n, "%s steps", kp_collective_op_name(g->op));
+    } else {
+        snprintf(buf, n, "collective steps");
+    }
+}
+
+static double kp_ns_s(int64_t ns)
+{
+    return (double)ns / 1e9;
+}
+
+static void kp_print_stragglers(const kp_report *r)
+{
+    const kp_trace_job *job = &r->job;
+    const kp_job_stragglers *g = &job->stragglers;
+    char a[32], b[32], what[600];
+    if (job->nranked < 2) return;
+    if (g->steps_by == KP_JOB_STEPS_NONE) {
+        printf("\nStragglers: none measured (no NVTX range name occurs twice on every rank, and "
+               "no collective kernel was recorded on a rank)\n");
+        return;
+    }
+    kp_steps_text(r, what, sizeof what);
+    if (!g->nsteps) {
+        printf("\nStragglers: none measured: no %s on every rank (%llu skipped)\n", what,
+               (unsigned long long)(g->skipped + g->unmatched));
+        return;
+    }
+    printf("\nStragglers: rank %d arrived last at %llu of %zu %s; the other ranks waited %s "
+           "median, %s max per step (%.1f%% of the %s time)",
+           g->last_rank, (unsigned long long)g->last_count, g->nsteps, what,
+           kp_format_duration(kp_ns_s(g->wait_median_ns), a, sizeof a),
+           kp_format_duration(kp_ns_s(g->wait_max_ns), b, sizeof b),
+           g->timed_total_ns > 0 ? 100.0 * (double)g->wait_total_ns / (double)g->timed_total_ns
+                                 : 0.0,
+           g->timed_by_collectives ? "collectives'" : "ranges'");
+    if (g->skipped)
+        printf("; %llu step%s skipped (not on every rank)", (unsigned long long)g->skipped,
+               g->skipped == 1 ? "" : "s");
+    if (g->unmatched)
+        printf("; %llu step%s skipped (their collectives did not pair up across the ranks)",
+               (unsigned long long)g->unmatched, g->unmatched == 1 ? "" : "s");
+    printf("\n");
+    if (g->steps_by == KP_JOB_STEPS_RANGE && g->timed_by_collectives)
+        printf("  (a rank arrives when its first collective kernel of the step starts; it waits "
+               "at each collective until the last rank's starts)\n");
+}
+
+static void kp_print_job(const kp_report *r)
+{
+    const kp_trace_job *job = &r->job;
+    char a[32], b[32], c[32], d[32], e[32], rank[16], local[16], pids[64], gpus[64];
+    int dash = job->nranks > job->nranked;
+    printf("\nRanks: %zu rank%s%s%s%s on %zu host%s%s\n", job->nranked, job->nranked == 1 ? "" : "s",
+           *job->launcher ? " (" : "", job->launcher, *job->launcher ? ")" : "",
+           job->nhosts ? job->nhosts : 1, job->nhosts > 1 ? "s" : "",
+           dash ? "; \"-\" is the processes without a rank" : "");
+    int hw = 4;
+    for (size_t i = 0; i < job->nranks; i++)
+        if (kp_text_width(job->ranks[i].host) > hw) hw = kp_text_width(job->ranks[i].host);
+    printf("  %5s  %5s  %-*s  %-16s  %-6s  %8s  %11s  %10s  %14s  %10s  %10s\n", "Rank", "Local",
+           hw, "Host", "PIDs", "GPUs", "Kernels", "Collectives", "GPU busy", "In collectives",
+           "Host API", "Span");
+    for (size_t i = 0; i < job->nranks; i++) {
+        const kp_job_rank *k = &job->ranks[i];
+        kp_pids_text(k, pids, sizeof pids);
+        kp_u32_list_text(k->gpus, k->ngpus, gpus, sizeof gpus);
+        const char *host = *k->host ? k->host : "-";
+        printf("  %5s  %5s  %s%*s  %-16s  %-6s  %8llu  %11llu  %10s  %14s  %10s  %10s\n",
+               kp_rank_text(k->rank, rank, sizeof rank),
+               kp_rank_text(k->local_rank, local, sizeof local), host,
+               hw - kp_text_width(host), "", pids, gpus, (unsigned long long)k->kernels,
+               (unsigned long long)k->collectives,
+               kp_format_duration(kp_ns_s(k->gpu_busy_ns), a, sizeof a),
+               kp_format_duration(kp_ns_s(k->collective_ns), b, sizeof b),
+               kp_format_duration(kp_ns_s(k->host_api_ns), c, sizeof c),
+               kp_format_duration(kp_ns_s(kp_ns_diff(k->end_ns, k->start_ns)), d, sizeof d));
+    }
+    printf("\nDevices (numbered as each process saw them: a CUDA_VISIBLE_DEVICES remapping per "
+           "rank is not undone):\n");
+    int lw = 6;
+    for (size_t i = 0; i < job->ndevices; i++) {
+        char label[160];
+        kp_device_label(job, &job->devices[i], label, sizeof label);
+        if (kp_text_width(label) > lw) lw = kp_text_width(label);
+    }
+    printf("  %-*s  %10s  %7s  %8s  %11s  %12s  %14s  Ranks\n", lw, "Device", "GPU busy",
+           "Busy %", "Kernels", "Collectives", "Copies/fills", "In collectives");
+    for (size_t i = 0; i < job->ndevices; i++) {
+        const kp_job_device *dv = &job->devices[i];
+        char label[160], ranks[256], pct[32];
+        kp_device_label(job, dv, label, sizeof label);
+        kp_ranks_text(dv->ranks, dv->nranks, ranks, sizeof ranks);
+        snprintf(pct, sizeof pct, "%.2f%%",
+                 r->wall > 0 ? 100 * kp_ns_s(dv->gpu_busy_ns) / r->wall : 0);
+        printf("  %s%*s  %10s  %7s  %8llu  %11llu  %12llu  %14s  %s\n", label,
+               lw - kp_text_width(label), "",
+               kp_format_duration(kp_ns_s(dv->gpu_busy_ns), e, sizeof e), pct,
+               (unsigned long long)dv->kernels, (unsigned long long)dv->collectives,
+               (unsigned long long)(dv->copies + dv->fills),
+               kp_format_duration(kp_ns_s(dv->collective_ns), a, sizeof a), ranks);
+    }
+    kp_print_stragglers(r);
+}
+
 static void kp_print_report(const kp_report *r)
 {
     char a[32], b[32];
@@ -817,7 +1035,20 @@ static void kp_print_report(const kp_report *r)
     printf("\nDevice-side activity: GPU was busy for %s (%.2f%% of the wall)\n",
            kp_format_duration(r->v.wall_in.gpu_busy_s, b, sizeof b), 100 * r->v.wall.busy_fraction);
     if (r->device.n) kp_print_table(r, &r->device);
-    else printf("  (no kernels, copies or fills recorded)\n");
+    else if (!r->collectives.n) printf("  (no kernels, copies or fills recorded)\n");
+    if (r->collectives.n) {
+        double total = 0;
+        uint64_t calls = 0;
+        for (int i = 0; i < r->collectives.n; i++) {
+            total += r->collectives.rows[i].total;
+            calls += r->collectives.rows[i].calls;
+        }
+        printf("\nCollectives (NCCL/RCCL kernels, apart from the compute kernels): %llu kernel%s, "
+               "%s (%.2f%% of the wall)\n",
+               (unsigned long long)calls, calls == 1 ? "" : "s",
+               kp_format_duration(total, a, sizeof a), r->wall > 0 ? 100 * total / r->wall : 0);
+        kp_print_table(r, &r->collectives);
+    }
     kp_print_latency(r);
     if (r->nvtx.n) {
         /* libkprof's scopes are ranges too (their domain says which). */
@@ -826,6 +1057,7 @@ static void kp_print_report(const kp_report *r)
                                           : "Scopes");
         kp_print_table(r, &r->nvtx);
     }
+    if (r->is_job) kp_print_job(r);
 }
 
 /* The numbers under a verdict's heading, then its sentence; indent is the lines' margin. */
@@ -1152,6 +1384,125 @@ static kprof_status kp_json_trace(kp_json *j, kp_report *r, kp_error *err)
     return kp_event_iter_close(it, err);
 }
 
+/* A rank's number, null for the processes without one. */
+static void kp_json_rank(kp_json *j, const char *key, int rank)
+{
+    if (rank >= 0) kp_json_int(j, key, rank);
+    else kp_json_null(j, key);
+}
+
+/* The job's ranks, devices and stragglers (store/trace_job.h); times from the trace's start. */
+static void kp_json_job(kp_json *j, const kp_report *r)
+{
+    const kp_trace_job *job = &r->job;
+    const kp_job_stragglers *g = &job->stragglers;
+    kp_json_object_begin(j, "job");
+    kp_json_string(j, "launcher", job->launcher);
+    kp_json_uint(j, "hosts", job->nhosts);
+    kp_json_uint(j, "ranks_count", job->nranked);
+    kp_json_array_begin(j, "ranks");
+    for (size_t i = 0; i < job->nranks; i++) {
+        const kp_job_rank *k = &job->ranks[i];
+        kp_json_object_begin(j, NULL);
+        kp_json_rank(j, "rank", k->rank);
+        kp_json_rank(j, "local_rank", k->local_rank);
+        kp_json_string(j, "host", k->host);
+        kp_json_array_begin(j, "pids");
+        for (size_t p = 0; p < k->npids; p++)
+            kp_json_int(j, NULL, k->pids[p]);
+        kp_json_array_end(j);
+        kp_json_array_begin(j, "gpus");
+        for (size_t p = 0; p < k->ngpus; p++)
+            kp_json_uint(j, NULL, k->gpus[p]);
+        kp_json_array_end(j);
+        kp_json_uint(j, "kernels", k->kernels);
+        kp_json_uint(j, "collectives", k->collectives);
+        kp_json_uint(j, "copies", k->copies);
+        kp_json_uint(j, "fills", k->fills);
+        kp_json_double(j, "gpu_busy_s", kp_ns_s(k->gpu_busy_ns));
+        kp_json_double(j, "collective_s", kp_ns_s(k->collective_ns));
+        kp_json_double(j, "host_api_s", kp_ns_s(k->host_api_ns));
+        kp_json_double(j, "start_s", kp_ns_s(kp_ns_diff(k->start_ns, r->start_ns)));
+        kp_json_double(j, "span_s", kp_ns_s(kp_ns_diff(k->end_ns, k->start_ns)));
+        kp_json_uint(j, "last_at_steps", k->last_at);
+        kp_json_object_end(j);
+    }
+    kp_json_array_end(j);
+    kp_json_array_begin(j, "devices");
+    for (size_t i = 0; i < job->ndevices; i++) {
+        const kp_job_device *d = &job->devices[i];
+        kp_json_object_begin(j, NULL);
+        kp_json_string(j, "host", d->host);
+        kp_json_uint(j, "device", d->device);
+        kp_json_uint(j, "kernels", d->kernels);
+        kp_json_uint(j, "collectives", d->collectives);
+        kp_json_uint(j, "copies", d->copies);
+        kp_json_uint(j, "fills", d->fills);
+        kp_json_double(j, "gpu_busy_s", kp_ns_s(d->gpu_busy_ns));
+        kp_json_double(j, "gpu_busy_percent_of_wall",
+                       r->wall > 0 ? 100 * kp_ns_s(d->gpu_busy_ns) / r->wall : 0);
+        kp_json_double(j, "collective_s", kp_ns_s(d->collective_ns));
+        kp_json_array_begin(j, "ranks");
+        for (size_t k = 0; k < d->nranks; k++)
+            kp_json_rank(j, NULL, d->ranks[k]);
+        kp_json_array_end(j);
+        kp_json_object_end(j);
+    }
+    kp_json_array_end(j);
+    kp_json_object_begin(j, "stragglers");
+    static const char *const by[] = {[KP_JOB_STEPS_NONE] = NULL,
+                                     [KP_JOB_STEPS_RANGE] = "range",
+                                     [KP_JOB_STEPS_COLLECTIVE] = "collective"};
+    kp_json_string(j, "steps_by", by[g->steps_by]);
+    if (g->steps_by == KP_JOB_STEPS_RANGE)
+        kp_json_string(j, "range", kp_event_source_string(r->src, g->range, NULL));
+    else
+        kp_json_null(j, "range");
+    if (g->steps_by != KP_JOB_STEPS_NONE)
+        kp_json_string(j, "timed_by", g->timed_by_collectives ? "collective" : "range");
+    else
+        kp_json_null(j, "timed_by");
+    kp_json_string(j, "op", g->op != KP_COLLECTIVE_NONE ? kp_collective_op_name(g->op) : NULL);
+    kp_json_uint(j, "steps", g->nsteps);
+    kp_json_uint(j, "skipped", g->skipped);
+    kp_json_uint(j, "unmatched", g->unmatched);
+    kp_json_rank(j, "last_rank", g->nsteps ? g->last_rank : -1);
+    kp_json_uint(j, "last_count", g->last_count);
+    kp_json_double(j, "wait_median_s", kp_ns_s(g->wait_median_ns));
+    kp_json_double(j, "wait_max_s", kp_ns_s(g->wait_max_ns));
+    kp_json_double(j, "wait_total_s", kp_ns_s(g->wait_total_ns));
+    kp_json_double(j, "timed_total_s", kp_ns_s(g->timed_total_ns));
+    kp_json_double(j, "wait_fraction", g->timed_total_ns > 0 ? (double)g->wait_total_ns /
+                                                                  (double)g->timed_total_ns
+                                                            : 0);
+    kp_json_array_begin(j, "detail");
+    for (size_t i = 0; i < g->nsteps; i++) {
+        const kp_job_step *st = &g->steps[i];
+        kp_json_object_begin(j, NULL);
+        kp_json_uint(j, "index", st->index);
+        kp_json_string(j, "name", kp_event_source_string(r->src, st->name, NULL));
+        kp_json_string(j, "op", st->op != KP_COLLECTIVE_NONE ? kp_collective_op_name(st->op)
+                                                             : NULL);
+        kp_json_uint(j, "collectives", st->collectives);
+        kp_json_double(j, "at_s", kp_ns_s(kp_ns_diff(st->at_ns, r->start_ns)));
+        kp_json_int(j, "last_rank", st->last_rank);
+        kp_json_double(j, "wait_s", kp_ns_s(st->wait_ns));
+        kp_json_double(j, "timed_s", kp_ns_s(st->timed_ns));
+        kp_json_array_begin(j, "waits");
+        for (size_t k = 0; k < job->nranked; k++) {
+            kp_json_object_begin(j, NULL);
+            kp_json_int(j, "rank", job->ranks[k].rank);
+            kp_json_double(j, "wait_s", kp_ns_s(st->waits[k]));
+            kp_json_object_end(j);
+        }
+        kp_json_array_end(j);
+        kp_json_object_end(j);
+    }
+    kp_json_array_end(j);
+    kp_json_object_end(j);
+    kp_json_object_end(j);
+}
+
 static kprof_status kp_report_json(kp_report *r, kp_error *err)
 {
     kp_str s = {0};
@@ -1184,6 +1535,10 @@ static kprof_status kp_report_json(kp_report *r, kp_error *err)
     kp_json_groups(&j, "host", &r->host, r->wall);
     kp_json_groups(&j, "device", &r->device, r->wall);
     kp_json_groups(&j, "nvtx", &r->nvtx, r->wall);
+    if (r->is_job) {
+        kp_json_groups(&j, "collectives", &r->collectives, r->wall);
+        kp_json_job(&j, r);
+    }
     kp_json_latency(&j, r);
     /* The whole wall's verdict at the top (as before), the active window and the NVTX ranges
      * inside it. */
@@ -1245,7 +1600,7 @@ static void kp_csv_field_out(const char *raw)
 /* Whether the CSV has the metric columns: a table has metrics. */
 static int kp_csv_metrics(const kp_report *r)
 {
-    return r->host.metrics || r->device.metrics || r->nvtx.metrics;
+    return r->host.metrics || r->device.metrics || r->nvtx.metrics || r->collectives.metrics;
 }
 
 /* The end of a CSV line: with metric columns, a row's metrics (m NULL or without: empty), the
@@ -1298,8 +1653,11 @@ static void kp_report_csv(const kp_report *r)
     const struct {
         const char *name;
         const kp_group_list *l;
-    } tables[] = {{"host", &r->host}, {"device", &r->device}, {"nvtx", &r->nvtx}};
-    for (int t = 0; t < 3; t++) {
+    } tables[] = {{"host", &r->host},
+                  {"device", &r->device},
+                  {"nvtx", &r->nvtx},
+                  {"collective", &r->collectives}}; /* a job's (else empty) */
+    for (int t = 0; t < 4; t++) {
         for (int i = 0; i < tables[t].l->n; i++) {
             const kp_group *g = &tables[t].l->rows[i];
             printf("%s,", tables[t].name);

@@ -1,0 +1,339 @@
+"""kprof report and the timeline exports on a distributed job's trace: a table per rank and per
+device, NCCL collectives as their own class, the stragglers line (store/trace_job.h), and track
+names that say the rank. The job is synthetic (tests/cli/gen_trace.py's 'job': a torchrun in
+small whose ranks write the records a collector would, with one rank late by a known time), so
+every number is fixed by the records; and a real one: two PoCL programs with RANK=0 and RANK=1
+under one `kprof trace`."""
+
+import json
+import os
+import struct
+import sys
+
+import kptest
+
+GEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gen_trace.py")
+APP = os.environ.get("KPROF_CL_APP")
+COLLECTIVE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+
+# gen_trace.py's job, in ns.
+STEP_KERNEL = 50000  # a compute kernel
+TAIL = 100000  # the all-reduce after the last rank's compute
+COPY = 100000  # the copy before the steps
+LAUNCH = 5000  # a launch call
+
+
+def late_ns(rank, k, late_rank, late_us):
+    """How late rank is at step k (gen_trace.py's job_late_ns)."""
+    late = int(late_us * 1000)
+    if k % 5 == 4 and late_rank != 0:
+        return late // 2 if rank == 0 else 0
+    return late if rank == late_rank else 0
+
+
+def expected(ranks, kernels, steps, late_rank, late_us):
+    """Each rank's busy and collective time, the steps' waits and timed work, from the model:
+    at step k a rank computes kernels × 50 us (+ its lateness), then its all-reduce runs until
+    100 us after the last rank's compute ended."""
+    busy = [COPY] * ranks
+    coll = [0] * ranks
+    steps_out = []
+    for k in range(steps):
+        lates = [late_ns(r, k, late_rank, late_us) for r in range(ranks)]
+        latest = max(lates)
+        last = lates.index(latest)
+        waits = [latest - x for x in lates]
+        timed = 0
+        for r in range(ranks):
+            busy[r] += kernels * STEP_KERNEL + latest + TAIL  # compute and all-reduce touch
+            coll[r] += latest - lates[r] + TAIL
+            timed += latest - lates[r] + TAIL
+        others = [w for r, w in enumerate(waits) if r != last]
+        steps_out.append({"last": last, "waits": waits, "wait": sum(others) / len(others),
+                          "timed": timed})
+    return busy, coll, steps_out
+
+
+def varints(data):
+    """A protobuf message's fields as (number, wire type, value): ints for varints, bytes for
+    length-delimited fields (enough of the wire format to read Perfetto's track descriptors
+    without perfetto's own classes)."""
+    pos = 0
+    while pos < len(data):
+        key, pos = read_varint(data, pos)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, pos = read_varint(data, pos)
+        elif wire == 2:
+            n, pos = read_varint(data, pos)
+            value, pos = data[pos:pos + n], pos + n
+        elif wire == 1:
+            value, pos = struct.unpack("<Q", data[pos:pos + 8])[0], pos + 8
+        elif wire == 5:
+            value, pos = struct.unpack("<I", data[pos:pos + 4])[0], pos + 4
+        else:
+            raise ValueError("wire type %d" % wire)
+        yield number, wire, value
+
+
+def read_varint(data, pos):
+    shift = value = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        value |= (b & 0x7f) << shift
+        shift += 7
+        if not b & 0x80:
+            return value, pos
+
+
+def perfetto_tracks(path):
+    """The .pftrace's track descriptors (TracePacket field 60): {uuid: (name, parent uuid,
+    process name, pid)}, names as text."""
+    tracks = {}
+    with open(path, "rb") as f:
+        data = f.read()
+    for number, _, packet in varints(data):
+        if number != 1:
+            continue
+        for field, _, value in varints(packet):
+            if field != 60:
+                continue
+            desc = dict(uuid=None, name=None, parent=None, process=None, pid=None)
+            for n, _, v in varints(value):
+                if n == 1:
+                    desc["uuid"] = v
+                elif n == 2:
+                    desc["name"] = v.decode()
+                elif n == 5:
+                    desc["parent"] = v
+                elif n == 3:  # ProcessDescriptor: pid 1, process_name 6
+                    for pn, _, pv in varints(v):
+                        if pn == 1:
+                            desc["pid"] = pv
+                        elif pn == 6:
+                            desc["process"] = pv.decode()
+            tracks[desc["uuid"]] = desc
+    return tracks
+
+
+class JobReport(kptest.KprofTestCase):
+    needs_opencl = False
+
+    def job(self, *extra, name="job.kprof"):
+        out = os.path.join(self.tmp, name)
+        self.kprof("trace", "-o", out, "--", sys.executable, GEN, "job", "--kernels", "4",
+                   "--steps", "10", *extra, expect=0, timeout=300)
+        return out
+
+    def report(self, path, *extra):
+        return json.loads(self.kprof("report", path, "--json", *extra, expect=0).stdout)
+
+    def test_ranks_devices_collectives_stragglers(self):
+        # Two ranks, rank 1 300 us late at 8 steps of 10 (rank 0 150 us late at the other two),
+        # rank 0 with an all-reduce more after the steps; NVTX 'step' ranges on both.
+        path = self.job("--ranks", "2", "--late-rank", "1", "--late-us", "300",
+                        "--extra-collective-rank", "0")
+        r = self.report(path)
+        busy, coll, steps = expected(2, 4, 10, 1, 300)
+        busy[0] += TAIL  # the extra all-reduce, alone
+        coll[0] += TAIL
+        job = r["job"]
+        self.assertEqual(job["launcher"], "torchrun")
+        self.assertEqual(job["ranks_count"], 2)
+        ranks = job["ranks"]
+        self.assertEqual([k["rank"] for k in ranks], [0, 1, None])  # None: the launcher, "-"
+        for i in range(2):
+            k = ranks[i]
+            self.assertEqual(k["local_rank"], i)
+            self.assertEqual(k["gpus"], [i])
+            self.assertEqual(len(k["pids"]), 1)
+            self.assertEqual(k["kernels"], 40)  # compute kernels only
+            self.assertEqual(k["collectives"], 10 + (i == 0))
+            self.assertEqual(k["copies"], 1)
+            self.assertAlmostEqual(k["gpu_busy_s"], busy[i] / 1e9, places=12)
+            self.assertAlmostEqual(k["collective_s"], coll[i] / 1e9, places=12)
+            launches = 10 * 5 + (i == 0)
+            self.assertAlmostEqual(k["host_api_s"], (launches + 1) * LAUNCH / 1e9, places=12)
+            self.assertGreater(k["span_s"], 0.02)
+        launcher = ranks[2]
+        self.assertEqual(launcher["gpus"], [])
+        self.assertAlmostEqual(launcher["host_api_s"], 1e-3, places=12)  # its cuInit
+        self.assertNotIn(launcher["pids"][0], ranks[0]["pids"] + ranks[1]["pids"])
+        self.assertEqual(ranks[0]["last_at_steps"], 2)
+        self.assertEqual(ranks[1]["last_at_steps"], 8)
+        devices = job["devices"]
+        self.assertEqual([(d["device"], d["ranks"]) for d in devices], [(0, [0]), (1, [1])])
+        for i, d in enumerate(devices):
+            self.assertAlmostEqual(d["gpu_busy_s"], busy[i] / 1e9, places=12)
+            self.assertAlmostEqual(d["collective_s"], coll[i] / 1e9, places=12)
+            self.assertEqual((d["kernels"], d["collectives"], d["copies"]), (40, 10 + (i == 0), 1))
+            self.assertAlmostEqual(d["gpu_busy_percent_of_wall"],
+                                   100 * d["gpu_busy_s"] / r["wall_s"], places=9)
+        # Collectives are a class of their own: not in the device table.
+        self.assertNotIn(COLLECTIVE, [g["name"] for g in r["device"]])
+        self.assertEqual([(g["name"], g["calls"]) for g in r["collectives"]], [(COLLECTIVE, 21)])
+        self.assertEqual({g["name"]: g["calls"] for g in r["device"]},
+                         {"gemm_kernel": 80, "[CUDA memcpy HtoD]": 2})
+        # Stragglers: steps by the 'step' range, each timed by its all-reduce.
+        s = job["stragglers"]
+        self.assertEqual((s["steps_by"], s["range"], s["timed_by"], s["op"]),
+                         ("range", "step", "collective", "all-reduce"))
+        self.assertEqual((s["steps"], s["skipped"], s["unmatched"]), (10, 0, 0))
+        self.assertEqual((s["last_rank"], s["last_count"]), (1, 8))
+        waits = sorted(st["wait"] for st in steps)
+        self.assertAlmostEqual(s["wait_median_s"], (waits[4] + waits[5]) / 2e9, places=12)
+        self.assertAlmostEqual(s["wait_max_s"], 300e-6, places=12)
+        wait_total = sum(sum(st["waits"]) for st in steps)
+        timed_total = sum(st["timed"] for st in steps)
+        self.assertAlmostEqual(s["wait_total_s"], wait_total / 1e9, places=12)
+        self.assertAlmostEqual(s["timed_total_s"], timed_total / 1e9, places=12)
+        self.assertAlmostEqual(s["wait_fraction"], wait_total / timed_total, places=12)
+        self.assertEqual([d["index"] for d in s["detail"]], list(range(10)))
+        for d, st in zip(s["detail"], steps):
+            self.assertEqual(d["name"], COLLECTIVE)
+            self.assertEqual(d["last_rank"], st["last"])
+            self.assertEqual([w["rank"] for w in d["waits"]], [0, 1])
+            for w, want in zip(d["waits"], st["waits"]):
+                self.assertAlmostEqual(w["wait_s"], want / 1e9, places=12)
+        # The text says the same.
+        text = self.kprof("report", path, expect=0).stdout
+        self.assertIn("Ranks: 2 ranks (torchrun) on 1 host", text)
+        self.assertIn("Collectives (NCCL/RCCL kernels, apart from the compute kernels): 21 "
+                      "kernels, 4.8 ms", text)
+        self.assertIn("CUDA_VISIBLE_DEVICES remapping per rank is not undone", text)
+        self.assertIn("Stragglers: rank 1 arrived last at 8 of 10 'step' steps; the other ranks "
+                      "waited 300 µs median, 300 µs max per step (57.4% of the collectives' "
+                      "time)\n", text)
+        rows = text.split("Ranks:")[1].split("\n\n")[0].splitlines()[2:]
+        cells = [row.split() for row in rows]
+        self.assertEqual([c[0] for c in cells], ["0", "1", "-"])
+        self.assertEqual(cells[1][5:8], ["40", "10", "5.8"])  # kernels, collectives, GPU busy
+        # CSV: the collectives' own table.
+        csv = self.kprof("report", path, "--csv", expect=0).stdout
+        self.assertIn("\ncollective,%s,21," % COLLECTIVE, csv)
+        self.assertNotIn("\ndevice,%s" % COLLECTIVE, csv)
+
+    def test_steps_by_collective_on_two_hosts(self):
+        # No ranges: the k-th all-reduce on every rank is a step. Three ranks on hosts a and b,
+        # rank 2 late; rank 0's extra all-reduce is on no other rank: skipped.
+        path = self.job("--ranks", "3", "--late-rank", "2", "--late-us", "200", "--no-ranges",
+                        "--extra-collective-rank", "0", "--hosts", "a,b", name="hosts.kprof")
+        r = self.report(path)
+        busy, coll, steps = expected(3, 4, 10, 2, 200)
+        job = r["job"]
+        self.assertEqual(job["hosts"], 2)
+        self.assertEqual([(k["rank"], k["host"]) for k in job["ranks"]],
+                         [(0, "a"), (1, "b"), (2, "a"), (None, "a")])
+        self.assertEqual([(d["host"], d["device"], d["ranks"]) for d in job["devices"]],
+                         [("a", 0, [0]), ("a", 2, [2]), ("b", 1, [1])])
+        self.assertAlmostEqual(job["ranks"][1]["collective_s"], coll[1] / 1e9, places=12)
+        s = job["stragglers"]
+        self.assertEqual((s["steps_by"], s["range"], s["timed_by"]),
+                         ("collective", None, "collective"))
+        self.assertEqual((s["steps"], s["skipped"], s["last_rank"], s["last_count"]),
+                         (10, 1, 2, 8))
+        self.assertEqual([d["last_rank"] for d in s["detail"]], [st["last"] for st in steps])
+        # Step 0: ranks 0 and 1 waited 200 us for rank 2; the step's wait is their mean.
+        d0 = s["detail"][0]
+        self.assertEqual([round(w["wait_s"] * 1e9) for w in d0["waits"]], [200000, 200000, 0])
+        self.assertAlmostEqual(d0["wait_s"], 200e-6, places=12)
+        text = self.kprof("report", path, expect=0).stdout
+        self.assertIn("Stragglers: rank 2 arrived last at 8 of 10 all-reduce steps;", text)
+        self.assertIn("; 1 step skipped (not on every rank)\n", text)
+        self.assertIn("  a · GPU 0 ", text)
+        self.assertIn("  b · GPU 1 ", text)
+
+    def test_track_names_say_the_rank(self):
+        path = self.job("--ranks", "2")
+        r = self.report(path)
+        pids = {k["rank"]: k["pids"][0] for k in r["job"]["ranks"]}
+        # Chrome: processes, their GPUs and streams.
+        out = os.path.join(self.tmp, "job.json")
+        self.kprof("export", path, "--chrome", out, expect=0)
+        with open(out, encoding="utf-8") as f:
+            meta = [e for e in json.load(f)["traceEvents"] if e["ph"] == "M"]
+        procs = {e["pid"]: e["args"]["name"] for e in meta if e["name"] == "process_name"}
+        threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in meta
+                   if e["name"] == "thread_name"}
+        for rank in (0, 1):
+            pid = pids[rank]
+            self.assertTrue(procs[pid].startswith("rank %d · pid %d (" % (rank, pid)), procs[pid])
+            self.assertTrue(procs[pid].endswith(")"))
+            gpu = [p for p, n in procs.items() if n == "rank %d · GPU %d (pid %d)" % (rank, rank, pid)]
+            self.assertEqual(len(gpu), 1, procs)
+            self.assertEqual(threads[(gpu[0], 7)], "rank %d · GPU %d · stream 7" % (rank, rank))
+            self.assertEqual(threads[(gpu[0], 13)], "rank %d · GPU %d · stream 13" % (rank, rank))
+        # The launcher has no rank: its name is as it always was.
+        launcher = pids[None]
+        self.assertFalse(procs[launcher].startswith("rank"))
+        self.assertTrue(procs[launcher].startswith("%d " % launcher))
+        # Perfetto: the same names on its tracks.
+        out = os.path.join(self.tmp, "job.pftrace")
+        self.kprof("export", path, "--perfetto", out, expect=0)
+        tracks = perfetto_tracks(out)
+        by_pid = {t["pid"]: t for t in tracks.values() if t["pid"] is not None}
+        for rank in (0, 1):
+            pid = pids[rank]
+            proc = by_pid[pid]
+            self.assertTrue(proc["process"].startswith("rank %d · pid %d (" % (rank, pid)))
+            children = [t for t in tracks.values() if t["parent"] == proc["uuid"]]
+            self.assertEqual([t["name"] for t in children], ["rank %d · GPU %d" % (rank, rank)])
+            streams = sorted(t["name"] for t in tracks.values()
+                             if t["parent"] == children[0]["uuid"])
+            self.assertEqual(streams, ["rank %d · GPU %d · stream 13" % (rank, rank),
+                                       "rank %d · GPU %d · stream 7" % (rank, rank)])
+        self.assertFalse(by_pid[launcher]["process"].startswith("rank"))
+
+    def test_single_process_trace_unchanged(self):
+        # One process, one device: no job tables, no collectives table, tracks as before.
+        out = os.path.join(self.tmp, "one.kprof")
+        self.kprof("trace", "-o", out, "--", sys.executable, GEN, "launch-bound", "--kernels",
+                   "20", "--seconds", "0.05", expect=0)
+        r = self.report(out)
+        self.assertNotIn("job", r)
+        self.assertNotIn("collectives", r)
+        text = self.kprof("report", out, expect=0).stdout
+        self.assertNotIn("Ranks:", text)
+        self.assertNotIn("Stragglers", text)
+
+
+class JobReportOpenCL(kptest.KprofTestCase):
+    """A real multi-process job on PoCL: two cl_app processes with RANK=0 and RANK=1."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        if not APP:
+            raise kptest.unittest.SkipTest("cl_app was not built (no OpenCL ICD loader to link)")
+
+    def test_two_ranks(self):
+        out = os.path.join(self.tmp, "cl.kprof")
+        script = ('RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 "$0" 3 & '
+                  'RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 "$0" 3; wait')
+        self.kprof("trace", "-o", out, "--", "sh", "-c", script, APP, expect=0, timeout=300)
+        r = json.loads(self.kprof("report", out, "--json", expect=0).stdout)
+        job = r["job"]
+        self.assertEqual(job["launcher"], "env")
+        ranks = job["ranks"]
+        self.assertEqual([k["rank"] for k in ranks], [0, 1])  # sh made no GPU call: no "-"
+        for i, k in enumerate(ranks):
+            self.assertEqual(k["local_rank"], i)
+            self.assertEqual(len(k["pids"]), 1)
+            self.assertEqual(k["kernels"], 2 * 3 + 1)  # cl_app 3: 3 scale, 4 add_one
+            self.assertEqual(k["collectives"], 0)
+            self.assertGreater(k["gpu_busy_s"], 0)
+            self.assertGreater(k["host_api_s"], 0)
+        self.assertNotEqual(ranks[0]["pids"], ranks[1]["pids"])
+        # Both saw PoCL's device 0 on this host: one device, used by both ranks.
+        self.assertEqual([(d["device"], d["ranks"]) for d in job["devices"]], [(0, [0, 1])])
+        self.assertEqual(job["devices"][0]["kernels"], 14)
+        # No NVTX range and no collective: no step to compare.
+        self.assertIsNone(job["stragglers"]["steps_by"])
+        text = self.kprof("report", out, expect=0).stdout
+        self.assertIn("Ranks: 2 ranks (env) on 1 host\n", text)
+        self.assertIn("Stragglers: none measured", text)
+
+
+if __name__ == "__main__":
+    kptest.main()
