@@ -8,8 +8,10 @@ timestamps (each process's, each device's) on one host clock, and a kernel that 
 another rank's paired kernel started would be impossible on a true common clock.
 
 usage: bench/ddp_clocks.py TRACE.kprof [--json OUT]
-Prints, per collective name, the pairs, the end spread (median, p95, max) and the number of
-pairs where one rank's kernel ended before another's started ("impossible").
+Prints, per collective name, the pairs, the end spread (median, p95, max) and, for the
+collectives where every rank needs every other's data (all-reduce, all-gather, reduce-scatter),
+the number of pairs where one rank's kernel ended before another's started ("impossible"); a
+rooted collective (broadcast, reduce) may legitimately end on its root first.
 """
 
 import argparse
@@ -44,21 +46,25 @@ def main():
             continue
         n = min(len(v) for v in ranks.values())
         spreads, impossible = [], 0
+        symmetric = any(op in name for op in ("AllReduce", "AllGather", "ReduceScatter"))
         for k in range(n):
             pair = [ranks[r][k] for r in sorted(ranks)]
             ends = [e for _, e in pair]
             spreads.append(max(ends) - min(ends))
-            if min(ends) < max(s for s, _ in pair):
+            # Only where every rank needs every other's data: a broadcast's or reduce's root
+            # may finish (buffered) before a late peer starts.
+            if symmetric and min(ends) < max(s for s, _ in pair):
                 impossible += 1
         short = name.split("(")[0]
         out[short] = {"pairs": n, "ranks": sorted(ranks),
                       "end_spread_median_us": statistics.median(spreads) / 1e3,
                       "end_spread_p95_us": pct(spreads, 0.95) / 1e3,
-                      "end_spread_max_us": max(spreads) / 1e3, "impossible": impossible}
+                      "end_spread_max_us": max(spreads) / 1e3,
+                      "impossible": impossible if symmetric else None}
         print("%-45s %5d pairs  end spread median %8.2f µs  p95 %8.2f µs  max %9.2f µs  "
-              "impossible %d" % (short[:45], n, out[short]["end_spread_median_us"],
+              "impossible %s" % (short[:45], n, out[short]["end_spread_median_us"],
                                  out[short]["end_spread_p95_us"], out[short]["end_spread_max_us"],
-                                 impossible))
+                                 impossible if symmetric else "n/a (rooted)"))
     if not out:
         print("no collective kernel recorded on two ranks")
     if a.json:

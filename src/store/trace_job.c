@@ -657,7 +657,13 @@ static int kp_job_step_add(kp_job_steps_acc *acc, size_t nranks, const kp_job_ma
         for (size_t i = 1; i < nranks; i++)
             if (marks[i][k].start > latest) latest = marks[i][k].start;
         for (size_t i = 0; i < nranks; i++) {
-            waits[i] = kp_i64_add_sat(waits[i], kp_ns_diff(latest, marks[i][k].start));
+            /* A rank waits at a collective from its kernel's start until the last rank's
+             * starts, but never longer than its kernel ran: a rooted collective's root
+             * (broadcast, reduce, send) can finish before a late peer joins. */
+            int64_t wait = kp_ns_diff(latest, marks[i][k].start);
+            int64_t ran = kp_job_len(marks[i][k].end, marks[i][k].start);
+            if (collectives && wait > ran) wait = ran;
+            waits[i] = kp_i64_add_sat(waits[i], wait);
             st->timed_ns =
                 kp_i64_add_sat(st->timed_ns, kp_job_len(marks[i][k].end, marks[i][k].start));
         }

@@ -329,12 +329,34 @@ static void test_range_steps(void)
     kp_trace_job_free(&j);
 }
 
+/* A rank waits at a collective no longer than its kernel ran: a broadcast's root (rank 0 here)
+ * can finish before a late receiver joins. */
+static void test_wait_capped_by_kernel(void)
+{
+    kp_trace_job j;
+    CHECK_INT(kp_trace_job_begin(&j, three, 3, names, N_NAMES, 0), 0);
+    coll(&j, N_ALLGATHER, row_of(0), 100 * MS, 100 * MS, 101 * MS, 0); /* ran 1 ms */
+    coll(&j, N_ALLGATHER, row_of(1), 100 * MS, 100 * MS, 106 * MS, 1); /* spun until rank 2 */
+    coll(&j, N_ALLGATHER, row_of(2), 105 * MS, 105 * MS, 106 * MS, 2); /* last, 5 ms late */
+    CHECK_INT(kp_trace_job_finish(&j), 0);
+    const kp_job_stragglers *g = &j.stragglers;
+    CHECK_INT(g->nsteps, 1);
+    CHECK_INT(g->last_rank, 2);
+    CHECK_INT(g->steps[0].waits[0], 1 * MS); /* not 5: its kernel ran 1 ms */
+    CHECK_INT(g->steps[0].waits[1], 5 * MS);
+    CHECK_INT(g->steps[0].waits[2], 0);
+    CHECK_INT(g->steps[0].wait_ns, 3 * MS);
+    CHECK(g->wait_total_ns <= g->timed_total_ns);
+    kp_trace_job_free(&j);
+}
+
 int main(void)
 {
     test_classify();
     test_ranks_devices_unions();
     test_collective_steps_skipped();
     test_range_steps();
+    test_wait_capped_by_kernel();
     if (kp_test_failures) fprintf(stderr, "%d failure(s)\n", kp_test_failures);
     return kp_test_failures != 0;
 }

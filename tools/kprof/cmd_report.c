@@ -947,7 +947,7 @@ static void kp_print_stragglers(const kp_report *r)
     printf("\n");
     if (g->steps_by == KP_JOB_STEPS_RANGE && g->timed_by_collectives)
         printf("  (a rank arrives when its first collective kernel of the step starts; it waits "
-               "at each collective until the last rank's starts)\n");
+               "at each collective until the last rank's starts, or its own kernel ends)\n");
 }
 
 static void kp_print_job(const kp_report *r)
