@@ -88,6 +88,22 @@ typedef struct kp_backend_ops {
      * Its kernel never appears among the measured kernel's timings (dispatch_batch takes only
      * records of its own kernel). UNAVAILABLE (with a reason) when the device cannot. */
     kprof_status (*flush_cache)(kp_device *dev, double *ns, kp_error *err);
+    /* Optional: hardware counters of one dispatch of k with launch (issue 16), through the
+     * vendor's profiler (CUDA: CUPTI's Range Profiler, kernel replay: the dispatch is replayed
+     * as many times as the metrics need passes, device memory saved and restored between, so
+     * its buffers end as after one dispatch; none of its runs is a timing). metrics: n metric
+     * names in ncu's spelling ("dram__bytes_read.sum"); values[i] receives metric i, NAN where
+     * the device has no such metric or it could not be evaluated (then, if bad is not NULL,
+     * bad[i] = 1). UNAVAILABLE with a one-line reason (no profiling permission, another
+     * profiler holds the counters, the profiler library is missing) — the caller goes on with
+     * the timing. Missing op: the backend has no counters (OpenCL). */
+    kprof_status (*counters)(kp_kernel *k, const kp_launch *launch, const char *const *metrics,
+                             size_t n, double *values, unsigned char *bad, kp_error *err);
+    /* Optional: the metric names the device offers (`kprof caps --counters`): fn once per
+     * metric, with a one-line description ("" when none). */
+    kprof_status (*counter_list)(kp_device *dev,
+                                 void (*fn)(const char *name, const char *what, void *ctx),
+                                 void *ctx, kp_error *err);
 } kp_backend_ops;
 
 /* The scratch a flush_cache reads: 2 x the last-level cache, at least KP_FLUSH_MIN_BYTES. */
