@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *kp_job_getenv(const char *name, void *ctx)
+const char *kp_job_getenv(const char *name, void *ctx)
 {
     (void)ctx;
     return getenv(name);

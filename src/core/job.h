@@ -52,6 +52,9 @@ void kp_job_read(kp_job_info *out);
 void kp_job_read_from(const char *(*get)(const char *name, void *ctx), void *ctx,
                       kp_job_info *out);
 
+/* getenv as a lookup for kp_job_read_from (and core/outname.h): ctx unused. */
+const char *kp_job_getenv(const char *name, void *ctx);
+
 /* "torchrun", "env", "openmpi", "pmi", "slurm"; "" for none. */
 const char *kp_launcher_name(kp_launcher l);
 

@@ -30,8 +30,8 @@ static const char *kp_outname_local_var(kp_launcher l)
 }
 
 /* INVALID when value cannot be part of a file name as it is. what names where it came from. */
-static kprof_status kp_outname_check_value(const char *pattern, const char *what, const char *value,
-                                           kp_error *err)
+static kprof_status kp_outname_check_value(const char *label, const char *pattern,
+                                           const char *what, const char *value, kp_error *err)
 {
     const char *why = NULL;
     if (strchr(value, '/'))
@@ -42,13 +42,14 @@ static kprof_status kp_outname_check_value(const char *pattern, const char *what
         if (*p < 0x20 || *p == 0x7f) why = "it holds a control character";
     if (!why) return KPROF_OK;
     return kp_error_set(err, KPROF_INVALID,
-                        "-o %s: %s is \"%s\": %s, so it cannot be part of a file name", pattern,
+                        "%s%s: %s is \"%s\": %s, so it cannot be part of a file name", label, pattern,
                         what, value, why);
 }
 
 kprof_status kp_outname_expand(const char *pattern, const kp_outname_env *env, char *out, size_t n,
                                unsigned *used, kp_error *err)
 {
+    const char *label = env->what ? env->what : "-o ";
     unsigned seen = 0;
     size_t len = 0;
     kp_job_info job = {.rank = -1, .local_rank = -1};
@@ -56,7 +57,7 @@ kprof_status kp_outname_expand(const char *pattern, const kp_outname_env *env, c
     kprof_status status = KPROF_OK;
     if (n) out[0] = '\0';
     if (used) *used = 0;
-    if (!n) return kp_error_set(err, KPROF_INVALID, "-o %s: no room for the name", pattern);
+    if (!n) return kp_error_set(err, KPROF_INVALID, "%s%s: no room for the name", label, pattern);
     for (const char *p = pattern; *p; p++) {
         char number[32];
         char what[160];
@@ -69,9 +70,9 @@ kprof_status kp_outname_expand(const char *pattern, const kp_outname_env *env, c
             char c = p[1];
             if (c == '\0') {
                 status = kp_error_set(err, KPROF_INVALID,
-                                      "-o %s: a %% at the end of the name; write %%%% for a %% "
+                                      "%s%s: a %% at the end of the name; write %%%% for a %% "
                                       "in the name",
-                                      pattern);
+                                      label, pattern);
                 goto fail;
             }
             p++;
@@ -86,11 +87,14 @@ kprof_status kp_outname_expand(const char *pattern, const kp_outname_env *env, c
             case 'r':
                 if (job.rank < 0) {
                     status = kp_error_set(err, KPROF_INVALID,
-                                          "-o %s: %%r is the process's rank, and no launcher "
+                                          "%s%s: %%r is the process's rank, and no launcher "
                                           "variable gives it (looked for %s, as a whole "
-                                          "number): run kprof under the launcher, as in "
-                                          "`mpirun -n 4 kprof trace -o 'job-%%r.kprof' -- prog`",
-                                          pattern, KP_OUTNAME_RANK_VARS);
+                                          "number)%s",
+                                          label, pattern, KP_OUTNAME_RANK_VARS,
+                                          env->what ? ""
+                                                    : ": run kprof under the launcher, as in "
+                                                      "`mpirun -n 4 kprof trace -o "
+                                                      "'job-%r.kprof' -- prog`");
                     goto fail;
                 }
                 snprintf(number, sizeof number, "%d", job.rank);
@@ -101,9 +105,9 @@ kprof_status kp_outname_expand(const char *pattern, const kp_outname_env *env, c
                 if (job.local_rank < 0) {
                     status = kp_error_set(
                         err, KPROF_INVALID,
-                        "-o %s: %%l is the process's local rank, and no launcher variable "
+                        "%s%s: %%l is the process's local rank, and no launcher variable "
                         "gives it (looked for %s, as a whole number)",
-                        pattern, kp_outname_local_var(job.launcher));
+                        label, pattern, kp_outname_local_var(job.launcher));
                     goto fail;
                 }
                 snprintf(number, sizeof number, "%d", job.local_rank);
@@ -118,14 +122,14 @@ kprof_status kp_outname_expand(const char *pattern, const kp_outname_env *env, c
             case 'h':
                 if (!env->host || !env->host[0]) {
                     status = kp_error_set(err, KPROF_INVALID,
-                                          "-o %s: %%h is the host name, which cannot be read "
+                                          "%s%s: %%h is the host name, which cannot be read "
                                           "here",
-                                          pattern);
+                                          label, pattern);
                     goto fail;
                 }
                 value = env->host;
                 snprintf(what, sizeof what, "the host name");
-                status = kp_outname_check_value(pattern, what, value, err);
+                status = kp_outname_check_value(label, pattern, what, value, err);
                 if (status != KPROF_OK) goto fail;
                 seen |= KP_OUTNAME_HOST;
                 break;
@@ -133,9 +137,9 @@ kprof_status kp_outname_expand(const char *pattern, const kp_outname_env *env, c
                 const char *brace = p[1] == '{' ? strchr(p + 2, '}') : NULL;
                 if (!brace || brace == p + 2) {
                     status = kp_error_set(err, KPROF_INVALID,
-                                          "-o %s: %%q takes a variable's name in braces, as in "
+                                          "%s%s: %%q takes a variable's name in braces, as in "
                                           "%%q{SLURM_JOB_ID}",
-                                          pattern);
+                                          label, pattern);
                     goto fail;
                 }
                 char name[128];
@@ -143,7 +147,7 @@ kprof_status kp_outname_expand(const char *pattern, const kp_outname_env *env, c
                 if (name_len >= sizeof name) {
                     status =
                         kp_error_set(err, KPROF_INVALID,
-                                     "-o %s: the variable's name in %%q{...} is too long", pattern);
+                                     "%s%s: the variable's name in %%q{...} is too long", label, pattern);
                     goto fail;
                 }
                 memcpy(name, p + 2, name_len);
@@ -151,12 +155,12 @@ kprof_status kp_outname_expand(const char *pattern, const kp_outname_env *env, c
                 value = env->get(name, env->ctx);
                 if (!value || !value[0]) {
                     status = kp_error_set(err, KPROF_INVALID,
-                                          "-o %s: %%q{%s} is the variable %s, which is %s", pattern,
+                                          "%s%s: %%q{%s} is the variable %s, which is %s", label, pattern,
                                           name, name, value ? "empty" : "not set");
                     goto fail;
                 }
                 snprintf(what, sizeof what, "%%q{%s}", name);
-                status = kp_outname_check_value(pattern, what, value, err);
+                status = kp_outname_check_value(label, pattern, what, value, err);
                 if (status != KPROF_OK) goto fail;
                 seen |= KP_OUTNAME_VARIABLE;
                 p = brace;
@@ -165,17 +169,17 @@ kprof_status kp_outname_expand(const char *pattern, const kp_outname_env *env, c
             default: {
                 char bad[2] = {c, '\0'};
                 status = kp_error_set(err, KPROF_INVALID,
-                                      "-o %s: unknown pattern %%%s; the patterns are %%r (rank), "
+                                      "%s%s: unknown pattern %%%s; the patterns are %%r (rank), "
                                       "%%l (local rank), %%p (pid), %%h (host), %%q{VAR} (a "
                                       "variable) and %%%% (a %%)",
-                                      pattern, bad);
+                                      label, pattern, bad);
                 goto fail;
             }
             }
             value_len = strlen(value);
         }
         if (len + value_len >= n) {
-            status = kp_error_set(err, KPROF_INVALID, "-o %s: the name is too long", pattern);
+            status = kp_error_set(err, KPROF_INVALID, "%s%s: the name is too long", label, pattern);
             goto fail;
         }
         memcpy(out + len, value, value_len);

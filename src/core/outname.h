@@ -31,6 +31,8 @@ typedef struct kp_outname_env {
     void *ctx;                                       /* passed to get */
     long pid;                                        /* %p */
     const char *host;                                /* %h; NULL or "" when unknown */
+    const char *what; /* what the name came from, as messages begin ("KPROF_OUTPUT="); NULL:
+                         `kprof trace`'s "-o " (its messages then say how to run under mpirun) */
 } kp_outname_env;
 
 /* Which patterns a name used (kp_outname_expand's *used). */

@@ -661,12 +661,6 @@ static kprof_status kp_autosave(kprof_result *r, const char *wanted, char *saved
 
 /* The program exits with a session running: KPROF=1's is saved; one the program started and did
  * not stop is discarded, its scratch folder removed (nothing asked for its trace). */
-static const char *kp_outname_getenv(const char *name, void *ctx)
-{
-    (void)ctx;
-    return getenv(name);
-}
-
 static void kp_at_exit(void)
 {
     kp_error err = {0};
@@ -694,12 +688,15 @@ static void kp_at_exit(void)
     if (wanted && *wanted) { /* per-rank names: KPROF_OUTPUT='prof-%r.kprof' (core/outname.h) */
         char host[256];
         kp_job_host(host, sizeof host);
-        kp_outname_env oenv = {.get = kp_outname_getenv, .pid = (long)getpid(), .host = host};
+        kp_outname_env oenv = {.get = kp_job_getenv,
+                               .pid = (long)getpid(),
+                               .host = host,
+                               .what = KP_ENV_OUTPUT "="};
         if (kp_outname_expand(wanted, &oenv, expanded, sizeof expanded, NULL, &err) == KPROF_OK) {
             wanted = expanded;
         } else {
-            fprintf(stderr, "kprof: error: KPROF=1: %s%s: saving as %s instead\n", KP_ENV_OUTPUT,
-                    err.message, fallback);
+            fprintf(stderr, "kprof: error: KPROF=1: %s; saving as %s instead\n", err.message,
+                    fallback);
             kp_error_clear(&err);
             wanted = fallback;
         }

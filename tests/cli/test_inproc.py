@@ -243,8 +243,12 @@ print(json.dumps([[s["name"], s["depth"], s["parent"]["name"] if s["parent"] els
             db.close()
         # A pattern that cannot be expanded: said, and the trace saved under the default name.
         p = self.app("auto", 2, env={"KPROF": "1", "KPROF_OUTPUT": os.path.join(self.tmp, "x%r")})
-        self.assertRegex(p.stderr, r"kprof: error: KPROF=1: KPROF_OUTPUT.*%r.*saving as "
-                         r"kprof-\d+\.kprof instead\n")
+        pattern = os.path.join(self.tmp, "x%r")
+        self.assertRegex(p.stderr, r"\Akprof: error: KPROF=1: KPROF_OUTPUT=" + re.escape(pattern) +
+                         r": %r is the process's rank, and no launcher variable gives it "
+                         r"\(looked for RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK or "
+                         r"SLURM_PROCID, as a whole number\); saving as kprof-\d+\.kprof "
+                         r"instead\n")
         fallback = re.search(r"saved 3 events to (kprof-\d+\.kprof)", p.stderr).group(1)
         # Anything but KPROF=1 records nothing.
         for value in ("0", "", kptest.KPROF):

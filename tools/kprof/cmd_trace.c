@@ -34,12 +34,6 @@ static void kp_trace_default_name(char *out, size_t n)
     }
 }
 
-static const char *kp_trace_getenv(const char *name, void *ctx)
-{
-    (void)ctx;
-    return getenv(name);
-}
-
 /* -o's pattern (%r, %l, %p, %h, %q{VAR}, %%: core/outname.h) expanded into path; 0 or the exit
  * code of a failure (told). Under a launcher of several ranks, a name that is the same for
  * every rank gets a note: all but one of them would fail to write it. */
@@ -47,7 +41,7 @@ static int kp_trace_output_name(const char *pattern, char *path, size_t n)
 {
     char host[256];
     kp_job_host(host, sizeof host);
-    kp_outname_env names = {.get = kp_trace_getenv, .pid = (long)getpid(), .host = host};
+    kp_outname_env names = {.get = kp_job_getenv, .pid = (long)getpid(), .host = host};
     kp_error err = {0};
     unsigned used;
     if (kp_outname_expand(pattern, &names, path, n, &used, &err) != KPROF_OK)
