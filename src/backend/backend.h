@@ -96,7 +96,11 @@ typedef struct kp_backend_ops {
      * the device has no such metric or it could not be evaluated (then, if bad is not NULL,
      * bad[i] = 1). UNAVAILABLE with a one-line reason (no profiling permission, another
      * profiler holds the counters, the profiler library is missing) — the caller goes on with
-     * the timing. Missing op: the backend has no counters (OpenCL). */
+     * the timing. Missing op: the backend has no counters (OpenCL).
+     * The dispatch starts from a cold last-level cache (as ncu's default), runs even when no
+     * name is valid, and fails as dispatch does (FAULT, TIMEOUT, INVALID). Call it on its own,
+     * before or after the timed dispatches, never between a dispatch_batch's: on CUDA it
+     * switches the CUPTI timer's records off, and the next dispatch_batch switches them on. */
     kprof_status (*counters)(kp_kernel *k, const kp_launch *launch, const char *const *metrics,
                              size_t n, double *values, unsigned char *bad, kp_error *err);
     /* Optional: the metric names the device offers (`kprof caps --counters`): fn once per

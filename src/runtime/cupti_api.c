@@ -13,10 +13,9 @@
 
 kp_cupti_api kp_cupti;
 
-static const char *const kp_cupti_libs[] = {"libcupti.so.13", "libcupti.so",
-                                             "/usr/local/cuda/lib64/libcupti.so.13",
-                                             "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13",
-                                             NULL};
+const char *const kp_cupti_libs[] = {"libcupti.so.13", "libcupti.so",
+                                     "/usr/local/cuda/lib64/libcupti.so.13",
+                                     "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13", NULL};
 static const char *const kp_cupti_names[] = {
 #define KP_CUPTI_NAME_(fn) #fn,
     KP_CUPTI_FUNCTIONS(KP_CUPTI_NAME_)

@@ -34,6 +34,10 @@ typedef struct kp_cupti_api {
 
 extern kp_cupti_api kp_cupti;
 
+/* The names libcupti is looked for by, in order (NULL-terminated), after KPROF_CUPTI_LIBRARY:
+ * shared with the Range Profiler's table (cupti_profiler_api.h), so both load the same copy. */
+extern const char *const kp_cupti_libs[];
+
 /* Load once (thread-safe). 0 on success; -1 with the reason in why[]. Also refuses a CUPTI
  * whose record layouts differ from the headers kprof was built with. */
 int kp_cupti_load(char *why, size_t why_n);

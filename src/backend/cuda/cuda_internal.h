@@ -3,7 +3,8 @@
  * the backend's objects (device, program, kernel, buffer) and the functions one file of the
  * backend calls in another. device.c opens devices and turns driver errors into kprof's;
  * compile.c builds and loads programs; launch.c makes kernels, reflects, moves memory, binds
- * and times dispatches; flush.c leaves the L2 cold between them; cuda.c puts them in the
+ * and times dispatches; flush.c leaves the L2 cold between them; counters.c reads hardware
+ * counters of one dispatch through CUPTI's Range Profiler; cuda.c puts them in the
  * kp_cuda_backend table (backend.h), the only name the rest of kprof knows.
  */
 #ifndef KP_BACKEND_CUDA_INTERNAL_H
@@ -106,5 +107,36 @@ kprof_status kp_cuda_dispatch_batch(kp_kernel *k, const kp_launch *l, int n, dou
 kprof_status kp_cuda_flush_cache(kp_device *dev, double *ns, kp_error *err);
 /* Free the flush's module and scratch (the device's context current); harmless when none. */
 void kp_cuda_flush_release(kp_device *dev);
+
+/* ---- counters.c ---------------------------------------------------------------------------- */
+
+/* kp_backend_ops.counters: ncu-named metrics of one kernel-replayed dispatch (see counters.c
+ * for the CUPTI sequence and the order it requires with dispatch_batch's CUPTI timer). */
+kprof_status kp_cuda_counters(kp_kernel *k, const kp_launch *launch, const char *const *metrics,
+                              size_t n, double *values, unsigned char *bad, kp_error *err);
+/* kp_backend_ops.counter_list: the metrics the device's chip offers, with their descriptions. */
+kprof_status kp_cuda_counter_list(kp_device *dev,
+                                  void (*fn)(const char *name, const char *what, void *ctx),
+                                  void *ctx, kp_error *err);
+
+/* The host side of counters, which needs no GPU (tests run it on a chip name): */
+typedef struct kp_cuda_counter_plan kp_cuda_counter_plan;
+/* Check each of metrics[0..n) alone for `chip` (CUPTI's chip name, "GH100"; availability: the
+ * device's counter availability image, or NULL), then schedule the distinct good ones in one
+ * config image. bad[i] (when not NULL) = 1 for a name CUPTI refuses (unknown, no rollup, NULL
+ * or empty). The plan keeps pointers to the caller's strings. UNAVAILABLE when libcupti is
+ * missing or too old, or does not know the chip. */
+kprof_status kp_cuda_counter_plan_make(const char *chip, const uint8_t *availability,
+                                       const char *const *metrics, size_t n, unsigned char *bad,
+                                       kp_cuda_counter_plan **out, kp_error *err);
+/* Passes the config image needs (0 when no metric was good). */
+size_t kp_cuda_counter_plan_passes(const kp_cuda_counter_plan *plan);
+/* Distinct good metrics scheduled. */
+size_t kp_cuda_counter_plan_count(const kp_cuda_counter_plan *plan);
+void kp_cuda_counter_plan_free(kp_cuda_counter_plan *plan);
+/* counter_list for a chip by name, without a device. */
+kprof_status kp_cuda_counter_list_chip(const char *chip, const uint8_t *availability,
+                                       void (*fn)(const char *name, const char *what, void *ctx),
+                                       void *ctx, kp_error *err);
 
 #endif

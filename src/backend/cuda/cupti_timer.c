@@ -98,6 +98,17 @@ const char *kp_cupti_timer_kind(void)
     return kp_ct_kind == 1 ? "concurrent" : "serial";
 }
 
+static const CUpti_ActivityKind kp_ct_kinds[2] = {CUPTI_ACTIVITY_KIND_KERNEL,
+                                                  CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL};
+
+void kp_cupti_timer_disable(void)
+{
+    if (kp_ct_status != 0 || kp_ct_kind < 0) return;
+    kp_cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    kp_cupti.cuptiActivityDisable(kp_ct_kinds[kp_ct_kind]);
+    kp_ct_kind = -1;
+}
+
 int kp_cupti_timer_enable(int concurrent, char *why, size_t why_n)
 {
     pthread_once(&kp_ct_once, kp_ct_load_once);
@@ -109,14 +120,8 @@ int kp_cupti_timer_enable(int concurrent, char *why, size_t why_n)
     if (forced && strcmp(forced, "serial") == 0) concurrent = 0;
     if (forced && strcmp(forced, "concurrent") == 0) concurrent = 1;
     if (kp_ct_kind == concurrent) return 0;
-    static const CUpti_ActivityKind kinds[2] = {CUPTI_ACTIVITY_KIND_KERNEL,
-                                                CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL};
-    if (kp_ct_kind >= 0) {
-        kp_cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-        kp_cupti.cuptiActivityDisable(kinds[kp_ct_kind]);
-        kp_ct_kind = -1;
-    }
-    CUptiResult r = kp_cupti.cuptiActivityEnable(kinds[concurrent]);
+    kp_cupti_timer_disable();
+    CUptiResult r = kp_cupti.cuptiActivityEnable(kp_ct_kinds[concurrent]);
     if (r != CUPTI_SUCCESS) {
         snprintf(why, why_n, "cuptiActivityEnable(%s kernel records): %s%s",
                  concurrent ? "concurrent" : "serial", kp_cupti_result_text(r),

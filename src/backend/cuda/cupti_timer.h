@@ -15,6 +15,13 @@
  * 0 ok; -1 with the reason in why[]. Not thread-safe against a concurrent take. */
 int kp_cupti_timer_enable(int concurrent, char *why, size_t why_n);
 
+/* Switch the kernel records off (flushed first; harmless when none are on). The next
+ * kp_cupti_timer_enable switches them on again, and the next take discards what came before.
+ * The hardware counters (counters.c) call it before profiling, so that no kernel record of a
+ * replayed dispatch reaches the timer and the timer's records are not on during a profiling
+ * session. */
+void kp_cupti_timer_disable(void);
+
 /* "serial" or "concurrent": the kind enabled now. */
 const char *kp_cupti_timer_kind(void);
 
