@@ -16,9 +16,11 @@
  * the Range Profiler: loading then fails naming the missing symbol.
  *
  * cupti_profiler_host.h (CUDA 12.6 to 13.0 at least) includes the C++ header <string> though it
- * declares a C API. The build puts src/runtime/c_compat, which holds an empty `string`, on the
- * include path after the system directories (-idirafter): a C compile finds that empty file, a
- * C++ compile the real header. Every declaration used here is still the vendor's own.
+ * declares a C API. The build puts src/runtime/c_compat, which holds an empty `string`, first on
+ * the include path of kprof's C sources (-I: before CPATH, which on the GPU machine's image names
+ * the C++ headers' folder, so -idirafter found the real <string>): a C compile finds that empty
+ * file. No C source includes a header named `string`, and no C++ source is built with it.
+ * Every declaration used here is still the vendor's own.
  */
 #ifndef KP_CUPTI_PROFILER_API_H
 #define KP_CUPTI_PROFILER_API_H
