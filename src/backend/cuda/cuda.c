@@ -4,8 +4,8 @@
  * with NVRTC, both loaded at run time (src/runtime/cuda_api.c), so one build runs with or
  * without them. The work is split by concern: device.c (devices, errors and faults), compile.c
  * (NVRTC, PTX and cubin, modules, program metadata), launch.c (kernels, reflection and
- * occupancy, memory, binding, timed dispatches) and flush.c (the cold-cache flush);
- * cuda_internal.h is what they share.
+ * occupancy, memory, binding, timed dispatches), flush.c (the cold-cache flush) and pcsample.c
+ * (PC sampling, PCs to source lines); cuda_internal.h is what they share.
  */
 #include "backend/cuda/cuda_internal.h"
 
@@ -31,4 +31,5 @@ const kp_backend_ops kp_cuda_backend = {
     .dispatch = kp_cuda_dispatch,
     .dispatch_batch = kp_cuda_dispatch_batch,
     .flush_cache = kp_cuda_flush_cache,
+    .pc_sample = kp_cuda_pc_sample,
 };
