@@ -20,6 +20,7 @@
 
 #include "core/device.h"
 #include "core/error.h"
+#include "core/pcsample.h"
 #include "core/spec.h"
 
 #include <stddef.h>
@@ -108,6 +109,20 @@ typedef struct kp_backend_ops {
     kprof_status (*counter_list)(kp_device *dev,
                                  void (*fn)(const char *name, const char *what, void *ctx),
                                  void *ctx, kp_error *err);
+    /* Optional: where a kernel's warps spend their time, by PC (issue 16, `kprof run --source`):
+     * the vendor's PC sampler (CUDA: CUPTI's PC Sampling API, kernels serialized) over
+     * `dispatches` dispatches of k with launch, each waited for, made for the sampling alone
+     * (none is a timing; the buffers end as after that many more dispatches). Every sampled PC
+     * is mapped to a source file and line through the binary's line info where it has some
+     * (kprof compiles CUDA C++ with -lineinfo; a program loaded as PTX has none to give). out
+     * (zeroed first; the caller frees it with kp_pc_samples_free, also after a failure) gets
+     * the PCs with their samples per stall reason, under the sampler's own reason names.
+     * UNAVAILABLE with a one-line reason (no profiling permission, another profiler holds the
+     * sampler, the device or the CUPTI library cannot sample) — the caller goes on without.
+     * A kernel fault or timeout in those dispatches is reported as dispatch reports it.
+     * Missing op: the backend has no PC sampling (OpenCL). */
+    kprof_status (*pc_sample)(kp_kernel *k, const kp_launch *launch, int dispatches,
+                              kp_pc_samples *out, kp_error *err);
 } kp_backend_ops;
 
 /* The scratch a flush_cache reads: 2 x the last-level cache, at least KP_FLUSH_MIN_BYTES. */

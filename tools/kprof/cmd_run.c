@@ -1,7 +1,8 @@
 /*
  * cmd_run.c — `kprof run`: one kernel, compiled at run time, timed on the device, reported as
- * a panel (device ms median/min/p90/max, ~GB/s touched, reflection, readings, buffer digests) or
- * as JSON (also written to the kernel folder's run.json).
+ * a panel (device ms median/min/p90/max, ~GB/s touched, reflection, the hottest source lines
+ * with --source, readings, buffer digests) or as JSON (also written to the kernel folder's
+ * run.json).
  */
 #include "core/format.h"
 #include "core/outfile.h"
@@ -9,6 +10,7 @@
 #include "core/util.h"
 #include "export/json.h"
 #include "export/text.h"
+#include "lab/hotspots.h"
 #include "lab/lab.h"
 #include "lab/run_result.h"
 #include "store/store.h"
@@ -33,7 +35,14 @@ typedef struct kp_run_report {
     kp_reading_line lines[16];
     int ndigests;
     kp_buffer_digest digests[KP_SPEC_MAX_ARGS];
+    int source;        /* --source: lines to print (0: not asked, nothing is reported) */
+    int have_hotspots; /* the sampling ran: hotspots holds its lines */
+    kp_hotspots hotspots;
+    char source_why[512]; /* else why not */
 } kp_run_report;
+
+/* --source samples this many dispatches (fewer when --iters is smaller), after the timing. */
+#define KP_RUN_SOURCE_DISPATCHES 10
 
 void kp_dims_text(const uint64_t *v, int dims, char *buf, size_t n)
 {
@@ -112,8 +121,47 @@ static void kp_run_json(kp_str *s, const kp_run_report *r)
         kp_json_object_end(&j);
     }
     kp_json_array_end(&j);
+    if (r->source)
+        kp_hotspots_json(&j, "hotspots", r->have_hotspots ? &r->hotspots : NULL, r->source_why);
     kp_json_object_end(&j);
     kp_json_finish(&j);
+}
+
+/* --source: the hottest lines, each with its share of the samples, where it is, its text, and
+ * its three main stall reasons (shares of the line's samples). */
+static void kp_run_source_print(const kp_run_report *report)
+{
+    const kp_hotspots *h = &report->hotspots;
+    if (!report->source || !report->have_hotspots) return;
+    const char *B = kp_text_bold(stdout), *R = kp_text_reset(stdout), *D = kp_text_dim(stdout);
+    printf("source lines (PC sampling: %llu samples over %d dispatch%s):\n",
+           (unsigned long long)h->samples, h->dispatches, h->dispatches == 1 ? "" : "es");
+    if (h->note[0]) printf("  %snote: %s%s\n", D, h->note, R);
+    if (h->n == 0) printf("  no samples: the kernel ran too briefly for the sampler\n");
+    size_t top = h->n < (size_t)report->source ? h->n : (size_t)report->source;
+    for (size_t i = 0; i < top; i++) {
+        const kp_hotspot *l = &h->lines[i];
+        kp_str where = {0};
+        if (l->file) {
+            const char *slash = strrchr(l->file, '/');
+            const char *base = slash ? slash + 1 : l->file;
+            kp_str_append_escaped(&where, base, strlen(base));
+            kp_str_printf(&where, ":%u", l->line);
+        } else {
+            kp_str_append_escaped(&where, l->function, strlen(l->function));
+            kp_str_printf(&where, "+0x%llx", (unsigned long long)l->pc_offset);
+        }
+        printf("  %5.1f%%  %s%s%s  %s\n", 100 * l->share, B, where.data ? where.data : "", R,
+               l->text ? l->text : "");
+        kp_str_free(&where);
+        printf("          %s", D);
+        for (size_t k = 0; k < l->nstalls && k < 3; k++)
+            printf("%s%s %.0f%%", k ? " · " : "", l->stalls[k].reason,
+                   100.0 * (double)l->stalls[k].samples / (double)l->samples);
+        printf("%s\n", R);
+    }
+    if (h->n > top)
+        printf("  %s%zu more line%s in --json%s\n", D, h->n - top, h->n - top == 1 ? "" : "s", R);
 }
 
 static void kp_run_print(const kp_run_report *report)
@@ -168,6 +216,7 @@ static void kp_run_print(const kp_run_report *report)
         printf("  occupancy: %.0f%% theoretical at tg %llu (%d blocks/SM, limited by %s)\n",
                100 * r->refl.occupancy, (unsigned long long)kp_launch_tg_threads(&r->launch),
                r->refl.blocks_per_sm, r->refl.limiter);
+    kp_run_source_print(report);
     printf("buffers after the run:\n");
     for (int i = 0; i < report->ndigests; i++) {
         const kp_buffer_digest *d = &report->digests[i];
@@ -209,6 +258,7 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
         {"tg-list", required_argument, NULL, 'L'},
         {"plot", required_argument, NULL, 'P'},
         {"force", no_argument, NULL, 'F'},
+        {"source", optional_argument, NULL, 'H'},
         {NULL, 0, NULL, 0},
     };
     int sweep = a->sweep; /* `kprof sweep` sets it before parsing */
@@ -282,6 +332,12 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
         case 'F':
             a->force = 1;
             break;
+        case 'H':
+            a->source = 10;
+            if (optarg && (kp_parse_size(optarg, &v) != 0 || v < 1 || v > 100000))
+                return kp_cli_usage_error("run", "--source=%s: expected 1 to 100000 lines", optarg);
+            if (optarg) a->source = (int)v;
+            break;
         case 'D': kp_str_printf(&a->options, " -D%s", optarg); break;
         case 'I': kp_str_printf(&a->options, " -I%s", optarg); break;
         case 'o': kp_str_printf(&a->options, " %s", optarg); break;
@@ -297,6 +353,8 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
     if (!a->lab.buffers)
         return kp_cli_usage_error("run", "--buffers is required: one item per kernel argument, "
                                          "e.g. f32:1048576,f32:1048576,u32=1048576");
+    if (a->source && a->sweep)
+        return kp_cli_usage_error("run", "--source samples one run's kernel: not with a sweep");
     if (a->plot && !a->sweep)
         return kp_cli_usage_error("run", "--plot draws a sweep: add --sweep-tg (or use kprof "
                                          "sweep)");
@@ -314,6 +372,29 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
     if (a->options.failed) return kp_cli_usage_error(NULL, "out of memory");
     a->lab.options = a->options.data ? a->options.data : "";
     return 0;
+}
+
+/* --source: sample the kernel's PCs on dispatches of their own. Where the sampler cannot run,
+ * the reason is kept for one line on stderr (and the JSON) and the run goes on: OK. */
+static kprof_status kp_run_source(kp_lab *lab, const kp_run_args *a, kp_run_report *report,
+                                  kp_error *err)
+{
+    int n = a->iters < KP_RUN_SOURCE_DISPATCHES ? a->iters : KP_RUN_SOURCE_DISPATCHES;
+    kp_error why = {0};
+    kprof_status st = kp_lab_hotspots(lab, &a->launch, n, &report->hotspots, &why);
+    if (st == KPROF_OK) {
+        report->have_hotspots = 1;
+    } else if (st == KPROF_UNAVAILABLE) {
+        kp_hotspots_free(&report->hotspots);
+        kp_strlcpy(report->source_why, why.message, sizeof report->source_why);
+        st = KPROF_OK;
+    } else {
+        kp_error_clear(err);
+        *err = why;
+        return st;
+    }
+    kp_error_clear(&why);
+    return st;
 }
 
 int kp_cmd_run(int argc, char **argv)
@@ -359,6 +440,14 @@ int kp_cmd_run(int argc, char **argv)
     kp_progress_set(progress, "run: %s: reading the buffers back", report.info->kernel->name);
     st = kp_lab_digest(lab, report.digests, KP_SPEC_MAX_ARGS, &report.ndigests, &err);
     if (st != KPROF_OK) goto done;
+    /* After the digest, so that the buffers it reports are those of the timed run. */
+    if (a.source) {
+        report.source = a.source;
+        kp_progress_set(progress, "run: %s: sampling PCs", report.info->kernel->name);
+        st = kp_run_source(lab, &a, &report, &err);
+        if (st == KPROF_TIMEOUT) wedged = 1;
+        if (st != KPROF_OK) goto done;
+    }
     kp_progress_stop(progress);
     progress = NULL;
     /* Nothing is reported before the session has released the device cleanly: a kernel that
@@ -379,6 +468,8 @@ int kp_cmd_run(int argc, char **argv)
     report.nreadings = kp_readings_describe(&r->readings_in, &r->readings, report.lines, 16);
 
     if (info->warning[0]) fprintf(stderr, "kprof: warning: %s\n", info->warning);
+    if (report.source && !report.have_hotspots)
+        fprintf(stderr, "kprof: source: %s\n", report.source_why);
     /* The JSON is the result --json prints, run.json keeps and the history records. */
     kp_str json = {0};
     if (a.json || kp_record_enabled()) {
@@ -419,6 +510,7 @@ int kp_cmd_run(int argc, char **argv)
     kp_str_free(&json);
 done:
     kp_progress_stop(progress);
+    kp_hotspots_free(&report.hotspots);
     free(r->samples);
     free(scratch);
     if (wedged) kp_run_abandon(&err);

@@ -22,6 +22,7 @@ typedef struct kp_run_args {
     const char *plot;    /* --plot FILE.svg */
     int force;           /* --force: --plot may replace an existing file */
     int tg_set;          /* --tg was given: in a sweep, that size is swept too and marked */
+    int source;          /* --source[=N]: the N hottest source lines to print; 0 = not asked */
 } kp_run_args;
 
 /* Parse `kprof run` arguments (argv[0] is the command). 0 or a usage exit code (printed). */

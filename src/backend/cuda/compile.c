@@ -563,6 +563,27 @@ static void kp_cuda_meta_tg_rules(const kp_build_output *products, kp_program_me
     }
 }
 
+/* A program for a loaded module, keeping a copy of the image it was loaded from (PC sampling
+ * reads the cubin's line table, and loads the image again: pcsample.c). */
+static kp_program *kp_cuda_program_new(kp_device *dev, CUmodule module, const void *image,
+                                       size_t len, int ptx)
+{
+    kp_program *p = calloc(1, sizeof *p);
+    unsigned char *copy = malloc(len ? len : 1);
+    if (!p || !copy) {
+        free(p);
+        free(copy);
+        return NULL;
+    }
+    memcpy(copy, image, len);
+    p->dev = dev;
+    p->module = module;
+    p->image = copy;
+    p->image_len = len;
+    p->image_ptx = ptx;
+    return p;
+}
+
 kprof_status kp_cuda_build(kp_device *dev, const kp_source *src, kp_program **out,
                            kp_build_output *products, kp_error *err)
 {
@@ -610,13 +631,11 @@ kprof_status kp_cuda_build(kp_device *dev, const kp_source *src, kp_program **ou
     st = kp_cuda_program_meta(module, &nm, &products->meta, err);
     if (st != KPROF_OK) goto fail;
     kp_cuda_meta_tg_rules(products, &products->meta);
-    p = calloc(1, sizeof *p);
+    p = kp_cuda_program_new(dev, module, products->binary, products->binary_len, ptx);
     if (!p) {
         st = kp_error_set(err, KPROF_NOMEM, "out of memory");
         goto fail;
     }
-    p->dev = dev;
-    p->module = module;
     *out = p;
     kp_cuda_decls_free(&decls);
     free(jit_log);
@@ -645,13 +664,11 @@ kprof_status kp_cuda_load_binary(kp_device *dev, const unsigned char *binary, si
     int ptx = binary[len - 1] == '\0' && !(len >= 4 && memcmp(binary, "\177ELF", 4) == 0);
     st = kp_cuda_module_load(dev, "the cached binary", ptx, binary, &module, NULL, err);
     if (st != KPROF_OK) goto fail;
-    p = calloc(1, sizeof *p);
+    p = kp_cuda_program_new(dev, module, binary, len, ptx);
     if (!p) {
         st = kp_error_set(err, KPROF_NOMEM, "out of memory");
         goto fail;
     }
-    p->dev = dev;
-    p->module = module;
     *out = p;
     return KPROF_OK;
 fail:
@@ -664,5 +681,6 @@ void kp_cuda_program_release(kp_program *p)
     if (!p) return;
     if (!p->dev->poisoned && kp_cu.cuCtxSetCurrent(p->dev->context) == CUDA_SUCCESS)
         kp_cu.cuModuleUnload(p->module);
+    free(p->image);
     free(p);
 }

@@ -4,8 +4,9 @@
  * with NVRTC, both loaded at run time (src/runtime/cuda_api.c), so one build runs with or
  * without them. The work is split by concern: device.c (devices, errors and faults), compile.c
  * (NVRTC, PTX and cubin, modules, program metadata), launch.c (kernels, reflection and
- * occupancy, memory, binding, timed dispatches), flush.c (the cold-cache flush) and counters.c
- * (hardware counters through CUPTI's Range Profiler); cuda_internal.h is what they share.
+ * occupancy, memory, binding, timed dispatches), flush.c (the cold-cache flush), counters.c
+ * (hardware counters through CUPTI's Range Profiler) and pcsample.c (PC sampling, PCs to source
+ * lines); cuda_internal.h is what they share.
  */
 #include "backend/cuda/cuda_internal.h"
 
@@ -33,4 +34,5 @@ const kp_backend_ops kp_cuda_backend = {
     .flush_cache = kp_cuda_flush_cache,
     .counters = kp_cuda_counters,
     .counter_list = kp_cuda_counter_list,
+    .pc_sample = kp_cuda_pc_sample,
 };

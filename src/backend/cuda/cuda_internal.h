@@ -4,8 +4,9 @@
  * backend calls in another. device.c opens devices and turns driver errors into kprof's;
  * compile.c builds and loads programs; launch.c makes kernels, reflects, moves memory, binds
  * and times dispatches; flush.c leaves the L2 cold between them; counters.c reads hardware
- * counters of one dispatch through CUPTI's Range Profiler; cuda.c puts them in the
- * kp_cuda_backend table (backend.h), the only name the rest of kprof knows.
+ * counters of one dispatch through CUPTI's Range Profiler; pcsample.c samples a kernel's PCs and
+ * maps them to source lines; cuda.c puts them in the kp_cuda_backend table (backend.h), the only
+ * name the rest of kprof knows.
  */
 #ifndef KP_BACKEND_CUDA_INTERNAL_H
 #define KP_BACKEND_CUDA_INTERNAL_H
@@ -36,10 +37,15 @@ struct kp_device {
 struct kp_program {
     kp_device *dev;
     CUmodule module;
+    unsigned char *image; /* a copy of what the module was loaded from (cubin, or PTX with its
+                             NUL): PC sampling maps PCs to lines through it (pcsample.c) */
+    size_t image_len;
+    int image_ptx; /* the image is PTX the driver compiled: it has no line table to read */
 };
 
 struct kp_kernel {
     kp_device *dev;
+    const kp_program *program; /* the program it came from (released after its kernels) */
     CUfunction function;
     char name[512];
     char symbol[1024]; /* as CUPTI names it in kernel records */
@@ -100,6 +106,16 @@ kprof_status kp_cuda_bind(kp_kernel *k, const kp_spec *spec, kp_buffer *const *b
 kprof_status kp_cuda_dispatch(kp_kernel *k, const kp_launch *l, double *gpu_ns, kp_error *err);
 kprof_status kp_cuda_dispatch_batch(kp_kernel *k, const kp_launch *l, int n, double *gpu_ns,
                                     char *timer, size_t timer_n, kp_error *err);
+
+/* ---- pcsample.c ---------------------------------------------------------------------------- */
+
+/* kp_backend_ops.pc_sample: CUPTI's PC Sampling API over n dispatches, PCs mapped to lines. */
+kprof_status kp_cuda_pc_sample(kp_kernel *k, const kp_launch *l, int dispatches, kp_pc_samples *out,
+                               kp_error *err);
+/* Give each PC of out the file and line a cubin's line table names for it (CUPTI's
+ * cuptiGetSassToSourceCorrelation; kp_cupti_pcsampling_load must have succeeded). PCs it cannot
+ * place keep no file; when none is placed, out->note says why. No device needed. */
+void kp_cuda_pc_lines(const void *cubin, size_t cubin_len, kp_pc_samples *out);
 
 /* ---- flush.c ------------------------------------------------------------------------------- */
 

@@ -59,6 +59,7 @@ kprof_status kp_cuda_kernel_create(kp_program *prog, const kp_kernel_meta *meta,
     kp_kernel *k = calloc(1, sizeof *k);
     if (!k) return kp_error_set(err, KPROF_NOMEM, "out of memory");
     k->dev = prog->dev;
+    k->program = prog;
     k->function = f;
     kp_strlcpy(k->name, meta->name, sizeof k->name);
     kp_strlcpy(k->symbol, meta->symbol, sizeof k->symbol);

@@ -1,0 +1,43 @@
+/*
+ * cupti_pcsampling_api.c — fills the CUPTI PC Sampling table (see cupti_pcsampling_api.h) from
+ * the libcupti kprof's CUPTI table loads.
+ */
+#include "runtime/cupti_pcsampling_api.h"
+#include "core/env.h"
+#include "runtime/cupti_api.h"
+#include "runtime/dynlib.h"
+
+kp_cupti_pcsampling_api kp_cupti_pcs;
+
+/* The same names, in the same order, as runtime/cupti_api.c tries: dlopen of a library already
+ * loaded returns it again, so both tables come from one libcupti. */
+static const char *const kp_cupti_pcs_libs[] = {
+    "libcupti.so.13", "libcupti.so", "/usr/local/cuda/lib64/libcupti.so.13",
+    "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13", NULL};
+static const char *const kp_cupti_pcs_names[] = {
+#define KP_CUPTI_PCS_NAME_(fn) #fn,
+    KP_CUPTI_PCSAMPLING_FUNCTIONS(KP_CUPTI_PCS_NAME_)
+#undef KP_CUPTI_PCS_NAME_
+};
+
+/* The version check and error texts are kprof's CUPTI table's: load it first. */
+static int kp_cupti_pcs_check(char *why, size_t why_n)
+{
+    return kp_cupti_load(why, why_n);
+}
+
+static kp_dynlib_table kp_cupti_pcs_table = {
+    .libname = "libcupti",
+    .libs = kp_cupti_pcs_libs,
+    .env = KP_ENV_CUPTI_LIBRARY,
+    .symbols = kp_cupti_pcs_names,
+    .slots = (void **)&kp_cupti_pcs,
+    .count = sizeof kp_cupti_pcs_names / sizeof kp_cupti_pcs_names[0],
+    .check = kp_cupti_pcs_check,
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+int kp_cupti_pcsampling_load(char *why, size_t why_n)
+{
+    return kp_dynlib_load_table(&kp_cupti_pcs_table, why, why_n);
+}
