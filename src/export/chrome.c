@@ -10,12 +10,17 @@
  * (python train.py)", its GPUs "rank 1 · GPU 1 (pid 4242)" and their streams "rank 1 · GPU 1 ·
  * stream 7"; a process without a rank keeps "4242 python train.py", "GPU 1 (pid 4242)" and
  * "stream 7".
+ *
+ * Pids are written through export/pid_map.h, so every one fits the 32 bits viewers read: a
+ * trace's own where they fit, and the GPU "processes" 2^30 + 16·pid + device where that fits and
+ * is clear of the pids (else ids of their own, free of every pid).
  */
 #define _GNU_SOURCE
 #include "export/chrome.h"
 #include "core/event.h"
 #include "export/json.h"
 #include "core/util.h"
+#include "export/pid_map.h"
 #include "store/event_source.h"
 
 #include <stdio.h>
@@ -23,13 +28,6 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
-
-/* A synthetic pid per (process, device), clear of real pids. */
-static int64_t kp_gpu_pid(int64_t pid, int64_t device)
-{
-    /* Unsigned: a pid from a damaged file must not overflow. */
-    return (int64_t)((1ull << 30) + (uint64_t)pid * 16 + (uint64_t)(device & 15));
-}
 
 /* Flow ids: the process row and the correlation, below 2^53 so JavaScript keeps them exact. */
 static uint64_t kp_flow_id(int64_t process, int64_t corr)
@@ -176,10 +174,14 @@ static int kp_chrome_own_arg(const char *key)
 
 /* Every event the iterator gives, each after ",\n" (the metadata comes first). Whether reading
  * failed, the iterator's close says. */
-static void kp_chrome_events(kp_event_iter *it, const kp_str *names, const char *const *texts,
-                             size_t nnames, int64_t t0, kp_out *f)
+static void kp_chrome_events(kp_event_iter *it, const kp_pid_map *pids, const kp_str *names,
+                             const char *const *texts, size_t nnames, int64_t t0, kp_out *f)
 {
     kp_trace_event ev;
+    /* The last lookups: runs of one thread and one stream are the rule. */
+    int64_t last_pid = 0, last_id = kp_pid_map_pid(pids, 0);
+    int64_t last_gpu_pid = 0, last_gpu_id = -1;
+    uint32_t last_device = 0;
     while (kp_event_iter_next(it, &ev)) {
         const kp_event *e = &ev.e;
         int kind = e->kind;
@@ -195,7 +197,21 @@ static void kp_chrome_events(kp_event_iter *it, const kp_str *names, const char 
         int instant = (flags & KP_EVENT_F_INSTANT) != 0;
         const char *cat = kp_event_kind_category(kind);
         if (!cat) cat = "other";
-        int64_t epid = device_op ? kp_gpu_pid(e->pid, e->device) : e->pid;
+        int64_t epid;
+        if (device_op) {
+            if (last_gpu_id < 0 || e->pid != last_gpu_pid || e->device != last_device) {
+                last_gpu_pid = e->pid;
+                last_device = e->device;
+                last_gpu_id = kp_pid_map_gpu(pids, e->pid, e->device);
+            }
+            epid = last_gpu_id;
+        } else {
+            if (e->pid != last_pid) {
+                last_pid = e->pid;
+                last_id = kp_pid_map_pid(pids, e->pid);
+            }
+            epid = last_id;
+        }
         int64_t etid = device_op ? (int64_t)e->stream : e->tid;
         KP_PUT_LIT(f, ",\n");
         kp_put(f, instant ? "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"" : "{\"ph\":\"X\",\"cat\":\"");
@@ -359,6 +375,7 @@ static void kp_chrome_events(kp_event_iter *it, const kp_str *names, const char 
  * written once, read back, written again). */
 typedef struct kp_chrome_half {
     kp_event_iter *it;
+    const kp_pid_map *pids;
     int64_t t0;
     const kp_str *names;
     const char *const *texts;
@@ -369,30 +386,8 @@ typedef struct kp_chrome_half {
 static void *kp_chrome_half_run(void *p)
 {
     kp_chrome_half *h = p;
-    kp_chrome_events(h->it, h->names, h->texts, h->nnames, h->t0, &h->out);
+    kp_chrome_events(h->it, h->pids, h->names, h->texts, h->nnames, h->t0, &h->out);
     return NULL;
-}
-
-static int kp_cmp_process(const void *x, const void *y)
-{
-    const kp_trace_process *a = *(const kp_trace_process *const *)x;
-    const kp_trace_process *b = *(const kp_trace_process *const *)y;
-    if (a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
-    return (a->id > b->id) - (a->id < b->id);
-}
-
-/* The rank of pid (the first of its images that has one), -1 for none; by_pid sorted by pid. */
-static int kp_chrome_rank_of(const kp_trace_process *const *by_pid, size_t n, int64_t pid)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (by_pid[mid]->pid < pid) lo = mid + 1;
-        else hi = mid;
-    }
-    for (; lo < n && by_pid[lo]->pid == pid; lo++)
-        if (by_pid[lo]->rank >= 0) return by_pid[lo]->rank;
-    return -1;
 }
 
 kprof_status kp_export_chrome(kp_event_source *src, FILE *f, kp_error *err)
@@ -403,16 +398,12 @@ kprof_status kp_export_chrome(kp_event_source *src, FILE *f, kp_error *err)
     /* The tracks first (they also make the source's index of launching calls). */
     const kp_trace_thread *threads;
     const kp_trace_queue *queues;
-    size_t nthreads, nqueues, nprocesses;
+    size_t nthreads, nqueues;
     if ((st = kp_event_source_threads(src, &threads, &nthreads, err)) != KPROF_OK ||
         (st = kp_event_source_queues(src, &queues, &nqueues, err)) != KPROF_OK)
         return st;
-    const kp_trace_process *processes = kp_event_source_processes(src, &nprocesses);
-    const kp_trace_process **by_pid = calloc(nprocesses ? nprocesses : 1, sizeof *by_pid);
-    if (!by_pid) return kp_error_set(err, KPROF_NOMEM, "out of memory");
-    for (size_t i = 0; i < nprocesses; i++)
-        by_pid[i] = &processes[i];
-    qsort(by_pid, nprocesses, sizeof *by_pid, kp_cmp_process);
+    kp_pid_map pids;
+    if ((st = kp_pid_map_make(&pids, src, 1, err)) != KPROF_OK) return st;
     fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"kprof " KPROF_VERSION_STRING
           "\"},\"traceEvents\":[\n",
           f);
@@ -421,19 +412,19 @@ kprof_status kp_export_chrome(kp_event_source *src, FILE *f, kp_error *err)
     int first = 1;
 #define KP_SEP() (first ? (first = 0, "") : ",\n")
 
-    /* Names: processes (a pid once, with its first image's command), their threads, GPU
-     * tracks. */
-    for (size_t i = 0; i < nprocesses; i++) {
-        if (i && by_pid[i]->pid == by_pid[i - 1]->pid) continue;
+    /* Names: processes (a pid once, in pid order, by the row that stands for it:
+     * kp_event_source_process_of_pid), their threads, GPU tracks. */
+    for (size_t i = 0; i < pids.npids; i++) {
+        const kp_trace_process *p = kp_event_source_process_of_pid(src, pids.pids[i]);
+        if (!p) continue; /* a pid only events name */
         char name[600];
-        int rank = kp_chrome_rank_of(by_pid, nprocesses, by_pid[i]->pid);
-        if (rank >= 0)
-            snprintf(name, sizeof name, "rank %d · pid %lld (%s)", rank, (long long)by_pid[i]->pid,
-                     by_pid[i]->command);
+        if (p->rank >= 0)
+            snprintf(name, sizeof name, "rank %d · pid %lld (%s)", p->rank, (long long)p->pid,
+                     p->command);
         else
-            snprintf(name, sizeof name, "%lld %s", (long long)by_pid[i]->pid, by_pid[i]->command);
+            snprintf(name, sizeof name, "%lld %s", (long long)p->pid, p->command);
         fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%lld,\"args\":{\"name\":",
-                KP_SEP(), (long long)by_pid[i]->pid);
+                KP_SEP(), (long long)kp_pid_map_pid(&pids, p->pid));
         kp_quote(f, name);
         fputs("}}", f);
     }
@@ -441,17 +432,17 @@ kprof_status kp_export_chrome(kp_event_source *src, FILE *f, kp_error *err)
         fprintf(f,
                 "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%lld,\"tid\":%lld,\"args\":{"
                 "\"name\":\"host thread %lld\"}}",
-                KP_SEP(), (long long)threads[i].pid, (long long)threads[i].tid,
-                (long long)threads[i].tid);
+                KP_SEP(), (long long)kp_pid_map_pid(&pids, threads[i].pid),
+                (long long)threads[i].tid, (long long)threads[i].tid);
     int64_t last_gpu = -1;
     for (size_t i = 0; i < nqueues; i++) {
         int64_t pid = queues[i].pid, dev = queues[i].device, stream = queues[i].stream;
-        int64_t gp = kp_gpu_pid(pid, dev);
+        int64_t gp = kp_pid_map_gpu(&pids, pid, queues[i].device);
         /* A rank's tracks say it first: "rank 1 · GPU 1 · stream 7". */
         char rank[32] = "", gpu[32] = "";
-        int r = kp_chrome_rank_of(by_pid, nprocesses, pid);
-        if (r >= 0) {
-            snprintf(rank, sizeof rank, "rank %d · ", r);
+        const kp_trace_process *p = kp_event_source_process_of_pid(src, pid);
+        if (p && p->rank >= 0) {
+            snprintf(rank, sizeof rank, "rank %d · ", p->rank);
             snprintf(gpu, sizeof gpu, "GPU %lld · ", (long long)dev);
         }
         if (gp != last_gpu)
@@ -465,19 +456,22 @@ kprof_status kp_export_chrome(kp_event_source *src, FILE *f, kp_error *err)
                 "\"name\":\"%s%sstream %lld\"}}",
                 KP_SEP(), (long long)gp, (long long)stream, rank, gpu, (long long)stream);
     }
-    free(by_pid);
 #undef KP_SEP
 
     /* Events in storage order (the format needs no order), names by id. */
     size_t nnames;
     const char *const *texts = kp_event_source_strings(src, &nnames);
     kp_str *names = calloc(nnames ? nnames : 1, sizeof *names);
-    if (!names) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (!names) {
+        kp_pid_map_free(&pids);
+        return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    }
     for (size_t id = 1; id < nnames; id++)
         if (texts[id]) kp_json_quote(&names[id], texts[id]);
     int64_t max_id = 0;
     kp_event_iter *lower = NULL;
-    kp_chrome_half half = {.t0 = t0, .names = names, .texts = texts, .nnames = nnames};
+    kp_chrome_half half = {
+        .t0 = t0, .pids = &pids, .names = names, .texts = texts, .nnames = nnames};
     pthread_t worker;
     int threaded = 0;
     st = kp_event_source_last_id(src, &max_id, err);
@@ -495,7 +489,7 @@ kprof_status kp_export_chrome(kp_event_source *src, FILE *f, kp_error *err)
     kp_out main_out = {.f = f};
     if (st == KPROF_OK) st = kp_event_iter_open(src, &main_part, &lower, err);
     if (st == KPROF_OK) {
-        kp_chrome_events(lower, names, texts, nnames, t0, &main_out);
+        kp_chrome_events(lower, &pids, names, texts, nnames, t0, &main_out);
         st = kp_event_iter_close(lower, err);
     }
     kp_out_drain(&main_out);
@@ -515,6 +509,7 @@ kprof_status kp_export_chrome(kp_event_source *src, FILE *f, kp_error *err)
     for (size_t i = 0; i < nnames; i++)
         kp_str_free(&names[i]);
     free(names);
+    kp_pid_map_free(&pids);
     if (st != KPROF_OK) return st;
     fputs("\n]}\n", f);
     return ferror(f) ? kp_error_set(err, KPROF_IO, "writing the export failed") : KPROF_OK;

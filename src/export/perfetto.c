@@ -11,7 +11,8 @@
  *     incremental state (SEQ_INCREMENTAL_STATE_CLEARED) and interns the categories and the
  *     argument names; event names are interned (iid = the trace's string id) in the packet that
  *     first uses them, and every later packet says it needs that state;
- *   - a TrackDescriptor per process (ProcessDescriptor: pid, the command), per host thread
+ *   - a TrackDescriptor per process (ProcessDescriptor: pid, the command; the pid as
+ *     export/pid_map.h writes it, so it fits the field's 32 bits), per host thread
  *     (ThreadDescriptor: pid, tid), per device under its process ("GPU 0") and per stream or
  *     queue under its device ("GPU 0 · stream 7"), each written just before its first event; a
  *     process with a rank in a distributed job (core/job.h) is named "rank 1 · pid 4242
@@ -43,6 +44,7 @@
 #include "export/perfetto.h"
 #include "core/event.h"
 #include "core/util.h"
+#include "export/pid_map.h"
 #include "export/protobuf.h"
 #include "store/event_source.h"
 
@@ -58,7 +60,8 @@
 typedef struct kp_pf_event {
     int64_t id;                /* its row: orders events that start and end together */
     int kind;                  /* KP_EVENT_* (core/event.h) */
-    int64_t pid, tid, process; /* process: its row in the trace (correlations are per row) */
+    int64_t pid, tid, process; /* pid: as written (export/pid_map.h); process: its row in the
+                                  trace (correlations are per row) */
     int64_t start_ns, end_ns;  /* CLOCK_MONOTONIC */
     int64_t name;              /* strings.id */
     int has_correlation;
@@ -78,12 +81,14 @@ typedef struct kp_pf_event {
     size_t nmetrics;
 } kp_pf_event;
 
-/* What kp_perfetto_read calls, in this order: begin once, every string, every process, then
- * every event in time order. A callback that fails sets the error and stops the reading. */
+/* What kp_perfetto_read calls, in this order: begin once, every string, every process (id: its
+ * pid as written; pid: the trace's), then every event in time order. A callback that fails sets
+ * the error and stops the reading. */
 typedef struct kp_pf_visitor {
     kprof_status (*begin)(void *ctx, int64_t start_ns, int64_t string_slots);
     kprof_status (*string)(void *ctx, int64_t id, const char *text, size_t len);
-    kprof_status (*process)(void *ctx, int64_t pid, int rank, const char *command, size_t len);
+    kprof_status (*process)(void *ctx, int64_t id, int64_t pid, int rank, const char *command,
+                            size_t len);
     kprof_status (*event)(void *ctx, const kp_pf_event *ev);
 } kp_pf_visitor;
 
@@ -168,9 +173,10 @@ static kprof_status kp_pf_read_group(kp_pf_event *group, size_t n, const kp_pf_v
     return KPROF_OK;
 }
 
-/* The trace, read through the event source: begin, the strings, the processes (the first image
- * of each pid, with the rank of the first of its images that has one), then the events by start time (kp_pf_event_order for those that start
- * together), each device operation with the start of the call that launched it. */
+/* The trace, read through the event source: begin, the strings, the processes (each pid once,
+ * by the row that stands for it: kp_event_source_process_of_pid), then the events by start time
+ * (kp_pf_event_order for those that start together), each device operation with the start of
+ * the call that launched it; pids as export/pid_map.h writes them. */
 static kprof_status kp_perfetto_read(kp_event_source *src, const kp_pf_visitor *v, void *ctx,
                                      kp_error *err)
 {
@@ -186,19 +192,20 @@ static kprof_status kp_perfetto_read(kp_event_source *src, const kp_pf_visitor *
         const char *text = kp_event_source_string(src, (uint32_t)id, &len);
         if (text) st = v->string(ctx, (int64_t)id, text, len);
     }
+    kp_pid_map pids = {0};
+    if (st == KPROF_OK) st = kp_pid_map_make(&pids, src, 0, err);
     size_t nprocs = 0;
     const kp_trace_process *procs = kp_event_source_processes(src, &nprocs);
     for (size_t i = 0; st == KPROF_OK && i < nprocs; i++) {
-        int seen = 0, rank = -1;
-        for (size_t j = 0; j < i && !seen; j++)
-            seen = procs[j].pid == procs[i].pid;
-        for (size_t j = i; j < nprocs && rank < 0 && !seen; j++)
-            if (procs[j].pid == procs[i].pid) rank = procs[j].rank;
-        if (!seen)
-            st = v->process(ctx, procs[i].pid, rank < 0 ? -1 : rank, procs[i].command,
-                            strlen(procs[i].command));
+        const kp_trace_process *p = kp_event_source_process_of_pid(src, procs[i].pid);
+        if (p == &procs[i])
+            st = v->process(ctx, kp_pid_map_pid(&pids, p->pid), p->pid, p->rank, p->command,
+                            strlen(p->command));
     }
-    if (st != KPROF_OK) return st;
+    if (st != KPROF_OK) {
+        kp_pid_map_free(&pids);
+        return st;
+    }
 
     kp_event_filter filter = {
         .order = KP_EVENT_ORDER_START,
@@ -208,8 +215,12 @@ static kprof_status kp_perfetto_read(kp_event_source *src, const kp_pf_visitor *
                   KP_EVENT_FIELD_METRICS,
     };
     kp_event_iter *it = NULL;
-    if ((st = kp_event_iter_open(src, &filter, &it, err)) != KPROF_OK) return st;
+    if ((st = kp_event_iter_open(src, &filter, &it, err)) != KPROF_OK) {
+        kp_pid_map_free(&pids);
+        return st;
+    }
     kp_pf_event *group = NULL;
+    int64_t last_pid = 0, last_id = kp_pid_map_pid(&pids, 0);
     size_t ngroup = 0, capgroup = 0;
     kp_trace_event t;
     while (st == KPROF_OK && kp_event_iter_next(it, &t) == 1) {
@@ -228,12 +239,18 @@ static kprof_status kp_perfetto_read(kp_event_source *src, const kp_pf_visitor *
             group = g;
             capgroup = cap;
         }
-        kp_pf_from_source(&t, &group[ngroup++]);
+        if (t.e.pid != last_pid) {
+            last_pid = t.e.pid;
+            last_id = kp_pid_map_pid(&pids, t.e.pid);
+        }
+        kp_pf_from_source(&t, &group[ngroup]);
+        group[ngroup++].pid = last_id;
     }
     kprof_status read = kp_event_iter_close(it, err);
     if (st == KPROF_OK) st = read;
     if (st == KPROF_OK) st = kp_pf_read_group(group, ngroup, v, ctx);
     free(group);
+    kp_pid_map_free(&pids);
     return st;
 }
 
@@ -598,9 +615,8 @@ static void kp_pf_track_name(const kp_pf_track *t, int opencl, int rank, char *o
         snprintf(out + k, n - (size_t)k, " (overlap %d)", t->lane);
 }
 
-/* The process track of pid, made (with command as its name, when known; with rank >= 0,
- * "rank R · pid P (command)") if new. */
-static int32_t kp_pf_process_track(kp_pf_writer *w, int64_t pid, int rank, const char *command)
+/* The process track of pid (as written), made (with name as its name, when known) if new. */
+static int32_t kp_pf_process_track(kp_pf_writer *w, int64_t pid, int rank, const char *name)
 {
     int32_t index = kp_pf_track_find(w, KP_PF_PROCESS, pid, 0, 0);
     if (index >= 0) return index;
@@ -613,23 +629,27 @@ static int32_t kp_pf_process_track(kp_pf_writer *w, int64_t pid, int rank, const
     kp_pb_varint(pb, KP_PF_TRACK_UUID, w->tracks[index].uuid);
     kp_pb_begin(pb, KP_PF_TRACK_PROCESS);
     kp_pb_int64(pb, KP_PF_PROCESS_PID, (int32_t)pid);
-    if (command) kp_pb_string(pb, KP_PF_PROCESS_NAME, command);
+    if (name) kp_pb_string(pb, KP_PF_PROCESS_NAME, name);
     kp_pb_end(pb);
     kp_pb_end(pb);
     kp_pb_end(pb);
     return index;
 }
 
-static kprof_status kp_pf_process(void *ctx, int64_t pid, int rank, const char *command,
-                                  size_t len)
+/* A process's track, named by its command; with rank >= 0 "rank R · pid P (command)", and
+ * "pid P (command)" where its pid is written as another id (export/pid_map.h). */
+static kprof_status kp_pf_process(void *ctx, int64_t id, int64_t pid, int rank,
+                                  const char *command, size_t len)
 {
     kp_pf_writer *w = ctx;
     kp_str name = {0};
-    if (rank >= 0) kp_str_printf(&name, "rank %d · pid %lld (", rank, (long long)pid);
+    int say_pid = rank >= 0 || id != pid;
+    if (rank >= 0) kp_str_printf(&name, "rank %d · ", rank);
+    if (say_pid) kp_str_printf(&name, "pid %lld (", (long long)pid);
     kp_str_append_utf8(&name, command, len);
-    if (rank >= 0) kp_str_append(&name, ")");
+    if (say_pid) kp_str_append(&name, ")");
     int32_t index =
-        name.failed ? -1 : kp_pf_process_track(w, pid, rank, name.data ? name.data : "");
+        name.failed ? -1 : kp_pf_process_track(w, id, rank, name.data ? name.data : "");
     kp_str_free(&name);
     if (index < 0) return kp_pf_nomem(w);
     return kp_pf_check(w);
@@ -937,8 +957,8 @@ static kprof_status kp_pf_event_write(void *ctx, const kp_pf_event *e)
 enum { KP_PF_ITEM_BEGIN, KP_PF_ITEM_STRING, KP_PF_ITEM_PROCESS, KP_PF_ITEM_EVENT };
 
 typedef struct kp_pf_item {
-    int type;     /* KP_PF_ITEM_* */
-    int64_t a, b; /* begin: start, string slots; string: its id; process: its pid, rank */
+    int type;        /* KP_PF_ITEM_* */
+    int64_t a, b, c; /* begin: start, string slots; string: its id; process: its id, rank, pid */
     char *text;   /* string, process: a copy of the text, the writer's to free */
     size_t len;
     kp_pf_event event;
@@ -999,31 +1019,28 @@ static kprof_status kp_pf_pipe_begin(void *ctx, int64_t start_ns, int64_t string
         ctx, &(kp_pf_item){.type = KP_PF_ITEM_BEGIN, .a = start_ns, .b = string_slots});
 }
 
-static kprof_status kp_pf_pipe_text(kp_pf_pipe *p, int type, int64_t key, const char *text,
-                                    size_t len)
+/* An item that carries a text: item with a copy of text (the writer's to free). */
+static kprof_status kp_pf_pipe_text(kp_pf_pipe *p, kp_pf_item item, const char *text, size_t len)
 {
-    char *copy = malloc(len + 1);
-    if (!copy) return kp_error_set(&p->read_err, KPROF_NOMEM, "out of memory");
-    memcpy(copy, text, len);
-    copy[len] = '\0';
-    return kp_pf_pipe_add(p, &(kp_pf_item){.type = type, .a = key, .text = copy, .len = len});
+    if (!(item.text = malloc(len + 1)))
+        return kp_error_set(&p->read_err, KPROF_NOMEM, "out of memory");
+    memcpy(item.text, text, len);
+    item.text[len] = '\0';
+    item.len = len;
+    return kp_pf_pipe_add(p, &item);
 }
 
 static kprof_status kp_pf_pipe_string(void *ctx, int64_t id, const char *text, size_t len)
 {
-    return kp_pf_pipe_text(ctx, KP_PF_ITEM_STRING, id, text, len);
+    return kp_pf_pipe_text(ctx, (kp_pf_item){.type = KP_PF_ITEM_STRING, .a = id}, text, len);
 }
 
-static kprof_status kp_pf_pipe_process(void *ctx, int64_t pid, int rank, const char *command,
-                                       size_t len)
+static kprof_status kp_pf_pipe_process(void *ctx, int64_t id, int64_t pid, int rank,
+                                       const char *command, size_t len)
 {
-    kp_pf_pipe *p = ctx;
-    char *copy = malloc(len + 1);
-    if (!copy) return kp_error_set(&p->read_err, KPROF_NOMEM, "out of memory");
-    memcpy(copy, command, len);
-    copy[len] = '\0';
-    return kp_pf_pipe_add(
-        p, &(kp_pf_item){.type = KP_PF_ITEM_PROCESS, .a = pid, .b = rank, .text = copy, .len = len});
+    return kp_pf_pipe_text(
+        ctx, (kp_pf_item){.type = KP_PF_ITEM_PROCESS, .a = id, .b = rank, .c = pid}, command,
+        len);
 }
 
 static kprof_status kp_pf_pipe_event(void *ctx, const kp_pf_event *e)
@@ -1066,7 +1083,7 @@ static kprof_status kp_pf_dispatch(const kp_pf_visitor *v, kp_pf_writer *w, kp_p
     case KP_PF_ITEM_STRING:
         return v->string(w, item->a, item->text, item->len);
     case KP_PF_ITEM_PROCESS:
-        return v->process(w, item->a, (int)item->b, item->text, item->len);
+        return v->process(w, item->a, item->c, (int)item->b, item->text, item->len);
     default:
         return v->event(w, &item->event);
     }

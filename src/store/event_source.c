@@ -135,6 +135,13 @@ static int kp_src_launch_find(const kp_src_launch *v, size_t n, size_t *place, i
     return 1;
 }
 
+/* A pid and the index (in processes) of the row that stands for it
+ * (kp_event_source_process_of_pid). */
+typedef struct kp_src_pid {
+    int64_t pid;
+    size_t index;
+} kp_src_pid;
+
 struct kp_event_source {
     sqlite3 *db;
     char *path;
@@ -145,6 +152,8 @@ struct kp_event_source {
     char **notes;
     kp_trace_process *processes;
     size_t nprocesses;
+    kp_src_pid *by_pid; /* each pid once, ascending, with the row that stands for it */
+    size_t nby_pid;
     char *strings;           /* every text, NUL-terminated, one after the other */
     const char **names;      /* by id, into strings */
     uint32_t *name_len;      /* by id */
@@ -354,6 +363,80 @@ static kprof_status kp_src_load_processes(kp_event_source *src, kp_error *err)
     return rc == SQLITE_DONE ? KPROF_OK : kp_src_fail(src, src->db, err);
 }
 
+static int kp_src_cmp_pid(const void *x, const void *y)
+{
+    const kp_src_pid *a = x, *b = y;
+    if (a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
+    return (a->index > b->index) - (a->index < b->index);
+}
+
+/* The processes by pid, each pid once with the row that stands for it: its first with a rank,
+ * else its first (rows are in id order). */
+static kprof_status kp_src_index_pids(kp_event_source *src, kp_error *err)
+{
+    size_t n = src->nprocesses;
+    src->by_pid = calloc(n ? n : 1, sizeof *src->by_pid);
+    if (!src->by_pid) return kp_src_nomem(err);
+    for (size_t i = 0; i < n; i++)
+        src->by_pid[i] = (kp_src_pid){src->processes[i].pid, i};
+    qsort(src->by_pid, n, sizeof *src->by_pid, kp_src_cmp_pid);
+    size_t kept = 0;
+    for (size_t i = 0; i < n;) {
+        size_t first = i, pick = i;
+        for (; i < n && src->by_pid[i].pid == src->by_pid[first].pid; i++)
+            if (src->processes[src->by_pid[pick].index].rank < 0 &&
+                src->processes[src->by_pid[i].index].rank >= 0)
+                pick = i;
+        src->by_pid[kept++] = src->by_pid[pick];
+    }
+    src->nby_pid = kept;
+    return KPROF_OK;
+}
+
+const kp_trace_process *kp_event_source_process_of_pid(const kp_event_source *src, int64_t pid)
+{
+    size_t lo = 0, hi = src->nby_pid;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (src->by_pid[mid].pid < pid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < src->nby_pid && src->by_pid[lo].pid == pid
+               ? &src->processes[src->by_pid[lo].index]
+               : NULL;
+}
+
+/* The hosts' clock uncertainty (kp_trace_meta.clock_uncertainty_ns) from a merged trace's hosts
+ * table; 0 without one. */
+static kprof_status kp_src_load_hosts(kp_event_source *src, kp_error *err)
+{
+    kp_trace_meta *m = &src->meta;
+    m->clock_uncertainty_ns = 0;
+    if (kp_trace_db_scalar(src->db,
+                           "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND "
+                           "name = 'hosts'",
+                           0) != 1)
+        return KPROF_OK;
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(src->db,
+                           "SELECT COUNT(*), SUM(uncertainty_ns IS NULL OR uncertainty_ns < 0), "
+                           "MAX(uncertainty_ns) FROM hosts",
+                           -1, &q, NULL) != SQLITE_OK)
+        return kp_src_fail(src, src->db, err);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW && sqlite3_column_int64(q, 0) > 1) {
+        /* The reference's row says 0: the largest is a shifted host's. */
+        if (sqlite3_column_int64(q, 1) > 0)
+            m->clock_uncertainty_ns = -1;
+        else
+            m->clock_uncertainty_ns = sqlite3_column_int64(q, 2);
+    }
+    sqlite3_finalize(q);
+    return rc == SQLITE_ROW ? KPROF_OK : kp_src_fail(src, src->db, err);
+}
+
 const kp_trace_clock *kp_event_source_clocks(const kp_event_source *src, size_t *n)
 {
     *n = src->nclocks;
@@ -439,6 +522,8 @@ kprof_status kp_event_source_open(const char *path, kp_event_source **out, kp_er
     if (st == KPROF_OK && !(src->path = strdup(path))) st = kp_src_nomem(err);
     if (st == KPROF_OK) st = kp_src_load_meta(src, err);
     if (st == KPROF_OK) st = kp_src_load_processes(src, err);
+    if (st == KPROF_OK) st = kp_src_index_pids(src, err);
+    if (st == KPROF_OK) st = kp_src_load_hosts(src, err);
     if (st == KPROF_OK) st = kp_src_load_strings(src, err);
     if (st == KPROF_OK) st = kp_src_metric_schema(src, err);
     if (st != KPROF_OK) {
@@ -468,6 +553,7 @@ void kp_event_source_close(kp_event_source *src)
         free((char *)src->processes[i].boot_id);
     }
     free(src->processes);
+    free(src->by_pid);
     free(src->strings);
     free(src->names);
     free(src->name_len);

@@ -56,6 +56,12 @@ typedef struct kp_trace_meta {
     uint64_t dropped;          /* records lost, all processes, as the meta table says */
     const char *host;          /* the host kprof ran on ("" when not said; format 3) */
     const char *boot_id;       /* ... and its boot */
+    /* How far apart the hosts' clocks may still be in a trace `kprof merge` put on one time
+     * base (its hosts table: trace_merge.h): the largest uncertainty_ns of a host it shifted.
+     * 0 for a trace of one host (or of one boot; no hosts table), -1 when the offset of some
+     * host is unknown (merged unshifted: no clock pairs, an old format) or the table says
+     * something no merge writes (a negative uncertainty). */
+    int64_t clock_uncertainty_ns;
     const char *const *notes;  /* the notes table's texts, each once, in the order first
                                   written; empty ones left out */
     size_t nnotes;
@@ -116,6 +122,14 @@ const kp_trace_meta *kp_event_source_meta(const kp_event_source *src);
 
 /* The processes, by row id. */
 const kp_trace_process *kp_event_source_processes(const kp_event_source *src, size_t *n);
+
+/* The process row that stands for pid, NULL for a pid no row has. A pid can have several rows
+ * (each image it exec'd is one, and a damaged file may hold any): the first (lowest row id)
+ * that has a rank in a job (rank >= 0), else its first row. Which rows it holds and what each
+ * says (rank, host, boot) are the caller's to read from the one returned; to go over every row
+ * of a pid use kp_event_source_processes. A binary search in an index the source made when it
+ * opened, each pid once: no lookup walks a pid's rows. */
+const kp_trace_process *kp_event_source_process_of_pid(const kp_event_source *src, int64_t pid);
 
 /* The clock pairs, in the order written (none before format 3). */
 const kp_trace_clock *kp_event_source_clocks(const kp_event_source *src, size_t *n);

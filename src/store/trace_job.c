@@ -30,6 +30,15 @@ typedef struct kp_job_mark {
     uint32_t rank; /* its slot */
 } kp_job_mark;
 
+/* A host of the job: a boot (processes of one boot share CLOCK_MONOTONIC and GPUs), or a host
+ * name where no boot id is known. */
+typedef struct kp_job_hostinfo {
+    const char *name;  /* its processes' host name ("" none said) */
+    const char *boot;  /* its boot id ("" unknown: then it is the name's) */
+    const char *tag;   /* what tells it apart from hosts of its name (kp_job_device.host_tag) */
+    char *own;         /* tag, when it was made here */
+} kp_job_hostinfo;
+
 /* A hash map of uint64 keys to uint32 values (open addressing, at most half full): lookups a
  * damaged file's numbers cannot make quadratic. */
 typedef struct kp_job_map {
@@ -59,8 +68,8 @@ struct kp_job_state {
     int have_pair;
     uint32_t pair_rank, pair_device; /* the last (rank, device) pair noted */
     size_t capdevices;
-    uint32_t *host_of;    /* by index in procs: its host's id, 1 + its index in hosts; 0 none */
-    const char **hosts;   /* the hosts the processes name, each once */
+    uint32_t *host_of;       /* by index in procs: its host's id, 1 + its index in hosts; 0 none */
+    kp_job_hostinfo *hosts; /* the hosts (boots, or names) of the processes, each once */
     kp_job_map device_of; /* (host id, device number) -> device slot */
     kp_job_map pairs;     /* (rank slot, device slot): the rank's work ran on the device */
     kp_job_op *ops;
@@ -158,15 +167,75 @@ static int kp_cmp_pid(const void *x, const void *y)
     return (a->pid > b->pid) - (a->pid < b->pid);
 }
 
+/* A process's host key: its boot id, else its host name. */
 typedef struct kp_job_host {
-    const char *host;
+    int by_boot;
+    const char *key;
     size_t index;
 } kp_job_host;
 
 static int kp_cmp_host(const void *x, const void *y)
 {
     const kp_job_host *a = x, *b = y;
-    return strcmp(a->host, b->host);
+    if (a->by_boot != b->by_boot) return a->by_boot - b->by_boot;
+    int c = strcmp(a->key, b->key);
+    if (c) return c;
+    return (a->index > b->index) - (a->index < b->index);
+}
+
+/* Hosts by name, then boot id: the ones whose names clash lie together. */
+static int kp_cmp_host_name(const void *x, const void *y)
+{
+    const kp_job_hostinfo *a = *(const kp_job_hostinfo *const *)x;
+    const kp_job_hostinfo *b = *(const kp_job_hostinfo *const *)y;
+    int c = strcmp(a->name, b->name);
+    return c ? c : strcmp(a->boot, b->boot);
+}
+
+#define KP_JOB_BOOT_SHOWN 8 /* characters of a boot id in a label */
+
+/* The hosts' tags: none for a name of one host; where boots share a name, "boot 1a2b3c4d" (the
+ * whole id where 8 characters do not tell two apart), and "no boot id" for the name's processes
+ * that say no boot; "boot 1a2b3c4d" for a boot without a name. 0, or -1 when out of memory. */
+static int kp_job_host_tags(kp_job_hostinfo *hosts, size_t n)
+{
+    kp_job_hostinfo **by_name = malloc((n ? n : 1) * sizeof *by_name);
+    if (!by_name) return -1;
+    for (size_t i = 0; i < n; i++) {
+        by_name[i] = &hosts[i];
+        hosts[i].tag = "";
+    }
+    qsort(by_name, n, sizeof *by_name, kp_cmp_host_name);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0;) {
+        size_t k = i + 1;
+        while (k < n && strcmp(by_name[k]->name, by_name[i]->name) == 0)
+            k++;
+        int clash = *by_name[i]->name && k - i > 1, whole = 0;
+        for (size_t m = i + 1; m < k; m++) /* nameless boots too */
+            if (*by_name[m - 1]->boot &&
+                strncmp(by_name[m - 1]->boot, by_name[m]->boot, KP_JOB_BOOT_SHOWN) == 0)
+                whole = 1;
+        for (; i < k; i++) {
+            kp_job_hostinfo *h = by_name[i];
+            int len = whole ? (int)strlen(h->boot) : KP_JOB_BOOT_SHOWN;
+            kp_str tag = {0};
+            if ((clash || !*h->name) && *h->boot)
+                kp_str_printf(&tag, "boot %.*s", len, h->boot);
+            else if (clash)
+                h->tag = "no boot id";
+            if (tag.failed) {
+                kp_str_free(&tag);
+                rc = -1;
+                break;
+            }
+            if (!tag.data) continue;
+            h->own = tag.data;
+            h->tag = h->own;
+        }
+    }
+    free(by_name);
+    return rc;
 }
 
 /* A rank's work on a device: the device's slot and number. */
@@ -201,14 +270,6 @@ static int kp_cmp_int(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-static int kp_cmp_process_pid(const void *x, const void *y)
-{
-    const kp_trace_process *a = *(const kp_trace_process *const *)x;
-    const kp_trace_process *b = *(const kp_trace_process *const *)y;
-    if (a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
-    return (a->id > b->id) - (a->id < b->id);
-}
-
 kprof_status kp_trace_job_applies(kp_event_source *src, int *applies, kp_error *err)
 {
     *applies = 0;
@@ -228,25 +289,13 @@ kprof_status kp_trace_job_applies(kp_event_source *src, int *applies, kp_error *
     size_t nqueues;
     kprof_status st = kp_event_source_queues(src, &queues, &nqueues, err);
     if (st != KPROF_OK) return st;
-    /* A device is (host, number): the host of the queue's pid (its first image's; the
-     * processes by pid, then row, for a binary search). */
-    const kp_trace_process **by_pid = malloc((nprocs ? nprocs : 1) * sizeof *by_pid);
-    if (!by_pid) return kp_error_set(err, KPROF_NOMEM, "out of memory");
-    for (size_t i = 0; i < nprocs; i++)
-        by_pid[i] = &procs[i];
-    qsort(by_pid, nprocs, sizeof *by_pid, kp_cmp_process_pid);
+    /* A device is (host, number), the host the boot of the queue's pid (its name where no boot
+     * is known): kp_job_device_slot's key. */
     const char *first_host = NULL;
     uint32_t first_device = 0;
     for (size_t q = 0; q < nqueues; q++) {
-        size_t lo = 0, hi = nprocs;
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            if (by_pid[mid]->pid < queues[q].pid)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        const char *host = lo < nprocs && by_pid[lo]->pid == queues[q].pid ? by_pid[lo]->host : "";
+        const kp_trace_process *p = kp_event_source_process_of_pid(src, queues[q].pid);
+        const char *host = !p ? "" : *p->boot_id ? p->boot_id : p->host;
         if (!first_host) {
             first_host = host;
             first_device = queues[q].device;
@@ -255,7 +304,6 @@ kprof_status kp_trace_job_applies(kp_event_source *src, int *applies, kp_error *
             break;
         }
     }
-    free(by_pid);
     return KPROF_OK;
 }
 
@@ -297,6 +345,8 @@ int kp_trace_job_begin(kp_trace_job *j, const kp_trace_process *procs, size_t np
         j->ranks[i].rank = i < distinct ? ranks[i] : -1;
         j->ranks[i].local_rank = -2; /* not yet said */
         j->ranks[i].host = "";
+        j->ranks[i].boot_id = "";
+        j->ranks[i].host_tag = "";
     }
     free(ranks);
     ranks = NULL;
@@ -334,11 +384,13 @@ int kp_trace_job_begin(kp_trace_job *j, const kp_trace_process *procs, size_t np
             r->local_rank = p->local_rank;
         else if (r->local_rank != p->local_rank)
             r->local_rank = -1;
-        if (!*r->host && p->host && *p->host) r->host = p->host;
         if (p->start_ns > 0 && (!r->start_ns || p->start_ns < r->start_ns))
             r->start_ns = p->start_ns;
         if (p->ended && p->end_ns > r->end_ns) r->end_ns = p->end_ns;
-        if (p->host && *p->host) hosts[nhosts++] = (kp_job_host){p->host, i};
+        if (p->boot_id && *p->boot_id)
+            hosts[nhosts++] = (kp_job_host){1, p->boot_id, i};
+        else if (p->host && *p->host)
+            hosts[nhosts++] = (kp_job_host){0, p->host, i};
     }
     /* Each rank's pids, each once, ascending. */
     qsort(pids, nprocs, sizeof *pids, kp_cmp_pid);
@@ -356,14 +408,32 @@ int kp_trace_job_begin(kp_trace_job *j, const kp_trace_process *procs, size_t np
         if (!r->npids || r->pids[r->npids - 1] != pids[i].pid) r->pids[r->npids++] = pids[i].pid;
     }
     free(pids);
-    /* The hosts, each once; every process's host by its id. */
+    /* The hosts (boots; names where no boot is known), each once; every process's host by its
+     * id; the name of a boot its first process's that says one. */
     qsort(hosts, nhosts, sizeof *hosts, kp_cmp_host);
     for (size_t i = 0; i < nhosts; i++) {
-        if (!j->nhosts || strcmp(s->hosts[j->nhosts - 1], hosts[i].host) != 0)
-            s->hosts[j->nhosts++] = hosts[i].host;
+        const kp_trace_process *p = &procs[hosts[i].index];
+        const char *name = p->host ? p->host : "";
+        if (!i || hosts[i].by_boot != hosts[i - 1].by_boot ||
+            strcmp(hosts[i].key, hosts[i - 1].key) != 0)
+            s->hosts[j->nhosts++] =
+                (kp_job_hostinfo){.name = name, .boot = hosts[i].by_boot ? hosts[i].key : ""};
+        else if (!*s->hosts[j->nhosts - 1].name)
+            s->hosts[j->nhosts - 1].name = name;
         s->host_of[hosts[i].index] = (uint32_t)j->nhosts;
     }
     free(hosts);
+    if (kp_job_host_tags(s->hosts, j->nhosts) != 0) goto nomem;
+    /* Each rank's host: its first process's that is known. */
+    for (size_t i = 0; i < nprocs; i++) {
+        kp_job_rank *r = &j->ranks[s->slot_of[i]];
+        uint32_t h = s->host_of[i];
+        if (!*r->host && !*r->boot_id && h) {
+            r->host = s->hosts[h - 1].name;
+            r->boot_id = s->hosts[h - 1].boot;
+            r->host_tag = s->hosts[h - 1].tag;
+        }
+    }
     for (size_t i = 0; i < s->nslots; i++)
         if (j->ranks[i].local_rank == -2) j->ranks[i].local_rank = -1;
     j->nranks = s->nslots;
@@ -408,7 +478,9 @@ static int64_t kp_job_device_slot(kp_trace_job *j, kp_job_state *s, size_t index
         if (kp_job_grow((void **)&j->devices, &s->capdevices, j->ndevices, sizeof *j->devices))
             return -1;
         memset(&j->devices[d], 0, sizeof j->devices[d]);
-        j->devices[d].host = host ? s->hosts[host - 1] : "";
+        j->devices[d].host = host ? s->hosts[host - 1].name : "";
+        j->devices[d].boot_id = host ? s->hosts[host - 1].boot : "";
+        j->devices[d].host_tag = host ? s->hosts[host - 1].tag : "";
         j->devices[d].device = number;
         j->ndevices++;
     }
@@ -524,6 +596,7 @@ static int kp_cmp_device(const void *x, const void *y)
 {
     const kp_job_device *a = x, *b = y;
     int c = strcmp(a->host, b->host);
+    if (!c) c = strcmp(a->boot_id, b->boot_id);
     if (c) return c;
     return (a->device > b->device) - (a->device < b->device);
 }
@@ -964,6 +1037,8 @@ void kp_trace_job_free(kp_trace_job *j)
         free(s->last);
         free(s->has_events);
         free(s->host_of);
+        for (size_t h = 0; s->hosts && h < j->nhosts; h++)
+            free(s->hosts[h].own);
         free(s->hosts);
         kp_job_map_free(&s->device_of);
         kp_job_map_free(&s->pairs);

@@ -14,6 +14,11 @@
  * helper) are one more, rank -1, shown as "-". Restarts of one rank (torchrun's
  * TORCHELASTIC_RESTART_COUNT) are the same rank.
  *
+ * Hosts: a host is a boot — the processes' boot id, which processes of one machine share until
+ * it reboots — or, for processes that say no boot id (an old trace), their host name. Two
+ * machines that share a name (containers, a default hostname) are two hosts; where names clash
+ * like that, a host's tag says its boot, for the tables to show: "node1 (boot 1a2b3c4d)".
+ *
  * Devices: a device is (host, device number), the number as each process saw it — the CUDA
  * ordinal, or OpenCL's — so two ranks on one host that each saw their GPU as device 0 through
  * CUDA_VISIBLE_DEVICES are reported on one device 0: that remapping is not undone (the trace does
@@ -47,8 +52,9 @@
  * Memory: 24 bytes per device operation (the unions are made after the pass, by sorting), and
  * 32 per collective kernel and per range of a rank.
  *
- * Ownership: hosts and names are the source's strings (kp_trace_process, kp_event_source_strings):
- * keep the source open while the job is read, and free the job first.
+ * Ownership: hosts, boot ids and names are the source's strings (kp_trace_process,
+ * kp_event_source_strings), or the job's own tags: keep the source open while the job is read, and
+ * free the job first.
  */
 #ifndef KP_STORE_TRACE_JOB_H
 #define KP_STORE_TRACE_JOB_H
@@ -64,7 +70,12 @@
 typedef struct kp_job_rank {
     int rank;         /* >= 0; -1: every process without a rank ("-") */
     int local_rank;   /* -1: unknown, or its processes do not say one value */
-    const char *host; /* its first process's host that is known; "" unknown */
+    const char *host;     /* its first process's host that is known: its name; "" unknown */
+    const char *boot_id;  /* ... and its boot id; "" unknown */
+    const char *host_tag; /* ... and what tells it from other hosts of its name (see the top):
+                             "boot 1a2b3c4d" (the whole id where 8 characters do not tell two
+                             apart), "no boot id"; "" where the name alone does, "boot ..."
+                             for a host without a name */
     int64_t *pids;    /* its processes' pids, each once, ascending */
     size_t npids;
     uint32_t *gpus; /* the device numbers its device work ran on, ascending */
@@ -82,8 +93,10 @@ typedef struct kp_job_rank {
 
 /* One device: a host's device number. */
 typedef struct kp_job_device {
-    const char *host; /* "" unknown */
-    uint32_t device;  /* as the processes saw it (see the top) */
+    const char *host;     /* its host's name; "" unknown */
+    const char *boot_id;  /* its host's boot id; "" unknown */
+    const char *host_tag; /* its host's tag (kp_job_rank.host_tag) */
+    uint32_t device;      /* as the processes saw it (see the top) */
     uint64_t kernels, collectives, copies, fills;
     int64_t gpu_busy_ns;   /* the union of every process's operations on it */
     int64_t collective_ns; /* ... of the collective kernels alone */
@@ -136,7 +149,8 @@ typedef struct kp_trace_job {
     size_t nranked;         /* the ranks with rank >= 0: ranks[0 .. nranked) */
     kp_job_device *devices; /* by host, then device number */
     size_t ndevices;
-    size_t nhosts;        /* distinct hosts the processes name ("" not counted) */
+    size_t nhosts;        /* distinct hosts (boots, or names where no boot is said) of the
+                             processes; processes that say neither not counted */
     const char *launcher; /* the first ranked process's launcher ("torchrun"); "" none */
     kp_job_stragglers stragglers;
     kp_job_state *state_; /* private: what was fed */

@@ -71,6 +71,8 @@ def main():
     ap.add_argument("--extra-collective-rank", type=int, default=-1,
                     help="job: this rank runs one all-reduce more")
     ap.add_argument("--hosts", default="", help="job: the ranks' hosts, comma-separated")
+    ap.add_argument("--boots", default="",
+                    help="job: the ranks' boot ids, comma-separated (default: one per host)")
     ap.add_argument("--t0", type=int, default=0, help="job-rank: the job's timeline start (ns)")
     a = ap.parse_args()
     d = os.environ.get("KPROF_TRACE_DIR")
@@ -235,6 +237,14 @@ def job_host(a, rank):
     return socket.gethostname()
 
 
+def job_boot(a, rank):
+    """A rank's boot id: --boots', else one per host (two hosts never share a boot)."""
+    boots = [b for b in a.boots.split(",") if b]
+    if boots:
+        return boots[rank % len(boots)] if rank >= 0 else boots[0]
+    return "synthetic-boot-of-" + job_host(a, rank) if a.hosts else "synthetic-boot"
+
+
 def job_late_ns(a, rank, k):
     """How late rank is at step k (its compute's end)."""
     late = int(a.late_us * 1000)
@@ -255,7 +265,7 @@ def job_launcher(a, d):
     t0 = klog.now_ns() + 200000000
     w = klog.Writer(os.path.join(d, "%d-cuda-%d.klog" % (pid, t0)), pid, " ".join(sys.argv),
                     t0 - 2000000)
-    buf = bytearray(klog.process(w, host=job_host(a, -1), boot_id="synthetic-boot"))
+    buf = bytearray(klog.process(w, host=job_host(a, -1), boot_id=job_boot(a, -1)))
     buf += klog.rec(klog.API, name=w.string("cuInit"), start=t0 - 2000000, end=t0 - 1000000,
                     domain=2)
     w.write(bytes(buf))
@@ -290,7 +300,7 @@ def job_rank(a, d):
                         local_world_size=env_int("LOCAL_WORLD_SIZE"),
                         node=env_int("GROUP_RANK"),
                         restart=env_int("TORCHELASTIC_RESTART_COUNT"), host=job_host(a, rank),
-                        boot_id="synthetic-boot")
+                        boot_id=job_boot(a, rank))
     device = max(local, 0)
     launch = w.string("cudaLaunchKernel")
     compute = w.string("gemm_kernel")

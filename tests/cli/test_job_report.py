@@ -7,7 +7,10 @@ under one `kprof trace`."""
 
 import json
 import os
+import re
+import sqlite3
 import struct
+import subprocess
 import sys
 
 import kptest
@@ -284,6 +287,155 @@ class JobReport(kptest.KprofTestCase):
             self.assertEqual(streams, ["rank %d · GPU %d · stream 13" % (rank, rank),
                                        "rank %d · GPU %d · stream 7" % (rank, rank)])
         self.assertFalse(by_pid[launcher]["process"].startswith("rank"))
+
+    def edit(self, path, *statements):
+        db = sqlite3.connect(path)
+        for sql in statements:
+            if isinstance(sql, tuple):
+                db.execute(*sql)
+            else:
+                db.execute(sql)
+        db.commit()
+        db.close()
+
+    def report_bytes(self, path):
+        """kprof report's text as bytes (what a file's host names make of it, undecoded)."""
+        env = dict(os.environ)
+        env.update({k: v for k, v in self.env.items() if v is not None})
+        p = subprocess.run([kptest.KPROF, "report", path], cwd=self.tmp, env=env,
+                           capture_output=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout
+
+    def test_track_ids_fit_32_bits(self):
+        # A merge of 600+ inputs makes pids of pid + k·2^22 past 2^31; and a rank with GPUs 1
+        # and 17 (the old GPU ids took device & 15). Every pid written fits an int32, the GPU
+        # tracks are one per (pid, device) and are no process's pid; the names keep the pids.
+        path = self.job("--ranks", "2")
+        r = self.report(path)
+        real = {k["rank"]: k["pids"][0] for k in r["job"]["ranks"]}
+        big = {rank: pid + (600 + rank) * 4194304 for rank, pid in real.items()
+               if rank is not None}
+        for rank, pid in big.items():
+            self.edit(path, ("UPDATE processes SET pid = ? WHERE pid = ?", (pid, real[rank])),
+                      ("UPDATE events SET pid = ? WHERE pid = ?", (pid, real[rank])))
+        self.edit(path, ("UPDATE events SET device = 17 WHERE pid = ? AND stream = 13",
+                         (big[1],)))
+        # The launcher's pid fits and is kept: 2^30, the first id the others would be given.
+        self.edit(path, ("UPDATE processes SET pid = ? WHERE pid = ?", (2 ** 30, real[None])),
+                  ("UPDATE events SET pid = ? WHERE pid = ?", (2 ** 30, real[None])))
+        out = os.path.join(self.tmp, "big.json")
+        self.kprof("export", path, "--chrome", out, expect=0)
+        with open(out, encoding="utf-8") as f:
+            events = json.load(f)["traceEvents"]
+        for e in events:
+            self.assertTrue(0 <= e["pid"] < 2 ** 31, e)
+        procs = {e["pid"]: e["args"]["name"] for e in events
+                 if e["ph"] == "M" and e["name"] == "process_name"}
+        self.assertEqual(len(procs), len([e for e in events if e["ph"] == "M" and
+                                          e["name"] == "process_name"]))  # each id once
+        for rank, pid in big.items():
+            host = [p for p, n in procs.items() if n.startswith("rank %d · pid %d (" % (rank, pid))]
+            self.assertEqual(len(host), 1, procs)
+        gpus = {n: p for p, n in procs.items() if " GPU " in " " + n}
+        self.assertEqual(sorted(gpus), ["rank 0 · GPU 0 (pid %d)" % big[0],
+                                        "rank 1 · GPU 1 (pid %d)" % big[1],
+                                        "rank 1 · GPU 17 (pid %d)" % big[1]])
+        host_ids = set(procs) - set(gpus.values())
+        self.assertTrue(procs[2 ** 30].startswith("%d " % 2 ** 30), procs)
+        self.assertFalse(host_ids & set(gpus.values()))
+        # Every event lies on a named process: kernels on their device's GPU track.
+        for e in events:
+            self.assertIn(e["pid"], procs, e)
+        on = {e["pid"] for e in events if e.get("cat") == "kernel" and e["tid"] == 13}
+        self.assertEqual(on, {gpus["rank 0 · GPU 0 (pid %d)" % big[0]],
+                              gpus["rank 1 · GPU 17 (pid %d)" % big[1]]})
+        # Perfetto: the ProcessDescriptors' pids fit its int32 and are distinct.
+        out = os.path.join(self.tmp, "big.pftrace")
+        self.kprof("export", path, "--perfetto", out, expect=0)
+        tracks = [t for t in perfetto_tracks(out).values() if t["pid"] is not None]
+        pids = [t["pid"] for t in tracks]
+        self.assertEqual(len(pids), 3, tracks)
+        self.assertEqual(len(set(pids)), 3)
+        self.assertIn(2 ** 30, pids)
+        self.assertTrue(all(0 <= p < 2 ** 31 for p in pids), pids)
+        names = sorted(t["process"] for t in tracks)
+        for rank, pid in big.items():
+            self.assertTrue(any(n.startswith("rank %d · pid %d (" % (rank, pid)) for n in names),
+                            names)
+
+    def test_hosts_that_share_a_name(self):
+        # Two machines called "node" (containers, a default hostname): two hosts, told apart by
+        # their boot ids, each with its own GPU 0.
+        path = self.job("--ranks", "2", "--hosts", "node", "--boots",
+                        "1a2b3c4d-0000-aaaa,5e6f7a8b-0000-bbbb", "--no-ranges")
+        job = self.report(path)["job"]
+        self.assertEqual(job["hosts"], 2)
+        self.assertEqual([(d["host"], d["boot_id"], d["device"], d["ranks"])
+                          for d in job["devices"]],
+                         [("node", "1a2b3c4d-0000-aaaa", 0, [0]),
+                          ("node", "5e6f7a8b-0000-bbbb", 1, [1])])
+        self.assertEqual([(k["host"], k["boot_id"]) for k in job["ranks"]],
+                         [("node", "1a2b3c4d-0000-aaaa"), ("node", "5e6f7a8b-0000-bbbb"),
+                          ("node", "1a2b3c4d-0000-aaaa")])
+        text = self.kprof("report", path, expect=0).stdout
+        self.assertIn("Ranks: 2 ranks (torchrun) on 2 hosts", text)
+        self.assertIn("  node (boot 1a2b3c4d) · GPU 0 ", text)
+        self.assertIn("  node (boot 5e6f7a8b) · GPU 1 ", text)
+        rows = text.split("Ranks:")[1].split("\n\n")[0].splitlines()[2:]
+        self.assertEqual([re.split(r"\s{2,}", row.strip())[2] for row in rows],
+                         ["node (boot 1a2b3c4d)", "node (boot 5e6f7a8b)", "node (boot 1a2b3c4d)"])
+
+    def test_host_names_escaped_and_cut(self):
+        # A host name from a file is printed escaped (control characters and bytes that are not
+        # UTF-8 as \xNN, as kprof notes prints) and cut to 32 characters with "…".
+        path = self.job("--ranks", "2", "--hosts", "a,b", "--no-ranges")
+        evil = b"ev\x1b[2Jil\xff" + b"n" * 60
+        self.edit(path, ("UPDATE processes SET host = CAST(? AS TEXT) WHERE host = 'b'",
+                         (evil,)))
+        out = self.report_bytes(path)
+        self.assertNotIn(b"\x1b", out)
+        self.assertNotIn(b"\xff", out)
+        text = out.decode("utf-8")
+        shown = "ev\\x1b[2Jil\\xff" + "n" * 16 + "…"
+        self.assertEqual(len(shown), 32)
+        rows = text.split("Ranks:")[1].split("\n\n")[0].splitlines()[2:]
+        self.assertEqual([row.split()[2] for row in rows], ["a", shown, "a"])
+        widths = {len(row.split(shown)[0]) for row in rows if shown in row}
+        self.assertEqual(len(widths), 1)  # the column is as wide as the cut name
+        self.assertIn("  %s · GPU 1 " % shown, text)
+        # JSON keeps the whole name (valid UTF-8, as kprof writes any JSON).
+        job = self.report(path)["job"]
+        self.assertTrue(job["ranks"][1]["host"].startswith("ev\x1b[2Jil"))
+
+    def test_stragglers_clock_uncertainty(self):
+        # A merged trace's hosts table says how far apart the hosts' clocks may still be: the
+        # stragglers line says it, and when the median wait is within it.
+        path = self.job("--ranks", "2", "--late-rank", "1", "--late-us", "300",
+                        "--hosts", "a,b")
+        plain = self.kprof("report", path, expect=0).stdout
+        self.assertNotIn("across hosts", plain)
+        self.assertEqual(self.report(path)["job"]["stragglers"]["clock_uncertainty_s"], 0)
+        self.edit(path, "CREATE TABLE hosts (id INTEGER PRIMARY KEY, host TEXT, boot_id TEXT, "
+                        "offset_ns INTEGER, uncertainty_ns INTEGER, pairs INTEGER, inputs TEXT)",
+                  "INSERT INTO hosts VALUES (1, 'a', 'boot-a', 0, 0, 4, 'a.kprof'), "
+                  "(2, 'b', 'boot-b', 12345, 4000, 4, 'b.kprof')")
+        text = self.kprof("report", path, expect=0).stdout
+        self.assertIn("waited 300 µs median, 300 µs max per step ± 4 µs across hosts (", text)
+        self.assertNotIn("within the hosts' clock uncertainty", text)
+        s = self.report(path)["job"]["stragglers"]
+        self.assertAlmostEqual(s["clock_uncertainty_s"], 4e-6, places=12)
+        self.assertFalse(s["wait_median_within_clock_uncertainty"])
+        self.edit(path, "UPDATE hosts SET uncertainty_ns = 1000000 WHERE id = 2")
+        text = self.kprof("report", path, expect=0).stdout
+        self.assertIn("waited 300 µs median (within the hosts' clock uncertainty), 300 µs max "
+                      "per step ± 1 ms across hosts (", text)
+        self.assertTrue(self.report(path)["job"]["stragglers"]
+                        ["wait_median_within_clock_uncertainty"])
+        self.edit(path, "UPDATE hosts SET uncertainty_ns = NULL WHERE id = 2")
+        text = self.kprof("report", path, expect=0).stdout
+        self.assertIn("300 µs max per step (the hosts' clock offsets are unknown) (", text)
+        self.assertIsNone(self.report(path)["job"]["stragglers"]["clock_uncertainty_s"])
 
     def test_single_process_trace_unchanged(self):
         # One process, one device: no job tables, no collectives table, tracks as before.

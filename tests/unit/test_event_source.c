@@ -4,8 +4,9 @@
  * meta, processes, notes, strings, tracks and kp_events in both orders, filtered, with the
  * launching call's start; split in id ranges and read on a second thread; metrics (KP_REC_METRIC
  * records: flops, bytes and user keys, on rows still waiting in the merge's buffer and on rows
- * already in, keys defined late, the records the merge drops and counts); and a trace cut short,
- * which is CORRUPT naming the file.
+ * already in, keys defined late, the records the merge drops and counts); the row that stands
+ * for a pid of several rows, and the hosts' clock uncertainty of a merged trace's hosts table;
+ * and a trace cut short, which is CORRUPT naming the file.
  */
 #define _GNU_SOURCE
 #include "collect/record.h"
@@ -14,6 +15,7 @@
 #include "test.h"
 
 #include <pthread.h>
+#include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -658,6 +660,91 @@ static void test_damaged(const char *path, const char *dir)
     unlink(cut);
 }
 
+/* path with sql run on it, as copy. */
+static void edited_copy(const char *path, const char *copy, const char *sql)
+{
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", path, copy);
+    CHECK_INT(system(cmd), 0);
+    sqlite3 *db = NULL;
+    CHECK_INT(sqlite3_open(copy, &db), SQLITE_OK);
+    char *msg = NULL;
+    CHECK_INT(sqlite3_exec(db, sql, NULL, NULL, &msg), SQLITE_OK);
+    if (msg) fprintf(stderr, "%s\n", msg);
+    sqlite3_free(msg);
+    sqlite3_close(db);
+}
+
+static int64_t uncertainty_of(const char *path)
+{
+    kp_event_source *src = NULL;
+    kp_error err = {0};
+    CHECK_INT(kp_event_source_open(path, &src, &err), KPROF_OK);
+    int64_t u = src ? kp_event_source_meta(src)->clock_uncertainty_ns : -2;
+    kp_event_source_close(src);
+    kp_error_clear(&err);
+    return u;
+}
+
+/* kp_event_source_process_of_pid: a pid's first row with a rank, else its first row; NULL for a
+ * pid no row has. The hosts' clock uncertainty: 0 without a hosts table and for one host, the
+ * largest of the shifted hosts', -1 when a host's offset is unknown. */
+static void test_pids_and_hosts(const char *path, const char *dir)
+{
+    char copy[600];
+    snprintf(copy, sizeof copy, "%s/pids.kprof", dir);
+    /* pid 100: row 1 (no rank), then rows 7 (rank 3) and 8 (rank 4), images it exec'd; pid 50:
+     * two rows without a rank; pid 300: one row, rank 0. */
+    edited_copy(path, copy,
+                "INSERT INTO processes (id, pid, command, collector, rank) VALUES"
+                " (7, 100, 'python train.py', 'cuda', 3), (8, 100, 'again', 'cuda', 4),"
+                " (9, 50, 'first', 'cuda', NULL), (10, 50, 'second', 'cuda', NULL),"
+                " (11, 300, 'ranked', 'cuda', 0);");
+    kp_event_source *src = NULL;
+    kp_error err = {0};
+    CHECK_INT(kp_event_source_open(copy, &src, &err), KPROF_OK);
+    if (!src) return;
+    const kp_trace_process *p = kp_event_source_process_of_pid(src, 100);
+    CHECK(p != NULL && p->id == 7 && p->rank == 3);
+    p = kp_event_source_process_of_pid(src, 50);
+    CHECK(p != NULL && p->id == 9 && p->rank == -1);
+    p = kp_event_source_process_of_pid(src, 200);
+    CHECK(p != NULL && p->id == 2);
+    p = kp_event_source_process_of_pid(src, 300);
+    CHECK(p != NULL && p->id == 11 && p->rank == 0);
+    CHECK(kp_event_source_process_of_pid(src, 99) == NULL);
+    CHECK(kp_event_source_process_of_pid(src, 301) == NULL);
+    CHECK(kp_event_source_process_of_pid(src, -1) == NULL);
+    CHECK_INT(kp_event_source_meta(src)->clock_uncertainty_ns, 0); /* no hosts table */
+    kp_event_source_close(src);
+    unlink(copy);
+
+    static const char hosts[] =
+        "CREATE TABLE hosts (id INTEGER PRIMARY KEY, host TEXT, boot_id TEXT, offset_ns INTEGER,"
+        " uncertainty_ns INTEGER, pairs INTEGER, inputs TEXT);";
+    char sql[1000];
+    snprintf(sql, sizeof sql, "%s INSERT INTO hosts VALUES (1, 'a', 'ba', 0, 0, 4, 'a.kprof');",
+             hosts);
+    edited_copy(path, copy, sql); /* one host: nothing shifted */
+    CHECK_INT(uncertainty_of(copy), 0);
+    unlink(copy);
+    snprintf(sql, sizeof sql,
+             "%s INSERT INTO hosts VALUES (1, 'a', 'ba', 0, 0, 4, 'a.kprof'),"
+             " (2, 'b', 'bb', 123456, 4000, 4, 'b.kprof'), (3, 'c', 'bc', -5, 2500, 4, 'c');",
+             hosts);
+    edited_copy(path, copy, sql);
+    CHECK_INT(uncertainty_of(copy), 4000);
+    unlink(copy);
+    snprintf(sql, sizeof sql,
+             "%s INSERT INTO hosts VALUES (1, 'a', 'ba', 0, 0, 4, 'a.kprof'),"
+             " (2, 'b', 'bb', 123456, 4000, 4, 'b.kprof'), (3, NULL, NULL, 0, NULL, 0, 'v1');",
+             hosts);
+    edited_copy(path, copy, sql); /* a format 1 input: its offset unknown */
+    CHECK_INT(uncertainty_of(copy), -1);
+    unlink(copy);
+    kp_error_clear(&err);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/kp_test_source_XXXXXX", records[600], path[600], cmd[700];
@@ -680,6 +767,7 @@ int main(void)
     test_no_metrics(path);
     test_metrics(dir);
     test_damaged(path, dir);
+    test_pids_and_hosts(path, dir);
     test_launches_in_any_order(dir);
     kp_error_clear(&err);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

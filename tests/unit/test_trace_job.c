@@ -350,6 +350,53 @@ static void test_wait_capped_by_kernel(void)
     kp_trace_job_free(&j);
 }
 
+/* A host is a boot: machines that share a name are two hosts, their labels say the boots; a
+ * name without a boot id is a host of its own, a boot without a name is labelled by its id. */
+static void test_hosts_by_boot(void)
+{
+#define P(row, r, h, b)                                                                            \
+    {.id = row, .pid = 1000 + row, .rank = r, .local_rank = 0, .host = h, .boot_id = b,            \
+     .launcher = "torchrun"}
+    static const kp_trace_process hp[] = {
+        P(1, 0, "node", "1a2b3c4d-aaaa"), P(2, 1, "node", "5e6f7a8b-bbbb"),
+        P(3, 2, "node", "1a2b3c4d-aaaa"), /* rank 0's machine */
+        P(4, 3, "other", "99999999-cccc"), P(5, 4, "node", ""),  P(6, 5, "", "deadbeef-1234"),
+        P(7, 6, "dup", "12345678-x"),      P(8, 7, "dup", "12345678-y"),
+    };
+#undef P
+    size_t n = sizeof hp / sizeof *hp;
+    kp_trace_job j;
+    CHECK_INT(kp_trace_job_begin(&j, hp, n, names, N_NAMES, 0), 0);
+    for (size_t i = 0; i < n; i++)
+        add(&j, ev(KP_EVENT_KERNEL, N_GEMM, hp[i].id, 10 * MS, 11 * MS, 0));
+    CHECK_INT(kp_trace_job_finish(&j), 0);
+    CHECK_INT(j.nhosts, 7); /* node's 3 (two boots, and no boot), other, deadbeef, dup's 2 */
+    CHECK_INT(j.nranked, 8);
+    /* Each rank's host: its name, boot and the tag that tells hosts of one name apart. */
+    static const char *const want[][3] = {
+        {"node", "1a2b3c4d-aaaa", "boot 1a2b3c4d"}, {"node", "5e6f7a8b-bbbb", "boot 5e6f7a8b"},
+        {"node", "1a2b3c4d-aaaa", "boot 1a2b3c4d"}, {"other", "99999999-cccc", ""},
+        {"node", "", "no boot id"},                 {"", "deadbeef-1234", "boot deadbeef"},
+        {"dup", "12345678-x", "boot 12345678-x"}, /* 8 characters tell them not apart */
+        {"dup", "12345678-y", "boot 12345678-y"}};
+    for (size_t i = 0; i < 8 && i < j.nranks; i++) {
+        CHECK_STR(j.ranks[i].host, want[i][0]);
+        CHECK_STR(j.ranks[i].boot_id, want[i][1]);
+        CHECK_STR(j.ranks[i].host_tag, want[i][2]);
+    }
+    /* Device 0 of each host, by name then boot: ranks 0 and 2 share one. */
+    static const int order[] = {5, 6, 7, 4, 0, 1, 3};
+    CHECK_INT(j.ndevices, 7);
+    for (size_t d = 0; d < j.ndevices && d < 7; d++) {
+        CHECK_STR(j.devices[d].host, want[order[d]][0]);
+        CHECK_STR(j.devices[d].boot_id, want[order[d]][1]);
+        CHECK_STR(j.devices[d].host_tag, want[order[d]][2]);
+        CHECK_INT(j.devices[d].nranks, order[d] == 0 ? 2 : 1);
+        CHECK_INT(j.devices[d].kernels, order[d] == 0 ? 2 : 1);
+    }
+    kp_trace_job_free(&j);
+}
+
 int main(void)
 {
     test_classify();
@@ -357,6 +404,7 @@ int main(void)
     test_collective_steps_skipped();
     test_range_steps();
     test_wait_capped_by_kernel();
+    test_hosts_by_boot();
     if (kp_test_failures) fprintf(stderr, "%d failure(s)\n", kp_test_failures);
     return kp_test_failures != 0;
 }

@@ -876,15 +876,6 @@ static void kp_ranks_text(const int *v, size_t count, char *buf, size_t n)
     }
 }
 
-/* A device's label: "GPU 0", or "HOST · GPU 0" when the job ran on more than one host. */
-static void kp_device_label(const kp_trace_job *job, const kp_job_device *d, char *buf, size_t n)
-{
-    if (job->nhosts > 1 && *d->host)
-        snprintf(buf, n, "%s · GPU %u", d->host, (unsigned)d->device);
-    else
-        snprintf(buf, n, "GPU %u", (unsigned)d->device);
-}
-
 /* The display width of UTF-8 text (code points; kprof's own text has no wide characters). */
 static int kp_text_width(const char *s)
 {
@@ -892,6 +883,58 @@ static int kp_text_width(const char *s)
     for (; *s; s++)
         w += ((unsigned char)*s & 0xc0) != 0x80;
     return w;
+}
+
+#define KP_HOST_WIDTH 32 /* characters of a host's name (and of its tag) in the tables */
+#define KP_HOST_TEXT  (2 * 4 * KP_HOST_WIDTH + 16) /* bytes kp_host_text may write */
+
+/* text from a file as the tables show it: escaped as `kprof notes` prints text
+ * (kp_str_append_escaped: control characters and bytes that are not UTF-8 as \xNN, so what a
+ * file holds cannot move the terminal's cursor), cut to KP_HOST_WIDTH characters with "…". */
+static void kp_cell_append(kp_str *out, const char *text)
+{
+    kp_str s = {0};
+    kp_str_append_escaped(&s, text, strlen(text));
+    const char *t = s.data ? s.data : "";
+    if (kp_text_width(t) <= KP_HOST_WIDTH) {
+        kp_str_append(out, t);
+    } else {
+        size_t bytes = 0;
+        for (int chars = 0; chars < KP_HOST_WIDTH - 1; chars++) /* whole characters */
+            do
+                bytes++;
+            while (((unsigned char)t[bytes] & 0xc0) == 0x80);
+        kp_str_append_n(out, t, bytes);
+        kp_str_append(out, "…");
+    }
+    kp_str_free(&s);
+}
+
+/* A host as the tables show it: its name (kp_cell_append), with its tag where hosts share the
+ * name ("node1 (boot 1a2b3c4d)", store/trace_job.h); "-" for none. buf: KP_HOST_TEXT bytes. */
+static void kp_host_text(const char *host, const char *tag, char *buf, size_t n)
+{
+    kp_str s = {0};
+    if (host && *host) kp_cell_append(&s, host);
+    if (tag && *tag) {
+        kp_str_append(&s, s.len ? " (" : "");
+        kp_cell_append(&s, tag);
+        kp_str_append(&s, s.len && host && *host ? ")" : "");
+    }
+    snprintf(buf, n, "%s", s.data && *s.data ? s.data : "-");
+    kp_str_free(&s);
+}
+
+/* A device's label: "GPU 0", or "HOST · GPU 0" when the job ran on more than one host (the host
+ * as kp_host_text shows it). */
+static void kp_device_label(const kp_trace_job *job, const kp_job_device *d, char *buf, size_t n)
+{
+    char host[KP_HOST_TEXT];
+    kp_host_text(d->host, d->host_tag, host, sizeof host);
+    if (job->nhosts > 1 && (*d->host || *d->host_tag))
+        snprintf(buf, n, "%s · GPU %u", host, (unsigned)d->device);
+    else
+        snprintf(buf, n, "GPU %u", (unsigned)d->device);
 }
 
 /* What a step is, for the stragglers line: "'step' steps", "all-reduce steps". */
@@ -930,11 +973,23 @@ static void kp_print_stragglers(const kp_report *r)
                (unsigned long long)(g->skipped + g->unmatched));
         return;
     }
+    /* Ranks on hosts that kprof merge put on one time base compare starts read on different
+     * clocks: say how far apart those may still be, and when the median is within it. */
+    int64_t unsure = kp_event_source_meta(r->src)->clock_uncertainty_ns;
+    char within[64] = "", across[96] = "", u[32];
+    if (unsure > 0) {
+        snprintf(across, sizeof across, " ± %s across hosts",
+                 kp_format_duration(kp_ns_s(unsure), u, sizeof u));
+        if (g->wait_median_ns < unsure)
+            snprintf(within, sizeof within, " (within the hosts' clock uncertainty)");
+    } else if (unsure < 0) {
+        snprintf(across, sizeof across, " (the hosts' clock offsets are unknown)");
+    }
     printf("\nStragglers: rank %d arrived last at %llu of %zu %s; the other ranks waited %s "
-           "median, %s max per step (%.1f%% of the %s time)",
+           "median%s, %s max per step%s (%.1f%% of the %s time)",
            g->last_rank, (unsigned long long)g->last_count, g->nsteps, what,
-           kp_format_duration(kp_ns_s(g->wait_median_ns), a, sizeof a),
-           kp_format_duration(kp_ns_s(g->wait_max_ns), b, sizeof b),
+           kp_format_duration(kp_ns_s(g->wait_median_ns), a, sizeof a), within,
+           kp_format_duration(kp_ns_s(g->wait_max_ns), b, sizeof b), across,
            g->timed_total_ns > 0 ? 100.0 * (double)g->wait_total_ns / (double)g->timed_total_ns
                                  : 0.0,
            g->timed_by_collectives ? "collectives'" : "ranges'");
@@ -960,8 +1015,11 @@ static void kp_print_job(const kp_report *r)
            job->nhosts ? job->nhosts : 1, job->nhosts > 1 ? "s" : "",
            dash ? "; \"-\" is the processes without a rank" : "");
     int hw = 4;
-    for (size_t i = 0; i < job->nranks; i++)
-        if (kp_text_width(job->ranks[i].host) > hw) hw = kp_text_width(job->ranks[i].host);
+    char host[KP_HOST_TEXT];
+    for (size_t i = 0; i < job->nranks; i++) {
+        kp_host_text(job->ranks[i].host, job->ranks[i].host_tag, host, sizeof host);
+        if (kp_text_width(host) > hw) hw = kp_text_width(host);
+    }
     printf("  %5s  %5s  %-*s  %-16s  %-6s  %8s  %11s  %10s  %14s  %10s  %10s\n", "Rank", "Local",
            hw, "Host", "PIDs", "GPUs", "Kernels", "Collectives", "GPU busy", "In collectives",
            "Host API", "Span");
@@ -969,7 +1027,7 @@ static void kp_print_job(const kp_report *r)
         const kp_job_rank *k = &job->ranks[i];
         kp_pids_text(k, pids, sizeof pids);
         kp_u32_list_text(k->gpus, k->ngpus, gpus, sizeof gpus);
-        const char *host = *k->host ? k->host : "-";
+        kp_host_text(k->host, k->host_tag, host, sizeof host);
         printf("  %5s  %5s  %s%*s  %-16s  %-6s  %8llu  %11llu  %10s  %14s  %10s  %10s\n",
                kp_rank_text(k->rank, rank, sizeof rank),
                kp_rank_text(k->local_rank, local, sizeof local), host,
@@ -984,7 +1042,7 @@ static void kp_print_job(const kp_report *r)
            "rank is not undone):\n");
     int lw = 6;
     for (size_t i = 0; i < job->ndevices; i++) {
-        char label[160];
+        char label[KP_HOST_TEXT + 32];
         kp_device_label(job, &job->devices[i], label, sizeof label);
         if (kp_text_width(label) > lw) lw = kp_text_width(label);
     }
@@ -992,7 +1050,7 @@ static void kp_print_job(const kp_report *r)
            "Busy %", "Kernels", "Collectives", "Copies/fills", "In collectives");
     for (size_t i = 0; i < job->ndevices; i++) {
         const kp_job_device *dv = &job->devices[i];
-        char label[160], ranks[256], pct[32];
+        char label[KP_HOST_TEXT + 32], ranks[256], pct[32];
         kp_device_label(job, dv, label, sizeof label);
         kp_ranks_text(dv->ranks, dv->nranks, ranks, sizeof ranks);
         snprintf(pct, sizeof pct, "%.2f%%",
@@ -1407,6 +1465,7 @@ static void kp_json_job(kp_json *j, const kp_report *r)
         kp_json_rank(j, "rank", k->rank);
         kp_json_rank(j, "local_rank", k->local_rank);
         kp_json_string(j, "host", k->host);
+        kp_json_string(j, "boot_id", k->boot_id);
         kp_json_array_begin(j, "pids");
         for (size_t p = 0; p < k->npids; p++)
             kp_json_int(j, NULL, k->pids[p]);
@@ -1433,6 +1492,7 @@ static void kp_json_job(kp_json *j, const kp_report *r)
         const kp_job_device *d = &job->devices[i];
         kp_json_object_begin(j, NULL);
         kp_json_string(j, "host", d->host);
+        kp_json_string(j, "boot_id", d->boot_id);
         kp_json_uint(j, "device", d->device);
         kp_json_uint(j, "kernels", d->kernels);
         kp_json_uint(j, "collectives", d->collectives);
@@ -1470,6 +1530,15 @@ static void kp_json_job(kp_json *j, const kp_report *r)
     kp_json_uint(j, "last_count", g->last_count);
     kp_json_double(j, "wait_median_s", kp_ns_s(g->wait_median_ns));
     kp_json_double(j, "wait_max_s", kp_ns_s(g->wait_max_ns));
+    /* How far apart the hosts' clocks may be (kp_trace_meta.clock_uncertainty_ns): 0 on one
+     * host, null where a host's offset is unknown. */
+    int64_t unsure = kp_event_source_meta(r->src)->clock_uncertainty_ns;
+    if (unsure >= 0)
+        kp_json_double(j, "clock_uncertainty_s", kp_ns_s(unsure));
+    else
+        kp_json_null(j, "clock_uncertainty_s");
+    kp_json_bool(j, "wait_median_within_clock_uncertainty",
+                 unsure > 0 && g->wait_median_ns < unsure);
     kp_json_double(j, "wait_total_s", kp_ns_s(g->wait_total_ns));
     kp_json_double(j, "timed_total_s", kp_ns_s(g->timed_total_ns));
     kp_json_double(j, "wait_fraction", g->timed_total_ns > 0 ? (double)g->wait_total_ns /
