@@ -289,10 +289,7 @@ static kprof_status kp_src_load_processes(kp_event_source *src, kp_error *err)
 {
     sqlite3_stmt *q = NULL;
     /* The job's columns and the clocks table came with format 3. */
-    int job = kp_trace_db_scalar(src->db,
-                                 "SELECT COUNT(*) FROM pragma_table_info('processes') "
-                                 "WHERE name = 'boot_id'",
-                                 0) == 1;
+    int job = kp_trace_db_has_column(src->db, NULL, "processes", "boot_id");
     if (sqlite3_prepare_v2(src->db,
                            job ? "SELECT id, pid, ppid, command, collector, start_ns, end_ns, "
                                  "clean_exit, truncated, events, dropped, launcher, rank, "
@@ -500,16 +497,9 @@ static kprof_status kp_src_metric_schema(kp_event_source *src, kp_error *err)
 {
     (void)err; /* a query that fails here reads as "no metrics"; the events' own say more */
     int none = src->meta_metrics == 0;
-    int64_t columns = kp_trace_db_scalar(src->db,
-                                         "SELECT COUNT(*) FROM pragma_table_info('events') "
-                                         "WHERE name IN ('flops', 'metric_bytes')",
-                                         0);
-    int64_t table = kp_trace_db_scalar(src->db,
-                                       "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' "
-                                       "AND name = 'metrics'",
-                                       0);
-    src->metric_columns = !none && columns == 2;
-    src->metric_table = !none && table == 1;
+    src->metric_columns = !none && kp_trace_db_has_column(src->db, NULL, "events", "flops") &&
+                          kp_trace_db_has_column(src->db, NULL, "events", "metric_bytes");
+    src->metric_table = !none && kp_trace_db_has_table(src->db, NULL, "metrics");
     return KPROF_OK;
 }
 

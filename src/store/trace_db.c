@@ -93,6 +93,25 @@ static int kp_trace_named_rows(sqlite3 *db, const char *table, const kp_named_id
     return rc;
 }
 
+/* What every new trace starts with, whoever fills it in (kp_trace_merge_open from record
+ * files, kp_trace_db_create for kprof merge): application id and format version, the tables,
+ * the kinds and domains rows. Not the metric columns, the views or the index (trace_db.h). */
+static int kp_trace_db_create_tables(sqlite3 *db)
+{
+    char pragmas[128];
+    snprintf(pragmas, sizeof pragmas, "PRAGMA application_id=%d; PRAGMA user_version=%d;",
+             KP_TRACE_APPLICATION_ID, KP_TRACE_FORMAT_VERSION);
+    int rc = sqlite3_exec(db, pragmas, NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(db, kp_trace_schema, NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = kp_trace_named_rows(db, "kinds", kp_trace_kinds,
+                                 sizeof kp_trace_kinds / sizeof *kp_trace_kinds);
+    if (rc == SQLITE_OK)
+        rc = kp_trace_named_rows(db, "domains", kp_trace_domains,
+                                 sizeof kp_trace_domains / sizeof *kp_trace_domains);
+    return rc;
+}
+
 /* Made before the first row, kept up as rows go in (while the program runs, for the live
  * merge): building it at the end cost as long as inserting the rows. */
 static const char kp_trace_indexes[] = "CREATE INDEX events_start ON events(start_ns);";
@@ -157,7 +176,7 @@ typedef struct kp_merge_pending_metric {
 struct kp_trace_merge {
     sqlite3 *db;
     sqlite3_stmt *ins_event, *ins_string, *get_string, *ins_process, *upd_process, *upd_job, *ins_clock, *ins_note,
-        *set_meta, *upd_name;
+        *upd_name;
     sqlite3_stmt *ins_events; /* KP_MERGE_ROWS rows at once */
     /* The same two with the metric columns, for rows that carry flops or bytes. */
     sqlite3_stmt *ins_event_metrics, *ins_events_metrics;
@@ -1108,21 +1127,6 @@ static void kp_merge_loss_notes(kp_merge *m, const char *dir)
     }
 }
 
-static void kp_merge_meta(kp_merge *m, const char *key, const char *value)
-{
-    sqlite3_reset(m->set_meta);
-    sqlite3_bind_text(m->set_meta, 1, key, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(m->set_meta, 2, value, -1, SQLITE_TRANSIENT);
-    sqlite3_step(m->set_meta);
-}
-
-static void kp_merge_meta_int(kp_merge *m, const char *key, int64_t v)
-{
-    char buf[32];
-    snprintf(buf, sizeof buf, "%lld", (long long)v);
-    kp_merge_meta(m, key, buf);
-}
-
 /* Hand the merge's first failure to the caller's err (unless that holds one already). */
 static kprof_status kp_merge_take_error(kp_merge *m, kp_error *err)
 {
@@ -1144,7 +1148,6 @@ static void kp_merge_free(kp_merge *m)
     sqlite3_finalize(m->upd_job);
     sqlite3_finalize(m->ins_clock);
     sqlite3_finalize(m->ins_note);
-    sqlite3_finalize(m->set_meta);
     sqlite3_finalize(m->upd_name);
     sqlite3_finalize(m->ins_events);
     sqlite3_finalize(m->ins_event_metrics);
@@ -1180,12 +1183,6 @@ kprof_status kp_trace_merge_open(const char *path, const volatile sig_atomic_t *
         return st;
     }
     sqlite3_progress_handler(m->db, 4096, kp_merge_cancelled, (void *)cancel);
-    char pragmas[384];
-    snprintf(pragmas, sizeof pragmas,
-             "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-131072;"
-             "PRAGMA temp_store=MEMORY; PRAGMA application_id=%d;"
-             "PRAGMA user_version=%d;",
-             KP_TRACE_APPLICATION_ID, KP_TRACE_FORMAT_VERSION);
     /* The INSERTs of events: one row or KP_MERGE_ROWS, without or with the metric columns. */
     kp_str ins[2][2] = {{{0}}};
     for (int metrics = 0; metrics < 2; metrics++) {
@@ -1213,14 +1210,13 @@ kprof_status kp_trace_merge_open(const char *path, const volatile sig_atomic_t *
         return kp_error_set(err, KPROF_NOMEM, "out of memory");
     }
     int prepared = 0;
-    if (sqlite3_exec(m->db, pragmas, NULL, NULL, NULL) != SQLITE_OK ||
-        sqlite3_exec(m->db, kp_trace_schema, NULL, NULL, NULL) != SQLITE_OK ||
-        sqlite3_exec(m->db, kp_trace_indexes, NULL, NULL, NULL) != SQLITE_OK ||
+    if (sqlite3_exec(m->db,
+                     "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-131072;"
+                     "PRAGMA temp_store=MEMORY;",
+                     NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_exec(m->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK ||
-        kp_trace_named_rows(m->db, "kinds", kp_trace_kinds,
-                            sizeof kp_trace_kinds / sizeof *kp_trace_kinds) != SQLITE_OK ||
-        kp_trace_named_rows(m->db, "domains", kp_trace_domains,
-                            sizeof kp_trace_domains / sizeof *kp_trace_domains) != SQLITE_OK ||
+        kp_trace_db_create_tables(m->db) != SQLITE_OK ||
+        sqlite3_exec(m->db, kp_trace_indexes, NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(m->db, ins[0][0].data, -1, &m->ins_event, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(m->db, ins[0][1].data, -1, &m->ins_events, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(m->db, "INSERT INTO metrics (event, key, value) VALUES (?,?,?)", -1,
@@ -1248,8 +1244,6 @@ kprof_status kp_trace_merge_open(const char *path, const volatile sig_atomic_t *
                            -1, &m->ins_clock, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(m->db, "INSERT INTO notes (process, time_ns, text) VALUES (?,?,?)", -1,
                            &m->ins_note, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(m->db, "INSERT OR REPLACE INTO meta (key, value) VALUES (?,?)", -1,
-                           &m->set_meta, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(m->db, "UPDATE events SET name = ? WHERE id = ?", -1, &m->upd_name,
                            NULL) != SQLITE_OK ||
         !(prepared = 1)) {
@@ -1293,25 +1287,24 @@ kprof_status kp_trace_merge_finish(kp_trace_merge *m, const char *dir, const kp_
     }
     if (m->status == KPROF_OK && !kp_merge_cancelled((void *)m->cancel)) {
         kp_merge_loss_notes(m, dir);
-        kp_merge_meta(m, "format", "kprof-trace");
-        kp_merge_meta_int(m, "format_version", KP_TRACE_FORMAT_VERSION);
-        kp_merge_meta(m, "kprof_version", KPROF_VERSION_STRING);
-        kp_merge_meta(m, "command", run->command ? run->command : "");
         /* A run whose end kprof never saw (it was killed; `kprof trace --merge` finishes it)
          * ends with its last record, and its exit status is unknown (-1). */
         uint64_t end_ns = run->end_ns;
         if (!end_ns)
             end_ns = (uint64_t)kp_trace_db_scalar(m->db, "SELECT MAX(end_ns) FROM events", 0);
         if (end_ns < run->start_ns) end_ns = run->start_ns;
-        kp_merge_meta_int(m, "start_ns", (int64_t)run->start_ns);
-        kp_merge_meta_int(m, "end_ns", (int64_t)end_ns);
-        kp_merge_meta_int(m, "exit_status", run->exit_status);
-        kp_merge_meta(m, "collectors", run->collectors ? run->collectors : "");
-        kp_merge_meta_int(m, "dropped", (int64_t)m->sum.dropped);
-        kp_merge_meta_int(m, "metrics", (int64_t)m->sum.metrics);
-        kp_merge_meta_int(m, "clock", 1); /* CLOCK_MONOTONIC */
-        if (run->host) kp_merge_meta(m, "host", run->host);
-        if (run->boot_id) kp_merge_meta(m, "boot_id", run->boot_id);
+        kp_trace_meta_keys meta = {
+            .command = run->command,
+            .collectors = run->collectors,
+            .start_ns = (int64_t)run->start_ns,
+            .end_ns = (int64_t)end_ns,
+            .exit_status = run->exit_status,
+            .dropped = (int64_t)m->sum.dropped,
+            .metrics = (int64_t)m->sum.metrics,
+            .host = run->host,
+            .boot_id = run->boot_id,
+        };
+        if (kp_trace_db_write_meta(m->db, &meta) != SQLITE_OK) kp_db_fail(m, "meta");
         if (run->start_clock.real_ns)
             kp_merge_clock(m, 0, run->start_clock.mono_ns, run->start_clock.real_ns,
                            run->start_clock.uncertainty_ns);
@@ -1363,18 +1356,8 @@ kprof_status kp_trace_db_write(const char *path, const char *dir, const kp_trace
 
 int kp_trace_db_create(sqlite3 *db)
 {
-    char pragmas[128];
-    snprintf(pragmas, sizeof pragmas, "PRAGMA application_id=%d; PRAGMA user_version=%d;",
-             KP_TRACE_APPLICATION_ID, KP_TRACE_FORMAT_VERSION);
-    int rc = sqlite3_exec(db, pragmas, NULL, NULL, NULL);
-    if (rc == SQLITE_OK) rc = sqlite3_exec(db, kp_trace_schema, NULL, NULL, NULL);
+    int rc = kp_trace_db_create_tables(db);
     if (rc == SQLITE_OK) rc = sqlite3_exec(db, kp_trace_metric_columns, NULL, NULL, NULL);
-    if (rc == SQLITE_OK)
-        rc = kp_trace_named_rows(db, "kinds", kp_trace_kinds,
-                                 sizeof kp_trace_kinds / sizeof *kp_trace_kinds);
-    if (rc == SQLITE_OK)
-        rc = kp_trace_named_rows(db, "domains", kp_trace_domains,
-                                 sizeof kp_trace_domains / sizeof *kp_trace_domains);
     if (rc == SQLITE_OK) rc = sqlite3_exec(db, kp_trace_views, NULL, NULL, NULL);
     return rc;
 }
@@ -1382,6 +1365,75 @@ int kp_trace_db_create(sqlite3 *db)
 int kp_trace_db_create_index(sqlite3 *db)
 {
     return sqlite3_exec(db, kp_trace_indexes, NULL, NULL, NULL);
+}
+
+int kp_trace_db_write_meta(sqlite3 *db, const kp_trace_meta_keys *meta)
+{
+    char num[7][32];
+    const int64_t nums[] = {KP_TRACE_FORMAT_VERSION, meta->start_ns, meta->end_ns,
+                            meta->exit_status,       meta->dropped,  meta->metrics,
+                            1 /* CLOCK_MONOTONIC */};
+    for (size_t i = 0; i < sizeof nums / sizeof *nums; i++)
+        snprintf(num[i], sizeof num[i], "%lld", (long long)nums[i]);
+    const char *rows[][2] = {
+        {"format", "kprof-trace"},
+        {"format_version", num[0]},
+        {"kprof_version", KPROF_VERSION_STRING},
+        {"command", meta->command ? meta->command : ""},
+        {"start_ns", num[1]},
+        {"end_ns", num[2]},
+        {"exit_status", num[3]},
+        {"collectors", meta->collectors ? meta->collectors : ""},
+        {"dropped", num[4]},
+        {"metrics", num[5]},
+        {"clock", num[6]},
+        {"host", meta->host},
+        {"boot_id", meta->boot_id},
+        {"merged_from", meta->merged_from},
+    };
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO main.meta (key, value) VALUES (?,?)",
+                                -1, &q, NULL);
+    for (size_t i = 0; i < sizeof rows / sizeof *rows && rc == SQLITE_OK; i++) {
+        if (!rows[i][1]) continue; /* not said */
+        sqlite3_reset(q);
+        sqlite3_bind_text(q, 1, rows[i][0], -1, SQLITE_STATIC);
+        sqlite3_bind_text(q, 2, rows[i][1], -1, SQLITE_STATIC);
+        rc = sqlite3_step(q) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
+    }
+    sqlite3_finalize(q);
+    return rc;
+}
+
+int kp_trace_db_has_column(sqlite3 *db, const char *schema, const char *table, const char *column)
+{
+    sqlite3_stmt *q = NULL;
+    int has = 0;
+    if (sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM pragma_table_info(?1, ?2) WHERE name = ?3",
+                           -1, &q, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(q, 1, table, -1, SQLITE_STATIC);
+        sqlite3_bind_text(q, 2, schema ? schema : "main", -1, SQLITE_STATIC);
+        sqlite3_bind_text(q, 3, column, -1, SQLITE_STATIC);
+        has = sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int64(q, 0) > 0;
+    }
+    sqlite3_finalize(q);
+    return has;
+}
+
+int kp_trace_db_has_table(sqlite3 *db, const char *schema, const char *table)
+{
+    char sql[160];
+    snprintf(sql, sizeof sql,
+             "SELECT COUNT(*) FROM \"%s\".sqlite_master WHERE type = 'table' AND name = ?",
+             schema ? schema : "main");
+    sqlite3_stmt *q = NULL;
+    int has = 0;
+    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(q, 1, table, -1, SQLITE_STATIC);
+        has = sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int64(q, 0) > 0;
+    }
+    sqlite3_finalize(q);
+    return has;
 }
 
 int64_t kp_trace_db_scalar(sqlite3 *db, const char *sql, int64_t fallback)

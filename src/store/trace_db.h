@@ -95,6 +95,24 @@ kprof_status kp_trace_db_write(const char *path, const char *dir, const kp_trace
 int kp_trace_db_create(sqlite3 *db);
 int kp_trace_db_create_index(sqlite3 *db);
 
+/* The meta table's keys (docs/trace-format.md), as `kprof trace` and `kprof merge` both write
+ * them: format, format_version, kprof_version, command, start_ns, end_ns, exit_status,
+ * collectors, dropped, metrics, clock (1: CLOCK_MONOTONIC), then host, boot_id and merged_from
+ * where they are not NULL. NULL command or collectors write "". SQLITE_OK or SQLite's error. */
+typedef struct kp_trace_meta_keys {
+    const char *command, *collectors;
+    int64_t start_ns, end_ns, exit_status, dropped, metrics;
+    const char *host, *boot_id; /* where it ran; NULL: not said */
+    const char *merged_from;    /* kprof merge's inputs, one per line; NULL for a trace */
+} kp_trace_meta_keys;
+int kp_trace_db_write_meta(sqlite3 *db, const kp_trace_meta_keys *meta);
+
+/* Whether a table of schema ("main", or an attached database's name; NULL: main) exists, and
+ * whether it has a column: what readers of older formats probe (columns and tables that came
+ * with a later format). 0 when the query fails. */
+int kp_trace_db_has_table(sqlite3 *db, const char *schema, const char *table);
+int kp_trace_db_has_column(sqlite3 *db, const char *schema, const char *table, const char *column);
+
 /* Open a trace read-only, checking it is one: NOT_FOUND or INVALID (kp_input_check) unless it
  * is a regular file, so a FIFO is refused without blocking; CORRUPT with the reason when it is
  * not a kprof trace, is one of a format version this kprof does not read (it reads

@@ -66,10 +66,19 @@ typedef struct kp_merge_input {
     int64_t metrics; /* meta; -1 when it does not say */
     kp_clock_pair *pairs;
     size_t npairs;
-    int64_t *pids; /* processes.pid, sorted, each once */
+    int64_t *pids; /* processes.pid, sorted, each once (0, no pid, left out) */
     size_t npids;
     size_t host_index;
     int64_t pid_shift;
+    kp_merged_pid *renumbered; /* its pids given new ids instead of a shift (NULL: none; the
+                                  result's renumbered owns it) */
+    size_t nrenumbered;
+    struct kp_merge_inner_host {       /* its hosts table: an input that is a merged trace */
+        char *host, *boot_id, *inputs; /* NULL where it says none */
+        int64_t offset_ns, uncertainty_ns, pairs;
+        int known; /* uncertainty_ns is not NULL */
+    } * inner;
+    size_t ninner;
 } kp_merge_input;
 
 static void kp_merge_input_free(kp_merge_input *in)
@@ -80,6 +89,12 @@ static void kp_merge_input_free(kp_merge_input *in)
     free(in->boot_id);
     free(in->pairs);
     free(in->pids);
+    for (size_t i = 0; i < in->ninner; i++) {
+        free(in->inner[i].host);
+        free(in->inner[i].boot_id);
+        free(in->inner[i].inputs);
+    }
+    free(in->inner);
 }
 
 /* A query on an input (or the output) failed: the error names the file. */
@@ -92,6 +107,12 @@ static char *kp_merge_strdup_col(sqlite3_stmt *q, int col)
 {
     const unsigned char *t = sqlite3_column_text(q, col);
     return strdup(t ? (const char *)t : "");
+}
+
+static char *kp_merge_strdup_or_null(sqlite3_stmt *q, int col)
+{
+    const unsigned char *t = sqlite3_column_text(q, col);
+    return t ? strdup((const char *)t) : NULL;
 }
 
 /* The one non-empty value of a text column that every row giving one agrees on, else "". */
@@ -115,25 +136,6 @@ static char *kp_merge_only_value(sqlite3 *db, const char *column)
         value = NULL;
     }
     return value ? value : strdup("");
-}
-
-static int kp_merge_has_column(sqlite3 *db, const char *schema, const char *table,
-                               const char *column)
-{
-    char sql[200];
-    snprintf(sql, sizeof sql,
-             "SELECT COUNT(*) FROM pragma_table_info('%s', '%s') WHERE name = '%s'", table, schema,
-             column);
-    return kp_trace_db_scalar(db, sql, 0) > 0;
-}
-
-static int kp_merge_has_table(sqlite3 *db, const char *schema, const char *table)
-{
-    char sql[200];
-    snprintf(sql, sizeof sql,
-             "SELECT COUNT(*) FROM %s.sqlite_master WHERE type = 'table' AND name = '%s'", schema,
-             table);
-    return kp_trace_db_scalar(db, sql, 0) > 0;
 }
 
 static int kp_merge_cmp_i64(const void *x, const void *y)
@@ -184,7 +186,7 @@ static kprof_status kp_merge_read_input(kp_merge_input *in, kp_error *err)
     if (rc != SQLITE_DONE) goto sql_fail;
     sqlite3_finalize(q);
     q = NULL;
-    int job = kp_merge_has_column(db, "main", "processes", "boot_id");
+    int job = kp_trace_db_has_column(db, "main", "processes", "boot_id");
     /* A trace that does not say its boot in the meta: the one its processes share. */
     if ((!in->boot_id || !*in->boot_id) && job) {
         free(in->boot_id);
@@ -197,7 +199,7 @@ static kprof_status kp_merge_read_input(kp_merge_input *in, kp_error *err)
     char **texts[] = {&in->command, &in->collectors, &in->host, &in->boot_id};
     for (size_t i = 0; i < sizeof texts / sizeof *texts; i++)
         if (!*texts[i] && !(*texts[i] = strdup(""))) goto nomem;
-    if (kp_merge_has_table(db, "main", "clocks")) {
+    if (kp_trace_db_has_table(db, "main", "clocks")) {
         size_t cap = 0;
         if (sqlite3_prepare_v2(db,
                                "SELECT mono_ns, real_ns, uncertainty_ns FROM clocks "
@@ -218,9 +220,43 @@ static kprof_status kp_merge_read_input(kp_merge_input *in, kp_error *err)
         sqlite3_finalize(q);
         q = NULL;
     }
+    /* A merged trace: its hosts, carried into the output's (kp_merge_write_hosts). */
+    if (kp_trace_db_has_table(db, "main", "hosts")) {
+        size_t cap = 0;
+        if (sqlite3_prepare_v2(db,
+                               "SELECT host, boot_id, offset_ns, uncertainty_ns, pairs, inputs "
+                               "FROM hosts ORDER BY id",
+                               -1, &q, NULL) != SQLITE_OK)
+            goto sql_fail;
+        while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+            if (in->ninner == cap) {
+                cap = cap ? cap * 2 : 4;
+                struct kp_merge_inner_host *v = realloc(in->inner, cap * sizeof *v);
+                if (!v) goto nomem;
+                in->inner = v;
+            }
+            struct kp_merge_inner_host *h = &in->inner[in->ninner++];
+            memset(h, 0, sizeof *h);
+            h->host = kp_merge_strdup_or_null(q, 0);
+            h->boot_id = kp_merge_strdup_or_null(q, 1);
+            h->inputs = kp_merge_strdup_or_null(q, 5);
+            if ((!h->host && sqlite3_column_type(q, 0) != SQLITE_NULL) ||
+                (!h->boot_id && sqlite3_column_type(q, 1) != SQLITE_NULL) ||
+                (!h->inputs && sqlite3_column_type(q, 5) != SQLITE_NULL))
+                goto nomem;
+            h->offset_ns = sqlite3_column_int64(q, 2);
+            h->known = sqlite3_column_type(q, 3) != SQLITE_NULL;
+            h->uncertainty_ns = sqlite3_column_int64(q, 3);
+            h->pairs = sqlite3_column_int64(q, 4);
+        }
+        if (rc != SQLITE_DONE) goto sql_fail;
+        sqlite3_finalize(q);
+        q = NULL;
+    }
     size_t cap = 0;
-    if (sqlite3_prepare_v2(db, "SELECT DISTINCT pid FROM processes WHERE pid IS NOT NULL", -1, &q,
-                           NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db,
+                           "SELECT DISTINCT pid FROM processes WHERE pid IS NOT NULL AND pid <> 0",
+                           -1, &q, NULL) != SQLITE_OK)
         goto sql_fail;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         if (in->npids == cap) {
@@ -422,19 +458,36 @@ static int kp_merge_pid_taken(const int64_t *taken, size_t n, int64_t pid)
     return bsearch(&pid, taken, n, sizeof *taken, kp_merge_cmp_i64) != NULL;
 }
 
-/* Each input's pid shift: 0 unless a pid of it is one an earlier input's process has; then the
- * smallest k·KP_MERGE_PID_STRIDE that makes all of its pids distinct from theirs. */
+/* Each input's pids: as they are unless a pid of it is one an earlier input's process has
+ * (as the output has it); then moved by the smallest k·KP_MERGE_PID_STRIDE that makes all of
+ * them distinct from those, or, where that would take a pid past INT32_MAX (Perfetto's pids are
+ * int32; Chrome trace readers take them as uint32), given the smallest free ids instead. A pid
+ * below 0 or near the top of the int64 range is no pid: the input is refused as damaged. */
 static kprof_status kp_merge_plan_pids(kp_merge_input *inputs, size_t n, kp_merged_trace *res,
                                        kp_error *err)
 {
+    res->ninputs = n;
     res->pid_shift = calloc(n ? n : 1, sizeof *res->pid_shift);
+    res->renumbered = calloc(n ? n : 1, sizeof *res->renumbered);
+    res->nrenumbered = calloc(n ? n : 1, sizeof *res->nrenumbered);
     size_t total = 0;
     for (size_t i = 0; i < n; i++)
         total += inputs[i].npids;
     int64_t *taken = malloc((total ? total : 1) * sizeof *taken);
-    if (!res->pid_shift || !taken) {
+    if (!res->pid_shift || !res->renumbered || !res->nrenumbered || !taken) {
         free(taken);
         return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    }
+    /* Every pid stays clear of the int64 limit whatever an input's shift (n strides at most). */
+    int64_t limit = INT64_MAX - (int64_t)(n + 1) * KP_MERGE_PID_STRIDE;
+    for (size_t i = 0; i < n; i++) {
+        const kp_merge_input *in = &inputs[i];
+        if (in->npids && (in->pids[0] < 0 || in->pids[in->npids - 1] >= limit)) {
+            free(taken);
+            return kp_error_set(err, KPROF_CORRUPT,
+                                "%s is damaged or truncated (pids out of range: pid %" PRId64 ")",
+                                in->path, in->pids[0] < 0 ? in->pids[0] : in->pids[in->npids - 1]);
+        }
     }
     size_t ntaken = 0;
     kprof_status st = KPROF_OK;
@@ -448,38 +501,66 @@ static kprof_status kp_merge_plan_pids(kp_merge_input *inputs, size_t n, kp_merg
             clashes = 1;
             clash = in->pids[p];
             for (size_t j = i; j-- > 0;) { /* the first input that has it (as it has it now) */
-                int64_t was = clash - inputs[j].pid_shift;
-                if (inputs[j].npids &&
-                    bsearch(&was, inputs[j].pids, inputs[j].npids, sizeof was, kp_merge_cmp_i64))
-                    clash_with = j;
+                int found = 0;
+                if (inputs[j].renumbered) {
+                    for (size_t r = 0; r < inputs[j].nrenumbered && !found; r++)
+                        found = inputs[j].renumbered[r].pid == clash;
+                } else {
+                    int64_t was = clash - inputs[j].pid_shift;
+                    found = inputs[j].npids && bsearch(&was, inputs[j].pids, inputs[j].npids,
+                                                       sizeof was, kp_merge_cmp_i64);
+                }
+                if (found) clash_with = j;
             }
         }
+        kp_str note = {0};
         if (clashes) {
-            for (int64_t k = 1; k < INT64_MAX / KP_MERGE_PID_STRIDE; k++) {
+            /* At most INT32_MAX / STRIDE tries: past that, a pid would not fit int32. */
+            int64_t top = in->pids[in->npids - 1];
+            for (int64_t k = 1; top + k * KP_MERGE_PID_STRIDE <= INT32_MAX && !in->pid_shift; k++) {
                 int64_t shift = k * KP_MERGE_PID_STRIDE;
                 int ok = 1;
-                for (size_t p = 0; p < in->npids && ok; p++) {
-                    int64_t moved = kp_i64_add_sat(in->pids[p], shift);
-                    ok = moved != INT64_MAX && !kp_merge_pid_taken(taken, ntaken, moved);
-                }
-                if (ok) {
-                    in->pid_shift = shift;
+                for (size_t p = 0; p < in->npids && ok; p++)
+                    ok = !kp_merge_pid_taken(taken, ntaken, in->pids[p] + shift);
+                if (ok) in->pid_shift = shift;
+            }
+            if (in->pid_shift) {
+                kp_str_printf_escaped(&note,
+                                      "%s: pids shifted by +%" PRId64 " (pid %" PRId64
+                                      " is also a process of %s): processes.os_pid keeps the "
+                                      "pids the system gave",
+                                      in->path, in->pid_shift, clash, inputs[clash_with].path);
+            } else {
+                /* The smallest ids no process has yet, in the pids' order. */
+                in->renumbered = calloc(in->npids, sizeof *in->renumbered);
+                if (!in->renumbered) {
+                    st = kp_error_set(err, KPROF_NOMEM, "out of memory");
                     break;
                 }
+                int64_t next = 1;
+                for (size_t p = 0; p < in->npids; p++) {
+                    while (kp_merge_pid_taken(taken, ntaken, next))
+                        next++;
+                    in->renumbered[in->nrenumbered++] = (kp_merged_pid){in->pids[p], next++};
+                }
+                kp_str_printf_escaped(&note,
+                                      "%s: pids given the smallest free ids, from %" PRId64
+                                      " (pid %" PRId64 " is also a process of %s, and a shift "
+                                      "by a multiple of %d would take them past %d, the largest "
+                                      "pid trace viewers read): processes.os_pid keeps the pids "
+                                      "the system gave",
+                                      in->path, in->renumbered[0].pid, clash,
+                                      inputs[clash_with].path, KP_MERGE_PID_STRIDE, INT32_MAX);
             }
-            kp_str note = {0};
-            kp_str_printf_escaped(&note,
-                                  "%s: pids shifted by +%" PRId64 " (pid %" PRId64
-                                  " is also a process of %s): processes.os_pid keeps the pids "
-                                  "the system gave",
-                                  in->path, in->pid_shift, clash, inputs[clash_with].path);
             st = note.failed ? kp_error_set(err, KPROF_NOMEM, "out of memory")
                              : kp_merge_add_note(res, &note, err);
             kp_str_free(&note);
         }
         res->pid_shift[i] = in->pid_shift;
+        res->renumbered[i] = in->renumbered;
+        res->nrenumbered[i] = in->nrenumbered;
         for (size_t p = 0; p < in->npids; p++)
-            taken[ntaken++] = kp_i64_add_sat(in->pids[p], in->pid_shift);
+            taken[ntaken++] = in->renumbered ? in->renumbered[p].pid : in->pids[p] + in->pid_shift;
         qsort(taken, ntaken, sizeof *taken, kp_merge_cmp_i64);
     }
     free(taken);
@@ -574,21 +655,21 @@ static const struct kp_merge_column kp_merge_process_columns[] = {
 };
 
 /* Append "name, ..." and the SELECT's expressions for columns (from alias a) to names and
- * values; a column the input lacks is NULL. Strings go through the map,
- * joined as s. */
+ * values; a column the input lacks is NULL. Strings go through the map, joined as s; pids
+ * through temp.kp_pid_map when pid_map (the input's pids renumbered), else moved by dpid. */
 static void kp_merge_columns(sqlite3 *db, const char *table, const struct kp_merge_column *cols,
-                             size_t ncols, const char *a, int64_t shift, int64_t dpid,
+                             size_t ncols, const char *a, int64_t shift, int64_t dpid, int pid_map,
                              int64_t dprocess, kp_str *names, kp_str *values)
 {
     for (size_t c = 0; c < ncols; c++) {
         const char *n = cols[c].name;
         kp_str_printf(names, ", %s", n);
-        if (!kp_merge_has_column(db, "src", table, n)) {
+        if (!kp_trace_db_has_column(db, "src", table, n)) {
             kp_str_append(values, ", NULL");
             continue;
         }
         kp_col_kind kind = cols[c].kind;
-        if ((kind == KP_COL_TIME && shift == 0) || (kind == KP_COL_PID && dpid == 0))
+        if ((kind == KP_COL_TIME && shift == 0) || (kind == KP_COL_PID && dpid == 0 && !pid_map))
             kind = KP_COL_PLAIN; /* as it is: nothing to add, row by row */
         switch (kind) {
         case KP_COL_PLAIN:
@@ -600,7 +681,14 @@ static void kp_merge_columns(sqlite3 *db, const char *table, const struct kp_mer
         case KP_COL_PROCESS:
             kp_str_printf(values, ", %s.%s + %" PRId64, a, n, dprocess);
             break;
-        case KP_COL_PID: /* a ppid of 0 or NULL (none) stays as it is */
+        case KP_COL_PID:   /* a ppid of 0 or NULL (none) stays as it is */
+            if (pid_map) { /* as does one that is no process of the input */
+                kp_str_printf(values,
+                              ", COALESCE((SELECT new FROM temp.kp_pid_map WHERE old = %s.%s), "
+                              "%s.%s)",
+                              a, n, a, n);
+                break;
+            }
             kp_str_printf(values,
                           ", CASE WHEN %s.%s IS NULL OR %s.%s = 0 THEN %s.%s ELSE %s.%s + %" PRId64
                           " END",
@@ -646,6 +734,78 @@ static kprof_status kp_merge_id_shift(int64_t lo, int64_t hi, int64_t *next, int
     return KPROF_OK;
 }
 
+/* A column of the attached input and what is added to it as it is copied. */
+typedef struct kp_merge_move {
+    const char *table, *column;
+    int64_t delta;
+    int time; /* a time (delta: its host's shift), else an id or a pid */
+} kp_merge_move;
+
+/* SQLite turns an integer sum that overflows into a REAL: check, with one scan per table that
+ * stops at the first such value, that every value of the moved columns stays an int64 once
+ * moved (a value past the bound, a REAL or TEXT one beyond it included, is out of range).
+ * CORRUPT naming the input and the column when one would not: only an edited or damaged file
+ * holds such times, ids or pids. */
+static kprof_status kp_merge_check_moves(kp_merge_out *o, const char *path,
+                                         const kp_merge_move *moves, size_t n, kp_error *err)
+{
+    kprof_status st = KPROF_OK;
+    for (size_t i = 0; i < n && st == KPROF_OK;) {
+        const char *table = moves[i].table;
+        size_t end = i;
+        while (end < n && strcmp(moves[end].table, table) == 0)
+            end++;
+        kp_str cond = {0}, which = {0}, sql = {0};
+        size_t cols[16], ncols = 0;
+        if (kp_trace_db_has_table(o->db, "src", table))
+            for (size_t m = i; m < end && ncols < 16; m++) {
+                int64_t d = moves[m].delta;
+                if (d == 0 || !kp_trace_db_has_column(o->db, "src", table, moves[m].column))
+                    continue;
+                /* v + d overflows when v > INT64_MAX - d (d > 0), v < INT64_MIN - d (d < 0). */
+                kp_str c = {0};
+                kp_str_printf(&c, "%s %c %" PRId64, moves[m].column, d > 0 ? '>' : '<',
+                              d > 0 ? INT64_MAX - d : INT64_MIN - d);
+                kp_str_printf(&cond, "%s%s", ncols ? " OR " : "", c.data ? c.data : "");
+                kp_str_printf(&which, " WHEN %s THEN %zu", c.data ? c.data : "", ncols);
+                if (c.failed) cond.failed = 1;
+                kp_str_free(&c);
+                cols[ncols++] = m;
+            }
+        if (ncols)
+            kp_str_printf(&sql, "SELECT CASE%s END FROM src.%s WHERE %s LIMIT 1", which.data, table,
+                          cond.data);
+        sqlite3_stmt *q = NULL;
+        if (cond.failed || which.failed || sql.failed) {
+            st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        } else if (ncols) {
+            int rc = sqlite3_prepare_v2(o->db, sql.data, -1, &q, NULL);
+            if (rc == SQLITE_OK) rc = sqlite3_step(q);
+            if (rc == SQLITE_ROW) {
+                int64_t c = sqlite3_column_int64(q, 0);
+                const kp_merge_move *m = &moves[cols[c >= 0 && (size_t)c < ncols ? c : 0]];
+                char by[64];
+                if (m->time)
+                    kp_merge_format_shift(m->delta, by, sizeof by);
+                else
+                    snprintf(by, sizeof by, "%+" PRId64, m->delta);
+                st = kp_error_set(err, KPROF_CORRUPT,
+                                  "%s is damaged or truncated (%s.%s out of range: moved by %s "
+                                  "it leaves the int64 range)",
+                                  path, m->table, m->column, by);
+            } else if (rc != SQLITE_DONE) {
+                st = kp_merge_sql_error(o->db, path, err);
+            }
+        }
+        sqlite3_finalize(q);
+        kp_str_free(&cond);
+        kp_str_free(&which);
+        kp_str_free(&sql);
+        i = end;
+    }
+    return st;
+}
+
 /* Copy one input (attached as src) into the output. */
 static kprof_status kp_merge_copy_input(kp_merge_out *o, const kp_merge_input *in, int64_t shift,
                                         kp_error *err)
@@ -675,15 +835,55 @@ static kprof_status kp_merge_copy_input(kp_merge_out *o, const kp_merge_input *i
     if (st == KPROF_OK && eany)
         st = kp_merge_id_shift(elo, ehi, &o->next_event, &devent, path, "events", err);
     if (st != KPROF_OK) goto done;
+    /* Every sum below stays an integer, the meta's start and end too. */
+    int pid_map = in->renumbered != NULL;
+    int64_t dpid = pid_map ? 0 : in->pid_shift;
+    const kp_merge_move moves[] = {
+        {"processes", "start_ns", shift, 1}, {"processes", "end_ns", shift, 1},
+        {"processes", "pid", dpid, 0},       {"processes", "ppid", dpid, 0},
+        {"events", "start_ns", shift, 1},    {"events", "end_ns", shift, 1},
+        {"events", "queued_ns", shift, 1},   {"events", "submitted_ns", shift, 1},
+        {"events", "pid", dpid, 0},          {"events", "process", dprocess, 0},
+        {"metrics", "event", devent, 0},     {"clocks", "process", dprocess, 0},
+        {"clocks", "mono_ns", shift, 1},     {"notes", "process", dprocess, 0},
+        {"notes", "time_ns", shift, 1},
+    };
+    st = kp_merge_check_moves(o, path, moves, sizeof moves / sizeof *moves, err);
+    int64_t moved;
+    if (st == KPROF_OK && ((in->has_start && __builtin_add_overflow(in->start_ns, shift, &moved)) ||
+                           (in->has_end && __builtin_add_overflow(in->end_ns, shift, &moved)))) {
+        char by[64];
+        kp_merge_format_shift(shift, by, sizeof by);
+        st = kp_error_set(err, KPROF_CORRUPT,
+                          "%s is damaged or truncated (meta start_ns or end_ns out of range: "
+                          "moved by %s it leaves the int64 range)",
+                          path, by);
+    }
+    /* Renumbered pids: the map the pid columns go through. */
+    if (st == KPROF_OK) st = kp_merge_exec(o, "DELETE FROM temp.kp_pid_map", path, NULL, err);
+    if (st == KPROF_OK && pid_map) {
+        sqlite3_stmt *q = NULL;
+        if (sqlite3_prepare_v2(o->db, "INSERT INTO temp.kp_pid_map (old, new) VALUES (?,?)", -1, &q,
+                               NULL) != SQLITE_OK)
+            st = kp_merge_fail(o, NULL, err);
+        for (size_t r = 0; r < in->nrenumbered && st == KPROF_OK; r++) {
+            sqlite3_reset(q);
+            sqlite3_bind_int64(q, 1, in->renumbered[r].os_pid);
+            sqlite3_bind_int64(q, 2, in->renumbered[r].pid);
+            if (sqlite3_step(q) != SQLITE_DONE) st = kp_merge_fail(o, NULL, err);
+        }
+        sqlite3_finalize(q);
+    }
+    if (st != KPROF_OK) goto done;
     /* Processes, with the pid the system gave (a merged input's own os_pid, when it has one). */
     kp_merge_columns(o->db, "processes", kp_merge_process_columns,
                      sizeof kp_merge_process_columns / sizeof *kp_merge_process_columns, "p", shift,
-                     in->pid_shift, dprocess, &names, &values);
+                     in->pid_shift, pid_map, dprocess, &names, &values);
     kp_str_printf(&sql,
                   "INSERT INTO main.processes (id%s, os_pid) SELECT p.id + %" PRId64 "%s, %s "
                   "FROM src.processes p ORDER BY p.id",
                   names.data, dprocess, values.data,
-                  kp_merge_has_column(o->db, "src", "processes", "os_pid")
+                  kp_trace_db_has_column(o->db, "src", "processes", "os_pid")
                       ? "COALESCE(p.os_pid, p.pid)"
                       : "p.pid");
     if (sql.failed || names.failed || values.failed) goto nomem;
@@ -696,7 +896,7 @@ static kprof_status kp_merge_copy_input(kp_merge_out *o, const kp_merge_input *i
     /* Events: the bulk of it. */
     kp_merge_columns(o->db, "events", kp_merge_event_columns,
                      sizeof kp_merge_event_columns / sizeof *kp_merge_event_columns, "e", shift,
-                     in->pid_shift, dprocess, &names, &values);
+                     in->pid_shift, pid_map, dprocess, &names, &values);
     kp_str_printf(&sql,
                   "INSERT INTO main.events (id%s) SELECT e.id + %" PRId64 "%s FROM src.events e "
                   "LEFT JOIN temp.kp_string_map s ON s.old = e.name ORDER BY e.id",
@@ -707,7 +907,7 @@ static kprof_status kp_merge_copy_input(kp_merge_out *o, const kp_merge_input *i
     kp_str_free(&sql);
     if (st != KPROF_OK) goto done;
     /* Metrics (format 2 on), clocks (format 3 on) and notes. */
-    if (kp_merge_has_table(o->db, "src", "metrics")) {
+    if (kp_trace_db_has_table(o->db, "src", "metrics")) {
         kp_str_printf(&sql,
                       "INSERT INTO main.metrics (event, key, value) SELECT m.event + %" PRId64
                       ", s.new, m.value FROM src.metrics m LEFT JOIN temp.kp_string_map s ON "
@@ -718,7 +918,7 @@ static kprof_status kp_merge_copy_input(kp_merge_out *o, const kp_merge_input *i
         kp_str_free(&sql);
         if (st != KPROF_OK) goto done;
     }
-    if (kp_merge_has_table(o->db, "src", "clocks")) {
+    if (kp_trace_db_has_table(o->db, "src", "clocks")) {
         kp_str_printf(&sql,
                       "INSERT INTO main.clocks (process, mono_ns, real_ns, uncertainty_ns) "
                       "SELECT process + %" PRId64 ", mono_ns + %" PRId64 ", real_ns, "
@@ -729,10 +929,19 @@ static kprof_status kp_merge_copy_input(kp_merge_out *o, const kp_merge_input *i
         kp_str_free(&sql);
         if (st != KPROF_OK) goto done;
     }
+    /* Notes; one of the whole trace says which input it came from ("a.kprof: ..."): an input
+     * that is a merged trace says what it shifted onto its own reference. */
+    kp_str prefix = {0};
+    kp_str_printf_escaped(&prefix, "%s: ", path);
+    char *literal = prefix.failed ? NULL : sqlite3_mprintf("%Q", prefix.data);
+    kp_str_free(&prefix);
+    if (!literal) goto nomem;
     kp_str_printf(&sql,
                   "INSERT INTO main.notes (process, time_ns, text) SELECT process + %" PRId64
-                  ", time_ns + %" PRId64 ", text FROM src.notes ORDER BY rowid",
-                  dprocess, shift);
+                  ", time_ns + %" PRId64 ", CASE WHEN process IS NULL THEN %s || text ELSE text "
+                  "END FROM src.notes ORDER BY rowid",
+                  dprocess, shift, literal);
+    sqlite3_free(literal);
     st = sql.failed ? KPROF_NOMEM : kp_merge_exec(o, sql.data, path, NULL, err);
     if (st == KPROF_NOMEM) goto nomem;
 done:
@@ -745,29 +954,6 @@ nomem:
     kp_str_free(&names);
     kp_str_free(&values);
     return kp_error_set(err, KPROF_NOMEM, "out of memory");
-}
-
-static kprof_status kp_merge_meta(kp_merge_out *o, const char *key, const char *value,
-                                  kp_error *err)
-{
-    sqlite3_stmt *q = NULL;
-    kprof_status st = KPROF_OK;
-    if (sqlite3_prepare_v2(o->db, "INSERT OR REPLACE INTO main.meta (key, value) VALUES (?,?)", -1,
-                           &q, NULL) != SQLITE_OK)
-        return kp_merge_fail(o, NULL, err);
-    sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
-    sqlite3_bind_text(q, 2, value, -1, SQLITE_STATIC);
-    if (sqlite3_step(q) != SQLITE_DONE) st = kp_merge_fail(o, NULL, err);
-    sqlite3_finalize(q);
-    return st;
-}
-
-static kprof_status kp_merge_meta_int(kp_merge_out *o, const char *key, int64_t value,
-                                      kp_error *err)
-{
-    char text[32];
-    snprintf(text, sizeof text, "%" PRId64, value);
-    return kp_merge_meta(o, key, text, err);
 }
 
 /* The meta table of the output: see docs/trace-format.md, "Merged traces". */
@@ -844,21 +1030,20 @@ static kprof_status kp_merge_write_meta(kp_merge_out *o, const kp_merge_input *i
     kprof_status st = KPROF_OK;
     if (command.failed || collectors.failed || from.failed)
         st = kp_error_set(err, KPROF_NOMEM, "out of memory");
-    if (st == KPROF_OK) st = kp_merge_meta(o, "format", "kprof-trace", err);
-    if (st == KPROF_OK) st = kp_merge_meta_int(o, "format_version", KP_TRACE_FORMAT_VERSION, err);
-    if (st == KPROF_OK) st = kp_merge_meta(o, "kprof_version", KPROF_VERSION_STRING, err);
-    if (st == KPROF_OK) st = kp_merge_meta(o, "command", command.data ? command.data : "", err);
-    if (st == KPROF_OK) st = kp_merge_meta_int(o, "start_ns", start, err);
-    if (st == KPROF_OK) st = kp_merge_meta_int(o, "end_ns", end, err);
-    if (st == KPROF_OK) st = kp_merge_meta_int(o, "exit_status", exit_status, err);
-    if (st == KPROF_OK)
-        st = kp_merge_meta(o, "collectors", collectors.data ? collectors.data : "", err);
-    if (st == KPROF_OK) st = kp_merge_meta_int(o, "dropped", dropped, err);
-    if (st == KPROF_OK) st = kp_merge_meta_int(o, "metrics", metrics, err);
-    if (st == KPROF_OK) st = kp_merge_meta_int(o, "clock", 1, err);
-    if (st == KPROF_OK && *ref->host) st = kp_merge_meta(o, "host", ref->host, err);
-    if (st == KPROF_OK && *ref->boot_id) st = kp_merge_meta(o, "boot_id", ref->boot_id, err);
-    if (st == KPROF_OK) st = kp_merge_meta(o, "merged_from", from.data ? from.data : "", err);
+    kp_trace_meta_keys meta = {
+        .command = command.data ? command.data : "",
+        .collectors = collectors.data ? collectors.data : "",
+        .start_ns = start,
+        .end_ns = end,
+        .exit_status = exit_status,
+        .dropped = dropped,
+        .metrics = metrics,
+        .host = *ref->host ? ref->host : NULL,
+        .boot_id = *ref->boot_id ? ref->boot_id : NULL,
+        .merged_from = from.data ? from.data : "",
+    };
+    if (st == KPROF_OK && kp_trace_db_write_meta(o->db, &meta) != SQLITE_OK)
+        st = kp_merge_fail(o, NULL, err);
     kp_str_free(&command);
     kp_str_free(&collectors);
     kp_str_free(&from);
@@ -866,7 +1051,7 @@ static kprof_status kp_merge_write_meta(kp_merge_out *o, const kp_merge_input *i
 }
 
 /* The hosts table and the notes of the whole trace. */
-static kprof_status kp_merge_write_hosts(kp_merge_out *o, const kp_merge_input *inputs,
+static kprof_status kp_merge_write_hosts(kp_merge_out *o, const kp_merge_input *inputs, size_t n,
                                          kp_error *err)
 {
     kp_merged_trace *res = o->res;
@@ -909,6 +1094,58 @@ static kprof_status kp_merge_write_hosts(kp_merge_out *o, const kp_merge_input *
         if (sqlite3_step(q) != SQLITE_DONE) st = kp_merge_fail(o, NULL, err);
         kp_str_free(&paths);
     }
+    /* Then the hosts of each input that is a merged trace: on this merge's time base now (its
+     * shift plus the one this merge gave the input, the uncertainties summed), each of their
+     * inputs named through it ("m.kprof: b.kprof"). */
+    int64_t id = (int64_t)res->nhosts;
+    for (size_t i = 0; i < n && st == KPROF_OK; i++) {
+        const kp_merge_input *in = &inputs[i];
+        const kp_merged_host *outer = &res->hosts[in->host_index];
+        for (size_t h = 0; h < in->ninner && st == KPROF_OK; h++) {
+            const struct kp_merge_inner_host *inner = &in->inner[h];
+            int64_t offset;
+            if (__builtin_add_overflow(inner->offset_ns, outer->offset_ns, &offset)) {
+                st = kp_error_set(err, KPROF_CORRUPT,
+                                  "%s is damaged or truncated (hosts.offset_ns out of range)",
+                                  in->path);
+                break;
+            }
+            kp_str paths = {0};
+            const char *line = inner->inputs ? inner->inputs : "";
+            do {
+                size_t len = strcspn(line, "\n");
+                if (paths.len) kp_str_append(&paths, "\n");
+                kp_str_printf(&paths, "%s: ", in->path);
+                kp_str_append_n(&paths, line, len);
+                line += len + (line[len] == '\n');
+            } while (*line);
+            if (paths.failed) {
+                kp_str_free(&paths);
+                st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+                break;
+            }
+            sqlite3_reset(q);
+            sqlite3_bind_int64(q, 1, ++id);
+            if (inner->host)
+                sqlite3_bind_text(q, 2, inner->host, -1, SQLITE_STATIC);
+            else
+                sqlite3_bind_null(q, 2);
+            if (inner->boot_id)
+                sqlite3_bind_text(q, 3, inner->boot_id, -1, SQLITE_STATIC);
+            else
+                sqlite3_bind_null(q, 3);
+            sqlite3_bind_int64(q, 4, offset);
+            if (inner->known && outer->known)
+                sqlite3_bind_int64(q, 5,
+                                   kp_i64_add_sat(inner->uncertainty_ns, outer->uncertainty_ns));
+            else
+                sqlite3_bind_null(q, 5);
+            sqlite3_bind_int64(q, 6, inner->pairs);
+            sqlite3_bind_text(q, 7, paths.data, -1, SQLITE_TRANSIENT);
+            if (sqlite3_step(q) != SQLITE_DONE) st = kp_merge_fail(o, NULL, err);
+            kp_str_free(&paths);
+        }
+    }
     sqlite3_finalize(q);
     q = NULL;
     if (st == KPROF_OK &&
@@ -930,7 +1167,8 @@ static const char kp_merge_schema[] =
     "ALTER TABLE processes ADD COLUMN os_pid INTEGER;"
     "CREATE TABLE hosts (id INTEGER PRIMARY KEY, host TEXT, boot_id TEXT, offset_ns INTEGER,"
     " uncertainty_ns INTEGER, pairs INTEGER, inputs TEXT);"
-    "CREATE TEMP TABLE kp_string_map (old INTEGER PRIMARY KEY, new INTEGER);";
+    "CREATE TEMP TABLE kp_string_map (old INTEGER PRIMARY KEY, new INTEGER);"
+    "CREATE TEMP TABLE kp_pid_map (old INTEGER PRIMARY KEY, new INTEGER);";
 
 /* Write the output from the planned inputs. */
 static kprof_status kp_merge_write(const char *out_path, kp_merge_input *inputs, size_t n,
@@ -996,7 +1234,7 @@ static kprof_status kp_merge_write(const char *out_path, kp_merge_input *inputs,
     }
     if (st == KPROF_OK) st = kp_merge_exec(&o, "BEGIN", NULL, NULL, err);
     if (st == KPROF_OK) st = kp_merge_write_meta(&o, inputs, n, err);
-    if (st == KPROF_OK) st = kp_merge_write_hosts(&o, inputs, err);
+    if (st == KPROF_OK) st = kp_merge_write_hosts(&o, inputs, n, err);
     if (st == KPROF_OK && kp_trace_db_create_index(o.db) != SQLITE_OK)
         st = kp_merge_fail(&o, NULL, err);
     if (st == KPROF_OK) st = kp_merge_exec(&o, "COMMIT", NULL, NULL, err);
@@ -1068,6 +1306,11 @@ void kp_merged_trace_free(kp_merged_trace *res)
     }
     free(res->hosts);
     free(res->pid_shift);
+    if (res->renumbered)
+        for (size_t i = 0; i < res->ninputs; i++)
+            free(res->renumbered[i]);
+    free(res->renumbered);
+    free(res->nrenumbered);
     for (size_t i = 0; i < res->nnotes; i++)
         free(res->notes[i]);
     free(res->notes);

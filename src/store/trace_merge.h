@@ -22,6 +22,10 @@
  * processes' threads in readers, which key threads by pid: that input's pids (processes.pid,
  * ppid, events.pid) become pid + k·4194304 (the kernel's pid_max limit; k ≥ 1, the smallest
  * that makes them distinct), a note says so and processes.os_pid keeps the pid the system gave.
+ * Where that would pass INT32_MAX (Perfetto's pids are int32), the input's pids get the smallest
+ * free ids instead (kp_merged_trace.renumbered). Whole-trace notes of an input are copied with
+ * its path in front ("a.kprof: ..."); the hosts rows of an input that is a merged trace are
+ * carried after the merge's own, on the new time base (docs/trace-format.md, "hosts").
  *
  * Every input is opened with store/trace_db.h's checks first (NOT_FOUND, INVALID, CORRUPT, the
  * message naming the file); the same file given twice is INVALID. The output is written with
@@ -78,15 +82,23 @@ typedef struct kp_merged_host {
     size_t ninputs;
 } kp_merged_host;
 
+/* A pid given a new id by the merge (processes.os_pid keeps the first). */
+typedef struct kp_merged_pid {
+    int64_t os_pid, pid;
+} kp_merged_pid;
+
 /* What a merge did. Zero it before kp_trace_files_merge; kp_merged_trace_free releases it. */
 typedef struct kp_merged_trace {
     uint64_t events, processes, metrics; /* rows written */
     size_t reference;                    /* the reference input's index */
     kp_merged_host *hosts;               /* in the order of their first input */
     size_t nhosts;
-    int64_t *pid_shift; /* per input: added to its pids (0: none), ninputs of them */
-    char **notes;       /* the notes of the whole trace the merge wrote (shifts, unknown
-                           offsets, pids), one line each, for the user too */
+    size_t ninputs;             /* the inputs (the per-input arrays below have that many) */
+    int64_t *pid_shift;         /* per input: added to its pids (0: none) */
+    kp_merged_pid **renumbered; /* per input: its pids given new ids instead (NULL: none), */
+    size_t *nrenumbered;        /* ... that many */
+    char **notes;               /* the notes of the whole trace the merge wrote (shifts, unknown
+                                   offsets, pids), one line each, for the user too */
     size_t nnotes;
 } kp_merged_trace;
 
@@ -95,8 +107,10 @@ typedef struct kp_merged_trace {
  * the input whose host is the time base, or NULL for the first; a path that is none of the
  * inputs is INVALID. Errors: an input's own (kp_trace_db_open: NOT_FOUND, INVALID, CORRUPT,
  * naming it), INVALID for a file given twice, CORRUPT "PATH is damaged or truncated (...)" when
- * an input fails while it is copied, IO for the output, NOMEM. On failure the output is
- * incomplete (the caller removes it) and *res holds what was known so far (free it). */
+ * an input fails while it is copied, holds a pid below 0 or near the int64 limit, or holds a
+ * time, id or pid that its shift would move past the int64 range; IO for the output, NOMEM. On
+ * failure the output is incomplete (the caller removes it) and *res holds what was known so far
+ * (free it). */
 kprof_status kp_trace_files_merge(const char *out_path, const char *const *inputs, size_t ninputs,
                                   const char *reference, kp_merged_trace *res, kp_error *err);
 

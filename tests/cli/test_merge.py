@@ -287,6 +287,83 @@ class Merge(kptest.KprofTestCase):
                 if e.get("ph") == "X" and e.get("cat", "").startswith("api")}
         self.assertTrue({pid, pid + STRIDE, pid + 2 * STRIDE} <= pids, pids)
 
+    def set_pid(self, path, pid):
+        """Give the one process of a trace (and its events) another pid."""
+        db = sqlite3.connect(path)
+        db.execute("UPDATE processes SET pid = ?", (pid,))
+        db.execute("UPDATE events SET pid = ?", (pid,))
+        db.commit()
+        db.close()
+
+    def test_pids_past_int32_get_the_smallest_free_ids(self):
+        # Perfetto's pid is an int32 (Chrome trace readers take it as a uint32): a shift that
+        # would put a pid past 2^31 - 1 gives the input's pids the smallest free ids instead.
+        big = 2147483000
+        a, a2 = self.take("a.kprof"), self.take("a.kprof", "a2.kprof")
+        self.set_pid(a, big)
+        self.set_pid(a2, big)
+        out = os.path.join(self.tmp, "m.kprof")
+        j, p = self.merge_json(a, a2, "-o", out)
+        self.assertEqual(rows(out, "SELECT id, pid, os_pid FROM processes ORDER BY id"),
+                         [(1, big, big), (2, 1, big)])
+        self.assertEqual(rows(out, "SELECT process, pid, COUNT(*) FROM events GROUP BY process, "
+                                   "pid ORDER BY process"),
+                         [(1, big, 601), (2, 1, 601)])
+        self.assertEqual(j["pid_shifts"], [{"input": a2, "shift": None,
+                                            "pids": [{"os_pid": big, "pid": 1}]}])
+        line = ("%s: pids given the smallest free ids, from 1 (pid %d is also a process of %s, "
+                "and a shift by a multiple of 4194304 would take them past 2147483647, the "
+                "largest pid trace viewers read): processes.os_pid keeps the pids the system "
+                "gave" % (a2, big, a))
+        self.assertEqual(j["notes"], [line])
+        self.assertIn("kprof: " + line + "\n", p.stderr)
+        # A third copy takes the next free id.
+        a3 = self.take("a.kprof", "a3.kprof")
+        self.set_pid(a3, big)
+        self.merge(a, a2, a3, "-o", out, "--force")
+        self.assertEqual(rows(out, "SELECT pid FROM processes ORDER BY id"), [(big,), (1,), (2,)])
+
+    def test_a_pid_out_of_range_is_refused(self):
+        # Two copies of a trace whose pid is near the top of the int64 range (an edited or
+        # damaged file): refused at once, not a search through 2^41 shifts.
+        a, a2 = self.take("a.kprof"), self.take("a.kprof", "a2.kprof")
+        for path in (a, a2):
+            self.set_pid(path, 9223372036854775000)
+        out = os.path.join(self.tmp, "m.kprof")
+        p = self.kprof("merge", a, a2, "-o", out, expect=2, timeout=60)
+        self.assertIn("kprof: error: %s is damaged or truncated (pids out of range: pid "
+                      "9223372036854775000)" % a, p.stderr)
+        self.assertFalse(os.path.exists(out))
+        self.assertEqual(self.leftovers(), [])
+        self.set_pid(a2, -5)
+        p = self.kprof("merge", self.take("b.kprof"), a2, "-o", out, expect=2, timeout=60)
+        self.assertIn("%s is damaged or truncated (pids out of range: pid -5)" % a2, p.stderr)
+
+    def test_a_time_that_a_shift_would_overflow_is_refused(self):
+        # SQLite makes an integer sum that overflows a REAL: a time that the shift would take
+        # past the int64 range (an edited file) is refused, naming the file and the column.
+        a = self.take("a.kprof")
+        b = os.path.join(self.tmp, "b.kprof")
+        other_host(a, b, X)
+        db = sqlite3.connect(b)
+        db.execute("UPDATE events SET end_ns = 9223372036854775000 WHERE id = 7")
+        db.commit()
+        db.close()
+        out = os.path.join(self.tmp, "m.kprof")
+        p = self.kprof("merge", a, b, "-o", out, expect=2)
+        self.assertIn("kprof: error: %s is damaged or truncated (events.end_ns out of range: "
+                      "moved by +12.345678901 s it leaves the int64 range)" % b, p.stderr)
+        self.assertFalse(os.path.exists(out))
+        self.assertEqual(self.leftovers(), [])
+        # The other way: onto b's time base, a's times move back by X.
+        db = sqlite3.connect(a)
+        db.execute("UPDATE processes SET start_ns = -9223372036854775000")
+        db.commit()
+        db.close()
+        p = self.kprof("merge", a, b, "-o", out, "--reference", b, expect=2)
+        self.assertIn("%s is damaged or truncated (processes.start_ns out of range: moved by "
+                      "-12.345678901 s it leaves the int64 range)" % a, p.stderr)
+
     # ---- older formats ---------------------------------------------------------------------
 
     def test_format_1_input_merges_unshifted_with_a_note(self):
@@ -396,11 +473,71 @@ class Merge(kptest.KprofTestCase):
         self.kprof("report", out, "--tree", expect=0)
         d_ = json.loads(self.kprof("diff", a, out, "--json", expect=0).stdout)
         self.assertIn("device", d_)
-        # A merged trace merges again, with what it holds.
+        # A merged trace merges again, with what it holds: its hosts rows after the merge's
+        # own (one host here: nothing shifted), its inputs named through it.
         again = os.path.join(self.tmp, "again.kprof")
-        self.merge(out, self.take("a.kprof", "a3.kprof"), "-o", again)
+        a3 = self.take("a.kprof", "a3.kprof")
+        self.merge(out, a3, "-o", again)
         self.assertEqual(rows(again, "SELECT COUNT(*) FROM events"), [(sum(counts) + 601,)])
         self.assertEqual(rows(again, "SELECT COUNT(*) FROM processes WHERE os_pid <> pid"), [(1,)])
+        host, boot = meta(a)["host"], meta(a)["boot_id"]
+        pairs = [rows(p, "SELECT COUNT(*) FROM clocks")[0][0] for p in (out, a3)]
+        self.assertEqual(rows(again, "SELECT id, host, boot_id, offset_ns, uncertainty_ns, pairs, "
+                                     "inputs FROM hosts ORDER BY id"),
+                         [(1, host, boot, 0, 0, sum(pairs), "%s\n%s" % (out, a3)),
+                          (2, host, boot, 0, 0, pairs[0],
+                           "%s: %s\n%s: %s\n%s: %s" % (out, a, out, b, out, d))])
+        # Its notes of the whole trace say which input they came through; then the merge's own
+        # (a3 is a's process again).
+        db = sqlite3.connect(out)
+        db.execute("INSERT INTO notes (process, time_ns, text) VALUES (NULL, NULL, 'a note')")
+        db.commit()
+        db.close()
+        self.merge(out, a3, "-o", again, "--force")
+        (pid,), = rows(a, "SELECT pid FROM processes")
+        self.assertEqual([t for (t,) in rows(again, "SELECT text FROM notes WHERE process IS "
+                                                    "NULL ORDER BY rowid")],
+                         ["%s: a note" % out,
+                          "%s: pids shifted by +%d (pid %d is also a process of %s): "
+                          "processes.os_pid keeps the pids the system gave"
+                          % (a3, STRIDE, pid, out)])
+
+    def test_a_merged_trace_merges_again_on_another_time_base(self):
+        # m: hosts A and B (B shifted by X onto A); then m with host C as the reference, whose
+        # monotonic clock is Y behind A's: m moves by -Y, and its hosts rows come along with
+        # their offsets and uncertainties on C's time base, and its notes with its name.
+        Y = 5000000000
+        a = self.take("a.kprof")
+        b, c = os.path.join(self.tmp, "b.kprof"), os.path.join(self.tmp, "c.kprof")
+        other_host(a, b, X)
+        other_host(a, c, Y, host="hostC", boot="boot-of-host-c", pid_delta=2)
+        m = os.path.join(self.tmp, "m.kprof")
+        jm, _ = self.merge_json(a, b, "-o", m)
+        again = os.path.join(self.tmp, "again.kprof")
+        j, _ = self.merge_json(c, m, "-o", again)
+        ua, ub, uc = estimate(a)[1], estimate(b)[1], estimate(c)[1]
+        um = estimate(m)[1]  # m's pairs, b's shifted onto A's clock, give A's offset
+        self.assertEqual(estimate(m)[0], estimate(a)[0])
+        n = lambda p: rows(p, "SELECT COUNT(*) FROM clocks")[0][0]
+        host_a, boot_a = meta(a)["host"], meta(a)["boot_id"]
+        self.assertEqual(
+            rows(again, "SELECT id, host, boot_id, offset_ns, uncertainty_ns, pairs, inputs "
+                        "FROM hosts ORDER BY id"),
+            [(1, "hostC", "boot-of-host-c", 0, 0, n(c), c),
+             (2, host_a, boot_a, -Y, um + uc, n(m), m),
+             (3, host_a, boot_a, -Y, um + uc, n(a), "%s: %s" % (m, a)),
+             (4, "hostB", "boot-of-host-b", X - Y, ua + ub + um + uc, n(b), "%s: %s" % (m, b))])
+        # The times went where the rows say: b's events are a's, moved by -Y.
+        moved = [(k, name, s + Y, e + Y, q, sub) for (k, name, s, e, q, sub) in timeline(again, 3)]
+        self.assertEqual([t[:4] for t in moved], [t[:4] for t in timeline(a, 1)])
+        notes = [t for (t,) in rows(again, "SELECT text FROM notes WHERE process IS NULL")]
+        self.assertEqual(len(notes), 2, notes)
+        self.assertIn("%s: %s" % (m, jm["notes"][0]), notes)
+        self.assertTrue(jm["notes"][0].startswith("host hostB (%s): shifted by +12.345678901 s"
+                                                  % b))
+        self.assertIn(j["notes"][0], notes)
+        self.assertTrue(j["notes"][0].startswith("host %s (%s): shifted by -5.000000000 s"
+                                                 % (host_a, m)), j["notes"])
 
     # ---- (d) bad input ----------------------------------------------------------------------
 

@@ -1,11 +1,20 @@
 /* test_trace_merge.c — the clock estimate of `kprof merge` (store/trace_merge.h): a host's
  * REALTIME − MONOTONIC offset is the middle of its pairs' range, known within the worst pair's
  * uncertainty plus half that range; pairs that cannot be one are left out; nothing wraps; the
- * shift between two hosts is the difference of their offsets, known within the sum. */
+ * shift between two hosts is the difference of their offsets, known within the sum. And the
+ * files: a merged trace has the tables and meta keys `kprof trace` writes (one schema, one key
+ * list), plus its own; a pid no system gives is refused at once. */
+#define _GNU_SOURCE
+#include "store/trace_db.h"
 #include "store/trace_merge.h"
 #include "test.h"
 
+#include <sqlite3.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void test_none(void)
 {
@@ -92,6 +101,127 @@ static void test_shift(void)
     CHECK_INT(u, INT64_MAX);
 }
 
+/* The text of one query's rows, "a|b\n..." (the caller frees). */
+static char *query_text(const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *q = NULL;
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK)
+        while (sqlite3_step(q) == SQLITE_ROW) {
+            for (int c = 0; c < sqlite3_column_count(q); c++) {
+                const unsigned char *t = sqlite3_column_text(q, c);
+                fprintf(f, "%s%s", c ? "|" : "", t ? (const char *)t : "NULL");
+            }
+            fputc('\n', f);
+        }
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    fclose(f);
+    return out;
+}
+
+static void exec_on(const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    CHECK_INT(sqlite3_open(path, &db), SQLITE_OK);
+    CHECK_INT(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
+static void test_files(void)
+{
+    char dir[] = "/tmp/kprof-test-merge-XXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECK(0);
+        return;
+    }
+    char records[256], trace[256], copy[256], merged[256];
+    snprintf(records, sizeof records, "%s/records", dir);
+    snprintf(trace, sizeof trace, "%s/t.kprof", dir);
+    snprintf(copy, sizeof copy, "%s/u.kprof", dir);
+    snprintf(merged, sizeof merged, "%s/m.kprof", dir);
+    CHECK_INT(mkdir(records, 0700), 0);
+    kp_trace_run run = {.command = "prog",
+                        .start_ns = 1000,
+                        .end_ns = 5000,
+                        .collectors = "cuda",
+                        .host = "h",
+                        .boot_id = "b"};
+    kp_trace_summary sum;
+    kp_error err = {0};
+    CHECK_INT(kp_trace_db_write(trace, records, &run, NULL, &sum, &err), KPROF_OK);
+    kp_merged_trace res = {0};
+    const char *one[] = {trace};
+    CHECK_INT(kp_trace_files_merge(merged, one, 1, NULL, &res, &err), KPROF_OK);
+    kp_merged_trace_free(&res);
+    /* The same tables (the merge adds hosts and processes.os_pid), rows and meta keys. */
+    const char *tables = "SELECT name, sql FROM sqlite_master WHERE name NOT IN ('hosts', "
+                         "'processes', 'events_start') ORDER BY name";
+    char *a = query_text(trace, tables), *b = query_text(merged, tables);
+    CHECK(a && *a);
+    CHECK_STR(b, a);
+    free(a);
+    free(b);
+    a = query_text(trace, "SELECT * FROM kinds UNION ALL SELECT * FROM domains");
+    b = query_text(merged, "SELECT * FROM kinds UNION ALL SELECT * FROM domains");
+    CHECK_STR(b, a);
+    free(a);
+    free(b);
+    const char *keys = "SELECT key FROM meta WHERE key <> 'merged_from' ORDER BY key";
+    a = query_text(trace, keys);
+    b = query_text(merged, keys);
+    CHECK_CONTAINS(a, "boot_id\nclock\ncollectors\ncommand\ndropped\nend_ns\nexit_status\nformat\n"
+                      "format_version\nhost\nkprof_version\nmetrics\nstart_ns\n");
+    CHECK_STR(b, a);
+    free(a);
+    free(b);
+    a = query_text(merged, "SELECT value FROM meta WHERE key IN ('merged_from', 'host') "
+                           "ORDER BY key");
+    char want[512];
+    snprintf(want, sizeof want, "h\n%s\n", trace);
+    CHECK_STR(a, want);
+    free(a);
+    /* The probes both readers use. */
+    sqlite3 *db = NULL;
+    CHECK_INT(kp_trace_db_open(merged, &db, &err), KPROF_OK);
+    CHECK(kp_trace_db_has_table(db, NULL, "hosts"));
+    CHECK(kp_trace_db_has_column(db, "main", "processes", "os_pid"));
+    CHECK(kp_trace_db_has_column(db, NULL, "events", "flops"));
+    CHECK(!kp_trace_db_has_column(db, NULL, "events", "os_pid"));
+    CHECK(!kp_trace_db_has_column(db, NULL, "nothing", "pid"));
+    CHECK(!kp_trace_db_has_table(db, "main", "nothing"));
+    sqlite3_close(db);
+    CHECK_INT(kp_trace_db_open(trace, &db, &err), KPROF_OK);
+    CHECK(!kp_trace_db_has_table(db, NULL, "hosts"));
+    CHECK(!kp_trace_db_has_column(db, NULL, "processes", "os_pid"));
+    sqlite3_close(db);
+    /* Two traces of one process whose pid is near the top of the int64 range: refused as
+     * damaged at once (moving it clear of the other's would have searched 2^41 shifts). */
+    exec_on(trace, "INSERT INTO processes (id, pid) VALUES (1, 9223372036854775000)");
+    FILE *in = fopen(trace, "rb"), *out = fopen(copy, "wb");
+    int c;
+    while (in && out && (c = fgetc(in)) != EOF)
+        fputc(c, out);
+    if (in) fclose(in);
+    if (out) fclose(out);
+    const char *two[] = {trace, copy};
+    unlink(merged);
+    CHECK_INT(kp_trace_files_merge(merged, two, 2, NULL, &res, &err), KPROF_CORRUPT);
+    CHECK_CONTAINS(err.message, "pids out of range");
+    CHECK_CONTAINS(err.message, trace);
+    kp_error_clear(&err);
+    kp_merged_trace_free(&res);
+    unlink(trace);
+    unlink(copy);
+    unlink(merged);
+    rmdir(records);
+    rmdir(dir);
+}
+
 int main(void)
 {
     test_none();
@@ -99,5 +229,6 @@ int main(void)
     test_spread();
     test_no_wrap();
     test_shift();
+    test_files();
     TEST_DONE();
 }

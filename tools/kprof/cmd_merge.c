@@ -63,10 +63,23 @@ static void kp_merge_print_json(const kp_merged_trace *res, const char *output, 
     kp_json_array_end(&j);
     kp_json_array_begin(&j, "pid_shifts");
     for (size_t i = 0; i < n; i++) {
-        if (!res->pid_shift || !res->pid_shift[i]) continue;
+        int renumbered = res->renumbered && res->renumbered[i];
+        if (!renumbered && (!res->pid_shift || !res->pid_shift[i])) continue;
         kp_json_object_begin(&j, NULL);
         kp_json_string(&j, "input", inputs[i]);
-        kp_json_int(&j, "shift", res->pid_shift[i]);
+        if (renumbered) { /* given the smallest free ids: no one shift */
+            kp_json_null(&j, "shift");
+            kp_json_array_begin(&j, "pids");
+            for (size_t p = 0; p < res->nrenumbered[i]; p++) {
+                kp_json_object_begin(&j, NULL);
+                kp_json_int(&j, "os_pid", res->renumbered[i][p].os_pid);
+                kp_json_int(&j, "pid", res->renumbered[i][p].pid);
+                kp_json_object_end(&j);
+            }
+            kp_json_array_end(&j);
+        } else {
+            kp_json_int(&j, "shift", res->pid_shift[i]);
+        }
         kp_json_object_end(&j);
     }
     kp_json_array_end(&j);
