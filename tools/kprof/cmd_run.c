@@ -150,7 +150,7 @@ static void kp_counter_text(const kp_counters *c, kp_counter_id id, char *buf, s
     else if (kp_counter_unit_of(id) == KP_COUNTER_UNIT_PERCENT)
         snprintf(buf, n, "%.1f%%", v->value);
     else
-        snprintf(buf, n, "%.0f", v->value);
+        snprintf(buf, n, "%s", kp_format_si(v->value, a, sizeof a));
 }
 
 void kp_run_print_counters(FILE *o, const kp_run_result *r)
@@ -200,8 +200,11 @@ void kp_run_print_counters(FILE *o, const kp_run_result *r)
     kp_counters_flops f;
     kp_counters_flops_of(c, &f);
     if (f.have) {
-        fprintf(o, "  %-18s %.4g (fp32 %.4g, fp64 %.4g, fp16 %.4g) · %.4g GFLOP/s", "FLOPs",
-                f.total, f.fp32, f.fp64, f.fp16, rd->gflops);
+        char f32[64], f64[64], f16[64];
+        fprintf(o, "  %-18s %s (fp32 %s, fp64 %s, fp16 %s) · %.4g GFLOP/s", "FLOPs",
+                kp_format_si(f.total, a, sizeof a), kp_format_si(f.fp32, f32, sizeof f32),
+                kp_format_si(f.fp64, f64, sizeof f64), kp_format_si(f.fp16, f16, sizeof f16),
+                rd->gflops);
         if (in->measured.peak_gflops > 0)
             fprintf(o, " (%.0f%% of the FP32 peak, %.0f GFLOP/s)", 100 * rd->flop_fraction,
                     in->measured.peak_gflops);
