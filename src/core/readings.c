@@ -1,13 +1,104 @@
 /*
  * readings.c — the seeds' readings computed from a measurement (kp_readings_compute: numbers and
- * flags only), and their sentences (kp_readings_describe: prose only, from those flags).
+ * flags only), and their sentences (kp_readings_describe: prose only, from those flags). With
+ * hardware counters the bandwidth reading comes from measured DRAM traffic, and the roofline and
+ * the measured-against-estimated bytes are read too (kp_readings_measure).
  */
 #include "core/readings.h"
 #include "core/format.h"
 #include "core/util.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+const char *kp_bound_name(kp_bound b)
+{
+    switch (b) {
+    case KP_BOUND_MEMORY:
+        return "memory";
+    case KP_BOUND_COMPUTE:
+        return "compute";
+    case KP_BOUND_LATENCY:
+        return "latency";
+    case KP_BOUND_BETWEEN:
+        return "between";
+    case KP_BOUND_UNKNOWN:
+        break;
+    }
+    return "unknown";
+}
+
+/* The measured figures (in->measured): numbers and flags, over what kp_readings_compute set from
+ * the estimate. The bandwidth reading becomes the measured traffic's. */
+static void kp_readings_measure(const kp_readings_input *in, kp_readings *r)
+{
+    const kp_readings_measured *m = &in->measured;
+    double seconds = in->median_ms * 1e-3;
+    if (m->have_dram) {
+        r->measured = 1;
+        r->dram_bytes = m->dram_read_bytes + m->dram_write_bytes;
+        r->measured_gbps = seconds > 0 ? r->dram_bytes / seconds / 1e9 : 0;
+        if (in->bytes > 0) {
+            r->bytes_ratio = r->dram_bytes / (double)in->bytes;
+            r->traffic = fabs(r->bytes_ratio - 1) <= KP_READING_TRAFFIC_TOLERANCE
+                             ? KP_TRAFFIC_MATCHES
+                         : r->bytes_ratio > 1 ? KP_TRAFFIC_MORE
+                                              : KP_TRAFFIC_LESS;
+        }
+        if (in->ceiling_gbs > 0) {
+            r->measured_fraction = r->measured_gbps / in->ceiling_gbs;
+            /* Measured traffic is DRAM traffic whatever the sizes: near the ceiling it is the
+             * limit; above it, the ceiling was measured low. */
+            r->bandwidth = r->measured_fraction >= KP_READING_BANDWIDTH_FRACTION
+                               ? KP_BANDWIDTH_BOUND
+                               : KP_BANDWIDTH_BELOW;
+            r->bandwidth_bound = r->bandwidth == KP_BANDWIDTH_BOUND;
+            r->ceiling_low = r->measured_fraction > KP_READING_CEILING_TOLERANCE;
+        }
+    }
+    if (m->have_flops && seconds > 0) r->gflops = m->flops / seconds / 1e9;
+    if (m->have_flops && r->dram_bytes > 0) {
+        r->have_intensity = 1;
+        r->intensity = m->flops / r->dram_bytes;
+    }
+    if (m->peak_gflops > 0 && in->ceiling_gbs > 0) {
+        r->have_ridge = 1;
+        r->ridge = m->peak_gflops / in->ceiling_gbs;
+    }
+    if (r->have_intensity && r->have_ridge) {
+        double memory_roof = r->intensity * in->ceiling_gbs;
+        r->attainable_gflops = memory_roof < m->peak_gflops ? memory_roof : m->peak_gflops;
+    }
+    if (m->have_flops && m->peak_gflops > 0) {
+        r->flop_fraction = r->gflops / m->peak_gflops;
+        r->compute_known = 1;
+        r->compute_fraction = r->flop_fraction;
+    }
+    if (m->have_sm_throughput &&
+        (!r->compute_known || m->sm_throughput_pct / 100 > r->compute_fraction)) {
+        r->compute_known = 1;
+        r->compute_fraction = m->sm_throughput_pct / 100;
+        r->compute_from_sm = 1;
+    }
+    r->bound = KP_BOUND_UNKNOWN;
+    if (!r->measured || in->ceiling_gbs <= 0) return;
+    int near_memory = r->measured_fraction >= KP_READING_ROOF_NEAR;
+    int near_compute = r->compute_known && r->compute_fraction >= KP_READING_ROOF_NEAR;
+    if (near_memory && near_compute)
+        r->bound = r->measured_fraction >= r->compute_fraction ? KP_BOUND_MEMORY : KP_BOUND_COMPUTE;
+    else if (near_memory)
+        r->bound = KP_BOUND_MEMORY;
+    else if (near_compute)
+        r->bound = KP_BOUND_COMPUTE;
+    else if (!r->compute_known)
+        r->bound = KP_BOUND_UNKNOWN; /* under the bandwidth roof, the compute roof unknown */
+    else if (r->measured_fraction < KP_READING_ROOF_FAR &&
+             r->compute_fraction < KP_READING_ROOF_FAR)
+        r->bound = KP_BOUND_LATENCY;
+    else
+        r->bound = KP_BOUND_BETWEEN;
+}
 
 void kp_readings_compute(const kp_readings_input *in, kp_readings *r)
 {
@@ -32,8 +123,8 @@ void kp_readings_compute(const kp_readings_input *in, kp_readings *r)
         }
         r->bandwidth_bound = r->bandwidth == KP_BANDWIDTH_BOUND;
     }
-    r->register_pressure = in->kernel_max_tg > 0 && in->device_max_tg > 0 &&
-                           in->kernel_max_tg < in->device_max_tg;
+    r->register_pressure =
+        in->kernel_max_tg > 0 && in->device_max_tg > 0 && in->kernel_max_tg < in->device_max_tg;
     if (in->device_local > 0) {
         r->local_fraction = (double)in->static_local / (double)in->device_local;
         r->shared_memory_bound = r->local_fraction >= KP_READING_LOCAL_FRACTION;
@@ -41,6 +132,7 @@ void kp_readings_compute(const kp_readings_input *in, kp_readings *r)
     r->submission_bound = in->median_ms > 0 && in->median_ms < KP_READING_SUBMISSION_MS;
     r->occupancy_limited = in->have_occupancy && in->occupancy < 0.5;
     r->sweep_hint = in->single_tg;
+    kp_readings_measure(in, r);
 }
 
 static int kp_add(kp_reading_line *out, int n, int max, const char *id, const char *fmt, ...)
@@ -57,6 +149,104 @@ static int kp_add(kp_reading_line *out, int n, int max, const char *id, const ch
     return n + 1;
 }
 
+/* The measured bytes against the estimate, and the roofline: the readings only counters give. */
+static int kp_readings_describe_measured(const kp_readings_input *in, const kp_readings *r,
+                                         kp_reading_line *out, int n, int max)
+{
+    char a[64], b[64];
+    const char *estimate = in->bytes_assumed ? "its buffers hold" : "--bytes gives";
+    if (r->traffic == KP_TRAFFIC_MORE)
+        n = kp_add(out, n, max, "traffic_more",
+                   "The kernel moves %.1f× the bytes %s (%s of DRAM traffic measured per "
+                   "dispatch, %s estimated): uncoalesced or repeated reads.",
+                   r->bytes_ratio, estimate, kp_format_bytes((uint64_t)r->dram_bytes, a, sizeof a),
+                   kp_format_bytes(in->bytes, b, sizeof b));
+    else if (r->traffic == KP_TRAFFIC_LESS)
+        n = kp_add(out, n, max, "traffic_less",
+                   "The kernel moves %.1f× the bytes %s (%s of DRAM traffic measured per "
+                   "dispatch, %s estimated): %s",
+                   r->bytes_ratio, estimate, kp_format_bytes((uint64_t)r->dram_bytes, a, sizeof a),
+                   kp_format_bytes(in->bytes, b, sizeof b),
+                   in->bytes_assumed ? "it touches part of its buffers, or hits in cache."
+                                     : "--bytes overstates what reaches memory, or it hits in "
+                                       "cache.");
+    else if (r->traffic == KP_TRAFFIC_MATCHES)
+        n = kp_add(out, n, max, "traffic_matches",
+                   "Measured DRAM traffic (%s per dispatch) is within %.0f%% of the bytes %s "
+                   "(%s, %.2f×)%s",
+                   kp_format_bytes((uint64_t)r->dram_bytes, a, sizeof a),
+                   100 * KP_READING_TRAFFIC_TOLERANCE, estimate,
+                   kp_format_bytes(in->bytes, b, sizeof b), r->bytes_ratio,
+                   in->bytes_assumed ? ": the once-per-element estimate holds for this kernel."
+                                     : ".");
+    if (!r->measured) return n;
+    const kp_readings_measured *m = &in->measured;
+    kp_str line = {0};
+    if (r->have_intensity)
+        kp_str_printf(&line,
+                      "Roofline: %.3g FLOP/byte (%.4g GFLOP over %s of DRAM traffic, "
+                      "%.4g GFLOP/s)",
+                      r->intensity, m->flops / 1e9,
+                      kp_format_bytes((uint64_t)r->dram_bytes, a, sizeof a), r->gflops);
+    else if (m->have_flops)
+        kp_str_printf(&line, "Roofline: %.4g GFLOP and no DRAM traffic measured (%.4g GFLOP/s)",
+                      m->flops / 1e9, r->gflops);
+    else
+        kp_str_append(&line, "Roofline: no FLOP counters read");
+    if (r->have_ridge)
+        kp_str_printf(&line,
+                      "; the ridge is %.3g FLOP/byte (FP32 peak %.0f GFLOP/s over the "
+                      "%.0f GB/s ceiling)",
+                      r->ridge, m->peak_gflops, in->ceiling_gbs);
+    else if (m->peak_gflops <= 0)
+        kp_str_append(&line, "; no measured FLOP peak for this device yet (kprof caps --measure "
+                             "measures it)");
+    switch (r->bound) {
+    case KP_BOUND_MEMORY:
+        kp_str_printf(&line, ": memory-bound, at %.0f%% of the bandwidth roof.",
+                      100 * r->measured_fraction);
+        break;
+    case KP_BOUND_COMPUTE:
+        if (r->compute_from_sm)
+            kp_str_printf(&line, ": compute-bound, the SM's pipes %.0f%% busy (SM throughput)%s.",
+                          100 * r->compute_fraction,
+                          r->flop_fraction > 0 ? "" : ", not on FP32 arithmetic");
+        else
+            kp_str_printf(&line, ": compute-bound, at %.0f%% of the FP32 peak.",
+                          100 * r->compute_fraction);
+        break;
+    case KP_BOUND_LATENCY:
+        kp_str_printf(&line,
+                      ": latency-bound, far under both roofs (%.0f%% of the bandwidth roof, "
+                      "%.0f%% of the compute roof, both under %.0f%%): neither bytes nor FLOPs "
+                      "limit it; more work in flight does (occupancy, independent loads, a larger "
+                      "grid).",
+                      100 * r->measured_fraction, 100 * r->compute_fraction,
+                      100 * KP_READING_ROOF_FAR);
+        break;
+    case KP_BOUND_BETWEEN:
+        kp_str_printf(&line,
+                      ": under both roofs, neither limiting (%.0f%% of the bandwidth roof, %.0f%% "
+                      "of the compute roof; %.0f%% is near one).",
+                      100 * r->measured_fraction, 100 * r->compute_fraction,
+                      100 * KP_READING_ROOF_NEAR);
+        break;
+    case KP_BOUND_UNKNOWN:
+        if (in->ceiling_gbs <= 0)
+            kp_str_append(&line, ": no bound without a measured bandwidth ceiling (kprof caps "
+                                 "--measure).");
+        else
+            kp_str_printf(&line,
+                          ": %.0f%% of the bandwidth roof; the compute roof is unknown (no FLOP "
+                          "peak or SM throughput), so no bound.",
+                          100 * r->measured_fraction);
+        break;
+    }
+    n = kp_add(out, n, max, "roofline", "%s", line.data ? line.data : "");
+    kp_str_free(&line);
+    return n;
+}
+
 int kp_readings_describe(const kp_readings_input *in, const kp_readings *r, kp_reading_line *out,
                          int max)
 {
@@ -69,12 +259,39 @@ int kp_readings_describe(const kp_readings_input *in, const kp_readings *r, kp_r
                    "measures it, and runs then report GB/s as a share of it.");
         break;
     case KP_BANDWIDTH_BELOW:
+        if (r->measured) {
+            n = kp_add(out, n, max, "bandwidth",
+                       "Measured DRAM traffic, %.0f GB/s (%s read + %s written per dispatch), is "
+                       "%.0f%% of this device's measured ceiling (%.0f GB/s): not "
+                       "bandwidth-bound.",
+                       r->measured_gbps,
+                       kp_format_bytes((uint64_t)in->measured.dram_read_bytes, a, sizeof a),
+                       kp_format_bytes((uint64_t)in->measured.dram_write_bytes, b, sizeof b),
+                       100 * r->measured_fraction, in->ceiling_gbs);
+            break;
+        }
         n = kp_add(out, n, max, "bandwidth",
                    "~%.0f GB/s is %.0f%% of this device's measured ceiling (%.0f GB/s): not "
                    "bandwidth-bound by this estimate.",
                    in->gbps, 100 * r->ceiling_fraction, in->ceiling_gbs);
         break;
     case KP_BANDWIDTH_BOUND:
+        if (r->measured) {
+            n = kp_add(out, n, max, "bandwidth_bound",
+                       "Measured DRAM traffic, %.0f GB/s (%s read + %s written per dispatch), is "
+                       "%.0f%% of this device's measured ceiling (%.0f GB/s): bandwidth-bound. "
+                       "Fewer passes, smaller elements and better locality help; more math per "
+                       "byte is free.%s",
+                       r->measured_gbps,
+                       kp_format_bytes((uint64_t)in->measured.dram_read_bytes, a, sizeof a),
+                       kp_format_bytes((uint64_t)in->measured.dram_write_bytes, b, sizeof b),
+                       100 * r->measured_fraction, in->ceiling_gbs,
+                       r->ceiling_low ? " Above 110% of the ceiling, the ceiling was measured "
+                                        "low: measure it again on an idle machine (kprof caps "
+                                        "--measure)."
+                                      : "");
+            break;
+        }
         n = kp_add(out, n, max, "bandwidth_bound",
                    "~%.0f GB/s is %.0f%% of this device's measured ceiling (%.0f GB/s): "
                    "bandwidth-bound. Fewer passes, smaller elements and better locality "
@@ -134,7 +351,8 @@ int kp_readings_describe(const kp_readings_input *in, const kp_readings *r, kp_r
         break;
     }
     }
-    if (in->bytes_assumed)
+    n = kp_readings_describe_measured(in, r, out, n, max);
+    if (in->bytes_assumed && r->traffic == KP_TRAFFIC_UNKNOWN)
         n = kp_add(out, n, max, "bytes_assumed",
                    "~GB/s assumes each buffer element is touched once per dispatch; give "
                    "--bytes B for the kernel's real traffic before quoting it.");
@@ -151,8 +369,8 @@ int kp_readings_describe(const kp_readings_input *in, const kp_readings *r, kp_r
                    kp_format_bytes(in->static_local, a, sizeof a), 100 * r->local_fraction,
                    kp_format_bytes(in->device_local, b, sizeof b));
     if (r->occupancy_limited)
-        n = kp_add(out, n, max, "occupancy",
-                   "Theoretical occupancy is %.0f%%, limited by %s.", 100 * in->occupancy,
+        n = kp_add(out, n, max, "occupancy", "Theoretical occupancy is %.0f%%, limited by %s.",
+                   100 * in->occupancy,
                    in->limiter && *in->limiter ? in->limiter : "an unknown resource");
     if (r->submission_bound)
         n = kp_add(out, n, max, "submission_bound",

@@ -2,7 +2,8 @@
  * ceiling.c — measuring the device's bandwidth ceiling with kprof's copy kernels (see
  * ceiling.h): the plan (sizes and repeats from the device), then the points. Each point is one
  * kernel at one size: warm-ups, then timed dispatches; the point's bandwidth is from its fastest
- * dispatch ("best of many"), and the ceiling is the best point.
+ * dispatch ("best of many"), and the ceiling is the best point. The last point is the FP32 FLOP
+ * peak, fma_f32's fastest dispatch, measured the same way.
  */
 #include "lab/ceiling.h"
 #include "core/format.h"
@@ -22,6 +23,10 @@ extern const char kp_embedded_demo_add_cl[];
 extern const size_t kp_embedded_demo_add_cl_len;
 extern const char kp_embedded_demo_add_cu[];
 extern const size_t kp_embedded_demo_add_cu_len;
+extern const char kp_embedded_fma_cl[];
+extern const size_t kp_embedded_fma_cl_len;
+extern const char kp_embedded_fma_cu[];
+extern const size_t kp_embedded_fma_cu_len;
 
 #define KP_MIB (1ULL << 20)
 
@@ -70,8 +75,16 @@ kprof_status kp_ceiling_plan_make(const kp_device_info *dev, uint64_t max_bytes,
         plan->sizes[plan->nsizes++] = s;
     }
     plan->in_cache = cache && plan->sizes[plan->nsizes - 1] < cache;
-    plan->npoints = plan->nsizes * KP_CEILING_VARIANTS + 1;
+    plan->npoints = plan->nsizes * KP_CEILING_VARIANTS + 2;
+    uint64_t units = dev->compute_units ? dev->compute_units : 1;
+    plan->fma_threads = units * (plan->gpu ? 8192 : 4096);
+    plan->fma_iters = plan->gpu ? 4096 : 512;
     return KPROF_OK;
+}
+
+double kp_ceiling_fma_flops(const kp_ceiling_plan *plan)
+{
+    return (double)plan->fma_threads * (double)plan->fma_iters * 16.0;
 }
 
 typedef struct kp_copy_variant {
@@ -90,17 +103,31 @@ const char *kp_ceiling_variant(int i)
     return i >= 0 && i < KP_CEILING_VARIANTS ? kp_copy_variants[i].entry : "";
 }
 
-/* A lab session on kprof's own copy kernels (demo=0) or demo_add (demo=1). */
-static kp_lab_options kp_ceiling_lab_options(int cuda, int demo, const char *spec, int index)
+/* Which of kprof's own kernels a session runs. */
+typedef enum kp_ceiling_source {
+    KP_CEILING_COPY,     /* the copy variants */
+    KP_CEILING_DEMO_ADD, /* demo_add */
+    KP_CEILING_FMA,      /* fma_f32: the FLOP peak */
+} kp_ceiling_source;
+
+/* A lab session on one of kprof's own kernels. */
+static kp_lab_options kp_ceiling_lab_options(int cuda, kp_ceiling_source which, const char *spec,
+                                             int index)
 {
     kp_lab_options lo = {
-        .entry = demo ? "demo_add" : "copy_f4",
+        .entry = which == KP_CEILING_DEMO_ADD ? "demo_add"
+                 : which == KP_CEILING_FMA    ? "fma_f32"
+                                              : "copy_f4",
         .buffers = spec,
         .backend = cuda ? "cuda" : "opencl",
         .device = index,
         .source_lang = cuda ? KP_LANG_CUDA : KP_LANG_OPENCL_C,
     };
-    if (demo) {
+    if (which == KP_CEILING_FMA) {
+        lo.source_text = cuda ? kp_embedded_fma_cu : kp_embedded_fma_cl;
+        lo.source_len = cuda ? kp_embedded_fma_cu_len : kp_embedded_fma_cl_len;
+        lo.source_name = cuda ? "kprof:fma.cu" : "kprof:fma.cl";
+    } else if (which == KP_CEILING_DEMO_ADD) {
         lo.source_text = cuda ? kp_embedded_demo_add_cu : kp_embedded_demo_add_cl;
         lo.source_len = cuda ? kp_embedded_demo_add_cu_len : kp_embedded_demo_add_cl_len;
         lo.source_name = cuda ? "kprof:demo_add.cu" : "kprof:demo_add.cl";
@@ -170,7 +197,7 @@ kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_resul
         snprintf(spec, sizeof spec, "f32:%llu:zero,f32:%llu:iota,u64=%llu",
                  (unsigned long long)(bytes / 4), (unsigned long long)(bytes / 4),
                  (unsigned long long)n4);
-        kp_lab_options lo = kp_ceiling_lab_options(cuda, 0, spec, index);
+        kp_lab_options lo = kp_ceiling_lab_options(cuda, KP_CEILING_COPY, spec, index);
         kp_lab *lab = NULL;
         st = kp_lab_open(&lo, &lab, err);
         for (int v = 0; v < nvariants && st == KPROF_OK; v++) {
@@ -206,7 +233,7 @@ kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_resul
         char spec[160];
         snprintf(spec, sizeof spec, "f32:%llu,f32:%llu,f32:%llu,u32=%llu", (unsigned long long)n,
                  (unsigned long long)n, (unsigned long long)n, (unsigned long long)n);
-        kp_lab_options lo = kp_ceiling_lab_options(cuda, 1, spec, index);
+        kp_lab_options lo = kp_ceiling_lab_options(cuda, KP_CEILING_DEMO_ADD, spec, index);
         kp_lab *lab = NULL;
         st = kp_lab_open(&lo, &lab, err);
         if (st == KPROF_OK) {
@@ -231,9 +258,47 @@ kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_resul
         if (st == KPROF_OK) st = kp_lab_finish(lab, err);
         kp_lab_close(lab);
     }
+
+    /* The FP32 FLOP peak: fma_f32's fastest dispatch. */
+    kp_ceiling_point *fma = NULL;
+    if (st == KPROF_OK) {
+        uint64_t n = (plan->fma_threads + tg - 1) / tg * tg;
+        char spec[128];
+        snprintf(spec, sizeof spec, "f32:%llu:zero,u32=%u", (unsigned long long)n,
+                 (unsigned)plan->fma_iters);
+        kp_lab_options lo = kp_ceiling_lab_options(cuda, KP_CEILING_FMA, spec, index);
+        kp_lab *lab = NULL;
+        st = kp_lab_open(&lo, &lab, err);
+        if (st == KPROF_OK) {
+            kp_launch l = {.dims = 1, .grid = {n, 1, 1}, .tg = {tg, 1, 1}};
+            kp_reflection refl;
+            st = kp_lab_check_launch(lab, &l, &refl, err);
+            fma = &out->points[out->npoints++];
+            snprintf(fma->kernel, sizeof fma->kernel, "fma_f32");
+            fma->bytes = n * 4;
+            fma->run.launch = l;
+            if (st == KPROF_OK)
+                st = kp_ceiling_point_run(lab, &l, warmup, iters, samples, scratch, fma, err);
+            if (st == KPROF_OK && fma->run.stats.min > 0) {
+                double flops = (double)n * (double)plan->fma_iters * 16.0;
+                fma->gflops = flops / (fma->run.stats.min * 1e-3) / 1e9;
+                if (opts->progress) opts->progress(fma, ++done, total, opts->user);
+            }
+        }
+        if (st == KPROF_OK) st = kp_lab_finish(lab, err);
+        kp_lab_close(lab);
+    }
     free(samples);
     free(scratch);
     if (st != KPROF_OK) return st;
+    if (fma && fma->gflops > 0) {
+        out->ceiling.fma_gflops = fma->gflops;
+        snprintf(out->ceiling.fma_method, sizeof out->ceiling.fma_method,
+                 "best of %d dispatches of fma_f32: %llu threads x %u iterations x 8 FMA chains "
+                 "(16 FLOPs each), tg %llu",
+                 iters, (unsigned long long)fma->run.launch.grid[0], (unsigned)plan->fma_iters,
+                 (unsigned long long)fma->run.launch.tg[0]);
+    }
     out->ceiling.copy_gbs = best->run.gbps;
     out->ceiling.copy_bytes = best->bytes;
     out->ceiling.measured_at = (int64_t)time(NULL);

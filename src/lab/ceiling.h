@@ -2,7 +2,10 @@
  * ceiling.h — the device's bandwidth ceiling, measured (`kprof caps --measure`): kprof's own
  * copy kernels over working sets beyond the last-level cache, at sizes and repeat counts chosen
  * for the device (kp_ceiling_plan_make), best of several dispatches, plus the demo_add kernel at
- * the largest size. The result goes to the store, and `kprof run` reports ~GB/s against it.
+ * the largest size. Beside it, the device's FP32 FLOP peak: kprof's fma_f32 kernel
+ * (kernels/fma.cu, fma.cl), best of the same number of dispatches — the compute roof of the
+ * roofline `kprof run --counters` draws. The result goes to the store, and `kprof run` reports
+ * ~GB/s (and, with --counters, measured GB/s and FLOP/s) against it.
  *
  * Two steps, so a caller can say what will be measured (or only that: --dry-run) before the
  * measuring starts: kp_ceiling_prepare chooses the device and makes the plan, kp_ceiling_measure
@@ -26,7 +29,11 @@
  *               its caches hold tens of MiB, not the hundreds a GPU measures over).
  * Every size is capped by the device's largest allocation, a quarter of its memory and
  * --max-bytes, and rounded down to whole 64-byte groups. "cache" is the last-level cache
- * (kp_device_info.cache_bytes). A buffer is one of two (source and destination). */
+ * (kp_device_info.cache_bytes). A buffer is one of two (source and destination).
+ * The FLOP peak (one more point, fma_f32, 16 FLOPs per thread and iteration):
+ *   GPU:        compute units x 8192 threads (a few waves of full SMs), 4096 iterations
+ *               (about 1 ms on an H200);
+ *   any other:  compute units x 4096 threads, 512 iterations. */
 typedef enum kp_ceiling_cap {
     KP_CEILING_CAP_NONE,      /* the sizes are the rule's */
     KP_CEILING_CAP_DEVICE,    /* cut by the largest allocation or a quarter of memory */
@@ -44,7 +51,9 @@ typedef struct kp_ceiling_plan {
     uint64_t sizes[KP_CEILING_MAX_SIZES];
     int iters;    /* timed dispatches per point */
     int warmup;   /* untimed dispatches before them */
-    int npoints;  /* copy variants x sizes, + demo_add */
+    int npoints;  /* copy variants x sizes, + demo_add, + fma_f32 */
+    uint64_t fma_threads; /* the FLOP peak's grid */
+    uint32_t fma_iters;   /* its iterations per thread */
     int in_cache; /* the largest buffer is smaller than the cache: the figure would
                      be the cache's (only when the device's limits force it) */
 } kp_ceiling_plan;
@@ -59,11 +68,15 @@ kprof_status kp_ceiling_plan_make(const kp_device_info *dev, uint64_t max_bytes,
 /* The name of copy variant i (0..KP_CEILING_VARIANTS-1): "copy_f4", ... */
 const char *kp_ceiling_variant(int i);
 
+/* FLOPs one dispatch of fma_f32 does at a plan's grid and iterations: threads x iters x 16. */
+double kp_ceiling_fma_flops(const kp_ceiling_plan *plan);
+
 #define KP_CEILING_MAX_POINTS 32
 
 typedef struct kp_ceiling_point {
-    char kernel[32];   /* copy variant, or "demo_add" */
+    char kernel[32];   /* copy variant, "demo_add" or "fma_f32" */
     uint64_t bytes;    /* one buffer's size */
+    double gflops;     /* fma_f32: FLOP/s of its fastest dispatch / 1e9; 0 for the others */
     kp_run_result run; /* the kernel's run: run.launch (1-D, tg in tg[0]), run.stats (ms; min the
                           fastest dispatch), run.bytes the bytes a dispatch moves, and run.gbps
                           over the fastest dispatch for a copy, over the median for demo_add */

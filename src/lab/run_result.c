@@ -56,6 +56,7 @@ void kp_run_result_read(kp_run_result *r, const kp_device_info *dev, uint64_t wo
         /* A kernel that takes one size only has nothing to sweep. */
         .single_tg = r->refl.tg_rule != KP_TG_RULE_REQUIRED,
     };
+    if (r->counters) kp_counters_apply(r->counters, r->peak_gflops, &r->readings_in);
     kp_readings_compute(&r->readings_in, &r->readings);
 }
 
@@ -122,6 +123,7 @@ typedef enum kp_run_number {
     KP_RUN_REFLECTION,          /* an object: the kernel's limits, memory and occupancy */
     KP_RUN_OCCUPANCY,           /* theoretical occupancy, 0..1; left out without it */
     KP_RUN_OCCUPANCY_LIMITER,   /* the resource that limits it; left out without it */
+    KP_RUN_COUNTERS,            /* an object (lab/counters.h); left out when not asked for */
 } kp_run_number;
 
 typedef struct kp_run_key {
@@ -154,6 +156,7 @@ static const kp_run_key kp_run_form_run[] = {
     {KP_RUN_CACHE_BYTES, "last_level_cache_bytes"},
     {KP_RUN_NOT_DRAM_REASONS, "not_dram_reasons"},
     {KP_RUN_REFLECTION, "reflection"}, /* occupancy inside it; a sweep point's at its top */
+    {KP_RUN_COUNTERS, "counters"},
 };
 
 /* A point of sweep.json, before its "best", "tie" and "your_tg". */
@@ -168,6 +171,7 @@ static const kp_run_key kp_run_form_sweep_point[] = {
     {KP_RUN_CEILING_PERCENT, "ceiling_percent"},
     {KP_RUN_OCCUPANCY, "occupancy"},
     {KP_RUN_OCCUPANCY_LIMITER, "occupancy_limiter"},
+    {KP_RUN_COUNTERS, "counters"},
 };
 
 /* A point of `caps --measure --json`, after its "kernel" and "bytes" (one buffer's size, where
@@ -313,6 +317,10 @@ static void kp_run_json_number(kp_json *j, const kp_run_result *r, kp_run_number
         break;
     case KP_RUN_OCCUPANCY_LIMITER:
         if (r->refl.have_occupancy) kp_json_string(j, key, r->refl.limiter);
+        break;
+    case KP_RUN_COUNTERS:
+        if (r->counters && r->counters->read)
+            kp_counters_json(j, key, r->counters, &r->readings_in, &r->readings);
         break;
     }
 }

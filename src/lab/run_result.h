@@ -17,6 +17,7 @@
 #include "core/readings.h"
 #include "core/stats.h"
 #include "export/json.h"
+#include "lab/counters.h"
 #include "lab/lab.h"
 
 typedef struct kp_run_result {
@@ -32,6 +33,11 @@ typedef struct kp_run_result {
                            its own way: ceiling.h) */
     double ceiling_gbs; /* the device's measured bandwidth ceiling, 0 when none */
     kp_reflection refl; /* the kernel at this launch: limits, memory, occupancy */
+    /* Hardware counters of one replayed dispatch at this launch (--counters; lab/counters.h),
+     * or NULL when not asked for; not owned. Read with the device's measured FP32 FLOP peak
+     * (GFLOP/s, 0 when none). */
+    const kp_counters *counters;
+    double peak_gflops;
     /* The readings (kp_run_result_read; zero where nobody asked for them). readings_in.limiter
      * points into refl: a copy of the struct must be read again before its readings are used. */
     kp_readings_input readings_in;
@@ -51,7 +57,8 @@ double kp_run_result_ceiling_percent(const kp_run_result *r);
 
 /* The readings of a run on dev (core/readings.h): working_set is the buffers' total,
  * grid_bytes and grid_threads what the launch's grid touches (kp_lab_grid_bytes). After
- * kp_run_result_bandwidth and with refl filled. */
+ * kp_run_result_bandwidth and with refl filled; with counters (r->counters read), the measured
+ * figures are read too (kp_counters_apply). */
 void kp_run_result_read(kp_run_result *r, const kp_device_info *dev, uint64_t working_set,
                         uint64_t grid_bytes, uint64_t grid_threads);
 
@@ -59,8 +66,10 @@ void kp_run_result_read(kp_run_result *r, const kp_device_info *dev, uint64_t wo
  * has open; the caller adds its own (run.json's header and buffers, a sweep point's best and
  * tie, a ceiling point's kernel and buffer size) around them. */
 typedef enum kp_run_json_form {
-    KP_RUN_JSON_RUN,           /* `kprof run --json` and run.json: from "grid" to "reflection" */
-    KP_RUN_JSON_SWEEP_POINT,   /* a point of `kprof sweep --json` and sweep.json */
+    KP_RUN_JSON_RUN,           /* `kprof run --json` and run.json: from "grid" to "reflection",
+                                  then "counters" when they were asked for */
+    KP_RUN_JSON_SWEEP_POINT,   /* a point of `kprof sweep --json` and sweep.json ("counters"
+                                  last, when asked for) */
     KP_RUN_JSON_CEILING_POINT, /* a point of `kprof caps --measure --json` */
 } kp_run_json_form;
 

@@ -65,6 +65,11 @@ static const char kp_store_schema_v2_tables[] =
     "  made_from TEXT,"
     "  data TEXT);"
     KP_STORE_NOTES_AT_INDEX ";";
+/* Version 3: the FP32 FLOP peak (kprof's FMA kernel) beside the bandwidth ceiling; a ceiling
+ * measured before has none (NULL) until `kprof caps --measure` runs again. */
+static const char kp_store_schema_v3[] = "ALTER TABLE ceilings ADD COLUMN fma_gflops REAL;"
+                                         "ALTER TABLE ceilings ADD COLUMN fma_method TEXT;";
+
 static const char kp_store_schema_v2_fts[] =
     "CREATE VIRTUAL TABLE notes_fts USING fts5(text, kernel, content='notes', "
     "content_rowid='id');";
@@ -88,8 +93,9 @@ static const char *const kp_store_tables[KP_STORE_SCHEMA_VERSION + 1] = {
     NULL,
     "'ceilings'",
     "'ceilings','runs','notes','notes_fts'",
+    "'ceilings','runs','notes','notes_fts'",
 };
-static const int kp_store_ntables[KP_STORE_SCHEMA_VERSION + 1] = {0, 1, 4};
+static const int kp_store_ntables[KP_STORE_SCHEMA_VERSION + 1] = {0, 1, 4, 4};
 
 char *kp_store_path(char *buf, size_t n)
 {
@@ -220,6 +226,9 @@ static kprof_status kp_store_upgrade(kp_store *s, const char *path, kp_error *er
         else if (sqlite3_exec(s->db, kp_store_schema_v2_triggers, NULL, NULL, NULL) != SQLITE_OK)
             st = kp_store_fail(s, err, path, "cannot add the notes' index triggers");
     }
+    if (st == KPROF_OK && s->version < 3 &&
+        sqlite3_exec(s->db, kp_store_schema_v3, NULL, NULL, NULL) != SQLITE_OK)
+        st = kp_store_fail(s, err, path, "cannot add the FLOP peak to the ceilings");
     if (st == KPROF_OK && s->version < KP_STORE_SCHEMA_VERSION) {
         char sql[64];
         snprintf(sql, sizeof sql, "PRAGMA user_version = %d", KP_STORE_SCHEMA_VERSION);
@@ -324,7 +333,7 @@ kprof_status kp_store_put_ceiling(kp_store *s, const kp_device_info *dev, const 
     sqlite3_stmt *q = NULL;
     const char *sql = "INSERT OR REPLACE INTO ceilings (device_key, backend, device, driver, "
                       "copy_gbs, copy_bytes, demo_add_gbs, demo_add_ms, demo_add_elements, method, "
-                      "measured_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)";
+                      "measured_at, fma_gflops, fma_method) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)";
     if (sqlite3_prepare_v2(s->db, sql, -1, &q, NULL) != SQLITE_OK)
         return kp_store_fail(s, err, kp_store_path(path, sizeof path), "cannot write");
     sqlite3_bind_text(q, 1, key, -1, SQLITE_TRANSIENT);
@@ -338,6 +347,13 @@ kprof_status kp_store_put_ceiling(kp_store *s, const kp_device_info *dev, const 
     sqlite3_bind_int64(q, 9, (sqlite3_int64)c->demo_add_elements);
     sqlite3_bind_text(q, 10, c->method, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(q, 11, c->measured_at ? c->measured_at : (sqlite3_int64)time(NULL));
+    if (c->fma_gflops > 0) {
+        sqlite3_bind_double(q, 12, c->fma_gflops);
+        sqlite3_bind_text(q, 13, c->fma_method, -1, SQLITE_TRANSIENT);
+    } else {
+        sqlite3_bind_null(q, 12);
+        sqlite3_bind_null(q, 13);
+    }
     int rc = sqlite3_step(q);
     sqlite3_finalize(q);
     if (rc != SQLITE_DONE)
@@ -351,8 +367,14 @@ int kp_store_get_ceiling(kp_store *s, const kp_device_info *dev, kp_ceiling *c)
     char key[1024];
     kp_store_device_key(dev, key, sizeof key);
     sqlite3_stmt *q = NULL;
-    const char *sql = "SELECT copy_gbs, copy_bytes, demo_add_gbs, demo_add_ms, demo_add_elements, "
-                      "measured_at, driver, method FROM ceilings WHERE device_key = ?";
+    /* A store read as it is (read-only opens do not upgrade) may predate the FLOP peak. */
+    const char *sql = s->version >= 3
+                          ? "SELECT copy_gbs, copy_bytes, demo_add_gbs, demo_add_ms, "
+                            "demo_add_elements, measured_at, driver, method, fma_gflops, "
+                            "fma_method FROM ceilings WHERE device_key = ?"
+                          : "SELECT copy_gbs, copy_bytes, demo_add_gbs, demo_add_ms, "
+                            "demo_add_elements, measured_at, driver, method FROM ceilings "
+                            "WHERE device_key = ?";
     if (sqlite3_prepare_v2(s->db, sql, -1, &q, NULL) != SQLITE_OK) return -1;
     sqlite3_bind_text(q, 1, key, -1, SQLITE_TRANSIENT);
     int found = -1;
@@ -367,6 +389,11 @@ int kp_store_get_ceiling(kp_store *s, const kp_device_info *dev, kp_ceiling *c)
         snprintf(c->driver, sizeof c->driver, "%s", t ? (const char *)t : "");
         t = sqlite3_column_text(q, 7);
         snprintf(c->method, sizeof c->method, "%s", t ? (const char *)t : "");
+        if (s->version >= 3) {
+            c->fma_gflops = sqlite3_column_double(q, 8); /* NULL reads as 0: none */
+            t = sqlite3_column_text(q, 9);
+            snprintf(c->fma_method, sizeof c->fma_method, "%s", t ? (const char *)t : "");
+        }
         found = c->copy_gbs > 0 ? 0 : -1;
     }
     sqlite3_finalize(q);

@@ -9,6 +9,8 @@
  *   1  ceilings
  *   2  + runs (with index runs_kernel), notes, notes_fts (FTS5, external content) and the
  *      three triggers that keep notes_fts in step with notes
+ *   3  + ceilings.fma_gflops, ceilings.fma_method: the FP32 FLOP peak beside the bandwidth
+ *      ceiling (the compute roof of `kprof run --counters`' roofline)
  * A read-write open creates the schema in a new or empty file and upgrades an older store in
  * one transaction, keeping everything in it; a read-only open reads any known version as it
  * is. A file that is not a kprof store, or a store of a newer schema than this kprof knows, is
@@ -22,7 +24,7 @@
 #include <stdint.h>
 
 /* The schema this kprof writes (PRAGMA user_version). */
-#define KP_STORE_SCHEMA_VERSION 2
+#define KP_STORE_SCHEMA_VERSION 3
 
 typedef struct kp_store kp_store;
 
@@ -35,6 +37,9 @@ typedef struct kp_ceiling {
     int64_t measured_at;        /* unix seconds */
     char driver[128];           /* driver version when measured */
     char method[256];           /* what was measured, for people */
+    double fma_gflops;          /* FP32 FLOP peak: kprof's FMA kernel, GFLOP/s; 0 when not
+                                   measured (a ceiling stored by a kprof before schema 3) */
+    char fma_method[256];       /* how the peak was measured, for people ("" when none) */
 } kp_ceiling;
 
 /* Open (creating when missing, upgrading when older) the store. readonly=1 never creates nor

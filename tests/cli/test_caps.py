@@ -168,8 +168,16 @@ class Measure(kptest.KprofTestCase):
         self.assertIsNone(r["peak_bandwidth_gbs"])
         self.assertIn("OpenCL reports no memory clock", r["peak_bandwidth_reason"])
         kernels = [p["kernel"] for p in r["points"]]
-        self.assertEqual(kernels, ["copy_f4", "copy_f4x4", "copy_f4_stride", "demo_add"])
-        copies = [p for p in r["points"] if p["kernel"] != "demo_add"]
+        self.assertEqual(kernels, ["copy_f4", "copy_f4x4", "copy_f4_stride", "demo_add",
+                                   "fma_f32"])
+        # The FP32 FLOP peak: fma_f32's fastest dispatch, 16 FLOPs per thread and iteration.
+        fma = r["points"][-1]
+        flops = r["plan"]["fma_threads"] * r["plan"]["fma_iterations"] * 16
+        self.assertAlmostEqual(fma["gflop_per_s"], flops / (fma["best_ms"] * 1e-3) / 1e9,
+                               delta=1e-6 * fma["gflop_per_s"])
+        self.assertEqual(r["fma_gflop_per_s"], fma["gflop_per_s"])
+        self.assertIn("fma_f32", r["fma_method"])
+        copies = [p for p in r["points"] if p["kernel"] not in ("demo_add", "fma_f32")]
         for p in copies:
             self.assertEqual(p["bytes"], mb << 20)
             self.assertLessEqual(p["best_ms"], p["median_ms"])
@@ -182,7 +190,10 @@ class Measure(kptest.KprofTestCase):
         dev = [d for d in caps["backends"][0]["devices"] if d["index"] == r["index"]][0]
         mc = dev["measured_ceiling"]
         self.assertEqual(mc["copy_gb_per_s"], r["ceiling_gb_per_s"])
-        self.assertIn("bandwidth ceiling", self.kprof("caps", expect=0).stdout)
+        self.assertEqual(mc["fma_gflop_per_s"], r["fma_gflop_per_s"])
+        text = self.kprof("caps", expect=0).stdout
+        self.assertIn("bandwidth ceiling", text)
+        self.assertIn("FLOP peak (FP32)", text)
         self.kprof("isolate", "demo", "--lang", "cl", expect=0)
         # The device measured (the default device may be another: a GPU beside PoCL).
         run = json.loads(self.kprof("run", "demo", "--backend", "opencl", "--device",
@@ -229,8 +240,9 @@ class Measure(kptest.KprofTestCase):
         os.close(master)
         text = err.decode()
         self.assertIn("kprof: measuring the bandwidth ceiling of ", text)
-        self.assertIn("measuring: 1/4 copy_f4 ", text)
-        self.assertIn("measuring: 4/4 demo_add ", text)
+        self.assertIn("measuring: 1/5 copy_f4 ", text)
+        self.assertIn("measuring: 4/5 demo_add ", text)
+        self.assertRegex(text, r"measuring: 5/5 fma_f32 [0-9]+ GFLOP/s")
         self.assertIn("ceiling:", out.decode())
 
     def test_dry_run_sizes_from_the_device(self):
@@ -260,7 +272,10 @@ class Measure(kptest.KprofTestCase):
         self.assertEqual(plan["buffer_bytes"], sizes)
         self.assertEqual(plan["iters"], 5)
         self.assertEqual(plan["warmup"], 1)
-        self.assertEqual(plan["points"], 3 * len(sizes) + 1)
+        self.assertEqual(plan["points"], 3 * len(sizes) + 2)
+        # The FLOP peak on a CPU: 4096 threads per compute unit, 512 iterations each.
+        self.assertEqual(plan["fma_threads"], 4096 * d["compute_units"])
+        self.assertEqual(plan["fma_iterations"], 512)
         self.assertEqual(plan["last_level_cache_bytes"], cache or None)
         self.assertNotIn("ceiling_gb_per_s", r)
         # The text form says the same, and nothing is stored.

@@ -1,7 +1,8 @@
 /* test_ceiling.c — the plan of `kprof caps --measure` (kp_ceiling_plan_make): buffer sizes and
  * repeat counts from the device — a GPU from 8x its L2 up (512 MiB, 1 GiB, 2 GiB on an H200),
- * anything else a few times its last-level cache with far fewer repeats — the caps, and the
- * refusal of a --max-bytes whose buffers would fit in the cache. No device is touched. */
+ * anything else a few times its last-level cache with far fewer repeats — the caps, the
+ * refusal of a --max-bytes whose buffers would fit in the cache, and the FP32 FLOP peak's grid
+ * and iterations. No device is touched. */
 #include "lab/ceiling.h"
 #include "test.h"
 
@@ -27,7 +28,8 @@ static void check_sizes(const kp_ceiling_plan *p, int n, uint64_t a, uint64_t b,
     const uint64_t want[3] = {a, b, c};
     for (int i = 0; i < n && i < p->nsizes; i++)
         CHECK_INT(p->sizes[i], want[i]);
-    CHECK_INT(p->npoints, p->nsizes * KP_CEILING_VARIANTS + 1);
+    /* The copies at every size, demo_add, and fma_f32 (the FLOP peak). */
+    CHECK_INT(p->npoints, p->nsizes * KP_CEILING_VARIANTS + 2);
 }
 
 static void test_gpu_sizes_unchanged(void)
@@ -143,8 +145,33 @@ static void test_max_bytes_inside_the_cache_is_refused(void)
     check_sizes(&p, 1, 8 * MIB, 0, 0);
 }
 
+/* The FLOP peak: a few waves of full SMs (8192 threads per SM) of 4096 iterations on a GPU,
+ * 4096 threads per compute unit of 512 iterations elsewhere; 16 FLOPs per thread and
+ * iteration. */
+static void test_fma_plan(void)
+{
+    kp_ceiling_plan p;
+    kp_error err = {0};
+    kp_device_info h200 = gpu(60 * MIB, 141 * GIB);
+    h200.compute_units = 132;
+    CHECK_INT(kp_ceiling_plan_make(&h200, 0, 0, &p, &err), KPROF_OK);
+    CHECK_INT(p.fma_threads, 132 * 8192);
+    CHECK_INT(p.fma_iters, 4096);
+    CHECK_NEAR(kp_ceiling_fma_flops(&p), 132.0 * 8192 * 4096 * 16, 0);
+    kp_device_info two_cores = cpu(32 * MIB, 8 * GIB, 2 * GIB);
+    two_cores.compute_units = 2;
+    CHECK_INT(kp_ceiling_plan_make(&two_cores, 0, 0, &p, &err), KPROF_OK);
+    CHECK_INT(p.fma_threads, 2 * 4096);
+    CHECK_INT(p.fma_iters, 512);
+    /* A device that reports no compute units still gets a grid. */
+    kp_device_info none = cpu(32 * MIB, 8 * GIB, 2 * GIB);
+    CHECK_INT(kp_ceiling_plan_make(&none, 0, 0, &p, &err), KPROF_OK);
+    CHECK_INT(p.fma_threads, 4096);
+}
+
 int main(void)
 {
+    test_fma_plan();
     test_gpu_sizes_unchanged();
     test_cpu_sizes();
     test_caps();

@@ -1,6 +1,7 @@
 /* test_history.c — kprof's store and its history without a device: a schema-1 store (exactly
- * the schema and user_version kprof wrote before the history) upgraded to 2 keeping its
- * ceilings, read as it is by a read-only open; a store of a newer schema and foreign files
+ * the schema and user_version kprof wrote before the history) upgraded to 3 keeping its
+ * ceilings, read as it is by a read-only open; the FP32 FLOP peak (schema 3) kept beside a
+ * ceiling, and a ceiling stored without one; a store of a newer schema and foreign files
  * refused byte for byte untouched; results recorded and read back (kp_history_record, _list,
  * _each, _get by id, @0 and @-N), their samples and JSON exact; references parsed. Each check
  * points KPROF_STORE at a file of its own in a scratch folder. */
@@ -100,6 +101,9 @@ static void check_v1_ceiling(kp_store *s)
     CHECK_INT(c.measured_at, 1700000000);
     CHECK_STR(c.driver, "3.1");
     CHECK_STR(c.method, "copy kernels");
+    /* Measured before kprof measured a FLOP peak: none. */
+    CHECK_NEAR(c.fma_gflops, 0, 0);
+    CHECK_STR(c.fma_method, "");
 }
 
 static void test_v1_upgraded(void)
@@ -123,14 +127,17 @@ static void test_v1_upgraded(void)
     CHECK_INT(n, 0);
     CHECK(runs == NULL);
     CHECK_INT(query_int(path, "PRAGMA user_version"), 1);
-    /* Read-write: upgraded to 2 in place, the ceiling kept. */
+    /* Read-write: upgraded to 3 in place, the ceiling kept. */
     CHECK_INT(kp_store_open(0, &s, &err), KPROF_OK);
     if (s) {
-        CHECK_INT(kp_store_version(s), 2);
+        CHECK_INT(kp_store_version(s), 3);
         check_v1_ceiling(s);
     }
     kp_store_close(s);
-    CHECK_INT(query_int(path, "PRAGMA user_version"), 2);
+    CHECK_INT(query_int(path, "PRAGMA user_version"), 3);
+    CHECK_INT(query_int(path, "SELECT count(*) FROM pragma_table_info('ceilings') WHERE name IN "
+                              "('fma_gflops', 'fma_method')"),
+              2);
     CHECK_INT(query_int(path, "SELECT count(*) FROM sqlite_master WHERE name IN ('ceilings', "
                               "'runs', 'runs_kernel', 'notes', 'notes_fts', 'notes_ai', "
                               "'notes_ad', 'notes_au')"),
@@ -163,9 +170,38 @@ static void test_v1_record(void)
     kp_error err = {0};
     CHECK_INT(kp_history_record(&r, NULL, 0, "{}", &id, &err), KPROF_OK);
     CHECK_INT(id, 1);
-    CHECK_INT(query_int(path, "PRAGMA user_version"), 2);
+    CHECK_INT(query_int(path, "PRAGMA user_version"), 3);
     CHECK_INT(query_int(path, "SELECT count(*) FROM ceilings"), 1);
     CHECK_INT(query_int(path, "SELECT count(*) FROM runs"), 1);
+    kp_error_clear(&err);
+}
+
+/* The FP32 FLOP peak is kept beside the bandwidth ceiling; a ceiling put without one (0) reads
+ * back without one, and replaces an earlier peak (both were measured together). */
+static void test_fma_peak(void)
+{
+    store_at("fma.db");
+    kp_error err = {0};
+    kp_store *s = NULL;
+    CHECK_INT(kp_store_open(0, &s, &err), KPROF_OK);
+    if (!s) return;
+    kp_device_info d = dev1();
+    kp_ceiling c = {.copy_gbs = 3900, .copy_bytes = 1 << 30, .measured_at = 1800000000,
+                    .fma_gflops = 61234.5};
+    snprintf(c.method, sizeof c.method, "copies");
+    snprintf(c.fma_method, sizeof c.fma_method, "fma_f32");
+    CHECK_INT(kp_store_put_ceiling(s, &d, &c, &err), KPROF_OK);
+    kp_ceiling back;
+    CHECK_INT(kp_store_get_ceiling(s, &d, &back), 0);
+    CHECK_NEAR(back.copy_gbs, 3900, 0);
+    CHECK_NEAR(back.fma_gflops, 61234.5, 0);
+    CHECK_STR(back.fma_method, "fma_f32");
+    c.fma_gflops = 0;
+    CHECK_INT(kp_store_put_ceiling(s, &d, &c, &err), KPROF_OK);
+    CHECK_INT(kp_store_get_ceiling(s, &d, &back), 0);
+    CHECK_NEAR(back.fma_gflops, 0, 0);
+    CHECK_STR(back.fma_method, "");
+    kp_store_close(s);
     kp_error_clear(&err);
 }
 
@@ -181,9 +217,9 @@ static void test_empty_file(void)
     kp_store_close(s);
     CHECK_INT(query_int(path, "PRAGMA user_version"), 0);
     CHECK_INT(kp_store_open(0, &s, &err), KPROF_OK);
-    if (s) CHECK_INT(kp_store_version(s), 2);
+    if (s) CHECK_INT(kp_store_version(s), 3);
     kp_store_close(s);
-    CHECK_INT(query_int(path, "PRAGMA user_version"), 2);
+    CHECK_INT(query_int(path, "PRAGMA user_version"), 3);
     CHECK_INT(query_int(path, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name "
                               "IN ('ceilings', 'runs', 'notes', 'notes_fts')"),
               4);
@@ -459,6 +495,7 @@ int main(void)
     test_parse_ref();
     test_v1_upgraded();
     test_v1_record();
+    test_fma_peak();
     test_empty_file();
     test_refused();
     test_record_and_read();

@@ -1,5 +1,6 @@
 /* test_run_result.c — a run's numbers: computed from timings, and the three JSON forms they are
- * written in (run.json, a sweep point, a ceiling point) pinned key by key, in order. */
+ * written in (run.json, a sweep point, a ceiling point) pinned key by key, in order; with
+ * --counters, their "counters" last in run.json and in a sweep point, read into the readings. */
 #include "lab/run_result.h"
 #include "test.h"
 
@@ -119,6 +120,49 @@ static void test_absent(void)
     free(s);
 }
 
+/* --counters: "counters" closes run.json and a sweep point (never a ceiling point), and
+ * kp_run_result_read takes the measured figures into the readings. */
+static void test_counters(void)
+{
+    kp_run_result r = full();
+    kp_counters unread = {.read = 1, .have = 0};
+    snprintf(unread.why_not, sizeof unread.why_not, "no counters here");
+    r.counters = &unread;
+    char *s = form_json(&r, KP_RUN_JSON_RUN);
+    CHECK_CONTAINS(s, "\"occupancy_limiter\":\"registers\"},\"counters\":{\"available\":false,"
+                      "\"reason\":\"no counters here\"}}");
+    free(s);
+    s = form_json(&r, KP_RUN_JSON_SWEEP_POINT);
+    CHECK_CONTAINS(s, "\"occupancy_limiter\":\"registers\",\"counters\":{\"available\":false");
+    free(s);
+    s = form_json(&r, KP_RUN_JSON_CEILING_POINT);
+    CHECK(strstr(s, "counters") == NULL);
+    free(s);
+    /* Read: 3 MB of DRAM traffic at a 3 ms median is 1 GB/s, half a 2 GB/s ceiling; the FLOP
+     * peak goes with it. */
+    kp_counters c = {.read = 1, .have = 1};
+    c.v[KP_COUNTER_DRAM_READ] = (kp_counter_value){1, 2000000, "dram__bytes_read.sum"};
+    c.v[KP_COUNTER_DRAM_WRITE] = (kp_counter_value){1, 1000000, "dram__bytes_write.sum"};
+    kp_run_result m;
+    memset(&m, 0, sizeof m);
+    m.stats.median = 3;
+    kp_run_result_bandwidth(&m, 3000000, 1, 2);
+    m.counters = &c;
+    m.peak_gflops = 100;
+    kp_device_info dev = {.max_tg = 256};
+    kp_run_result_read(&m, &dev, 3000000, 3000000, 1000);
+    CHECK_INT(m.readings_in.measured.have_dram, 1);
+    CHECK_NEAR(m.readings_in.measured.peak_gflops, 100, 0);
+    CHECK_NEAR(m.readings.measured_gbps, 1, 1e-12);
+    CHECK_NEAR(m.readings.measured_fraction, 0.5, 1e-12);
+    CHECK_INT(m.readings.traffic, KP_TRAFFIC_MATCHES);
+    /* Without counters nothing measured enters the readings. */
+    m.counters = NULL;
+    kp_run_result_read(&m, &dev, 3000000, 3000000, 1000);
+    CHECK_INT(m.readings_in.measured.have_dram, 0);
+    CHECK_INT(m.readings.measured, 0);
+}
+
 static void test_compute(void)
 {
     kp_run_result r;
@@ -147,6 +191,7 @@ int main(void)
 {
     test_forms();
     test_absent();
+    test_counters();
     test_compute();
     TEST_DONE();
 }

@@ -13,7 +13,9 @@
 #include "export/svg.h"
 #include "export/text.h"
 #include "lab/bench.h"
+#include "lab/counters.h"
 #include "lab/lab.h"
+#include "store/store.h"
 #include "tools/kprof/bench_file.h"
 #include "tools/kprof/cli.h"
 #include "tools/kprof/progress.h"
@@ -62,6 +64,8 @@ typedef struct kp_bench_args {
     const char *plot;
     int plot_throughput;
     int force;
+    int counters;               /* --counters: each row's kernels' hardware counters */
+    kp_counters counters_asked; /* the raw names of --counters LIST */
 } kp_bench_args;
 
 /* One measured point: the axis values, the cache state, each kernel's samples, the comparison. */
@@ -80,6 +84,7 @@ typedef struct kp_bench_row {
     int bytes_assumed;
     double flops;        /* per dispatch; 0 when not given */
     int slower_gate;     /* --fail-if-slower: this point is slower by more than asked */
+    kp_counters *counters[2]; /* --counters: each side's (heap), NULL when not asked */
 } kp_bench_row;
 
 typedef struct kp_bench_run {
@@ -96,6 +101,9 @@ typedef struct kp_bench_run {
     const char *phase;
     char first_options[1024]; /* the first point's compiler options and SPEC, its axes */
     char first_buffers[1024]; /* substituted: what the history records */
+    double ceiling_gbs;       /* --counters: the device's measured ceiling and FLOP peak (0: none) */
+    double peak_gflops;
+    char counters_off[512];   /* why the counters cannot be read, once a row found it ("" else) */
 } kp_bench_run;
 
 /* ---- arguments ---------------------------------------------------------------------------- */
@@ -192,6 +200,7 @@ static int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
         {"plot", required_argument, NULL, 'P'},
         {"plot-y", required_argument, NULL, 'Y'},
         {"force", no_argument, NULL, 'F'},
+        {"counters", optional_argument, NULL, 'Q'},
         {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof *a);
@@ -309,6 +318,12 @@ static int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
                                           optarg);
             break;
         case 'F': a->force = 1; break;
+        case 'Q':
+            a->counters = 1;
+            if ((rc = kp_run_parse_counters("bench", optarg, argc, argv, &optind,
+                                            &a->counters_asked)) != 0)
+                return rc;
+            break;
         case ':': return kp_cli_usage_error("bench", "%s needs a value", argv[optind - 1]);
         default: return kp_cli_usage_error("bench", "unknown option '%s'", argv[optind - 1]);
         }
@@ -540,6 +555,28 @@ static kprof_status kp_bench_check_points(const kp_bench_args *a, int npoints, k
     return KPROF_OK;
 }
 
+/* --counters for one side of a row, after its samples: one replayed dispatch of lab's kernel at
+ * launch. Once a row finds the counters cannot be read, later rows are not asked (the first
+ * reason stands for all). */
+static kprof_status kp_bench_counters(kp_bench_run *r, kp_bench_row *row, int side, kp_lab *lab,
+                                      const kp_launch *launch, kp_error *err)
+{
+    kp_counters *c = malloc(sizeof *c);
+    if (!c) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    *c = r->a->counters_asked;
+    row->counters[side] = c;
+    if (r->counters_off[0]) {
+        c->read = 1;
+        c->have = 0;
+        snprintf(c->why_not, sizeof c->why_not, "%s", r->counters_off);
+        return KPROF_OK;
+    }
+    kprof_status st = kp_lab_counters(lab, launch, c, err);
+    if (st == KPROF_OK && !c->have)
+        snprintf(r->counters_off, sizeof r->counters_off, "%s", c->why_not);
+    return st;
+}
+
 /* Measure one point (both cache states asked), appending rows. */
 static kprof_status kp_bench_point(kp_bench_run *r, int index, kp_error *err)
 {
@@ -636,6 +673,17 @@ static kprof_status kp_bench_point(kp_bench_run *r, int index, kp_error *err)
         row->bytes = a->bytes_expr ? (uint64_t)p.bytes : kp_lab_get_info(labs[0])->buffer_bytes;
         row->bytes_assumed = !a->bytes_expr;
         row->flops = p.flops;
+        for (int s = 0; s < nsides && st == KPROF_OK && a->counters; s++) {
+            kp_progress_set(r->progress, "bench: %s: hardware counters (one replayed dispatch)",
+                            phase);
+            if (shared) st = kp_lab_use_kernel(labs[0], entries[s], err);
+            if (st == KPROF_OK) st = kp_bench_counters(r, row, s, labs[s], &launch, err);
+        }
+        if (st == KPROF_TIMEOUT) {
+            kp_progress_stop(r->progress);
+            r->progress = NULL;
+            kp_run_abandon(err);
+        }
     }
     /* Nothing a session measured stands until it released its device cleanly (lab.h). */
     for (int s = 0; s < nsides; s++) {
@@ -715,8 +763,24 @@ static double kp_bench_gflops(const kp_bench_row *row, const kp_bench_side *s)
                                                  : 0;
 }
 
-static void kp_bench_json_side(kp_json *j, const kp_bench_row *row, const kp_bench_side *s,
-                               const char *label, const char *source, const char *entry)
+/* What a side's counters say at its median (readings of the measured figures alone). */
+static void kp_bench_counter_readings(const kp_bench_run *r, const kp_bench_row *row,
+                                      const kp_bench_side *s, const kp_counters *c,
+                                      kp_readings_input *in, kp_readings *rd)
+{
+    memset(in, 0, sizeof *in);
+    in->median_ms = s->median.value;
+    in->gbps = kp_bench_gbps(row, s);
+    in->bytes = row->bytes;
+    in->bytes_assumed = row->bytes_assumed;
+    in->ceiling_gbs = r->ceiling_gbs;
+    kp_counters_apply(c, r->peak_gflops, in);
+    kp_readings_compute(in, rd);
+}
+
+static void kp_bench_json_side(kp_json *j, const kp_bench_run *r, const kp_bench_row *row,
+                               const kp_bench_side *s, const kp_counters *c, const char *label,
+                               const char *source, const char *entry)
 {
     kp_json_object_begin(j, NULL);
     kp_json_string(j, "label", label);
@@ -759,6 +823,12 @@ static void kp_bench_json_side(kp_json *j, const kp_bench_row *row, const kp_ben
         for (size_t i = 0; i < s->n; i++)
             kp_json_double(j, NULL, s->mhz[i]);
         kp_json_array_end(j);
+    }
+    if (c) {
+        kp_readings_input in;
+        kp_readings rd;
+        kp_bench_counter_readings(r, row, s, c, &in, &rd);
+        kp_counters_json(j, "counters", c, &in, &rd);
     }
     kp_json_object_end(j);
 }
@@ -857,8 +927,9 @@ static void kp_bench_json(kp_str *out, const kp_bench_run *r)
         kp_json_double(&j, "wall_s", row->outcome.wall_s);
         kp_json_array_begin(&j, "kernels");
         for (int s = 0; s < row->nsides; s++)
-            kp_bench_json_side(&j, row, &row->side[s], row->nsides == 2 ? (s ? "B" : "A") : "",
-                               r->source[s], r->entry_name[s]);
+            kp_bench_json_side(&j, r, row, &row->side[s], row->counters[s],
+                               row->nsides == 2 ? (s ? "B" : "A") : "", r->source[s],
+                               r->entry_name[s]);
         kp_json_array_end(&j);
         if (row->nsides == 2) kp_bench_json_comparison(&j, "comparison", &row->outcome, &a->cfg);
         else if (row->have_old)
@@ -903,6 +974,31 @@ static void kp_bench_print_comparison(const char *what, const kp_bench_outcome *
         fprintf(f, "    the interval straddles ±%g%%: more samples would decide (--timeout, "
                    "--max-noise)\n",
                 100 * cfg->threshold);
+}
+
+/* --counters under the table: a line per row and kernel (nothing when they could not be read:
+ * stderr says why). */
+static void kp_bench_print_counters(const kp_bench_run *r)
+{
+    if (!r->a->counters || r->counters_off[0]) return;
+    printf("counters (one replayed dispatch per row and kernel, after its samples; rates at its "
+           "median):\n");
+    for (int i = 0; i < r->nrows; i++) {
+        const kp_bench_row *row = &r->rows[i];
+        char vt[256];
+        kp_bench_vars_text(&row->vars, vt, sizeof vt);
+        for (int s = 0; s < row->nsides; s++) {
+            const kp_counters *c = row->counters[s];
+            if (!c) continue;
+            kp_readings_input in;
+            kp_readings rd;
+            kp_bench_counter_readings(r, row, &row->side[s], c, &in, &rd);
+            char line[2048];
+            kp_run_counters_line(c, &in, &rd, line, sizeof line);
+            printf("  %s%s%s%s: %s\n", vt, vt[0] ? " " : "", row->cold ? "cold" : "hot",
+                   row->nsides == 2 ? (s ? " B" : " A") : "", line);
+        }
+    }
 }
 
 static void kp_bench_print(const kp_bench_run *r)
@@ -992,6 +1088,7 @@ static void kp_bench_print(const kp_bench_run *r)
         printf("%sGB/s: every buffer element assumed touched once per dispatch (--bytes EXPR "
                "corrects it)%s\n",
                Dm, R);
+    kp_bench_print_counters(r);
 }
 
 static void kp_bench_warnings(const kp_bench_run *r)
@@ -1117,8 +1214,17 @@ int kp_cmd_bench(int argc, char **argv)
         goto done;
     }
     r.progress = kp_progress_start_still();
-    for (int p = 0; p < npoints && st == KPROF_OK; p++)
+    for (int p = 0; p < npoints && st == KPROF_OK; p++) {
         st = kp_bench_point(&r, p, &err);
+        /* The ceiling and FLOP peak the counters are read against, once the device is known. */
+        if (st == KPROF_OK && p == 0 && a->counters) {
+            kp_ceiling ceiling;
+            if (kp_store_lookup_ceiling(&r.info.device, &ceiling) == 0) {
+                r.ceiling_gbs = ceiling.copy_gbs;
+                r.peak_gflops = ceiling.fma_gflops;
+            }
+        }
+    }
     kp_progress_stop(r.progress);
     r.progress = NULL;
     if (st != KPROF_OK) goto done;
@@ -1146,6 +1252,7 @@ int kp_cmd_bench(int argc, char **argv)
     }
     kp_bench_gate(&r);
     if (r.info.warning[0]) fprintf(stderr, "kprof: warning: %s\n", r.info.warning);
+    if (r.counters_off[0]) fprintf(stderr, "kprof: counters: %s\n", r.counters_off);
     kp_bench_warnings(&r);
     kp_str js = {0};
     kp_bench_json(&js, &r);
@@ -1183,8 +1290,10 @@ done:
     }
 out:
     for (int i = 0; i < r.nrows; i++) {
-        for (int s = 0; s < 2; s++)
+        for (int s = 0; s < 2; s++) {
             kp_bench_side_free(&r.rows[i].side[s]);
+            free(r.rows[i].counters[s]);
+        }
         kp_bench_side_free(&r.rows[i].old);
     }
     free(r.rows);

@@ -1,12 +1,15 @@
 /*
  * cmd_caps.c — `kprof caps`: every backend and device with its limits, or why a backend cannot
- * run, for people (a panel per device) or scripts (--json).
+ * run, for people (a panel per device) or scripts (--json); `--measure` measures a device's
+ * bandwidth ceiling and FP32 FLOP peak; `--counters` lists the hardware counters (metric names)
+ * a device offers to `kprof run --counters LIST`.
  */
 #include "core/format.h"
 #include "core/env.h"
 #include "export/json.h"
 #include "export/text.h"
 #include "lab/ceiling.h"
+#include "lab/counters.h"
 #include "store/store.h"
 #include "tools/kprof/cli.h"
 
@@ -137,6 +140,12 @@ static void kp_caps_print_device(const kp_device_info *d)
         if (localtime_r(&t, &tm)) strftime(when, sizeof when, "%Y-%m-%d", &tm);
         kp_caps_row(w, "bandwidth ceiling", "%.0f GB/s (measured %s: %s)", c.copy_gbs, when,
                     c.method);
+        if (c.fma_gflops > 0)
+            kp_caps_row(w, "FLOP peak (FP32)", "%.0f GFLOP/s (%s)", c.fma_gflops, c.fma_method);
+        else
+            kp_caps_row(w, "FLOP peak (FP32)",
+                        "not measured yet (measured before kprof measured it: kprof caps "
+                        "--measure)");
     } else {
         kp_caps_row(w, "bandwidth ceiling", "not measured yet (kprof caps --measure)");
     }
@@ -180,6 +189,13 @@ static void kp_caps_json_device(kp_json *j, const kp_device_info *d)
         kp_json_double(j, "demo_add_ms", c.demo_add_ms);
         kp_json_int(j, "measured_at", c.measured_at);
         kp_json_string(j, "method", c.method);
+        if (c.fma_gflops > 0) {
+            kp_json_double(j, "fma_gflop_per_s", c.fma_gflops);
+            kp_json_string(j, "fma_method", c.fma_method);
+        } else {
+            kp_json_null(j, "fma_gflop_per_s");
+            kp_json_null(j, "fma_method");
+        }
         kp_json_object_end(j);
     } else {
         kp_json_null(j, "measured_ceiling");
@@ -191,8 +207,12 @@ static void kp_caps_progress(const kp_ceiling_point *p, int done, int total, voi
 {
     (void)user;
     if (!isatty(fileno(stderr))) return;
-    fprintf(stderr, "\r\033[Kmeasuring: %d/%d %s %llu MiB %.0f GB/s", done, total, p->kernel,
-            (unsigned long long)(p->bytes >> 20), p->run.gbps);
+    if (p->gflops > 0)
+        fprintf(stderr, "\r\033[Kmeasuring: %d/%d %s %.0f GFLOP/s", done, total, p->kernel,
+                p->gflops);
+    else
+        fprintf(stderr, "\r\033[Kmeasuring: %d/%d %s %llu MiB %.0f GB/s", done, total, p->kernel,
+                (unsigned long long)(p->bytes >> 20), p->run.gbps);
     if (done == total) fprintf(stderr, "\r\033[K");
     fflush(stderr);
 }
@@ -237,11 +257,13 @@ static void kp_caps_plan_text(kp_str *s, const kp_ceiling_result *r)
     else if (plan->cache_bytes)
         kp_str_printf(s, " (the first at least %dx the cache)", plan->cache_factor);
     kp_str_printf(s,
-                  ", then demo_add over %s; %d points, each the best of %d timed dispatch%s "
-                  "after %d warm-up%s",
-                  kp_format_bytes(plan->sizes[plan->nsizes - 1], a, sizeof a), plan->npoints,
-                  plan->iters, plan->iters == 1 ? "" : "es", plan->warmup,
-                  plan->warmup == 1 ? "" : "s");
+                  ", then demo_add over %s, then the FP32 FLOP peak with fma_f32 (%llu threads x "
+                  "%u iterations, %.3g GFLOP a dispatch); %d points, each the best of %d timed "
+                  "dispatch%s after %d warm-up%s",
+                  kp_format_bytes(plan->sizes[plan->nsizes - 1], a, sizeof a),
+                  (unsigned long long)plan->fma_threads, (unsigned)plan->fma_iters,
+                  kp_ceiling_fma_flops(plan) / 1e9, plan->npoints, plan->iters,
+                  plan->iters == 1 ? "" : "es", plan->warmup, plan->warmup == 1 ? "" : "s");
 }
 
 static void kp_caps_json_plan(kp_json *j, const kp_ceiling_plan *plan)
@@ -264,7 +286,10 @@ static void kp_caps_json_plan(kp_json *j, const kp_ceiling_plan *plan)
     for (int i = 0; i < KP_CEILING_VARIANTS; i++)
         kp_json_string(j, NULL, kp_ceiling_variant(i));
     kp_json_string(j, NULL, "demo_add");
+    kp_json_string(j, NULL, "fma_f32");
     kp_json_array_end(j);
+    kp_json_uint(j, "fma_threads", plan->fma_threads);
+    kp_json_uint(j, "fma_iterations", plan->fma_iters);
     kp_json_int(j, "points", plan->npoints);
     kp_json_int(j, "iters", plan->iters);
     kp_json_int(j, "warmup", plan->warmup);
@@ -336,6 +361,11 @@ static int kp_caps_measure(const char *backend, int device, uint64_t max_bytes, 
             kp_json_double(&j, "demo_add_gb_per_s", r->ceiling.demo_add_gbs);
             kp_json_double(&j, "demo_add_ms", r->ceiling.demo_add_ms);
             kp_json_string(&j, "method", r->ceiling.method);
+            if (r->ceiling.fma_gflops > 0)
+                kp_json_double(&j, "fma_gflop_per_s", r->ceiling.fma_gflops);
+            else
+                kp_json_null(&j, "fma_gflop_per_s");
+            kp_json_string(&j, "fma_method", r->ceiling.fma_method);
             kp_json_string(&j, "store", path);
             kp_json_array_begin(&j, "points");
             for (int i = 0; i < r->npoints; i++) {
@@ -344,6 +374,7 @@ static int kp_caps_measure(const char *backend, int device, uint64_t max_bytes, 
                 kp_json_string(&j, "kernel", p->kernel);
                 kp_json_uint(&j, "bytes", p->bytes);
                 kp_run_result_json(&j, &p->run, KP_RUN_JSON_CEILING_POINT);
+                if (p->gflops > 0) kp_json_double(&j, "gflop_per_s", p->gflops);
                 kp_json_object_end(&j);
             }
             kp_json_array_end(&j);
@@ -360,6 +391,7 @@ static int kp_caps_measure(const char *backend, int device, uint64_t max_bytes, 
         printf("  %-16s %10s %10s %10s %10s\n", "kernel", "MiB", "best ms", "median ms", "GB/s");
         for (int i = 0; i < r->npoints; i++) {
             const kp_ceiling_point *p = &r->points[i];
+            if (p->gflops > 0) continue; /* the FLOP peak: its own line below */
             printf("  %-16s %10llu %10.4f %10.4f %10.1f\n", p->kernel,
                    (unsigned long long)(p->bytes >> 20), p->run.stats.min, p->run.stats.median,
                    p->run.gbps);
@@ -372,11 +404,103 @@ static int kp_caps_measure(const char *backend, int device, uint64_t max_bytes, 
         printf("\ndemo_add: %.0f GB/s touched at %llu elements (%.4f ms)\n",
                r->ceiling.demo_add_gbs, (unsigned long long)r->ceiling.demo_add_elements,
                r->ceiling.demo_add_ms);
+        if (r->ceiling.fma_gflops > 0)
+            printf("FLOP peak (FP32): %.0f GFLOP/s (%s)\n", r->ceiling.fma_gflops,
+                   r->ceiling.fma_method);
         printf("stored in %s; kprof run reports GB/s against it\n", path);
     }
     kp_str_free(&plan);
     free(r);
     return 0;
+}
+
+/* What kp_caps_counters collects, metric by metric. */
+typedef struct kp_caps_metrics {
+    kp_str text; /* "  name  description" lines */
+    kp_json json;
+    int count;
+    int as_json;
+} kp_caps_metrics;
+
+static void kp_caps_metric(const char *name, const char *what, void *ctx)
+{
+    kp_caps_metrics *m = ctx;
+    m->count++;
+    if (m->as_json) {
+        kp_json_object_begin(&m->json, NULL);
+        kp_json_string(&m->json, "name", name);
+        kp_json_string(&m->json, "description", what && *what ? what : NULL);
+        kp_json_object_end(&m->json);
+    } else if (what && *what) {
+        kp_str_printf_escaped(&m->text, "  %-64s %s\n", name, what);
+    } else {
+        kp_str_printf_escaped(&m->text, "  %s\n", name);
+    }
+}
+
+/* `kprof caps --counters`: the metric names the chosen device offers (what `kprof run
+ * --counters LIST` takes). A device without counters gets one line on stderr saying why, and
+ * exit 0, as `run --counters` does. */
+static int kp_caps_counters(const char *backend, int device, int json)
+{
+    kp_error err = {0};
+    kp_device_info *info = calloc(1, sizeof *info);
+    kp_caps_metrics *m = calloc(1, sizeof *m);
+    kp_str out = {0};
+    char why[512];
+    int rc = 0;
+    if (!info || !m) {
+        free(info);
+        free(m);
+        kp_error_set(&err, KPROF_NOMEM, "out of memory");
+        return kp_cli_fail(&err);
+    }
+    m->as_json = json;
+    kp_json_init(&m->json, &out, 1);
+    kp_json_object_begin(&m->json, NULL);
+    kp_json_string(&m->json, "kprof_version", KPROF_VERSION_STRING);
+    kp_json_array_begin(&m->json, "metrics");
+    kprof_status st =
+        kp_counters_list(backend, device, info, kp_caps_metric, m, why, sizeof why, &err);
+    if (st != KPROF_OK) {
+        rc = kp_cli_fail(&err);
+        kp_error_clear(&err);
+        goto done;
+    }
+    if (why[0]) fprintf(stderr, "kprof: counters: %s\n", why);
+    if (json) {
+        kp_json_array_end(&m->json);
+        kp_json_string(&m->json, "backend", info->backend);
+        kp_json_int(&m->json, "index", info->index);
+        kp_json_string(&m->json, "device", info->name);
+        kp_json_bool(&m->json, "available", !why[0]);
+        kp_json_string(&m->json, "reason", why[0] ? why : NULL);
+        kp_json_int(&m->json, "count", m->count);
+        kp_json_object_end(&m->json);
+        kp_json_finish(&m->json);
+        if (out.failed) {
+            kp_error_set(&err, KPROF_NOMEM, "out of memory writing JSON");
+            rc = kp_cli_fail(&err);
+            goto done;
+        }
+        fputs(out.data, stdout);
+    } else if (!why[0]) {
+        printf("%s (%s device %d): %d hardware counters (ncu's metric names; kprof run "
+               "--counters LIST takes any of them)\n",
+               info->name, info->backend, info->index, m->count);
+        if (m->text.failed) {
+            kp_error_set(&err, KPROF_NOMEM, "out of memory");
+            rc = kp_cli_fail(&err);
+            goto done;
+        }
+        fputs(m->text.data ? m->text.data : "", stdout);
+    }
+done:
+    kp_str_free(&out);
+    kp_str_free(&m->text);
+    free(m);
+    free(info);
+    return rc;
 }
 
 int kp_cmd_caps(int argc, char **argv)
@@ -389,9 +513,10 @@ int kp_cmd_caps(int argc, char **argv)
         {"max-bytes", required_argument, NULL, 'M'},
         {"iters", required_argument, NULL, 'n'},
         {"dry-run", no_argument, NULL, 'r'},
+        {"counters", no_argument, NULL, 'C'},
         {NULL, 0, NULL, 0},
     };
-    int json = 0, measure = 0, device = -1, iters = 0, dry_run = 0;
+    int json = 0, measure = 0, device = -1, iters = 0, dry_run = 0, counters = 0;
     uint64_t max_bytes = 0, v;
     const char *only = NULL;
     opterr = 0;
@@ -405,6 +530,7 @@ int kp_cmd_caps(int argc, char **argv)
         case 'r':
             dry_run = 1;
             break;
+        case 'C': counters = 1; break;
         case 'd':
             if (kp_parse_size(optarg, &v) != 0 || v > 1 << 20)
                 return kp_cli_usage_error("caps", "--device '%s': expected a device number",
@@ -439,10 +565,15 @@ int kp_cmd_caps(int argc, char **argv)
     if (only && strcmp(only, "auto") == 0 && !measure) only = NULL;
     static const char *const names[] = {"cuda", "opencl"};
 
+    if (measure && counters)
+        return kp_cli_usage_error("caps", "--measure and --counters are two commands: give one");
     if (measure) return kp_caps_measure(only, device, max_bytes, iters, json, dry_run);
+    if (counters && (max_bytes || iters || dry_run))
+        return kp_cli_usage_error("caps", "--max-bytes, --iters and --dry-run go with --measure");
+    if (counters) return kp_caps_counters(only, device, json);
     if (device >= 0 || max_bytes || iters || dry_run)
-        return kp_cli_usage_error("caps",
-                                  "--device, --max-bytes, --iters and --dry-run go with --measure");
+        return kp_cli_usage_error("caps", "--device, --max-bytes, --iters and --dry-run go with "
+                                          "--measure (--device with --counters too)");
 
     kp_caps_backend backends[2];
     int nb = 0, ndev = 0;

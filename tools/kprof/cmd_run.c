@@ -1,8 +1,8 @@
 /*
  * cmd_run.c — `kprof run`: one kernel, compiled at run time, timed on the device, reported as
- * a panel (device ms median/min/p90/max, ~GB/s touched, reflection, the hottest source lines
- * with --source, readings, buffer digests) or as JSON (also written to the kernel folder's
- * run.json).
+ * a panel (device ms median/min/p90/max, ~GB/s touched, reflection, with --counters the
+ * hardware counters of one replayed dispatch, the hottest source lines with --source, readings,
+ * buffer digests) or as JSON (also written to the kernel folder's run.json).
  */
 #include "core/format.h"
 #include "core/outfile.h"
@@ -164,6 +164,151 @@ static void kp_run_source_print(const kp_run_report *report)
         printf("  %s%zu more line%s in --json%s\n", D, h->n - top, h->n - top == 1 ? "" : "s", R);
 }
 
+int kp_run_parse_counters(const char *cmd, const char *optarg_text, int argc, char **argv,
+                          int *optind_io, kp_counters *c)
+{
+    const char *list = optarg_text;
+    if (!list && *optind_io < argc) {
+        const char *next = argv[*optind_io];
+        if (next[0] != '-' && (strstr(next, "__") || strchr(next, ','))) {
+            list = next;
+            (*optind_io)++;
+        }
+    }
+    if (!list) return 0;
+    kp_error err = {0};
+    if (kp_counters_parse_list(list, c, &err) != KPROF_OK) {
+        int rc = kp_cli_usage_error(cmd, "%s", err.message);
+        kp_error_clear(&err);
+        return rc;
+    }
+    return 0;
+}
+
+/* A standard value for people: its number in its unit, or "n/a (not on this device)". */
+static void kp_counter_text(const kp_counters *c, kp_counter_id id, char *buf, size_t n)
+{
+    const kp_counter_value *v = &c->v[id];
+    char a[64];
+    if (!v->known)
+        snprintf(buf, n, "n/a (not on this device)");
+    else if (kp_counter_unit_of(id) == KP_COUNTER_UNIT_BYTES)
+        snprintf(buf, n, "%s", kp_format_bytes((uint64_t)v->value, a, sizeof a));
+    else if (kp_counter_unit_of(id) == KP_COUNTER_UNIT_PERCENT)
+        snprintf(buf, n, "%.1f%%", v->value);
+    else
+        snprintf(buf, n, "%s", kp_format_si(v->value, a, sizeof a));
+}
+
+void kp_run_print_counters(FILE *o, const kp_run_result *r)
+{
+    const kp_counters *c = r->counters;
+    if (!c || !c->have) return;
+    const kp_readings_input *in = &r->readings_in;
+    const kp_readings *rd = &r->readings;
+    char a[96], b[96], x[96];
+    fprintf(o, "counters (one replayed dispatch; rates at the median of the timed ones):\n");
+    kp_counter_text(c, KP_COUNTER_DRAM_READ, a, sizeof a);
+    kp_counter_text(c, KP_COUNTER_DRAM_WRITE, b, sizeof b);
+    fprintf(o, "  %-18s %s read · %s written", "DRAM", a, b);
+    if (rd->measured) {
+        fprintf(o, " · %.1f GB/s measured", rd->measured_gbps);
+        if (in->ceiling_gbs > 0)
+            fprintf(o, " (%.0f%% of the measured ceiling, %.0f GB/s)",
+                    100 * rd->measured_fraction, in->ceiling_gbs);
+    }
+    fprintf(o, "\n");
+    if (rd->traffic != KP_TRAFFIC_UNKNOWN)
+        fprintf(o, "  %-18s %.2f× the %s %s (~GB/s touched %.1f)\n", "vs the estimate",
+                rd->bytes_ratio, kp_format_bytes(in->bytes, x, sizeof x),
+                in->bytes_assumed ? "its buffers hold" : "of --bytes", in->gbps);
+    kp_counter_text(c, KP_COUNTER_L2_READ, a, sizeof a);
+    kp_counter_text(c, KP_COUNTER_L2_WRITE, b, sizeof b);
+    kp_counter_text(c, KP_COUNTER_L2_HIT_RATE, x, sizeof x);
+    fprintf(o, "  %-18s %s read · %s written · hit rate %s\n", "L2", a, b, x);
+    kp_counter_text(c, KP_COUNTER_L1_HIT_RATE, a, sizeof a);
+    fprintf(o, "  %-18s %s\n", "L1 hit rate", a);
+    kp_counter_text(c, KP_COUNTER_OCCUPANCY, a, sizeof a);
+    fprintf(o, "  %-18s %s achieved", "occupancy", a);
+    if (r->refl.have_occupancy) fprintf(o, " (theoretical %.0f%%)", 100 * r->refl.occupancy);
+    fprintf(o, "\n");
+    kp_counter_text(c, KP_COUNTER_SM_THROUGHPUT, a, sizeof a);
+    fprintf(o, "  %-18s %s of peak\n", "SM throughput", a);
+    kp_counter_text(c, KP_COUNTER_PIPE_FMA, a, sizeof a);
+    kp_counter_text(c, KP_COUNTER_PIPE_ALU, b, sizeof b);
+    kp_counter_text(c, KP_COUNTER_PIPE_TENSOR, x, sizeof x);
+    int top = kp_counters_top_pipe(c);
+    fprintf(o, "  %-18s FMA %s · ALU %s · tensor %s", "pipes", a, b, x);
+    if (top >= 0) fprintf(o, " (busiest: %s)", kp_counter_label((kp_counter_id)top));
+    fprintf(o, "\n");
+    kp_counter_text(c, KP_COUNTER_INSTRUCTIONS, a, sizeof a);
+    fprintf(o, "  %-18s %s%s\n", "instructions", a,
+            c->v[KP_COUNTER_INSTRUCTIONS].known ? " warp instructions" : "");
+    kp_counters_flops f;
+    kp_counters_flops_of(c, &f);
+    if (f.have) {
+        char f32[64], f64[64], f16[64];
+        fprintf(o, "  %-18s %s (fp32 %s, fp64 %s, fp16 %s) · %.4g GFLOP/s", "FLOPs",
+                kp_format_si(f.total, a, sizeof a), kp_format_si(f.fp32, f32, sizeof f32),
+                kp_format_si(f.fp64, f64, sizeof f64), kp_format_si(f.fp16, f16, sizeof f16),
+                rd->gflops);
+        if (in->measured.peak_gflops > 0)
+            fprintf(o, " (%.0f%% of the FP32 peak, %.0f GFLOP/s)", 100 * rd->flop_fraction,
+                    in->measured.peak_gflops);
+        fprintf(o, "\n");
+    } else {
+        fprintf(o, "  %-18s n/a (not on this device)\n", "FLOPs");
+    }
+    if (rd->measured) {
+        fprintf(o, "  %-18s ", "roofline");
+        if (rd->have_intensity) fprintf(o, "%.3g FLOP/byte", rd->intensity);
+        else fprintf(o, "intensity n/a");
+        if (rd->have_ridge) fprintf(o, " · ridge %.3g FLOP/byte", rd->ridge);
+        else fprintf(o, " · no FLOP peak measured (kprof caps --measure)");
+        fprintf(o, " · bound: %s\n", kp_bound_name(rd->bound));
+    }
+    if (r->refl.have_registers)
+        fprintf(o, "  %-18s %d per thread · local (spill) memory %s per thread\n", "registers",
+                r->refl.registers, kp_format_bytes(r->refl.private_bytes, a, sizeof a));
+    for (int i = 0; i < c->nraw; i++) {
+        if (c->raw[i].known)
+            fprintf(o, "  %-18s %.6g\n", c->raw[i].name, c->raw[i].value);
+        else
+            fprintf(o, "  %-18s n/a (not on this device)\n", c->raw[i].name);
+    }
+}
+
+void kp_run_counters_line(const kp_counters *c, const kp_readings_input *in, const kp_readings *r,
+                          char *buf, size_t n)
+{
+    if (!c || !c->have) {
+        snprintf(buf, n, "unavailable: %s", c && c->why_not[0] ? c->why_not : "not read");
+        return;
+    }
+    kp_str s = {0};
+    if (r->measured) {
+        kp_str_printf(&s, "DRAM %.1f GB/s", r->measured_gbps);
+        if (in->ceiling_gbs > 0)
+            kp_str_printf(&s, " (%.0f%% of the ceiling)", 100 * r->measured_fraction);
+        if (r->traffic != KP_TRAFFIC_UNKNOWN)
+            kp_str_printf(&s, " · %.2f× the estimated bytes", r->bytes_ratio);
+    } else {
+        kp_str_append(&s, "DRAM n/a");
+    }
+    if (c->v[KP_COUNTER_OCCUPANCY].known)
+        kp_str_printf(&s, " · occupancy %.0f%%", c->v[KP_COUNTER_OCCUPANCY].value);
+    if (c->v[KP_COUNTER_SM_THROUGHPUT].known)
+        kp_str_printf(&s, " · SM %.0f%%", c->v[KP_COUNTER_SM_THROUGHPUT].value);
+    if (in->measured.have_flops) kp_str_printf(&s, " · %.4g GFLOP/s", r->gflops);
+    kp_str_printf(&s, " · bound: %s", kp_bound_name(r->bound));
+    for (int i = 0; i < c->nraw; i++) {
+        if (c->raw[i].known) kp_str_printf(&s, " · %s %.6g", c->raw[i].name, c->raw[i].value);
+        else kp_str_printf(&s, " · %s n/a (not on this device)", c->raw[i].name);
+    }
+    snprintf(buf, n, "%s", s.data ? s.data : "");
+    kp_str_free(&s);
+}
+
 static void kp_run_print(const kp_run_report *report)
 {
     const kp_lab_info *info = report->info;
@@ -217,6 +362,7 @@ static void kp_run_print(const kp_run_report *report)
                100 * r->refl.occupancy, (unsigned long long)kp_launch_tg_threads(&r->launch),
                r->refl.blocks_per_sm, r->refl.limiter);
     kp_run_source_print(report);
+    kp_run_print_counters(o, r);
     printf("buffers after the run:\n");
     for (int i = 0; i < report->ndigests; i++) {
         const kp_buffer_digest *d = &report->digests[i];
@@ -259,6 +405,7 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
         {"plot", required_argument, NULL, 'P'},
         {"force", no_argument, NULL, 'F'},
         {"source", optional_argument, NULL, 'H'},
+        {"counters", optional_argument, NULL, 'C'},
         {NULL, 0, NULL, 0},
     };
     int sweep = a->sweep; /* `kprof sweep` sets it before parsing */
@@ -337,6 +484,12 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
             if (optarg && (kp_parse_size(optarg, &v) != 0 || v < 1 || v > 100000))
                 return kp_cli_usage_error("run", "--source=%s: expected 1 to 100000 lines", optarg);
             if (optarg) a->source = (int)v;
+            break;
+        case 'C':
+            a->counters = 1;
+            if ((rc = kp_run_parse_counters(a->sweep ? "sweep" : "run", optarg, argc, argv,
+                                            &optind, &a->counters_asked)) != 0)
+                return rc;
             break;
         case 'D': kp_str_printf(&a->options, " -D%s", optarg); break;
         case 'I': kp_str_printf(&a->options, " -I%s", optarg); break;
@@ -448,6 +601,15 @@ int kp_cmd_run(int argc, char **argv)
         if (st == KPROF_TIMEOUT) wedged = 1;
         if (st != KPROF_OK) goto done;
     }
+    /* After the read-back: the digests are what they are without --counters. */
+    if (a.counters) {
+        kp_progress_set(progress, "run: %s: hardware counters (one replayed dispatch)",
+                        report.info->kernel->name);
+        st = kp_lab_counters(lab, &a.launch, &a.counters_asked, &err);
+        if (st == KPROF_TIMEOUT) wedged = 1;
+        if (st != KPROF_OK) goto done;
+        r->counters = &a.counters_asked;
+    }
     kp_progress_stop(progress);
     progress = NULL;
     /* Nothing is reported before the session has released the device cleanly: a kernel that
@@ -459,7 +621,10 @@ int kp_cmd_run(int argc, char **argv)
     kp_run_result_time(r, r->samples, (size_t)a.iters, scratch);
     kp_ceiling ceiling;
     double ceiling_gbs = 0;
-    if (kp_store_lookup_ceiling(&info->device, &ceiling) == 0) ceiling_gbs = ceiling.copy_gbs;
+    if (kp_store_lookup_ceiling(&info->device, &ceiling) == 0) {
+        ceiling_gbs = ceiling.copy_gbs;
+        r->peak_gflops = ceiling.fma_gflops;
+    }
     kp_run_result_bandwidth(r, a.have_bytes ? a.bytes : info->buffer_bytes, !a.have_bytes,
                             ceiling_gbs);
     uint64_t threads = 0;
@@ -470,6 +635,8 @@ int kp_cmd_run(int argc, char **argv)
     if (info->warning[0]) fprintf(stderr, "kprof: warning: %s\n", info->warning);
     if (report.source && !report.have_hotspots)
         fprintf(stderr, "kprof: source: %s\n", report.source_why);
+    if (r->counters && !r->counters->have)
+        fprintf(stderr, "kprof: counters: %s\n", r->counters->why_not);
     /* The JSON is the result --json prints, run.json keeps and the history records. */
     kp_str json = {0};
     if (a.json || kp_record_enabled()) {

@@ -1,8 +1,9 @@
 /*
  * cmd_sweep.c — `kprof run --sweep-tg` and its alias `kprof sweep`: one kernel at a fixed grid
  * across threadgroup sizes, as a table (median and min device ms, ~GB/s, % of the measured
- * ceiling, occupancy and its limiter on CUDA, the best point and its ties), JSON (sweep.json in
- * the kernel folder) and an SVG plot.
+ * ceiling, occupancy and its limiter on CUDA, with --counters each point's measured DRAM GB/s,
+ * achieved occupancy and bound, the best point and its ties), JSON (sweep.json in the kernel
+ * folder) and an SVG plot.
  *
  * How it runs: the calling thread opens the lab, checks every size before anything runs and
  * measures them one after another (the backends' runtimes stay on the thread that opened them);
@@ -66,6 +67,12 @@ typedef struct kp_sweep_run {
      * the worker writes them, and this thread reads them after the join. */
     int lowest;
     double *lowest_samples;
+    /* --counters: each point's (heap, npoints), and the device's FLOP peak; counters_off holds
+     * why they cannot be read once a point found they cannot (the rest are not asked). */
+    kp_counters *counters;
+    double peak_gflops;
+    char counters_off[512];
+    int counter_columns; /* the table shows the counters' columns (the backend can read them) */
 
     /* Between the worker and this thread, under mu. Points are measured in order, so the
      * measured ones are points[0..nmeasured). */
@@ -113,6 +120,7 @@ static void kp_sweep_print_header(const kp_sweep_run *s)
            info->device.is_gpu ? "GPU ms median" : "device ms median", "min", "~GB/s");
     if (s->ceiling_gbs > 0) printf(" %9s", "% ceiling");
     if (kp_sweep_has_occupancy(s)) printf("  %-24s", "occupancy (limiter)");
+    if (s->counter_columns) printf(" %10s %9s %-8s", "DRAM GB/s", "achieved", "bound");
     printf("\n");
 }
 
@@ -131,6 +139,20 @@ static void kp_sweep_print_row(const kp_sweep_run *s, int i)
             snprintf(cell, sizeof cell, "%3.0f%% (%s)", 100 * p->run.refl.occupancy,
                      p->run.refl.limiter);
         printf("  %-24s", cell);
+    }
+    if (s->counter_columns) {
+        /* Measured: DRAM traffic over the median, the achieved occupancy and the bound. */
+        const kp_run_result *r = &p->run;
+        const kp_counters *c = r->counters;
+        char gbs[32] = "-", occ[32] = "-";
+        const char *bound = "-";
+        if (c && c->have) {
+            if (r->readings.measured) snprintf(gbs, sizeof gbs, "%.1f", r->readings.measured_gbps);
+            if (c->v[KP_COUNTER_OCCUPANCY].known)
+                snprintf(occ, sizeof occ, "%.0f%%", c->v[KP_COUNTER_OCCUPANCY].value);
+            bound = kp_bound_name(r->readings.bound);
+        }
+        printf(" %10s %9s %-8s", gbs, occ, bound);
     }
     if (i == s->your_tg) printf("  ◀ your --tg");
     printf("\n");
@@ -477,7 +499,16 @@ static kprof_status kp_sweep_prepare(kp_sweep_run *s, kp_error *err)
     if (err->status != KPROF_OK) return err->status;
 
     kp_ceiling ceiling;
-    if (kp_store_lookup_ceiling(&info->device, &ceiling) == 0) s->ceiling_gbs = ceiling.copy_gbs;
+    if (kp_store_lookup_ceiling(&info->device, &ceiling) == 0) {
+        s->ceiling_gbs = ceiling.copy_gbs;
+        s->peak_gflops = ceiling.fma_gflops;
+    }
+    if (a->counters) {
+        s->counters = calloc((size_t)s->npoints, sizeof *s->counters);
+        if (!s->counters) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+        /* A backend without counters is known now: no columns of dashes. */
+        s->counter_columns = kp_lab_has_counters(s->lab, s->counters_off, sizeof s->counters_off);
+    }
     s->bytes_assumed = !a->have_bytes;
     s->bytes = a->have_bytes ? a->bytes : info->buffer_bytes;
 
@@ -497,6 +528,30 @@ static kprof_status kp_sweep_prepare(kp_sweep_run *s, kp_error *err)
         if (strcmp(lines[i].id, "register_pressure") == 0 ||
             strcmp(lines[i].id, "shared_memory_bound") == 0)
             s->warnings[s->nwarnings++] = lines[i];
+    return KPROF_OK;
+}
+
+/* --counters at point i (measured, p its copy): one replayed dispatch read into s->counters[i],
+ * and the point's readings from it. Once a point finds the counters cannot be read, the rest
+ * are not asked (their reason is the first's). */
+static kprof_status kp_sweep_counters(kp_sweep_run *s, int i, kp_sweep_point *p, kp_error *err)
+{
+    kp_counters *c = &s->counters[i];
+    *c = s->args->counters_asked; /* the raw names */
+    if (s->counters_off[0]) {
+        c->read = 1;
+        c->have = 0;
+        snprintf(c->why_not, sizeof c->why_not, "%s", s->counters_off);
+    } else {
+        kprof_status st = kp_lab_counters(s->lab, &p->run.launch, c, err);
+        if (st != KPROF_OK) return st;
+        if (!c->have) snprintf(s->counters_off, sizeof s->counters_off, "%s", c->why_not);
+    }
+    p->run.counters = c;
+    p->run.peak_gflops = s->peak_gflops;
+    uint64_t threads = 0;
+    uint64_t grid_bytes = kp_lab_grid_bytes(s->lab, &p->run.launch, &threads);
+    kp_run_result_read(&p->run, &s->info.device, s->info.buffer_bytes, grid_bytes, threads);
     return KPROF_OK;
 }
 
@@ -543,6 +598,17 @@ static void kp_sweep_work(kp_sweep_run *s)
         p.run.iters = a->iters;
         p.run.warmup = a->warmup;
         kp_run_result_bandwidth(&p.run, s->bytes, s->bytes_assumed, s->ceiling_gbs);
+        if (a->counters) {
+            st = kp_sweep_counters(s, i, &p, &err);
+            if (st != KPROF_OK && kp_lab_is_void(s->lab)) break;
+            if (st != KPROF_OK) {
+                char tg[48];
+                kp_tg_label(&p, tg, sizeof tg);
+                kp_error_append(&err, " (reading counters at tg %s; the sweep stopped)", tg);
+                stopped = 1;
+                break;
+            }
+        }
         pthread_mutex_lock(&s->mu);
         s->points[i] = p;
         s->nmeasured = i + 1;
@@ -772,6 +838,7 @@ int kp_run_sweep(kp_run_args *a)
 
     kp_sweep_finish_marks(s);
     if (s->info.warning[0]) fprintf(stderr, "kprof: warning: %s\n", s->info.warning);
+    if (s->counters_off[0]) fprintf(stderr, "kprof: counters: %s\n", s->counters_off);
     if (a->json) {
         kp_error jerr = {0};
         kprof_status jst = kp_sweep_emit_json(s, !s->stopped, 0, &jerr);
@@ -807,6 +874,7 @@ done:
     if (s->wake[1] >= 0) close(s->wake[1]);
     pthread_mutex_destroy(&s->mu);
     free(s->lowest_samples);
+    free(s->counters);
     free(s);
     int rc = 0;
     if (st != KPROF_OK) rc = kp_cli_fail(&err);

@@ -7,7 +7,11 @@
 #define KP_TOOLS_RUN_H
 
 #include "core/util.h"
+#include "lab/counters.h"
 #include "lab/lab.h"
+#include "lab/run_result.h"
+
+#include <stdio.h>
 
 typedef struct kp_run_args {
     kp_lab_options lab;
@@ -23,6 +27,8 @@ typedef struct kp_run_args {
     int force;           /* --force: --plot may replace an existing file */
     int tg_set;          /* --tg was given: in a sweep, that size is swept too and marked */
     int source;          /* --source[=N]: the N hottest source lines to print; 0 = not asked */
+    int counters;        /* --counters: read hardware counters (per point in a sweep) */
+    kp_counters counters_asked; /* the raw names of --counters LIST (nraw 0: the standard set) */
 } kp_run_args;
 
 /* Parse `kprof run` arguments (argv[0] is the command). 0 or a usage exit code (printed). */
@@ -42,5 +48,25 @@ _Noreturn void kp_run_abandon(const kp_error *err);
 
 /* "4096", "64x32", "8x8x4". */
 void kp_dims_text(const uint64_t *v, int dims, char *buf, size_t n);
+
+/* --counters [LIST] for cmd (run, sweep, bench), met by getopt_long as an option with an optional
+ * argument: `--counters=LIST`, or `--counters LIST` where the next argument looks like a LIST —
+ * it holds "__" (every ncu metric name does: dram__bytes_read.sum) or a comma, and does not
+ * start with '-' — and is then taken (*optind moves past it). Plain `--counters` asks for the
+ * standard set alone. 0, or the usage error's exit code (a malformed LIST: exit 2). */
+int kp_run_parse_counters(const char *cmd, const char *optarg_text, int argc, char **argv,
+                          int *optind_io, kp_counters *c);
+
+/* The Counters block of a run for people (under the reflection): every standard value ("n/a
+ * (not on this device)" where the device has none), the measured figures against the estimate
+ * and the ceiling, the roofline, registers and spills, and the raw names asked for. Nothing when
+ * the counters were not read. */
+void kp_run_print_counters(FILE *o, const kp_run_result *r);
+
+/* One line of what the counters say, for a row of a table (bench): "DRAM 1234 GB/s (85% of
+ * the ceiling) · 1.00x the estimate · occupancy 87% · SM 45% · memory-bound", or
+ * "unavailable: WHY". */
+void kp_run_counters_line(const kp_counters *c, const kp_readings_input *in, const kp_readings *r,
+                          char *buf, size_t n);
 
 #endif
