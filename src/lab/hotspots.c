@@ -311,6 +311,22 @@ static char *kp_hs_line_text(const char *text, size_t len, uint32_t line)
 
 void kp_hotspots_read_text(kp_hotspots *h, const char *source_path)
 {
+    /* The compile cache keys a binary on the source's text, so a cached binary's line info can
+     * name the copy it was first compiled from (a kernel folder made by `kprof isolate --from`,
+     * a file moved since): a file of the source's base name is the source the user ran. */
+    if (source_path && source_path[0]) {
+        const char *base = kp_hs_base_name(source_path);
+        for (size_t i = 0; i < h->n; i++) {
+            kp_hotspot *l = &h->lines[i];
+            if (!l->file || strcmp(l->file, source_path) == 0 ||
+                strcmp(kp_hs_base_name(l->file), base) != 0)
+                continue;
+            char *renamed = strdup(source_path);
+            if (!renamed) break;
+            free(l->file);
+            l->file = renamed;
+        }
+    }
     for (size_t i = 0; i < h->n; i++) {
         const kp_hotspot *first = &h->lines[i];
         if (!first->file || first->text) continue;

@@ -70,7 +70,7 @@ class CudaCounters(kptest.KprofTestCase):
         self.src = self.write("k.cu", KERNELS)
 
     def counters(self, *args):
-        p = self.kprof("run", self.src, *args, "--backend", "cuda", "--iters", "5", "--json",
+        p = self.kprof("run", self.src, *args, "--backend", "cuda", "--iters", "5", "--counters", "--json",
                        expect=0)
         r = json.loads(p.stdout)
         c = r["counters"]

@@ -247,6 +247,9 @@ static void test_text(void)
     CHECK(h.lines[3].text == NULL); /* past the end of the file */
     CHECK_STR(h.lines[4].text, "int header_line;");
     CHECK_STR(h.lines[5].text, "line one");
+    /* ... and named as the source (a cached binary names the copy first compiled). */
+    CHECK_STR(h.lines[5].file, src);
+    CHECK_STR(h.lines[4].file, "inc.h"); /* another file keeps its name */
 
     /* The JSON carries every line and its text. */
     kp_str out = {0};
