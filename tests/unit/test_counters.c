@@ -28,6 +28,10 @@ static kprof_status fake_status; /* what the op returns */
 static size_t asked_n;           /* how many names the last call asked for */
 static char asked[8192];         /* the names, space-separated */
 static int calls;
+static size_t first_n;           /* ... and the first call's */
+static char first[8192];
+static double second_write = -1; /* >= 0: dram__bytes_write.sum's value from the second call on
+                                    (a reading without the replay's restores) */
 
 static kprof_status fake_counters(kp_kernel *k, const kp_launch *l, const char *const *metrics,
                                   size_t n, double *values, unsigned char *bad, kp_error *err)
@@ -45,6 +49,10 @@ static kprof_status fake_counters(kp_kernel *k, const kp_launch *l, const char *
                             "no profiling permission (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)\n"
                             "see NVIDIA's ERR_NVGPUCTRPERM page");
     if (fake_status != KPROF_OK) return kp_error_set(err, fake_status, "the kernel faulted");
+    if (calls == 1) {
+        first_n = asked_n;
+        memcpy(first, asked, sizeof first);
+    }
     for (size_t i = 0; i < n; i++) {
         values[i] = NAN;
         bad[i] = 1;
@@ -53,6 +61,8 @@ static kprof_status fake_counters(kp_kernel *k, const kp_launch *l, const char *
                 values[i] = device_metrics[m].value;
                 bad[i] = 0;
             }
+        if (calls > 1 && second_write >= 0 && strcmp(metrics[i], "dram__bytes_write.sum") == 0)
+            values[i] = second_write;
     }
     return KPROF_OK;
 }
@@ -145,19 +155,34 @@ static void test_read_standard_and_raw(void)
     CHECK_INT(c.nraw, 3);
     CHECK_INT(kp_lab_has_counters(lab, NULL, 0), 1);
     CHECK_INT(kp_lab_counters(lab, &launch, &c, &err), KPROF_OK);
-    CHECK_INT(calls, 1); /* one replayed dispatch for everything */
+    /* One replayed dispatch for everything, then one for the DRAM traffic alone (one pass, no
+     * restore before it: kp_lab_counters_dram). */
+    CHECK_INT(calls, 2);
+    CHECK_STR(asked, "dram__bytes_read.sum dram__bytes_write.sum");
     CHECK_INT(c.read, 1);
     CHECK_INT(c.have, 1);
     /* Asked: the 21 items' 24 names (the tensor pipe has 4), and the 2 raw names not among
      * them; each name once. */
-    CHECK_INT(asked_n, 24 + 2);
-    CHECK_INT(count_words(asked, "dram__bytes_read.sum"), 1);
-    CHECK_INT(count_words(asked, "no_such__metric.sum"), 1);
-    CHECK_INT(count_words(asked, "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"),
+    CHECK_INT(first_n, 24 + 2);
+    CHECK_INT(count_words(first, "dram__bytes_read.sum"), 1);
+    CHECK_INT(count_words(first, "no_such__metric.sum"), 1);
+    CHECK_INT(count_words(first, "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"),
               1);
     /* Scaled: L2 sectors are 32 bytes. */
     CHECK_NEAR(c.v[KP_COUNTER_DRAM_READ].value, 3 * MIB, 0);
     CHECK_NEAR(c.v[KP_COUNTER_L2_READ].value, 32000, 0);
+    {
+        /* The DRAM-only reading wins over the multi-pass one (restores' write-backs). */
+        second_write = 0.5 * MIB;
+        kp_counters again = c;
+        calls = 0;
+        CHECK_INT(kp_lab_counters(lab, &launch, &again, &err), KPROF_OK);
+        CHECK_INT(calls, 2);
+        CHECK_NEAR(again.v[KP_COUNTER_DRAM_WRITE].value, 0.5 * MIB, 0);
+        CHECK_NEAR(again.v[KP_COUNTER_DRAM_READ].value, 3 * MIB, 0);
+        second_write = -1;
+        calls = 2;
+    }
     CHECK_NEAR(c.v[KP_COUNTER_L2_WRITE].value, 320, 0);
     CHECK_STR(c.v[KP_COUNTER_L2_READ].metric, "lts__t_sectors_op_read.sum");
     CHECK_NEAR(c.v[KP_COUNTER_OCCUPANCY].value, 87.25, 0);
