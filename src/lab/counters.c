@@ -225,10 +225,15 @@ static kprof_status kp_lab_counters_dram(kp_lab *lab, const kp_launch *launch, k
     }
     kp_error_clear(&why);
     const kp_counter_id ids[2] = {KP_COUNTER_DRAM_READ, KP_COUNTER_DRAM_WRITE};
-    for (int i = 0; i < 2; i++)
-        if (!bad[i] && isfinite(values[i]))
-            c->v[ids[i]] = (kp_counter_value){1, values[i] * kp_counter_defs[ids[i]].scale,
-                                              names[i]};
+    for (int i = 0; i < 2; i++) {
+        if (bad[i] || !isfinite(values[i])) continue;
+        c->v[ids[i]] = (kp_counter_value){1, values[i] * kp_counter_defs[ids[i]].scale, names[i]};
+        for (int r = 0; r < c->nraw; r++) /* the same name asked for raw: the same reading */
+            if (strcmp(c->raw[r].name, names[i]) == 0) {
+                c->raw[r].known = 1;
+                c->raw[r].value = values[i];
+            }
+    }
     return KPROF_OK;
 }
 
