@@ -77,6 +77,27 @@ class Counters(kptest.KprofTestCase):
         p = self.kprof("run", "--counters", self.demo(), *LAUNCH, "--iters", "3", expect=0)
         self.the_one_line(p.stderr)
 
+    def test_kernel_holding_underscores_is_not_a_list(self):
+        # A kernel named "demo__add.cl" (it holds "__") right after --counters stays the kernel:
+        # a file, a path or a kernel's extension is never a LIST.
+        d = self.tmp
+        k = os.path.join(d, "demo__add.cl")
+        with open(self.demo()) as f, open(k, "w") as g:
+            g.write(f.read())
+        for word in ("demo__add.cl", k):
+            p = self.kprof("run", "--counters", word, *LAUNCH, "--iters", "3", "--json",
+                           cwd=d, expect=0)
+            self.the_one_line(p.stderr)
+            self.assertEqual(json.loads(p.stdout)["entry"], "demo_add")
+        # bench A B: A is not lost to the LIST.
+        p = self.kprof("bench", "--counters", "demo__add.cl", self.demo(), *LAUNCH, *QUICK,
+                       "--json", cwd=d, expect=0)
+        self.assertEqual(len(json.loads(p.stdout)["points"][0]["kernels"]), 2)
+        # A LIST taken with no kernel left: the usage error says so.
+        for cmd in ("run", "bench"):
+            p = self.kprof(cmd, *LAUNCH, "--counters", "dram__bytes_read.sum", expect=2)
+            self.assertIn("--counters took 'dram__bytes_read.sum' as its LIST", p.stderr)
+
     def test_malformed_list_exit_2(self):
         cases = [
             (["--counters", "dram__bytes_read.sum,,lts__t_sector_hit_rate.pct"], "item 2 is empty"),

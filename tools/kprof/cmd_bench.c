@@ -212,6 +212,7 @@ static int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
     uint64_t v;
     double d;
     int rc;
+    const char *counters_list = NULL; /* the word --counters took as its LIST, if any */
     opterr = 0;
     optind = 1;
     int c;
@@ -321,7 +322,7 @@ static int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
         case 'Q':
             a->counters = 1;
             if ((rc = kp_run_parse_counters("bench", optarg, argc, argv, &optind,
-                                            &a->counters_asked)) != 0)
+                                            &a->counters_asked, &counters_list)) != 0)
                 return rc;
             break;
         case ':': return kp_cli_usage_error("bench", "%s needs a value", argv[optind - 1]);
@@ -335,6 +336,10 @@ static int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
                                       argv[optind]);
         a->targets[a->ntargets++] = argv[optind];
     }
+    if (a->ntargets == 0 && counters_list)
+        return kp_cli_usage_error("bench", "give a kernel: --counters took '%s' as its LIST of "
+                                           "metric names (write --counters=LIST, or name the "
+                                           "kernel as a path)", counters_list);
     if (a->ntargets == 0)
         return kp_cli_usage_error("bench", "give a kernel: a NAME made by `kprof isolate` or a "
                                            "FILE (two to compare them)");

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* What `kprof run` reports: the session, the run's numbers, the readings in words and the
@@ -164,14 +165,30 @@ static void kp_run_source_print(const kp_run_report *report)
         printf("  %s%zu more line%s in --json%s\n", D, h->n - top, h->n - top == 1 ? "" : "s", R);
 }
 
+/* Whether a word after --counters looks like a kernel, never a LIST: a file or folder that
+ * exists, a path (a '/'), or a kernel's or a spec's extension. */
+static int kp_run_looks_like_kernel(const char *word)
+{
+    static const char *const exts[] = {"cu", "cl", "ptx", "cubin", "json"};
+    struct stat st;
+    if (strchr(word, '/') || stat(word, &st) == 0) return 1;
+    const char *ext = kp_path_extension(word);
+    for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++)
+        if (strcmp(ext, exts[i]) == 0) return 1;
+    return 0;
+}
+
 int kp_run_parse_counters(const char *cmd, const char *optarg_text, int argc, char **argv,
-                          int *optind_io, kp_counters *c)
+                          int *optind_io, kp_counters *c, const char **taken)
 {
     const char *list = optarg_text;
+    if (taken) *taken = NULL;
     if (!list && *optind_io < argc) {
         const char *next = argv[*optind_io];
-        if (next[0] != '-' && (strstr(next, "__") || strchr(next, ','))) {
+        if (next[0] != '-' && (strstr(next, "__") || strchr(next, ',')) &&
+            !kp_run_looks_like_kernel(next)) {
             list = next;
+            if (taken) *taken = next;
             (*optind_io)++;
         }
     }
@@ -419,6 +436,7 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
     a->launch.tg[0] = 256;
     a->launch.grid[1] = a->launch.grid[2] = a->launch.tg[1] = a->launch.tg[2] = 1;
     int grid_dims = 1, tg_dims = 1, tg_set = 0;
+    const char *counters_list = NULL; /* the word --counters took as its LIST, if any */
     uint64_t v;
     int rc;
     opterr = 0;
@@ -488,7 +506,7 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
         case 'C':
             a->counters = 1;
             if ((rc = kp_run_parse_counters(a->sweep ? "sweep" : "run", optarg, argc, argv,
-                                            &optind, &a->counters_asked)) != 0)
+                                            &optind, &a->counters_asked, &counters_list)) != 0)
                 return rc;
             break;
         case 'D': kp_str_printf(&a->options, " -D%s", optarg); break;
@@ -498,6 +516,10 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
         default: return kp_cli_usage_error("run", "unknown option '%s'", argv[optind - 1]);
         }
     }
+    if (optind >= argc && counters_list)
+        return kp_cli_usage_error("run", "give a kernel: --counters took '%s' as its LIST of "
+                                         "metric names (write --counters=LIST, or name the kernel "
+                                         "as a path)", counters_list);
     if (optind >= argc)
         return kp_cli_usage_error("run", "give a kernel: a NAME made by `kprof isolate` or a FILE");
     if (optind + 1 < argc)

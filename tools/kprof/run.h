@@ -52,10 +52,12 @@ void kp_dims_text(const uint64_t *v, int dims, char *buf, size_t n);
 /* --counters [LIST] for cmd (run, sweep, bench), met by getopt_long as an option with an optional
  * argument: `--counters=LIST`, or `--counters LIST` where the next argument looks like a LIST —
  * it holds "__" (every ncu metric name does: dram__bytes_read.sum) or a comma, and does not
- * start with '-' — and is then taken (*optind moves past it). Plain `--counters` asks for the
- * standard set alone. 0, or the usage error's exit code (a malformed LIST: exit 2). */
+ * start with '-' — and is then taken (*optind moves past it; *taken, when not NULL, names it).
+ * A word that looks like a kernel is never taken: one that exists as a file or folder, holds a
+ * '/', or ends in .cu, .cl, .ptx, .cubin or .json. Plain `--counters` asks for the standard set
+ * alone. 0, or the usage error's exit code (a malformed LIST: exit 2). */
 int kp_run_parse_counters(const char *cmd, const char *optarg_text, int argc, char **argv,
-                          int *optind_io, kp_counters *c);
+                          int *optind_io, kp_counters *c, const char **taken);
 
 /* The Counters block of a run for people (under the reflection): every standard value ("n/a
  * (not on this device)" where the device has none), the measured figures against the estimate
