@@ -4,6 +4,7 @@
 #include "store/store.h"
 #include "core/env.h"
 #include "core/util.h"
+#include "store/trace_db.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
@@ -16,7 +17,9 @@
  * last): a new store runs them all, an older one the ones it lacks, in one transaction. */
 struct kp_store {
     sqlite3 *db;
-    int version; /* PRAGMA user_version as opened (after any upgrade) */
+    int version; /* PRAGMA user_version as opened (after any upgrade; a 3 reads as 2) */
+    int has_fma; /* ceilings has fma_gflops and fma_method */
+    int stored_version; /* PRAGMA user_version as found (3 where version reads 2) */
 };
 
 /* Version 1: the measured bandwidth ceiling of each device (`kprof caps --measure`). */
@@ -65,10 +68,13 @@ static const char kp_store_schema_v2_tables[] =
     "  made_from TEXT,"
     "  data TEXT);"
     KP_STORE_NOTES_AT_INDEX ";";
-/* Version 3: the FP32 FLOP peak (kprof's FMA kernel) beside the bandwidth ceiling; a ceiling
- * measured before has none (NULL) until `kprof caps --measure` runs again. */
-static const char kp_store_schema_v3[] = "ALTER TABLE ceilings ADD COLUMN fma_gflops REAL;"
-                                         "ALTER TABLE ceilings ADD COLUMN fma_method TEXT;";
+/* Columns added to ceilings without a new version (store.h): the FP32 FLOP peak (kprof's FMA
+ * kernel) beside the bandwidth ceiling; a ceiling measured before has none (NULL) until
+ * `kprof caps --measure` runs again. Each is added when missing. */
+static const char *const kp_store_ceiling_columns[][2] = {
+    {"fma_gflops", "ALTER TABLE ceilings ADD COLUMN fma_gflops REAL"},
+    {"fma_method", "ALTER TABLE ceilings ADD COLUMN fma_method TEXT"},
+};
 
 static const char kp_store_schema_v2_fts[] =
     "CREATE VIRTUAL TABLE notes_fts USING fts5(text, kernel, content='notes', "
@@ -89,13 +95,23 @@ static const char kp_store_schema_v2_triggers[] =
 
 /* The tables a store of each version has (index = version): what tells kprof's store from
  * another program's SQLite file that happens to carry the same user_version. */
-static const char *const kp_store_tables[KP_STORE_SCHEMA_VERSION + 1] = {
+static const char *const kp_store_tables[KP_STORE_SCHEMA_FMA_DEV + 1] = {
     NULL,
     "'ceilings'",
     "'ceilings','runs','notes','notes_fts'",
     "'ceilings','runs','notes','notes_fts'",
 };
-static const int kp_store_ntables[KP_STORE_SCHEMA_VERSION + 1] = {0, 1, 4, 4};
+static const int kp_store_ntables[KP_STORE_SCHEMA_FMA_DEV + 1] = {0, 1, 4, 4};
+
+/* Whether ceilings has every column of kp_store_ceiling_columns. */
+static int kp_store_has_fma(kp_store *s)
+{
+    for (size_t i = 0; i < sizeof kp_store_ceiling_columns / sizeof kp_store_ceiling_columns[0];
+         i++)
+        if (!kp_trace_db_has_column(s->db, "main", "ceilings", kp_store_ceiling_columns[i][0]))
+            return 0;
+    return 1;
+}
 
 char *kp_store_path(char *buf, size_t n)
 {
@@ -172,7 +188,7 @@ static kprof_status kp_store_check(kp_store *s, const char *path, int *tables, k
     if (rc != SQLITE_OK) return kp_store_fail_rc(s, err, path, "cannot read", rc);
     rc = kp_store_int(s->db, "SELECT count(*) FROM sqlite_master", tables);
     if (rc != SQLITE_OK) return kp_store_fail_rc(s, err, path, "cannot read", rc);
-    if (version > KP_STORE_SCHEMA_VERSION)
+    if (version > KP_STORE_SCHEMA_FMA_DEV)
         return kp_error_set(err, KPROF_CORRUPT,
                             "%s is a kprof store of schema %d, newer than this kprof (%s) knows "
                             "(%d): written by a newer kprof? It is left as it is; use that kprof, "
@@ -196,8 +212,18 @@ static kprof_status kp_store_check(kp_store *s, const char *path, int *tables, k
                                 "kprof's schema %d)",
                                 path, version, version);
     }
-    s->version = version;
+    s->stored_version = version;
+    s->version = version == KP_STORE_SCHEMA_FMA_DEV ? KP_STORE_SCHEMA_VERSION : version;
+    s->has_fma = version > 0 && kp_store_has_fma(s);
     return KPROF_OK;
+}
+
+/* Whether a read-write open has anything to do: an older schema, a missing column, or a
+ * development build's user_version 3 to write back as 2. */
+static int kp_store_needs_upgrade(const kp_store *s)
+{
+    return s->version < KP_STORE_SCHEMA_VERSION || !s->has_fma ||
+           s->stored_version != KP_STORE_SCHEMA_VERSION;
 }
 
 /* Bring a store of an older schema (0: a new, empty file) up to KP_STORE_SCHEMA_VERSION in one
@@ -226,10 +252,14 @@ static kprof_status kp_store_upgrade(kp_store *s, const char *path, kp_error *er
         else if (sqlite3_exec(s->db, kp_store_schema_v2_triggers, NULL, NULL, NULL) != SQLITE_OK)
             st = kp_store_fail(s, err, path, "cannot add the notes' index triggers");
     }
-    if (st == KPROF_OK && s->version < 3 &&
-        sqlite3_exec(s->db, kp_store_schema_v3, NULL, NULL, NULL) != SQLITE_OK)
-        st = kp_store_fail(s, err, path, "cannot add the FLOP peak to the ceilings");
-    if (st == KPROF_OK && s->version < KP_STORE_SCHEMA_VERSION) {
+    for (size_t i = 0;
+         st == KPROF_OK &&
+         i < sizeof kp_store_ceiling_columns / sizeof kp_store_ceiling_columns[0];
+         i++)
+        if (!kp_trace_db_has_column(s->db, "main", "ceilings", kp_store_ceiling_columns[i][0]) &&
+            sqlite3_exec(s->db, kp_store_ceiling_columns[i][1], NULL, NULL, NULL) != SQLITE_OK)
+            st = kp_store_fail(s, err, path, "cannot add the FLOP peak to the ceilings");
+    if (st == KPROF_OK && s->stored_version != KP_STORE_SCHEMA_VERSION) {
         char sql[64];
         snprintf(sql, sizeof sql, "PRAGMA user_version = %d", KP_STORE_SCHEMA_VERSION);
         if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK)
@@ -241,7 +271,8 @@ static kprof_status kp_store_upgrade(kp_store *s, const char *path, kp_error *er
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
         return st;
     }
-    s->version = KP_STORE_SCHEMA_VERSION;
+    s->version = s->stored_version = KP_STORE_SCHEMA_VERSION;
+    s->has_fma = 1;
     return KPROF_OK;
 }
 
@@ -293,7 +324,7 @@ kprof_status kp_store_open(int readonly, kp_store **out, kp_error *err)
     st = kp_store_check(s, path, &tables, err);
     if (st != KPROF_OK) goto fail;
     /* Read-only opens read an older store as it is (a schema-1 store has no history yet). */
-    if (!readonly && s->version < KP_STORE_SCHEMA_VERSION) {
+    if (!readonly && kp_store_needs_upgrade(s)) {
         st = kp_store_upgrade(s, path, err);
         if (st != KPROF_OK) goto fail;
     }
@@ -368,7 +399,7 @@ int kp_store_get_ceiling(kp_store *s, const kp_device_info *dev, kp_ceiling *c)
     kp_store_device_key(dev, key, sizeof key);
     sqlite3_stmt *q = NULL;
     /* A store read as it is (read-only opens do not upgrade) may predate the FLOP peak. */
-    const char *sql = s->version >= 3
+    const char *sql = s->has_fma
                           ? "SELECT copy_gbs, copy_bytes, demo_add_gbs, demo_add_ms, "
                             "demo_add_elements, measured_at, driver, method, fma_gflops, "
                             "fma_method FROM ceilings WHERE device_key = ?"
@@ -389,7 +420,7 @@ int kp_store_get_ceiling(kp_store *s, const kp_device_info *dev, kp_ceiling *c)
         snprintf(c->driver, sizeof c->driver, "%s", t ? (const char *)t : "");
         t = sqlite3_column_text(q, 7);
         snprintf(c->method, sizeof c->method, "%s", t ? (const char *)t : "");
-        if (s->version >= 3) {
+        if (s->has_fma) {
             c->fma_gflops = sqlite3_column_double(q, 8); /* NULL reads as 0: none */
             t = sqlite3_column_text(q, 9);
             snprintf(c->fma_method, sizeof c->fma_method, "%s", t ? (const char *)t : "");

@@ -9,8 +9,14 @@
  *   1  ceilings
  *   2  + runs (with index runs_kernel), notes, notes_fts (FTS5, external content) and the
  *      three triggers that keep notes_fts in step with notes
- *   3  + ceilings.fma_gflops, ceilings.fma_method: the FP32 FLOP peak beside the bandwidth
- *      ceiling (the compute roof of `kprof run --counters`' roofline)
+ * Columns added to a table kprof already has do not change the version, so that an older kprof
+ * (which names the columns it reads and writes) still opens the store: a read-write open adds
+ * the missing ones, a read checks for them (pragma_table_info):
+ *   ceilings.fma_gflops, ceilings.fma_method: the FP32 FLOP peak beside the bandwidth ceiling
+ *      (the compute roof of `kprof run --counters`' roofline); NULL where not measured.
+ * Version 3 was written for a while by a development build for those two columns alone: a
+ * store at 3 is read as a 2 that has them, and a read-write open writes user_version 2 back
+ * (so that an older kprof opens it again). A later schema must therefore skip 3 and take 4.
  * A read-write open creates the schema in a new or empty file and upgrades an older store in
  * one transaction, keeping everything in it; a read-only open reads any known version as it
  * is. A file that is not a kprof store, or a store of a newer schema than this kprof knows, is
@@ -24,7 +30,9 @@
 #include <stdint.h>
 
 /* The schema this kprof writes (PRAGMA user_version). */
-#define KP_STORE_SCHEMA_VERSION 3
+#define KP_STORE_SCHEMA_VERSION 2
+/* The version a development build wrote for the FLOP peak's columns: read as 2 (above). */
+#define KP_STORE_SCHEMA_FMA_DEV 3
 
 typedef struct kp_store kp_store;
 
@@ -38,7 +46,7 @@ typedef struct kp_ceiling {
     char driver[128];           /* driver version when measured */
     char method[256];           /* what was measured, for people */
     double fma_gflops;          /* FP32 FLOP peak: kprof's FMA kernel, GFLOP/s; 0 when not
-                                   measured (a ceiling stored by a kprof before schema 3) */
+                                   measured (or stored by a kprof without the column) */
     char fma_method[256];       /* how the peak was measured, for people ("" when none) */
 } kp_ceiling;
 
@@ -52,7 +60,8 @@ kprof_status kp_store_open(int readonly, kp_store **out, kp_error *err);
 /* s may be NULL. */
 void kp_store_close(kp_store *s);
 /* The schema version of the open store (0 for an empty file opened read-only; an older
- * version where a read-only open found one): below 2 there is no history to read. */
+ * version where a read-only open found one; a development build's 3 reads as 2): below 2
+ * there is no history to read. */
 int kp_store_version(const kp_store *s);
 /* The SQLite handle, for src/store's own files (history.c, notes) and nothing else. */
 struct sqlite3 *kp_store_db(kp_store *s);

@@ -394,8 +394,10 @@ class History(kptest.KprofTestCase):
         self.run_add(expect=0)
         db = sqlite3.connect(self.store)
         try:
-            self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 3)
-            # Kept as it was; schema 3's FLOP peak is not measured for it (NULL).
+            # Schema 2, which an older kprof opens too: the FLOP peak's columns are added
+            # without a new version.
+            self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 2)
+            # Kept as it was; the FLOP peak is not measured for it (NULL).
             self.assertEqual(db.execute("SELECT * FROM ceilings").fetchall(),
                              [CEILING + (None, None)])
             names = {n for (n,) in db.execute("SELECT name FROM sqlite_master")}
@@ -440,10 +442,29 @@ class History(kptest.KprofTestCase):
         self.run_add(expect=0)
         db = sqlite3.connect(self.store)
         try:
-            self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 3)
+            self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 2)
         finally:
             db.close()
         self.assertEqual(len(self.history()), 1)
+
+    def test_dev_schema_3_store_written_back_as_2(self):
+        """A store a development build left at user_version 3 (schema 2 and the FLOP peak's
+        columns) is read, and written back as 2 on the next read-write open."""
+        self.run_add(expect=0)
+        db = sqlite3.connect(self.store)
+        db.execute("PRAGMA user_version = 3")
+        db.commit()
+        db.close()
+        self.assertEqual(len(self.history()), 1)
+        self.run_add(expect=0)
+        db = sqlite3.connect(self.store)
+        try:
+            self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 2)
+            cols = {r[1] for r in db.execute("PRAGMA table_info(ceilings)")}
+            self.assertTrue({"fma_gflops", "fma_method"} <= cols)
+        finally:
+            db.close()
+        self.assertEqual(len(self.history()), 2)
 
     def check_refused_untouched(self, why):
         with open(self.store, "rb") as f:

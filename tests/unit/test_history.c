@@ -1,7 +1,9 @@
 /* test_history.c — kprof's store and its history without a device: a schema-1 store (exactly
- * the schema and user_version kprof wrote before the history) upgraded to 3 keeping its
- * ceilings, read as it is by a read-only open; the FP32 FLOP peak (schema 3) kept beside a
- * ceiling, and a ceiling stored without one; a store of a newer schema and foreign files
+ * the schema and user_version kprof wrote before the history) upgraded to 2 keeping its
+ * ceilings, read as it is by a read-only open; the FP32 FLOP peak's columns added to a schema-2
+ * store without a new version, and a development build's schema 3 read as 2 and written back
+ * as 2; the peak kept beside a ceiling, and a ceiling stored without one; a store of a newer
+ * schema and foreign files
  * refused byte for byte untouched; results recorded and read back (kp_history_record, _list,
  * _each, _get by id, @0 and @-N), their samples and JSON exact; references parsed. Each check
  * points KPROF_STORE at a file of its own in a scratch folder. */
@@ -127,14 +129,14 @@ static void test_v1_upgraded(void)
     CHECK_INT(n, 0);
     CHECK(runs == NULL);
     CHECK_INT(query_int(path, "PRAGMA user_version"), 1);
-    /* Read-write: upgraded to 3 in place, the ceiling kept. */
+    /* Read-write: upgraded to 2 in place (with the FLOP peak's columns), the ceiling kept. */
     CHECK_INT(kp_store_open(0, &s, &err), KPROF_OK);
     if (s) {
-        CHECK_INT(kp_store_version(s), 3);
+        CHECK_INT(kp_store_version(s), 2);
         check_v1_ceiling(s);
     }
     kp_store_close(s);
-    CHECK_INT(query_int(path, "PRAGMA user_version"), 3);
+    CHECK_INT(query_int(path, "PRAGMA user_version"), 2);
     CHECK_INT(query_int(path, "SELECT count(*) FROM pragma_table_info('ceilings') WHERE name IN "
                               "('fma_gflops', 'fma_method')"),
               2);
@@ -170,7 +172,7 @@ static void test_v1_record(void)
     kp_error err = {0};
     CHECK_INT(kp_history_record(&r, NULL, 0, "{}", &id, &err), KPROF_OK);
     CHECK_INT(id, 1);
-    CHECK_INT(query_int(path, "PRAGMA user_version"), 3);
+    CHECK_INT(query_int(path, "PRAGMA user_version"), 2);
     CHECK_INT(query_int(path, "SELECT count(*) FROM ceilings"), 1);
     CHECK_INT(query_int(path, "SELECT count(*) FROM runs"), 1);
     kp_error_clear(&err);
@@ -205,6 +207,90 @@ static void test_fma_peak(void)
     kp_error_clear(&err);
 }
 
+static long long fma_columns(const char *path)
+{
+    return query_int(path, "SELECT count(*) FROM pragma_table_info('ceilings') WHERE name IN "
+                           "('fma_gflops', 'fma_method')");
+}
+
+/* A schema-2 store as a kprof before the FLOP peak left it (no fma_* columns): read as it is
+ * (no peak), given the columns by a read-write open at user_version 2, which an older kprof
+ * still opens. */
+static void test_v2_without_fma(void)
+{
+    const char *path = store_at("v2-old.db");
+    exec_sql(path, v1_store);
+    kp_error err = {0};
+    kp_store *s = NULL;
+    CHECK_INT(kp_store_open(0, &s, &err), KPROF_OK);
+    kp_store_close(s);
+    s = NULL;
+    exec_sql(path, "ALTER TABLE ceilings DROP COLUMN fma_gflops;"
+                   "ALTER TABLE ceilings DROP COLUMN fma_method;");
+    CHECK_INT(fma_columns(path), 0);
+    CHECK_INT(kp_store_open(1, &s, &err), KPROF_OK);
+    if (s) {
+        CHECK_INT(kp_store_version(s), 2);
+        check_v1_ceiling(s);
+    }
+    kp_store_close(s);
+    s = NULL;
+    CHECK_INT(fma_columns(path), 0); /* a read adds nothing */
+    CHECK_INT(kp_store_open(0, &s, &err), KPROF_OK);
+    if (s) {
+        CHECK_INT(kp_store_version(s), 2);
+        kp_device_info d = dev1();
+        kp_ceiling c = {.copy_gbs = 10, .fma_gflops = 77};
+        snprintf(c.fma_method, sizeof c.fma_method, "fma_f32");
+        CHECK_INT(kp_store_put_ceiling(s, &d, &c, &err), KPROF_OK);
+        kp_ceiling back;
+        CHECK_INT(kp_store_get_ceiling(s, &d, &back), 0);
+        CHECK_NEAR(back.fma_gflops, 77, 0);
+    }
+    kp_store_close(s);
+    CHECK_INT(query_int(path, "PRAGMA user_version"), 2);
+    CHECK_INT(fma_columns(path), 2);
+    kp_error_clear(&err);
+}
+
+/* A store a development build left at user_version 3 (schema 2 + the fma_* columns): opened,
+ * read as 2 with its peak, and written back as 2 by a read-write open. */
+static void test_dev_v3(void)
+{
+    const char *path = store_at("v3-dev.db");
+    kp_error err = {0};
+    kp_store *s = NULL;
+    CHECK_INT(kp_store_open(0, &s, &err), KPROF_OK);
+    if (s) {
+        kp_device_info d = dev1();
+        kp_ceiling c = {.copy_gbs = 10, .fma_gflops = 55.5};
+        snprintf(c.fma_method, sizeof c.fma_method, "fma_f32");
+        CHECK_INT(kp_store_put_ceiling(s, &d, &c, &err), KPROF_OK);
+    }
+    kp_store_close(s);
+    exec_sql(path, "PRAGMA user_version = 3");
+    for (int readonly = 1; readonly >= 0; readonly--) {
+        s = NULL;
+        CHECK_INT(kp_store_open(readonly, &s, &err), KPROF_OK);
+        if (s) {
+            CHECK_INT(kp_store_version(s), 2);
+            kp_device_info d = dev1();
+            kp_ceiling back;
+            CHECK_INT(kp_store_get_ceiling(s, &d, &back), 0);
+            CHECK_NEAR(back.fma_gflops, 55.5, 0);
+            CHECK_STR(back.fma_method, "fma_f32");
+        }
+        kp_store_close(s);
+        CHECK_INT(query_int(path, "PRAGMA user_version"), readonly ? 3 : 2);
+    }
+    /* 4 is newer than this kprof: refused. */
+    exec_sql(path, "PRAGMA user_version = 4");
+    s = NULL;
+    CHECK_INT(kp_store_open(1, &s, &err), KPROF_CORRUPT);
+    kp_store_close(s);
+    kp_error_clear(&err);
+}
+
 static void test_empty_file(void)
 {
     const char *path = store_at("empty.db");
@@ -217,9 +303,9 @@ static void test_empty_file(void)
     kp_store_close(s);
     CHECK_INT(query_int(path, "PRAGMA user_version"), 0);
     CHECK_INT(kp_store_open(0, &s, &err), KPROF_OK);
-    if (s) CHECK_INT(kp_store_version(s), 3);
+    if (s) CHECK_INT(kp_store_version(s), 2);
     kp_store_close(s);
-    CHECK_INT(query_int(path, "PRAGMA user_version"), 3);
+    CHECK_INT(query_int(path, "PRAGMA user_version"), 2);
     CHECK_INT(query_int(path, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name "
                               "IN ('ceilings', 'runs', 'notes', 'notes_fts')"),
               4);
@@ -496,6 +582,8 @@ int main(void)
     test_v1_upgraded();
     test_v1_record();
     test_fma_peak();
+    test_v2_without_fma();
+    test_dev_v3();
     test_empty_file();
     test_refused();
     test_record_and_read();
