@@ -152,6 +152,40 @@ static kprof_status kp_ceiling_point_run(kp_lab *lab, const kp_launch *launch, i
     return KPROF_OK;
 }
 
+/* One point of a kernel of its own (demo_add, fma_f32): a lab of which's source over spec, n
+ * threads in groups of tg, timed as the plan says and appended to out->points (*pp, once the
+ * launch is checked). The caller fills in what the point's figures mean. */
+static kprof_status kp_ceiling_one_point(kp_ceiling_result *out, int cuda, int which,
+                                         const char *spec, const char *name, uint64_t n,
+                                         uint64_t tg, double *samples, double *scratch,
+                                         kp_ceiling_point **pp, kp_error *err)
+{
+    *pp = NULL;
+    kp_lab_options lo = kp_ceiling_lab_options(cuda, which, spec, out->device.index);
+    kp_lab *lab = NULL;
+    kprof_status st = kp_lab_open(&lo, &lab, err);
+    if (st == KPROF_OK) {
+        kp_launch l = {.dims = 1, .grid = {n, 1, 1}, .tg = {tg, 1, 1}};
+        kp_reflection refl;
+        st = kp_lab_check_launch(lab, &l, &refl, err);
+        if (st == KPROF_OK && out->npoints >= KP_CEILING_MAX_POINTS)
+            st = kp_error_set(err, KPROF_INVALID, "more than %d ceiling points",
+                              KP_CEILING_MAX_POINTS);
+        if (st == KPROF_OK) {
+            kp_ceiling_point *p = &out->points[out->npoints++];
+            snprintf(p->kernel, sizeof p->kernel, "%s", name);
+            p->bytes = n * 4;
+            p->run.launch = l;
+            *pp = p;
+            st = kp_ceiling_point_run(lab, &l, out->plan.warmup, out->plan.iters, samples,
+                                      scratch, p, err);
+        }
+    }
+    if (st == KPROF_OK) st = kp_lab_finish(lab, err);
+    kp_lab_close(lab);
+    return st;
+}
+
 kprof_status kp_ceiling_prepare(const kp_ceiling_options *opts, kp_ceiling_result *out,
                                 kp_error *err)
 {
@@ -188,7 +222,6 @@ kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_resul
     int nvariants = KP_CEILING_VARIANTS;
     int total = plan->npoints, done = 0;
     uint64_t tg = out->device.max_tg >= 256 ? 256 : out->device.max_tg;
-    kp_ceiling_point *best = NULL;
 
     for (int si = 0; si < nsizes && st == KPROF_OK; si++) {
         uint64_t bytes = sizes[si];
@@ -219,7 +252,6 @@ kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_resul
             if (st != KPROF_OK) break;
             p->run.bytes = 2 * n4 * 16; /* read + write */
             p->run.gbps = 2.0 * (double)(n4 * 16) / (p->run.stats.min * 1e-3) / 1e9;
-            if (!best || p->run.gbps > best->run.gbps) best = p;
             if (opts->progress) opts->progress(p, ++done, total, opts->user);
         }
         if (st == KPROF_OK) st = kp_lab_finish(lab, err); /* what it measured stands */
@@ -233,71 +265,79 @@ kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_resul
         char spec[160];
         snprintf(spec, sizeof spec, "f32:%llu,f32:%llu,f32:%llu,u32=%llu", (unsigned long long)n,
                  (unsigned long long)n, (unsigned long long)n, (unsigned long long)n);
-        kp_lab_options lo = kp_ceiling_lab_options(cuda, KP_CEILING_DEMO_ADD, spec, index);
-        kp_lab *lab = NULL;
-        st = kp_lab_open(&lo, &lab, err);
+        kp_ceiling_point *p = NULL;
+        st = kp_ceiling_one_point(out, cuda, KP_CEILING_DEMO_ADD, spec, "demo_add", n, tg,
+                                  samples, scratch, &p, err);
         if (st == KPROF_OK) {
-            kp_launch l = {.dims = 1, .grid = {n, 1, 1}, .tg = {tg, 1, 1}};
-            kp_reflection refl;
-            st = kp_lab_check_launch(lab, &l, &refl, err);
-            kp_ceiling_point *p = &out->points[out->npoints++];
-            snprintf(p->kernel, sizeof p->kernel, "demo_add");
-            p->bytes = n * 4;
-            p->run.launch = l;
-            if (st == KPROF_OK)
-                st = kp_ceiling_point_run(lab, &l, warmup, iters, samples, scratch, p, err);
-            if (st == KPROF_OK) {
-                p->run.bytes = 3 * n * 4; /* two read, one written */
-                p->run.gbps = 3.0 * (double)(n * 4) / (p->run.stats.median * 1e-3) / 1e9;
-                out->ceiling.demo_add_gbs = p->run.gbps;
-                out->ceiling.demo_add_ms = p->run.stats.median;
-                out->ceiling.demo_add_elements = n;
-                if (opts->progress) opts->progress(p, ++done, total, opts->user);
-            }
+            p->run.bytes = 3 * n * 4; /* two read, one written */
+            p->run.gbps = 3.0 * (double)(n * 4) / (p->run.stats.median * 1e-3) / 1e9;
+            out->ceiling.demo_add_gbs = p->run.gbps;
+            out->ceiling.demo_add_ms = p->run.stats.median;
+            out->ceiling.demo_add_elements = n;
+            if (opts->progress) opts->progress(p, ++done, total, opts->user);
         }
-        if (st == KPROF_OK) st = kp_lab_finish(lab, err);
-        kp_lab_close(lab);
     }
 
-    /* The FP32 FLOP peak: fma_f32's fastest dispatch. */
-    kp_ceiling_point *fma = NULL;
+    /* The FP32 FLOP peak: fma_f32's fastest dispatch. Optional: where it cannot be measured,
+     * the bandwidth ceiling stands without it (kp_ceiling_conclude warns). */
+    kprof_status fma_st = KPROF_OK;
+    kp_error fma_err = {0};
     if (st == KPROF_OK) {
         uint64_t n = (plan->fma_threads + tg - 1) / tg * tg;
         char spec[128];
         snprintf(spec, sizeof spec, "f32:%llu:zero,u32=%u", (unsigned long long)n,
                  (unsigned)plan->fma_iters);
-        kp_lab_options lo = kp_ceiling_lab_options(cuda, KP_CEILING_FMA, spec, index);
-        kp_lab *lab = NULL;
-        st = kp_lab_open(&lo, &lab, err);
-        if (st == KPROF_OK) {
-            kp_launch l = {.dims = 1, .grid = {n, 1, 1}, .tg = {tg, 1, 1}};
-            kp_reflection refl;
-            st = kp_lab_check_launch(lab, &l, &refl, err);
-            fma = &out->points[out->npoints++];
-            snprintf(fma->kernel, sizeof fma->kernel, "fma_f32");
-            fma->bytes = n * 4;
-            fma->run.launch = l;
-            if (st == KPROF_OK)
-                st = kp_ceiling_point_run(lab, &l, warmup, iters, samples, scratch, fma, err);
-            if (st == KPROF_OK && fma->run.stats.min > 0) {
-                double flops = (double)n * (double)plan->fma_iters * 16.0;
-                fma->gflops = flops / (fma->run.stats.min * 1e-3) / 1e9;
-                if (opts->progress) opts->progress(fma, ++done, total, opts->user);
-            }
+        int before = out->npoints;
+        kp_ceiling_point *fma = NULL;
+        fma_st = kp_ceiling_one_point(out, cuda, KP_CEILING_FMA, spec, "fma_f32", n, tg, samples,
+                                      scratch, &fma, &fma_err);
+        if (fma_st == KPROF_OK && fma->run.stats.min > 0) {
+            kp_ceiling_plan at = *plan; /* the grid as launched: whole groups */
+            at.fma_threads = n;
+            fma->gflops = kp_ceiling_fma_flops(&at) / (fma->run.stats.min * 1e-3) / 1e9;
+            if (opts->progress) opts->progress(fma, ++done, total, opts->user);
+        } else if (fma_st == KPROF_OK) {
+            fma_st = kp_error_set(&fma_err, KPROF_BACKEND, "fma_f32 took no measurable time");
         }
-        if (st == KPROF_OK) st = kp_lab_finish(lab, err);
-        kp_lab_close(lab);
+        if (fma_st != KPROF_OK) out->npoints = before; /* no point of a failed measurement */
+        if (fma_st == KPROF_NOMEM) st = kp_error_set(err, KPROF_NOMEM, "%s", fma_err.message);
     }
     free(samples);
     free(scratch);
-    if (st != KPROF_OK) return st;
-    if (fma && fma->gflops > 0) {
+    if (st == KPROF_OK) st = kp_ceiling_conclude(out, fma_st, fma_err.message, stderr, err);
+    kp_error_clear(&fma_err);
+    return st;
+}
+
+kprof_status kp_ceiling_conclude(kp_ceiling_result *out, kprof_status fma_st,
+                                 const char *fma_why, FILE *warn, kp_error *err)
+{
+    const kp_ceiling_point *best = NULL, *fma = NULL;
+    for (int i = 0; i < out->npoints; i++) {
+        const kp_ceiling_point *p = &out->points[i];
+        if (strcmp(p->kernel, "fma_f32") == 0) fma = p;
+        else if (strcmp(p->kernel, "demo_add") != 0 && (!best || p->run.gbps > best->run.gbps))
+            best = p;
+    }
+    if (!best || best->run.gbps <= 0)
+        return kp_error_set(err, KPROF_INVALID, "no copy kernel was measured");
+    int iters = out->plan.iters;
+    if (fma_st == KPROF_OK && fma && fma->gflops > 0) {
         out->ceiling.fma_gflops = fma->gflops;
         snprintf(out->ceiling.fma_method, sizeof out->ceiling.fma_method,
                  "best of %d dispatches of fma_f32: %llu threads x %u iterations x 8 FMA chains "
                  "(16 FLOPs each), tg %llu",
-                 iters, (unsigned long long)fma->run.launch.grid[0], (unsigned)plan->fma_iters,
-                 (unsigned long long)fma->run.launch.tg[0]);
+                 iters, (unsigned long long)fma->run.launch.grid[0],
+                 (unsigned)out->plan.fma_iters, (unsigned long long)fma->run.launch.tg[0]);
+    } else {
+        out->ceiling.fma_gflops = 0; /* NULL in the store */
+        out->ceiling.fma_method[0] = '\0';
+        if (warn)
+            fprintf(warn,
+                    "kprof: warning: the FP32 FLOP peak (fma_f32) could not be measured: %s; the "
+                    "bandwidth ceiling is stored without it (run kprof caps --measure again to "
+                    "add it)\n",
+                    fma_why && *fma_why ? fma_why : "no result");
     }
     out->ceiling.copy_gbs = best->run.gbps;
     out->ceiling.copy_bytes = best->bytes;

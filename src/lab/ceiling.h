@@ -18,6 +18,8 @@
 #include "lab/run_result.h"
 #include "store/store.h"
 
+#include <stdio.h>
+
 #define KP_CEILING_MAX_SIZES 3
 #define KP_CEILING_VARIANTS  3 /* copy_f4, copy_f4x4, copy_f4_stride */
 
@@ -109,5 +111,14 @@ kprof_status kp_ceiling_prepare(const kp_ceiling_options *opts, kp_ceiling_resul
  * (kp_store_put_ceiling). */
 kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_result *out,
                                 kp_error *err);
+
+/* kp_ceiling_measure's last step, public for its test: out->ceiling from out->points — the
+ * copy that moved the most bytes per second, and the FP32 FLOP peak from the fma_f32 point
+ * when fma_st is OK. The peak is optional: when fma_st is not OK (or no fma_f32 point has one)
+ * the ceiling is kept without it (fma_gflops 0: NULL in the store) and one line
+ * `kprof: warning: ...` naming fma_why goes to warn (none when warn is NULL). INVALID when no
+ * copy was measured. */
+kprof_status kp_ceiling_conclude(kp_ceiling_result *out, kprof_status fma_st,
+                                 const char *fma_why, FILE *warn, kp_error *err);
 
 #endif

@@ -6,6 +6,9 @@
 #include "lab/ceiling.h"
 #include "test.h"
 
+#include <stdio.h>
+#include <string.h>
+
 #define MIB (1ULL << 20)
 #define GIB (1ULL << 30)
 
@@ -169,8 +172,71 @@ static void test_fma_plan(void)
     CHECK_INT(p.fma_threads, 4096);
 }
 
+/* kp_ceiling_conclude: the best copy is the bandwidth ceiling; the FLOP peak is optional — a
+ * failed fma_f32 leaves it out (0: NULL in the store) with one warning line, and the bandwidth
+ * ceiling stands. */
+static kp_ceiling_point point(const char *kernel, double gbps, double gflops)
+{
+    kp_ceiling_point p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.kernel, sizeof p.kernel, "%s", kernel);
+    p.bytes = 512 * MIB;
+    p.gflops = gflops;
+    p.run.gbps = gbps;
+    p.run.launch.dims = 1;
+    p.run.launch.grid[0] = 8192;
+    p.run.launch.tg[0] = 256;
+    return p;
+}
+
+static void test_conclude(void)
+{
+    static kp_ceiling_result r;
+    for (int fail = 0; fail <= 1; fail++) {
+        memset(&r, 0, sizeof r);
+        r.plan.iters = 5;
+        r.plan.fma_iters = 512;
+        r.points[r.npoints++] = point("copy_f4", 100, 0);
+        r.points[r.npoints++] = point("copy_f4x4", 120, 0);
+        r.points[r.npoints++] = point("demo_add", 500, 0);
+        if (!fail) r.points[r.npoints++] = point("fma_f32", 0, 900);
+        FILE *warn = tmpfile();
+        CHECK(warn != NULL);
+        if (!warn) return;
+        kp_error err = {0};
+        CHECK_INT(kp_ceiling_conclude(&r, fail ? KPROF_TIMEOUT : KPROF_OK,
+                                      fail ? "fma_f32 timed out" : NULL, warn, &err),
+                  KPROF_OK);
+        CHECK_NEAR(r.ceiling.copy_gbs, 120, 0);
+        CHECK(strstr(r.ceiling.method, "copy_f4x4") != NULL);
+        char text[512] = "";
+        rewind(warn);
+        size_t got = fread(text, 1, sizeof text - 1, warn);
+        text[got] = '\0';
+        fclose(warn);
+        if (fail) {
+            CHECK_NEAR(r.ceiling.fma_gflops, 0, 0);
+            CHECK_STR(r.ceiling.fma_method, "");
+            CHECK(strncmp(text, "kprof: warning: ", 16) == 0);
+            CHECK(strstr(text, "fma_f32 timed out") != NULL);
+        } else {
+            CHECK_NEAR(r.ceiling.fma_gflops, 900, 0);
+            CHECK(strstr(r.ceiling.fma_method, "fma_f32") != NULL);
+            CHECK_STR(text, "");
+        }
+        kp_error_clear(&err);
+    }
+    /* No copy measured: no ceiling. */
+    memset(&r, 0, sizeof r);
+    r.points[r.npoints++] = point("fma_f32", 0, 900);
+    kp_error err = {0};
+    CHECK_INT(kp_ceiling_conclude(&r, KPROF_OK, NULL, NULL, &err), KPROF_INVALID);
+    kp_error_clear(&err);
+}
+
 int main(void)
 {
+    test_conclude();
     test_fma_plan();
     test_gpu_sizes_unchanged();
     test_cpu_sizes();
