@@ -124,6 +124,10 @@ static int kp_pcs_buffer_init(kp_pcs_buffer *b, size_t nreasons)
     return 0;
 }
 
+/* A timed-out session's state, kept reachable while CUPTI may still write into it (see the end
+ * of kp_cuda_pc_sample). The caller leaves the process after a timeout: one slot is enough. */
+static kp_pcs_state *volatile kp_pcs_parked;
+
 static void kp_pcs_buffer_free(kp_pcs_buffer *b)
 {
     free(b->records);
@@ -456,9 +460,21 @@ kprof_status kp_cuda_pc_sample(kp_kernel *k, const kp_launch *l, int dispatches,
     }
     st = kp_pcs_drain(s, out, err);
 done:
-    /* After a timeout the kernel may still run: teardown could wait on it, and the caller
-     * leaves the process instead. */
-    if (st == KPROF_TIMEOUT) return st;
+    /* After a timeout the kernel may still run: CUPTI's teardown could wait on it, and the
+     * caller leaves the process instead. What is kprof's alone is freed; the state holding the
+     * buffer CUPTI was configured with (s->kept.data: CUPTI may still flush into it) is parked,
+     * reachable, until the process ends, since nothing stopped CUPTI's sampling. */
+    if (st == KPROF_TIMEOUT) {
+        if (s) kp_pcs_buffer_free(&s->read);
+        free(reason_index);
+        if (enabled) {
+            kp_pcs_parked = s;
+        } else if (s) {
+            kp_pcs_buffer_free(&s->kept);
+            free(s);
+        }
+        return st;
+    }
     if (started) {
         CUpti_PCSamplingStopParams halt = {.size = CUpti_PCSamplingStopParamsSize,
                                            .ctx = dev->context};
