@@ -9,20 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *kp_pcs_strdup(const char *text)
-{
-    size_t n = strlen(text) + 1;
-    char *copy = malloc(n);
-    if (copy) memcpy(copy, text, n);
-    return copy;
-}
-
 int kp_pc_samples_set_reasons(kp_pc_samples *s, const char *const *names, size_t n)
 {
     char **copy = calloc(n ? n : 1, sizeof *copy);
     if (!copy) return -1;
     for (size_t i = 0; i < n; i++) {
-        copy[i] = kp_pcs_strdup(names[i] ? names[i] : "");
+        copy[i] = kp_strdup(names[i] ? names[i] : "");
         if (!copy[i]) {
             for (size_t j = 0; j < i; j++)
                 free(copy[j]);
@@ -81,7 +73,7 @@ kp_pc_sample *kp_pc_samples_at(kp_pc_samples *s, const char *function, uint64_t 
     }
     kp_pc_sample *pc = &s->pcs[s->n];
     memset(pc, 0, sizeof *pc);
-    pc->function = kp_pcs_strdup(function);
+    pc->function = kp_strdup(function);
     pc->stalls = calloc(s->nreasons ? s->nreasons : 1, sizeof *pc->stalls);
     if (!pc->function || !pc->stalls) {
         free(pc->function);

@@ -501,6 +501,15 @@ char *kp_strlcpy(char *dst, const char *src, size_t n)
     return dst;
 }
 
+char *kp_strdup(const char *text)
+{
+    if (!text) return NULL;
+    size_t n = strlen(text) + 1;
+    char *copy = malloc(n);
+    if (copy) memcpy(copy, text, n);
+    return copy;
+}
+
 void kp_rstrip(char *s)
 {
     size_t n = strlen(s);

@@ -102,6 +102,8 @@ uint64_t kp_now_ns(void);
 
 /* Copy at most n-1 bytes and always NUL-terminate. Returns dst. */
 char *kp_strlcpy(char *dst, const char *src, size_t n);
+/* A malloc'd copy of text (free it); NULL when text is NULL or memory ran out. */
+char *kp_strdup(const char *text);
 
 /* Strip trailing whitespace in place. */
 void kp_rstrip(char *s);

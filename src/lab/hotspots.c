@@ -97,14 +97,6 @@ static int kp_hs_count_cmp(const void *pa, const void *pb)
     return a->reason < b->reason ? -1 : a->reason > b->reason;
 }
 
-static char *kp_hs_strdup(const char *text)
-{
-    size_t n = strlen(text) + 1;
-    char *copy = malloc(n);
-    if (copy) memcpy(copy, text, n);
-    return copy;
-}
-
 /* One line from the run of PCs pcs[0..n): sums per reason into sums[], its stalls sorted. */
 static int kp_hs_make_line(const kp_pc_samples *s, const kp_pc_sample *const *pcs, size_t n,
                            const unsigned char *not_issued, const char *const *short_names,
@@ -136,8 +128,8 @@ static int kp_hs_make_line(const kp_pc_samples *s, const kp_pc_sample *const *pc
     }
     kp_hs_count *counts = calloc(nstalls ? nstalls : 1, sizeof *counts);
     h->stalls = calloc(nstalls ? nstalls : 1, sizeof *h->stalls);
-    h->function = kp_hs_strdup(pcs[0]->function);
-    if (kp_hs_has_line(pcs[0])) h->file = kp_hs_strdup(pcs[0]->file);
+    h->function = kp_strdup(pcs[0]->function);
+    if (kp_hs_has_line(pcs[0])) h->file = kp_strdup(pcs[0]->file);
     if (!counts || !h->stalls || !h->function || (kp_hs_has_line(pcs[0]) && !h->file)) {
         free(counts);
         return -1;
@@ -165,7 +157,7 @@ int kp_hotspots_from_samples(const kp_pc_samples *s, kp_hotspots *out)
     out->lines = calloc(s->n ? s->n : 1, sizeof *out->lines);
     if (!pcs || !not_issued || !sums || !out->reasons || !out->lines) goto done;
     for (size_t r = 0; r < s->nreasons; r++) {
-        out->reasons[r] = kp_hs_strdup(kp_stall_reason_short(s->reasons[r]));
+        out->reasons[r] = kp_strdup(kp_stall_reason_short(s->reasons[r]));
         if (!out->reasons[r]) goto done;
         out->nreasons++;
         not_issued[r] = (unsigned char)kp_stall_reason_not_issued(s->reasons[r]);
@@ -330,14 +322,14 @@ void kp_hotspots_read_text(kp_hotspots *h, const char *source_path)
                 free(text);
             }
             if (!same) continue;
-            char *renamed = strdup(source_path);
+            char *renamed = kp_strdup(source_path);
             if (!renamed) break;
             const char *was = l->file;
             /* Every line of that file at once (each file is read once). */
             for (size_t j = i + 1; j < h->n; j++) {
                 kp_hotspot *m = &h->lines[j];
                 if (m->file && strcmp(m->file, was) == 0) {
-                    char *r = strdup(source_path);
+                    char *r = kp_strdup(source_path);
                     if (!r) continue;
                     free(m->file);
                     m->file = r;

@@ -9,11 +9,6 @@
 
 kp_cupti_pcsampling_api kp_cupti_pcs;
 
-/* The same names, in the same order, as runtime/cupti_api.c tries: dlopen of a library already
- * loaded returns it again, so both tables come from one libcupti. */
-static const char *const kp_cupti_pcs_libs[] = {
-    "libcupti.so.13", "libcupti.so", "/usr/local/cuda/lib64/libcupti.so.13",
-    "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13", NULL};
 static const char *const kp_cupti_pcs_names[] = {
 #define KP_CUPTI_PCS_NAME_(fn) #fn,
     KP_CUPTI_PCSAMPLING_FUNCTIONS(KP_CUPTI_PCS_NAME_)
@@ -28,7 +23,7 @@ static int kp_cupti_pcs_check(char *why, size_t why_n)
 
 static kp_dynlib_table kp_cupti_pcs_table = {
     .libname = "libcupti",
-    .libs = kp_cupti_pcs_libs,
+    .libs = kp_cupti_libs, /* the names cupti_api.c tries: one libcupti for both */
     .env = KP_ENV_CUPTI_LIBRARY,
     .symbols = kp_cupti_pcs_names,
     .slots = (void **)&kp_cupti_pcs,
