@@ -161,7 +161,7 @@ static int kp_request_good(const kp_counter_request *q, size_t i)
     return i < q->n && !q->bad[i] && isfinite(q->values[i]);
 }
 
-/* why_not from an error: one line (a message of several lines is joined with "; "). */
+/* why_not from an error: one line (each line break of a message of several becomes ";"). */
 static void kp_why_not(char *buf, size_t n, const kp_error *why, kprof_status st)
 {
     snprintf(buf, n, "%s", why->message[0] ? why->message : kprof_strerror(st));

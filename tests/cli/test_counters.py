@@ -98,6 +98,13 @@ class Counters(kptest.KprofTestCase):
             p = self.kprof(cmd, *LAUNCH, "--counters", "dram__bytes_read.sum", expect=2)
             self.assertIn("--counters took 'dram__bytes_read.sum' as its LIST", p.stderr)
 
+    def test_sweep_usage_errors_name_sweep(self):
+        # `kprof sweep` names itself in its usage errors (--source, a bad LIST), not `run`.
+        for extra in (["--source"], ["--counters", "dram__bytes_read.sum,"]):
+            p = self.kprof("sweep", self.demo(), *LAUNCH, *extra, expect=2)
+            self.assertIn("(kprof sweep --help shows the options)", p.stderr)
+            self.assertNotIn("kprof run --help", p.stderr)
+
     def test_malformed_list_exit_2(self):
         cases = [
             (["--counters", "dram__bytes_read.sum,,lts__t_sector_hit_rate.pct"], "item 2 is empty"),

@@ -426,6 +426,7 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
         {NULL, 0, NULL, 0},
     };
     int sweep = a->sweep; /* `kprof sweep` sets it before parsing */
+    const char *cmd = sweep ? "sweep" : "run"; /* the command usage errors name */
     memset(a, 0, sizeof *a);
     a->sweep = sweep;
     a->lab.device = -1;
@@ -447,46 +448,46 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
         case 'e': a->lab.entry = optarg; break;
         case 'g':
             if (kp_cli_parse_dims(optarg, a->launch.grid, &grid_dims) != 0)
-                return kp_cli_usage_error("run", "--grid '%s': expected N, NxM or NxMxK of "
+                return kp_cli_usage_error(cmd, "--grid '%s': expected N, NxM or NxMxK of "
                                                  "positive whole numbers", optarg);
             break;
         case 't':
             tg_set = 1;
             if (kp_cli_parse_dims(optarg, a->launch.tg, &tg_dims) != 0)
-                return kp_cli_usage_error("run", "--tg '%s': expected N, NxM or NxMxK of positive "
+                return kp_cli_usage_error(cmd, "--tg '%s': expected N, NxM or NxMxK of positive "
                                                  "whole numbers", optarg);
             break;
         case 'b': a->lab.buffers = optarg; break;
         case 'n':
             if (kp_parse_size(optarg, &v) != 0 || v < 1 || v > 1000000)
-                return kp_cli_usage_error("run", "--iters '%s': expected 1 to 1000000", optarg);
+                return kp_cli_usage_error(cmd, "--iters '%s': expected 1 to 1000000", optarg);
             a->iters = (int)v;
             break;
         case 'w':
             if (kp_parse_size(optarg, &v) != 0 || v > 1000000)
-                return kp_cli_usage_error("run", "--warmup '%s': expected 0 to 1000000", optarg);
+                return kp_cli_usage_error(cmd, "--warmup '%s': expected 0 to 1000000", optarg);
             a->warmup = (int)v;
             break;
         case 'B':
             if (kp_parse_size(optarg, &a->bytes) != 0 || a->bytes == 0)
-                return kp_cli_usage_error("run", "--bytes '%s': expected a positive byte count",
+                return kp_cli_usage_error(cmd, "--bytes '%s': expected a positive byte count",
                                           optarg);
             a->have_bytes = 1;
             break;
         case 'j': a->json = 1; break;
         case 'k': a->lab.backend = optarg; break;
         case 'd':
-            if ((rc = kp_cli_parse_device("run", optarg, &a->lab.device)) != 0) return rc;
+            if ((rc = kp_cli_parse_device(cmd, optarg, &a->lab.device)) != 0) return rc;
             break;
         case 'T':
-            if ((rc = kp_cli_parse_kernel_timeout("run", "--timeout", optarg, &a->launch)) != 0)
+            if ((rc = kp_cli_parse_kernel_timeout(cmd, "--timeout", optarg, &a->launch)) != 0)
                 return rc;
             break;
         case 's':
-            if ((rc = kp_cli_parse_smem("run", optarg, &a->launch)) != 0) return rc;
+            if ((rc = kp_cli_parse_smem(cmd, optarg, &a->launch)) != 0) return rc;
             break;
         case 'c':
-            if ((rc = kp_cli_parse_timer("run", optarg, &a->launch)) != 0) return rc;
+            if ((rc = kp_cli_parse_timer(cmd, optarg, &a->launch)) != 0) return rc;
             break;
         case 'S': a->sweep = 1; break;
         case 'L':
@@ -500,48 +501,48 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
         case 'H':
             a->source = 10;
             if (optarg && (kp_parse_size(optarg, &v) != 0 || v < 1 || v > 100000))
-                return kp_cli_usage_error("run", "--source=%s: expected 1 to 100000 lines", optarg);
+                return kp_cli_usage_error(cmd, "--source=%s: expected 1 to 100000 lines", optarg);
             if (optarg) a->source = (int)v;
             break;
         case 'C':
             a->counters = 1;
-            if ((rc = kp_run_parse_counters(a->sweep ? "sweep" : "run", optarg, argc, argv,
+            if ((rc = kp_run_parse_counters(cmd, optarg, argc, argv,
                                             &optind, &a->counters_asked, &counters_list)) != 0)
                 return rc;
             break;
         case 'D': kp_str_printf(&a->options, " -D%s", optarg); break;
         case 'I': kp_str_printf(&a->options, " -I%s", optarg); break;
         case 'o': kp_str_printf(&a->options, " %s", optarg); break;
-        case ':': return kp_cli_usage_error("run", "%s needs a value", argv[optind - 1]);
-        default: return kp_cli_usage_error("run", "unknown option '%s'", argv[optind - 1]);
+        case ':': return kp_cli_usage_error(cmd, "%s needs a value", argv[optind - 1]);
+        default: return kp_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind >= argc && counters_list)
-        return kp_cli_usage_error("run", "give a kernel: --counters took '%s' as its LIST of "
+        return kp_cli_usage_error(cmd, "give a kernel: --counters took '%s' as its LIST of "
                                          "metric names (write --counters=LIST, or name the kernel "
                                          "as a path)", counters_list);
     if (optind >= argc)
-        return kp_cli_usage_error("run", "give a kernel: a NAME made by `kprof isolate` or a FILE");
+        return kp_cli_usage_error(cmd, "give a kernel: a NAME made by `kprof isolate` or a FILE");
     if (optind + 1 < argc)
-        return kp_cli_usage_error("run", "unexpected argument '%s'", argv[optind + 1]);
+        return kp_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
     a->lab.target = argv[optind];
     if (!a->lab.buffers)
-        return kp_cli_usage_error("run", "--buffers is required: one item per kernel argument, "
+        return kp_cli_usage_error(cmd, "--buffers is required: one item per kernel argument, "
                                          "e.g. f32:1048576,f32:1048576,u32=1048576");
     if (a->source && a->sweep)
-        return kp_cli_usage_error("run", "--source samples one run's kernel: not with a sweep");
+        return kp_cli_usage_error(cmd, "--source samples one run's kernel: not with a sweep");
     if (a->plot && !a->sweep)
-        return kp_cli_usage_error("run", "--plot draws a sweep: add --sweep-tg (or use kprof "
+        return kp_cli_usage_error(cmd, "--plot draws a sweep: add --sweep-tg (or use kprof "
                                          "sweep)");
     if (a->plot && strcmp(kp_path_extension(a->plot), "svg") != 0)
-        return kp_cli_usage_error("run", "--plot '%s': the plot is SVG; name a .svg file",
+        return kp_cli_usage_error(cmd, "--plot '%s': the plot is SVG; name a .svg file",
                                   a->plot);
     /* With a sweep, --tg is one more size to sweep, marked "your --tg": a run command becomes a
      * sweep by adding --sweep-tg. */
     a->tg_set = tg_set;
     if (a->sweep && !tg_set) tg_dims = grid_dims; /* the sweep chooses the sizes */
     if (grid_dims != tg_dims)
-        return kp_cli_usage_error("run", "--grid has %d dimension%s but --tg has %d", grid_dims,
+        return kp_cli_usage_error(cmd, "--grid has %d dimension%s but --tg has %d", grid_dims,
                                   grid_dims == 1 ? "" : "s", tg_dims);
     a->launch.dims = grid_dims;
     if (a->options.failed) return kp_cli_usage_error(NULL, "out of memory");
