@@ -36,9 +36,12 @@ static void kp_readings_measure(const kp_readings_input *in, kp_readings *r)
     const kp_readings_measured *m = &in->measured;
     double seconds = in->median_ms * 1e-3;
     if (m->have_dram) {
-        r->measured = 1;
         r->dram_bytes = m->dram_read_bytes + m->dram_write_bytes;
-        r->measured_gbps = seconds > 0 ? r->dram_bytes / seconds / 1e9 : 0;
+        /* The counters' dispatch began with a cold L2; warm timed dispatches of data that fits
+         * in it read little of it from DRAM: those bytes over their median are no rate. */
+        r->dram_cold = r->fits_cache && !in->timed_cold;
+        r->measured = !r->dram_cold;
+        if (r->measured) r->measured_gbps = seconds > 0 ? r->dram_bytes / seconds / 1e9 : 0;
         if (in->bytes > 0) {
             r->bytes_ratio = r->dram_bytes / (double)in->bytes;
             r->traffic = fabs(r->bytes_ratio - 1) <= KP_READING_TRAFFIC_TOLERANCE
@@ -46,7 +49,7 @@ static void kp_readings_measure(const kp_readings_input *in, kp_readings *r)
                          : r->bytes_ratio > 1 ? KP_TRAFFIC_MORE
                                               : KP_TRAFFIC_LESS;
         }
-        if (in->ceiling_gbs > 0) {
+        if (r->measured && in->ceiling_gbs > 0) {
             r->measured_fraction = r->measured_gbps / in->ceiling_gbs;
             /* Measured traffic is DRAM traffic whatever the sizes: near the ceiling it is the
              * limit; above it, the ceiling was measured low. */
@@ -58,7 +61,7 @@ static void kp_readings_measure(const kp_readings_input *in, kp_readings *r)
         }
     }
     if (m->have_flops && seconds > 0) r->gflops = m->flops / seconds / 1e9;
-    if (m->have_flops && r->dram_bytes > 0) {
+    if (m->have_flops && r->measured && r->dram_bytes > 0) {
         r->have_intensity = 1;
         r->intensity = m->flops / r->dram_bytes;
     }
@@ -82,6 +85,12 @@ static void kp_readings_measure(const kp_readings_input *in, kp_readings *r)
         r->compute_from_sm = 1;
     }
     r->bound = KP_BOUND_UNKNOWN;
+    if (r->dram_cold) {
+        /* No bandwidth roof to be near or far from: only the compute roof can say. */
+        if (r->compute_known && r->compute_fraction >= KP_READING_ROOF_NEAR)
+            r->bound = KP_BOUND_COMPUTE;
+        return;
+    }
     if (!r->measured || in->ceiling_gbs <= 0) return;
     int near_memory = r->measured_fraction >= KP_READING_ROOF_NEAR;
     int near_compute = r->compute_known && r->compute_fraction >= KP_READING_ROOF_NEAR;
@@ -179,8 +188,33 @@ static int kp_readings_describe_measured(const kp_readings_input *in, const kp_r
                    kp_format_bytes(in->bytes, b, sizeof b), r->bytes_ratio,
                    in->bytes_assumed ? ": the once-per-element estimate holds for this kernel."
                                      : ".");
-    if (!r->measured) return n;
     const kp_readings_measured *m = &in->measured;
+    if (r->dram_cold) {
+        kp_str cold = {0};
+        kp_str_printf(&cold,
+                      "DRAM bytes as from a cold L2, as ncu reads them (%s read + %s written "
+                      "per dispatch); the timed dispatches ran with a warm L2",
+                      kp_format_bytes((uint64_t)m->dram_read_bytes, a, sizeof a),
+                      kp_format_bytes((uint64_t)m->dram_write_bytes, b, sizeof b));
+        char c[64], d[64];
+        kp_str_printf(&cold,
+                      ", and the data it can touch (%s) fits in the device's %s last-level "
+                      "cache: no measured GB/s, bandwidth reading or memory bound follows "
+                      "(`kprof bench --cache cold` times it from a cold cache).",
+                      kp_format_bytes(r->footprint, c, sizeof c),
+                      kp_format_bytes(in->cache_bytes, d, sizeof d));
+        if (r->bound == KP_BOUND_COMPUTE) {
+            if (r->compute_from_sm)
+                kp_str_printf(&cold, " Compute-bound: the SM's pipes %.0f%% busy (SM throughput).",
+                              100 * r->compute_fraction);
+            else
+                kp_str_printf(&cold, " Compute-bound: at %.0f%% of the FP32 peak.",
+                              100 * r->compute_fraction);
+        }
+        n = kp_add(out, n, max, "dram_cold", "%s", cold.data ? cold.data : "");
+        kp_str_free(&cold);
+    }
+    if (!r->measured) return n;
     kp_str line = {0};
     if (r->have_intensity)
         kp_str_printf(&line,

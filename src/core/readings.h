@@ -18,6 +18,9 @@
  *                                                              the ceiling was measured low)
  *     below 70%                                             -> not bandwidth-bound
  *     (the ~GB/s estimate's sizes no longer decide it)
+ *   (the counters' dispatch starts from a cold L2, as ncu's does: when the data fits in the
+ *   cache and the timed dispatches ran warm, those bytes are not the timed ones' traffic; the
+ *   bytes are reported as a cold-cache reading, with no rate, bandwidth reading or memory bound)
  *   measured DRAM bytes vs the estimate (the buffers, or --bytes):
  *     more than 20% apart                                   -> which way, and what it means
  *   the roofline: arithmetic intensity = FLOPs / DRAM bytes against the ceiling and the measured
@@ -80,6 +83,8 @@ typedef struct kp_readings_input {
     double occupancy;              /* 0..1 */
     const char *limiter;           /* occupancy limiter */
     int single_tg;                 /* one threadgroup size was measured */
+    int timed_cold;                /* the timed dispatches each began with a cold cache (a cold
+                                      bench row); 0: warm, back to back (run, sweep, hot rows) */
     kp_readings_measured measured; /* hardware counters, when read */
 } kp_readings_input;
 
@@ -133,7 +138,13 @@ typedef struct kp_readings {
     int occupancy_limited; /* theoretical occupancy below 50% */
     int sweep_hint;
     /* From hardware counters (in->measured); zero without them. */
-    int measured;             /* DRAM traffic was measured: the bandwidth reading is from it */
+    int measured;             /* DRAM traffic was measured and is the timed dispatches': the
+                                 bandwidth reading is from it */
+    int dram_cold;            /* DRAM bytes were measured (dram_bytes, traffic), but from a cold
+                                 L2 (the counters' dispatch, as ncu's) while the data fits in the
+                                 cache and the timed dispatches ran warm: no measured GB/s, no
+                                 bandwidth reading, ceiling_low or memory bound from them
+                                 (measured stays 0) */
     double dram_bytes;        /* read + written, one dispatch */
     double measured_gbps;     /* dram_bytes / median */
     double measured_fraction; /* of the ceiling (0 without one) */

@@ -204,7 +204,8 @@ int kp_lab_has_counters(const kp_lab *lab, char *why, size_t why_n)
  * next pass runs, and their write-back counts as the kernel's DRAM writes (on the H200, a triad
  * over 3 x 256 MiB showed 278 MB written for its 268 MB, and a kernel writing 8 MiB 132 MB).
  * The two DRAM metrics alone take one pass, which no restore precedes (the backend empties the
- * L2 first, as ncu does). Where that dispatch cannot be read, the first reading stands. */
+ * L2 first, as ncu does). Where that dispatch cannot be read (a reason that does not end the
+ * run), the first reading stands, marked: c->dram_why says why. */
 static kprof_status kp_lab_counters_dram(kp_lab *lab, const kp_launch *launch, kp_counters *c,
                                          kp_error *err)
 {
@@ -220,13 +221,19 @@ static kprof_status kp_lab_counters_dram(kp_lab *lab, const kp_launch *launch, k
             *err = why;
             return st;
         }
+        kp_why_not(c->dram_why, sizeof c->dram_why, &why, st);
         kp_error_clear(&why);
         return KPROF_OK;
     }
     kp_error_clear(&why);
     const kp_counter_id ids[2] = {KP_COUNTER_DRAM_READ, KP_COUNTER_DRAM_WRITE};
     for (int i = 0; i < 2; i++) {
-        if (bad[i] || !isfinite(values[i])) continue;
+        if (bad[i] || !isfinite(values[i])) {
+            if (c->v[ids[i]].known)
+                snprintf(c->dram_why, sizeof c->dram_why, "the device gave no value for %s",
+                         names[i]);
+            continue;
+        }
         c->v[ids[i]] = (kp_counter_value){1, values[i] * kp_counter_defs[ids[i]].scale, names[i]};
         for (int r = 0; r < c->nraw; r++) /* the same name asked for raw: the same reading */
             if (strcmp(c->raw[r].name, names[i]) == 0) {
@@ -242,6 +249,7 @@ kprof_status kp_lab_counters(kp_lab *lab, const kp_launch *launch, kp_counters *
     c->read = 1;
     c->have = 0;
     c->why_not[0] = '\0';
+    c->dram_why[0] = '\0';
     for (int id = 0; id < KP_COUNTER_COUNT_; id++)
         c->v[id] = (kp_counter_value){0, 0, kp_counter_defs[id].metrics[0]};
     for (int i = 0; i < c->nraw; i++) {
@@ -318,11 +326,26 @@ void kp_counters_flops_of(const kp_counters *c, kp_counters_flops *out)
     double fp16 = kp_flops_of(c, KP_COUNTER_HFMA, KP_COUNTER_HADD, KP_COUNTER_HMUL, &hp);
     if (!sp) return;
     out->have = 1;
+    out->fp32_known = 1;
     out->fp32 = fp32;
-    /* A precision partly read counts what was read: its known instructions did run. */
-    out->fp64 = fp64;
-    out->fp16 = fp16;
-    out->total = fp32 + fp64 + fp16;
+    /* A precision partly read is unknown: a count of some of its instructions is no figure. */
+    out->fp64_known = dp;
+    out->fp64 = dp ? fp64 : 0;
+    out->fp16_known = hp;
+    out->fp16 = hp ? fp16 : 0;
+    out->total = out->fp32 + out->fp64 + out->fp16;
+}
+
+const char *kp_counters_dram_note(const kp_counters *c, char *buf, size_t n)
+{
+    if (n) buf[0] = '\0';
+    if (c && c->have && c->dram_why[0] &&
+        (kp_known(c, KP_COUNTER_DRAM_READ) || kp_known(c, KP_COUNTER_DRAM_WRITE)))
+        snprintf(buf, n,
+                 "DRAM writes include the replay's restores (the DRAM-only pass could not run: "
+                 "%s)",
+                 c->dram_why);
+    return buf;
 }
 
 int kp_counters_top_pipe(const kp_counters *c)
@@ -381,6 +404,9 @@ void kp_counters_json(kp_json *j, const char *key, const kp_counters *c,
     kp_json_string(j, "source",
                    "one replayed dispatch after the timed ones (kernel replay); "
                    "rates use the timed dispatches' median");
+    char note[700];
+    kp_counters_dram_note(c, note, sizeof note);
+    kp_json_string(j, "dram_note", note[0] ? note : NULL);
     kp_json_object_begin(j, "values");
     for (int id = 0; id < KP_COUNTER_COUNT_; id++)
         kp_json_maybe(j, kp_counter_defs[id].key, c->v[id].known, c->v[id].value);
@@ -405,7 +431,13 @@ void kp_counters_json(kp_json *j, const char *key, const kp_counters *c,
     kp_counters_flops_of(c, &f);
     int top = kp_counters_top_pipe(c);
     kp_json_object_begin(j, "derived");
-    kp_json_maybe(j, "dram_bytes", r->measured, r->dram_bytes);
+    kp_json_maybe(j, "dram_bytes", r->measured || r->dram_cold, r->dram_bytes);
+    kp_json_bool(j, "dram_cold_l2_only", r->dram_cold);
+    kp_json_string(j, "dram_cold_l2_note",
+                   r->dram_cold ? "DRAM bytes as from a cold L2, as ncu reads them; the timed "
+                                  "dispatches ran with a warm L2 and the data fits in the cache: "
+                                  "no measured GB/s, bandwidth reading or memory bound"
+                                : NULL);
     kp_json_maybe(j, "measured_gb_per_s", r->measured, r->measured_gbps);
     kp_json_maybe(j, "ceiling_gb_per_s", in->ceiling_gbs > 0, in->ceiling_gbs);
     kp_json_maybe(j, "ceiling_percent", r->measured && in->ceiling_gbs > 0,
@@ -419,9 +451,9 @@ void kp_counters_json(kp_json *j, const char *key, const kp_counters *c,
                    : r->traffic == KP_TRAFFIC_LESS  ? "less"
                                                     : NULL);
     kp_json_maybe(j, "flops", f.have, f.total);
-    kp_json_maybe(j, "flops_fp32", f.have, f.fp32);
-    kp_json_maybe(j, "flops_fp64", f.have, f.fp64);
-    kp_json_maybe(j, "flops_fp16", f.have, f.fp16);
+    kp_json_maybe(j, "flops_fp32", f.fp32_known, f.fp32);
+    kp_json_maybe(j, "flops_fp64", f.fp64_known, f.fp64);
+    kp_json_maybe(j, "flops_fp16", f.fp16_known, f.fp16);
     kp_json_maybe(j, "gflop_per_s", m->have_flops, r->gflops);
     kp_json_maybe(j, "arithmetic_intensity", r->have_intensity, r->intensity);
     kp_json_maybe(j, "peak_gflop_per_s", m->peak_gflops > 0, m->peak_gflops);

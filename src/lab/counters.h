@@ -141,7 +141,15 @@ typedef struct kp_counters {
     int have;          /* the counters were read (each value's known says which) */
     char why_not[512]; /* !have: why, in one line ("no profiling permission ...") */
     kp_counter_value v[KP_COUNTER_COUNT_];
+    /* The DRAM-only pass could not run (a non-fatal reason, in one line; "" when it ran): the
+     * DRAM figures are the multi-pass reading's, whose writes include the replay's restores. */
+    char dram_why[512];
 } kp_counters;
+
+/* The note a reading of DRAM bytes carries when the DRAM-only pass could not run ("DRAM writes
+ * include the replay's restores (the DRAM-only pass could not run: WHY)"), into buf; "" when it
+ * needs none. Returns buf. */
+const char *kp_counters_dram_note(const kp_counters *c, char *buf, size_t n);
 
 /* Parse --counters LIST: comma-separated metric names (letters, digits, '_' and '.'), at most
  * KP_COUNTERS_MAX_RAW, each shorter than KP_COUNTER_NAME_MAX, appended to c->raw (a name given
@@ -165,9 +173,12 @@ kprof_status kp_lab_counters(kp_lab *lab, const kp_launch *launch, kp_counters *
 int kp_lab_has_counters(const kp_lab *lab, char *why, size_t why_n);
 
 /* FLOPs of the dispatch, from the SASS counters: fp32, fp64 and fp16 (each 2 x fma + add + mul)
- * and their sum. 0 when the fp32 counters are not all known; fp64 and fp16 count where known. */
+ * and the sum of those known. A precision is known when all three of its counters were read
+ * (one partly read is unknown, never a partial count); unknown ones hold 0 and print n/a (JSON
+ * null). have = fp32_known: without FP32 there are no FLOPs at all. */
 typedef struct kp_counters_flops {
     int have;
+    int fp32_known, fp64_known, fp16_known;
     double fp32, fp64, fp16, total;
 } kp_counters_flops;
 void kp_counters_flops_of(const kp_counters *c, kp_counters_flops *out);
@@ -182,9 +193,9 @@ void kp_counters_apply(const kp_counters *c, double peak_gflops, kp_readings_inp
 
 /* The "counters" member of a result's JSON: {"available": false, "reason": ...} when they could
  * not be read; else every standard value under "values" (null where the device has none) and
- * the metric each was read from under "metrics", the raw names asked for under "raw", and the
- * derived figures (from r, computed by kp_readings_compute after kp_counters_apply) under
- * "derived". */
+ * the metric each was read from under "metrics", the raw names asked for under "raw",
+ * "dram_note" (kp_counters_dram_note, null when none), and the derived figures (from r,
+ * computed by kp_readings_compute after kp_counters_apply) under "derived". */
 void kp_counters_json(kp_json *j, const char *key, const kp_counters *c,
                       const kp_readings_input *in, const kp_readings *r);
 

@@ -32,6 +32,7 @@ static size_t first_n;           /* ... and the first call's */
 static char first[8192];
 static double second_write = -1; /* >= 0: dram__bytes_write.sum's value from the second call on
                                     (a reading without the replay's restores) */
+static kprof_status second_status = KPROF_OK; /* what the second call (DRAM alone) returns */
 
 static kprof_status fake_counters(kp_kernel *k, const kp_launch *l, const char *const *metrics,
                                   size_t n, double *values, unsigned char *bad, kp_error *err)
@@ -49,6 +50,8 @@ static kprof_status fake_counters(kp_kernel *k, const kp_launch *l, const char *
                             "no profiling permission (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)\n"
                             "see NVIDIA's ERR_NVGPUCTRPERM page");
     if (fake_status != KPROF_OK) return kp_error_set(err, fake_status, "the kernel faulted");
+    if (calls > 1 && second_status != KPROF_OK)
+        return kp_error_set(err, second_status, "CUPTI said no\nto a second session");
     if (calls == 1) {
         first_n = asked_n;
         memcpy(first, asked, sizeof first);
@@ -205,10 +208,76 @@ static void test_read_standard_and_raw(void)
     kp_counters_flops f;
     kp_counters_flops_of(&c, &f);
     CHECK_INT(f.have, 1);
+    CHECK_INT(f.fp32_known, 1);
     CHECK_NEAR(f.fp32, 2 * 1000000.0 + 200000 + 300000, 0);
+    CHECK_INT(f.fp64_known, 1);
     CHECK_NEAR(f.fp64, 2000, 0);
-    CHECK_NEAR(f.fp16, 0, 0);
+    /* No fp16 counters on this device: unknown, not 0 FLOPs. */
+    CHECK_INT(f.fp16_known, 0);
     CHECK_NEAR(f.total, 2502000, 0);
+    /* A precision partly read is unknown, not undercounted: dmul missing. */
+    c.v[KP_COUNTER_DMUL].known = 0;
+    kp_counters_flops_of(&c, &f);
+    CHECK_INT(f.fp64_known, 0);
+    CHECK_NEAR(f.fp64, 0, 0);
+    CHECK_NEAR(f.total, 2500000, 0);
+    /* The DRAM-only pass ran: no note. */
+    char note[700];
+    CHECK_STR(kp_counters_dram_note(&c, note, sizeof note), "");
+    kp_lab_close(lab);
+}
+
+/* The DRAM-only pass fails for a reason that does not end the run: the multi-pass figure
+ * stands, marked; a fault in it still ends the run. */
+static void test_dram_pass_fails(void)
+{
+    device_metrics = hopper;
+    device_nmetrics = sizeof hopper / sizeof hopper[0];
+    kp_lab *lab = fake_lab(&with_counters);
+    kp_counters c = {0};
+    kp_error err = {0};
+    char note[700];
+    second_status = KPROF_BACKEND;
+    CHECK_INT(kp_lab_counters(lab, &launch, &c, &err), KPROF_OK);
+    CHECK_INT(calls, 2);
+    CHECK_INT(c.have, 1);
+    CHECK_INT(c.v[KP_COUNTER_DRAM_WRITE].known, 1);
+    CHECK_NEAR(c.v[KP_COUNTER_DRAM_WRITE].value, 1 * MIB, 0);
+    CHECK_STR(c.dram_why, "CUPTI said no;to a second session");
+    CHECK_STR(kp_counters_dram_note(&c, note, sizeof note),
+              "DRAM writes include the replay's restores (the DRAM-only pass could not run: "
+              "CUPTI said no;to a second session)");
+    /* In the JSON, beside the values. */
+    kp_readings_input in = {.median_ms = 1};
+    kp_readings r;
+    kp_counters_apply(&c, 0, &in);
+    kp_readings_compute(&in, &r);
+    kp_str s = {0};
+    kp_json j;
+    kp_json_init(&j, &s, 0);
+    kp_json_object_begin(&j, NULL);
+    kp_counters_json(&j, "counters", &c, &in, &r);
+    kp_json_object_end(&j);
+    kp_json_finish(&j);
+    CHECK_CONTAINS(s.data, "\"dram_note\":\"DRAM writes include the replay's restores (the "
+                           "DRAM-only pass could not run: CUPTI said no;to a second session)\"");
+    kp_str_free(&s);
+    /* Read again, the pass running: the mark goes. */
+    second_status = KPROF_OK;
+    calls = 0;
+    CHECK_INT(kp_lab_counters(lab, &launch, &c, &err), KPROF_OK);
+    CHECK_STR(c.dram_why, "");
+    CHECK_STR(kp_counters_dram_note(&c, note, sizeof note), "");
+    /* UNAVAILABLE there is as good a reason; a fault ends the run. */
+    second_status = KPROF_UNAVAILABLE;
+    calls = 0;
+    CHECK_INT(kp_lab_counters(lab, &launch, &c, &err), KPROF_OK);
+    CHECK_CONTAINS(kp_counters_dram_note(&c, note, sizeof note), "could not run: CUPTI said no");
+    second_status = KPROF_FAULT;
+    calls = 0;
+    CHECK_INT(kp_lab_counters(lab, &launch, &c, &err), KPROF_FAULT);
+    kp_error_clear(&err);
+    second_status = KPROF_OK;
     kp_lab_close(lab);
 }
 
@@ -309,7 +378,9 @@ static kp_counters counters_of(double dram_read, double dram_write, double ffma,
 }
 
 /* A run of 4 MiB of buffers (the estimate), its median 0.004194304 ms: 4 MiB of DRAM traffic
- * is then exactly 1000 GB/s. Ceiling 1250 GB/s, FP32 peak 50000 GFLOP/s: ridge 40 FLOP/byte. */
+ * is then exactly 1000 GB/s. Ceiling 1250 GB/s, FP32 peak 50000 GFLOP/s: ridge 40 FLOP/byte.
+ * The buffers are larger than the 2 MiB cache: the counters' cold DRAM bytes are the timed
+ * dispatches' traffic (test_fits_cache has data that fits). */
 static kp_readings_input run_input(void)
 {
     kp_readings_input in = {
@@ -320,7 +391,7 @@ static kp_readings_input run_input(void)
         .working_set = 4 * 1024 * 1024,
         .grid_bytes = 4 * 1024 * 1024,
         .grid_threads = 1 << 20,
-        .cache_bytes = 64 * 1024 * 1024, /* the buffers fit: the estimate alone says "not DRAM" */
+        .cache_bytes = 2 * 1024 * 1024,
         .ceiling_gbs = 1250,
     };
     return in;
@@ -349,8 +420,8 @@ static void test_memory_bound_and_twice_the_bytes(void)
     CHECK_NEAR(r.dram_bytes, 8 * MIB, 0);
     CHECK_NEAR(r.measured_gbps, 2000, 1e-9);
     CHECK_NEAR(r.measured_fraction, 0.8, 1e-12);
-    /* Measured traffic decides, though the buffers fit in the cache. */
-    CHECK_INT(r.fits_cache, 1);
+    CHECK_INT(r.fits_cache, 0);
+    CHECK_INT(r.dram_cold, 0);
     CHECK_INT(r.bandwidth, KP_BANDWIDTH_BOUND);
     CHECK_INT(r.bandwidth_bound, 1);
     CHECK_INT(r.traffic, KP_TRAFFIC_MORE);
@@ -498,6 +569,87 @@ static void test_bounds(void)
     CHECK_CONTAINS(line_of(l, n, "bandwidth_bound"), "the ceiling was measured low");
 }
 
+/* Data that fits in the L2, timed warm (run, sweep, hot bench rows): the counters' dispatch
+ * began with a cold L2 (as ncu's), so its DRAM bytes over the warm median are no rate: no
+ * measured GB/s, no bandwidth reading, no "ceiling low", no memory bound. Timed cold (a cold
+ * bench row), they are the timed dispatches' traffic again. */
+static void test_fits_cache(void)
+{
+    kp_readings_input in = run_input();
+    in.cache_bytes = 64 * 1024 * 1024; /* the 4 MiB of buffers fit */
+    in.ceiling_gbs = 800;              /* 4 MiB cold would be 125% of it: "ceiling low" */
+    kp_counters c = counters_of(3 * MIB, 1 * MIB, 1048576, 20);
+    kp_counters_apply(&c, 50000, &in);
+    kp_readings r;
+    kp_readings_compute(&in, &r);
+    CHECK_INT(r.fits_cache, 1);
+    CHECK_INT(r.dram_cold, 1);
+    CHECK_INT(r.measured, 0);
+    CHECK_NEAR(r.dram_bytes, 4 * MIB, 0);
+    CHECK_NEAR(r.measured_gbps, 0, 0);
+    CHECK_NEAR(r.measured_fraction, 0, 0);
+    CHECK_INT(r.ceiling_low, 0);
+    CHECK_INT(r.bandwidth_bound, 0);
+    CHECK_INT(r.bandwidth, KP_BANDWIDTH_ABOVE); /* the estimate's: 1000 GB/s over 800 */
+    CHECK_INT(r.have_intensity, 0);
+    CHECK_INT(r.bound, KP_BOUND_UNKNOWN);
+    CHECK_INT(r.traffic, KP_TRAFFIC_MATCHES); /* the bytes themselves still compare */
+    kp_reading_line l[16];
+    int n = kp_readings_describe(&in, &r, l, 16);
+    CHECK_STR(line_of(l, n, "dram_cold"),
+              "DRAM bytes as from a cold L2, as ncu reads them (3 MiB read + 1 MiB written per "
+              "dispatch); the timed dispatches ran with a warm L2, and the data it can touch "
+              "(4 MiB) fits in the device's 64 MiB last-level cache: no measured GB/s, bandwidth "
+              "reading or memory bound follows (`kprof bench --cache cold` times it from a cold "
+              "cache).");
+    CHECK(line_of(l, n, "bandwidth_bound") == NULL);
+    CHECK(line_of(l, n, "roofline") == NULL);
+    CHECK_CONTAINS(line_of(l, n, "above_ceiling"), "fits in the device's 64 MiB last-level cache");
+    kp_str s = {0};
+    kp_json j;
+    kp_json_init(&j, &s, 0);
+    kp_json_object_begin(&j, NULL);
+    kp_counters_json(&j, "counters", &c, &in, &r);
+    kp_json_object_end(&j);
+    kp_json_finish(&j);
+    CHECK_CONTAINS(s.data, "\"dram_bytes\":4194304,\"dram_cold_l2_only\":true,"
+                           "\"dram_cold_l2_note\":\"DRAM bytes as from a cold L2, as ncu reads "
+                           "them; the timed dispatches ran with a warm L2");
+    CHECK_CONTAINS(s.data, "\"measured_gb_per_s\":null");
+    CHECK_CONTAINS(s.data, "\"ceiling_percent\":null");
+    CHECK_CONTAINS(s.data, "\"bound\":\"unknown\"");
+    kp_str_free(&s);
+    /* Compute-bound all the same: the compute roof is the warm timing's. */
+    c = counters_of(3 * MIB, 1 * MIB, 0, 80);
+    kp_counters_apply(&c, 50000, &in);
+    kp_readings_compute(&in, &r);
+    CHECK_INT(r.bound, KP_BOUND_COMPUTE);
+    n = kp_readings_describe(&in, &r, l, 16);
+    CHECK_CONTAINS(line_of(l, n, "dram_cold"),
+                   " Compute-bound: the SM's pipes 80% busy (SM throughput).");
+    /* A cold bench row: the timed dispatches began cold too: measured, and the ceiling low. */
+    in.timed_cold = 1;
+    c = counters_of(3 * MIB, 1 * MIB, 1048576, 20);
+    kp_counters_apply(&c, 50000, &in);
+    kp_readings_compute(&in, &r);
+    CHECK_INT(r.dram_cold, 0);
+    CHECK_INT(r.measured, 1);
+    CHECK_NEAR(r.measured_gbps, 1000, 1e-9);
+    CHECK_INT(r.bandwidth, KP_BANDWIDTH_BOUND);
+    CHECK_INT(r.ceiling_low, 1);
+    CHECK_INT(r.bound, KP_BOUND_MEMORY);
+    n = kp_readings_describe(&in, &r, l, 16);
+    CHECK(line_of(l, n, "dram_cold") == NULL);
+    CHECK_CONTAINS(line_of(l, n, "bandwidth_bound"), "the ceiling was measured low");
+    /* Hot again, but larger than the cache: measured as before. */
+    in.timed_cold = 0;
+    in.cache_bytes = 2 * 1024 * 1024;
+    kp_readings_compute(&in, &r);
+    CHECK_INT(r.dram_cold, 0);
+    CHECK_INT(r.measured, 1);
+    CHECK_INT(r.ceiling_low, 1);
+}
+
 /* Without counters (or with counters that could not be read) nothing measured is used: the
  * readings are the estimate's, as before --counters existed. */
 static void test_no_counters_changes_nothing(void)
@@ -549,6 +701,10 @@ static void test_json(void)
     CHECK_CONTAINS(s.data, "\"available\":true");
     CHECK_CONTAINS(s.data, "\"dram_read_bytes\":6291456");
     CHECK_CONTAINS(s.data, "\"hfma\":null");
+    /* fp16 partly read: null, not 0; fp64 read: its count. */
+    CHECK_CONTAINS(s.data, "\"flops_fp64\":0,\"flops_fp16\":null");
+    CHECK_CONTAINS(s.data, "\"dram_note\":null");
+    CHECK_CONTAINS(s.data, "\"dram_cold_l2_only\":false,\"dram_cold_l2_note\":null");
     CHECK_CONTAINS(s.data,
                    "{\"name\":\"no_such__metric.sum\",\"available\":false,\"value\":null,\"note\":"
                    "\"not on this device\"}");
@@ -578,11 +734,13 @@ static void test_json(void)
 int main(void)
 {
     test_read_standard_and_raw();
+    test_dram_pass_fails();
     test_unavailable_and_fatal();
     test_parse_list();
     test_memory_bound_and_twice_the_bytes();
     test_traffic_tolerance();
     test_bounds();
+    test_fits_cache();
     test_no_counters_changes_nothing();
     test_json();
     TEST_DONE();

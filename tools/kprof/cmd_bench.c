@@ -82,6 +82,7 @@ typedef struct kp_bench_row {
     kp_bench_outcome old_outcome;
     uint64_t bytes;
     int bytes_assumed;
+    uint64_t working_set; /* the buffers' total bytes (the counters' readings: fits the cache?) */
     double flops;        /* per dispatch; 0 when not given */
     int slower_gate;     /* --fail-if-slower: this point is slower by more than asked */
     kp_counters *counters[2]; /* --counters: each side's (heap), NULL when not asked */
@@ -677,6 +678,7 @@ static kprof_status kp_bench_point(kp_bench_run *r, int index, kp_error *err)
         if (st != KPROF_OK) break;
         row->bytes = a->bytes_expr ? (uint64_t)p.bytes : kp_lab_get_info(labs[0])->buffer_bytes;
         row->bytes_assumed = !a->bytes_expr;
+        row->working_set = kp_lab_get_info(labs[0])->buffer_bytes;
         row->flops = p.flops;
         for (int s = 0; s < nsides && st == KPROF_OK && a->counters; s++) {
             kp_progress_set(r->progress, "bench: %s: hardware counters (one replayed dispatch)",
@@ -779,6 +781,10 @@ static void kp_bench_counter_readings(const kp_bench_run *r, const kp_bench_row 
     in->bytes = row->bytes;
     in->bytes_assumed = row->bytes_assumed;
     in->ceiling_gbs = r->ceiling_gbs;
+    /* Hot rows' data that fits in the cache: the counters' cold DRAM bytes are no rate. */
+    in->working_set = row->working_set;
+    in->cache_bytes = r->info.device.cache_bytes;
+    in->timed_cold = row->cold;
     kp_counters_apply(c, r->peak_gflops, in);
     kp_readings_compute(in, rd);
 }

@@ -235,6 +235,13 @@ void kp_run_print_counters(FILE *o, const kp_run_result *r)
                     100 * rd->measured_fraction, in->ceiling_gbs);
     }
     fprintf(o, "\n");
+    if (rd->dram_cold)
+        fprintf(o,
+                "  %-18s DRAM bytes as from a cold L2, as ncu reads them; the timed dispatches "
+                "ran with a warm L2 (the data fits in the cache): no measured GB/s\n",
+                "");
+    char note[700];
+    if (kp_counters_dram_note(c, note, sizeof note)[0]) fprintf(o, "  %-18s %s\n", "", note);
     if (rd->traffic != KP_TRAFFIC_UNKNOWN)
         fprintf(o, "  %-18s %.2f× the %s %s (~GB/s touched %.1f)\n", "vs the estimate",
                 rd->bytes_ratio, kp_format_bytes(in->bytes, x, sizeof x),
@@ -264,11 +271,12 @@ void kp_run_print_counters(FILE *o, const kp_run_result *r)
     kp_counters_flops f;
     kp_counters_flops_of(c, &f);
     if (f.have) {
-        char f32[64], f64[64], f16[64];
+        char f32[64], f64[64] = "n/a", f16[64] = "n/a";
+        kp_format_si(f.fp32, f32, sizeof f32);
+        if (f.fp64_known) kp_format_si(f.fp64, f64, sizeof f64);
+        if (f.fp16_known) kp_format_si(f.fp16, f16, sizeof f16);
         fprintf(o, "  %-18s %s (fp32 %s, fp64 %s, fp16 %s) · %.4g GFLOP/s", "FLOPs",
-                kp_format_si(f.total, a, sizeof a), kp_format_si(f.fp32, f32, sizeof f32),
-                kp_format_si(f.fp64, f64, sizeof f64), kp_format_si(f.fp16, f16, sizeof f16),
-                rd->gflops);
+                kp_format_si(f.total, a, sizeof a), f32, f64, f16, rd->gflops);
         if (in->measured.peak_gflops > 0)
             fprintf(o, " (%.0f%% of the FP32 peak, %.0f GFLOP/s)", 100 * rd->flop_fraction,
                     in->measured.peak_gflops);
@@ -309,9 +317,19 @@ void kp_run_counters_line(const kp_counters *c, const kp_readings_input *in, con
             kp_str_printf(&s, " (%.0f%% of the ceiling)", 100 * r->measured_fraction);
         if (r->traffic != KP_TRAFFIC_UNKNOWN)
             kp_str_printf(&s, " · %.2f× the estimated bytes", r->bytes_ratio);
+    } else if (r->dram_cold) {
+        char a[64];
+        kp_str_printf(&s,
+                      "DRAM %s as from a cold L2, as ncu reads them (timed with a warm L2, the "
+                      "data fits in the cache: no GB/s)",
+                      kp_format_bytes((uint64_t)r->dram_bytes, a, sizeof a));
+        if (r->traffic != KP_TRAFFIC_UNKNOWN)
+            kp_str_printf(&s, " · %.2f× the estimated bytes", r->bytes_ratio);
     } else {
         kp_str_append(&s, "DRAM n/a");
     }
+    char note[700];
+    if (kp_counters_dram_note(c, note, sizeof note)[0]) kp_str_printf(&s, " · %s", note);
     if (c->v[KP_COUNTER_OCCUPANCY].known)
         kp_str_printf(&s, " · occupancy %.0f%%", c->v[KP_COUNTER_OCCUPANCY].value);
     if (c->v[KP_COUNTER_SM_THROUGHPUT].known)
