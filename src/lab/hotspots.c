@@ -303,43 +303,6 @@ static char *kp_hs_line_text(const char *text, size_t len, uint32_t line)
 
 void kp_hotspots_read_text(kp_hotspots *h, const char *source_path)
 {
-    /* The compile cache keys a binary on the source's text, so a cached binary's line info can
-     * name the copy it was first compiled from (a kernel folder made by `kprof isolate --from`,
-     * a file moved since): a file of the source's base name, or holding the source's text, is
-     * the source the user ran. */
-    if (source_path && source_path[0]) {
-        const char *base = kp_hs_base_name(source_path);
-        size_t source_len = 0;
-        char *source = kp_hs_read_source(source_path, &source_len);
-        for (size_t i = 0; i < h->n; i++) {
-            kp_hotspot *l = &h->lines[i];
-            if (!l->file || strcmp(l->file, source_path) == 0) continue;
-            int same = strcmp(kp_hs_base_name(l->file), base) == 0;
-            if (!same && source) { /* a copy under another name: the same text */
-                size_t len = 0;
-                char *text = kp_hs_read_source(l->file, &len);
-                same = text && len == source_len && memcmp(text, source, len) == 0;
-                free(text);
-            }
-            if (!same) continue;
-            char *renamed = kp_strdup(source_path);
-            if (!renamed) break;
-            const char *was = l->file;
-            /* Every line of that file at once (each file is read once). */
-            for (size_t j = i + 1; j < h->n; j++) {
-                kp_hotspot *m = &h->lines[j];
-                if (m->file && strcmp(m->file, was) == 0) {
-                    char *r = kp_strdup(source_path);
-                    if (!r) continue;
-                    free(m->file);
-                    m->file = r;
-                }
-            }
-            free(l->file);
-            l->file = renamed;
-        }
-        free(source);
-    }
     for (size_t i = 0; i < h->n; i++) {
         const kp_hotspot *first = &h->lines[i];
         if (!first->file || first->text) continue;

@@ -67,10 +67,7 @@ const char *kp_stall_reason_short(const char *name);
 /* 1 for a "..._not_issued" reason. */
 int kp_stall_reason_not_issued(const char *name);
 
-/* Give each line its source text, read from the file its line info names; a line whose file has
- * the source's base name, or holding the source's text, names the source (source_path)
- * instead: the compile cache keys a
- * binary on the source's text, so a cached binary may name the copy first compiled. A relative name,
+/* Give each line its source text, read from the file its line info names; a relative name,
  * or one that is not there, is looked for beside the session's source (source_path), and a
  * file whose base name is the source's is the source. Files that cannot be read leave text
  * NULL. Reads at most 16 MiB of a file. */

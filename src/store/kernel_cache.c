@@ -48,8 +48,11 @@ uint64_t kp_cache_key(const kp_device_info *dev, const kp_source *src)
     h = kp_hash64_str(h, dev->version);
     h = kp_hash64(h, &src->lang, sizeof src->lang);
     h = kp_hash64_str(h, src->options);
-    /* CUDA registers the entry as a name expression, which changes the build. */
+    /* CUDA registers the entry as a name expression, which changes the build; and NVRTC names
+     * the source by its path in the binary's line info (what --source maps PCs to), so a copy
+     * of the text under another path is another build. */
     h = kp_hash64_str(h, src->lang == KP_LANG_CUDA ? src->entry : "");
+    h = kp_hash64_str(h, src->lang == KP_LANG_CUDA ? src->path : "");
     h = kp_hash64(h, &src->includes_hash, sizeof src->includes_hash);
     return kp_hash64(h, src->text, src->len);
 }

@@ -17,7 +17,8 @@
 /* The cache folder (not created). Returns buf, or NULL when no folder can be named. */
 char *kp_cache_dir(char *buf, size_t n);
 
-/* The key of a build: everything that can change the binary. */
+/* The key of a build: everything that can change the binary (for CUDA, the source's path too:
+ * the line info names it). */
 uint64_t kp_cache_key(const kp_device_info *dev, const kp_source *src);
 
 /* 0 and the entry on a hit (binary heap, meta filled); -1 on a miss. */

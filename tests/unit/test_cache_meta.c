@@ -101,6 +101,14 @@ int main(void)
     CHECK(k1 != k2 && k1 != k3 && k1 != k4);
     snprintf(dev.name, sizeof dev.name, "d");
     CHECK(kp_cache_key(&dev, &src) == k1);
+    /* The path: not for OpenCL; for CUDA, whose binary's line info names it (--source). */
+    src.path = "copy/k.cl";
+    CHECK(kp_cache_key(&dev, &src) == k1);
+    src.lang = KP_LANG_CUDA;
+    src.path = "k.cu";
+    uint64_t c1 = kp_cache_key(&dev, &src);
+    src.path = "kernels/k/k.cu";
+    CHECK(kp_cache_key(&dev, &src) != c1);
 
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -197,37 +197,6 @@ static char *write_file(const char *dir, const char *name, const char *text)
     return kp_str_take(&path);
 }
 
-/* A copy of the source under another name (a kernel folder's, made by `kprof isolate --from`)
- * that a cached binary's line info names: the source run; another file keeps its name. */
-static void test_copy_named_as_source(void)
-{
-    char dir[] = "/tmp/kprof-hotspots-XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
-    char *src = write_file(dir, "hotk.cu", "a\nb\n");
-    char *copy = write_file(dir, "hot.cu", "a\nb\n");
-    char *other = write_file(dir, "other.cu", "a\nc\n");
-    kp_hotspots h = {0};
-    h.lines = calloc(3, sizeof *h.lines);
-    h.n = 3;
-    h.lines[0] = (kp_hotspot){.file = strdup(copy), .line = 2, .function = strdup("k")};
-    h.lines[1] = (kp_hotspot){.file = strdup(other), .line = 2, .function = strdup("k")};
-    h.lines[2] = (kp_hotspot){.file = strdup(copy), .line = 1, .function = strdup("k")};
-    kp_hotspots_read_text(&h, src);
-    CHECK_STR(h.lines[0].file, src);
-    CHECK_STR(h.lines[0].text, "b");
-    CHECK_STR(h.lines[1].file, other);
-    CHECK_STR(h.lines[1].text, "c");
-    CHECK_STR(h.lines[2].file, src);
-    kp_hotspots_free(&h);
-    unlink(src);
-    unlink(copy);
-    unlink(other);
-    rmdir(dir);
-    free(src);
-    free(copy);
-    free(other);
-}
-
 static void test_text(void)
 {
     char dir[] = "/tmp/kprof-hotspots-XXXXXX";
@@ -278,9 +247,6 @@ static void test_text(void)
     CHECK(h.lines[3].text == NULL); /* past the end of the file */
     CHECK_STR(h.lines[4].text, "int header_line;");
     CHECK_STR(h.lines[5].text, "line one");
-    /* ... and named as the source (a cached binary names the copy first compiled). */
-    CHECK_STR(h.lines[5].file, src);
-    CHECK_STR(h.lines[4].file, "inc.h"); /* another file keeps its name */
 
     /* The JSON carries every line and its text. */
     kp_str out = {0};
@@ -320,6 +286,5 @@ int main(void)
     test_one_entry_per_pc();
     test_aggregation();
     test_text();
-    test_copy_named_as_source();
     TEST_DONE();
 }
