@@ -31,6 +31,21 @@ static int kp_job_int(const char *(*get)(const char *, void *), void *ctx, const
     return (int)v;
 }
 
+/* The variable that gives the local rank under each launcher. */
+static const char *const kp_local_rank_var[KP_LAUNCHER_COUNT] = {
+    [KP_LAUNCHER_TORCHRUN] = "LOCAL_RANK",
+    [KP_LAUNCHER_ENV] = "LOCAL_RANK",
+    [KP_LAUNCHER_OPENMPI] = "OMPI_COMM_WORLD_LOCAL_RANK",
+    [KP_LAUNCHER_PMI] = "MPI_LOCALRANKID",
+    [KP_LAUNCHER_SLURM] = "SLURM_LOCALID",
+};
+
+const char *kp_launcher_local_rank_var(kp_launcher l)
+{
+    return l > KP_LAUNCHER_NONE && l < KP_LAUNCHER_COUNT ? kp_local_rank_var[l]
+                                                         : KP_JOB_LOCAL_RANK_VARS;
+}
+
 void kp_job_read_from(const char *(*get)(const char *name, void *ctx), void *ctx,
                       kp_job_info *out)
 {
@@ -40,7 +55,6 @@ void kp_job_read_from(const char *(*get)(const char *name, void *ctx), void *ctx
     if ((rank = kp_job_int(get, ctx, "RANK")) >= 0) {
         out->launcher = get("TORCHELASTIC_RUN_ID", ctx) ? KP_LAUNCHER_TORCHRUN : KP_LAUNCHER_ENV;
         out->rank = rank;
-        out->local_rank = kp_job_int(get, ctx, "LOCAL_RANK");
         out->world_size = kp_job_int(get, ctx, "WORLD_SIZE");
         out->local_world_size = kp_job_int(get, ctx, "LOCAL_WORLD_SIZE");
         out->node = kp_job_int(get, ctx, "GROUP_RANK");
@@ -48,22 +62,21 @@ void kp_job_read_from(const char *(*get)(const char *name, void *ctx), void *ctx
     } else if ((rank = kp_job_int(get, ctx, "OMPI_COMM_WORLD_RANK")) >= 0) {
         out->launcher = KP_LAUNCHER_OPENMPI;
         out->rank = rank;
-        out->local_rank = kp_job_int(get, ctx, "OMPI_COMM_WORLD_LOCAL_RANK");
         out->world_size = kp_job_int(get, ctx, "OMPI_COMM_WORLD_SIZE");
         out->local_world_size = kp_job_int(get, ctx, "OMPI_COMM_WORLD_LOCAL_SIZE");
     } else if ((rank = kp_job_int(get, ctx, "PMI_RANK")) >= 0 ||
                (rank = kp_job_int(get, ctx, "PMIX_RANK")) >= 0) {
         out->launcher = KP_LAUNCHER_PMI;
         out->rank = rank;
-        out->local_rank = kp_job_int(get, ctx, "MPI_LOCALRANKID");
         out->world_size = kp_job_int(get, ctx, "PMI_SIZE");
         out->local_world_size = kp_job_int(get, ctx, "MPI_LOCALNRANKS");
     } else if ((rank = kp_job_int(get, ctx, "SLURM_PROCID")) >= 0) {
         out->launcher = KP_LAUNCHER_SLURM;
         out->rank = rank;
-        out->local_rank = kp_job_int(get, ctx, "SLURM_LOCALID");
         out->world_size = kp_job_int(get, ctx, "SLURM_NTASKS");
     }
+    if (out->launcher != KP_LAUNCHER_NONE)
+        out->local_rank = kp_job_int(get, ctx, kp_local_rank_var[out->launcher]);
     /* The node index: Slurm's, whichever launcher runs under it, where the launcher has none. */
     if (out->launcher != KP_LAUNCHER_NONE && out->node < 0)
         out->node = kp_job_int(get, ctx, "SLURM_NODEID");

@@ -55,6 +55,14 @@ void kp_job_read_from(const char *(*get)(const char *name, void *ctx), void *ctx
 /* getenv as a lookup for kp_job_read_from (and core/outname.h): ctx unused. */
 const char *kp_job_getenv(const char *name, void *ctx);
 
+/* The variables kp_job_read takes a rank from, and local ranks from, for messages. */
+#define KP_JOB_RANK_VARS "RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK or SLURM_PROCID"
+#define KP_JOB_LOCAL_RANK_VARS                                                                     \
+    "LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or SLURM_LOCALID"
+
+/* The variable that gives the local rank under launcher l (KP_JOB_LOCAL_RANK_VARS for none). */
+const char *kp_launcher_local_rank_var(kp_launcher l);
+
 /* "torchrun", "env", "openmpi", "pmi", "slurm"; "" for none. */
 const char *kp_launcher_name(kp_launcher l);
 

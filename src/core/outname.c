@@ -7,28 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define KP_OUTNAME_RANK_VARS "RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK or SLURM_PROCID"
-#define KP_OUTNAME_LOCAL_VARS                                                                      \
-    "LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or SLURM_LOCALID"
-
-/* The variable that gives the local rank under launcher l (job.c reads the same). */
-static const char *kp_outname_local_var(kp_launcher l)
-{
-    switch (l) {
-    case KP_LAUNCHER_TORCHRUN:
-    case KP_LAUNCHER_ENV:
-        return "LOCAL_RANK";
-    case KP_LAUNCHER_OPENMPI:
-        return "OMPI_COMM_WORLD_LOCAL_RANK";
-    case KP_LAUNCHER_PMI:
-        return "MPI_LOCALRANKID";
-    case KP_LAUNCHER_SLURM:
-        return "SLURM_LOCALID";
-    default:
-        return KP_OUTNAME_LOCAL_VARS;
-    }
-}
-
 /* INVALID when value cannot be part of a file name as it is. what names where it came from. */
 static kprof_status kp_outname_check_value(const char *label, const char *pattern,
                                            const char *what, const char *value, kp_error *err)
@@ -90,7 +68,7 @@ kprof_status kp_outname_expand(const char *pattern, const kp_outname_env *env, c
                                           "%s%s: %%r is the process's rank, and no launcher "
                                           "variable gives it (looked for %s, as a whole "
                                           "number)%s",
-                                          label, pattern, KP_OUTNAME_RANK_VARS,
+                                          label, pattern, KP_JOB_RANK_VARS,
                                           env->what ? ""
                                                     : ": run kprof under the launcher, as in "
                                                       "`mpirun -n 4 kprof trace -o "
@@ -107,7 +85,7 @@ kprof_status kp_outname_expand(const char *pattern, const kp_outname_env *env, c
                         err, KPROF_INVALID,
                         "%s%s: %%l is the process's local rank, and no launcher variable "
                         "gives it (looked for %s, as a whole number)",
-                        label, pattern, kp_outname_local_var(job.launcher));
+                        label, pattern, kp_launcher_local_rank_var(job.launcher));
                     goto fail;
                 }
                 snprintf(number, sizeof number, "%d", job.local_rank);
