@@ -98,20 +98,25 @@ class TraceRanks(kptest.KprofTestCase):
         own = db.execute("SELECT mono_ns, real_ns, uncertainty_ns FROM clocks WHERE process IS "
                          "NULL ORDER BY mono_ns").fetchall()
         self.assertEqual(len(own), 2, "kprof's own pairs, at start and end")
-        offset = own[0][1] - own[0][0]
-        self.assertLess(abs((own[1][1] - own[1][0]) - offset), 1000000)
+        def agree(a, b, why):
+            """Two pairs' REALTIME - MONOTONIC offsets agree within what the pairs themselves
+            say (each read's uncertainty, which a busy machine widens) plus NTP's largest slew
+            (500 ppm) over the time between them: nothing here depends on the machine's speed."""
+            allowed = a[2] + b[2] + 500e-6 * abs(a[0] - b[0]) + 1000
+            self.assertLessEqual(abs((a[1] - a[0]) - (b[1] - b[0])), allowed, why)
+
+        agree(own[0], own[1], "kprof's own pairs")
         for p in processes:
             pairs = db.execute("SELECT mono_ns, real_ns, uncertainty_ns FROM clocks WHERE "
                                "process = ? ORDER BY mono_ns", (p["id"],)).fetchall()
             self.assertEqual(len(pairs), 2, "process %d: start and end pairs" % p["id"])
-            for mono, real, unc in pairs:
+            for pair in pairs:
+                mono, real, unc = pair
                 self.assertGreaterEqual(unc, 0)
-                self.assertLess(abs((real - mono) - offset), 1000000,
-                                "process %d's clocks disagree with kprof's" % p["id"])
+                agree(pair, own[0], "process %d's clocks disagree with kprof's" % p["id"])
                 self.assertGreaterEqual(mono, own[0][0])
                 self.assertLessEqual(mono, own[1][0])
-            self.assertLess(abs((pairs[1][1] - pairs[1][0]) - (pairs[0][1] - pairs[0][0])),
-                            1000000)
+            agree(pairs[0], pairs[1], "process %d's two pairs" % p["id"])
         db.close()
 
     # (a) one trace of a job whose ranks the traced command starts itself
