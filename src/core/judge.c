@@ -366,9 +366,10 @@ int kp_judge(const kp_judge_side *a, const kp_judge_side *b, const kp_judge_conf
     /* With several runs a side, the blocks within one run matter less: the runs' spread is the
      * interval. */
     if (have_runs) {
-        ua &= ~(unsigned)KP_JUDGE_FEW;
-        ub &= ~(unsigned)KP_JUDGE_FEW;
-        r &= ~(unsigned)KP_JUDGE_FEW;
+        unsigned within = KP_JUDGE_FEW | KP_JUDGE_DRIFT; /* the sessions' shifts are the runs' */
+        ua &= ~within;
+        ub &= ~within;
+        r &= ~within;
     }
     r |= ua | ub;
     if ((out->a.modes == 2 || out->b.modes == 2) && !(r & KP_JUDGE_MODES))

@@ -23,7 +23,8 @@
  *   - across runs (each side measured in a run of its own: --compare, diff): the interval sees
  *     one run's variation only. With the medians of several independent runs a side (--repeat),
  *     the interval widens to the spread between them (a t interval of the mean log ratio, the
- *     hull with the samples' own); with one run a side, FASTER and SLOWER need the interval clear
+ *     hull with the samples' own; the few blocks or the drift of samples pooled from several
+ *     sessions are then the runs' spread, which that interval covers); with one run a side, FASTER and SLOWER need the interval clear
  *     of the SAME band by the run allowance as well (else UNSURE, ONE_RUN), and a verdict given
  *     still says it rests on one run a side.
  * The interval alone decides as kp_compare_verdict_of does (the band [1 - t, 1 + t], closed);

@@ -126,6 +126,15 @@ kprof_status kp_bench_file_read(const char *path, kp_bench_file **out, kp_error 
         if (cJSON_IsNumber(rounds) && rounds->valuedouble >= 1 &&
             rounds->valuedouble <= (double)fp->n)
             fp->rounds = (size_t)rounds->valuedouble;
+        /* --repeat: the sessions' medians (optional; ignored when not a list of times). */
+        double *runs = NULL;
+        size_t nr = 0;
+        const cJSON *rm = cJSON_GetObjectItemCaseSensitive(k, "run_medians_ms");
+        if (rm && kp_bench_file_numbers(rm, &runs, &nr) == 0) {
+            for (size_t i = 0; i < nr && fp->nruns < KP_BENCH_FILE_MAX_RUNS; i++)
+                if (runs[i] > 0) fp->run_median[fp->nruns++] = runs[i];
+        }
+        free(runs);
         const cJSON *clk = cJSON_GetObjectItemCaseSensitive(k, "clock_samples_mhz");
         size_t nc = 0;
         if (clk && (kp_bench_file_numbers(clk, &fp->mhz, &nc) != 0 || nc != fp->n)) {

@@ -11,6 +11,8 @@
 
 #include <stddef.h>
 
+#define KP_BENCH_FILE_MAX_RUNS 32 /* kprof bench --repeat's most */
+
 typedef struct kp_bench_file_point {
     char point[256]; /* "N=1M T=f32", "" without axes (the JSON's "point") */
     int cold;
@@ -18,6 +20,8 @@ typedef struct kp_bench_file_point {
     double *mhz;     /* its clock at each sample, or NULL */
     size_t n;
     size_t rounds;   /* the batches they came in ("rounds"; 0 when not said) */
+    double run_median[KP_BENCH_FILE_MAX_RUNS]; /* --repeat: the sessions' medians */
+    int nruns;       /* how many ("run_medians_ms"; 0 when one session) */
 } kp_bench_file_point;
 
 typedef struct kp_bench_file {

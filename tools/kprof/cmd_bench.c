@@ -64,6 +64,7 @@ typedef struct kp_bench_args {
     const char *plot;
     int plot_throughput;
     int force;
+    int repeat;                 /* --repeat R: independent sessions per point (1) */
     int counters;               /* --counters: each row's kernels' hardware counters */
     kp_counters counters_asked; /* the raw names of --counters LIST */
 } kp_bench_args;
@@ -202,6 +203,7 @@ static int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
         {"plot-y", required_argument, NULL, 'Y'},
         {"force", no_argument, NULL, 'F'},
         {"counters", optional_argument, NULL, 'Q'},
+        {"repeat", required_argument, NULL, 'r'},
         {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof *a);
@@ -209,6 +211,7 @@ static int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
     a->grid = "1048576";
     a->tg = "256";
     a->fail_if_slower = -1;
+    a->repeat = 1;
     kp_bench_config_default(&a->cfg);
     uint64_t v;
     double d;
@@ -320,6 +323,12 @@ static int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
                                           optarg);
             break;
         case 'F': a->force = 1; break;
+        case 'r':
+            if (kp_parse_size(optarg, &v) != 0 || v < 1 || v > KP_BENCH_MAX_REPEAT)
+                return kp_cli_usage_error("bench", "--repeat '%s': expected 1 to %d sessions",
+                                          optarg, KP_BENCH_MAX_REPEAT);
+            a->repeat = (int)v;
+            break;
         case 'Q':
             a->counters = 1;
             if ((rc = kp_run_parse_counters("bench", optarg, argc, argv, &optind,
@@ -583,8 +592,73 @@ static kprof_status kp_bench_counters(kp_bench_run *r, kp_bench_row *row, int si
     return st;
 }
 
-/* Measure one point (both cache states asked), appending rows. */
+/* --repeat: a later session's samples of a row (tmp) joined to the row's, and the sessions'
+ * medians and ratios kept. */
+static kprof_status kp_bench_join(kp_bench_row *row, kp_bench_side *tmp,
+                                  const kp_bench_outcome *o, kp_error *err)
+{
+    for (int s = 0; s < row->nsides; s++) {
+        kp_bench_side *d = &row->side[s], *t = &tmp[s];
+        kprof_status st = kp_bench_side_add(d, t->ms, t->mhz, t->n, err);
+        if (st != KPROF_OK) return st;
+        d->taken += t->taken;
+        d->rounds += t->rounds;
+        d->throttled += t->throttled;
+        d->gpu_s += t->gpu_s;
+        d->throttle_reasons |= t->throttle_reasons;
+        if (t->min_clock_mhz > 0 && (d->min_clock_mhz <= 0 || t->min_clock_mhz < d->min_clock_mhz))
+            d->min_clock_mhz = t->min_clock_mhz;
+        if (d->nruns < KP_BENCH_MAX_REPEAT) d->run_median[d->nruns++] = t->median.value;
+    }
+    kp_bench_outcome *ro = &row->outcome;
+    if (row->nsides == 2 && ro->nrun_ratios < KP_BENCH_MAX_REPEAT)
+        ro->run_ratio[ro->nrun_ratios++] = o->ratio.value;
+    ro->wall_s += o->wall_s;
+    if (o->measured_busy_cpus > ro->measured_busy_cpus) ro->measured_busy_cpus = o->measured_busy_cpus;
+    if (o->busy_cpus > ro->busy_cpus) ro->busy_cpus = o->busy_cpus;
+    if (o->stop == KP_BENCH_STOP_TIMEOUT) ro->stop = KP_BENCH_STOP_TIMEOUT;
+    return KPROF_OK;
+}
+
+/* After the last session of a point: each row's samples summarised whole and the comparison
+ * made again, with the spread between the sessions. */
+static kprof_status kp_bench_rejudge(kp_bench_run *r, int row0, kp_error *err)
+{
+    for (int i = row0; i < r->nrows; i++) {
+        kp_bench_row *row = &r->rows[i];
+        for (int s = 0; s < row->nsides; s++) {
+            kprof_status st = kp_bench_summarise(&row->side[s], err);
+            if (st != KPROF_OK) return st;
+        }
+        if (row->nsides == 2) {
+            kp_bench_config cfg = r->a->cfg;
+            cfg.cold = row->cold;
+            kprof_status st = kp_bench_compare(&row->side[0], &row->side[1], 1, &cfg,
+                                               &row->outcome, err);
+            if (st != KPROF_OK) return st;
+        }
+    }
+    return KPROF_OK;
+}
+
+/* Measure one point (both cache states asked): its first session appends rows; with --repeat,
+ * each later session (fresh sessions: compiled, filled and run anew) joins its samples to
+ * them. */
+static kprof_status kp_bench_point_once(kp_bench_run *r, int index, int rep, int row0,
+                                        kp_error *err);
+
 static kprof_status kp_bench_point(kp_bench_run *r, int index, kp_error *err)
+{
+    int row0 = r->nrows;
+    kprof_status st = KPROF_OK;
+    for (int rep = 0; rep < r->a->repeat && st == KPROF_OK; rep++)
+        st = kp_bench_point_once(r, index, rep, row0, err);
+    if (st == KPROF_OK && r->a->repeat > 1) st = kp_bench_rejudge(r, row0, err);
+    return st;
+}
+
+static kprof_status kp_bench_point_once(kp_bench_run *r, int index, int rep, int row0,
+                                        kp_error *err)
 {
     kp_bench_args *a = r->a;
     kp_bench_setup p;
@@ -643,32 +717,74 @@ static kprof_status kp_bench_point(kp_bench_run *r, int index, kp_error *err)
                               i0->device.name, i0->device.backend, i1->device.name,
                               i1->device.backend);
     }
+    int rowk = row0;
     for (int cold = 0; cold < 2 && st == KPROF_OK; cold++) {
         if ((cold && !a->cold) || (!cold && !a->hot)) continue;
-        kp_bench_row *row = &r->rows[r->nrows];
-        memset(row, 0, sizeof *row);
-        row->vars = *vars;
-        row->cold = cold;
-        row->launch = launch;
-        row->nsides = nsides;
+        kp_bench_row *row;
+        kp_bench_side later[2]; /* a later session's samples, joined to the row's after */
+        kp_bench_side *sides;
+        kp_bench_outcome later_outcome, *outcome;
+        if (rep == 0) {
+            row = &r->rows[r->nrows];
+            memset(row, 0, sizeof *row);
+            row->vars = *vars;
+            row->cold = cold;
+            row->launch = launch;
+            row->nsides = nsides;
+            r->nrows++;
+            sides = row->side;
+            outcome = &row->outcome;
+        } else {
+            row = &r->rows[rowk];
+            memset(later, 0, sizeof later);
+            sides = later;
+            outcome = &later_outcome;
+        }
+        rowk++;
         for (int s = 0; s < nsides; s++) {
-            row->side[s].lab = labs[s];
-            row->side[s].launch = launch;
-            row->side[s].entry = shared ? entries[s] : NULL;
+            sides[s].lab = labs[s];
+            sides[s].launch = launch;
+            sides[s].entry = shared ? entries[s] : NULL;
             snprintf(row->label[s], sizeof row->label[s], "%s", r->entry_name[s]);
         }
-        r->nrows++;
         char vt[256];
         kp_bench_vars_text(vars, vt, sizeof vt);
         char phase[512];
-        snprintf(phase, sizeof phase, "%s%s%s %s", r->entry_name[0], vt[0] ? " " : "", vt,
-                 cold ? "cold" : "hot");
+        if (a->repeat > 1)
+            snprintf(phase, sizeof phase, "%s%s%s %s, session %d of %d", r->entry_name[0],
+                     vt[0] ? " " : "", vt, cold ? "cold" : "hot", rep + 1, a->repeat);
+        else
+            snprintf(phase, sizeof phase, "%s%s%s %s", r->entry_name[0], vt[0] ? " " : "", vt,
+                     cold ? "cold" : "hot");
         r->phase = phase;
         kp_progress_set(r->progress, "bench: %s: warming up", phase);
         kp_bench_config cfg = a->cfg;
         cfg.cold = cold;
-        st = kp_bench_measure(row->side, nsides, &cfg, kp_bench_progress, r, &row->outcome, err);
+        st = kp_bench_measure(sides, nsides, &cfg, kp_bench_progress, r, outcome, err);
         r->phase = NULL;
+        if (st == KPROF_OK && a->repeat > 1) {
+            if (rep == 0) {
+                /* The first session's median and ratio are the first of the runs'. */
+                for (int s = 0; s < nsides; s++)
+                    row->side[s].run_median[row->side[s].nruns++] = row->side[s].median.value;
+                if (nsides == 2) row->outcome.run_ratio[row->outcome.nrun_ratios++] =
+                                     row->outcome.ratio.value;
+            } else {
+                st = kp_bench_join(row, later, &later_outcome, err);
+            }
+        }
+        if (rep > 0)
+            for (int s = 0; s < nsides; s++)
+                kp_bench_side_free(&later[s]);
+        if (rep > 0) {
+            if (st == KPROF_TIMEOUT) {
+                kp_progress_stop(r->progress);
+                r->progress = NULL;
+                kp_run_abandon(err);
+            }
+            if (st != KPROF_OK) break;
+            continue; /* the counters and sizes are the first session's */
+        }
         kp_strlcpy(r->info.timer, kp_lab_get_info(labs[0])->timer, sizeof r->info.timer);
         if (st == KPROF_TIMEOUT) {
             kp_progress_stop(r->progress);
@@ -725,6 +841,13 @@ static kprof_status kp_bench_compare_old(kp_bench_run *r, kp_error *err)
         memset(&row->old, 0, sizeof row->old);
         kprof_status st = kp_bench_side_add(&row->old, p->ms, p->mhz, p->n, err);
         row->old.rounds = p->rounds;
+        for (int k = 0; k < p->nruns && k < KP_BENCH_MAX_REPEAT; k++)
+            row->old.run_median[row->old.nruns++] = p->run_median[k];
+        /* What this run knows of the machine stands for the comparison. */
+        kp_bench_outcome_init(&row->old_outcome);
+        row->old_outcome.busy_cpus = row->outcome.busy_cpus;
+        row->old_outcome.measured_busy_cpus = row->outcome.measured_busy_cpus;
+        row->old_outcome.ncpus = row->outcome.ncpus;
         if (st == KPROF_OK) st = kp_bench_summarise(&row->old, err);
         if (st == KPROF_OK && !(row->old.median.value > 0))
             st = kp_error_set(err, KPROF_INVALID,
@@ -1124,6 +1247,20 @@ static void kp_bench_print(const kp_bench_run *r)
         }
         for (int s = 0; s < row->nsides; s++) {
             const kp_bench_side *sd = &row->side[s];
+            if (sd->nruns >= 2) {
+                double lo = sd->run_median[0], hi = lo;
+                for (int k = 1; k < sd->nruns; k++) {
+                    if (sd->run_median[k] < lo) lo = sd->run_median[k];
+                    if (sd->run_median[k] > hi) hi = sd->run_median[k];
+                }
+                printf("  %s%d sessions: their medians %.5g to %.5g ms (%.2f%% apart); the "
+                       "interval above is the pooled samples'\n",
+                       row->nsides == 2 ? (s ? "B: " : "A: ") : "", sd->nruns, lo, hi,
+                       lo > 0 ? 100 * (hi / lo - 1) : 0.0);
+                continue;
+            }
+            /* A comparison's reasons say what of each side's shape matters to it. */
+            if (row->nsides == 2) continue;
             unsigned u = kp_judge_unstable(&sd->shape, row->outcome.busy_cpus,
                                            KP_JUDGE_BUSY_LIMIT, a->cfg.threshold);
             if (!u) continue;
