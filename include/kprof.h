@@ -655,6 +655,56 @@ KPROF_API kprof_status kprof_benchmark(void (*fn)(void *arg), void *arg,
                                        const kprof_benchmark_options *options,
                                        kprof_benchmark_result *out);
 
+/* ---- comparing two sets of samples: kprof's comparison engine --------------------------------
+ * The one kprof bench and kprof diff use (src/core/judge.h): is B faster than A, slower, the
+ * same, or can the samples not say? UNSURE comes with its reasons, as bits and in words. */
+
+typedef enum kprof_verdict {
+    KPROF_VERDICT_SAME,   /* the ratio's interval lies inside [1 - threshold, 1 + threshold] */
+    KPROF_VERDICT_FASTER, /* wholly below it */
+    KPROF_VERDICT_SLOWER, /* wholly above it */
+    KPROF_VERDICT_UNSURE  /* the samples cannot say: `reasons` says why */
+} kprof_verdict;
+
+/* Why a comparison is UNSURE (bits of kprof_comparison.reasons). */
+#define KPROF_UNSURE_STRADDLES (1u << 0) /* the interval straddles an edge of the band */
+#define KPROF_UNSURE_FEW       (1u << 1) /* fewer than 10 independent blocks of samples a side */
+#define KPROF_UNSURE_DRIFT     (1u << 2) /* a side (paired: the ratio) drifted between halves */
+#define KPROF_UNSURE_MODES     (1u << 3) /* two modes whose mix moves a median */
+#define KPROF_UNSURE_BUSY      (1u << 4) /* the machine was busy and the noise past threshold */
+#define KPROF_UNSURE_SMALL     (1u << 5) /* the effect is under min_effect */
+#define KPROF_UNSURE_ONE_RUN   (1u << 6) /* across runs, one run a side, not clear by 3% more */
+#define KPROF_UNSURE_RUNS      (1u << 7) /* the spread between runs covers the effect */
+
+/* How to compare. Sized (use KPROF_COMPARE_OPTIONS_INIT). */
+typedef struct kprof_compare_options {
+    unsigned size;     /* sizeof(kprof_compare_options) */
+    double threshold;  /* the SAME band, a fraction (default 0.01: +-1%) */
+    int paired;        /* a[i] and b[i] were taken back to back (default 0) */
+    int across_runs;   /* A and B come from separate runs (default 0) */
+    double min_effect; /* |median(B) - median(A)| under this is too small, in the samples'
+                          unit (default 0: none) */
+    size_t batch;      /* the samples came in batches of this many (default 1) */
+    double busy_cpus;  /* CPUs other work took meanwhile (default -1: unknown) */
+} kprof_compare_options;
+
+#define KPROF_COMPARE_OPTIONS_INIT {sizeof(kprof_compare_options), 0.01, 0, 0, 0.0, 1u, -1.0}
+
+typedef struct kprof_comparison {
+    kprof_verdict verdict;
+    double ratio, lo, hi;  /* median(B) / median(A) and its 95% interval */
+    unsigned reasons;      /* KPROF_UNSURE_* bits; 0 unless UNSURE */
+    char reason[400];      /* the reasons (or a verdict's notes) in words, "" when none */
+} kprof_comparison;
+
+/* Compare samples b[0..nb) with a[0..na) (any one unit, each side in the order taken; options
+ * NULL: the defaults). Deterministic: the same samples give the same answer. Returns OK (*out
+ * filled: a side with no positive median is UNSURE, saying so); INVALID (no a, b or out, an
+ * empty side, paired with na != nb, a NaN, a bad option); NOMEM. Needs no session. */
+KPROF_API kprof_status kprof_compare(const double *a, size_t na, const double *b, size_t nb,
+                                     const kprof_compare_options *options,
+                                     kprof_comparison *out);
+
 #ifdef __cplusplus
 }
 

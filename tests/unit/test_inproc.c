@@ -611,6 +611,50 @@ static void test_fork(void)
     kprof_result_destroy(r);
 }
 
+/* kprof_compare: the engine behind kprof bench, reachable from the library. */
+static void test_compare(void)
+{
+    enum { N = 400 };
+    static double a[N], b[N];
+    for (int i = 0; i < N; i++) {
+        double wiggle = ((i * 7919) % 101 - 50) * 1e-5; /* +-0.05%, deterministic */
+        a[i] = 1.0 + wiggle;
+        b[i] = 1.1 * (1.0 - wiggle);
+    }
+    kprof_comparison c;
+    CHECK_INT(kprof_compare(a, N, b, N, NULL, &c), KPROF_OK);
+    CHECK_INT(c.verdict, KPROF_VERDICT_SLOWER);
+    CHECK(c.lo <= c.ratio && c.ratio <= c.hi && c.lo > 1.09);
+    CHECK_INT(c.reasons, 0);
+    CHECK_INT(kprof_compare(a, N, a, N, NULL, &c), KPROF_OK);
+    CHECK_INT(c.verdict, KPROF_VERDICT_SAME);
+    /* Across runs, 3% is not clear of the band by the run allowance as well. */
+    for (int i = 0; i < N; i++)
+        b[i] = a[N - 1 - i] * 1.03;
+    kprof_compare_options o = KPROF_COMPARE_OPTIONS_INIT;
+    o.across_runs = 1;
+    CHECK_INT(kprof_compare(a, N, b, N, &o, &c), KPROF_OK);
+    CHECK_INT(c.verdict, KPROF_VERDICT_UNSURE);
+    CHECK_INT(c.reasons, KPROF_UNSURE_ONE_RUN);
+    CHECK_CONTAINS(c.reason, "one run a side");
+    /* Too small to matter in absolute terms. */
+    o.across_runs = 0;
+    o.min_effect = 0.5;
+    CHECK_INT(kprof_compare(a, N, b, N, &o, &c), KPROF_OK);
+    CHECK_INT(c.reasons, KPROF_UNSURE_SMALL);
+    /* Bad input. */
+    CHECK_INT(kprof_compare(a, 0, b, N, NULL, &c), KPROF_INVALID);
+    CHECK_INT(kprof_compare(NULL, N, b, N, NULL, &c), KPROF_INVALID);
+    o = (kprof_compare_options)KPROF_COMPARE_OPTIONS_INIT;
+    o.paired = 1;
+    CHECK_INT(kprof_compare(a, N, b, N - 1, &o, &c), KPROF_INVALID);
+    CHECK_CONTAINS(kprof_last_error(), "kprof_compare");
+    b[3] = NAN;
+    CHECK_INT(kprof_compare(a, N, b, N, NULL, &c), KPROF_INVALID);
+    o.size = 3;
+    CHECK_INT(kprof_compare(a, N, a, N, &o, &c), KPROF_INVALID);
+}
+
 int main(void)
 {
     snprintf(scratch, sizeof scratch, "/tmp/kprof-test-inproc-XXXXXX");
@@ -631,6 +675,7 @@ int main(void)
     test_repeat();
     test_write();
     test_fork();
+    test_compare();
     rmdir(scratch);
     TEST_DONE();
 }
