@@ -1,32 +1,53 @@
 /* test_bench.c — kprof bench's measuring loop (lab/bench.h) on a backend of the test's own whose
- * kernels take a set time with a little deterministic noise, and fake_nvml's clocks (at the PCI
- * bus id it knows): one kernel stops on its noise with the clock read at every sample; batches
- * read below the throttle fraction are discarded, counted and their reasons kept; a GPU
- * throttled throughout leaves nothing to report; a kernel 10% slower is SLOWER in time and in
- * cycles, one against itself SAME; an earlier run's samples compare unpaired. */
+ * kernels take a set time with deterministic noise, and fake_nvml's clocks (at the PCI bus id it
+ * knows): one kernel stops on its noise with the clock read at every sample; batches read below
+ * the throttle fraction are discarded, counted and their reasons kept; a GPU throttled throughout
+ * leaves nothing to report; a kernel 10% slower is SLOWER in time and in cycles, one against
+ * itself SAME; an earlier run's samples compare unpaired. Synthetic shapes the comparison engine
+ * must see through: samples with two modes, a kernel that drifts while the other does not, and a
+ * host busy with other work on a device whose kernels run on its CPUs — each UNSURE with its
+ * reason, never DECIDED. */
+#define _GNU_SOURCE
 #include "lab/bench.h"
 #include "lab/lab_internal.h"
 #include "test.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
-/* A kernel is a pointer to its base time (ns); every dispatch adds noise of +-1%. */
+/* A kernel: its base time (ns), relative noise, drift per sample taken (relative), and a second
+ * mode: a share of the samples taking `high` times as long. */
+typedef struct fake_kernel {
+    double base, noise, drift, high, high_share;
+    size_t calls;
+} fake_kernel;
+
 static uint64_t lcg = 12345;
+
+static double uniform(void)
+{
+    lcg = lcg * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (double)(lcg >> 11) / 9007199254740992.0; /* [0, 1) */
+}
 
 static double noise(void)
 {
-    lcg = lcg * 6364136223846793005ULL + 1442695040888963407ULL;
-    return ((double)(lcg >> 11) / 9007199254740992.0) * 2 - 1; /* [-1, 1) */
+    return uniform() * 2 - 1; /* [-1, 1) */
 }
 
 static kprof_status fake_batch(kp_kernel *k, const kp_launch *l, int n, double *gpu_ns,
                                char *timer, size_t timer_n, kp_error *err)
 {
     (void)l, (void)err;
-    double base = *(const double *)k;
-    for (int i = 0; i < n; i++)
-        gpu_ns[i] = base * (1 + 0.01 * noise());
+    fake_kernel *f = (fake_kernel *)k;
+    for (int i = 0; i < n; i++) {
+        double t = f->base * (1 + f->noise * noise()) * (1 + f->drift * (double)f->calls++);
+        if (f->high_share > 0 && uniform() < f->high_share) t *= f->high;
+        gpu_ns[i] = t;
+    }
     snprintf(timer, timer_n, "fake-clock");
     return KPROF_OK;
 }
@@ -58,12 +79,12 @@ static const kp_backend_ops ops = {.name = "fake",
                                    .kernel_release = fake_kernel_release,
                                    .free = fake_free};
 
-static kp_lab *fake_lab(double *base_ns)
+static kp_lab *fake_lab(fake_kernel *k)
 {
     kp_lab *lab = calloc(1, sizeof *lab);
     lab->ops = &ops;
     lab->info.ops = &ops;
-    lab->kernel = (kp_kernel *)base_ns;
+    lab->kernel = (kp_kernel *)k;
     snprintf(lab->info.device.backend, sizeof lab->info.device.backend, "cuda");
     snprintf(lab->info.device.pci_bus_id, sizeof lab->info.device.pci_bus_id, "0000:3B:00.0");
     return lab;
@@ -87,7 +108,7 @@ static void side(kp_bench_side *s, kp_lab *lab)
 
 static void test_one_kernel(void)
 {
-    double base = 100000; /* 0.1 ms */
+    fake_kernel base = {.base = 100000, .noise = 0.01}; /* 0.1 ms */
     kp_lab *lab = fake_lab(&base);
     kp_bench_config c = config();
     kp_bench_side s;
@@ -128,7 +149,7 @@ static void test_one_kernel(void)
 
 static void test_throttled(void)
 {
-    double base = 100000;
+    fake_kernel base = {.base = 100000, .noise = 0.01};
     kp_lab *lab = fake_lab(&base);
     kp_bench_config c = config();
     kp_error err = {0};
@@ -170,7 +191,7 @@ static void test_throttled(void)
 
 static void test_compare(void)
 {
-    double a_ns = 100000, b_ns = 110000;
+    fake_kernel a_ns = {.base = 100000, .noise = 0.01}, b_ns = {.base = 110000, .noise = 0.01};
     kp_lab *la = fake_lab(&a_ns), *lb = fake_lab(&b_ns), *la2 = fake_lab(&a_ns);
     kp_bench_config c = config();
     kp_error err = {0};
@@ -199,9 +220,13 @@ static void test_compare(void)
     old.rounds = s[1].rounds;
     CHECK_INT(kp_bench_summarise(&old, &err), KPROF_OK);
     kp_bench_outcome u;
+    kp_bench_outcome_init(&u);
     CHECK_INT(kp_bench_compare(&old, &s[0], 0, &c, &u, &err), KPROF_OK);
     CHECK(!u.paired);
+    /* Across runs, one run a side: 10% clears the band by the run allowance, and says what it
+     * rests on. */
     CHECK_INT(u.final_verdict, KP_COMPARE_FASTER);
+    CHECK(u.judgement.notes & KP_JUDGE_NOTE_ONE_RUN);
     kp_bench_side_free(&old);
     kp_bench_side_free(&s[0]);
     kp_bench_side_free(&s[1]);
@@ -219,10 +244,119 @@ static void test_compare(void)
     kp_lab_close(la2);
 }
 
+/* Samples with two modes (40% of them 1.4 times as long): a kernel against itself is never
+ * decided, and says why. */
+static void test_two_modes(void)
+{
+    fake_kernel a = {.base = 100000, .noise = 0.002, .high = 1.4, .high_share = 0.4};
+    fake_kernel b = a;
+    kp_lab *la = fake_lab(&a), *lb = fake_lab(&b);
+    kp_bench_config c = config();
+    c.timeout_s = 0.5;
+    kp_error err = {0};
+    kp_bench_side s[2];
+    kp_bench_outcome o;
+    side(&s[0], la);
+    side(&s[1], lb);
+    CHECK_INT(kp_bench_measure(s, 2, &c, NULL, NULL, &o, &err), KPROF_OK);
+    CHECK(o.stop != KP_BENCH_STOP_DECIDED);
+    CHECK_INT(o.final_verdict, KP_COMPARE_UNSURE);
+    CHECK(o.judgement.reasons & KP_JUDGE_MODES);
+    CHECK_INT(s[0].shape.modes, 2);
+    CHECK_NEAR(s[0].shape.mode[1] / s[0].shape.mode[0], 1.4, 0.02);
+    CHECK_CONTAINS(o.judgement.reason, "two modes at 0.1");
+    kp_bench_side_free(&s[0]);
+    kp_bench_side_free(&s[1]);
+    /* One kernel: no noise stop on a median that two modes share. */
+    side(&s[0], la);
+    c.max_noise = 0.5;
+    CHECK_INT(kp_bench_measure(s, 1, &c, NULL, NULL, &o, &err), KPROF_OK);
+    CHECK(o.stop != KP_BENCH_STOP_NOISE);
+    CHECK(kp_judge_unstable(&s[0].shape, -1, KP_JUDGE_BUSY_LIMIT, 0.01) & KP_JUDGE_MODES);
+    kp_bench_side_free(&s[0]);
+    kp_lab_close(la);
+    kp_lab_close(lb);
+}
+
+/* B slows down as it runs (2% over every 20,000 samples), A does not: the pairs' ratio drifts,
+ * and that is no verdict. */
+static void test_drift(void)
+{
+    fake_kernel a = {.base = 100000, .noise = 0.002};
+    fake_kernel b = {.base = 100000, .noise = 0.002, .drift = 1e-6};
+    kp_lab *la = fake_lab(&a), *lb = fake_lab(&b);
+    kp_bench_config c = config();
+    c.timeout_s = 1;
+    c.min_time_s = 0.5; /* the fake's time: some 5,000 samples a side before any stop */
+    kp_error err = {0};
+    kp_bench_side s[2];
+    kp_bench_outcome o;
+    side(&s[0], la);
+    side(&s[1], lb);
+    CHECK_INT(kp_bench_measure(s, 2, &c, NULL, NULL, &o, &err), KPROF_OK);
+    CHECK(o.stop != KP_BENCH_STOP_DECIDED);
+    CHECK_INT(o.final_verdict, KP_COMPARE_UNSURE);
+    CHECK(o.judgement.reasons & (KP_JUDGE_DRIFT | KP_JUDGE_FEW));
+    CHECK(o.judgement.have_q);
+    kp_bench_side_free(&s[0]);
+    kp_bench_side_free(&s[1]);
+    kp_lab_close(la);
+    kp_lab_close(lb);
+}
+
+/* A device whose kernels run on the host's CPUs, the host busy with another process (a child
+ * that spins, not the session's), and noisy samples: UNSURE, the machine named busy. */
+static void test_busy_host(void)
+{
+    fake_kernel a = {.base = 100000, .noise = 0.6}, b = {.base = 100000, .noise = 0.6};
+    kp_lab *la = fake_lab(&a), *lb = fake_lab(&b);
+    la->info.device.kernels_in_process = lb->info.device.kernels_in_process = 1;
+    pid_t spinner = fork();
+    if (spinner == 0) {
+        volatile unsigned long x = 0;
+        for (;;)
+            x++;
+    }
+    kp_bench_config c = config();
+    c.timeout_s = 0.6;
+    c.min_time_s = 0.3;
+    kp_error err = {0};
+    kp_bench_side s[2];
+    kp_bench_outcome o;
+    side(&s[0], la);
+    side(&s[1], lb);
+    CHECK_INT(kp_bench_measure(s, 2, &c, NULL, NULL, &o, &err), KPROF_OK);
+    kill(spinner, SIGKILL);
+    waitpid(spinner, NULL, 0);
+    CHECK(o.busy_cpus >= KP_JUDGE_BUSY_LIMIT);
+    CHECK(o.measured_busy_cpus >= KP_JUDGE_BUSY_LIMIT);
+    CHECK(o.stop != KP_BENCH_STOP_DECIDED);
+    CHECK_INT(o.final_verdict, KP_COMPARE_UNSURE);
+    CHECK(o.judgement.reasons & KP_JUDGE_BUSY);
+    CHECK_CONTAINS(o.judgement.reason, "the machine was busy: ");
+    CHECK_CONTAINS(o.judgement.reason, "CPUs taken by other work");
+    kp_bench_side_free(&s[0]);
+    kp_bench_side_free(&s[1]);
+    /* A GPU (kernels not on the host): the busy host is measured, not held against it. */
+    la->info.device.kernels_in_process = lb->info.device.kernels_in_process = 0;
+    side(&s[0], la);
+    side(&s[1], lb);
+    CHECK_INT(kp_bench_measure(s, 2, &c, NULL, NULL, &o, &err), KPROF_OK);
+    CHECK(o.busy_cpus < 0);
+    CHECK(!(o.judgement.reasons & KP_JUDGE_BUSY));
+    kp_bench_side_free(&s[0]);
+    kp_bench_side_free(&s[1]);
+    kp_lab_close(la);
+    kp_lab_close(lb);
+}
+
 int main(void)
 {
     test_one_kernel();
     test_throttled();
     test_compare();
+    test_two_modes();
+    test_drift();
+    test_busy_host();
     return kp_test_failures != 0;
 }
