@@ -142,7 +142,7 @@ void kp_bench_judge_config(const kp_bench_config *cfg, const kp_bench_outcome *o
     kp_judge_config_default(jc);
     jc->threshold = cfg->threshold;
     jc->paired = paired;
-    jc->across_runs = !paired;
+    jc->across_runs = !paired || o->separate_sessions;
     jc->busy_cpus = o->busy_cpus;
     jc->ncpus = o->ncpus;
     if (o->nrun_ratios >= 2) {
@@ -183,6 +183,7 @@ kprof_status kp_bench_compare(const kp_bench_side *a, const kp_bench_side *b, in
     out->paired = paired;
     kp_judge_config jc;
     kp_bench_judge_config(cfg, out, paired, &jc);
+    out->across_runs = jc.across_runs;
     kprof_status st = kp_bench_judge(a, a->ms, b, b->ms, paired, &jc, &out->judgement, err);
     if (st != KPROF_OK) return st;
     out->ratio = out->judgement.ratio;
@@ -277,6 +278,7 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
     kp_cpuload load;
     kp_cpuload_begin(&load, pids, npids);
     out->ncpus = load.ncpus;
+    out->separate_sessions = nsides == 2 && sides[0].lab != sides[1].lab && host_device;
     int cold = cfg->cold;
     double *buf = NULL, *flush = NULL;
     kp_bench_side flushes = {0}; /* cold: every flush's time, for flush_ms */

@@ -141,6 +141,12 @@ typedef struct kp_bench_outcome {
     double ncpus;                     /* the host's CPUs */
     double run_ratio[KP_BENCH_MAX_REPEAT]; /* --repeat, paired: each session's ratio B/A */
     int nrun_ratios;
+    /* A and B ran in sessions of their own (two labs) on a device whose kernels run on the
+     * host's CPUs, where two processes running the very same kernel can differ by a few percent
+     * (memory placement): the pair is judged as two runs (core/judge.h's one run a side) unless
+     * --repeat measured the sessions' spread. Set by kp_bench_measure. */
+    int separate_sessions;
+    int across_runs; /* what the comparison was judged as (set by kp_bench_compare) */
 } kp_bench_outcome;
 
 /* The CI gate of --fail-if-slower P (fraction): B is slower than A by more than P — the

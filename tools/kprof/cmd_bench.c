@@ -1041,7 +1041,8 @@ static void kp_bench_json_comparison(kp_json *j, const char *key, const kp_bench
     kp_json_double(j, NULL, o->judgement.sample_ratio.lo);
     kp_json_double(j, NULL, o->judgement.sample_ratio.hi);
     kp_json_array_end(j);
-    kp_json_bool(j, "across_runs", !o->paired);
+    kp_json_bool(j, "across_runs", o->across_runs);
+    kp_json_bool(j, "separate_sessions", o->separate_sessions);
     kp_json_int(j, "runs", o->judgement.runs);
     kp_json_bool(j, "one_run_a_side", (o->judgement.notes & KP_JUDGE_NOTE_ONE_RUN) != 0);
     if (o->busy_cpus >= 0) kp_json_double(j, "busy_cpus", o->busy_cpus);
