@@ -14,8 +14,9 @@ import kptest
 GEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gen_trace.py")
 
 
-def bench_point(name, base_ms, n=60, cache="hot", rounds=6):
-    """A point of a bench.json: n samples within +-0.5% of base_ms, none alike in a row."""
+def bench_point(name, base_ms, n=60, cache="hot", rounds=30):
+    """A point of a bench.json: n samples within +-0.5% of base_ms, none alike in a row, in
+    `rounds` batches (the comparison engine wants 10 independent blocks a side)."""
     samples = [base_ms * (1 + ((i * 37) % 11 - 5) * 1e-3) for i in range(n)]
     return {"point": name, "cache": cache,
             "kernels": [{"samples_ms": samples, "rounds": rounds}]}
