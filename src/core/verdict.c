@@ -473,10 +473,11 @@ int kp_timeline_add_call(kp_timeline *t, int64_t start, int64_t end, uint32_t na
     return 0;
 }
 
-int kp_timeline_add_wait(kp_timeline *t, int64_t start, int64_t end)
+int kp_timeline_add_wait(kp_timeline *t, int64_t start, int64_t end, uint32_t name)
 {
     if (kp_grow((void **)&t->waits, &t->capwaits, t->nwaits, sizeof *t->waits) != 0) return -1;
-    t->waits[t->nwaits++] = (kp_tl_call){start, end < start ? start : end, 0, 1};
+    t->waits[t->nwaits++] =
+        (kp_tl_call){start, end < start ? start : end, kp_tl_name(t, name), 1};
     return 0;
 }
 
@@ -528,11 +529,27 @@ static int kp_tl_union(const kp_timeline *t, int kernels_only, kp_tl_busy **out,
     return 0;
 }
 
+/* A call that has a wait record of its own (the same name, start and end: the collector saw it
+ * block) is a synchronizing call. Both arrays sorted by start. */
+static void kp_tl_mark_blocking(kp_timeline *t)
+{
+    size_t i = 0;
+    for (size_t w = 0; w < t->nwaits; w++) {
+        const kp_tl_call *wait = &t->waits[w];
+        if (!wait->name) continue; /* a record of no call (CUPTI's) */
+        while (i < t->ncalls && t->calls[i].s < wait->s)
+            i++;
+        for (size_t k = i; k < t->ncalls && t->calls[k].s == wait->s; k++)
+            if (t->calls[k].e == wait->e && t->calls[k].name == wait->name) t->calls[k].sync = 1;
+    }
+}
+
 int kp_timeline_prepare(kp_timeline *t)
 {
     if (t->nops > 1) qsort(t->ops, t->nops, sizeof *t->ops, kp_cmp_op);
     if (t->ncalls > 1) qsort(t->calls, t->ncalls, sizeof *t->calls, kp_cmp_call);
     if (t->nwaits > 1) qsort(t->waits, t->nwaits, sizeof *t->waits, kp_cmp_call);
+    kp_tl_mark_blocking(t);
     free(t->busy);
     free(t->kbusy);
     free(t->kernels_before);

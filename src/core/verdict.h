@@ -169,8 +169,12 @@ int kp_timeline_add_op(kp_timeline *t, int64_t start, int64_t end, uint32_t name
 /* A host API call; sync: the host waits for the device in it. Calls the report hides (polling)
  * are best left out: the verdict names the calls it is given. */
 int kp_timeline_add_call(kp_timeline *t, int64_t start, int64_t end, uint32_t name, int sync);
-/* A synchronization record (the collector saw the host wait): host waits where no call says so. */
-int kp_timeline_add_wait(kp_timeline *t, int64_t start, int64_t end);
+/* A synchronization record (the collector saw the host wait), named as its record is (0 when
+ * it has no name): host waits where no call says so. A call of the same name, start and end
+ * (OpenCL's layer writes one for each call that blocked: a read, write or map with CL_TRUE) is
+ * a synchronizing call, as if added with sync set: the host waited in it for the device's work,
+ * which is the kernels' time, not the call's. */
+int kp_timeline_add_wait(kp_timeline *t, int64_t start, int64_t end, uint32_t name);
 /* An NVTX range on one host thread (thread: any number unique per process and thread). */
 int kp_timeline_add_range(kp_timeline *t, int64_t start, int64_t end, uint32_t name,
                           int64_t thread);
