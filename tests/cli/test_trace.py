@@ -221,6 +221,9 @@ class Trace(kptest.KprofTestCase):
         self.assertNotIn("named-call", a["advice"])
         self.assertEqual(a["kind"], "mixed")
         self.assertNotIn("clEnqueueReadBuffer", a["sentence"])
+        # ... and names the kernel: 10 x 7.3 ms of the 10 x 7.4 ms on the device.
+        self.assertIn("The kernel of most device time: heavy, 73 ms (98.6% of the device time).",
+                      a["sentence"])
         self.assertNotIn("that call, not a kernel", a["sentence"])
         self.assertIsNone(r["verdict"]["named_call"])
         text = self.kprof("report", path, expect=0).stdout
