@@ -53,7 +53,9 @@ typedef enum kp_rec_kind {
  *   KERNEL    a kernel on the device: grid, block, registers, shared and local memory
  *   MEMCPY    a copy on the device: bytes, aux = KP_COPY_*
  *   MEMSET    a fill on the device: bytes
- *   SYNC      the host waiting for the device (CUPTI synchronization records)
+ *   SYNC      the host waiting for the device (CUPTI synchronization records; OpenCL: a call
+ *             that blocked, a read, write or map with CL_TRUE: its name, tid, start, end and
+ *             correlation are the call's)
  *   RANGE     an NVTX range: start..end on tid, id = range id
  *   MARK      an NVTX mark (instant): start, end = start, id = range id
  *   OVERHEAD  the collector's own cost (CUPTI overhead records): aux = CUPTI's kind */

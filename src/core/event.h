@@ -47,7 +47,8 @@ enum {
     X(5, MEMCPY, "memcpy", "memcpy", KP_EVENT_F_DEVICE, "a copy on the device")                    \
     X(6, MEMSET, "memset", "memset", KP_EVENT_F_DEVICE, "a fill on the device")                    \
     X(7, SYNC, "sync", "sync", KP_EVENT_F_HOST_CALL,                                               \
-      "the host waiting for the device (CUPTI synchronization records)")                           \
+      "the host waiting for the device (CUPTI synchronization records, OpenCL calls that "         \
+      "blocked)")                                                                                  \
     X(8, RANGE, "range", "nvtx", KP_EVENT_F_ANNOTATION,                                            \
       "an NVTX range, on the thread that opened it")                                               \
     X(9, MARK, "mark", "nvtx", KP_EVENT_F_ANNOTATION | KP_EVENT_F_INSTANT,                         \

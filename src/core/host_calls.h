@@ -11,7 +11,10 @@
 enum {
     KP_HOST_CALL_POLLING = 1u << 0, /* polling, queries, bookkeeping (CUDA.jl's list, plus
                                        OpenCL's): hidden unless --raw */
-    KP_HOST_CALL_SYNC = 1u << 1,    /* the host waits for the device in it */
+    KP_HOST_CALL_SYNC = 1u << 1,    /* the host waits for the device in it, whatever its
+                                       arguments (a blocking OpenCL read, write or map is one by
+                                       its flag, not its name: its wait record says so, see
+                                       kp_timeline_add_wait) */
     KP_HOST_CALL_LAUNCH = 1u << 2   /* puts work on a device: when it succeeds, a kernel, copy or
                                        fill of its correlation follows */
 };

@@ -273,6 +273,17 @@ static void kp_describe_host(kp_text *t, const kp_verdict_input *in, const kp_ve
         kp_text_add(t, ".");
 }
 
+/* Where the kernels are the question: which kernel took the most device time. */
+static void kp_describe_top_kernel(kp_text *t, const kp_verdict_input *in)
+{
+    char name[96], d[32], p[16];
+    if (!in->top_kernel || in->top_kernel_s <= 0 || in->device_op_s <= 0) return;
+    kp_text_add(t, " The kernel of most device time: %s, %s (%s of the device time).",
+                kp_short_name(in->top_kernel, name, sizeof name),
+                kp_format_duration(in->top_kernel_s, d, sizeof d),
+                kp_pct(in->top_kernel_s / in->device_op_s, p, sizeof p));
+}
+
 void kp_verdict_describe(const kp_verdict_input *in, const kp_verdict *v, const char *window,
                          int64_t trace_start_ns, char *out, size_t n)
 {
@@ -325,6 +336,7 @@ void kp_verdict_describe(const kp_verdict_input *in, const kp_verdict *v, const 
                     "GPU busy %s of %s: device-bound; the top of the device table is the "
                     "headline.",
                     kp_pct(v->busy_fraction, p1, sizeof p1), window);
+        kp_describe_top_kernel(&t, in);
         break;
     default: {
         char gap[320] = "";
@@ -334,6 +346,7 @@ void kp_verdict_describe(const kp_verdict_input *in, const kp_verdict *v, const 
                     "work (the longest %s%s%s) both matter.",
                     kp_pct(v->busy_fraction, p1, sizeof p1), window, (unsigned long long)in->gaps,
                     kp_format_duration(in->longest_gap_s, d, sizeof d), *gap ? ", " : "", gap);
+        kp_describe_top_kernel(&t, in);
         break;
     }
     }
@@ -473,10 +486,11 @@ int kp_timeline_add_call(kp_timeline *t, int64_t start, int64_t end, uint32_t na
     return 0;
 }
 
-int kp_timeline_add_wait(kp_timeline *t, int64_t start, int64_t end)
+int kp_timeline_add_wait(kp_timeline *t, int64_t start, int64_t end, uint32_t name)
 {
     if (kp_grow((void **)&t->waits, &t->capwaits, t->nwaits, sizeof *t->waits) != 0) return -1;
-    t->waits[t->nwaits++] = (kp_tl_call){start, end < start ? start : end, 0, 1};
+    t->waits[t->nwaits++] =
+        (kp_tl_call){start, end < start ? start : end, kp_tl_name(t, name), 1};
     return 0;
 }
 
@@ -528,11 +542,27 @@ static int kp_tl_union(const kp_timeline *t, int kernels_only, kp_tl_busy **out,
     return 0;
 }
 
+/* A call that has a wait record of its own (the same name, start and end: the collector saw it
+ * block) is a synchronizing call. Both arrays sorted by start. */
+static void kp_tl_mark_blocking(kp_timeline *t)
+{
+    size_t i = 0;
+    for (size_t w = 0; w < t->nwaits; w++) {
+        const kp_tl_call *wait = &t->waits[w];
+        if (!wait->name) continue; /* a record of no call (CUPTI's) */
+        while (i < t->ncalls && t->calls[i].s < wait->s)
+            i++;
+        for (size_t k = i; k < t->ncalls && t->calls[k].s == wait->s; k++)
+            if (t->calls[k].e == wait->e && t->calls[k].name == wait->name) t->calls[k].sync = 1;
+    }
+}
+
 int kp_timeline_prepare(kp_timeline *t)
 {
     if (t->nops > 1) qsort(t->ops, t->nops, sizeof *t->ops, kp_cmp_op);
     if (t->ncalls > 1) qsort(t->calls, t->ncalls, sizeof *t->calls, kp_cmp_call);
     if (t->nwaits > 1) qsort(t->waits, t->nwaits, sizeof *t->waits, kp_cmp_call);
+    kp_tl_mark_blocking(t);
     free(t->busy);
     free(t->kbusy);
     free(t->kernels_before);
@@ -597,6 +627,11 @@ typedef struct kp_acc {
     unsigned char *call_sync;
     uint32_t *touched;
     size_t ntouched;
+    /* per-name kernel time in the windows so far, and every device operation's */
+    int64_t *kernel_ns;
+    uint32_t *ktouched;
+    size_t nktouched;
+    int64_t op_ns;
 } kp_acc;
 
 static int kp_acc_init(kp_acc *a, size_t nnames)
@@ -607,8 +642,12 @@ static int kp_acc_init(kp_acc *a, size_t nnames)
     a->call_n = calloc(n, sizeof *a->call_n);
     a->call_sync = calloc(n, sizeof *a->call_sync);
     a->touched = calloc(n, sizeof *a->touched);
+    a->kernel_ns = calloc(n, sizeof *a->kernel_ns);
+    a->ktouched = calloc(n, sizeof *a->ktouched);
     a->longest_ns = -1;
-    return a->call_ns && a->call_n && a->call_sync && a->touched ? 0 : -1;
+    return a->call_ns && a->call_n && a->call_sync && a->touched && a->kernel_ns && a->ktouched
+               ? 0
+               : -1;
 }
 
 static void kp_acc_free(kp_acc *a)
@@ -618,6 +657,8 @@ static void kp_acc_free(kp_acc *a)
     free(a->call_n);
     free(a->call_sync);
     free(a->touched);
+    free(a->kernel_ns);
+    free(a->ktouched);
 }
 
 /* Back to empty, keeping the allocations. */
@@ -628,6 +669,10 @@ static void kp_acc_reset(kp_acc *a)
         a->call_n[a->touched[i]] = 0;
         a->call_sync[a->touched[i]] = 0;
     }
+    for (size_t i = 0; i < a->nktouched; i++)
+        a->kernel_ns[a->ktouched[i]] = 0;
+    a->nktouched = 0;
+    a->op_ns = 0;
     memset(&a->in, 0, sizeof a->in);
     a->busy_ns = a->kbusy_ns = a->wall_ns = a->api_ns = a->sync_ns = a->wait_ns = 0;
     a->short_gap_ns = 0;
@@ -693,6 +738,14 @@ static int kp_acc_add(kp_acc *a, const kp_timeline *t, int64_t ws, int64_t we)
     a->in.device_ops += hi - lo;
     a->in.kernels += t->kernels_before[hi] - t->kernels_before[lo];
     a->in.small_kernels += t->small_before[hi] - t->small_before[lo];
+    for (i = lo; i < hi; i++) { /* their time, up to the window's end: the top kernel's share */
+        const kp_tl_op *o = &t->ops[i];
+        int64_t d = kp_ns_diff(o->e < we ? o->e : we, o->s);
+        a->op_ns = kp_i64_add_sat(a->op_ns, d);
+        if (!o->kernel) continue;
+        if (!a->kernel_ns[o->name] && d > 0) a->ktouched[a->nktouched++] = o->name;
+        a->kernel_ns[o->name] = kp_i64_add_sat(a->kernel_ns[o->name], d);
+    }
     /* Host calls that start in the window, up to its end. */
     for (i = kp_calls_from(t->calls, t->ncalls, ws); i < t->ncalls && t->calls[i].s < we; i++) {
         const kp_tl_call *c = &t->calls[i];
@@ -732,6 +785,16 @@ static void kp_acc_finish(kp_acc *a, const kp_timeline *t, kp_verdict_input *out
         qsort(a->gaps, a->ngaps, sizeof *a->gaps, kp_cmp_double);
         in->median_gap_s = a->gaps[a->ngaps / 2];
     }
+    int64_t top = 0;
+    for (size_t k = 0; k < a->nktouched; k++) {
+        uint32_t id = a->ktouched[k];
+        if (a->kernel_ns[id] > top) {
+            top = a->kernel_ns[id];
+            in->top_kernel = kp_tl_text(t, id);
+        }
+    }
+    in->top_kernel_s = kp_ns_to_s(top);
+    in->device_op_s = kp_ns_to_s(a->op_ns);
     in->ncalls = 0;
     for (size_t k = 0; k < a->ntouched; k++) {
         uint32_t id = a->touched[k];

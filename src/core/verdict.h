@@ -84,6 +84,9 @@ typedef struct kp_verdict_input {
     const char *gap_after;     /* the operation it follows (BETWEEN, AFTER_LAST), else NULL */
     const char *gap_before;    /* the operation it precedes (BETWEEN, BEFORE_FIRST), else NULL */
     int gap_after_kernel, gap_before_kernel;     /* those operations are kernels */
+    const char *top_kernel;   /* the kernel (by name) of the most device time, NULL for none */
+    double top_kernel_s;      /* its device time: its dispatches starting in the window */
+    double device_op_s;       /* every device operation's time (summed, not a union) */
     kp_verdict_call calls[KP_VERDICT_TOP_CALLS]; /* the largest host calls, largest first */
     int ncalls;
     unsigned api; /* KP_API_* */
@@ -169,8 +172,12 @@ int kp_timeline_add_op(kp_timeline *t, int64_t start, int64_t end, uint32_t name
 /* A host API call; sync: the host waits for the device in it. Calls the report hides (polling)
  * are best left out: the verdict names the calls it is given. */
 int kp_timeline_add_call(kp_timeline *t, int64_t start, int64_t end, uint32_t name, int sync);
-/* A synchronization record (the collector saw the host wait): host waits where no call says so. */
-int kp_timeline_add_wait(kp_timeline *t, int64_t start, int64_t end);
+/* A synchronization record (the collector saw the host wait), named as its record is (0 when
+ * it has no name): host waits where no call says so. A call of the same name, start and end
+ * (OpenCL's layer writes one for each call that blocked: a read, write or map with CL_TRUE) is
+ * a synchronizing call, as if added with sync set: the host waited in it for the device's work,
+ * which is the kernels' time, not the call's. */
+int kp_timeline_add_wait(kp_timeline *t, int64_t start, int64_t end, uint32_t name);
 /* An NVTX range on one host thread (thread: any number unique per process and thread). */
 int kp_timeline_add_range(kp_timeline *t, int64_t start, int64_t end, uint32_t name,
                           int64_t thread);

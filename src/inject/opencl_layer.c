@@ -8,7 +8,11 @@
  * clInitLayer starts the record writer and returns a copy of that table in which the calls below
  * point at wrappers; when the writer cannot start (KPROF_TRACE_DIR unset) the copy is returned
  * untouched and the layer costs nothing. Every wrapper records its call as a KP_REC_API record
- * (name, start/end on CLOCK_MONOTONIC, thread, status = the cl_int result or errcode_ret).
+ * (name, start/end on CLOCK_MONOTONIC, thread, status = the cl_int result or errcode_ret). A
+ * call that made the host wait for the device through its blocking flag (a read, write or map
+ * with CL_TRUE) also gets a KP_REC_SYNC record of the same thread, times and correlation: the
+ * host waited in it, so readers count it with clFinish and clWaitForEvents (which their names
+ * say) as host synchronization, not as the transfer's cost.
  *
  * Profiling is forced on: CL_QUEUE_PROFILING_ENABLE is ORed into the properties of both
  * queue-creation calls (if a device refuses the property, the queue is made as the program asked
@@ -70,6 +74,9 @@
     X(clEnqueueCopyBufferRect)                                                                     \
     X(clEnqueueFillBuffer)                                                                         \
     X(clEnqueueMapBuffer)                                                                          \
+    X(clEnqueueReadImage)                                                                          \
+    X(clEnqueueWriteImage)                                                                         \
+    X(clEnqueueMapImage)                                                                           \
     X(clEnqueueUnmapMemObject)                                                                     \
     X(clFlush)                                                                                     \
     X(clFinish)                                                                                    \
@@ -149,6 +156,22 @@ static int32_t kp_cl_clamp(size_t n)
     return n > INT32_MAX ? INT32_MAX : (int32_t)n;
 }
 
+/* The KP_REC_SYNC record of a call that blocked (see the top of this file): the same name,
+ * thread, interval and correlation as the call's KP_REC_API record, written right after it. */
+static void kp_cl_waited(kp_cl_function fn, uint64_t start, uint64_t end, uint64_t correlation)
+{
+    if (!kp_cl_recording()) return;
+    kp_rec r = {.kind = KP_REC_SYNC,
+                .domain = KP_DOMAIN_OPENCL,
+                .name = kp_cl_string(&kp_cl_function_ids[fn], kp_cl_function_names[fn]),
+                .tid = kp_writer_tid(),
+                .start = start,
+                .end = end,
+                .correlation = correlation,
+                .stream = UINT32_MAX};
+    kp_writer_emit(&r);
+}
+
 /* Launch geometry: work-groups per dimension and the work-group size. Without a local size the
  * runtime picks the group size, which no query reveals: block is 0 and grid holds work-items. */
 static void kp_cl_geometry(kp_cl_op *op, cl_uint dims, const size_t *global, const size_t *local)
@@ -191,6 +214,8 @@ static void kp_cl_enqueued(kp_cl_function fn, kp_cl_op *op, int tracked, cl_int 
 {
     op->host_return = kp_now_ns();
     kp_cl_api(fn, op->host_enqueue, op->host_return, rc, op->correlation);
+    if (blocking && rc == CL_SUCCESS)
+        kp_cl_waited(fn, op->host_enqueue, op->host_return, op->correlation);
     if (tracked && rc == CL_SUCCESS)
         kp_cl_op_commit(op, app_event ? *app_event : own_event, app_event != NULL);
     kp_cl_settle(blocking && rc == CL_SUCCESS);
@@ -566,7 +591,69 @@ static void *CL_API_CALL kp_wrap_clEnqueueMapBuffer(cl_command_queue queue, cl_m
     uint64_t t0 = kp_now_ns();
     void *p = kp_cl_next.clEnqueueMapBuffer(queue, buffer, blocking, flags, offset, size,
                                             num_events, wait_list, event, &err);
-    kp_cl_api(KP_CL_FN_clEnqueueMapBuffer, t0, kp_now_ns(), err, 0);
+    uint64_t t1 = kp_now_ns();
+    kp_cl_api(KP_CL_FN_clEnqueueMapBuffer, t0, t1, err, 0);
+    if (blocking && p) kp_cl_waited(KP_CL_FN_clEnqueueMapBuffer, t0, t1, 0);
+    if (errcode_ret) *errcode_ret = err;
+    kp_cl_settle(blocking && p);
+    return p;
+}
+
+/* Images: API records (no device record: kprof times buffer transfers), and the wait of a
+ * blocking one. */
+static cl_int CL_API_CALL kp_wrap_clEnqueueReadImage(cl_command_queue queue, cl_mem image,
+                                                     cl_bool blocking, const size_t *origin,
+                                                     const size_t *region, size_t row_pitch,
+                                                     size_t slice_pitch, void *ptr,
+                                                     cl_uint num_events, const cl_event *wait_list,
+                                                     cl_event *event)
+{
+    KP_CL_ENTER(clEnqueueReadImage, CL_INVALID_OPERATION);
+    uint64_t t0 = kp_now_ns();
+    cl_int rc = kp_cl_next.clEnqueueReadImage(queue, image, blocking, origin, region, row_pitch,
+                                              slice_pitch, ptr, num_events, wait_list, event);
+    uint64_t t1 = kp_now_ns();
+    kp_cl_api(KP_CL_FN_clEnqueueReadImage, t0, t1, rc, 0);
+    if (blocking && rc == CL_SUCCESS) kp_cl_waited(KP_CL_FN_clEnqueueReadImage, t0, t1, 0);
+    kp_cl_settle(blocking && rc == CL_SUCCESS);
+    return rc;
+}
+
+static cl_int CL_API_CALL kp_wrap_clEnqueueWriteImage(cl_command_queue queue, cl_mem image,
+                                                      cl_bool blocking, const size_t *origin,
+                                                      const size_t *region, size_t input_row_pitch,
+                                                      size_t input_slice_pitch, const void *ptr,
+                                                      cl_uint num_events,
+                                                      const cl_event *wait_list, cl_event *event)
+{
+    KP_CL_ENTER(clEnqueueWriteImage, CL_INVALID_OPERATION);
+    uint64_t t0 = kp_now_ns();
+    cl_int rc =
+        kp_cl_next.clEnqueueWriteImage(queue, image, blocking, origin, region, input_row_pitch,
+                                       input_slice_pitch, ptr, num_events, wait_list, event);
+    uint64_t t1 = kp_now_ns();
+    kp_cl_api(KP_CL_FN_clEnqueueWriteImage, t0, t1, rc, 0);
+    if (blocking && rc == CL_SUCCESS) kp_cl_waited(KP_CL_FN_clEnqueueWriteImage, t0, t1, 0);
+    kp_cl_settle(blocking && rc == CL_SUCCESS);
+    return rc;
+}
+
+static void *CL_API_CALL kp_wrap_clEnqueueMapImage(cl_command_queue queue, cl_mem image,
+                                                   cl_bool blocking, cl_map_flags flags,
+                                                   const size_t *origin, const size_t *region,
+                                                   size_t *row_pitch, size_t *slice_pitch,
+                                                   cl_uint num_events, const cl_event *wait_list,
+                                                   cl_event *event, cl_int *errcode_ret)
+{
+    KP_CL_ENTER(clEnqueueMapImage, kp_cl_missing(errcode_ret));
+    cl_int err = CL_SUCCESS;
+    uint64_t t0 = kp_now_ns();
+    void *p = kp_cl_next.clEnqueueMapImage(queue, image, blocking, flags, origin, region,
+                                           row_pitch, slice_pitch, num_events, wait_list, event,
+                                           &err);
+    uint64_t t1 = kp_now_ns();
+    kp_cl_api(KP_CL_FN_clEnqueueMapImage, t0, t1, err, 0);
+    if (blocking && p) kp_cl_waited(KP_CL_FN_clEnqueueMapImage, t0, t1, 0);
     if (errcode_ret) *errcode_ret = err;
     kp_cl_settle(blocking && p);
     return p;

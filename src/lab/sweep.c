@@ -2,6 +2,7 @@
  * sweep.c — threadgroup sizes to sweep, and the best point with its ties (see sweep.h).
  */
 #include "lab/sweep.h"
+#include "core/stats.h"
 #include "core/util.h"
 
 #include <ctype.h>
@@ -103,6 +104,10 @@ kprof_status kp_sweep_parse_list(const char *text, const kp_launch *base, kp_swe
 void kp_sweep_summarise(kp_sweep_point *p, const double *samples_ms, size_t n, double *scratch)
 {
     kp_run_result_time(&p->run, samples_ms, n, scratch);
+    memcpy(scratch, samples_ms, n * sizeof *scratch);
+    kp_sort_doubles(scratch, n);
+    kp_median_ci_sorted(scratch, n, KP_SWEEP_CI_LEVEL, &p->median_ci);
+    p->have_ci = 1;
     p->measured = 1;
 }
 
@@ -117,13 +122,14 @@ int kp_sweep_mark(kp_sweep_point *points, int n)
     }
     if (measured < 2) return -1; /* one size is not a comparison */
     points[best].best = 1;
-    double best_spread = points[best].run.p90 - points[best].run.p10;
+    const kp_sweep_point *b = &points[best];
+    double best_hi = b->have_ci ? b->median_ci.hi : b->run.p90;
     for (int i = 0; i < n; i++) {
         if (i == best || !points[i].measured) continue;
-        double spread = points[i].run.p90 - points[i].run.p10;
-        double allowed = spread > best_spread ? spread : best_spread;
-        if (points[i].run.stats.median - points[best].run.stats.median <= allowed)
-            points[i].tie = 1;
+        const kp_sweep_point *p = &points[i];
+        double lo = p->have_ci ? p->median_ci.lo : p->run.p10;
+        if (p->run.stats.median > KP_SWEEP_TIE_RATIO * b->run.stats.median) continue;
+        if (lo <= best_hi) points[i].tie = 1;
     }
     return best;
 }

@@ -7,6 +7,7 @@
 #define KP_LAB_SWEEP_H
 
 #include "backend/backend.h"
+#include "core/compare.h"
 #include "core/error.h"
 #include "lab/run_result.h"
 
@@ -18,8 +19,13 @@ typedef struct kp_sweep_point {
     uint64_t threads;  /* threads per threadgroup */
     int measured;      /* timed (a fault stops a sweep part-way) */
     int best;          /* lowest median */
-    int tie;           /* within the spread of the best */
+    int tie;           /* not told apart from the best (kp_sweep_mark) */
+    kp_estimate median_ci; /* the median's 95% interval (kp_median_ci_sorted), when have_ci */
+    int have_ci;           /* set by kp_sweep_summarise */
 } kp_sweep_point;
+
+#define KP_SWEEP_CI_LEVEL  0.95 /* the medians' confidence intervals */
+#define KP_SWEEP_TIE_RATIO 1.5  /* a median this many times the best's is never a tie */
 
 /* Default sizes: powers of two from `start` (the execution width, or 64 when unknown) up to and
  * including the kernel's maximum, stopping above it; when the maximum is below `start`, from
@@ -31,12 +37,15 @@ int kp_sweep_default_sizes(uint64_t start, uint64_t kernel_max, uint64_t *out, i
 kprof_status kp_sweep_parse_list(const char *text, const kp_launch *base, kp_sweep_point *out,
                                  int max, int *n, kp_error *err);
 
-/* Fill a point's run.stats and spread from its samples (ms) and mark it measured; scratch holds
- * n doubles. */
+/* Fill a point's run.stats, spread and median_ci from its samples (ms) and mark it measured;
+ * scratch holds n doubles. */
 void kp_sweep_summarise(kp_sweep_point *p, const double *samples_ms, size_t n, double *scratch);
 
-/* Mark the best (lowest median among measured points) and the ties: a point is tied when its
- * median exceeds the best's by no more than the larger of the two points' spreads (p90 - p10).
+/* Mark the best (lowest median among measured points) and the ties: a point is tied when the
+ * 95% confidence intervals of the two medians overlap (the point's lower end at or below the
+ * best's upper end), and its median is at most KP_SWEEP_TIE_RATIO times the best's: a point
+ * whose median's interval lies above the best's is slower, however wide the samples spread. A
+ * point without an interval (not summarised) uses its p10..p90.
  * Returns the index of the best, or -1 when fewer than two points were measured: one size is
  * not a comparison, and none is marked. */
 int kp_sweep_mark(kp_sweep_point *points, int n);

@@ -671,6 +671,8 @@ nomem:
 
 /* ---- finish: the stragglers --------------------------------------------------------------- */
 
+#define KP_JOB_OVERLAP_RANKS 64 /* ranks whose step times fit on the stack */
+
 typedef struct kp_job_steps_acc {
     kp_job_step *steps;
     size_t n, cap;
@@ -694,12 +696,42 @@ static int kp_cmp_mark_launch(const void *x, const void *y)
     return (a->start > b->start) - (a->start < b->start);
 }
 
-/* One step: marks[i] points at rank i's m marks (its collectives in the step, in order, or its
- * one range). */
-static int kp_job_step_add(kp_job_steps_acc *acc, size_t nranks, const kp_job_mark *const *marks,
-                           size_t m, uint64_t index, const unsigned char *op_of, size_t nnames,
-                           int collectives)
+/* Whether some rank was still in the step (at[i] .. end[i]) when the last rank arrived (the
+ * latest at): else nobody waited for it. A step whose ranks ran one after another has no wait to
+ * measure: the time between their starts is not one rank waiting for another. (Not every rank:
+ * a rooted collective's root can finish before a late peer joins, and waits no longer than it
+ * ran.) */
+static int kp_job_step_overlaps(size_t nranks, const int64_t *at, const int64_t *end)
 {
+    size_t last = 0;
+    for (size_t i = 1; i < nranks; i++)
+        if (at[i] > at[last]) last = i;
+    for (size_t i = 0; i < nranks; i++)
+        if (i != last && end[i] > at[last]) return 1;
+    return 0;
+}
+
+/* One step: marks[i] points at rank i's m marks (its collectives in the step, in order, or its
+ * one range); spans[i], where given, at rank i's range of the step (else the step is its
+ * marks). 0 added; 1 not added, its ranks never in it at one time (kp_job_step_overlaps); -1
+ * out of memory. */
+static int kp_job_step_add(kp_job_steps_acc *acc, size_t nranks, const kp_job_mark *const *marks,
+                           const kp_job_mark *const *spans, size_t m, uint64_t index,
+                           const unsigned char *op_of, size_t nnames, int collectives)
+{
+    int64_t at[KP_JOB_OVERLAP_RANKS], end[KP_JOB_OVERLAP_RANKS];
+    int64_t *at_ = nranks <= KP_JOB_OVERLAP_RANKS ? at : malloc(2 * nranks * sizeof *at_);
+    if (!at_) return -1;
+    int64_t *end_ = at_ == at ? end : at_ + nranks;
+    for (size_t i = 0; i < nranks; i++) {
+        at_[i] = spans ? spans[i]->start : marks[i][0].start;
+        end_[i] = spans ? spans[i]->end : marks[i][0].end;
+        for (size_t k = 1; !spans && k < m; k++)
+            if (marks[i][k].end > end_[i]) end_[i] = marks[i][k].end;
+    }
+    int overlaps = kp_job_step_overlaps(nranks, at_, end_);
+    if (at_ != at) free(at_);
+    if (!overlaps) return 1;
     if (kp_job_grow((void **)&acc->steps, &acc->cap, acc->n, sizeof *acc->steps) != 0) return -1;
     size_t need = (acc->n + 1) * nranks;
     if (need > acc->capwaits) {
@@ -735,7 +767,7 @@ static int kp_job_step_add(kp_job_steps_acc *acc, size_t nranks, const kp_job_ma
              * (broadcast, reduce, send) can finish before a late peer joins. */
             int64_t wait = kp_ns_diff(latest, marks[i][k].start);
             int64_t ran = kp_job_len(marks[i][k].end, marks[i][k].start);
-            if (collectives && wait > ran) wait = ran;
+            if (wait > ran) wait = ran; /* so the waits never exceed the time timed */
             waits[i] = kp_i64_add_sat(waits[i], wait);
             st->timed_ns =
                 kp_i64_add_sat(st->timed_ns, kp_job_len(marks[i][k].end, marks[i][k].start));
@@ -758,10 +790,10 @@ static int kp_job_by_range(kp_trace_job *j, kp_job_state *s, kp_job_steps_acc *a
     if (!s->nranges) return 0;
     qsort(s->ranges, s->nranges, sizeof *s->ranges, kp_cmp_mark_name);
     size_t *best_at = calloc(R, sizeof *best_at), *best_count = calloc(R, sizeof *best_count);
-    const kp_job_mark **marks = calloc(R, sizeof *marks);
+    const kp_job_mark **marks = calloc(R, sizeof *marks), **spans = calloc(R, sizeof *spans);
     size_t *next = calloc(R, sizeof *next), *end = calloc(R, sizeof *end);
     int rc = -1;
-    if (!best_at || !best_count || !marks || !next || !end) goto done;
+    if (!best_at || !best_count || !marks || !spans || !next || !end) goto done;
     /* A name's ranges are a run per rank, ascending: the name is on every rank when it has R
      * runs (no per-name pass over all the ranks). */
     uint32_t best = 0;
@@ -807,7 +839,10 @@ static int kp_job_by_range(kp_trace_job *j, kp_job_state *s, kp_job_steps_acc *a
         for (size_t k = 0; k < steps; k++) {
             for (size_t r = 0; r < R; r++)
                 marks[r] = &s->ranges[best_at[r] + k];
-            if ((rc = kp_job_step_add(acc, R, marks, 1, k, s->op_of, s->nnames, 0)) != 0) goto done;
+            rc = kp_job_step_add(acc, R, marks, NULL, 1, k, s->op_of, s->nnames, 0);
+            if (rc < 0) goto done;
+            g->apart += rc == 1;
+            rc = 0;
         }
         goto done;
     }
@@ -842,12 +877,18 @@ static int kp_job_by_range(kp_trace_job *j, kp_job_state *s, kp_job_steps_acc *a
             g->unmatched++;
             continue;
         }
-        if ((rc = kp_job_step_add(acc, R, marks, m, k, s->op_of, s->nnames, 1)) != 0) goto done;
+        for (size_t r = 0; r < R; r++)
+            spans[r] = &s->ranges[best_at[r] + k];
+        rc = kp_job_step_add(acc, R, marks, spans, m, k, s->op_of, s->nnames, 1);
+        if (rc < 0) goto done;
+        g->apart += rc == 1;
+        rc = 0;
     }
 done:
     free(best_at);
     free(best_count);
     free(marks);
+    free(spans);
     free(next);
     free(end);
     return rc;
@@ -888,7 +929,11 @@ static int kp_job_by_collective(kp_trace_job *j, kp_job_state *s, kp_job_steps_a
         for (size_t k = 0; k < steps && rc == 0; k++) {
             for (size_t r = 0; r < R; r++)
                 marks[r] = &s->colls[at[r] + k];
-            rc = kp_job_step_add(acc, R, marks, 1, k, s->op_of, s->nnames, 1);
+            rc = kp_job_step_add(acc, R, marks, NULL, 1, k, s->op_of, s->nnames, 1);
+            if (rc == 1) {
+                g->apart++;
+                rc = 0;
+            }
         }
     }
 done:
@@ -913,7 +958,9 @@ static int kp_job_stragglers_find(kp_trace_job *j, kp_job_state *s)
     if (R < 2) return 0;
     kp_job_steps_acc acc = {0};
     if (kp_job_by_range(j, s, &acc) != 0) goto nomem;
-    if (acc.n == 0) { /* no range name on every rank, or none of its steps paired up */
+    /* No range name on every rank, or none of its steps paired up (not: none overlapped; then
+     * the ranks ran one after another, and their collectives did too). */
+    if (acc.n == 0 && !g->apart) {
         memset(g, 0, sizeof *g);
         g->last_rank = -1;
         if (kp_job_by_collective(j, s, &acc) != 0) goto nomem;

@@ -44,7 +44,10 @@
  *     collective kernel of one name on every rank is one step, each rank arriving when its
  *     kernel starts.
  *   A step that is not on every rank (a name or an occurrence some rank lacks) is skipped and
- *   counted. A step's wait is the mean of the other ranks' waits (all but the last); the summary
+ *   counted; so is a step that no rank was still in when its last rank arrived (its range, or
+ *   its collectives, had ended on every other rank: ranks recorded one after another), whose
+ *   "waits" would be the time between separate runs. A rank's wait at a step is at most
+ *   the time it spent in it, so the waits are never more than the time timed. A step's wait is the mean of the other ranks' waits (all but the last); the summary
  *   gives the rank most often last, the steps' median and largest wait, and every rank's waits
  *   summed over the time of what was timed (the steps' collective kernels, or ranges, on every
  *   rank).
@@ -133,6 +136,8 @@ typedef struct kp_job_stragglers {
     size_t nsteps;
     uint64_t skipped;    /* steps not on every rank */
     uint64_t unmatched;  /* range steps whose collectives did not pair up */
+    uint64_t apart;      /* steps left out because no rank was still in them when their last
+                            rank arrived (ranks that ran one after another) */
     int last_rank;       /* the rank most often last (the lowest of a tie); -1 none */
     uint64_t last_count; /* ... at this many steps */
     int64_t wait_median_ns, wait_max_ns; /* over the steps' wait_ns */

@@ -47,7 +47,7 @@ int kp_trace_verdicts_add(kp_trace_verdicts *v, const kp_trace_event *ev, unsign
         return kp_timeline_add_op(v->timeline, e->start_ns, e->end_ns, e->name,
                                   e->kind == KP_EVENT_KERNEL);
     case KP_EVENT_SYNC:
-        return kp_timeline_add_wait(v->timeline, e->start_ns, e->end_ns);
+        return kp_timeline_add_wait(v->timeline, e->start_ns, e->end_ns, e->name);
     case KP_EVENT_RANGE: {
         /* A thread is (process row, tid): ranges nest per thread. */
         int64_t thread = (int64_t)((uint64_t)e->process << 32 | (uint32_t)e->tid);

@@ -13,6 +13,12 @@ usage: gen_trace.py PATTERN [--kernels N] [--seconds S] [--period-us P] [--steps
   opencl         an OpenCL program: a write, clBuildProgram (300 ms), an NVTX range 'burst' of
                  N kernels launched back to back (half with no local size: the runtime chose
                  the work-groups), and a read 750 ms after the write (the build is 40% of it)
+  opencl-blocking  an OpenCL program of K steps 10 ms apart, each 2.5 ms of host work (no
+                 call), N kernel launches (8 us, 10 us apart), N kernels back to back from 2.6
+                 ms to 9.9 ms (73% of the step), and a blocking clEnqueueReadBuffer (CL_TRUE)
+                 from the last launch to the step's end, whose wait record (the layer's SYNC
+                 record: the call's name, interval and correlation) says it blocked; its copy
+                 is the last 100 us on the device
   crash          some kernels, then SIGSEGV without an end record
   dropped        a few kernels and 7 dropped records
   two-kernels    N iterations, one every 400 us, each an NVTX range 'iter' (300 us) holding a
@@ -165,6 +171,33 @@ def main():
         buf += klog.rec(klog.MEMCPY, name=w.string("[OpenCL read]"), start=r0 - 10000, end=r0,
                         correlation=n + 2, nbytes=16384, aux=2, domain=cl, stream=1)
         span = max(span, 750000000)
+    elif a.pattern == "opencl-blocking":
+        ndrange = w.string("clEnqueueNDRangeKernel")
+        read = w.string("clEnqueueReadBuffer")
+        kname = w.string("heavy")
+        cl = klog.OPENCL
+        corr = 0
+        each = 7300000 // n
+        for k in range(a.steps):
+            st = t0 + k * 10000000
+            for i in range(n):
+                s = st + 2500000 + i * 10000
+                corr += 1
+                buf += klog.rec(klog.API, name=ndrange, start=s, end=s + 8000, correlation=corr,
+                                domain=cl)
+                ks = st + 2600000 + i * each
+                buf += klog.rec(klog.KERNEL, name=kname, start=ks, end=ks + each,
+                                correlation=corr, domain=cl, grid=(16, 1, 1), block=(256, 1, 1),
+                                stream=1)
+            corr += 1
+            rs, re = st + 2500000 + n * 10000, st + 10000000
+            buf += klog.rec(klog.API, name=read, start=rs, end=re, correlation=corr, domain=cl)
+            buf += klog.rec(klog.SYNC, name=read, start=rs, end=re, correlation=corr, domain=cl,
+                            stream=0xFFFFFFFF)
+            buf += klog.rec(klog.MEMCPY, name=w.string("[OpenCL read]"), start=re - 100000,
+                            end=re, correlation=corr, nbytes=16384, aux=klog.DTOH, domain=cl,
+                            stream=1)
+        span = max(span, a.steps * 10000000)
     elif a.pattern == "device-bound":
         kname = w.string("big")
         each = int(span * 0.98) // n

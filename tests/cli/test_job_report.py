@@ -437,6 +437,28 @@ class JobReport(kptest.KprofTestCase):
         self.assertIn("300 µs max per step (the hosts' clock offsets are unknown) (", text)
         self.assertIsNone(self.report(path)["job"]["stragglers"]["clock_uncertainty_s"])
 
+    def test_stragglers_not_judged_for_ranks_run_one_after_another(self):
+        # RANK=0 traced, then RANK=1, then merged: their 'step' ranges never overlap in time, so
+        # no rank waited for another and the report says it judged nothing (it said "rank 1
+        # arrived last ... waited 142.73 ms median (272.1% of the ranges' time)").
+        paths = []
+        for r in (0, 1):
+            out = os.path.join(self.tmp, "r%d.kprof" % r)
+            env = dict(os.environ, RANK=str(r), WORLD_SIZE="2", LOCAL_RANK=str(r))
+            self.kprof("trace", "-o", out, "--", sys.executable, GEN, "job-rank", "--kernels",
+                       "2", "--steps", "5", expect=0, timeout=300, env=env)
+            paths.append(out)
+        merged = os.path.join(self.tmp, "m.kprof")
+        self.kprof("merge", "-o", merged, *paths, expect=0)
+        text = self.kprof("report", merged, expect=0).stdout
+        self.assertIn("\nStragglers: not judged: the ranks' 'step' ranges never overlap in time "
+                      "(the ranks ran one after another)\n", text)
+        self.assertNotIn("arrived last", text)
+        s = self.report(merged)["job"]["stragglers"]
+        self.assertEqual((s["steps"], s["apart"]), (0, 5))
+        self.assertEqual(s["wait_total_s"], 0)
+        self.assertLessEqual(s["wait_fraction"], 1)
+
     def test_single_process_trace_unchanged(self):
         # One process, one device: no job tables, no collectives table, tracks as before.
         out = os.path.join(self.tmp, "one.kprof")

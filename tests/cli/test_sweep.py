@@ -10,6 +10,7 @@ import re
 import select
 import shutil
 import signal
+import sqlite3
 import subprocess
 import time
 
@@ -124,9 +125,19 @@ class Sweep(kptest.KprofTestCase):
         for p in r["points"]:
             self.assertLessEqual(p["gpu_ms_p10"], p["gpu_ms_median"])
             self.assertLessEqual(p["gpu_ms_median"], p["gpu_ms_p90"])
-            spread = max(p["gpu_ms_p90"] - p["gpu_ms_p10"], best["gpu_ms_p90"] - best["gpu_ms_p10"])
+            # A tie is the rule applied to the numbers the JSON gives (whichever way PoCL's
+            # timings fall): the medians' 95% intervals overlap, and it is within 1.5x.
+            self.assertLessEqual(p["gpu_ms_median_ci_low"], p["gpu_ms_median"])
+            self.assertLessEqual(p["gpu_ms_median"], p["gpu_ms_median_ci_high"])
             if not p["best"]:
-                self.assertEqual(p["tie"], p["gpu_ms_median"] - best["gpu_ms_median"] <= spread)
+                self.assertEqual(p["tie"], p["gpu_ms_median_ci_low"] <=
+                                 best["gpu_ms_median_ci_high"] and
+                                 p["gpu_ms_median"] <= 1.5 * best["gpu_ms_median"])
+            # Above 110% of the ceiling, the reason `kprof run` gives; else null.
+            self.assertIn("above_ceiling_reason", p)
+            if p["above_ceiling_reason"] is not None:
+                self.assertGreater(p["ceiling_percent"], 110)
+                self.assertIn("cannot be DRAM traffic", p["above_ceiling_reason"])
             self.assertAlmostEqual(p["approx_gb_per_s"],
                                    r["bytes"] / (p["gpu_ms_median"] * 1e-3) / 1e9, places=6)
         with open(os.path.join(self.dir, "sweep.json")) as f:
@@ -152,6 +163,36 @@ class Sweep(kptest.KprofTestCase):
         self.assertGreater(best[0], rows[-1])
         for i in rows:
             self.assertNotIn("◀", lines[i])
+
+    def test_above_the_ceiling_says_why(self):
+        # A ceiling of 1e-6 GB/s written into the store puts every point far above it: the
+        # sweep gives the reason `kprof run` gives (the same sentence, from the same readings),
+        # in the closing block and per point in the JSON. Decided by sizes, not by speed.
+        from test_run import STORE_SCHEMA
+        d = self.run_json("caps", "--backend", "opencl")["backends"][0]["devices"][0]
+        db = sqlite3.connect(self.env["KPROF_STORE"])
+        db.executescript(STORE_SCHEMA)
+        db.execute("INSERT INTO ceilings VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                   ("opencl|%s|%s" % (d["name"], d["platform"]), "opencl", d["name"],
+                    d["driver"], 1e-6, 1 << 20, 0, 0, 0, "written by the test", 1))
+        db.commit()
+        db.close()
+        args = ("demo", "--device", "0", "--grid", "3000", "--buffers",
+                "f32:1M,f32:1M,f32:1M,u32=3000", "--iters", "3")
+        r = self.run_json("sweep", *args, "--tg-list", "8,24")
+        for p in r["points"]:
+            self.assertGreater(p["ceiling_percent"], 110)
+            self.assertIn("cannot be DRAM traffic", p["above_ceiling_reason"])
+            self.assertIn("A grid of 3000 threads touches at most 35.16 KiB of the 12 MiB its "
+                          "buffers hold", p["above_ceiling_reason"])
+        out = self.kprof("sweep", *args, "--tg-list", "8,24", expect=0).stdout
+        self.assertIn("! above 110% of the ceiling at tg 8, 24: ~", out)
+        self.assertIn("A grid of 3000 threads touches at most", out)
+        run = self.run_json("run", *args, "--tg", "8")
+        text = [x["text"] for x in run["readings"] if x["id"] == "above_ceiling"][0]
+        # The same sentence but for its numbers (each run's own GB/s): from the grid on, equal.
+        tail = text[text.index(" A grid of"):]
+        self.assertTrue(r["points"][0]["above_ceiling_reason"].endswith(tail))
 
     def test_tg_list_2d(self):
         path = self.write("m.cl", KERNEL_2D)

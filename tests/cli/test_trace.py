@@ -202,6 +202,33 @@ class Trace(kptest.KprofTestCase):
         self.assertIn("the longest idle stretch", out)
         self.assertIn("Largest host calls: cudaMalloc 75 ms", out)
 
+    def test_opencl_blocking_read_is_host_synchronization(self):
+        # Each step ends in a blocking clEnqueueReadBuffer whose wait record says it blocked: the
+        # host waits there for the step's kernels (73% of the step), so the read is host
+        # synchronization, not a call that is the headline, and the kernel is what the device
+        # table puts first. Before: "clEnqueueReadBuffer took 74%... that call, not a kernel,
+        # is the headline" and host synchronization 0.
+        path, _ = self.gen("opencl-blocking", "--kernels", "4", "--steps", "10")
+        r = self.report(path)
+        self.assertEqual(r["device"][0]["name"], "heavy")
+        a = r["verdict"]["active"]
+        # First kernel (2.6 ms into step 0) to the last copy's end (step 9's end).
+        self.assertAlmostEqual(a["duration_s"], 0.1 - 2.6e-3, places=9)
+        self.assertAlmostEqual(a["kernel_fraction"], 10 * 7.3e-3 / (0.1 - 2.6e-3), places=6)
+        reads_s = 9 * (10e-3 - 2.54e-3)  # step 0's read starts before the window
+        self.assertAlmostEqual(a["host_sync_s"], reads_s, places=9)
+        self.assertIsNone(a["named_call"])
+        self.assertNotIn("named-call", a["advice"])
+        self.assertEqual(a["kind"], "mixed")
+        self.assertNotIn("clEnqueueReadBuffer", a["sentence"])
+        # ... and names the kernel: 10 x 7.3 ms of the 10 x 7.4 ms on the device.
+        self.assertIn("The kernel of most device time: heavy, 73 ms (98.6% of the device time).",
+                      a["sentence"])
+        self.assertNotIn("that call, not a kernel", a["sentence"])
+        self.assertIsNone(r["verdict"]["named_call"])
+        text = self.kprof("report", path, expect=0).stdout
+        self.assertNotIn("not a kernel, is the headline", text)
+
     def test_opencl_program(self):
         # An OpenCL program: the advice fits OpenCL (no CUDA graphs), a clBuildProgram taking
         # 40% of the active window is named, kernels launched without a local size show what is

@@ -98,6 +98,32 @@ class TraceOpenCL(kptest.KprofTestCase):
         self.assertEqual(len(flows_in), 121)
         self.assertEqual({e["bind_id"] for e in flows_in}, flows_out)
 
+    def test_blocking_read_is_host_synchronization(self):
+        # `cl_app 6 blocking` ends each iteration with a blocking read (CL_TRUE) and no clFinish
+        # on that queue: the layer writes a wait record (kind 7) of each call that blocked, with
+        # the call's name, thread, interval and correlation, and the verdict counts the read as
+        # the host waiting for the kernels, never as a call that is the headline. Structure
+        # only: what share of the time the waits take depends on PoCL and the machine.
+        path, p = self.trace("6", "blocking")
+        db = sqlite3.connect(path)
+        q = ("SELECT a.start_ns, a.end_ns, a.correlation, a.tid FROM events a JOIN strings s ON "
+             "s.id = a.name WHERE a.kind = %d AND s.text = 'clEnqueueReadBuffer' ORDER BY 1")
+        calls, waits = db.execute(q % 3).fetchall(), db.execute(q % 7).fetchall()
+        self.assertEqual(len(calls), 6)
+        self.assertEqual(waits, calls)
+        (mapped,) = db.execute(q.replace("clEnqueueReadBuffer", "clEnqueueMapBuffer") %
+                               7).fetchall()  # the blocking map at the end
+        # The non-blocking calls have none.
+        names = {t for (t,) in db.execute("SELECT s.text FROM events e JOIN strings s ON "
+                                          "s.id = e.name WHERE e.kind = 7")}
+        self.assertEqual(names, {"clEnqueueReadBuffer", "clEnqueueMapBuffer"})
+        r = json.loads(self.kprof("report", path, "--json", expect=0).stdout)
+        reads = sum(e - s for s, e, _, _ in calls) / 1e9
+        for window in (r["verdict"], r["verdict"]["active"]):
+            self.assertNotEqual(window["named_call"], "clEnqueueReadBuffer")
+            self.assertNotIn("clEnqueueReadBuffer took", window["sentence"])
+        self.assertGreaterEqual(r["verdict"]["host_sync_s"], reads * (1 - 1e-9))
+
     def test_each_way_in(self):
         # The layer alone (loaders with layers), the LD_PRELOAD wrappers alone (loaders without,
         # such as the one CUDA ships): each records everything once.

@@ -8,7 +8,7 @@
  * (whose profiling times it reads itself) and one without, copy buffer, fill buffer, read buffer,
  * then waits with clFinish or clWaitForEvents. It checks the numbers it reads back.
  *
- *   cl_app [K] [fork|crash]
+ *   cl_app [K] [fork|crash|blocking]
  *     fork   before touching OpenCL, fork a child that makes its own context, runs a few kernels
  *            and exits 0; after K/2 iterations fork a second child that never touches OpenCL and
  *            calls exit(0) (a worker that inherits a live runtime and a live collector). The
@@ -16,6 +16,8 @@
  *            initialised OpenCL cannot run kernels: PoCL's pthread driver waits forever on worker
  *            threads that do not exist in the child, and other runtimes are no better.)
  *     crash  die of SIGSEGV after K/2 iterations, with OpenCL work still queued
+ *     blocking  each iteration's read is blocking (CL_TRUE) and ends it: no clFinish or
+ *            clWaitForEvents on that queue (the host waits for the kernels inside the read)
  *
  * Prints nothing on success and exits 0; errors go to stderr with exit 1; no OpenCL device: 77.
  */
@@ -194,12 +196,14 @@ int main(int argc, char **argv)
 {
     long iterations = argc > 1 ? strtol(argv[1], NULL, 10) : 100;
     const char *mode = argc > 2 ? argv[2] : "";
-    if (iterations < 1 || (*mode && strcmp(mode, "fork") != 0 && strcmp(mode, "crash") != 0)) {
-        fprintf(stderr, "usage: cl_app [ITERATIONS] [fork|crash]\n");
+    if (iterations < 1 || (*mode && strcmp(mode, "fork") != 0 && strcmp(mode, "crash") != 0 &&
+                           strcmp(mode, "blocking") != 0)) {
+        fprintf(stderr, "usage: cl_app [ITERATIONS] [fork|crash|blocking]\n");
         return 2;
     }
 
     int forking = strcmp(mode, "fork") == 0;
+    int blocking = strcmp(mode, "blocking") == 0;
     pid_t kernel_child = forking ? fork_child(child_main) : 0;
     pid_t idle_child = 0;
 
@@ -247,12 +251,15 @@ int main(int argc, char **argv)
         CHECK(clEnqueueCopyBuffer(q0, src, dst, 0, 0, bytes, 0, NULL, NULL));
         CHECK(clEnqueueFillBuffer(q1, other, &zero, sizeof zero, 0, bytes, 0, NULL, NULL));
         cl_event read_event = NULL;
-        CHECK(clEnqueueReadBuffer(q0, dst, CL_FALSE, 0, bytes, out, 0, NULL, &read_event));
+        CHECK(clEnqueueReadBuffer(q0, dst, blocking ? CL_TRUE : CL_FALSE, 0, bytes, out, 0, NULL,
+                                  &read_event));
         if (it == iterations / 2) { /* with work in flight */
             if (forking) idle_child = fork_child(NULL);
             if (strcmp(mode, "crash") == 0) crash();
         }
-        if (it % 2) {
+        if (blocking) {
+            /* the read waited */
+        } else if (it % 2) {
             CHECK(clWaitForEvents(1, &read_event));
         } else {
             CHECK(clFlush(q0));

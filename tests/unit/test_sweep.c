@@ -78,6 +78,39 @@ int main(void)
     pts[1].measured = 0;
     CHECK_INT(kp_sweep_mark(pts, 3), -1);
 
+    /* Ties from samples (deterministic): the medians' 95% intervals must overlap, and a median
+     * over 1.5x the best's is never a tie. Best: 20 samples 1.000..1.019. */
+    double sm[20], tmp[20];
+    kp_sweep_point q[5];
+    memset(q, 0, sizeof q);
+    for (int i = 0; i < 20; i++)
+        sm[i] = 1.0 + 0.001 * i;
+    kp_sweep_summarise(&q[0], sm, 20, tmp);
+    CHECK(q[0].have_ci && q[0].median_ci.lo <= q[0].run.stats.median &&
+          q[0].median_ci.hi >= q[0].run.stats.median);
+    for (int i = 0; i < 20; i++) /* overlapping the best's: a tie */
+        sm[i] = 1.005 + 0.001 * i;
+    kp_sweep_summarise(&q[1], sm, 20, tmp);
+    for (int i = 0; i < 20; i++) /* 2.2x the best, spread so wide the old p10..p90 rule tied it */
+        sm[i] = i < 10 ? 0.9 + 0.13 * i : 2.2 + 0.13 * (i - 10);
+    kp_sweep_summarise(&q[2], sm, 20, tmp);
+    CHECK(q[2].run.stats.median > 1.5 * q[0].run.stats.median);
+    CHECK(q[2].run.stats.median - q[0].run.stats.median <= q[2].run.p90 - q[2].run.p10);
+    for (int i = 0; i < 20; i++) /* 1.3x, noisy (0.9..1.85): its median's interval lies above */
+        sm[i] = 0.9 + 0.05 * i;
+    kp_sweep_summarise(&q[3], sm, 20, tmp);
+    CHECK(q[3].median_ci.lo > q[0].median_ci.hi);
+    CHECK(q[3].run.stats.median - q[0].run.stats.median <= q[3].run.p90 - q[3].run.p10);
+    for (int i = 0; i < 20; i++) /* just above the best, tight: intervals apart */
+        sm[i] = 1.03 + 0.0005 * i;
+    kp_sweep_summarise(&q[4], sm, 20, tmp);
+    CHECK_INT(kp_sweep_mark(q, 5), 0);
+    CHECK(q[0].best && !q[0].tie);
+    CHECK(q[1].tie);
+    CHECK(!q[2].tie);
+    CHECK(!q[3].tie);
+    CHECK(!q[4].tie);
+
     /* Summaries: percentiles interpolate. */
     double samples[5] = {5, 1, 4, 2, 3}, scratch[5];
     kp_sweep_point p;

@@ -352,6 +352,53 @@ static void test_wait_capped_by_kernel(void)
 
 /* A host is a boot: machines that share a name are two hosts, their labels say the boots; a
  * name without a boot id is a host of its own, a boot without a name is labelled by its id. */
+/* Ranks recorded one after another (two traces merged): their 'step' ranges never overlap, so
+ * no step is judged and none says a rank waited; where only some steps overlap, only those are
+ * judged, and a rank waits no longer than its own range. */
+static void test_steps_apart(void)
+{
+    kp_trace_job j;
+    /* Rank 0 runs steps 0..3 from 0, rank 1 the same from 100 ms: after rank 0 has ended. */
+    CHECK_INT(kp_trace_job_begin(&j, three + 1, 2, names, N_NAMES, 0), 0);
+    for (int k = 0; k < 4; k++)
+        for (int r = 0; r < 2; r++) {
+            int64_t s = (int64_t)k * 10 * MS + (r == 1 ? 100 * MS : 0);
+            add(&j, ev(KP_EVENT_RANGE, N_STEP, row_of(r), s, s + 5 * MS, 0));
+        }
+    CHECK_INT(kp_trace_job_finish(&j), 0);
+    const kp_job_stragglers *g = &j.stragglers;
+    CHECK_INT(g->steps_by, KP_JOB_STEPS_RANGE);
+    CHECK_INT(g->range, N_STEP);
+    CHECK_INT(g->nsteps, 0);
+    CHECK_INT(g->apart, 4);
+    CHECK_INT(g->wait_total_ns, 0);
+    CHECK_INT(g->last_count, 0);
+    kp_trace_job_free(&j);
+
+    /* Partly: steps 0 and 1 overlap (rank 1 2 ms late, then 7 ms late: its range starts before
+     * rank 0's 10 ms one ends), steps 2 and 3 do not (rank 1 starts 12 ms late: rank 0's is
+     * over). */
+    CHECK_INT(kp_trace_job_begin(&j, three + 1, 2, names, N_NAMES, 0), 0);
+    static const int64_t late[4] = {2 * MS, 7 * MS, 12 * MS, 15 * MS};
+    for (int k = 0; k < 4; k++) {
+        int64_t s = (int64_t)k * 100 * MS;
+        add(&j, ev(KP_EVENT_RANGE, N_STEP, row_of(0), s, s + 10 * MS, 0));
+        add(&j, ev(KP_EVENT_RANGE, N_STEP, row_of(1), s + late[k], s + late[k] + 10 * MS, 0));
+    }
+    CHECK_INT(kp_trace_job_finish(&j), 0);
+    CHECK_INT(g->nsteps, 2);
+    CHECK_INT(g->apart, 2);
+    CHECK_INT(g->steps[0].index, 0);
+    CHECK_INT(g->steps[1].index, 1);
+    CHECK_INT(g->last_rank, 1);
+    CHECK_INT(g->last_count, 2);
+    CHECK_INT(g->wait_max_ns, 7 * MS);
+    CHECK_INT(g->wait_total_ns, 9 * MS);
+    CHECK_INT(g->timed_total_ns, 40 * MS);
+    CHECK(g->wait_total_ns <= g->timed_total_ns);
+    kp_trace_job_free(&j);
+}
+
 static void test_hosts_by_boot(void)
 {
 #define P(row, r, h, b)                                                                            \
@@ -404,6 +451,7 @@ int main(void)
     test_collective_steps_skipped();
     test_range_steps();
     test_wait_capped_by_kernel();
+    test_steps_apart();
     test_hosts_by_boot();
     if (kp_test_failures) fprintf(stderr, "%d failure(s)\n", kp_test_failures);
     return kp_test_failures != 0;

@@ -956,6 +956,15 @@ static double kp_ns_s(int64_t ns)
     return (double)ns / 1e9;
 }
 
+/* The ranks' waits as a share of the time timed: at most 1 (a rank waits at a step no longer
+ * than it spent in it), guarded all the same. */
+static double kp_straggler_share(const kp_job_stragglers *g)
+{
+    if (g->timed_total_ns <= 0) return 0;
+    double share = (double)g->wait_total_ns / (double)g->timed_total_ns;
+    return share < 1 ? share : 1;
+}
+
 static void kp_print_stragglers(const kp_report *r)
 {
     const kp_trace_job *job = &r->job;
@@ -968,6 +977,22 @@ static void kp_print_stragglers(const kp_report *r)
         return;
     }
     kp_steps_text(r, what, sizeof what);
+    if (!g->nsteps && g->apart) { /* what the steps are: ranges, or collective kernels */
+        const char *range = g->steps_by == KP_JOB_STEPS_RANGE
+                                ? kp_event_source_string(r->src, g->range, NULL)
+                                : NULL;
+        if (g->steps_by == KP_JOB_STEPS_RANGE)
+            snprintf(what, sizeof what, "'%s' ranges", range ? range : "?");
+        else
+            snprintf(what, sizeof what, "%s kernels",
+                     g->op != KP_COLLECTIVE_NONE && g->op != KP_COLLECTIVE_OTHER
+                         ? kp_collective_op_name(g->op)
+                         : "collective");
+        printf("\nStragglers: not judged: the ranks' %s never overlap in time (the ranks ran one "
+               "after another)\n",
+               what);
+        return;
+    }
     if (!g->nsteps) {
         printf("\nStragglers: none measured: no %s on every rank (%llu skipped)\n", what,
                (unsigned long long)(g->skipped + g->unmatched));
@@ -990,8 +1015,7 @@ static void kp_print_stragglers(const kp_report *r)
            g->last_rank, (unsigned long long)g->last_count, g->nsteps, what,
            kp_format_duration(kp_ns_s(g->wait_median_ns), a, sizeof a), within,
            kp_format_duration(kp_ns_s(g->wait_max_ns), b, sizeof b), across,
-           g->timed_total_ns > 0 ? 100.0 * (double)g->wait_total_ns / (double)g->timed_total_ns
-                                 : 0.0,
+           kp_straggler_share(g) * 100.0,
            g->timed_by_collectives ? "collectives'" : "ranges'");
     if (g->skipped)
         printf("; %llu step%s skipped (not on every rank)", (unsigned long long)g->skipped,
@@ -999,6 +1023,10 @@ static void kp_print_stragglers(const kp_report *r)
     if (g->unmatched)
         printf("; %llu step%s skipped (their collectives did not pair up across the ranks)",
                (unsigned long long)g->unmatched, g->unmatched == 1 ? "" : "s");
+    if (g->apart)
+        printf("; %llu step%s not judged (the ranks were never in %s at one time)",
+               (unsigned long long)g->apart, g->apart == 1 ? "" : "s",
+               g->apart == 1 ? "it" : "them");
     printf("\n");
     if (g->steps_by == KP_JOB_STEPS_RANGE && g->timed_by_collectives)
         printf("  (a rank arrives when its first collective kernel of the step starts; it waits "
@@ -1526,6 +1554,7 @@ static void kp_json_job(kp_json *j, const kp_report *r)
     kp_json_uint(j, "steps", g->nsteps);
     kp_json_uint(j, "skipped", g->skipped);
     kp_json_uint(j, "unmatched", g->unmatched);
+    kp_json_uint(j, "apart", g->apart);
     kp_json_rank(j, "last_rank", g->nsteps ? g->last_rank : -1);
     kp_json_uint(j, "last_count", g->last_count);
     kp_json_double(j, "wait_median_s", kp_ns_s(g->wait_median_ns));
@@ -1541,9 +1570,7 @@ static void kp_json_job(kp_json *j, const kp_report *r)
                  unsure > 0 && g->wait_median_ns < unsure);
     kp_json_double(j, "wait_total_s", kp_ns_s(g->wait_total_ns));
     kp_json_double(j, "timed_total_s", kp_ns_s(g->timed_total_ns));
-    kp_json_double(j, "wait_fraction", g->timed_total_ns > 0 ? (double)g->wait_total_ns /
-                                                                  (double)g->timed_total_ns
-                                                            : 0);
+    kp_json_double(j, "wait_fraction", kp_straggler_share(g));
     kp_json_array_begin(j, "detail");
     for (size_t i = 0; i < g->nsteps; i++) {
         const kp_job_step *st = &g->steps[i];

@@ -2,8 +2,8 @@
  * cmd_sweep.c — `kprof run --sweep-tg` and its alias `kprof sweep`: one kernel at a fixed grid
  * across threadgroup sizes, as a table (median and min device ms, ~GB/s, % of the measured
  * ceiling, occupancy and its limiter on CUDA, with --counters each point's measured DRAM GB/s,
- * achieved occupancy and bound, the best point and its ties), JSON (sweep.json in the kernel
- * folder) and an SVG plot.
+ * achieved occupancy and bound, the best point and its ties, the sizes above 110% of the ceiling
+ * with `kprof run`'s reason), JSON (sweep.json in the kernel folder) and an SVG plot.
  *
  * How it runs: the calling thread opens the lab, checks every size before anything runs and
  * measures them one after another (the backends' runtimes stay on the thread that opened them);
@@ -158,6 +158,44 @@ static void kp_sweep_print_row(const kp_sweep_run *s, int i)
     printf("\n");
 }
 
+/* Point i's reading of its ~GB/s against the ceiling when above KP_READING_CEILING_TOLERANCE
+ * of it: `kprof run`'s own sentence (kp_readings_describe's "above_ceiling": why it cannot be
+ * DRAM traffic), into buf; 0 when the point is not above. */
+static int kp_sweep_above_ceiling(const kp_sweep_point *p, char *buf, size_t n)
+{
+    if (!p->measured || p->run.readings.bandwidth != KP_BANDWIDTH_ABOVE) return 0;
+    kp_readings_input in = p->run.readings_in;
+    in.limiter = p->run.refl.limiter; /* the point was copied: read its own (run_result.h) */
+    kp_reading_line lines[16];
+    int nl = kp_readings_describe(&in, &p->run.readings, lines, 16);
+    for (int k = 0; k < nl; k++)
+        if (strcmp(lines[k].id, "above_ceiling") == 0) {
+            snprintf(buf, n, "%s", lines[k].text);
+            return 1;
+        }
+    return 0;
+}
+
+/* Above 110% of the ceiling is no bandwidth: the sizes that are, and why (the reading of the
+ * highest of them; the reasons are the grid's and the buffers', which every size shares). */
+static void kp_sweep_print_above_ceiling(const kp_sweep_run *s)
+{
+    kp_str tgs = {0};
+    int top = -1, nabove = 0;
+    char why[sizeof ((kp_reading_line *)0)->text];
+    for (int i = 0; i < s->npoints; i++) {
+        if (!kp_sweep_above_ceiling(&s->points[i], why, sizeof why)) continue;
+        char t[48];
+        kp_tg_label(&s->points[i], t, sizeof t);
+        kp_str_printf(&tgs, "%s%s", nabove++ ? ", " : "", t);
+        if (top < 0 || s->points[i].run.gbps > s->points[top].run.gbps) top = i;
+    }
+    if (top >= 0 && kp_sweep_above_ceiling(&s->points[top], why, sizeof why))
+        printf("  ! above %.0f%% of the ceiling at tg %s: %s\n",
+               100 * KP_READING_CEILING_TOLERANCE, tgs.data ? tgs.data : "", why);
+    kp_str_free(&tgs);
+}
+
 /* The closing block: sizes left out, warnings, then the best point and its ties, or why there
  * is none. complete: 0 when the sweep stopped part-way (a fault, a timeout, a signal). */
 static void kp_sweep_print_close(const kp_sweep_run *s, int complete)
@@ -204,10 +242,11 @@ static void kp_sweep_print_close(const kp_sweep_run *s, int complete)
                       i == s->your_tg ? " (your --tg)" : "");
     }
     if (nties)
-        printf("  ◀ tie: tg %s: within the measured spread (p10..p90) of the best, a tie, not a "
-               "difference\n",
-               ties.data ? ties.data : "");
+        printf("  ◀ tie: tg %s: the 95%% confidence interval of the median overlaps the best's "
+               "(and the median is within %gx of it), a tie, not a difference\n",
+               ties.data ? ties.data : "", KP_SWEEP_TIE_RATIO);
     kp_str_free(&ties);
+    kp_sweep_print_above_ceiling(s);
     if (s->your_tg >= 0 && s->your_tg != s->best && s->points[s->your_tg].measured &&
         !s->points[s->your_tg].tie && b->run.stats.median > 0) {
         const kp_sweep_point *y = &s->points[s->your_tg];
@@ -288,6 +327,18 @@ static void kp_sweep_json(kp_str *out, const kp_sweep_run *s, int complete, int 
         kp_json_bool(&j, "best", p->best);
         kp_json_bool(&j, "tie", p->tie);
         kp_json_bool(&j, "your_tg", i == s->your_tg);
+        char why[sizeof ((kp_reading_line *)0)->text];
+        if (kp_sweep_above_ceiling(p, why, sizeof why)) /* `kprof run`'s reading of it */
+            kp_json_string(&j, "above_ceiling_reason", why);
+        else
+            kp_json_null(&j, "above_ceiling_reason");
+        if (p->have_ci) { /* the median's 95% interval: what "tie" compares */
+            kp_json_double(&j, "gpu_ms_median_ci_low", p->median_ci.lo);
+            kp_json_double(&j, "gpu_ms_median_ci_high", p->median_ci.hi);
+        } else {
+            kp_json_null(&j, "gpu_ms_median_ci_low");
+            kp_json_null(&j, "gpu_ms_median_ci_high");
+        }
         kp_json_object_end(&j);
     }
     kp_json_array_end(&j);
@@ -598,6 +649,11 @@ static void kp_sweep_work(kp_sweep_run *s)
         p.run.iters = a->iters;
         p.run.warmup = a->warmup;
         kp_run_result_bandwidth(&p.run, s->bytes, s->bytes_assumed, s->ceiling_gbs);
+        if (!a->counters) { /* the readings `kprof run` gives (with counters: below) */
+            uint64_t threads = 0;
+            uint64_t grid_bytes = kp_lab_grid_bytes(s->lab, &p.run.launch, &threads);
+            kp_run_result_read(&p.run, &s->info.device, s->info.buffer_bytes, grid_bytes, threads);
+        }
         if (a->counters) {
             st = kp_sweep_counters(s, i, &p, &err);
             if (st != KPROF_OK && kp_lab_is_void(s->lab)) break;
