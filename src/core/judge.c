@@ -300,6 +300,7 @@ int kp_judge(const kp_judge_side *a, const kp_judge_side *b, const kp_judge_conf
     }
     out->effect = mb - ma;
     size_t block_a = out->a.block, block_b = out->b.block;
+    double q_lo = 0, q_hi = 0;
     if (cfg->paired) {
         int ok = 1;
         for (size_t i = 0; i < na; i++) {
@@ -311,6 +312,11 @@ int kp_judge(const kp_judge_side *a, const kp_judge_side *b, const kp_judge_conf
         }
         if (ok) {
             size_t batch = a->batch > b->batch ? a->batch : b->batch;
+            q_lo = q_hi = q[0];
+            for (size_t i = 1; i < na; i++) {
+                if (q[i] < q_lo) q_lo = q[i];
+                if (q[i] > q_hi) q_hi = q[i];
+            }
             kp_shape_of(q, na, batch, t, scratch, &out->q);
             out->have_q = 1;
             block_a = block_b = out->q.block;
@@ -345,12 +351,40 @@ int kp_judge(const kp_judge_side *a, const kp_judge_side *b, const kp_judge_conf
         if (runs.lo < out->ratio.lo) out->ratio.lo = runs.lo;
         if (runs.hi > out->ratio.hi) out->ratio.hi = runs.hi;
     }
+    /* Too few independent blocks for the bootstrap to know the variation: the interval is the
+     * samples' whole range instead (paired: the pairs' ratios'; else B's extremes over A's),
+     * which claims only what no sample contradicts. */
+    int few = !have_runs && (out->have_q ? out->q.blocks < KP_JUDGE_MIN_BLOCKS
+                                         : out->a.blocks < KP_JUDGE_MIN_BLOCKS ||
+                                               out->b.blocks < KP_JUDGE_MIN_BLOCKS);
+    if (few) {
+        double lo, hi;
+        if (out->have_q) {
+            lo = q_lo, hi = q_hi;
+        } else {
+            double a_lo = a->v[0], a_hi = a->v[0], b_lo = b->v[0], b_hi = b->v[0];
+            for (size_t i = 1; i < na; i++) {
+                if (a->v[i] < a_lo) a_lo = a->v[i];
+                if (a->v[i] > a_hi) a_hi = a->v[i];
+            }
+            for (size_t i = 1; i < nb; i++) {
+                if (b->v[i] < b_lo) b_lo = b->v[i];
+                if (b->v[i] > b_hi) b_hi = b->v[i];
+            }
+            lo = a_hi > 0 ? b_lo / a_hi : 0;
+            hi = a_lo > 0 ? b_hi / a_lo : INFINITY;
+        }
+        if (lo < out->ratio.lo) out->ratio.lo = lo;
+        if (hi > out->ratio.hi) out->ratio.hi = hi;
+        out->notes |= KP_JUDGE_NOTE_FEW;
+    }
     out->interval_verdict = kp_compare_verdict_of(&out->ratio, t);
     kp_compare_verdict v = out->interval_verdict;
     unsigned r = 0;
-    if (v == KP_COMPARE_UNSURE) r |= have_runs && sample_verdict != KP_COMPARE_UNSURE
-                                         ? KP_JUDGE_RUNS
-                                         : KP_JUDGE_STRADDLES;
+    if (v == KP_COMPARE_UNSURE)
+        r |= few ? KP_JUDGE_FEW
+                 : have_runs && sample_verdict != KP_COMPARE_UNSURE ? KP_JUDGE_RUNS
+                                                                    : KP_JUDGE_STRADDLES;
 
     /* Each side's samples (paired: the pairs' ratios) must be stable. */
     const kp_shape *shape_q = out->have_q ? &out->q : NULL;
@@ -361,8 +395,11 @@ int kp_judge(const kp_judge_side *a, const kp_judge_side *b, const kp_judge_conf
         unsigned uq = kp_judge_unstable(shape_q, -1, 0, t);
         ua &= ~(unsigned)(KP_JUDGE_FEW | KP_JUDGE_DRIFT);
         ub &= ~(unsigned)(KP_JUDGE_FEW | KP_JUDGE_DRIFT);
-        r |= uq & (KP_JUDGE_FEW | KP_JUDGE_DRIFT);
+        r |= uq & KP_JUDGE_DRIFT;
     }
+    /* Few blocks widened the interval above; they are a reason only where it then straddles. */
+    ua &= ~(unsigned)KP_JUDGE_FEW;
+    ub &= ~(unsigned)KP_JUDGE_FEW;
     /* With several runs a side, the blocks within one run matter less: the runs' spread is the
      * interval. */
     if (have_runs) {
@@ -475,13 +512,22 @@ const char *kp_judge_words(const kp_judgement *j, const kp_judge_config *cfg, co
         kp_words_add(&w, "%s", j->reason[0] ? j->reason : "nothing to compare");
         return buf;
     }
+    if (r & KP_JUDGE_FEW) {
+        const kp_shape *s = j->have_q ? &j->q : j->a.blocks < j->b.blocks ? &j->a : &j->b;
+        kp_words_add(&w,
+                     "%sonly %zu independent blocks of samples (%d wanted: they are correlated "
+                     "over %zu in a row), and the samples' whole range [%.4f, %.4f] straddles an "
+                     "edge of the +-%.3g%% band",
+                     j->have_q ? "the ratio B/A has " : s == &j->a ? "A has " : "B has ", s->blocks,
+                     KP_JUDGE_MIN_BLOCKS, s->block, j->ratio.lo, j->ratio.hi, 100 * t);
+    }
     if (r & KP_JUDGE_STRADDLES)
         kp_words_add(&w, "the interval [%.4f, %.4f] straddles an edge of the +-%.3g%% band", j->ratio.lo,
                      j->ratio.hi, 100 * t);
     if (r & KP_JUDGE_RUNS)
         kp_words_add(&w, "the spread between the %d runs a side covers the effect: [%.4f, %.4f]",
                      j->runs, j->ratio.lo, j->ratio.hi);
-    unsigned shape_bits = KP_JUDGE_FEW | KP_JUDGE_DRIFT | KP_JUDGE_MODES | KP_JUDGE_BUSY;
+    unsigned shape_bits = KP_JUDGE_DRIFT | KP_JUDGE_MODES | KP_JUDGE_BUSY;
     if (r & shape_bits) {
         unsigned ua = kp_judge_unstable(&j->a, cfg->busy_cpus, cfg->busy_limit, t) & r;
         unsigned ub = kp_judge_unstable(&j->b, cfg->busy_cpus, cfg->busy_limit, t) & r;
@@ -517,6 +563,8 @@ const char *kp_judge_words(const kp_judgement *j, const kp_judge_config *cfg, co
                      100 * (s->mode_share[1] < s->mode_share[0] ? s->mode_share[1] : s->mode_share[0]),
                      kp_val(s->mode[s->mode_share[1] < s->mode_share[0] ? 0 : 1], unit, y, sizeof y));
     }
+    if ((j->notes & KP_JUDGE_NOTE_FEW) && !(r & KP_JUDGE_FEW))
+        kp_words_add(&w, "few independent blocks: the interval is the samples' whole range");
     if (j->notes & KP_JUDGE_NOTE_BUSY)
         kp_words_add(&w, "the machine was busy (%.1f CPUs taken by other work), the noise within "
                          "the threshold",

@@ -8,8 +8,10 @@
  *   - the interval of the ratio of medians B/A covers the variation the samples show: a block
  *     bootstrap (core/compare.h) whose blocks are at least the batches the samples came in and
  *     as long as the samples' autocorrelation reaches (kp_shape_of: the first lag 2^k at which
- *     the autocorrelation falls to max(0.1, 2/sqrt(n))); fewer than KP_JUDGE_MIN_BLOCKS blocks a
- *     side is too little to know the variation: UNSURE (FEW);
+ *     the autocorrelation falls to max(0.1, 2/sqrt(n))). With fewer than KP_JUDGE_MIN_BLOCKS
+ *     blocks a side the bootstrap cannot know the variation: the interval is then the samples'
+ *     whole range (paired: of the pairs' ratios; else [min B / max A, max B / min A]), and a
+ *     verdict only what no sample contradicts (UNSURE, FEW, where that range straddles);
  *   - a run whose halves disagree (their medians' block-aware 95% intervals apart, and by more
  *     than the threshold) drifted: UNSURE (DRIFT). Paired, the drift of the pairs' ratios is
  *     what counts (drift common to both sides cancels in a pair);
@@ -60,7 +62,7 @@
 /* Why a verdict is UNSURE (bits), and the notes a verdict given still carries. */
 #define KP_JUDGE_REASON_LIST(X)                                                                    \
     X(STRADDLES, 1u << 0, "straddles") /* the interval straddles an edge of the SAME band */      \
-    X(FEW, 1u << 1, "few")             /* fewer than KP_JUDGE_MIN_BLOCKS blocks a side */         \
+    X(FEW, 1u << 1, "few")             /* few blocks, and the samples' range straddles */        \
     X(DRIFT, 1u << 2, "drift")         /* a side (paired: the ratio) drifted between halves */    \
     X(MODES, 1u << 3, "modes")         /* two modes whose mix moves the median */                 \
     X(BUSY, 1u << 4, "busy")           /* the host was busy and the noise is past the threshold */\
@@ -80,6 +82,7 @@ enum {
 #define KP_JUDGE_NOTE_ONE_RUN   (1u << 0) /* across runs, one run a side */
 #define KP_JUDGE_NOTE_MODES     (1u << 1) /* a side has a clear minority mode */
 #define KP_JUDGE_NOTE_BUSY      (1u << 2) /* the host was busy, the noise within the threshold */
+#define KP_JUDGE_NOTE_FEW       (1u << 3) /* few blocks: the interval is the samples' range */
 
 /* What one side's samples show about themselves. */
 typedef struct kp_shape {

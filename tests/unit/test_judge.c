@@ -297,10 +297,18 @@ static void test_few_and_invalid(void)
     rng_state = 8;
     fill(a, 30, 1.0, 0.001, 0);
     fill(b, 30, 1.2, 0.001, 0);
-    /* 30 samples in batches of 10: three blocks a side. */
+    /* 30 samples in batches of 10: three blocks a side. The interval is then the samples'
+     * whole range: 20% apart with 0.1% noise, no sample contradicts SLOWER ... */
     kp_judgement j = judge(a, 30, b, 30, &c);
+    CHECK_INT(j.verdict, KP_COMPARE_SLOWER);
+    CHECK(j.notes & KP_JUDGE_NOTE_FEW);
+    CHECK(j.ratio.lo <= j.sample_ratio.lo && j.ratio.hi >= j.sample_ratio.hi);
+    CHECK_CONTAINS(j.reason, "whole range");
+    /* ... 0.5% apart, the ranges overlap the band: UNSURE, few blocks. */
+    fill(b, 30, 1.005, 0.001, 0);
+    j = judge(a, 30, b, 30, &c);
     CHECK_INT(j.verdict, KP_COMPARE_UNSURE);
-    CHECK(j.reasons & KP_JUDGE_FEW);
+    CHECK_INT(j.reasons, KP_JUDGE_FEW);
     CHECK_CONTAINS(j.reason, "independent blocks");
     kp_judge_side sa = {.v = a, .n = 0}, sb = {.v = b, .n = 30};
     CHECK_INT(kp_judge(&sa, &sb, &c, &j), 0);
