@@ -54,11 +54,18 @@ class Diff(kptest.KprofTestCase):
         rows = self.rows(d)
         self.assertEqual(set(rows), {("device", "steady"), ("device", "tuned"),
                                      ("host", "cudaLaunchKernel"), ("ranges", "iter")})
-        for r in rows.values():
-            self.assertEqual(r["status"], "same", r)
+        for (table, _), r in rows.items():
+            # Host calls and ranges are listed, not judged (without --judge-host).
+            self.assertEqual(r["status"], "same" if table == "device" else "not-judged", r)
+            self.assertEqual(r["judged"], table == "device")
             self.assertFalse(r["changed"])
             self.assertFalse(r["fails_gate"])
-            self.assertEqual(r["comparison"]["ratio"], 1)
+            if table == "device":
+                self.assertEqual(r["comparison"]["ratio"], 1)
+                self.assertEqual(r["verdict"], "SAME")
+            else:
+                self.assertIsNone(r["comparison"])
+                self.assertIsNone(r["verdict"])
             self.assertEqual(r["delta"], {"count": 0, "total_s": 0, "median_s": 0})
         self.assertEqual(d["summary"]["differences"], 0)
         self.assertEqual(d["summary"]["only-in-a"] + d["summary"]["only-in-b"], 0)
@@ -66,7 +73,8 @@ class Diff(kptest.KprofTestCase):
         self.assertFalse(d["fails_gate"])
         out = self.kprof("diff", a, a, "--fail-if-slower", "1", expect=0).stdout
         self.assertIn("\n0 differences: 0 slower, 0 faster, 0 only in A, 0 only in B; 0 unsure, "
-                      "4 the same", out)
+                      "2 the same, 0 with n too small (< 5 instances in A or B); 2 not judged "
+                      "(host calls and ranges: --judge-host)", out)
         self.assertNotIn("SLOWER", out)
         self.assertNotIn("only in B ", out)
         self.assertIn("Verdict over the wall: A host-bound, B host-bound — unchanged", out)
@@ -99,12 +107,17 @@ class Diff(kptest.KprofTestCase):
         # Everything else: the same, even where the count changed (a launch more per iteration).
         self.assertEqual(rows[("device", "steady")]["status"], "same")
         launch = rows[("host", "cudaLaunchKernel")]
-        self.assertEqual(launch["status"], "same")
+        self.assertEqual(launch["status"], "not-judged")
         self.assertEqual(launch["delta"]["count"], 40)
-        self.assertEqual(rows[("ranges", "iter")]["status"], "same")
+        self.assertEqual(rows[("ranges", "iter")]["status"], "not-judged")
         s = d["summary"]
         self.assertEqual((s["slower"], s["only-in-b"], s["faster"], s["only-in-a"], s["unsure"],
-                          s["n-too-small"], s["same"], s["differences"]), (1, 1, 0, 0, 0, 0, 3, 2))
+                          s["n-too-small"], s["same"], s["not-judged"], s["differences"]),
+                         (1, 1, 0, 0, 0, 0, 1, 2, 2))
+        # --judge-host judges them too: the launch calls did not change.
+        r = self.rows(self.diff_json(a, b, "--judge-host"))
+        self.assertEqual(r[("host", "cudaLaunchKernel")]["status"], "same")
+        self.assertEqual(r[("ranges", "iter")]["status"], "same")
         # Sorted by the change of total time: the added kernel (402 us) before 'tuned' (400 us).
         self.assertEqual([r["name"] for r in d["device"]], ["extra", "tuned", "steady"])
         # Each trace's verdict is the one kprof report prints.
@@ -123,16 +136,18 @@ class Diff(kptest.KprofTestCase):
         # Text: the same findings, and no verdict that is not there.
         out = self.kprof("diff", a, b, expect=0).stdout
         self.assertRegex(out, r"\n +\+[\d.]+ µs +- +[\d.]+ µs +- +40 +- +10\.\d+ µs +- +only in B"
-                              r" +extra\n")
-        self.assertRegex(out, r"1\.200 \[1\.\d{3}, 1\.\d{3}\] +SLOWER +tuned\n")
+                              r" +extra  grid 16384 tg 256 smem 0\n")
+        self.assertRegex(out, r"1\.200 \[1\.\d{3}, 1\.\d{3}\] +SLOWER +tuned  grid 16384 tg 256 "
+                              r"smem 0\n")
         self.assertIn("\n2 differences: 1 slower, 0 faster, 0 only in A, 1 only in B; 0 unsure, "
-                      "3 the same, 0 with n too small", out)
+                      "1 the same, 0 with n too small", out)
         self.assertNotIn("UNSURE", out)
 
     def test_fail_if_slower(self):
         a, b = self.pair()
         p = self.kprof("diff", a, b, "--fail-if-slower", "5", expect=5)
-        self.assertIn("tuned is slower by more than --fail-if-slower 5%", p.stdout)
+        self.assertIn("tuned  grid 16384 tg 256 smem 0 is slower by more than --fail-if-slower 5%",
+                      p.stdout)
         d = self.diff_json(a, b, "--fail-if-slower", "5", expect=5)
         self.assertTrue(d["fails_gate"])
         self.assertEqual(d["fail_if_slower"], 0.05)
@@ -177,16 +192,18 @@ class Diff(kptest.KprofTestCase):
         self.assertAlmostEqual(tuned["ratio"]["median"], 1.2, places=3)
         self.assertFalse(d["fails_gate"])  # no verdict, no regression
         out = self.kprof("diff", a, b, "--fail-if-slower", "5", expect=0).stdout
-        self.assertRegex(out, r"\+30\.\d+ µs .* n too small +tuned\n")
+        self.assertRegex(out, r"\+30\.\d+ µs .* n too small +tuned  grid 16384 tg 256 smem 0\n")
 
     def test_json_shape(self):
         a, b = self.pair()
         d = self.diff_json(a, b)
         self.assertEqual(list(d), ["version", "kind", "by", "threshold", "fail_if_slower",
-                                   "min_instances", "polling_calls", "a", "b", "verdict_changed",
+                                   "min_instances", "min_effect_us", "min_share", "device_s",
+                                   "judge_host", "polling_calls", "a", "b", "verdict_changed",
                                    "device", "host", "ranges", "summary", "fails_gate"])
-        self.assertEqual((d["version"], d["kind"], d["by"], d["threshold"], d["min_instances"]),
-                         (1, "trace-diff", "name", 0.01, 5))
+        self.assertEqual((d["version"], d["kind"], d["by"], d["threshold"], d["min_instances"],
+                          d["min_effect_us"], d["min_share"], d["judge_host"]),
+                         (1, "trace-diff", "shape", 0.01, 5, 1, 0.001, False))
         self.assertIsNone(d["fail_if_slower"])
         self.assertEqual(list(d["a"]), ["trace", "command", "wall_s", "events", "verdict"])
         self.assertEqual(d["a"]["trace"], a)
@@ -194,17 +211,25 @@ class Diff(kptest.KprofTestCase):
         self.assertEqual(list(d["a"]["verdict"]["wall"]),
                          ["kind", "duration_s", "gpu_busy_fraction", "sentence"])
         row = self.rows(d)[("device", "tuned")]
-        self.assertEqual(list(row), ["name", "kind", "status", "changed", "a", "b", "delta",
-                                     "ratio", "comparison", "note"])
+        self.assertEqual(list(row), ["name", "kind", "key", "grid", "tg", "smem_bytes", "status",
+                                     "changed", "judged", "verdict", "reason", "reasons", "a",
+                                     "b", "delta", "ratio", "comparison", "note"])
+        self.assertEqual((row["key"], row["grid"], row["tg"], row["smem_bytes"]),
+                         ("tuned  grid 16384 tg 256 smem 0", [16384, 1, 1], [256, 1, 1], 0))
+        host = self.rows(d)[("host", "cudaLaunchKernel")]
+        self.assertEqual(list(host), ["name", "kind", "status", "changed", "judged", "verdict",
+                                      "reason", "reasons", "a", "b", "delta", "ratio",
+                                      "comparison", "note"])
+        self.assertEqual((host["judged"], host["verdict"], host["reasons"]), (False, None, []))
         self.assertEqual(list(row["a"]), ["count", "total_s", "median_s"])
         self.assertEqual(list(row["delta"]), ["count", "total_s", "median_s"])
         self.assertEqual(list(row["ratio"]), ["total", "median"])
         self.assertEqual(list(row["comparison"]),
-                         ["ratio", "ci", "level", "resamples", "verdict"])
+                         ["ratio", "ci", "level", "resamples", "interval_verdict", "verdict"])
         self.assertEqual(row["comparison"]["resamples"], 2000)
         self.assertEqual(list(d["summary"]),
-                         ["slower", "faster", "unsure", "same", "n-too-small", "no-verdict",
-                          "only-in-a", "only-in-b", "differences"])
+                         ["slower", "faster", "unsure", "same", "under-minimum", "n-too-small",
+                          "no-verdict", "only-in-a", "only-in-b", "not-judged", "differences"])
         # The same inputs, the same answer (the bootstrap is seeded).
         self.assertEqual(d, self.diff_json(a, b))
 
@@ -232,7 +257,9 @@ class Diff(kptest.KprofTestCase):
                                                   bench_point("N=1M", 2.4, cache="cold")]))
         d = self.diff_json(a, b)
         self.assertEqual(list(d), ["version", "kind", "threshold", "fail_if_slower",
-                                   "min_samples", "a", "b", "points", "summary", "fails_gate"])
+                                   "min_samples", "a", "b", "different_kernels", "points",
+                                   "summary", "fails_gate"])
+        self.assertIsNone(d["different_kernels"])
         self.assertEqual(d["kind"], "result-diff")
         self.assertEqual((d["a"]["input"], d["a"]["path"], d["a"]["device"]),
                          ("bench", a, "Fake GPU"))
@@ -311,10 +338,14 @@ class Diff(kptest.KprofTestCase):
         # Usage.
         refused(trace, says="give two traces")
         refused(trace, trace, trace, says="unexpected argument")
-        refused(trace, trace, "--by", "stack", says="--by 'stack': choose name or path")
+        refused(trace, trace, "--by", "stack", says="--by 'stack': choose shape, name or path")
+        refused(trace, trace, "--min-effect-us", "-1", says="--min-effect-us '-1'")
+        refused(trace, trace, "--min-share", "x", says="--min-share 'x'")
+        refused(trace, trace, "--force", says="--force goes with results")
         refused(trace, trace, "--threshold", "0", says="--threshold '0'")
         refused(trace, trace, "--fail-if-slower", "x", says="--fail-if-slower 'x'")
-        refused(bench, bench, "--raw", says="--by, --raw and --top go with traces")
+        refused(bench, bench, "--raw", says="--by, --raw, --top")
+        refused(bench, bench, "--judge-host", says="--judge-host, --min-effect-us")
 
     def test_history_references(self):
         # This store is empty (KPROF_STORE is the test's own): the reference is refused as bad

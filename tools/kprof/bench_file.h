@@ -18,6 +18,8 @@ typedef struct kp_bench_file_point {
     double *mhz;     /* its clock at each sample, or NULL */
     size_t n;
     size_t rounds;   /* the batches they came in ("rounds"; 0 when not said) */
+    char entry[256];   /* that kernel's entry ("entry"; "" when not said): which kernel it is */
+    char source[1024]; /* its source as given ("source"; "" when not said) */
 } kp_bench_file_point;
 
 typedef struct kp_bench_file {

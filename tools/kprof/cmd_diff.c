@@ -55,14 +55,30 @@ typedef enum kp_diff_input {
     KP_DIFF_HISTORY /* a run of kprof's history: @0, @-1, 17 */
 } kp_diff_input;
 
+/* What trace rows are keyed by (--by). */
+typedef enum kp_diff_by {
+    KP_DIFF_BY_SHAPE, /* device work by name and launch geometry, the rest by name (default) */
+    KP_DIFF_BY_NAME,  /* everything by name */
+    KP_DIFF_BY_PATH   /* everything by call path */
+} kp_diff_by;
+static const char *const kp_diff_by_name[] = {"shape", "name", "path"};
+
+#define KP_DIFF_MIN_EFFECT_NS 1000.0 /* a verdict's minimum median change per instance */
+#define KP_DIFF_MIN_SHARE     0.001  /* ... and its minimum total change, of the device time */
+
 typedef struct kp_diff_args {
     const char *in[2];
     kp_diff_input kind[2];
-    kp_aggregation_group group;
+    kp_diff_by by;
     int by_given, raw, json;
+    int judge_host;        /* --judge-host: host calls and ranges get verdicts too */
+    int force;             /* --force: compare results of different kernels */
+    int min_given;         /* --min-effect-us or --min-share was given */
     size_t top;            /* text: rows shown per table (0: all) */
     double threshold;      /* the SAME band (0.01) */
     double fail_if_slower; /* fraction; < 0: not asked */
+    double min_effect_ns;  /* |median B - median A| under this: no FASTER/SLOWER */
+    double min_share;      /* |total B - total A| under this fraction of the device time: none */
 } kp_diff_args;
 
 /* @0, @-1 (@ then an optional minus and digits) or digits alone: a reference into the history. */
@@ -151,13 +167,18 @@ static int kp_diff_table_of(kp_event_kind kind)
     }
 }
 
-/* One row of one trace: a (kind, name) or (kind, call path) and its instances. */
+/* One row of one trace: a (kind, name), (kind, launch shape) or (kind, call path) and its
+ * instances. */
 typedef struct kp_diff_key {
     int table;
     kp_event_kind kind;
-    char *name;       /* the name, or the path "step/cudaLaunchKernel/gemm" (heap) */
+    char *name;       /* the name, a shape's label "gemm  grid 65536 tg 256 smem 0", or the path
+                         "step/cudaLaunchKernel/gemm" (heap): the row's key */
+    char *base;       /* a shape's kernel name (heap); NULL when name is the name itself */
+    kp_trace_shape shape; /* a shape's geometry (its label NULL here); known 0 when no shape */
     int64_t total_ns; /* durations summed (the report's total time) */
-    double *ns;       /* every instance's duration, ascending (heap) */
+    double *ns;       /* every instance's duration, in the order they ran (heap) */
+    double *sorted;   /* the same, ascending (heap) */
     size_t n;         /* instances (the report's calls) */
     uint32_t node;    /* while loading: the aggregation's node it comes from */
 } kp_diff_key;
@@ -167,7 +188,8 @@ typedef struct kp_diff_trace {
     kp_event_source *src;
     kp_trace_verdicts v; /* as kprof report computes them */
     uint64_t events;
-    kp_diff_key *keys; /* sorted by (table, kind, name) */
+    int64_t gpu_busy_ns; /* the devices' busy time (the union of device operations) */
+    kp_diff_key *keys;   /* sorted by (table, kind, name) */
     size_t nkeys;
 } kp_diff_trace;
 
@@ -175,7 +197,9 @@ static void kp_diff_trace_free(kp_diff_trace *t)
 {
     for (size_t i = 0; i < t->nkeys; i++) {
         free(t->keys[i].name);
+        free(t->keys[i].base);
         free(t->keys[i].ns);
+        free(t->keys[i].sorted);
     }
     free(t->keys);
     kp_trace_verdicts_free(&t->v); /* before the source: it borrows its names */
@@ -191,10 +215,11 @@ static int kp_diff_key_cmp(const void *x, const void *y)
     return strcmp(a->name, b->name);
 }
 
-/* A node's row name: its label by name, its path by path. Heap, or NULL when out of memory. */
-static char *kp_diff_node_name(const kp_aggregation *agg, uint32_t id, kp_aggregation_group group)
+/* A node's row name: its label by name (a shape's label by shape), its path by path. Heap, or
+ * NULL when out of memory. */
+static char *kp_diff_node_name(const kp_aggregation *agg, uint32_t id, kp_diff_by by)
 {
-    if (group == KP_AGGREGATION_GROUP_NAME) {
+    if (by != KP_DIFF_BY_PATH) {
         char buf[32];
         const char *label = kp_aggregation_name(agg, id, buf, sizeof buf);
         return strdup(label);
@@ -208,21 +233,38 @@ static char *kp_diff_node_name(const kp_aggregation *agg, uint32_t id, kp_aggreg
     return kp_str_take(&path);
 }
 
+/* An instance of a row while loading: where it ran among the trace's instances, and how long. */
+typedef struct kp_diff_instance {
+    uint64_t seq;
+    double ns;
+} kp_diff_instance;
+
+static int kp_diff_instance_cmp(const void *x, const void *y)
+{
+    const kp_diff_instance *a = x, *b = y;
+    return (a->seq > b->seq) - (a->seq < b->seq);
+}
+
 /* Open a trace and read its rows (every node of its aggregation with instances, merged by
- * (table, kind, name or path), with every instance's duration) and its verdicts. */
+ * (table, kind, name, shape or path), with every instance's duration in the order they ran)
+ * and its verdicts. */
 static kprof_status kp_diff_trace_load(kp_diff_trace *t, const kp_diff_args *a, kp_error *err)
 {
     kp_aggregation *agg = NULL;
     kp_trace_instances inst = {0};
+    kp_trace_shapes shapes = {0};
     kp_diff_key *nodes = NULL; /* one per node, before merging */
+    kp_diff_instance *run = NULL;
     size_t nnodes = 0;
     kprof_status st = kp_event_source_open(t->path, &t->src, err);
     if (st == KPROF_OK)
-        st = kp_trace_aggregate_instances(t->src, a->raw ? KP_TRACE_AGGREGATE_POLLING : 0, &agg,
+        st = kp_trace_aggregate_instances(t->src, a->raw ? KP_TRACE_AGGREGATE_POLLING : 0,
+                                          a->by == KP_DIFF_BY_SHAPE ? &shapes : NULL, &agg,
                                           &inst, err);
     if (st == KPROF_OK) st = kp_trace_verdicts_read(t->src, a->raw, &t->v, err);
     if (st != KPROF_OK) goto done;
     t->events = kp_aggregation_get_totals(agg)->events;
+    t->gpu_busy_ns = kp_aggregation_get_totals(agg)->gpu_busy_ns;
     size_t count = kp_aggregation_node_count(agg);
     nodes = calloc(count ? count : 1, sizeof *nodes);
     if (!nodes) goto nomem;
@@ -235,10 +277,18 @@ static kprof_status kp_diff_trace_load(kp_diff_trace *t, const kp_diff_args *a, 
         k->kind = node->kind;
         k->total_ns = node->stats.duration_ns;
         k->n = inst.n[id];
-        k->name = kp_diff_node_name(agg, id, a->group);
+        k->name = kp_diff_node_name(agg, id, a->by);
         if (!k->name) goto nomem;
         k->node = id;
         nnodes++;
+        const kp_trace_shape *shape = kp_trace_shape_of(&shapes, node->name);
+        if (shape) {
+            const char *base = kp_event_source_string(t->src, shape->name, NULL);
+            k->shape = *shape;
+            k->shape.label = NULL;
+            k->base = strdup(base ? base : "");
+            if (!k->base) goto nomem;
+        }
     }
     qsort(nodes, nnodes, sizeof *nodes, kp_diff_key_cmp);
     t->keys = calloc(nnodes ? nnodes : 1, sizeof *t->keys);
@@ -252,44 +302,57 @@ static kprof_status kp_diff_trace_load(kp_diff_trace *t, const kp_diff_args *a, 
         }
         kp_diff_key *k = &t->keys[t->nkeys];
         *k = nodes[i];
-        k->ns = malloc(n * sizeof *k->ns);
+        k->ns = malloc((n ? n : 1) * sizeof *k->ns);
+        k->sorted = malloc((n ? n : 1) * sizeof *k->sorted);
         k->n = 0;
         k->total_ns = total;
-        nodes[i].name = NULL; /* the key owns it now */
+        nodes[i].name = NULL; /* the key owns them now */
+        nodes[i].base = NULL;
         t->nkeys++;
-        if (!k->ns) goto nomem;
+        free(run);
+        run = malloc((n ? n : 1) * sizeof *run);
+        if (!k->ns || !k->sorted || !run) goto nomem;
         for (size_t m = i; m < j; m++) {
             uint32_t id = nodes[m].node;
             for (size_t q = 0; q < inst.n[id]; q++)
-                k->ns[k->n++] = (double)inst.ns[id][q];
+                run[k->n++] = (kp_diff_instance){inst.seq[id][q], (double)inst.ns[id][q]};
         }
-        kp_sort_doubles(k->ns, k->n);
+        qsort(run, k->n, sizeof *run, kp_diff_instance_cmp); /* the nodes' instances in turn */
+        for (size_t q = 0; q < k->n; q++)
+            k->ns[q] = k->sorted[q] = run[q].ns;
+        kp_sort_doubles(k->sorted, k->n);
         i = j;
     }
     goto done;
 nomem:
     st = kp_error_set(err, KPROF_NOMEM, "out of memory");
 done:
-    for (size_t i = 0; i < nnodes; i++)
+    for (size_t i = 0; i < nnodes; i++) {
         free(nodes[i].name);
+        free(nodes[i].base);
+    }
     free(nodes);
+    free(run);
     kp_trace_instances_free(&inst);
-    kp_aggregation_destroy(agg); /* before the source: it reads the source's names */
+    kp_aggregation_destroy(agg); /* before the source and the shapes: they name its nodes */
+    kp_trace_shapes_free(&shapes);
     return st;
 }
 
 /* What a row (or a point) of the diff says: X(NAME, key for --json, text for the table).
- * Judged rows first (SLOWER .. SAME: they have a comparison), in the order the summary counts
+ * Compared rows first (SLOWER .. SMALL: they have a comparison), in the order the summary counts
  * them. */
 #define KP_DIFF_STATUS_LIST(X)                                                                     \
     X(SLOWER, "slower", "SLOWER")                                                                  \
     X(FASTER, "faster", "FASTER")                                                                  \
     X(UNSURE, "unsure", "UNSURE")                                                                  \
     X(SAME, "same", "SAME")                                                                        \
-    X(TOO_FEW, "n-too-small", "n too small")  /* fewer than KP_DIFF_MIN_INSTANCES in A or B */     \
-    X(NO_VERDICT, "no-verdict", "no verdict") /* a median of 0: no ratio */                        \
+    X(SMALL, "under-minimum", "under minimum") /* outside the band, under a minimum effect */     \
+    X(TOO_FEW, "n-too-small", "n too small")   /* fewer than KP_DIFF_MIN_INSTANCES in A or B */    \
+    X(NO_VERDICT, "no-verdict", "no verdict")  /* a median of 0: no ratio */                       \
     X(ONLY_A, "only-in-a", "only in A")                                                            \
-    X(ONLY_B, "only-in-b", "only in B")
+    X(ONLY_B, "only-in-b", "only in B")                                                            \
+    X(NOT_JUDGED, "not-judged", "not judged") /* host calls and ranges (without --judge-host) */
 
 typedef enum kp_diff_status {
 #define KP_DIFF_STATUS_ENUM_(NAME, key, text) KP_DIFF_##NAME,
@@ -321,7 +384,14 @@ static kp_diff_status kp_diff_status_of_verdict(kp_compare_verdict v)
     }
 }
 
-/* A change is something found: slower, faster, or there in one trace only. */
+/* The row has a comparison: a ratio with its interval. */
+static int kp_diff_status_compared(kp_diff_status s)
+{
+    return s <= KP_DIFF_SMALL;
+}
+
+/* A change is something found: slower, faster, or there in one trace only (not-judged rows are
+ * none of these: they are never a change). */
 static int kp_diff_status_is_change(kp_diff_status s)
 {
     return s == KP_DIFF_SLOWER || s == KP_DIFF_FASTER || s == KP_DIFF_ONLY_A || s == KP_DIFF_ONLY_B;
@@ -343,13 +413,23 @@ typedef struct kp_diff_row {
     const kp_diff_key *a, *b; /* NULL: not in that trace */
     int64_t delta_ns;         /* total B - total A (an absent side counts 0) */
     kp_diff_status status;
-    kp_estimate ratio; /* judged: median(B) / median(A) and its 95% interval */
-    int resamples;     /* judged: the bootstrap's resamples */
+    int judged;        /* it is a row that gets a verdict (device work; host with --judge-host) */
+    kp_estimate ratio; /* compared: median(B) / median(A) and its 95% interval */
+    int resamples;     /* compared: the bootstrap's resamples */
+    kp_compare_verdict interval_verdict; /* compared: what the interval alone says */
+    unsigned small;    /* compared: KP_DIFF_SMALL_* bits: which minimum the change is under */
+    double share;      /* compared: |delta_ns| over the device time (0 when there is none) */
     int gate;          /* --fail-if-slower: slower by more than asked */
 } kp_diff_row;
 
+enum {
+    KP_DIFF_SMALL_EFFECT = 1u << 0, /* |median B - median A| < --min-effect-us */
+    KP_DIFF_SMALL_SHARE = 1u << 1   /* |total B - total A| < --min-share of the device time */
+};
+
 typedef struct kp_diff_traces {
     kp_diff_trace t[2];
+    int64_t device_ns; /* the larger device busy time of the two: --min-share's base */
     kp_diff_row *rows; /* table by table, each by |delta| descending */
     size_t nrows;
     size_t counts[KP_DIFF_STATUS_COUNT];
@@ -358,7 +438,7 @@ typedef struct kp_diff_traces {
 
 static double kp_diff_median_ns(const kp_diff_key *k)
 {
-    return k && k->n ? k->ns[k->n / 2] : 0; /* stats.h's median: sorted[n/2] */
+    return k && k->n ? k->sorted[k->n / 2] : 0; /* stats.h's median: sorted[n/2] */
 }
 
 static int kp_diff_row_cmp(const void *x, const void *y)
@@ -381,8 +461,23 @@ static int kp_diff_resamples(size_t instances)
     return r < KP_DIFF_MIN_RESAMPLES ? KP_DIFF_MIN_RESAMPLES : (int)r;
 }
 
-/* One row present in both traces: judged when both have enough instances. */
-static kprof_status kp_diff_judge(kp_diff_row *row, const kp_diff_args *args, kp_error *err)
+/* Which minimum effect a row's change is under (KP_DIFF_SMALL_* bits; 0: none): the medians'
+ * difference against --min-effect-us, the totals' against --min-share of device_ns (not applied
+ * where neither trace has device time). */
+static unsigned kp_diff_small(const kp_diff_row *row, const kp_diff_args *args, int64_t device_ns)
+{
+    unsigned small = 0;
+    if (fabs(kp_diff_median_ns(row->b) - kp_diff_median_ns(row->a)) < args->min_effect_ns)
+        small |= KP_DIFF_SMALL_EFFECT;
+    if (device_ns > 0 && fabs((double)row->delta_ns) < args->min_share * (double)device_ns)
+        small |= KP_DIFF_SMALL_SHARE;
+    return small;
+}
+
+/* One row present in both traces: compared when both have enough instances; a FASTER or SLOWER
+ * under a minimum effect is SMALL. */
+static kprof_status kp_diff_judge(kp_diff_row *row, const kp_diff_args *args, int64_t device_ns,
+                                  kp_error *err)
 {
     const kp_diff_key *a = row->a, *b = row->b;
     if (a->n < KP_DIFF_MIN_INSTANCES || b->n < KP_DIFF_MIN_INSTANCES) {
@@ -396,17 +491,22 @@ static kprof_status kp_diff_judge(kp_diff_row *row, const kp_diff_args *args, kp
     double *scratch = malloc((a->n + b->n) * sizeof *scratch);
     if (!scratch) return kp_error_set(err, KPROF_NOMEM, "out of memory");
     row->resamples = kp_diff_resamples(a->n + b->n);
-    int rc = kp_ratio_ci_bootstrap(a->ns, a->n, b->ns, b->n, 0, row->resamples, 0.95, KP_DIFF_SEED,
-                                   scratch, &row->ratio);
+    int rc = kp_ratio_ci_bootstrap(a->sorted, a->n, b->sorted, b->n, 0, row->resamples, 0.95,
+                                   KP_DIFF_SEED, scratch, &row->ratio);
     free(scratch);
     if (rc != 0) return kp_error_set(err, KPROF_NOMEM, "out of memory");
-    row->status = kp_diff_status_of_verdict(kp_compare_verdict_of(&row->ratio, args->threshold));
-    if (row->table == KP_DIFF_DEVICE && args->fail_if_slower >= 0)
+    row->interval_verdict = kp_compare_verdict_of(&row->ratio, args->threshold);
+    row->status = kp_diff_status_of_verdict(row->interval_verdict);
+    row->small = kp_diff_small(row, args, device_ns);
+    row->share = device_ns > 0 ? fabs((double)row->delta_ns) / (double)device_ns : 0;
+    if (row->small && row->status != KP_DIFF_SAME) row->status = KP_DIFF_SMALL;
+    if (row->table == KP_DIFF_DEVICE && args->fail_if_slower >= 0 && row->status == KP_DIFF_SLOWER)
         row->gate = kp_compare_verdict_of(&row->ratio, args->fail_if_slower) == KP_COMPARE_SLOWER;
     return KPROF_OK;
 }
 
-static int kp_diff_row_add(kp_diff_traces *d, const kp_diff_key *a, const kp_diff_key *b)
+static int kp_diff_row_add(kp_diff_traces *d, const kp_diff_key *a, const kp_diff_key *b,
+                           const kp_diff_args *args)
 {
     kp_diff_row *row = &d->rows[d->nrows++];
     memset(row, 0, sizeof *row);
@@ -417,7 +517,13 @@ static int kp_diff_row_add(kp_diff_traces *d, const kp_diff_key *a, const kp_dif
     row->a = a;
     row->b = b;
     row->delta_ns = kp_ns_diff(b ? b->total_ns : 0, a ? a->total_ns : 0);
-    row->status = !a ? KP_DIFF_ONLY_B : !b ? KP_DIFF_ONLY_A : KP_DIFF_SAME;
+    /* Host calls and ranges vary between processes (page cache, lazy loading): listed, judged
+     * only when asked. */
+    row->judged = row->table == KP_DIFF_DEVICE || args->judge_host;
+    row->status = !row->judged ? KP_DIFF_NOT_JUDGED
+                  : !a         ? KP_DIFF_ONLY_B
+                  : !b         ? KP_DIFF_ONLY_A
+                               : KP_DIFF_SAME;
     return 0;
 }
 
@@ -432,16 +538,17 @@ static kprof_status kp_diff_traces_compute(kp_diff_traces *d, const kp_diff_args
     while (i < A->nkeys || j < B->nkeys) {
         int c = i == A->nkeys ? 1 : j == B->nkeys ? -1 : kp_diff_key_cmp(&A->keys[i], &B->keys[j]);
         if (c < 0)
-            kp_diff_row_add(d, &A->keys[i++], NULL);
+            kp_diff_row_add(d, &A->keys[i++], NULL, args);
         else if (c > 0)
-            kp_diff_row_add(d, NULL, &B->keys[j++]);
+            kp_diff_row_add(d, NULL, &B->keys[j++], args);
         else
-            kp_diff_row_add(d, &A->keys[i++], &B->keys[j++]);
+            kp_diff_row_add(d, &A->keys[i++], &B->keys[j++], args);
     }
+    d->device_ns = A->gpu_busy_ns > B->gpu_busy_ns ? A->gpu_busy_ns : B->gpu_busy_ns;
     for (size_t r = 0; r < d->nrows; r++) {
         kp_diff_row *row = &d->rows[r];
-        if (row->a && row->b) {
-            kprof_status st = kp_diff_judge(row, args, err);
+        if (row->judged && row->a && row->b) {
+            kprof_status st = kp_diff_judge(row, args, d->device_ns, err);
             if (st != KPROF_OK) return st;
         }
         d->counts[row->status]++;
@@ -449,6 +556,51 @@ static kprof_status kp_diff_traces_compute(kp_diff_traces *d, const kp_diff_args
     }
     qsort(d->rows, d->nrows, sizeof *d->rows, kp_diff_row_cmp);
     return KPROF_OK;
+}
+
+static const char *kp_diff_duration(double ns, char *buf, size_t n)
+{
+    return kp_format_duration(ns / 1e9, buf, n);
+}
+
+/* The verdict a row's comparison gives, for --json: "SLOWER", ... or NULL (none). */
+static const char *kp_diff_row_verdict(const kp_diff_row *row)
+{
+    switch (row->status) {
+    case KP_DIFF_SLOWER:
+    case KP_DIFF_FASTER:
+    case KP_DIFF_UNSURE:
+    case KP_DIFF_SAME:
+        return kp_diff_status_text[row->status];
+    default:
+        return NULL;
+    }
+}
+
+/* Why a compared row got no FASTER or SLOWER, in words, into buf ("" when it did, or was SAME),
+ * and its reason codes. */
+static const char *kp_diff_row_reason(const kp_diff_row *row, const kp_diff_args *args,
+                                      char *buf, size_t n)
+{
+    buf[0] = '\0';
+    if (row->status == KP_DIFF_SMALL) {
+        char eff[32], min[32];
+        double effect = fabs(kp_diff_median_ns(row->b) - kp_diff_median_ns(row->a));
+        if (row->small & KP_DIFF_SMALL_EFFECT)
+            snprintf(buf, n, "under the minimum effect: the medians differ by %s, under %s",
+                     kp_diff_duration(effect, eff, sizeof eff),
+                     kp_diff_duration(args->min_effect_ns, min, sizeof min));
+        else
+            snprintf(buf, n,
+                     "under the minimum effect: the total changed by %.3g%% of the device "
+                     "time, under %g%%",
+                     100 * row->share,
+                     100 * args->min_share);
+    } else if (row->status == KP_DIFF_UNSURE) {
+        snprintf(buf, n, "the interval straddles an edge of the SAME band (±%g%%)",
+                 100 * args->threshold);
+    }
+    return buf;
 }
 
 /* ---- two traces: text ------------------------------------------------------------------ */
@@ -464,10 +616,6 @@ static void kp_diff_cell(const char *text, int width)
     fputs(text, stdout);
 }
 
-static const char *kp_diff_duration(double ns, char *buf, size_t n)
-{
-    return kp_format_duration(ns / 1e9, buf, n);
-}
 
 static const char *kp_diff_delta(int64_t ns, char *buf, size_t n)
 {
@@ -491,6 +639,8 @@ static const char *kp_diff_status_colour(kp_diff_status s, FILE *f)
         return kp_text_bold(f);
     case KP_DIFF_TOO_FEW:
     case KP_DIFF_NO_VERDICT:
+    case KP_DIFF_SMALL:
+    case KP_DIFF_NOT_JUDGED:
         return kp_text_dim(f);
     default:
         return "";
@@ -507,6 +657,8 @@ static void kp_diff_print_table(const kp_diff_traces *d, int table, const kp_dif
         total += d->rows[r].table == table;
     printf("\n%s%s%s", kp_text_bold(o), titles[table], kp_text_reset(o));
     if (table == KP_DIFF_HOST && !args->raw) printf(" (polling and query calls hidden; --raw)");
+    if (table != KP_DIFF_DEVICE && !args->judge_host)
+        printf(" — not judged: host-side times vary between processes (--judge-host)");
     printf("\n");
     if (!total) {
         printf("  (none in either trace)\n");
@@ -522,7 +674,7 @@ static void kp_diff_print_table(const kp_diff_traces *d, int table, const kp_dif
     kp_diff_cell("Median A", 10);
     printf("  ");
     kp_diff_cell("Median B", 10);
-    printf("  %-24s  %-11s  Name\n", "B/A median [95% CI]", "Verdict");
+    printf("  %-24s  %-13s  Name\n", "B/A median [95% CI]", "Verdict");
     for (size_t r = 0; r < d->nrows; r++) {
         const kp_diff_row *row = &d->rows[r];
         if (row->table != table) continue;
@@ -546,15 +698,28 @@ static void kp_diff_print_table(const kp_diff_traces *d, int table, const kp_dif
         kp_diff_cell(row->a ? kp_diff_duration(kp_diff_median_ns(row->a), b4, sizeof b4) : "-", 10);
         printf("  ");
         kp_diff_cell(row->b ? kp_diff_duration(kp_diff_median_ns(row->b), b5, sizeof b5) : "-", 10);
-        if (row->status <= KP_DIFF_SAME)
+        if (kp_diff_status_compared(row->status))
             snprintf(ratio, sizeof ratio, "%.3f [%.3f, %.3f]", row->ratio.value, row->ratio.lo,
                      row->ratio.hi);
+        else if (row->a && row->b && kp_diff_median_ns(row->a) > 0)
+            snprintf(ratio, sizeof ratio, "%.3f",
+                     kp_diff_median_ns(row->b) / kp_diff_median_ns(row->a));
         const char *colour = kp_diff_status_colour(row->status, o);
-        printf("  %-24s  %s%-11s%s  %s%s\n", ratio, colour, kp_diff_status_text[row->status],
+        printf("  %-24s  %s%-13s%s  %s%s\n", ratio, colour, kp_diff_status_text[row->status],
                *colour ? kp_text_reset(o) : "", row->name,
                row->kind == KP_EVENT_MEMCPY   ? " (copy)"
                : row->kind == KP_EVENT_MEMSET ? " (fill)"
                                               : "");
+    }
+    /* Why the rows shown got no FASTER or SLOWER: a line each under the table. */
+    shown = 0;
+    for (size_t r = 0; r < d->nrows; r++) {
+        const kp_diff_row *row = &d->rows[r];
+        if (row->table != table) continue;
+        if (args->top && shown++ == args->top) break;
+        char reason[400];
+        if (kp_diff_row_reason(row, args, reason, sizeof reason)[0])
+            printf("  %s%s: %s%s\n", kp_text_dim(o), row->name, reason, kp_text_reset(o));
     }
 }
 
@@ -602,7 +767,10 @@ static void kp_diff_print_summary(const size_t c[KP_DIFF_STATUS_COUNT], int inst
            c[KP_DIFF_FASTER], c[KP_DIFF_ONLY_A], c[KP_DIFF_ONLY_B], c[KP_DIFF_UNSURE],
            c[KP_DIFF_SAME], c[KP_DIFF_TOO_FEW]);
     if (instances) printf(" (< %d instances in A or B)", KP_DIFF_MIN_INSTANCES);
+    if (c[KP_DIFF_SMALL]) printf(", %zu under the minimum effect", c[KP_DIFF_SMALL]);
     if (c[KP_DIFF_NO_VERDICT]) printf(", %zu with a median of 0", c[KP_DIFF_NO_VERDICT]);
+    if (c[KP_DIFF_NOT_JUDGED])
+        printf("; %zu not judged (host calls and ranges: --judge-host)", c[KP_DIFF_NOT_JUDGED]);
     printf("\n");
 }
 
@@ -611,10 +779,15 @@ static void kp_diff_print_traces(const kp_diff_traces *d, const kp_diff_args *ar
     FILE *o = stdout;
     kp_diff_print_trace_header("A", &d->t[0]);
     kp_diff_print_trace_header("B", &d->t[1]);
+    char minimum[32];
     printf("By %s, the largest change of total time first. A verdict where A and B each have %d "
            "instances or more: the 95%% interval of B/A of their medians (unpaired bootstrap), "
-           "SAME within ±%g%%.\n",
-           kp_aggregation_group_name(args->group), KP_DIFF_MIN_INSTANCES, 100 * args->threshold);
+           "SAME within ±%g%%; a change under %s per instance (median) or under %g%% of the "
+           "device time (total) is under the minimum effect: neither faster nor slower.\n",
+           args->by == KP_DIFF_BY_SHAPE ? "name (device work by name and launch shape)"
+                                        : kp_diff_by_name[args->by],
+           KP_DIFF_MIN_INSTANCES, 100 * args->threshold,
+           kp_diff_duration(args->min_effect_ns, minimum, sizeof minimum), 100 * args->min_share);
     for (int table = 0; table < KP_DIFF_TABLES; table++)
         kp_diff_print_table(d, table, args);
     printf("\n");
@@ -668,14 +841,63 @@ static void kp_diff_json_ratio(kp_json *j, const char *key, double b, double a, 
         kp_json_null(j, key);
 }
 
+/* A row's launch shape as fields: grid (threads) and tg (threads per group; null when the
+ * runtime chose) as [x, y, z], smem_bytes (dynamic shared memory); null what is not known. */
+static void kp_diff_json_shape(kp_json *j, const kp_diff_key *k)
+{
+    const kp_trace_shape *s = &k->shape;
+    if (s->known & KP_EVENT_HAS_GEOMETRY) {
+        kp_json_array_begin(j, "grid");
+        for (int d = 0; d < 3; d++)
+            kp_json_uint(j, NULL, s->grid[d]);
+        kp_json_array_end(j);
+        if (s->group[0]) {
+            kp_json_array_begin(j, "tg");
+            for (int d = 0; d < 3; d++)
+                kp_json_uint(j, NULL, s->group[d]);
+            kp_json_array_end(j);
+        } else {
+            kp_json_null(j, "tg");
+        }
+    } else {
+        kp_json_null(j, "grid");
+        kp_json_null(j, "tg");
+    }
+    if (s->known & KP_EVENT_HAS_SHARED)
+        kp_json_uint(j, "smem_bytes", s->dynamic_shared);
+    else
+        kp_json_null(j, "smem_bytes");
+}
+
 static void kp_diff_json_row(kp_json *j, const kp_diff_row *row, const kp_diff_args *args)
 {
     int both = row->a && row->b;
+    const kp_diff_key *k = row->a ? row->a : row->b;
     kp_json_object_begin(j, NULL);
-    kp_json_string(j, "name", row->name);
+    kp_json_string(j, "name", k->base ? k->base : row->name);
     kp_json_string(j, "kind", kp_event_kind_name(row->kind));
+    if (row->table == KP_DIFF_DEVICE && args->by == KP_DIFF_BY_SHAPE) {
+        kp_json_string(j, "key", row->name);
+        kp_diff_json_shape(j, k);
+    }
     kp_json_string(j, "status", kp_diff_status_key[row->status]);
     kp_json_bool(j, "changed", kp_diff_status_is_change(row->status));
+    kp_json_bool(j, "judged", row->judged);
+    const char *verdict = kp_diff_row_verdict(row);
+    if (verdict)
+        kp_json_string(j, "verdict", verdict);
+    else
+        kp_json_null(j, "verdict");
+    char reason[400];
+    kp_diff_row_reason(row, args, reason, sizeof reason);
+    if (reason[0])
+        kp_json_string(j, "reason", reason);
+    else
+        kp_json_null(j, "reason");
+    kp_json_array_begin(j, "reasons");
+    if (row->status == KP_DIFF_SMALL) kp_json_string(j, NULL, "small");
+    if (row->status == KP_DIFF_UNSURE) kp_json_string(j, NULL, "straddles");
+    kp_json_array_end(j);
     kp_diff_json_side(j, "a", row->a);
     kp_diff_json_side(j, "b", row->b);
     kp_json_object_begin(j, "delta");
@@ -692,13 +914,17 @@ static void kp_diff_json_row(kp_json *j, const kp_diff_row *row, const kp_diff_a
                        row->a ? (double)row->a->total_ns : 0, both);
     kp_diff_json_ratio(j, "median", kp_diff_median_ns(row->b), kp_diff_median_ns(row->a), both);
     kp_json_object_end(j);
-    if (row->status <= KP_DIFF_SAME) {
+    if (kp_diff_status_compared(row->status)) {
         kp_json_object_begin(j, "comparison");
         kp_json_double(j, "ratio", row->ratio.value);
         kp_diff_json_ci(j, "ci", &row->ratio);
         kp_json_double(j, "level", 0.95);
         kp_json_int(j, "resamples", row->resamples);
-        kp_json_string(j, "verdict", kp_diff_status_text[row->status]);
+        kp_json_string(j, "interval_verdict", kp_compare_verdict_name(row->interval_verdict));
+        if (verdict)
+            kp_json_string(j, "verdict", verdict);
+        else
+            kp_json_null(j, "verdict");
         kp_json_object_end(j);
     } else {
         kp_json_null(j, "comparison");
@@ -707,6 +933,11 @@ static void kp_diff_json_row(kp_json *j, const kp_diff_row *row, const kp_diff_a
         kp_json_string(j, "note", "n too small");
     else if (row->status == KP_DIFF_NO_VERDICT)
         kp_json_string(j, "note", "a median is 0: no ratio");
+    else if (row->status == KP_DIFF_SMALL)
+        kp_json_string(j, "note", "under the minimum effect");
+    else if (row->status == KP_DIFF_NOT_JUDGED)
+        kp_json_string(j, "note", "not judged: host-side times vary between processes "
+                                  "(--judge-host)");
     else
         kp_json_null(j, "note");
     if (args->fail_if_slower >= 0) kp_json_bool(j, "fails_gate", row->gate);
@@ -771,9 +1002,13 @@ static void kp_diff_json_traces(kp_str *out, const kp_diff_traces *d, const kp_d
     kp_json_object_begin(&j, NULL);
     kp_json_int(&j, "version", 1);
     kp_json_string(&j, "kind", "trace-diff");
-    kp_json_string(&j, "by", kp_aggregation_group_name(args->group));
+    kp_json_string(&j, "by", kp_diff_by_name[args->by]);
     kp_diff_json_common(&j, args);
     kp_json_int(&j, "min_instances", KP_DIFF_MIN_INSTANCES);
+    kp_json_double(&j, "min_effect_us", args->min_effect_ns / 1e3);
+    kp_json_double(&j, "min_share", args->min_share);
+    kp_json_double(&j, "device_s", (double)d->device_ns / 1e9);
+    kp_json_bool(&j, "judge_host", args->judge_host);
     kp_json_bool(&j, "polling_calls", args->raw);
     kp_diff_json_trace(&j, "a", &d->t[0]);
     kp_diff_json_trace(&j, "b", &d->t[1]);
@@ -900,7 +1135,51 @@ typedef struct kp_diff_results {
     int npoints;
     size_t counts[KP_DIFF_STATUS_COUNT];
     int gate;
+    char different[1400]; /* "A is reduce_sum (src hash ...), B is slow (...)"; "" when A and B
+                             are results of one kernel */
 } kp_diff_results;
+
+/* " (src hash 0123456789abcdef)", " (w.cl)" or "": what tells a kernel's version apart. */
+static void kp_diff_kernel_origin(char *buf, size_t n, const char *hash, const char *source)
+{
+    if (hash && hash[0])
+        snprintf(buf, n, " (src hash %s)", hash);
+    else if (source && source[0])
+        snprintf(buf, n, " (%s)", source);
+    else
+        buf[0] = '\0';
+}
+
+/* Whether A and B are results of different kernels, said into d->different: two history runs
+ * whose kernels (entries) differ, or two bench results with a point in both whose kernels
+ * differ. The kernel is its entry's name: one entry whose source changed (another hash, another
+ * file) is the same kernel changed, which is what a diff is for. An entry not recorded (an
+ * older bench.json) differs from nothing. */
+static void kp_diff_results_kernels(kp_diff_results *d)
+{
+    const kp_diff_result *A = &d->r[0], *B = &d->r[1];
+    char oa[1100], ob[1100];
+    d->different[0] = '\0';
+    if (A->history) {
+        if (!A->run.kernel[0] || !B->run.kernel[0] || strcmp(A->run.kernel, B->run.kernel) == 0)
+            return;
+        kp_diff_kernel_origin(oa, sizeof oa, A->run.source_hash, A->run.target);
+        kp_diff_kernel_origin(ob, sizeof ob, B->run.source_hash, B->run.target);
+        snprintf(d->different, sizeof d->different, "A is %.255s%.300s, B is %.255s%.300s",
+                 A->run.kernel, oa, B->run.kernel, ob);
+        return;
+    }
+    for (int i = 0; i < A->file->npoints; i++) {
+        const kp_bench_file_point *pa = &A->file->points[i];
+        const kp_bench_file_point *pb = kp_bench_file_find(B->file, pa->point, pa->cold);
+        if (!pb || !pa->entry[0] || !pb->entry[0] || strcmp(pa->entry, pb->entry) == 0) continue;
+        kp_diff_kernel_origin(oa, sizeof oa, NULL, pa->source);
+        kp_diff_kernel_origin(ob, sizeof ob, NULL, pb->source);
+        snprintf(d->different, sizeof d->different, "A is %.255s%.300s, B is %.255s%.300s%s%.200s",
+                 pa->entry, oa, pb->entry, ob, pa->point[0] ? " at " : "", pa->point);
+        return;
+    }
+}
 
 static kprof_status kp_diff_point_side(kp_diff_point *p, int s, const double *ms, const double *mhz,
                                        size_t n, size_t rounds, kp_error *err)
@@ -1039,6 +1318,9 @@ static void kp_diff_print_results(const kp_diff_results *d, const kp_diff_args *
     FILE *o = stdout;
     kp_diff_print_result_header("A", &d->r[0]);
     kp_diff_print_result_header("B", &d->r[1]);
+    if (d->different[0])
+        printf("%s%s: different kernels, compared anyway (--force)%s\n", kp_text_bold(o),
+               d->different, kp_text_reset(o));
     if (d->r[0].history) {
         kp_diff_run_field f[KP_DIFF_RUN_FIELDS];
         int n = kp_diff_run_fields(&d->r[0].run, &d->r[1].run, f);
@@ -1155,6 +1437,10 @@ static void kp_diff_json_results(kp_str *out, const kp_diff_results *d, const kp
     kp_json_int(&j, "min_samples", KP_DIFF_MIN_INSTANCES);
     kp_diff_json_result(&j, "a", &d->r[0]);
     kp_diff_json_result(&j, "b", &d->r[1]);
+    if (d->different[0])
+        kp_json_string(&j, "different_kernels", d->different);
+    else
+        kp_json_null(&j, "different_kernels");
     if (d->r[0].history) {
         kp_diff_run_field f[KP_DIFF_RUN_FIELDS];
         int n = kp_diff_run_fields(&d->r[0].run, &d->r[1].run, f);
@@ -1225,8 +1511,12 @@ static int kp_diff_two_results(const kp_diff_args *args)
                     "kprof: warning: A was measured on %s, B on %s: a difference may be "
                     "the device's\n",
                     da[0] ? da : "an unnamed device", db[0] ? db : "an unnamed device");
-        st = kp_diff_results_compute(&d, args, &err);
+        kp_diff_results_kernels(&d);
+        if (d.different[0] && !args->force)
+            st = kp_error_set(&err, KPROF_INVALID,
+                              "%s: different kernels; --force compares them anyway", d.different);
     }
+    if (st == KPROF_OK) st = kp_diff_results_compute(&d, args, &err);
     if (st == KPROF_OK && args->json) {
         kp_str s = {0};
         kp_diff_json_results(&s, &d, args);
@@ -1255,23 +1545,57 @@ int kp_cmd_diff(int argc, char **argv)
         {"json", no_argument, NULL, 'j'},
         {"raw", no_argument, NULL, 'r'},
         {"top", required_argument, NULL, 'n'},
+        {"min-effect-us", required_argument, NULL, 'e'},
+        {"min-share", required_argument, NULL, 's'},
+        {"judge-host", no_argument, NULL, 'H'},
+        {"force", no_argument, NULL, 'f'},
         {NULL, 0, NULL, 0},
     };
     kp_diff_args a;
     memset(&a, 0, sizeof a);
-    a.group = KP_AGGREGATION_GROUP_NAME;
+    a.by = KP_DIFF_BY_SHAPE;
     a.threshold = 0.01;
     a.fail_if_slower = -1;
+    a.min_effect_ns = KP_DIFF_MIN_EFFECT_NS;
+    a.min_share = KP_DIFF_MIN_SHARE;
+    double x;
     int rc, c;
     uint64_t v;
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         switch (c) {
-        case 'b':
-            if (kp_aggregation_group_parse(optarg, &a.group) != 0)
-                return kp_cli_usage_error("diff", "--by '%s': choose name or path", optarg);
+        case 'b': {
+            int found = 0;
+            for (int i = 0; i < 3; i++)
+                if (strcmp(optarg, kp_diff_by_name[i]) == 0) {
+                    a.by = (kp_diff_by)i;
+                    found = 1;
+                }
+            if (!found)
+                return kp_cli_usage_error("diff", "--by '%s': choose shape, name or path", optarg);
             a.by_given = 1;
+            break;
+        }
+        case 'e':
+            if (kp_cli_parse_double(optarg, &x) != 0 || !(x <= 1e9))
+                return kp_cli_usage_error("diff",
+                                          "--min-effect-us '%s': expected microseconds >= 0",
+                                          optarg);
+            a.min_effect_ns = x * 1e3;
+            a.min_given = 1;
+            break;
+        case 's':
+            if ((rc = kp_cli_parse_percent("diff", "--min-share", optarg, 0, 100, &a.min_share)) !=
+                0)
+                return rc;
+            a.min_given = 1;
+            break;
+        case 'H':
+            a.judge_host = 1;
+            break;
+        case 'f':
+            a.force = 1;
             break;
         case 'h':
             if ((rc = kp_cli_parse_percent("diff", "--threshold", optarg, 0.01, 100,
@@ -1327,7 +1651,11 @@ int kp_cmd_diff(int argc, char **argv)
                                   "a bench.json with a bench.json",
                                   a.in[0], kp_diff_input_name(a.kind[0]), a.in[1],
                                   kp_diff_input_name(a.kind[1]));
-    if (!traces && (a.by_given || a.raw || a.top))
-        return kp_cli_usage_error("diff", "--by, --raw and --top go with traces");
+    if (!traces && (a.by_given || a.raw || a.top || a.judge_host || a.min_given))
+        return kp_cli_usage_error("diff", "--by, --raw, --top, --judge-host, --min-effect-us and "
+                                          "--min-share go with traces");
+    if (traces && a.force)
+        return kp_cli_usage_error("diff", "--force goes with results (bench.json files or history "
+                                          "runs): traces of different programs always compare");
     return traces ? kp_diff_two_traces(&a) : kp_diff_two_results(&a);
 }
