@@ -14,11 +14,13 @@ import kptest
 GEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gen_trace.py")
 
 
-def bench_point(name, base_ms, n=60, cache="hot", rounds=6):
+def bench_point(name, base_ms, n=60, cache="hot", rounds=6, entry=None, source=None):
     """A point of a bench.json: n samples within +-0.5% of base_ms, none alike in a row."""
     samples = [base_ms * (1 + ((i * 37) % 11 - 5) * 1e-3) for i in range(n)]
-    return {"point": name, "cache": cache,
-            "kernels": [{"samples_ms": samples, "rounds": rounds}]}
+    kernel = {"samples_ms": samples, "rounds": rounds}
+    if entry is not None:
+        kernel.update(entry=entry, source=source or "")
+    return {"point": name, "cache": cache, "kernels": [kernel]}
 
 
 def bench_file(points, device="Fake GPU"):
@@ -29,9 +31,11 @@ class Diff(kptest.KprofTestCase):
     needs_opencl = False
 
     def gen(self, name, *extra):
+        return self.gen_pattern(name, "two-kernels", *extra)
+
+    def gen_pattern(self, name, pattern, *extra):
         out = os.path.join(self.tmp, name)
-        self.kprof("trace", "-o", out, "--", sys.executable, GEN, "two-kernels", *extra,
-                   expect=0)
+        self.kprof("trace", "-o", out, "--", sys.executable, GEN, pattern, *extra, expect=0)
         return out
 
     def pair(self, kernels="40"):
@@ -297,6 +301,118 @@ class Diff(kptest.KprofTestCase):
         self.assertIn("A was measured on Fake GPU, B on Other", p.stderr)
         self.kprof("diff", a, b, "--by", "path", expect=2)
 
+    def test_launch_shapes(self):
+        # One kernel name launched with two geometries is two rows, each judged on its own;
+        # --by name merges them as before.
+        a = self.gen_pattern("a.kprof", "shapes", "--kernels", "30")
+        b = self.gen_pattern("b.kprof", "shapes", "--kernels", "30", "--slower", "20")
+        d = self.diff_json(a, b)
+        self.assertEqual(d["by"], "shape")
+        gemm = sorted((r for r in d["device"] if r["name"] == "gemm"), key=lambda r: r["grid"])
+        self.assertEqual([(r["key"], r["grid"], r["tg"], r["smem_bytes"]) for r in gemm],
+                         [("gemm  grid 16384 tg 256 smem 0", [16384, 1, 1], [256, 1, 1], 0),
+                          ("gemm  grid 262144 tg 256 smem 0", [262144, 1, 1], [256, 1, 1], 0)])
+        self.assertEqual([(r["a"]["count"], r["b"]["count"]) for r in gemm], [(30, 30), (30, 30)])
+        small, large = gemm
+        self.assertAlmostEqual(small["a"]["median_s"], 20e-6, delta=1e-7)
+        self.assertAlmostEqual(large["a"]["median_s"], 80e-6, delta=1e-7)
+        self.assertEqual(small["status"], "same")  # the records fix every duration
+        self.assertEqual(large["status"], "slower")
+        out = self.kprof("diff", a, b, expect=0).stdout
+        self.assertIn("  gemm  grid 16384 tg 256 smem 0\n", out)
+        self.assertIn("  gemm  grid 262144 tg 256 smem 0\n", out)
+        # By name: one row of both shapes' instances, no shape fields.
+        d = self.diff_json(a, b, "--by", "name")
+        self.assertEqual(d["by"], "name")
+        gemm = [r for r in d["device"] if r["name"] == "gemm"]
+        self.assertEqual(len(gemm), 1)
+        self.assertEqual((gemm[0]["a"]["count"], gemm[0]["b"]["count"]), (60, 60))
+        self.assertNotIn("grid", gemm[0])
+        self.assertNotIn("grid 16384", self.kprof("diff", a, b, "--by", "name", expect=0).stdout)
+        # By path: the call path, shapes together (as before).
+        rows = self.rows(self.diff_json(a, b, "--by", "path"))
+        self.assertEqual(rows[("device", "step/cudaLaunchKernel/gemm")]["a"]["count"], 60)
+
+    def test_minimum_effect(self):
+        # 'tiny' is 20% slower, but by 400 ns an instance: under the minimum effect (1 us).
+        a = self.gen_pattern("a.kprof", "shapes", "--kernels", "30")
+        b = self.gen_pattern("b.kprof", "shapes", "--kernels", "30", "--slower", "20")
+        d = self.diff_json(a, b)
+        tiny = self.rows(d)[("device", "tiny")]
+        self.assertEqual((tiny["status"], tiny["verdict"], tiny["reasons"], tiny["changed"]),
+                         ("under-minimum", None, ["small"], False))
+        self.assertIn("under the minimum effect", tiny["reason"])
+        self.assertEqual(tiny["comparison"]["interval_verdict"], "SLOWER")
+        self.assertEqual(d["summary"]["under-minimum"], 1)
+        self.assertEqual(d["summary"]["differences"], 1)  # the large gemm alone
+        out = self.kprof("diff", a, b, expect=0).stdout
+        self.assertRegex(out, r"under minimum +tiny  grid 2048 tg 256 smem 0\n")
+        self.assertIn("tiny  grid 2048 tg 256 smem 0: under the minimum effect", out)
+        self.assertIn("1 under the minimum effect", out)
+        # A smaller minimum judges it; a larger share of the device time holds back the gemm
+        # too (its 480 us are some 14% of the device time).
+        tiny = self.rows(self.diff_json(a, b, "--min-effect-us", "0.1"))[("device", "tiny")]
+        self.assertEqual(tiny["status"], "slower")
+        d = self.diff_json(a, b, "--min-share", "50")
+        self.assertEqual((d["min_share"], d["summary"]["differences"]), (0.5, 0))
+        large = [r for r in d["device"] if r["key"] == "gemm  grid 262144 tg 256 smem 0"][0]
+        self.assertEqual((large["status"], large["reasons"]), ("under-minimum", ["small"]))
+        self.assertIn("of the device time", large["reason"])
+        # --fail-if-slower gates on verdicts: a change under the minimum is none.
+        self.kprof("diff", a, b, "--min-share", "50", "--fail-if-slower", "5", expect=0)
+        self.kprof("diff", a, b, "--fail-if-slower", "5", expect=5)
+
+    def test_host_rows_not_judged(self):
+        # The launch calls are 20% longer in B: listed with their numbers, not judged, not a
+        # difference; --judge-host judges them.
+        a = self.gen_pattern("a.kprof", "shapes", "--kernels", "30")
+        b = self.gen_pattern("b.kprof", "shapes", "--kernels", "30", "--slower", "20")
+        d = self.diff_json(a, b)
+        self.assertFalse(d["judge_host"])
+        launch = self.rows(d)[("host", "cudaLaunchKernel")]
+        self.assertEqual((launch["status"], launch["judged"], launch["verdict"],
+                          launch["comparison"], launch["changed"]),
+                         ("not-judged", False, None, None, False))
+        self.assertAlmostEqual(launch["ratio"]["median"], 1.2, places=3)
+        step = self.rows(d)[("ranges", "step")]
+        self.assertEqual((step["status"], step["judged"]), ("not-judged", False))
+        self.assertEqual(d["summary"]["not-judged"], 2)
+        out = self.kprof("diff", a, b, expect=0).stdout
+        self.assertRegex(out, r"1\.200 +not judged +cudaLaunchKernel\n")
+        self.assertIn("2 not judged (host calls and ranges: --judge-host)", out)
+        d = self.diff_json(a, b, "--judge-host")
+        self.assertTrue(d["judge_host"])
+        launch = self.rows(d)[("host", "cudaLaunchKernel")]
+        self.assertTrue(launch["judged"])
+        self.assertEqual(launch["status"], "slower")  # 10 us -> 12 us, fixed by the records
+        self.assertEqual(self.rows(d)[("ranges", "step")]["status"], "same")
+        self.assertEqual(d["summary"]["not-judged"], 0)
+        self.assertEqual(d["summary"]["differences"], 2)
+
+    def test_results_of_different_kernels(self):
+        a = self.write_json("a.json", bench_file([bench_point("N=1M", 1.0, entry="reduce_sum",
+                                                              source="r.cl")]))
+        b = self.write_json("b.json", bench_file([bench_point("N=1M", 8.7, entry="slow",
+                                                              source="s.cl")]))
+        p = self.kprof("diff", a, b, expect=2)
+        self.assertEqual(p.stdout, "")
+        self.assertIn("A is reduce_sum (r.cl), B is slow (s.cl) at N=1M: different kernels; "
+                      "--force compares them anyway", p.stderr)
+        self.kprof("diff", a, b, "--json", expect=2)
+        p = self.kprof("diff", a, b, "--force", expect=0)
+        self.assertIn("A is reduce_sum (r.cl), B is slow (s.cl) at N=1M: different kernels, "
+                      "compared anyway (--force)", p.stdout)
+        d = self.diff_json(a, b, "--force")
+        self.assertIn("A is reduce_sum", d["different_kernels"])
+        self.assertEqual(len(d["points"]), 1)
+        # One kernel whose source changed is what a diff is for: compared.
+        c = self.write_json("c.json", bench_file([bench_point("N=1M", 1.0, entry="reduce_sum",
+                                                              source="r2.cl")]))
+        self.assertIsNone(self.diff_json(a, c)["different_kernels"])
+        # Files that do not say which kernel (older bench.json): compared.
+        e = self.write_json("e.json", bench_file([bench_point("N=1M", 1.0)]))
+        self.assertIsNone(self.diff_json(a, e)["different_kernels"])
+
     def test_bad_inputs(self):
         trace = self.gen("t.kprof", "--kernels", "8")
         bench = self.write("r.json", json.dumps(bench_file([bench_point("N=1M", 1.0)])))
@@ -384,6 +500,18 @@ __kernel void work(__global float *out, uint n)
         d = self.diff_json("@-1", "@0")
         self.assertIn("SLOWER", json.dumps(d))
         self.kprof("diff", "@-1", "@0", "--fail-if-slower", "50", expect=5)
+        # A run of another kernel: refused, naming both, unless --force.
+        with open(src) as f:
+            other = self.write("o.cl", f.read().replace("void work", "void other"))
+        self.kprof("run", other, "-DPASSES=2", *common, expect=0)
+        p = self.kprof("diff", "@-1", "@0", expect=2)
+        self.assertEqual(p.stdout, "")
+        self.assertRegex(p.stderr, r"A is work \(src hash [0-9a-f]{16}\), B is other \(src hash "
+                                   r"[0-9a-f]{16}\): different kernels; --force compares them "
+                                   r"anyway")
+        p = self.kprof("diff", "@-1", "@0", "--force", expect=0)
+        self.assertIn("different kernels, compared anyway (--force)", p.stdout)
+        self.assertIn("  kernel: work → other", p.stdout)
 
 
 if __name__ == "__main__":
