@@ -784,7 +784,8 @@ static void kp_diff_print_traces(const kp_diff_traces *d, const kp_diff_args *ar
            "instances or more: the 95%% interval of B/A of their medians (unpaired bootstrap), "
            "SAME within ±%g%%; a change under %s per instance (median) or under %g%% of the "
            "device time (total) is under the minimum effect: neither faster nor slower.\n",
-           args->by == KP_DIFF_BY_SHAPE ? "name (device work by name and launch shape)"
+           args->by == KP_DIFF_BY_SHAPE ? "kernel name and launch shape (host calls and ranges "
+                                          "by name)"
                                         : kp_diff_by_name[args->by],
            KP_DIFF_MIN_INSTANCES, 100 * args->threshold,
            kp_diff_duration(args->min_effect_ns, minimum, sizeof minimum), 100 * args->min_share);
