@@ -90,10 +90,11 @@ kprof_status kp_bench_summarise(kp_bench_side *s, kp_error *err)
     double *scratch = malloc(s->n * sizeof *scratch);
     if (!scratch) return kp_error_set(err, KPROF_NOMEM, "out of memory");
     kp_stats_compute(s->ms, s->n, scratch, &s->stats);
-    memcpy(scratch, s->ms, s->n * sizeof *scratch);
-    kp_sort_doubles(scratch, s->n);
-    kp_median_ci_sorted(scratch, s->n, 0.95, &s->median);
-    s->noise = kp_estimate_noise(&s->median);
+    /* The shape: blocks no shorter than the batches the samples came in. */
+    size_t batch = s->rounds ? s->n / s->rounds : 1;
+    kp_shape_of(s->ms, s->n, batch, 0.01, scratch, &s->shape);
+    s->median = s->shape.median;
+    s->noise = s->shape.noise;
     s->rsd = kp_rsd(s->ms, s->n);
     s->clock_mhz = 0;
     if (s->mhz) {
@@ -129,39 +130,50 @@ static size_t kp_bench_block(const kp_bench_side *s)
     return b < 1 ? 1 : b;
 }
 
-static kprof_status kp_bench_ratio_of(const double *a, size_t na, size_t block_a, const double *b,
-                                      size_t nb, size_t block_b, int paired, int resamples,
-                                      kp_estimate *out, kp_error *err)
+void kp_bench_outcome_init(kp_bench_outcome *o)
 {
-    /* Past 25,000 samples a side, fewer resamples (never under 200), as kprof diff does: the
-     * bootstrap's cost grows with the samples, and --timeout is the user's. */
-    size_t n = na > nb ? na : nb;
-    if (n > 25000 && resamples > 200) {
-        double scaled = (double)resamples * 25000.0 / (double)n;
-        resamples = scaled < 200 ? 200 : (int)scaled;
-    }
-    double *scratch = malloc((na + nb) * sizeof *scratch);
-    if (!scratch) return kp_error_set(err, KPROF_NOMEM, "out of memory");
-    int rc = kp_ratio_ci_bootstrap_blocks(a, na, block_a, b, nb, block_b, paired, resamples,
-                                          0.95, KP_BENCH_SEED, scratch, out);
-    free(scratch);
-    if (rc != 0)
-        return kp_error_set(err, KPROF_INVALID, "cannot compare: a kernel has no positive time");
-    return KPROF_OK;
+    memset(o, 0, sizeof *o);
+    o->busy_cpus = o->measured_busy_cpus = -1;
 }
 
-/* The ratio of b's values to a's (xa, xb: the sides' ms, or their cycles): paired, the first
- * min(n) of each, resampled in a's blocks; else each side on its own, in its own blocks. */
-static kprof_status kp_bench_ratio(const kp_bench_side *a, const double *xa, const kp_bench_side *b,
-                                   const double *xb, int paired, int resamples, kp_estimate *out,
-                                   kp_error *err)
+void kp_bench_judge_config(const kp_bench_config *cfg, const kp_bench_outcome *o, int paired,
+                           kp_judge_config *jc)
 {
-    size_t na = a->n, nb = b->n, ba = kp_bench_block(a), bb = kp_bench_block(b);
-    if (paired) {
-        na = nb = a->n < b->n ? a->n : b->n;
-        bb = ba;
+    kp_judge_config_default(jc);
+    jc->threshold = cfg->threshold;
+    jc->paired = paired;
+    jc->across_runs = !paired;
+    jc->busy_cpus = o->busy_cpus;
+    jc->ncpus = o->ncpus;
+    if (o->nrun_ratios >= 2) {
+        jc->run_ratios = o->run_ratio;
+        jc->nrun_ratios = (size_t)o->nrun_ratios;
     }
-    return kp_bench_ratio_of(xa, na, ba, xb, nb, bb, paired, resamples, out, err);
+}
+
+/* One side as the engine sees it: xs its values (ms or cycles), n of them. */
+static kp_judge_side kp_bench_judge_side(const kp_bench_side *s, const double *xs, size_t n)
+{
+    kp_judge_side js = {.v = xs, .n = n, .batch = kp_bench_block(s)};
+    if (s->nruns >= 2) {
+        js.runs = s->run_median;
+        js.nruns = (size_t)s->nruns;
+    }
+    return js;
+}
+
+static kprof_status kp_bench_judge(const kp_bench_side *a, const double *xa, const kp_bench_side *b,
+                                   const double *xb, int paired, const kp_judge_config *jc,
+                                   kp_judgement *out, kp_error *err)
+{
+    size_t na = a->n, nb = b->n;
+    if (paired) na = nb = a->n < b->n ? a->n : b->n;
+    kp_judge_side ja = kp_bench_judge_side(a, xa, na), jb = kp_bench_judge_side(b, xb, nb);
+    if (paired) jb.batch = ja.batch;
+    if (kp_judge(&ja, &jb, jc, out) != 0) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (out->reasons & KP_JUDGE_INVALID)
+        return kp_error_set(err, KPROF_INVALID, "cannot compare: a kernel has no positive time");
+    return KPROF_OK;
 }
 
 kprof_status kp_bench_compare(const kp_bench_side *a, const kp_bench_side *b, int paired,
@@ -169,35 +181,50 @@ kprof_status kp_bench_compare(const kp_bench_side *a, const kp_bench_side *b, in
 {
     out->compared = 1;
     out->paired = paired;
-    kprof_status st = kp_bench_ratio(a, a->ms, b, b->ms, paired, KP_BENCH_FINAL_RESAMPLES,
-                                     &out->ratio, err);
+    kp_judge_config jc;
+    kp_bench_judge_config(cfg, out, paired, &jc);
+    kprof_status st = kp_bench_judge(a, a->ms, b, b->ms, paired, &jc, &out->judgement, err);
     if (st != KPROF_OK) return st;
-    out->verdict = kp_compare_verdict_of(&out->ratio, cfg->threshold);
+    out->ratio = out->judgement.ratio;
+    out->verdict = out->judgement.verdict;
     out->final_verdict = out->verdict;
     out->have_cycles = 0;
     double *ca = kp_bench_cycles(a), *cb = kp_bench_cycles(b);
     if (ca && cb) {
         kp_error scratch_err = {0};
-        if (kp_bench_ratio(a, ca, b, cb, paired, KP_BENCH_FINAL_RESAMPLES, &out->cycles_ratio,
-                           &scratch_err) == KPROF_OK) {
+        kp_judgement cj;
+        /* The cycles' verdict is the interval's: the time's judgement has said what the
+         * samples' shape allows. */
+        if (kp_bench_judge(a, ca, b, cb, paired, &jc, &cj, &scratch_err) == KPROF_OK) {
             out->have_cycles = 1;
-            out->cycles_verdict = kp_compare_verdict_of(&out->cycles_ratio, cfg->threshold);
+            out->cycles_ratio = cj.ratio;
+            out->cycles_verdict = cj.interval_verdict;
             /* A difference in time that the cycles do not show is the clock's, not the
              * kernel's. */
             if ((out->verdict == KP_COMPARE_FASTER || out->verdict == KP_COMPARE_SLOWER) &&
-                out->cycles_verdict != out->verdict)
+                out->cycles_verdict != out->verdict) {
                 out->final_verdict = KP_COMPARE_UNSURE;
+                out->judgement.reasons |= KP_JUDGE_CLOCK;
+                kp_judge_words(&out->judgement, &jc, "ms", out->judgement.reason,
+                               sizeof out->judgement.reason);
+            }
         }
         kp_error_clear(&scratch_err);
     }
     free(ca);
     free(cb);
+    if (!(out->judgement.reasons & KP_JUDGE_CLOCK))
+        kp_judge_words(&out->judgement, &jc, "ms", out->judgement.reason,
+                       sizeof out->judgement.reason);
     return KPROF_OK;
 }
 
 int kp_bench_outcome_fails(const kp_bench_outcome *o, double fail_if_slower)
 {
-    if (kp_compare_verdict_of(&o->ratio, fail_if_slower) != KP_COMPARE_SLOWER) return 0;
+    if (o->final_verdict != KP_COMPARE_SLOWER) return 0;
+    double p = fail_if_slower;
+    if (o->judgement.notes & KP_JUDGE_NOTE_ONE_RUN) p += KP_JUDGE_RUN_ALLOWANCE;
+    if (kp_compare_verdict_of(&o->ratio, p) != KP_COMPARE_SLOWER) return 0;
     return !o->have_cycles ||
            kp_compare_verdict_of(&o->cycles_ratio, fail_if_slower) == KP_COMPARE_SLOWER;
 }
@@ -234,10 +261,22 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
                               kp_bench_progress_fn progress, void *user, kp_bench_outcome *out,
                               kp_error *err)
 {
-    memset(out, 0, sizeof *out);
+    kp_bench_outcome_init(out);
     if (nsides < 1 || nsides > 2)
         return kp_error_set(err, KPROF_INVALID, "bench measures one kernel or two");
     uint64_t t0 = kp_now_ns();
+    /* The CPU time other processes take meanwhile; the sessions' children are ours. A busy host
+     * counts against a device whose kernels run on its CPUs. */
+    int pids[2], npids = 0, host_device = 0;
+    for (int s = 0; s < nsides; s++) {
+        int pid = kp_lab_pid(sides[s].lab);
+        if (pid > 0 && (npids == 0 || pids[0] != pid)) pids[npids++] = pid;
+        if (sides[s].lab && kp_lab_get_info(sides[s].lab)->device.kernels_in_process)
+            host_device = 1;
+    }
+    kp_cpuload load;
+    kp_cpuload_begin(&load, pids, npids);
+    out->ncpus = load.ncpus;
     int cold = cfg->cold;
     double *buf = NULL, *flush = NULL;
     kp_bench_side flushes = {0}; /* cold: every flush's time, for flush_ms */
@@ -379,26 +418,34 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
             double noise;
             st = kp_bench_check(sides, nsides, &noise, err);
             if (st != KPROF_OK) goto done;
+            out->measured_busy_cpus = kp_cpuload_end(&load, pids, npids);
+            out->busy_cpus = host_device ? out->measured_busy_cpus : -1;
             if (progress) progress(user, sides, nsides, noise, elapsed);
-            /* One kernel stops on its noise; two on their verdict, which is what was asked
-             * (both medians within +-0.5% can still leave the ratio's interval straddling the
-             * threshold). */
-            if (nsides == 1 && noise <= cfg->max_noise) {
+            /* One kernel stops on its noise, once its run is stable; two on the engine's
+             * verdict, which is what was asked (both medians within +-0.5% can still leave the
+             * ratio's interval straddling the threshold). */
+            if (nsides == 1 && noise <= cfg->max_noise &&
+                kp_judge_unstable(&sides[0].shape, out->busy_cpus, KP_JUDGE_BUSY_LIMIT,
+                                  cfg->max_noise) == 0) {
                 out->stop = KP_BENCH_STOP_NOISE;
                 break;
             }
             if (nsides == 2 && sides[0].rounds >= KP_BENCH_MIN_ROUNDS) {
-                kp_estimate r;
-                st = kp_bench_ratio(&sides[0], sides[0].ms, &sides[1], sides[1].ms, 1,
-                                    KP_BENCH_CHECK_RESAMPLES, &r, err);
+                kp_judge_config jc;
+                kp_bench_judge_config(cfg, out, 1, &jc);
+                jc.resamples = KP_BENCH_CHECK_RESAMPLES;
+                kp_judgement j;
+                st = kp_bench_judge(&sides[0], sides[0].ms, &sides[1], sides[1].ms, 1, &jc, &j,
+                                    err);
                 if (st != KPROF_OK) goto done;
                 /* A quick look decides whether the full bootstrap is worth its time; only the
-                 * full one, the interval reported, may stop the measurement. */
-                if (kp_compare_verdict_of(&r, cfg->threshold) != KP_COMPARE_UNSURE) {
-                    st = kp_bench_ratio(&sides[0], sides[0].ms, &sides[1], sides[1].ms, 1,
-                                        KP_BENCH_FINAL_RESAMPLES, &r, err);
+                 * full one, the verdict reported, may stop the measurement. */
+                if (j.verdict != KP_COMPARE_UNSURE) {
+                    jc.resamples = KP_BENCH_FINAL_RESAMPLES;
+                    st = kp_bench_judge(&sides[0], sides[0].ms, &sides[1], sides[1].ms, 1, &jc,
+                                        &j, err);
                     if (st != KPROF_OK) goto done;
-                    if (kp_compare_verdict_of(&r, cfg->threshold) != KP_COMPARE_UNSURE) {
+                    if (j.verdict != KP_COMPARE_UNSURE) {
                         out->stop = KP_BENCH_STOP_DECIDED;
                         break;
                     }
@@ -439,6 +486,11 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
         double med = kp_select(flushes.ms, flushes.n, flushes.n / 2);
         for (int s = 0; s < nsides; s++)
             sides[s].flush_ms = med;
+    }
+    {
+        double busy = kp_cpuload_end(&load, pids, npids);
+        if (busy >= 0 || out->measured_busy_cpus < 0) out->measured_busy_cpus = busy;
+        out->busy_cpus = host_device ? out->measured_busy_cpus : -1;
     }
     if (nsides == 2) {
         st = kp_bench_compare(&sides[0], &sides[1], 1, cfg, out, err);

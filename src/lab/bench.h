@@ -6,11 +6,15 @@
  * The stopping rule (nvbench's as the floor):
  *   - never before min_samples samples and min_time_s of device time (per kernel; a cold
  *     sample's flush counts);
- *   - then stop when the noise of the median — the half-width of its distribution-free 95%
- *     interval relative to it (core/compare.h) — is at most max_noise for every kernel (NOISE);
+ *   - then stop when the noise of the median — the half-width of its block-aware 95% interval
+ *     relative to it (core/judge.h: blocks at least a batch, and as long as the samples'
+ *     autocorrelation reaches) — is at most max_noise for every kernel and the run is stable:
+ *     KP_JUDGE_MIN_BLOCKS blocks or more, no drift between its halves, no two modes that share
+ *     the samples (NOISE);
  *   - or when that noise has settled: it no longer shrinks as samples grow (SETTLED: a timer's
  *     quantum or a noise floor; more samples would not help);
- *   - or, comparing two kernels, when the verdict is decided (DECIDED: FASTER, SLOWER or SAME);
+ *   - or, comparing two kernels, when the engine's verdict is decided (DECIDED: FASTER, SLOWER or
+ *     SAME with no reason to doubt it: core/judge.h's rules, a busy machine included);
  *   - or at timeout_s of wall time (TIMEOUT), or max_samples (SAMPLES).
  * The rule is checked each time the samples have grown by a tenth, so its cost stays a small
  * share of the run.
@@ -34,10 +38,12 @@
 #define KP_LAB_BENCH_H
 
 #include "core/compare.h"
+#include "core/judge.h"
 #include "core/stats.h"
 #include "lab/lab.h"
 
 #define KP_BENCH_MIN_ROUNDS 30
+#define KP_BENCH_MAX_REPEAT 32 /* --repeat R: independent sessions a point */
 
 typedef struct kp_bench_config {
     double max_noise;         /* 0.005: the median known to +-0.5% */
@@ -91,9 +97,14 @@ typedef struct kp_bench_side {
     double default_clock_mhz;  /* the device's default SM clock (0: not read) */
     char clock_note[160];      /* why no clock was read, or "" */
     uint64_t throttle_reasons; /* NVML's reason bits seen in discarded rounds */
+    /* --repeat: the medians of the independent sessions these samples came from, in order
+     * (nruns 0 or 1: one session). */
+    double run_median[KP_BENCH_MAX_REPEAT];
+    int nruns;
     /* Summary (kp_bench_summarise). */
     kp_stats stats;
-    kp_estimate median; /* the median and its 95% interval, ms */
+    kp_shape shape;     /* blocks, drift, modes (core/judge.h) */
+    kp_estimate median; /* the median and its 95% interval, ms: block-aware (shape.median) */
     double noise;       /* its relative half-width */
     double rsd;         /* relative standard deviation of the samples */
     double clock_mhz;   /* median of mhz[] (0: none) */
@@ -121,10 +132,21 @@ typedef struct kp_bench_outcome {
     kp_estimate cycles_ratio;
     kp_compare_verdict cycles_verdict;
     kp_compare_verdict final_verdict; /* verdict, or UNSURE when cycles do not confirm it */
+    kp_judgement judgement;           /* the engine's answer in time: reasons and words */
+    /* What the comparison knew, set before kp_bench_compare (kp_bench_measure sets the busy
+     * figures; the caller the runs): */
+    double busy_cpus;                 /* CPUs other processes took while measuring (-1: unknown,
+                                         or a device whose kernels do not run on the host) */
+    double measured_busy_cpus;        /* the same measured whatever the device (-1: unknown) */
+    double ncpus;                     /* the host's CPUs */
+    double run_ratio[KP_BENCH_MAX_REPEAT]; /* --repeat, paired: each session's ratio B/A */
+    int nrun_ratios;
 } kp_bench_outcome;
 
-/* The CI gate of --fail-if-slower P (fraction): B is slower than A by more than P — the time's
- * interval wholly above 1 + P, and the cycles' too where clocks were read. */
+/* The CI gate of --fail-if-slower P (fraction): B is slower than A by more than P — the
+ * engine's verdict SLOWER with no reason to doubt it, its interval (widened to the runs' spread
+ * where there are several) wholly above 1 + P (with one run a side across runs, above
+ * 1 + P + the run allowance), and the cycles' too where clocks were read. */
 int kp_bench_outcome_fails(const kp_bench_outcome *o, double fail_if_slower);
 
 /* Called after each check: the sides, the samples so far of the first, the noise now. */
@@ -138,9 +160,19 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
                               kp_bench_progress_fn progress, void *user, kp_bench_outcome *out,
                               kp_error *err);
 
-/* Compare B with A from their samples (both summarised): paired when the samples were taken in
- * pairs (kp_bench_measure), else each side resampled on its own (an earlier run's samples). */
+/* Compare B with A from their samples (both summarised) through the comparison engine
+ * (core/judge.h): paired when the samples were taken in pairs (kp_bench_measure), else each side
+ * resampled on its own and judged as two runs (an earlier run's samples: across_runs). Reads
+ * out->busy_cpus, ncpus and run_ratio (set them first: kp_bench_outcome_init); sides with
+ * nruns >= 2 bring their sessions' medians. */
 kprof_status kp_bench_compare(const kp_bench_side *a, const kp_bench_side *b, int paired,
                               const kp_bench_config *cfg, kp_bench_outcome *out, kp_error *err);
+
+/* An outcome that knows nothing yet: busy unknown, no runs. */
+void kp_bench_outcome_init(kp_bench_outcome *o);
+
+/* The judge's configuration bench uses for cfg (threshold) and what *o knows. */
+void kp_bench_judge_config(const kp_bench_config *cfg, const kp_bench_outcome *o, int paired,
+                           kp_judge_config *jc);
 
 #endif

@@ -683,6 +683,11 @@ kprof_status kp_lab_child_finish(kp_lab_child *c, kp_error *err)
     return kp_child_fault(c, how, err);
 }
 
+int kp_lab_child_pid(const kp_lab_child *c)
+{
+    return c ? (int)c->pid : 0;
+}
+
 int kp_lab_child_void(const kp_lab_child *c)
 {
     return c && c->dead;

@@ -30,6 +30,9 @@ kprof_status kp_lab_child_digest(kp_lab_child *c, kp_buffer_digest *out, int max
 kprof_status kp_lab_child_finish(kp_lab_child *c, kp_error *err);
 /* The child died: everything the session measured is void. */
 int kp_lab_child_void(const kp_lab_child *c);
+
+/* The child's process id (0 once it was waited for). */
+int kp_lab_child_pid(const kp_lab_child *c);
 /* End the child (at once when a dispatch timed out) and wait for it. c may be NULL. */
 void kp_lab_child_close(kp_lab_child *c);
 

@@ -23,6 +23,11 @@ const kp_lab_info *kp_lab_get_info(const kp_lab *lab)
     return &lab->info;
 }
 
+int kp_lab_pid(const kp_lab *lab)
+{
+    return lab && lab->child ? kp_lab_child_pid(lab->child) : 0;
+}
+
 /* NAME|FILE -> source path (+ kernel folder). */
 static kprof_status kp_lab_resolve(const kp_lab_options *opts, kp_lab_info *info, kp_error *err)
 {

@@ -83,6 +83,10 @@ kprof_status kp_lab_device(const char *backend, int device, int lang, const kp_b
 kprof_status kp_lab_use_kernel(kp_lab *lab, const char *entry, kp_error *err);
 const kp_lab_info *kp_lab_get_info(const kp_lab *lab);
 
+/* The process the session's kernels run in when it is not kprof's own (a child: isolate.c), else
+ * 0: its CPU time is kprof's, not other work's (core/judge.h's kp_cpuload). */
+int kp_lab_pid(const kp_lab *lab);
+
 /* Check a launch against the device and the kernel (sizes, maxima, uniform groups) and reflect
  * the kernel at it (occupancy depends on tg). INVALID names what is wrong. */
 kprof_status kp_lab_check_launch(kp_lab *lab, const kp_launch *launch, kp_reflection *refl,

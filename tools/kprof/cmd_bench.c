@@ -789,6 +789,43 @@ static void kp_bench_counter_readings(const kp_bench_run *r, const kp_bench_row 
     kp_readings_compute(in, rd);
 }
 
+/* The engine's reasons as a list of their names. */
+static void kp_bench_json_reasons(kp_json *j, const char *key, unsigned reasons)
+{
+    kp_json_array_begin(j, key);
+    for (unsigned bit = 1; bit && bit <= reasons; bit <<= 1)
+        if (reasons & bit) kp_json_string(j, NULL, kp_judge_reason_name(bit));
+    kp_json_array_end(j);
+}
+
+/* A side's shape: its blocks, halves, modes, and why its run is not stable (if it is not). */
+static void kp_bench_json_shape(kp_json *j, const char *key, const kp_shape *sh, double busy,
+                                double threshold)
+{
+    kp_json_object_begin(j, key);
+    kp_json_uint(j, "block", sh->block);
+    kp_json_uint(j, "blocks", sh->blocks);
+    kp_json_double(j, "acf1", sh->acf1);
+    if (sh->have_halves) {
+        kp_json_array_begin(j, "halves_ms");
+        kp_json_double(j, NULL, sh->half[0].value);
+        kp_json_double(j, NULL, sh->half[1].value);
+        kp_json_array_end(j);
+    }
+    kp_json_bool(j, "drifting", sh->drifting);
+    kp_json_array_begin(j, "modes");
+    for (int m = 0; m < sh->modes && sh->modes == 2; m++) {
+        kp_json_object_begin(j, NULL);
+        kp_json_double(j, "at_ms", sh->mode[m]);
+        kp_json_double(j, "share", sh->mode_share[m]);
+        kp_json_object_end(j);
+    }
+    kp_json_array_end(j);
+    kp_bench_json_reasons(j, "unstable", kp_judge_unstable(sh, busy, KP_JUDGE_BUSY_LIMIT,
+                                                           threshold));
+    kp_json_object_end(j);
+}
+
 static void kp_bench_json_side(kp_json *j, const kp_bench_run *r, const kp_bench_row *row,
                                const kp_bench_side *s, const kp_counters *c, const char *label,
                                const char *source, const char *entry)
@@ -814,6 +851,13 @@ static void kp_bench_json_side(kp_json *j, const kp_bench_run *r, const kp_bench
     kp_json_uint(j, "rounds", s->rounds);
     kp_json_uint(j, "throttled", s->throttled);
     kp_json_double(j, "gpu_time_s", s->gpu_s);
+    kp_bench_json_shape(j, "shape", &s->shape, row->outcome.busy_cpus, r->a->cfg.threshold);
+    if (s->nruns >= 2) {
+        kp_json_array_begin(j, "run_medians_ms");
+        for (int k = 0; k < s->nruns; k++)
+            kp_json_double(j, NULL, s->run_median[k]);
+        kp_json_array_end(j);
+    }
     if (row->cold) kp_json_double(j, "flush_ms", s->flush_ms);
     if (s->clock_mhz > 0) {
         kp_json_double(j, "clock_mhz", s->clock_mhz);
@@ -867,6 +911,18 @@ static void kp_bench_json_comparison(kp_json *j, const char *key, const kp_bench
         kp_json_null(j, "cycles_ratio");
     }
     kp_json_string(j, "verdict", kp_compare_verdict_name(o->final_verdict));
+    kp_json_string(j, "interval_verdict", kp_compare_verdict_name(o->judgement.interval_verdict));
+    kp_bench_json_reasons(j, "reasons", o->judgement.reasons);
+    kp_json_string(j, "reason", o->judgement.reason);
+    kp_json_array_begin(j, "sample_ci");
+    kp_json_double(j, NULL, o->judgement.sample_ratio.lo);
+    kp_json_double(j, NULL, o->judgement.sample_ratio.hi);
+    kp_json_array_end(j);
+    kp_json_bool(j, "across_runs", !o->paired);
+    kp_json_int(j, "runs", o->judgement.runs);
+    kp_json_bool(j, "one_run_a_side", (o->judgement.notes & KP_JUDGE_NOTE_ONE_RUN) != 0);
+    if (o->busy_cpus >= 0) kp_json_double(j, "busy_cpus", o->busy_cpus);
+    else kp_json_null(j, "busy_cpus");
     kp_json_object_end(j);
 }
 
@@ -936,6 +992,12 @@ static void kp_bench_json(kp_str *out, const kp_bench_run *r)
         if (row->flops > 0) kp_json_double(&j, "flops", row->flops);
         kp_json_string(&j, "stop", kp_bench_stop_name(row->outcome.stop));
         kp_json_double(&j, "wall_s", row->outcome.wall_s);
+        /* The CPUs other processes took while this point was measured (whatever the device),
+         * and the host's. */
+        if (row->outcome.measured_busy_cpus >= 0)
+            kp_json_double(&j, "other_cpus", row->outcome.measured_busy_cpus);
+        else kp_json_null(&j, "other_cpus");
+        kp_json_double(&j, "host_cpus", row->outcome.ncpus);
         kp_json_array_begin(&j, "kernels");
         for (int s = 0; s < row->nsides; s++)
             kp_bench_json_side(&j, r, row, &row->side[s], row->counters[s],
@@ -981,10 +1043,15 @@ static void kp_bench_print_comparison(const char *what, const kp_bench_outcome *
                 o->final_verdict != o->verdict
                     ? " — the time differs but the cycles do not: the clock moved, not the kernel"
                     : "");
-    else if (o->final_verdict == KP_COMPARE_UNSURE)
-        fprintf(f, "    the interval straddles ±%g%%: more samples would decide (--timeout, "
-                   "--max-noise)\n",
-                100 * cfg->threshold);
+    if (o->final_verdict == KP_COMPARE_UNSURE) {
+        if (o->judgement.reasons == KP_JUDGE_STRADDLES)
+            fprintf(f, "    UNSURE: the interval straddles ±%g%%: more samples would decide "
+                       "(--timeout, --max-noise)\n",
+                    100 * cfg->threshold);
+        else fprintf(f, "    UNSURE: %s\n", o->judgement.reason);
+    } else if (o->judgement.reason[0]) {
+        fprintf(f, "    note: %s\n", o->judgement.reason);
+    }
 }
 
 /* --counters under the table: a line per row and kernel (nothing when they could not be read:
@@ -1054,6 +1121,17 @@ static void kp_bench_print(const kp_bench_run *r)
             if (has_flops) kp_str_printf(&l, " %9.1f", kp_bench_gflops(row, sd));
             printf("%s\n", l.data ? l.data : "");
             kp_str_free(&l);
+        }
+        for (int s = 0; s < row->nsides; s++) {
+            const kp_bench_side *sd = &row->side[s];
+            unsigned u = kp_judge_unstable(&sd->shape, row->outcome.busy_cpus,
+                                           KP_JUDGE_BUSY_LIMIT, a->cfg.threshold);
+            if (!u) continue;
+            char words[400];
+            kp_judge_shape_words(&sd->shape, u, row->outcome.busy_cpus, row->outcome.ncpus, "ms",
+                                 words, sizeof words);
+            printf("  %sthe run is not stable%s: %s\n", row->nsides == 2 ? (s ? "B: " : "A: ") : "",
+                   u & ~(unsigned)KP_JUDGE_FEW ? "" : " yet", words);
         }
         if (row->nsides == 2) {
             char what[300];
