@@ -21,6 +21,7 @@
 #include "core/compare.h"
 #include "core/event.h"
 #include "core/format.h"
+#include "core/judge.h"
 #include "core/stats.h"
 #include "core/util.h"
 #include "export/json.h"
@@ -40,13 +41,6 @@
 #include <string.h>
 
 #define KP_DIFF_MIN_INSTANCES 5               /* in A and in B, for a verdict */
-#define KP_DIFF_SEED          0x6b70726f66ULL /* "kprof", as kprof bench's: one answer per input */
-#define KP_DIFF_RESAMPLES     2000            /* kprof bench's final count */
-/* A bootstrap costs resamples x instances: above this product a row gets fewer resamples (never
- * below KP_DIFF_MIN_RESAMPLES), so that a trace of millions of launches still diffs in seconds. */
-#define KP_DIFF_RESAMPLE_BUDGET 5e7
-#define KP_DIFF_MIN_RESAMPLES   200
-
 /* ---- what the inputs are ------------------------------------------------------------------- */
 
 typedef enum kp_diff_input {
@@ -414,11 +408,12 @@ typedef struct kp_diff_row {
     int64_t delta_ns;         /* total B - total A (an absent side counts 0) */
     kp_diff_status status;
     int judged;        /* it is a row that gets a verdict (device work; host with --judge-host) */
-    kp_estimate ratio; /* compared: median(B) / median(A) and its 95% interval */
-    int resamples;     /* compared: the bootstrap's resamples */
+    kp_estimate ratio; /* compared: median(B) / median(A) and its 95% interval (core/judge.h) */
     kp_compare_verdict interval_verdict; /* compared: what the interval alone says */
+    unsigned reasons;  /* compared: why it is UNSURE or SMALL (KP_JUDGE_* bits; 0: none) */
     unsigned small;    /* compared: KP_DIFF_SMALL_* bits: which minimum the change is under */
     double share;      /* compared: |delta_ns| over the device time (0 when there is none) */
+    char reason[480];  /* compared, UNSURE or SMALL: why, in words ("" otherwise) */
     int gate;          /* --fail-if-slower: slower by more than asked */
 } kp_diff_row;
 
@@ -453,29 +448,12 @@ static int kp_diff_row_cmp(const void *x, const void *y)
     return (a->kind > b->kind) - (a->kind < b->kind);
 }
 
-/* The bootstrap's resamples for na + nb instances (see KP_DIFF_RESAMPLE_BUDGET). */
-static int kp_diff_resamples(size_t instances)
-{
-    double r = KP_DIFF_RESAMPLE_BUDGET / (double)(instances ? instances : 1);
-    if (r >= KP_DIFF_RESAMPLES) return KP_DIFF_RESAMPLES;
-    return r < KP_DIFF_MIN_RESAMPLES ? KP_DIFF_MIN_RESAMPLES : (int)r;
-}
-
-/* Which minimum effect a row's change is under (KP_DIFF_SMALL_* bits; 0: none): the medians'
- * difference against --min-effect-us, the totals' against --min-share of device_ns (not applied
- * where neither trace has device time). */
-static unsigned kp_diff_small(const kp_diff_row *row, const kp_diff_args *args, int64_t device_ns)
-{
-    unsigned small = 0;
-    if (fabs(kp_diff_median_ns(row->b) - kp_diff_median_ns(row->a)) < args->min_effect_ns)
-        small |= KP_DIFF_SMALL_EFFECT;
-    if (device_ns > 0 && fabs((double)row->delta_ns) < args->min_share * (double)device_ns)
-        small |= KP_DIFF_SMALL_SHARE;
-    return small;
-}
-
-/* One row present in both traces: compared when both have enough instances; a FASTER or SLOWER
- * under a minimum effect is SMALL. */
+/* One row present in both traces, judged by kprof's comparison engine (core/judge.h) when both
+ * have enough instances: each side's instance durations in the order they ran (one at a time:
+ * batch 1), across runs (two traces are two runs of the program), the minimum effect
+ * --min-effect-us (the engine's min_effect). A FASTER or SLOWER whose total change is under
+ * --min-share of the device time is held back as well (SMALL: the engine's rule for an effect
+ * too small to matter, applied to the total). Samples in µs, the unit the words are read in. */
 static kprof_status kp_diff_judge(kp_diff_row *row, const kp_diff_args *args, int64_t device_ns,
                                   kp_error *err)
 {
@@ -488,20 +466,56 @@ static kprof_status kp_diff_judge(kp_diff_row *row, const kp_diff_args *args, in
         row->status = KP_DIFF_NO_VERDICT; /* a ratio to or of nothing */
         return KPROF_OK;
     }
-    double *scratch = malloc((a->n + b->n) * sizeof *scratch);
-    if (!scratch) return kp_error_set(err, KPROF_NOMEM, "out of memory");
-    row->resamples = kp_diff_resamples(a->n + b->n);
-    int rc = kp_ratio_ci_bootstrap(a->sorted, a->n, b->sorted, b->n, 0, row->resamples, 0.95,
-                                   KP_DIFF_SEED, scratch, &row->ratio);
-    free(scratch);
+    double *us = malloc((a->n + b->n) * sizeof *us);
+    if (!us) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    for (size_t i = 0; i < a->n; i++)
+        us[i] = a->ns[i] / 1e3;
+    for (size_t i = 0; i < b->n; i++)
+        us[a->n + i] = b->ns[i] / 1e3;
+    kp_judge_config cfg;
+    kp_judge_config_default(&cfg);
+    cfg.threshold = args->threshold;
+    cfg.min_effect = args->min_effect_ns / 1e3;
+    cfg.across_runs = 1;
+    kp_judge_side sa = {.v = us, .n = a->n, .batch = 1};
+    kp_judge_side sb = {.v = us + a->n, .n = b->n, .batch = 1};
+    kp_judgement j;
+    int rc = kp_judge(&sa, &sb, &cfg, &j);
+    free(us);
     if (rc != 0) return kp_error_set(err, KPROF_NOMEM, "out of memory");
-    row->interval_verdict = kp_compare_verdict_of(&row->ratio, args->threshold);
-    row->status = kp_diff_status_of_verdict(row->interval_verdict);
-    row->small = kp_diff_small(row, args, device_ns);
+    row->ratio = j.ratio;
+    row->interval_verdict = j.interval_verdict;
+    row->reasons = j.reasons;
     row->share = device_ns > 0 ? fabs((double)row->delta_ns) / (double)device_ns : 0;
-    if (row->small && row->status != KP_DIFF_SAME) row->status = KP_DIFF_SMALL;
+    kp_compare_verdict v = j.verdict;
+    if (j.reasons & KP_JUDGE_SMALL) row->small |= KP_DIFF_SMALL_EFFECT;
+    int decided = j.interval_verdict == KP_COMPARE_FASTER || j.interval_verdict == KP_COMPARE_SLOWER;
+    if (decided && device_ns > 0 && row->share < args->min_share) {
+        row->small |= KP_DIFF_SMALL_SHARE;
+        row->reasons |= KP_JUDGE_SMALL;
+        v = KP_COMPARE_UNSURE;
+    }
+    if (row->reasons & KP_JUDGE_INVALID)
+        row->status = KP_DIFF_NO_VERDICT;
+    else if (row->small)
+        row->status = KP_DIFF_SMALL;
+    else
+        row->status = kp_diff_status_of_verdict(v);
+    if (row->status == KP_DIFF_UNSURE || row->status == KP_DIFF_SMALL) {
+        kp_judge_words(&j, &cfg, "µs", row->reason, sizeof row->reason);
+        if (row->small & KP_DIFF_SMALL_SHARE) {
+            size_t len = strlen(row->reason);
+            snprintf(row->reason + len, sizeof row->reason - len,
+                     "%sthe total changed by %.3g%% of the device time, under the minimum "
+                     "share of %g%%",
+                     len ? "; " : "", 100 * row->share, 100 * args->min_share);
+        }
+    }
+    /* As kprof bench's gate: one run a side must clear 1 + P by the run allowance too. */
     if (row->table == KP_DIFF_DEVICE && args->fail_if_slower >= 0 && row->status == KP_DIFF_SLOWER)
-        row->gate = kp_compare_verdict_of(&row->ratio, args->fail_if_slower) == KP_COMPARE_SLOWER;
+        row->gate = kp_compare_verdict_of(&row->ratio, args->fail_if_slower +
+                                                           KP_JUDGE_RUN_ALLOWANCE) ==
+                    KP_COMPARE_SLOWER;
     return KPROF_OK;
 }
 
@@ -577,30 +591,20 @@ static const char *kp_diff_row_verdict(const kp_diff_row *row)
     }
 }
 
-/* Why a compared row got no FASTER or SLOWER, in words, into buf ("" when it did, or was SAME),
- * and its reason codes. */
-static const char *kp_diff_row_reason(const kp_diff_row *row, const kp_diff_args *args,
-                                      char *buf, size_t n)
+/* Why a compared row got no FASTER or SLOWER, in words (the engine's, core/judge.h): "" when it
+ * did, or was SAME. */
+static const char *kp_diff_row_reason(const kp_diff_row *row)
 {
-    buf[0] = '\0';
-    if (row->status == KP_DIFF_SMALL) {
-        char eff[32], min[32];
-        double effect = fabs(kp_diff_median_ns(row->b) - kp_diff_median_ns(row->a));
-        if (row->small & KP_DIFF_SMALL_EFFECT)
-            snprintf(buf, n, "under the minimum effect: the medians differ by %s, under %s",
-                     kp_diff_duration(effect, eff, sizeof eff),
-                     kp_diff_duration(args->min_effect_ns, min, sizeof min));
-        else
-            snprintf(buf, n,
-                     "under the minimum effect: the total changed by %.3g%% of the device "
-                     "time, under %g%%",
-                     100 * row->share,
-                     100 * args->min_share);
-    } else if (row->status == KP_DIFF_UNSURE) {
-        snprintf(buf, n, "the interval straddles an edge of the SAME band (±%g%%)",
-                 100 * args->threshold);
-    }
-    return buf;
+    return row->status == KP_DIFF_UNSURE || row->status == KP_DIFF_SMALL ? row->reason : "";
+}
+
+/* The reason codes of a row as a JSON array (kp_judge_reason_name's: "small", "modes", ...). */
+static void kp_diff_json_reasons(kp_json *j, unsigned reasons)
+{
+    kp_json_array_begin(j, "reasons");
+    for (unsigned bit = 1; bit && bit <= KP_JUDGE_INVALID; bit <<= 1)
+        if (reasons & bit) kp_json_string(j, NULL, kp_judge_reason_name(bit));
+    kp_json_array_end(j);
 }
 
 /* ---- two traces: text ------------------------------------------------------------------ */
@@ -717,9 +721,8 @@ static void kp_diff_print_table(const kp_diff_traces *d, int table, const kp_dif
         const kp_diff_row *row = &d->rows[r];
         if (row->table != table) continue;
         if (args->top && shown++ == args->top) break;
-        char reason[400];
-        if (kp_diff_row_reason(row, args, reason, sizeof reason)[0])
-            printf("  %s%s: %s%s\n", kp_text_dim(o), row->name, reason, kp_text_reset(o));
+        const char *reason = kp_diff_row_reason(row);
+        if (reason[0]) printf("  %s%s: %s%s\n", kp_text_dim(o), row->name, reason, kp_text_reset(o));
     }
 }
 
@@ -781,13 +784,15 @@ static void kp_diff_print_traces(const kp_diff_traces *d, const kp_diff_args *ar
     kp_diff_print_trace_header("B", &d->t[1]);
     char minimum[32];
     printf("By %s, the largest change of total time first. A verdict where A and B each have %d "
-           "instances or more: the 95%% interval of B/A of their medians (unpaired bootstrap), "
-           "SAME within ±%g%%; a change under %s per instance (median) or under %g%% of the "
-           "device time (total) is under the minimum effect: neither faster nor slower.\n",
+           "instances or more, from kprof's comparison engine: the 95%% interval of B/A of their "
+           "medians (a block bootstrap over the instances in the order they ran) inside ±%g%% is "
+           "the same, clear of it by %g%% more faster or slower (two traces are one run a "
+           "side), else unsure, with the reason; a change under %s per instance (median) or under %g%% "
+           "of the device time (total) is under the minimum effect: neither faster nor slower.\n",
            args->by == KP_DIFF_BY_SHAPE ? "kernel name and launch shape (host calls and ranges "
                                           "by name)"
                                         : kp_diff_by_name[args->by],
-           KP_DIFF_MIN_INSTANCES, 100 * args->threshold,
+           KP_DIFF_MIN_INSTANCES, 100 * args->threshold, 100 * KP_JUDGE_RUN_ALLOWANCE,
            kp_diff_duration(args->min_effect_ns, minimum, sizeof minimum), 100 * args->min_share);
     for (int table = 0; table < KP_DIFF_TABLES; table++)
         kp_diff_print_table(d, table, args);
@@ -889,16 +894,12 @@ static void kp_diff_json_row(kp_json *j, const kp_diff_row *row, const kp_diff_a
         kp_json_string(j, "verdict", verdict);
     else
         kp_json_null(j, "verdict");
-    char reason[400];
-    kp_diff_row_reason(row, args, reason, sizeof reason);
+    const char *reason = kp_diff_row_reason(row);
     if (reason[0])
         kp_json_string(j, "reason", reason);
     else
         kp_json_null(j, "reason");
-    kp_json_array_begin(j, "reasons");
-    if (row->status == KP_DIFF_SMALL) kp_json_string(j, NULL, "small");
-    if (row->status == KP_DIFF_UNSURE) kp_json_string(j, NULL, "straddles");
-    kp_json_array_end(j);
+    kp_diff_json_reasons(j, reason[0] ? row->reasons : 0);
     kp_diff_json_side(j, "a", row->a);
     kp_diff_json_side(j, "b", row->b);
     kp_json_object_begin(j, "delta");
@@ -920,7 +921,6 @@ static void kp_diff_json_row(kp_json *j, const kp_diff_row *row, const kp_diff_a
         kp_json_double(j, "ratio", row->ratio.value);
         kp_diff_json_ci(j, "ci", &row->ratio);
         kp_json_double(j, "level", 0.95);
-        kp_json_int(j, "resamples", row->resamples);
         kp_json_string(j, "interval_verdict", kp_compare_verdict_name(row->interval_verdict));
         if (verdict)
             kp_json_string(j, "verdict", verdict);
@@ -1210,6 +1210,9 @@ static kprof_status kp_diff_point_judge(kp_diff_point *p, const kp_diff_args *ar
     kp_bench_config cfg;
     kp_bench_config_default(&cfg);
     cfg.threshold = args->threshold;
+    /* kprof bench --compare's comparison: the engine (core/judge.h) over each side's samples in
+     * the order taken, their rounds as batches, across runs (unpaired); busy unknown. */
+    kp_bench_outcome_init(&p->outcome);
     kprof_status st = kp_bench_compare(&p->side[0], &p->side[1], 0, &cfg, &p->outcome, err);
     if (st != KPROF_OK) return st;
     p->status = kp_diff_status_of_verdict(p->outcome.final_verdict);
@@ -1332,9 +1335,11 @@ static void kp_diff_print_results(const kp_diff_results *d, const kp_diff_args *
             printf("  %s: %s → %s\n", f[i].key, f[i].a[0] ? f[i].a : "\"\"",
                    f[i].b[0] ? f[i].b : "\"\"");
     }
-    printf("Point by point: B/A of the medians with its 95%% interval (unpaired bootstrap), SAME "
-           "within ±%g%%; a verdict needs %d samples or more on each side.\n\n",
-           100 * args->threshold, KP_DIFF_MIN_INSTANCES);
+    printf("Point by point, as kprof bench --compare judges: B/A of the medians with its 95%% "
+           "interval (a block bootstrap, each side's rounds as its blocks at least), SAME within "
+           "±%g%%; FASTER or SLOWER clear of the band by %g%% more (one run a side); a verdict "
+           "needs %d samples or more on each side.\n\n",
+           100 * args->threshold, 100 * KP_JUDGE_RUN_ALLOWANCE, KP_DIFF_MIN_INSTANCES);
     int has_cache = 0;
     size_t wpoint = 5;
     for (int i = 0; i < d->npoints; i++) {
@@ -1372,6 +1377,9 @@ static void kp_diff_print_results(const kp_diff_results *d, const kp_diff_args *
                    p->outcome.final_verdict != p->outcome.verdict
                        ? " — the time differs but the cycles do not: the clock moved"
                        : "");
+        if (p->status == KP_DIFF_UNSURE && p->outcome.judgement.reason[0])
+            printf("  %-*s  %s%s%s\n", (int)wpoint, "", kp_text_dim(o), p->outcome.judgement.reason,
+                   kp_text_reset(o));
         if (p->gate)
             printf("  %s%s is slower by more than --fail-if-slower %g%%%s\n", kp_text_red(o),
                    p->point[0] ? p->point : "the point", 100 * args->fail_if_slower,
@@ -1462,6 +1470,12 @@ static void kp_diff_json_results(kp_str *out, const kp_diff_results *d, const kp
         kp_json_string(&j, "cache", p->cold ? "cold" : "hot");
         kp_json_string(&j, "status", kp_diff_status_key[p->status]);
         kp_json_bool(&j, "changed", kp_diff_status_is_change(p->status));
+        int unsure = p->status == KP_DIFF_UNSURE;
+        if (unsure && p->outcome.judgement.reason[0])
+            kp_json_string(&j, "reason", p->outcome.judgement.reason);
+        else
+            kp_json_null(&j, "reason");
+        kp_diff_json_reasons(&j, unsure ? p->outcome.judgement.reasons : 0);
         kp_diff_json_point_side(&j, "a", p, 0);
         kp_diff_json_point_side(&j, "b", p, 1);
         if (p->status <= KP_DIFF_SAME) {
