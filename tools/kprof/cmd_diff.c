@@ -1,19 +1,22 @@
 /*
  * cmd_diff.c — `kprof diff A B`: what changed between two runs, and is it real?
  *
- * Two traces (*.kprof): per kernel, copy and fill, per host API call and per NVTX range — by
- * name, or by call path with --by path (store/trace_aggregate.h's key averages) — the count,
- * total and median of A and of B, their deltas (B - A) and ratios (B/A), the largest change of
- * total time first; what only one trace has, said so; and each trace's verdict, computed by the
- * code `kprof report` prints it with (store/trace_verdict.h), and whether it changed. Where both
- * traces have at least KP_DIFF_MIN_INSTANCES instances of a row, the ratio of their medians gets
- * a 95% confidence interval (an unpaired, seeded bootstrap over the instances' durations, which
- * kp_trace_aggregate_instances keeps) and kprof bench's verdict against --threshold: SAME,
- * FASTER, SLOWER or UNSURE. With fewer, the deltas alone: "n too small", no verdict.
+ * Two traces (*.kprof): per kernel launch shape (name and geometry: store/trace_aggregate.h's
+ * kp_trace_shapes), copy and fill, per host API call and per NVTX range — or by name alone
+ * (--by name), or by call path (--by path) — the count, total and median of A and of B, their
+ * deltas (B - A) and ratios (B/A), the largest change of total time first; what only one trace
+ * has, said so; and each trace's verdict, computed by the code `kprof report` prints it with
+ * (store/trace_verdict.h), and whether it changed. Device rows where both traces have at least
+ * KP_DIFF_MIN_INSTANCES instances are judged by the comparison engine (core/judge.h: the
+ * instances in the order they ran, across runs, --min-effect-us as its minimum effect), and a
+ * FASTER or SLOWER whose total change is under --min-share of the device time is held back
+ * too. Host calls and ranges are listed, not judged, unless --judge-host: their time varies
+ * from process to process. With fewer instances the deltas alone: "n too small".
  *
  * Two results: two bench.json files point by point (axes and cache state), or two runs of
  * kprof's history (@0 the newest, @-1 the one before, or an id), each compared as
- * `kprof bench --compare` does (lab/bench.h, unpaired).
+ * `kprof bench --compare` does (lab/bench.h, the same engine, unpaired). Results of different
+ * kernels (entry names) are refused unless --force.
  *
  * Analysis first, prose after (STYLE.md): kp_diff_traces and kp_diff_results compute every row
  * and verdict; the text and JSON writers and --fail-if-slower read those numbers only.
