@@ -71,9 +71,9 @@ static int kp_trace_shape_same(const kp_trace_shape *a, const kp_trace_shape *b)
 
 static uint64_t kp_trace_shape_hash(const kp_trace_shape *s)
 {
-    uint64_t h = 0xcbf29ce484222325ull, v[9] = {s->name, s->known, s->grid[0], s->grid[1],
-                                                 s->grid[2], s->group[0], s->group[1],
-                                                 s->group[2], s->dynamic_shared};
+    uint64_t h = 0xcbf29ce484222325ull,
+             v[9] = {s->name,     s->known,    s->grid[0],  s->grid[1],       s->grid[2],
+                     s->group[0], s->group[1], s->group[2], s->dynamic_shared};
     for (int i = 0; i < 9; i++)
         h = (h ^ v[i]) * 0x100000001b3ull;
     return h ^ h >> 31;

@@ -49,11 +49,11 @@ typedef struct kp_trace_shape {
  * aggregation's names are no longer asked for; free with kp_trace_shapes_free. */
 typedef struct kp_trace_shapes {
     kp_event_source *src;
-    uint32_t base;          /* the first shape's name id: the source's string count */
-    kp_trace_shape *shape;  /* shape[i] has name id base + i */
+    uint32_t base;         /* the first shape's name id: the source's string count */
+    kp_trace_shape *shape; /* shape[i] has name id base + i */
     size_t n;
-    size_t cap_;            /* private */
-    uint32_t *slots_;       /* private: a hash of shapes, index + 1 */
+    size_t cap_;      /* private */
+    uint32_t *slots_; /* private: a hash of shapes, index + 1 */
     size_t nslots_;
 } kp_trace_shapes;
 

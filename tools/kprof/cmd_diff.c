@@ -43,7 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define KP_DIFF_MIN_INSTANCES 5               /* in A and in B, for a verdict */
+#define KP_DIFF_MIN_INSTANCES 5 /* in A and in B, for a verdict */
 /* ---- what the inputs are ------------------------------------------------------------------- */
 
 typedef enum kp_diff_input {
@@ -169,15 +169,15 @@ static int kp_diff_table_of(kp_event_kind kind)
 typedef struct kp_diff_key {
     int table;
     kp_event_kind kind;
-    char *name;       /* the name, a shape's label "gemm  grid 65536 tg 256 smem 0", or the path
-                         "step/cudaLaunchKernel/gemm" (heap): the row's key */
-    char *base;       /* a shape's kernel name (heap); NULL when name is the name itself */
+    char *name;           /* the name, a shape's label "gemm  grid 65536 tg 256 smem 0", or the path
+                             "step/cudaLaunchKernel/gemm" (heap): the row's key */
+    char *base;           /* a shape's kernel name (heap); NULL when name is the name itself */
     kp_trace_shape shape; /* a shape's geometry (its label NULL here); known 0 when no shape */
-    int64_t total_ns; /* durations summed (the report's total time) */
-    double *ns;       /* every instance's duration, in the order they ran (heap) */
-    double *sorted;   /* the same, ascending (heap) */
-    size_t n;         /* instances (the report's calls) */
-    uint32_t node;    /* while loading: the aggregation's node it comes from */
+    int64_t total_ns;     /* durations summed (the report's total time) */
+    double *ns;           /* every instance's duration, in the order they ran (heap) */
+    double *sorted;       /* the same, ascending (heap) */
+    size_t n;             /* instances (the report's calls) */
+    uint32_t node;        /* while loading: the aggregation's node it comes from */
 } kp_diff_key;
 
 typedef struct kp_diff_trace {
@@ -256,8 +256,8 @@ static kprof_status kp_diff_trace_load(kp_diff_trace *t, const kp_diff_args *a, 
     kprof_status st = kp_event_source_open(t->path, &t->src, err);
     if (st == KPROF_OK)
         st = kp_trace_aggregate_instances(t->src, a->raw ? KP_TRACE_AGGREGATE_POLLING : 0,
-                                          a->by == KP_DIFF_BY_SHAPE ? &shapes : NULL, &agg,
-                                          &inst, err);
+                                          a->by == KP_DIFF_BY_SHAPE ? &shapes : NULL, &agg, &inst,
+                                          err);
     if (st == KPROF_OK) st = kp_trace_verdicts_read(t->src, a->raw, &t->v, err);
     if (st != KPROF_OK) goto done;
     t->events = kp_aggregation_get_totals(agg)->events;
@@ -344,7 +344,7 @@ done:
     X(FASTER, "faster", "FASTER")                                                                  \
     X(UNSURE, "unsure", "UNSURE")                                                                  \
     X(SAME, "same", "SAME")                                                                        \
-    X(SMALL, "under-minimum", "under minimum") /* outside the band, under a minimum effect */     \
+    X(SMALL, "under-minimum", "under minimum") /* outside the band, under a minimum effect */      \
     X(TOO_FEW, "n-too-small", "n too small")   /* fewer than KP_DIFF_MIN_INSTANCES in A or B */    \
     X(NO_VERDICT, "no-verdict", "no verdict")  /* a median of 0: no ratio */                       \
     X(ONLY_A, "only-in-a", "only in A")                                                            \
@@ -413,11 +413,11 @@ typedef struct kp_diff_row {
     int judged;        /* it is a row that gets a verdict (device work; host with --judge-host) */
     kp_estimate ratio; /* compared: median(B) / median(A) and its 95% interval (core/judge.h) */
     kp_compare_verdict interval_verdict; /* compared: what the interval alone says */
-    unsigned reasons;  /* compared: why it is UNSURE or SMALL (KP_JUDGE_* bits; 0: none) */
-    unsigned small;    /* compared: KP_DIFF_SMALL_* bits: which minimum the change is under */
-    double share;      /* compared: |delta_ns| over the device time (0 when there is none) */
-    char reason[480];  /* compared, UNSURE or SMALL: why, in words ("" otherwise) */
-    int gate;          /* --fail-if-slower: slower by more than asked */
+    unsigned reasons; /* compared: why it is UNSURE or SMALL (KP_JUDGE_* bits; 0: none) */
+    unsigned small;   /* compared: KP_DIFF_SMALL_* bits: which minimum the change is under */
+    double share;     /* compared: |delta_ns| over the device time (0 when there is none) */
+    char reason[480]; /* compared, UNSURE or SMALL: why, in words ("" otherwise) */
+    int gate;         /* --fail-if-slower: slower by more than asked */
 } kp_diff_row;
 
 enum {
@@ -492,7 +492,8 @@ static kprof_status kp_diff_judge(kp_diff_row *row, const kp_diff_args *args, in
     row->share = device_ns > 0 ? fabs((double)row->delta_ns) / (double)device_ns : 0;
     kp_compare_verdict v = j.verdict;
     if (j.reasons & KP_JUDGE_SMALL) row->small |= KP_DIFF_SMALL_EFFECT;
-    int decided = j.interval_verdict == KP_COMPARE_FASTER || j.interval_verdict == KP_COMPARE_SLOWER;
+    int decided =
+        j.interval_verdict == KP_COMPARE_FASTER || j.interval_verdict == KP_COMPARE_SLOWER;
     if (decided && device_ns > 0 && row->share < args->min_share) {
         row->small |= KP_DIFF_SMALL_SHARE;
         row->reasons |= KP_JUDGE_SMALL;
@@ -516,9 +517,9 @@ static kprof_status kp_diff_judge(kp_diff_row *row, const kp_diff_args *args, in
     }
     /* As kprof bench's gate: one run a side must clear 1 + P by the run allowance too. */
     if (row->table == KP_DIFF_DEVICE && args->fail_if_slower >= 0 && row->status == KP_DIFF_SLOWER)
-        row->gate = kp_compare_verdict_of(&row->ratio, args->fail_if_slower +
-                                                           KP_JUDGE_RUN_ALLOWANCE) ==
-                    KP_COMPARE_SLOWER;
+        row->gate =
+            kp_compare_verdict_of(&row->ratio, args->fail_if_slower + KP_JUDGE_RUN_ALLOWANCE) ==
+            KP_COMPARE_SLOWER;
     return KPROF_OK;
 }
 
@@ -623,7 +624,6 @@ static void kp_diff_cell(const char *text, int width)
     fputs(text, stdout);
 }
 
-
 static const char *kp_diff_delta(int64_t ns, char *buf, size_t n)
 {
     char d[24];
@@ -725,7 +725,8 @@ static void kp_diff_print_table(const kp_diff_traces *d, int table, const kp_dif
         if (row->table != table) continue;
         if (args->top && shown++ == args->top) break;
         const char *reason = kp_diff_row_reason(row);
-        if (reason[0]) printf("  %s%s: %s%s\n", kp_text_dim(o), row->name, reason, kp_text_reset(o));
+        if (reason[0])
+            printf("  %s%s: %s%s\n", kp_text_dim(o), row->name, reason, kp_text_reset(o));
     }
 }
 
@@ -790,7 +791,8 @@ static void kp_diff_print_traces(const kp_diff_traces *d, const kp_diff_args *ar
            "instances or more, from kprof's comparison engine: the 95%% interval of B/A of their "
            "medians (a block bootstrap over the instances in the order they ran) inside ±%g%% is "
            "the same, clear of it by %g%% more faster or slower (two traces are one run a "
-           "side), else unsure, with the reason; a change under %s per instance (median) or under %g%% "
+           "side), else unsure, with the reason; a change under %s per instance (median) or under "
+           "%g%% "
            "of the device time (total) is under the minimum effect: neither faster nor slower.\n",
            args->by == KP_DIFF_BY_SHAPE ? "kernel name and launch shape (host calls and ranges "
                                           "by name)"
@@ -940,8 +942,9 @@ static void kp_diff_json_row(kp_json *j, const kp_diff_row *row, const kp_diff_a
     else if (row->status == KP_DIFF_SMALL)
         kp_json_string(j, "note", "under the minimum effect");
     else if (row->status == KP_DIFF_NOT_JUDGED)
-        kp_json_string(j, "note", "not judged: host-side times vary between processes "
-                                  "(--judge-host)");
+        kp_json_string(j, "note",
+                       "not judged: host-side times vary between processes "
+                       "(--judge-host)");
     else
         kp_json_null(j, "note");
     if (args->fail_if_slower >= 0) kp_json_bool(j, "fails_gate", row->gate);
@@ -1597,9 +1600,8 @@ int kp_cmd_diff(int argc, char **argv)
         }
         case 'e':
             if (kp_cli_parse_double(optarg, &x) != 0 || !(x <= 1e9))
-                return kp_cli_usage_error("diff",
-                                          "--min-effect-us '%s': expected microseconds >= 0",
-                                          optarg);
+                return kp_cli_usage_error(
+                    "diff", "--min-effect-us '%s': expected microseconds >= 0", optarg);
             a.min_effect_ns = x * 1e3;
             a.min_given = 1;
             break;
