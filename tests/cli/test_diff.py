@@ -331,6 +331,14 @@ class Diff(kptest.KprofTestCase):
         # By path: the call path, shapes together (as before).
         rows = self.rows(self.diff_json(a, b, "--by", "path"))
         self.assertEqual(rows[("device", "step/cudaLaunchKernel/gemm")]["a"]["count"], 60)
+        # OpenCL launches with and without a local size: the runtime's choice is a shape of its
+        # own ("tg auto", tg null); a trace without shared memory sizes shows none.
+        cl = self.gen_pattern("cl.kprof", "opencl", "--kernels", "20")
+        scale = sorted(((r["key"], r["grid"], r["tg"], r["smem_bytes"], r["a"]["count"])
+                        for r in self.diff_json(cl, cl)["device"] if r["name"] == "scale"),
+                       key=str)
+        self.assertEqual(scale, [("scale  grid 4096 tg 256", [4096, 1, 1], [256, 1, 1], None, 10),
+                                 ("scale  grid 4096 tg auto", [4096, 1, 1], None, None, 10)])
 
     def test_minimum_effect(self):
         # 'tiny' is 20% slower, but by 400 ns an instance: under the minimum effect (1 us).
