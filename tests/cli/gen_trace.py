@@ -26,6 +26,12 @@ usage: gen_trace.py PATTERN [--kernels N] [--seconds S] [--period-us P] [--steps
                  durations step through +0..100 ns by iteration (never two alike, the same in
                  every trace). --slower P makes 'tuned' P percent longer, --extra adds a third
                  launch per iteration, of 'extra' (10 us): what `kprof diff` must find
+  shapes         N iterations, one every 400 us, each an NVTX range 'step' (300 us) holding
+                 launches of one kernel name 'gemm' with two launch shapes, 64 and 1024
+                 threadgroups of 256 (20 and 80 us on the device), and of 'tiny' (2 us); every
+                 duration steps through +0..100 ns by iteration. --slower P makes the large
+                 'gemm', 'tiny' and the launch calls P percent longer (20: 'tiny' by 400 ns, under
+                 kprof diff's minimum effect of 1 us)
   job            a torchrun in small: it records a launch call of its own (no rank) and starts
                  --ranks processes of 'job-rank' with torchrun's variables (RANK, LOCAL_RANK,
                  WORLD_SIZE, ...), all on one timeline that starts at T (0.2 s from now)
@@ -233,6 +239,32 @@ def main():
                                 domain=1)
                 buf += klog.rec(klog.KERNEL, name=kname, start=at, end=at + dur,
                                 correlation=corr, grid=(64, 1, 1), block=(256, 1, 1))
+                at += dur + 1000
+        span = max(span, n * period)
+    elif a.pattern == "shapes":
+        gemm = w.string("gemm")
+        tiny = w.string("tiny")
+        stepname = w.string("step")
+        period = 400000
+        more = 1 + a.slower / 100
+        for i in range(n):
+            s = t0 + i * period
+            jitter = (i * 37 % 11) * 10  # ns: every instance its own duration
+            buf += klog.rec(klog.RANGE, name=stepname, start=s, end=s + 300000, rid=i + 1,
+                            domain=4)
+            # (name, grid in threadgroups, duration): two shapes of 'gemm', one of 'tiny'
+            launches = [(gemm, (64, 1, 1), 20000 + jitter),
+                        (gemm, (1024, 1, 1), int((80000 + jitter) * more)),
+                        (tiny, (8, 1, 1), int((2000 + jitter) * more))]
+            at = s + 100000
+            for k, (kname, grid, dur) in enumerate(launches):
+                corr = i * 3 + k + 1
+                c = s + 1000 + k * 12000
+                buf += klog.rec(klog.API, name=launch, start=c, end=c + int(10000 * more),
+                                correlation=corr, domain=1)
+                buf += klog.rec(klog.KERNEL, name=kname, start=at, end=at + dur,
+                                correlation=corr, grid=grid, block=(256, 1, 1), dynamic_smem=0,
+                                static_smem=0)
                 at += dur + 1000
         span = max(span, n * period)
     if a.pattern == "dropped":

@@ -140,7 +140,11 @@ class BenchTest(kptest.KprofTestCase):
         hot, cold = doc["points"][0]["kernels"][0], doc["points"][1]["kernels"][0]
         self.assertNotIn("flush_ms", hot)
         self.assertGreater(cold["flush_ms"], 0)
-        self.assertGreaterEqual(cold["samples"], 10)
+        # The floor of --min-samples holds unless --timeout came first (a slow flush on a busy
+        # machine): what stopped it says which.
+        if doc["points"][1]["stop"] != "timeout":
+            self.assertGreaterEqual(cold["samples"], 10)
+        self.assertEqual(cold["samples"], len(cold["samples_ms"]))
 
     def test_axes_substitute_and_formulas(self):
         doc, _ = self.bench_json(self.demo(), "--axis", "N=4K,16K", "--grid", "N", "--tg", "64",
@@ -417,9 +421,10 @@ class BenchTest(kptest.KprofTestCase):
         m1 = self.synthetic_result("m1.json", modes, 100)
         m2 = self.synthetic_result("m2.json", [x * 1.1 for x in modes[::-1]], 100)
         p = self.kprof("diff", m1, m2, "--json", expect=0)
-        c = json.loads(p.stdout)["points"][0]["comparison"]
-        self.assertEqual(c["verdict"], "UNSURE")
-        self.assertIn("two modes at 0.37", c["reason"])
+        pt = json.loads(p.stdout)["points"][0]
+        self.assertEqual(pt["comparison"]["verdict"], "UNSURE")
+        self.assertIn("modes", pt["reasons"])
+        self.assertIn("two modes at 0.37", pt["reason"])
 
     def test_bad_input(self):
         d = self.demo()

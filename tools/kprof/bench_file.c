@@ -122,6 +122,11 @@ kprof_status kp_bench_file_read(const char *path, kp_bench_file **out, kp_error 
             goto done;
         }
         f->npoints++;
+        const cJSON *entry = cJSON_GetObjectItemCaseSensitive(k, "entry");
+        const cJSON *source = cJSON_GetObjectItemCaseSensitive(k, "source");
+        if (cJSON_IsString(entry)) kp_strlcpy(fp->entry, entry->valuestring, sizeof fp->entry);
+        if (cJSON_IsString(source))
+            kp_strlcpy(fp->source, source->valuestring, sizeof fp->source);
         const cJSON *rounds = cJSON_GetObjectItemCaseSensitive(k, "rounds");
         if (cJSON_IsNumber(rounds) && rounds->valuedouble >= 1 &&
             rounds->valuedouble <= (double)fp->n)

@@ -22,6 +22,8 @@ typedef struct kp_bench_file_point {
     size_t rounds;   /* the batches they came in ("rounds"; 0 when not said) */
     double run_median[KP_BENCH_FILE_MAX_RUNS]; /* --repeat: the sessions' medians */
     int nruns;       /* how many ("run_medians_ms"; 0 when one session) */
+    char entry[256];   /* that kernel's entry ("entry"; "" when not said): which kernel it is */
+    char source[1024]; /* its source as given ("source"; "" when not said) */
 } kp_bench_file_point;
 
 typedef struct kp_bench_file {

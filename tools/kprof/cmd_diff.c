@@ -1,19 +1,22 @@
 /*
  * cmd_diff.c — `kprof diff A B`: what changed between two runs, and is it real?
  *
- * Two traces (*.kprof): per kernel, copy and fill, per host API call and per NVTX range — by
- * name, or by call path with --by path (store/trace_aggregate.h's key averages) — the count,
- * total and median of A and of B, their deltas (B - A) and ratios (B/A), the largest change of
- * total time first; what only one trace has, said so; and each trace's verdict, computed by the
- * code `kprof report` prints it with (store/trace_verdict.h), and whether it changed. Where both
- * traces have at least KP_DIFF_MIN_INSTANCES instances of a row, the ratio of their medians gets
- * a 95% confidence interval (an unpaired, seeded bootstrap over the instances' durations, which
- * kp_trace_aggregate_instances keeps) and kprof bench's verdict against --threshold: SAME,
- * FASTER, SLOWER or UNSURE. With fewer, the deltas alone: "n too small", no verdict.
+ * Two traces (*.kprof): per kernel launch shape (name and geometry: store/trace_aggregate.h's
+ * kp_trace_shapes), copy and fill, per host API call and per NVTX range — or by name alone
+ * (--by name), or by call path (--by path) — the count, total and median of A and of B, their
+ * deltas (B - A) and ratios (B/A), the largest change of total time first; what only one trace
+ * has, said so; and each trace's verdict, computed by the code `kprof report` prints it with
+ * (store/trace_verdict.h), and whether it changed. Device rows where both traces have at least
+ * KP_DIFF_MIN_INSTANCES instances are judged by the comparison engine (core/judge.h: the
+ * instances in the order they ran, across runs, --min-effect-us as its minimum effect), and a
+ * FASTER or SLOWER whose total change is under --min-share of the device time is held back
+ * too. Host calls and ranges are listed, not judged, unless --judge-host: their time varies
+ * from process to process. With fewer instances the deltas alone: "n too small".
  *
  * Two results: two bench.json files point by point (axes and cache state), or two runs of
  * kprof's history (@0 the newest, @-1 the one before, or an id), each compared as
- * `kprof bench --compare` does (lab/bench.h, unpaired).
+ * `kprof bench --compare` does (lab/bench.h, the same engine, unpaired). Results of different
+ * kernels (entry names) are refused unless --force.
  *
  * Analysis first, prose after (STYLE.md): kp_diff_traces and kp_diff_results compute every row
  * and verdict; the text and JSON writers and --fail-if-slower read those numbers only.
@@ -21,6 +24,7 @@
 #include "core/compare.h"
 #include "core/event.h"
 #include "core/format.h"
+#include "core/judge.h"
 #include "core/stats.h"
 #include "core/util.h"
 #include "export/json.h"
@@ -39,14 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define KP_DIFF_MIN_INSTANCES 5               /* in A and in B, for a verdict */
-#define KP_DIFF_SEED          0x6b70726f66ULL /* "kprof", as kprof bench's: one answer per input */
-#define KP_DIFF_RESAMPLES     2000            /* kprof bench's final count */
-/* A bootstrap costs resamples x instances: above this product a row gets fewer resamples (never
- * below KP_DIFF_MIN_RESAMPLES), so that a trace of millions of launches still diffs in seconds. */
-#define KP_DIFF_RESAMPLE_BUDGET 5e7
-#define KP_DIFF_MIN_RESAMPLES   200
-
+#define KP_DIFF_MIN_INSTANCES 5 /* in A and in B, for a verdict */
 /* ---- what the inputs are ------------------------------------------------------------------- */
 
 typedef enum kp_diff_input {
@@ -55,14 +52,30 @@ typedef enum kp_diff_input {
     KP_DIFF_HISTORY /* a run of kprof's history: @0, @-1, 17 */
 } kp_diff_input;
 
+/* What trace rows are keyed by (--by). */
+typedef enum kp_diff_by {
+    KP_DIFF_BY_SHAPE, /* device work by name and launch geometry, the rest by name (default) */
+    KP_DIFF_BY_NAME,  /* everything by name */
+    KP_DIFF_BY_PATH   /* everything by call path */
+} kp_diff_by;
+static const char *const kp_diff_by_name[] = {"shape", "name", "path"};
+
+#define KP_DIFF_MIN_EFFECT_NS 1000.0 /* a verdict's minimum median change per instance */
+#define KP_DIFF_MIN_SHARE     0.001  /* ... and its minimum total change, of the device time */
+
 typedef struct kp_diff_args {
     const char *in[2];
     kp_diff_input kind[2];
-    kp_aggregation_group group;
+    kp_diff_by by;
     int by_given, raw, json;
+    int judge_host;        /* --judge-host: host calls and ranges get verdicts too */
+    int force;             /* --force: compare results of different kernels */
+    int min_given;         /* --min-effect-us or --min-share was given */
     size_t top;            /* text: rows shown per table (0: all) */
     double threshold;      /* the SAME band (0.01) */
     double fail_if_slower; /* fraction; < 0: not asked */
+    double min_effect_ns;  /* |median B - median A| under this: no FASTER/SLOWER */
+    double min_share;      /* |total B - total A| under this fraction of the device time: none */
 } kp_diff_args;
 
 /* @0, @-1 (@ then an optional minus and digits) or digits alone: a reference into the history. */
@@ -151,15 +164,20 @@ static int kp_diff_table_of(kp_event_kind kind)
     }
 }
 
-/* One row of one trace: a (kind, name) or (kind, call path) and its instances. */
+/* One row of one trace: a (kind, name), (kind, launch shape) or (kind, call path) and its
+ * instances. */
 typedef struct kp_diff_key {
     int table;
     kp_event_kind kind;
-    char *name;       /* the name, or the path "step/cudaLaunchKernel/gemm" (heap) */
-    int64_t total_ns; /* durations summed (the report's total time) */
-    double *ns;       /* every instance's duration, ascending (heap) */
-    size_t n;         /* instances (the report's calls) */
-    uint32_t node;    /* while loading: the aggregation's node it comes from */
+    char *name;           /* the name, a shape's label "gemm  grid 65536 tg 256 smem 0", or the path
+                             "step/cudaLaunchKernel/gemm" (heap): the row's key */
+    char *base;           /* a shape's kernel name (heap); NULL when name is the name itself */
+    kp_trace_shape shape; /* a shape's geometry (its label NULL here); known 0 when no shape */
+    int64_t total_ns;     /* durations summed (the report's total time) */
+    double *ns;           /* every instance's duration, in the order they ran (heap) */
+    double *sorted;       /* the same, ascending (heap) */
+    size_t n;             /* instances (the report's calls) */
+    uint32_t node;        /* while loading: the aggregation's node it comes from */
 } kp_diff_key;
 
 typedef struct kp_diff_trace {
@@ -167,7 +185,8 @@ typedef struct kp_diff_trace {
     kp_event_source *src;
     kp_trace_verdicts v; /* as kprof report computes them */
     uint64_t events;
-    kp_diff_key *keys; /* sorted by (table, kind, name) */
+    int64_t gpu_busy_ns; /* the devices' busy time (the union of device operations) */
+    kp_diff_key *keys;   /* sorted by (table, kind, name) */
     size_t nkeys;
 } kp_diff_trace;
 
@@ -175,7 +194,9 @@ static void kp_diff_trace_free(kp_diff_trace *t)
 {
     for (size_t i = 0; i < t->nkeys; i++) {
         free(t->keys[i].name);
+        free(t->keys[i].base);
         free(t->keys[i].ns);
+        free(t->keys[i].sorted);
     }
     free(t->keys);
     kp_trace_verdicts_free(&t->v); /* before the source: it borrows its names */
@@ -191,10 +212,11 @@ static int kp_diff_key_cmp(const void *x, const void *y)
     return strcmp(a->name, b->name);
 }
 
-/* A node's row name: its label by name, its path by path. Heap, or NULL when out of memory. */
-static char *kp_diff_node_name(const kp_aggregation *agg, uint32_t id, kp_aggregation_group group)
+/* A node's row name: its label by name (a shape's label by shape), its path by path. Heap, or
+ * NULL when out of memory. */
+static char *kp_diff_node_name(const kp_aggregation *agg, uint32_t id, kp_diff_by by)
 {
-    if (group == KP_AGGREGATION_GROUP_NAME) {
+    if (by != KP_DIFF_BY_PATH) {
         char buf[32];
         const char *label = kp_aggregation_name(agg, id, buf, sizeof buf);
         return strdup(label);
@@ -208,21 +230,38 @@ static char *kp_diff_node_name(const kp_aggregation *agg, uint32_t id, kp_aggreg
     return kp_str_take(&path);
 }
 
+/* An instance of a row while loading: where it ran among the trace's instances, and how long. */
+typedef struct kp_diff_instance {
+    uint64_t seq;
+    double ns;
+} kp_diff_instance;
+
+static int kp_diff_instance_cmp(const void *x, const void *y)
+{
+    const kp_diff_instance *a = x, *b = y;
+    return (a->seq > b->seq) - (a->seq < b->seq);
+}
+
 /* Open a trace and read its rows (every node of its aggregation with instances, merged by
- * (table, kind, name or path), with every instance's duration) and its verdicts. */
+ * (table, kind, name, shape or path), with every instance's duration in the order they ran)
+ * and its verdicts. */
 static kprof_status kp_diff_trace_load(kp_diff_trace *t, const kp_diff_args *a, kp_error *err)
 {
     kp_aggregation *agg = NULL;
     kp_trace_instances inst = {0};
+    kp_trace_shapes shapes = {0};
     kp_diff_key *nodes = NULL; /* one per node, before merging */
+    kp_diff_instance *run = NULL;
     size_t nnodes = 0;
     kprof_status st = kp_event_source_open(t->path, &t->src, err);
     if (st == KPROF_OK)
-        st = kp_trace_aggregate_instances(t->src, a->raw ? KP_TRACE_AGGREGATE_POLLING : 0, &agg,
-                                          &inst, err);
+        st = kp_trace_aggregate_instances(t->src, a->raw ? KP_TRACE_AGGREGATE_POLLING : 0,
+                                          a->by == KP_DIFF_BY_SHAPE ? &shapes : NULL, &agg, &inst,
+                                          err);
     if (st == KPROF_OK) st = kp_trace_verdicts_read(t->src, a->raw, &t->v, err);
     if (st != KPROF_OK) goto done;
     t->events = kp_aggregation_get_totals(agg)->events;
+    t->gpu_busy_ns = kp_aggregation_get_totals(agg)->gpu_busy_ns;
     size_t count = kp_aggregation_node_count(agg);
     nodes = calloc(count ? count : 1, sizeof *nodes);
     if (!nodes) goto nomem;
@@ -235,10 +274,18 @@ static kprof_status kp_diff_trace_load(kp_diff_trace *t, const kp_diff_args *a, 
         k->kind = node->kind;
         k->total_ns = node->stats.duration_ns;
         k->n = inst.n[id];
-        k->name = kp_diff_node_name(agg, id, a->group);
+        k->name = kp_diff_node_name(agg, id, a->by);
         if (!k->name) goto nomem;
         k->node = id;
         nnodes++;
+        const kp_trace_shape *shape = kp_trace_shape_of(&shapes, node->name);
+        if (shape) {
+            const char *base = kp_event_source_string(t->src, shape->name, NULL);
+            k->shape = *shape;
+            k->shape.label = NULL;
+            k->base = strdup(base ? base : "");
+            if (!k->base) goto nomem;
+        }
     }
     qsort(nodes, nnodes, sizeof *nodes, kp_diff_key_cmp);
     t->keys = calloc(nnodes ? nnodes : 1, sizeof *t->keys);
@@ -252,44 +299,57 @@ static kprof_status kp_diff_trace_load(kp_diff_trace *t, const kp_diff_args *a, 
         }
         kp_diff_key *k = &t->keys[t->nkeys];
         *k = nodes[i];
-        k->ns = malloc(n * sizeof *k->ns);
+        k->ns = malloc((n ? n : 1) * sizeof *k->ns);
+        k->sorted = malloc((n ? n : 1) * sizeof *k->sorted);
         k->n = 0;
         k->total_ns = total;
-        nodes[i].name = NULL; /* the key owns it now */
+        nodes[i].name = NULL; /* the key owns them now */
+        nodes[i].base = NULL;
         t->nkeys++;
-        if (!k->ns) goto nomem;
+        free(run);
+        run = malloc((n ? n : 1) * sizeof *run);
+        if (!k->ns || !k->sorted || !run) goto nomem;
         for (size_t m = i; m < j; m++) {
             uint32_t id = nodes[m].node;
             for (size_t q = 0; q < inst.n[id]; q++)
-                k->ns[k->n++] = (double)inst.ns[id][q];
+                run[k->n++] = (kp_diff_instance){inst.seq[id][q], (double)inst.ns[id][q]};
         }
-        kp_sort_doubles(k->ns, k->n);
+        qsort(run, k->n, sizeof *run, kp_diff_instance_cmp); /* the nodes' instances in turn */
+        for (size_t q = 0; q < k->n; q++)
+            k->ns[q] = k->sorted[q] = run[q].ns;
+        kp_sort_doubles(k->sorted, k->n);
         i = j;
     }
     goto done;
 nomem:
     st = kp_error_set(err, KPROF_NOMEM, "out of memory");
 done:
-    for (size_t i = 0; i < nnodes; i++)
+    for (size_t i = 0; i < nnodes; i++) {
         free(nodes[i].name);
+        free(nodes[i].base);
+    }
     free(nodes);
+    free(run);
     kp_trace_instances_free(&inst);
-    kp_aggregation_destroy(agg); /* before the source: it reads the source's names */
+    kp_aggregation_destroy(agg); /* before the source and the shapes: they name its nodes */
+    kp_trace_shapes_free(&shapes);
     return st;
 }
 
 /* What a row (or a point) of the diff says: X(NAME, key for --json, text for the table).
- * Judged rows first (SLOWER .. SAME: they have a comparison), in the order the summary counts
+ * Compared rows first (SLOWER .. SMALL: they have a comparison), in the order the summary counts
  * them. */
 #define KP_DIFF_STATUS_LIST(X)                                                                     \
     X(SLOWER, "slower", "SLOWER")                                                                  \
     X(FASTER, "faster", "FASTER")                                                                  \
     X(UNSURE, "unsure", "UNSURE")                                                                  \
     X(SAME, "same", "SAME")                                                                        \
-    X(TOO_FEW, "n-too-small", "n too small")  /* fewer than KP_DIFF_MIN_INSTANCES in A or B */     \
-    X(NO_VERDICT, "no-verdict", "no verdict") /* a median of 0: no ratio */                        \
+    X(SMALL, "under-minimum", "under minimum") /* outside the band, under a minimum effect */      \
+    X(TOO_FEW, "n-too-small", "n too small")   /* fewer than KP_DIFF_MIN_INSTANCES in A or B */    \
+    X(NO_VERDICT, "no-verdict", "no verdict")  /* a median of 0: no ratio */                       \
     X(ONLY_A, "only-in-a", "only in A")                                                            \
-    X(ONLY_B, "only-in-b", "only in B")
+    X(ONLY_B, "only-in-b", "only in B")                                                            \
+    X(NOT_JUDGED, "not-judged", "not judged") /* host calls and ranges (without --judge-host) */
 
 typedef enum kp_diff_status {
 #define KP_DIFF_STATUS_ENUM_(NAME, key, text) KP_DIFF_##NAME,
@@ -321,7 +381,14 @@ static kp_diff_status kp_diff_status_of_verdict(kp_compare_verdict v)
     }
 }
 
-/* A change is something found: slower, faster, or there in one trace only. */
+/* The row has a comparison: a ratio with its interval. */
+static int kp_diff_status_compared(kp_diff_status s)
+{
+    return s <= KP_DIFF_SMALL;
+}
+
+/* A change is something found: slower, faster, or there in one trace only (not-judged rows are
+ * none of these: they are never a change). */
 static int kp_diff_status_is_change(kp_diff_status s)
 {
     return s == KP_DIFF_SLOWER || s == KP_DIFF_FASTER || s == KP_DIFF_ONLY_A || s == KP_DIFF_ONLY_B;
@@ -343,13 +410,24 @@ typedef struct kp_diff_row {
     const kp_diff_key *a, *b; /* NULL: not in that trace */
     int64_t delta_ns;         /* total B - total A (an absent side counts 0) */
     kp_diff_status status;
-    kp_estimate ratio; /* judged: median(B) / median(A) and its 95% interval */
-    int resamples;     /* judged: the bootstrap's resamples */
-    int gate;          /* --fail-if-slower: slower by more than asked */
+    int judged;        /* it is a row that gets a verdict (device work; host with --judge-host) */
+    kp_estimate ratio; /* compared: median(B) / median(A) and its 95% interval (core/judge.h) */
+    kp_compare_verdict interval_verdict; /* compared: what the interval alone says */
+    unsigned reasons; /* compared: why it is UNSURE or SMALL (KP_JUDGE_* bits; 0: none) */
+    unsigned small;   /* compared: KP_DIFF_SMALL_* bits: which minimum the change is under */
+    double share;     /* compared: |delta_ns| over the device time (0 when there is none) */
+    char reason[480]; /* compared, UNSURE or SMALL: why, in words ("" otherwise) */
+    int gate;         /* --fail-if-slower: slower by more than asked */
 } kp_diff_row;
+
+enum {
+    KP_DIFF_SMALL_EFFECT = 1u << 0, /* |median B - median A| < --min-effect-us */
+    KP_DIFF_SMALL_SHARE = 1u << 1   /* |total B - total A| < --min-share of the device time */
+};
 
 typedef struct kp_diff_traces {
     kp_diff_trace t[2];
+    int64_t device_ns; /* the larger device busy time of the two: --min-share's base */
     kp_diff_row *rows; /* table by table, each by |delta| descending */
     size_t nrows;
     size_t counts[KP_DIFF_STATUS_COUNT];
@@ -358,7 +436,7 @@ typedef struct kp_diff_traces {
 
 static double kp_diff_median_ns(const kp_diff_key *k)
 {
-    return k && k->n ? k->ns[k->n / 2] : 0; /* stats.h's median: sorted[n/2] */
+    return k && k->n ? k->sorted[k->n / 2] : 0; /* stats.h's median: sorted[n/2] */
 }
 
 static int kp_diff_row_cmp(const void *x, const void *y)
@@ -373,16 +451,14 @@ static int kp_diff_row_cmp(const void *x, const void *y)
     return (a->kind > b->kind) - (a->kind < b->kind);
 }
 
-/* The bootstrap's resamples for na + nb instances (see KP_DIFF_RESAMPLE_BUDGET). */
-static int kp_diff_resamples(size_t instances)
-{
-    double r = KP_DIFF_RESAMPLE_BUDGET / (double)(instances ? instances : 1);
-    if (r >= KP_DIFF_RESAMPLES) return KP_DIFF_RESAMPLES;
-    return r < KP_DIFF_MIN_RESAMPLES ? KP_DIFF_MIN_RESAMPLES : (int)r;
-}
-
-/* One row present in both traces: judged when both have enough instances. */
-static kprof_status kp_diff_judge(kp_diff_row *row, const kp_diff_args *args, kp_error *err)
+/* One row present in both traces, judged by kprof's comparison engine (core/judge.h) when both
+ * have enough instances: each side's instance durations in the order they ran (one at a time:
+ * batch 1), across runs (two traces are two runs of the program), the minimum effect
+ * --min-effect-us (the engine's min_effect). A FASTER or SLOWER whose total change is under
+ * --min-share of the device time is held back as well (SMALL: the engine's rule for an effect
+ * too small to matter, applied to the total). Samples in µs, the unit the words are read in. */
+static kprof_status kp_diff_judge(kp_diff_row *row, const kp_diff_args *args, int64_t device_ns,
+                                  kp_error *err)
 {
     const kp_diff_key *a = row->a, *b = row->b;
     if (a->n < KP_DIFF_MIN_INSTANCES || b->n < KP_DIFF_MIN_INSTANCES) {
@@ -393,20 +469,62 @@ static kprof_status kp_diff_judge(kp_diff_row *row, const kp_diff_args *args, kp
         row->status = KP_DIFF_NO_VERDICT; /* a ratio to or of nothing */
         return KPROF_OK;
     }
-    double *scratch = malloc((a->n + b->n) * sizeof *scratch);
-    if (!scratch) return kp_error_set(err, KPROF_NOMEM, "out of memory");
-    row->resamples = kp_diff_resamples(a->n + b->n);
-    int rc = kp_ratio_ci_bootstrap(a->ns, a->n, b->ns, b->n, 0, row->resamples, 0.95, KP_DIFF_SEED,
-                                   scratch, &row->ratio);
-    free(scratch);
+    double *us = malloc((a->n + b->n) * sizeof *us);
+    if (!us) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    for (size_t i = 0; i < a->n; i++)
+        us[i] = a->ns[i] / 1e3;
+    for (size_t i = 0; i < b->n; i++)
+        us[a->n + i] = b->ns[i] / 1e3;
+    kp_judge_config cfg;
+    kp_judge_config_default(&cfg);
+    cfg.threshold = args->threshold;
+    cfg.min_effect = args->min_effect_ns / 1e3;
+    cfg.across_runs = 1;
+    kp_judge_side sa = {.v = us, .n = a->n, .batch = 1};
+    kp_judge_side sb = {.v = us + a->n, .n = b->n, .batch = 1};
+    kp_judgement j;
+    int rc = kp_judge(&sa, &sb, &cfg, &j);
+    free(us);
     if (rc != 0) return kp_error_set(err, KPROF_NOMEM, "out of memory");
-    row->status = kp_diff_status_of_verdict(kp_compare_verdict_of(&row->ratio, args->threshold));
-    if (row->table == KP_DIFF_DEVICE && args->fail_if_slower >= 0)
-        row->gate = kp_compare_verdict_of(&row->ratio, args->fail_if_slower) == KP_COMPARE_SLOWER;
+    row->ratio = j.ratio;
+    row->interval_verdict = j.interval_verdict;
+    row->reasons = j.reasons;
+    row->share = device_ns > 0 ? fabs((double)row->delta_ns) / (double)device_ns : 0;
+    kp_compare_verdict v = j.verdict;
+    if (j.reasons & KP_JUDGE_SMALL) row->small |= KP_DIFF_SMALL_EFFECT;
+    int decided =
+        j.interval_verdict == KP_COMPARE_FASTER || j.interval_verdict == KP_COMPARE_SLOWER;
+    if (decided && device_ns > 0 && row->share < args->min_share) {
+        row->small |= KP_DIFF_SMALL_SHARE;
+        row->reasons |= KP_JUDGE_SMALL;
+        v = KP_COMPARE_UNSURE;
+    }
+    if (row->reasons & KP_JUDGE_INVALID)
+        row->status = KP_DIFF_NO_VERDICT;
+    else if (row->small)
+        row->status = KP_DIFF_SMALL;
+    else
+        row->status = kp_diff_status_of_verdict(v);
+    if (row->status == KP_DIFF_UNSURE || row->status == KP_DIFF_SMALL) {
+        kp_judge_words(&j, &cfg, "µs", row->reason, sizeof row->reason);
+        if (row->small & KP_DIFF_SMALL_SHARE) {
+            size_t len = strlen(row->reason);
+            snprintf(row->reason + len, sizeof row->reason - len,
+                     "%sthe total changed by %.3g%% of the device time, under the minimum "
+                     "share of %g%%",
+                     len ? "; " : "", 100 * row->share, 100 * args->min_share);
+        }
+    }
+    /* As kprof bench's gate: one run a side must clear 1 + P by the run allowance too. */
+    if (row->table == KP_DIFF_DEVICE && args->fail_if_slower >= 0 && row->status == KP_DIFF_SLOWER)
+        row->gate =
+            kp_compare_verdict_of(&row->ratio, args->fail_if_slower + KP_JUDGE_RUN_ALLOWANCE) ==
+            KP_COMPARE_SLOWER;
     return KPROF_OK;
 }
 
-static int kp_diff_row_add(kp_diff_traces *d, const kp_diff_key *a, const kp_diff_key *b)
+static int kp_diff_row_add(kp_diff_traces *d, const kp_diff_key *a, const kp_diff_key *b,
+                           const kp_diff_args *args)
 {
     kp_diff_row *row = &d->rows[d->nrows++];
     memset(row, 0, sizeof *row);
@@ -417,7 +535,13 @@ static int kp_diff_row_add(kp_diff_traces *d, const kp_diff_key *a, const kp_dif
     row->a = a;
     row->b = b;
     row->delta_ns = kp_ns_diff(b ? b->total_ns : 0, a ? a->total_ns : 0);
-    row->status = !a ? KP_DIFF_ONLY_B : !b ? KP_DIFF_ONLY_A : KP_DIFF_SAME;
+    /* Host calls and ranges vary between processes (page cache, lazy loading): listed, judged
+     * only when asked. */
+    row->judged = row->table == KP_DIFF_DEVICE || args->judge_host;
+    row->status = !row->judged ? KP_DIFF_NOT_JUDGED
+                  : !a         ? KP_DIFF_ONLY_B
+                  : !b         ? KP_DIFF_ONLY_A
+                               : KP_DIFF_SAME;
     return 0;
 }
 
@@ -432,16 +556,17 @@ static kprof_status kp_diff_traces_compute(kp_diff_traces *d, const kp_diff_args
     while (i < A->nkeys || j < B->nkeys) {
         int c = i == A->nkeys ? 1 : j == B->nkeys ? -1 : kp_diff_key_cmp(&A->keys[i], &B->keys[j]);
         if (c < 0)
-            kp_diff_row_add(d, &A->keys[i++], NULL);
+            kp_diff_row_add(d, &A->keys[i++], NULL, args);
         else if (c > 0)
-            kp_diff_row_add(d, NULL, &B->keys[j++]);
+            kp_diff_row_add(d, NULL, &B->keys[j++], args);
         else
-            kp_diff_row_add(d, &A->keys[i++], &B->keys[j++]);
+            kp_diff_row_add(d, &A->keys[i++], &B->keys[j++], args);
     }
+    d->device_ns = A->gpu_busy_ns > B->gpu_busy_ns ? A->gpu_busy_ns : B->gpu_busy_ns;
     for (size_t r = 0; r < d->nrows; r++) {
         kp_diff_row *row = &d->rows[r];
-        if (row->a && row->b) {
-            kprof_status st = kp_diff_judge(row, args, err);
+        if (row->judged && row->a && row->b) {
+            kprof_status st = kp_diff_judge(row, args, d->device_ns, err);
             if (st != KPROF_OK) return st;
         }
         d->counts[row->status]++;
@@ -449,6 +574,41 @@ static kprof_status kp_diff_traces_compute(kp_diff_traces *d, const kp_diff_args
     }
     qsort(d->rows, d->nrows, sizeof *d->rows, kp_diff_row_cmp);
     return KPROF_OK;
+}
+
+static const char *kp_diff_duration(double ns, char *buf, size_t n)
+{
+    return kp_format_duration(ns / 1e9, buf, n);
+}
+
+/* The verdict a row's comparison gives, for --json: "SLOWER", ... or NULL (none). */
+static const char *kp_diff_row_verdict(const kp_diff_row *row)
+{
+    switch (row->status) {
+    case KP_DIFF_SLOWER:
+    case KP_DIFF_FASTER:
+    case KP_DIFF_UNSURE:
+    case KP_DIFF_SAME:
+        return kp_diff_status_text[row->status];
+    default:
+        return NULL;
+    }
+}
+
+/* Why a compared row got no FASTER or SLOWER, in words (the engine's, core/judge.h): "" when it
+ * did, or was SAME. */
+static const char *kp_diff_row_reason(const kp_diff_row *row)
+{
+    return row->status == KP_DIFF_UNSURE || row->status == KP_DIFF_SMALL ? row->reason : "";
+}
+
+/* The reason codes of a row as a JSON array (kp_judge_reason_name's: "small", "modes", ...). */
+static void kp_diff_json_reasons(kp_json *j, unsigned reasons)
+{
+    kp_json_array_begin(j, "reasons");
+    for (unsigned bit = 1; bit && bit <= KP_JUDGE_INVALID; bit <<= 1)
+        if (reasons & bit) kp_json_string(j, NULL, kp_judge_reason_name(bit));
+    kp_json_array_end(j);
 }
 
 /* ---- two traces: text ------------------------------------------------------------------ */
@@ -462,11 +622,6 @@ static void kp_diff_cell(const char *text, int width)
     for (; cols < width; cols++)
         putchar(' ');
     fputs(text, stdout);
-}
-
-static const char *kp_diff_duration(double ns, char *buf, size_t n)
-{
-    return kp_format_duration(ns / 1e9, buf, n);
 }
 
 static const char *kp_diff_delta(int64_t ns, char *buf, size_t n)
@@ -491,6 +646,8 @@ static const char *kp_diff_status_colour(kp_diff_status s, FILE *f)
         return kp_text_bold(f);
     case KP_DIFF_TOO_FEW:
     case KP_DIFF_NO_VERDICT:
+    case KP_DIFF_SMALL:
+    case KP_DIFF_NOT_JUDGED:
         return kp_text_dim(f);
     default:
         return "";
@@ -507,6 +664,8 @@ static void kp_diff_print_table(const kp_diff_traces *d, int table, const kp_dif
         total += d->rows[r].table == table;
     printf("\n%s%s%s", kp_text_bold(o), titles[table], kp_text_reset(o));
     if (table == KP_DIFF_HOST && !args->raw) printf(" (polling and query calls hidden; --raw)");
+    if (table != KP_DIFF_DEVICE && !args->judge_host)
+        printf(" — not judged: host-side times vary between processes (--judge-host)");
     printf("\n");
     if (!total) {
         printf("  (none in either trace)\n");
@@ -522,7 +681,7 @@ static void kp_diff_print_table(const kp_diff_traces *d, int table, const kp_dif
     kp_diff_cell("Median A", 10);
     printf("  ");
     kp_diff_cell("Median B", 10);
-    printf("  %-24s  %-11s  Name\n", "B/A median [95% CI]", "Verdict");
+    printf("  %-24s  %-13s  Name\n", "B/A median [95% CI]", "Verdict");
     for (size_t r = 0; r < d->nrows; r++) {
         const kp_diff_row *row = &d->rows[r];
         if (row->table != table) continue;
@@ -546,15 +705,28 @@ static void kp_diff_print_table(const kp_diff_traces *d, int table, const kp_dif
         kp_diff_cell(row->a ? kp_diff_duration(kp_diff_median_ns(row->a), b4, sizeof b4) : "-", 10);
         printf("  ");
         kp_diff_cell(row->b ? kp_diff_duration(kp_diff_median_ns(row->b), b5, sizeof b5) : "-", 10);
-        if (row->status <= KP_DIFF_SAME)
+        if (kp_diff_status_compared(row->status))
             snprintf(ratio, sizeof ratio, "%.3f [%.3f, %.3f]", row->ratio.value, row->ratio.lo,
                      row->ratio.hi);
+        else if (row->a && row->b && kp_diff_median_ns(row->a) > 0)
+            snprintf(ratio, sizeof ratio, "%.3f",
+                     kp_diff_median_ns(row->b) / kp_diff_median_ns(row->a));
         const char *colour = kp_diff_status_colour(row->status, o);
-        printf("  %-24s  %s%-11s%s  %s%s\n", ratio, colour, kp_diff_status_text[row->status],
+        printf("  %-24s  %s%-13s%s  %s%s\n", ratio, colour, kp_diff_status_text[row->status],
                *colour ? kp_text_reset(o) : "", row->name,
                row->kind == KP_EVENT_MEMCPY   ? " (copy)"
                : row->kind == KP_EVENT_MEMSET ? " (fill)"
                                               : "");
+    }
+    /* Why the rows shown got no FASTER or SLOWER: a line each under the table. */
+    shown = 0;
+    for (size_t r = 0; r < d->nrows; r++) {
+        const kp_diff_row *row = &d->rows[r];
+        if (row->table != table) continue;
+        if (args->top && shown++ == args->top) break;
+        const char *reason = kp_diff_row_reason(row);
+        if (reason[0])
+            printf("  %s%s: %s%s\n", kp_text_dim(o), row->name, reason, kp_text_reset(o));
     }
 }
 
@@ -602,7 +774,10 @@ static void kp_diff_print_summary(const size_t c[KP_DIFF_STATUS_COUNT], int inst
            c[KP_DIFF_FASTER], c[KP_DIFF_ONLY_A], c[KP_DIFF_ONLY_B], c[KP_DIFF_UNSURE],
            c[KP_DIFF_SAME], c[KP_DIFF_TOO_FEW]);
     if (instances) printf(" (< %d instances in A or B)", KP_DIFF_MIN_INSTANCES);
+    if (c[KP_DIFF_SMALL]) printf(", %zu under the minimum effect", c[KP_DIFF_SMALL]);
     if (c[KP_DIFF_NO_VERDICT]) printf(", %zu with a median of 0", c[KP_DIFF_NO_VERDICT]);
+    if (c[KP_DIFF_NOT_JUDGED])
+        printf("; %zu not judged (host calls and ranges: --judge-host)", c[KP_DIFF_NOT_JUDGED]);
     printf("\n");
 }
 
@@ -611,10 +786,19 @@ static void kp_diff_print_traces(const kp_diff_traces *d, const kp_diff_args *ar
     FILE *o = stdout;
     kp_diff_print_trace_header("A", &d->t[0]);
     kp_diff_print_trace_header("B", &d->t[1]);
+    char minimum[32];
     printf("By %s, the largest change of total time first. A verdict where A and B each have %d "
-           "instances or more: the 95%% interval of B/A of their medians (unpaired bootstrap), "
-           "SAME within ±%g%%.\n",
-           kp_aggregation_group_name(args->group), KP_DIFF_MIN_INSTANCES, 100 * args->threshold);
+           "instances or more, from kprof's comparison engine: the 95%% interval of B/A of their "
+           "medians (a block bootstrap over the instances in the order they ran) inside ±%g%% is "
+           "the same, clear of it by %g%% more faster or slower (two traces are one run a "
+           "side), else unsure, with the reason; a change under %s per instance (median) or under "
+           "%g%% "
+           "of the device time (total) is under the minimum effect: neither faster nor slower.\n",
+           args->by == KP_DIFF_BY_SHAPE ? "kernel name and launch shape (host calls and ranges "
+                                          "by name)"
+                                        : kp_diff_by_name[args->by],
+           KP_DIFF_MIN_INSTANCES, 100 * args->threshold, 100 * KP_JUDGE_RUN_ALLOWANCE,
+           kp_diff_duration(args->min_effect_ns, minimum, sizeof minimum), 100 * args->min_share);
     for (int table = 0; table < KP_DIFF_TABLES; table++)
         kp_diff_print_table(d, table, args);
     printf("\n");
@@ -668,14 +852,59 @@ static void kp_diff_json_ratio(kp_json *j, const char *key, double b, double a, 
         kp_json_null(j, key);
 }
 
+/* A row's launch shape as fields: grid (threads) and tg (threads per group; null when the
+ * runtime chose) as [x, y, z], smem_bytes (dynamic shared memory); null what is not known. */
+static void kp_diff_json_shape(kp_json *j, const kp_diff_key *k)
+{
+    const kp_trace_shape *s = &k->shape;
+    if (s->known & KP_EVENT_HAS_GEOMETRY) {
+        kp_json_array_begin(j, "grid");
+        for (int d = 0; d < 3; d++)
+            kp_json_uint(j, NULL, s->grid[d]);
+        kp_json_array_end(j);
+        if (s->group[0]) {
+            kp_json_array_begin(j, "tg");
+            for (int d = 0; d < 3; d++)
+                kp_json_uint(j, NULL, s->group[d]);
+            kp_json_array_end(j);
+        } else {
+            kp_json_null(j, "tg");
+        }
+    } else {
+        kp_json_null(j, "grid");
+        kp_json_null(j, "tg");
+    }
+    if (s->known & KP_EVENT_HAS_SHARED)
+        kp_json_uint(j, "smem_bytes", s->dynamic_shared);
+    else
+        kp_json_null(j, "smem_bytes");
+}
+
 static void kp_diff_json_row(kp_json *j, const kp_diff_row *row, const kp_diff_args *args)
 {
     int both = row->a && row->b;
+    const kp_diff_key *k = row->a ? row->a : row->b;
     kp_json_object_begin(j, NULL);
-    kp_json_string(j, "name", row->name);
+    kp_json_string(j, "name", k->base ? k->base : row->name);
     kp_json_string(j, "kind", kp_event_kind_name(row->kind));
+    if (row->table == KP_DIFF_DEVICE && args->by == KP_DIFF_BY_SHAPE) {
+        kp_json_string(j, "key", row->name);
+        kp_diff_json_shape(j, k);
+    }
     kp_json_string(j, "status", kp_diff_status_key[row->status]);
     kp_json_bool(j, "changed", kp_diff_status_is_change(row->status));
+    kp_json_bool(j, "judged", row->judged);
+    const char *verdict = kp_diff_row_verdict(row);
+    if (verdict)
+        kp_json_string(j, "verdict", verdict);
+    else
+        kp_json_null(j, "verdict");
+    const char *reason = kp_diff_row_reason(row);
+    if (reason[0])
+        kp_json_string(j, "reason", reason);
+    else
+        kp_json_null(j, "reason");
+    kp_diff_json_reasons(j, reason[0] ? row->reasons : 0);
     kp_diff_json_side(j, "a", row->a);
     kp_diff_json_side(j, "b", row->b);
     kp_json_object_begin(j, "delta");
@@ -692,13 +921,16 @@ static void kp_diff_json_row(kp_json *j, const kp_diff_row *row, const kp_diff_a
                        row->a ? (double)row->a->total_ns : 0, both);
     kp_diff_json_ratio(j, "median", kp_diff_median_ns(row->b), kp_diff_median_ns(row->a), both);
     kp_json_object_end(j);
-    if (row->status <= KP_DIFF_SAME) {
+    if (kp_diff_status_compared(row->status)) {
         kp_json_object_begin(j, "comparison");
         kp_json_double(j, "ratio", row->ratio.value);
         kp_diff_json_ci(j, "ci", &row->ratio);
         kp_json_double(j, "level", 0.95);
-        kp_json_int(j, "resamples", row->resamples);
-        kp_json_string(j, "verdict", kp_diff_status_text[row->status]);
+        kp_json_string(j, "interval_verdict", kp_compare_verdict_name(row->interval_verdict));
+        if (verdict)
+            kp_json_string(j, "verdict", verdict);
+        else
+            kp_json_null(j, "verdict");
         kp_json_object_end(j);
     } else {
         kp_json_null(j, "comparison");
@@ -707,6 +939,12 @@ static void kp_diff_json_row(kp_json *j, const kp_diff_row *row, const kp_diff_a
         kp_json_string(j, "note", "n too small");
     else if (row->status == KP_DIFF_NO_VERDICT)
         kp_json_string(j, "note", "a median is 0: no ratio");
+    else if (row->status == KP_DIFF_SMALL)
+        kp_json_string(j, "note", "under the minimum effect");
+    else if (row->status == KP_DIFF_NOT_JUDGED)
+        kp_json_string(j, "note",
+                       "not judged: host-side times vary between processes "
+                       "(--judge-host)");
     else
         kp_json_null(j, "note");
     if (args->fail_if_slower >= 0) kp_json_bool(j, "fails_gate", row->gate);
@@ -771,9 +1009,13 @@ static void kp_diff_json_traces(kp_str *out, const kp_diff_traces *d, const kp_d
     kp_json_object_begin(&j, NULL);
     kp_json_int(&j, "version", 1);
     kp_json_string(&j, "kind", "trace-diff");
-    kp_json_string(&j, "by", kp_aggregation_group_name(args->group));
+    kp_json_string(&j, "by", kp_diff_by_name[args->by]);
     kp_diff_json_common(&j, args);
     kp_json_int(&j, "min_instances", KP_DIFF_MIN_INSTANCES);
+    kp_json_double(&j, "min_effect_us", args->min_effect_ns / 1e3);
+    kp_json_double(&j, "min_share", args->min_share);
+    kp_json_double(&j, "device_s", (double)d->device_ns / 1e9);
+    kp_json_bool(&j, "judge_host", args->judge_host);
     kp_json_bool(&j, "polling_calls", args->raw);
     kp_diff_json_trace(&j, "a", &d->t[0]);
     kp_diff_json_trace(&j, "b", &d->t[1]);
@@ -900,7 +1142,51 @@ typedef struct kp_diff_results {
     int npoints;
     size_t counts[KP_DIFF_STATUS_COUNT];
     int gate;
+    char different[1400]; /* "A is reduce_sum (src hash ...), B is slow (...)"; "" when A and B
+                             are results of one kernel */
 } kp_diff_results;
+
+/* " (src hash 0123456789abcdef)", " (w.cl)" or "": what tells a kernel's version apart. */
+static void kp_diff_kernel_origin(char *buf, size_t n, const char *hash, const char *source)
+{
+    if (hash && hash[0])
+        snprintf(buf, n, " (src hash %s)", hash);
+    else if (source && source[0])
+        snprintf(buf, n, " (%s)", source);
+    else
+        buf[0] = '\0';
+}
+
+/* Whether A and B are results of different kernels, said into d->different: two history runs
+ * whose kernels (entries) differ, or two bench results with a point in both whose kernels
+ * differ. The kernel is its entry's name: one entry whose source changed (another hash, another
+ * file) is the same kernel changed, which is what a diff is for. An entry not recorded (an
+ * older bench.json) differs from nothing. */
+static void kp_diff_results_kernels(kp_diff_results *d)
+{
+    const kp_diff_result *A = &d->r[0], *B = &d->r[1];
+    char oa[1100], ob[1100];
+    d->different[0] = '\0';
+    if (A->history) {
+        if (!A->run.kernel[0] || !B->run.kernel[0] || strcmp(A->run.kernel, B->run.kernel) == 0)
+            return;
+        kp_diff_kernel_origin(oa, sizeof oa, A->run.source_hash, A->run.target);
+        kp_diff_kernel_origin(ob, sizeof ob, B->run.source_hash, B->run.target);
+        snprintf(d->different, sizeof d->different, "A is %.255s%.300s, B is %.255s%.300s",
+                 A->run.kernel, oa, B->run.kernel, ob);
+        return;
+    }
+    for (int i = 0; i < A->file->npoints; i++) {
+        const kp_bench_file_point *pa = &A->file->points[i];
+        const kp_bench_file_point *pb = kp_bench_file_find(B->file, pa->point, pa->cold);
+        if (!pb || !pa->entry[0] || !pb->entry[0] || strcmp(pa->entry, pb->entry) == 0) continue;
+        kp_diff_kernel_origin(oa, sizeof oa, NULL, pa->source);
+        kp_diff_kernel_origin(ob, sizeof ob, NULL, pb->source);
+        snprintf(d->different, sizeof d->different, "A is %.255s%.300s, B is %.255s%.300s%s%.200s",
+                 pa->entry, oa, pb->entry, ob, pa->point[0] ? " at " : "", pa->point);
+        return;
+    }
+}
 
 static kprof_status kp_diff_point_side(kp_diff_point *p, int s, const double *ms, const double *mhz,
                                        size_t n, size_t rounds, kp_error *err)
@@ -930,6 +1216,9 @@ static kprof_status kp_diff_point_judge(kp_diff_point *p, const kp_diff_args *ar
     kp_bench_config cfg;
     kp_bench_config_default(&cfg);
     cfg.threshold = args->threshold;
+    /* kprof bench --compare's comparison: the engine (core/judge.h) over each side's samples in
+     * the order taken, their rounds as batches, across runs (unpaired); busy unknown. */
+    kp_bench_outcome_init(&p->outcome);
     kprof_status st = kp_bench_compare(&p->side[0], &p->side[1], 0, &cfg, &p->outcome, err);
     if (st != KPROF_OK) return st;
     p->status = kp_diff_status_of_verdict(p->outcome.final_verdict);
@@ -1039,6 +1328,9 @@ static void kp_diff_print_results(const kp_diff_results *d, const kp_diff_args *
     FILE *o = stdout;
     kp_diff_print_result_header("A", &d->r[0]);
     kp_diff_print_result_header("B", &d->r[1]);
+    if (d->different[0])
+        printf("%s%s: different kernels, compared anyway (--force)%s\n", kp_text_bold(o),
+               d->different, kp_text_reset(o));
     if (d->r[0].history) {
         kp_diff_run_field f[KP_DIFF_RUN_FIELDS];
         int n = kp_diff_run_fields(&d->r[0].run, &d->r[1].run, f);
@@ -1049,9 +1341,11 @@ static void kp_diff_print_results(const kp_diff_results *d, const kp_diff_args *
             printf("  %s: %s → %s\n", f[i].key, f[i].a[0] ? f[i].a : "\"\"",
                    f[i].b[0] ? f[i].b : "\"\"");
     }
-    printf("Point by point: B/A of the medians with its 95%% interval (unpaired bootstrap), SAME "
-           "within ±%g%%; a verdict needs %d samples or more on each side.\n\n",
-           100 * args->threshold, KP_DIFF_MIN_INSTANCES);
+    printf("Point by point, as kprof bench --compare judges: B/A of the medians with its 95%% "
+           "interval (a block bootstrap, each side's rounds as its blocks at least), SAME within "
+           "±%g%%; FASTER or SLOWER clear of the band by %g%% more (one run a side); a verdict "
+           "needs %d samples or more on each side.\n\n",
+           100 * args->threshold, 100 * KP_JUDGE_RUN_ALLOWANCE, KP_DIFF_MIN_INSTANCES);
     int has_cache = 0;
     size_t wpoint = 5;
     for (int i = 0; i < d->npoints; i++) {
@@ -1089,6 +1383,9 @@ static void kp_diff_print_results(const kp_diff_results *d, const kp_diff_args *
                    p->outcome.final_verdict != p->outcome.verdict
                        ? " — the time differs but the cycles do not: the clock moved"
                        : "");
+        if (p->status == KP_DIFF_UNSURE && p->outcome.judgement.reason[0])
+            printf("  %-*s  %s%s%s\n", (int)wpoint, "", kp_text_dim(o), p->outcome.judgement.reason,
+                   kp_text_reset(o));
         if (p->gate)
             printf("  %s%s is slower by more than --fail-if-slower %g%%%s\n", kp_text_red(o),
                    p->point[0] ? p->point : "the point", 100 * args->fail_if_slower,
@@ -1155,6 +1452,10 @@ static void kp_diff_json_results(kp_str *out, const kp_diff_results *d, const kp
     kp_json_int(&j, "min_samples", KP_DIFF_MIN_INSTANCES);
     kp_diff_json_result(&j, "a", &d->r[0]);
     kp_diff_json_result(&j, "b", &d->r[1]);
+    if (d->different[0])
+        kp_json_string(&j, "different_kernels", d->different);
+    else
+        kp_json_null(&j, "different_kernels");
     if (d->r[0].history) {
         kp_diff_run_field f[KP_DIFF_RUN_FIELDS];
         int n = kp_diff_run_fields(&d->r[0].run, &d->r[1].run, f);
@@ -1175,6 +1476,12 @@ static void kp_diff_json_results(kp_str *out, const kp_diff_results *d, const kp
         kp_json_string(&j, "cache", p->cold ? "cold" : "hot");
         kp_json_string(&j, "status", kp_diff_status_key[p->status]);
         kp_json_bool(&j, "changed", kp_diff_status_is_change(p->status));
+        int unsure = p->status == KP_DIFF_UNSURE;
+        if (unsure && p->outcome.judgement.reason[0])
+            kp_json_string(&j, "reason", p->outcome.judgement.reason);
+        else
+            kp_json_null(&j, "reason");
+        kp_diff_json_reasons(&j, unsure ? p->outcome.judgement.reasons : 0);
         kp_diff_json_point_side(&j, "a", p, 0);
         kp_diff_json_point_side(&j, "b", p, 1);
         if (p->status <= KP_DIFF_SAME) {
@@ -1225,8 +1532,12 @@ static int kp_diff_two_results(const kp_diff_args *args)
                     "kprof: warning: A was measured on %s, B on %s: a difference may be "
                     "the device's\n",
                     da[0] ? da : "an unnamed device", db[0] ? db : "an unnamed device");
-        st = kp_diff_results_compute(&d, args, &err);
+        kp_diff_results_kernels(&d);
+        if (d.different[0] && !args->force)
+            st = kp_error_set(&err, KPROF_INVALID,
+                              "%s: different kernels; --force compares them anyway", d.different);
     }
+    if (st == KPROF_OK) st = kp_diff_results_compute(&d, args, &err);
     if (st == KPROF_OK && args->json) {
         kp_str s = {0};
         kp_diff_json_results(&s, &d, args);
@@ -1255,23 +1566,56 @@ int kp_cmd_diff(int argc, char **argv)
         {"json", no_argument, NULL, 'j'},
         {"raw", no_argument, NULL, 'r'},
         {"top", required_argument, NULL, 'n'},
+        {"min-effect-us", required_argument, NULL, 'e'},
+        {"min-share", required_argument, NULL, 's'},
+        {"judge-host", no_argument, NULL, 'H'},
+        {"force", no_argument, NULL, 'f'},
         {NULL, 0, NULL, 0},
     };
     kp_diff_args a;
     memset(&a, 0, sizeof a);
-    a.group = KP_AGGREGATION_GROUP_NAME;
+    a.by = KP_DIFF_BY_SHAPE;
     a.threshold = 0.01;
     a.fail_if_slower = -1;
+    a.min_effect_ns = KP_DIFF_MIN_EFFECT_NS;
+    a.min_share = KP_DIFF_MIN_SHARE;
+    double x;
     int rc, c;
     uint64_t v;
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         switch (c) {
-        case 'b':
-            if (kp_aggregation_group_parse(optarg, &a.group) != 0)
-                return kp_cli_usage_error("diff", "--by '%s': choose name or path", optarg);
+        case 'b': {
+            int found = 0;
+            for (int i = 0; i < 3; i++)
+                if (strcmp(optarg, kp_diff_by_name[i]) == 0) {
+                    a.by = (kp_diff_by)i;
+                    found = 1;
+                }
+            if (!found)
+                return kp_cli_usage_error("diff", "--by '%s': choose shape, name or path", optarg);
             a.by_given = 1;
+            break;
+        }
+        case 'e':
+            if (kp_cli_parse_double(optarg, &x) != 0 || !(x <= 1e9))
+                return kp_cli_usage_error(
+                    "diff", "--min-effect-us '%s': expected microseconds >= 0", optarg);
+            a.min_effect_ns = x * 1e3;
+            a.min_given = 1;
+            break;
+        case 's':
+            if ((rc = kp_cli_parse_percent("diff", "--min-share", optarg, 0, 100, &a.min_share)) !=
+                0)
+                return rc;
+            a.min_given = 1;
+            break;
+        case 'H':
+            a.judge_host = 1;
+            break;
+        case 'f':
+            a.force = 1;
             break;
         case 'h':
             if ((rc = kp_cli_parse_percent("diff", "--threshold", optarg, 0.01, 100,
@@ -1327,7 +1671,11 @@ int kp_cmd_diff(int argc, char **argv)
                                   "a bench.json with a bench.json",
                                   a.in[0], kp_diff_input_name(a.kind[0]), a.in[1],
                                   kp_diff_input_name(a.kind[1]));
-    if (!traces && (a.by_given || a.raw || a.top))
-        return kp_cli_usage_error("diff", "--by, --raw and --top go with traces");
+    if (!traces && (a.by_given || a.raw || a.top || a.judge_host || a.min_given))
+        return kp_cli_usage_error("diff", "--by, --raw, --top, --judge-host, --min-effect-us and "
+                                          "--min-share go with traces");
+    if (traces && a.force)
+        return kp_cli_usage_error("diff", "--force goes with results (bench.json files or history "
+                                          "runs): traces of different programs always compare");
     return traces ? kp_diff_two_traces(&a) : kp_diff_two_results(&a);
 }
