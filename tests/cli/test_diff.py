@@ -412,7 +412,7 @@ class Diff(kptest.KprofTestCase):
         self.assertEqual((p["status"], p["reasons"]), ("unsure", ["few"]))
         self.assertIn("independent blocks", p["reason"])
         out = self.kprof("diff", a, c, expect=0).stdout
-        self.assertRegex(out, r"UNSURE\n +A has only 6 independent blocks")
+        self.assertRegex(out, r"UNSURE\n +[AB] has only 6 independent blocks")
 
     def test_results_of_different_kernels(self):
         a = self.write_json("a.json", bench_file([bench_point("N=1M", 1.0, entry="reduce_sum",
