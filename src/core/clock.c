@@ -92,7 +92,7 @@ int kp_tick_map_init(kp_tick_map *m, int identity, kp_tick_anchor origin, double
     m->segments = malloc(64 * sizeof *m->segments);
     if (!m->segments) return -1;
     m->cap = 64;
-    m->segments[0] = (kp_tick_segment){first.tick, first.ns, m->rate, first.ns};
+    m->segments[0] = (kp_tick_segment){first.tick, first.ns, m->rate, first.ns, 0, m->rate};
     m->n = 1;
     return 0;
 }
@@ -103,11 +103,15 @@ void kp_tick_map_free(kp_tick_map *m)
     memset(m, 0, sizeof *m);
 }
 
-/* The value of segment s at tick (before s.tick too: the first segment extends backwards). */
+/* The value of segment s at tick: slewing up to its horizon, at the rate after it (before s.tick
+ * too: the first segment, which does not slew, extends backwards). */
 static int64_t kp_segment_ns(const kp_tick_segment *s, uint64_t tick)
 {
-    double delta = tick >= s->tick ? (double)(tick - s->tick) : -(double)(s->tick - tick);
-    return s->ns + (int64_t)llround(delta * s->ns_per_tick);
+    if (tick < s->tick) return s->ns - (int64_t)llround((double)(s->tick - tick) * s->ns_per_tick);
+    uint64_t delta = tick - s->tick;
+    if (delta <= s->slew_ticks) return s->ns + (int64_t)llround((double)delta * s->ns_per_tick);
+    return s->ns + (int64_t)llround((double)s->slew_ticks * s->ns_per_tick +
+                                    (double)(delta - s->slew_ticks) * s->after_per_tick);
 }
 
 int64_t kp_tick_map_ns(const kp_tick_map *m, uint64_t tick)
@@ -154,5 +158,10 @@ void kp_tick_map_anchor(kp_tick_map *m, kp_tick_anchor a, double horizon_ns)
     double slew = horizon_ns > 0 ? (double)(a.ns - here) / horizon_ns : 0.0;
     if (slew > KP_TICK_MAX_SLEW) slew = KP_TICK_MAX_SLEW;
     if (slew < -KP_TICK_MAX_SLEW) slew = -KP_TICK_MAX_SLEW;
-    m->segments[m->n++] = (kp_tick_segment){a.tick, here, m->rate * (1.0 + slew), a.ns};
+    /* The gap closes over the horizon and the slew stops there: the next anchor, however late,
+     * finds only the drift since (a slew kept up until it would overshoot by the lateness, and
+     * anchors over two horizons apart would swing the map ever wider). */
+    uint64_t slew_ticks = horizon_ns > 0 ? (uint64_t)(horizon_ns / m->rate) : 0;
+    m->segments[m->n++] =
+        (kp_tick_segment){a.tick, here, m->rate * (1.0 + slew), a.ns, slew_ticks, m->rate};
 }

@@ -12,9 +12,14 @@
  *   - the map is piecewise linear, continuous and strictly increasing: each anchor (a new pair,
  *     taken by the drain now and then) starts a segment where the map already was, with a slope
  *     that closes the gap to the measured CLOCK_MONOTONIC over the next `horizon` (slewing, at
- *     most KP_TICK_MAX_SLEW, never jumping). So two ticks keep their order and their nesting
- *     whichever drain converts them, and the map follows CLOCK_MONOTONIC (NTP's slewing
- *     included) within the noise of a pair, tens of nanoseconds, once it has settled.
+ *     most KP_TICK_MAX_SLEW, never jumping), and the measured rate after it. So two ticks keep
+ *     their order and their nesting whichever drain converts them, and the map follows
+ *     CLOCK_MONOTONIC (NTP's slewing included) within the noise of a pair, tens of nanoseconds,
+ *     once it has settled — however late the next anchor comes. (The slew ends at the horizon:
+ *     kept up until the next anchor, an anchor that came late — a drain the machine's load held
+ *     up — overshot the gap, and anchors more than two horizons apart made the map swing ever
+ *     wider about CLOCK_MONOTONIC, up to KP_TICK_MAX_SLEW of the time between them: tens of
+ *     microseconds, against the other records' CLOCK_MONOTONIC times.)
  *
  * A tick converted before an anchor is added converts to the same value after it: anchors are
  * measured while no conversion runs (the caller's write lock), and a segment only ever covers
@@ -60,10 +65,12 @@ void kp_ticks_setup(double *rate, kp_tick_anchor *origin);
 kp_tick_anchor kp_tick_anchor_now(void);
 
 typedef struct kp_tick_segment {
-    uint64_t tick;      /* from here on (up to the next segment) */
-    int64_t ns;         /* the map's value at tick */
-    double ns_per_tick; /* its slope */
-    int64_t measured;   /* CLOCK_MONOTONIC at tick, as the anchor read it */
+    uint64_t tick;         /* from here on (up to the next segment) */
+    int64_t ns;            /* the map's value at tick */
+    double ns_per_tick;    /* its slope while it slews (and before tick: the first segment) */
+    int64_t measured;      /* CLOCK_MONOTONIC at tick, as the anchor read it */
+    uint64_t slew_ticks;   /* the horizon, in ticks: the slew ends there */
+    double after_per_tick; /* the slope after it: the rate the anchor measured */
 } kp_tick_segment;
 
 #define KP_TICK_RATE_WINDOW_NS 1000000000ll /* the span the rate is measured over */
@@ -83,7 +90,8 @@ int kp_tick_map_init(kp_tick_map *m, int identity, kp_tick_anchor origin, double
 void kp_tick_map_free(kp_tick_map *m);
 
 /* A new anchor (measured now, with no conversion running meanwhile): a segment from a.tick on,
- * starting where the map was there and slewing towards a.ns over horizon_ns. Anchors must come
+ * starting where the map was there, slewing towards a.ns over horizon_ns (the time to the next
+ * anchor, were it on time) and at the measured rate from then on. Anchors must come
  * in order of tick; one that does not (or comes within a microsecond's ticks of the last) is
  * ignored, as is one that cannot be stored (out of memory: the map extrapolates on). */
 void kp_tick_map_anchor(kp_tick_map *m, kp_tick_anchor a, double horizon_ns);

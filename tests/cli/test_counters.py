@@ -14,6 +14,13 @@ import kptest
 SPEC = "f32:4096,f32:4096,f32:4096,u32=4096"
 LAUNCH = ["--grid", "4096", "--tg", "64", "--buffers", SPEC]
 QUICK = ["--min-time", "0", "--min-samples", "9", "--max-noise", "50", "--timeout", "5"]
+# A bench whose samples are counted stops on --min-samples and --max-noise, never on the clock:
+# its --timeout (wall time, and it ends a measurement before --min-samples) is a hang guard only.
+# A cold sample on PoCL first flushes a scratch twice the host's last-level cache (0.2 to 0.3 s
+# here idle, several times that with the machine loaded), so QUICK's 5 s let the cold row stop at
+# 5 to 8 samples on a loaded machine. Two measurements (hot and cold) of at most 120 s each stay
+# inside kptest.run's 300 s.
+COUNTED = QUICK[:-2] + ["--timeout", "120"]
 WHY = "the opencl backend reads no hardware counters"
 
 
@@ -150,7 +157,7 @@ class Counters(kptest.KprofTestCase):
         self.the_one_line(p.stderr)
         self.assertIn("median ms", p.stdout)
         self.assertNotIn("counters (", p.stdout)
-        p = self.kprof("bench", self.demo(), *LAUNCH, *QUICK, "--cache", "both", "--counters",
+        p = self.kprof("bench", self.demo(), *LAUNCH, *COUNTED, "--cache", "both", "--counters",
                        "--json", expect=0)
         self.the_one_line(p.stderr)
         b = json.loads(p.stdout)
