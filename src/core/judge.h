@@ -26,9 +26,12 @@
  *     one run's variation only. With the medians of several independent runs a side (--repeat),
  *     the interval widens to the spread between them (a t interval of the mean log ratio, the
  *     hull with the samples' own; the few blocks or the drift of samples pooled from several
- *     sessions are then the runs' spread, which that interval covers); with one run a side, FASTER and SLOWER need the interval clear
- *     of the SAME band by the run allowance as well (else UNSURE, ONE_RUN), and a verdict given
- *     still says it rests on one run a side.
+ *     sessions are then the runs' spread, which that interval covers). FASTER and SLOWER across
+ *     runs need the interval clear of the SAME band by the run allowance as well (else UNSURE,
+ *     ONE_RUN) — with one run a side, and with several a side too, since a side's runs taken
+ *     back to back in one invocation can share one state of the machine; only paired sessions
+ *     (run_ratios: each session both sides anew) are judged by their spread alone. A verdict
+ *     on one run a side says it rests on one run a side.
  * The interval alone decides as kp_compare_verdict_of does (the band [1 - t, 1 + t], closed);
  * each rule above can only turn a verdict into UNSURE, never make one.
  *
@@ -67,7 +70,7 @@
     X(MODES, 1u << 3, "modes")         /* two modes whose mix moves the median */                 \
     X(BUSY, 1u << 4, "busy")           /* the host was busy and the noise is past the threshold */\
     X(SMALL, 1u << 5, "small")         /* the effect is under the minimum absolute effect */      \
-    X(ONE_RUN, 1u << 6, "one_run")     /* one run a side: not clear by the run allowance */       \
+    X(ONE_RUN, 1u << 6, "one_run")     /* across runs, not clear of the band by the allowance */ \
     X(RUNS, 1u << 7, "runs")           /* the spread between runs covers the effect */            \
     X(CLOCK, 1u << 8, "clock")         /* time and cycles disagree (set by bench) */              \
     X(INVALID, 1u << 9, "invalid")     /* no positive median, or a side empty */
