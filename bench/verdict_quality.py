@@ -448,6 +448,14 @@ def tally(recs, right=None):
          "mean_wall_s": mean([r.get("wall_s") for r in ok]),
          "mean_other_cpus": mean([r.get("other_cpus") for r in ok]),
          "ratios": [round(r["comparison"].get("ratio") or 0, 5) for r in ok]}
+    # Every session's median of A (and B, and the earlier run's): how far apart the machine's
+    # states put one kernel (a false verdict across sessions needs them apart).
+    meds = []
+    for r in ok:
+        for k in (r.get("kernels") or []) + (r.get("earlier") or []):
+            meds += k.get("run_medians_ms") or ([k["median_ms"]] if k.get("median_ms") else [])
+    t["session_medians_ms"] = ([min(meds), statistics.median(meds), max(meds)] if meds
+                               else None)
     for v in VERDICTS:
         t["rate_" + v.lower()] = cnt[v] / m if m else None
         t["wilson_" + v.lower()] = wilson(cnt[v], m)
@@ -701,6 +709,10 @@ def summary(R):
                      rate(t["verdicts"]["SAME"], t["compared"]), fmt(t["mean_wall_s"], "%.2f"),
                      fmt(t["mean_other_cpus"], "%.2f"),
                      "; %d errors" % t["errors"] if t["errors"] else ""))
+        if form == "all" and t.get("session_medians_ms"):
+            lo, mid, hi = t["session_medians_ms"]
+            L.append("       the sessions' medians of the A/A kernel: %.4f..%.4f ms (median "
+                     "%.4f; max/min %s)" % (lo, hi, mid, pct(hi / lo - 1) if lo else "n/a"))
         for b, s in (t.get("by_other_cpus") or {}).items():
             L.append("       %-22s false %s, UNSURE %s, SAME %s" % (
                 b, rate(s["false"], s["compared"]), rate(s["verdicts"]["UNSURE"], s["compared"]),
