@@ -287,16 +287,6 @@ class Ctx:
         return rec
 
 
-def slim(j):
-    """A bench JSON without its samples (they are kprof's, not ours to keep)."""
-    for pt in (j or {}).get("points", []):
-        for k in pt.get("kernels", []):
-            if "samples_ms" in k:
-                k["samples_ms_n"] = len(k.pop("samples_ms"))
-            k.pop("clock_samples_mhz", None)
-    return j
-
-
 # --------------------------------------------------------------------------------------------
 # Kernels
 
@@ -545,8 +535,10 @@ def ab_sections(ctx, R, backend, kern, save):
             if ctx.left() <= 0:
                 ctx.skipped += 1
                 continue
+            t = ctx.elapsed()
             rec = one_comparison(ctx, backend, kern, sec, form, var)
-            rec["round"] = i
+            rec["round"], rec["t_s"] = i, round(t, 1)
+            rec["loadavg"] = os.getloadavg()[0]
             R[sec]["records"].append(rec)
             done += 1
             ctx.log("%d/%d %s %s%s: %s" % (done, total, sec, form, "/" + var if var else "",
