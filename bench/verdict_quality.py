@@ -8,7 +8,7 @@ The kernel is one dependent FMA chain per work-item (generated here, nothing fol
 OpenCL (PoCL on a CPU) at grid 64, tg 64 and 4096 steps (~0.3 ms there), measured with
 --min-time 0.05 --timeout 3 so a comparison takes ~1-3 s; CUDA: bench/kernels/bench.cu's
 fma_work10 (grid 262144, tg 256: ~80 us on an H200) for A/A and the same chain (10*1024 steps)
-generated for power, with kprof bench's defaults.
+generated for power, with --min-time 0.1 (an H200 is quiet: more comparisons in a lease).
 
   aa     A/A in five forms: (a) one file, the kernel twice (--entry k --entry k: one session,
          paired); (b) two identical files (two sessions, paired); (c) --compare with an earlier
@@ -80,7 +80,7 @@ BACKENDS = {
     "opencl": {"ext": "cl", "grid": 64, "tg": 64, "buffers": "f32:64,u32=64", "steps": 4096,
                "extra": ["--min-time", "0.05", "--timeout", "3"]},
     "cuda": {"ext": "cu", "grid": 262144, "tg": 256, "buffers": "f32:262144,u32=262144",
-             "steps": 10 * 1024, "extra": ["--timeout", "10"]},
+             "steps": 10 * 1024, "extra": ["--min-time", "0.1", "--timeout", "10"]},
 }
 CL_KERNEL = """__kernel void %(name)s(__global float *out, uint n)
 {
