@@ -198,11 +198,20 @@ class Diff(kptest.KprofTestCase):
         out = self.kprof("diff", a, b, "--fail-if-slower", "5", expect=0).stdout
         self.assertRegex(out, r"\+30\.\d+ µs .* n too small +tuned  grid 16384 tg 256 smem 0\n")
 
+    def test_run_allowance(self):
+        a, b = self.pair()
+        d = self.diff_json(a, b)
+        self.assertEqual(d["run_allowance"], 0.10)
+        self.assertEqual(self.diff_json(a, b, "--run-allowance", "3")["run_allowance"], 0.03)
+        p = self.kprof("diff", a, b, "--run-allowance", "x", expect=2)
+        self.assertIn("--run-allowance", p.stderr)
+
     def test_json_shape(self):
         a, b = self.pair()
         d = self.diff_json(a, b)
         self.assertEqual(list(d), ["version", "kind", "by", "threshold", "fail_if_slower",
-                                   "min_instances", "min_effect_us", "min_share", "device_s",
+                                   "min_instances", "min_effect_us", "min_share", "run_allowance",
+                                   "device_s",
                                    "judge_host", "polling_calls", "a", "b", "verdict_changed",
                                    "device", "host", "ranges", "summary", "fails_gate"])
         self.assertEqual((d["version"], d["kind"], d["by"], d["threshold"], d["min_instances"],
