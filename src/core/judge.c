@@ -183,6 +183,8 @@ void kp_shape_of(const double *v, size_t n, size_t batch, double threshold, doub
     kp_sort_doubles(scratch, n);
     kp_block_median_ci(scratch, n, block, &out->median);
     out->noise = kp_estimate_noise(&out->median);
+    if (n >= 4 && scratch[n / 2] > 0)
+        out->spread = (scratch[(3 * n) / 4] - scratch[n / 4]) / scratch[n / 2];
     kp_modes(scratch, n, threshold, out);
 }
 
@@ -270,6 +272,18 @@ static int kp_runs_interval(const kp_judge_side *a, const kp_judge_side *b,
 }
 
 /* ---- the judgement ------------------------------------------------------------------------- */
+
+/* The run allowance for this judgement: the configured one, or the noisier side's spread within
+ * its run where that is larger and asked for. */
+static double kp_judge_allowance(const kp_judgement *j, const kp_judge_config *cfg)
+{
+    double allowance = cfg->run_allowance > 0 ? cfg->run_allowance : 0;
+    if (cfg->spread_allowance) {
+        if (j->a.spread > allowance) allowance = j->a.spread;
+        if (j->b.spread > allowance) allowance = j->b.spread;
+    }
+    return allowance;
+}
 
 int kp_judge(const kp_judge_side *a, const kp_judge_side *b, const kp_judge_config *cfg,
              kp_judgement *out)
@@ -422,7 +436,7 @@ int kp_judge(const kp_judge_side *a, const kp_judge_side *b, const kp_judge_conf
          * machine for all of them (seen on PoCL: every session of a run 2.8% off the other's),
          * so their spread is no measure of the next invocation's. */
         if (cfg->across_runs && !(have_runs && cfg->run_ratios && cfg->nrun_ratios >= 2)) {
-            double edge = t + (cfg->run_allowance > 0 ? cfg->run_allowance : 0);
+            double edge = t + kp_judge_allowance(out, cfg);
             int clear = v == KP_COMPARE_SLOWER ? out->ratio.lo >= 1 + edge
                                                : out->ratio.hi <= 1 - edge;
             if (!clear) r |= KP_JUDGE_ONE_RUN;
@@ -555,14 +569,17 @@ const char *kp_judge_words(const kp_judgement *j, const kp_judge_config *cfg, co
     if ((r & KP_JUDGE_ONE_RUN) && j->runs <= 1)
         kp_words_add(&w,
                      "one run a side: the run-to-run variation is unknown, and [%.4f, %.4f] is not "
-                     "clear of the band by the %.3g%% run allowance (--repeat R measures it)",
-                     j->ratio.lo, j->ratio.hi, 100 * cfg->run_allowance);
+                     "clear of the band by the %.3g%% run allowance%s",
+                     j->ratio.lo, j->ratio.hi, 100 * kp_judge_allowance(j, cfg),
+                     kp_judge_allowance(j, cfg) > cfg->run_allowance
+                         ? " (the instances' own spread within a run)"
+                         : " (--repeat R measures it)");
     else if (r & KP_JUDGE_ONE_RUN)
         kp_words_add(&w,
                      "one invocation a side: its %d runs ran back to back and may share one state of "
                      "the machine, and [%.4f, %.4f] is not clear of the band by the %.3g%% run "
                      "allowance",
-                     j->runs, j->ratio.lo, j->ratio.hi, 100 * cfg->run_allowance);
+                     j->runs, j->ratio.lo, j->ratio.hi, 100 * kp_judge_allowance(j, cfg));
     if (r & KP_JUDGE_CLOCK) kp_words_add(&w, "the time's verdict is not the cycles'");
     if (!r && (j->notes & KP_JUDGE_NOTE_ONE_RUN))
         kp_words_add(&w, "rests on one run a side");

@@ -101,6 +101,7 @@ typedef struct kp_shape {
     int modes;              /* 1, or 2 */
     double mode[2];         /* the two groups' medians, low first (modes == 2) */
     double mode_share[2];   /* their shares of the samples */
+    double spread;          /* the interquartile range relative to the median (0 for n < 4) */
 } kp_shape;
 
 /* The shape of v[0..n) (n >= 1, in the order taken, no NaN), taken in batches of `batch`
@@ -131,6 +132,11 @@ typedef struct kp_judge_config {
     double ncpus;       /* the host's CPUs (for the words) */
     double busy_limit;  /* busy from this many (KP_JUDGE_BUSY_LIMIT) */
     double run_allowance; /* KP_JUDGE_RUN_ALLOWANCE */
+    /* Across runs of whole programs (kprof diff of traces): the allowance is at least the
+     * noisier side's spread within its run (kp_shape.spread) — a kernel whose instances spread
+     * by X inside one run is seen to move by as much between runs (a cuDNN kernel of a PyTorch
+     * script, 0.78x to 1.29x between unchanged runs on the H200, spread 20-30% inside each). */
+    int spread_allowance;
     int resamples;      /* KP_JUDGE_RESAMPLES */
     uint64_t seed;      /* KP_JUDGE_SEED */
 } kp_judge_config;

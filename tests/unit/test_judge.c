@@ -289,6 +289,29 @@ static void test_small_effect_and_runs(void)
     CHECK_INT(j.verdict, KP_COMPARE_UNSURE);
     CHECK_INT(j.reasons, KP_JUDGE_ONE_RUN);
     CHECK_CONTAINS(j.reason, "one invocation a side");
+    /* Whole programs traced twice: a kernel whose 20 instances spread ~30% inside each run,
+     * 25% apart between the runs, is not judged past its own spread; a tight one 1.5x is. */
+    {
+        kp_judge_config tc;
+        kp_judge_config_default(&tc);
+        tc.across_runs = 1;
+        tc.run_allowance = 0.10;
+        tc.spread_allowance = 1;
+        double ta[20], tb[20];
+        rng_state = 77;
+        fill(ta, 20, 100, 0.2, 0);
+        fill(tb, 20, 125, 0.2, 0);
+        kp_judge_side xa = {.v = ta, .n = 20}, xb = {.v = tb, .n = 20};
+        CHECK_INT(kp_judge(&xa, &xb, &tc, &j), 0);
+        CHECK(j.a.spread > 0.15 && j.b.spread > 0.15);
+        CHECK_INT(j.verdict, KP_COMPARE_UNSURE);
+        CHECK(j.reasons & KP_JUDGE_ONE_RUN);
+        CHECK_CONTAINS(j.reason, "the instances' own spread within a run");
+        fill(ta, 20, 100, 0.001, 0);
+        fill(tb, 20, 150, 0.001, 0);
+        CHECK_INT(kp_judge(&xa, &xb, &tc, &j), 0);
+        CHECK_INT(j.verdict, KP_COMPARE_SLOWER);
+    }
     /* Paired sessions repeated: their ratios' spread. */
     c.across_runs = 0;
     c.paired = 1;

@@ -487,6 +487,7 @@ static kprof_status kp_diff_judge(kp_diff_row *row, const kp_diff_args *args, in
     cfg.min_effect = args->min_effect_ns / 1e3;
     cfg.across_runs = 1;
     cfg.run_allowance = args->run_allowance;
+    cfg.spread_allowance = 1;
     kp_judge_side sa = {.v = us, .n = a->n, .batch = 1};
     kp_judge_side sb = {.v = us + a->n, .n = b->n, .batch = 1};
     kp_judgement j;
