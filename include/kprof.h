@@ -348,7 +348,7 @@ static inline void kprof_scope_cleanup_(kprof_scope *scope)
 #elif defined(__GNUC__)
 #define KPROF_SCOPE_AS(var, name)                                                                  \
     static kprof_scope_site KPROF_CAT_(var, _site_) = {name, __FILE__, __LINE__, 0};               \
-    kprof_scope var __attribute__((cleanup(kprof_scope_cleanup_))) =                               \
+    kprof_scope var __attribute__((cleanup(kprof_scope_cleanup_), unused)) =                       \
         kprof_scope_enter(&KPROF_CAT_(var, _site_))
 #endif
 #if defined(KPROF_SCOPE_AS) && !defined(KPROF_DISABLE)
@@ -675,6 +675,7 @@ typedef enum kprof_verdict {
 #define KPROF_UNSURE_SMALL     (1u << 5) /* the effect is under min_effect */
 #define KPROF_UNSURE_ONE_RUN   (1u << 6) /* across runs, one run a side, not clear by 3% more */
 #define KPROF_UNSURE_RUNS      (1u << 7) /* the spread between runs covers the effect */
+#define KPROF_UNSURE_INVALID   (1u << 9) /* a side has no positive median: nothing to compare */
 
 /* How to compare. Sized (use KPROF_COMPARE_OPTIONS_INIT). */
 typedef struct kprof_compare_options {

@@ -48,10 +48,14 @@ static int kp_inject_path(char out[PATH_MAX])
     char *slash = strrchr(exe, '/');
     if (!slash) return -1;
     *slash = '\0';
-    const char *folders[] = {"", "/" KPROF_INSTALL_LIBDIR_FROM_BINDIR, "/../lib"};
+    /* Beside the binary, the install's library folder relative to its bindir, ../lib. (The
+     * second is "/" then the folder: written as two strings, not one concatenated literal,
+     * which clang's -Wstring-concatenation takes for a missing comma.) */
+    const char *folders[][2] = {{"", ""}, {"/", KPROF_INSTALL_LIBDIR_FROM_BINDIR}, {"/../lib", ""}};
     for (size_t i = 0; i < sizeof folders / sizeof folders[0]; i++) {
         char path[PATH_MAX + sizeof KPROF_INSTALL_LIBDIR_FROM_BINDIR + 32];
-        snprintf(path, sizeof path, "%s%s/libkprof-inject.so", exe, folders[i]);
+        snprintf(path, sizeof path, "%s%s%s/libkprof-inject.so", exe, folders[i][0],
+                 folders[i][1]);
         if (kp_path_exists(path) && realpath(path, out)) return 0;
     }
     return -1;

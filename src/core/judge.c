@@ -135,8 +135,8 @@ static void kp_modes(const double *s, size_t n, double threshold, kp_shape *out)
     /* Modes are compact: each group's interquartile range at most half the distance between
      * them (a long tail split off is spread out, not a mode). */
     size_t n1 = n - split;
-    double iqr0 = s[(3 * split) / 4] - s[split / 4];
-    double iqr1 = s[split + (3 * n1) / 4] - s[split + n1 / 4];
+    double iqr0 = s[split - 1 - split / 4] - s[split / 4];
+    double iqr1 = s[split + n1 - 1 - n1 / 4] - s[split + n1 / 4];
     double gap = hi_med - lo_med;
     if (iqr0 > 0.5 * gap || iqr1 > 0.5 * gap) return;
     out->modes = 2;
@@ -156,6 +156,7 @@ void kp_shape_of(const double *v, size_t n, size_t batch, double threshold, doub
     size_t block = kp_acf_block(v, n, &out->acf1);
     if (batch > block) block = batch;
     if (n >= 4 && block > n / 4) block = n / 4;
+    if (block > n) block = n;
     if (block < 1) block = 1;
     out->block = block;
     out->blocks = n / block;
@@ -184,7 +185,7 @@ void kp_shape_of(const double *v, size_t n, size_t batch, double threshold, doub
     kp_block_median_ci(scratch, n, block, &out->median);
     out->noise = kp_estimate_noise(&out->median);
     if (n >= 4 && scratch[n / 2] > 0)
-        out->spread = (scratch[(3 * n) / 4] - scratch[n / 4]) / scratch[n / 2];
+        out->spread = (scratch[n - 1 - n / 4] - scratch[n / 4]) / scratch[n / 2];
     kp_modes(scratch, n, threshold, out);
 }
 
@@ -233,7 +234,7 @@ static void kp_log_mean_var(const double *v, size_t n, double *mean, double *var
 static int kp_all_positive(const double *v, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (!(v[i] > 0)) return 0;
+        if (!(v[i] > 0) || !isfinite(v[i])) return 0;
     return 1;
 }
 
@@ -371,7 +372,17 @@ int kp_judge(const kp_judge_side *a, const kp_judge_side *b, const kp_judge_conf
     int few = !have_runs && (out->have_q ? out->q.blocks < KP_JUDGE_MIN_BLOCKS
                                          : out->a.blocks < KP_JUDGE_MIN_BLOCKS ||
                                                out->b.blocks < KP_JUDGE_MIN_BLOCKS);
-    if (few) {
+    /* The whole range claims something only with enough blocks of its own: unpaired, all of
+     * B's blocks beyond all of A's happens by chance 2 / C(2k, k) of the time (k = 6: 0.2%);
+     * paired, all k ratios on one side 2^(1-k) (k = 9: 0.4%). Fewer: no verdict at all. */
+    int too_few = few && (out->have_q ? out->q.blocks < KP_JUDGE_RANGE_MIN_PAIRED
+                                      : out->a.blocks < KP_JUDGE_RANGE_MIN_BLOCKS ||
+                                            out->b.blocks < KP_JUDGE_RANGE_MIN_BLOCKS);
+    if (too_few) {
+        out->ratio.lo = 0;
+        out->ratio.hi = INFINITY;
+    }
+    if (few && !too_few) {
         double lo, hi;
         if (out->have_q) {
             lo = q_lo, hi = q_hi;
@@ -417,13 +428,15 @@ int kp_judge(const kp_judge_side *a, const kp_judge_side *b, const kp_judge_conf
     /* With several runs a side, the blocks within one run matter less: the runs' spread is the
      * interval. */
     if (have_runs) {
-        unsigned within = KP_JUDGE_FEW | KP_JUDGE_DRIFT; /* the sessions' shifts are the runs' */
+        /* The sessions' shifts are the runs': pooled, they drift, split into blocks too few,
+         * or into modes (sessions at two levels), all of which the runs' interval covers. */
+        unsigned within = KP_JUDGE_FEW | KP_JUDGE_DRIFT | KP_JUDGE_MODES;
         ua &= ~within;
         ub &= ~within;
         r &= ~within;
     }
     r |= ua | ub;
-    if ((out->a.modes == 2 || out->b.modes == 2) && !(r & KP_JUDGE_MODES))
+    if ((out->a.modes == 2 || out->b.modes == 2) && !(r & KP_JUDGE_MODES) && !have_runs)
         out->notes |= KP_JUDGE_NOTE_MODES;
     if (cfg->busy_limit > 0 && cfg->busy_cpus >= cfg->busy_limit && !(r & KP_JUDGE_BUSY))
         out->notes |= KP_JUDGE_NOTE_BUSY;
@@ -531,7 +544,14 @@ const char *kp_judge_words(const kp_judgement *j, const kp_judge_config *cfg, co
         kp_words_add(&w, "%s", j->reason[0] ? j->reason : "nothing to compare");
         return buf;
     }
-    if (r & KP_JUDGE_FEW) {
+    if ((r & KP_JUDGE_FEW) && isinf(j->ratio.hi)) {
+        const kp_shape *s = j->have_q ? &j->q : j->a.blocks < j->b.blocks ? &j->a : &j->b;
+        kp_words_add(&w,
+                     "%sonly %zu independent blocks of samples (they are correlated over %zu in a "
+                     "row): too few to judge (%d wanted)",
+                     j->have_q ? "the ratio B/A has " : s == &j->a ? "A has " : "B has ", s->blocks,
+                     s->block, KP_JUDGE_MIN_BLOCKS);
+    } else if (r & KP_JUDGE_FEW) {
         const kp_shape *s = j->have_q ? &j->q : j->a.blocks < j->b.blocks ? &j->a : &j->b;
         kp_words_add(&w,
                      "%sonly %zu independent blocks of samples (%d wanted: they are correlated "

@@ -11,7 +11,9 @@
  *     the autocorrelation falls to max(0.1, 2/sqrt(n))). With fewer than KP_JUDGE_MIN_BLOCKS
  *     blocks a side the bootstrap cannot know the variation: the interval is then the samples'
  *     whole range (paired: of the pairs' ratios; else [min B / max A, max B / min A]), and a
- *     verdict only what no sample contradicts (UNSURE, FEW, where that range straddles);
+ *     verdict only what no sample contradicts (UNSURE, FEW, where that range straddles); with
+ *     fewer than KP_JUDGE_RANGE_MIN_BLOCKS blocks a side (KP_JUDGE_RANGE_MIN_PAIRED paired) even
+ *     the range could lie by chance: UNSURE (FEW), the interval unbounded;
  *   - a run whose halves disagree (their medians' block-aware 95% intervals apart, and by more
  *     than the threshold) drifted: UNSURE (DRIFT). Paired, the drift of the pairs' ratios is
  *     what counts (drift common to both sides cancels in a pair);
@@ -36,9 +38,11 @@
  * each rule above can only turn a verdict into UNSURE, never make one.
  *
  * Shapes (kp_shape_of), one side's samples, in the order taken:
- *   block       max(batch, first lag 2^k with |acf(2^k)| <= max(0.1, 2/sqrt(n))), at most n/4;
- *   median ci   the distribution-free interval of compare.h at the effective size n/block: its
- *               ranks' quantile levels (j-1)/m and (m-j)/m applied to the whole sorted sample;
+ *   block       max(batch, first lag 2^k with |acf(2^k)| <= max(0.1, 2/sqrt(n))), at most n/4
+ *               (n >= 4) and never more than n;
+ *   median ci   the distribution-free interval of compare.h at the effective size m = n/block:
+ *               its lower rank's level (j-1)/m applied to the whole sorted sample, the upper
+ *               end the same distance from the top (sorted[lo], sorted[n-1-lo]);
  *   halves      the medians of the first and second n/2 samples, with the same intervals;
  *   modes       Otsu's split of the sorted sample (the largest between-group variance) is two
  *               modes when each group holds at least 5% of the samples, Ashman's D =
@@ -55,7 +59,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KP_JUDGE_MIN_BLOCKS      10   /* independent blocks a side, for any verdict */
+#define KP_JUDGE_MIN_BLOCKS      10   /* independent blocks a side, for the bootstrap */
+#define KP_JUDGE_RANGE_MIN_BLOCKS 6   /* fewer (unpaired): the samples' range, from this many */
+#define KP_JUDGE_RANGE_MIN_PAIRED 9   /* the same for the pairs' ratios */
 #define KP_JUDGE_MODE_UNSTABLE   0.30 /* a second mode this large makes the median unstable */
 #define KP_JUDGE_BUSY_LIMIT      0.25 /* CPUs other work may take before the machine is busy */
 #define KP_JUDGE_RUN_ALLOWANCE   0.03 /* one run a side: clear the band by this much more */

@@ -10,6 +10,14 @@
 
 #define KP_FN "kprof_compare"
 
+/* The header's bits are the engine's. */
+_Static_assert(KPROF_UNSURE_STRADDLES == KP_JUDGE_STRADDLES && KPROF_UNSURE_FEW == KP_JUDGE_FEW &&
+                   KPROF_UNSURE_DRIFT == KP_JUDGE_DRIFT && KPROF_UNSURE_MODES == KP_JUDGE_MODES &&
+                   KPROF_UNSURE_BUSY == KP_JUDGE_BUSY && KPROF_UNSURE_SMALL == KP_JUDGE_SMALL &&
+                   KPROF_UNSURE_ONE_RUN == KP_JUDGE_ONE_RUN && KPROF_UNSURE_RUNS == KP_JUDGE_RUNS &&
+                   KPROF_UNSURE_INVALID == KP_JUDGE_INVALID,
+               "kprof.h's KPROF_UNSURE_* are core/judge.h's KP_JUDGE_*");
+
 kprof_status kprof_compare(const double *a, size_t na, const double *b, size_t nb,
                            const kprof_compare_options *options, kprof_comparison *out)
 {
@@ -53,7 +61,7 @@ kprof_status kprof_compare(const double *a, size_t na, const double *b, size_t n
     out->ratio = j.ratio.value;
     out->lo = j.ratio.lo;
     out->hi = j.ratio.hi;
-    out->reasons = j.reasons & 0xffu;
+    out->reasons = j.reasons & ~(unsigned)KP_JUDGE_CLOCK; /* no clocks here */
     memcpy(out->reason, j.reason, sizeof out->reason);
     return KPROF_OK;
 }

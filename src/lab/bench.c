@@ -151,11 +151,12 @@ void kp_bench_judge_config(const kp_bench_config *cfg, const kp_bench_outcome *o
     }
 }
 
-/* One side as the engine sees it: xs its values (ms or cycles), n of them. */
+/* One side as the engine sees it: xs its values (ms or cycles), n of them; with its sessions'
+ * medians when xs are its times (the medians are of times). */
 static kp_judge_side kp_bench_judge_side(const kp_bench_side *s, const double *xs, size_t n)
 {
     kp_judge_side js = {.v = xs, .n = n, .batch = kp_bench_block(s)};
-    if (s->nruns >= 2) {
+    if (s->nruns >= 2 && xs == s->ms) {
         js.runs = s->run_median;
         js.nruns = (size_t)s->nruns;
     }
@@ -195,8 +196,12 @@ kprof_status kp_bench_compare(const kp_bench_side *a, const kp_bench_side *b, in
         kp_error scratch_err = {0};
         kp_judgement cj;
         /* The cycles' verdict is the interval's: the time's judgement has said what the
-         * samples' shape allows. */
-        if (kp_bench_judge(a, ca, b, cb, paired, &jc, &cj, &scratch_err) == KPROF_OK) {
+         * samples' shape allows. The sessions' spread is of times (clock changes in it): the
+         * cycles are judged on their samples alone. */
+        kp_judge_config cjc = jc;
+        cjc.run_ratios = NULL;
+        cjc.nrun_ratios = 0;
+        if (kp_bench_judge(a, ca, b, cb, paired, &cjc, &cj, &scratch_err) == KPROF_OK) {
             out->have_cycles = 1;
             out->cycles_ratio = cj.ratio;
             out->cycles_verdict = cj.interval_verdict;

@@ -164,7 +164,7 @@ static int kp_request_good(const kp_counter_request *q, size_t i)
 /* why_not from an error: one line (each line break of a message of several becomes ";"). */
 static void kp_why_not(char *buf, size_t n, const kp_error *why, kprof_status st)
 {
-    snprintf(buf, n, "%s", why->message[0] ? why->message : kprof_strerror(st));
+    kp_strlcpy(buf, why->message[0] ? why->message : kprof_strerror(st), n);
     for (char *p = buf; *p; p++)
         if (*p == '\n' || *p == '\r') *p = ';';
 }

@@ -1207,6 +1207,17 @@ static kprof_status kp_diff_point_side(kp_diff_point *p, int s, const double *ms
     return st;
 }
 
+/* A bench.json point's side, with its sessions' medians (--repeat) as bench --compare takes
+ * them. */
+static kprof_status kp_diff_file_side(kp_diff_point *p, int s, const kp_bench_file_point *fp,
+                                      kp_error *err)
+{
+    kprof_status st = kp_diff_point_side(p, s, fp->ms, fp->mhz, fp->n, fp->rounds, err);
+    for (int k = 0; k < fp->nruns && k < KP_BENCH_MAX_REPEAT; k++)
+        p->side[s].run_median[p->side[s].nruns++] = fp->run_median[k];
+    return st;
+}
+
 /* Compare a point present in both: kprof bench --compare's comparison (unpaired). */
 static kprof_status kp_diff_point_judge(kp_diff_point *p, const kp_diff_args *args, kp_error *err)
 {
@@ -1257,9 +1268,8 @@ static kprof_status kp_diff_results_compute(kp_diff_results *d, const kp_diff_ar
             kp_diff_point *p = &d->points[d->npoints++];
             kp_strlcpy(p->point, pa->point, sizeof p->point);
             p->cold = pa->cold;
-            st = kp_diff_point_side(p, 0, pa->ms, pa->mhz, pa->n, pa->rounds, err);
-            if (st == KPROF_OK && pb)
-                st = kp_diff_point_side(p, 1, pb->ms, pb->mhz, pb->n, pb->rounds, err);
+            st = kp_diff_file_side(p, 0, pa, err);
+            if (st == KPROF_OK && pb) st = kp_diff_file_side(p, 1, pb, err);
         }
         for (int i = 0; i < B->file->npoints && st == KPROF_OK; i++) {
             const kp_bench_file_point *pb = &B->file->points[i];
@@ -1269,7 +1279,7 @@ static kprof_status kp_diff_results_compute(kp_diff_results *d, const kp_diff_ar
             kp_diff_point *p = &d->points[d->npoints++];
             kp_strlcpy(p->point, pb->point, sizeof p->point);
             p->cold = pb->cold;
-            st = kp_diff_point_side(p, 1, pb->ms, pb->mhz, pb->n, pb->rounds, err);
+            st = kp_diff_file_side(p, 1, pb, err);
         }
     }
     for (int i = 0; i < d->npoints && st == KPROF_OK; i++) {
