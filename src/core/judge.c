@@ -415,12 +415,12 @@ int kp_judge(const kp_judge_side *a, const kp_judge_side *b, const kp_judge_conf
     const kp_shape *shape_q = out->have_q ? &out->q : NULL;
     unsigned ua = kp_judge_unstable(&out->a, cfg->busy_cpus, cfg->busy_limit, t);
     unsigned ub = kp_judge_unstable(&out->b, cfg->busy_cpus, cfg->busy_limit, t);
+    unsigned uq = 0;
     if (shape_q) {
         /* Paired, drift and the blocks are the ratio's; modes and noise stay each side's. */
-        unsigned uq = kp_judge_unstable(shape_q, -1, 0, t);
+        uq = kp_judge_unstable(shape_q, -1, 0, t) & KP_JUDGE_DRIFT;
         ua &= ~(unsigned)(KP_JUDGE_FEW | KP_JUDGE_DRIFT);
         ub &= ~(unsigned)(KP_JUDGE_FEW | KP_JUDGE_DRIFT);
-        r |= uq & KP_JUDGE_DRIFT;
     }
     /* Few blocks widened the interval above; they are a reason only where it then straddles. */
     ua &= ~(unsigned)KP_JUDGE_FEW;
@@ -433,9 +433,14 @@ int kp_judge(const kp_judge_side *a, const kp_judge_side *b, const kp_judge_conf
         unsigned within = KP_JUDGE_FEW | KP_JUDGE_DRIFT | KP_JUDGE_MODES;
         ua &= ~within;
         ub &= ~within;
+        uq &= ~within;
         r &= ~within;
     }
-    r |= ua | ub;
+    r |= ua | ub | uq;
+    /* Which side each reason is (the words say it once, from here). */
+    out->a_reasons = ua;
+    out->b_reasons = ub;
+    out->q_reasons = uq;
     if ((out->a.modes == 2 || out->b.modes == 2) && !(r & KP_JUDGE_MODES) && !have_runs)
         out->notes |= KP_JUDGE_NOTE_MODES;
     if (cfg->busy_limit > 0 && cfg->busy_cpus >= cfg->busy_limit && !(r & KP_JUDGE_BUSY))
@@ -566,22 +571,12 @@ const char *kp_judge_words(const kp_judgement *j, const kp_judge_config *cfg, co
     if (r & KP_JUDGE_RUNS)
         kp_words_add(&w, "the spread between the %d runs a side covers the effect: [%.4f, %.4f]",
                      j->runs, j->ratio.lo, j->ratio.hi);
-    unsigned shape_bits = KP_JUDGE_DRIFT | KP_JUDGE_MODES | KP_JUDGE_BUSY;
-    if (r & shape_bits) {
-        unsigned ua = kp_judge_unstable(&j->a, cfg->busy_cpus, cfg->busy_limit, t) & r;
-        unsigned ub = kp_judge_unstable(&j->b, cfg->busy_cpus, cfg->busy_limit, t) & r;
-        if (j->have_q) {
-            unsigned uq = kp_judge_unstable(&j->q, -1, 0, t) & r &
-                          (KP_JUDGE_FEW | KP_JUDGE_DRIFT);
-            ua &= ~(unsigned)(KP_JUDGE_FEW | KP_JUDGE_DRIFT);
-            ub &= ~(unsigned)(KP_JUDGE_FEW | KP_JUDGE_DRIFT);
-            kp_shape_words(&w, "the ratio B/A ", &j->q, uq, -1, 0, "");
-        }
-        kp_shape_words(&w, "A: ", &j->a, ua, cfg->busy_cpus, cfg->ncpus, unit);
-        /* The busy machine is said once. */
-        if (ua & KP_JUDGE_BUSY) ub &= ~(unsigned)KP_JUDGE_BUSY;
-        kp_shape_words(&w, "B: ", &j->b, ub, cfg->busy_cpus, cfg->ncpus, unit);
-    }
+    unsigned ua = j->a_reasons & r, ub = j->b_reasons & r;
+    if (j->q_reasons & r) kp_shape_words(&w, "the ratio B/A ", &j->q, j->q_reasons & r, -1, 0, "");
+    kp_shape_words(&w, "A: ", &j->a, ua, cfg->busy_cpus, cfg->ncpus, unit);
+    /* The busy machine is said once. */
+    if (ua & KP_JUDGE_BUSY) ub &= ~(unsigned)KP_JUDGE_BUSY;
+    kp_shape_words(&w, "B: ", &j->b, ub, cfg->busy_cpus, cfg->ncpus, unit);
     if (r & KP_JUDGE_SMALL)
         kp_words_add(&w, "the difference, %s, is under the minimum effect of %s",
                      kp_val(fabs(j->effect), unit, x, sizeof x),

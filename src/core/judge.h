@@ -157,6 +157,8 @@ typedef struct kp_judgement {
                                             to the runs' spread where there is one) */
     kp_estimate sample_ratio;            /* the samples' own interval, before any widening */
     unsigned reasons;                    /* KP_JUDGE_* bits: why it is UNSURE (0 when not) */
+    unsigned a_reasons, b_reasons, q_reasons; /* of them, A's, B's and the pairs' ratio's
+                                                 shape's (drift, modes, busy) */
     unsigned notes;                      /* KP_JUDGE_NOTE_* bits */
     int runs;                            /* runs a side the interval rests on (1: one) */
     double effect;                       /* median(B) - median(A), the samples' unit */

@@ -136,7 +136,7 @@ kprof_status kp_bench_file_read(const char *path, kp_bench_file **out, kp_error 
         size_t nr = 0;
         const cJSON *rm = cJSON_GetObjectItemCaseSensitive(k, "run_medians_ms");
         if (rm && kp_bench_file_numbers(rm, &runs, &nr) == 0) {
-            for (size_t i = 0; i < nr && fp->nruns < KP_BENCH_FILE_MAX_RUNS; i++)
+            for (size_t i = 0; i < nr && fp->nruns < KP_BENCH_MAX_REPEAT; i++)
                 if (runs[i] > 0) fp->run_median[fp->nruns++] = runs[i];
         }
         free(runs);

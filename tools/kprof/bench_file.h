@@ -8,10 +8,10 @@
 #define KP_TOOLS_BENCH_FILE_H
 
 #include "core/error.h"
+#include "lab/bench.h" /* KP_BENCH_MAX_REPEAT: the most sessions a point keeps */
 
 #include <stddef.h>
 
-#define KP_BENCH_FILE_MAX_RUNS 32 /* kprof bench --repeat's most */
 
 typedef struct kp_bench_file_point {
     char point[256]; /* "N=1M T=f32", "" without axes (the JSON's "point") */
@@ -20,7 +20,7 @@ typedef struct kp_bench_file_point {
     double *mhz;     /* its clock at each sample, or NULL */
     size_t n;
     size_t rounds;   /* the batches they came in ("rounds"; 0 when not said) */
-    double run_median[KP_BENCH_FILE_MAX_RUNS]; /* --repeat: the sessions' medians */
+    double run_median[KP_BENCH_MAX_REPEAT]; /* --repeat: the sessions' medians */
     int nruns;       /* how many ("run_medians_ms"; 0 when one session) */
     char entry[256];   /* that kernel's entry ("entry"; "" when not said): which kernel it is */
     char source[1024]; /* its source as given ("source"; "" when not said) */
