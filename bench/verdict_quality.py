@@ -668,10 +668,14 @@ def traces_section(ctx, R):
         f = diff_findings(d) if d else None
         spin_rows = [x for x in (d or {}).get("device", []) if is_spin(x.get("name"))]
         spin_v = [((x.get("comparison") or {}).get("verdict")) for x in spin_rows]
+        # The sleep rows' whole comparisons (ratio, interval, reasons), to say why one missed.
+        spin_c = [{k: x.get(k) for k in ("name", "status", "reasons", "reason", "a", "b",
+                                         "comparison")} for x in spin_rows]
         others = [x for x in (f["device"]["faster_slower"] + f["host"]["faster_slower"])
                   if not is_spin(x["name"])] if f else None
         changed.append({"a": i, "call": rr, "findings": f, "sleep_rows": len(spin_rows),
-                        "sleep_verdicts": spin_v, "others_faster_slower": others,
+                        "sleep_verdicts": spin_v, "sleep_comparisons": spin_c,
+                        "others_faster_slower": others,
                         "pass": bool(spin_rows) and all(v == "SLOWER" for v in spin_v) and
                         others == []})
     out["changed"] = changed

@@ -276,6 +276,25 @@ static int kp_runs_interval(const kp_judge_side *a, const kp_judge_side *b,
 
 /* The run allowance for this judgement: the configured one, or the noisier side's spread within
  * its run where that is larger and asked for. */
+/* How far a side's median may move (as factors of it) under the drift and modes in `moving`:
+ * the hull of its halves' intervals (drift) and of its two modes (modes), over its median.
+ * [1, 1] when neither. */
+static void kp_judge_moving_range(const kp_shape *s, unsigned moving, double *lo, double *hi)
+{
+    double m = s->median.value, l = m, h = m;
+    if ((moving & KP_JUDGE_DRIFT) && s->have_halves)
+        for (int k = 0; k < 2; k++) {
+            if (s->half[k].lo < l) l = s->half[k].lo;
+            if (s->half[k].hi > h) h = s->half[k].hi;
+        }
+    if ((moving & KP_JUDGE_MODES) && s->modes == 2) {
+        if (s->mode[0] < l) l = s->mode[0];
+        if (s->mode[1] > h) h = s->mode[1];
+    }
+    *lo = m > 0 ? l / m : 0;
+    *hi = m > 0 ? h / m : INFINITY;
+}
+
 static double kp_judge_allowance(const kp_judgement *j, const kp_judge_config *cfg)
 {
     double allowance = cfg->run_allowance > 0 ? cfg->run_allowance : 0;
@@ -435,6 +454,37 @@ int kp_judge(const kp_judge_side *a, const kp_judge_side *b, const kp_judge_conf
         ub &= ~within;
         uq &= ~within;
         r &= ~within;
+    }
+    /* Drift and two modes make a verdict UNSURE only where they could change it: where the
+     * interval widened to every median they allow (each side's halves and modes) still gives
+     * the verdict, it stands, on that wider interval, and the words say what it was judged
+     * through (a kernel 1.5x as long whose run drifted by 10% is still SLOWER). */
+    const unsigned moving = KP_JUDGE_DRIFT | KP_JUDGE_MODES;
+    if (((ua | ub | uq) & moving) && v != KP_COMPARE_UNSURE) {
+        kp_estimate wide = out->ratio;
+        double a_lo, a_hi, b_lo, b_hi;
+        kp_judge_moving_range(&out->a, ua, &a_lo, &a_hi);
+        kp_judge_moving_range(&out->b, ub, &b_lo, &b_hi);
+        /* The ratio's ends move as A's median falls or rises and B's rises or falls. */
+        wide.lo = isfinite(a_hi) ? wide.lo * b_lo / a_hi : 0;
+        wide.hi = a_lo > 0 ? wide.hi * b_hi / a_lo : INFINITY;
+        if (shape_q && (uq & KP_JUDGE_DRIFT)) {
+            double f_lo, f_hi;
+            kp_judge_moving_range(&out->q, KP_JUDGE_DRIFT, &f_lo, &f_hi);
+            wide.lo *= f_lo;
+            wide.hi *= f_hi;
+        }
+        if (kp_compare_verdict_of(&wide, t) == v) {
+            out->a_through = ua & moving;
+            out->b_through = ub & moving;
+            out->q_through = uq & moving;
+            ua &= ~moving;
+            ub &= ~moving;
+            uq &= ~moving;
+            out->ratio.lo = wide.lo < out->ratio.lo ? wide.lo : out->ratio.lo;
+            out->ratio.hi = wide.hi > out->ratio.hi ? wide.hi : out->ratio.hi;
+            out->notes |= KP_JUDGE_NOTE_THROUGH;
+        }
     }
     r |= ua | ub | uq;
     /* Which side each reason is (the words say it once, from here). */
@@ -605,6 +655,18 @@ const char *kp_judge_words(const kp_judgement *j, const kp_judge_config *cfg, co
                      kp_val(s->mode[s->mode_share[1] < s->mode_share[0] ? 1 : 0], unit, x, sizeof x),
                      100 * (s->mode_share[1] < s->mode_share[0] ? s->mode_share[1] : s->mode_share[0]),
                      kp_val(s->mode[s->mode_share[1] < s->mode_share[0] ? 0 : 1], unit, y, sizeof y));
+    }
+    if (j->notes & KP_JUDGE_NOTE_THROUGH) {
+        /* What the verdict was judged through: each side's drift and modes, as the reasons
+         * would have said them, then that they could not change it. */
+        size_t at = w.len;
+        if (j->q_through) kp_shape_words(&w, "the ratio B/A ", &j->q, j->q_through, -1, 0, "");
+        kp_shape_words(&w, "A: ", &j->a, j->a_through, -1, 0, unit);
+        kp_shape_words(&w, "B: ", &j->b, j->b_through, -1, 0, unit);
+        if (w.len > at)
+            kp_words_add(&w, "it cannot change the verdict: every median it allows gives it "
+                             "(the interval widened to [%.4f, %.4f])",
+                         j->ratio.lo, j->ratio.hi);
     }
     if ((j->notes & KP_JUDGE_NOTE_FEW) && !(r & KP_JUDGE_FEW))
         kp_words_add(&w, "few independent blocks: the interval is the samples' whole range");

@@ -34,6 +34,11 @@
  *     back to back in one invocation can share one state of the machine; only paired sessions
  *     (run_ratios: each session both sides anew) are judged by their spread alone. A verdict
  *     on one run a side says it rests on one run a side.
+ * Drift and modes make UNSURE only where they could change the verdict: the interval widened by
+ * every median they allow (a side's ends moved by the hull of its halves' intervals and of its
+ * two modes, relative to its median; paired, the ratio's halves too) still giving the verdict,
+ * the verdict stands on that wider interval (KP_JUDGE_NOTE_THROUGH, a_through...: "judged
+ * through A's drift"). A kernel 1.5x as long is SLOWER even if a run drifted by 10%.
  * The interval alone decides as kp_compare_verdict_of does (the band [1 - t, 1 + t], closed);
  * each rule above can only turn a verdict into UNSURE, never make one.
  *
@@ -92,6 +97,7 @@ enum {
 #define KP_JUDGE_NOTE_MODES     (1u << 1) /* a side has a clear minority mode */
 #define KP_JUDGE_NOTE_BUSY      (1u << 2) /* the host was busy, the noise within the threshold */
 #define KP_JUDGE_NOTE_FEW       (1u << 3) /* few blocks: the interval is the samples' range */
+#define KP_JUDGE_NOTE_THROUGH   (1u << 4) /* drift or modes judged through (a_through...) */
 
 /* What one side's samples show about themselves. */
 typedef struct kp_shape {
@@ -159,6 +165,8 @@ typedef struct kp_judgement {
     unsigned reasons;                    /* KP_JUDGE_* bits: why it is UNSURE (0 when not) */
     unsigned a_reasons, b_reasons, q_reasons; /* of them, A's, B's and the pairs' ratio's
                                                  shape's (drift, modes, busy) */
+    unsigned a_through, b_through, q_through; /* drift and modes that could not change the
+                                                 verdict (KP_JUDGE_NOTE_THROUGH) */
     unsigned notes;                      /* KP_JUDGE_NOTE_* bits */
     int runs;                            /* runs a side the interval rests on (1: one) */
     double effect;                       /* median(B) - median(A), the samples' unit */

@@ -2,7 +2,7 @@
  * kernel against itself is rarely FASTER or SLOWER (independent, autocorrelated, batched
  * samples); 5% more work is SLOWER; two modes, drift, a busy machine, a tiny effect, one run a
  * side and a spread between runs each make the verdict UNSURE with their reason and words; a
- * minority mode is only noted; the block-aware median interval is compare.h's at block 1; the
+ * minority mode is only noted; drift and modes that cannot change a verdict are judged through; the block-aware median interval is compare.h's at block 1; the
  * CPU time another process takes is seen. */
 #define _GNU_SOURCE
 #include "core/judge.h"
@@ -184,6 +184,73 @@ static void test_drift(void)
     j = judge(a, N, b, N, &c);
     CHECK(j.reasons & KP_JUDGE_DRIFT);
     CHECK(j.q.drifting);
+}
+
+/* Drift and modes that cannot change the verdict are judged through: 1.5x as long is SLOWER
+ * even where a run drifted by 10% or split into two modes 7% apart; where they could change it
+ * (5% more work, modes 10% apart) they still make it UNSURE. */
+static void test_judged_through(void)
+{
+    enum { N = 20000 };
+    static double a[N], b[N];
+    kp_judge_config c;
+    kp_judge_config_default(&c);
+    rng_state = 9191;
+    /* A noisy run (5%) whose second half is 1.5% slower: a drift past the threshold, too small
+     * beside the noise to correlate the samples (the blocks stay many). */
+    fill(a, N, 1.0, 0.05, 0);
+    fill(b, N, 1.5, 0.05, 0);
+    for (int i = N / 2; i < N; i++)
+        a[i] *= 1.015;
+    kp_judgement j = judge(a, N, b, N, &c);
+    CHECK(j.a.drifting);
+    CHECK(j.a.blocks >= KP_JUDGE_MIN_BLOCKS);
+    CHECK_INT(j.verdict, KP_COMPARE_SLOWER);
+    CHECK(j.notes & KP_JUDGE_NOTE_THROUGH);
+    CHECK_INT(j.a_through, KP_JUDGE_DRIFT);
+    CHECK_INT(j.b_through, 0);
+    /* The interval covers the medians the drift allows: A at its first half's or its second's. */
+    CHECK(j.ratio.lo < 1.5 / 1.015);
+    CHECK(j.ratio.hi > 1.5);
+    char words[400];
+    kp_judge_words(&j, &c, "ms", words, sizeof words);
+    CHECK_CONTAINS(words, "A: drifted");
+    CHECK_CONTAINS(words, "it cannot change the verdict");
+    /* The same drift where B is only 1% slower: it could, so it is a reason. */
+    fill(b, N, 1.01, 0.05, 0);
+    j = judge(a, N, b, N, &c);
+    CHECK_INT(j.verdict, KP_COMPARE_UNSURE);
+    CHECK(j.a_reasons & KP_JUDGE_DRIFT);
+    /* Two modes 7% apart in B, 45% in the second: still SLOWER. */
+    fill(a, N, 1.0, 0.003, 0);
+    for (int i = 0; i < N; i++)
+        b[i] = (uniform() < 0.55 ? 1.5 : 1.6) * (1 + 0.003 * gauss());
+    j = judge(a, N, b, N, &c);
+    CHECK_INT(j.b.modes, 2);
+    CHECK_INT(j.verdict, KP_COMPARE_SLOWER);
+    CHECK_INT(j.b_through, KP_JUDGE_MODES);
+    /* 5% more work, B's modes 1.0 and 1.1: which median B has decides the verdict. */
+    for (int i = 0; i < N; i++)
+        b[i] = (uniform() < 0.5 ? 1.0 : 1.1) * (1 + 0.003 * gauss());
+    j = judge(a, N, b, N, &c);
+    CHECK_INT(j.verdict, KP_COMPARE_UNSURE);
+    CHECK(j.reasons & KP_JUDGE_MODES);
+    CHECK(!(j.notes & KP_JUDGE_NOTE_THROUGH));
+    /* Paired: a ratio drifting from 1.5 to 1.52 stays SLOWER; from 1.0 to 1.015 it does not. */
+    c.paired = 1;
+    fill(a, N, 1.0, 0.003, 0);
+    for (int i = 0; i < N; i++)
+        b[i] = a[i] * (i < N / 2 ? 1.5 : 1.5225) * (1 + 0.05 * gauss());
+    j = judge(a, N, b, N, &c);
+    CHECK(j.q.drifting);
+    CHECK_INT(j.verdict, KP_COMPARE_SLOWER);
+    CHECK_INT(j.q_through, KP_JUDGE_DRIFT);
+    for (int i = 0; i < N; i++)
+        b[i] = a[i] * (i < N / 2 ? 1.0 : 1.015) * (1 + 0.05 * gauss());
+    j = judge(a, N, b, N, &c);
+    CHECK(j.q.drifting);
+    CHECK_INT(j.verdict, KP_COMPARE_UNSURE);
+    CHECK(j.reasons & KP_JUDGE_DRIFT);
 }
 
 static void test_busy(void)
@@ -432,6 +499,7 @@ int main(void)
     test_five_percent_slower();
     test_two_modes();
     test_drift();
+    test_judged_through();
     test_busy();
     test_small_effect_and_runs();
     test_few_and_invalid();
