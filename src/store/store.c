@@ -219,8 +219,6 @@ static int kp_store_foreign_bytes(kp_store *s, const char *path)
     return memcmp(head, magic, sizeof magic) != 0;
 }
 
-
-
 /* One integer from a query into *v: SQLITE_OK, or SQLite's result code of the failure. */
 static int kp_store_int(sqlite3 *db, const char *sql, int *v)
 {
@@ -365,10 +363,13 @@ kprof_status kp_store_open(int readonly, kp_store **out, kp_error *err)
             *slash = '\0';
             kp_error made = {0};
             if (kp_mkdir_p(dir, &made) != KPROF_OK) {
-                kprof_status st = kp_error_set(err, made.status,
-                                               "store %s cannot be written (%s): point KPROF_STORE "
-                                               "at a file that can be",
-                                               path, made.message);
+                /* made's message is escaped already: added as it is */
+                kprof_status st = made.status;
+                if (err && err->status == KPROF_OK) {
+                    kp_error_set(err, st, "store %s cannot be written (", path);
+                    kp_error_append_lines(err, made.message);
+                    kp_error_append(err, "): point KPROF_STORE at a file that can be");
+                }
                 kp_error_clear(&made);
                 return st;
             }
