@@ -534,7 +534,7 @@ class History(kptest.KprofTestCase):
         check read the version before another made the schema and the tables after called the
         store foreign, exit 2, "an SQLite database of 14 other tables", and its note was lost)."""
         want = sorted("n%d" % i for i in range(8))
-        for round_ in range(20):
+        for round_ in range(60):
             for suffix in ("", "-journal"):
                 if os.path.exists(self.store + suffix):
                     os.unlink(self.store + suffix)
