@@ -24,9 +24,7 @@
 
 static kprof_status kp_history_sql_fail(kp_store *s, kp_error *err, const char *what)
 {
-    char path[4096];
-    return kp_error_set(err, KPROF_IO, "store %s: %s: %s", kp_store_path(path, sizeof path), what,
-                        sqlite3_errmsg(kp_store_db(s)));
+    return kp_store_error(s, err, what);
 }
 
 /* Bind text, NULL for NULL or (when empty_is_null) "". */

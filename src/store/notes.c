@@ -98,9 +98,7 @@ static kprof_status kp_notes_copy(const kp_note *in, kp_note *out, kp_error *err
 
 static kprof_status kp_notes_sql_fail(kp_store *s, kp_error *err, const char *what)
 {
-    char path[4096];
-    return kp_error_set(err, KPROF_IO, "store %s: %s: %s", kp_store_path(path, sizeof path), what,
-                        sqlite3_errmsg(kp_store_db(s)));
+    return kp_store_error(s, err, what);
 }
 
 static void kp_notes_bind_text(sqlite3_stmt *q, int index, const char *text)
@@ -239,6 +237,14 @@ done:
     return st;
 }
 
+/* Whether an SQLITE_ERROR at the first step of a search is FTS5's about the words of the
+ * MATCH ("fts5: syntax error near ...", "unterminated string", "no such column: X" for a
+ * column filter), not about the store: a full-text index whose tables are gone fails so. */
+static int kp_notes_query_error(const char *msg)
+{
+    return strncmp(msg, "no such table", 13) != 0 && !strstr(msg, "vtable constructor failed");
+}
+
 kprof_status kp_notes_search(kp_store *s, const char *query, kp_note_list *out, kp_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -259,8 +265,10 @@ kprof_status kp_notes_search(kp_store *s, const char *query, kp_note_list *out, 
     kp_error step = {0};
     st = kp_notes_collect(s, q, 11, out, &step);
     /* FTS5 reports a query it cannot parse ("fts5: syntax error near ...", "no such column")
-     * as a plain SQLITE_ERROR at the first step: that is the user's query, not the store. */
-    if (st == KPROF_IO && sqlite3_errcode(kp_store_db(s)) == SQLITE_ERROR)
+     * as a plain SQLITE_ERROR at the first step: that is the user's query, not the store (a
+     * damaged store fails otherwise, or at the prepare above). */
+    if (st != KPROF_OK && sqlite3_errcode(kp_store_db(s)) == SQLITE_ERROR &&
+        kp_notes_query_error(sqlite3_errmsg(kp_store_db(s))))
         st = kp_error_set(err, KPROF_INVALID,
                           "cannot search for '%s': %s (FTS5 query syntax: words, \"a phrase\", "
                           "OR, NOT, prefix*, kernel:NAME; quote a word holding other "

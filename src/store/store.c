@@ -131,19 +131,50 @@ void kp_store_device_key(const kp_device_info *dev, char *buf, size_t n)
 /* How long an open waits for another kprof's (or program's) lock on the store. */
 #define KP_STORE_BUSY_MS 5000
 
-/* A failure of SQLite, by its (primary) result code: only SQLITE_NOTADB means the file is not
- * a database; a lock held past KP_STORE_BUSY_MS is "busy" (exit 1: try again); the rest is the
- * store's own I/O or SQLite error, named as SQLite names it. */
+/* A failure of SQLite on the store, by its (primary) result code, as one sentence that names
+ * the store and what to do (kp_store_error). Only SQLITE_NOTADB means the file is not a
+ * database; SQLITE_CORRUPT, and an error of kprof's own fixed SQL against a store whose tables
+ * it checked (a missing column or table, a full-text index whose constructor fails), mean a
+ * damaged store: CORRUPT (exit 2), as any damaged input. A store kprof may not write, or cannot
+ * open or create, says so (IO: the disk or the permissions, not the file's content); a lock
+ * held past KP_STORE_BUSY_MS is "busy" (IO: try again); the rest is the store's own I/O or
+ * SQLite error, named as SQLite names it. */
 static kprof_status kp_store_fail_rc(kp_store *s, kp_error *err, const char *path, const char *what,
                                      int rc)
 {
     const char *msg = s && s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc);
     switch (rc & 0xff) {
     case SQLITE_NOTADB:
-        return kp_error_set(err, KPROF_CORRUPT, "%s is not a kprof store (not an SQLite database)",
+        return kp_error_set(err, KPROF_CORRUPT,
+                            "%s is not a kprof store (not an SQLite database); it is left as it "
+                            "is: point KPROF_STORE elsewhere, or move it aside and kprof makes a "
+                            "new store",
                             path);
     case SQLITE_CORRUPT:
-        return kp_error_set(err, KPROF_CORRUPT, "store %s is damaged: %s", path, msg);
+    case SQLITE_ERROR:
+    case SQLITE_SCHEMA:
+    case SQLITE_MISMATCH:
+    case SQLITE_FORMAT:
+        return kp_error_set(err, KPROF_CORRUPT,
+                            "store %s is damaged (%s: %s): move it aside (kprof then makes a new "
+                            "store) or point KPROF_STORE elsewhere",
+                            path, what, msg);
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+        return kp_error_set(err, KPROF_IO,
+                            "store %s cannot be written (%s: %s): make it and its folder "
+                            "writable, or point KPROF_STORE at a file that can be",
+                            path, what, msg);
+    case SQLITE_CANTOPEN:
+        return kp_error_set(err, KPROF_IO,
+                            "store %s cannot be opened (%s: %s): check that it and its folder may "
+                            "be read and written, or point KPROF_STORE elsewhere",
+                            path, what, msg);
+    case SQLITE_FULL:
+        return kp_error_set(err, KPROF_IO,
+                            "store %s cannot be written: the disk is full (%s: %s)", path, what,
+                            msg);
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
         return kp_error_set(err, KPROF_IO,
@@ -159,6 +190,33 @@ static kprof_status kp_store_fail(kp_store *s, kp_error *err, const char *path, 
 {
     return kp_store_fail_rc(s, err, path, what,
                             s && s->db ? sqlite3_extended_errcode(s->db) : SQLITE_CANTOPEN);
+}
+
+kprof_status kp_store_error(kp_store *s, kp_error *err, const char *what)
+{
+    char path[4096];
+    return kp_store_fail(s, err, kp_store_path(path, sizeof path), what);
+}
+
+/* Whether a file SQLite reads as empty (user_version 0, no schema) is not empty and does not
+ * start as every SQLite database does: SQLite reads a file shorter than its header as a new
+ * database (and a 1-byte one as of size 0), and would write its schema over a file it was
+ * never given. Called with a lock on the store held (inside a transaction, after a read), so
+ * no writer is changing it; the bytes are read through SQLite's own file handle, since closing
+ * another descriptor of the file would drop SQLite's POSIX locks on it. */
+static int kp_store_foreign_bytes(kp_store *s, const char *path)
+{
+    static const char magic[16] = "SQLite format 3";
+    struct stat sb;
+    sqlite3_file *f = NULL;
+    if (stat(path, &sb) != 0 || sb.st_size <= 0) return 0;
+    if (sb.st_size < (off_t)sizeof magic) return 1;
+    if (sqlite3_file_control(s->db, "main", SQLITE_FCNTL_FILE_POINTER, &f) != SQLITE_OK || !f ||
+        !f->pMethods)
+        return 0;
+    char head[sizeof magic];
+    if (f->pMethods->xRead(f, head, (int)sizeof head, 0) != SQLITE_OK) return 0;
+    return memcmp(head, magic, sizeof magic) != 0;
 }
 
 /* One integer from a query into *v: SQLITE_OK, or SQLite's result code of the failure. */
@@ -198,6 +256,8 @@ static kprof_status kp_store_check(kp_store *s, const char *path, int *tables, k
         return kp_error_set(err, KPROF_CORRUPT,
                             "%s is not a kprof store (an SQLite database of %d other tables)", path,
                             *tables);
+    if (version == 0 && kp_store_foreign_bytes(s, path))
+        return kp_store_fail_rc(s, err, path, "cannot read", SQLITE_NOTADB);
     if (version > 0) {
         char sql[256];
         snprintf(sql, sizeof sql,
@@ -216,6 +276,18 @@ static kprof_status kp_store_check(kp_store *s, const char *path, int *tables, k
     s->version = version == KP_STORE_SCHEMA_FMA_DEV ? KP_STORE_SCHEMA_VERSION : version;
     s->has_fma = version > 0 && kp_store_has_fma(s);
     return KPROF_OK;
+}
+
+/* kp_store_check in a read transaction of its own: its reads (the version, then the tables)
+ * see one state of the file, never a version read before another kprof made the schema and
+ * the tables read after ("an SQLite database of 14 other tables"). */
+static kprof_status kp_store_check_now(kp_store *s, const char *path, int *tables, kp_error *err)
+{
+    if (sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+        return kp_store_fail(s, err, path, "cannot read");
+    kprof_status st = kp_store_check(s, path, tables, err);
+    sqlite3_exec(s->db, st == KPROF_OK ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
+    return st;
 }
 
 /* Whether a read-write open has anything to do: an older schema, a missing column, or a
@@ -289,8 +361,18 @@ kprof_status kp_store_open(int readonly, kp_store **out, kp_error *err)
         char *slash = strrchr(dir, '/');
         if (slash && slash != dir) {
             *slash = '\0';
-            kprof_status st = kp_mkdir_p(dir, err);
-            if (st != KPROF_OK) return st;
+            kp_error made = {0};
+            if (kp_mkdir_p(dir, &made) != KPROF_OK) {
+                /* made's message is escaped already: added as it is */
+                kprof_status st = made.status;
+                if (err && err->status == KPROF_OK) {
+                    kp_error_set(err, st, "store %s cannot be written (", path);
+                    kp_error_append_lines(err, made.message);
+                    kp_error_append(err, "): point KPROF_STORE at a file that can be");
+                }
+                kp_error_clear(&made);
+                return st;
+            }
         }
     }
     /* Only a regular file (or, to write, none yet) is a store: SQLite would wait forever on a
@@ -314,6 +396,14 @@ kprof_status kp_store_open(int readonly, kp_store **out, kp_error *err)
     int flags = SQLITE_OPEN_READWRITE | (readonly ? 0 : SQLITE_OPEN_CREATE);
     kprof_status st = KPROF_OK;
     int rc = sqlite3_open_v2(path, &s->db, flags, NULL);
+    if (rc != SQLITE_OK && (rc & 0xff) == SQLITE_CANTOPEN && !readonly) {
+        st = kp_error_set(err, KPROF_IO,
+                          "store %s cannot be written (cannot create it: %s): its folder must be "
+                          "writable (not on a read-only file system), or point KPROF_STORE at a "
+                          "file that can be",
+                          path, sqlite3_errmsg(s->db));
+        goto fail;
+    }
     if (rc != SQLITE_OK) {
         st = kp_store_fail_rc(s, err, path, "cannot open", rc);
         goto fail;
@@ -321,8 +411,18 @@ kprof_status kp_store_open(int readonly, kp_store **out, kp_error *err)
     sqlite3_busy_timeout(s->db, KP_STORE_BUSY_MS);
     /* Refuse what is not ours, or newer than us, before anything is written. */
     int tables = 0;
-    st = kp_store_check(s, path, &tables, err);
+    st = kp_store_check_now(s, path, &tables, err);
     if (st != KPROF_OK) goto fail;
+    /* An empty file may be a store another kprof is making right now (its schema in one
+     * transaction under the write lock): a read waits for that lock (BEGIN IMMEDIATE writes
+     * nothing) and looks again, so that it reads the schema made, not the empty file. A file it
+     * may not write is read as it is. */
+    if (readonly && s->stored_version == 0 &&
+        sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK) {
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        st = kp_store_check_now(s, path, &tables, err);
+        if (st != KPROF_OK) goto fail;
+    }
     /* Read-only opens read an older store as it is (a schema-1 store has no history yet). */
     if (!readonly && kp_store_needs_upgrade(s)) {
         st = kp_store_upgrade(s, path, err);

@@ -20,7 +20,11 @@
  * A read-write open creates the schema in a new or empty file and upgrades an older store in
  * one transaction, keeping everything in it; a read-only open reads any known version as it
  * is. A file that is not a kprof store, or a store of a newer schema than this kprof knows, is
- * refused (CORRUPT, naming which) and never modified. The SQL lives in src/store/ alone.
+ * refused (CORRUPT, naming which) and never modified, as is a non-empty file that does not
+ * begin as SQLite does (SQLite itself reads a 1-byte file as a new database). Two kprofs
+ * making one new store make it once: the schema is made in one transaction under the write
+ * lock, the checks read one state of the file, and a read of an empty file waits for a writer
+ * that holds the lock. The SQL lives in src/store/ alone.
  */
 #ifndef KP_STORE_STORE_H
 #define KP_STORE_STORE_H
@@ -65,6 +69,12 @@ void kp_store_close(kp_store *s);
 int kp_store_version(const kp_store *s);
 /* The SQLite handle, for src/store's own files (history.c, notes) and nothing else. */
 struct sqlite3 *kp_store_db(kp_store *s);
+/* The last SQLite failure on s as one sentence naming the store and what to do; `what` says
+ * what was being done ("cannot read the notes"). CORRUPT for a damaged store (a missing table
+ * or column, a malformed image, a broken full-text index) or a file that is not SQLite; IO for
+ * one that cannot be written, opened or created, a full disk, a lock held past 5 s. For
+ * src/store's own files. */
+kprof_status kp_store_error(kp_store *s, kp_error *err, const char *what);
 /* The path the store is (or would be) at. Returns buf. */
 char *kp_store_path(char *buf, size_t n);
 

@@ -7,6 +7,7 @@ store upgraded keeping its ceilings; a newer or foreign store refused and left b
 
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -500,6 +501,179 @@ class History(kptest.KprofTestCase):
         db.close()
         self.check_refused_untouched("is not a kprof store")
 
+
+    def test_one_byte_file_refused(self):
+        """A non-empty file that does not begin as SQLite does is refused and left as it is,
+        however short: SQLite reads a 1-byte file as a new database, and kprof wrote a store
+        over it."""
+        for text in (b"S", b"SQ", b"SQLite format 2\0" + b"x" * 200):
+            with open(self.store, "wb") as f:
+                f.write(text)
+            for args in (["notes", "add", "x"], ["notes", "list"], ["history"]):
+                p = self.kprof(*args, expect=2)
+                self.assertIn(self.store + " is not a kprof store (not an SQLite database)",
+                              p.stderr)
+            with open(self.store, "rb") as f:
+                self.assertEqual(f.read(), text)
+
+    # ---- many kprofs making one store at once ---------------------------------------------------
+
+    def start(self, *args):
+        env = dict(os.environ)
+        for k, v in self.env.items():
+            if v is None:
+                env.pop(k, None)
+            else:
+                env[k] = v
+        return subprocess.Popen([kptest.KPROF] + list(args), env=env, cwd=self.tmp,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def test_concurrent_first_writers(self):
+        """Eight kprofs adding a note to a store none has made yet, and eight reading it, all at
+        once, for several rounds: every note is stored and every command succeeds (a writer whose
+        check read the version before another made the schema and the tables after called the
+        store foreign, exit 2, "an SQLite database of 14 other tables", and its note was lost)."""
+        want = sorted("n%d" % i for i in range(8))
+        for round_ in range(60):
+            for suffix in ("", "-journal"):
+                if os.path.exists(self.store + suffix):
+                    os.unlink(self.store + suffix)
+            procs = [self.start("notes", "add", text) for text in want]
+            procs += [self.start("notes", "list", "--json") for _ in range(8)]
+            for p in procs:
+                out, err = p.communicate(timeout=120)
+                self.assertEqual((p.returncode, err), (0, ""),
+                                 "round %d: kprof %s" % (round_, " ".join(p.args[1:])))
+                if "list" in p.args:
+                    self.assertLessEqual(json.loads(out)["count"], 8)
+            db = sqlite3.connect(self.store)
+            try:
+                self.assertEqual(sorted(t for (t,) in db.execute("SELECT text FROM notes")),
+                                 want, "round %d" % round_)
+            finally:
+                db.close()
+
+    def test_read_waits_for_the_schema_being_made(self):
+        """A read that finds an empty file while another program holds the write lock making the
+        schema waits for it, and reads what was made (it read the empty file: no notes)."""
+        other = os.path.join(self.tmp, "other.db")
+        self.kprof("notes", "add", "made meanwhile", env={"KPROF_STORE": other}, expect=0)
+        src = sqlite3.connect(other)
+        try:
+            schema = [sql for (sql,) in src.execute(
+                "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE "
+                "'notes_fts_%' ORDER BY rowid")]
+            note = src.execute("SELECT at, text FROM notes").fetchone()
+        finally:
+            src.close()
+        open(self.store, "w").close()
+        db = sqlite3.connect(self.store, isolation_level=None)
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            for sql in schema:
+                db.execute(sql)
+            db.execute("INSERT INTO notes (at, text) VALUES (?, ?)", note)
+            db.execute("PRAGMA user_version = 2")
+            reader = self.start("notes", "list", "--json")
+            time.sleep(1.5)  # the reader is at the lock by now (or, on a slow machine, later)
+            db.execute("COMMIT")
+        finally:
+            db.close()
+        out, err = reader.communicate(timeout=60)
+        self.assertEqual((reader.returncode, err), (0, ""))
+        self.assertEqual([n["text"] for n in json.loads(out)["notes"]], ["made meanwhile"])
+
+    # ---- a damaged or unwritable store -----------------------------------------------------------
+
+    def damaged_store(self, how):
+        for suffix in ("", "-journal"):
+            if os.path.exists(self.store + suffix):
+                os.unlink(self.store + suffix)
+        self.kprof("notes", "add", "base words", expect=0)
+        self.run_add(expect=0)
+        db = sqlite3.connect(self.store)
+        try:
+            if how == "column":
+                db.execute("ALTER TABLE runs DROP COLUMN backend")
+                db.execute("ALTER TABLE notes RENAME COLUMN device TO dev")
+            elif how == "fts":
+                db.execute("DROP TABLE notes_fts_data")
+            roots = dict(db.execute("SELECT name, rootpage FROM sqlite_master"))
+            page = db.execute("PRAGMA page_size").fetchone()[0]
+            db.commit()
+        finally:
+            db.close()
+        if how == "malformed":  # the root pages of runs and notes overwritten
+            with open(self.store, "r+b") as f:
+                for table in ("runs", "notes"):
+                    f.seek((roots[table] - 1) * page)
+                    f.write(b"\x0d" + b"\xff" * (page - 1))
+
+    def test_damaged_store(self):
+        """A store with a column missing, a malformed image or a broken full-text index: every
+        command that reads or writes the part damaged exits 2 with one sentence naming the store
+        and what to do (it exited 1 with SQLite's words alone: "no such column: backend",
+        "database disk image is malformed", "vtable constructor failed"); a run still measures
+        and warns; what is not damaged still reads."""
+        notes_file = self.write("notes.json", "")
+        every = [["history"], ["history", "--json"], ["diff", "@0", "@0"], ["notes", "list"],
+                 ["notes", "add", "x"], ["notes", "search", "base"], ["notes", "show", "1"],
+                 ["notes", "export", "-"], ["notes", "import", notes_file]]
+        fts = [["notes", "add", "x"], ["notes", "search", "base"], ["notes", "import", notes_file]]
+        for how, says, failing in (("column", "no such column", every),
+                                   ("malformed", "database disk image is malformed", every),
+                                   ("fts", "vtable constructor failed", fts)):
+            self.damaged_store(how)
+            with open(notes_file, "w") as f:  # what a good store exports
+                f.write('{"kind": "kprof-notes", "version": 1, "notes": [{"at": 1, "text": "t"}]}')
+            for args in every:
+                p = self.kprof(*args, expect=2 if args in failing else 0)
+                if args in failing:
+                    self.assertRegex(p.stderr, r"^kprof: error: store %s is damaged \(.*\): move it "
+                                     r"aside \(kprof then makes a new store\) or point "
+                                     r"KPROF_STORE elsewhere\n$" % re.escape(self.store),
+                                     "%s: kprof %s" % (how, " ".join(args)))
+                    if how != "column":
+                        self.assertIn(says, p.stderr)
+            p = self.run_add(expect=0)
+            self.assertIn("median", p.stdout)
+            if how != "fts":
+                self.assertIn("kprof: warning: not recorded in the history: store %s is damaged"
+                              % self.store, p.stderr)
+
+    def test_unwritable_store_says_so(self):
+        """A store kprof may not write (run as another user here when the test is root, who
+        writes anything): a note cannot be added and the error says the store cannot be written,
+        naming it, whether the store exists or would be made; reading it still works."""
+        folder = os.path.join(self.tmp, "shared")
+        os.makedirs(folder)
+        store = os.path.join(folder, "store.db")
+        self.kprof("notes", "add", "kept", env={"KPROF_STORE": store}, expect=0)
+        os.chmod(self.tmp, 0o755)
+        os.chmod(folder, 0o555)
+        os.chmod(store, 0o444)
+
+        def as_other():
+            if os.geteuid() == 0:
+                os.setgid(65534)
+                os.setuid(65534)
+
+        try:
+            for path in (store, os.path.join(folder, "new.db")):
+                env = dict(os.environ, KPROF_STORE=path, KPROF_HOME=folder)
+                p = subprocess.run([kptest.KPROF, "notes", "add", "x"], env=env, text=True,
+                                   capture_output=True, preexec_fn=as_other)
+                self.assertEqual(p.returncode, 1, p.stderr)
+                self.assertIn("kprof: error: store %s cannot be written (" % path, p.stderr)
+                self.assertIn("or point KPROF_STORE at a file that can be", p.stderr)
+            p = subprocess.run([kptest.KPROF, "notes", "list", "--json"], text=True,
+                               env=dict(os.environ, KPROF_STORE=store, KPROF_HOME=folder),
+                               capture_output=True, preexec_fn=as_other)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual([n["text"] for n in json.loads(p.stdout)["notes"]], ["kept"])
+        finally:
+            os.chmod(folder, 0o755)
+            os.chmod(store, 0o644)
 
     # ---- a store left by a crashed writer, held by another, or not a file ---------------------
 

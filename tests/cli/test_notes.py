@@ -520,6 +520,57 @@ class Notes(kptest.KprofTestCase):
 
     # ---- text of every kind ----------------------------------------------------------------
 
+    def test_malformed_json_refused_by_every_reader(self):
+        """One strict reader behind notes import, notes add --from, diff of results and bench
+        --compare: bytes after the document, a second document, a NUL after it, \\u0000 in a
+        string and nesting past the limit are each refused, exit 2 with the reason, where each
+        file without the fault reads (they passed, "added 1 note", and \\u0000 cut the text;
+        1000 levels was called "not JSON")."""
+        self.kprof("notes", "add", "cut here", expect=0)
+        export = os.path.join(self.tmp, "export.json")
+        self.kprof("notes", "export", export, expect=0)
+        fresh = {"KPROF_STORE": os.path.join(self.tmp, "fresh.db")}
+
+        def with_string(doc):  # a key no reader knows, holding \u0000 (the first key)
+            return b'{"comment": "cut\\u0000here", ' + doc.lstrip()[1:]
+
+        def deep(doc):
+            return b'{"comment": ' + b"[" * 1000 + b"]" * 1000 + b", " + doc.lstrip()[1:]
+
+        faults = [
+            ("trailing", lambda d: d + b"garbage", "not JSON: bytes after the document at byte "),
+            ("second", lambda d: d + d, "not one JSON document: a second one begins at byte "),
+            ("nul", lambda d: d + b"\n\0", "not JSON: a NUL byte at byte "),
+            ("u0000", with_string, "a string holds \\u0000 (a NUL character) at byte "),
+            ("deep", deep, "nested too deeply at byte 212 (limit 200 levels of arrays and "
+                           "objects)"),
+        ]
+        readers = [
+            ("import", export, lambda f: ["notes", "import", f]),
+            ("from-run", self.run_file, lambda f: ["notes", "add", "x", "--from", f]),
+            ("from-bench", self.bench_file, lambda f: ["notes", "add", "x", "--from", f]),
+            ("diff", self.bench_file, lambda f: ["diff", self.bench_file, f]),
+            ("compare", self.bench_file,
+             lambda f: ["bench", os.path.join(self.shared, "home", "kernels", "nd"), "--buffers",
+                        SPEC, *GEOMETRY, "--compare", f, "--json"]),
+        ]
+        for reader, base, command in readers:
+            with open(base, "rb") as f:
+                good = f.read()
+            for fault, make, says in faults:
+                path = os.path.join(self.tmp, "%s-%s.json" % (reader, fault))
+                with open(path, "wb") as f:
+                    f.write(make(good))
+                p = self.kprof(*command(path), env=fresh, expect=2)
+                self.assertIn("kprof: error: %s: %s" % (path, says), p.stderr, (reader, fault))
+                self.assertEqual(p.stdout, "", (reader, fault))
+            self.assertEqual(self.notes("list", env=fresh), [], reader)
+        # The same files without the fault read.
+        self.kprof("notes", "import", export, env=fresh, expect=0)
+        self.kprof("notes", "add", "x", "--from", self.bench_file, env=fresh, expect=0)
+        self.assertEqual([n["text"] for n in self.notes("list", env=fresh)], ["cut here", "x"])
+        self.kprof("diff", self.bench_file, self.bench_file, expect=0)
+
     def test_utf8_and_stray_bytes(self):
         text = (b"bank \xff\xfe conflicts \xc3 \xe2\x9c\x93 \xf0\x9f\x9a\x80 "
                 + "漢字 caf\u00e9 ".encode() + b"\x1b[31mred\x1b[0m")

@@ -1,9 +1,92 @@
-/* test_json.c — the streaming JSON writer: structure, escaping, numbers. */
+/* test_json.c — the streaming JSON writer: structure, escaping, numbers; and the CLI's strict
+ * reader (tools/kprof/json_file.h): one document and nothing after it, no NUL, no \u0000, a
+ * nesting limit said as such. */
 #include "export/json.h"
 #include "test.h"
+#include "tools/kprof/json_file.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
+
+/* What the strict reader says of len bytes: NULL when it reads them, else its message. */
+static const char *strict(const char *text, size_t len)
+{
+    static kp_error err;
+    kp_error_clear(&err);
+    cJSON *doc = NULL;
+    kprof_status st = kp_json_parse_strict("f.json", text, len, "a test file", &doc, &err);
+    if (st == KPROF_OK) {
+        CHECK(doc != NULL);
+        cJSON_Delete(doc);
+        return NULL;
+    }
+    CHECK_INT(st, KPROF_CORRUPT);
+    CHECK(doc == NULL);
+    return err.message;
+}
+#define STRICT(lit) strict(lit, sizeof lit - 1)
+
+/* n nested arrays, closed. */
+static char *nested(int n)
+{
+    char *t = malloc(2 * (size_t)n + 1);
+    memset(t, '[', (size_t)n);
+    memset(t + n, ']', (size_t)n);
+    t[2 * n] = '\0';
+    return t;
+}
+
+static void test_strict_reader(void)
+{
+    /* What is one document reads, whitespace around it included. */
+    CHECK(STRICT("{\"a\": [1, \"x\\\\u0000\"]}") == NULL); /* an escaped backslash, then text */
+    CHECK(STRICT(" \n{\"a\": \"[{\\\"\"}\r\n\t ") == NULL);  /* brackets and quotes in a string */
+    CHECK(STRICT("[\"\\u00e9\\u0001\"]") == NULL);
+    CHECK(STRICT("7") == NULL);
+    /* Trailing bytes, a second document, a NUL after the document or inside it. */
+    CHECK_STR(STRICT("{\"a\": 1}garbage"),
+              "f.json: not JSON: bytes after the document at byte 9 (a file holds one document "
+              "and nothing after it but whitespace)");
+    CHECK_STR(STRICT("{\"a\": 1}\n{\"a\": 1}\n"),
+              "f.json: not one JSON document: a second one begins at byte 10, after the first (a "
+              "file holds one)");
+    CHECK_STR(STRICT("[1] [2]"),
+              "f.json: not one JSON document: a second one begins at byte 5, after the first (a "
+              "file holds one)");
+    CHECK_STR(STRICT("{\"a\": 1}\n\0"),
+              "f.json: not JSON: a NUL byte at byte 10 (JSON text holds none)");
+    CHECK_STR(STRICT("{\"a\": \"x\0y\"}"),
+              "f.json: not JSON: a NUL byte at byte 9 (JSON text holds none)");
+    CHECK_STR(STRICT("{\"a\": \"x\\\0\"}"),
+              "f.json: not JSON: a NUL byte at byte 10 (JSON text holds none)");
+    /* \u0000 in a string (a value or a key) is refused, not cut. */
+    CHECK_STR(STRICT("{\"a\": \"cut\\u0000here\"}"),
+              "f.json: a string holds \\u0000 (a NUL character) at byte 11, which kprof does not "
+              "keep: its text would be cut there");
+    CHECK_CONTAINS(STRICT("{\"k\\u0000\": 1}"), "holds \\u0000");
+    /* Not JSON at all, empty, truncated. */
+    CHECK_STR(STRICT(""), "f.json: not JSON: empty (expected a test file)");
+    CHECK_STR(STRICT(" \n"), "f.json: not JSON: only whitespace (expected a test file)");
+    CHECK_CONTAINS(STRICT("{\"a\": "), "f.json: not JSON: cannot parse at byte");
+    CHECK_CONTAINS(STRICT("{\"a\": "), "(truncated?) (expected a test file)");
+    CHECK_CONTAINS(STRICT("{nope}"), "f.json: not JSON: cannot parse at byte ");
+    /* Nesting: the limit reads, one more is said to be too deep, as is cJSON's 1000. */
+    char *t = nested(KP_JSON_READ_MAX_DEPTH);
+    CHECK(strict(t, strlen(t)) == NULL);
+    free(t);
+    t = nested(KP_JSON_READ_MAX_DEPTH + 1);
+    CHECK_STR(strict(t, strlen(t)),
+              "f.json: nested too deeply at byte 201 (limit 200 levels of arrays and objects)");
+    free(t);
+    t = nested(1000);
+    CHECK_CONTAINS(strict(t, strlen(t)), "nested too deeply");
+    free(t);
+    t = nested(100000);
+    CHECK_CONTAINS(strict(t, strlen(t)), "nested too deeply");
+    free(t);
+    strict("1", 1); /* frees the last message */
+}
 
 int main(void)
 {
@@ -97,5 +180,6 @@ int main(void)
     kp_json_quote(&q, NULL);
     CHECK_STR(q.data, "\"\"");
     kp_str_free(&q);
+    test_strict_reader();
     TEST_DONE();
 }

@@ -1,8 +1,10 @@
 /*
- * bench_file.c — read an earlier bench result back (see bench_file.h) with cJSON.
+ * bench_file.c — read an earlier bench result back (see bench_file.h) with cJSON, through
+ * json_file.h's strict reader.
  */
 #include "tools/kprof/bench_file.h"
 #include "core/util.h"
+#include "tools/kprof/json_file.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -54,16 +56,9 @@ static int kp_bench_file_numbers(const cJSON *arr, double **out, size_t *n)
 kprof_status kp_bench_file_read(const char *path, kp_bench_file **out, kp_error *err)
 {
     *out = NULL;
-    char *text = NULL;
-    size_t len = 0;
-    kprof_status st = kp_file_read(path, &text, &len, err);
+    cJSON *doc = NULL;
+    kprof_status st = kp_json_file_read(path, "a bench.json from `kprof bench`", &doc, err);
     if (st != KPROF_OK) return st;
-    cJSON *doc = cJSON_ParseWithLength(text, len);
-    free(text);
-    if (!doc)
-        return kp_error_set(err, KPROF_CORRUPT, "%s: not JSON (expected a bench.json from `kprof "
-                                                "bench`)",
-                            path);
     kp_bench_file *f = calloc(1, sizeof *f);
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(doc, "kind");
     const cJSON *version = cJSON_GetObjectItemCaseSensitive(doc, "version");

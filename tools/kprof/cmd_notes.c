@@ -1,11 +1,11 @@
 /*
  * cmd_notes.c — `kprof notes add|list|search|show|export|import`: the findings log. A note is a
  * short text kept in kprof's store (store/notes.h) with the evidence it was made from: `--from`
- * a run.json, sweep.json or bench.json (read here with cJSON) or a run of the history
+ * a run.json, sweep.json or bench.json (read with cJSON through json_file.h) or a run of the history
  * (store/history.h) gives it the kernel, device, grid, threadgroup, median and commit, and keeps
  * what else the source said in the note's `data` (a JSON object). Notes travel between stores
  * as one JSON file (`export`, `import`), written with kprof's own JSON writer through
- * core/outfile and read back with cJSON; an import checks every note before it adds any.
+ * core/outfile and read back through json_file.h; an import checks every note before it adds any.
  */
 #define _GNU_SOURCE
 #include "core/format.h"
@@ -17,6 +17,7 @@
 #include "store/notes.h"
 #include "store/store.h"
 #include "tools/kprof/cli.h"
+#include "tools/kprof/json_file.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -562,16 +563,16 @@ done:
 static kprof_status kp_notes_from_file(const char *path, const char *kernel, kp_note *note,
                                        kp_error *err)
 {
-    char *text = NULL;
-    size_t len = 0;
-    kprof_status st = kp_file_read(path, &text, &len, err);
+    cJSON *doc = NULL;
+    kprof_status st =
+        kp_json_file_read(path, "a run.json, sweep.json or bench.json", &doc, err);
     if (st != KPROF_OK) return st;
-    cJSON *doc = cJSON_ParseWithLength(text, len);
-    free(text);
     if (!cJSON_IsObject(doc)) {
         cJSON_Delete(doc);
         return kp_error_set(err, KPROF_CORRUPT,
-                            "%s: not JSON (expected a run.json, sweep.json or bench.json)", path);
+                            "%s: not a result of kprof run, sweep or bench (JSON, but not an "
+                            "object; expected a run.json, sweep.json or bench.json)",
+                            path);
     }
     st = kp_notes_read_doc(doc, path, kernel, note, err);
     cJSON_Delete(doc);
@@ -1000,18 +1001,16 @@ static int kp_notes_cmd_import(const kp_notes_args *a)
     kp_store *s = NULL;
     kp_note *notes = NULL;
     size_t n = 0, added = 0;
-    char *text = NULL;
-    size_t len = 0;
     cJSON *doc = NULL;
     int rc = 0;
-    if (kp_file_read(path, &text, &len, &err) != KPROF_OK) goto fail;
-    doc = cJSON_ParseWithLength(text, len);
+    if (kp_json_file_read(path, "notes from kprof notes export", &doc, &err) != KPROF_OK)
+        goto fail;
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(doc, "kind");
     const cJSON *version = cJSON_GetObjectItemCaseSensitive(doc, "version");
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(doc, "notes");
     if (!cJSON_IsObject(doc)) {
-        kp_error_set(&err, KPROF_CORRUPT, "%s: not JSON (expected notes from kprof notes export)",
-                     path);
+        kp_error_set(&err, KPROF_CORRUPT,
+                     "%s: not notes from kprof notes export (JSON, but not an object)", path);
         goto fail;
     }
     if (!cJSON_IsString(kind) || strcmp(kind->valuestring, KP_NOTES_FILE_KIND) != 0 ||
@@ -1068,7 +1067,6 @@ done:
         kp_note_clear(&notes[i]);
     free(notes);
     cJSON_Delete(doc);
-    free(text);
     kp_store_close(s);
     kp_error_clear(&err);
     return rc;
