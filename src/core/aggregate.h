@@ -65,7 +65,8 @@
  * carries a correlation (the join's map: about 48 bytes each, kept to the end because a graph
  * launch's many operations share one correlation), per device operation that arrives before its
  * call or never finds one (held to the end, about 48 bytes each), and per event starting at one
- * same nanosecond. add is O(1) amortised plus the thread's open depth; finish O(nodes + held
+ * same nanosecond. add is O(1) amortised (an event in order of start looks at the top of its
+ * thread's open stack only; one out of order scans it); finish O(nodes + held
  * operations); order and rows O(nodes log nodes).
  *
  * OWNERSHIP AND THREADS. The aggregation owns everything it returns except rows (heap: free()).
@@ -176,6 +177,10 @@ int kp_aggregation_finish(kp_aggregation *a);
 const kp_aggregation_totals *kp_aggregation_get_totals(const kp_aggregation *a);
 
 size_t kp_aggregation_node_count(const kp_aggregation *a); /* the root included */
+
+/* Open-stack elements looked at while placing ranges and calls so far: the work that must stay
+ * linear in the events fed in order (tests bound it; nothing reports it). */
+uint64_t kp_aggregation_stack_steps(const kp_aggregation *a);
 /* Node `id`, or NULL when out of range. Valid until the aggregation is destroyed. */
 const kp_aggregation_node *kp_aggregation_get_node(const kp_aggregation *a, uint32_t id);
 

@@ -116,3 +116,39 @@ ORDER_TOTAL = [
     ("train", "step", "cudaLaunchKernel", "gemm"), (NAIVE_JSON,), ("(unattributed)",),
     ("(unattributed)", "orphan"), ("cudaLaunchKernel",), ("cudaLaunchKernel", "gemm"),
 ]
+
+
+def make_deep(test, depth, name="deep.kprof", folder=None):
+    """A trace of `depth` NVTX ranges nested in one another on one thread (L0 outermost, each
+    1 µs inside the one before), with a launch and its kernel in the innermost: the call tree's
+    deep case (issue 23). Merged into folder (test.tmp) with the real kprof; returns its path."""
+    folder = folder or test.tmp
+    records = os.path.join(folder, "records-" + name)
+    os.mkdir(records)
+    write_deep_records(records, depth)
+    out = os.path.join(folder, name)
+    test.kprof("trace", "--merge", records, "-o", out, expect=0)
+    return out
+
+
+def write_deep_records(d, depth):
+    """The record files and run.txt of make_deep's timeline, in folder d."""
+    end = at(0) + 2 * depth * 1000 + 10_000
+    w = klog.Writer(os.path.join(d, "%d-cuda-%d.klog" % (PID, at(0))), PID, COMMAND, at(0))
+    names = [w.string("L%d" % i) for i in range(depth)]
+    launch, gemm = w.string("cudaLaunchKernel"), w.string("gemm")
+    b = bytearray()
+    inner = at(0) + depth * 1000
+    b.extend(klog.rec(klog.API, name=launch, tid=MAIN, start=inner, end=inner + 500,
+                      correlation=1, domain=klog.CUDA_RUNTIME))
+    b.extend(klog.rec(klog.KERNEL, name=gemm, tid=MAIN, start=inner + 600, end=inner + 900,
+                      correlation=1, device=0, stream=7, grid=(8, 1, 1), block=(128, 1, 1)))
+    for i in range(depth):  # a range is written when it ends: the innermost first
+        j = depth - 1 - i
+        b.extend(klog.rec(klog.RANGE, name=names[j], tid=MAIN, start=at(0) + j * 1000,
+                          end=end - j * 1000, rid=j + 1, domain=klog.NVTX))
+    w.write(bytes(b))
+    w.close(end=end + 1000)
+    with open(os.path.join(d, "run.txt"), "w") as f:
+        f.write("kprof-trace-run 1\nstart_ns %d\nend_ns %d\nexit_status 0\ncollectors cuda\n"
+                "command %s\n" % (at(0), end + 1000, COMMAND))
