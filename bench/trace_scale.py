@@ -10,8 +10,8 @@ The deep case (issue 23): NVTX ranges nested 50k, 100k and 200k deep on one thre
 wall time of report --tree, --by path, diff and the Hatchet and CSV exports of each: the call
 tree's placement is linear in the depth (it was quadratic: 100k took 6 s, 200k 29 s).
 
-usage: bench/trace_scale.py [--kprof build/kprof] [--kernels 1000000] [--deep 50000,100000,200000]
-                            [--json out.json]
+usage: bench/trace_scale.py [--kprof build/kprof] [--kernels 1000000 (0: none)]
+                            [--deep 50000,100000,200000] [--json out.json]
 """
 
 import argparse
@@ -51,10 +51,26 @@ def main():
     a = ap.parse_args()
     kprof = os.path.abspath(a.kprof)
     tmp = tempfile.mkdtemp(prefix="kprof-scale-")
+    res = wide_case(kprof, tmp, a.kernels) if a.kernels else {}
+    deep = deep_case(kprof, tmp, [int(d) for d in a.deep.split(",") if d])
+    res["deep"] = deep
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(res, f, indent=2)
+    for depth, r in deep.items():
+        print("ranges nested %s deep: %s" % (depth, ", ".join(
+            "%s %.2f s" % (name, wall) for name, wall in r.items())))
+    for f in os.listdir(tmp):
+        os.unlink(os.path.join(tmp, f))
+    os.rmdir(tmp)
+
+
+def wide_case(kprof, tmp, kernels):
+    """The 1M-kernel trace: its commands' wall time and peak memory, the files' sizes."""
     trace = os.path.join(tmp, "big.kprof")
     t0 = time.perf_counter()
     subprocess.run([kprof, "trace", "-o", trace, "--", sys.executable, GEN, "launch-bound",
-                    "--kernels", str(a.kernels), "--seconds", "1", "--period-us", "1",
+                    "--kernels", str(kernels), "--seconds", "1", "--period-us", "1",
                     "--no-poll"], check=True,
                    stderr=subprocess.DEVNULL)
     trace_wall = time.perf_counter() - t0
@@ -80,14 +96,10 @@ def main():
     size = os.path.getsize(trace) / 2**20
     chrome_mib = os.path.getsize(os.path.join(tmp, "big.json")) / 2**20
     perfetto_mib = os.path.getsize(os.path.join(tmp, "big.pftrace")) / 2**20
-    deep = deep_case(kprof, tmp, [int(d) for d in a.deep.split(",") if d])
-    res = {"kernels": a.kernels, "trace_mib": size, "trace_and_merge_s": trace_wall, **rows,
-           "chrome_mib": chrome_mib, "perfetto_mib": perfetto_mib, "deep": deep}
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(res, f, indent=2)
+    res = {"kernels": kernels, "trace_mib": size, "trace_and_merge_s": trace_wall, **rows,
+           "chrome_mib": chrome_mib, "perfetto_mib": perfetto_mib}
     print("1M-kernel trace (%d kernels, %d events, %.0f MiB): kprof trace + merge %.1f s" % (
-        a.kernels, 2 * a.kernels + 1, size, trace_wall))
+        kernels, 2 * kernels + 1, size, trace_wall))
     for name, r in rows.items():
         print("  %-15s %.2f s wall, %.0f MiB peak (goal < 2 s, < 1024 MiB: %s)" % (
             name, r["wall_s"], r["peak_mib"],
@@ -95,12 +107,7 @@ def main():
     print("  Perfetto file %.0f MiB, Chrome JSON %.0f MiB: %.2f of it (goal <= 0.5: %s)" % (
         perfetto_mib, chrome_mib, perfetto_mib / chrome_mib,
         "met" if perfetto_mib <= chrome_mib / 2 else "MISSED"))
-    for depth, r in deep.items():
-        print("ranges nested %s deep: %s" % (depth, ", ".join(
-            "%s %.2f s" % (name, wall) for name, wall in r.items())))
-    for f in os.listdir(tmp):
-        os.unlink(os.path.join(tmp, f))
-    os.rmdir(tmp)
+    return res
 
 
 def deep_case(kprof, tmp, depths):
