@@ -6,8 +6,10 @@ import json
 import os
 import sqlite3
 import stat
+import subprocess
 
 import kptest
+import tree_trace
 
 SPEC = "f32:4096,f32:4096,f32:4096,u32=4096"
 
@@ -142,6 +144,60 @@ class Hostile(kptest.KprofTestCase):
             self.assertFalse(r["compile"]["cache_hit"])
         finally:
             os.chmod(self.cache, stat.S_IRWXU)
+
+
+class TerminalEscapes(kptest.KprofTestCase):
+    """Names, commands and devices from files reach every text output escaped (issue 23), as
+    `notes list` and the error lines print them; JSON keeps the bytes, JSON-escaped."""
+    needs_opencl = False
+
+    def assert_escaped(self, args, expect_text=True):
+        env = dict(os.environ)
+        for k, v in self.env.items():
+            if v is None:
+                env.pop(k, None)
+            else:
+                env[k] = v
+        p = subprocess.run([kptest.KPROF, *args], cwd=self.tmp, capture_output=True, env=env,
+                           timeout=120)
+        self.assertEqual(p.returncode, 0, (args, p.stderr))
+        out = p.stdout.decode("utf-8")  # strict: valid UTF-8
+        for c in out:
+            self.assertFalse(ord(c) < 0x20 and c != "\n" or 0x7f <= ord(c) < 0xa0,
+                             (args, "a raw control character %r in the output" % c))
+        if expect_text:
+            self.assertIn(tree_trace.HOSTILE_TEXT, out, args)
+        return out
+
+    def test_trace_reports(self):
+        a = os.path.basename(tree_trace.make_hostile(self, "a.kprof"))
+        b = os.path.basename(tree_trace.make_hostile(self, "b.kprof"))
+        out = self.assert_escaped(["report", a])
+        self.assertIn("Command: prog --arg " + tree_trace.HOSTILE_TEXT.replace("\\n", ""), out)
+        for args in (["report", a, "--trace"], ["report", a, "--tree"],
+                     ["report", a, "--by", "path"], ["report", a, "--by", "name"],
+                     ["diff", a, b], ["diff", a, b, "--by", "path"], ["diff", a, b, "--by", "name"]):
+            self.assert_escaped(args)
+        # JSON holds the bytes, escaped as JSON does (\u001b, and \u00ff for the stray byte).
+        doc = json.loads(self.kprof("report", a, "--json", expect=0).stdout)
+        self.assertIn("\x1b[31mil\r", doc["command"])
+        doc = json.loads(self.kprof("report", a, "--tree", "--json", expect=0).stdout)
+        self.assertIn("kernev\x1b[31mil\r\nx\u00ff\x07", [n["name"] for n in doc["nodes"]])
+
+    def test_history_and_result_diff(self):
+        self.kprof("notes", "add", "makes the store", expect=0)
+        db = sqlite3.connect(os.path.join(self.tmp, "store.db"))
+        bad = tree_trace.HOSTILE
+        for i in range(2):
+            db.execute("INSERT INTO runs (kind, at, device, backend, kernel, target, options, "
+                       "grid, tg, buffers, median_ms, min_ms, nsamples, samples, result) VALUES "
+                       "('run', 1700000000, ?, 'opencl', ?, 'k.cl', ?, '4096', '64', 'f32:4', "
+                       "1.0, 0.9, 6, '[1,1.01,0.99,1,1.02,0.98]', '{}')",
+                       (b"dev" + bad, b"kern" + bad, b"-DX=" + bad if i else b"-DX=1"))
+        db.commit()
+        db.close()
+        self.assert_escaped(["history"])
+        self.assert_escaped(["diff", "1", "2"])
 
 
 if __name__ == "__main__":

@@ -152,3 +152,34 @@ def write_deep_records(d, depth):
     with open(os.path.join(d, "run.txt"), "w") as f:
         f.write("kprof-trace-run 1\nstart_ns %d\nend_ns %d\nexit_status 0\ncollectors cuda\n"
                 "command %s\n" % (at(0), end + 1000, COMMAND))
+
+
+# Names that would move a terminal's cursor or break a line (issue 23): ESC, CR, LF, BEL and a
+# byte that is not UTF-8; TEXT is how every text output shows them (as error messages do).
+HOSTILE = b"ev\x1b[31mil\r\nx\xff\x07"
+HOSTILE_TEXT = "ev\\x1b[31mil\\r\\nx\\xff\\x07"
+
+
+def make_hostile(test, name="hostile.kprof"):
+    """A trace whose command, range, call and kernel names hold HOSTILE; returns its path."""
+    records = os.path.join(test.tmp, "records-" + name)
+    os.mkdir(records)
+    command = b"prog --arg " + HOSTILE.replace(b"\n", b"")  # run.txt: one line
+    w = klog.Writer(os.path.join(records, "%d-cuda-%d.klog" % (PID, at(0))), PID, command,
+                    at(0))
+    s = w.string
+    b = bytearray()
+    b.extend(klog.rec(klog.API, name=s(b"launch" + HOSTILE), tid=MAIN, start=at(1), end=at(2),
+                      correlation=1, domain=klog.CUDA_RUNTIME))
+    b.extend(klog.rec(klog.KERNEL, name=s(b"kern" + HOSTILE), tid=MAIN, start=at(3), end=at(9),
+                      correlation=1, device=0, stream=7, grid=(8, 1, 1), block=(128, 1, 1)))
+    b.extend(klog.rec(klog.RANGE, name=s(b"range" + HOSTILE), tid=MAIN, start=at(0),
+                      end=at(10), rid=1, domain=klog.NVTX))
+    w.write(bytes(b))
+    w.close(end=at(20))
+    with open(os.path.join(records, "run.txt"), "wb") as f:
+        f.write(b"kprof-trace-run 1\nstart_ns %d\nend_ns %d\nexit_status 0\ncollectors cuda\n"
+                b"command %s\n" % (at(0), at(20), command))
+    out = os.path.join(test.tmp, name)
+    test.kprof("trace", "--merge", records, "-o", out, expect=0)
+    return out

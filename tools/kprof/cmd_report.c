@@ -1812,6 +1812,7 @@ static int kp_report_calltree(const char *path, kp_calltree_view *view, int raw,
     kp_event_source *src = NULL;
     kp_aggregation *a = NULL;
     kprof_status st = kp_event_source_open(path, &src, &err);
+    if (st == KPROF_OK && format == KP_CALLTREE_TEXT) st = kp_event_source_escape_text(src, &err);
     if (st == KPROF_OK)
         st = kp_trace_aggregate(src, raw ? KP_TRACE_AGGREGATE_POLLING : 0, &a, &err);
     if (st == KPROF_OK) {
@@ -1936,6 +1937,7 @@ int kp_cmd_report(int argc, char **argv)
     r.path = argv[optind];
     kp_error err = {0};
     kprof_status st = kp_event_source_open(r.path, &r.src, &err);
+    if (st == KPROF_OK && !r.json && !r.csv) st = kp_event_source_escape_text(r.src, &err);
     if (st == KPROF_OK) st = kp_report_load(&r, &err);
     if (st == KPROF_OK) {
         if (r.json)
