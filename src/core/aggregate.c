@@ -460,6 +460,7 @@ int kp_aggregation_add(kp_aggregation *a, const kp_event *e)
     if (!t->events || e->start_ns < t->first_ns) t->first_ns = e->start_ns;
     if (!t->events || end > t->last_ns) t->last_ns = end;
     t->events++;
+    if (e->end_ns < e->start_ns) t->ends_before_start++;
     if (e->known & (KP_EVENT_HAS_FLOPS | KP_EVENT_HAS_METRIC_BYTES)) t->metric_events++;
     int ordered = !a->any_event || e->start_ns >= a->latest_start;
     if (!ordered) {

@@ -136,6 +136,8 @@ typedef struct kp_aggregation_totals {
     int64_t wait_ns;           /* durations of the SYNC records fed, summed */
     uint64_t unordered;        /* events that started before one fed earlier */
     uint64_t folded;           /* events placed at KP_AGGREGATION_MAX_DEPTH (see above) */
+    uint64_t ends_before_start; /* events whose end precedes their start (a damaged trace):
+                                   each counted with duration 0 */
     uint64_t ignored;          /* MARK, OVERHEAD and unknown kinds */
     uint64_t metric_events;    /* events fed with flops or a bytes metric (KP_EVENT_HAS_FLOPS,
                                   KP_EVENT_HAS_METRIC_BYTES), any kind: 0 when the stream has

@@ -4,6 +4,7 @@ a crash or a hang."""
 
 import json
 import os
+import re
 import sqlite3
 import stat
 import subprocess
@@ -198,6 +199,42 @@ class TerminalEscapes(kptest.KprofTestCase):
         db.close()
         self.assert_escaped(["history"])
         self.assert_escaped(["diff", "1", "2"])
+
+
+class DamagedTimes(kptest.KprofTestCase):
+    """Events whose end precedes their start (issue 23): the damaged trace says so with their
+    count, and no table or row prints a negative time: their durations count as 0."""
+    needs_opencl = False
+    NOTE = "3 events end before they start (a damaged trace): their durations count as 0"
+
+    def test_no_negative_durations(self):
+        t = os.path.basename(tree_trace.make_backwards(self))
+        negative = re.compile(r"(?<![\w.])-\d")  # "-1 ms", "-5.00%"; not "cuda-1" or "--raw"
+        for args in (["report", t], ["report", t, "--trace"], ["report", t, "--tree"],
+                     ["report", t, "--by", "name"], ["report", t, "--by", "path"],
+                     ["diff", t, t]):
+            out = self.kprof(*args, expect=0).stdout
+            self.assertIn(self.NOTE, out, args)
+            for line in out.splitlines():
+                self.assertIsNone(negative.search(line), (args, line))
+        out = self.kprof("report", t, expect=0).stdout
+        self.assertRegex(out, r"0\.00%\s+0 ns\s+1\s+backwards")
+        self.assertRegex(out, r"10\.00%\s+2 ms\s+2 .*cudaLaunchKernel")
+        self.assertIn("calling GPU APIs took 2 ms (10.00% of the wall)", out)
+        doc = json.loads(self.kprof("report", t, "--json", expect=0).stdout)
+        self.assertIn(self.NOTE + " in every table and row", doc["notes"])
+        for table in ("host", "device", "nvtx"):
+            for row in doc[table]:
+                self.assertGreaterEqual(row["total_s"], 0, (table, row))
+                self.assertGreaterEqual(row["min_s"], 0, (table, row))
+        doc = json.loads(self.kprof("report", t, "--trace", "--json", expect=0).stdout)
+        for key in ("host_trace", "device_trace"):
+            for row in doc[key]:
+                self.assertGreaterEqual(row["duration_s"], 0, (key, row))
+        tree = json.loads(self.kprof("report", t, "--tree", "--json", expect=0).stdout)
+        for n in tree["nodes"]:
+            self.assertGreaterEqual(n["total_s"], 0, n)
+            self.assertGreaterEqual(n["min_s"] if n["min_s"] is not None else 0, 0, n)
 
 
 if __name__ == "__main__":

@@ -183,3 +183,33 @@ def make_hostile(test, name="hostile.kprof"):
     out = os.path.join(test.tmp, name)
     test.kprof("trace", "--merge", records, "-o", out, expect=0)
     return out
+
+
+def make_backwards(test, name="backwards.kprof"):
+    """A damaged trace (issue 23): of a launch and its kernel, a second launch and its kernel, a
+    copy call and a range, the second kernel (starting 50 s late), the copy call and the range
+    end before they start. Returns its path."""
+    records = os.path.join(test.tmp, "records-" + name)
+    os.mkdir(records)
+    w = klog.Writer(os.path.join(records, "%d-cuda-%d.klog" % (PID, at(0))), PID, "prog", at(0))
+    s = w.string
+    b = bytearray()
+    for corr, (ls, le, ks, ke, kname) in enumerate(((1, 2, 3, 4, "good"),
+                                                     (5, 6, 50007, 7, "backwards")), 1):
+        b.extend(klog.rec(klog.API, name=s("cudaLaunchKernel"), tid=MAIN, start=at(ls),
+                          end=at(le), correlation=corr, domain=klog.CUDA_RUNTIME))
+        b.extend(klog.rec(klog.KERNEL, name=s(kname), tid=MAIN, start=at(ks), end=at(ke),
+                          correlation=corr, device=0, stream=7, grid=(8, 1, 1),
+                          block=(128, 1, 1)))
+    b.extend(klog.rec(klog.API, name=s("cudaMemcpy"), tid=MAIN, start=at(9), end=at(8),
+                      domain=klog.CUDA_RUNTIME))
+    b.extend(klog.rec(klog.RANGE, name=s("step"), tid=MAIN, start=at(10), end=at(9.5), rid=1,
+                      domain=klog.NVTX))
+    w.write(bytes(b))
+    w.close(end=at(20))
+    with open(os.path.join(records, "run.txt"), "w") as f:
+        f.write("kprof-trace-run 1\nstart_ns %d\nend_ns %d\nexit_status 0\ncollectors cuda\n"
+                "command prog\n" % (at(0), at(20)))
+    out = os.path.join(test.tmp, name)
+    test.kprof("trace", "--merge", records, "-o", out, expect=0)
+    return out

@@ -192,6 +192,7 @@ typedef struct kp_diff_trace {
     kp_event_source *src;
     kp_trace_verdicts v; /* as kprof report computes them */
     uint64_t events;
+    uint64_t ends_before_start; /* events whose end precedes their start: duration 0 */
     int64_t gpu_busy_ns; /* the devices' busy time (the union of device operations) */
     kp_diff_key *keys;   /* sorted by (table, kind, name) */
     size_t nkeys;
@@ -269,6 +270,7 @@ static kprof_status kp_diff_trace_load(kp_diff_trace *t, const kp_diff_args *a, 
     if (st == KPROF_OK) st = kp_trace_verdicts_read(t->src, a->raw, &t->v, err);
     if (st != KPROF_OK) goto done;
     t->events = kp_aggregation_get_totals(agg)->events;
+    t->ends_before_start = kp_aggregation_get_totals(agg)->ends_before_start;
     t->gpu_busy_ns = kp_aggregation_get_totals(agg)->gpu_busy_ns;
     size_t count = kp_aggregation_node_count(agg);
     nodes = calloc(count ? count : 1, sizeof *nodes);
@@ -750,6 +752,11 @@ static void kp_diff_print_trace_header(const char *label, const kp_diff_trace *t
         (unsigned long long)t->events);
     if (m->command[0]) printf(", command: %s", m->command);
     printf("\n");
+    uint64_t n = t->ends_before_start;
+    if (n)
+        printf("   Note: %llu event%s before %s start (a damaged trace): %s duration%s as 0\n",
+               (unsigned long long)n, n == 1 ? " ends" : "s end", n == 1 ? "it" : "they",
+               n == 1 ? "its" : "their", n == 1 ? " counts" : "s count");
 }
 
 /* "Verdict over the wall: A host-bound, B host-bound (unchanged)", and the sentences where it
