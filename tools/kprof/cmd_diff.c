@@ -752,11 +752,9 @@ static void kp_diff_print_trace_header(const char *label, const kp_diff_trace *t
         (unsigned long long)t->events);
     if (m->command[0]) printf(", command: %s", m->command);
     printf("\n");
-    uint64_t n = t->ends_before_start;
-    if (n)
-        printf("   Note: %llu event%s before %s start (a damaged trace): %s duration%s as 0\n",
-               (unsigned long long)n, n == 1 ? " ends" : "s end", n == 1 ? "it" : "they",
-               n == 1 ? "its" : "their", n == 1 ? " counts" : "s count");
+    char note[160];
+    if (t->ends_before_start)
+        printf("   Note: %s\n", kp_format_ends_before_start(t->ends_before_start, note, sizeof note));
 }
 
 /* "Verdict over the wall: A host-bound, B host-bound (unchanged)", and the sentences where it

@@ -311,17 +311,6 @@ static void kp_trace_columns_add(kp_trace_columns *c, const kp_trace_event *ev)
     if ((e->known & KP_EVENT_HAS_LOCAL) && e->local_mem > 0) c->local = 1;
 }
 
-/* The note of a damaged trace's events that end before they start: their count, and that every
- * table and row takes their durations as 0 (core/util.h's kp_ns_span), never negative. */
-static void kp_report_note_backwards(kp_str *notes, uint64_t n)
-{
-    kp_str_printf(notes,
-                  "%llu event%s before %s start (a damaged trace): %s duration%s as 0 in "
-                  "every table and row\n",
-                  (unsigned long long)n, n == 1 ? " ends" : "s end", n == 1 ? "it" : "they",
-                  n == 1 ? "its" : "their", n == 1 ? " counts" : "s count");
-}
-
 /* One pass over the events, in storage order: the three tables, the timeline the verdicts are
  * computed from, launch latency and queue waits (each device operation paired with its call
  * once every call has been seen), and what --trace's columns need. */
@@ -439,7 +428,11 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
     st = kp_event_iter_close(it, err);
     it = NULL;
     if (st != KPROF_OK) goto done;
-    if (backwards) kp_report_note_backwards(&r->notes, backwards);
+    if (backwards) { /* the damaged trace says so: a note (JSON's notes too) */
+        char note[160];
+        kp_str_printf(&r->notes, "%s in every table and row\n",
+                      kp_format_ends_before_start(backwards, note, sizeof note));
+    }
     st = kp_groups_from(host, r->names, nnames, &r->host, err);
     if (st == KPROF_OK) st = kp_groups_from(device, r->names, nnames, &r->device, err);
     if (st == KPROF_OK) st = kp_groups_from(nvtx, r->names, nnames, &r->nvtx, err);
