@@ -5,7 +5,13 @@ command (goal, issue 11: under 2 s and 1 GiB each on the 2-core machine), and th
 size against the Chrome JSON's (goal: at most half). The trace comes from the real `kprof trace` merge of a synthetic program
 (tests/cli/gen_trace.py: 1M kernels and the 1M launch calls that made them).
 
-usage: bench/trace_scale.py [--kprof build/kprof] [--kernels 1000000] [--json out.json]
+The deep case (issue 23): NVTX ranges nested 50k, 100k and 200k deep on one thread
+(tests/cli/tree_trace.py's make_deep records, merged by the real `kprof trace --merge`), and the
+wall time of report --tree, --by path, diff and the Hatchet and CSV exports of each: the call
+tree's placement is linear in the depth (it was quadratic: 100k took 6 s, 200k 29 s).
+
+usage: bench/trace_scale.py [--kprof build/kprof] [--kernels 1000000 (0: none)]
+                            [--deep 50000,100000,200000] [--json out.json]
 """
 
 import argparse
@@ -19,6 +25,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GEN = os.path.join(HERE, "..", "tests", "cli", "gen_trace.py")
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "cli"))
+import tree_trace  # noqa: E402  (the deep case's records)
 
 
 def timed(cmd):
@@ -37,14 +45,32 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kprof", default=os.path.join(HERE, "..", "build", "kprof"))
     ap.add_argument("--kernels", type=int, default=1000000)
+    ap.add_argument("--deep", default="50000,100000,200000",
+                    help="depths of the nested-range case, comma-separated ('' for none)")
     ap.add_argument("--json")
     a = ap.parse_args()
     kprof = os.path.abspath(a.kprof)
     tmp = tempfile.mkdtemp(prefix="kprof-scale-")
+    res = wide_case(kprof, tmp, a.kernels) if a.kernels else {}
+    deep = deep_case(kprof, tmp, [int(d) for d in a.deep.split(",") if d])
+    res["deep"] = deep
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(res, f, indent=2)
+    for depth, r in deep.items():
+        print("ranges nested %s deep: %s" % (depth, ", ".join(
+            "%s %.2f s" % (name, wall) for name, wall in r.items())))
+    for f in os.listdir(tmp):
+        os.unlink(os.path.join(tmp, f))
+    os.rmdir(tmp)
+
+
+def wide_case(kprof, tmp, kernels):
+    """The 1M-kernel trace: its commands' wall time and peak memory, the files' sizes."""
     trace = os.path.join(tmp, "big.kprof")
     t0 = time.perf_counter()
     subprocess.run([kprof, "trace", "-o", trace, "--", sys.executable, GEN, "launch-bound",
-                    "--kernels", str(a.kernels), "--seconds", "1", "--period-us", "1",
+                    "--kernels", str(kernels), "--seconds", "1", "--period-us", "1",
                     "--no-poll"], check=True,
                    stderr=subprocess.DEVNULL)
     trace_wall = time.perf_counter() - t0
@@ -70,13 +96,10 @@ def main():
     size = os.path.getsize(trace) / 2**20
     chrome_mib = os.path.getsize(os.path.join(tmp, "big.json")) / 2**20
     perfetto_mib = os.path.getsize(os.path.join(tmp, "big.pftrace")) / 2**20
-    res = {"kernels": a.kernels, "trace_mib": size, "trace_and_merge_s": trace_wall, **rows,
+    res = {"kernels": kernels, "trace_mib": size, "trace_and_merge_s": trace_wall, **rows,
            "chrome_mib": chrome_mib, "perfetto_mib": perfetto_mib}
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(res, f, indent=2)
     print("1M-kernel trace (%d kernels, %d events, %.0f MiB): kprof trace + merge %.1f s" % (
-        a.kernels, 2 * a.kernels + 1, size, trace_wall))
+        kernels, 2 * kernels + 1, size, trace_wall))
     for name, r in rows.items():
         print("  %-15s %.2f s wall, %.0f MiB peak (goal < 2 s, < 1024 MiB: %s)" % (
             name, r["wall_s"], r["peak_mib"],
@@ -84,9 +107,36 @@ def main():
     print("  Perfetto file %.0f MiB, Chrome JSON %.0f MiB: %.2f of it (goal <= 0.5: %s)" % (
         perfetto_mib, chrome_mib, perfetto_mib / chrome_mib,
         "met" if perfetto_mib <= chrome_mib / 2 else "MISSED"))
-    for f in os.listdir(tmp):
-        os.unlink(os.path.join(tmp, f))
-    os.rmdir(tmp)
+    return res
+
+
+def deep_case(kprof, tmp, depths):
+    """Wall seconds of each command on a trace of ranges nested `depth` deep, per depth."""
+    out = {}
+    for depth in depths:
+        records = os.path.join(tmp, "records-deep%d" % depth)
+        os.mkdir(records)
+        tree_trace.write_deep_records(records, depth)
+        trace = os.path.join(tmp, "deep%d.kprof" % depth)
+        subprocess.run([kprof, "trace", "--merge", records, "-o", trace], check=True,
+                       stderr=subprocess.DEVNULL)
+        if os.path.isdir(records):
+            for f in os.listdir(records):
+                os.unlink(os.path.join(records, f))
+            os.rmdir(records)
+        hatchet = os.path.join(tmp, "deep.hatchet.json")
+        r = {}
+        for name, cmd in (("report_tree", [kprof, "report", trace, "--tree"]),
+                          ("report_by_path", [kprof, "report", trace, "--by", "path"]),
+                          ("diff", [kprof, "diff", trace, trace]),
+                          ("export_hatchet", [kprof, "export", trace, "--hatchet", hatchet,
+                                              "--force"]),
+                          ("export_csv", [kprof, "export", trace, "--csv", "-"])):
+            r[name] = timed(cmd)[0]
+        os.unlink(hatchet)
+        os.unlink(trace)
+        out[str(depth)] = r
+    return out
 
 
 if __name__ == "__main__":

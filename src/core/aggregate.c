@@ -21,10 +21,17 @@ typedef struct kp_agg_open {
     int64_t start, end;
 } kp_agg_open;
 
+/* A thread's open stack is trimmed lazily: an element that ended by the last ordered start
+ * (closed_by) is closed for good, but stays on the stack until it is on top (ranges may end out
+ * of order); what is above the topmost open element has ended, so the placement of an ordered
+ * event pops those and takes the top: each element is pushed and popped once, and placing n
+ * nested ranges is O(n), not O(n^2) as a scan of the whole stack per event was. */
 typedef struct kp_agg_thread {
     int64_t process, tid;
-    kp_agg_open *open; /* outermost first */
+    kp_agg_open *open; /* outermost first; ended ones below the top until it is popped */
     size_t nopen, capopen;
+    int64_t closed_by; /* the last ordered start placed here: what ended by it is closed */
+    int trimmed;       /* closed_by is set */
 } kp_agg_thread;
 
 /* A host call that carries a correlation: where its device work goes. node 0 = empty slot. */
@@ -77,6 +84,7 @@ struct kp_aggregation {
     int any_event;
     int64_t latest_start;
     uint32_t unattributed; /* the (unattributed) node, 0 until needed */
+    uint64_t stack_steps;  /* open-stack elements looked at (kp_aggregation_stack_steps) */
     kp_busy busy, kernel_busy;
     kp_aggregation_totals totals;
 };
@@ -320,17 +328,23 @@ static int kp_agg_place_host(kp_aggregation *a, const kp_event *e, int ordered)
     int64_t s = e->start_ns, f = e->end_ns > s ? e->end_ns : s;
     const kp_agg_open *parent = NULL;
     if (ordered) {
-        /* What ended by s is closed for good, wherever it is in the stack (ranges may end out
-         * of order); what is left all contains s, and the top started last. */
-        size_t keep = 0;
-        for (size_t i = 0; i < t->nopen; i++)
-            if (t->open[i].end > s) t->open[keep++] = t->open[i];
-        t->nopen = keep;
-        if (keep) parent = &t->open[keep - 1];
+        /* What ended by s is closed for good, wherever it is in the stack; the top that is still
+         * open contains s and started last of what is open. Closed ones below it wait. */
+        while (t->nopen && t->open[t->nopen - 1].end <= s) {
+            t->nopen--;
+            a->stack_steps++;
+        }
+        t->closed_by = s;
+        t->trimmed = 1;
+        if (t->nopen) parent = &t->open[t->nopen - 1];
+        a->stack_steps++;
     } else {
         for (size_t i = t->nopen; i-- > 0;) {
-            if (t->open[i].start <= s && s < t->open[i].end) {
-                parent = &t->open[i];
+            const kp_agg_open *o = &t->open[i];
+            a->stack_steps++;
+            if (t->trimmed && o->end <= t->closed_by) continue; /* closed, not yet popped */
+            if (o->start <= s && s < o->end) {
+                parent = o;
                 break;
             }
         }
@@ -446,6 +460,7 @@ int kp_aggregation_add(kp_aggregation *a, const kp_event *e)
     if (!t->events || e->start_ns < t->first_ns) t->first_ns = e->start_ns;
     if (!t->events || end > t->last_ns) t->last_ns = end;
     t->events++;
+    if (e->end_ns < e->start_ns) t->ends_before_start++;
     if (e->known & (KP_EVENT_HAS_FLOPS | KP_EVENT_HAS_METRIC_BYTES)) t->metric_events++;
     int ordered = !a->any_event || e->start_ns >= a->latest_start;
     if (!ordered) {
@@ -536,6 +551,11 @@ fail:
 const kp_aggregation_totals *kp_aggregation_get_totals(const kp_aggregation *a)
 {
     return &a->totals;
+}
+
+uint64_t kp_aggregation_stack_steps(const kp_aggregation *a)
+{
+    return a->stack_steps;
 }
 
 size_t kp_aggregation_node_count(const kp_aggregation *a)

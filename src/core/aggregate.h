@@ -65,7 +65,8 @@
  * carries a correlation (the join's map: about 48 bytes each, kept to the end because a graph
  * launch's many operations share one correlation), per device operation that arrives before its
  * call or never finds one (held to the end, about 48 bytes each), and per event starting at one
- * same nanosecond. add is O(1) amortised plus the thread's open depth; finish O(nodes + held
+ * same nanosecond. add is O(1) amortised (an event in order of start looks at the top of its
+ * thread's open stack only; one out of order scans it); finish O(nodes + held
  * operations); order and rows O(nodes log nodes).
  *
  * OWNERSHIP AND THREADS. The aggregation owns everything it returns except rows (heap: free()).
@@ -135,6 +136,8 @@ typedef struct kp_aggregation_totals {
     int64_t wait_ns;           /* durations of the SYNC records fed, summed */
     uint64_t unordered;        /* events that started before one fed earlier */
     uint64_t folded;           /* events placed at KP_AGGREGATION_MAX_DEPTH (see above) */
+    uint64_t ends_before_start; /* events whose end precedes their start (a damaged trace):
+                                   each counted with duration 0 */
     uint64_t ignored;          /* MARK, OVERHEAD and unknown kinds */
     uint64_t metric_events;    /* events fed with flops or a bytes metric (KP_EVENT_HAS_FLOPS,
                                   KP_EVENT_HAS_METRIC_BYTES), any kind: 0 when the stream has
@@ -176,6 +179,10 @@ int kp_aggregation_finish(kp_aggregation *a);
 const kp_aggregation_totals *kp_aggregation_get_totals(const kp_aggregation *a);
 
 size_t kp_aggregation_node_count(const kp_aggregation *a); /* the root included */
+
+/* Open-stack elements looked at while placing ranges and calls so far: the work that must stay
+ * linear in the events fed in order (tests bound it; nothing reports it). */
+uint64_t kp_aggregation_stack_steps(const kp_aggregation *a);
 /* Node `id`, or NULL when out of range. Valid until the aggregation is destroyed. */
 const kp_aggregation_node *kp_aggregation_get_node(const kp_aggregation *a, uint32_t id);
 

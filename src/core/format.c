@@ -62,3 +62,12 @@ char *kp_format_rate(double v, char *buf, size_t n)
     snprintf(buf, n, a >= 100 ? "%.0f" : a >= 10 ? "%.1f" : "%.2f", v);
     return buf;
 }
+
+char *kp_format_ends_before_start(uint64_t n, char *buf, size_t size)
+{
+    int one = n == 1;
+    snprintf(buf, size, "%llu event%s before %s start (a damaged trace): %s duration%s as 0",
+             (unsigned long long)n, one ? " ends" : "s end", one ? "it" : "they",
+             one ? "its" : "their", one ? " counts" : "s count");
+    return buf;
+}

@@ -6,6 +6,9 @@
  *   - an output is checked and opened before any work is done: a folder, a block device, a
  *     socket, an output that is one of the inputs (same device and inode), or an existing
  *     regular file without KP_OUTPUT_FORCE are refused with a clear error (INVALID, exit 2);
+ *     one that cannot be written, whatever the cause — its folder missing, a path through a
+ *     regular file, no permission, a read-only or full file system — is IO (exit 1), found
+ *     at open where it can be (the temporary is made then) and else at commit;
  *   - a symbolic link is followed to its target (a dangling one to the file it names), and the
  *     target is what gets written: the link itself is never replaced;
  *   - a regular file (or a new one) is written to a temporary file beside it, created with
@@ -50,8 +53,9 @@ typedef struct kp_output {
 /* Check and open an output before any work is done (see above). flags: KP_OUTPUT_*. inputs: a
  * NULL-terminated list of the command's input paths (may be NULL); an output that is one of
  * them is refused. On failure o is left inactive (kp_output_abort is a harmless no-op) and err
- * says why: INVALID for a refused output (exit 2), NOT_FOUND for a missing folder, IO when the
- * temporary cannot be created (permissions, a full or read-only file system). */
+ * says why: INVALID for a refused output (exit 2), IO when it cannot be written (exit 1: the
+ * temporary cannot be created — a missing folder, a path through a file, permissions, a full or
+ * read-only file system). */
 kprof_status kp_output_open(kp_output *o, const char *path, unsigned flags,
                             const char *const *inputs, kp_error *err);
 

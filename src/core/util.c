@@ -408,6 +408,11 @@ int64_t kp_ns_diff(int64_t end, int64_t start)
     return end < start ? INT64_MIN : INT64_MAX;
 }
 
+int64_t kp_ns_span(int64_t end, int64_t start)
+{
+    return end > start ? kp_ns_diff(end, start) : 0;
+}
+
 int64_t kp_i64_add_sat(int64_t a, int64_t b)
 {
     int64_t s;

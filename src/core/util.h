@@ -79,6 +79,9 @@ int kp_poll_until(int (*poll)(void *ctx), void *ctx, double timeout_s);
 /* end - start in nanoseconds, saturated to [INT64_MIN, INT64_MAX] instead of overflowing:
  * times come from files, and a hostile or damaged one may hold any 64-bit value. */
 int64_t kp_ns_diff(int64_t end, int64_t start);
+/* An event's duration as every table shows it: kp_ns_diff, but 0 where the end precedes the start
+ * (a damaged trace; the reports count such events and say so, never print a negative time). */
+int64_t kp_ns_span(int64_t end, int64_t start);
 /* a + b, saturated the same way (sums of durations or sizes read from files). */
 int64_t kp_i64_add_sat(int64_t a, int64_t b);
 

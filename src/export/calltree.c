@@ -233,6 +233,11 @@ static void kp_ct_text_header(const kp_aggregation *a, const kp_calltree_view *v
         kp_str_printf(out, "Note: %llu event%s deeper than %d levels placed at that depth\n",
                       (unsigned long long)t->folded, t->folded == 1 ? "" : "s",
                       KP_AGGREGATION_MAX_DEPTH);
+    if (t->ends_before_start) {
+        char note[160];
+        kp_str_printf(out, "Note: %s\n",
+                      kp_format_ends_before_start(t->ends_before_start, note, sizeof note));
+    }
     if (t->unordered)
         kp_str_printf(out,
                       "Note: %llu event%s started before one read earlier (placed as well as "

@@ -11,10 +11,56 @@
 #include "core/util.h"
 #include "store/kernel_cache.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+/* The next word of an option string (words are split at white space), or NULL at its end. */
+static const char *kp_lab_option_word(const char **at, size_t *len)
+{
+    const char *p = *at;
+    while (*p && isspace((unsigned char)*p))
+        p++;
+    if (!*p) return NULL;
+    size_t n = 0;
+    while (p[n] && !isspace((unsigned char)p[n]))
+        n++;
+    *at = p + n;
+    *len = n;
+    return p;
+}
+
+kprof_status kp_lab_check_options(const char *options, kp_error *err)
+{
+    const char *at = options ? options : "", *w;
+    size_t n;
+    while ((w = kp_lab_option_word(&at, &n)) != NULL) {
+        int define = n >= 2 && strncmp(w, "-D", 2) == 0, include = n >= 2 && !strncmp(w, "-I", 2);
+        if (!define && !include) continue;
+        const char *value = w + 2;
+        size_t vlen = n - 2;
+        if (!vlen) value = kp_lab_option_word(&at, &vlen); /* "-D NAME", "-I DIR" */
+        if (define && !value)
+            return kp_error_set(err, KPROF_INVALID,
+                                "compiler option -D has no macro name: write -D NAME or "
+                                "-D NAME=VALUE (an empty or blank -D never reaches the compiler)");
+        if (include && !value)
+            return kp_error_set(err, KPROF_INVALID,
+                                "compiler option -I has no folder: write -I DIR (an empty or "
+                                "blank -I never reaches the compiler)");
+        if (define && !(isalpha((unsigned char)value[0]) || value[0] == '_')) {
+            char word[256];
+            snprintf(word, sizeof word, "%.*s", (int)(vlen < 200 ? vlen : 200), value);
+            return kp_error_set(err, KPROF_INVALID,
+                                "compiler option -D '%s': a macro name starts with a letter or "
+                                "'_' (write -D NAME or -D NAME=VALUE)",
+                                word);
+        }
+    }
+    return KPROF_OK;
+}
 
 static int kp_lab_write_file(const char *dir, const char *stem, const char *ext, const void *data,
                              size_t len)

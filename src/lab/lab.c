@@ -126,6 +126,8 @@ static int kp_lab_language(const kp_lab_options *opts)
 kprof_status kp_lab_open(const kp_lab_options *opts, kp_lab **out, kp_error *err)
 {
     *out = NULL;
+    kprof_status checked = kp_lab_check_options(opts->options, err);
+    if (checked != KPROF_OK) return checked;
     int lang = kp_lab_language(opts);
     if (lang < 0 || !kp_backend_may_run_in_process(opts->backend, lang))
         return kp_lab_open_here(opts, out, err);

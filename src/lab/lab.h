@@ -72,6 +72,13 @@ typedef struct kp_lab_info {
 
 kprof_status kp_lab_open(const kp_lab_options *opts, kp_lab **out, kp_error *err);
 
+/* Whether compiler options ("-DN=4 -I inc") can be given to a compiler: every -D (attached or
+ * the next word) names a macro (a letter or '_' first), every -I a folder. An empty or blank
+ * value would reach the compiler as a bare "-D"/"-I" (which crashed PoCL inside the session):
+ * INVALID with a sentence saying what to write. kp_lab_open checks opts->options with it before
+ * anything runs; the CLI checks its flags with it while parsing. OK for NULL or "". */
+kprof_status kp_lab_check_options(const char *options, kp_error *err);
+
 /* Choose a device as kp_backend_choose does (backend, device, lang alike) and describe it, in a
  * child process where the backend may run kernels in kprof's own process, so that its runtime
  * stays unloaded here and a kp_lab_open can follow. */

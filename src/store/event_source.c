@@ -503,6 +503,65 @@ static kprof_status kp_src_metric_schema(kp_event_source *src, kp_error *err)
     return KPROF_OK;
 }
 
+/* *text (heap, or NULL) replaced by its escaped copy; 0, or -1 out of memory (text unchanged). */
+static int kp_src_escape_heap(char **text)
+{
+    if (!*text) return 0;
+    kp_str s = {0};
+    kp_str_append_escaped(&s, *text, strlen(*text));
+    kp_str_append_n(&s, "", 0); /* "" stays a string, not NULL */
+    if (s.failed || !s.data) {
+        kp_str_free(&s);
+        return -1;
+    }
+    free(*text);
+    *text = s.data;
+    return 0;
+}
+
+kprof_status kp_event_source_escape_text(kp_event_source *src, kp_error *err)
+{
+    kp_str all = {0};
+    size_t *offset = calloc(src->nnames ? src->nnames : 1, sizeof *offset);
+    if (!offset) return kp_src_nomem(err);
+    for (size_t id = 0; id < src->nnames; id++) {
+        if (!src->names[id]) continue;
+        offset[id] = all.len + 1;
+        kp_str_append_escaped(&all, src->names[id], src->name_len[id]);
+        size_t len = all.len - (offset[id] - 1);
+        src->name_len[id] = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+        kp_str_append_n(&all, "", 1);
+    }
+    int failed = all.failed;
+    for (size_t i = 0; !failed && i < sizeof src->meta_text / sizeof *src->meta_text; i++)
+        failed = kp_src_escape_heap(&src->meta_text[i]) != 0;
+    for (size_t i = 0; !failed && i < src->meta.nnotes; i++)
+        failed = kp_src_escape_heap(&src->notes[i]) != 0;
+    for (size_t i = 0; !failed && i < src->nprocesses; i++) {
+        kp_trace_process *p = &src->processes[i];
+        char **texts[] = {(char **)&p->command, (char **)&p->collector, (char **)&p->launcher,
+                          (char **)&p->host, (char **)&p->boot_id};
+        for (size_t k = 0; !failed && k < sizeof texts / sizeof *texts; k++)
+            failed = kp_src_escape_heap(texts[k]) != 0;
+    }
+    if (!failed) {
+        free(src->strings);
+        src->strings = all.data;
+        all.data = NULL;
+        for (size_t id = 0; id < src->nnames; id++)
+            if (offset[id]) src->names[id] = src->strings + offset[id] - 1;
+    }
+    kp_str_free(&all);
+    free(offset);
+    kp_trace_meta *m = &src->meta; /* the meta's texts point at meta_text */
+    m->command = src->meta_text[0];
+    m->collectors = src->meta_text[1];
+    m->kprof_version = src->meta_text[2];
+    m->host = src->meta_text[3];
+    m->boot_id = src->meta_text[4];
+    return failed ? kp_src_nomem(err) : KPROF_OK;
+}
+
 kprof_status kp_event_source_open(const char *path, kp_event_source **out, kp_error *err)
 {
     *out = NULL;

@@ -112,6 +112,14 @@ typedef struct kp_trace_queue {
  * strings. *out is NULL on failure. */
 kprof_status kp_event_source_open(const char *path, kp_event_source **out, kp_error *err);
 
+/* Make every text the source holds what a table for people prints (kprof report, kprof diff):
+ * strings (names), the meta's and the processes' texts and the notes, each escaped with
+ * kp_str_append_escaped (control characters and bytes that are not UTF-8 as \n, \xNN: a name
+ * cannot move the terminal's cursor or break a line). Call it right after opening, for text
+ * output only: JSON and CSV escape in their own way from the raw bytes. OK, or NOMEM (the texts
+ * then stay as they were, but for some of meta and processes already escaped). */
+kprof_status kp_event_source_escape_text(kp_event_source *src, kp_error *err);
+
 /* Close the source (NULL is a no-op). Its iterators must be closed first. */
 void kp_event_source_close(kp_event_source *src);
 

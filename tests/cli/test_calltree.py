@@ -502,6 +502,33 @@ class ProgramTrees(kptest.KprofTestCase):
         p = self.kprof("report", path, "--tree", "--json", *extra, expect=0)
         return {tuple(n["path"]): n for n in json.loads(p.stdout)["nodes"]}
 
+    def test_deep_nesting(self):
+        # Ranges nested 100k deep (issue 23): the tree, --by path, diff and the exports read it
+        # in about a second (the placement is linear: unit.aggregate_tree counts its steps);
+        # the timeout only catches a hang, far above what any machine needs.
+        depth = 100000
+        deep = os.path.basename(tree_trace.make_deep(self, depth))
+        p = self.kprof("report", deep, "--tree", expect=0, timeout=240)
+        # L64.. and the launch and its kernel fold onto level 64, beside L63, under L62.
+        note = "%d events deeper than 64 levels placed at that depth" % (depth - 64 + 2)
+        self.assertTrue(note in p.stdout, p.stdout[:2000])
+        self.assertEqual(len(p.stdout.splitlines()), depth + 2 + 6)
+        got = loads(self.kprof("export", deep, "--json", "-", expect=0, timeout=240).stdout
+                    .encode())
+        nodes = {tuple(n["path"]): n for n in got["nodes"]}
+        self.assertEqual(max(n["depth"] for n in got["nodes"]), 64)
+        chain = tuple("L%d" % i for i in range(63))
+        self.assertEqual(nodes[chain + ("L63",)]["calls"], 1)
+        self.assertEqual(nodes[chain + ("cudaLaunchKernel",)]["calls"], 1)
+        self.assertEqual(nodes[chain + ("gemm",)]["device_ops"], 1)
+        self.assertEqual(nodes[chain + ("gemm",)]["kind"], "kernel")
+        self.assertEqual(len(got["nodes"]), depth + 2)
+        self.assertAlmostEqual(nodes[("L0",)]["gpu_s"], 300e-9, delta=1e-15)
+        for args in (("report", deep, "--by", "path"), ("diff", deep, deep),
+                     ("export", deep, "--csv", "-"),
+                     ("export", deep, "--hatchet", os.path.join(self.tmp, "deep.json"))):
+            self.kprof(*args, expect=0, timeout=240)
+
     def test_host_bound(self):
         # start-up: 10 cudaMalloc of 5 ms, a 50 ms module load; then 3 NVTX 'step' ranges of
         # 20 ms, each 20 launches of 8 us with a 24 us kernel, and a 1 ms sync.

@@ -197,8 +197,48 @@ class Integrity(kptest.KprofTestCase):
         p = self.kprof("export", self.t, "--chrome", self.tmp, expect=2)
         self.assertIn("is a folder", p.stderr)
         p = self.kprof("export", self.t, "--chrome", os.path.join(self.tmp, "no", "x.json"),
-                       expect=2)
+                       expect=1)
         self.assertIn("its folder does not exist", p.stderr)
+        self.assertEqual(self.leftovers(), [])
+
+    def test_unwritable_outputs_exit_1_in_every_writer(self):
+        # One rule (issue 23): an output kprof cannot write is exit 1 whatever the cause — its
+        # folder missing, a path through a regular file, a file system that makes no files
+        # (/proc: root cannot write there either, unlike a chmod'd folder), a folder without
+        # write permission (not as root) — named before the work; a refused one stays exit 2.
+        notes = os.path.join(self.tmp, "notes-store.db")
+        self.kprof("notes", "add", "one", env={"KPROF_STORE": notes}, expect=0)
+        self.kprof("isolate", "demo", "--lang", "cl", expect=0)
+        lab = ("demo", "--grid", "4096", "--buffers", "f32:4096,f32:4096,f32:4096,u32=4096")
+        # The lab's plots are checked before the device is touched: with no OpenCL runtime to
+        # load, reaching it would exit 3.
+        env = {"KPROF_STORE": notes, "KPROF_OPENCL_LIBRARY": "/nonexistent.so"}
+        places = [("its folder does not exist", os.path.join(self.tmp, "no", "x")),
+                  ("a part of its folder is a file", os.path.join(self.t, "x")),
+                  ("cannot write /proc/", "/proc/kprof-unwritable-x")]
+        if os.geteuid() != 0:
+            ro = os.path.join(self.tmp, "ro")
+            os.mkdir(ro)
+            os.chmod(ro, 0o555)
+            places.append(("Permission denied", os.path.join(ro, "x")))
+        for says, base in places:
+            writers = [("export", self.t, "-o", base + ".json"),
+                       ("export", self.t, "--chrome", base + ".json"),
+                       ("export", self.t, "--perfetto", base + ".pftrace"),
+                       ("export", self.t, "--hatchet", base + ".hatchet.json"),
+                       ("export", self.t, "--csv", base + ".csv"),
+                       ("export", self.t, "--json", base + ".json"),
+                       ("merge", self.t, self.t, "-o", base + ".kprof"),
+                       ("trace", "-o", base + ".kprof", "--", "true"),
+                       ("notes", "export", base + ".json"),
+                       ("sweep", *lab, "--tg-list", "32,64", "--plot", base + ".svg"),
+                       ("bench", *lab, "--tg", "64", "--axis", "N=1,2", "--plot",
+                        base + ".svg")]
+            for args in writers:
+                p = self.kprof(*args, env=env, expect=1)
+                self.assertIn("cannot write " + base[:30], p.stderr, args)
+                self.assertIn(says, p.stderr, args)
+                self.assertEqual(p.stdout, "", args)
         self.assertEqual(self.leftovers(), [])
 
     # ---- item 7: inputs that are not regular files; a trace that shrinks -------------------
@@ -472,7 +512,7 @@ class Integrity(kptest.KprofTestCase):
         self.assertEqual(err.count("\n"), 1, err)
         self.assertIn("bad\\nname\\x1b[31m\\xff.kprof: no such file", err)
         p = self.raw("export", self.t, "--chrome", b"no\nsuch/x.json")
-        self.assertEqual(p.returncode, 2)
+        self.assertEqual(p.returncode, 1)  # an output that cannot be written
         self.assertEqual(p.stderr.decode("utf-8").count("\n"), 1, p.stderr)
         self.assertIn(b"no\\nsuch/x.json", p.stderr)
         # Usage errors: the option value escaped on the error line; the hint line follows.

@@ -4,10 +4,13 @@ a crash or a hang."""
 
 import json
 import os
+import re
 import sqlite3
 import stat
+import subprocess
 
 import kptest
+import tree_trace
 
 SPEC = "f32:4096,f32:4096,f32:4096,u32=4096"
 
@@ -142,6 +145,96 @@ class Hostile(kptest.KprofTestCase):
             self.assertFalse(r["compile"]["cache_hit"])
         finally:
             os.chmod(self.cache, stat.S_IRWXU)
+
+
+class TerminalEscapes(kptest.KprofTestCase):
+    """Names, commands and devices from files reach every text output escaped (issue 23), as
+    `notes list` and the error lines print them; JSON keeps the bytes, JSON-escaped."""
+    needs_opencl = False
+
+    def assert_escaped(self, args, expect_text=True):
+        env = dict(os.environ)
+        for k, v in self.env.items():
+            if v is None:
+                env.pop(k, None)
+            else:
+                env[k] = v
+        p = subprocess.run([kptest.KPROF, *args], cwd=self.tmp, capture_output=True, env=env,
+                           timeout=120)
+        self.assertEqual(p.returncode, 0, (args, p.stderr))
+        out = p.stdout.decode("utf-8")  # strict: valid UTF-8
+        for c in out:
+            self.assertFalse(ord(c) < 0x20 and c != "\n" or 0x7f <= ord(c) < 0xa0,
+                             (args, "a raw control character %r in the output" % c))
+        if expect_text:
+            self.assertIn(tree_trace.HOSTILE_TEXT, out, args)
+        return out
+
+    def test_trace_reports(self):
+        a = os.path.basename(tree_trace.make_hostile(self, "a.kprof"))
+        b = os.path.basename(tree_trace.make_hostile(self, "b.kprof"))
+        out = self.assert_escaped(["report", a])
+        self.assertIn("Command: prog --arg " + tree_trace.HOSTILE_TEXT.replace("\\n", ""), out)
+        for args in (["report", a, "--trace"], ["report", a, "--tree"],
+                     ["report", a, "--by", "path"], ["report", a, "--by", "name"],
+                     ["diff", a, b], ["diff", a, b, "--by", "path"], ["diff", a, b, "--by", "name"]):
+            self.assert_escaped(args)
+        # JSON holds the bytes, escaped as JSON does (\u001b, and \u00ff for the stray byte).
+        doc = json.loads(self.kprof("report", a, "--json", expect=0).stdout)
+        self.assertIn("\x1b[31mil\r", doc["command"])
+        doc = json.loads(self.kprof("report", a, "--tree", "--json", expect=0).stdout)
+        self.assertIn("kernev\x1b[31mil\r\nx\u00ff\x07", [n["name"] for n in doc["nodes"]])
+
+    def test_history_and_result_diff(self):
+        self.kprof("notes", "add", "makes the store", expect=0)
+        db = sqlite3.connect(os.path.join(self.tmp, "store.db"))
+        bad = tree_trace.HOSTILE
+        for i in range(2):
+            db.execute("INSERT INTO runs (kind, at, device, backend, kernel, target, options, "
+                       "grid, tg, buffers, median_ms, min_ms, nsamples, samples, result) VALUES "
+                       "('run', 1700000000, ?, 'opencl', ?, 'k.cl', ?, '4096', '64', 'f32:4', "
+                       "1.0, 0.9, 6, '[1,1.01,0.99,1,1.02,0.98]', '{}')",
+                       (b"dev" + bad, b"kern" + bad, b"-DX=" + bad if i else b"-DX=1"))
+        db.commit()
+        db.close()
+        self.assert_escaped(["history"])
+        self.assert_escaped(["diff", "1", "2"])
+
+
+class DamagedTimes(kptest.KprofTestCase):
+    """Events whose end precedes their start (issue 23): the damaged trace says so with their
+    count, and no table or row prints a negative time: their durations count as 0."""
+    needs_opencl = False
+    NOTE = "3 events end before they start (a damaged trace): their durations count as 0"
+
+    def test_no_negative_durations(self):
+        t = os.path.basename(tree_trace.make_backwards(self))
+        negative = re.compile(r"(?<![\w.])-\d")  # "-1 ms", "-5.00%"; not "cuda-1" or "--raw"
+        for args in (["report", t], ["report", t, "--trace"], ["report", t, "--tree"],
+                     ["report", t, "--by", "name"], ["report", t, "--by", "path"],
+                     ["diff", t, t]):
+            out = self.kprof(*args, expect=0).stdout
+            self.assertIn(self.NOTE, out, args)
+            for line in out.splitlines():
+                self.assertIsNone(negative.search(line), (args, line))
+        out = self.kprof("report", t, expect=0).stdout
+        self.assertRegex(out, r"0\.00%\s+0 ns\s+1\s+backwards")
+        self.assertRegex(out, r"10\.00%\s+2 ms\s+2 .*cudaLaunchKernel")
+        self.assertIn("calling GPU APIs took 2 ms (10.00% of the wall)", out)
+        doc = json.loads(self.kprof("report", t, "--json", expect=0).stdout)
+        self.assertIn(self.NOTE + " in every table and row", doc["notes"])
+        for table in ("host", "device", "nvtx"):
+            for row in doc[table]:
+                self.assertGreaterEqual(row["total_s"], 0, (table, row))
+                self.assertGreaterEqual(row["min_s"], 0, (table, row))
+        doc = json.loads(self.kprof("report", t, "--trace", "--json", expect=0).stdout)
+        for key in ("host_trace", "device_trace"):
+            for row in doc[key]:
+                self.assertGreaterEqual(row["duration_s"], 0, (key, row))
+        tree = json.loads(self.kprof("report", t, "--tree", "--json", expect=0).stdout)
+        for n in tree["nodes"]:
+            self.assertGreaterEqual(n["total_s"], 0, n)
+            self.assertGreaterEqual(n["min_s"] if n["min_s"] is not None else 0, 0, n)
 
 
 if __name__ == "__main__":

@@ -306,6 +306,32 @@ class RunErrors(kptest.KprofTestCase):
         self.assertIn("kernel spin is still running after 1 s", p.stderr)
         self.assertLess(time.time() - t0, 30)
 
+    def test_empty_compiler_options_refused_before_anything_runs(self):
+        # An empty or blank -D or -I, or --options ending in one, reached the compiler and
+        # crashed PoCL inside the session (issue 23): refused with exit 2 while parsing. The
+        # OpenCL runtime is made unloadable, so anything that got as far as the device would
+        # exit 3 instead.
+        env = {"KPROF_OPENCL_LIBRARY": "/nonexistent.so"}
+        no_name, no_dir = "-D has no macro name", "-I has no folder"
+        cases = ((["-D", ""], no_name), (["-D", " "], no_name), (["-I", ""], no_dir),
+                 (["-I", " "], no_dir), (["--options", "-D"], no_name),
+                 (["--options", "-O2 -I"], no_dir), (["-D", "=3"], "-D '=3': a macro name"),
+                 (["--options", "-D -I inc"], "-D '-I': a macro name"))
+        base = ["demo", "--grid", "4096", "--tg", "64", "--buffers", SPEC]
+        for how in (["run"], ["run", "--sweep-tg", "--tg-list", "32,64"],
+                    ["sweep", "--tg-list", "32,64"], ["bench"]):
+            for extra, text in cases:
+                p = self.kprof(*how, *base, *extra, env=env, expect=2)
+                self.assertTrue(p.stderr.startswith("kprof: error: compiler option "),
+                                (how, extra, p.stderr))
+                self.assertIn(text, p.stderr, (how, extra))
+                self.assertEqual(p.stdout, "")
+                self.assertEqual(sorted(os.listdir(self.dir)), ["kernel.cl"], (how, extra))
+        # Good options still reach the device (here: the missing runtime, exit 3).
+        p = self.kprof("run", *base, "-D", "N=4", "-I", ".", "--options", "-D M", env=env,
+                       expect=3)
+        self.assertIn("/nonexistent.so", p.stderr)
+
     def test_usage_errors(self):
         cases = ((["run"], "give a kernel"),
                  (["run", "demo"], "--buffers is required"),

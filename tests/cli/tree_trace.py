@@ -116,3 +116,100 @@ ORDER_TOTAL = [
     ("train", "step", "cudaLaunchKernel", "gemm"), (NAIVE_JSON,), ("(unattributed)",),
     ("(unattributed)", "orphan"), ("cudaLaunchKernel",), ("cudaLaunchKernel", "gemm"),
 ]
+
+
+def make_deep(test, depth, name="deep.kprof", folder=None):
+    """A trace of `depth` NVTX ranges nested in one another on one thread (L0 outermost, each
+    1 µs inside the one before), with a launch and its kernel in the innermost: the call tree's
+    deep case (issue 23). Merged into folder (test.tmp) with the real kprof; returns its path."""
+    folder = folder or test.tmp
+    records = os.path.join(folder, "records-" + name)
+    os.mkdir(records)
+    write_deep_records(records, depth)
+    out = os.path.join(folder, name)
+    test.kprof("trace", "--merge", records, "-o", out, expect=0)
+    return out
+
+
+def write_deep_records(d, depth):
+    """The record files and run.txt of make_deep's timeline, in folder d."""
+    end = at(0) + 2 * depth * 1000 + 10_000
+    w = klog.Writer(os.path.join(d, "%d-cuda-%d.klog" % (PID, at(0))), PID, COMMAND, at(0))
+    names = [w.string("L%d" % i) for i in range(depth)]
+    launch, gemm = w.string("cudaLaunchKernel"), w.string("gemm")
+    b = bytearray()
+    inner = at(0) + depth * 1000
+    b.extend(klog.rec(klog.API, name=launch, tid=MAIN, start=inner, end=inner + 500,
+                      correlation=1, domain=klog.CUDA_RUNTIME))
+    b.extend(klog.rec(klog.KERNEL, name=gemm, tid=MAIN, start=inner + 600, end=inner + 900,
+                      correlation=1, device=0, stream=7, grid=(8, 1, 1), block=(128, 1, 1)))
+    for i in range(depth):  # a range is written when it ends: the innermost first
+        j = depth - 1 - i
+        b.extend(klog.rec(klog.RANGE, name=names[j], tid=MAIN, start=at(0) + j * 1000,
+                          end=end - j * 1000, rid=j + 1, domain=klog.NVTX))
+    w.write(bytes(b))
+    w.close(end=end + 1000)
+    with open(os.path.join(d, "run.txt"), "w") as f:
+        f.write("kprof-trace-run 1\nstart_ns %d\nend_ns %d\nexit_status 0\ncollectors cuda\n"
+                "command %s\n" % (at(0), end + 1000, COMMAND))
+
+
+# Names that would move a terminal's cursor or break a line (issue 23): ESC, CR, LF, BEL and a
+# byte that is not UTF-8; TEXT is how every text output shows them (as error messages do).
+HOSTILE = b"ev\x1b[31mil\r\nx\xff\x07"
+HOSTILE_TEXT = "ev\\x1b[31mil\\r\\nx\\xff\\x07"
+
+
+def make_hostile(test, name="hostile.kprof"):
+    """A trace whose command, range, call and kernel names hold HOSTILE; returns its path."""
+    records = os.path.join(test.tmp, "records-" + name)
+    os.mkdir(records)
+    command = b"prog --arg " + HOSTILE.replace(b"\n", b"")  # run.txt: one line
+    w = klog.Writer(os.path.join(records, "%d-cuda-%d.klog" % (PID, at(0))), PID, command,
+                    at(0))
+    s = w.string
+    b = bytearray()
+    b.extend(klog.rec(klog.API, name=s(b"launch" + HOSTILE), tid=MAIN, start=at(1), end=at(2),
+                      correlation=1, domain=klog.CUDA_RUNTIME))
+    b.extend(klog.rec(klog.KERNEL, name=s(b"kern" + HOSTILE), tid=MAIN, start=at(3), end=at(9),
+                      correlation=1, device=0, stream=7, grid=(8, 1, 1), block=(128, 1, 1)))
+    b.extend(klog.rec(klog.RANGE, name=s(b"range" + HOSTILE), tid=MAIN, start=at(0),
+                      end=at(10), rid=1, domain=klog.NVTX))
+    w.write(bytes(b))
+    w.close(end=at(20))
+    with open(os.path.join(records, "run.txt"), "wb") as f:
+        f.write(b"kprof-trace-run 1\nstart_ns %d\nend_ns %d\nexit_status 0\ncollectors cuda\n"
+                b"command %s\n" % (at(0), at(20), command))
+    out = os.path.join(test.tmp, name)
+    test.kprof("trace", "--merge", records, "-o", out, expect=0)
+    return out
+
+
+def make_backwards(test, name="backwards.kprof"):
+    """A damaged trace (issue 23): of a launch and its kernel, a second launch and its kernel, a
+    copy call and a range, the second kernel (starting 50 s late), the copy call and the range
+    end before they start. Returns its path."""
+    records = os.path.join(test.tmp, "records-" + name)
+    os.mkdir(records)
+    w = klog.Writer(os.path.join(records, "%d-cuda-%d.klog" % (PID, at(0))), PID, "prog", at(0))
+    s = w.string
+    b = bytearray()
+    for corr, (ls, le, ks, ke, kname) in enumerate(((1, 2, 3, 4, "good"),
+                                                     (5, 6, 50007, 7, "backwards")), 1):
+        b.extend(klog.rec(klog.API, name=s("cudaLaunchKernel"), tid=MAIN, start=at(ls),
+                          end=at(le), correlation=corr, domain=klog.CUDA_RUNTIME))
+        b.extend(klog.rec(klog.KERNEL, name=s(kname), tid=MAIN, start=at(ks), end=at(ke),
+                          correlation=corr, device=0, stream=7, grid=(8, 1, 1),
+                          block=(128, 1, 1)))
+    b.extend(klog.rec(klog.API, name=s("cudaMemcpy"), tid=MAIN, start=at(9), end=at(8),
+                      domain=klog.CUDA_RUNTIME))
+    b.extend(klog.rec(klog.RANGE, name=s("step"), tid=MAIN, start=at(10), end=at(9.5), rid=1,
+                      domain=klog.NVTX))
+    w.write(bytes(b))
+    w.close(end=at(20))
+    with open(os.path.join(records, "run.txt"), "w") as f:
+        f.write("kprof-trace-run 1\nstart_ns %d\nend_ns %d\nexit_status 0\ncollectors cuda\n"
+                "command prog\n" % (at(0), at(20)))
+    out = os.path.join(test.tmp, name)
+    test.kprof("trace", "--merge", records, "-o", out, expect=0)
+    return out

@@ -361,6 +361,55 @@ static void test_unordered(void)
     kp_aggregation_destroy(a);
 }
 
+/* Ranges nested 100k deep (issue 23): placing them looks at each open element a bounded number
+ * of times, not at the whole stack per event (which was quadratic: 5e9 steps here). A call in
+ * the innermost range and one after all closed land where they belong. */
+static void test_deep_nesting_is_linear(void)
+{
+    enum { DEPTH = 100000 };
+    kp_aggregation *a = kp_aggregation_create(name_of, NULL);
+    for (int64_t i = 0; i < DEPTH; i++) {
+        kp_event r = ev(KP_EVENT_RANGE, i % 2 ? N_B : N_A, i, 4 * DEPTH - i, 1, 0);
+        CHECK_INT(kp_aggregation_add(a, &r), 0);
+    }
+    kp_event call = ev(KP_EVENT_API, N_C, DEPTH, DEPTH + 1, 1, 0);
+    kp_event after = ev(KP_EVENT_API, N_D, 4 * DEPTH, 4 * DEPTH + 1, 1, 0);
+    CHECK_INT(kp_aggregation_add(a, &call), 0);
+    CHECK_INT(kp_aggregation_add(a, &after), 0);
+    CHECK_INT(kp_aggregation_finish(a), 0);
+    uint64_t steps = kp_aggregation_stack_steps(a);
+    CHECK(steps <= 3 * (uint64_t)DEPTH);
+    if (steps > 3 * (uint64_t)DEPTH) fprintf(stderr, "stack steps %llu\n", (unsigned long long)steps);
+    const kp_aggregation_totals *t = kp_aggregation_get_totals(a);
+    CHECK_INT(t->folded, DEPTH - KP_AGGREGATION_MAX_DEPTH + 1); /* the ranges and the call */
+    CHECK_INT(t->unordered, 0);
+    CHECK_NODE(a, "D", 1, 1, 1, 0);
+    kp_aggregation_destroy(a);
+}
+
+/* An event out of order after ranges that ended out of order: what closed before the last
+ * ordered start stays closed, though the stack keeps it below an open range until that closes. */
+static void test_unordered_after_out_of_order_ends(void)
+{
+    kp_aggregation *a = kp_aggregation_create(name_of, NULL);
+    kp_event v[] = {
+        ev(KP_EVENT_RANGE, N_A, 0, 10, 1, 0), ev(KP_EVENT_RANGE, N_B, 5, 15, 1, 0),
+        ev(KP_EVENT_API, N_C, 12, 13, 1, 0),  /* A has ended; B is open */
+        ev(KP_EVENT_API, N_FWD, 14, 15, 1, 0), /* a later start: C is placed, the stack trimmed */
+        ev(KP_EVENT_API, N_D, 3, 4, 1, 0),     /* late, inside A, which is closed: top level */
+        ev(KP_EVENT_API, N_LAUNCH, 8, 9, 1, 0), /* late, inside B, still open: under it */
+    };
+    for (size_t i = 0; i < 6; i++)
+        CHECK_INT(kp_aggregation_add(a, &v[i]), 0);
+    CHECK_INT(kp_aggregation_finish(a), 0);
+    CHECK_INT(kp_aggregation_get_totals(a)->unordered, 2);
+    CHECK_NODE(a, "A/B/C", 1, 1, 1, 0);
+    CHECK_NODE(a, "A/B/fwd", 1, 1, 1, 0);
+    CHECK_NODE(a, "D", 1, 1, 1, 0);
+    CHECK_NODE(a, "A/B/cudaLaunchKernel", 1, 1, 1, 0);
+    kp_aggregation_destroy(a);
+}
+
 /* Flops and bytes metrics, exclusive and inclusive, and the time their rates are over: only
  * that of the events that carry them (the second step has none and dilutes nothing). */
 static void test_metrics(void)
@@ -683,6 +732,8 @@ int main(void)
     test_out_of_order_ends();
     test_ties_and_nested_calls();
     test_unordered();
+    test_deep_nesting_is_linear();
+    test_unordered_after_out_of_order_ends();
     test_metrics();
     test_many_paths();
     test_depth_limit();

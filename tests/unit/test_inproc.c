@@ -550,7 +550,7 @@ static void test_write(void)
     kp_event_source_close(src);
     CHECK_INT(kprof_result_write(r, KPROF_FORMAT_COUNT_, path, 0), KPROF_INVALID);
     snprintf(path, sizeof path, "%s/no/such/folder/t.json", scratch);
-    CHECK_INT(kprof_result_write(r, KPROF_FORMAT_CHROME, path, 0), KPROF_NOT_FOUND);
+    CHECK_INT(kprof_result_write(r, KPROF_FORMAT_CHROME, path, 0), KPROF_IO);
     CHECK_CONTAINS(kprof_last_error(), "kprof_result_write: cannot write");
     /* The views as text. */
     char *text = NULL;

@@ -128,8 +128,17 @@ int main(void)
     CHECK_INT(kp_output_open(&o, dir, KP_OUTPUT_FORCE, NULL, &err), KPROF_INVALID);
     CHECK_CONTAINS(err.message, "is a folder");
     kp_error_clear(&err);
-    CHECK_INT(kp_output_open(&o, at("none/x.json"), 0, NULL, &err), KPROF_NOT_FOUND);
+    CHECK_INT(kp_output_open(&o, at("none/x.json"), 0, NULL, &err), KPROF_IO);
     CHECK_CONTAINS(err.message, "its folder does not exist");
+    kp_error_clear(&err);
+    /* An output that cannot be written is IO whatever the cause (exit 1): a path through a
+     * regular file, a file system that makes no files; a loop of links is refused. */
+    put(at("plain"), "x");
+    CHECK_INT(kp_output_open(&o, at("plain/x.json"), 0, NULL, &err), KPROF_IO);
+    CHECK_CONTAINS(err.message, "a part of its folder is a file");
+    kp_error_clear(&err);
+    CHECK_INT(kp_output_open(&o, "/proc/kprof-no-such-output.json", 0, NULL, &err), KPROF_IO);
+    CHECK_CONTAINS(err.message, "cannot write /proc/kprof-no-such-output.json");
     kp_error_clear(&err);
 
     /* A link is followed: the target is written, the link stays; a dangling link names the

@@ -5,6 +5,7 @@
 #include "tools/kprof/cli.h"
 #include "tools/kprof/progress.h"
 #include "core/outfile.h"
+#include "lab/lab.h"
 #include "core/util.h"
 
 #include <ctype.h>
@@ -38,6 +39,15 @@ int kp_cli_usage_error(const char *cmd, const char *fmt, ...)
     kp_str_free(&s);
     if (cmd) fprintf(stderr, "(kprof %s --help shows the options)\n", cmd);
     return 2;
+}
+
+int kp_cli_check_compiler_options(const char *cmd, const char *options)
+{
+    kp_error err = {0};
+    if (kp_lab_check_options(options, &err) == KPROF_OK) return 0;
+    int rc = kp_cli_usage_error(cmd, "%s", err.message);
+    kp_error_clear(&err);
+    return rc;
 }
 
 static void kp_cli_on_signal(int sig)

@@ -28,6 +28,10 @@ int kp_cli_fail(const kp_error *err);
 /* Print "kprof: error: ..." and return 2 (usage). */
 int kp_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The compiler options of -D, -I and --options checked as kp_lab_check_options does, before
+ * anything runs: 0, or the usage error's exit code (2) with its sentence printed. */
+int kp_cli_check_compiler_options(const char *cmd, const char *options);
+
 /* SIGINT, SIGTERM and SIGHUP end kprof with exit code 128 + signal after removing every
  * temporary output still open (core/outfile); a signal ignored when kprof started (nohup) stays
  * ignored. main installs it for every command that does not run a program of its own. */

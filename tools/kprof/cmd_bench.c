@@ -379,6 +379,19 @@ static int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
     if (a->plot_throughput == 2 && !a->flops_expr)
         return kp_cli_usage_error("bench", "--plot-y gflops needs --flops EXPR");
     if (a->options.failed) return kp_cli_usage_error(NULL, "out of memory");
+    {   /* -D NAME[=EXPR] and the rest as the compiler will see them, axes not yet substituted */
+        kp_str all = {0};
+        for (int i = 0; i < a->ndefines; i++)
+            kp_str_printf(&all, " -D%s", a->defines[i]);
+        if (a->options.data) kp_str_append(&all, a->options.data);
+        if (all.failed) {
+            kp_str_free(&all);
+            return kp_cli_usage_error(NULL, "out of memory");
+        }
+        int bad = kp_cli_check_compiler_options("bench", all.data);
+        kp_str_free(&all);
+        if (bad) return bad;
+    }
     /* Every formula must name only axes: checked now, not after minutes of measuring. */
     kp_vars probe = {0};
     for (int i = 0; i < a->naxes; i++) {

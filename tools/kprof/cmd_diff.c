@@ -39,6 +39,7 @@
 
 #include <getopt.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,6 +192,7 @@ typedef struct kp_diff_trace {
     kp_event_source *src;
     kp_trace_verdicts v; /* as kprof report computes them */
     uint64_t events;
+    uint64_t ends_before_start; /* events whose end precedes their start: duration 0 */
     int64_t gpu_busy_ns; /* the devices' busy time (the union of device operations) */
     kp_diff_key *keys;   /* sorted by (table, kind, name) */
     size_t nkeys;
@@ -260,6 +262,7 @@ static kprof_status kp_diff_trace_load(kp_diff_trace *t, const kp_diff_args *a, 
     kp_diff_instance *run = NULL;
     size_t nnodes = 0;
     kprof_status st = kp_event_source_open(t->path, &t->src, err);
+    if (st == KPROF_OK && !a->json) st = kp_event_source_escape_text(t->src, err); /* tables */
     if (st == KPROF_OK)
         st = kp_trace_aggregate_instances(t->src, a->raw ? KP_TRACE_AGGREGATE_POLLING : 0,
                                           a->by == KP_DIFF_BY_SHAPE ? &shapes : NULL, &agg, &inst,
@@ -267,6 +270,7 @@ static kprof_status kp_diff_trace_load(kp_diff_trace *t, const kp_diff_args *a, 
     if (st == KPROF_OK) st = kp_trace_verdicts_read(t->src, a->raw, &t->v, err);
     if (st != KPROF_OK) goto done;
     t->events = kp_aggregation_get_totals(agg)->events;
+    t->ends_before_start = kp_aggregation_get_totals(agg)->ends_before_start;
     t->gpu_busy_ns = kp_aggregation_get_totals(agg)->gpu_busy_ns;
     size_t count = kp_aggregation_node_count(agg);
     nodes = calloc(count ? count : 1, sizeof *nodes);
@@ -748,6 +752,9 @@ static void kp_diff_print_trace_header(const char *label, const kp_diff_trace *t
         (unsigned long long)t->events);
     if (m->command[0]) printf(", command: %s", m->command);
     printf("\n");
+    char note[160];
+    if (t->ends_before_start)
+        printf("   Note: %s\n", kp_format_ends_before_start(t->ends_before_start, note, sizeof note));
 }
 
 /* "Verdict over the wall: A host-bound, B host-bound (unchanged)", and the sentences where it
@@ -1329,15 +1336,30 @@ static int kp_diff_run_fields(const kp_history_run *a, const kp_history_run *b,
 
 #define KP_DIFF_RUN_FIELDS 16
 
+/* printf on stdout whose %s arguments are escaped (kp_str_vprintf_escaped): the kernel, device,
+ * command and points of result files and the store are names from files, and no text output
+ * prints them raw. No colour codes among the arguments: they would be escaped too. */
+static void kp_diff_printf_escaped(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void kp_diff_printf_escaped(const char *fmt, ...)
+{
+    kp_str s = {0};
+    va_list ap;
+    va_start(ap, fmt);
+    kp_str_vprintf_escaped(&s, fmt, ap);
+    va_end(ap);
+    fputs(s.data ? s.data : "", stdout);
+    kp_str_free(&s);
+}
+
 static void kp_diff_print_result_header(const char *label, const kp_diff_result *r)
 {
     if (r->history)
-        printf("%s: %s — history run %lld (%s of %s on %s, %s%s), %zu samples\n", label, r->arg,
+        kp_diff_printf_escaped("%s: %s — history run %lld (%s of %s on %s, %s%s), %zu samples\n", label, r->arg,
                (long long)r->run.id, r->run.kind, r->run.kernel, r->run.device,
                r->run.git_commit[0] ? "commit " : "no commit",
                r->run.git_commit[0] ? r->run.git_commit : "", r->nsamples);
     else
-        printf("%s: %s — kprof bench on %s, %d point%s\n", label, r->arg,
+        kp_diff_printf_escaped("%s: %s — kprof bench on %s, %d point%s\n", label, r->arg,
                r->file->device[0] ? r->file->device : "an unnamed device", r->file->npoints,
                r->file->npoints == 1 ? "" : "s");
 }
@@ -1347,9 +1369,11 @@ static void kp_diff_print_results(const kp_diff_results *d, const kp_diff_args *
     FILE *o = stdout;
     kp_diff_print_result_header("A", &d->r[0]);
     kp_diff_print_result_header("B", &d->r[1]);
-    if (d->different[0])
-        printf("%s%s: different kernels, compared anyway (--force)%s\n", kp_text_bold(o),
-               d->different, kp_text_reset(o));
+    if (d->different[0]) {
+        fputs(kp_text_bold(o), stdout);
+        kp_diff_printf_escaped("%s: different kernels, compared anyway (--force)", d->different);
+        printf("%s\n", kp_text_reset(o));
+    }
     if (d->r[0].history) {
         kp_diff_run_field f[KP_DIFF_RUN_FIELDS];
         int n = kp_diff_run_fields(&d->r[0].run, &d->r[1].run, f);
@@ -1357,8 +1381,8 @@ static void kp_diff_print_results(const kp_diff_results *d, const kp_diff_args *
             printf("The runs differ in nothing kprof records of them (device, kernel, "
                    "source, options, geometry, commit).\n");
         for (int i = 0; i < n; i++)
-            printf("  %s: %s → %s\n", f[i].key, f[i].a[0] ? f[i].a : "\"\"",
-                   f[i].b[0] ? f[i].b : "\"\"");
+            kp_diff_printf_escaped("  %s: %s → %s\n", f[i].key, f[i].a[0] ? f[i].a : "\"\"",
+                                   f[i].b[0] ? f[i].b : "\"\"");
     }
     printf("Point by point, as kprof bench --compare judges: B/A of the medians with its 95%% "
            "interval (a block bootstrap, each side's rounds as its blocks at least), SAME within "
@@ -1369,7 +1393,10 @@ static void kp_diff_print_results(const kp_diff_results *d, const kp_diff_args *
     size_t wpoint = 5;
     for (int i = 0; i < d->npoints; i++) {
         has_cache |= d->points[i].cold;
-        size_t w = strlen(d->points[i].point);
+        kp_str esc = {0};
+        kp_str_append_escaped(&esc, d->points[i].point, strlen(d->points[i].point));
+        size_t w = esc.len;
+        kp_str_free(&esc);
         if (w > wpoint) wpoint = w;
     }
     if (wpoint > 40) wpoint = 40;
@@ -1391,7 +1418,7 @@ static void kp_diff_print_results(const kp_diff_results *d, const kp_diff_args *
             snprintf(ratio, sizeof ratio, "%.4f [%.4f, %.4f]", p->outcome.ratio.value,
                      p->outcome.ratio.lo, p->outcome.ratio.hi);
         const char *colour = kp_diff_status_colour(p->status, o);
-        printf("  %-*s  ", (int)wpoint, p->point[0] ? p->point : "-");
+        kp_diff_printf_escaped("  %-*s  ", (int)wpoint, p->point[0] ? p->point : "-");
         if (has_cache) printf("%-5s  ", p->cold ? "cold" : "hot");
         printf("%12s  %12s  %8s  %8s  %-24s  %s%s%s\n", ma, mb, na, nb, ratio, colour,
                kp_diff_status_text[p->status], *colour ? kp_text_reset(o) : "");

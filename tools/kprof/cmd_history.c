@@ -109,12 +109,13 @@ static int kp_history_chars(const char *s)
     return n;
 }
 
-/* text into a cell, valid UTF-8 (kp_str_append_utf8), cut to KP_HISTORY_CELL_MAX characters
+/* text into a cell, escaped as every text output escapes names (kp_str_append_escaped: control
+ * characters and bytes that are not UTF-8 as \n, \xNN), cut to KP_HISTORY_CELL_MAX characters
  * with "…" when longer. */
 static void kp_history_cell(char *dst, size_t n, const char *text)
 {
     kp_str s = {0};
-    kp_str_append_utf8(&s, text, strlen(text));
+    kp_str_append_escaped(&s, text, strlen(text));
     const char *t = s.data ? s.data : "";
     const unsigned char *p = (const unsigned char *)t;
     size_t left = strlen(t), bytes = 0;

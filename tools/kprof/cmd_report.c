@@ -353,6 +353,7 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
     }
     /* The text --trace's columns come from this pass too: no second one for them. */
     int trace_columns = r->trace && !r->json && !r->csv;
+    uint64_t backwards = 0; /* events whose end precedes their start */
     /* Metrics, and the copies' sizes the bytes columns count, only from a trace that may hold
      * metrics: without, the pass reads what it always read. */
     r->metrics = kp_event_source_has_metrics(r->src);
@@ -369,7 +370,8 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
         int kind = e->kind;
         uint32_t id = e->name; /* 0 (no name) beyond the table */
         int64_t s = e->start_ns;
-        int64_t d = kp_ns_diff(e->end_ns, s);
+        int64_t d = kp_ns_span(e->end_ns, s); /* 0 for one that ends before it starts */
+        if (e->end_ns < s) backwards++;
         int64_t process = e->process;
         int has_corr = (e->known & KP_EVENT_HAS_CORRELATION) != 0;
         int64_t corr = (int64_t)e->correlation;
@@ -426,6 +428,11 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
     st = kp_event_iter_close(it, err);
     it = NULL;
     if (st != KPROF_OK) goto done;
+    if (backwards) { /* the damaged trace says so: a note (JSON's notes too) */
+        char note[160];
+        kp_str_printf(&r->notes, "%s in every table and row\n",
+                      kp_format_ends_before_start(backwards, note, sizeof note));
+    }
     st = kp_groups_from(host, r->names, nnames, &r->host, err);
     if (st == KPROF_OK) st = kp_groups_from(device, r->names, nnames, &r->device, err);
     if (st == KPROF_OK) st = kp_groups_from(nvtx, r->names, nnames, &r->nvtx, err);
@@ -703,7 +710,7 @@ static kprof_status kp_print_trace(kp_report *r, kp_error *err)
         if (e->known & KP_EVENT_HAS_CORRELATION)
             snprintf(id, sizeof id, "%lld", (long long)e->correlation);
         kp_format_duration((double)kp_ns_diff(e->start_ns, r->start_ns) / 1e9, st, sizeof st);
-        kp_format_duration((double)kp_ns_diff(e->end_ns, e->start_ns) / 1e9, du, sizeof du);
+        kp_format_duration((double)kp_ns_span(e->end_ns, e->start_ns) / 1e9, du, sizeof du);
         printf("  %8s  %12s  %10s  %8lld  %s\n", id, st, du, (long long)e->tid,
                kp_name_of(r, e));
     }
@@ -733,7 +740,7 @@ static kprof_status kp_print_trace(kp_report *r, kp_error *err)
         kp_device_row_read(r, &ev, &d);
         char id[32] = "-", st[32], du[32], grid[48], block[48], buf[48];
         if (d.has_id) snprintf(id, sizeof id, "%lld", (long long)d.id);
-        double dur = (double)kp_ns_diff(d.end, d.start) / 1e9;
+        double dur = (double)kp_ns_span(d.end, d.start) / 1e9;
         kp_format_duration((double)kp_ns_diff(d.start, r->start_ns) / 1e9, st, sizeof st);
         kp_format_duration(dur, du, sizeof du);
         printf("  %8s  %12s  %10s", id, st, du);
@@ -1371,7 +1378,7 @@ static void kp_json_dims(kp_json *j, const char *key, const int64_t v[3])
 static void kp_json_event_metrics(kp_json *j, const kp_report *r, const kp_trace_event *ev)
 {
     const kp_event *e = &ev->e;
-    int64_t ns = kp_ns_diff(e->end_ns, e->start_ns);
+    int64_t ns = kp_ns_span(e->end_ns, e->start_ns);
     if (e->known & KP_EVENT_HAS_FLOPS) { /* flops per ns are GFLOP per s */
         kp_json_double(j, "flops", e->metrics.flops);
         if (ns > 0) kp_json_double(j, "gflop_per_s", e->metrics.flops / (double)ns);
@@ -1404,11 +1411,11 @@ static kprof_status kp_json_trace(kp_json *j, kp_report *r, kp_error *err)
             kp_json_null(j, "id");
         kp_json_string(j, "kind", kp_event_kind_name(e->kind));
         kp_json_double(j, "start_s", (double)kp_ns_diff(e->start_ns, r->start_ns) / 1e9);
-        kp_json_double(j, "duration_s", (double)kp_ns_diff(e->end_ns, e->start_ns) / 1e9);
+        kp_json_double(j, "duration_s", (double)kp_ns_span(e->end_ns, e->start_ns) / 1e9);
         kp_json_int(j, "pid", e->pid);
         kp_json_int(j, "tid", e->tid);
         kp_json_string(j, "name", kp_name_of(r, e));
-        int64_t ns = kp_ns_diff(e->end_ns, e->start_ns);
+        int64_t ns = kp_ns_span(e->end_ns, e->start_ns);
         if (e->known & KP_EVENT_HAS_METRIC_BYTES) {
             kp_json_double(j, "bytes", e->metrics.bytes);
             if (ns > 0) kp_json_double(j, "gb_per_s", e->metrics.bytes / (double)ns);
@@ -1425,7 +1432,7 @@ static kprof_status kp_json_trace(kp_json *j, kp_report *r, kp_error *err)
     while (kp_event_iter_next(it, &ev)) {
         kp_device_row d;
         kp_device_row_read(r, &ev, &d);
-        double dur = (double)kp_ns_diff(d.end, d.start) / 1e9;
+        double dur = (double)kp_ns_span(d.end, d.start) / 1e9;
         kp_json_object_begin(j, NULL);
         if (d.has_id)
             kp_json_int(j, "id", d.id);
@@ -1451,7 +1458,7 @@ static kprof_status kp_json_trace(kp_json *j, kp_report *r, kp_error *err)
         if (d.has_regs) kp_json_int(j, "registers", d.regs);
         if (d.has_smem) kp_json_int(j, "shared_bytes", d.smem);
         if (d.has_local) kp_json_int(j, "local_bytes", d.local);
-        int64_t ns = kp_ns_diff(d.end, d.start);
+        int64_t ns = kp_ns_span(d.end, d.start);
         if (d.has_metric_bytes) { /* what it moved, by its metric; bytes per ns are GB per s */
             kp_json_double(j, "bytes", d.metric_bytes);
             if (ns > 0) kp_json_double(j, "gb_per_s", d.metric_bytes / (double)ns);
@@ -1812,6 +1819,7 @@ static int kp_report_calltree(const char *path, kp_calltree_view *view, int raw,
     kp_event_source *src = NULL;
     kp_aggregation *a = NULL;
     kprof_status st = kp_event_source_open(path, &src, &err);
+    if (st == KPROF_OK && format == KP_CALLTREE_TEXT) st = kp_event_source_escape_text(src, &err);
     if (st == KPROF_OK)
         st = kp_trace_aggregate(src, raw ? KP_TRACE_AGGREGATE_POLLING : 0, &a, &err);
     if (st == KPROF_OK) {
@@ -1936,6 +1944,7 @@ int kp_cmd_report(int argc, char **argv)
     r.path = argv[optind];
     kp_error err = {0};
     kprof_status st = kp_event_source_open(r.path, &r.src, &err);
+    if (st == KPROF_OK && !r.json && !r.csv) st = kp_event_source_escape_text(r.src, &err);
     if (st == KPROF_OK) st = kp_report_load(&r, &err);
     if (st == KPROF_OK) {
         if (r.json)

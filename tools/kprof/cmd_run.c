@@ -565,7 +565,7 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
     a->launch.dims = grid_dims;
     if (a->options.failed) return kp_cli_usage_error(NULL, "out of memory");
     a->lab.options = a->options.data ? a->options.data : "";
-    return 0;
+    return kp_cli_check_compiler_options(cmd, a->lab.options);
 }
 
 /* --source: sample the kernel's PCs on dispatches of their own. Where the sampler cannot run,
