@@ -11,10 +11,10 @@
  * kernel lab (caps, isolate, run) is reached through the `kprof` tool.
  *
  * Link with -lkprof (libkprof.so or libkprof.a; pthreads, libdl, libm and SQLite come with it).
- * Define KPROF_DISABLE before including this header (or with -DKPROF_DISABLE) and the
- * instrumentation — KPROF_SCOPE and the other scope macros, the kprof_scope_* inline functions —
- * compiles to nothing: no code, no reference to libkprof. The session and result functions stay
- * declared.
+ * Define KPROF_DISABLE before including this header (or with -DKPROF_DISABLE) and kprof compiles
+ * out: the instrumentation — KPROF_SCOPE and the other scope macros, the kprof_scope_* inline
+ * functions — to nothing, and every other function to an inline no-op (see "KPROF_DISABLE" at
+ * the end of this header for what each returns): no code, no reference to libkprof, no -lkprof.
  */
 #ifndef KPROF_H
 #define KPROF_H
@@ -26,8 +26,14 @@
 extern "C" {
 #endif
 
-/* What libkprof.so exports: the functions of this header, and nothing else. */
-#if defined(__GNUC__)
+/* What libkprof.so exports: the functions of this header, and nothing else. Under KPROF_DISABLE
+ * every function of this header is instead a static inline no-op defined at its end (inlined even
+ * at -O0: no code and no symbol where it is called). */
+#if defined(KPROF_DISABLE) && defined(__GNUC__)
+#define KPROF_API static inline __attribute__((always_inline, unused))
+#elif defined(KPROF_DISABLE)
+#define KPROF_API static inline
+#elif defined(__GNUC__)
 #define KPROF_API __attribute__((visibility("default")))
 #else
 #define KPROF_API
@@ -231,6 +237,7 @@ typedef struct kprof_scope {
     unsigned long long start_; /* when it opened, in ticks; 0: not recording */
 } kprof_scope;
 
+#ifndef KPROF_DISABLE
 /* Nonzero while a session records scopes. For the inline functions below, which read it with
  * one relaxed load; not for programs to read or write. */
 extern KPROF_API int kprof_scopes_on_;
@@ -242,6 +249,7 @@ KPROF_API void kprof_scope_metric_(const void *what, unsigned long long start, c
                                    double value);
 KPROF_API void kprof_scope_work_(const void *what, unsigned long long start, double flops,
                                  double bytes);
+#endif
 
 #define KPROF_SCOPE_NAMED_ (1ull << 63) /* start_ bit: what_ is a name, not a site */
 
@@ -604,9 +612,11 @@ KPROF_API kprof_status kprof_kernel_hook(const char *kernel, kprof_work_fn fn, v
 /* Not for programs: how libkprof-inject.so's OpenCL layer (in a session, or under `kprof trace`)
  * finds the hooks. The count of kernels with a hook, and the work of one launch (0, or
  * KPROF_WORK_* of what it set). */
+#ifndef KPROF_DISABLE
 extern KPROF_API int kprof_kernel_hooks_;
 KPROF_API int kprof_kernel_work_(const char *name, const unsigned grid[3], const unsigned block[3],
                                  double *flops, double *bytes);
+#endif
 
 /* Hand a region to an external profiler (Enigma's capture): kprof_capture_begin calls
  * cuProfilerStart (Nsight Systems' `--capture-range=cudaProfilerApi`, Nsight Compute's
@@ -705,6 +715,164 @@ typedef struct kprof_comparison {
 KPROF_API kprof_status kprof_compare(const double *a, size_t na, const double *b, size_t nb,
                                      const kprof_compare_options *options,
                                      kprof_comparison *out);
+
+/* ---- KPROF_DISABLE: every function a no-op ---------------------------------------------------
+ * What each returns when kprof is compiled out: no session ever starts, so there is never a
+ * result (every result function sees NULL and answers as it does for NULL); the status helpers
+ * and kprof_version answer as the library would. kprof_last_error says "kprof is compiled out
+ * (KPROF_DISABLE)". Arguments are evaluated, as a function's would be, and dropped. */
+#ifdef KPROF_DISABLE
+#define KPROF_OFF_TEXT_ "kprof is compiled out (KPROF_DISABLE)"
+KPROF_API const char *kprof_strerror(kprof_status status)
+{
+    switch (status) {
+#define KPROF_OFF_TEXT_CASE_(name, code, text)                                                     \
+    case KPROF_##name:                                                                             \
+        return text;
+        KPROF_STATUS_LIST(KPROF_OFF_TEXT_CASE_)
+#undef KPROF_OFF_TEXT_CASE_
+    default:
+        return "unknown status";
+    }
+}
+KPROF_API const char *kprof_status_name(kprof_status status)
+{
+    switch (status) {
+#define KPROF_OFF_NAME_CASE_(name, code, text)                                                     \
+    case KPROF_##name:                                                                             \
+        return #name;
+        KPROF_STATUS_LIST(KPROF_OFF_NAME_CASE_)
+#undef KPROF_OFF_NAME_CASE_
+    default:
+        return "UNKNOWN";
+    }
+}
+KPROF_API int kprof_status_exit_code(kprof_status status)
+{
+    switch (status) {
+#define KPROF_OFF_CODE_CASE_(name, code, text)                                                     \
+    case KPROF_##name:                                                                             \
+        return code;
+        KPROF_STATUS_LIST(KPROF_OFF_CODE_CASE_)
+#undef KPROF_OFF_CODE_CASE_
+    default:
+        return 1;
+    }
+}
+KPROF_API const char *kprof_version(void)
+{
+    return KPROF_VERSION_STRING;
+}
+KPROF_API const char *kprof_last_error(void)
+{
+    return KPROF_OFF_TEXT_;
+}
+/* UNAVAILABLE: kprof is not in this program. */
+KPROF_API kprof_status kprof_start(const kprof_options *options)
+{
+    (void)options;
+    return KPROF_UNAVAILABLE;
+}
+/* INVALID: no session is running; *result NULL. */
+KPROF_API kprof_status kprof_stop(kprof_result **result)
+{
+    if (result) *result = NULL;
+    return KPROF_INVALID;
+}
+KPROF_API int kprof_recording(void)
+{
+    return 0;
+}
+/* text itself (no copy is kept: nothing reads it). */
+KPROF_API const char *kprof_intern(const char *text)
+{
+    return text;
+}
+KPROF_API kprof_status kprof_result_summary(const kprof_result *result, kprof_summary *out)
+{
+    (void)result, (void)out;
+    return KPROF_INVALID;
+}
+KPROF_API const kprof_row *kprof_result_key_averages(kprof_result *result, kprof_group by,
+                                                     size_t *n)
+{
+    (void)result, (void)by;
+    if (n) *n = 0;
+    return NULL;
+}
+KPROF_API const kprof_node *kprof_result_tree(kprof_result *result, size_t *n)
+{
+    (void)result;
+    if (n) *n = 0;
+    return NULL;
+}
+KPROF_API kprof_status kprof_result_events(kprof_result *result, kprof_event_fn fn, void *ctx)
+{
+    (void)result, (void)fn, (void)ctx;
+    return KPROF_INVALID;
+}
+KPROF_API const kprof_distribution *kprof_result_distributions(kprof_result *result, size_t *n)
+{
+    (void)result;
+    if (n) *n = 0;
+    return NULL;
+}
+KPROF_API kprof_status kprof_result_print(kprof_result *result, kprof_view view, FILE *out)
+{
+    (void)result, (void)view, (void)out;
+    return KPROF_INVALID;
+}
+KPROF_API kprof_status kprof_result_write(kprof_result *result, kprof_format format,
+                                          const char *path, unsigned flags)
+{
+    (void)result, (void)format, (void)path, (void)flags;
+    return KPROF_INVALID;
+}
+KPROF_API void kprof_result_destroy(kprof_result *result)
+{
+    (void)result;
+}
+/* UNAVAILABLE, fn never called, *result NULL. */
+KPROF_API kprof_status kprof_profile_repeat(kprof_workload_fn fn, void *arg, double budget_s,
+                                            const kprof_repeat_options *options,
+                                            kprof_result **result)
+{
+    (void)fn, (void)arg, (void)budget_s, (void)options;
+    if (result) *result = NULL;
+    return KPROF_UNAVAILABLE;
+}
+KPROF_API kprof_status kprof_kernel_hook(const char *kernel, kprof_work_fn fn, void *ctx)
+{
+    (void)kernel, (void)fn, (void)ctx;
+    return KPROF_UNAVAILABLE;
+}
+KPROF_API kprof_status kprof_capture_begin(const char *name)
+{
+    (void)name;
+    return KPROF_UNAVAILABLE;
+}
+KPROF_API kprof_status kprof_capture_end(void)
+{
+    return KPROF_UNAVAILABLE;
+}
+/* UNAVAILABLE, fn never called, *out untouched. */
+KPROF_API kprof_status kprof_benchmark(void (*fn)(void *arg), void *arg,
+                                       const kprof_benchmark_options *options,
+                                       kprof_benchmark_result *out)
+{
+    (void)fn, (void)arg, (void)options, (void)out;
+    return KPROF_UNAVAILABLE;
+}
+/* UNAVAILABLE: the comparison engine is libkprof's. */
+KPROF_API kprof_status kprof_compare(const double *a, size_t na, const double *b, size_t nb,
+                                     const kprof_compare_options *options,
+                                     kprof_comparison *out)
+{
+    (void)a, (void)na, (void)b, (void)nb, (void)options, (void)out;
+    return KPROF_UNAVAILABLE;
+}
+#undef KPROF_OFF_TEXT_
+#endif /* KPROF_DISABLE */
 
 #ifdef __cplusplus
 }

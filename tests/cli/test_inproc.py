@@ -324,7 +324,23 @@ print(json.dumps([[s["name"], s["depth"], s["parent"]["name"] if s["parent"] els
             self.assertEqual(self.symbols(compiler, "-O0", "-DKPROF_DISABLE", lang=lang), [])
             used = set(self.symbols(compiler, lang=lang))
             self.assertTrue({"kprof_scopes_on_", "kprof_scope_open_", "kprof_scope_close_",
-                             "kprof_scope_metric_", "kprof_scope_work_"} <= used, used)
+                             "kprof_scope_metric_", "kprof_scope_work_", "kprof_start",
+                             "kprof_stop", "kprof_result_destroy", "kprof_compare",
+                             "kprof_benchmark", "kprof_last_error"} <= used, used)
+            # Disabled, the program links without -lkprof (at -O0 too) and every function
+            # answers as the header's KPROF_DISABLE section says.
+            for opt in ("-O0", "-O2"):
+                exe = os.path.join(self.tmp, "unit-off")
+                cmd = [compiler] + (["-x", lang] if lang else []) + [
+                    opt, "-Wall", "-Wextra", "-Werror", "-I", INCLUDE, "-DKPROF_DISABLE",
+                    "-DKPROF_UNIT_MAIN", UNIT, "-o", exe]
+                p = subprocess.run(cmd, capture_output=True, text=True)
+                self.assertEqual(p.returncode, 0, " ".join(cmd) + "\n" + p.stderr)
+                nm = subprocess.run(["nm", exe], capture_output=True, text=True,
+                                    check=True).stdout
+                self.assertEqual([l for l in nm.splitlines() if "kprof" in l], [], opt)
+                p = subprocess.run([exe], capture_output=True, text=True)
+                self.assertEqual(p.returncode, 0, f"{compiler} {opt}: {p.returncode} wrong")
 
     # ---- examples ---------------------------------------------------------------------------------
 
