@@ -111,8 +111,12 @@ KPROF_API const char *kprof_last_error(void);
  * to $KPROF_OUTPUT (which may hold `kprof trace -o`'s per-rank patterns: %r the rank, %l the local
  * rank, %p the pid, %h the host, %q{VAR} a variable, %% a %; one that cannot be expanded is said
  * on stderr and the default name used) — or, unset, to kprof-PID.kprof in the working folder — never over an existing
- * file: when the name is taken, the first free NAME-1.kprof, NAME-2.kprof, ... is used instead.
- * It says where on standard error, in one line ("kprof: saved 1200 events to kprof-4242.kprof"),
+ * file: when the name is taken, the first free NAME-1.kprof, NAME-2.kprof, ... is used instead;
+ * a folder gets the trace inside it (FOLDER/kprof-PID.kprof); a device, FIFO or socket is
+ * refused. When the trace cannot be saved there (a missing folder, a read-only or full file
+ * system, a name too long, a refused one) it is kept whole in the scratch folder
+ * ($TMPDIR/kprof-PID-XXXXXX/session.kprof) and the error line says so.
+ * It says where on standard error (names escaped), in one line ("kprof: saved 1200 events to kprof-4242.kprof"),
  * the one time this library prints by itself: KPROF=1 asked for it. A program that calls
  * kprof_stop itself ends that session (nothing is saved at exit then). A forked child does not
  * record (its copy of the session is abandoned); a program it execs that loads libkprof starts

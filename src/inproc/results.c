@@ -54,6 +54,7 @@ struct kprof_result {
     kprof_status dists_status; /* why they could not be made */
     char **texts;              /* what the result owns besides: paths and made-up names */
     size_t ntexts, texts_cap;
+    int keep; /* 1: destroy leaves the scratch folder and its trace (KPROF=1 could not save) */
 };
 
 /* Keep a copy of text (n bytes) in the result: NULL when memory ran out. */
@@ -139,13 +140,19 @@ void kprof_result_destroy(kprof_result *r)
     for (size_t i = 0; i < r->ntexts; i++)
         free(r->texts[i]);
     free(r->texts);
-    kp_session_remove(r->dir); /* the trace, run.txt, record files a test kept */
+    if (!r->keep) kp_session_remove(r->dir); /* the trace, run.txt, record files a test kept */
     free(r);
 }
 
 const char *kp_inproc_result_dir(const kprof_result *r)
 {
     return r ? r->dir : NULL;
+}
+
+const char *kp_inproc_result_keep_trace(kprof_result *r)
+{
+    r->keep = 1;
+    return r->trace;
 }
 
 kprof_status kprof_result_summary(const kprof_result *r, kprof_summary *out)

@@ -411,8 +411,8 @@ static kprof_status kp_scratch_make(const char *base, char *dir, size_t n, kp_er
     if (w < 0 || (size_t)w >= n)
         st = kp_error_set(err, KPROF_INVALID, "the scratch folder's name is too long (%s)", base);
     else if (!mkdtemp(dir))
-        st = kp_error_set(err, errno == ENOENT || errno == ENOTDIR ? KPROF_NOT_FOUND : KPROF_IO,
-                          "cannot make a scratch folder in %s: %s", base, strerror(errno));
+        st = kp_error_set(err, KPROF_IO, "cannot make a scratch folder in %s: %s", base,
+                          strerror(errno));
     if (st != KPROF_OK) dir[0] = '\0'; /* nothing of ours to remove */
     return st;
 }
@@ -703,16 +703,43 @@ static void kp_at_exit(void)
     } else {
         wanted = fallback;
     }
+    /* A folder: the trace goes inside it, under the default name. A device, FIFO or socket is
+     * refused (a trace is an SQLite file, written to a temporary and renamed; nothing is made
+     * beside a device). */
+    char inside[PATH_MAX + 80];
+    struct stat out_st;
+    kprof_status status = KPROF_OK;
+    if (stat(wanted, &out_st) == 0 && S_ISDIR(out_st.st_mode)) {
+        snprintf(inside, sizeof inside, "%s%s%s", wanted,
+                 wanted[strlen(wanted) - 1] == '/' ? "" : "/", fallback);
+        wanted = inside;
+    } else if (stat(wanted, &out_st) == 0 && !S_ISREG(out_st.st_mode)) {
+        status = kp_error_set(&err, KPROF_INVALID,
+                              "KPROF_OUTPUT=%s is not a regular file (a device, FIFO or socket): "
+                              "a trace is written to a file",
+                              wanted);
+    }
     kprof_summary sum;
     kprof_result_summary(r, &sum);
-    if (kp_autosave(r, wanted, name, sizeof name) == KPROF_OK) {
-        fprintf(stderr, "kprof: saved %llu event%s to %s", sum.events, sum.events == 1 ? "" : "s",
-                name);
-        if (sum.dropped) fprintf(stderr, " (%llu lost on the way)", sum.dropped);
-        fprintf(stderr, "%s\n", strcmp(name, wanted) != 0 ? " (the name asked for was taken)" : "");
+    kp_str line = {0};
+    if (status == KPROF_OK) status = kp_autosave(r, wanted, name, sizeof name);
+    if (status == KPROF_OK) {
+        kp_str_printf_escaped(&line, "kprof: saved %llu event%s to %s", sum.events,
+                              sum.events == 1 ? "" : "s", name);
+        if (sum.dropped) kp_str_printf(&line, " (%llu lost on the way)", sum.dropped);
+        if (strcmp(name, wanted) != 0) kp_str_printf(&line, " (the name asked for was taken)");
     } else {
-        fprintf(stderr, "kprof: error: KPROF=1: %s\n", kprof_last_error());
+        /* Keep what was recorded: the trace stays in the scratch folder, whole, and says so. */
+        const char *kept = kp_inproc_result_keep_trace(r);
+        kp_str_printf(&line, "kprof: error: KPROF=1: %s", err.status != KPROF_OK
+                                                                      ? err.message
+                                                                      : kprof_last_error());
+        kp_str_printf_escaped(&line, "; the trace (%llu event%s) is kept as %s", sum.events,
+                              sum.events == 1 ? "" : "s", kept);
     }
+    fprintf(stderr, "%s\n", line.data ? line.data : "kprof: KPROF=1: out of memory");
+    kp_str_free(&line);
+    kp_error_clear(&err);
     kprof_result_destroy(r);
 }
 

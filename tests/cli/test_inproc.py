@@ -258,6 +258,49 @@ print(json.dumps([[s["name"], s["depth"], s["parent"]["name"] if s["parent"] els
                          sorted(["auto.kprof", "auto-1.kprof", m.group(1), "r0.kprof", "r1.kprof",
                                  fallback]))
 
+    def test_autostart_output_cannot_be_written(self):
+        # KPROF_OUTPUT that cannot be written: the trace is kept (in the scratch folder, whole)
+        # and the line says where; nothing is made beside the name asked for.
+        fifo = os.path.join(self.tmp, "fifo")
+        os.mkfifo(fifo)
+        cases = [os.path.join(self.tmp, "no", "such", "folder", "t.kprof"),
+                 os.path.join(self.tmp, "x" * 300 + ".kprof"), fifo, "/dev/full"]
+        for out in cases:
+            dev = out == "/dev/full"
+            p = self.app("auto", 3, env={"KPROF": "1", "KPROF_OUTPUT": out})
+            m = re.fullmatch(r"kprof: error: KPROF=1: .*; the trace \(4 events\) is kept as "
+                             r"(\S+/session\.kprof)\n", p.stderr)
+            self.assertTrue(m, (out, p.stderr))
+            if out == fifo or dev:
+                self.assertIn("is not a regular file", p.stderr)
+            kept = m.group(1)
+            self.assertTrue(kept.startswith(self.scratch + "/kprof-"), kept)
+            by_name = self.report_json(kept, "--by", "name")
+            self.assertEqual({r["name"]: r["calls"] for r in by_name["rows"]},
+                             {"main": 1, "tick": 3})
+            shutil.rmtree(os.path.dirname(kept))
+            sibling = ("/dev/full-1" if dev else out + "-1")
+            if dev and os.path.exists(sibling) and os.stat(sibling).st_size:
+                os.unlink(sibling)  # made by the code before this fix, as root
+                self.fail("/dev/full-1 was made")
+            self.assertFalse(os.path.exists(sibling), sibling)
+        self.assertEqual(sorted(os.listdir(self.tmp)), ["fifo", "scratch"])
+        # A folder: the trace goes inside it, under the default name (no sibling DIR-1).
+        folder = os.path.join(self.tmp, "traces")
+        os.mkdir(folder)
+        p = self.app("auto", 3, env={"KPROF": "1", "KPROF_OUTPUT": folder})
+        m = re.fullmatch(r"kprof: saved 4 events to (.*/kprof-\d+\.kprof)\n", p.stderr)
+        self.assertTrue(m, p.stderr)
+        self.assertEqual(os.path.dirname(m.group(1)), folder)
+        self.assertFalse(os.path.exists(folder + "-1"))
+        # A newline in the name is printed escaped: one line.
+        odd = os.path.join(self.tmp, "a\nb.kprof")
+        p = self.app("auto", 3, env={"KPROF": "1", "KPROF_OUTPUT": odd})
+        self.assertEqual(p.stderr, "kprof: saved 4 events to %s\n"
+                         % os.path.join(self.tmp, "a\\nb.kprof"))
+        self.assertTrue(os.path.exists(odd))
+        self.assertEqual(leftovers(self.scratch), [])
+
     # ---- the rest of the API ----------------------------------------------------------------------
 
     def test_threads_lose_nothing(self):
