@@ -215,15 +215,16 @@ static void kp_ct_text_header(const kp_aggregation *a, const kp_calltree_view *v
     const kp_aggregation_stats *root = &kp_aggregation_get_node(a, 0)->stats;
     char host[32], gpu[32], busy[32];
     kp_str_printf(out,
-                  "Host time %s in top-level calls and ranges; GPU time %s attributed over %llu "
+                  "Host time %s in top-level calls and ranges; %s time %s attributed over %llu "
                   "device operation%s",
                   kp_format_duration(kp_ct_s(root->inclusive_ns), host, sizeof host),
+                  v->opencl_only ? "device" : "GPU",
                   kp_format_duration(kp_ct_s(root->gpu_ns), gpu, sizeof gpu),
                   (unsigned long long)t->device_ops, t->device_ops == 1 ? "" : "s");
     if (t->ops_without_call)
         kp_str_printf(out, " (%llu with no recorded launching call, under %s)",
                       (unsigned long long)t->ops_without_call, KP_AGGREGATION_UNATTRIBUTED);
-    kp_str_printf(out, "; GPU busy %s\n",
+    kp_str_printf(out, "; %s busy %s\n", v->opencl_only ? "device" : "GPU",
                   kp_format_duration(kp_ct_s(t->gpu_busy_ns), busy, sizeof busy));
     kp_str_append(out, v->polling_calls
                            ? "Polling and query calls included (--raw)\n"
@@ -266,8 +267,8 @@ static void kp_ct_text_tree(const kp_aggregation *a, const kp_calltree_view *v, 
         flops |= s->flops != 0;
         bytes |= s->bytes != 0;
     }
-    kp_str_printf(out, "  %8s  %10s  %10s  %10s  %8s", "Calls", "Host incl", "Host excl", "GPU",
-                  "Dev ops");
+    kp_str_printf(out, "  %8s  %10s  %10s  %10s  %8s", "Calls", "Host incl", "Host excl",
+                  v->opencl_only ? "Device" : "GPU", "Dev ops");
     if (flops) kp_str_printf(out, "  %10s  %8s", "Flops", "GFLOP/s");
     if (bytes) kp_str_printf(out, "  %10s  %8s", "Bytes", "GB/s");
     kp_str_printf(out, "  %-7s Name\n", "Kind");
@@ -344,7 +345,7 @@ static void kp_ct_text_rows(const kp_aggregation *a, const kp_calltree_view *v,
     }
     int rates = kp_ct_rates(a); /* the rates too, where the trace has metrics */
     kp_str_printf(out, "  %-7s %8s  %10s  %10s  %10s  %10s  %10s  %10s", "Kind", "Calls", "Total",
-                  "Self", "GPU", "Min", "Mean", "Max");
+                  "Self", v->opencl_only ? "Device" : "GPU", "Min", "Mean", "Max");
     if (flops) kp_str_printf(out, "  %10s", "Flops");
     if (flops && rates) kp_str_printf(out, "  %8s", "GFLOP/s");
     if (bytes) kp_str_printf(out, "  %10s", "Bytes");

@@ -81,6 +81,8 @@ typedef struct kp_calltree_view {
     int polling_calls;          /* the aggregation was fed polling calls (said in the output) */
     const char *trace;          /* the trace's path, for the header and JSON ("" when NULL) */
     const char *command;        /* the traced command ("" when unknown) */
+    int opencl_only; /* the device work is all OpenCL's (kp_event_source_opencl_only): the text
+                        says "device", not "GPU" (the device may be a CPU) */
 } kp_calltree_view;
 
 /* The numbers above of a node's or row's stats (seconds), as every output here writes them:

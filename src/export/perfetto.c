@@ -13,8 +13,9 @@
  *     first uses them, and every later packet says it needs that state;
  *   - a TrackDescriptor per process (ProcessDescriptor: pid, the command; the pid as
  *     export/pid_map.h writes it, so it fits the field's 32 bits), per host thread
- *     (ThreadDescriptor: pid, tid), per device under its process ("GPU 0") and per stream or
- *     queue under its device ("GPU 0 · stream 7"), each written just before its first event; a
+ *     (ThreadDescriptor: pid, tid), per device under its process ("GPU 0"; an OpenCL one
+ *     "device 0") and per stream or queue under its device ("GPU 0 · stream 7", "device 0 ·
+ *     queue 1"), each written just before its first event; a
  *     process with a rank in a distributed job (core/job.h) is named "rank 1 · pid 4242
  *     (python train.py)", its device and stream tracks "rank 1 · GPU 1" and "rank 1 · GPU 1 ·
  *     stream 7";
@@ -604,11 +605,11 @@ static void kp_pf_track_name(const kp_pf_track *t, int opencl, int rank, char *o
         k = snprintf(out, n, "host thread %lld", (long long)t->a);
         break;
     case KP_PF_DEVICE:
-        k = snprintf(out, n, "%sGPU %lld", prefix, (long long)t->a);
+        k = snprintf(out, n, "%s%s %lld", prefix, opencl ? "device" : "GPU", (long long)t->a);
         break;
     default:
-        k = snprintf(out, n, "%sGPU %lld · %s %lld", prefix, (long long)t->a,
-                     opencl ? "queue" : "stream", (long long)t->b);
+        k = snprintf(out, n, "%s%s %lld · %s %lld", prefix, opencl ? "device" : "GPU",
+                     (long long)t->a, opencl ? "queue" : "stream", (long long)t->b);
         break;
     }
     if (t->lane > 0 && k > 0 && (size_t)k < n)
@@ -715,7 +716,8 @@ static int32_t kp_pf_stream_track(kp_pf_writer *w, const kp_pf_event *e)
     if (device < 0) {
         int32_t process = kp_pf_process_track(w, e->pid, -1, NULL);
         if (process < 0) return -1;
-        device = kp_pf_child_track(w, KP_PF_DEVICE, e->pid, e->device, 0, 0, process, 0);
+        device = kp_pf_child_track(w, KP_PF_DEVICE, e->pid, e->device, 0, 0, process,
+                                   e->domain == KP_DOMAIN_OPENCL);
         if (device < 0) return -1;
     }
     return kp_pf_child_track(w, KP_PF_STREAM, e->pid, e->device, e->stream, 0, device,

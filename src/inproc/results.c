@@ -544,7 +544,8 @@ kprof_status kprof_result_print(kprof_result *r, kprof_view view, FILE *out)
                                                                   : KP_AGGREGATION_GROUP_NAME,
                               .sort = KP_AGGREGATION_SORT_TOTAL,
                               .trace = KP_RESULT_LABEL,
-                              .command = kp_event_source_meta(r->src)->command};
+                              .command = kp_event_source_meta(r->src)->command,
+                              .opencl_only = kp_event_source_opencl_only(r->src)};
         rc = kp_calltree_render(r->agg, &v, KP_CALLTREE_TEXT, &s);
     }
     kprof_status st = KPROF_OK;

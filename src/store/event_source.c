@@ -165,6 +165,7 @@ struct kp_event_source {
     size_t nthreads;
     kp_trace_queue *queues;
     size_t nqueues;
+    uint64_t opencl_ops, other_ops; /* device operations of OpenCL, of any other domain */
     /* Metrics: what the trace may hold (events' flops and metric_bytes columns, the metrics
      * table: both absent from version 1, both skipped when the meta says it has no metric), and
      * the user metrics, read the first time a reader asks, sorted by event. */
@@ -656,10 +657,11 @@ static kprof_status kp_src_index(kp_event_source *src, kp_error *err)
     kprof_status st = KPROF_OK;
     int rc;
     if (sqlite3_prepare_v2(src->db,
-                           "SELECT kind, pid, tid, device, stream, process, correlation, start_ns "
-                           "FROM events",
+                           "SELECT kind, pid, tid, device, stream, process, correlation, start_ns, "
+                           "domain FROM events",
                            -1, &q, NULL) != SQLITE_OK)
         return kp_src_fail(src, src->db, err);
+    src->opencl_ops = src->other_ops = 0; /* a pass that failed before counted some */
     int64_t last_thread[2] = {0, 0}, last_queue[3] = {0, 0, 0};
     int have_thread = 0, have_queue = 0;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
@@ -676,7 +678,16 @@ static kprof_status kp_src_index(kp_event_source *src, kp_error *err)
             }
         }
         if (flags & KP_EVENT_F_DEVICE) {
-            int64_t key[3] = {pid, kp_src_u32(sqlite3_column_int64(q, 3)),
+            /* The domain rides in the device's key above its 32 bits: an OpenCL queue is
+             * named apart from a CUDA stream of the same numbers. */
+            int opencl = sqlite3_column_int(q, 8) == KP_DOMAIN_OPENCL;
+            if (opencl)
+                src->opencl_ops++;
+            else
+                src->other_ops++;
+            int64_t key[3] = {pid,
+                              (int64_t)kp_src_u32(sqlite3_column_int64(q, 3)) |
+                                  (opencl ? INT64_C(1) << 32 : 0),
                               kp_src_u32(sqlite3_column_int64(q, 4))};
             if (!have_queue || memcmp(key, last_queue, sizeof key) != 0) {
                 if (kp_src_set_add(&queues, key) != 0) goto nomem;
@@ -719,8 +730,9 @@ static kprof_status kp_src_index(kp_event_source *src, kp_error *err)
                 (kp_trace_thread){threads.keys[i][0], threads.keys[i][1]};
     for (size_t i = 0; i < queues.cap; i++)
         if (queues.used[i])
-            src->queues[src->nqueues++] = (kp_trace_queue){
-                queues.keys[i][0], (uint32_t)queues.keys[i][1], (uint32_t)queues.keys[i][2]};
+            src->queues[src->nqueues++] =
+                (kp_trace_queue){queues.keys[i][0], (uint32_t)queues.keys[i][1],
+                                 (uint32_t)queues.keys[i][2], (int)(queues.keys[i][1] >> 32)};
     /* The calls by key, earliest first, then each key once. Usually in order already. */
     for (size_t i = 1; i < src->nlaunches; i++) {
         if (kp_src_cmp_launch(&src->launches[i - 1], &src->launches[i]) > 0) {
@@ -776,6 +788,14 @@ kprof_status kp_event_source_threads(kp_event_source *src, const kp_trace_thread
     *out = src->threads;
     *n = src->nthreads;
     return st;
+}
+
+int kp_event_source_opencl_only(kp_event_source *src)
+{
+    kp_error err = {0};
+    kprof_status st = kp_src_index(src, &err);
+    kp_error_clear(&err);
+    return st == KPROF_OK && src->opencl_ops > 0 && src->other_ops == 0;
 }
 
 kprof_status kp_event_source_queues(kp_event_source *src, const kp_trace_queue **out, size_t *n,

@@ -255,6 +255,21 @@ class Trace(kptest.KprofTestCase):
         text = self.kprof("report", path, "--trace", expect=0).stdout
         self.assertNotIn("CUDA", text)
         self.assertNotIn("cuda", json.dumps(r))
+        # OpenCL's device may be a CPU (PoCL): the words are "device" and "queue", never "GPU"
+        # or "stream", in the report, the verdicts, the tree and both exports.
+        tree = self.kprof("report", path, "--tree", expect=0).stdout
+        chrome = self.kprof("export", path, "--chrome", "-", expect=0).stdout
+        for out in (text, self.kprof("report", path, expect=0).stdout, tree, chrome,
+                    a["sentence"], burst["sentence"]):
+            self.assertNotIn("GPU", out)
+            self.assertNotIn("stream", out)
+        self.assertIn("Device-side activity: the device was busy for", text)
+        self.assertIn("Host-side activity: calling OpenCL APIs took", text)
+        self.assertRegex(text, r"(?m)^ +Device busy .+ of ")
+        self.assertIn("; device time ", tree)
+        names = [e["args"]["name"] for e in json.loads(chrome)["traceEvents"] if e["ph"] == "M"]
+        self.assertIn("queue 1", names)
+        self.assertTrue(any(n.startswith("device 0 (pid ") for n in names), names)
         # Geometry: the runtime chose the work-groups of the even launches.
         device = text[text.index("Device-side trace:"):text.index("Verdict:")]
         header = device.splitlines()[1]

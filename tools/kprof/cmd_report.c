@@ -925,16 +925,18 @@ static void kp_host_text(const char *host, const char *tag, char *buf, size_t n)
     kp_str_free(&s);
 }
 
-/* A device's label: "GPU 0", or "HOST · GPU 0" when the job ran on more than one host (the host
- * as kp_host_text shows it). */
-static void kp_device_label(const kp_trace_job *job, const kp_job_device *d, char *buf, size_t n)
+/* A device's label: "GPU 0" ("device 0" where the program used OpenCL alone), or "HOST · GPU 0"
+ * when the job ran on more than one host (the host as kp_host_text shows it). */
+static void kp_device_label(const kp_report *r, const kp_trace_job *job, const kp_job_device *d,
+                            char *buf, size_t n)
 {
     char host[KP_HOST_TEXT];
+    const char *word = kp_verdict_device_word(r->v.api, 0);
     kp_host_text(d->host, d->host_tag, host, sizeof host);
     if (job->nhosts > 1 && (*d->host || *d->host_tag))
-        snprintf(buf, n, "%s · GPU %u", host, (unsigned)d->device);
+        snprintf(buf, n, "%s · %s %u", host, word, (unsigned)d->device);
     else
-        snprintf(buf, n, "GPU %u", (unsigned)d->device);
+        snprintf(buf, n, "%s %u", word, (unsigned)d->device);
 }
 
 /* What a step is, for the stragglers line: "'step' steps", "all-reduce steps". */
@@ -1071,7 +1073,7 @@ static void kp_print_job(const kp_report *r)
     int lw = 6;
     for (size_t i = 0; i < job->ndevices; i++) {
         char label[KP_HOST_TEXT + 32];
-        kp_device_label(job, &job->devices[i], label, sizeof label);
+        kp_device_label(r, job, &job->devices[i], label, sizeof label);
         if (kp_text_width(label) > lw) lw = kp_text_width(label);
     }
     printf("  %-*s  %10s  %7s  %8s  %11s  %12s  %14s  Ranks\n", lw, "Device", "GPU busy",
@@ -1079,7 +1081,7 @@ static void kp_print_job(const kp_report *r)
     for (size_t i = 0; i < job->ndevices; i++) {
         const kp_job_device *dv = &job->devices[i];
         char label[KP_HOST_TEXT + 32], ranks[256], pct[32];
-        kp_device_label(job, dv, label, sizeof label);
+        kp_device_label(r, job, dv, label, sizeof label);
         kp_ranks_text(dv->ranks, dv->nranks, ranks, sizeof ranks);
         snprintf(pct, sizeof pct, "%.2f%%",
                  r->wall > 0 ? 100 * kp_ns_s(dv->gpu_busy_ns) / r->wall : 0);
@@ -1112,14 +1114,14 @@ static void kp_print_report(const kp_report *r)
     for (const char *p = r->notes.data ? r->notes.data : "", *nl; (nl = strchr(p, '\n')) != NULL;
          p = nl + 1)
         printf("Note: %.*s\n", (int)(nl - p), p);
-    printf("\nHost-side activity: calling GPU APIs took %s (%.2f%% of the wall)%s\n",
-           kp_format_duration(r->host_total, a, sizeof a),
+    printf("\nHost-side activity: calling %s APIs took %s (%.2f%% of the wall)%s\n",
+           r->v.api == KP_API_OPENCL ? "OpenCL" : "GPU", kp_format_duration(r->host_total, a, sizeof a),
            r->wall > 0 ? 100 * r->host_total / r->wall : 0,
            r->raw ? "" : "; polling and query calls hidden (--raw shows them)");
     if (r->host.n) kp_print_table(r, &r->host);
     else printf("  (no host API calls recorded)\n");
-    printf("\nDevice-side activity: GPU was busy for %s (%.2f%% of the wall)\n",
-           kp_format_duration(r->v.wall_in.gpu_busy_s, b, sizeof b), 100 * r->v.wall.busy_fraction);
+    printf("\nDevice-side activity: %s was busy for %s (%.2f%% of the wall)\n",
+           r->v.api == KP_API_OPENCL ? "the device" : "GPU", kp_format_duration(r->v.wall_in.gpu_busy_s, b, sizeof b), 100 * r->v.wall.busy_fraction);
     if (r->device.n) kp_print_table(r, &r->device);
     else if (!r->collectives.n) printf("  (no kernels, copies or fills recorded)\n");
     if (r->collectives.n) {
@@ -1151,8 +1153,8 @@ static void kp_print_window(const kp_report *r, const kp_verdict_input *in, cons
                             const char *window, const char *indent)
 {
     char a[32], b[32], c[32], gap[320], name[160];
-    printf("%sGPU busy %s of %s (%.1f%%); %llu gaps between device operations", indent,
-           kp_format_duration(in->gpu_busy_s, a, sizeof a),
+    printf("%s%s busy %s of %s (%.1f%%); %llu gaps between device operations", indent,
+           kp_verdict_device_word(r->v.api, 1), kp_format_duration(in->gpu_busy_s, a, sizeof a),
            kp_format_duration(in->wall_s, b, sizeof b), 100 * v->busy_fraction,
            (unsigned long long)in->gaps);
     if (in->gaps) printf(", median %s", kp_format_duration(in->median_gap_s, a, sizeof a));
@@ -1818,6 +1820,7 @@ static int kp_report_calltree(const char *path, kp_calltree_view *view, int raw,
         view->trace = path;
         view->command = kp_event_source_meta(src)->command;
         view->polling_calls = raw;
+        view->opencl_only = kp_event_source_opencl_only(src);
         /* Standard output's errors are main's to report (kp_cli_exit), as for the tables. */
         kp_str s = {0};
         if (kp_calltree_render(a, view, format, &s) != 0)
