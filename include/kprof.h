@@ -106,7 +106,7 @@ KPROF_API const char *kprof_last_error(void);
  * tree as JSON or CSV. One session at a time per process.
  *
  * KPROF=1 in the environment starts a session when libkprof is loaded (options: the defaults;
- * KPROF_COLLECT=scopes,cuda,opencl names its collectors)
+ * KPROF_COLLECT=scopes,cuda,opencl,nvtx names its collectors)
  * and, when the program exits (returns from main or calls exit()), stops it and saves its trace
  * to $KPROF_OUTPUT (which may hold `kprof trace -o`'s per-rank patterns: %r the rank, %l the local
  * rank, %p the pid, %h the host, %q{VAR} a variable, %% a %; one that cannot be expanded is said
@@ -134,11 +134,16 @@ KPROF_API const char *kprof_last_error(void);
  * scopes read clock_gettime instead).
  */
 
-/* Collectors: X(NAME, bit, name, what). A session records what its options' `collectors` name. */
+/* Collectors: X(NAME, bit, name, what). A session records what its options' `collectors` name.
+ * NVTX (the program's NVTX ranges and marks, through libkprof-inject.so as its NVTX injection,
+ * as `kprof trace` records them: start the first session before the program's first NVTX call)
+ * comes with CUDA and OPENCL unless it cannot run (under `kprof trace`, beside another NVTX
+ * injection: then a note in the trace says why); asked for itself, it fails kprof_start there. */
 #define KPROF_COLLECTOR_LIST(X)                                                                    \
     X(SCOPES, 0, "scopes", "the scopes of this header (KPROF_SCOPE, kprof_scope_begin)")           \
     X(CUDA, 1, "cuda", "CUDA API calls, kernels, copies, fills and syncs, in-process (CUPTI)")    \
-    X(OPENCL, 2, "opencl", "OpenCL calls, kernels, copies and fills, in-process (a layer)")
+    X(OPENCL, 2, "opencl", "OpenCL calls, kernels, copies and fills, in-process (a layer)")    \
+    X(NVTX, 3, "nvtx", "the program's NVTX ranges and marks (on with cuda or opencl)")
 
 enum {
 #define KPROF_COLLECT_ENUM_(NAME, bit, name, what) KPROF_COLLECT_##NAME = 1u << (bit),

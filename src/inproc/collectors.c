@@ -24,6 +24,11 @@ const kp_inproc_collector kp_inproc_collectors[] = {
      .unavailable = kp_inproc_opencl_unavailable,
      .start = kp_inproc_opencl_start,
      .stop = kp_inproc_opencl_stop},
+    {.name = "nvtx",
+     .bit = KPROF_COLLECT_NVTX,
+     .unavailable = kp_inproc_nvtx_unavailable,
+     .start = kp_inproc_nvtx_start,
+     .stop = kp_inproc_nvtx_stop},
 };
 
 const size_t kp_inproc_collector_count =

@@ -395,7 +395,7 @@ static kprof_status kp_options_read(const kprof_options *o, kprof_options *out, 
     if (out->collectors & ~known)
         return kp_error_set(err, KPROF_INVALID,
                             "options->collectors has bits no collector has (0x%x; the collectors "
-                            "are KPROF_COLLECT_SCOPES, _CUDA and _OPENCL)",
+                            "are KPROF_COLLECT_SCOPES, _CUDA, _OPENCL and _NVTX)",
                             out->collectors & ~known);
     out->collectors |= KPROF_COLLECT_SCOPES; /* the scopes always record */
     return KPROF_OK;
@@ -428,9 +428,21 @@ static kprof_status kp_session_start_locked(const kprof_options *options, int au
     kprof_options o;
     kprof_status st = kp_options_read(options, &o, err);
     if (st != KPROF_OK) return st;
+    /* NVTX comes with the device collectors, as under `kprof trace`; implied, it stands aside
+     * quietly where it cannot run (a note in the trace says why). */
+    unsigned implied = 0;
+    if ((o.collectors & (KPROF_COLLECT_CUDA | KPROF_COLLECT_OPENCL)) &&
+        !(o.collectors & KPROF_COLLECT_NVTX)) {
+        implied = KPROF_COLLECT_NVTX;
+        o.collectors |= implied;
+    }
     for (size_t i = 0; i < kp_inproc_collector_count; i++) {
         const kp_inproc_collector *c = &kp_inproc_collectors[i];
         const char *why = (o.collectors & c->bit) && c->unavailable ? c->unavailable() : NULL;
+        if (why && (c->bit & implied)) {
+            o.collectors &= ~c->bit;
+            continue;
+        }
         if (why)
             return kp_error_set(err, KPROF_UNAVAILABLE, "the %s collector cannot run: %s", c->name,
                                 why);
@@ -484,6 +496,14 @@ static kprof_status kp_session_start_locked(const kprof_options *options, int au
         const kp_inproc_collector *c = &kp_inproc_collectors[started];
         if ((o.collectors & c->bit) && c->start) {
             st = c->start(s, err);
+            if (st != KPROF_OK && (c->bit & implied)) { /* recorded as a note; the rest runs */
+                kp_writer_note(err->message);
+                kp_error_clear(err);
+                o.collectors &= ~c->bit;
+                s->collectors &= ~c->bit;
+                st = KPROF_OK;
+                continue;
+            }
             if (st != KPROF_OK) goto fail;
         }
     }
@@ -765,7 +785,7 @@ __attribute__((constructor)) static void kp_autostart(void)
             if (!bit) {
                 fprintf(stderr,
                         "kprof: error: KPROF_COLLECT=%s: unknown collector '%s' (scopes, cuda, "
-                        "opencl): no session started\n",
+                        "opencl, nvtx): no session started\n",
                         collect, w);
                 return;
             }
