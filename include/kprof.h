@@ -431,8 +431,14 @@ typedef struct kprof_row {
                                            deviation, 0 for one event) */
     double gpu_s;        /* device time attributed to it and below (later collectors) */
     double flops, bytes; /* its events' "flops" and "bytes" metrics, summed */
-    double gflops_per_s; /* flops / total_s / 1e9 (0 without flops or time) */
-    double gb_per_s;     /* bytes / total_s / 1e9 (0 without bytes or time) */
+    double gflops_per_s; /* flops / total_s / 1e9 (0 without flops or time); for a scope or
+                            call that launched device work (gpu_s > 0), flops / gpu_s / 1e9:
+                            what its device work ran at */
+    double gb_per_s;     /* bytes, likewise */
+    double host_gflops_per_s; /* a scope's or call's flops / total_s / 1e9, its host time (the
+                                 same as gflops_per_s where it launched no device work); 0 for
+                                 device work */
+    double host_gb_per_s;     /* bytes, likewise */
 } kprof_row;
 
 /* The key averages grouped by `by`, largest total first; *n: how many. NULL (and *n 0) when
@@ -456,8 +462,10 @@ typedef struct kprof_node {
     double gpu_s;                            /* device time attributed (later collectors) */
     double flops, bytes;                     /* its own events' metrics */
     double flops_inclusive, bytes_inclusive; /* with everything below it */
-    double gflops_per_s;                     /* flops / inclusive_s / 1e9 */
-    double gb_per_s;                         /* bytes / inclusive_s / 1e9 */
+    double gflops_per_s; /* flops / inclusive_s / 1e9; where it launched device work (gpu_s >
+                            0), flops / gpu_s / 1e9, as kprof_row's */
+    double gb_per_s;     /* bytes, likewise */
+    double host_gflops_per_s, host_gb_per_s; /* over inclusive_s, as kprof_row's */
 } kprof_node;
 
 /* The call tree: nodes[0] is the root (its numbers are the top level's sums), every node's parent

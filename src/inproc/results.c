@@ -93,6 +93,20 @@ static const char *kp_result_path(kprof_result *r, uint32_t node)
     return kept;
 }
 
+/* The rates a row or node gives: for a call or range that launched device work (a rate over
+ * device time exists), that rate, with the host-time figure kept in *host_*; otherwise the
+ * host-time figure (device work: over its own device time) and *host_* 0 for device work. */
+static void kp_result_rates(kp_event_kind kind, const kp_calltree_numbers *num, double host_flops,
+                            double host_bytes, double *gflops, double *gb, double *host_gflops,
+                            double *host_gb)
+{
+    int device = (kp_event_kind_flags(kind) & KP_EVENT_F_DEVICE) != 0;
+    *gflops = !device && num->has_dev_gflop_per_s ? num->dev_gflop_per_s : host_flops;
+    *gb = !device && num->has_dev_gb_per_s ? num->dev_gb_per_s : host_bytes;
+    *host_gflops = device ? 0 : host_flops;
+    *host_gb = device ? 0 : host_bytes;
+}
+
 static double kp_per_s(double amount, double seconds)
 {
     return amount > 0 && seconds > 0 ? amount / seconds / 1e9 : 0.0;
@@ -215,8 +229,12 @@ const kprof_row *kprof_result_key_averages(kprof_result *r, kprof_group by, size
         o->gpu_s = num.gpu;
         o->flops = num.flops;
         o->bytes = num.bytes;
-        o->gflops_per_s = kp_per_s(num.flops, num.total);
-        o->gb_per_s = kp_per_s(num.bytes, num.total);
+        /* Over host time; where a scope (or call) launched device work, over the device time
+         * attributed to it, the host figure beside it (item: what its kernels ran at). */
+        o->host_gflops_per_s = kp_per_s(num.flops, num.total);
+        o->host_gb_per_s = kp_per_s(num.bytes, num.total);
+        kp_result_rates(a->kind, &num, o->host_gflops_per_s, o->host_gb_per_s, &o->gflops_per_s,
+                        &o->gb_per_s, &o->host_gflops_per_s, &o->host_gb_per_s);
     }
     free(rows);
     r->rows[by] = out;
@@ -285,8 +303,10 @@ const kprof_node *kprof_result_tree(kprof_result *r, size_t *n)
         o->bytes = num.bytes;
         o->flops_inclusive = a->stats.flops_inclusive;
         o->bytes_inclusive = a->stats.bytes_inclusive;
-        o->gflops_per_s = kp_per_s(num.flops, num.inclusive);
-        o->gb_per_s = kp_per_s(num.bytes, num.inclusive);
+        o->host_gflops_per_s = kp_per_s(num.flops, num.inclusive);
+        o->host_gb_per_s = kp_per_s(num.bytes, num.inclusive);
+        kp_result_rates(a->kind, &num, o->host_gflops_per_s, o->host_gb_per_s, &o->gflops_per_s,
+                        &o->gb_per_s, &o->host_gflops_per_s, &o->host_gb_per_s);
     }
     free(order);
     free(index);

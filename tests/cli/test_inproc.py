@@ -442,6 +442,26 @@ print(json.dumps([[s["name"], s["depth"], s["parent"]["name"] if s["parent"] els
         if any("its OpenCL loader has no layer support" in n for n in r.get("notes", [])):
             self.skipTest("this machine's OpenCL loader took no layer")
         self.assertEqual({g["name"]: g["calls"] for g in r["device"]}.get("late"), 3, r["device"])
+        # A scope that launched device work: its GFLOP/s and GB/s are over the device time
+        # attributed to it, with the host-time figures beside them (kprof_row).
+        m = dict(kv.split("=") for kv in p.stdout.split()[1:])
+        v = {k: float(x) for k, x in m.items()}
+        self.assertEqual((v["flops"], v["bytes"]), (3 * 1024.0, 3 * 8192.0))
+        self.assertGreater(v["gpu_s"], 0)
+        self.assertAlmostEqual(v["gflops"], v["flops"] / v["gpu_s"] / 1e9, delta=v["gflops"] * 1e-9)
+        self.assertAlmostEqual(v["gb"], v["bytes"] / v["gpu_s"] / 1e9, delta=v["gb"] * 1e-9)
+        self.assertAlmostEqual(v["host_gflops"], v["flops"] / v["total_s"] / 1e9,
+                               delta=v["host_gflops"] * 1e-9)
+        self.assertAlmostEqual(v["host_gb"], v["bytes"] / v["total_s"] / 1e9,
+                               delta=v["host_gb"] * 1e-9)
+        # The report of its trace says the same, labelled.
+        by = {x["name"]: x for x in self.report_json(out, "--by", "name")["rows"]}
+        self.assertAlmostEqual(by["step"]["device_gflop_per_s"], v["gflops"],
+                               delta=v["gflops"] * 1e-6)
+        self.assertAlmostEqual(by["step"]["gflop_per_s"], v["host_gflops"],
+                               delta=v["host_gflops"] * 1e-6)
+        text = self.kprof("report", out, "--by", "name", expect=0).stdout
+        self.assertIn("Dev GFLOP/s  Host GFLOP/s", text)
 
     def test_opencl_example(self):
         # examples/opencl.c: scopes with work metrics around OpenCL kernels (PoCL here); its
