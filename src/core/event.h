@@ -235,7 +235,9 @@ enum {
     KP_EVENT_HAS_OCCUPANCY = 1u << 7,    /* occupancy */
     KP_EVENT_HAS_MAX_THREADS = 1u << 8,  /* max_threads_per_group */
     KP_EVENT_HAS_FLOPS = 1u << 9,        /* metrics.flops */
-    KP_EVENT_HAS_METRIC_BYTES = 1u << 10 /* metrics.bytes */
+    KP_EVENT_HAS_METRIC_BYTES = 1u << 10, /* metrics.bytes */
+    KP_EVENT_HAS_CL_REFLECTION = 1u << 11 /* cl_local_mem, cl_private_mem, group_multiple (and
+                                             max_threads_per_group): an OpenCL kernel's */
 };
 
 typedef struct kp_event {
@@ -264,6 +266,9 @@ typedef struct kp_event {
     uint64_t dynamic_shared;        /* ... given at launch, bytes */
     uint32_t local_mem;             /* per thread, bytes */
     uint32_t max_threads_per_group; /* the kernel's limit on this device */
+    uint32_t group_multiple;        /* OpenCL: the preferred work-group size multiple */
+    uint64_t cl_local_mem;          /* OpenCL: local memory per work-group, bytes */
+    uint64_t cl_private_mem;        /* OpenCL: private memory per work-item, bytes */
     double occupancy;               /* achieved or theoretical, 0..1 */
     uint64_t bytes;                 /* copies and fills: size */
     uint64_t range_id;              /* ranges and marks: unique within the process image */

@@ -160,6 +160,10 @@ static int kp_chrome_own_arg(const char *key)
                                       "global_size",
                                       "registers",
                                       "shared_bytes",
+                                      "max_threadgroup_size",
+                                      "preferred_multiple",
+                                      "static_local_bytes",
+                                      "private_bytes",
                                       "queued_to_start_us",
                                       "submitted_to_start_us",
                                       "launch_to_start_us",
@@ -305,6 +309,19 @@ static void kp_chrome_events(kp_event_iter *it, const kp_pid_map *pids, const kp
             KP_PUT_LIT(f, "\"shared_bytes\":");
             kp_put_i64(f,
                        kp_i64_add_sat(kp_i64_of(e->static_shared), kp_i64_of(e->dynamic_shared)));
+            sep = ",";
+        }
+        if (has_grid && (e->known & KP_EVENT_HAS_CL_REFLECTION)) {
+            /* An OpenCL kernel's reflection on its device, named as `kprof run --json` does. */
+            kp_put(f, sep);
+            KP_PUT_LIT(f, "\"max_threadgroup_size\":");
+            kp_put_i64(f, e->max_threads_per_group);
+            KP_PUT_LIT(f, ",\"preferred_multiple\":");
+            kp_put_i64(f, e->group_multiple);
+            KP_PUT_LIT(f, ",\"static_local_bytes\":");
+            kp_put_i64(f, kp_i64_of(e->cl_local_mem));
+            KP_PUT_LIT(f, ",\"private_bytes\":");
+            kp_put_i64(f, kp_i64_of(e->cl_private_mem));
             sep = ",";
         }
         static const char *const waits[] = {

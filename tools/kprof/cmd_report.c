@@ -597,6 +597,8 @@ typedef struct kp_device_row {
     const char *name;
     int has_flops, has_metric_bytes; /* its metrics (a bytes metric stands for a copy's size) */
     double flops, metric_bytes;
+    int has_reflection; /* an OpenCL kernel's reflection on its device (KP_EVENT_HAS_CL_...) */
+    int64_t max_group, multiple, local_bytes, private_bytes;
 } kp_device_row;
 
 /* The device operations in time order, each with its launching call's start. */
@@ -664,6 +666,42 @@ static void kp_device_row_read(const kp_report *r, const kp_trace_event *ev, kp_
     d->flops = e->metrics.flops;
     d->has_metric_bytes = (e->known & KP_EVENT_HAS_METRIC_BYTES) != 0;
     d->metric_bytes = e->metrics.bytes;
+    d->has_reflection = (e->known & KP_EVENT_HAS_CL_REFLECTION) != 0;
+    d->max_group = e->max_threads_per_group;
+    d->multiple = e->group_multiple;
+    d->local_bytes = kp_i64_of(e->cl_local_mem);
+    d->private_bytes = kp_i64_of(e->cl_private_mem);
+}
+
+/* The kernels' reflection lines under the device-side trace: each (device, kernel) once, in the
+ * order first seen, as `kprof run` prints it. */
+typedef struct kp_reflection_seen {
+    int64_t device;
+    const char *name;
+} kp_reflection_seen;
+
+static void kp_print_reflection(const kp_device_row *d, kp_reflection_seen **seen, size_t *n,
+                                size_t *cap, kp_str *lines)
+{
+    if (!d->has_reflection) return;
+    for (size_t i = 0; i < *n; i++)
+        if ((*seen)[i].device == d->device && strcmp((*seen)[i].name, d->name) == 0) return;
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 8;
+        kp_reflection_seen *v = realloc(*seen, c * sizeof *v);
+        if (!v) return;
+        *seen = v;
+        *cap = c;
+    }
+    (*seen)[(*n)++] = (kp_reflection_seen){d->device, d->name};
+    char local[32], priv[32];
+    kp_str_printf_escaped(lines, "  %s", d->name);
+    kp_str_printf(lines,
+                  " on device %lld: max tg %lld · preferred multiple %lld · local mem %s static · "
+                  "private mem %s\n",
+                  (long long)d->device, (long long)d->max_group, (long long)d->multiple,
+                  kp_format_bytes((uint64_t)d->local_bytes, local, sizeof local),
+                  kp_format_bytes((uint64_t)d->private_bytes, priv, sizeof priv));
 }
 
 /* Dims without trailing 1s: "256", "64x8". */
@@ -728,9 +766,13 @@ static kprof_status kp_print_trace(kp_report *r, kp_error *err)
     if (has_queued) printf("  %10s", "Queue wait");
     if (has_submitted) printf("  %11s", "Submit wait");
     printf("  Name\n");
+    kp_reflection_seen *seen = NULL;
+    size_t nseen = 0, seen_cap = 0;
+    kp_str reflection = {0};
     while (kp_event_iter_next(it, &ev)) {
         kp_device_row d;
         kp_device_row_read(r, &ev, &d);
+        kp_print_reflection(&d, &seen, &nseen, &seen_cap, &reflection);
         char id[32] = "-", st[32], du[32], grid[48], block[48], buf[48];
         if (d.has_id) snprintf(id, sizeof id, "%lld", (long long)d.id);
         double dur = (double)kp_ns_diff(d.end, d.start) / 1e9;
@@ -800,6 +842,12 @@ static kprof_status kp_print_trace(kp_report *r, kp_error *err)
             printf("  %11s", kp_dur_or_dash(d.has_submitted, d.submitted_ns, buf, sizeof buf));
         printf("  %s\n", d.name);
     }
+    if (reflection.data)
+        printf("\nKernel reflection (OpenCL: queried once per kernel and device, at its first "
+               "launch):\n%s",
+               reflection.data);
+    kp_str_free(&reflection);
+    free(seen);
     return kp_event_iter_close(it, err);
 }
 
@@ -1453,6 +1501,14 @@ static kprof_status kp_json_trace(kp_json *j, kp_report *r, kp_error *err)
         if (d.has_regs) kp_json_int(j, "registers", d.regs);
         if (d.has_smem) kp_json_int(j, "shared_bytes", d.smem);
         if (d.has_local) kp_json_int(j, "local_bytes", d.local);
+        if (d.has_reflection) { /* an OpenCL kernel's, named as `kprof run --json` does */
+            kp_json_object_begin(j, "reflection");
+            kp_json_int(j, "max_threadgroup_size", d.max_group);
+            kp_json_int(j, "preferred_multiple", d.multiple);
+            kp_json_int(j, "static_local_bytes", d.local_bytes);
+            kp_json_int(j, "private_bytes", d.private_bytes);
+            kp_json_object_end(j);
+        }
         int64_t ns = kp_ns_diff(d.end, d.start);
         if (d.has_metric_bytes) { /* what it moved, by its metric; bytes per ns are GB per s */
             kp_json_double(j, "bytes", d.metric_bytes);
