@@ -7,6 +7,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import sys
 
 import kptest
 
@@ -143,6 +144,26 @@ class TraceOpenCL(kptest.KprofTestCase):
         for e in kernels:
             if e["name"] == "scale":
                 self.assertEqual({k: e["args"][k] for k in want}, want)
+        # The Perfetto export's debug annotations, decoded as test_perfetto.py decodes them.
+        here = os.path.dirname(os.path.abspath(__file__))
+        sys.path.insert(0, here)
+        import test_perfetto
+        python, why = test_perfetto.venv_python()
+        if python:
+            pf = os.path.join(self.tmp, "cl.pftrace")
+            self.kprof("export", path, "--perfetto", pf, expect=0)
+            script = (
+                "import json, sys, unittest\nsys.path.insert(0, sys.argv[2])\n"
+                "import test_perfetto\nclass T(unittest.TestCase):\n    def runTest(self): pass\n"
+                "d = test_perfetto.Decoded(T(), sys.argv[1])\n"
+                "print(json.dumps([s['args'] for s in d.slices if s['name'] == 'scale']))\n")
+            q = subprocess.run([python, "-c", script, pf, here], capture_output=True, text=True,
+                               timeout=300)
+            self.assertEqual(q.returncode, 0, q.stderr)
+            args = json.loads(q.stdout)
+            self.assertEqual(len(args), 20)
+            for a in args:
+                self.assertEqual({k: a[k] for k in want}, want)
         # An old trace (no kernel_info table) reads as before, without reflection.
         db.execute("DROP TABLE kernel_info")
         db.commit()
