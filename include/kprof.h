@@ -110,19 +110,19 @@ KPROF_API const char *kprof_last_error(void);
  * and, when the program exits (returns from main or calls exit()), stops it and saves its trace
  * to $KPROF_OUTPUT (which may hold `kprof trace -o`'s per-rank patterns: %r the rank, %l the local
  * rank, %p the pid, %h the host, %q{VAR} a variable, %% a %; one that cannot be expanded is said
- * on stderr and the default name used) — or, unset, to kprof-PID.kprof in the working folder — never over an existing
- * file: when the name is taken, the first free NAME-1.kprof, NAME-2.kprof, ... is used instead;
- * a folder gets the trace inside it (FOLDER/kprof-PID.kprof); a device, FIFO or socket is
- * refused. When the trace cannot be saved there (a missing folder, a read-only or full file
- * system, a name too long, a refused one) it is kept whole in the scratch folder
+ * on stderr and the default name used) — or, unset, to kprof-PID.kprof in the working folder —
+ * never over an existing file: when the name is taken, the first free NAME-1.kprof, NAME-2.kprof,
+ * ... is used instead; a folder gets the trace inside it (FOLDER/kprof-PID.kprof); a device, FIFO
+ * or socket is refused. When the trace cannot be saved there (a missing folder, a read-only or full
+ * file system, a name too long, a refused one) it is kept whole in the scratch folder
  * ($TMPDIR/kprof-PID-XXXXXX/session.kprof) and the error line says so.
- * It says where on standard error (names escaped), in one line ("kprof: saved 1200 events to kprof-4242.kprof"),
- * the one time this library prints by itself: KPROF=1 asked for it. A program that calls
- * kprof_stop itself ends that session (nothing is saved at exit then). A forked child does not
- * record (its copy of the session is abandoned); a program it execs that loads libkprof starts
- * one of its own. A session the program started itself and left running when it exits is stopped
- * and discarded (nothing asked for its trace). A session still running when the program ends by
- * other means (_exit, a signal) leaves its records in its scratch folder
+ * It says where on standard error (names escaped), in one line ("kprof: saved 1200 events to
+ * kprof-4242.kprof"), the one time this library prints by itself: KPROF=1 asked for it. A program
+ * that calls kprof_stop itself ends that session (nothing is saved at exit then). A forked child
+ * does not record (its copy of the session is abandoned); a program it execs that loads libkprof
+ * starts one of its own. A session the program started itself and left running when it exits is
+ * stopped and discarded (nothing asked for its trace). A session still running when the program
+ * ends by other means (_exit, a signal) leaves its records in its scratch folder
  * ($TMPDIR/kprof-PID-XXXXXX), which `kprof trace --merge DIR -o FILE` turns into a trace.
  *
  * Neither libkprof nor a library holding KPROF_SCOPE sites may be unloaded (dlclose) while a
@@ -141,8 +141,8 @@ KPROF_API const char *kprof_last_error(void);
  * injection: then a note in the trace says why); asked for itself, it fails kprof_start there. */
 #define KPROF_COLLECTOR_LIST(X)                                                                    \
     X(SCOPES, 0, "scopes", "the scopes of this header (KPROF_SCOPE, kprof_scope_begin)")           \
-    X(CUDA, 1, "cuda", "CUDA API calls, kernels, copies, fills and syncs, in-process (CUPTI)")    \
-    X(OPENCL, 2, "opencl", "OpenCL calls, kernels, copies and fills, in-process (a layer)")    \
+    X(CUDA, 1, "cuda", "CUDA API calls, kernels, copies, fills and syncs, in-process (CUPTI)")     \
+    X(OPENCL, 2, "opencl", "OpenCL calls, kernels, copies and fills, in-process (a layer)")        \
     X(NVTX, 3, "nvtx", "the program's NVTX ranges and marks (on with cuda or opencl)")
 
 enum {
@@ -882,8 +882,7 @@ KPROF_API kprof_status kprof_benchmark(void (*fn)(void *arg), void *arg,
 }
 /* UNAVAILABLE: the comparison engine is libkprof's. */
 KPROF_API kprof_status kprof_compare(const double *a, size_t na, const double *b, size_t nb,
-                                     const kprof_compare_options *options,
-                                     kprof_comparison *out)
+                                     const kprof_compare_options *options, kprof_comparison *out)
 {
     (void)a, (void)na, (void)b, (void)nb, (void)options, (void)out;
     return KPROF_UNAVAILABLE;

@@ -56,7 +56,7 @@ typedef enum kp_rec_kind {
                               * bytes), bytes = CL_KERNEL_WORK_GROUP_SIZE (the kernel's largest
                               * work-group on the device), aux =
                               * CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE */
-    KP_REC_KIND_COUNT,   /* every kind is below it */
+    KP_REC_KIND_COUNT,       /* every kind is below it */
 /* The events, each record holding:
  *   API       a host API call: domain = KP_DOMAIN_*, status = its return value
  *   KERNEL    a kernel on the device: grid, block, registers, shared and local memory

@@ -269,7 +269,8 @@ static void kp_describe_host(kp_text *t, const kp_verdict_input *in, const kp_ve
         kp_text_add(t, "%s %s %s", i ? "," : "",
                     kp_short_name(in->calls[i].name, name, sizeof name),
                     kp_format_duration(in->calls[i].total_s, d, sizeof d));
-    kp_text_add(t, "; %s calls took %s of %s", calls_word, kp_pct(v->host_api_fraction, p, sizeof p), window);
+    kp_text_add(t, "; %s calls took %s of %s", calls_word,
+                kp_pct(v->host_api_fraction, p, sizeof p), window);
     if (v->host_api_fraction < 0.5)
         kp_text_add(t, ", the rest went to the host's own work (start-up, computation, I/O).");
     else
@@ -304,7 +305,8 @@ void kp_verdict_describe(const kp_verdict_input *in, const kp_verdict *v, const 
     const char *gpu_lower = kp_verdict_device_word(in->api, 0);
     switch (v->kind) {
     case KP_VERDICT_NO_DEVICE:
-        kp_text_add(&t, "No %s work ran in %s: nothing here is a kernel's cost.", gpu_lower, window);
+        kp_text_add(&t, "No %s work ran in %s: nothing here is a kernel's cost.", gpu_lower,
+                    window);
         break;
     case KP_VERDICT_LAUNCH_BOUND:
         kp_text_add(&t,
@@ -355,7 +357,8 @@ void kp_verdict_describe(const kp_verdict_input *in, const kp_verdict *v, const 
         kp_text_add(&t,
                     "%s busy %s of %s: mixed; the device table and the %llu gaps between device "
                     "work (the longest %s%s%s) both matter.",
-                    gpu, kp_pct(v->busy_fraction, p1, sizeof p1), window, (unsigned long long)in->gaps,
+                    gpu, kp_pct(v->busy_fraction, p1, sizeof p1), window,
+                    (unsigned long long)in->gaps,
                     kp_format_duration(in->longest_gap_s, d, sizeof d), *gap ? ", " : "", gap);
         kp_describe_top_kernel(&t, in);
         break;

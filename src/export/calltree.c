@@ -189,7 +189,7 @@ static int kp_ct_splits(const kp_aggregation_stats *s, kp_event_kind kind)
 }
 
 static const char *const kp_ct_rate_heads[2][2] = {{"GFLOP/s", "Dev GFLOP/s"},
-                                                    {"GB/s", "Dev GB/s"}};
+                                                   {"GB/s", "Dev GB/s"}};
 
 /* The rate cells of one row: over its own time, or (split) device time then host time. */
 static void kp_ct_pad_rates(kp_str *out, const kp_ct_numbers *num, int bytes, int split,
@@ -214,8 +214,8 @@ static void kp_ct_rate_head(kp_str *out, int bytes, int split)
     if (!split)
         kp_str_printf(out, "  %8s", kp_ct_rate_heads[bytes][0]);
     else
-        kp_str_printf(out, "  %*s  %*s", bytes ? 8 : 11, kp_ct_rate_heads[bytes][1],
-                      bytes ? 9 : 12, bytes ? "Host GB/s" : "Host GFLOP/s");
+        kp_str_printf(out, "  %*s  %*s", bytes ? 8 : 11, kp_ct_rate_heads[bytes][1], bytes ? 9 : 12,
+                      bytes ? "Host GB/s" : "Host GFLOP/s");
 }
 
 /* Flops and bytes cells: "-" for none. */

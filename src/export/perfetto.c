@@ -74,8 +74,8 @@ typedef struct kp_pf_event {
     int64_t grid[3], block[3]; /* block 0: no local size, grid holds the work-items */
     int has_registers, has_shared, has_bytes, has_range;
     int64_t registers, shared_bytes, bytes, range_id;
-    int has_reflection;     /* an OpenCL kernel's reflection on its device */
-    int64_t reflection[4];  /* max threadgroup size, preferred multiple, local, private bytes */
+    int has_reflection;    /* an OpenCL kernel's reflection on its device */
+    int64_t reflection[4]; /* max threadgroup size, preferred multiple, local, private bytes */
     int has_wait[3];    /* device work: start minus when it was queued, submitted, */
     int64_t wait_ns[3]; /* and when the call that launched it began */
     int has_flops, has_metric_bytes; /* its metrics; a bytes metric stands for a copy's size */

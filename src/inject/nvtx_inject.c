@@ -800,7 +800,8 @@ KP_EXPORT int kprof_inject_nvtx_stop(void)
 }
 
 /* Record into folder dir from now on: 0 (also when the writer records already, into the folder
- * the OpenCL layer started it in), -1 when NVTX has not called in yet or the file cannot be made. */
+ * the OpenCL layer started it in), -1 when NVTX has not called in yet or the file cannot be made.
+ */
 KP_EXPORT int kprof_inject_nvtx_start(const char *dir)
 {
     pthread_mutex_lock(&kp_nv.init_lock);

@@ -51,9 +51,9 @@ typedef struct kp_cl_queue {
 } kp_cl_queue;
 
 typedef struct kp_cl_kernel_name {
-    cl_kernel kernel;     /* NULL = empty slot */
-    uint32_t name;        /* string id; 0 = look it up again */
-    uint32_t reflected;   /* 1 + the device index whose reflection was recorded; 0 = none */
+    cl_kernel kernel;   /* NULL = empty slot */
+    uint32_t name;      /* string id; 0 = look it up again */
+    uint32_t reflected; /* 1 + the device index whose reflection was recorded; 0 = none */
 } kp_cl_kernel_name;
 
 static struct {
@@ -271,10 +271,10 @@ static void kp_cl_kernel_reflect(cl_kernel kernel, uint32_t name, uint32_t devic
     size_t max_group = 0, multiple = 0;
     if (kp_cl_next.clGetKernelWorkGroupInfo(kernel, device, CL_KERNEL_WORK_GROUP_SIZE,
                                             sizeof max_group, &max_group, NULL) != CL_SUCCESS ||
-        kp_cl_next.clGetKernelWorkGroupInfo(kernel, device, CL_KERNEL_LOCAL_MEM_SIZE,
-                                            sizeof local, &local, NULL) != CL_SUCCESS ||
-        kp_cl_next.clGetKernelWorkGroupInfo(kernel, device, CL_KERNEL_PRIVATE_MEM_SIZE,
-                                            sizeof priv, &priv, NULL) != CL_SUCCESS ||
+        kp_cl_next.clGetKernelWorkGroupInfo(kernel, device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof local,
+                                            &local, NULL) != CL_SUCCESS ||
+        kp_cl_next.clGetKernelWorkGroupInfo(kernel, device, CL_KERNEL_PRIVATE_MEM_SIZE, sizeof priv,
+                                            &priv, NULL) != CL_SUCCESS ||
         kp_cl_next.clGetKernelWorkGroupInfo(kernel, device,
                                             CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
                                             sizeof multiple, &multiple, NULL) != CL_SUCCESS ||

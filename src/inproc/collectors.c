@@ -10,8 +10,6 @@ static kprof_status kp_scopes_start(kp_session *s, kp_error *err)
     return KPROF_OK;
 }
 
-
-
 const kp_inproc_collector kp_inproc_collectors[] = {
     {.name = "scopes", .bit = KPROF_COLLECT_SCOPES, .start = kp_scopes_start},
     {.name = "cuda",

@@ -751,9 +751,8 @@ static void kp_at_exit(void)
     } else {
         /* Keep what was recorded: the trace stays in the scratch folder, whole, and says so. */
         const char *kept = kp_inproc_result_keep_trace(r);
-        kp_str_printf(&line, "kprof: error: KPROF=1: %s", err.status != KPROF_OK
-                                                                      ? err.message
-                                                                      : kprof_last_error());
+        kp_str_printf(&line, "kprof: error: KPROF=1: %s",
+                      err.status != KPROF_OK ? err.message : kprof_last_error());
         kp_str_printf_escaped(&line, "; the trace (%llu event%s) is kept as %s", sum.events,
                               sum.events == 1 ? "" : "s", kept);
     }

@@ -75,19 +75,26 @@ static void kp_ci_announce(const char *what, const char *folder)
     if (kp_env_true("GITHUB_ACTIONS")) {
         fprintf(stderr, "::notice title=kprof::%s kept in ", what);
         for (const char *c = folder; *c; c++) {
-            if (*c == '%') fputs("%25", stderr);
-            else if (*c == '\r') fputs("%0D", stderr);
-            else if (*c == '\n') fputs("%0A", stderr);
-            else fputc(*c, stderr);
+            if (*c == '%')
+                fputs("%25", stderr);
+            else if (*c == '\r')
+                fputs("%0D", stderr);
+            else if (*c == '\n')
+                fputs("%0A", stderr);
+            else
+                fputc(*c, stderr);
         }
         fputs(" (upload it with actions/upload-artifact in a step with if: always())\n", stderr);
     } else if (kp_env_true("BUILDKITE")) {
         fputs("kprof: on Buildkite, keep them as artifacts: buildkite-agent artifact upload '",
               stderr);
         for (const char *c = folder; *c; c++) {
-            if (*c == '\'') fputs("'\\''", stderr);
-            else if (*c == '\n') fputs("'$'\\n''", stderr);
-            else fputc(*c, stderr);
+            if (*c == '\'')
+                fputs("'\\''", stderr);
+            else if (*c == '\n')
+                fputs("'$'\\n''", stderr);
+            else
+                fputc(*c, stderr);
         }
         fputs("/**/*'\n", stderr);
     } else {
@@ -269,8 +276,8 @@ kprof_status kp_lab_compile(kp_lab *lab, const kp_source *src, kp_error *err)
     else
         kp_cache_put(lab->ops->name, key, out.binary, out.binary_len, &lab->meta);
     if (dump)
-        kp_ci_announce("KPROF_DUMP_DIR: every compiled kernel's source, options, log and binary are",
-                       dump);
+        kp_ci_announce(
+            "KPROF_DUMP_DIR: every compiled kernel's source, options, log and binary are", dump);
     kp_build_output_free(&out);
     lab->info.compile_ms = (double)(kp_now_ns() - t0) / 1e6;
     return KPROF_OK;

@@ -540,10 +540,13 @@ static void kp_src_kernel_info_load(kp_event_source *src)
             if (!v) break;
             src->kinfo = v;
         }
-        src->kinfo[src->nkinfo++] = (kp_src_kernel_info){
-            sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1), sqlite3_column_int64(q, 2),
-            kp_src_u64(sqlite3_column_int64(q, 3)), kp_src_u64(sqlite3_column_int64(q, 4)),
-            kp_src_u32(sqlite3_column_int64(q, 5)), kp_src_u32(sqlite3_column_int64(q, 6))};
+        src->kinfo[src->nkinfo++] = (kp_src_kernel_info){sqlite3_column_int64(q, 0),
+                                                         sqlite3_column_int64(q, 1),
+                                                         sqlite3_column_int64(q, 2),
+                                                         kp_src_u64(sqlite3_column_int64(q, 3)),
+                                                         kp_src_u64(sqlite3_column_int64(q, 4)),
+                                                         kp_src_u32(sqlite3_column_int64(q, 5)),
+                                                         kp_src_u32(sqlite3_column_int64(q, 6))};
     }
     sqlite3_finalize(q);
     qsort(src->kinfo, src->nkinfo, sizeof *src->kinfo, kp_src_cmp_kinfo);

@@ -178,8 +178,8 @@ typedef struct kp_merge_pending_metric {
 
 struct kp_trace_merge {
     sqlite3 *db;
-    sqlite3_stmt *ins_event, *ins_string, *get_string, *ins_process, *upd_process, *upd_job, *ins_clock, *ins_note,
-        *upd_name, *ins_kernel_info;
+    sqlite3_stmt *ins_event, *ins_string, *get_string, *ins_process, *upd_process, *upd_job,
+        *ins_clock, *ins_note, *upd_name, *ins_kernel_info;
     sqlite3_stmt *ins_events; /* KP_MERGE_ROWS rows at once */
     /* The same two with the metric columns, for rows that carry flops or bytes. */
     sqlite3_stmt *ins_event_metrics, *ins_events_metrics;

@@ -1163,13 +1163,15 @@ static void kp_print_report(const kp_report *r)
          p = nl + 1)
         printf("Note: %.*s\n", (int)(nl - p), p);
     printf("\nHost-side activity: calling %s APIs took %s (%.2f%% of the wall)%s\n",
-           r->v.api == KP_API_OPENCL ? "OpenCL" : "GPU", kp_format_duration(r->host_total, a, sizeof a),
+           r->v.api == KP_API_OPENCL ? "OpenCL" : "GPU",
+           kp_format_duration(r->host_total, a, sizeof a),
            r->wall > 0 ? 100 * r->host_total / r->wall : 0,
            r->raw ? "" : "; polling and query calls hidden (--raw shows them)");
     if (r->host.n) kp_print_table(r, &r->host);
     else printf("  (no host API calls recorded)\n");
     printf("\nDevice-side activity: %s was busy for %s (%.2f%% of the wall)\n",
-           r->v.api == KP_API_OPENCL ? "the device" : "GPU", kp_format_duration(r->v.wall_in.gpu_busy_s, b, sizeof b), 100 * r->v.wall.busy_fraction);
+           r->v.api == KP_API_OPENCL ? "the device" : "GPU",
+           kp_format_duration(r->v.wall_in.gpu_busy_s, b, sizeof b), 100 * r->v.wall.busy_fraction);
     if (r->device.n) kp_print_table(r, &r->device);
     else if (!r->collectives.n) printf("  (no kernels, copies or fills recorded)\n");
     if (r->collectives.n) {

@@ -169,8 +169,9 @@ static int kp_trace_output_not_command(const char *path, char *const *cmd)
     char program[4096];
     kp_trace_program_path(cmd[0], program, sizeof program);
     if (program[0] && kp_output_same_file(path, program))
-        return kp_cli_usage_error("trace", "-o %s is the program being traced (%s): writing the "
-                                           "trace would replace it; name another output",
+        return kp_cli_usage_error("trace",
+                                  "-o %s is the program being traced (%s): writing the "
+                                  "trace would replace it; name another output",
                                   path, cmd[0]);
     for (int i = 1; cmd[i]; i++) {
         const char *arg = cmd[i], *eq = arg[0] == '-' ? strchr(arg, '=') : NULL;
@@ -179,7 +180,8 @@ static int kp_trace_output_not_command(const char *path, char *const *cmd)
                                       "-o %s is named on the traced command line (argument %d, "
                                       "'%s'): the program may read or write it; name another "
                                       "output",
-                                      path, i, eq && !kp_output_same_file(path, arg) ? eq + 1 : arg);
+                                      path, i,
+                                      eq && !kp_output_same_file(path, arg) ? eq + 1 : arg);
     }
     return 0;
 }
