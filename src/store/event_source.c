@@ -549,7 +549,7 @@ static void kp_src_kernel_info_load(kp_event_source *src)
                                                          kp_src_u32(sqlite3_column_int64(q, 6))};
     }
     sqlite3_finalize(q);
-    qsort(src->kinfo, src->nkinfo, sizeof *src->kinfo, kp_src_cmp_kinfo);
+    if (src->nkinfo > 1) qsort(src->kinfo, src->nkinfo, sizeof *src->kinfo, kp_src_cmp_kinfo);
 }
 
 kprof_status kp_event_source_open(const char *path, kp_event_source **out, kp_error *err)
