@@ -139,13 +139,13 @@ static size_t kp_ct_chain(const kp_aggregation *a, uint32_t id,
     return n;
 }
 
-static const char *kp_ct_sort_words(kp_aggregation_sort sort)
+static const char *kp_ct_sort_words(kp_aggregation_sort sort, int opencl_only)
 {
     switch (sort) {
     case KP_AGGREGATION_SORT_SELF:
         return "self time";
     case KP_AGGREGATION_SORT_GPU:
-        return "GPU time";
+        return opencl_only ? "device time" : "GPU time";
     case KP_AGGREGATION_SORT_CALLS:
         return "calls";
     default:
@@ -298,7 +298,7 @@ static void kp_ct_text_tree(const kp_aggregation *a, const kp_calltree_view *v, 
     kp_str summary = {0};
     size_t paths = kp_aggregation_node_count(a) - 1;
     kp_str_printf(&summary, "%zu call path%s, children by %s", paths, paths == 1 ? "" : "s",
-                  kp_ct_sort_words(v->sort));
+                  kp_ct_sort_words(v->sort, v->opencl_only));
     if (v->top) kp_str_printf(&summary, " (the first %zu of each)", v->top);
     if (v->depth) kp_str_printf(&summary, ", %u level%s shown", v->depth, v->depth == 1 ? "" : "s");
     if (summary.failed) out->failed = 1;
@@ -384,7 +384,7 @@ static void kp_ct_text_rows(const kp_aggregation *a, const kp_calltree_view *v,
 {
     int by_path = v->group == KP_AGGREGATION_GROUP_PATH;
     kp_str summary = {0};
-    kp_str_printf(&summary, "%zu row%s by %s", n, n == 1 ? "" : "s", kp_ct_sort_words(v->sort));
+    kp_str_printf(&summary, "%zu row%s by %s", n, n == 1 ? "" : "s", kp_ct_sort_words(v->sort, v->opencl_only));
     if (shown < n) kp_str_printf(&summary, ", the first %zu shown", shown);
     if (summary.failed) out->failed = 1;
     kp_ct_text_header(a, v, by_path ? "Key averages by call path" : "Key averages by name",

@@ -258,6 +258,7 @@ class Trace(kptest.KprofTestCase):
         # OpenCL's device may be a CPU (PoCL): the words are "device" and "queue", never "GPU"
         # or "stream", in the report, the verdicts, the tree and both exports.
         tree = self.kprof("report", path, "--tree", expect=0).stdout
+        tree += self.kprof("report", path, "--by", "name", "--sort", "gpu", expect=0).stdout
         chrome = self.kprof("export", path, "--chrome", "-", expect=0).stdout
         for out in (text, self.kprof("report", path, expect=0).stdout, tree, chrome,
                     a["sentence"], burst["sentence"]):
