@@ -11,10 +11,10 @@
  * kernel lab (caps, isolate, run) is reached through the `kprof` tool.
  *
  * Link with -lkprof (libkprof.so or libkprof.a; pthreads, libdl, libm and SQLite come with it).
- * Define KPROF_DISABLE before including this header (or with -DKPROF_DISABLE) and the
- * instrumentation — KPROF_SCOPE and the other scope macros, the kprof_scope_* inline functions —
- * compiles to nothing: no code, no reference to libkprof. The session and result functions stay
- * declared.
+ * Define KPROF_DISABLE before including this header (or with -DKPROF_DISABLE) and kprof compiles
+ * out: the instrumentation — KPROF_SCOPE and the other scope macros, the kprof_scope_* inline
+ * functions — to nothing, and every other function to an inline no-op (see "KPROF_DISABLE" at
+ * the end of this header for what each returns): no code, no reference to libkprof, no -lkprof.
  */
 #ifndef KPROF_H
 #define KPROF_H
@@ -26,8 +26,14 @@
 extern "C" {
 #endif
 
-/* What libkprof.so exports: the functions of this header, and nothing else. */
-#if defined(__GNUC__)
+/* What libkprof.so exports: the functions of this header, and nothing else. Under KPROF_DISABLE
+ * every function of this header is instead a static inline no-op defined at its end (inlined even
+ * at -O0: no code and no symbol where it is called). */
+#if defined(KPROF_DISABLE) && defined(__GNUC__)
+#define KPROF_API static inline __attribute__((always_inline, unused))
+#elif defined(KPROF_DISABLE)
+#define KPROF_API static inline
+#elif defined(__GNUC__)
 #define KPROF_API __attribute__((visibility("default")))
 #else
 #define KPROF_API
@@ -100,19 +106,23 @@ KPROF_API const char *kprof_last_error(void);
  * tree as JSON or CSV. One session at a time per process.
  *
  * KPROF=1 in the environment starts a session when libkprof is loaded (options: the defaults;
- * KPROF_COLLECT=scopes,cuda,opencl names its collectors)
+ * KPROF_COLLECT=scopes,cuda,opencl,nvtx names its collectors)
  * and, when the program exits (returns from main or calls exit()), stops it and saves its trace
  * to $KPROF_OUTPUT (which may hold `kprof trace -o`'s per-rank patterns: %r the rank, %l the local
  * rank, %p the pid, %h the host, %q{VAR} a variable, %% a %; one that cannot be expanded is said
- * on stderr and the default name used) — or, unset, to kprof-PID.kprof in the working folder — never over an existing
- * file: when the name is taken, the first free NAME-1.kprof, NAME-2.kprof, ... is used instead.
- * It says where on standard error, in one line ("kprof: saved 1200 events to kprof-4242.kprof"),
- * the one time this library prints by itself: KPROF=1 asked for it. A program that calls
- * kprof_stop itself ends that session (nothing is saved at exit then). A forked child does not
- * record (its copy of the session is abandoned); a program it execs that loads libkprof starts
- * one of its own. A session the program started itself and left running when it exits is stopped
- * and discarded (nothing asked for its trace). A session still running when the program ends by
- * other means (_exit, a signal) leaves its records in its scratch folder
+ * on stderr and the default name used) — or, unset, to kprof-PID.kprof in the working folder —
+ * never over an existing file: when the name is taken, the first free NAME-1.kprof, NAME-2.kprof,
+ * ... is used instead; a folder gets the trace inside it (FOLDER/kprof-PID.kprof); a device, FIFO
+ * or socket is refused. When the trace cannot be saved there (a missing folder, a read-only or full
+ * file system, a name too long, a refused one) it is kept whole in the scratch folder
+ * ($TMPDIR/kprof-PID-XXXXXX/session.kprof) and the error line says so.
+ * It says where on standard error (names escaped), in one line ("kprof: saved 1200 events to
+ * kprof-4242.kprof"), the one time this library prints by itself: KPROF=1 asked for it. A program
+ * that calls kprof_stop itself ends that session (nothing is saved at exit then). A forked child
+ * does not record (its copy of the session is abandoned); a program it execs that loads libkprof
+ * starts one of its own. A session the program started itself and left running when it exits is
+ * stopped and discarded (nothing asked for its trace). A session still running when the program
+ * ends by other means (_exit, a signal) leaves its records in its scratch folder
  * ($TMPDIR/kprof-PID-XXXXXX), which `kprof trace --merge DIR -o FILE` turns into a trace.
  *
  * Neither libkprof nor a library holding KPROF_SCOPE sites may be unloaded (dlclose) while a
@@ -124,11 +134,16 @@ KPROF_API const char *kprof_last_error(void);
  * scopes read clock_gettime instead).
  */
 
-/* Collectors: X(NAME, bit, name, what). A session records what its options' `collectors` name. */
+/* Collectors: X(NAME, bit, name, what). A session records what its options' `collectors` name.
+ * NVTX (the program's NVTX ranges and marks, through libkprof-inject.so as its NVTX injection,
+ * as `kprof trace` records them: start the first session before the program's first NVTX call)
+ * comes with CUDA and OPENCL unless it cannot run (under `kprof trace`, beside another NVTX
+ * injection: then a note in the trace says why); asked for itself, it fails kprof_start there. */
 #define KPROF_COLLECTOR_LIST(X)                                                                    \
     X(SCOPES, 0, "scopes", "the scopes of this header (KPROF_SCOPE, kprof_scope_begin)")           \
-    X(CUDA, 1, "cuda", "CUDA API calls, kernels, copies, fills and syncs, in-process (CUPTI)")    \
-    X(OPENCL, 2, "opencl", "OpenCL calls, kernels, copies and fills, in-process (a layer)")
+    X(CUDA, 1, "cuda", "CUDA API calls, kernels, copies, fills and syncs, in-process (CUPTI)")     \
+    X(OPENCL, 2, "opencl", "OpenCL calls, kernels, copies and fills, in-process (a layer)")        \
+    X(NVTX, 3, "nvtx", "the program's NVTX ranges and marks (on with cuda or opencl)")
 
 enum {
 #define KPROF_COLLECT_ENUM_(NAME, bit, name, what) KPROF_COLLECT_##NAME = 1u << (bit),
@@ -231,6 +246,7 @@ typedef struct kprof_scope {
     unsigned long long start_; /* when it opened, in ticks; 0: not recording */
 } kprof_scope;
 
+#ifndef KPROF_DISABLE
 /* Nonzero while a session records scopes. For the inline functions below, which read it with
  * one relaxed load; not for programs to read or write. */
 extern KPROF_API int kprof_scopes_on_;
@@ -242,6 +258,7 @@ KPROF_API void kprof_scope_metric_(const void *what, unsigned long long start, c
                                    double value);
 KPROF_API void kprof_scope_work_(const void *what, unsigned long long start, double flops,
                                  double bytes);
+#endif
 
 #define KPROF_SCOPE_NAMED_ (1ull << 63) /* start_ bit: what_ is a name, not a site */
 
@@ -414,8 +431,14 @@ typedef struct kprof_row {
                                            deviation, 0 for one event) */
     double gpu_s;        /* device time attributed to it and below (later collectors) */
     double flops, bytes; /* its events' "flops" and "bytes" metrics, summed */
-    double gflops_per_s; /* flops / total_s / 1e9 (0 without flops or time) */
-    double gb_per_s;     /* bytes / total_s / 1e9 (0 without bytes or time) */
+    double gflops_per_s; /* flops / total_s / 1e9 (0 without flops or time); for a scope or
+                            call that launched device work (gpu_s > 0), flops / gpu_s / 1e9:
+                            what its device work ran at */
+    double gb_per_s;     /* bytes, likewise */
+    double host_gflops_per_s; /* a scope's or call's flops / total_s / 1e9, its host time (the
+                                 same as gflops_per_s where it launched no device work); 0 for
+                                 device work */
+    double host_gb_per_s;     /* bytes, likewise */
 } kprof_row;
 
 /* The key averages grouped by `by`, largest total first; *n: how many. NULL (and *n 0) when
@@ -439,8 +462,10 @@ typedef struct kprof_node {
     double gpu_s;                            /* device time attributed (later collectors) */
     double flops, bytes;                     /* its own events' metrics */
     double flops_inclusive, bytes_inclusive; /* with everything below it */
-    double gflops_per_s;                     /* flops / inclusive_s / 1e9 */
-    double gb_per_s;                         /* bytes / inclusive_s / 1e9 */
+    double gflops_per_s; /* flops / inclusive_s / 1e9; where it launched device work (gpu_s >
+                            0), flops / gpu_s / 1e9, as kprof_row's */
+    double gb_per_s;     /* bytes, likewise */
+    double host_gflops_per_s, host_gb_per_s; /* over inclusive_s, as kprof_row's */
 } kprof_node;
 
 /* The call tree: nodes[0] is the root (its numbers are the top level's sums), every node's parent
@@ -604,9 +629,11 @@ KPROF_API kprof_status kprof_kernel_hook(const char *kernel, kprof_work_fn fn, v
 /* Not for programs: how libkprof-inject.so's OpenCL layer (in a session, or under `kprof trace`)
  * finds the hooks. The count of kernels with a hook, and the work of one launch (0, or
  * KPROF_WORK_* of what it set). */
+#ifndef KPROF_DISABLE
 extern KPROF_API int kprof_kernel_hooks_;
 KPROF_API int kprof_kernel_work_(const char *name, const unsigned grid[3], const unsigned block[3],
                                  double *flops, double *bytes);
+#endif
 
 /* Hand a region to an external profiler (Enigma's capture): kprof_capture_begin calls
  * cuProfilerStart (Nsight Systems' `--capture-range=cudaProfilerApi`, Nsight Compute's
@@ -705,6 +732,163 @@ typedef struct kprof_comparison {
 KPROF_API kprof_status kprof_compare(const double *a, size_t na, const double *b, size_t nb,
                                      const kprof_compare_options *options,
                                      kprof_comparison *out);
+
+/* ---- KPROF_DISABLE: every function a no-op ---------------------------------------------------
+ * What each returns when kprof is compiled out: no session ever starts, so there is never a
+ * result (every result function sees NULL and answers as it does for NULL); the status helpers
+ * and kprof_version answer as the library would. kprof_last_error says "kprof is compiled out
+ * (KPROF_DISABLE)". Arguments are evaluated, as a function's would be, and dropped. */
+#ifdef KPROF_DISABLE
+#define KPROF_OFF_TEXT_ "kprof is compiled out (KPROF_DISABLE)"
+KPROF_API const char *kprof_strerror(kprof_status status)
+{
+    switch (status) {
+#define KPROF_OFF_TEXT_CASE_(name, code, text)                                                     \
+    case KPROF_##name:                                                                             \
+        return text;
+        KPROF_STATUS_LIST(KPROF_OFF_TEXT_CASE_)
+#undef KPROF_OFF_TEXT_CASE_
+    default:
+        return "unknown status";
+    }
+}
+KPROF_API const char *kprof_status_name(kprof_status status)
+{
+    switch (status) {
+#define KPROF_OFF_NAME_CASE_(name, code, text)                                                     \
+    case KPROF_##name:                                                                             \
+        return #name;
+        KPROF_STATUS_LIST(KPROF_OFF_NAME_CASE_)
+#undef KPROF_OFF_NAME_CASE_
+    default:
+        return "UNKNOWN";
+    }
+}
+KPROF_API int kprof_status_exit_code(kprof_status status)
+{
+    switch (status) {
+#define KPROF_OFF_CODE_CASE_(name, code, text)                                                     \
+    case KPROF_##name:                                                                             \
+        return code;
+        KPROF_STATUS_LIST(KPROF_OFF_CODE_CASE_)
+#undef KPROF_OFF_CODE_CASE_
+    default:
+        return 1;
+    }
+}
+KPROF_API const char *kprof_version(void)
+{
+    return KPROF_VERSION_STRING;
+}
+KPROF_API const char *kprof_last_error(void)
+{
+    return KPROF_OFF_TEXT_;
+}
+/* UNAVAILABLE: kprof is not in this program. */
+KPROF_API kprof_status kprof_start(const kprof_options *options)
+{
+    (void)options;
+    return KPROF_UNAVAILABLE;
+}
+/* INVALID: no session is running; *result NULL. */
+KPROF_API kprof_status kprof_stop(kprof_result **result)
+{
+    if (result) *result = NULL;
+    return KPROF_INVALID;
+}
+KPROF_API int kprof_recording(void)
+{
+    return 0;
+}
+/* text itself (no copy is kept: nothing reads it). */
+KPROF_API const char *kprof_intern(const char *text)
+{
+    return text;
+}
+KPROF_API kprof_status kprof_result_summary(const kprof_result *result, kprof_summary *out)
+{
+    (void)result, (void)out;
+    return KPROF_INVALID;
+}
+KPROF_API const kprof_row *kprof_result_key_averages(kprof_result *result, kprof_group by,
+                                                     size_t *n)
+{
+    (void)result, (void)by;
+    if (n) *n = 0;
+    return NULL;
+}
+KPROF_API const kprof_node *kprof_result_tree(kprof_result *result, size_t *n)
+{
+    (void)result;
+    if (n) *n = 0;
+    return NULL;
+}
+KPROF_API kprof_status kprof_result_events(kprof_result *result, kprof_event_fn fn, void *ctx)
+{
+    (void)result, (void)fn, (void)ctx;
+    return KPROF_INVALID;
+}
+KPROF_API const kprof_distribution *kprof_result_distributions(kprof_result *result, size_t *n)
+{
+    (void)result;
+    if (n) *n = 0;
+    return NULL;
+}
+KPROF_API kprof_status kprof_result_print(kprof_result *result, kprof_view view, FILE *out)
+{
+    (void)result, (void)view, (void)out;
+    return KPROF_INVALID;
+}
+KPROF_API kprof_status kprof_result_write(kprof_result *result, kprof_format format,
+                                          const char *path, unsigned flags)
+{
+    (void)result, (void)format, (void)path, (void)flags;
+    return KPROF_INVALID;
+}
+KPROF_API void kprof_result_destroy(kprof_result *result)
+{
+    (void)result;
+}
+/* UNAVAILABLE, fn never called, *result NULL. */
+KPROF_API kprof_status kprof_profile_repeat(kprof_workload_fn fn, void *arg, double budget_s,
+                                            const kprof_repeat_options *options,
+                                            kprof_result **result)
+{
+    (void)fn, (void)arg, (void)budget_s, (void)options;
+    if (result) *result = NULL;
+    return KPROF_UNAVAILABLE;
+}
+KPROF_API kprof_status kprof_kernel_hook(const char *kernel, kprof_work_fn fn, void *ctx)
+{
+    (void)kernel, (void)fn, (void)ctx;
+    return KPROF_UNAVAILABLE;
+}
+KPROF_API kprof_status kprof_capture_begin(const char *name)
+{
+    (void)name;
+    return KPROF_UNAVAILABLE;
+}
+KPROF_API kprof_status kprof_capture_end(void)
+{
+    return KPROF_UNAVAILABLE;
+}
+/* UNAVAILABLE, fn never called, *out untouched. */
+KPROF_API kprof_status kprof_benchmark(void (*fn)(void *arg), void *arg,
+                                       const kprof_benchmark_options *options,
+                                       kprof_benchmark_result *out)
+{
+    (void)fn, (void)arg, (void)options, (void)out;
+    return KPROF_UNAVAILABLE;
+}
+/* UNAVAILABLE: the comparison engine is libkprof's. */
+KPROF_API kprof_status kprof_compare(const double *a, size_t na, const double *b, size_t nb,
+                                     const kprof_compare_options *options, kprof_comparison *out)
+{
+    (void)a, (void)na, (void)b, (void)nb, (void)options, (void)out;
+    return KPROF_UNAVAILABLE;
+}
+#undef KPROF_OFF_TEXT_
+#endif /* KPROF_DISABLE */
 
 #ifdef __cplusplus
 }

@@ -47,7 +47,16 @@ typedef enum kp_rec_kind {
                           * unknown); name = the host name's string id; id = the boot id's
                           * string id; start = CLOCK_MONOTONIC, end = CLOCK_REALTIME read with
                           * it, bytes = the pair's uncertainty (ns) */
-    KP_REC_KIND_COUNT,   /* every kind is below it */
+    KP_REC_KERNEL_INFO = 16, /* an OpenCL kernel's reflection on a device, once per kernel
+                              * name and device a process launched (at its first launch there):
+                              * name = the kernel's string id, device = its index (as the
+                              * kernels' records), static_smem = CL_KERNEL_LOCAL_MEM_SIZE (local
+                              * memory per work-group, bytes), local_mem =
+                              * CL_KERNEL_PRIVATE_MEM_SIZE (private memory per work-item,
+                              * bytes), bytes = CL_KERNEL_WORK_GROUP_SIZE (the kernel's largest
+                              * work-group on the device), aux =
+                              * CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE */
+    KP_REC_KIND_COUNT,       /* every kind is below it */
 /* The events, each record holding:
  *   API       a host API call: domain = KP_DOMAIN_*, status = its return value
  *   KERNEL    a kernel on the device: grid, block, registers, shared and local memory

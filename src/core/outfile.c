@@ -87,6 +87,37 @@ static kprof_status kp_output_resolve(const char *path, char *out, size_t n, kp_
     return kp_error_set(err, KPROF_INVALID, "%s: too many levels of symbolic links", path);
 }
 
+/* path with its folder made canonical (realpath) and its last component kept: a name for a file
+ * that need not exist yet. 0 when the folder cannot be resolved (then nothing can be made
+ * there). A symbolic link in the last place is followed first. */
+static int kp_output_canonical(const char *path, char *out, size_t n)
+{
+    char resolved[4096], folder[4096], base[4096], real[PATH_MAX];
+    kp_error ignored = {0};
+    if (kp_output_resolve(path, resolved, sizeof resolved, &ignored) != KPROF_OK) {
+        kp_error_clear(&ignored);
+        return 0;
+    }
+    kp_strlcpy(folder, resolved, sizeof folder);
+    kp_strlcpy(base, resolved, sizeof base);
+    if (!realpath(dirname(folder), real)) return 0;
+    const char *name = basename(base);
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strcmp(name, "/") == 0) return 0;
+    int w = snprintf(out, n, "%s/%s", strcmp(real, "/") == 0 ? "" : real, name);
+    return w > 0 && (size_t)w < n;
+}
+
+int kp_output_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+    if (ea && eb) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    if (ea != eb) return 0;
+    char ca[4200], cb[4200];
+    return kp_output_canonical(a, ca, sizeof ca) && kp_output_canonical(b, cb, sizeof cb) &&
+           strcmp(ca, cb) == 0;
+}
+
 /* INVALID when the open output (st) is one of the inputs. */
 static kprof_status kp_output_not_input(const struct stat *st, const char *shown,
                                         const char *const *inputs, kp_error *err)

@@ -89,6 +89,10 @@ void kp_output_unlink_all(void);
 kprof_status kp_output_write_file(const char *path, unsigned flags, const char *const *inputs,
                                   const void *data, size_t len, kp_error *err);
 
+/* 1 when paths a and b name one file: the same device and inode when both exist, else (neither
+ * exists yet) the same name once their folders are resolved (symbolic links, "..", "./"). */
+int kp_output_same_file(const char *a, const char *b);
+
 /* The output's name for messages: its path, or "standard output" for '-'. */
 const char *kp_output_name(const kp_output *o);
 

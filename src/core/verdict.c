@@ -257,16 +257,20 @@ static void kp_describe_host(kp_text *t, const kp_verdict_input *in, const kp_ve
         kp_text_add(t, ".");
     }
     if (in->ncalls == 0) {
-        kp_text_add(t, " No host GPU calls were recorded in it: the host's time went to its own "
-                       "work (start-up, computation, I/O).");
+        kp_text_add(t,
+                    " No host %s calls were recorded in it: the host's time went to its own "
+                    "work (start-up, computation, I/O).",
+                    in->api == KP_API_OPENCL ? "OpenCL" : "GPU");
         return;
     }
-    kp_text_add(t, " The host's largest GPU calls:");
+    const char *calls_word = in->api == KP_API_OPENCL ? "OpenCL" : "GPU";
+    kp_text_add(t, " The host's largest %s calls:", calls_word);
     for (int i = 0; i < in->ncalls; i++)
         kp_text_add(t, "%s %s %s", i ? "," : "",
                     kp_short_name(in->calls[i].name, name, sizeof name),
                     kp_format_duration(in->calls[i].total_s, d, sizeof d));
-    kp_text_add(t, "; GPU calls took %s of %s", kp_pct(v->host_api_fraction, p, sizeof p), window);
+    kp_text_add(t, "; %s calls took %s of %s", calls_word,
+                kp_pct(v->host_api_fraction, p, sizeof p), window);
     if (v->host_api_fraction < 0.5)
         kp_text_add(t, ", the rest went to the host's own work (start-up, computation, I/O).");
     else
@@ -284,6 +288,12 @@ static void kp_describe_top_kernel(kp_text *t, const kp_verdict_input *in)
                 kp_pct(in->top_kernel_s / in->device_op_s, p, sizeof p));
 }
 
+const char *kp_verdict_device_word(unsigned api, int capital)
+{
+    if (api == KP_API_OPENCL) return capital ? "Device" : "device";
+    return "GPU";
+}
+
 void kp_verdict_describe(const kp_verdict_input *in, const kp_verdict *v, const char *window,
                          int64_t trace_start_ns, char *out, size_t n)
 {
@@ -291,16 +301,19 @@ void kp_verdict_describe(const kp_verdict_input *in, const kp_verdict *v, const 
     if (n == 0) return;
     out[0] = '\0';
     char p1[16], p2[16], d[32], name[96];
+    const char *gpu = kp_verdict_device_word(in->api, 1);
+    const char *gpu_lower = kp_verdict_device_word(in->api, 0);
     switch (v->kind) {
     case KP_VERDICT_NO_DEVICE:
-        kp_text_add(&t, "No GPU work ran in %s: nothing here is a kernel's cost.", window);
+        kp_text_add(&t, "No %s work ran in %s: nothing here is a kernel's cost.", gpu_lower,
+                    window);
         break;
     case KP_VERDICT_LAUNCH_BOUND:
         kp_text_add(&t,
-                    "GPU idle %s of %s with %.0f launches/s, %s of them under 0.05 ms and %s "
+                    "%s idle %s of %s with %.0f launches/s, %s of them under 0.05 ms and %s "
                     "apart (median gap): launch-bound; kernel tuning cannot move the headline. "
                     "Fewer, larger launches (%s) come first.",
-                    kp_pct(v->idle_fraction, p1, sizeof p1), window, v->launches_per_s,
+                    gpu, kp_pct(v->idle_fraction, p1, sizeof p1), window, v->launches_per_s,
                     kp_pct(v->small_fraction, p2, sizeof p2),
                     kp_format_duration(in->median_gap_s, d, sizeof d),
                     v->advice & KP_ADVICE_CUDA_GRAPHS ? "fusion, CUDA graphs"
@@ -308,14 +321,14 @@ void kp_verdict_describe(const kp_verdict_input *in, const kp_verdict *v, const 
         break;
     case KP_VERDICT_SYNC_BOUND:
         kp_text_add(&t,
-                    "GPU idle %s of %s while the host waits on it %s of it: "
+                    "%s idle %s of %s while the host waits on it %s of it: "
                     "synchronization-bound; remove waits and overlap host work before tuning "
                     "kernels.",
-                    kp_pct(v->idle_fraction, p1, sizeof p1), window,
+                    gpu, kp_pct(v->idle_fraction, p1, sizeof p1), window,
                     kp_pct(v->sync_fraction, p2, sizeof p2));
         break;
     case KP_VERDICT_HOST_BOUND:
-        kp_text_add(&t, "GPU idle %s of %s with %.0f launches/s",
+        kp_text_add(&t, "%s idle %s of %s with %.0f launches/s", gpu,
                     kp_pct(v->idle_fraction, p1, sizeof p1), window, v->launches_per_s);
         if (in->gaps > 0)
             kp_text_add(&t, " and a median gap of %s between device operations",
@@ -326,25 +339,26 @@ void kp_verdict_describe(const kp_verdict_input *in, const kp_verdict *v, const 
         break;
     case KP_VERDICT_KERNELS_MINOR:
         kp_text_add(&t,
-                    "Kernels take %s of %s (GPU busy %s, the rest copies and fills): kernel "
+                    "Kernels take %s of %s (%s busy %s, the rest copies and fills): kernel "
                     "tuning cannot move the headline; attack the transfers first.",
-                    kp_pct(v->kernel_fraction, p1, sizeof p1), window,
+                    kp_pct(v->kernel_fraction, p1, sizeof p1), window, gpu_lower,
                     kp_pct(v->busy_fraction, p2, sizeof p2));
         break;
     case KP_VERDICT_DEVICE_BOUND:
         kp_text_add(&t,
-                    "GPU busy %s of %s: device-bound; the top of the device table is the "
+                    "%s busy %s of %s: device-bound; the top of the device table is the "
                     "headline.",
-                    kp_pct(v->busy_fraction, p1, sizeof p1), window);
+                    gpu, kp_pct(v->busy_fraction, p1, sizeof p1), window);
         kp_describe_top_kernel(&t, in);
         break;
     default: {
         char gap[320] = "";
         kp_verdict_gap_text(in, gap, sizeof gap);
         kp_text_add(&t,
-                    "GPU busy %s of %s: mixed; the device table and the %llu gaps between device "
+                    "%s busy %s of %s: mixed; the device table and the %llu gaps between device "
                     "work (the longest %s%s%s) both matter.",
-                    kp_pct(v->busy_fraction, p1, sizeof p1), window, (unsigned long long)in->gaps,
+                    gpu, kp_pct(v->busy_fraction, p1, sizeof p1), window,
+                    (unsigned long long)in->gaps,
                     kp_format_duration(in->longest_gap_s, d, sizeof d), *gap ? ", " : "", gap);
         kp_describe_top_kernel(&t, in);
         break;

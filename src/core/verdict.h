@@ -48,6 +48,10 @@
 /* The APIs a trace shows (bits): the advice names only what the program can use. */
 enum { KP_API_CUDA = 1, KP_API_OPENCL = 2 };
 
+/* What the text calls the device: "GPU", or "device" (capital: "Device") where the program used
+ * OpenCL alone, whose devices may be CPUs (PoCL). */
+const char *kp_verdict_device_word(unsigned api, int capital);
+
 /* Where a window's longest idle stretch lies. */
 typedef enum kp_gap_place {
     KP_GAP_NONE,         /* no idle time at all */

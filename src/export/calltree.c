@@ -88,6 +88,17 @@ static void kp_ct_numbers_of(const kp_aggregation_stats *s, kp_event_kind kind, 
     n->bytes = s->bytes;
     n->has_gflop_per_s = kp_aggregation_rate(s->flops, s->flops_ns, &n->gflop_per_s) == 0;
     n->has_gb_per_s = kp_aggregation_rate(s->bytes, s->bytes_ns, &n->gb_per_s) == 0;
+    if (kp_event_kind_flags(kind) & KP_EVENT_F_DEVICE) {
+        n->has_dev_gflop_per_s = n->has_gflop_per_s;
+        n->dev_gflop_per_s = n->gflop_per_s;
+        n->has_dev_gb_per_s = n->has_gb_per_s;
+        n->dev_gb_per_s = n->gb_per_s;
+    } else if (s->gpu_ns > 0) { /* per ns is GFLOP per s, GB per s */
+        n->has_dev_gflop_per_s = s->flops != 0;
+        n->dev_gflop_per_s = s->flops / (double)s->gpu_ns;
+        n->has_dev_gb_per_s = s->bytes != 0;
+        n->dev_gb_per_s = s->bytes / (double)s->gpu_ns;
+    }
     if (s->count) {
         double count = (double)s->count, sum = (double)s->duration_ns;
         n->min = kp_ct_s(s->min_ns);
@@ -128,13 +139,13 @@ static size_t kp_ct_chain(const kp_aggregation *a, uint32_t id,
     return n;
 }
 
-static const char *kp_ct_sort_words(kp_aggregation_sort sort)
+static const char *kp_ct_sort_words(kp_aggregation_sort sort, int opencl_only)
 {
     switch (sort) {
     case KP_AGGREGATION_SORT_SELF:
         return "self time";
     case KP_AGGREGATION_SORT_GPU:
-        return "GPU time";
+        return opencl_only ? "device time" : "GPU time";
     case KP_AGGREGATION_SORT_CALLS:
         return "calls";
     default:
@@ -166,6 +177,45 @@ static void kp_ct_pad_rate(kp_str *out, int has, double v, int width)
 {
     char buf[40];
     kp_ct_pad(out, has ? kp_format_rate(v, buf, sizeof buf) : "-", width);
+}
+
+/* A call or range with metrics that launched device work: its rates over device time differ
+ * from those over its host time, and the tables show both, labelled ("Dev GFLOP/s", "Host
+ * GFLOP/s"); without any, one column over each row's own time ("GFLOP/s"), as before. */
+static int kp_ct_splits(const kp_aggregation_stats *s, kp_event_kind kind)
+{
+    return !(kp_event_kind_flags(kind) & KP_EVENT_F_DEVICE) && s->gpu_ns > 0 &&
+           (s->flops != 0 || s->bytes != 0);
+}
+
+static const char *const kp_ct_rate_heads[2][2] = {{"GFLOP/s", "Dev GFLOP/s"},
+                                                   {"GB/s", "Dev GB/s"}};
+
+/* The rate cells of one row: over its own time, or (split) device time then host time. */
+static void kp_ct_pad_rates(kp_str *out, const kp_ct_numbers *num, int bytes, int split,
+                            int device_kind)
+{
+    double value = bytes ? num->bytes : num->flops;
+    int has = value != 0 && (bytes ? num->has_gb_per_s : num->has_gflop_per_s);
+    double rate = bytes ? num->gb_per_s : num->gflop_per_s;
+    kp_str_append(out, "  ");
+    if (!split) {
+        kp_ct_pad_rate(out, has, rate, 8);
+        return;
+    }
+    kp_ct_pad_rate(out, value != 0 && (bytes ? num->has_dev_gb_per_s : num->has_dev_gflop_per_s),
+                   bytes ? num->dev_gb_per_s : num->dev_gflop_per_s, bytes ? 8 : 11);
+    kp_str_append(out, "  ");
+    kp_ct_pad_rate(out, has && !device_kind, rate, bytes ? 9 : 12);
+}
+
+static void kp_ct_rate_head(kp_str *out, int bytes, int split)
+{
+    if (!split)
+        kp_str_printf(out, "  %8s", kp_ct_rate_heads[bytes][0]);
+    else
+        kp_str_printf(out, "  %*s  %*s", bytes ? 8 : 11, kp_ct_rate_heads[bytes][1], bytes ? 9 : 12,
+                      bytes ? "Host GB/s" : "Host GFLOP/s");
 }
 
 /* Flops and bytes cells: "-" for none. */
@@ -215,15 +265,16 @@ static void kp_ct_text_header(const kp_aggregation *a, const kp_calltree_view *v
     const kp_aggregation_stats *root = &kp_aggregation_get_node(a, 0)->stats;
     char host[32], gpu[32], busy[32];
     kp_str_printf(out,
-                  "Host time %s in top-level calls and ranges; GPU time %s attributed over %llu "
+                  "Host time %s in top-level calls and ranges; %s time %s attributed over %llu "
                   "device operation%s",
                   kp_format_duration(kp_ct_s(root->inclusive_ns), host, sizeof host),
+                  v->opencl_only ? "device" : "GPU",
                   kp_format_duration(kp_ct_s(root->gpu_ns), gpu, sizeof gpu),
                   (unsigned long long)t->device_ops, t->device_ops == 1 ? "" : "s");
     if (t->ops_without_call)
         kp_str_printf(out, " (%llu with no recorded launching call, under %s)",
                       (unsigned long long)t->ops_without_call, KP_AGGREGATION_UNATTRIBUTED);
-    kp_str_printf(out, "; GPU busy %s\n",
+    kp_str_printf(out, "; %s busy %s\n", v->opencl_only ? "device" : "GPU",
                   kp_format_duration(kp_ct_s(t->gpu_busy_ns), busy, sizeof busy));
     kp_str_append(out, v->polling_calls
                            ? "Polling and query calls included (--raw)\n"
@@ -252,7 +303,7 @@ static void kp_ct_text_tree(const kp_aggregation *a, const kp_calltree_view *v, 
     kp_str summary = {0};
     size_t paths = kp_aggregation_node_count(a) - 1;
     kp_str_printf(&summary, "%zu call path%s, children by %s", paths, paths == 1 ? "" : "s",
-                  kp_ct_sort_words(v->sort));
+                  kp_ct_sort_words(v->sort, v->opencl_only));
     if (v->top) kp_str_printf(&summary, " (the first %zu of each)", v->top);
     if (v->depth) kp_str_printf(&summary, ", %u level%s shown", v->depth, v->depth == 1 ? "" : "s");
     if (summary.failed) out->failed = 1;
@@ -264,17 +315,24 @@ static void kp_ct_text_tree(const kp_aggregation *a, const kp_calltree_view *v, 
     }
     /* With metrics: each node's own flops and bytes and their rates, where any node shown has
      * them. */
-    int flops = 0, bytes = 0;
+    int flops = 0, bytes = 0, split = 0;
     for (size_t i = 0; i < l->n && kp_ct_rates(a); i++) {
         if (l->v[i].more) continue;
-        const kp_aggregation_stats *s = &kp_aggregation_get_node(a, l->v[i].node)->stats;
-        flops |= s->flops != 0;
-        bytes |= s->bytes != 0;
+        const kp_aggregation_node *nd = kp_aggregation_get_node(a, l->v[i].node);
+        flops |= nd->stats.flops != 0;
+        bytes |= nd->stats.bytes != 0;
+        split |= kp_ct_splits(&nd->stats, nd->kind);
     }
-    kp_str_printf(out, "  %8s  %10s  %10s  %10s  %8s", "Calls", "Host incl", "Host excl", "GPU",
-                  "Dev ops");
-    if (flops) kp_str_printf(out, "  %10s  %8s", "Flops", "GFLOP/s");
-    if (bytes) kp_str_printf(out, "  %10s  %8s", "Bytes", "GB/s");
+    kp_str_printf(out, "  %8s  %10s  %10s  %10s  %8s", "Calls", "Host incl", "Host excl",
+                  v->opencl_only ? "Device" : "GPU", "Dev ops");
+    if (flops) {
+        kp_str_printf(out, "  %10s", "Flops");
+        kp_ct_rate_head(out, 0, split);
+    }
+    if (bytes) {
+        kp_str_printf(out, "  %10s", "Bytes");
+        kp_ct_rate_head(out, 1, split);
+    }
     kp_str_printf(out, "  %-7s Name\n", "Kind");
     for (size_t i = 0; i < l->n; i++) {
         const kp_ct_entry *e = &l->v[i];
@@ -282,8 +340,8 @@ static void kp_ct_text_tree(const kp_aggregation *a, const kp_calltree_view *v, 
         if (e->more) {
             /* At the depth of the children it stands for. */
             kp_str_printf(out, "  %8s  %10s  %10s  %10s  %8s", "", "", "", "", "");
-            if (flops) kp_str_printf(out, "  %10s  %8s", "", "");
-            if (bytes) kp_str_printf(out, "  %10s  %8s", "", "");
+            if (flops) kp_str_printf(out, "  %10s  %*s", "", split ? 25 : 8, "");
+            if (bytes) kp_str_printf(out, "  %10s  %*s", "", split ? 19 : 8, "");
             kp_str_printf(out, "  %-7s ", "");
             for (uint32_t d = 1; d <= node->depth; d++)
                 kp_str_append(out, "  ");
@@ -305,17 +363,16 @@ static void kp_ct_text_tree(const kp_aggregation *a, const kp_calltree_view *v, 
         if (flops || bytes) {
             kp_ct_numbers num;
             kp_ct_numbers_of(s, node->kind, &num);
+            int device_kind = (kp_event_kind_flags(node->kind) & KP_EVENT_F_DEVICE) != 0;
             if (flops) {
                 kp_str_append(out, "  ");
                 kp_ct_pad_flops(out, num.flops, 10);
-                kp_str_append(out, "  ");
-                kp_ct_pad_rate(out, num.flops != 0 && num.has_gflop_per_s, num.gflop_per_s, 8);
+                kp_ct_pad_rates(out, &num, 0, split, device_kind);
             }
             if (bytes) {
                 kp_str_append(out, "  ");
                 kp_ct_pad_bytes(out, num.bytes, 10);
-                kp_str_append(out, "  ");
-                kp_ct_pad_rate(out, num.bytes != 0 && num.has_gb_per_s, num.gb_per_s, 8);
+                kp_ct_pad_rates(out, &num, 1, split, device_kind);
             }
         }
         kp_str_printf(out, "  %-7s ", node->kind == KP_EVENT_NONE ? "-" : kp_ct_kind(node->kind));
@@ -332,7 +389,7 @@ static void kp_ct_text_rows(const kp_aggregation *a, const kp_calltree_view *v,
 {
     int by_path = v->group == KP_AGGREGATION_GROUP_PATH;
     kp_str summary = {0};
-    kp_str_printf(&summary, "%zu row%s by %s", n, n == 1 ? "" : "s", kp_ct_sort_words(v->sort));
+    kp_str_printf(&summary, "%zu row%s by %s", n, n == 1 ? "" : "s", kp_ct_sort_words(v->sort, v->opencl_only));
     if (shown < n) kp_str_printf(&summary, ", the first %zu shown", shown);
     if (summary.failed) out->failed = 1;
     kp_ct_text_header(a, v, by_path ? "Key averages by call path" : "Key averages by name",
@@ -342,18 +399,19 @@ static void kp_ct_text_rows(const kp_aggregation *a, const kp_calltree_view *v,
         kp_str_append(out, "  (no calls, ranges or device work recorded)\n");
         return;
     }
-    int flops = 0, bytes = 0;
+    int flops = 0, bytes = 0, split = 0;
+    int rates = kp_ct_rates(a); /* the rates too, where the trace has metrics */
     for (size_t i = 0; i < shown; i++) {
         flops |= rows[i].stats.flops != 0;
         bytes |= rows[i].stats.bytes != 0;
+        split |= rates && kp_ct_splits(&rows[i].stats, rows[i].kind);
     }
-    int rates = kp_ct_rates(a); /* the rates too, where the trace has metrics */
     kp_str_printf(out, "  %-7s %8s  %10s  %10s  %10s  %10s  %10s  %10s", "Kind", "Calls", "Total",
-                  "Self", "GPU", "Min", "Mean", "Max");
+                  "Self", v->opencl_only ? "Device" : "GPU", "Min", "Mean", "Max");
     if (flops) kp_str_printf(out, "  %10s", "Flops");
-    if (flops && rates) kp_str_printf(out, "  %8s", "GFLOP/s");
+    if (flops && rates) kp_ct_rate_head(out, 0, split);
     if (bytes) kp_str_printf(out, "  %10s", "Bytes");
-    if (bytes && rates) kp_str_printf(out, "  %8s", "GB/s");
+    if (bytes && rates) kp_ct_rate_head(out, 1, split);
     kp_str_printf(out, "  %s\n", by_path ? "Path" : "Name");
     kp_str path = {0};
     for (size_t i = 0; i < shown; i++) {
@@ -378,18 +436,13 @@ static void kp_ct_text_rows(const kp_aggregation *a, const kp_calltree_view *v,
             kp_str_append(out, "  ");
             kp_ct_pad_flops(out, num.flops, 10);
         }
-        if (flops && rates) {
-            kp_str_append(out, "  ");
-            kp_ct_pad_rate(out, num.flops != 0 && num.has_gflop_per_s, num.gflop_per_s, 8);
-        }
+        int device_kind = (kp_event_kind_flags(r->kind) & KP_EVENT_F_DEVICE) != 0;
+        if (flops && rates) kp_ct_pad_rates(out, &num, 0, split, device_kind);
         if (bytes) {
             kp_str_append(out, "  ");
             kp_ct_pad_bytes(out, num.bytes, 10);
         }
-        if (bytes && rates) {
-            kp_str_append(out, "  ");
-            kp_ct_pad_rate(out, num.bytes != 0 && num.has_gb_per_s, num.gb_per_s, 8);
-        }
+        if (bytes && rates) kp_ct_pad_rates(out, &num, 1, split, device_kind);
         kp_str_append(out, "  ");
         path.len = 0;
         if (path.data) path.data[0] = '\0';
@@ -440,6 +493,15 @@ static void kp_ct_json_numbers(kp_json *j, const kp_aggregation_stats *s, kp_eve
         kp_json_double(j, "gb_per_s", n.gb_per_s);
     else
         kp_json_null(j, "gb_per_s");
+    /* Over device time (see kp_calltree_numbers): a range's that launched device work. */
+    if (n.flops != 0 && n.has_dev_gflop_per_s)
+        kp_json_double(j, "device_gflop_per_s", n.dev_gflop_per_s);
+    else
+        kp_json_null(j, "device_gflop_per_s");
+    if (n.bytes != 0 && n.has_dev_gb_per_s)
+        kp_json_double(j, "device_gb_per_s", n.dev_gb_per_s);
+    else
+        kp_json_null(j, "device_gb_per_s");
 }
 
 /* id, parent, depth, kind, name and path of a node. */

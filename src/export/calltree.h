@@ -81,6 +81,8 @@ typedef struct kp_calltree_view {
     int polling_calls;          /* the aggregation was fed polling calls (said in the output) */
     const char *trace;          /* the trace's path, for the header and JSON ("" when NULL) */
     const char *command;        /* the traced command ("" when unknown) */
+    int opencl_only; /* the device work is all OpenCL's (kp_event_source_opencl_only): the text
+                        says "device", not "GPU" (the device may be a CPU) */
 } kp_calltree_view;
 
 /* The numbers above of a node's or row's stats (seconds), as every output here writes them:
@@ -91,7 +93,12 @@ typedef struct kp_calltree_numbers {
     double min, mean, max, std;                              /* s; with calls only */
     double flops, bytes;
     int has_gflop_per_s, has_gb_per_s; /* the rates, where there is time they are over */
-    double gflop_per_s, gb_per_s;
+    double gflop_per_s, gb_per_s;      /* over the events' own time: host time for calls and
+                                          ranges, device time for device work */
+    /* Over device time: device work's own rates, and a call's or range's metrics over the device
+     * time attributed to it (where it launched device work): what its kernels ran at. */
+    int has_dev_gflop_per_s, has_dev_gb_per_s;
+    double dev_gflop_per_s, dev_gb_per_s;
 } kp_calltree_numbers;
 
 void kp_calltree_numbers_of(const kp_aggregation_stats *s, kp_event_kind kind,

@@ -9,7 +9,8 @@
  * A process with a rank in a distributed job (core/job.h) says it first: "rank 1 · pid 4242
  * (python train.py)", its GPUs "rank 1 · GPU 1 (pid 4242)" and their streams "rank 1 · GPU 1 ·
  * stream 7"; a process without a rank keeps "4242 python train.py", "GPU 1 (pid 4242)" and
- * "stream 7".
+ * "stream 7". An OpenCL device, which may be a CPU, is a "device" and its queues "queue 1" (as
+ * in the Perfetto export and the report).
  *
  * Pids are written through export/pid_map.h, so every one fits the 32 bits viewers read: a
  * trace's own where they fit, and the GPU "processes" 2^30 + 16·pid + device where that fits and
@@ -159,6 +160,10 @@ static int kp_chrome_own_arg(const char *key)
                                       "global_size",
                                       "registers",
                                       "shared_bytes",
+                                      "max_threadgroup_size",
+                                      "preferred_multiple",
+                                      "static_local_bytes",
+                                      "private_bytes",
                                       "queued_to_start_us",
                                       "submitted_to_start_us",
                                       "launch_to_start_us",
@@ -306,6 +311,19 @@ static void kp_chrome_events(kp_event_iter *it, const kp_pid_map *pids, const kp
                        kp_i64_add_sat(kp_i64_of(e->static_shared), kp_i64_of(e->dynamic_shared)));
             sep = ",";
         }
+        if (has_grid && (e->known & KP_EVENT_HAS_CL_REFLECTION)) {
+            /* An OpenCL kernel's reflection on its device, named as `kprof run --json` does. */
+            kp_put(f, sep);
+            KP_PUT_LIT(f, "\"max_threadgroup_size\":");
+            kp_put_i64(f, e->max_threads_per_group);
+            KP_PUT_LIT(f, ",\"preferred_multiple\":");
+            kp_put_i64(f, e->group_multiple);
+            KP_PUT_LIT(f, ",\"static_local_bytes\":");
+            kp_put_i64(f, kp_i64_of(e->cl_local_mem));
+            KP_PUT_LIT(f, ",\"private_bytes\":");
+            kp_put_i64(f, kp_i64_of(e->cl_private_mem));
+            sep = ",";
+        }
         static const char *const waits[] = {
             "\"queued_to_start_us\":", "\"submitted_to_start_us\":", "\"launch_to_start_us\":"};
         for (int c = 0; has_waits && c < 3; c++) {
@@ -439,22 +457,27 @@ kprof_status kp_export_chrome(kp_event_source *src, FILE *f, kp_error *err)
         int64_t pid = queues[i].pid, dev = queues[i].device, stream = queues[i].stream;
         int64_t gp = kp_pid_map_gpu(&pids, pid, queues[i].device);
         /* A rank's tracks say it first: "rank 1 · GPU 1 · stream 7". */
+        /* An OpenCL device (perhaps a CPU) is a "device" and its queue a "queue", as in the
+         * Perfetto export and the report. */
+        const char *device_word = queues[i].opencl ? "device" : "GPU";
+        const char *queue_word = queues[i].opencl ? "queue" : "stream";
         char rank[32] = "", gpu[32] = "";
         const kp_trace_process *p = kp_event_source_process_of_pid(src, pid);
         if (p && p->rank >= 0) {
             snprintf(rank, sizeof rank, "rank %d · ", p->rank);
-            snprintf(gpu, sizeof gpu, "GPU %lld · ", (long long)dev);
+            snprintf(gpu, sizeof gpu, "%s %lld · ", device_word, (long long)dev);
         }
         if (gp != last_gpu)
             fprintf(f,
                     "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%lld,\"args\":{\"name\":"
-                    "\"%sGPU %lld (pid %lld)\"}}",
-                    KP_SEP(), (long long)gp, rank, (long long)dev, (long long)pid);
+                    "\"%s%s %lld (pid %lld)\"}}",
+                    KP_SEP(), (long long)gp, rank, device_word, (long long)dev, (long long)pid);
         last_gpu = gp;
         fprintf(f,
                 "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%lld,\"tid\":%lld,\"args\":{"
-                "\"name\":\"%s%sstream %lld\"}}",
-                KP_SEP(), (long long)gp, (long long)stream, rank, gpu, (long long)stream);
+                "\"name\":\"%s%s%s %lld\"}}",
+                KP_SEP(), (long long)gp, (long long)stream, rank, gpu, queue_word,
+                (long long)stream);
     }
 #undef KP_SEP
 

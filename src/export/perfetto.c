@@ -13,8 +13,9 @@
  *     first uses them, and every later packet says it needs that state;
  *   - a TrackDescriptor per process (ProcessDescriptor: pid, the command; the pid as
  *     export/pid_map.h writes it, so it fits the field's 32 bits), per host thread
- *     (ThreadDescriptor: pid, tid), per device under its process ("GPU 0") and per stream or
- *     queue under its device ("GPU 0 · stream 7"), each written just before its first event; a
+ *     (ThreadDescriptor: pid, tid), per device under its process ("GPU 0"; an OpenCL one
+ *     "device 0") and per stream or queue under its device ("GPU 0 · stream 7", "device 0 ·
+ *     queue 1"), each written just before its first event; a
  *     process with a rank in a distributed job (core/job.h) is named "rank 1 · pid 4242
  *     (python train.py)", its device and stream tracks "rank 1 · GPU 1" and "rank 1 · GPU 1 ·
  *     stream 7";
@@ -73,6 +74,8 @@ typedef struct kp_pf_event {
     int64_t grid[3], block[3]; /* block 0: no local size, grid holds the work-items */
     int has_registers, has_shared, has_bytes, has_range;
     int64_t registers, shared_bytes, bytes, range_id;
+    int has_reflection;    /* an OpenCL kernel's reflection on its device */
+    int64_t reflection[4]; /* max threadgroup size, preferred multiple, local, private bytes */
     int has_wait[3];    /* device work: start minus when it was queued, submitted, */
     int64_t wait_ns[3]; /* and when the call that launched it began */
     int has_flops, has_metric_bytes; /* its metrics; a bytes metric stands for a copy's size */
@@ -157,6 +160,13 @@ static void kp_pf_from_source(const kp_trace_event *t, kp_pf_event *e)
         if ((e->has_shared = (ev->known & KP_EVENT_HAS_SHARED) != 0)) {
             uint64_t sum = ev->static_shared + ev->dynamic_shared;
             e->shared_bytes = sum < ev->static_shared || sum > INT64_MAX ? INT64_MAX : (int64_t)sum;
+        }
+        if ((e->has_reflection = (ev->known & KP_EVENT_HAS_CL_REFLECTION) != 0)) {
+            e->reflection[0] = ev->max_threads_per_group;
+            e->reflection[1] = ev->group_multiple;
+            e->reflection[2] = ev->cl_local_mem > INT64_MAX ? INT64_MAX : (int64_t)ev->cl_local_mem;
+            e->reflection[3] =
+                ev->cl_private_mem > INT64_MAX ? INT64_MAX : (int64_t)ev->cl_private_mem;
         }
     }
 }
@@ -361,6 +371,10 @@ static uint64_t kp_pf_category(int kind)
     X(GLOBAL_SIZE, "global_size")                                                                  \
     X(REGISTERS, "registers")                                                                      \
     X(SHARED_BYTES, "shared_bytes")                                                                \
+    X(MAX_THREADGROUP_SIZE, "max_threadgroup_size")                                                \
+    X(PREFERRED_MULTIPLE, "preferred_multiple")                                                    \
+    X(STATIC_LOCAL_BYTES, "static_local_bytes")                                                    \
+    X(PRIVATE_BYTES, "private_bytes")                                                              \
     X(QUEUED_TO_START, "queued_to_start_ns")                                                       \
     X(SUBMITTED_TO_START, "submitted_to_start_ns")                                                 \
     X(LAUNCH_TO_START, "launch_to_start_ns")                                                       \
@@ -604,11 +618,11 @@ static void kp_pf_track_name(const kp_pf_track *t, int opencl, int rank, char *o
         k = snprintf(out, n, "host thread %lld", (long long)t->a);
         break;
     case KP_PF_DEVICE:
-        k = snprintf(out, n, "%sGPU %lld", prefix, (long long)t->a);
+        k = snprintf(out, n, "%s%s %lld", prefix, opencl ? "device" : "GPU", (long long)t->a);
         break;
     default:
-        k = snprintf(out, n, "%sGPU %lld · %s %lld", prefix, (long long)t->a,
-                     opencl ? "queue" : "stream", (long long)t->b);
+        k = snprintf(out, n, "%s%s %lld · %s %lld", prefix, opencl ? "device" : "GPU",
+                     (long long)t->a, opencl ? "queue" : "stream", (long long)t->b);
         break;
     }
     if (t->lane > 0 && k > 0 && (size_t)k < n)
@@ -715,7 +729,8 @@ static int32_t kp_pf_stream_track(kp_pf_writer *w, const kp_pf_event *e)
     if (device < 0) {
         int32_t process = kp_pf_process_track(w, e->pid, -1, NULL);
         if (process < 0) return -1;
-        device = kp_pf_child_track(w, KP_PF_DEVICE, e->pid, e->device, 0, 0, process, 0);
+        device = kp_pf_child_track(w, KP_PF_DEVICE, e->pid, e->device, 0, 0, process,
+                                   e->domain == KP_DOMAIN_OPENCL);
         if (device < 0) return -1;
     }
     return kp_pf_child_track(w, KP_PF_STREAM, e->pid, e->device, e->stream, 0, device,
@@ -915,6 +930,8 @@ static kprof_status kp_pf_event_write(void *ctx, const kp_pf_event *e)
         }
         if (e->has_registers) kp_pf_arg_int(pb, KP_PF_ARG_REGISTERS, e->registers);
         if (e->has_shared) kp_pf_arg_int(pb, KP_PF_ARG_SHARED_BYTES, e->shared_bytes);
+        for (int c = 0; e->has_reflection && c < 4; c++)
+            kp_pf_arg_int(pb, KP_PF_ARG_MAX_THREADGROUP_SIZE + c, e->reflection[c]);
         for (int c = 0; c < 3; c++)
             if (e->has_wait[c]) kp_pf_arg_int(pb, KP_PF_ARG_QUEUED_TO_START + c, e->wait_ns[c]);
         if (e->has_metric_bytes) /* what it moved, by its metric */

@@ -783,3 +783,33 @@ KP_EXPORT int InitializeInjectionNvtx2(kp_nvtx_get_export_table_fn get_export_ta
     pthread_mutex_unlock(&kp_nv.init_lock);
     return attached;
 }
+
+/* ---- libkprof's in-process sessions ----
+ *
+ * A session that records NVTX (src/inproc/nvtx.c) names this library in NVTX_INJECTION64_PATH
+ * with its folder in KPROF_TRACE_DIR, as `kprof trace` does; these two, found with dlsym, end the
+ * session's file at kprof_stop (when the OpenCL layer, which shares this library's writer, does
+ * not) and start the next session's in its own folder. */
+
+/* End the file being written: 1 when something was recording, else 0. */
+KP_EXPORT int kprof_inject_nvtx_stop(void)
+{
+    if (!kp_writer_active()) return 0;
+    kp_writer_stop();
+    return 1;
+}
+
+/* Record into folder dir from now on: 0 (also when the writer records already, into the folder
+ * the OpenCL layer started it in), -1 when NVTX has not called in yet or the file cannot be made.
+ */
+KP_EXPORT int kprof_inject_nvtx_start(const char *dir)
+{
+    pthread_mutex_lock(&kp_nv.init_lock);
+    int set_up = kp_nv.set_up;
+    pthread_mutex_unlock(&kp_nv.init_lock);
+    if (!set_up) return -1;
+    /* A new file defines its strings anew: the ids cached for the last one go stale (the
+     * OpenCL layer may have started this file already, so this runs either way). */
+    atomic_fetch_add(&kp_nv.generation, 1);
+    return kp_writer_start_in(dir, "nvtx", 0) == 0 ? 0 : -1;
+}

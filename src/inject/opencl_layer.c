@@ -801,6 +801,7 @@ static void *kp_cl_loader_symbol(const char *name)
     X(clGetEventInfo)                                                                              \
     X(clRetainEvent)                                                                               \
     X(clGetKernelInfo)                                                                             \
+    X(clGetKernelWorkGroupInfo)                                                                    \
     X(clGetCommandQueueInfo)
 
 static void kp_cl_preload_init(void)

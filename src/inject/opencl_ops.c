@@ -51,8 +51,9 @@ typedef struct kp_cl_queue {
 } kp_cl_queue;
 
 typedef struct kp_cl_kernel_name {
-    cl_kernel kernel; /* NULL = empty slot */
-    uint32_t name;    /* string id; 0 = look it up again */
+    cl_kernel kernel;   /* NULL = empty slot */
+    uint32_t name;      /* string id; 0 = look it up again */
+    uint32_t reflected; /* 1 + the device index whose reflection was recorded; 0 = none */
 } kp_cl_kernel_name;
 
 static struct {
@@ -248,15 +249,55 @@ static void kp_cl_kernel_store_locked(cl_kernel kernel, uint32_t name)
     }
     kp_cl_kernel_name *e = kp_cl_kernel_slot_locked(kernel);
     if (!e->kernel) kp_ops.nkernels++;
+    e->reflected = 0; /* a name stored anew: a new kernel, or a new file that must say it again */
     e->kernel = kernel;
     e->name = name;
+}
+
+/* The kernel's reflection on device (record.h: KP_REC_KERNEL_INFO), written once per kernel
+ * and device: at the first launch there, never again on the enqueue path after it (the cache
+ * entry remembers the device). 0 when written or not needed; the queries' failures leave the
+ * record out (nothing made up). */
+static void kp_cl_kernel_reflect(cl_kernel kernel, uint32_t name, uint32_t device_index)
+{
+    pthread_mutex_lock(&kp_ops.lock);
+    kp_cl_kernel_name *e = kp_cl_kernel_slot_locked(kernel);
+    int known = !e || (e->kernel == kernel && e->reflected == device_index + 1);
+    cl_device_id device = device_index < kp_ops.ndevices ? kp_ops.devices[device_index] : NULL;
+    if (!known && e->kernel == kernel) e->reflected = device_index + 1;
+    pthread_mutex_unlock(&kp_ops.lock);
+    if (known || !device || !kp_cl_next.clGetKernelWorkGroupInfo) return;
+    cl_ulong local = 0, priv = 0;
+    size_t max_group = 0, multiple = 0;
+    if (kp_cl_next.clGetKernelWorkGroupInfo(kernel, device, CL_KERNEL_WORK_GROUP_SIZE,
+                                            sizeof max_group, &max_group, NULL) != CL_SUCCESS ||
+        kp_cl_next.clGetKernelWorkGroupInfo(kernel, device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof local,
+                                            &local, NULL) != CL_SUCCESS ||
+        kp_cl_next.clGetKernelWorkGroupInfo(kernel, device, CL_KERNEL_PRIVATE_MEM_SIZE, sizeof priv,
+                                            &priv, NULL) != CL_SUCCESS ||
+        kp_cl_next.clGetKernelWorkGroupInfo(kernel, device,
+                                            CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
+                                            sizeof multiple, &multiple, NULL) != CL_SUCCESS ||
+        max_group == 0)
+        return;
+    kp_rec r;
+    memset(&r, 0, sizeof r);
+    r.kind = KP_REC_KERNEL_INFO;
+    r.domain = KP_DOMAIN_OPENCL;
+    r.name = name;
+    r.device = device_index;
+    r.static_smem = local > UINT32_MAX ? UINT32_MAX : (uint32_t)local;
+    r.local_mem = priv > UINT32_MAX ? UINT32_MAX : (uint32_t)priv;
+    r.bytes = max_group;
+    r.aux = multiple > UINT32_MAX ? UINT32_MAX : (uint32_t)multiple;
+    kp_writer_emit(&r);
 }
 
 void kp_cl_kernel_created(cl_kernel kernel)
 {
     pthread_mutex_lock(&kp_ops.lock);
     kp_cl_kernel_name *e = kernel ? kp_cl_kernel_slot_locked(kernel) : NULL;
-    if (e && e->kernel) e->name = 0;
+    if (e && e->kernel) e->name = e->reflected = 0;
     pthread_mutex_unlock(&kp_ops.lock);
 }
 
@@ -330,7 +371,9 @@ int kp_cl_op_begin(kp_cl_op *op, cl_command_queue queue, kp_cl_what what, cl_ker
     int profiled = slot != UINT32_MAX && kp_ops.queues[slot].profiled;
     kp_cl_kernel_name *cached =
         what == KP_CL_KERNEL && kernel ? kp_cl_kernel_slot_locked(kernel) : NULL;
-    uint32_t name = cached && cached->kernel ? cached->name : 0;
+    uint32_t name = cached && cached->kernel == kernel ? cached->name : 0;
+    uint32_t reflected = cached && cached->kernel == kernel ? cached->reflected : 0;
+    uint32_t device = slot != UINT32_MAX ? kp_ops.queues[slot].device : 0;
     pthread_mutex_unlock(&kp_ops.lock);
 
     if (slot == UINT32_MAX) slot = kp_cl_queue_adopt(queue, &profiled);
@@ -341,12 +384,20 @@ int kp_cl_op_begin(kp_cl_op *op, cl_command_queue queue, kp_cl_what what, cl_ker
     op->queue = slot;
 
     if (what == KP_CL_KERNEL && kernel && !name) {
+        reflected = 0; /* the name is stored anew, and with it the reflection said again */
         name = kp_cl_kernel_fetch_name(kernel);
         if (name) {
             pthread_mutex_lock(&kp_ops.lock);
             kp_cl_kernel_store_locked(kernel, name);
             pthread_mutex_unlock(&kp_ops.lock);
         }
+    }
+    /* The first launch of this kernel on this queue's device: its reflection, once. */
+    if (what == KP_CL_KERNEL && kernel && name && reflected != device + 1) {
+        pthread_mutex_lock(&kp_ops.lock);
+        device = kp_ops.queues[slot].device; /* an adopted queue's, now known */
+        pthread_mutex_unlock(&kp_ops.lock);
+        kp_cl_kernel_reflect(kernel, name, device);
     }
     if (!name) name = kp_cl_string(&kp_ops.transfer_names[what], kp_cl_transfer_text[what]);
     op->name = name;

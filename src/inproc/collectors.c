@@ -10,8 +10,6 @@ static kprof_status kp_scopes_start(kp_session *s, kp_error *err)
     return KPROF_OK;
 }
 
-
-
 const kp_inproc_collector kp_inproc_collectors[] = {
     {.name = "scopes", .bit = KPROF_COLLECT_SCOPES, .start = kp_scopes_start},
     {.name = "cuda",
@@ -24,6 +22,11 @@ const kp_inproc_collector kp_inproc_collectors[] = {
      .unavailable = kp_inproc_opencl_unavailable,
      .start = kp_inproc_opencl_start,
      .stop = kp_inproc_opencl_stop},
+    {.name = "nvtx",
+     .bit = KPROF_COLLECT_NVTX,
+     .unavailable = kp_inproc_nvtx_unavailable,
+     .start = kp_inproc_nvtx_start,
+     .stop = kp_inproc_nvtx_stop},
 };
 
 const size_t kp_inproc_collector_count =

@@ -40,6 +40,15 @@ const char *kp_inproc_opencl_unavailable(void);
 kprof_status kp_inproc_opencl_start(kp_session *s, kp_error *err);
 void kp_inproc_opencl_stop(kp_session *s);
 
+/* The NVTX collector's (nvtx.c): libkprof-inject.so as the program's NVTX injection. */
+const char *kp_inproc_nvtx_unavailable(void);
+kprof_status kp_inproc_nvtx_start(kp_session *s, kp_error *err);
+void kp_inproc_nvtx_stop(kp_session *s);
+
+/* libkprof-inject.so's path in out (PATH_MAX): $KPROF_INJECT_LIBRARY, else beside libkprof. 0,
+ * or -1 when there is none. */
+int kp_inproc_inject_library(char *out);
+
 extern const kp_inproc_collector kp_inproc_collectors[];
 extern const size_t kp_inproc_collector_count;
 

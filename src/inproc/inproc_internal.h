@@ -159,6 +159,9 @@ kprof_status kp_inproc_fail_err(const char *function, kp_error *err);
  * where that folder is (the result's folder; kprof_result_destroy removes it). */
 void kp_inproc_keep_records(int keep);
 const char *kp_inproc_result_dir(const kprof_result *result);
+/* Make kprof_result_destroy leave the result's trace (and its scratch folder) where it is, for a
+ * trace that could not be saved where it was asked for; its path. */
+const char *kp_inproc_result_keep_trace(kprof_result *result);
 
 /* ---- results.c ---- */
 

@@ -37,12 +37,12 @@ static struct {
 
 /* libkprof-inject.so: $KPROF_INJECT_LIBRARY, else beside libkprof (build tree and installed
  * libdir alike). 0, or -1 when there is none. */
-static int kp_cl_library(char out[PATH_MAX])
+int kp_inproc_inject_library(char *out)
 {
     const char *env = getenv(KP_ENV_INJECT_LIBRARY);
     if (env && *env) return realpath(env, out) ? 0 : -1;
     Dl_info info;
-    if (!dladdr((void *)kp_cl_library, &info) || !info.dli_fname) return -1;
+    if (!dladdr((void *)kp_inproc_inject_library, &info) || !info.dli_fname) return -1;
     char here[PATH_MAX];
     snprintf(here, sizeof here, "%s", info.dli_fname);
     char *slash = strrchr(here, '/');
@@ -55,7 +55,7 @@ static int kp_cl_library(char out[PATH_MAX])
 
 const char *kp_inproc_opencl_unavailable(void)
 {
-    if (kp_cl_library(kp_cl.library) == 0) return NULL;
+    if (kp_inproc_inject_library(kp_cl.library) == 0) return NULL;
     return "libkprof-inject.so (the OpenCL layer) is not beside libkprof: set "
            "KPROF_INJECT_LIBRARY to its path";
 }
@@ -68,7 +68,7 @@ static void *kp_cl_loaded(void)
 
 kprof_status kp_inproc_opencl_start(kp_session *s, kp_error *err)
 {
-    if (kp_cl_library(kp_cl.library) != 0)
+    if (kp_inproc_inject_library(kp_cl.library) != 0)
         return kp_error_set(err, KPROF_UNAVAILABLE, "%s", kp_inproc_opencl_unavailable());
     const char *trace_dir = getenv(KP_ENV_TRACE_DIR);
     if (trace_dir && *trace_dir && !(kp_cl.armed && strcmp(trace_dir, kp_cl.dir) == 0))

@@ -54,6 +54,7 @@ struct kprof_result {
     kprof_status dists_status; /* why they could not be made */
     char **texts;              /* what the result owns besides: paths and made-up names */
     size_t ntexts, texts_cap;
+    int keep; /* 1: destroy leaves the scratch folder and its trace (KPROF=1 could not save) */
 };
 
 /* Keep a copy of text (n bytes) in the result: NULL when memory ran out. */
@@ -90,6 +91,20 @@ static const char *kp_result_path(kprof_result *r, uint32_t node)
     const char *kept = s.failed ? NULL : kp_result_keep(r, s.data ? s.data : "", s.len);
     kp_str_free(&s);
     return kept;
+}
+
+/* The rates a row or node gives: for a call or range that launched device work (a rate over
+ * device time exists), that rate, with the host-time figure kept in *host_*; otherwise the
+ * host-time figure (device work: over its own device time) and *host_* 0 for device work. */
+static void kp_result_rates(kp_event_kind kind, const kp_calltree_numbers *num, double host_flops,
+                            double host_bytes, double *gflops, double *gb, double *host_gflops,
+                            double *host_gb)
+{
+    int device = (kp_event_kind_flags(kind) & KP_EVENT_F_DEVICE) != 0;
+    *gflops = !device && num->has_dev_gflop_per_s ? num->dev_gflop_per_s : host_flops;
+    *gb = !device && num->has_dev_gb_per_s ? num->dev_gb_per_s : host_bytes;
+    *host_gflops = device ? 0 : host_flops;
+    *host_gb = device ? 0 : host_bytes;
 }
 
 static double kp_per_s(double amount, double seconds)
@@ -139,13 +154,19 @@ void kprof_result_destroy(kprof_result *r)
     for (size_t i = 0; i < r->ntexts; i++)
         free(r->texts[i]);
     free(r->texts);
-    kp_session_remove(r->dir); /* the trace, run.txt, record files a test kept */
+    if (!r->keep) kp_session_remove(r->dir); /* the trace, run.txt, record files a test kept */
     free(r);
 }
 
 const char *kp_inproc_result_dir(const kprof_result *r)
 {
     return r ? r->dir : NULL;
+}
+
+const char *kp_inproc_result_keep_trace(kprof_result *r)
+{
+    r->keep = 1;
+    return r->trace;
 }
 
 kprof_status kprof_result_summary(const kprof_result *r, kprof_summary *out)
@@ -208,8 +229,12 @@ const kprof_row *kprof_result_key_averages(kprof_result *r, kprof_group by, size
         o->gpu_s = num.gpu;
         o->flops = num.flops;
         o->bytes = num.bytes;
-        o->gflops_per_s = kp_per_s(num.flops, num.total);
-        o->gb_per_s = kp_per_s(num.bytes, num.total);
+        /* Over host time; where a scope (or call) launched device work, over the device time
+         * attributed to it, the host figure beside it (item: what its kernels ran at). */
+        o->host_gflops_per_s = kp_per_s(num.flops, num.total);
+        o->host_gb_per_s = kp_per_s(num.bytes, num.total);
+        kp_result_rates(a->kind, &num, o->host_gflops_per_s, o->host_gb_per_s, &o->gflops_per_s,
+                        &o->gb_per_s, &o->host_gflops_per_s, &o->host_gb_per_s);
     }
     free(rows);
     r->rows[by] = out;
@@ -278,8 +303,10 @@ const kprof_node *kprof_result_tree(kprof_result *r, size_t *n)
         o->bytes = num.bytes;
         o->flops_inclusive = a->stats.flops_inclusive;
         o->bytes_inclusive = a->stats.bytes_inclusive;
-        o->gflops_per_s = kp_per_s(num.flops, num.inclusive);
-        o->gb_per_s = kp_per_s(num.bytes, num.inclusive);
+        o->host_gflops_per_s = kp_per_s(num.flops, num.inclusive);
+        o->host_gb_per_s = kp_per_s(num.bytes, num.inclusive);
+        kp_result_rates(a->kind, &num, o->host_gflops_per_s, o->host_gb_per_s, &o->gflops_per_s,
+                        &o->gb_per_s, &o->host_gflops_per_s, &o->host_gb_per_s);
     }
     free(order);
     free(index);
@@ -537,7 +564,8 @@ kprof_status kprof_result_print(kprof_result *r, kprof_view view, FILE *out)
                                                                   : KP_AGGREGATION_GROUP_NAME,
                               .sort = KP_AGGREGATION_SORT_TOTAL,
                               .trace = KP_RESULT_LABEL,
-                              .command = kp_event_source_meta(r->src)->command};
+                              .command = kp_event_source_meta(r->src)->command,
+                              .opencl_only = kp_event_source_opencl_only(r->src)};
         rc = kp_calltree_render(r->agg, &v, KP_CALLTREE_TEXT, &s);
     }
     kprof_status st = KPROF_OK;

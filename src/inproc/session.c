@@ -395,7 +395,7 @@ static kprof_status kp_options_read(const kprof_options *o, kprof_options *out, 
     if (out->collectors & ~known)
         return kp_error_set(err, KPROF_INVALID,
                             "options->collectors has bits no collector has (0x%x; the collectors "
-                            "are KPROF_COLLECT_SCOPES, _CUDA and _OPENCL)",
+                            "are KPROF_COLLECT_SCOPES, _CUDA, _OPENCL and _NVTX)",
                             out->collectors & ~known);
     out->collectors |= KPROF_COLLECT_SCOPES; /* the scopes always record */
     return KPROF_OK;
@@ -411,8 +411,8 @@ static kprof_status kp_scratch_make(const char *base, char *dir, size_t n, kp_er
     if (w < 0 || (size_t)w >= n)
         st = kp_error_set(err, KPROF_INVALID, "the scratch folder's name is too long (%s)", base);
     else if (!mkdtemp(dir))
-        st = kp_error_set(err, errno == ENOENT || errno == ENOTDIR ? KPROF_NOT_FOUND : KPROF_IO,
-                          "cannot make a scratch folder in %s: %s", base, strerror(errno));
+        st = kp_error_set(err, KPROF_IO, "cannot make a scratch folder in %s: %s", base,
+                          strerror(errno));
     if (st != KPROF_OK) dir[0] = '\0'; /* nothing of ours to remove */
     return st;
 }
@@ -428,9 +428,21 @@ static kprof_status kp_session_start_locked(const kprof_options *options, int au
     kprof_options o;
     kprof_status st = kp_options_read(options, &o, err);
     if (st != KPROF_OK) return st;
+    /* NVTX comes with the device collectors, as under `kprof trace`; implied, it stands aside
+     * quietly where it cannot run (a note in the trace says why). */
+    unsigned implied = 0;
+    if ((o.collectors & (KPROF_COLLECT_CUDA | KPROF_COLLECT_OPENCL)) &&
+        !(o.collectors & KPROF_COLLECT_NVTX)) {
+        implied = KPROF_COLLECT_NVTX;
+        o.collectors |= implied;
+    }
     for (size_t i = 0; i < kp_inproc_collector_count; i++) {
         const kp_inproc_collector *c = &kp_inproc_collectors[i];
         const char *why = (o.collectors & c->bit) && c->unavailable ? c->unavailable() : NULL;
+        if (why && (c->bit & implied)) {
+            o.collectors &= ~c->bit;
+            continue;
+        }
         if (why)
             return kp_error_set(err, KPROF_UNAVAILABLE, "the %s collector cannot run: %s", c->name,
                                 why);
@@ -484,6 +496,14 @@ static kprof_status kp_session_start_locked(const kprof_options *options, int au
         const kp_inproc_collector *c = &kp_inproc_collectors[started];
         if ((o.collectors & c->bit) && c->start) {
             st = c->start(s, err);
+            if (st != KPROF_OK && (c->bit & implied)) { /* recorded as a note; the rest runs */
+                kp_writer_note(err->message);
+                kp_error_clear(err);
+                o.collectors &= ~c->bit;
+                s->collectors &= ~c->bit;
+                st = KPROF_OK;
+                continue;
+            }
             if (st != KPROF_OK) goto fail;
         }
     }
@@ -703,16 +723,42 @@ static void kp_at_exit(void)
     } else {
         wanted = fallback;
     }
+    /* A folder: the trace goes inside it, under the default name. A device, FIFO or socket is
+     * refused (a trace is an SQLite file, written to a temporary and renamed; nothing is made
+     * beside a device). */
+    char inside[PATH_MAX + 80];
+    struct stat out_st;
+    kprof_status status = KPROF_OK;
+    if (stat(wanted, &out_st) == 0 && S_ISDIR(out_st.st_mode)) {
+        snprintf(inside, sizeof inside, "%s%s%s", wanted,
+                 wanted[strlen(wanted) - 1] == '/' ? "" : "/", fallback);
+        wanted = inside;
+    } else if (stat(wanted, &out_st) == 0 && !S_ISREG(out_st.st_mode)) {
+        status = kp_error_set(&err, KPROF_INVALID,
+                              "KPROF_OUTPUT=%s is not a regular file (a device, FIFO or socket): "
+                              "a trace is written to a file",
+                              wanted);
+    }
     kprof_summary sum;
     kprof_result_summary(r, &sum);
-    if (kp_autosave(r, wanted, name, sizeof name) == KPROF_OK) {
-        fprintf(stderr, "kprof: saved %llu event%s to %s", sum.events, sum.events == 1 ? "" : "s",
-                name);
-        if (sum.dropped) fprintf(stderr, " (%llu lost on the way)", sum.dropped);
-        fprintf(stderr, "%s\n", strcmp(name, wanted) != 0 ? " (the name asked for was taken)" : "");
+    kp_str line = {0};
+    if (status == KPROF_OK) status = kp_autosave(r, wanted, name, sizeof name);
+    if (status == KPROF_OK) {
+        kp_str_printf_escaped(&line, "kprof: saved %llu event%s to %s", sum.events,
+                              sum.events == 1 ? "" : "s", name);
+        if (sum.dropped) kp_str_printf(&line, " (%llu lost on the way)", sum.dropped);
+        if (strcmp(name, wanted) != 0) kp_str_printf(&line, " (the name asked for was taken)");
     } else {
-        fprintf(stderr, "kprof: error: KPROF=1: %s\n", kprof_last_error());
+        /* Keep what was recorded: the trace stays in the scratch folder, whole, and says so. */
+        const char *kept = kp_inproc_result_keep_trace(r);
+        kp_str_printf(&line, "kprof: error: KPROF=1: %s",
+                      err.status != KPROF_OK ? err.message : kprof_last_error());
+        kp_str_printf_escaped(&line, "; the trace (%llu event%s) is kept as %s", sum.events,
+                              sum.events == 1 ? "" : "s", kept);
     }
+    fprintf(stderr, "%s\n", line.data ? line.data : "kprof: KPROF=1: out of memory");
+    kp_str_free(&line);
+    kp_error_clear(&err);
     kprof_result_destroy(r);
 }
 
@@ -738,7 +784,7 @@ __attribute__((constructor)) static void kp_autostart(void)
             if (!bit) {
                 fprintf(stderr,
                         "kprof: error: KPROF_COLLECT=%s: unknown collector '%s' (scopes, cuda, "
-                        "opencl): no session started\n",
+                        "opencl, nvtx): no session started\n",
                         collect, w);
                 return;
             }

@@ -3,7 +3,11 @@
  * its options, the files it includes and the device make the key; a hit loads the cached binary
  * and its metadata, a miss (or a stale entry) builds with the backend and stores the result.
  * KPROF_DUMP_DIR dumps every compile (source, options, log, binary, PTX) instead of caching it,
- * and a failed compile keeps its source, options and log in a folder the error names.
+ * and a failed compile keeps its source, options and log in a folder the error names. On a CI
+ * runner those folders would die with the runner: under GitHub Actions a failure is kept under
+ * $RUNNER_TEMP/kprof-compilation-dumps (where KPROF_DUMP_DIR does not say otherwise) and a
+ * workflow notice names the folder, for an upload step; under Buildkite the artifact upload
+ * command is said.
  */
 #define _GNU_SOURCE
 #include "lab/lab_internal.h"
@@ -87,6 +91,63 @@ static int kp_lab_dump(const char *dir, const char *stem, const kp_source *src,
     if (out && out->ptx && src->lang != KP_LANG_PTX)
         rc |= kp_lab_write_file(dir, stem, "ptx", out->ptx, strlen(out->ptx));
     return rc;
+}
+
+#define KP_CI_DUMPS "kprof-compilation-dumps"
+
+static int kp_env_true(const char *name)
+{
+    const char *v = getenv(name);
+    return v && strcmp(v, "true") == 0;
+}
+
+/* Under GitHub Actions with RUNNER_TEMP: $RUNNER_TEMP/kprof-compilation-dumps in buf, 1; else 0. */
+static int kp_ci_dump_base(char *buf, size_t n)
+{
+    const char *temp = getenv("RUNNER_TEMP");
+    if (!kp_env_true("GITHUB_ACTIONS") || !temp || !*temp) return 0;
+    int w = snprintf(buf, n, "%s/%s", temp, KP_CI_DUMPS);
+    return w > 0 && (size_t)w < n;
+}
+
+/* Tell a CI runner where dumps were written, once per folder and process, on stderr (both
+ * runners read their commands from either stream): GitHub Actions a workflow notice (its message
+ * escaped as workflow commands need: %, CR, LF), Buildkite the upload command (the folder quoted
+ * for the shell). */
+static void kp_ci_announce(const char *what, const char *folder)
+{
+    static char said[4400];
+    if (strcmp(said, folder) == 0) return;
+    if (kp_env_true("GITHUB_ACTIONS")) {
+        fprintf(stderr, "::notice title=kprof::%s kept in ", what);
+        for (const char *c = folder; *c; c++) {
+            if (*c == '%')
+                fputs("%25", stderr);
+            else if (*c == '\r')
+                fputs("%0D", stderr);
+            else if (*c == '\n')
+                fputs("%0A", stderr);
+            else
+                fputc(*c, stderr);
+        }
+        fputs(" (upload it with actions/upload-artifact in a step with if: always())\n", stderr);
+    } else if (kp_env_true("BUILDKITE")) {
+        fputs("kprof: on Buildkite, keep them as artifacts: buildkite-agent artifact upload '",
+              stderr);
+        for (const char *c = folder; *c; c++) {
+            if (*c == '\'')
+                fputs("'\\''", stderr);
+            else if (*c == '\n')
+                fputs("'$'\\n''", stderr);
+            else
+                fputc(*c, stderr);
+        }
+        fputs("/**/*'\n", stderr);
+    } else {
+        return;
+    }
+    fflush(stderr);
+    kp_strlcpy(said, folder, sizeof said);
 }
 
 static void kp_lab_stem(const kp_source *src, uint64_t key, char *buf, size_t n)
@@ -238,13 +299,16 @@ kprof_status kp_lab_compile(kp_lab *lab, const kp_source *src, kp_error *err)
         char cache[4096];
         if (dump)
             snprintf(dir, sizeof dir, "%s", dump);
+        else if (kp_ci_dump_base(cache, sizeof cache))
+            snprintf(dir, sizeof dir, "%s/%s", cache, stem);
         else if (kp_cache_dir(cache, sizeof cache))
             snprintf(dir, sizeof dir, "%s/failed/%s", cache, stem);
         else
             dir[0] = '\0';
-        if (dir[0] && kp_lab_dump(dir, stem, src, NULL, err && err->log ? err->log : "") == 0)
+        if (dir[0] && kp_lab_dump(dir, stem, src, NULL, err && err->log ? err->log : "") == 0) {
             kp_error_append(err, "\nsource, options and log kept in %s/", dir);
-        else
+            kp_ci_announce("a kernel compile failed: its source, options and log are", dir);
+        } else
             kp_error_append(err, "\n(could not keep source, options and log in %s)",
                             dir[0] ? dir : "a folder: no cache folder can be named");
         return st;
@@ -257,6 +321,9 @@ kprof_status kp_lab_compile(kp_lab *lab, const kp_source *src, kp_error *err)
                  "KPROF_DUMP_DIR=%s: could not write every dump file", dump);
     else
         kp_cache_put(lab->ops->name, key, out.binary, out.binary_len, &lab->meta);
+    if (dump)
+        kp_ci_announce(
+            "KPROF_DUMP_DIR: every compiled kernel's source, options, log and binary are", dump);
     kp_build_output_free(&out);
     lab->info.compile_ms = (double)(kp_now_ns() - t0) / 1e6;
     return KPROF_OK;

@@ -142,6 +142,21 @@ typedef struct kp_src_pid {
     size_t index;
 } kp_src_pid;
 
+/* A row of kernel_info: an OpenCL kernel's reflection on a device, in a process. */
+typedef struct kp_src_kernel_info {
+    int64_t process, device, name;
+    uint64_t local_mem, private_mem;
+    uint32_t max_group, multiple;
+} kp_src_kernel_info;
+
+static int kp_src_cmp_kinfo(const void *x, const void *y)
+{
+    const kp_src_kernel_info *a = x, *b = y;
+    if (a->process != b->process) return a->process < b->process ? -1 : 1;
+    if (a->device != b->device) return a->device < b->device ? -1 : 1;
+    return (a->name > b->name) - (a->name < b->name);
+}
+
 struct kp_event_source {
     sqlite3 *db;
     char *path;
@@ -165,6 +180,9 @@ struct kp_event_source {
     size_t nthreads;
     kp_trace_queue *queues;
     size_t nqueues;
+    uint64_t opencl_ops, other_ops; /* device operations of OpenCL, of any other domain */
+    kp_src_kernel_info *kinfo;      /* the kernel_info table (OpenCL reflection), sorted */
+    size_t nkinfo;
     /* Metrics: what the trace may hold (events' flops and metric_bytes columns, the metrics
      * table: both absent from version 1, both skipped when the meta says it has no metric), and
      * the user metrics, read the first time a reader asks, sorted by event. */
@@ -562,6 +580,37 @@ kprof_status kp_event_source_escape_text(kp_event_source *src, kp_error *err)
     return failed ? kp_src_nomem(err) : KPROF_OK;
 }
 
+/* The kernel_info table (traces before it have none: no reflection, as before), sorted for
+ * the iterator's lookups. A table that cannot be read reads as none. */
+static void kp_src_kernel_info_load(kp_event_source *src)
+{
+    if (!kp_trace_db_has_table(src->db, NULL, "kernel_info")) return;
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(src->db,
+                           "SELECT process, device, name, local_mem, private_mem, max_group_size, "
+                           "group_multiple FROM kernel_info",
+                           -1, &q, NULL) != SQLITE_OK)
+        return;
+    size_t cap = 0;
+    while (sqlite3_step(q) == SQLITE_ROW) {
+        if (src->nkinfo == cap) {
+            cap = cap ? cap * 2 : 16;
+            kp_src_kernel_info *v = realloc(src->kinfo, cap * sizeof *v);
+            if (!v) break;
+            src->kinfo = v;
+        }
+        src->kinfo[src->nkinfo++] = (kp_src_kernel_info){sqlite3_column_int64(q, 0),
+                                                         sqlite3_column_int64(q, 1),
+                                                         sqlite3_column_int64(q, 2),
+                                                         kp_src_u64(sqlite3_column_int64(q, 3)),
+                                                         kp_src_u64(sqlite3_column_int64(q, 4)),
+                                                         kp_src_u32(sqlite3_column_int64(q, 5)),
+                                                         kp_src_u32(sqlite3_column_int64(q, 6))};
+    }
+    sqlite3_finalize(q);
+    if (src->nkinfo > 1) qsort(src->kinfo, src->nkinfo, sizeof *src->kinfo, kp_src_cmp_kinfo);
+}
+
 kprof_status kp_event_source_open(const char *path, kp_event_source **out, kp_error *err)
 {
     *out = NULL;
@@ -575,6 +624,7 @@ kprof_status kp_event_source_open(const char *path, kp_event_source **out, kp_er
     if (st == KPROF_OK) st = kp_src_load_hosts(src, err);
     if (st == KPROF_OK) st = kp_src_load_strings(src, err);
     if (st == KPROF_OK) st = kp_src_metric_schema(src, err);
+    if (st == KPROF_OK) kp_src_kernel_info_load(src);
     if (st != KPROF_OK) {
         kp_event_source_close(src);
         return st;
@@ -608,6 +658,7 @@ void kp_event_source_close(kp_event_source *src)
     free(src->name_len);
     free(src->launches);
     free(src->threads);
+    free(src->kinfo);
     free(src->queues);
     free(src->metrics);
     free(src);
@@ -715,10 +766,11 @@ static kprof_status kp_src_index(kp_event_source *src, kp_error *err)
     kprof_status st = KPROF_OK;
     int rc;
     if (sqlite3_prepare_v2(src->db,
-                           "SELECT kind, pid, tid, device, stream, process, correlation, start_ns "
-                           "FROM events",
+                           "SELECT kind, pid, tid, device, stream, process, correlation, start_ns, "
+                           "domain FROM events",
                            -1, &q, NULL) != SQLITE_OK)
         return kp_src_fail(src, src->db, err);
+    src->opencl_ops = src->other_ops = 0; /* a pass that failed before counted some */
     int64_t last_thread[2] = {0, 0}, last_queue[3] = {0, 0, 0};
     int have_thread = 0, have_queue = 0;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
@@ -735,7 +787,16 @@ static kprof_status kp_src_index(kp_event_source *src, kp_error *err)
             }
         }
         if (flags & KP_EVENT_F_DEVICE) {
-            int64_t key[3] = {pid, kp_src_u32(sqlite3_column_int64(q, 3)),
+            /* The domain rides in the device's key above its 32 bits: an OpenCL queue is
+             * named apart from a CUDA stream of the same numbers. */
+            int opencl = sqlite3_column_int(q, 8) == KP_DOMAIN_OPENCL;
+            if (opencl)
+                src->opencl_ops++;
+            else
+                src->other_ops++;
+            int64_t key[3] = {pid,
+                              (int64_t)kp_src_u32(sqlite3_column_int64(q, 3)) |
+                                  (opencl ? INT64_C(1) << 32 : 0),
                               kp_src_u32(sqlite3_column_int64(q, 4))};
             if (!have_queue || memcmp(key, last_queue, sizeof key) != 0) {
                 if (kp_src_set_add(&queues, key) != 0) goto nomem;
@@ -778,8 +839,9 @@ static kprof_status kp_src_index(kp_event_source *src, kp_error *err)
                 (kp_trace_thread){threads.keys[i][0], threads.keys[i][1]};
     for (size_t i = 0; i < queues.cap; i++)
         if (queues.used[i])
-            src->queues[src->nqueues++] = (kp_trace_queue){
-                queues.keys[i][0], (uint32_t)queues.keys[i][1], (uint32_t)queues.keys[i][2]};
+            src->queues[src->nqueues++] =
+                (kp_trace_queue){queues.keys[i][0], (uint32_t)queues.keys[i][1],
+                                 (uint32_t)queues.keys[i][2], (int)(queues.keys[i][1] >> 32)};
     /* The calls by key, earliest first, then each key once. Usually in order already. */
     for (size_t i = 1; i < src->nlaunches; i++) {
         if (kp_src_cmp_launch(&src->launches[i - 1], &src->launches[i]) > 0) {
@@ -835,6 +897,14 @@ kprof_status kp_event_source_threads(kp_event_source *src, const kp_trace_thread
     *out = src->threads;
     *n = src->nthreads;
     return st;
+}
+
+int kp_event_source_opencl_only(kp_event_source *src)
+{
+    kp_error err = {0};
+    kprof_status st = kp_src_index(src, &err);
+    kp_error_clear(&err);
+    return st == KPROF_OK && src->opencl_ops > 0 && src->other_ops == 0;
 }
 
 kprof_status kp_event_source_queues(kp_event_source *src, const kp_trace_queue **out, size_t *n,
@@ -1234,6 +1304,20 @@ int kp_event_iter_next(kp_event_iter *it, kp_trace_event *ev)
         if (!kp_src_null(q, c + 9)) {
             e->local_mem = kp_src_u32(sqlite3_column_int64(q, c + 9));
             e->known |= KP_EVENT_HAS_LOCAL;
+        }
+        /* An OpenCL kernel's reflection on its device, kept once per kernel and device. */
+        const kp_event_source *src = it->src;
+        if (src->nkinfo && col[KP_SRC_STREAM] >= 0) {
+            kp_src_kernel_info key = {.process = e->process, .device = e->device, .name = e->name};
+            const kp_src_kernel_info *k =
+                bsearch(&key, src->kinfo, src->nkinfo, sizeof key, kp_src_cmp_kinfo);
+            if (k) {
+                e->max_threads_per_group = k->max_group;
+                e->group_multiple = k->multiple;
+                e->cl_local_mem = k->local_mem;
+                e->cl_private_mem = k->private_mem;
+                e->known |= KP_EVENT_HAS_MAX_THREADS | KP_EVENT_HAS_CL_REFLECTION;
+            }
         }
     }
     if ((c = col[KP_SRC_PAYLOAD]) >= 0) {

@@ -106,6 +106,7 @@ typedef struct kp_trace_thread {
 typedef struct kp_trace_queue {
     int64_t pid;
     uint32_t device, stream;
+    int opencl; /* an OpenCL queue (its operations' domain): named "queue", its device "device" */
 } kp_trace_queue;
 
 /* Open a trace read-only (kp_trace_db_open's checks) and read its meta, processes, notes and
@@ -168,6 +169,11 @@ kprof_status kp_event_source_threads(kp_event_source *src, const kp_trace_thread
                                      kp_error *err);
 kprof_status kp_event_source_queues(kp_event_source *src, const kp_trace_queue **out, size_t *n,
                                     kp_error *err);
+
+/* 1 when the trace has device operations and every one is OpenCL's (whose devices may be CPUs:
+ * reports then say "device" and "queue", not "GPU" and "stream"); 0 otherwise, and when the
+ * index cannot be made. Makes the index as above. */
+int kp_event_source_opencl_only(kp_event_source *src);
 
 /* ---- events --------------------------------------------------------------------------------- */
 

@@ -41,7 +41,10 @@ static const char kp_trace_schema[] =
     " dynamic_smem INTEGER, local_mem INTEGER, bytes INTEGER, copy_kind INTEGER,"
     " range_id INTEGER, status INTEGER);"
     "CREATE TABLE metrics (event INTEGER REFERENCES events(id),"
-    " key INTEGER REFERENCES strings(id), value REAL);";
+    " key INTEGER REFERENCES strings(id), value REAL);"
+    "CREATE TABLE kernel_info (process INTEGER REFERENCES processes(id), device INTEGER,"
+    " name INTEGER REFERENCES strings(id), local_mem INTEGER, private_mem INTEGER,"
+    " max_group_size INTEGER, group_multiple INTEGER, UNIQUE (process, device, name));";
 
 /* The events' metric columns, added when the first flops or bytes metric arrives, or at the end:
  * the rows inserted before hold no field for them (they read as NULL), so a trace without
@@ -175,8 +178,8 @@ typedef struct kp_merge_pending_metric {
 
 struct kp_trace_merge {
     sqlite3 *db;
-    sqlite3_stmt *ins_event, *ins_string, *get_string, *ins_process, *upd_process, *upd_job, *ins_clock, *ins_note,
-        *upd_name;
+    sqlite3_stmt *ins_event, *ins_string, *get_string, *ins_process, *upd_process, *upd_job,
+        *ins_clock, *ins_note, *upd_name, *ins_kernel_info;
     sqlite3_stmt *ins_events; /* KP_MERGE_ROWS rows at once */
     /* The same two with the metric columns, for rows that carry flops or bytes. */
     sqlite3_stmt *ins_event_metrics, *ins_events_metrics;
@@ -618,6 +621,22 @@ static void kp_part_record(kp_merge *m, kp_merge_part *p, const kp_rec *r)
     case KP_REC_DROPPED:
         p->dropped += r->bytes;
         return;
+    case KP_REC_KERNEL_INFO: { /* its own table: one row per process, device and kernel */
+        int64_t process = kp_part_process(m, p);
+        int64_t name = kp_merge_name(m, p, r->name, 1);
+        if (!process || !name || m->status != KPROF_OK) return;
+        sqlite3_stmt *q = m->ins_kernel_info;
+        sqlite3_reset(q);
+        sqlite3_bind_int64(q, 1, process);
+        sqlite3_bind_int64(q, 2, r->device);
+        sqlite3_bind_int64(q, 3, name);
+        sqlite3_bind_int64(q, 4, r->static_smem);
+        sqlite3_bind_int64(q, 5, r->local_mem);
+        sqlite3_bind_int64(q, 6, (int64_t)r->bytes);
+        sqlite3_bind_int64(q, 7, r->aux);
+        if (sqlite3_step(q) != SQLITE_DONE) kp_db_fail(m, "kernel_info");
+        return;
+    }
     case KP_REC_NOTE: /* at the end, when its text has surely been read */
         if (p->nnotes == p->notes_cap) {
             size_t cap = p->notes_cap ? p->notes_cap * 2 : 8;
@@ -1149,6 +1168,7 @@ static void kp_merge_free(kp_merge *m)
     sqlite3_finalize(m->ins_clock);
     sqlite3_finalize(m->ins_note);
     sqlite3_finalize(m->upd_name);
+    sqlite3_finalize(m->ins_kernel_info);
     sqlite3_finalize(m->ins_events);
     sqlite3_finalize(m->ins_event_metrics);
     sqlite3_finalize(m->ins_events_metrics);
@@ -1246,6 +1266,10 @@ kprof_status kp_trace_merge_open(const char *path, const volatile sig_atomic_t *
                            &m->ins_note, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(m->db, "UPDATE events SET name = ? WHERE id = ?", -1, &m->upd_name,
                            NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(m->db,
+                           "INSERT OR REPLACE INTO kernel_info (process, device, name, local_mem, "
+                           "private_mem, max_group_size, group_multiple) VALUES (?,?,?,?,?,?,?)",
+                           -1, &m->ins_kernel_info, NULL) != SQLITE_OK ||
         !(prepared = 1)) {
         for (int i = 0; i < 4; i++)
             kp_str_free(&ins[i / 2][i % 2]);

@@ -258,6 +258,49 @@ print(json.dumps([[s["name"], s["depth"], s["parent"]["name"] if s["parent"] els
                          sorted(["auto.kprof", "auto-1.kprof", m.group(1), "r0.kprof", "r1.kprof",
                                  fallback]))
 
+    def test_autostart_output_cannot_be_written(self):
+        # KPROF_OUTPUT that cannot be written: the trace is kept (in the scratch folder, whole)
+        # and the line says where; nothing is made beside the name asked for.
+        fifo = os.path.join(self.tmp, "fifo")
+        os.mkfifo(fifo)
+        cases = [os.path.join(self.tmp, "no", "such", "folder", "t.kprof"),
+                 os.path.join(self.tmp, "x" * 300 + ".kprof"), fifo, "/dev/full"]
+        for out in cases:
+            dev = out == "/dev/full"
+            p = self.app("auto", 3, env={"KPROF": "1", "KPROF_OUTPUT": out})
+            m = re.fullmatch(r"kprof: error: KPROF=1: .*; the trace \(4 events\) is kept as "
+                             r"(\S+/session\.kprof)\n", p.stderr)
+            self.assertTrue(m, (out, p.stderr))
+            if out == fifo or dev:
+                self.assertIn("is not a regular file", p.stderr)
+            kept = m.group(1)
+            self.assertTrue(kept.startswith(self.scratch + "/kprof-"), kept)
+            by_name = self.report_json(kept, "--by", "name")
+            self.assertEqual({r["name"]: r["calls"] for r in by_name["rows"]},
+                             {"main": 1, "tick": 3})
+            shutil.rmtree(os.path.dirname(kept))
+            sibling = ("/dev/full-1" if dev else out + "-1")
+            if dev and os.path.exists(sibling) and os.stat(sibling).st_size:
+                os.unlink(sibling)  # made by the code before this fix, as root
+                self.fail("/dev/full-1 was made")
+            self.assertFalse(os.path.exists(sibling), sibling)
+        self.assertEqual(sorted(os.listdir(self.tmp)), ["fifo", "scratch"])
+        # A folder: the trace goes inside it, under the default name (no sibling DIR-1).
+        folder = os.path.join(self.tmp, "traces")
+        os.mkdir(folder)
+        p = self.app("auto", 3, env={"KPROF": "1", "KPROF_OUTPUT": folder})
+        m = re.fullmatch(r"kprof: saved 4 events to (.*/kprof-\d+\.kprof)\n", p.stderr)
+        self.assertTrue(m, p.stderr)
+        self.assertEqual(os.path.dirname(m.group(1)), folder)
+        self.assertFalse(os.path.exists(folder + "-1"))
+        # A newline in the name is printed escaped: one line.
+        odd = os.path.join(self.tmp, "a\nb.kprof")
+        p = self.app("auto", 3, env={"KPROF": "1", "KPROF_OUTPUT": odd})
+        self.assertEqual(p.stderr, "kprof: saved 4 events to %s\n"
+                         % os.path.join(self.tmp, "a\\nb.kprof"))
+        self.assertTrue(os.path.exists(odd))
+        self.assertEqual(leftovers(self.scratch), [])
+
     # ---- the rest of the API ----------------------------------------------------------------------
 
     def test_threads_lose_nothing(self):
@@ -324,7 +367,23 @@ print(json.dumps([[s["name"], s["depth"], s["parent"]["name"] if s["parent"] els
             self.assertEqual(self.symbols(compiler, "-O0", "-DKPROF_DISABLE", lang=lang), [])
             used = set(self.symbols(compiler, lang=lang))
             self.assertTrue({"kprof_scopes_on_", "kprof_scope_open_", "kprof_scope_close_",
-                             "kprof_scope_metric_", "kprof_scope_work_"} <= used, used)
+                             "kprof_scope_metric_", "kprof_scope_work_", "kprof_start",
+                             "kprof_stop", "kprof_result_destroy", "kprof_compare",
+                             "kprof_benchmark", "kprof_last_error"} <= used, used)
+            # Disabled, the program links without -lkprof (at -O0 too) and every function
+            # answers as the header's KPROF_DISABLE section says.
+            for opt in ("-O0", "-O2"):
+                exe = os.path.join(self.tmp, "unit-off")
+                cmd = [compiler] + (["-x", lang] if lang else []) + [
+                    opt, "-Wall", "-Wextra", "-Werror", "-I", INCLUDE, "-DKPROF_DISABLE",
+                    "-DKPROF_UNIT_MAIN", UNIT, "-o", exe]
+                p = subprocess.run(cmd, capture_output=True, text=True)
+                self.assertEqual(p.returncode, 0, " ".join(cmd) + "\n" + p.stderr)
+                nm = subprocess.run(["nm", exe], capture_output=True, text=True,
+                                    check=True).stdout
+                self.assertEqual([l for l in nm.splitlines() if "kprof" in l], [], opt)
+                p = subprocess.run([exe], capture_output=True, text=True)
+                self.assertEqual(p.returncode, 0, f"{compiler} {opt}: {p.returncode} wrong")
 
     # ---- examples ---------------------------------------------------------------------------------
 
@@ -383,6 +442,26 @@ print(json.dumps([[s["name"], s["depth"], s["parent"]["name"] if s["parent"] els
         if any("its OpenCL loader has no layer support" in n for n in r.get("notes", [])):
             self.skipTest("this machine's OpenCL loader took no layer")
         self.assertEqual({g["name"]: g["calls"] for g in r["device"]}.get("late"), 3, r["device"])
+        # A scope that launched device work: its GFLOP/s and GB/s are over the device time
+        # attributed to it, with the host-time figures beside them (kprof_row).
+        m = dict(kv.split("=") for kv in p.stdout.split()[1:])
+        v = {k: float(x) for k, x in m.items()}
+        self.assertEqual((v["flops"], v["bytes"]), (3 * 1024.0, 3 * 8192.0))
+        self.assertGreater(v["gpu_s"], 0)
+        self.assertAlmostEqual(v["gflops"], v["flops"] / v["gpu_s"] / 1e9, delta=v["gflops"] * 1e-9)
+        self.assertAlmostEqual(v["gb"], v["bytes"] / v["gpu_s"] / 1e9, delta=v["gb"] * 1e-9)
+        self.assertAlmostEqual(v["host_gflops"], v["flops"] / v["total_s"] / 1e9,
+                               delta=v["host_gflops"] * 1e-9)
+        self.assertAlmostEqual(v["host_gb"], v["bytes"] / v["total_s"] / 1e9,
+                               delta=v["host_gb"] * 1e-9)
+        # The report of its trace says the same, labelled.
+        by = {x["name"]: x for x in self.report_json(out, "--by", "name")["rows"]}
+        self.assertAlmostEqual(by["step"]["device_gflop_per_s"], v["gflops"],
+                               delta=v["gflops"] * 1e-6)
+        self.assertAlmostEqual(by["step"]["gflop_per_s"], v["host_gflops"],
+                               delta=v["host_gflops"] * 1e-6)
+        text = self.kprof("report", out, "--by", "name", expect=0).stdout
+        self.assertIn("Dev GFLOP/s  Host GFLOP/s", text)
 
     def test_opencl_example(self):
         # examples/opencl.c: scopes with work metrics around OpenCL kernels (PoCL here); its

@@ -326,8 +326,16 @@ class Metrics(kptest.KprofTestCase):
         self.assertIsNone(launch["gflop_per_s"])
         copy = nodes["train/step/cudaMemcpy/[CUDA memcpy HtoD]"]
         self.assertEqual(copy["gb_per_s"], (1 << 20) / (50 * US))
+        # A range that launched device work has its rates over that device time too: train's
+        # 3e9 flops ran on 500 µs of device time (6000 GFLOP/s), over 10 ms of host time (300).
+        self.assertEqual(nodes["train"]["device_gflop_per_s"], 3e9 / (500 * US))
+        self.assertEqual(nodes["train"]["device_gb_per_s"], 1e8 / (500 * US))
+        self.assertEqual(step["device_gflop_per_s"], 1e9 / (500 * US))
+        self.assertIsNone(nodes["train/step/cudaLaunchKernel"]["device_gflop_per_s"])
         text = self.out("report", "m.kprof", "--tree")  # the path the header names
-        self.assertIn("     Flops   GFLOP/s       Bytes      GB/s  Kind", text)
+        self.assertIn("     Flops  Dev GFLOP/s  Host GFLOP/s       Bytes  Dev GB/s  Host GB/s  Kind",
+                      text)
+        self.assertRegex(text, r"\n +1 +10 ms .* 3 G +6000 +300 +95.37 MiB +200 +10.0  range +train\n")
         self.check_golden("report-metrics-tree.txt", text)
         by = json.loads(self.out("report", self.trace, "--by", "name", "--json"))
         rows = {r["name"]: r for r in by["rows"]}
@@ -339,7 +347,8 @@ class Metrics(kptest.KprofTestCase):
         gemm = next(l for l in csv if "train/step/cudaLaunchKernel/gemm," in l)
         self.assertTrue(gemm.endswith(",600000000,40000000,1500,100"), gemm)
         text = self.out("report", self.trace, "--by", "name")
-        self.assertIn("Flops   GFLOP/s       Bytes      GB/s  Name", text)
+        self.assertIn("Flops  Dev GFLOP/s  Host GFLOP/s       Bytes  Dev GB/s  Host GB/s  Name",
+                      text)
 
     def test_exports(self):
         chrome = json.loads(self.out("export", self.trace, "--chrome", "-"))

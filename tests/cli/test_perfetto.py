@@ -301,7 +301,10 @@ class Perfetto(kptest.KprofTestCase):
         path = self.gen("opencl", "--kernels", "6", "--seconds", "0.01")
         d = Decoded(self, self.export(path))
         queues = sorted(t.name for t in d.tracks.values() if "\u00b7" in t.name)
-        self.assertEqual(queues, ["GPU 0 \u00b7 queue 1"])
+        # An OpenCL device (perhaps a CPU) is a "device", its queue a "queue", as in the
+        # Chrome export and the report.
+        self.assertEqual(queues, ["device 0 \u00b7 queue 1"])
+        self.assertIn("device 0", [t.name for t in d.tracks.values()])
         kernels = d.named("scale")
         self.assertEqual(len(kernels), 6)
         # Even launches gave no local size: the work-items, no made-up groups.

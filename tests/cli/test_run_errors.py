@@ -3,6 +3,7 @@ leaves nothing half-written."""
 
 import json
 import os
+import re
 import time
 
 import kptest
@@ -181,6 +182,47 @@ class RunErrors(kptest.KprofTestCase):
         with open(os.path.join(folder, log)) as f:
             self.assertIn(path + ":1:", f.read())
         self.assertTrue(folder.startswith(self.cache))
+
+    def test_compile_failure_on_ci_runners(self):
+        # GitHub Actions: the failure is kept under $RUNNER_TEMP/kprof-compilation-dumps, which
+        # outlives the job's steps for an upload step, and a workflow notice names the folder.
+        path = self.write("bad.cl", "__kernel void bad(__global float *x) { x[0] = y; }\n")
+        args = ("run", path, "--buffers", "f32:1", "--grid", "1", "--tg", "1")
+        runner_temp = os.path.join(self.tmp, "runner temp")
+        os.mkdir(runner_temp)
+        p = self.kprof(*args, expect=4, env={"GITHUB_ACTIONS": "true", "RUNNER_TEMP": runner_temp})
+        base = os.path.join(runner_temp, "kprof-compilation-dumps")
+        notice = [l for l in p.stderr.splitlines() if l.startswith("::notice title=kprof::")]
+        self.assertEqual(len(notice), 1, p.stderr)
+        m = re.search(r" kept in (.*) \(upload it with actions/upload-artifact", notice[0])
+        self.assertTrue(m, notice[0])
+        folder = m.group(1)
+        self.assertEqual(os.path.dirname(folder), base)
+        self.assertEqual(sorted(os.path.splitext(f)[1] for f in os.listdir(folder)),
+                         [".cl", ".log", ".options"])
+        self.assertIn("source, options and log kept in %s/" % folder, p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.cache, "failed")))
+        # KPROF_DUMP_DIR still wins, and is the folder named; a good kernel's dumps are named too.
+        dump = os.path.join(self.tmp, "dumps")
+        env = {"GITHUB_ACTIONS": "true", "RUNNER_TEMP": runner_temp, "KPROF_DUMP_DIR": dump}
+        p = self.kprof(*args, expect=4, env=env)
+        self.assertRegex(p.stderr, r"(?m)^::notice title=kprof::.* kept in %s \(" % re.escape(dump))
+        good = self.write("good.cl", "__kernel void good(__global float *x) { x[0] = 1; }\n")
+        p = self.kprof("run", good, "--buffers", "f32:1", "--grid", "1", "--tg", "1", "--iters",
+                       "1", "--json", expect=0, env=env)
+        json.loads(p.stdout)  # the notice is not in the JSON
+        self.assertRegex(p.stderr, r"(?m)^::notice title=kprof::KPROF_DUMP_DIR: .* kept in %s \("
+                         % re.escape(dump))
+        # Off GitHub Actions, no notice.
+        p = self.kprof(*args, expect=4, env={"RUNNER_TEMP": runner_temp})
+        self.assertNotIn("::notice", p.stderr)
+        # Buildkite: the upload command, the folder quoted for the shell.
+        p = self.kprof(*args, expect=4, env={"BUILDKITE": "true"})
+        m = re.search(r"(?m)^kprof: on Buildkite, keep them as artifacts: "
+                      r"buildkite-agent artifact upload '(.*)/\*\*/\*'$", p.stderr)
+        self.assertTrue(m, p.stderr)
+        self.assertTrue(m.group(1).startswith(os.path.join(self.cache, "failed")), m.group(1))
+        self.assertTrue(os.path.isdir(m.group(1)))
 
     def in_process_device(self):
         """An OpenCL device whose kernels run in kprof's process (PoCL's CPU device), or skip."""

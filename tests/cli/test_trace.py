@@ -4,6 +4,7 @@ behaviour: exit codes, no GPU activity, dropped records, crashes, bad trace file
 
 import json
 import os
+import shutil
 import sqlite3
 import sys
 
@@ -254,6 +255,22 @@ class Trace(kptest.KprofTestCase):
         text = self.kprof("report", path, "--trace", expect=0).stdout
         self.assertNotIn("CUDA", text)
         self.assertNotIn("cuda", json.dumps(r))
+        # OpenCL's device may be a CPU (PoCL): the words are "device" and "queue", never "GPU"
+        # or "stream", in the report, the verdicts, the tree and both exports.
+        tree = self.kprof("report", path, "--tree", expect=0).stdout
+        tree += self.kprof("report", path, "--by", "name", "--sort", "gpu", expect=0).stdout
+        chrome = self.kprof("export", path, "--chrome", "-", expect=0).stdout
+        for out in (text, self.kprof("report", path, expect=0).stdout, tree, chrome,
+                    a["sentence"], burst["sentence"]):
+            self.assertNotIn("GPU", out)
+            self.assertNotIn("stream", out)
+        self.assertIn("Device-side activity: the device was busy for", text)
+        self.assertIn("Host-side activity: calling OpenCL APIs took", text)
+        self.assertRegex(text, r"(?m)^ +Device busy .+ of ")
+        self.assertIn("; device time ", tree)
+        names = [e["args"]["name"] for e in json.loads(chrome)["traceEvents"] if e["ph"] == "M"]
+        self.assertIn("queue 1", names)
+        self.assertTrue(any(n.startswith("device 0 (pid ") for n in names), names)
         # Geometry: the runtime chose the work-groups of the even launches.
         device = text[text.index("Device-side trace:"):text.index("Verdict:")]
         header = device.splitlines()[1]
@@ -505,6 +522,35 @@ class Trace(kptest.KprofTestCase):
         p = self.kprof("trace", "-o", os.path.join(self.tmp, "y.kprof"), "--", "true",
                        env={"CUDA_INJECTION64_PATH": "/other/profiler.so"}, expect=3)
         self.assertIn("another profiler is injected", p.stderr)
+
+    def test_output_is_not_the_command(self):
+        # The trace never replaces the program being traced, nor a file its command line names,
+        # --force or not, whether the file exists yet or not (same inode, or the same name once
+        # the folders are resolved).
+        app = os.path.join(self.tmp, "app")
+        shutil.copy("/bin/true", app)
+        before = open(app, "rb").read()
+        sub = os.path.join(self.tmp, "sub")
+        os.mkdir(sub)
+        os.symlink(app, os.path.join(self.tmp, "link"))
+        cases = [
+            (["-o", "./app", "--force", "--", "./app"], "is the program being traced"),
+            (["-o", "app", "--", app], "is the program being traced"),
+            (["-o", "link", "--force", "--", "./app"], "is the program being traced"),
+            (["-o", "sub/../app", "--force", "--", "./app"], "is the program being traced"),
+            (["-o", "in.kprof", "--force", "--", "cp", "sub/../in.kprof", "x"],
+             "argument 1, 'sub/../in.kprof'"),
+            (["-o", "new.kprof", "--", "sh", "-c", "true", "--out=./new.kprof"],
+             "argument 3, './new.kprof'"),
+        ]
+        for args, words in cases:
+            p = self.kprof("trace", *args, expect=2)
+            self.assertIn(words, p.stderr, args)
+            self.assertEqual(open(app, "rb").read(), before, args)
+            self.assertFalse(os.path.exists(os.path.join(self.tmp, "new.kprof")))
+        self.assertEqual(sorted(os.listdir(self.tmp)), ["app", "link", "sub"])
+        # A name that is merely alike is fine.
+        self.kprof("trace", "-o", "app.kprof", "--", "./app", expect=0)
 
     def test_environment_of_the_program(self):
         # What the collectors are told travels in the environment; the program sees it, and

@@ -164,6 +164,56 @@ class TraceNvtxOpenCL(NvtxChecks):
                  "ORDER BY start_ns, id"], capture_output=True, text=True, timeout=60)
             self.assertEqual(shell.stdout.splitlines(), [n for n, _ in RANGES], shell.stderr)
 
+    def in_process(self, collect, name):
+        """The program under KPROF=1 (libkprof preloaded: it knows nothing of kprof), its
+        session recording `collect`: the trace, the process, the threads."""
+        library = os.environ.get("KPROF_SHARED_LIBRARY")
+        if not library:
+            self.skipTest("KPROF_SHARED_LIBRARY not set (run through ctest)")
+        preload = [library]
+        if os.environ.get("KPROF_SANITIZED") == "1":  # a sanitized libkprof: its runtime first
+            cc = os.environ.get("KPROF_CC") or "cc"
+            runtime = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True,
+                                     text=True).stdout.strip()
+            if not os.path.isabs(runtime):
+                self.skipTest("the sanitizer's runtime for preloading a sanitized libkprof")
+            preload.insert(0, runtime)
+        out = os.path.join(self.tmp, name)
+        env = dict(os.environ, KPROF="1", KPROF_COLLECT=collect, KPROF_OUTPUT=out,
+                   LD_PRELOAD=":".join(preload), TMPDIR=self.tmp)
+        for k in ("KPROF_TRACE_DIR", "NVTX_INJECTION64_PATH", "OPENCL_LAYERS"):
+            env.pop(k, None)
+        p = subprocess.run([self.app, "full"], capture_output=True, text=True, env=env,
+                           timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("kprof: saved ", p.stderr)
+        tids = dict(item.split("=") for item in p.stdout.split())
+        return out, p, {"main": int(tids["main_tid"]), "worker": int(tids["worker_tid"])}
+
+    def test_in_process_session_records_nvtx(self):
+        # KPROF=1 with the OpenCL collector records the NVTX ranges and marks `kprof trace`
+        # records, exactly (NVTX comes with the device collectors), in one process with the
+        # kernels; KPROF_COLLECT=scopes,nvtx records them alone; the scopes alone do not.
+        path, p, tids = self.in_process("scopes,opencl", "inproc.kprof")
+        db = sqlite3.connect(path)
+        by = self.check_program(db, p, tids)
+        self.assertEqual(db.execute("SELECT COUNT(*) FROM events WHERE kind = 4").fetchone()[0],
+                         3)
+        self.assertEqual(db.execute("SELECT COUNT(*) FROM processes").fetchone()[0], 1)
+        self.check_report(path, by)
+        traced, _, _ = self.trace("full")
+        names = "SELECT name FROM event_view WHERE kind IN ('range', 'mark') ORDER BY start_ns, id"
+        self.assertEqual(db.execute(names).fetchall(),
+                         sqlite3.connect(traced).execute(names).fetchall())
+        path, p, tids = self.in_process("scopes,nvtx", "nvtx-only.kprof")
+        db = sqlite3.connect(path)
+        self.check_program(db, p, tids)
+        self.assertEqual(db.execute("SELECT COUNT(*) FROM events WHERE kind = 4").fetchone()[0],
+                         0)
+        path, p, tids = self.in_process("scopes", "scopes-only.kprof")
+        db = sqlite3.connect(path)
+        self.assertEqual(rows(db, 8), [])
+
     def test_fork_child_starts_fresh(self):
         path, p, tids = self.trace("fork")
         db = sqlite3.connect(path)

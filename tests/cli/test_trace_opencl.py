@@ -7,6 +7,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import sys
 
 import kptest
 
@@ -97,6 +98,78 @@ class TraceOpenCL(kptest.KprofTestCase):
         flows_out = {e["bind_id"] for e in ev if e.get("flow_out")}
         self.assertEqual(len(flows_in), 121)
         self.assertEqual({e["bind_id"] for e in flows_in}, flows_out)
+
+    def test_kernel_reflection(self):
+        # Each OpenCL kernel's reflection on its device is queried once, at its first launch,
+        # and kept once per kernel and device (kernel_info); reports, --trace and both exports
+        # carry it on every dispatch, with the values `kprof run` prints for the same kernel.
+        path, p = self.trace("20")
+        self.check_counts(path, p)
+        db = sqlite3.connect(path)
+        info = {name: row for (name, *row) in db.execute(
+            "SELECT s.text, k.device, k.local_mem, k.private_mem, k.max_group_size, "
+            "k.group_multiple FROM kernel_info k JOIN strings s ON s.id = k.name")}
+        self.assertEqual(sorted(info), ["add_one", "scale"])  # once each, 41 launches
+        src = os.path.join(self.tmp, "k.cl")
+        with open(src, "w") as f:
+            f.write("__kernel void scale(__global float *x, float a)\n{\n"
+                    "    size_t i = get_global_id(0);\n    x[i] = x[i] * a;\n}\n")
+        run = json.loads(self.kprof("run", src, "--backend", "opencl", "--buffers",
+                                    "f32:64,f32=3", "--grid", "64", "--tg", "64", "--iters",
+                                    "1", "--json", expect=0).stdout)["reflection"]
+        device, local, private, max_group, multiple = info["scale"]
+        self.assertEqual((max_group, multiple, local, private),
+                         (run["max_threadgroup_size"], run["preferred_multiple"],
+                          run["static_local_bytes"], run["private_bytes"]))
+        want = {"max_threadgroup_size": max_group, "preferred_multiple": multiple,
+                "static_local_bytes": local, "private_bytes": private}
+        r = json.loads(self.kprof("report", path, "--trace", "--json", expect=0).stdout)
+        scales = [e for e in r["device_trace"] if e["name"] == "scale"]
+        self.assertEqual(len(scales), 20)
+        for e in scales:
+            self.assertEqual(e["reflection"], want)
+        for e in r["device_trace"]:
+            if e["kind"] != "kernel":
+                self.assertNotIn("reflection", e)
+        text = self.kprof("report", path, "--trace", expect=0).stdout
+        self.assertIn("\nKernel reflection (OpenCL: queried once per kernel and device, at its "
+                      "first launch):\n", text)
+        self.assertEqual(len([l for l in text.splitlines()
+                              if l.startswith("  scale on device %d: max tg %d · preferred "
+                                              "multiple %d · local mem " % (device, max_group,
+                                                                            multiple))]), 1)
+        chrome = json.loads(self.kprof("export", path, "--chrome", "-", expect=0).stdout)
+        kernels = [e for e in chrome["traceEvents"] if e.get("cat") == "kernel"]
+        self.assertEqual(len(kernels), 41)
+        for e in kernels:
+            if e["name"] == "scale":
+                self.assertEqual({k: e["args"][k] for k in want}, want)
+        # The Perfetto export's debug annotations, decoded as test_perfetto.py decodes them.
+        here = os.path.dirname(os.path.abspath(__file__))
+        sys.path.insert(0, here)
+        import test_perfetto
+        python, why = test_perfetto.venv_python()
+        if python:
+            pf = os.path.join(self.tmp, "cl.pftrace")
+            self.kprof("export", path, "--perfetto", pf, expect=0)
+            script = (
+                "import json, sys, unittest\nsys.path.insert(0, sys.argv[2])\n"
+                "import test_perfetto\nclass T(unittest.TestCase):\n    def runTest(self): pass\n"
+                "d = test_perfetto.Decoded(T(), sys.argv[1])\n"
+                "print(json.dumps([s['args'] for s in d.slices if s['name'] == 'scale']))\n")
+            q = subprocess.run([python, "-c", script, pf, here], capture_output=True, text=True,
+                               timeout=300)
+            self.assertEqual(q.returncode, 0, q.stderr)
+            args = json.loads(q.stdout)
+            self.assertEqual(len(args), 20)
+            for a in args:
+                self.assertEqual({k: a[k] for k in want}, want)
+        # An old trace (no kernel_info table) reads as before, without reflection.
+        db.execute("DROP TABLE kernel_info")
+        db.commit()
+        db.close()
+        r = json.loads(self.kprof("report", path, "--trace", "--json", expect=0).stdout)
+        self.assertFalse(any("reflection" in e for e in r["device_trace"]))
 
     def test_blocking_read_is_host_synchronization(self):
         # `cl_app 6 blocking` ends each iteration with a blocking read (CL_TRUE) and no clFinish

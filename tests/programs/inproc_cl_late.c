@@ -2,7 +2,9 @@
  * inproc_cl_late.c — libkprof's OpenCL collector when the loader takes the layer in outside a
  * session (tests/cli/test_inproc.py): a session that asks for OpenCL and sees none, then OpenCL
  * used with no session (the layer loads then, with nowhere to record), then a second session
- * whose kernels must be recorded.
+ * whose kernels must be recorded. Its "step" scopes carry work: it prints their key-average row's
+ * rates (over the device time attributed to them, and over their host time) on stdout,
+ * "step flops=F bytes=B gpu_s=G total_s=T gflops=R host_gflops=H gb=S host_gb=U".
  *
  *   inproc_cl_late OUT.kprof    exit 77 without an OpenCL device
  */
@@ -11,6 +13,7 @@
 #include <kprof.h>
 
 #include <stdio.h>
+#include <string.h>
 
 static const char *source = "__kernel void late(__global float *a) {\n"
                             "    a[get_global_id(0)] += 1.0f;\n"
@@ -49,7 +52,7 @@ int main(int argc, char **argv)
         return 1;
     }
     for (int i = 0; i < 3; i++) {
-        KPROF_SCOPE("step");
+        KPROF_SCOPE_WORK("step", 1024.0, 8192.0);
         clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL);
         clFinish(q);
     }
@@ -59,6 +62,15 @@ int main(int argc, char **argv)
                  ? 0
                  : 1;
     if (rc) fprintf(stderr, "inproc_cl_late: %s\n", kprof_last_error());
+    size_t n = 0;
+    const kprof_row *rows = rc ? NULL : kprof_result_key_averages(r, KPROF_BY_NAME, &n);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(rows[i].name, "step") == 0)
+            printf("step flops=%.17g bytes=%.17g gpu_s=%.17g total_s=%.17g gflops=%.17g "
+                   "host_gflops=%.17g gb=%.17g host_gb=%.17g\n",
+                   rows[i].flops, rows[i].bytes, rows[i].gpu_s, rows[i].total_s,
+                   rows[i].gflops_per_s, rows[i].host_gflops_per_s, rows[i].gb_per_s,
+                   rows[i].host_gb_per_s);
     kprof_result_destroy(r);
     clReleaseMemObject(a);
     clReleaseKernel(k);

@@ -87,8 +87,12 @@ static void test_session_errors(void)
     CHECK_CONTAINS(kprof_last_error(), "KPROF_OPTIONS_INIT");
     o = options();
     o.scratch_dir = "/nonexistent/kprof";
-    CHECK_INT(kprof_start(&o), KPROF_NOT_FOUND);
+    CHECK_INT(kprof_start(&o), KPROF_IO); /* as the header promises: not NOT_FOUND */
     CHECK_CONTAINS(kprof_last_error(), "/nonexistent/kprof");
+    o.scratch_dir = "/dev/null"; /* not a folder */
+    CHECK_INT(kprof_start(&o), KPROF_IO);
+    CHECK_CONTAINS(kprof_last_error(), "/dev/null");
+    CHECK_INT(kprof_recording(), 0);
 
     o = options();
     CHECK_INT(kprof_start(&o), KPROF_OK);

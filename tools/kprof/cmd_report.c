@@ -604,6 +604,8 @@ typedef struct kp_device_row {
     const char *name;
     int has_flops, has_metric_bytes; /* its metrics (a bytes metric stands for a copy's size) */
     double flops, metric_bytes;
+    int has_reflection; /* an OpenCL kernel's reflection on its device (KP_EVENT_HAS_CL_...) */
+    int64_t max_group, multiple, local_bytes, private_bytes;
 } kp_device_row;
 
 /* The device operations in time order, each with its launching call's start. */
@@ -671,6 +673,42 @@ static void kp_device_row_read(const kp_report *r, const kp_trace_event *ev, kp_
     d->flops = e->metrics.flops;
     d->has_metric_bytes = (e->known & KP_EVENT_HAS_METRIC_BYTES) != 0;
     d->metric_bytes = e->metrics.bytes;
+    d->has_reflection = (e->known & KP_EVENT_HAS_CL_REFLECTION) != 0;
+    d->max_group = e->max_threads_per_group;
+    d->multiple = e->group_multiple;
+    d->local_bytes = kp_i64_of(e->cl_local_mem);
+    d->private_bytes = kp_i64_of(e->cl_private_mem);
+}
+
+/* The kernels' reflection lines under the device-side trace: each (device, kernel) once, in the
+ * order first seen, as `kprof run` prints it. */
+typedef struct kp_reflection_seen {
+    int64_t device;
+    const char *name;
+} kp_reflection_seen;
+
+static void kp_print_reflection(const kp_device_row *d, kp_reflection_seen **seen, size_t *n,
+                                size_t *cap, kp_str *lines)
+{
+    if (!d->has_reflection) return;
+    for (size_t i = 0; i < *n; i++)
+        if ((*seen)[i].device == d->device && strcmp((*seen)[i].name, d->name) == 0) return;
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 8;
+        kp_reflection_seen *v = realloc(*seen, c * sizeof *v);
+        if (!v) return;
+        *seen = v;
+        *cap = c;
+    }
+    (*seen)[(*n)++] = (kp_reflection_seen){d->device, d->name};
+    char local[32], priv[32];
+    kp_str_printf_escaped(lines, "  %s", d->name);
+    kp_str_printf(lines,
+                  " on device %lld: max tg %lld · preferred multiple %lld · local mem %s static · "
+                  "private mem %s\n",
+                  (long long)d->device, (long long)d->max_group, (long long)d->multiple,
+                  kp_format_bytes((uint64_t)d->local_bytes, local, sizeof local),
+                  kp_format_bytes((uint64_t)d->private_bytes, priv, sizeof priv));
 }
 
 /* Dims without trailing 1s: "256", "64x8". */
@@ -735,9 +773,13 @@ static kprof_status kp_print_trace(kp_report *r, kp_error *err)
     if (has_queued) printf("  %10s", "Queue wait");
     if (has_submitted) printf("  %11s", "Submit wait");
     printf("  Name\n");
+    kp_reflection_seen *seen = NULL;
+    size_t nseen = 0, seen_cap = 0;
+    kp_str reflection = {0};
     while (kp_event_iter_next(it, &ev)) {
         kp_device_row d;
         kp_device_row_read(r, &ev, &d);
+        kp_print_reflection(&d, &seen, &nseen, &seen_cap, &reflection);
         char id[32] = "-", st[32], du[32], grid[48], block[48], buf[48];
         if (d.has_id) snprintf(id, sizeof id, "%lld", (long long)d.id);
         double dur = (double)kp_ns_span(d.end, d.start) / 1e9;
@@ -807,6 +849,12 @@ static kprof_status kp_print_trace(kp_report *r, kp_error *err)
             printf("  %11s", kp_dur_or_dash(d.has_submitted, d.submitted_ns, buf, sizeof buf));
         printf("  %s\n", d.name);
     }
+    if (reflection.data)
+        printf("\nKernel reflection (OpenCL: queried once per kernel and device, at its first "
+               "launch):\n%s",
+               reflection.data);
+    kp_str_free(&reflection);
+    free(seen);
     return kp_event_iter_close(it, err);
 }
 
@@ -932,16 +980,18 @@ static void kp_host_text(const char *host, const char *tag, char *buf, size_t n)
     kp_str_free(&s);
 }
 
-/* A device's label: "GPU 0", or "HOST · GPU 0" when the job ran on more than one host (the host
- * as kp_host_text shows it). */
-static void kp_device_label(const kp_trace_job *job, const kp_job_device *d, char *buf, size_t n)
+/* A device's label: "GPU 0" ("device 0" where the program used OpenCL alone), or "HOST · GPU 0"
+ * when the job ran on more than one host (the host as kp_host_text shows it). */
+static void kp_device_label(const kp_report *r, const kp_trace_job *job, const kp_job_device *d,
+                            char *buf, size_t n)
 {
     char host[KP_HOST_TEXT];
+    const char *word = kp_verdict_device_word(r->v.api, 0);
     kp_host_text(d->host, d->host_tag, host, sizeof host);
     if (job->nhosts > 1 && (*d->host || *d->host_tag))
-        snprintf(buf, n, "%s · GPU %u", host, (unsigned)d->device);
+        snprintf(buf, n, "%s · %s %u", host, word, (unsigned)d->device);
     else
-        snprintf(buf, n, "GPU %u", (unsigned)d->device);
+        snprintf(buf, n, "%s %u", word, (unsigned)d->device);
 }
 
 /* What a step is, for the stragglers line: "'step' steps", "all-reduce steps". */
@@ -1078,7 +1128,7 @@ static void kp_print_job(const kp_report *r)
     int lw = 6;
     for (size_t i = 0; i < job->ndevices; i++) {
         char label[KP_HOST_TEXT + 32];
-        kp_device_label(job, &job->devices[i], label, sizeof label);
+        kp_device_label(r, job, &job->devices[i], label, sizeof label);
         if (kp_text_width(label) > lw) lw = kp_text_width(label);
     }
     printf("  %-*s  %10s  %7s  %8s  %11s  %12s  %14s  Ranks\n", lw, "Device", "GPU busy",
@@ -1086,7 +1136,7 @@ static void kp_print_job(const kp_report *r)
     for (size_t i = 0; i < job->ndevices; i++) {
         const kp_job_device *dv = &job->devices[i];
         char label[KP_HOST_TEXT + 32], ranks[256], pct[32];
-        kp_device_label(job, dv, label, sizeof label);
+        kp_device_label(r, job, dv, label, sizeof label);
         kp_ranks_text(dv->ranks, dv->nranks, ranks, sizeof ranks);
         snprintf(pct, sizeof pct, "%.2f%%",
                  r->wall > 0 ? 100 * kp_ns_s(dv->gpu_busy_ns) / r->wall : 0);
@@ -1119,13 +1169,15 @@ static void kp_print_report(const kp_report *r)
     for (const char *p = r->notes.data ? r->notes.data : "", *nl; (nl = strchr(p, '\n')) != NULL;
          p = nl + 1)
         printf("Note: %.*s\n", (int)(nl - p), p);
-    printf("\nHost-side activity: calling GPU APIs took %s (%.2f%% of the wall)%s\n",
+    printf("\nHost-side activity: calling %s APIs took %s (%.2f%% of the wall)%s\n",
+           r->v.api == KP_API_OPENCL ? "OpenCL" : "GPU",
            kp_format_duration(r->host_total, a, sizeof a),
            r->wall > 0 ? 100 * r->host_total / r->wall : 0,
            r->raw ? "" : "; polling and query calls hidden (--raw shows them)");
     if (r->host.n) kp_print_table(r, &r->host);
     else printf("  (no host API calls recorded)\n");
-    printf("\nDevice-side activity: GPU was busy for %s (%.2f%% of the wall)\n",
+    printf("\nDevice-side activity: %s was busy for %s (%.2f%% of the wall)\n",
+           r->v.api == KP_API_OPENCL ? "the device" : "GPU",
            kp_format_duration(r->v.wall_in.gpu_busy_s, b, sizeof b), 100 * r->v.wall.busy_fraction);
     if (r->device.n) kp_print_table(r, &r->device);
     else if (!r->collectives.n) printf("  (no kernels, copies or fills recorded)\n");
@@ -1158,8 +1210,8 @@ static void kp_print_window(const kp_report *r, const kp_verdict_input *in, cons
                             const char *window, const char *indent)
 {
     char a[32], b[32], c[32], gap[320], name[160];
-    printf("%sGPU busy %s of %s (%.1f%%); %llu gaps between device operations", indent,
-           kp_format_duration(in->gpu_busy_s, a, sizeof a),
+    printf("%s%s busy %s of %s (%.1f%%); %llu gaps between device operations", indent,
+           kp_verdict_device_word(r->v.api, 1), kp_format_duration(in->gpu_busy_s, a, sizeof a),
            kp_format_duration(in->wall_s, b, sizeof b), 100 * v->busy_fraction,
            (unsigned long long)in->gaps);
     if (in->gaps) printf(", median %s", kp_format_duration(in->median_gap_s, a, sizeof a));
@@ -1458,6 +1510,14 @@ static kprof_status kp_json_trace(kp_json *j, kp_report *r, kp_error *err)
         if (d.has_regs) kp_json_int(j, "registers", d.regs);
         if (d.has_smem) kp_json_int(j, "shared_bytes", d.smem);
         if (d.has_local) kp_json_int(j, "local_bytes", d.local);
+        if (d.has_reflection) { /* an OpenCL kernel's, named as `kprof run --json` does */
+            kp_json_object_begin(j, "reflection");
+            kp_json_int(j, "max_threadgroup_size", d.max_group);
+            kp_json_int(j, "preferred_multiple", d.multiple);
+            kp_json_int(j, "static_local_bytes", d.local_bytes);
+            kp_json_int(j, "private_bytes", d.private_bytes);
+            kp_json_object_end(j);
+        }
         int64_t ns = kp_ns_span(d.end, d.start);
         if (d.has_metric_bytes) { /* what it moved, by its metric; bytes per ns are GB per s */
             kp_json_double(j, "bytes", d.metric_bytes);
@@ -1826,6 +1886,7 @@ static int kp_report_calltree(const char *path, kp_calltree_view *view, int raw,
         view->trace = path;
         view->command = kp_event_source_meta(src)->command;
         view->polling_calls = raw;
+        view->opencl_only = kp_event_source_opencl_only(src);
         /* Standard output's errors are main's to report (kp_cli_exit), as for the tables. */
         kp_str s = {0};
         if (kp_calltree_render(a, view, format, &s) != 0)

@@ -136,6 +136,56 @@ static int kp_trace_finish(const char *dir, const kp_trace_run *run, kp_trace_me
     return code;
 }
 
+/* Where the program cmd0 is: itself when it holds a '/', else the first executable of that name
+ * on PATH (as execvp finds it); "" when none. */
+static void kp_trace_program_path(const char *cmd0, char *out, size_t n)
+{
+    out[0] = '\0';
+    if (strchr(cmd0, '/')) {
+        kp_strlcpy(out, cmd0, n);
+        return;
+    }
+    const char *dirs = getenv("PATH");
+    if (!dirs) dirs = "/bin:/usr/bin";
+    while (*dirs) {
+        const char *end = strchr(dirs, ':');
+        size_t len = end ? (size_t)(end - dirs) : strlen(dirs);
+        char cand[4096];
+        int w = snprintf(cand, sizeof cand, "%.*s/%s", (int)len, len ? dirs : ".", cmd0);
+        if (w > 0 && (size_t)w < sizeof cand && access(cand, X_OK) == 0 && !kp_path_is_dir(cand)) {
+            kp_strlcpy(out, cand, n);
+            return;
+        }
+        if (!end) break;
+        dirs = end + 1;
+    }
+}
+
+/* 2 (said) when the output is the program being traced or a file its command line names (an
+ * argument, or the value of an --option=VALUE one), whether it exists yet or not: the trace
+ * would replace what the program runs or reads. --force does not change it. */
+static int kp_trace_output_not_command(const char *path, char *const *cmd)
+{
+    char program[4096];
+    kp_trace_program_path(cmd[0], program, sizeof program);
+    if (program[0] && kp_output_same_file(path, program))
+        return kp_cli_usage_error("trace",
+                                  "-o %s is the program being traced (%s): writing the "
+                                  "trace would replace it; name another output",
+                                  path, cmd[0]);
+    for (int i = 1; cmd[i]; i++) {
+        const char *arg = cmd[i], *eq = arg[0] == '-' ? strchr(arg, '=') : NULL;
+        if (kp_output_same_file(path, arg) || (eq && eq[1] && kp_output_same_file(path, eq + 1)))
+            return kp_cli_usage_error("trace",
+                                      "-o %s is named on the traced command line (argument %d, "
+                                      "'%s'): the program may read or write it; name another "
+                                      "output",
+                                      path, i,
+                                      eq && !kp_output_same_file(path, arg) ? eq + 1 : arg);
+    }
+    return 0;
+}
+
 static int kp_trace_merge_only(const char *dir, kp_output *out)
 {
     kp_error err = {0};
@@ -220,6 +270,11 @@ int kp_cmd_trace(int argc, char **argv)
     }
     if (strcmp(kp_path_extension(path), "kprof") != 0)
         fprintf(stderr, "kprof: note: trace files are named *.kprof by convention\n");
+
+    if (!merge) {
+        int code = kp_trace_output_not_command(path, cmd);
+        if (code) return code;
+    }
 
     kp_error err = {0};
     kp_output out = {0};
