@@ -929,6 +929,21 @@ static kprof_status kp_merge_copy_input(kp_merge_out *o, const kp_merge_input *i
         kp_str_free(&sql);
         if (st != KPROF_OK) goto done;
     }
+    /* OpenCL kernels' reflection (traces since it have a kernel_info table): its process and
+     * name moved as the events' are. */
+    if (kp_trace_db_has_table(o->db, "src", "kernel_info")) {
+        kp_str_printf(&sql,
+                      "INSERT OR IGNORE INTO main.kernel_info (process, device, name, local_mem, "
+                      "private_mem, max_group_size, group_multiple) SELECT k.process + %" PRId64
+                      ", k.device, s.new, k.local_mem, k.private_mem, k.max_group_size, "
+                      "k.group_multiple FROM src.kernel_info k LEFT JOIN temp.kp_string_map s ON "
+                      "s.old = k.name ORDER BY k.rowid",
+                      dprocess);
+        st = sql.failed ? KPROF_NOMEM : kp_merge_exec(o, sql.data, path, NULL, err);
+        if (st == KPROF_NOMEM) goto nomem;
+        kp_str_free(&sql);
+        if (st != KPROF_OK) goto done;
+    }
     /* Notes; one of the whole trace says which input it came from ("a.kprof: ..."): an input
      * that is a merged trace says what it shifted onto its own reference. */
     kp_str prefix = {0};

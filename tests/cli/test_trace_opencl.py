@@ -164,6 +164,15 @@ class TraceOpenCL(kptest.KprofTestCase):
             self.assertEqual(len(args), 20)
             for a in args:
                 self.assertEqual({k: a[k] for k in want}, want)
+        # kprof merge keeps it: each input's kernels with their own process's reflection.
+        merged, copy = os.path.join(self.tmp, "merged.kprof"), os.path.join(self.tmp, "copy.kprof")
+        shutil.copyfile(path, copy)
+        self.kprof("merge", path, copy, "-o", merged, expect=0)
+        r = json.loads(self.kprof("report", merged, "--trace", "--json", expect=0).stdout)
+        scales = [e for e in r["device_trace"] if e["name"] == "scale"]
+        self.assertEqual(len(scales), 40)
+        for e in scales:
+            self.assertEqual(e["reflection"], want)
         # An old trace (no kernel_info table) reads as before, without reflection.
         db.execute("DROP TABLE kernel_info")
         db.commit()
