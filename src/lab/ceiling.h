@@ -22,13 +22,21 @@
 
 #define KP_CEILING_MAX_SIZES 3
 #define KP_CEILING_VARIANTS  3 /* copy_f4, copy_f4x4, copy_f4_stride */
+#define KP_CEILING_CPU_VARIANTS 2 /* copy_f4, copy_f4x4: a CPU runs a grid-stride loop one
+                                     work-item at a time, striding across memory (PoCL: 20x
+                                     below copy_f4), so it never sets a CPU's ceiling */
+#define KP_CEILING_CPU_MAX (512ULL << 20) /* a CPU's buffer, unless its cache is larger */
 
 /* What kp_ceiling_plan_make chose, and from what. The rule:
  *   GPU:        base = max(64 MiB, 8 x cache) rounded up to a power of two; base, 2x, 4x;
  *               20 timed dispatches after 3 warm-ups per point.
- *   any other   base = max(64 MiB, 4 x cache) rounded up to a power of two; base, 2x;
- *   (CPU):      5 timed dispatches after 1 warm-up per point (a CPU copies at tens of GB/s, and
- *               its caches hold tens of MiB, not the hundreds a GPU measures over).
+ *   any other   base = max(64 MiB, 4 x cache) rounded up to a power of two, but at most 512 MiB
+ *   (CPU):      (KP_CEILING_CPU_MAX) or the cache rounded up to a power of two where that is
+ *               more; that one size; copy_f4 and copy_f4x4 only (KP_CEILING_CPU_VARIANTS);
+ *               5 timed dispatches after 1 warm-up per point (a CPU copies at tens of GB/s:
+ *               filling and copying gigabytes took minutes, and 512 MiB buffers measure the
+ *               same ceiling within 5% where PoCL reports a 480 MiB cache, see
+ *               bench/results/2026-12-01-2core-caps-measure).
  * Every size is capped by the device's largest allocation, a quarter of its memory and
  * --max-bytes, and rounded down to whole 64-byte groups. "cache" is the last-level cache
  * (kp_device_info.cache_bytes). A buffer is one of two (source and destination).
@@ -53,6 +61,7 @@ typedef struct kp_ceiling_plan {
     uint64_t sizes[KP_CEILING_MAX_SIZES];
     int iters;    /* timed dispatches per point */
     int warmup;   /* untimed dispatches before them */
+    int nvariants; /* copy variants measured: the first nvariants of kp_ceiling_variant */
     int npoints;  /* copy variants x sizes, + demo_add, + fma_f32 */
     uint64_t fma_threads; /* the FLOP peak's grid */
     uint32_t fma_iters;   /* its iterations per thread */

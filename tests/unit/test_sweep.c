@@ -1,4 +1,5 @@
 /* test_sweep.c — default sizes, --tg-list parsing, and the best point with its ties. */
+#include "lab/lab.h"
 #include "lab/sweep.h"
 #include "test.h"
 
@@ -120,5 +121,17 @@ int main(void)
     CHECK_NEAR(p.run.p10, 1.4, 1e-12);
     CHECK_NEAR(p.run.p90, 4.6, 1e-12);
     CHECK(p.measured);
+    /* The time budget (kp_lab_budget_iters): what fits of the asked count. A 2 s dispatch, 8 s
+     * spent on 3 warm-ups and 1 timed one, 15 s: 3 more fit, 4 timed. */
+    CHECK_INT(kp_lab_budget_iters(50, 1, 2.0, 8.0, 15.0), 4);
+    /* Fast: every one. */
+    CHECK_INT(kp_lab_budget_iters(50, 1, 1e-5, 0.01, 15.0), 50);
+    /* Over the budget already: what ran, never fewer than one. */
+    CHECK_INT(kp_lab_budget_iters(50, 1, 3.0, 20.0, 15.0), 1);
+    CHECK_INT(kp_lab_budget_iters(50, 0, 30.0, 0, 15.0), 1);
+    /* No budget, or no cost known: the count asked. */
+    CHECK_INT(kp_lab_budget_iters(50, 1, 2.0, 8.0, 0), 50);
+    CHECK_INT(kp_lab_budget_iters(7, 1, 0, 8.0, 15.0), 7);
+    CHECK_INT(kp_lab_budget_iters(0, 0, 1, 0, 15.0), 0);
     TEST_DONE();
 }

@@ -241,11 +241,11 @@ static void kp_caps_plan_text(kp_str *s, const kp_ceiling_result *r)
         kp_str_printf(s, "%s last-level cache): ", kp_format_bytes(plan->cache_bytes, a, sizeof a));
     else
         kp_str_append(s, "last-level cache unknown): ");
-    for (int i = 0; i < KP_CEILING_VARIANTS; i++)
+    for (int i = 0; i < plan->nvariants; i++)
         kp_str_printf(s, "%s%s",
-                      i == 0                         ? ""
-                      : i == KP_CEILING_VARIANTS - 1 ? " and "
-                                                     : ", ",
+                      i == 0                      ? ""
+                      : i == plan->nvariants - 1 ? " and "
+                                                  : ", ",
                       kp_ceiling_variant(i));
     kp_str_append(s, " over ");
     kp_caps_sizes_text(s, plan);
@@ -283,7 +283,7 @@ static void kp_caps_json_plan(kp_json *j, const kp_ceiling_plan *plan)
     kp_json_string(j, "capped_by", capped[plan->cap]);
     kp_json_uint(j, "buffer_limit_bytes", plan->cap_bytes);
     kp_json_array_begin(j, "kernels");
-    for (int i = 0; i < KP_CEILING_VARIANTS; i++)
+    for (int i = 0; i < plan->nvariants; i++)
         kp_json_string(j, NULL, kp_ceiling_variant(i));
     kp_json_string(j, NULL, "demo_add");
     kp_json_string(j, NULL, "fma_f32");
