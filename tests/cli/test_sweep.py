@@ -202,6 +202,31 @@ class Sweep(kptest.KprofTestCase):
         self.assertEqual(r["grid"], [64, 64])
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "sweep.json")))
 
+    def test_default_2d_shapes(self):
+        # Issue 23 item 7: a 2-D grid without --tg-list sweeps shapes of its own: x a multiple
+        # of the device's width (PoCL's preferred multiple), up to the kernel's maximum, each
+        # inside the grid.
+        path = self.write("m.cl", KERNEL_2D)
+        r = self.run_json("run", path, "--sweep-tg", "--grid", "64x64", "--buffers",
+                          "f32:4096,f32:4096,u32=64", "--iters", "2", "--warmup", "0")
+        shapes = [tuple(p["threadgroup"]) for p in r["points"]]
+        self.assertGreater(len(shapes), 3)
+        self.assertEqual(len(set(shapes)), len(shapes))
+        widths = {x for x, _ in shapes}
+        w = min(widths)
+        for x, y in shapes:
+            self.assertEqual(x % w, 0)
+            self.assertLessEqual(x * y, r["kernel_max_threadgroup_size"])
+            self.assertLessEqual(x, 64)
+            self.assertLessEqual(y, 64)
+            self.assertGreaterEqual(x, y)  # the squarest first: x never below y
+        self.assertIn((16, 16), shapes)
+        self.assertIsNotNone(r["best_threadgroup"])
+        # A grid no shape fits says so, and how to give them.
+        p = self.kprof("sweep", path, "--grid", "4x4", "--buffers", "f32:16,f32:16,u32=4",
+                       expect=2)
+        self.assertIn("give --tg-list", p.stderr)
+
     def test_bad_sizes_each_named(self):
         p = self.kprof("sweep", "demo", "--grid", "65536", "--buffers", SPEC, "--json",
                        "--tg-list", "64,8192,96", expect=2)
@@ -229,8 +254,7 @@ class Sweep(kptest.KprofTestCase):
 
     def test_usage(self):
         cases = ((["--plot", "x.svg"], "--plot draws a sweep"),
-                 (["--sweep-tg", "--plot", "x.png"], "name a .svg file"),
-                 (["--sweep-tg", "--grid", "64x64"], "needs its threadgroup shapes"))
+                 (["--sweep-tg", "--plot", "x.png"], "name a .svg file"))
         for extra, text in cases:
             p = self.kprof("run", "demo", "--buffers", SPEC, *extra,
                            expect=2 if "needs its" not in text else 2)

@@ -498,12 +498,33 @@ static kprof_status kp_sweep_points(kp_run_args *a, kp_lab *lab, kp_sweep_run *s
         s->required_only = 1;
         return a->tg_set ? kp_sweep_add_your_tg(a, s, err) : KPROF_OK;
     }
-    if (a->launch.dims != 1)
-        return kp_error_set(err, KPROF_INVALID,
-                            "a %d-D grid needs its threadgroup shapes: give --tg-list, e.g. "
-                            "8x8,16x16,32x8",
-                            a->launch.dims);
     uint64_t start = info->device.exec_width ? info->device.exec_width : s->refl.preferred_multiple;
+    if (a->launch.dims != 1) {
+        /* 2-D and 3-D grids: shapes whose x is a multiple of the width, z 1 (sweep.h). */
+        uint64_t shapes[KP_SWEEP_MAX_POINTS][3];
+        int n = kp_sweep_default_shapes(start ? start : 64, s->kernel_max_tg,
+                                        info->device.max_tg_dims, a->launch.grid,
+                                        info->device.uniform_groups, shapes, KP_SWEEP_MAX_POINTS);
+        for (int i = 0; i < n; i++) {
+            kp_sweep_point *p = &s->points[s->npoints++];
+            memset(p, 0, sizeof *p);
+            p->run.launch = a->launch;
+            for (int d = 0; d < 3; d++)
+                p->run.launch.tg[d] = shapes[i][d];
+            p->threads = shapes[i][0] * shapes[i][1];
+        }
+        if (a->tg_set && (st = kp_sweep_add_your_tg(a, s, err)) != KPROF_OK) return st;
+        if (s->npoints == 0) {
+            char g[64];
+            kp_dims_text(a->launch.grid, a->launch.dims, g, sizeof g);
+            return kp_error_set(err, KPROF_INVALID,
+                                "no threadgroup shape whose x is a multiple of %llu fits grid %s "
+                                "(up to %llu threads): give --tg-list, e.g. 8x8,16x16,32x8",
+                                (unsigned long long)(start ? start : 64), g,
+                                (unsigned long long)s->kernel_max_tg);
+        }
+        return KPROF_OK;
+    }
     uint64_t sizes[KP_SWEEP_MAX_POINTS];
     int n =
         kp_sweep_default_sizes(start ? start : 64, s->kernel_max_tg, sizes, KP_SWEEP_MAX_POINTS);
