@@ -7,6 +7,7 @@ gate's exit 5 on synthetic results, and bad input refused."""
 
 import json
 import os
+import re
 import statistics
 
 import kptest
@@ -126,6 +127,16 @@ class BenchTest(kptest.KprofTestCase):
                        "f32:4096,f32:4096,f32:4096,u32=4096", "--max-noise", "50", *QUICK,
                        expect=0)
         self.assertIn("demo_add on", p.stdout)
+        # Issue 23 items 5 and 8: mean and max columns beside min and p90, and every time in
+        # the unit that keeps its digits (a number and ns, µs, ms or s), never 0.0007.
+        header = [l for l in p.stdout.splitlines() if "95% CI" in l][0].split()
+        for col in ("median", "min", "mean", "p90", "max"):
+            self.assertIn(col, header)
+        self.assertNotIn("median ms", p.stdout)
+        row = [l for l in p.stdout.splitlines() if re.search(r"\[.*\].*%", l)][0]
+        self.assertRegex(row, r"^\s*\d+(\.\d+)? (ns|µs|ms|s)  \[\d+(\.\d+)? (ns|µs|ms|s), "
+                              r"\d+(\.\d+)? (ns|µs|ms|s)\]")
+        self.assertEqual(len(re.findall(r"\d (ns|µs|ms|s)\b", row)), 7, row)
         self.assertIn("median", p.stdout)
         self.assertIn("95% CI", p.stdout)
         self.assertIn("stop: noise = the median's 95% interval is within --max-noise", p.stdout)
@@ -342,6 +353,11 @@ class BenchTest(kptest.KprofTestCase):
                     self.assertEqual(pt["comparison"]["verdict"], "SLOWER")
             else:
                 self.assertRegex(p.stdout, r"→  (SAME|FASTER|SLOWER|UNSURE)")
+                # Issue 23 item 8: the band is said as what SAME would need, never as
+                # "SLOWER (SAME within ±1%)"; the footer names each side's entry.
+                self.assertNotIn("(SAME within", p.stdout)
+                self.assertRegex(p.stdout, r"\(SAME would be an interval inside ±\d+(\.\d+)?%\)")
+                self.assertIn("A: %s:work10  B: %s:work11" % (src, src), p.stdout)
                 if "→  UNSURE" in p.stdout:
                     self.assertIn("    UNSURE: ", p.stdout)
                 if p.returncode == 5:

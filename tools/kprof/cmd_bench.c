@@ -1222,7 +1222,7 @@ static void kp_bench_print(const kp_bench_run *r)
     if (both) kp_str_printf(&h, "%-5s ", "cache");
     if (r->rows[0].nsides == 2) kp_str_printf(&h, "%-3s ", "");
     kp_str_printf(&h, "%11s  %-23s %10s %10s %10s %10s %8s %7s %-8s %8s %9s", "median",
-                  "95% CI of it", "min", "mean", "p90", "max", "samples", "noise", "stop",
+                  "95% CI", "min", "mean", "p90", "max", "samples", "noise", "stop",
                   "clock", "GB/s");
     if (has_flops) kp_str_printf(&h, " %9s", "GFLOP/s");
     printf("%s%s%s\n", Dm, h.data ? h.data : "", R);
