@@ -33,7 +33,7 @@
  *   any other   base = max(64 MiB, 4 x cache) rounded up to a power of two, but at most 512 MiB
  *   (CPU):      (KP_CEILING_CPU_MAX) or the cache rounded up to a power of two where that is
  *               more; that one size; copy_f4 and copy_f4x4 only (KP_CEILING_CPU_VARIANTS);
- *               5 timed dispatches after 1 warm-up per point (a CPU copies at tens of GB/s:
+ *               10 timed dispatches after 1 warm-up per point (a CPU copies at tens of GB/s:
  *               filling and copying gigabytes took minutes, and 512 MiB buffers measure the
  *               same ceiling within 5% where PoCL reports a 480 MiB cache, see
  *               bench/results/2026-12-01-2core-caps-measure).
@@ -48,6 +48,7 @@ typedef enum kp_ceiling_cap {
     KP_CEILING_CAP_NONE,      /* the sizes are the rule's */
     KP_CEILING_CAP_DEVICE,    /* cut by the largest allocation or a quarter of memory */
     KP_CEILING_CAP_MAX_BYTES, /* cut by --max-bytes */
+    KP_CEILING_CAP_CPU,       /* a CPU's KP_CEILING_CPU_MAX (or its cache) */
 } kp_ceiling_cap;
 
 typedef struct kp_ceiling_plan {
@@ -75,6 +76,13 @@ typedef struct kp_ceiling_plan {
  * and the store would keep that as the device's ceiling. */
 kprof_status kp_ceiling_plan_make(const kp_device_info *dev, uint64_t max_bytes, int iters,
                                   kp_ceiling_plan *plan, kp_error *err);
+
+/* About how many seconds a plan takes on an idle machine: the sessions' start (0.3 s each),
+ * filling the buffers (about 1 GB/s of host work), and the dispatches at the device's measured
+ * ceiling and FLOP peak where known (ceiling_gbs, peak_gflops; 0: unknown), else at a guess (a
+ * CPU 10 GB/s and 10 GFLOP/s, a GPU 500 GB/s and 10 TFLOP/s). What --dry-run says to expect. */
+double kp_ceiling_plan_seconds(const kp_ceiling_plan *plan, double ceiling_gbs,
+                               double peak_gflops);
 
 /* The name of copy variant i (0..KP_CEILING_VARIANTS-1): "copy_f4", ... */
 const char *kp_ceiling_variant(int i);
