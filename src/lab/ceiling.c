@@ -37,7 +37,7 @@ kprof_status kp_ceiling_plan_make(const kp_device_info *dev, uint64_t max_bytes,
     plan->gpu = dev->is_gpu;
     plan->cache_bytes = dev->cache_bytes;
     plan->cache_factor = plan->gpu ? 8 : 4;
-    plan->iters = iters > 0 ? iters : plan->gpu ? 20 : 10;
+    plan->iters = iters > 0 ? iters : 20;
     plan->warmup = plan->gpu ? 3 : 1;
     plan->nvariants = plan->gpu ? KP_CEILING_VARIANTS : KP_CEILING_CPU_VARIANTS;
     int wanted = plan->gpu ? 3 : 1;

@@ -33,7 +33,7 @@
  *   any other   base = max(64 MiB, 4 x cache) rounded up to a power of two, but at most 512 MiB
  *   (CPU):      (KP_CEILING_CPU_MAX) or the cache rounded up to a power of two where that is
  *               more; that one size; copy_f4 and copy_f4x4 only (KP_CEILING_CPU_VARIANTS);
- *               10 timed dispatches after 1 warm-up per point (a CPU copies at tens of GB/s:
+ *               20 timed dispatches after 1 warm-up per point (a CPU copies at tens of GB/s:
  *               filling and copying gigabytes took minutes, and 512 MiB buffers measure the
  *               same ceiling within 5% where PoCL reports a 480 MiB cache, see
  *               bench/results/2026-12-01-2core-caps-measure).

@@ -142,6 +142,17 @@ class BenchTest(kptest.KprofTestCase):
         self.assertIn("stop: noise = the median's 95% interval is within --max-noise", p.stdout)
         self.assertIn("clock: not read", p.stdout)
 
+    def test_progress_lines_off_a_terminal(self):
+        # Issue 23 item 3: off a terminal, a line of its own every KPROF_PROGRESS_EVERY seconds
+        # of long work (10 by default; the tests set 0): here 0.2 s over a bench of about 1 s.
+        p = self.kprof("bench", self.demo(), "--grid", "4096", "--tg", "64", "--buffers",
+                       "f32:4096,f32:4096,f32:4096,u32=4096", "--min-time", "1",
+                       "--max-noise", "0.001", "--timeout", "2",
+                       env={"KPROF_PROGRESS_EVERY": "0.2"}, expect=0)
+        lines = [l for l in p.stderr.splitlines() if l.startswith("kprof: bench: ")]
+        self.assertGreaterEqual(len(lines), 1, p.stderr)
+        self.assertNotIn("\r", p.stderr)
+
     def test_hot_and_cold(self):
         doc, _ = self.bench_json(self.demo(), "--grid", "262144", "--tg", "64", "--buffers",
                                  "f32:262144,f32:262144,f32:262144,u32=262144", "--cache",

@@ -256,7 +256,7 @@ class Measure(kptest.KprofTestCase):
                                   "--dry-run", "--json", expect=0).stdout)
         # The CPU rule (README): one buffer at least 4x the last-level cache and 64 MiB, a
         # power of two, but at most 512 MiB or the cache rounded up to a power of two; within
-        # the largest allocation and a quarter of memory; copy_f4 and copy_f4x4, best of 10
+        # the largest allocation and a quarter of memory; copy_f4 and copy_f4x4, best of 20
         # after 1 warm-up.
         cache = d.get("global_mem_cache_bytes") or 0
         # The limit: a quarter of memory (PoCL's figure moves with the machine's free memory,
@@ -270,7 +270,7 @@ class Measure(kptest.KprofTestCase):
         self.assertTrue(r["dry_run"])
         self.assertEqual(plan["sized_for"], "cpu")
         self.assertEqual(plan["buffer_bytes"], sizes)
-        self.assertEqual(plan["iters"], 10)
+        self.assertEqual(plan["iters"], 20)
         self.assertEqual(plan["warmup"], 1)
         self.assertEqual(plan["points"], 2 * len(sizes) + 2)
         self.assertEqual(plan["kernels"], ["copy_f4", "copy_f4x4", "demo_add", "fma_f32"])
@@ -286,7 +286,7 @@ class Measure(kptest.KprofTestCase):
         p = self.kprof("caps", "--measure", "--backend", "opencl", "--device", "0", "--dry-run",
                        expect=0)
         self.assertTrue(p.stdout.startswith("would measure the bandwidth ceiling of "), p.stdout)
-        self.assertIn("best of 10 timed dispatches after 1 warm-up", p.stdout)
+        self.assertIn("best of 20 timed dispatches after 1 warm-up", p.stdout)
         self.assertRegex(p.stdout, r"; about \d+ s on an idle machine \(nothing measured")
         self.assertEqual(p.stderr, "")
         self.assertFalse(os.path.exists(self.env["KPROF_STORE"]))

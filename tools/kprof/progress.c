@@ -26,8 +26,9 @@ struct kp_progress {
     int hidden;        /* kp_progress_hide until the next set */
     int stopping;
     int threaded; /* the redrawing thread runs (kp_progress_animate) */
-    /* Off a terminal (plain): a line of its own, "kprof: TEXT (N s)", once every every_ns of
-     * work, never redrawn or cleared; 0 every_ns: none (KPROF_PROGRESS_EVERY=0). */
+    /* Off a terminal (plain): a line of its own, "kprof: TEXT (N s)" (N the phase's seconds,
+     * from 1), once every every_ns of work, never redrawn or cleared; 0 every_ns: none
+     * (KPROF_PROGRESS_EVERY=0). */
     int plain;
     uint64_t every_ns;
     uint64_t last_line_ns; /* when the last plain line was written, or the progress began */
@@ -57,7 +58,8 @@ static void kp_progress_plain_line(kp_progress *p)
     p->last_line_ns = now;
     double s = (double)(now - p->since_ns) / 1e9;
     char line[sizeof p->text + 64];
-    int n = snprintf(line, sizeof line, "kprof: %s (%.0f s)\n", p->text, s);
+    int n = s >= 1 ? snprintf(line, sizeof line, "kprof: %s (%.0f s)\n", p->text, s)
+                   : snprintf(line, sizeof line, "kprof: %s\n", p->text);
     if (n > 0) kp_progress_write(line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
@@ -152,7 +154,7 @@ void kp_progress_set(kp_progress *p, const char *fmt, ...)
     va_end(ap);
     p->since_ns = kp_now_ns();
     p->hidden = 0;
-    if (!p->plain) kp_progress_draw(p); /* a plain line waits for its interval */
+    kp_progress_draw(p); /* off a terminal, only once its interval has passed */
     pthread_mutex_unlock(&p->mu);
 }
 
