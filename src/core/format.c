@@ -45,7 +45,8 @@ char *kp_format_ms(double ms, char *buf, size_t n)
     static const char *const units[] = {"ns", "µs", "ms", "s"};
     double v = ms * 1e6; /* ns */
     int u = 0;
-    while (u < 3 && kp_format_ms_shown(v, u) >= 1000) v /= 1000, u++;
+    while (u < 3 && kp_format_ms_shown(v, u) >= 1000)
+        v /= 1000, u++;
     double a = fabs(v);
     const char *fmt = u == 0 || a >= 1000 ? "%.0f %s"
                       : a >= 100          ? "%.1f %s"
@@ -60,7 +61,8 @@ char *kp_format_ms_cell(double ms, int width, char *buf, size_t n)
     char t[64];
     kp_format_ms(ms, t, sizeof t);
     int chars = 0;
-    for (const char *p = t; *p; p++) chars += ((unsigned char)*p & 0xC0) != 0x80;
+    for (const char *p = t; *p; p++)
+        chars += ((unsigned char)*p & 0xC0) != 0x80;
     int pad = width > chars ? width - chars : 0;
     snprintf(buf, n, "%*s%s", pad, "", t);
     return buf;

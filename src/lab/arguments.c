@@ -211,13 +211,14 @@ kprof_status kp_lab_check_spec(const kp_spec *spec, const kp_kernel_meta *k, kp_
                                     a->kind == KP_ARG_SCALAR ? "a scalar" : "local memory", sig);
             char base[32];
             kp_scalar_base(p->type_name, base, sizeof base);
-            if (base[0] && strcmp(base, kp_type_c_name(a->type)) != 0 && strcmp(base, "half") != 0) {
+            if (base[0] && strcmp(base, kp_type_c_name(a->type)) != 0 &&
+                strcmp(base, "half") != 0) {
                 char fix[160];
                 kp_arg_suggest(a, base, ':', fix, sizeof fix);
-                return kp_error_set(
-                    err, KPROF_INVALID, "%s but --buffers item %d '%s' is %s %s (%s) buffer%s\n  %s",
-                    pname, i + 1, a->text, kp_type_article(a->type), kp_type_name(a->type),
-                    kp_type_c_name(a->type), fix, sig);
+                return kp_error_set(err, KPROF_INVALID,
+                                    "%s but --buffers item %d '%s' is %s %s (%s) buffer%s\n  %s",
+                                    pname, i + 1, a->text, kp_type_article(a->type),
+                                    kp_type_name(a->type), kp_type_c_name(a->type), fix, sig);
             }
             break;
         }

@@ -100,8 +100,7 @@ double kp_ceiling_fma_flops(const kp_ceiling_plan *plan)
     return (double)plan->fma_threads * (double)plan->fma_iters * 16.0;
 }
 
-double kp_ceiling_plan_seconds(const kp_ceiling_plan *plan, double ceiling_gbs,
-                               double peak_gflops)
+double kp_ceiling_plan_seconds(const kp_ceiling_plan *plan, double ceiling_gbs, double peak_gflops)
 {
     double gbs = ceiling_gbs > 0 ? ceiling_gbs : plan->gpu ? 500 : 10;
     double gflops = peak_gflops > 0 ? peak_gflops : plan->gpu ? 10000 : 10;
@@ -109,7 +108,7 @@ double kp_ceiling_plan_seconds(const kp_ceiling_plan *plan, double ceiling_gbs,
     double s = 0.3 * (plan->nsizes + 2); /* sessions: a copy one per size, demo_add, fma_f32 */
     for (int i = 0; i < plan->nsizes; i++) {
         double bytes = (double)plan->sizes[i];
-        s += 2 * bytes / 1e9;                                   /* fill source and destination */
+        s += 2 * bytes / 1e9; /* fill source and destination */
         s += plan->nvariants * dispatches * 2 * bytes / (gbs * 1e9); /* read + write */
     }
     double largest = plan->nsizes ? (double)plan->sizes[plan->nsizes - 1] : 0;

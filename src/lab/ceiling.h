@@ -22,10 +22,10 @@
 
 #define KP_CEILING_MAX_SIZES 3
 #define KP_CEILING_VARIANTS  3 /* copy_f4, copy_f4x4, copy_f4_stride */
-#define KP_CEILING_CPU_VARIANTS 2 /* copy_f4, copy_f4x4: a CPU runs a grid-stride loop one
-                                     work-item at a time, striding across memory (PoCL: 20x
-                                     below copy_f4), so it never sets a CPU's ceiling */
-#define KP_CEILING_CPU_MAX (512ULL << 20) /* a CPU's buffer, unless its cache is larger */
+/* A CPU's copies: copy_f4, copy_f4x4. It runs a grid-stride loop one work-item at a time,
+ * striding across memory (PoCL: 20x below copy_f4), so that one never sets a CPU's ceiling. */
+#define KP_CEILING_CPU_VARIANTS 2
+#define KP_CEILING_CPU_MAX      (512ULL << 20) /* a CPU's buffer, unless its cache is larger */
 
 /* What kp_ceiling_plan_make chose, and from what. The rule:
  *   GPU:        base = max(64 MiB, 8 x cache) rounded up to a power of two; base, 2x, 4x;
@@ -81,8 +81,7 @@ kprof_status kp_ceiling_plan_make(const kp_device_info *dev, uint64_t max_bytes,
  * filling the buffers (about 1 GB/s of host work), and the dispatches at the device's measured
  * ceiling and FLOP peak where known (ceiling_gbs, peak_gflops; 0: unknown), else at a guess (a
  * CPU 10 GB/s and 10 GFLOP/s, a GPU 500 GB/s and 10 TFLOP/s). What --dry-run says to expect. */
-double kp_ceiling_plan_seconds(const kp_ceiling_plan *plan, double ceiling_gbs,
-                               double peak_gflops);
+double kp_ceiling_plan_seconds(const kp_ceiling_plan *plan, double ceiling_gbs, double peak_gflops);
 
 /* The name of copy variant i (0..KP_CEILING_VARIANTS-1): "copy_f4", ... */
 const char *kp_ceiling_variant(int i);

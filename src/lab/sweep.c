@@ -34,11 +34,13 @@ int kp_sweep_default_shapes(uint64_t width, uint64_t kernel_max, const uint64_t 
 {
     if (width == 0) width = 64;
     uint64_t w = 1; /* the width as a power of two at or above it */
-    while (w < width) w *= 2;
+    while (w < width)
+        w *= 2;
     int n = 0;
     for (uint64_t total = w; total <= kernel_max && n < max; total *= 2) {
         uint64_t x = w;
-        while (x * x < total) x *= 2; /* the squarest with x >= y */
+        while (x * x < total)
+            x *= 2; /* the squarest with x >= y */
         for (int k = 0; k < 3 && x <= total && n < max; k++, x *= 2) {
             uint64_t y = total / x;
             if ((max_dims[0] && x > max_dims[0]) || (max_dims[1] && y > max_dims[1])) continue;

@@ -168,7 +168,8 @@ int main(void)
         /* The device's per-dimension maxima. */
         const uint64_t dims[3] = {1024, 4, 64};
         ns = kp_sweep_default_shapes(32, 1024, dims, big, 1, shapes, KP_SWEEP_MAX_POINTS);
-        for (int k = 0; k < ns; k++) CHECK_INT(shapes[k][1] <= 4, 1);
+        for (int k = 0; k < ns; k++)
+            CHECK_INT(shapes[k][1] <= 4, 1);
         /* No shape fits: none. */
         const uint64_t tiny[3] = {4, 4, 1};
         CHECK_INT(kp_sweep_default_shapes(8, 1024, nolimit, tiny, 1, shapes, KP_SWEEP_MAX_POINTS),

@@ -1159,11 +1159,11 @@ static void kp_bench_print_comparison(const char *what, const kp_bench_outcome *
 {
     const char *B = kp_text_bold(f), *R = kp_text_reset(f);
     /* The band in words of its own: "SLOWER (SAME within ±1%)" read as a contradiction. */
-    fprintf(f, "  %s %.4f  95%% CI [%.4f, %.4f]  →  %s%s%s (SAME would be an interval inside "
-               "±%g%%)\n",
-            what,
-            o->ratio.value, o->ratio.lo, o->ratio.hi, B, kp_compare_verdict_name(o->final_verdict), R,
-            100 * cfg->threshold);
+    fprintf(f,
+            "  %s %.4f  95%% CI [%.4f, %.4f]  →  %s%s%s (SAME would be an interval inside "
+            "±%g%%)\n",
+            what, o->ratio.value, o->ratio.lo, o->ratio.hi, B,
+            kp_compare_verdict_name(o->final_verdict), R, 100 * cfg->threshold);
     if (o->have_cycles)
         fprintf(f, "    in cycles %.4f [%.4f, %.4f]: %s%s\n", o->cycles_ratio.value,
                 o->cycles_ratio.lo, o->cycles_ratio.hi, kp_compare_verdict_name(o->cycles_verdict),
@@ -1221,9 +1221,8 @@ static void kp_bench_print(const kp_bench_run *r)
         kp_str_printf(&h, "%-10s ", a->axes[k].name);
     if (both) kp_str_printf(&h, "%-5s ", "cache");
     if (r->rows[0].nsides == 2) kp_str_printf(&h, "%-3s ", "");
-    kp_str_printf(&h, "%11s  %-23s %10s %10s %10s %10s %8s %7s %-8s %8s %9s", "median",
-                  "95% CI", "min", "mean", "p90", "max", "samples", "noise", "stop",
-                  "clock", "GB/s");
+    kp_str_printf(&h, "%11s  %-23s %10s %10s %10s %10s %8s %7s %-8s %8s %9s", "median", "95% CI",
+                  "min", "mean", "p90", "max", "samples", "noise", "stop", "clock", "GB/s");
     if (has_flops) kp_str_printf(&h, " %9s", "GFLOP/s");
     printf("%s%s%s\n", Dm, h.data ? h.data : "", R);
     kp_str_free(&h);
@@ -1241,7 +1240,8 @@ static void kp_bench_print(const kp_bench_run *r)
             snprintf(ci, sizeof ci, "[%s, %s]", kp_format_ms(sd->median.lo, lo, sizeof lo),
                      kp_format_ms(sd->median.hi, hi, sizeof hi));
             int ci_chars = 0;
-            for (const char *c = ci; *c; c++) ci_chars += ((unsigned char)*c & 0xC0) != 0x80;
+            for (const char *c = ci; *c; c++)
+                ci_chars += ((unsigned char)*c & 0xC0) != 0x80;
             if (sd->clock_mhz > 0) snprintf(clock, sizeof clock, "%.0f MHz", sd->clock_mhz);
             else snprintf(clock, sizeof clock, "-");
             char samples[32];
@@ -1381,13 +1381,13 @@ static kprof_status kp_bench_plot(const kp_bench_run *r, kp_output *out, kp_erro
     snprintf(title, sizeof title, "%s on %s (%s)", r->entry_name[0], r->info.device.name,
              r->rows[0].cold ? "cold" : "hot");
     snprintf(xl, sizeof xl, "%s", a->axes[axis].name);
-    kp_svg_labels labels = {xl,
-                            a->plot_throughput == 0   ? (r->info.device.is_gpu ? "GPU time per dispatch (ms)"
-                                                                   : "device time per dispatch (ms)")
-                            : a->plot_throughput == 1 ? "GB/s"
-                                                      : "GFLOP/s",
-                            a->plot_throughput ? "at the median" : "median",
-                            a->plot_throughput ? "at the min" : "min"};
+    kp_svg_labels labels = {
+        xl,
+        a->plot_throughput == 0   ? (r->info.device.is_gpu ? "GPU time per dispatch (ms)"
+                                                           : "device time per dispatch (ms)")
+        : a->plot_throughput == 1 ? "GB/s"
+                                  : "GFLOP/s",
+        a->plot_throughput ? "at the median" : "median", a->plot_throughput ? "at the min" : "min"};
     char *svg = n ? kp_svg_plot(title, &labels, pts, n) : NULL;
     free(pts);
     if (!svg) return kp_error_set(err, KPROF_NOMEM, "no points to plot, or out of memory");

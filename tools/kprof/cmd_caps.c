@@ -252,9 +252,9 @@ static void kp_caps_plan_text(kp_str *s, const kp_ceiling_result *r)
         kp_str_append(s, "last-level cache unknown): ");
     for (int i = 0; i < plan->nvariants; i++)
         kp_str_printf(s, "%s%s",
-                      i == 0                      ? ""
+                      i == 0                     ? ""
                       : i == plan->nvariants - 1 ? " and "
-                                                  : ", ",
+                                                 : ", ",
                       kp_ceiling_variant(i));
     kp_str_append(s, " over ");
     kp_caps_sizes_text(s, plan);
@@ -408,11 +408,9 @@ static int kp_caps_measure(const char *backend, int device, uint64_t max_bytes, 
             const kp_ceiling_point *p = &r->points[i];
             if (p->gflops > 0) continue; /* the FLOP peak: its own line below */
             char best[64], median[64];
-            printf("  %-16s %10llu %s %s %10.1f\n", p->kernel,
-                   (unsigned long long)(p->bytes >> 20),
+            printf("  %-16s %10llu %s %s %10.1f\n", p->kernel, (unsigned long long)(p->bytes >> 20),
                    kp_format_ms_cell(p->run.stats.min, 10, best, sizeof best),
-                   kp_format_ms_cell(p->run.stats.median, 10, median, sizeof median),
-                   p->run.gbps);
+                   kp_format_ms_cell(p->run.stats.median, 10, median, sizeof median), p->run.gbps);
         }
         printf("ceiling: %.0f GB/s (%s)", r->ceiling.copy_gbs, r->ceiling.method);
         if (r->device.peak_bandwidth_gbs > 0)
@@ -420,8 +418,8 @@ static int kp_caps_measure(const char *backend, int device, uint64_t max_bytes, 
                    100 * r->ceiling.copy_gbs / r->device.peak_bandwidth_gbs,
                    r->device.peak_bandwidth_gbs);
         char when[64];
-        printf("\ndemo_add: %.0f GB/s touched at %llu elements (%s)\n",
-               r->ceiling.demo_add_gbs, (unsigned long long)r->ceiling.demo_add_elements,
+        printf("\ndemo_add: %.0f GB/s touched at %llu elements (%s)\n", r->ceiling.demo_add_gbs,
+               (unsigned long long)r->ceiling.demo_add_elements,
                kp_format_ms(r->ceiling.demo_add_ms, when, sizeof when));
         if (r->ceiling.fma_gflops > 0)
             printf("FLOP peak (FP32): %.0f GFLOP/s (%s)\n", r->ceiling.fma_gflops,

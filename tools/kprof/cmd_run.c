@@ -92,8 +92,10 @@ static void kp_run_json(kp_str *s, const kp_run_report *r)
     kp_run_json_header(&j, info);
     kp_run_result_json(&j, &r->run, KP_RUN_JSON_RUN);
     kp_json_int(&j, "iterations_asked", r->iters_asked);
-    if (r->budget_s > 0) kp_json_double(&j, "time_budget_s", r->budget_s);
-    else kp_json_null(&j, "time_budget_s");
+    if (r->budget_s > 0)
+        kp_json_double(&j, "time_budget_s", r->budget_s);
+    else
+        kp_json_null(&j, "time_budget_s");
     kp_json_bool(&j, "time_budget_cut", r->run.iters < r->iters_asked);
     kp_json_object_begin(&j, "compile");
     kp_json_bool(&j, "cache_hit", info->cache_hit);
@@ -373,7 +375,8 @@ static void kp_run_print(const kp_run_report *report)
         kp_format_ms(value[i], when[i], sizeof when[i]);
     }
     printf("  %-18s %s%s%s\n", label[0], B, when[0], R);
-    for (int i = 1; i < 4; i++) printf("  %-18s %s\n", label[i], when[i]);
+    for (int i = 1; i < 4; i++)
+        printf("  %-18s %s\n", label[i], when[i]);
     if (r->ceiling_gbs > 0)
         printf("  %-18s %.1f   (%.0f%% of the measured ceiling, %.0f GB/s)\n", "~GB/s touched",
                r->gbps, 100 * r->gbps / r->ceiling_gbs, r->ceiling_gbs);
@@ -389,8 +392,7 @@ static void kp_run_print(const kp_run_report *report)
     if (r->iters < report->iters_asked)
         printf("  %-18s %d of %d timed dispatches: %d would take longer than the %g s "
                "--time-budget (--iters N times N)\n",
-               "time budget", r->iters, report->iters_asked, report->iters_asked,
-               report->budget_s);
+               "time budget", r->iters, report->iters_asked, report->iters_asked, report->budget_s);
     printf("  %-18s %s (%s)\n", "compile", info->cache_hit ? "from cache" : "compiled",
            kp_format_ms(info->compile_ms, c, sizeof c));
     kp_run_reflection_text(&r->refl, &info->device, limits, sizeof limits);
@@ -508,8 +510,10 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
             if (end && end != optarg && strcmp(end, "s") == 0) end++;
             if (strcmp(optarg, "off") == 0) secs = 0, end = optarg + 3;
             if (!end || end == optarg || *end || !(secs >= 0) || secs > 1e6)
-                return kp_cli_usage_error(cmd, "--time-budget '%s': expected seconds, e.g. 15 "
-                                                 "or 2.5s (0 or off: no budget)", optarg);
+                return kp_cli_usage_error(cmd,
+                                          "--time-budget '%s': expected seconds, e.g. 15 "
+                                          "or 2.5s (0 or off: no budget)",
+                                          optarg);
             a->time_budget_s = secs;
             break;
         }

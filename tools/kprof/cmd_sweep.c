@@ -116,8 +116,8 @@ static void kp_sweep_print_header(const kp_sweep_run *s)
         printf("  %s\n", limits);
     }
     /* "GPU" only on a GPU, as run says it (device timestamps time any device). */
-    printf("  %-12s %16s %12s %10s", "tg",
-           info->device.is_gpu ? "GPU median" : "device median", "min", "~GB/s");
+    printf("  %-12s %16s %12s %10s", "tg", info->device.is_gpu ? "GPU median" : "device median",
+           "min", "~GB/s");
     if (s->ceiling_gbs > 0) printf(" %9s", "% ceiling");
     if (kp_sweep_has_occupancy(s)) printf("  %-24s", "occupancy (limiter)");
     if (s->counter_columns) printf(" %10s %9s %-8s", "DRAM GB/s", "achieved", "bound");
@@ -132,7 +132,8 @@ static void kp_sweep_print_row(const kp_sweep_run *s, int i)
     char tg[48];
     kp_tg_label(p, tg, sizeof tg);
     char median[64], min[64];
-    printf("  %-12s %s %s %10.1f", tg, kp_format_ms_cell(p->run.stats.median, 16, median, sizeof median),
+    printf("  %-12s %s %s %10.1f", tg,
+           kp_format_ms_cell(p->run.stats.median, 16, median, sizeof median),
            kp_format_ms_cell(p->run.stats.min, 12, min, sizeof min), p->run.gbps);
     if (s->ceiling_gbs > 0) printf(" %8.0f%%", kp_run_result_ceiling_percent(&p->run));
     if (kp_sweep_has_occupancy(s)) {
@@ -319,8 +320,10 @@ static void kp_sweep_json(kp_str *out, const kp_sweep_run *s, int complete, int 
     kp_json_int(&j, "iterations", s->iters); /* asked; each point's "iterations" ran */
     kp_json_int(&j, "warmup", s->warmup);
     double budget = kp_run_budget(s->args);
-    if (budget > 0) kp_json_double(&j, "time_budget_s", budget);
-    else kp_json_null(&j, "time_budget_s");
+    if (budget > 0)
+        kp_json_double(&j, "time_budget_s", budget);
+    else
+        kp_json_null(&j, "time_budget_s");
     int cut = 0;
     for (int i = 0; i < s->npoints; i++)
         cut |= s->points[i].measured && s->points[i].run.iters < s->iters;
