@@ -34,8 +34,9 @@
  *   (CPU):      (KP_CEILING_CPU_MAX) or the cache rounded up to a power of two where that is
  *               more; that one size; copy_f4 and copy_f4x4 only (KP_CEILING_CPU_VARIANTS);
  *               20 timed dispatches after 1 warm-up per point (a CPU copies at tens of GB/s:
- *               filling and copying gigabytes took minutes, and 512 MiB buffers measure the
- *               same ceiling within 5% where PoCL reports a 480 MiB cache, see
+ *               filling and copying gigabytes took minutes; on a 2-core machine whose PoCL
+ *               reports a 480 MiB cache, 512 MiB buffers take 5-16 s where 2 GiB took 100-550
+ *               s, and measure 24.4 GB/s where 2 GiB measured 25.2-25.9 with both cores free:
  *               bench/results/2026-12-01-2core-caps-measure).
  * Every size is capped by the device's largest allocation, a quarter of its memory and
  * --max-bytes, and rounded down to whole 64-byte groups. "cache" is the last-level cache
