@@ -16,6 +16,8 @@
 #define KP_ENV_DUMP_DIR  "KPROF_DUMP_DIR"  /* dump every compiled kernel here */
 #define KP_ENV_STORE     "KPROF_STORE"     /* kprof's SQLite store */
 #define KP_ENV_HISTORY   "KPROF_HISTORY"   /* "0": run, sweep and bench record no history */
+/* Off a terminal, the seconds between progress lines of long work (default 10; 0: none) */
+#define KP_ENV_PROGRESS_EVERY "KPROF_PROGRESS_EVERY"
 /* `kprof export`: above this many events a trace's Chrome JSON is taken as too large for a
  * browser (default 2000000): -o OUT without a format's extension writes Perfetto, and --chrome
  * warns (tools/kprof/cmd_export.c) */

@@ -32,6 +32,42 @@ char *kp_format_duration(double seconds, char *buf, size_t n)
     return buf;
 }
 
+/* v as kp_format_ms prints it in unit u (0: ns): whole ns, else four significant figures. */
+static double kp_format_ms_shown(double v, int u)
+{
+    double a = fabs(v);
+    if (u == 0 || a >= 1000) return round(a);
+    return a >= 100 ? round(a * 10) / 10 : a >= 10 ? round(a * 100) / 100 : round(a * 1000) / 1000;
+}
+
+char *kp_format_ms(double ms, char *buf, size_t n)
+{
+    static const char *const units[] = {"ns", "µs", "ms", "s"};
+    double v = ms * 1e6; /* ns */
+    int u = 0;
+    while (u < 3 && kp_format_ms_shown(v, u) >= 1000)
+        v /= 1000, u++;
+    double a = fabs(v);
+    const char *fmt = u == 0 || a >= 1000 ? "%.0f %s"
+                      : a >= 100          ? "%.1f %s"
+                      : a >= 10           ? "%.2f %s"
+                                          : "%.3f %s";
+    snprintf(buf, n, fmt, v, units[u]);
+    return buf;
+}
+
+char *kp_format_ms_cell(double ms, int width, char *buf, size_t n)
+{
+    char t[64];
+    kp_format_ms(ms, t, sizeof t);
+    int chars = 0;
+    for (const char *p = t; *p; p++)
+        chars += ((unsigned char)*p & 0xC0) != 0x80;
+    int pad = width > chars ? width - chars : 0;
+    snprintf(buf, n, "%*s%s", pad, "", t);
+    return buf;
+}
+
 char *kp_format_bytes(uint64_t bytes, char *buf, size_t n)
 {
     static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};

@@ -10,6 +10,14 @@
 
 /* "1.25 ms", "812 ns", "3.5 µs", "2.01 s". Returns buf. */
 char *kp_format_duration(double seconds, char *buf, size_t n);
+/* A time the lab measured, given in milliseconds, for tables and panels: the unit picked from
+ * the value (ns, µs, ms, s) and four significant figures, whole nanoseconds below a
+ * microsecond: "726 ns", "12.30 µs", "1.235 ms", "2.000 s" (a value rounding to 1000 of its
+ * unit takes the next: "1.000 ms"). Returns buf. */
+char *kp_format_ms(double ms, char *buf, size_t n);
+/* kp_format_ms right-aligned in a table's column of width characters (µ counts as one, as a
+ * terminal shows it, where printf's widths count bytes). Returns buf. */
+char *kp_format_ms_cell(double ms, int width, char *buf, size_t n);
 /* "256 B", "48 KiB", "1.5 GiB". Returns buf. */
 char *kp_format_bytes(uint64_t bytes, char *buf, size_t n);
 /* A count with an SI prefix, shortest two decimals: "950", "12.5 k", "2 G", "1.25 T" (flops).

@@ -408,13 +408,16 @@ int kp_readings_describe(const kp_readings_input *in, const kp_readings *r, kp_r
                    in->limiter && *in->limiter ? in->limiter : "an unknown resource");
     if (r->submission_bound)
         n = kp_add(out, n, max, "submission_bound",
-                   "GPU time per dispatch is %s, under %.2f ms: in real use submission economics "
+                   "%s time per dispatch is %s, under %.2f ms: in real use submission economics "
                    "dominate. Fewer launches and waits, not a faster kernel; check the whole "
                    "program with `kprof trace` first.",
+                   in->not_gpu ? "Device" : "GPU",
                    kp_format_duration(in->median_ms / 1e3, a, sizeof a), KP_READING_SUBMISSION_MS);
     if (r->sweep_hint)
-        n = kp_add(out, n, max, "sweep",
-                   "A single threadgroup size is not an occupancy conclusion: sweep it "
-                   "(`kprof run ... --sweep-tg`).");
+        n = kp_add(out, n, max, "sweep", "%s",
+                   in->not_gpu ? "A single work-group size is not a conclusion: sweep it "
+                                 "(`kprof run ... --sweep-tg`)."
+                               : "A single threadgroup size is not an occupancy conclusion: "
+                                 "sweep it (`kprof run ... --sweep-tg`).");
     return n;
 }

@@ -65,7 +65,7 @@ typedef struct kp_readings_measured {
 } kp_readings_measured;
 
 typedef struct kp_readings_input {
-    double median_ms;       /* GPU time per dispatch */
+    double median_ms;       /* device (GPU) time per dispatch */
     double gbps;            /* ~GB/s touched */
     int bytes_assumed;      /* bytes from the once-per-element assumption (no --bytes) */
     uint64_t bytes;         /* bytes per dispatch the figure counts (--bytes, or the buffers) */
@@ -83,6 +83,9 @@ typedef struct kp_readings_input {
     double occupancy;              /* 0..1 */
     const char *limiter;           /* occupancy limiter */
     int single_tg;                 /* one threadgroup size was measured */
+    int not_gpu;                   /* the device is no GPU (a CPU through OpenCL): its time is
+                                      "device time", and a sweep is about work-group sizes, not
+                                      occupancy */
     int timed_cold;                /* the timed dispatches each began with a cold cache (a cold
                                       bench row); 0: warm, back to back (run, sweep, hot rows) */
     kp_readings_measured measured; /* hardware counters, when read */

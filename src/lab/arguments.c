@@ -130,6 +130,30 @@ static void kp_scalar_base(const char *type, char *out, size_t n)
     out[0] = '\0';
 }
 
+/* "a" or "an" before a type's name as it is read aloud: "an i32", "an f32", "a u32". */
+static const char *kp_type_article(kp_type t)
+{
+    const char *name = kp_type_name(t);
+    return name[0] == 'i' || name[0] == 'f' ? "an" : "a";
+}
+
+/* What to write instead of item a for a parameter whose scalar type is base (OpenCL C
+ * spelling, "float"): "; write f32=2 for it" (sep '=') or "; write f32:4096 for it" (sep ':'),
+ * the item's own value or count and fill kept. "" when base names no SPEC type. */
+static void kp_arg_suggest(const kp_arg_spec *a, const char *base, char sep, char *out, size_t n)
+{
+    out[0] = '\0';
+    kp_type want = KP_TYPE_COUNT;
+    for (int t = 0; t < KP_TYPE_COUNT; t++)
+        if (base && base[0] && strcmp(base, kp_type_c_name((kp_type)t)) == 0) want = (kp_type)t;
+    const char *rest = strchr(a->text, sep);
+    if (want == KP_TYPE_COUNT || want == a->type || !rest) return;
+    unsigned char value[8];
+    char why[128];
+    if (sep == '=' && kp_value_parse(want, rest + 1, value, why, sizeof why) != 0) return;
+    snprintf(out, n, "; write %s%s for it", kp_type_name(want), rest);
+}
+
 kprof_status kp_lab_check_spec(const kp_spec *spec, const kp_kernel_meta *k, kp_error *err)
 {
     char sig[1024];
@@ -187,10 +211,15 @@ kprof_status kp_lab_check_spec(const kp_spec *spec, const kp_kernel_meta *k, kp_
                                     a->kind == KP_ARG_SCALAR ? "a scalar" : "local memory", sig);
             char base[32];
             kp_scalar_base(p->type_name, base, sizeof base);
-            if (base[0] && strcmp(base, kp_type_c_name(a->type)) != 0 && strcmp(base, "half") != 0)
-                return kp_error_set(
-                    err, KPROF_INVALID, "%s but --buffers item %d '%s' is a %s (%s) buffer\n  %s",
-                    pname, i + 1, a->text, kp_type_name(a->type), kp_type_c_name(a->type), sig);
+            if (base[0] && strcmp(base, kp_type_c_name(a->type)) != 0 &&
+                strcmp(base, "half") != 0) {
+                char fix[160];
+                kp_arg_suggest(a, base, ':', fix, sizeof fix);
+                return kp_error_set(err, KPROF_INVALID,
+                                    "%s but --buffers item %d '%s' is %s %s (%s) buffer%s\n  %s",
+                                    pname, i + 1, a->text, kp_type_article(a->type),
+                                    kp_type_name(a->type), kp_type_c_name(a->type), fix, sig);
+            }
             break;
         }
         case KP_PARAM_LOCAL:
@@ -212,12 +241,15 @@ kprof_status kp_lab_check_spec(const kp_spec *spec, const kp_kernel_meta *k, kp_
             int vector =
                 base[0] && strcmp(base, p->type_name) != 0 && p->size > kp_type_size(a->type);
             if ((base[0] && !vector && strcmp(base, kp_type_c_name(a->type)) != 0) ||
-                (p->size && p->size != kp_type_size(a->type)))
+                (p->size && p->size != kp_type_size(a->type))) {
+                char fix[160];
+                kp_arg_suggest(a, vector ? "" : base, '=', fix, sizeof fix);
                 return kp_error_set(err, KPROF_INVALID,
-                                    "%s (%u bytes) but --buffers item %d '%s' is a %s (%zu "
-                                    "bytes)\n  %s",
-                                    pname, p->size, i + 1, a->text, kp_type_name(a->type),
-                                    kp_type_size(a->type), sig);
+                                    "%s (%u bytes) but --buffers item %d '%s' is %s %s (%zu "
+                                    "bytes)%s\n  %s",
+                                    pname, p->size, i + 1, a->text, kp_type_article(a->type),
+                                    kp_type_name(a->type), kp_type_size(a->type), fix, sig);
+            }
             break;
         }
         }

@@ -37,9 +37,10 @@ kprof_status kp_ceiling_plan_make(const kp_device_info *dev, uint64_t max_bytes,
     plan->gpu = dev->is_gpu;
     plan->cache_bytes = dev->cache_bytes;
     plan->cache_factor = plan->gpu ? 8 : 4;
-    plan->iters = iters > 0 ? iters : plan->gpu ? 20 : 5;
+    plan->iters = iters > 0 ? iters : 20;
     plan->warmup = plan->gpu ? 3 : 1;
-    int wanted = plan->gpu ? 3 : 2;
+    plan->nvariants = plan->gpu ? KP_CEILING_VARIANTS : KP_CEILING_CPU_VARIANTS;
+    int wanted = plan->gpu ? 3 : 1;
     uint64_t cache = plan->cache_bytes;
 
     if (max_bytes && cache && max_bytes < cache) {
@@ -56,6 +57,18 @@ kprof_status kp_ceiling_plan_make(const kp_device_info *dev, uint64_t max_bytes,
     uint64_t base = 64 * KP_MIB;
     while (cache && base < (uint64_t)plan->cache_factor * cache)
         base *= 2;
+    if (!plan->gpu) {
+        /* Filling and copying gigabytes on a CPU takes minutes: at most KP_CEILING_CPU_MAX, or
+         * the cache rounded up to a power of two where that is more (source and destination
+         * together then always exceed the cache). */
+        uint64_t most = KP_CEILING_CPU_MAX;
+        while (cache && most < cache)
+            most *= 2;
+        if (base > most) {
+            base = most;
+            plan->cap = KP_CEILING_CAP_CPU;
+        }
+    }
     uint64_t cap = dev->global_mem ? dev->global_mem / 4 : base << (wanted - 1);
     if (dev->max_alloc && dev->max_alloc < cap) cap = dev->max_alloc;
     kp_ceiling_cap why = KP_CEILING_CAP_DEVICE;
@@ -75,7 +88,7 @@ kprof_status kp_ceiling_plan_make(const kp_device_info *dev, uint64_t max_bytes,
         plan->sizes[plan->nsizes++] = s;
     }
     plan->in_cache = cache && plan->sizes[plan->nsizes - 1] < cache;
-    plan->npoints = plan->nsizes * KP_CEILING_VARIANTS + 2;
+    plan->npoints = plan->nsizes * plan->nvariants + 2;
     uint64_t units = dev->compute_units ? dev->compute_units : 1;
     plan->fma_threads = units * (plan->gpu ? 8192 : 4096);
     plan->fma_iters = plan->gpu ? 4096 : 512;
@@ -85,6 +98,23 @@ kprof_status kp_ceiling_plan_make(const kp_device_info *dev, uint64_t max_bytes,
 double kp_ceiling_fma_flops(const kp_ceiling_plan *plan)
 {
     return (double)plan->fma_threads * (double)plan->fma_iters * 16.0;
+}
+
+double kp_ceiling_plan_seconds(const kp_ceiling_plan *plan, double ceiling_gbs, double peak_gflops)
+{
+    double gbs = ceiling_gbs > 0 ? ceiling_gbs : plan->gpu ? 500 : 10;
+    double gflops = peak_gflops > 0 ? peak_gflops : plan->gpu ? 10000 : 10;
+    double dispatches = plan->warmup + plan->iters;
+    double s = 0.3 * (plan->nsizes + 2); /* sessions: a copy one per size, demo_add, fma_f32 */
+    for (int i = 0; i < plan->nsizes; i++) {
+        double bytes = (double)plan->sizes[i];
+        s += 2 * bytes / 1e9; /* fill source and destination */
+        s += plan->nvariants * dispatches * 2 * bytes / (gbs * 1e9); /* read + write */
+    }
+    double largest = plan->nsizes ? (double)plan->sizes[plan->nsizes - 1] : 0;
+    s += largest / 1e9 + dispatches * largest / (gbs * 1e9); /* demo_add: three thirds */
+    s += dispatches * kp_ceiling_fma_flops(plan) / (gflops * 1e9);
+    return s;
 }
 
 typedef struct kp_copy_variant {
@@ -219,7 +249,7 @@ kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_resul
         free(scratch);
         return kp_error_set(err, KPROF_NOMEM, "out of memory");
     }
-    int nvariants = KP_CEILING_VARIANTS;
+    int nvariants = plan->nvariants;
     int total = plan->npoints, done = 0;
     uint64_t tg = out->device.max_tg >= 256 ? 256 : out->device.max_tg;
 

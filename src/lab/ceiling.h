@@ -22,13 +22,22 @@
 
 #define KP_CEILING_MAX_SIZES 3
 #define KP_CEILING_VARIANTS  3 /* copy_f4, copy_f4x4, copy_f4_stride */
+/* A CPU's copies: copy_f4, copy_f4x4. It runs a grid-stride loop one work-item at a time,
+ * striding across memory (PoCL: 20x below copy_f4), so that one never sets a CPU's ceiling. */
+#define KP_CEILING_CPU_VARIANTS 2
+#define KP_CEILING_CPU_MAX      (512ULL << 20) /* a CPU's buffer, unless its cache is larger */
 
 /* What kp_ceiling_plan_make chose, and from what. The rule:
  *   GPU:        base = max(64 MiB, 8 x cache) rounded up to a power of two; base, 2x, 4x;
  *               20 timed dispatches after 3 warm-ups per point.
- *   any other   base = max(64 MiB, 4 x cache) rounded up to a power of two; base, 2x;
- *   (CPU):      5 timed dispatches after 1 warm-up per point (a CPU copies at tens of GB/s, and
- *               its caches hold tens of MiB, not the hundreds a GPU measures over).
+ *   any other   base = max(64 MiB, 4 x cache) rounded up to a power of two, but at most 512 MiB
+ *   (CPU):      (KP_CEILING_CPU_MAX) or the cache rounded up to a power of two where that is
+ *               more; that one size; copy_f4 and copy_f4x4 only (KP_CEILING_CPU_VARIANTS);
+ *               20 timed dispatches after 1 warm-up per point (a CPU copies at tens of GB/s:
+ *               filling and copying gigabytes took minutes; on a 2-core machine whose PoCL
+ *               reports a 480 MiB cache, 512 MiB buffers take 5-16 s where 2 GiB took 100-550
+ *               s, and measure 24.4 GB/s where 2 GiB measured 25.2-25.9 with both cores free:
+ *               bench/results/2026-12-01-2core-caps-measure).
  * Every size is capped by the device's largest allocation, a quarter of its memory and
  * --max-bytes, and rounded down to whole 64-byte groups. "cache" is the last-level cache
  * (kp_device_info.cache_bytes). A buffer is one of two (source and destination).
@@ -40,6 +49,7 @@ typedef enum kp_ceiling_cap {
     KP_CEILING_CAP_NONE,      /* the sizes are the rule's */
     KP_CEILING_CAP_DEVICE,    /* cut by the largest allocation or a quarter of memory */
     KP_CEILING_CAP_MAX_BYTES, /* cut by --max-bytes */
+    KP_CEILING_CAP_CPU,       /* a CPU's KP_CEILING_CPU_MAX (or its cache) */
 } kp_ceiling_cap;
 
 typedef struct kp_ceiling_plan {
@@ -53,6 +63,7 @@ typedef struct kp_ceiling_plan {
     uint64_t sizes[KP_CEILING_MAX_SIZES];
     int iters;    /* timed dispatches per point */
     int warmup;   /* untimed dispatches before them */
+    int nvariants; /* copy variants measured: the first nvariants of kp_ceiling_variant */
     int npoints;  /* copy variants x sizes, + demo_add, + fma_f32 */
     uint64_t fma_threads; /* the FLOP peak's grid */
     uint32_t fma_iters;   /* its iterations per thread */
@@ -66,6 +77,12 @@ typedef struct kp_ceiling_plan {
  * and the store would keep that as the device's ceiling. */
 kprof_status kp_ceiling_plan_make(const kp_device_info *dev, uint64_t max_bytes, int iters,
                                   kp_ceiling_plan *plan, kp_error *err);
+
+/* About how many seconds a plan takes on an idle machine: the sessions' start (0.3 s each),
+ * filling the buffers (about 1 GB/s of host work), and the dispatches at the device's measured
+ * ceiling and FLOP peak where known (ceiling_gbs, peak_gflops; 0: unknown), else at a guess (a
+ * CPU 10 GB/s and 10 GFLOP/s, a GPU 500 GB/s and 10 TFLOP/s). What --dry-run says to expect. */
+double kp_ceiling_plan_seconds(const kp_ceiling_plan *plan, double ceiling_gbs, double peak_gflops);
 
 /* The name of copy variant i (0..KP_CEILING_VARIANTS-1): "copy_f4", ... */
 const char *kp_ceiling_variant(int i);

@@ -258,6 +258,41 @@ kprof_status kp_lab_measure(kp_lab *lab, const kp_launch *launch, int warmup, in
     return KPROF_OK;
 }
 
+int kp_lab_budget_iters(int iters, int timed, double per_dispatch_s, double spent_s,
+                        double budget_s)
+{
+    if (iters < 1) return 0;
+    if (budget_s <= 0 || per_dispatch_s <= 0) return iters;
+    double left = budget_s - spent_s;
+    double more = left > 0 ? floor(left / per_dispatch_s) : 0;
+    int n = timed + (more < (double)(iters - timed) ? (int)more : iters - timed);
+    if (n < timed) n = timed;
+    return n < 1 ? 1 : n;
+}
+
+kprof_status kp_lab_measure_within(kp_lab *lab, const kp_launch *launch, int warmup, int iters,
+                                   double budget_s, double *samples_ms, int *timed, kp_error *err)
+{
+    *timed = 0;
+    if (budget_s <= 0 || iters <= 1) {
+        kprof_status st = kp_lab_measure(lab, launch, warmup, iters, samples_ms, err);
+        if (st == KPROF_OK) *timed = iters;
+        return st;
+    }
+    /* The warm-ups and one timed dispatch say what a dispatch costs, by the wall clock (what the
+     * budget is about) or by its device time when that is more. */
+    uint64_t t0 = kp_now_ns();
+    kprof_status st = kp_lab_measure(lab, launch, warmup, 1, samples_ms, err);
+    if (st != KPROF_OK) return st;
+    double spent = (double)(kp_now_ns() - t0) / 1e9;
+    double per = spent / (warmup + 1);
+    if (samples_ms[0] / 1e3 > per) per = samples_ms[0] / 1e3;
+    int n = kp_lab_budget_iters(iters, 1, per, spent, budget_s);
+    if (n > 1) st = kp_lab_measure(lab, launch, 0, n - 1, samples_ms + 1, err);
+    if (st == KPROF_OK) *timed = n;
+    return st;
+}
+
 kprof_status kp_lab_sample(kp_lab *lab, const kp_launch *launch, int n, int cold,
                            double *samples_ms, double *flush_ms, kp_error *err)
 {

@@ -128,6 +128,20 @@ void kp_tg_rule_text(const kp_reflection *r, char *buf, size_t n);
 kprof_status kp_lab_measure(kp_lab *lab, const kp_launch *launch, int warmup, int iters,
                             double *samples_ms, kp_error *err);
 
+/* kp_lab_measure under a time budget: warmup untimed dispatches and one timed one, then as many
+ * more of the iters timed ones as the budget allows at what those took (wall clock per dispatch,
+ * or the timed one's device time when more), at least 1; *timed says how many ran
+ * (samples_ms[0..*timed)). budget_s <= 0: no budget, kp_lab_measure itself. */
+kprof_status kp_lab_measure_within(kp_lab *lab, const kp_launch *launch, int warmup, int iters,
+                                   double budget_s, double *samples_ms, int *timed, kp_error *err);
+
+/* How many of iters timed dispatches a budget of budget_s seconds allows when spent_s has gone
+ * on the first `timed` of them (and any warm-ups) and a dispatch takes per_dispatch_s: timed plus
+ * what fits in what is left, at most iters and at least max(timed, 1). budget_s <= 0 or an
+ * unknown cost (per_dispatch_s <= 0): iters. Pure (exposed for tests). */
+int kp_lab_budget_iters(int iters, int timed, double per_dispatch_s, double spent_s,
+                        double budget_s);
+
 /* n timed dispatches at launch, no warm-up: hot (cold == 0) back to back exactly as
  * kp_lab_measure times them; cold: the device's cache flushed (kp_backend_ops.flush_cache,
  * untimed) before each, and each dispatch timed alone with the same clock as hot ones

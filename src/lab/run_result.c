@@ -55,6 +55,7 @@ void kp_run_result_read(kp_run_result *r, const kp_device_info *dev, uint64_t wo
         .limiter = r->refl.limiter,
         /* A kernel that takes one size only has nothing to sweep. */
         .single_tg = r->refl.tg_rule != KP_TG_RULE_REQUIRED,
+        .not_gpu = !dev->is_gpu,
     };
     if (r->counters) kp_counters_apply(r->counters, r->peak_gflops, &r->readings_in);
     kp_readings_compute(&r->readings_in, &r->readings);
@@ -163,6 +164,7 @@ static const kp_run_key kp_run_form_run[] = {
 static const kp_run_key kp_run_form_sweep_point[] = {
     {KP_RUN_THREADGROUP, "threadgroup"},
     {KP_RUN_THREADS, "threads"},
+    {KP_RUN_ITERATIONS, "iterations"}, /* timed dispatches: fewer where the time budget cut them */
     {KP_RUN_MEDIAN_MS, "gpu_ms_median"},
     {KP_RUN_MIN_MS, "gpu_ms_min"},
     {KP_RUN_P10_MS, "gpu_ms_p10"},

@@ -29,6 +29,32 @@ int kp_sweep_default_sizes(uint64_t start, uint64_t kernel_max, uint64_t *out, i
     return n;
 }
 
+int kp_sweep_default_shapes(uint64_t width, uint64_t kernel_max, const uint64_t max_dims[3],
+                            const uint64_t grid[3], int uniform, uint64_t (*out)[3], int max)
+{
+    if (width == 0) width = 64;
+    uint64_t w = 1; /* the width as a power of two at or above it */
+    while (w < width)
+        w *= 2;
+    int n = 0;
+    for (uint64_t total = w; total <= kernel_max && n < max; total *= 2) {
+        uint64_t x = w;
+        while (x * x < total)
+            x *= 2; /* the squarest with x >= y */
+        for (int k = 0; k < 3 && x <= total && n < max; k++, x *= 2) {
+            uint64_t y = total / x;
+            if ((max_dims[0] && x > max_dims[0]) || (max_dims[1] && y > max_dims[1])) continue;
+            if (x > grid[0] || y > grid[1]) continue;
+            if (uniform && (grid[0] % x || grid[1] % y)) continue;
+            out[n][0] = x;
+            out[n][1] = y;
+            out[n][2] = 1;
+            n++;
+        }
+    }
+    return n;
+}
+
 static int kp_sweep_parse_shape(const char *text, uint64_t v[3], int *dims)
 {
     v[0] = v[1] = v[2] = 1;

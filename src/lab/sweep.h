@@ -32,6 +32,16 @@ typedef struct kp_sweep_point {
  * the largest power of two it allows. 1-D. Returns how many (<= max). */
 int kp_sweep_default_sizes(uint64_t start, uint64_t kernel_max, uint64_t *out, int max);
 
+/* Default shapes for a 2- or 3-D grid (z stays 1): for each total T of threads, a power of two
+ * from `width` (the warp or preferred multiple; 64 when unknown) to the kernel's maximum, up to
+ * three shapes x by T/x, x a multiple of width and a power of two, from the squarest whose x is
+ * at least its y, then x doubled twice: 16x16, 32x8, 64x4 for T = 256 and width 8. A shape must
+ * fit the device's per-dimension maxima (max_dims, 0: no limit) and the grid, and divide it
+ * when the device needs whole groups (uniform). out[i] holds x, y, 1. Returns how many
+ * (<= max). */
+int kp_sweep_default_shapes(uint64_t width, uint64_t kernel_max, const uint64_t max_dims[3],
+                            const uint64_t grid[3], int uniform, uint64_t (*out)[3], int max);
+
 /* Parse --tg-list "96,128,256" or "8x8,16x16,32x8" into points with the base launch's grid.
  * Every shape must have the grid's number of dimensions. INVALID names each bad item. */
 kprof_status kp_sweep_parse_list(const char *text, const kp_launch *base, kp_sweep_point *out,

@@ -112,7 +112,10 @@ class KprofTestCase(unittest.TestCase):
                     "KPROF_STORE": os.path.join(self.tmp, "store.db"),
                     "KPROF_BACKEND": None, "KPROF_DEVICE": None, "KPROF_DUMP_DIR": None,
                     # a CI runner's own variables change where compile dumps go (test_run_errors)
-                    "GITHUB_ACTIONS": None, "RUNNER_TEMP": None, "BUILDKITE": None}
+                    "GITHUB_ACTIONS": None, "RUNNER_TEMP": None, "BUILDKITE": None,
+                    # No progress lines off a terminal: a test's stderr must not depend on
+                    # how long a busy machine takes (the tests of those lines set it).
+                    "KPROF_PROGRESS_EVERY": "0"}
 
     def tearDown(self):
         shutil.rmtree(self.tmp, ignore_errors=True)

@@ -7,6 +7,7 @@ gate's exit 5 on synthetic results, and bad input refused."""
 
 import json
 import os
+import re
 import statistics
 
 import kptest
@@ -126,10 +127,32 @@ class BenchTest(kptest.KprofTestCase):
                        "f32:4096,f32:4096,f32:4096,u32=4096", "--max-noise", "50", *QUICK,
                        expect=0)
         self.assertIn("demo_add on", p.stdout)
-        self.assertIn("median ms", p.stdout)
+        # Issue 23 items 5 and 8: mean and max columns beside min and p90, and every time in
+        # the unit that keeps its digits (a number and ns, µs, ms or s), never 0.0007.
+        header = [l for l in p.stdout.splitlines() if "95% CI" in l][0].split()
+        for col in ("median", "min", "mean", "p90", "max"):
+            self.assertIn(col, header)
+        self.assertNotIn("median ms", p.stdout)
+        row = [l for l in p.stdout.splitlines() if re.search(r"\[.*\].*%", l)][0]
+        self.assertRegex(row, r"^\s*\d+(\.\d+)? (ns|µs|ms|s)  \[\d+(\.\d+)? (ns|µs|ms|s), "
+                              r"\d+(\.\d+)? (ns|µs|ms|s)\]")
+        self.assertEqual(len(re.findall(r"\d (ns|µs|ms|s)\b", row)), 7, row)
+        self.assertIn("median", p.stdout)
         self.assertIn("95% CI", p.stdout)
         self.assertIn("stop: noise = the median's 95% interval is within --max-noise", p.stdout)
         self.assertIn("clock: not read", p.stdout)
+
+    def test_progress_lines_off_a_terminal(self):
+        # Issue 23 item 3: off a terminal, a line of its own every KPROF_PROGRESS_EVERY seconds
+        # of long work (10 by default; the tests set 0): here 0.2 s over a bench that runs to
+        # its 2 s --timeout (a noise goal no run meets), saying where it stands as it goes.
+        p = self.kprof("bench", self.demo(), "--grid", "4096", "--tg", "64", "--buffers",
+                       "f32:4096,f32:4096,f32:4096,u32=4096", "--min-time", "0.01",
+                       "--max-noise", "0.001", "--timeout", "2",
+                       env={"KPROF_PROGRESS_EVERY": "0.2"}, expect=0)
+        lines = [l for l in p.stderr.splitlines() if l.startswith("kprof: bench: ")]
+        self.assertGreaterEqual(len(lines), 1, p.stderr)
+        self.assertNotIn("\r", p.stderr)
 
     def test_hot_and_cold(self):
         doc, _ = self.bench_json(self.demo(), "--grid", "262144", "--tg", "64", "--buffers",
@@ -190,7 +213,8 @@ class BenchTest(kptest.KprofTestCase):
                    "--buffers", SPEC, "--max-noise", "50", *QUICK, "--plot", out, expect=0)
         svg = open(out).read()
         self.assertTrue(svg.startswith("<?xml"))
-        self.assertIn("GPU time per dispatch (ms)", svg)
+        # "GPU" only on a GPU: PoCL's is a CPU, whose time is device time.
+        self.assertRegex(svg, r"(GPU|device) time per dispatch \(ms\)")
         for label in ("4K", "8K", "16K"):
             self.assertIn(">%s</text>" % label, svg)
         # An existing plot is not replaced without --force.
@@ -341,6 +365,11 @@ class BenchTest(kptest.KprofTestCase):
                     self.assertEqual(pt["comparison"]["verdict"], "SLOWER")
             else:
                 self.assertRegex(p.stdout, r"→  (SAME|FASTER|SLOWER|UNSURE)")
+                # Issue 23 item 8: the band is said as what SAME would need, never as
+                # "SLOWER (SAME within ±1%)"; the footer names each side's entry.
+                self.assertNotIn("(SAME within", p.stdout)
+                self.assertRegex(p.stdout, r"\(SAME would be an interval inside ±\d+(\.\d+)?%\)")
+                self.assertIn("A: %s:work10  B: %s:work11" % (src, src), p.stdout)
                 if "→  UNSURE" in p.stdout:
                     self.assertIn("    UNSURE: ", p.stdout)
                 if p.returncode == 5:

@@ -92,10 +92,22 @@ class RunErrors(kptest.KprofTestCase):
 
     def test_spec_type_mismatch(self):
         p = self.run_demo(expect=2, buffers="f32:4096,i32:4096,f32:4096,u32=4096")
-        self.assertIn("argument 2 'a' is float* but --buffers item 2 'i32:4096' is a i32",
-                      p.stderr)
+        # Issue 23 item 8: "an i32", and the item to write instead.
+        self.assertIn("argument 2 'a' is float* but --buffers item 2 'i32:4096' is an i32 "
+                      "(int) buffer; write f32:4096 for it", p.stderr)
         p = self.run_demo(expect=2, buffers="f32:4096,f32:4096,f32:4096,f32=1")
         self.assertIn("argument 4 'n' is uint", p.stderr)
+        self.assertIn("is an f32 (4 bytes); write u32=1 for it", p.stderr)
+        # A float argument given as u32=2: f32=2 is suggested.
+        path = self.write("scale.cl", "__kernel void scale(__global float *x, float k) "
+                                      "{ x[get_global_id(0)] *= k; }")
+        p = self.kprof("run", path, "--grid", "64", "--tg", "8", "--buffers", "f32:64,u32=2",
+                       expect=2)
+        self.assertIn("argument 2 'k' is float (4 bytes) but --buffers item 2 'u32=2' is a u32 "
+                      "(4 bytes); write f32=2 for it", p.stderr)
+        # No suggestion the value cannot take: 1.5 is no u32.
+        p = self.run_demo(expect=2, buffers="f32:4096,f32:4096,f32:4096,f32=1.5")
+        self.assertNotIn("write u32", p.stderr)
         p = self.run_demo(expect=2, buffers="f32:4096,f32:4096,f32:4096,u32:4")
         self.assertIn("TYPE=VALUE", p.stderr)
         p = self.run_demo(expect=2, buffers="f32=1,f32:4096,f32:4096,u32=4")

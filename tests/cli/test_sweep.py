@@ -151,7 +151,7 @@ class Sweep(kptest.KprofTestCase):
         p = self.kprof("sweep", "demo", "--grid", "65536", "--buffers", SPEC, "--iters", "3",
                        expect=0)
         # "GPU ms" only on a GPU: device timestamps time any device.
-        self.assertRegex(p.stdout, r"(GPU|device) ms median")
+        self.assertRegex(p.stdout, r"(GPU|device) median")
         self.assertEqual(p.stdout.count("◀ best"), 1)
         self.assertIn("best tg ", p.stdout)
         self.assertEqual(p.stderr, "")  # no progress line without a terminal
@@ -202,6 +202,31 @@ class Sweep(kptest.KprofTestCase):
         self.assertEqual(r["grid"], [64, 64])
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "sweep.json")))
 
+    def test_default_2d_shapes(self):
+        # Issue 23 item 7: a 2-D grid without --tg-list sweeps shapes of its own: x a multiple
+        # of the device's width (PoCL's preferred multiple), up to the kernel's maximum, each
+        # inside the grid.
+        path = self.write("m.cl", KERNEL_2D)
+        r = self.run_json("run", path, "--sweep-tg", "--grid", "64x64", "--buffers",
+                          "f32:4096,f32:4096,u32=64", "--iters", "2", "--warmup", "0")
+        shapes = [tuple(p["threadgroup"]) for p in r["points"]]
+        self.assertGreater(len(shapes), 3)
+        self.assertEqual(len(set(shapes)), len(shapes))
+        widths = {x for x, _ in shapes}
+        w = min(widths)
+        for x, y in shapes:
+            self.assertEqual(x % w, 0)
+            self.assertLessEqual(x * y, r["kernel_max_threadgroup_size"])
+            self.assertLessEqual(x, 64)
+            self.assertLessEqual(y, 64)
+            self.assertGreaterEqual(x, y)  # the squarest first: x never below y
+        self.assertIn((16, 16), shapes)
+        self.assertIsNotNone(r["best_threadgroup"])
+        # A grid no shape fits says so, and how to give them.
+        p = self.kprof("sweep", path, "--grid", "4x4", "--buffers", "f32:16,f32:16,u32=4",
+                       expect=2)
+        self.assertIn("give --tg-list", p.stderr)
+
     def test_bad_sizes_each_named(self):
         p = self.kprof("sweep", "demo", "--grid", "65536", "--buffers", SPEC, "--json",
                        "--tg-list", "64,8192,96", expect=2)
@@ -229,8 +254,7 @@ class Sweep(kptest.KprofTestCase):
 
     def test_usage(self):
         cases = ((["--plot", "x.svg"], "--plot draws a sweep"),
-                 (["--sweep-tg", "--plot", "x.png"], "name a .svg file"),
-                 (["--sweep-tg", "--grid", "64x64"], "needs its threadgroup shapes"))
+                 (["--sweep-tg", "--plot", "x.png"], "name a .svg file"))
         for extra, text in cases:
             p = self.kprof("run", "demo", "--buffers", SPEC, *extra,
                            expect=2 if "needs its" not in text else 2)
@@ -378,7 +402,7 @@ class Sweep(kptest.KprofTestCase):
             seen = read_until(p.stdout.fileno(), re.compile(rb"\n  8 [^\n]*\n"))
             self.assertIn(b"\n  8 ", seen, "no row for tg 8 came before the sweep ended or "
                           "%d s passed" % GIVE_UP_S)
-            self.assertRegex(seen.split(b"\n  8 ")[0], rb"(GPU|device) ms median")  # header first
+            self.assertRegex(seen.split(b"\n  8 ")[0], rb"(GPU|device) median")  # header first
             p.send_signal(signal.SIGINT)
             out, err = p.communicate(timeout=GIVE_UP_S)
         finally:
@@ -424,6 +448,41 @@ class Sweep(kptest.KprofTestCase):
         with open(os.path.join(folder, "sweep.json")) as f:
             self.assertEqual(json.load(f), r)
         self.assertEqual(sorted(os.listdir(folder)), ["kernel.cl", "sweep.json"])
+
+
+KERNEL_SPIN = r"""
+__kernel void spin(__global float *x, uint n)
+{
+    size_t i = get_global_id(0);
+    float v = x[i];
+    for (uint k = 0; k < n; k++) v = v * 0.999999f + 0.5f;
+    x[i] = v;
+}
+"""
+
+
+class SweepTimeBudget(kptest.KprofTestCase):
+    """Issue 23 item 3: a sweep's time budget is the whole sweep's, shared by its sizes; a slow
+    kernel's sizes time fewer dispatches, and the closing block and the JSON say so."""
+
+    def test_budget_is_shared_and_said(self):
+        path = os.path.join(self.tmp, "spin.cl")
+        with open(path, "w") as f:
+            f.write(KERNEL_SPIN)
+        args = ("sweep", path, "--grid", "2048", "--tg-list", "64,128", "--buffers",
+                "f32:2048,u32=200000", "--warmup", "0", "--time-budget", "0.5")
+        r = self.run_json(*args)
+        self.assertEqual(r["iterations"], 50)
+        self.assertTrue(r["time_budget_cut"])
+        for pt in r["points"]:
+            self.assertLess(pt["iterations"], 50)
+            self.assertGreaterEqual(pt["iterations"], 1)
+        p = self.kprof(*args, expect=0)
+        self.assertRegex(p.stdout, r"time budget: 2 sizes timed fewer than the 50 dispatches")
+        # --iters wins.
+        r = self.run_json(*args[:-2], "--time-budget", "0.01", "--iters", "2")
+        self.assertFalse(r["time_budget_cut"])
+        self.assertEqual([pt["iterations"] for pt in r["points"]], [2, 2])
 
 
 if __name__ == "__main__":

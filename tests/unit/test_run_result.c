@@ -81,9 +81,10 @@ static void test_forms(void)
                  "\"const_bytes\":8,\"ptx_version\":80,\"binary_version\":90,\"occupancy\":0.5,"
                  "\"blocks_per_sm\":4,\"occupancy_limiter\":\"registers\"}}");
     free(s);
-    /* A sweep point's gpu_ms_p90 is the interpolated one; its occupancy sits at the top. */
+    /* A sweep point's gpu_ms_p90 is the interpolated one; its occupancy sits at the top; its
+     * iterations are its own (the time budget may cut a slow point's). */
     s = form_json(&r, KP_RUN_JSON_SWEEP_POINT);
-    CHECK_STR(s, "{\"threadgroup\":[32,4],\"threads\":128,\"gpu_ms_median\":0.75,"
+    CHECK_STR(s, "{\"threadgroup\":[32,4],\"threads\":128,\"iterations\":4,\"gpu_ms_median\":0.75,"
                  "\"gpu_ms_min\":0.25,\"gpu_ms_p10\":0.375,\"gpu_ms_p90\":1.75,"
                  "\"approx_gb_per_s\":1.5,\"ceiling_percent\":50,\"occupancy\":0.5,"
                  "\"occupancy_limiter\":\"registers\"}");
@@ -114,7 +115,7 @@ static void test_absent(void)
     CHECK_CONTAINS(s, "\"private_bytes\":0}}");
     free(s);
     s = form_json(&r, KP_RUN_JSON_SWEEP_POINT);
-    CHECK_STR(s, "{\"threadgroup\":[32,4],\"threads\":128,\"gpu_ms_median\":0.75,"
+    CHECK_STR(s, "{\"threadgroup\":[32,4],\"threads\":128,\"iterations\":4,\"gpu_ms_median\":0.75,"
                  "\"gpu_ms_min\":0.25,\"gpu_ms_p10\":0.375,\"gpu_ms_p90\":1.75,"
                  "\"approx_gb_per_s\":1.5}");
     free(s);

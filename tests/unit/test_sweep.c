@@ -1,4 +1,5 @@
 /* test_sweep.c — default sizes, --tg-list parsing, and the best point with its ties. */
+#include "lab/lab.h"
 #include "lab/sweep.h"
 #include "test.h"
 
@@ -120,5 +121,59 @@ int main(void)
     CHECK_NEAR(p.run.p10, 1.4, 1e-12);
     CHECK_NEAR(p.run.p90, 4.6, 1e-12);
     CHECK(p.measured);
+    /* The time budget (kp_lab_budget_iters): what fits of the asked count. A 2 s dispatch, 8 s
+     * spent on 3 warm-ups and 1 timed one, 15 s: 3 more fit, 4 timed. */
+    CHECK_INT(kp_lab_budget_iters(50, 1, 2.0, 8.0, 15.0), 4);
+    /* Fast: every one. */
+    CHECK_INT(kp_lab_budget_iters(50, 1, 1e-5, 0.01, 15.0), 50);
+    /* Over the budget already: what ran, never fewer than one. */
+    CHECK_INT(kp_lab_budget_iters(50, 1, 3.0, 20.0, 15.0), 1);
+    CHECK_INT(kp_lab_budget_iters(50, 0, 30.0, 0, 15.0), 1);
+    /* No budget, or no cost known: the count asked. */
+    CHECK_INT(kp_lab_budget_iters(50, 1, 2.0, 8.0, 0), 50);
+    CHECK_INT(kp_lab_budget_iters(7, 1, 0, 8.0, 15.0), 7);
+    CHECK_INT(kp_lab_budget_iters(0, 0, 1, 0, 15.0), 0);
+    /* 2-D defaults: x a multiple of the width, the squarest first, three per total. */
+    {
+        uint64_t shapes[KP_SWEEP_MAX_POINTS][3];
+        const uint64_t nolimit[3] = {0, 0, 0}, big[3] = {4096, 4096, 1};
+        int ns = kp_sweep_default_shapes(32, 1024, nolimit, big, 1, shapes, KP_SWEEP_MAX_POINTS);
+        /* 32: 32x1; 64: 32x2, 64x1; 128: 32x4, 64x2, 128x1; 256: 32x8, 64x4, 128x2; 512:
+         * 32x16, 64x8, 128x4; 1024: 32x32, 64x16, 128x8. */
+        CHECK_INT(ns, 15);
+        CHECK_INT((int)shapes[0][0], 32);
+        CHECK_INT((int)shapes[0][1], 1);
+        CHECK_INT((int)shapes[1][0], 32);
+        CHECK_INT((int)shapes[1][1], 2);
+        CHECK_INT((int)shapes[6][0], 32);
+        CHECK_INT((int)shapes[6][1], 8);
+        CHECK_INT((int)shapes[12][0], 32);
+        CHECK_INT((int)shapes[12][1], 32);
+        for (int k = 0; k < ns; k++) {
+            CHECK_INT((int)(shapes[k][0] % 32), 0);
+            CHECK_INT(shapes[k][0] * shapes[k][1] <= 1024, 1);
+            CHECK_INT((int)shapes[k][2], 1);
+        }
+        /* The grid bounds each dimension, and a device of whole groups needs divisors. */
+        const uint64_t narrow[3] = {64, 2, 1};
+        ns = kp_sweep_default_shapes(32, 1024, nolimit, narrow, 0, shapes, KP_SWEEP_MAX_POINTS);
+        CHECK_INT(ns, 4); /* 32x1, 32x2, 64x1, 64x2 */
+        const uint64_t odd[3] = {96, 96, 1};
+        ns = kp_sweep_default_shapes(32, 1024, nolimit, odd, 1, shapes, KP_SWEEP_MAX_POINTS);
+        for (int k = 0; k < ns; k++) {
+            CHECK_INT((int)(96 % shapes[k][0]), 0);
+            CHECK_INT((int)(96 % shapes[k][1]), 0);
+        }
+        CHECK_INT(ns > 0, 1);
+        /* The device's per-dimension maxima. */
+        const uint64_t dims[3] = {1024, 4, 64};
+        ns = kp_sweep_default_shapes(32, 1024, dims, big, 1, shapes, KP_SWEEP_MAX_POINTS);
+        for (int k = 0; k < ns; k++)
+            CHECK_INT(shapes[k][1] <= 4, 1);
+        /* No shape fits: none. */
+        const uint64_t tiny[3] = {4, 4, 1};
+        CHECK_INT(kp_sweep_default_shapes(8, 1024, nolimit, tiny, 1, shapes, KP_SWEEP_MAX_POINTS),
+                  0);
+    }
     TEST_DONE();
 }

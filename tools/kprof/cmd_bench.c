@@ -1171,9 +1171,12 @@ static void kp_bench_print_comparison(const char *what, const kp_bench_outcome *
                                       const kp_bench_config *cfg, FILE *f)
 {
     const char *B = kp_text_bold(f), *R = kp_text_reset(f);
-    fprintf(f, "  %s %.4f  95%% CI [%.4f, %.4f]  →  %s%s%s (SAME within ±%g%%)\n", what,
-            o->ratio.value, o->ratio.lo, o->ratio.hi, B, kp_compare_verdict_name(o->final_verdict), R,
-            100 * cfg->threshold);
+    /* The band in words of its own: "SLOWER (SAME within ±1%)" read as a contradiction. */
+    fprintf(f,
+            "  %s %.4f  95%% CI [%.4f, %.4f]  →  %s%s%s (SAME would be an interval inside "
+            "±%g%%)\n",
+            what, o->ratio.value, o->ratio.lo, o->ratio.hi, B,
+            kp_compare_verdict_name(o->final_verdict), R, 100 * cfg->threshold);
     if (o->have_cycles)
         fprintf(f, "    in cycles %.4f [%.4f, %.4f]: %s%s\n", o->cycles_ratio.value,
                 o->cycles_ratio.lo, o->cycles_ratio.hi, kp_compare_verdict_name(o->cycles_verdict),
@@ -1231,8 +1234,8 @@ static void kp_bench_print(const kp_bench_run *r)
         kp_str_printf(&h, "%-10s ", a->axes[k].name);
     if (both) kp_str_printf(&h, "%-5s ", "cache");
     if (r->rows[0].nsides == 2) kp_str_printf(&h, "%-3s ", "");
-    kp_str_printf(&h, "%11s  %-23s %10s %10s %8s %7s %-8s %8s %9s", "median ms", "95% CI",
-                  "min", "p90", "samples", "noise", "stop", "clock", "GB/s");
+    kp_str_printf(&h, "%11s  %-23s %10s %10s %10s %10s %8s %7s %-8s %8s %9s", "median", "95% CI",
+                  "min", "mean", "p90", "max", "samples", "noise", "stop", "clock", "GB/s");
     if (has_flops) kp_str_printf(&h, " %9s", "GFLOP/s");
     printf("%s%s%s\n", Dm, h.data ? h.data : "", R);
     kp_str_free(&h);
@@ -1245,14 +1248,24 @@ static void kp_bench_print(const kp_bench_run *r)
                 kp_str_printf(&l, "%-10s ", s == 0 ? row->vars.v[k].text : "");
             if (both) kp_str_printf(&l, "%-5s ", s == 0 ? (row->cold ? "cold" : "hot") : "");
             if (row->nsides == 2) kp_str_printf(&l, "%-3s ", s ? "B" : "A");
-            char ci[64], clock[32];
-            snprintf(ci, sizeof ci, "[%.5g, %.5g]", sd->median.lo, sd->median.hi);
+            /* Times in the unit that keeps their digits (726 ns, 1.235 ms). */
+            char ci[96], lo[32], hi[32], med[64], mn[64], mean[64], p90[64], mx[64], clock[32];
+            snprintf(ci, sizeof ci, "[%s, %s]", kp_format_ms(sd->median.lo, lo, sizeof lo),
+                     kp_format_ms(sd->median.hi, hi, sizeof hi));
+            int ci_chars = 0;
+            for (const char *c = ci; *c; c++)
+                ci_chars += ((unsigned char)*c & 0xC0) != 0x80;
             if (sd->clock_mhz > 0) snprintf(clock, sizeof clock, "%.0f MHz", sd->clock_mhz);
             else snprintf(clock, sizeof clock, "-");
             char samples[32];
             snprintf(samples, sizeof samples, "%zu", sd->n);
-            kp_str_printf(&l, "%s%11.5g%s  %-23s %10.5g %10.5g %8s %6.2f%% %-8s %8s %9.1f", B,
-                          sd->median.value, R, ci, sd->stats.min, sd->stats.p90, samples,
+            kp_str_printf(&l, "%s%s%s  %s%*s %s %s %s %s %8s %6.2f%% %-8s %8s %9.1f", B,
+                          kp_format_ms_cell(sd->median.value, 11, med, sizeof med), R, ci,
+                          ci_chars < 23 ? 23 - ci_chars : 0, "",
+                          kp_format_ms_cell(sd->stats.min, 10, mn, sizeof mn),
+                          kp_format_ms_cell(sd->stats.mean, 10, mean, sizeof mean),
+                          kp_format_ms_cell(sd->stats.p90, 10, p90, sizeof p90),
+                          kp_format_ms_cell(sd->stats.max, 10, mx, sizeof mx), samples,
                           100 * sd->noise, s == 0 ? kp_bench_stop_name(row->outcome.stop) : "",
                           clock, kp_bench_gbps(row, sd));
             if (has_flops) kp_str_printf(&l, " %9.1f", kp_bench_gflops(row, sd));
@@ -1267,9 +1280,12 @@ static void kp_bench_print(const kp_bench_run *r)
                     if (sd->run_median[k] < lo) lo = sd->run_median[k];
                     if (sd->run_median[k] > hi) hi = sd->run_median[k];
                 }
-                printf("  %s%d sessions: their medians %.5g to %.5g ms (%.2f%% apart); the "
+                char lo_text[32], hi_text[32];
+                printf("  %s%d sessions: their medians %s to %s (%.2f%% apart); the "
                        "interval above is the pooled samples'\n",
-                       row->nsides == 2 ? (s ? "B: " : "A: ") : "", sd->nruns, lo, hi,
+                       row->nsides == 2 ? (s ? "B: " : "A: ") : "", sd->nruns,
+                       kp_format_ms(lo, lo_text, sizeof lo_text),
+                       kp_format_ms(hi, hi_text, sizeof hi_text),
                        lo > 0 ? 100 * (hi / lo - 1) : 0.0);
                 continue;
             }
@@ -1309,19 +1325,19 @@ static void kp_bench_print(const kp_bench_run *r)
            a->cfg.min_samples, a->cfg.min_time_s, R);
     if (r->rows[0].nsides == 2)
         printf("%sA and B ran in turn, batch by batch; their i-th samples are pairs (drift "
-               "cancels). A: %s  B: %s%s\n",
-               Dm, r->source[0], r->source[1], R);
+               "cancels). A: %s:%s  B: %s:%s%s\n",
+               Dm, r->source[0], r->entry_name[0], r->source[1], r->entry_name[1], R);
     const kp_bench_side *s0 = &r->rows[0].side[0];
     if (s0->clock_mhz <= 0 && s0->clock_note[0])
         printf("%sclock: not read (%s): throttled samples cannot be told%s\n", Dm, s0->clock_note,
                R);
     for (int i = 0; i < r->nrows; i++) {
         if (!r->rows[i].cold) continue;
-        char cb[32];
+        char cb[32], fl[32];
         printf("%scold: the device's cache (%s) emptied before every sample by a read of twice "
-               "its size, %.4g ms each, not in the times%s\n",
+               "its size, %s each, not in the times%s\n",
                Dm, kp_format_bytes(r->info.device.cache_bytes, cb, sizeof cb),
-               r->rows[i].side[0].flush_ms, R);
+               kp_format_ms(r->rows[i].side[0].flush_ms, fl, sizeof fl), R);
         break;
     }
     if (r->rows[0].bytes_assumed)
@@ -1378,12 +1394,13 @@ static kprof_status kp_bench_plot(const kp_bench_run *r, kp_output *out, kp_erro
     snprintf(title, sizeof title, "%s on %s (%s)", r->entry_name[0], r->info.device.name,
              r->rows[0].cold ? "cold" : "hot");
     snprintf(xl, sizeof xl, "%s", a->axes[axis].name);
-    kp_svg_labels labels = {xl,
-                            a->plot_throughput == 0   ? "GPU time per dispatch (ms)"
-                            : a->plot_throughput == 1 ? "GB/s"
-                                                      : "GFLOP/s",
-                            a->plot_throughput ? "at the median" : "median",
-                            a->plot_throughput ? "at the min" : "min"};
+    kp_svg_labels labels = {
+        xl,
+        a->plot_throughput == 0   ? (r->info.device.is_gpu ? "GPU time per dispatch (ms)"
+                                                           : "device time per dispatch (ms)")
+        : a->plot_throughput == 1 ? "GB/s"
+                                  : "GFLOP/s",
+        a->plot_throughput ? "at the median" : "median", a->plot_throughput ? "at the min" : "min"};
     char *svg = n ? kp_svg_plot(title, &labels, pts, n) : NULL;
     free(pts);
     if (!svg) return kp_error_set(err, KPROF_NOMEM, "no points to plot, or out of memory");

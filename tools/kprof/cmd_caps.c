@@ -230,6 +230,15 @@ static void kp_caps_sizes_text(kp_str *s, const kp_ceiling_plan *plan)
 }
 
 /* What a plan measures, in one sentence (the stderr line, and --dry-run's output). */
+/* The seconds a plan should take here: at the ceiling and peak stored for the device, if any. */
+static double kp_caps_plan_seconds(const kp_ceiling_result *r)
+{
+    kp_ceiling c;
+    if (kp_store_lookup_ceiling(&r->device, &c) == 0)
+        return kp_ceiling_plan_seconds(&r->plan, c.copy_gbs, c.fma_gflops);
+    return kp_ceiling_plan_seconds(&r->plan, 0, 0);
+}
+
 static void kp_caps_plan_text(kp_str *s, const kp_ceiling_result *r)
 {
     const kp_ceiling_plan *plan = &r->plan;
@@ -241,11 +250,11 @@ static void kp_caps_plan_text(kp_str *s, const kp_ceiling_result *r)
         kp_str_printf(s, "%s last-level cache): ", kp_format_bytes(plan->cache_bytes, a, sizeof a));
     else
         kp_str_append(s, "last-level cache unknown): ");
-    for (int i = 0; i < KP_CEILING_VARIANTS; i++)
+    for (int i = 0; i < plan->nvariants; i++)
         kp_str_printf(s, "%s%s",
-                      i == 0                         ? ""
-                      : i == KP_CEILING_VARIANTS - 1 ? " and "
-                                                     : ", ",
+                      i == 0                     ? ""
+                      : i == plan->nvariants - 1 ? " and "
+                                                 : ", ",
                       kp_ceiling_variant(i));
     kp_str_append(s, " over ");
     kp_caps_sizes_text(s, plan);
@@ -254,6 +263,9 @@ static void kp_caps_plan_text(kp_str *s, const kp_ceiling_result *r)
         kp_str_append(s, " (cut to --max-bytes)");
     else if (plan->cap == KP_CEILING_CAP_DEVICE)
         kp_str_append(s, " (cut to the device's largest allocation or a quarter of its memory)");
+    else if (plan->cap == KP_CEILING_CAP_CPU)
+        kp_str_append(s, " (a CPU's at most, or its cache's size: source and destination "
+                         "together exceed the cache)");
     else if (plan->cache_bytes)
         kp_str_printf(s, " (the first at least %dx the cache)", plan->cache_factor);
     kp_str_printf(s,
@@ -264,11 +276,13 @@ static void kp_caps_plan_text(kp_str *s, const kp_ceiling_result *r)
                   (unsigned long long)plan->fma_threads, (unsigned)plan->fma_iters,
                   kp_ceiling_fma_flops(plan) / 1e9, plan->npoints, plan->iters,
                   plan->iters == 1 ? "" : "es", plan->warmup, plan->warmup == 1 ? "" : "s");
+    double secs = kp_caps_plan_seconds(r);
+    kp_str_printf(s, "; about %.0f s on an idle machine", secs < 1 ? 1 : secs);
 }
 
-static void kp_caps_json_plan(kp_json *j, const kp_ceiling_plan *plan)
+static void kp_caps_json_plan(kp_json *j, const kp_ceiling_plan *plan, double seconds)
 {
-    static const char *const capped[] = {NULL, "device", "max_bytes"};
+    static const char *const capped[] = {NULL, "device", "max_bytes", "cpu"};
     kp_json_object_begin(j, "plan");
     kp_json_string(j, "sized_for", plan->gpu ? "gpu" : "cpu");
     if (plan->cache_bytes)
@@ -283,7 +297,7 @@ static void kp_caps_json_plan(kp_json *j, const kp_ceiling_plan *plan)
     kp_json_string(j, "capped_by", capped[plan->cap]);
     kp_json_uint(j, "buffer_limit_bytes", plan->cap_bytes);
     kp_json_array_begin(j, "kernels");
-    for (int i = 0; i < KP_CEILING_VARIANTS; i++)
+    for (int i = 0; i < plan->nvariants; i++)
         kp_json_string(j, NULL, kp_ceiling_variant(i));
     kp_json_string(j, NULL, "demo_add");
     kp_json_string(j, NULL, "fma_f32");
@@ -294,6 +308,7 @@ static void kp_caps_json_plan(kp_json *j, const kp_ceiling_plan *plan)
     kp_json_int(j, "iters", plan->iters);
     kp_json_int(j, "warmup", plan->warmup);
     kp_json_bool(j, "in_cache", plan->in_cache);
+    kp_json_double(j, "expected_seconds", seconds);
     kp_json_object_end(j);
 }
 
@@ -353,7 +368,7 @@ static int kp_caps_measure(const char *backend, int device, uint64_t max_bytes, 
         kp_json_int(&j, "index", r->device.index);
         kp_json_string(&j, "device", r->device.name);
         kp_json_bool(&j, "dry_run", dry_run);
-        kp_caps_json_plan(&j, &r->plan);
+        kp_caps_json_plan(&j, &r->plan, kp_caps_plan_seconds(r));
         kp_caps_json_peak(&j, &r->device);
         if (!dry_run) {
             kp_json_double(&j, "ceiling_gb_per_s", r->ceiling.copy_gbs);
@@ -388,22 +403,24 @@ static int kp_caps_measure(const char *backend, int device, uint64_t max_bytes, 
     } else {
         printf("%s (%s device %d): bandwidth ceiling\n", r->device.name, r->device.backend,
                r->device.index);
-        printf("  %-16s %10s %10s %10s %10s\n", "kernel", "MiB", "best ms", "median ms", "GB/s");
+        printf("  %-16s %10s %10s %10s %10s\n", "kernel", "MiB", "best", "median", "GB/s");
         for (int i = 0; i < r->npoints; i++) {
             const kp_ceiling_point *p = &r->points[i];
             if (p->gflops > 0) continue; /* the FLOP peak: its own line below */
-            printf("  %-16s %10llu %10.4f %10.4f %10.1f\n", p->kernel,
-                   (unsigned long long)(p->bytes >> 20), p->run.stats.min, p->run.stats.median,
-                   p->run.gbps);
+            char best[64], median[64];
+            printf("  %-16s %10llu %s %s %10.1f\n", p->kernel, (unsigned long long)(p->bytes >> 20),
+                   kp_format_ms_cell(p->run.stats.min, 10, best, sizeof best),
+                   kp_format_ms_cell(p->run.stats.median, 10, median, sizeof median), p->run.gbps);
         }
         printf("ceiling: %.0f GB/s (%s)", r->ceiling.copy_gbs, r->ceiling.method);
         if (r->device.peak_bandwidth_gbs > 0)
             printf(", %.0f%% of the datasheet peak %.0f GB/s",
                    100 * r->ceiling.copy_gbs / r->device.peak_bandwidth_gbs,
                    r->device.peak_bandwidth_gbs);
-        printf("\ndemo_add: %.0f GB/s touched at %llu elements (%.4f ms)\n",
-               r->ceiling.demo_add_gbs, (unsigned long long)r->ceiling.demo_add_elements,
-               r->ceiling.demo_add_ms);
+        char when[64];
+        printf("\ndemo_add: %.0f GB/s touched at %llu elements (%s)\n", r->ceiling.demo_add_gbs,
+               (unsigned long long)r->ceiling.demo_add_elements,
+               kp_format_ms(r->ceiling.demo_add_ms, when, sizeof when));
         if (r->ceiling.fma_gflops > 0)
             printf("FLOP peak (FP32): %.0f GFLOP/s (%s)\n", r->ceiling.fma_gflops,
                    r->ceiling.fma_method);

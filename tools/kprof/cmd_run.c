@@ -36,6 +36,8 @@ typedef struct kp_run_report {
     kp_reading_line lines[16];
     int ndigests;
     kp_buffer_digest digests[KP_SPEC_MAX_ARGS];
+    int iters_asked;   /* --iters or its default; run.iters is what the budget allowed */
+    double budget_s;   /* the time budget the run went by (0: none: --iters given, or off) */
     int source;        /* --source: lines to print (0: not asked, nothing is reported) */
     int have_hotspots; /* the sampling ran: hotspots holds its lines */
     kp_hotspots hotspots;
@@ -89,6 +91,12 @@ static void kp_run_json(kp_str *s, const kp_run_report *r)
     kp_json_object_begin(&j, NULL);
     kp_run_json_header(&j, info);
     kp_run_result_json(&j, &r->run, KP_RUN_JSON_RUN);
+    kp_json_int(&j, "iterations_asked", r->iters_asked);
+    if (r->budget_s > 0)
+        kp_json_double(&j, "time_budget_s", r->budget_s);
+    else
+        kp_json_null(&j, "time_budget_s");
+    kp_json_bool(&j, "time_budget_cut", r->run.iters < r->iters_asked);
     kp_json_object_begin(&j, "compile");
     kp_json_bool(&j, "cache_hit", info->cache_hit);
     kp_json_double(&j, "ms", info->compile_ms);
@@ -355,17 +363,20 @@ static void kp_run_print(const kp_run_report *report)
     kp_dims_text(r->launch.tg, r->launch.dims, t, sizeof t);
     printf("%s%s%s on %s %s(%s device %d)%s\n", B, info->kernel->name, R, info->device.name, D,
            info->device.backend, info->device.index, R);
-    /* Device timestamps time the kernel on whatever the device is: "GPU ms" only on a GPU (the
-     * JSON keys keep their gpu_ms_ names for scripts). */
-    const char *clock = info->device.is_gpu ? "GPU ms" : "device ms";
-    char label[4][32];
+    /* Device timestamps time the kernel on whatever the device is: "GPU" only on a GPU (the
+     * JSON keys keep their gpu_ms_ names for scripts). Each time in the unit that keeps its
+     * digits (726 ns, 1.235 ms). */
+    const char *clock = info->device.is_gpu ? "GPU" : "device";
+    char label[4][32], when[4][32];
     static const char *const which[4] = {"median", "min", "p90", "max"};
-    for (int i = 0; i < 4; i++)
+    const double value[4] = {r->stats.median, r->stats.min, r->stats.p90, r->stats.max};
+    for (int i = 0; i < 4; i++) {
         snprintf(label[i], sizeof label[i], "%s (%s)", clock, which[i]);
-    printf("  %-18s %s%.4f%s\n", label[0], B, r->stats.median, R);
-    printf("  %-18s %.4f\n", label[1], r->stats.min);
-    printf("  %-18s %.4f\n", label[2], r->stats.p90);
-    printf("  %-18s %.4f\n", label[3], r->stats.max);
+        kp_format_ms(value[i], when[i], sizeof when[i]);
+    }
+    printf("  %-18s %s%s%s\n", label[0], B, when[0], R);
+    for (int i = 1; i < 4; i++)
+        printf("  %-18s %s\n", label[i], when[i]);
     if (r->ceiling_gbs > 0)
         printf("  %-18s %.1f   (%.0f%% of the measured ceiling, %.0f GB/s)\n", "~GB/s touched",
                r->gbps, 100 * r->gbps / r->ceiling_gbs, r->ceiling_gbs);
@@ -378,8 +389,12 @@ static void kp_run_print(const kp_run_report *report)
     printf("  %-18s %s\n", "threadgroup", t);
     printf("  %-18s %d timed after %d warm-up%s (%s)\n", "iterations", r->iters, r->warmup,
            r->warmup == 1 ? "" : "s", info->timer);
-    printf("  %-18s %s (%.1f ms)\n", "compile", info->cache_hit ? "from cache" : "compiled",
-           info->compile_ms);
+    if (r->iters < report->iters_asked)
+        printf("  %-18s %d of %d timed dispatches: %d would take longer than the %g s "
+               "--time-budget (--iters N times N)\n",
+               "time budget", r->iters, report->iters_asked, report->iters_asked, report->budget_s);
+    printf("  %-18s %s (%s)\n", "compile", info->cache_hit ? "from cache" : "compiled",
+           kp_format_ms(info->compile_ms, c, sizeof c));
     kp_run_reflection_text(&r->refl, &info->device, limits, sizeof limits);
     printf("  reflection: %s · preferred multiple %llu · local mem %s static", limits,
            (unsigned long long)r->refl.preferred_multiple,
@@ -416,6 +431,11 @@ static void kp_run_print(const kp_run_report *report)
         printf("  · %s\n", report->lines[i].text);
 }
 
+double kp_run_budget(const kp_run_args *a)
+{
+    return a->iters_set ? 0 : a->time_budget_s;
+}
+
 int kp_run_parse(int argc, char **argv, kp_run_args *a)
 {
     static const struct option longopts[] = {
@@ -441,6 +461,7 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
         {"force", no_argument, NULL, 'F'},
         {"source", optional_argument, NULL, 'H'},
         {"counters", optional_argument, NULL, 'C'},
+        {"time-budget", required_argument, NULL, 'U'},
         {NULL, 0, NULL, 0},
     };
     int sweep = a->sweep; /* `kprof sweep` sets it before parsing */
@@ -450,6 +471,7 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
     a->lab.device = -1;
     a->iters = 50;
     a->warmup = 3;
+    a->time_budget_s = KP_RUN_TIME_BUDGET_S;
     a->launch.dims = 1;
     a->launch.grid[0] = 1048576;
     a->launch.tg[0] = 256;
@@ -480,7 +502,21 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
             if (kp_parse_size(optarg, &v) != 0 || v < 1 || v > 1000000)
                 return kp_cli_usage_error(cmd, "--iters '%s': expected 1 to 1000000", optarg);
             a->iters = (int)v;
+            a->iters_set = 1;
             break;
+        case 'U': {
+            char *end = NULL;
+            double secs = strtod(optarg, &end);
+            if (end && end != optarg && strcmp(end, "s") == 0) end++;
+            if (strcmp(optarg, "off") == 0) secs = 0, end = optarg + 3;
+            if (!end || end == optarg || *end || !(secs >= 0) || secs > 1e6)
+                return kp_cli_usage_error(cmd,
+                                          "--time-budget '%s': expected seconds, e.g. 15 "
+                                          "or 2.5s (0 or off: no budget)",
+                                          optarg);
+            a->time_budget_s = secs;
+            break;
+        }
         case 'w':
             if (kp_parse_size(optarg, &v) != 0 || v > 1000000)
                 return kp_cli_usage_error(cmd, "--warmup '%s': expected 0 to 1000000", optarg);
@@ -573,7 +609,8 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
 static kprof_status kp_run_source(kp_lab *lab, const kp_run_args *a, kp_run_report *report,
                                   kp_error *err)
 {
-    int n = a->iters < KP_RUN_SOURCE_DISPATCHES ? a->iters : KP_RUN_SOURCE_DISPATCHES;
+    int iters = report->run.iters; /* as the time budget allowed */
+    int n = iters < KP_RUN_SOURCE_DISPATCHES ? iters : KP_RUN_SOURCE_DISPATCHES;
     kp_error why = {0};
     kprof_status st = kp_lab_hotspots(lab, &a->launch, n, &report->hotspots, &why);
     if (st == KPROF_OK) {
@@ -628,7 +665,10 @@ int kp_cmd_run(int argc, char **argv)
     kp_progress_set(progress, "run: %s: %d warm-up%s + %d timed dispatch%s",
                     report.info->kernel->name, a.warmup, a.warmup == 1 ? "" : "s", a.iters,
                     a.iters == 1 ? "" : "es");
-    st = kp_lab_measure(lab, &a.launch, a.warmup, a.iters, r->samples, &err);
+    report.iters_asked = a.iters;
+    report.budget_s = kp_run_budget(&a);
+    st = kp_lab_measure_within(lab, &a.launch, a.warmup, a.iters, report.budget_s, r->samples,
+                               &r->iters, &err);
     if (st == KPROF_TIMEOUT) wedged = 1;
     if (st != KPROF_OK) goto done;
     kp_progress_set(progress, "run: %s: reading the buffers back", report.info->kernel->name);
@@ -659,7 +699,7 @@ int kp_cmd_run(int argc, char **argv)
     if (st != KPROF_OK) goto done;
 
     const kp_lab_info *info = report.info;
-    kp_run_result_time(r, r->samples, (size_t)a.iters, scratch);
+    kp_run_result_time(r, r->samples, (size_t)r->iters, scratch);
     kp_ceiling ceiling;
     double ceiling_gbs = 0;
     if (kp_store_lookup_ceiling(&info->device, &ceiling) == 0) {
@@ -711,8 +751,8 @@ int kp_cmd_run(int argc, char **argv)
         kp_strlcpy(h.buffers, a.lab.buffers, sizeof h.buffers);
         h.median_ms = r->stats.median;
         h.min_ms = r->stats.min;
-        h.nsamples = a.iters;
-        kp_record_result(&h, &info->device, info->source_path, r->samples, (size_t)a.iters,
+        h.nsamples = r->iters;
+        kp_record_result(&h, &info->device, info->source_path, r->samples, (size_t)r->iters,
                          json.data);
     }
     kp_str_free(&json);

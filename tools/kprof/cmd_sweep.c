@@ -115,9 +115,9 @@ static void kp_sweep_print_header(const kp_sweep_run *s)
         kp_run_reflection_text(&s->refl, &info->device, limits, sizeof limits);
         printf("  %s\n", limits);
     }
-    /* "GPU ms" only on a GPU, as run says it (device timestamps time any device). */
-    printf("  %-12s %16s %12s %10s", "tg",
-           info->device.is_gpu ? "GPU ms median" : "device ms median", "min", "~GB/s");
+    /* "GPU" only on a GPU, as run says it (device timestamps time any device). */
+    printf("  %-12s %16s %12s %10s", "tg", info->device.is_gpu ? "GPU median" : "device median",
+           "min", "~GB/s");
     if (s->ceiling_gbs > 0) printf(" %9s", "% ceiling");
     if (kp_sweep_has_occupancy(s)) printf("  %-24s", "occupancy (limiter)");
     if (s->counter_columns) printf(" %10s %9s %-8s", "DRAM GB/s", "achieved", "bound");
@@ -131,7 +131,10 @@ static void kp_sweep_print_row(const kp_sweep_run *s, int i)
     const kp_sweep_point *p = &s->points[i];
     char tg[48];
     kp_tg_label(p, tg, sizeof tg);
-    printf("  %-12s %16.4f %12.4f %10.1f", tg, p->run.stats.median, p->run.stats.min, p->run.gbps);
+    char median[64], min[64];
+    printf("  %-12s %s %s %10.1f", tg,
+           kp_format_ms_cell(p->run.stats.median, 16, median, sizeof median),
+           kp_format_ms_cell(p->run.stats.min, 12, min, sizeof min), p->run.gbps);
     if (s->ceiling_gbs > 0) printf(" %8.0f%%", kp_run_result_ceiling_percent(&p->run));
     if (kp_sweep_has_occupancy(s)) {
         char cell[64] = "-";
@@ -206,6 +209,18 @@ static void kp_sweep_print_close(const kp_sweep_run *s, int complete)
     for (int i = 0; i < s->npoints; i++)
         measured += s->points[i].measured;
     if (s->skipped[0]) printf("  left out: %s\n", s->skipped);
+    int fewest = 0, cut = 0;
+    for (int i = 0; i < s->npoints; i++) {
+        const kp_sweep_point *p = &s->points[i];
+        if (!p->measured || p->run.iters >= s->iters) continue;
+        cut++;
+        if (!fewest || p->run.iters < fewest) fewest = p->run.iters;
+    }
+    if (cut)
+        printf("  time budget: %d size%s timed fewer than the %d dispatches asked (%d at the "
+               "fewest): %d each would take longer than the %g s --time-budget (--iters N "
+               "times N)\n",
+               cut, cut == 1 ? "" : "s", s->iters, fewest, s->iters, kp_run_budget(s->args));
     for (int i = 0; i < s->nwarnings; i++)
         printf("  ! %s\n", s->warnings[i].text);
     if (!complete)
@@ -229,7 +244,9 @@ static void kp_sweep_print_close(const kp_sweep_run *s, int complete)
     const kp_sweep_point *b = &s->points[s->best];
     char tg[48];
     kp_tg_label(b, tg, sizeof tg);
-    printf("  %s◀ best tg %s%s (median %.4f ms)%s%s\n", B, tg, R, b->run.stats.median,
+    char when[64];
+    printf("  %s◀ best tg %s%s (median %s)%s%s\n", B, tg, R,
+           kp_format_ms(b->run.stats.median, when, sizeof when),
            complete ? "" : ", of the sizes measured so far",
            s->best == s->your_tg ? ": your --tg" : "");
     kp_str ties = {0};
@@ -251,7 +268,8 @@ static void kp_sweep_print_close(const kp_sweep_run *s, int complete)
         !s->points[s->your_tg].tie && b->run.stats.median > 0) {
         const kp_sweep_point *y = &s->points[s->your_tg];
         kp_tg_label(y, tg, sizeof tg);
-        printf("  your --tg %s: median %.4f ms, %.2fx the best\n", tg, y->run.stats.median,
+        printf("  your --tg %s: median %s, %.2fx the best\n", tg,
+               kp_format_ms(y->run.stats.median, when, sizeof when),
                y->run.stats.median / b->run.stats.median);
     }
 }
@@ -299,8 +317,17 @@ static void kp_sweep_json(kp_str *out, const kp_sweep_run *s, int complete, int 
     for (int d = 0; d < s->points[0].run.launch.dims; d++)
         kp_json_uint(&j, NULL, s->points[0].run.launch.grid[d]);
     kp_json_array_end(&j);
-    kp_json_int(&j, "iterations", s->iters);
+    kp_json_int(&j, "iterations", s->iters); /* asked; each point's "iterations" ran */
     kp_json_int(&j, "warmup", s->warmup);
+    double budget = kp_run_budget(s->args);
+    if (budget > 0)
+        kp_json_double(&j, "time_budget_s", budget);
+    else
+        kp_json_null(&j, "time_budget_s");
+    int cut = 0;
+    for (int i = 0; i < s->npoints; i++)
+        cut |= s->points[i].measured && s->points[i].run.iters < s->iters;
+    kp_json_bool(&j, "time_budget_cut", cut);
     kp_json_uint(&j, "bytes", s->bytes);
     kp_json_bool(&j, "bytes_assumed_once_per_element", s->bytes_assumed);
     if (s->ceiling_gbs > 0)
@@ -474,12 +501,33 @@ static kprof_status kp_sweep_points(kp_run_args *a, kp_lab *lab, kp_sweep_run *s
         s->required_only = 1;
         return a->tg_set ? kp_sweep_add_your_tg(a, s, err) : KPROF_OK;
     }
-    if (a->launch.dims != 1)
-        return kp_error_set(err, KPROF_INVALID,
-                            "a %d-D grid needs its threadgroup shapes: give --tg-list, e.g. "
-                            "8x8,16x16,32x8",
-                            a->launch.dims);
     uint64_t start = info->device.exec_width ? info->device.exec_width : s->refl.preferred_multiple;
+    if (a->launch.dims != 1) {
+        /* 2-D and 3-D grids: shapes whose x is a multiple of the width, z 1 (sweep.h). */
+        uint64_t shapes[KP_SWEEP_MAX_POINTS][3];
+        int n = kp_sweep_default_shapes(start ? start : 64, s->kernel_max_tg,
+                                        info->device.max_tg_dims, a->launch.grid,
+                                        info->device.uniform_groups, shapes, KP_SWEEP_MAX_POINTS);
+        for (int i = 0; i < n; i++) {
+            kp_sweep_point *p = &s->points[s->npoints++];
+            memset(p, 0, sizeof *p);
+            p->run.launch = a->launch;
+            for (int d = 0; d < 3; d++)
+                p->run.launch.tg[d] = shapes[i][d];
+            p->threads = shapes[i][0] * shapes[i][1];
+        }
+        if (a->tg_set && (st = kp_sweep_add_your_tg(a, s, err)) != KPROF_OK) return st;
+        if (s->npoints == 0) {
+            char g[64];
+            kp_dims_text(a->launch.grid, a->launch.dims, g, sizeof g);
+            return kp_error_set(err, KPROF_INVALID,
+                                "no threadgroup shape whose x is a multiple of %llu fits grid %s "
+                                "(up to %llu threads): give --tg-list, e.g. 8x8,16x16,32x8",
+                                (unsigned long long)(start ? start : 64), g,
+                                (unsigned long long)s->kernel_max_tg);
+        }
+        return KPROF_OK;
+    }
     uint64_t sizes[KP_SWEEP_MAX_POINTS];
     int n =
         kp_sweep_default_sizes(start ? start : 64, s->kernel_max_tg, sizes, KP_SWEEP_MAX_POINTS);
@@ -632,7 +680,11 @@ static void kp_sweep_work(kp_sweep_run *s)
         pthread_mutex_unlock(&s->mu);
         kp_sweep_wake(s);
         kp_sweep_point p = s->points[i];
-        st = kp_lab_measure(s->lab, &p.run.launch, a->warmup, a->iters, samples, &err);
+        /* The time budget is the sweep's: each size gets an equal share of it. */
+        double budget = kp_run_budget(a) / s->npoints;
+        int timed = 0;
+        st = kp_lab_measure_within(s->lab, &p.run.launch, a->warmup, a->iters, budget, samples,
+                                   &timed, &err);
         if (st != KPROF_OK && kp_lab_is_void(s->lab)) break; /* no row measured stands */
         if (st != KPROF_OK) {
             char tg[48];
@@ -641,12 +693,12 @@ static void kp_sweep_work(kp_sweep_run *s)
             stopped = 1;
             break;
         }
-        kp_sweep_summarise(&p, samples, (size_t)a->iters, scratch);
+        kp_sweep_summarise(&p, samples, (size_t)timed, scratch);
         if (s->lowest < 0 || p.run.stats.median < s->points[s->lowest].run.stats.median) {
             s->lowest = i;
-            memcpy(s->lowest_samples, samples, (size_t)a->iters * sizeof *samples);
+            memcpy(s->lowest_samples, samples, (size_t)timed * sizeof *samples);
         }
-        p.run.iters = a->iters;
+        p.run.iters = timed;
         p.run.warmup = a->warmup;
         kp_run_result_bandwidth(&p.run, s->bytes, s->bytes_assumed, s->ceiling_gbs);
         if (!a->counters) { /* the readings `kprof run` gives (with counters: below) */
@@ -819,12 +871,12 @@ static void kp_sweep_record(const kp_sweep_run *s)
     kp_strlcpy(h.buffers, s->args->lab.buffers, sizeof h.buffers);
     h.median_ms = p->run.stats.median;
     h.min_ms = p->run.stats.min;
-    h.nsamples = s->iters;
+    h.nsamples = p->run.iters;
     if (json.failed)
         fprintf(stderr, "kprof: warning: not recorded in the history: out of memory\n");
     else
         kp_record_result(&h, &s->info.device, s->info.source_path, s->lowest_samples,
-                         (size_t)s->iters, json.data);
+                         (size_t)p->run.iters, json.data);
     kp_str_free(&json);
 }
 

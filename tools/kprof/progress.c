@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE
 #include "tools/kprof/progress.h"
+#include "core/env.h"
 #include "core/util.h"
 
 #include <errno.h>
@@ -25,6 +26,12 @@ struct kp_progress {
     int hidden;        /* kp_progress_hide until the next set */
     int stopping;
     int threaded; /* the redrawing thread runs (kp_progress_animate) */
+    /* Off a terminal (plain): a line of its own, "kprof: TEXT (N s)" (N the phase's seconds,
+     * from 1), once every every_ns of work, never redrawn or cleared; 0 every_ns: none
+     * (KPROF_PROGRESS_EVERY=0). */
+    int plain;
+    uint64_t every_ns;
+    uint64_t last_line_ns; /* when the last plain line was written, or the progress began */
 };
 
 /* A line is on the terminal (for kp_progress_clear_for_signal). */
@@ -43,9 +50,26 @@ static void kp_progress_write(const char *text, size_t n)
     }
 }
 
+/* Off a terminal, with p->mu held: the line, once every_ns has passed since the last. */
+static void kp_progress_plain_line(kp_progress *p)
+{
+    uint64_t now = kp_now_ns();
+    if (!p->every_ns || !p->text[0] || now - p->last_line_ns < p->every_ns) return;
+    p->last_line_ns = now;
+    double s = (double)(now - p->since_ns) / 1e9;
+    char line[sizeof p->text + 64];
+    int n = s >= 1 ? snprintf(line, sizeof line, "kprof: %s (%.0f s)\n", p->text, s)
+                   : snprintf(line, sizeof line, "kprof: %s\n", p->text);
+    if (n > 0) kp_progress_write(line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
 /* With p->mu held. */
 static void kp_progress_draw(kp_progress *p)
 {
+    if (p->plain) {
+        kp_progress_plain_line(p);
+        return;
+    }
     if (p->hidden || !p->text[0]) return;
     double s = (double)(kp_now_ns() - p->since_ns) / 1e9;
     char line[sizeof p->text + 64];
@@ -86,9 +110,20 @@ static void *kp_progress_main(void *arg)
 
 kp_progress *kp_progress_start_still(void)
 {
-    if (!isatty(fileno(stderr))) return NULL;
+    int plain = !isatty(fileno(stderr));
+    uint64_t every_ns = (uint64_t)KP_PROGRESS_PLAIN_EVERY_S * 1000000000ULL;
+    const char *every = getenv(KP_ENV_PROGRESS_EVERY);
+    if (plain && every && *every) {
+        char *end = NULL;
+        double v = strtod(every, &end);
+        if (end && *end == '\0' && v >= 0 && v <= 86400) every_ns = (uint64_t)(v * 1e9);
+    }
+    if (plain && every_ns == 0) return NULL;
     kp_progress *p = calloc(1, sizeof *p);
     if (!p) return NULL;
+    p->plain = plain;
+    p->every_ns = every_ns;
+    p->last_line_ns = kp_now_ns();
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -119,7 +154,7 @@ void kp_progress_set(kp_progress *p, const char *fmt, ...)
     va_end(ap);
     p->since_ns = kp_now_ns();
     p->hidden = 0;
-    kp_progress_draw(p);
+    kp_progress_draw(p); /* off a terminal, only once its interval has passed */
     pthread_mutex_unlock(&p->mu);
 }
 

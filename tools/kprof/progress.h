@@ -4,7 +4,11 @@
  * spent in it, redrawn in place every half second by a thread of its own so that a long kernel
  * still shows the program is alive, and cleared before anything else is printed.
  *
- * Off a terminal kp_progress_start_still returns NULL and every other call takes NULL as a no-op.
+ * Off a terminal (a CI log) the line is plain text of its own, "kprof: run: demo_add: 3 warm-ups +
+ * 50 timed dispatches (20 s)", written once every KP_PROGRESS_PLAIN_EVERY_S seconds of work
+ * (KPROF_PROGRESS_EVERY=S sets the interval, 0 none), so that a long run shows life in a log
+ * and a short one prints nothing: by the thread once animated, else by kp_progress_set.
+ * Every call takes NULL as a no-op (kp_progress_start_still's answer when there is no line).
  * The thread runs with every signal blocked: signals stay with the threads that handle them.
  */
 #ifndef KP_TOOLS_PROGRESS_H
@@ -12,7 +16,9 @@
 
 typedef struct kp_progress kp_progress;
 
-/* A progress line when stderr is a terminal (and memory can be had), else NULL. Lines are drawn
+#define KP_PROGRESS_PLAIN_EVERY_S 10 /* off a terminal: one line per this many seconds */
+
+/* A progress line (and memory can be had), else NULL. Lines are drawn
  * when set; they are redrawn with the seconds spent only once kp_progress_animate has started
  * the line's thread — after any phase in which the process forks (the lab's isolated session,
  * lab.h), which is best done while no other thread of ours exists. */

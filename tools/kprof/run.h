@@ -17,6 +17,8 @@ typedef struct kp_run_args {
     kp_lab_options lab;
     kp_launch launch;
     int iters, warmup;
+    int iters_set;        /* --iters given: it wins over the time budget */
+    double time_budget_s; /* --time-budget: seconds of timed work (a sweep's whole); 0: none */
     int json;
     int have_bytes;
     uint64_t bytes;
@@ -30,6 +32,13 @@ typedef struct kp_run_args {
     int counters;        /* --counters: read hardware counters (per point in a sweep) */
     kp_counters counters_asked; /* the raw names of --counters LIST (nraw 0: the standard set) */
 } kp_run_args;
+
+/* The default --time-budget: seconds of dispatching a run (or a whole sweep) may take before it
+ * times fewer dispatches than --iters' default. */
+#define KP_RUN_TIME_BUDGET_S 15.0
+
+/* The budget a run's or a sweep's dispatching goes by: none when --iters was given. */
+double kp_run_budget(const kp_run_args *a);
 
 /* Parse `kprof run` arguments (argv[0] is the command). 0 or a usage exit code (printed). */
 int kp_run_parse(int argc, char **argv, kp_run_args *a);
