@@ -1,6 +1,6 @@
 /*
  * svg.c — the sweep plot as SVG (see svg.h): x is the threadgroup size (equally spaced, in
- * sweep order), the left axis GPU ms from zero, the right axis occupancy in percent.
+ * sweep order), the left axis device ms (GPU ms on a GPU) from zero, the right axis occupancy in percent.
  */
 #include "export/svg.h"
 #include "core/util.h"
@@ -46,10 +46,11 @@ static double kp_nice_max(double v, double *step)
     return top;
 }
 
-char *kp_svg_sweep(const char *title, const kp_plot_point *pts, int n)
+char *kp_svg_sweep(const char *title, int is_gpu, const kp_plot_point *pts, int n)
 {
-    kp_svg_labels labels = {"threads per threadgroup (tg)", "GPU time per dispatch (ms)", "median",
-                            "min"};
+    kp_svg_labels labels = {"threads per threadgroup (tg)",
+                            is_gpu ? "GPU time per dispatch (ms)" : "device time per dispatch (ms)",
+                            "median", "min"};
     return kp_svg_plot(title, &labels, pts, n);
 }
 

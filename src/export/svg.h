@@ -24,7 +24,8 @@ typedef struct kp_svg_labels {
  * axis); occupancy < 0 draws no right axis. The SVG text (heap), or NULL when out of memory. */
 char *kp_svg_plot(const char *title, const kp_svg_labels *labels, const kp_plot_point *pts, int n);
 
-/* The sweep's plot; the SVG text (heap, NUL-terminated), or NULL when out of memory. n >= 1. */
-char *kp_svg_sweep(const char *title, const kp_plot_point *pts, int n);
+/* The sweep's plot ("GPU time" on a GPU, else "device time"); the SVG text (heap,
+ * NUL-terminated), or NULL when out of memory. n >= 1. */
+char *kp_svg_sweep(const char *title, int is_gpu, const kp_plot_point *pts, int n);
 
 #endif

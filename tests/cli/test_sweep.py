@@ -269,6 +269,9 @@ class Sweep(kptest.KprofTestCase):
         self.assertTrue(text.startswith("<?xml"))
         self.assertIn("<svg", text)
         self.assertIn("best", text)
+        # PoCL runs on the CPU: its axis says device time, not GPU time.
+        self.assertIn("device time per dispatch (ms)", text)
+        self.assertNotIn("GPU", text)
         chromium = shutil.which("chromium") or shutil.which("chromium-browser")
         if not chromium:
             if os.environ.get("KPROF_ALLOW_NO_CHROMIUM") == "1":

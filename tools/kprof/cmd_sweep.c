@@ -431,7 +431,7 @@ static kprof_status kp_sweep_plot(const kp_sweep_run *s, kp_output *out, kp_erro
     kp_dims_text(s->points[0].run.launch.grid, s->points[0].run.launch.dims, g, sizeof g);
     snprintf(title, sizeof title, "%s on %s, grid %s", s->info.kernel->name, s->info.device.name,
              g);
-    char *svg = n ? kp_svg_sweep(title, pts, n) : NULL;
+    char *svg = n ? kp_svg_sweep(title, s->info.device.is_gpu, pts, n) : NULL;
     free(pts);
     if (!svg) return kp_error_set(err, KPROF_NOMEM, "no points to plot, or out of memory");
     kprof_status st = kp_output_write(out, svg, strlen(svg), err);
