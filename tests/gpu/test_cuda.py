@@ -326,6 +326,39 @@ class Cuda(kptest.KprofTestCase):
         self.assertIn("CUDA_ERROR_ILLEGAL_ADDRESS", p.stderr)
         self.assertIn("at tg 256; the sweep stopped", p.stderr)
 
+    def test_first_hour_on_cuda(self):
+        # Issue 23 on a GPU: blank compiler options refused before anything runs; a slow
+        # kernel's default count cut by the time budget; a 2-D grid's default shapes are whole
+        # warps wide; the words stay GPU words on a GPU.
+        inc = os.path.join(self.tmp, "inc")
+        for bad in (["-D", ""], ["-I", ""], ["-D", " "]):
+            p = self.kprof("run", self.kernels, "--entry", "ns::twice", "--grid", "64", "--tg",
+                           "32", "--buffers", "f32:64,u32=64", "-I", inc, *bad, expect=2)
+            self.assertIn("compiler option", p.stderr)
+        path = self.write("slow.cu", 'extern "C" __global__ void slow(long long cycles)\n{\n'
+                          '    long long t0 = clock64();\n    while (clock64() - t0 < cycles) {\n'
+                          '    }\n}\n')
+        # About 0.1 s a dispatch at 2 GHz; 50 of them would take 5 s, past a 1 s budget.
+        r = self.run_json("run", path, "--grid", "1", "--tg", "1", "--buffers",
+                          "i64=200000000", "--warmup", "1", "--time-budget", "1")
+        self.assertEqual(r["iterations_asked"], 50)
+        self.assertTrue(r["time_budget_cut"])
+        self.assertLess(r["iterations"], 50)
+        self.assertEqual(len(r["gpu_ms_samples"]), r["iterations"])
+        self.kprof("isolate", "demo", "--lang", "cu", expect=0)
+        text = self.kprof("run", "demo", "--grid", "16M", "--tg", "256", "--buffers",
+                          "f32:16M,f32:16M,f32:16M,u32=16777216", expect=0).stdout
+        self.assertIn("GPU", text)
+        r = self.run_json("run", self.kernels, "--entry", "ns::twice", "--sweep-tg", "--grid",
+                          "256x256", "--buffers", "f32:65536,u32=65536", "-I", inc,
+                          "--iters", "3")
+        shapes = [tuple(p["threadgroup"]) for p in r["points"]]
+        self.assertGreater(len(shapes), 3)
+        for x, y in shapes:
+            self.assertEqual(x % 32, 0, shapes)
+            self.assertLessEqual(x * y, r["kernel_max_threadgroup_size"])
+        self.assertIn((32, 8), shapes)
+
     def test_device_out_of_range(self):
         self.kprof("isolate", "demo", "--lang", "cu", expect=0)
         p = self.kprof("run", "demo", "--device", "99", "--buffers", SPEC4K, expect=3)

@@ -69,6 +69,39 @@ class InprocCuda(kptest.KprofTestCase):
         db.close()
         return rows
 
+    def test_nvtx_in_process_once(self):
+        # KPROF=1 with the CUDA collector records the program's NVTX ranges and marks (the nvtx
+        # collector comes with cuda), each once, as kprof trace of the same program does.
+        library = os.environ.get("KPROF_SHARED_LIBRARY")
+        if not library:
+            self.skipTest("KPROF_SHARED_LIBRARY not set (run through ctest)")
+        if os.environ.get("KPROF_SANITIZED") == "1":
+            self.skipTest("a sanitized libkprof cannot be preloaded into an nvcc program here")
+        app = os.path.join(self.tmp, "cuda_nvtx_app")
+        p = subprocess.run([nvcc(), "-O2", "-arch=" + os.environ.get("NVCC_ARCH", "sm_90"),
+                            "-o", app, os.path.join(PROGRAMS, "cuda_nvtx_app.cu")],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        out = os.path.join(self.tmp, "nvtx.kprof")
+        env = dict(os.environ, KPROF="1", KPROF_COLLECT="scopes,cuda", KPROF_OUTPUT=out,
+                   LD_PRELOAD=library, TMPDIR=self.tmp)
+        for k in ("NVTX_INJECTION64_PATH", "CUDA_INJECTION64_PATH"):
+            env.pop(k, None)
+        p = subprocess.run([app, "12"], capture_output=True, text=True, env=env, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("kprof: saved ", p.stderr)
+        traced = os.path.join(self.tmp, "traced.kprof")
+        self.kprof("trace", "-o", traced, "--", app, "12", expect=0)
+        q = ("SELECT name, kind FROM event_view WHERE kind IN ('range', 'mark') "
+             "ORDER BY start_ns, id")
+        mine = sqlite3.connect(out).execute(q).fetchall()
+        self.assertEqual(sorted(mine), sorted([("app", "range"), ("done", "mark")] +
+                                              [("step", "range")] * 12))
+        self.assertEqual(mine, sqlite3.connect(traced).execute(q).fetchall())
+        kernels = sqlite3.connect(out).execute(
+            "SELECT COUNT(*) FROM event_view WHERE kind = 'kernel'").fetchone()[0]
+        self.assertEqual(kernels, 12)
+
     def test_hooked_kernels_carry_their_work(self):
         out = os.path.join(self.tmp, "p.kprof")
         p = self.run_app("profile", out, str(STEPS))
