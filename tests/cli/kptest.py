@@ -50,6 +50,15 @@ def loader_has_layers(program):
     return True
 
 
+def budget_of_dispatches(case, *command, dispatches=8):
+    """A --time-budget of about `dispatches` of this kernel's dispatches on the device the
+    tests run on (PoCL's ~0.25 s, a GPU's far less): 50 would always overrun it, and the budget
+    counts each dispatch at its device time or more, so fewer than 50 are timed however fast
+    the device is."""
+    r = case.run_json(*command, "--warmup", "0", "--iters", "2")
+    return "%.6f" % max(dispatches * max(r["gpu_ms_samples"]) / 1e3, 1e-4)
+
+
 def cuda_available():
     p = run(["caps", "--json", "--backend", "cuda"])
     try:

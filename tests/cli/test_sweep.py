@@ -220,7 +220,10 @@ class Sweep(kptest.KprofTestCase):
             self.assertLessEqual(x, 64)
             self.assertLessEqual(y, 64)
             self.assertGreaterEqual(x, y)  # the squarest first: x never below y
-        self.assertIn((16, 16), shapes)
+        # 256 threads, the squarest first: x the first multiple of the width from 16 (PoCL's 8
+        # wide: 16x16; a GPU's 32: 32x8).
+        x = -(-16 // w) * w
+        self.assertIn((x, 256 // x), shapes)
         self.assertIsNotNone(r["best_threadgroup"])
         # A grid no shape fits says so, and how to give them.
         p = self.kprof("sweep", path, "--grid", "4x4", "--buffers", "f32:16,f32:16,u32=4",
@@ -269,9 +272,15 @@ class Sweep(kptest.KprofTestCase):
         self.assertTrue(text.startswith("<?xml"))
         self.assertIn("<svg", text)
         self.assertIn("best", text)
-        # PoCL runs on the CPU: its axis says device time, not GPU time.
-        self.assertIn("device time per dispatch (ms)", text)
-        self.assertNotIn("GPU", text)
+        # The default device is a GPU where there is one; PoCL runs on the CPU, and its axis
+        # says device time, not GPU time.
+        caps = json.loads(self.kprof("caps", "--json", expect=0).stdout)
+        gpu = any(d.get("is_gpu") for b in caps["backends"] for d in b.get("devices", []))
+        if gpu:
+            self.assertIn("GPU time per dispatch (ms)", text)
+        else:
+            self.assertIn("device time per dispatch (ms)", text)
+            self.assertNotIn("GPU", text)
         chromium = shutil.which("chromium") or shutil.which("chromium-browser")
         if not chromium:
             if os.environ.get("KPROF_ALLOW_NO_CHROMIUM") == "1":
@@ -472,8 +481,12 @@ class SweepTimeBudget(kptest.KprofTestCase):
         path = os.path.join(self.tmp, "spin.cl")
         with open(path, "w") as f:
             f.write(KERNEL_SPIN)
-        args = ("sweep", path, "--grid", "2048", "--tg-list", "64,128", "--buffers",
-                "f32:2048,u32=200000", "--warmup", "0", "--time-budget", "0.5")
+        # A budget of about 8 dispatches of the kernel on this device, for both sizes: 50 a
+        # size always overrun it (kptest.budget_of_dispatches).
+        common = ("--grid", "2048", "--buffers", "f32:2048,u32=200000")
+        budget = kptest.budget_of_dispatches(self, "run", path, *common, "--tg", "64")
+        args = ("sweep", path, *common, "--tg-list", "64,128", "--warmup", "0",
+                "--time-budget", budget)
         r = self.run_json(*args)
         self.assertEqual(r["iterations"], 50)
         self.assertTrue(r["time_budget_cut"])

@@ -114,7 +114,10 @@ class TraceOpenCL(kptest.KprofTestCase):
         with open(src, "w") as f:
             f.write("__kernel void scale(__global float *x, float a)\n{\n"
                     "    size_t i = get_global_id(0);\n    x[i] = x[i] * a;\n}\n")
-        run = json.loads(self.kprof("run", src, "--backend", "opencl", "--buffers",
+        # cl_app takes the first platform's first device: kprof's OpenCL device 0 (on a machine
+        # with PoCL and a GPU's OpenCL, kprof run alone would take the GPU).
+        run = json.loads(self.kprof("run", src, "--backend", "opencl", "--device", "0",
+                                    "--buffers",
                                     "f32:64,f32=3", "--grid", "64", "--tg", "64", "--iters",
                                     "1", "--json", expect=0).stdout)["reflection"]
         device, local, private, max_group, multiple = info["scale"]

@@ -178,9 +178,14 @@ static void test_rates(void)
     CHECK_CONTAINS(csv, ",200000,100000,10,5,0\n");
     free(csv);
     char *text = render(a, &v, KP_CALLTREE_TEXT);
-    CHECK_CONTAINS(text, "     Flops   GFLOP/s       Bytes      GB/s  Kind");
-    CHECK_CONTAINS(text, "    80 k      2.00           -         -  range");
-    CHECK_CONTAINS(text, "   200 k      10.0   97.66 KiB      5.00  kernel");
+    /* A node that launched device work: its throughput over its device time (80 k flops in
+     * 20 us), the host-time figure beside it (over 40 us). */
+    CHECK_CONTAINS(text, "     Flops  Dev GFLOP/s  Host GFLOP/s       Bytes  Dev GB/s  Host GB/s  "
+                         "Kind");
+    CHECK_CONTAINS(text, "    80 k         4.00          2.00           -         -          -  "
+                         "range");
+    CHECK_CONTAINS(text, "   200 k         10.0             -   97.66 KiB      5.00          -  "
+                         "kernel");
     free(text);
     text = render(a, &by, KP_CALLTREE_TEXT);
     CHECK_CONTAINS(text, "GFLOP/s");

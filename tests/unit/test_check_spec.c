@@ -108,7 +108,8 @@ int main(void)
     CHECK_CONTAINS(e.message, "has 4 items but k takes 5 arguments");
     CHECK_CONTAINS(e.message, "k(float* out, const float4* a, local int* scratch, uint n");
     CHECK_INT(check("i32:8,f32:32,local:64,u32=8,u8:1", &k, &e), KPROF_INVALID);
-    CHECK_CONTAINS(e.message, "argument 1 'out' is float* but --buffers item 1 'i32:8' is a i32");
+    CHECK_CONTAINS(e.message, "argument 1 'out' is float* but --buffers item 1 'i32:8' is an i32");
+    CHECK_CONTAINS(e.message, "write f32:8 for it");
     CHECK_INT(check("f32:8,f32:32,f32:64,u32=8,u8:1", &k, &e), KPROF_INVALID);
     CHECK_CONTAINS(e.message, "write local:BYTES");
     CHECK_INT(check("f32:8,f32:32,local:64,u64=8,u8:1", &k, &e), KPROF_INVALID);
