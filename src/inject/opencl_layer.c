@@ -732,13 +732,16 @@ static int kp_cl_start(void)
  * next session's. */
 
 /* End the session's file: completed work written, pending work counted as dropped, the file
- * closed. 1 when something was recording, else 0. */
+ * closed. 1 when the OpenCL layer was recording (it is in the loader's chain), else 0. */
 KP_CL_EXPORT int kprof_inject_opencl_stop(void)
 {
     if (!kp_writer_active()) return 0;
+    /* The writer may be running for NVTX alone (the in-process NVTX collector shares it): the
+     * OpenCL collector recorded something only where the loader took the layer in. */
+    int recorded = kp_cl_wrapped;
     kp_cl_ops_session_stop();
     kp_writer_stop();
-    return 1;
+    return recorded;
 }
 
 /* Record into folder dir from now on (the layer must be in the loader's chain already). 0, or

@@ -283,6 +283,14 @@ class TraceNvtxWithoutGpu(NvtxChecks):
         self.assertEqual(db.execute("SELECT COUNT(*) FROM events WHERE kind NOT IN (8, 9)")
                          .fetchone()[0], 0)
         self.check_report(path, by)
+        # KPROF=1 asking for OpenCL in a program that makes no OpenCL call: the NVTX ranges
+        # (which share the inject library's writer) are kept, and the OpenCL collector still
+        # says it recorded nothing.
+        path, p, tids = TraceNvtxOpenCL.in_process(self, "scopes,opencl", "inproc.kprof")
+        db = sqlite3.connect(path)
+        self.check_program(db, p, tids)
+        notes = [n for (n,) in db.execute("SELECT text FROM notes")]
+        self.assertTrue(any("the OpenCL collector recorded nothing" in n for n in notes), notes)
 
 
 if __name__ == "__main__":
