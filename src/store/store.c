@@ -506,10 +506,12 @@ int kp_store_get_ceiling(kp_store *s, const kp_device_info *dev, kp_ceiling *c)
                           : "SELECT copy_gbs, copy_bytes, demo_add_gbs, demo_add_ms, "
                             "demo_add_elements, measured_at, driver, method FROM ceilings "
                             "WHERE device_key = ?";
-    if (sqlite3_prepare_v2(s->db, sql, -1, &q, NULL) != SQLITE_OK) return -1;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &q, NULL) != SQLITE_OK) return -2;
     sqlite3_bind_text(q, 1, key, -1, SQLITE_TRANSIENT);
     int found = -1;
-    if (sqlite3_step(q) == SQLITE_ROW) {
+    int step = sqlite3_step(q);
+    if (step != SQLITE_ROW && step != SQLITE_DONE) found = -2;
+    if (step == SQLITE_ROW) {
         c->copy_gbs = sqlite3_column_double(q, 0);
         c->copy_bytes = (uint64_t)sqlite3_column_int64(q, 1);
         c->demo_add_gbs = sqlite3_column_double(q, 2);
@@ -531,11 +533,20 @@ int kp_store_get_ceiling(kp_store *s, const kp_device_info *dev, kp_ceiling *c)
     return found;
 }
 
-int kp_store_lookup_ceiling(const kp_device_info *dev, kp_ceiling *c)
+int kp_store_lookup_ceiling(const kp_device_info *dev, kp_ceiling *c, kp_error *err)
 {
+    memset(c, 0, sizeof *c);
     kp_store *s = NULL;
-    if (kp_store_open(1, &s, NULL) != KPROF_OK) return -1;
+    kprof_status st = kp_store_open(1, &s, err);
+    if (st == KPROF_NOT_FOUND) return -1;
+    if (st != KPROF_OK) return -2;
+    /* An empty file (a store being made) or one from before the ceilings: none yet. */
+    if (kp_store_version(s) == 0 || !kp_trace_db_has_table(s->db, "main", "ceilings")) {
+        kp_store_close(s);
+        return -1;
+    }
     int rc = kp_store_get_ceiling(s, dev, c);
+    if (rc == -2) kp_store_error(s, err, "cannot read the bandwidth ceiling");
     kp_store_close(s);
     return rc;
 }

@@ -641,6 +641,24 @@ class History(kptest.KprofTestCase):
                 self.assertIn("kprof: warning: not recorded in the history: store %s is damaged"
                               % self.store, p.stderr)
 
+    def test_damaged_ceilings(self):
+        """A store whose ceilings table is damaged: run, sweep and caps say once that they go on
+        without the bandwidth ceiling (they went on silently, as if none had been measured)."""
+        self.run_add(expect=0)
+        db = sqlite3.connect(self.store)
+        db.execute("ALTER TABLE ceilings RENAME COLUMN copy_gbs TO damaged")
+        db.commit()
+        db.close()
+        ceiling = ("kprof: warning: store %s is damaged (cannot read the bandwidth ceiling"
+                   % self.store)
+        for p in (self.run_add(expect=0),
+                  self.kprof("sweep", "k.cl", "--entry", "demo_add", "--grid", "4096",
+                             "--tg-list", "32,64", "--iters", "2", "--buffers", SPEC, expect=0),
+                  self.kprof("caps", expect=0), self.kprof("caps", "--json", expect=0)):
+            self.assertEqual(p.stderr.count(ceiling), 1, p.stderr)
+            self.assertIn("going on without the bandwidth ceiling\n", p.stderr)
+        json.loads(p.stdout)  # caps --json still writes its JSON
+
     def test_unwritable_store_says_so(self):
         """A store kprof may not write (run as another user here when the test is root, who
         writes anything): a note cannot be added and the error says the store cannot be written,

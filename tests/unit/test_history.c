@@ -341,7 +341,10 @@ static void check_refused(const char *path, const char *why)
     kp_error_clear(&err);
     kp_device_info d = dev1();
     kp_ceiling c;
-    CHECK_INT(kp_store_lookup_ceiling(&d, &c), -1);
+    /* The ceiling's look-up (run, sweep, bench, caps) says it could not read it, and why. */
+    CHECK_INT(kp_store_lookup_ceiling(&d, &c, &err), -2);
+    CHECK_CONTAINS(err.message, why);
+    kp_error_clear(&err);
     char *after = read_all(path, &len1);
     CHECK(after != NULL);
     CHECK_INT(len1, len0);

@@ -7,6 +7,7 @@
 #include "core/outfile.h"
 #include "lab/lab.h"
 #include "core/util.h"
+#include "store/store.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -162,4 +163,23 @@ int kp_cli_parse_kernel_timeout(const char *cmd, const char *opt, const char *te
     if (kp_cli_parse_double(text, &launch->timeout_s) != 0 || launch->timeout_s <= 0)
         return kp_cli_usage_error(cmd, "%s '%s': expected seconds > 0", opt, text);
     return 0;
+}
+
+int kp_cli_ceiling(const kp_device_info *dev, kp_ceiling *c)
+{
+    static int warned;
+    kp_error err = {0};
+    int rc = kp_store_lookup_ceiling(dev, c, &err);
+    /* Damage is said here (nothing else reads the ceilings); a store that is a folder or cannot
+     * be opened is said where the run is recorded, once. */
+    if (rc == -2 && err.status == KPROF_CORRUPT) {
+        if (!warned)
+            fprintf(stderr, "kprof: warning: %s: going on without the bandwidth ceiling\n",
+                    err.message[0] ? err.message : "the store cannot be read");
+        warned = 1;
+        kp_error_clear(&err);
+        return -1;
+    }
+    kp_error_clear(&err);
+    return rc;
 }

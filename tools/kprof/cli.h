@@ -40,6 +40,12 @@ void kp_cli_signals_install(void);
 /* Print help for a command to stdout; 0. */
 int kp_cli_help(const kp_command *c);
 
+/* The stored bandwidth ceiling for dev (kp_store_lookup_ceiling): 0 found, -1 none. A damaged
+ * store is a warning on stderr, once a process ("kprof: warning: store ... is damaged ...:
+ * going on without the bandwidth ceiling"), and -1. */
+struct kp_ceiling;
+int kp_cli_ceiling(const kp_device_info *dev, struct kp_ceiling *c);
+
 /* Finish: flush stdout and turn a write error into exit code 1. */
 int kp_cli_exit(int code);
 

@@ -1476,7 +1476,7 @@ int kp_cmd_bench(int argc, char **argv)
         /* The ceiling and FLOP peak the counters are read against, once the device is known. */
         if (st == KPROF_OK && p == 0 && a->counters) {
             kp_ceiling ceiling;
-            if (kp_store_lookup_ceiling(&r.info.device, &ceiling) == 0) {
+            if (kp_cli_ceiling(&r.info.device, &ceiling) == 0) {
                 r.ceiling_gbs = ceiling.copy_gbs;
                 r.peak_gflops = ceiling.fma_gflops;
             }

@@ -133,7 +133,7 @@ static void kp_caps_print_device(const kp_device_info *d)
             kp_caps_row(w, f->label, "%s", f->value);
     }
     kp_ceiling c;
-    if (kp_store_lookup_ceiling(d, &c) == 0) {
+    if (kp_cli_ceiling(d, &c) == 0) {
         char when[32] = "at an unknown time";
         time_t t = (time_t)c.measured_at;
         struct tm tm;
@@ -181,7 +181,7 @@ static void kp_caps_json_device(kp_json *j, const kp_device_info *d)
         else kp_json_string(j, f->key, f->value);
     }
     kp_ceiling c;
-    if (kp_store_lookup_ceiling(d, &c) == 0) {
+    if (kp_cli_ceiling(d, &c) == 0) {
         kp_json_object_begin(j, "measured_ceiling");
         kp_json_double(j, "copy_gb_per_s", c.copy_gbs);
         kp_json_uint(j, "copy_bytes", c.copy_bytes);
@@ -234,7 +234,7 @@ static void kp_caps_sizes_text(kp_str *s, const kp_ceiling_plan *plan)
 static double kp_caps_plan_seconds(const kp_ceiling_result *r)
 {
     kp_ceiling c;
-    if (kp_store_lookup_ceiling(&r->device, &c) == 0)
+    if (kp_cli_ceiling(&r->device, &c) == 0)
         return kp_ceiling_plan_seconds(&r->plan, c.copy_gbs, c.fma_gflops);
     return kp_ceiling_plan_seconds(&r->plan, 0, 0);
 }

@@ -702,7 +702,7 @@ int kp_cmd_run(int argc, char **argv)
     kp_run_result_time(r, r->samples, (size_t)r->iters, scratch);
     kp_ceiling ceiling;
     double ceiling_gbs = 0;
-    if (kp_store_lookup_ceiling(&info->device, &ceiling) == 0) {
+    if (kp_cli_ceiling(&info->device, &ceiling) == 0) {
         ceiling_gbs = ceiling.copy_gbs;
         r->peak_gflops = ceiling.fma_gflops;
     }

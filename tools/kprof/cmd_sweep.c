@@ -598,7 +598,7 @@ static kprof_status kp_sweep_prepare(kp_sweep_run *s, kp_error *err)
     if (err->status != KPROF_OK) return err->status;
 
     kp_ceiling ceiling;
-    if (kp_store_lookup_ceiling(&info->device, &ceiling) == 0) {
+    if (kp_cli_ceiling(&info->device, &ceiling) == 0) {
         s->ceiling_gbs = ceiling.copy_gbs;
         s->peak_gflops = ceiling.fma_gflops;
     }
