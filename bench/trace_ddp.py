@@ -46,7 +46,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "ddp_torch.py")
-KERNEL = 4  # docs/trace-format.md: kinds
+KERNEL = 4  # docs/formats/trace.md: kinds
 RANGE = 8
 # NCCL's (and RCCL's) kernels: ncclKernel_*, ncclDevKernel_*, and names with an nccl and a
 # collective in them.
@@ -135,7 +135,7 @@ def job_env(extra=None):
 
 
 def trace_facts(path, cpu):
-    """What a trace holds, from its tables (docs/trace-format.md)."""
+    """What a trace holds, from its tables (docs/formats/trace.md)."""
     f = {"path": path}
     try:
         db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)

@@ -53,7 +53,7 @@ def measured(cmd):
 
 
 def trace_ranks(path):
-    """The ranks the trace's processes carry (docs/trace-format.md: processes.rank), or None for
+    """The ranks the trace's processes carry (docs/formats/trace.md: processes.rank), or None for
     a trace without the column."""
     db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
     try:

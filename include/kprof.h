@@ -220,8 +220,8 @@ KPROF_API const char *kprof_intern(const char *text);
  * no thread-local storage touched; KPROF_SCOPE_WORK does not even evaluate its flops and bytes.
  * When recording,
  * a scope reads the clock twice and appends 32 bytes to its thread's buffer: no lock, no
- * allocation (but for a thread's first scope of a session, which makes its buffer). README.md
- * gives the measured figures.
+ * allocation (but for a thread's first scope of a session, which makes its buffer).
+ * docs/guide/library.md gives the measured figures.
  *
  * Names: a KPROF_SCOPE name must be a string literal (or other static storage); the pointer
  * given to kprof_scope_begin and the keys of kprof_scope_metric must stay valid until kprof_stop

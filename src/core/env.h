@@ -2,8 +2,8 @@
  * env.h — every KPROF_* environment variable, named once: the CLI's defaults, the runtime
  * libraries the dlopen tables load, and the configuration `kprof trace` (collect/session.c)
  * hands to the collectors it injects into a program (src/inject/ and the record writer), which
- * get no other configuration; and libkprof's in-process session. README.md's "Environment" table
- * documents the user-facing ones.
+ * get no other configuration; and libkprof's in-process session. The table of
+ * docs/reference/environment.md documents the user-facing ones.
  */
 #ifndef KP_CORE_ENV_H
 #define KP_CORE_ENV_H

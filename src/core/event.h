@@ -4,7 +4,7 @@
  * what kinds of event there are is said once, in KP_EVENT_KIND_LIST: their numbers, names,
  * export categories and where they happen. The enum, the record kinds of collect/record.h, the
  * trace schema's `kinds` rows (store/trace_db.c), the kind sets that the reports' and exports'
- * queries select, and docs/trace-format.md's table (checked by tests/unit/test_event.c) all
+ * queries select, and docs/formats/trace.md's table (checked by tests/unit/test_event.c) all
  * follow from it. API domains (KP_DOMAIN_LIST) and copy directions (KP_COPY_KIND_LIST) get the
  * same treatment. No kind, domain or copy direction is numbered anywhere else.
  *
@@ -38,7 +38,7 @@ enum {
  *   name      the trace's kinds.name, the reports' JSON "kind"
  *   category  the exports' category (Chrome's "cat")
  *   flags     KP_EVENT_F_*
- *   what      one line for people; docs/trace-format.md's kinds table says exactly this
+ *   what      one line for people; docs/formats/trace.md's kinds table says exactly this
  */
 #define KP_EVENT_KIND_LIST(X)                                                                      \
     X(3, API, "api", "api", KP_EVENT_F_HOST_CALL,                                                  \

@@ -1,6 +1,6 @@
 /*
  * trace_db.c — writing a trace file from collectors' record files, and opening one to read
- * (see trace_db.h and docs/trace-format.md for the schema).
+ * (see trace_db.h and docs/formats/trace.md for the schema).
  */
 #define _GNU_SOURCE
 #include "store/trace_db.h"

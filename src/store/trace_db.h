@@ -1,6 +1,6 @@
 /*
  * trace_db.h — the trace file (*.kprof): an SQLite database with a documented schema
- * (docs/trace-format.md) that every report and export reads. `kprof trace` writes it from the
+ * (docs/formats/trace.md) that every report and export reads. `kprof trace` writes it from the
  * per-process record files its collectors left; readers open it read-only and refuse anything
  * that is not a kprof trace with a clear error. Its events.kind, events.domain and
  * events.copy_kind are the numbers of core/event.h's lists (the kinds and domains tables hold
@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #define KP_TRACE_FORMAT_VERSION 3 /* what this kprof writes */
-#define KP_TRACE_FORMAT_OLDEST  1 /* the oldest it reads (docs/trace-format.md: what changed) */
+#define KP_TRACE_FORMAT_OLDEST  1 /* the oldest it reads (docs/formats/trace.md: what changed) */
 #define KP_TRACE_APPLICATION_ID 0x4b50524f /* "KPRO" */
 
 /* What `kprof trace` knows about the run, for the meta table. */
@@ -95,7 +95,7 @@ kprof_status kp_trace_db_write(const char *path, const char *dir, const kp_trace
 int kp_trace_db_create(sqlite3 *db);
 int kp_trace_db_create_index(sqlite3 *db);
 
-/* The meta table's keys (docs/trace-format.md), as `kprof trace` and `kprof merge` both write
+/* The meta table's keys (docs/formats/trace.md), as `kprof trace` and `kprof merge` both write
  * them: format, format_version, kprof_version, command, start_ns, end_ns, exit_status,
  * collectors, dropped, metrics, clock (1: CLOCK_MONOTONIC), then host, boot_id and merged_from
  * where they are not NULL. NULL command or collectors write "". SQLITE_OK or SQLite's error. */

@@ -971,7 +971,7 @@ nomem:
     return kp_error_set(err, KPROF_NOMEM, "out of memory");
 }
 
-/* The meta table of the output: see docs/trace-format.md, "Merged traces". */
+/* The meta table of the output: see docs/formats/trace.md, "Merged traces". */
 static kprof_status kp_merge_write_meta(kp_merge_out *o, const kp_merge_input *inputs, size_t n,
                                         kp_error *err)
 {

@@ -1,6 +1,6 @@
 /*
  * trace_merge.h — `kprof merge`: one trace from several trace files (the per-rank or per-host
- * traces of a distributed job), every host's times put on one time base (docs/trace-format.md,
+ * traces of a distributed job), every host's times put on one time base (docs/formats/trace.md,
  * "Merged traces").
  *
  * Hosts. Inputs whose traces name the same boot id (meta boot_id, else the one boot id their
@@ -25,7 +25,7 @@
  * Where that would pass INT32_MAX (Perfetto's pids are int32), the input's pids get the smallest
  * free ids instead (kp_merged_trace.renumbered). Whole-trace notes of an input are copied with
  * its path in front ("a.kprof: ..."); the hosts rows of an input that is a merged trace are
- * carried after the merge's own, on the new time base (docs/trace-format.md, "hosts").
+ * carried after the merge's own, on the new time base (docs/formats/trace.md, "hosts").
  *
  * Every input is opened with store/trace_db.h's checks first (NOT_FOUND, INVALID, CORRUPT, the
  * message naming the file); the same file given twice is INVALID. The output is written with

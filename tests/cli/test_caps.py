@@ -260,8 +260,9 @@ class Measure(kptest.KprofTestCase):
             self.skipTest("the default OpenCL device is a GPU: the CPU rule is not used")
         r = json.loads(self.kprof("caps", "--measure", "--backend", "opencl", "--device", "0",
                                   "--dry-run", "--json", expect=0).stdout)
-        # The CPU rule (README): one buffer at least 4x the last-level cache and 64 MiB, a
-        # power of two, but at most 512 MiB or the cache rounded up to a power of two; within
+        # The CPU rule (docs/guide/cuda.md, `kprof caps --measure`): one buffer at least 4x the
+        # last-level cache and 64 MiB, a power of two, but at most 512 MiB or the cache rounded
+        # up to a power of two; within
         # the largest allocation and a quarter of memory; copy_f4 and copy_f4x4, best of 20
         # after 1 warm-up.
         cache = d.get("global_mem_cache_bytes") or 0

@@ -52,7 +52,7 @@ def other_host(src, dst, behind, host="hostB", boot="boot-of-host-b", pid_delta=
 
 
 def estimate(path):
-    """The documented estimate (docs/trace-format.md, "Merged traces"), written again here:
+    """The documented estimate (docs/formats/trace.md, "Merged traces"), written again here:
     (offset, uncertainty) of the host of the trace at path."""
     db = sqlite3.connect(path)
     pairs = db.execute("SELECT mono_ns, real_ns, uncertainty_ns FROM clocks").fetchall()

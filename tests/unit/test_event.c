@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #ifndef KPROF_SOURCE_DIR
-#error "KPROF_SOURCE_DIR: the tree whose docs/trace-format.md is checked"
+#error "KPROF_SOURCE_DIR: the tree whose docs/formats/trace.md is checked"
 #endif
 
 /* The numbers format 1 of the record files and of the trace hold: changing one is a new format. */
@@ -95,7 +95,7 @@ static void test_what_the_list_gives(void)
 
 static char *read_doc(void)
 {
-    const char *path = KPROF_SOURCE_DIR "/docs/trace-format.md";
+    const char *path = KPROF_SOURCE_DIR "/docs/formats/trace.md";
     FILE *f = fopen(path, "rb");
     if (!f) {
         fprintf(stderr, "cannot open %s\n", path);
@@ -111,11 +111,11 @@ static char *read_doc(void)
 static void doc_says(const char *doc, const char *line)
 {
     if (strstr(doc, line)) return;
-    fprintf(stderr, "docs/trace-format.md does not say, as the lists do: %s\n", line);
+    fprintf(stderr, "docs/formats/trace.md does not say, as the lists do: %s\n", line);
     kp_test_failures++;
 }
 
-/* docs/trace-format.md's kinds table is the list: its rows, in order, and no others. */
+/* docs/formats/trace.md's kinds table is the list: its rows, in order, and no others. */
 static void test_the_docs_say_what_the_lists_say(void)
 {
     char *doc = read_doc();
@@ -134,7 +134,7 @@ static void test_the_docs_say_what_the_lists_say(void)
         const char *end = strstr(rows, "\n\n");
         size_t len = end ? (size_t)(end - rows) + 1 : strlen(rows);
         if (len != strlen(want) || strncmp(rows, want, len) != 0) {
-            fprintf(stderr, "docs/trace-format.md's kinds table:\n%.*sis not the list's:\n%s",
+            fprintf(stderr, "docs/formats/trace.md's kinds table:\n%.*sis not the list's:\n%s",
                     (int)len, rows, want);
             kp_test_failures++;
         }

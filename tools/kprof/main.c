@@ -240,7 +240,7 @@ const kp_command kp_commands[] = {
      "       kprof trace --merge DIR [-o FILE] [--force]\n"
      "\n"
      "Runs CMD with kprof's collectors injected and writes everything every process of it did\n"
-     "on the GPU into one trace file (SQLite; docs/trace-format.md): host API calls, kernels,\n"
+     "on the GPU into one trace file (SQLite; docs/formats/trace.md): host API calls, kernels,\n"
      "copies, fills, synchronization and NVTX ranges, all on one host clock.\n"
      "  CUDA    CUDA_INJECTION64_PATH + CUPTI activity records (static or shared cudart,\n"
      "          Python programs such as PyTorch too)\n"
@@ -360,7 +360,8 @@ const kp_command kp_commands[] = {
      "  --top N       --tree: the first N children of each node (a '… M more' line says what\n"
      "                is left out); --by: the first N rows\n"
      "  --json/--csv  the shown nodes or rows with every number in seconds; a tree node with\n"
-     "                id, parent, depth and its path (README: 'Call tree and key averages')\n"},
+     "                id, parent, depth and its path (docs/guide/tracing.md, 'Call tree and\n"
+     "                key averages')\n"},
     {"diff", kp_cmd_diff, "what changed between two traces, or two bench results, and is it real?",
      "usage: kprof diff A.kprof B.kprof [--by shape|name|path] [--threshold P]\n"
      "                  [--min-effect-us X] [--min-share P] [--judge-host] [--run-allowance P]\n"
