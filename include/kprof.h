@@ -49,9 +49,12 @@ extern "C" {
  * X(NAME, exit code of the kprof tool, text)
  *
  * Exit codes of the `kprof` tool: 0 ok, 1 runtime failure (memory, a real I/O error, a
- * backend error), 2 usage error or bad input (every bad input file: missing, a folder, a FIFO
- * or device, damaged, truncated, foreign, of another format version), 3 backend or device
- * unavailable, 4 kernel fault, compile failure or timeout.
+ * backend error, an output that cannot be written), 2 usage error or bad input (every bad input
+ * file: missing, a folder, a FIFO or device, damaged, truncated, foreign, of another format
+ * version; an output kprof refuses), 3 backend or device unavailable, 4 kernel fault, compile
+ * failure or timeout, 5 a regression past the gate (`--fail-if-slower P` of bench and diff:
+ * KPROF_REGRESSION, which no library call returns), and 128 + N for a command ended by signal N
+ * (SIGINT, SIGTERM, SIGHUP; `kprof trace` after merging what was recorded).
  */
 #define KPROF_STATUS_LIST(X)                                                                       \
     X(OK, 0, "success")                                                                            \
@@ -64,7 +67,8 @@ extern "C" {
     X(NOMEM, 1, "allocation failure")                                                              \
     X(IO, 1, "input/output error")                                                                 \
     X(CORRUPT, 2, "file corrupt or of the wrong format")                                           \
-    X(BACKEND, 1, "backend runtime failure")
+    X(BACKEND, 1, "backend runtime failure")                                                       \
+    X(REGRESSION, 5, "a regression past the gate")
 
 typedef enum kprof_status {
 #define KPROF_STATUS_ENUM_(name, code, text) KPROF_##name,

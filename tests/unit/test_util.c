@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,8 +24,23 @@ static char *replaced(const char *text)
     return kp_str_take(&s);
 }
 
+/* The status list is the tool's exit codes: each 0-5, a regression past the gate 5. */
+static void test_status_exit_codes(void)
+{
+    for (int st = 0; st < KPROF_STATUS_COUNT_; st++) {
+        int code = kprof_status_exit_code((kprof_status)st);
+        CHECK(code >= 0 && code <= 5);
+        CHECK(strcmp(kprof_strerror((kprof_status)st), "unknown status") != 0);
+    }
+    CHECK_INT(kprof_status_exit_code(KPROF_REGRESSION), 5);
+    CHECK_STR(kprof_status_name(KPROF_REGRESSION), "REGRESSION");
+    CHECK_INT(kprof_status_exit_code(KPROF_OK), 0);
+    CHECK_INT(kprof_status_exit_code(KPROF_CORRUPT), 2);
+}
+
 int main(void)
 {
+    test_status_exit_codes();
     /* Well-formed UTF-8 characters and their lengths; ill-formed starts are 0. */
     static const struct {
         const char *bytes;

@@ -1543,7 +1543,7 @@ done:
     } else {
         rc = 0;
         for (int i = 0; i < r.nrows; i++)
-            if (r.rows[i].slower_gate) rc = 5;
+            if (r.rows[i].slower_gate) rc = kprof_status_exit_code(KPROF_REGRESSION);
     }
 out:
     for (int i = 0; i < r.nrows; i++) {

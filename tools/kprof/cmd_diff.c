@@ -1075,7 +1075,7 @@ static int kp_diff_exit(kprof_status st, kp_error *err, int gate)
         kp_error_clear(err);
         return rc;
     }
-    return gate ? 5 : 0;
+    return gate ? kprof_status_exit_code(KPROF_REGRESSION) : 0;
 }
 
 static int kp_diff_two_traces(const kp_diff_args *args)
