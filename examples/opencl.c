@@ -4,8 +4,8 @@
  * before the program's first OpenCL call, as the loader takes kprof's layer in there). Each step
  * is a scope with the work it does (n flops, 12n bytes of a vector add); the kernel it launches
  * falls under it, and a kernel hook gives the kernel the same work (its device GFLOP/s and GB/s;
- * under `kprof trace` too). Under `kprof trace`, which records OpenCL itself, the in-process collector
- * stands aside (kprof_start says so) and the scopes alone record here.
+ * under `kprof trace` too). Under `kprof trace`, which records OpenCL itself, the in-process
+ * collector stands aside (kprof_start says so) and the scopes alone record here.
  *
  *   example_opencl [OUT.kprof]   prints the key averages by path; saves the trace to OUT.
  *   Exit 77 when there is no OpenCL device.
@@ -95,7 +95,8 @@ int main(int argc, char **argv)
     }
     kprof_result_print(r, KPROF_VIEW_BY_PATH, stdout);
     int rc = 0;
-    if (argc > 1 && kprof_result_write(r, KPROF_FORMAT_TRACE, argv[1], KPROF_WRITE_FORCE) != KPROF_OK) {
+    if (argc > 1 &&
+        kprof_result_write(r, KPROF_FORMAT_TRACE, argv[1], KPROF_WRITE_FORCE) != KPROF_OK) {
         fprintf(stderr, "example_opencl: %s\n", kprof_last_error());
         rc = 1;
     }

@@ -39,9 +39,9 @@ extern "C" {
 #define KPROF_API
 #endif
 
-#define KPROF_VERSION_MAJOR 0
-#define KPROF_VERSION_MINOR 1
-#define KPROF_VERSION_PATCH 0
+#define KPROF_VERSION_MAJOR  0
+#define KPROF_VERSION_MINOR  1
+#define KPROF_VERSION_PATCH  0
 #define KPROF_VERSION_STRING "0.1.0"
 
 /*
@@ -181,8 +181,8 @@ typedef struct kprof_result kprof_result;
  * started it) or the options are malformed (size 0 or larger than this header's, an unknown
  * collector bit); UNAVAILABLE when a collector asked for cannot run here, the message saying why:
  * OpenCL needs libkprof-inject.so beside libkprof (or KPROF_INJECT_LIBRARY) and stands aside
- * under `kprof trace` (whose collector records OpenCL); CUDA needs the CUDA driver and CUPTI, and stands
- * aside when another CUDA injection (`kprof trace`, Nsight Systems, Nsight Compute:
+ * under `kprof trace` (whose collector records OpenCL); CUDA needs the CUDA driver and CUPTI, and
+ * stands aside when another CUDA injection (`kprof trace`, Nsight Systems, Nsight Compute:
  * CUDA_INJECTION64_PATH) or another CUPTI client holds CUPTI — "kprof's own CUDA collection is
  * off", never silently; IO when the scratch folder cannot be made;
  * NOMEM. On failure nothing is recording. */
@@ -433,12 +433,12 @@ typedef struct kprof_row {
     double self_s;                      /* of it, not inside child scopes (host events) */
     double min_s, mean_s, max_s, std_s; /* one event's duration (std: sample standard
                                            deviation, 0 for one event) */
-    double gpu_s;        /* device time attributed to it and below (later collectors) */
-    double flops, bytes; /* its events' "flops" and "bytes" metrics, summed */
-    double gflops_per_s; /* flops / total_s / 1e9 (0 without flops or time); for a scope or
-                            call that launched device work (gpu_s > 0), flops / gpu_s / 1e9:
-                            what its device work ran at */
-    double gb_per_s;     /* bytes, likewise */
+    double gpu_s;             /* device time attributed to it and below (later collectors) */
+    double flops, bytes;      /* its events' "flops" and "bytes" metrics, summed */
+    double gflops_per_s;      /* flops / total_s / 1e9 (0 without flops or time); for a scope or
+                                 call that launched device work (gpu_s > 0), flops / gpu_s / 1e9:
+                                 what its device work ran at */
+    double gb_per_s;          /* bytes, likewise */
     double host_gflops_per_s; /* a scope's or call's flops / total_s / 1e9, its host time (the
                                  same as gflops_per_s where it launched no device work); 0 for
                                  device work */
@@ -610,8 +610,7 @@ enum { KPROF_WORK_FLOPS = 1u << 0, KPROF_WORK_BYTES = 1u << 1 };
 
 /* The work one launch did: set *flops and/or *bytes (finite, >= 0) and return which
  * (KPROF_WORK_FLOPS | KPROF_WORK_BYTES); 0 for none. */
-typedef int (*kprof_work_fn)(void *ctx, const kprof_launch *launch, double *flops,
-                             double *bytes);
+typedef int (*kprof_work_fn)(void *ctx, const kprof_launch *launch, double *flops, double *bytes);
 
 /* Give every launch of a kernel its work, without touching the call sites: while a session
  * records CUDA (KPROF_COLLECT_CUDA), each launch of `kernel` carries fn's flops and bytes as
@@ -660,7 +659,10 @@ typedef struct kprof_benchmark_options {
     double budget_s;   /* stop after min_runs once this much wall time went (default 1.0) */
 } kprof_benchmark_options;
 
-#define KPROF_BENCHMARK_OPTIONS_INIT {sizeof(kprof_benchmark_options), 3u, 10u, 1000u, 1.0}
+#define KPROF_BENCHMARK_OPTIONS_INIT                                                               \
+    {                                                                                              \
+        sizeof(kprof_benchmark_options), 3u, 10u, 1000u, 1.0                                       \
+    }
 
 /* The device time of a callback's GPU work, run by run (Enigma's benchmark_kernel). */
 typedef struct kprof_benchmark_result {
@@ -720,13 +722,16 @@ typedef struct kprof_compare_options {
     double busy_cpus;  /* CPUs other work took meanwhile (default -1: unknown) */
 } kprof_compare_options;
 
-#define KPROF_COMPARE_OPTIONS_INIT {sizeof(kprof_compare_options), 0.01, 0, 0, 0.0, 1u, -1.0}
+#define KPROF_COMPARE_OPTIONS_INIT                                                                 \
+    {                                                                                              \
+        sizeof(kprof_compare_options), 0.01, 0, 0, 0.0, 1u, -1.0                                   \
+    }
 
 typedef struct kprof_comparison {
     kprof_verdict verdict;
-    double ratio, lo, hi;  /* median(B) / median(A) and its 95% interval */
-    unsigned reasons;      /* KPROF_UNSURE_* bits; 0 unless UNSURE */
-    char reason[400];      /* the reasons (or a verdict's notes) in words, "" when none */
+    double ratio, lo, hi; /* median(B) / median(A) and its 95% interval */
+    unsigned reasons;     /* KPROF_UNSURE_* bits; 0 unless UNSURE */
+    char reason[400];     /* the reasons (or a verdict's notes) in words, "" when none */
 } kprof_comparison;
 
 /* Compare samples b[0..nb) with a[0..na) (any one unit, each side in the order taken; options
@@ -734,8 +739,7 @@ typedef struct kprof_comparison {
  * filled: a side with no positive median is UNSURE, saying so); INVALID (no a, b or out, an
  * empty side, paired with na != nb, a NaN, a bad option); NOMEM. Needs no session. */
 KPROF_API kprof_status kprof_compare(const double *a, size_t na, const double *b, size_t nb,
-                                     const kprof_compare_options *options,
-                                     kprof_comparison *out);
+                                     const kprof_compare_options *options, kprof_comparison *out);
 
 /* ---- KPROF_DISABLE: every function a no-op ---------------------------------------------------
  * What each returns when kprof is compiled out: no session ever starts, so there is never a

@@ -9,7 +9,7 @@
  *   fma_long             compute-bound, length set by the scalar `iters` (the script calibrates it
  *                        to ~1 ms at grid 1048576, tg 256)
  */
-#define K 1024
+#define K     1024
 #define FMA_A 0.999f
 #define FMA_B 0.5f
 

@@ -12,14 +12,17 @@ extern "C" __global__ void heavy(float *out, const float *in, unsigned int n)
     if (i >= n) return;
     float a[160];
 #pragma unroll
-    for (int j = 0; j < 160; j++) a[j] = in[(i + j * 977u) % n];
+    for (int j = 0; j < 160; j++)
+        a[j] = in[(i + j * 977u) % n];
 #pragma unroll
     for (int it = 0; it < 4; it++) {
 #pragma unroll
-        for (int j = 0; j < 160; j++) a[j] = a[j] * a[(j + 7) % 160] + 1.0f;
+        for (int j = 0; j < 160; j++)
+            a[j] = a[j] * a[(j + 7) % 160] + 1.0f;
     }
     float s = 0;
 #pragma unroll
-    for (int j = 0; j < 160; j++) s += a[j];
+    for (int j = 0; j < 160; j++)
+        s += a[j];
     out[i] = s;
 }

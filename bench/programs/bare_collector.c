@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define BUFFER_BYTES (8u << 20) /* as kprof's collector */
+#define BUFFER_BYTES    (8u << 20) /* as kprof's collector */
 #define FLUSH_PERIOD_MS 100
 
 static atomic_ullong records;
@@ -50,7 +50,8 @@ static void CUPTIAPI buffer_complete(CUcontext ctx, uint32_t stream, uint8_t *bu
     (void)size;
     CUpti_Activity *rec = NULL;
     unsigned long long n = 0;
-    while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) n++;
+    while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
+        n++;
     atomic_fetch_add(&records, n);
     free(buffer);
 }
@@ -90,16 +91,20 @@ static void at_exit(void)
 int InitializeInjection(void)
 {
     static const CUpti_ActivityKind kinds[] = {
-        CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-        CUPTI_ACTIVITY_KIND_MEMSET,            CUPTI_ACTIVITY_KIND_RUNTIME,
-        CUPTI_ACTIVITY_KIND_DRIVER,            CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+        CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+        CUPTI_ACTIVITY_KIND_MEMCPY,
+        CUPTI_ACTIVITY_KIND_MEMSET,
+        CUPTI_ACTIVITY_KIND_RUNTIME,
+        CUPTI_ACTIVITY_KIND_DRIVER,
+        CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
         CUPTI_ACTIVITY_KIND_OVERHEAD,
     };
     DIAG("init");
     if (cuptiActivityRegisterCallbacks(buffer_request, buffer_complete) != CUPTI_SUCCESS) return 1;
     cuptiActivityRegisterTimestampCallback(now_ns);
     cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
-    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) cuptiActivityEnable(kinds[i]);
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        cuptiActivityEnable(kinds[i]);
     cuptiActivityFlushPeriod(FLUSH_PERIOD_MS);
     flusher_running = pthread_create(&flusher, NULL, flush_loop, NULL) == 0;
     atexit(at_exit);

@@ -18,7 +18,8 @@ __global__ void spin(float *x, long long cycles)
 {
     long long start = clock64();
     float v = x[threadIdx.x];
-    while (clock64() - start < cycles) v = v * 0.999f + 0.001f;
+    while (clock64() - start < cycles)
+        v = v * 0.999f + 0.001f;
     x[threadIdx.x] = v;
 }
 
@@ -43,9 +44,11 @@ int main(int argc, char **argv)
     cudaDeviceSynchronize();
     double t0 = now();
     if (strcmp(argv[1], "launch") == 0)
-        for (int i = 0; i < n; i++) tiny<<<1, 32>>>(x);
+        for (int i = 0; i < n; i++)
+            tiny<<<1, 32>>>(x);
     else
-        for (int i = 0; i < n; i++) spin<<<132, 128>>>(x, 10000000LL); /* ~5 ms at 1.98 GHz */
+        for (int i = 0; i < n; i++)
+            spin<<<132, 128>>>(x, 10000000LL); /* ~5 ms at 1.98 GHz */
     if (cudaDeviceSynchronize() != cudaSuccess) return 1;
     printf("overhead: %s %d in %.3f s\n", argv[1], n, now() - t0);
     cudaFree(x);

@@ -53,8 +53,8 @@ typedef struct kp_backend_ops {
     kprof_status (*build)(kp_device *dev, const kp_source *src, kp_program **out,
                           kp_build_output *products, kp_error *err);
     /* Load a binary earlier returned by build (from the cache). */
-    kprof_status (*load)(kp_device *dev, const unsigned char *binary, size_t len,
-                         kp_program **out, kp_error *err);
+    kprof_status (*load)(kp_device *dev, const unsigned char *binary, size_t len, kp_program **out,
+                         kp_error *err);
     void (*program_release)(kp_program *prog);
 
     /* Create the kernel named by meta (symbol). */
@@ -74,8 +74,7 @@ typedef struct kp_backend_ops {
     kprof_status (*bind)(kp_kernel *k, const kp_spec *spec, kp_buffer *const *buffers,
                          kp_error *err);
     /* One dispatch, waited for; *gpu_ns is its duration from device timestamps. */
-    kprof_status (*dispatch)(kp_kernel *k, const kp_launch *launch, double *gpu_ns,
-                             kp_error *err);
+    kprof_status (*dispatch)(kp_kernel *k, const kp_launch *launch, double *gpu_ns, kp_error *err);
     /* Optional: n dispatches, each waited for, timed with launch->timer; gpu_ns[0..n). timer
      * receives what timed them ("cupti", "events", or "events (CUPTI: reason)"). Without it
      * the lab calls dispatch n times. */

@@ -61,14 +61,6 @@ const char *kp_backend_env(void)
     return v && *v ? v : NULL;
 }
 
-
-
-
-
-
-
-
-
 static int kp_backend_runs(const kp_backend_ops *ops, int lang)
 {
     return lang < 0 || strcmp(kp_lang_backend((kp_lang)lang), ops->name) == 0;

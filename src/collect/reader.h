@@ -13,13 +13,13 @@
 typedef struct kp_klog {
     const unsigned char *data; /* the file, mapped */
     size_t size;
-    size_t valid;              /* bytes up to the last whole record */
-    const kp_rec **records;    /* in file order (STRING records excluded) */
+    size_t valid;           /* bytes up to the last whole record */
+    const kp_rec **records; /* in file order (STRING records excluded) */
     size_t nrecords;
-    const char **strings;      /* by id; NULL where undefined */
-    uint32_t nstrings;         /* ids 1..nstrings-1 */
+    const char **strings; /* by id; NULL where undefined */
+    uint32_t nstrings;    /* ids 1..nstrings-1 */
     size_t *string_lens;
-    int truncated;             /* the file ended inside a record or held garbage */
+    int truncated; /* the file ended inside a record or held garbage */
 } kp_klog;
 
 kprof_status kp_klog_open(const char *path, kp_klog *out, kp_error *err);

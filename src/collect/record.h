@@ -1,7 +1,7 @@
 /*
  * record.h — the records an injected collector writes while a traced program runs, one file per
- * process image (<KPROF_TRACE_DIR>/<pid>-<collector>-<start ns>.klog), and that `kprof trace` merges into an
- * SQLite trace file when the program ends.
+ * process image (<KPROF_TRACE_DIR>/<pid>-<collector>-<start ns>.klog), and that `kprof trace`
+ * merges into an SQLite trace file when the program ends.
  *
  * A file is a sequence of fixed-size records (kp_rec, 128 bytes, host byte order), each starting
  * with KP_REC_MAGIC; a KP_REC_STRING record is followed by its text, padded to 8 bytes. Writers
@@ -82,27 +82,27 @@ KP_EVENT_KIND_LIST(KP_REC_CHECK_)
 #undef KP_REC_CHECK_
 
 typedef struct kp_rec {
-    uint32_t magic;           /* KP_REC_MAGIC */
-    uint16_t kind;            /* kp_rec_kind */
-    uint16_t domain;          /* KP_DOMAIN_* */
-    uint32_t name;            /* string id; 0 = none */
-    uint32_t tid;             /* host thread: gettid (CUPTI is set to report these) */
-    uint64_t start, end;      /* ns, CLOCK_MONOTONIC */
-    uint64_t queued;          /* device ops: when the host enqueued it (0 = unknown) */
-    uint64_t submitted;       /* device ops: when it reached the device (0 = unknown) */
-    uint64_t correlation;     /* host call <-> its device op */
-    uint32_t device, stream;  /* device op: device, stream or queue; SYNC: 0xFFFFFFFF = none */
-    int32_t grid[3];          /* kernels: threadgroups per dimension (work-items when block 0);
-                               * kp_event counts threads (kp_event_set_groups converts) */
-    int32_t block[3];         /* kernels: threads per threadgroup; 0 = chosen by the runtime */
-    uint32_t registers;       /* per thread (0 = unknown) */
-    uint32_t static_smem;     /* bytes */
-    uint32_t dynamic_smem;    /* bytes */
-    uint32_t local_mem;       /* bytes per thread */
-    uint64_t bytes;           /* copies, fills; STRING: text length; DROPPED: count */
-    uint64_t id;              /* HEADER: pid; RANGE/MARK: range id */
-    int32_t status;           /* API: return value; OpenCL device ops: execution status */
-    uint32_t aux;             /* HEADER: ppid; MEMCPY: KP_COPY_*; OVERHEAD: CUPTI's kind */
+    uint32_t magic;          /* KP_REC_MAGIC */
+    uint16_t kind;           /* kp_rec_kind */
+    uint16_t domain;         /* KP_DOMAIN_* */
+    uint32_t name;           /* string id; 0 = none */
+    uint32_t tid;            /* host thread: gettid (CUPTI is set to report these) */
+    uint64_t start, end;     /* ns, CLOCK_MONOTONIC */
+    uint64_t queued;         /* device ops: when the host enqueued it (0 = unknown) */
+    uint64_t submitted;      /* device ops: when it reached the device (0 = unknown) */
+    uint64_t correlation;    /* host call <-> its device op */
+    uint32_t device, stream; /* device op: device, stream or queue; SYNC: 0xFFFFFFFF = none */
+    int32_t grid[3];         /* kernels: threadgroups per dimension (work-items when block 0);
+                              * kp_event counts threads (kp_event_set_groups converts) */
+    int32_t block[3];        /* kernels: threads per threadgroup; 0 = chosen by the runtime */
+    uint32_t registers;      /* per thread (0 = unknown) */
+    uint32_t static_smem;    /* bytes */
+    uint32_t dynamic_smem;   /* bytes */
+    uint32_t local_mem;      /* bytes per thread */
+    uint64_t bytes;          /* copies, fills; STRING: text length; DROPPED: count */
+    uint64_t id;             /* HEADER: pid; RANGE/MARK: range id */
+    int32_t status;          /* API: return value; OpenCL device ops: execution status */
+    uint32_t aux;            /* HEADER: ppid; MEMCPY: KP_COPY_*; OVERHEAD: CUPTI's kind */
 } kp_rec;
 
 _Static_assert(sizeof(kp_rec) == 128, "kp_rec is a 128-byte on-disk record");

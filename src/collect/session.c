@@ -54,8 +54,7 @@ static int kp_inject_path(char out[PATH_MAX])
     const char *folders[][2] = {{"", ""}, {"/", KPROF_INSTALL_LIBDIR_FROM_BINDIR}, {"/../lib", ""}};
     for (size_t i = 0; i < sizeof folders / sizeof folders[0]; i++) {
         char path[PATH_MAX + sizeof KPROF_INSTALL_LIBDIR_FROM_BINDIR + 32];
-        snprintf(path, sizeof path, "%s%s%s/libkprof-inject.so", exe, folders[i][0],
-                 folders[i][1]);
+        snprintf(path, sizeof path, "%s%s%s/libkprof-inject.so", exe, folders[i][0], folders[i][1]);
         if (kp_path_exists(path) && realpath(path, out)) return 0;
     }
     return -1;
@@ -239,8 +238,7 @@ kprof_status kp_session_load_run(const char *dir, kp_trace_run *run, char *buf, 
         } else if (strncmp(line, "boot_id ", 8) == 0) {
             snprintf(kp_loaded_boot_id, sizeof kp_loaded_boot_id, "%s", line + 8);
             run->boot_id = kp_loaded_boot_id;
-        }
-        else if (strncmp(line, "command ", 8) == 0) {
+        } else if (strncmp(line, "command ", 8) == 0) {
             size_t o = 0;
             for (const char *p = line + 8; *p && o + 1 < n; p++) {
                 unsigned hex;

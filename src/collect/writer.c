@@ -614,8 +614,8 @@ int kp_writer_start_in(const char *dir, const char *collector, unsigned flags)
     } strings[3] = {{cmd_id, cmd}, {host_id, host}, {boot_id, boot}};
     for (int i = 0; i < 3; i++) {
         size_t len = strlen(strings[i].text);
-        kp_rec r = {.magic = KP_REC_MAGIC, .kind = KP_REC_STRING, .name = strings[i].id,
-                    .bytes = len};
+        kp_rec r = {
+            .magic = KP_REC_MAGIC, .kind = KP_REC_STRING, .name = strings[i].id, .bytes = len};
         memcpy(at + used, &r, sizeof r);
         memcpy(at + used + sizeof r, strings[i].text, len);
         used += sizeof r + ((len + 7) & ~(size_t)7);

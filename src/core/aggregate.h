@@ -121,27 +121,27 @@ typedef struct kp_aggregation_node {
 
 /* Whole-stream numbers, the verdict's streaming inputs among them. */
 typedef struct kp_aggregation_totals {
-    uint64_t events;           /* fed */
-    uint64_t calls, ranges;    /* API calls and ranges placed */
-    uint64_t device_ops;       /* kernels, copies and fills */
-    uint64_t kernels;          /* ... of which kernels */
-    uint64_t small_kernels;    /* kernels shorter than KP_VERDICT_SMALL_DISPATCH_S */
-    uint64_t ops_without_call; /* device operations under (unattributed) */
-    int64_t first_ns, last_ns; /* earliest start and latest end of any event (0 when none) */
-    int64_t gpu_busy_ns;       /* union of device operation intervals (core/busy.h) */
-    int64_t kernel_busy_ns;    /* the same for kernels alone */
-    int64_t active_start_ns;   /* first device operation's start .. */
-    int64_t active_end_ns;     /* .. last one's end (both 0 when there is none) */
-    int64_t host_api_ns;       /* durations of the API calls fed, summed */
-    int64_t wait_ns;           /* durations of the SYNC records fed, summed */
-    uint64_t unordered;        /* events that started before one fed earlier */
-    uint64_t folded;           /* events placed at KP_AGGREGATION_MAX_DEPTH (see above) */
+    uint64_t events;            /* fed */
+    uint64_t calls, ranges;     /* API calls and ranges placed */
+    uint64_t device_ops;        /* kernels, copies and fills */
+    uint64_t kernels;           /* ... of which kernels */
+    uint64_t small_kernels;     /* kernels shorter than KP_VERDICT_SMALL_DISPATCH_S */
+    uint64_t ops_without_call;  /* device operations under (unattributed) */
+    int64_t first_ns, last_ns;  /* earliest start and latest end of any event (0 when none) */
+    int64_t gpu_busy_ns;        /* union of device operation intervals (core/busy.h) */
+    int64_t kernel_busy_ns;     /* the same for kernels alone */
+    int64_t active_start_ns;    /* first device operation's start .. */
+    int64_t active_end_ns;      /* .. last one's end (both 0 when there is none) */
+    int64_t host_api_ns;        /* durations of the API calls fed, summed */
+    int64_t wait_ns;            /* durations of the SYNC records fed, summed */
+    uint64_t unordered;         /* events that started before one fed earlier */
+    uint64_t folded;            /* events placed at KP_AGGREGATION_MAX_DEPTH (see above) */
     uint64_t ends_before_start; /* events whose end precedes their start (a damaged trace):
                                    each counted with duration 0 */
-    uint64_t ignored;          /* MARK, OVERHEAD and unknown kinds */
-    uint64_t metric_events;    /* events fed with flops or a bytes metric (KP_EVENT_HAS_FLOPS,
-                                  KP_EVENT_HAS_METRIC_BYTES), any kind: 0 when the stream has
-                                  no metrics (the views then show no rates) */
+    uint64_t ignored;           /* MARK, OVERHEAD and unknown kinds */
+    uint64_t metric_events;     /* events fed with flops or a bytes metric (KP_EVENT_HAS_FLOPS,
+                                   KP_EVENT_HAS_METRIC_BYTES), any kind: 0 when the stream has
+                                   no metrics (the views then show no rates) */
 } kp_aggregation_totals;
 
 /* A name id's text, or NULL when it has none. */

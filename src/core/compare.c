@@ -336,13 +336,13 @@ int kp_ratio_ci_bootstrap(const double *a, size_t na, const double *b, size_t nb
                           int resamples, double level, uint64_t seed, double *scratch,
                           kp_estimate *out)
 {
-    return kp_ratio_ci_bootstrap_blocks(a, na, 1, b, nb, 1, paired, resamples, level, seed,
-                                        scratch, out);
+    return kp_ratio_ci_bootstrap_blocks(a, na, 1, b, nb, 1, paired, resamples, level, seed, scratch,
+                                        out);
 }
 
 int kp_ratio_ci_bootstrap_blocks(const double *a, size_t na, size_t block_a, const double *b,
-                                 size_t nb, size_t block_b, int paired, int resamples,
-                                 double level, uint64_t seed, double *scratch, kp_estimate *out)
+                                 size_t nb, size_t block_b, int paired, int resamples, double level,
+                                 uint64_t seed, double *scratch, kp_estimate *out)
 {
     if (na == 0 || nb == 0 || (paired && na != nb) || resamples < 1 || !(level > 0) ||
         !(level < 1) || block_a < 1 || block_b < 1 || (paired && block_a != block_b))
@@ -362,10 +362,14 @@ int kp_ratio_ci_bootstrap_blocks(const double *a, size_t na, size_t block_a, con
         } else if (paired) {
             kp_resample(&rng, a, b, na, ra, rb);
         } else {
-            if (block_a > 1) kp_resample_blocks(&rng, a, NULL, na, block_a, ra, NULL);
-            else kp_resample(&rng, a, NULL, na, ra, NULL);
-            if (block_b > 1) kp_resample_blocks(&rng, b, NULL, nb, block_b, rb, NULL);
-            else kp_resample(&rng, b, NULL, nb, rb, NULL);
+            if (block_a > 1)
+                kp_resample_blocks(&rng, a, NULL, na, block_a, ra, NULL);
+            else
+                kp_resample(&rng, a, NULL, na, ra, NULL);
+            if (block_b > 1)
+                kp_resample_blocks(&rng, b, NULL, nb, block_b, rb, NULL);
+            else
+                kp_resample(&rng, b, NULL, nb, rb, NULL);
         }
         double ma = kp_select(ra, na, na / 2);
         double mb = kp_select(rb, nb, nb / 2);

@@ -83,8 +83,8 @@ int kp_ratio_ci_bootstrap(const double *a, size_t na, const double *b, size_t nb
  * independent. Paired: blocks of pairs, block_a == block_b. Block 1 is
  * kp_ratio_ci_bootstrap. */
 int kp_ratio_ci_bootstrap_blocks(const double *a, size_t na, size_t block_a, const double *b,
-                                 size_t nb, size_t block_b, int paired, int resamples,
-                                 double level, uint64_t seed, double *scratch, kp_estimate *out);
+                                 size_t nb, size_t block_b, int paired, int resamples, double level,
+                                 uint64_t seed, double *scratch, kp_estimate *out);
 
 /* The verdict on B against A, one list making the enum and the names. */
 #define KP_COMPARE_VERDICT_LIST(X)                                                                 \

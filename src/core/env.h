@@ -29,20 +29,20 @@
 #define KP_ENV_CUPTI_LIBRARY  "KPROF_CUPTI_LIBRARY" /* also the one the CUDA collector loads */
 #define KP_ENV_OPENCL_LIBRARY "KPROF_OPENCL_LIBRARY"
 #define KP_ENV_NVML_LIBRARY   "KPROF_NVML_LIBRARY" /* the lab's clock readings (lab/clock.c) */
-#define KP_ENV_CUPTI_KIND     "KPROF_CUPTI_KIND" /* the lab's CUPTI timer: serial | concurrent */
+#define KP_ENV_CUPTI_KIND     "KPROF_CUPTI_KIND"   /* the lab's CUPTI timer: serial | concurrent */
 
 /* `kprof trace` and the collectors it injects. */
 #define KP_ENV_TRACE_DIR        "KPROF_TRACE_DIR"        /* the folder of record files */
 #define KP_ENV_CUDA_QUEUE_TIMES "KPROF_CUDA_QUEUE_TIMES" /* "1": queue times (--queue-times) */
 #define KP_ENV_OPENCL_INTERCEPT "KPROF_OPENCL_INTERCEPT" /* layer | preload | both (default) */
 #define KP_ENV_INJECT_LIBRARY   "KPROF_INJECT_LIBRARY"   /* libkprof-inject.so to inject */
-#define KP_ENV_TRACE_TIMES      "KPROF_TRACE_TIMES"      /* "1": say where kprof trace's time went */
-#define KP_ENV_TRACE_LIVE       "KPROF_TRACE_LIVE"       /* "0": merge only after the program */
+#define KP_ENV_TRACE_TIMES      "KPROF_TRACE_TIMES" /* "1": say where kprof trace's time went */
+#define KP_ENV_TRACE_LIVE       "KPROF_TRACE_LIVE"  /* "0": merge only after the program */
 
 /* libkprof's in-process profiler (src/inproc/). */
-#define KP_ENV_AUTOSTART "KPROF"        /* "1": a session from load to exit, saved at exit */
-#define KP_ENV_OUTPUT    "KPROF_OUTPUT" /* where that session's trace goes */
-#define KP_ENV_CLOCK     "KPROF_CLOCK"  /* "monotonic": scopes read clock_gettime, not rdtsc */
+#define KP_ENV_AUTOSTART "KPROF"         /* "1": a session from load to exit, saved at exit */
+#define KP_ENV_OUTPUT    "KPROF_OUTPUT"  /* where that session's trace goes */
+#define KP_ENV_CLOCK     "KPROF_CLOCK"   /* "monotonic": scopes read clock_gettime, not rdtsc */
 #define KP_ENV_COLLECT   "KPROF_COLLECT" /* KPROF=1's collectors: scopes,cuda,opencl */
 
 #endif

@@ -88,11 +88,15 @@ static double kp_primary(kp_parser *ps)
         char *end = NULL;
         double v = strtod(ps->p, &end);
         /* strtod reads hex and "inf"; kprof's numbers are decimal only. */
-        if (end > ps->p + 1 && (ps->p[1] == 'x' || ps->p[1] == 'X')) return kp_fail(ps, "bad number");
+        if (end > ps->p + 1 && (ps->p[1] == 'x' || ps->p[1] == 'X'))
+            return kp_fail(ps, "bad number");
         ps->p = end;
-        if (*ps->p == 'K' || *ps->p == 'k') v *= 1024.0, ps->p++;
-        else if (*ps->p == 'M' || *ps->p == 'm') v *= 1048576.0, ps->p++;
-        else if (*ps->p == 'G' || *ps->p == 'g') v *= 1073741824.0, ps->p++;
+        if (*ps->p == 'K' || *ps->p == 'k')
+            v *= 1024.0, ps->p++;
+        else if (*ps->p == 'M' || *ps->p == 'm')
+            v *= 1048576.0, ps->p++;
+        else if (*ps->p == 'G' || *ps->p == 'g')
+            v *= 1073741824.0, ps->p++;
         if (kp_is_name_char(*ps->p)) return kp_fail(ps, "bad number");
         return v;
     }
@@ -147,10 +151,14 @@ static double kp_product(kp_parser *ps)
         ps->p++;
         double r = kp_power(ps);
         if (ps->failed) return v;
-        if (op == '*') v *= r;
-        else if (r == 0) return kp_fail(ps, "division by zero");
-        else if (op == '/') v /= r;
-        else v = fmod(v, r);
+        if (op == '*')
+            v *= r;
+        else if (r == 0)
+            return kp_fail(ps, "division by zero");
+        else if (op == '/')
+            v /= r;
+        else
+            v = fmod(v, r);
     }
 }
 
@@ -169,8 +177,8 @@ static double kp_expr_sum(kp_parser *ps)
 
 int kp_expr_eval(const char *text, const kp_vars *vars, double *out, char *why, size_t why_n)
 {
-    kp_parser ps = {.text = text ? text : "", .p = text ? text : "", .vars = vars, .why = why,
-                    .why_n = why_n};
+    kp_parser ps = {
+        .text = text ? text : "", .p = text ? text : "", .vars = vars, .why = why, .why_n = why_n};
     double v = kp_expr_sum(&ps);
     kp_skip(&ps);
     if (!ps.failed && *ps.p) kp_fail(&ps, "unexpected text");
@@ -182,12 +190,13 @@ int kp_expr_eval(const char *text, const kp_vars *vars, double *out, char *why, 
 
 void kp_expr_format(double v, char *buf, size_t n)
 {
-    if (v == floor(v) && fabs(v) < 9.007199254740992e15) snprintf(buf, n, "%.0f", v);
-    else snprintf(buf, n, "%.17g", v);
+    if (v == floor(v) && fabs(v) < 9.007199254740992e15)
+        snprintf(buf, n, "%.0f", v);
+    else
+        snprintf(buf, n, "%.17g", v);
 }
 
-int kp_expr_substitute(const char *text, const kp_vars *vars, kp_str *out, char *why,
-                       size_t why_n)
+int kp_expr_substitute(const char *text, const kp_vars *vars, kp_str *out, char *why, size_t why_n)
 {
     const char *p = text ? text : "";
     while (*p) {

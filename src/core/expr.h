@@ -24,8 +24,8 @@
 
 typedef struct kp_var {
     char name[32];
-    char text[64];  /* the value as given ("1M", "f32") */
-    double value;   /* its number, when numeric */
+    char text[64]; /* the value as given ("1M", "f32") */
+    double value;  /* its number, when numeric */
     int numeric;
 } kp_var;
 
@@ -39,8 +39,7 @@ typedef struct kp_vars {
 int kp_expr_eval(const char *text, const kp_vars *vars, double *out, char *why, size_t why_n);
 
 /* Rewrite text into out (appended) as described above. 0, or -1 with why[]. */
-int kp_expr_substitute(const char *text, const kp_vars *vars, kp_str *out, char *why,
-                       size_t why_n);
+int kp_expr_substitute(const char *text, const kp_vars *vars, kp_str *out, char *why, size_t why_n);
 
 /* Whether name is a valid variable name. */
 int kp_expr_is_name(const char *name);

@@ -12,7 +12,8 @@ char *kp_format_2dp(double v, char *buf, size_t n)
     snprintf(buf, n, "%.2f", v);
     if (strchr(buf, '.')) {
         size_t len = strlen(buf);
-        while (len > 0 && buf[len - 1] == '0') buf[--len] = '\0';
+        while (len > 0 && buf[len - 1] == '0')
+            buf[--len] = '\0';
         if (len > 0 && buf[len - 1] == '.') buf[--len] = '\0';
     }
     return buf;
@@ -24,10 +25,14 @@ char *kp_format_duration(double seconds, char *buf, size_t n)
     double a = fabs(seconds);
     const char *unit;
     double v;
-    if (a < 1e-6) v = seconds * 1e9, unit = "ns";
-    else if (a < 1e-3) v = seconds * 1e6, unit = "µs";
-    else if (a < 1) v = seconds * 1e3, unit = "ms";
-    else v = seconds, unit = "s";
+    if (a < 1e-6)
+        v = seconds * 1e9, unit = "ns";
+    else if (a < 1e-3)
+        v = seconds * 1e6, unit = "µs";
+    else if (a < 1)
+        v = seconds * 1e3, unit = "ms";
+    else
+        v = seconds, unit = "s";
     snprintf(buf, n, "%s %s", kp_format_2dp(v, num, sizeof num), unit);
     return buf;
 }
@@ -73,10 +78,13 @@ char *kp_format_bytes(uint64_t bytes, char *buf, size_t n)
     static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     double v = (double)bytes;
     int u = 0;
-    while (v >= 1024 && u < 4) v /= 1024, u++;
+    while (v >= 1024 && u < 4)
+        v /= 1024, u++;
     char num[64];
-    if (u == 0) snprintf(buf, n, "%llu B", (unsigned long long)bytes);
-    else snprintf(buf, n, "%s %s", kp_format_2dp(v, num, sizeof num), units[u]);
+    if (u == 0)
+        snprintf(buf, n, "%llu B", (unsigned long long)bytes);
+    else
+        snprintf(buf, n, "%s %s", kp_format_2dp(v, num, sizeof num), units[u]);
     return buf;
 }
 

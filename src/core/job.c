@@ -46,11 +46,15 @@ const char *kp_launcher_local_rank_var(kp_launcher l)
                                                          : KP_JOB_LOCAL_RANK_VARS;
 }
 
-void kp_job_read_from(const char *(*get)(const char *name, void *ctx), void *ctx,
-                      kp_job_info *out)
+void kp_job_read_from(const char *(*get)(const char *name, void *ctx), void *ctx, kp_job_info *out)
 {
-    *out = (kp_job_info){.launcher = KP_LAUNCHER_NONE, .rank = -1, .local_rank = -1,
-                         .world_size = -1, .local_world_size = -1, .node = -1, .restart = -1};
+    *out = (kp_job_info){.launcher = KP_LAUNCHER_NONE,
+                         .rank = -1,
+                         .local_rank = -1,
+                         .world_size = -1,
+                         .local_world_size = -1,
+                         .node = -1,
+                         .restart = -1};
     int rank;
     if ((rank = kp_job_int(get, ctx, "RANK")) >= 0) {
         out->launcher = get("TORCHELASTIC_RUN_ID", ctx) ? KP_LAUNCHER_TORCHRUN : KP_LAUNCHER_ENV;
@@ -90,12 +94,18 @@ void kp_job_read(kp_job_info *out)
 const char *kp_launcher_name(kp_launcher l)
 {
     switch (l) {
-    case KP_LAUNCHER_TORCHRUN: return "torchrun";
-    case KP_LAUNCHER_ENV: return "env";
-    case KP_LAUNCHER_OPENMPI: return "openmpi";
-    case KP_LAUNCHER_PMI: return "pmi";
-    case KP_LAUNCHER_SLURM: return "slurm";
-    default: return "";
+    case KP_LAUNCHER_TORCHRUN:
+        return "torchrun";
+    case KP_LAUNCHER_ENV:
+        return "env";
+    case KP_LAUNCHER_OPENMPI:
+        return "openmpi";
+    case KP_LAUNCHER_PMI:
+        return "pmi";
+    case KP_LAUNCHER_SLURM:
+        return "slurm";
+    default:
+        return "";
     }
 }
 

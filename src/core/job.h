@@ -5,7 +5,8 @@
  * Launchers, the first that applies wins (the innermost launcher sets its variables last, and
  * torchrun under Slurm or mpirun is the common nesting):
  *   torchrun (and the RANK/WORLD_SIZE convention of accelerate, DeepSpeed, ...):
- *       RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK (node), TORCHELASTIC_RESTART_COUNT
+ *       RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK (node),
+ * TORCHELASTIC_RESTART_COUNT
  *       ("torchrun" when TORCHELASTIC_RUN_ID is set, else "env")
  *   Open MPI: OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_LOCAL_RANK, OMPI_COMM_WORLD_SIZE,
  *       OMPI_COMM_WORLD_LOCAL_SIZE
@@ -49,8 +50,7 @@ void kp_job_read(kp_job_info *out);
 
 /* The same from any lookup (tests; a child's environment): get(name, ctx) is the variable's
  * value or NULL. */
-void kp_job_read_from(const char *(*get)(const char *name, void *ctx), void *ctx,
-                      kp_job_info *out);
+void kp_job_read_from(const char *(*get)(const char *name, void *ctx), void *ctx, kp_job_info *out);
 
 /* getenv as a lookup for kp_job_read_from (and core/outname.h): ctx unused. */
 const char *kp_job_getenv(const char *name, void *ctx);

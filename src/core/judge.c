@@ -189,8 +189,7 @@ void kp_shape_of(const double *v, size_t n, size_t batch, double threshold, doub
     kp_modes(scratch, n, threshold, out);
 }
 
-unsigned kp_judge_unstable(const kp_shape *s, double busy_cpus, double busy_limit,
-                           double threshold)
+unsigned kp_judge_unstable(const kp_shape *s, double busy_cpus, double busy_limit, double threshold)
 {
     unsigned r = 0;
     if (s->blocks < KP_JUDGE_MIN_BLOCKS) r |= KP_JUDGE_FEW;
@@ -215,7 +214,8 @@ static double kp_t975(double df)
     if (df < 1) df = 1;
     if (df <= 30) return t[(int)floor(df)];
     double z = 1.959964;
-    return z + (z * z * z + z) / (4 * df) + (5 * pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * df * df);
+    return z + (z * z * z + z) / (4 * df) +
+           (5 * pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * df * df);
 }
 
 static void kp_log_mean_var(const double *v, size_t n, double *mean, double *var)
@@ -426,9 +426,9 @@ int kp_judge(const kp_judge_side *a, const kp_judge_side *b, const kp_judge_conf
     kp_compare_verdict v = out->interval_verdict;
     unsigned r = 0;
     if (v == KP_COMPARE_UNSURE)
-        r |= few ? KP_JUDGE_FEW
-                 : have_runs && sample_verdict != KP_COMPARE_UNSURE ? KP_JUDGE_RUNS
-                                                                    : KP_JUDGE_STRADDLES;
+        r |= few                                                ? KP_JUDGE_FEW
+             : have_runs && sample_verdict != KP_COMPARE_UNSURE ? KP_JUDGE_RUNS
+                                                                : KP_JUDGE_STRADDLES;
 
     /* Each side's samples (paired: the pairs' ratios) must be stable. */
     const kp_shape *shape_q = out->have_q ? &out->q : NULL;
@@ -505,8 +505,8 @@ int kp_judge(const kp_judge_side *a, const kp_judge_side *b, const kp_judge_conf
          * so their spread is no measure of the next invocation's. */
         if (cfg->across_runs && !(have_runs && cfg->run_ratios && cfg->nrun_ratios >= 2)) {
             double edge = t + kp_judge_allowance(out, cfg);
-            int clear = v == KP_COMPARE_SLOWER ? out->ratio.lo >= 1 + edge
-                                               : out->ratio.hi <= 1 - edge;
+            int clear =
+                v == KP_COMPARE_SLOWER ? out->ratio.lo >= 1 + edge : out->ratio.hi <= 1 - edge;
             if (!clear) r |= KP_JUDGE_ONE_RUN;
         }
     }
@@ -549,8 +549,8 @@ static const char *kp_val(double x, const char *unit, char *buf, size_t n)
     return buf;
 }
 
-static void kp_shape_words(kp_words *w, const char *who, const kp_shape *s, unsigned r,
-                           double busy, double ncpus, const char *unit)
+static void kp_shape_words(kp_words *w, const char *who, const kp_shape *s, unsigned r, double busy,
+                           double ncpus, const char *unit)
 {
     char x[48], y[48];
     if (r & KP_JUDGE_FEW)
@@ -563,14 +563,16 @@ static void kp_shape_words(kp_words *w, const char *who, const kp_shape *s, unsi
                      kp_val(s->half[0].value, unit, x, sizeof x),
                      kp_val(s->half[1].value, unit, y, sizeof y));
     if (r & KP_JUDGE_MODES)
-        kp_words_add(w, "%stwo modes at %s and %s (%.0f%% in the second): the median depends on "
-                        "their mix",
-                     who, kp_val(s->mode[0], unit, x, sizeof x), kp_val(s->mode[1], unit, y, sizeof y),
-                     100 * s->mode_share[1]);
+        kp_words_add(w,
+                     "%stwo modes at %s and %s (%.0f%% in the second): the median depends on "
+                     "their mix",
+                     who, kp_val(s->mode[0], unit, x, sizeof x),
+                     kp_val(s->mode[1], unit, y, sizeof y), 100 * s->mode_share[1]);
     if (r & KP_JUDGE_BUSY) {
         if (ncpus > 0)
-            kp_words_add(w, "the machine was busy: %.1f of %.0f CPUs taken by other work (%snoise "
-                            "%.2f%%)",
+            kp_words_add(w,
+                         "the machine was busy: %.1f of %.0f CPUs taken by other work (%snoise "
+                         "%.2f%%)",
                          busy, ncpus, who, 100 * s->noise);
         else
             kp_words_add(w, "the machine was busy: %.1f CPUs taken by other work (%snoise %.2f%%)",
@@ -604,20 +606,24 @@ const char *kp_judge_words(const kp_judgement *j, const kp_judge_config *cfg, co
         kp_words_add(&w,
                      "%sonly %zu independent blocks of samples (they are correlated over %zu in a "
                      "row): too few to judge (%d wanted)",
-                     j->have_q ? "the ratio B/A has " : s == &j->a ? "A has " : "B has ", s->blocks,
-                     s->block, KP_JUDGE_MIN_BLOCKS);
+                     j->have_q    ? "the ratio B/A has "
+                     : s == &j->a ? "A has "
+                                  : "B has ",
+                     s->blocks, s->block, KP_JUDGE_MIN_BLOCKS);
     } else if (r & KP_JUDGE_FEW) {
         const kp_shape *s = j->have_q ? &j->q : j->a.blocks < j->b.blocks ? &j->a : &j->b;
         kp_words_add(&w,
                      "%sonly %zu independent blocks of samples (%d wanted: they are correlated "
                      "over %zu in a row), and the samples' whole range [%.4f, %.4f] straddles an "
                      "edge of the +-%.3g%% band",
-                     j->have_q ? "the ratio B/A has " : s == &j->a ? "A has " : "B has ", s->blocks,
-                     KP_JUDGE_MIN_BLOCKS, s->block, j->ratio.lo, j->ratio.hi, 100 * t);
+                     j->have_q    ? "the ratio B/A has "
+                     : s == &j->a ? "A has "
+                                  : "B has ",
+                     s->blocks, KP_JUDGE_MIN_BLOCKS, s->block, j->ratio.lo, j->ratio.hi, 100 * t);
     }
     if (r & KP_JUDGE_STRADDLES)
-        kp_words_add(&w, "the interval [%.4f, %.4f] straddles an edge of the +-%.3g%% band", j->ratio.lo,
-                     j->ratio.hi, 100 * t);
+        kp_words_add(&w, "the interval [%.4f, %.4f] straddles an edge of the +-%.3g%% band",
+                     j->ratio.lo, j->ratio.hi, 100 * t);
     if (r & KP_JUDGE_RUNS)
         kp_words_add(&w, "the spread between the %d runs a side covers the effect: [%.4f, %.4f]",
                      j->runs, j->ratio.lo, j->ratio.hi);
@@ -640,21 +646,22 @@ const char *kp_judge_words(const kp_judgement *j, const kp_judge_config *cfg, co
                          ? " (the instances' own spread within a run)"
                          : " (--repeat R measures it)");
     else if (r & KP_JUDGE_ONE_RUN)
-        kp_words_add(&w,
-                     "one invocation a side: its %d runs ran back to back and may share one state of "
-                     "the machine, and [%.4f, %.4f] is not clear of the band by the %.3g%% run "
-                     "allowance",
-                     j->runs, j->ratio.lo, j->ratio.hi, 100 * kp_judge_allowance(j, cfg));
+        kp_words_add(
+            &w,
+            "one invocation a side: its %d runs ran back to back and may share one state of "
+            "the machine, and [%.4f, %.4f] is not clear of the band by the %.3g%% run "
+            "allowance",
+            j->runs, j->ratio.lo, j->ratio.hi, 100 * kp_judge_allowance(j, cfg));
     if (r & KP_JUDGE_CLOCK) kp_words_add(&w, "the time's verdict is not the cycles'");
-    if (!r && (j->notes & KP_JUDGE_NOTE_ONE_RUN))
-        kp_words_add(&w, "rests on one run a side");
+    if (!r && (j->notes & KP_JUDGE_NOTE_ONE_RUN)) kp_words_add(&w, "rests on one run a side");
     if (j->notes & KP_JUDGE_NOTE_MODES) {
         const kp_shape *s = j->a.modes == 2 ? &j->a : &j->b;
         char y[48];
-        kp_words_add(&w, "%s: a minority mode at %s (%.0f%%) beside %s", s == &j->a ? "A" : "B",
-                     kp_val(s->mode[s->mode_share[1] < s->mode_share[0] ? 1 : 0], unit, x, sizeof x),
-                     100 * (s->mode_share[1] < s->mode_share[0] ? s->mode_share[1] : s->mode_share[0]),
-                     kp_val(s->mode[s->mode_share[1] < s->mode_share[0] ? 0 : 1], unit, y, sizeof y));
+        kp_words_add(
+            &w, "%s: a minority mode at %s (%.0f%%) beside %s", s == &j->a ? "A" : "B",
+            kp_val(s->mode[s->mode_share[1] < s->mode_share[0] ? 1 : 0], unit, x, sizeof x),
+            100 * (s->mode_share[1] < s->mode_share[0] ? s->mode_share[1] : s->mode_share[0]),
+            kp_val(s->mode[s->mode_share[1] < s->mode_share[0] ? 0 : 1], unit, y, sizeof y));
     }
     if (j->notes & KP_JUDGE_NOTE_THROUGH) {
         /* What the verdict was judged through: each side's drift and modes, as the reasons
@@ -664,15 +671,17 @@ const char *kp_judge_words(const kp_judgement *j, const kp_judge_config *cfg, co
         kp_shape_words(&w, "A: ", &j->a, j->a_through, -1, 0, unit);
         kp_shape_words(&w, "B: ", &j->b, j->b_through, -1, 0, unit);
         if (w.len > at)
-            kp_words_add(&w, "it cannot change the verdict: every median it allows gives it "
-                             "(the interval widened to [%.4f, %.4f])",
+            kp_words_add(&w,
+                         "it cannot change the verdict: every median it allows gives it "
+                         "(the interval widened to [%.4f, %.4f])",
                          j->ratio.lo, j->ratio.hi);
     }
     if ((j->notes & KP_JUDGE_NOTE_FEW) && !(r & KP_JUDGE_FEW))
         kp_words_add(&w, "few independent blocks: the interval is the samples' whole range");
     if (j->notes & KP_JUDGE_NOTE_BUSY)
-        kp_words_add(&w, "the machine was busy (%.1f CPUs taken by other work), the noise within "
-                         "the threshold",
+        kp_words_add(&w,
+                     "the machine was busy (%.1f CPUs taken by other work), the noise within "
+                     "the threshold",
                      cfg->busy_cpus);
     return buf;
 }

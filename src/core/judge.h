@@ -64,26 +64,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KP_JUDGE_MIN_BLOCKS      10   /* independent blocks a side, for the bootstrap */
-#define KP_JUDGE_RANGE_MIN_BLOCKS 6   /* fewer (unpaired): the samples' range, from this many */
-#define KP_JUDGE_RANGE_MIN_PAIRED 9   /* the same for the pairs' ratios */
-#define KP_JUDGE_MODE_UNSTABLE   0.30 /* a second mode this large makes the median unstable */
-#define KP_JUDGE_BUSY_LIMIT      0.25 /* CPUs other work may take before the machine is busy */
-#define KP_JUDGE_RUN_ALLOWANCE   0.03 /* one run a side: clear the band by this much more */
-#define KP_JUDGE_RESAMPLES       2000
-#define KP_JUDGE_SEED            0x6b70726f66ULL /* "kprof": one answer per input */
+#define KP_JUDGE_MIN_BLOCKS       10   /* independent blocks a side, for the bootstrap */
+#define KP_JUDGE_RANGE_MIN_BLOCKS 6    /* fewer (unpaired): the samples' range, from this many */
+#define KP_JUDGE_RANGE_MIN_PAIRED 9    /* the same for the pairs' ratios */
+#define KP_JUDGE_MODE_UNSTABLE    0.30 /* a second mode this large makes the median unstable */
+#define KP_JUDGE_BUSY_LIMIT       0.25 /* CPUs other work may take before the machine is busy */
+#define KP_JUDGE_RUN_ALLOWANCE    0.03 /* one run a side: clear the band by this much more */
+#define KP_JUDGE_RESAMPLES        2000
+#define KP_JUDGE_SEED             0x6b70726f66ULL /* "kprof": one answer per input */
 
 /* Why a verdict is UNSURE (bits), and the notes a verdict given still carries. */
 #define KP_JUDGE_REASON_LIST(X)                                                                    \
-    X(STRADDLES, 1u << 0, "straddles") /* the interval straddles an edge of the SAME band */      \
-    X(FEW, 1u << 1, "few")             /* few blocks, and the samples' range straddles */        \
-    X(DRIFT, 1u << 2, "drift")         /* a side (paired: the ratio) drifted between halves */    \
-    X(MODES, 1u << 3, "modes")         /* two modes whose mix moves the median */                 \
-    X(BUSY, 1u << 4, "busy")           /* the host was busy and the noise is past the threshold */\
-    X(SMALL, 1u << 5, "small")         /* the effect is under the minimum absolute effect */      \
-    X(ONE_RUN, 1u << 6, "one_run")     /* across runs, not clear of the band by the allowance */ \
-    X(RUNS, 1u << 7, "runs")           /* the spread between runs covers the effect */            \
-    X(CLOCK, 1u << 8, "clock")         /* time and cycles disagree (set by bench) */              \
+    X(STRADDLES, 1u << 0, "straddles") /* the interval straddles an edge of the SAME band */       \
+    X(FEW, 1u << 1, "few")             /* few blocks, and the samples' range straddles */          \
+    X(DRIFT, 1u << 2, "drift")         /* a side (paired: the ratio) drifted between halves */     \
+    X(MODES, 1u << 3, "modes")         /* two modes whose mix moves the median */                  \
+    X(BUSY, 1u << 4, "busy")           /* the host was busy and the noise is past the threshold */ \
+    X(SMALL, 1u << 5, "small")         /* the effect is under the minimum absolute effect */       \
+    X(ONE_RUN, 1u << 6, "one_run")     /* across runs, not clear of the band by the allowance */   \
+    X(RUNS, 1u << 7, "runs")           /* the spread between runs covers the effect */             \
+    X(CLOCK, 1u << 8, "clock")         /* time and cycles disagree (set by bench) */               \
     X(INVALID, 1u << 9, "invalid")     /* no positive median, or a side empty */
 
 enum {
@@ -93,27 +93,27 @@ enum {
 };
 
 /* Notes on a verdict that was given (not reasons for UNSURE). */
-#define KP_JUDGE_NOTE_ONE_RUN   (1u << 0) /* across runs, one run a side */
-#define KP_JUDGE_NOTE_MODES     (1u << 1) /* a side has a clear minority mode */
-#define KP_JUDGE_NOTE_BUSY      (1u << 2) /* the host was busy, the noise within the threshold */
-#define KP_JUDGE_NOTE_FEW       (1u << 3) /* few blocks: the interval is the samples' range */
-#define KP_JUDGE_NOTE_THROUGH   (1u << 4) /* drift or modes judged through (a_through...) */
+#define KP_JUDGE_NOTE_ONE_RUN (1u << 0) /* across runs, one run a side */
+#define KP_JUDGE_NOTE_MODES   (1u << 1) /* a side has a clear minority mode */
+#define KP_JUDGE_NOTE_BUSY    (1u << 2) /* the host was busy, the noise within the threshold */
+#define KP_JUDGE_NOTE_FEW     (1u << 3) /* few blocks: the interval is the samples' range */
+#define KP_JUDGE_NOTE_THROUGH (1u << 4) /* drift or modes judged through (a_through...) */
 
 /* What one side's samples show about themselves. */
 typedef struct kp_shape {
     size_t n;
-    size_t block;           /* samples per independent block */
-    size_t blocks;          /* n / block */
-    double acf1;            /* lag-1 autocorrelation (0 for n < 3) */
-    kp_estimate median;     /* the median, block-aware 95% interval */
-    double noise;           /* kp_estimate_noise(&median) */
-    kp_estimate half[2];    /* the first and the second half's medians (n >= 2 * 5) */
+    size_t block;        /* samples per independent block */
+    size_t blocks;       /* n / block */
+    double acf1;         /* lag-1 autocorrelation (0 for n < 3) */
+    kp_estimate median;  /* the median, block-aware 95% interval */
+    double noise;        /* kp_estimate_noise(&median) */
+    kp_estimate half[2]; /* the first and the second half's medians (n >= 2 * 5) */
     int have_halves;
-    int drifting;           /* the halves' intervals apart by more than the threshold */
-    int modes;              /* 1, or 2 */
-    double mode[2];         /* the two groups' medians, low first (modes == 2) */
-    double mode_share[2];   /* their shares of the samples */
-    double spread;          /* the interquartile range relative to the median (0 for n < 4) */
+    int drifting;         /* the halves' intervals apart by more than the threshold */
+    int modes;            /* 1, or 2 */
+    double mode[2];       /* the two groups' medians, low first (modes == 2) */
+    double mode_share[2]; /* their shares of the samples */
+    double spread;        /* the interquartile range relative to the median (0 for n < 4) */
 } kp_shape;
 
 /* The shape of v[0..n) (n >= 1, in the order taken, no NaN), taken in batches of `batch`
@@ -124,7 +124,7 @@ void kp_shape_of(const double *v, size_t n, size_t batch, double threshold, doub
 
 /* One side of a comparison. */
 typedef struct kp_judge_side {
-    const double *v;    /* samples in the order taken (ms, ns, cycles: one unit for both) */
+    const double *v; /* samples in the order taken (ms, ns, cycles: one unit for both) */
     size_t n;
     size_t batch;       /* they came in batches of about this many (0/1: one at a time) */
     const double *runs; /* the medians of independent runs of this side (--repeat), or NULL */
@@ -132,48 +132,48 @@ typedef struct kp_judge_side {
 } kp_judge_side;
 
 typedef struct kp_judge_config {
-    double threshold;   /* the SAME band: +-threshold (0.01) */
-    double min_effect;  /* |median(B) - median(A)| below this is too small to judge; 0: none */
-    int paired;         /* a.v[i] and b.v[i] were taken back to back (then a.n == b.n is used:
-                           the first min(n) of each) */
-    int across_runs;    /* the sides come from separate runs (--compare, diff) */
+    double threshold;  /* the SAME band: +-threshold (0.01) */
+    double min_effect; /* |median(B) - median(A)| below this is too small to judge; 0: none */
+    int paired;        /* a.v[i] and b.v[i] were taken back to back (then a.n == b.n is used:
+                          the first min(n) of each) */
+    int across_runs;   /* the sides come from separate runs (--compare, diff) */
     /* Paired sessions repeated (bench --repeat): each session's ratio B/A; NULL when none. */
     const double *run_ratios;
     size_t nrun_ratios;
-    double busy_cpus;   /* CPUs other processes took during the measurement; < 0: unknown */
-    double ncpus;       /* the host's CPUs (for the words) */
-    double busy_limit;  /* busy from this many (KP_JUDGE_BUSY_LIMIT) */
+    double busy_cpus;     /* CPUs other processes took during the measurement; < 0: unknown */
+    double ncpus;         /* the host's CPUs (for the words) */
+    double busy_limit;    /* busy from this many (KP_JUDGE_BUSY_LIMIT) */
     double run_allowance; /* KP_JUDGE_RUN_ALLOWANCE */
     /* Across runs of whole programs (kprof diff of traces): the allowance is at least the
      * noisier side's spread within its run (kp_shape.spread) — a kernel whose instances spread
      * by X inside one run is seen to move by as much between runs (a cuDNN kernel of a PyTorch
      * script, 0.78x to 1.29x between unchanged runs on the H200, spread 20-30% inside each). */
     int spread_allowance;
-    int resamples;      /* KP_JUDGE_RESAMPLES */
-    uint64_t seed;      /* KP_JUDGE_SEED */
+    int resamples; /* KP_JUDGE_RESAMPLES */
+    uint64_t seed; /* KP_JUDGE_SEED */
 } kp_judge_config;
 
 /* The defaults above: threshold 0.01, unpaired, one run, busy unknown. */
 void kp_judge_config_default(kp_judge_config *c);
 
 typedef struct kp_judgement {
-    kp_compare_verdict verdict;          /* the answer */
-    kp_compare_verdict interval_verdict; /* what the interval alone says */
-    kp_estimate ratio;                   /* median(B) / median(A), its 95% interval (widened
-                                            to the runs' spread where there is one) */
-    kp_estimate sample_ratio;            /* the samples' own interval, before any widening */
-    unsigned reasons;                    /* KP_JUDGE_* bits: why it is UNSURE (0 when not) */
+    kp_compare_verdict verdict;               /* the answer */
+    kp_compare_verdict interval_verdict;      /* what the interval alone says */
+    kp_estimate ratio;                        /* median(B) / median(A), its 95% interval (widened
+                                                 to the runs' spread where there is one) */
+    kp_estimate sample_ratio;                 /* the samples' own interval, before any widening */
+    unsigned reasons;                         /* KP_JUDGE_* bits: why it is UNSURE (0 when not) */
     unsigned a_reasons, b_reasons, q_reasons; /* of them, A's, B's and the pairs' ratio's
                                                  shape's (drift, modes, busy) */
     unsigned a_through, b_through, q_through; /* drift and modes that could not change the
                                                  verdict (KP_JUDGE_NOTE_THROUGH) */
-    unsigned notes;                      /* KP_JUDGE_NOTE_* bits */
-    int runs;                            /* runs a side the interval rests on (1: one) */
-    double effect;                       /* median(B) - median(A), the samples' unit */
-    kp_shape a, b;                       /* each side's shape */
-    kp_shape q;                          /* paired: the shape of the ratios b[i]/a[i] */
+    unsigned notes;                           /* KP_JUDGE_NOTE_* bits */
+    int runs;                                 /* runs a side the interval rests on (1: one) */
+    double effect;                            /* median(B) - median(A), the samples' unit */
+    kp_shape a, b;                            /* each side's shape */
+    kp_shape q;                               /* paired: the shape of the ratios b[i]/a[i] */
     int have_q;
-    char reason[400];                    /* the reasons and notes in words ("" when none) */
+    char reason[400]; /* the reasons and notes in words ("" when none) */
 } kp_judgement;
 
 /* Judge B against A. Returns 0 (the answer in *out, UNSURE with INVALID where a side is empty or

@@ -205,8 +205,8 @@ kprof_status kp_output_open(kp_output *o, const char *path, unsigned flags,
         /* A loop of links is refused (exit 2); a path through a regular file (ENOTDIR) cannot
          * be written, as a missing folder cannot: IO (exit 1), the one rule of outfile.h. */
         int e = errno;
-        return kp_error_set(err, e == ELOOP ? KPROF_INVALID : KPROF_IO, "cannot write %s: %s",
-                            path, e == ENOTDIR ? "a part of its folder is a file" : strerror(e));
+        return kp_error_set(err, e == ELOOP ? KPROF_INVALID : KPROF_IO, "cannot write %s: %s", path,
+                            e == ENOTDIR ? "a part of its folder is a file" : strerror(e));
     }
     kprof_status status = kp_output_resolve(path, o->path, sizeof o->path, err);
     if (status != KPROF_OK) return status;
@@ -251,8 +251,7 @@ kprof_status kp_output_open(kp_output *o, const char *path, unsigned flags,
         int missing = (e == ENOENT || e == ENOTDIR) && !kp_path_is_dir(dirname(folder));
         o->tmp[0] = '\0';
         if (missing)
-            return kp_error_set(err, KPROF_IO, "cannot write %s: its folder does not exist",
-                                path);
+            return kp_error_set(err, KPROF_IO, "cannot write %s: its folder does not exist", path);
         return kp_error_set(err, KPROF_IO, "cannot write %s: %s", path, strerror(e));
     }
     /* A replaced file keeps its permissions. */

@@ -8,8 +8,8 @@
 #include <string.h>
 
 /* INVALID when value cannot be part of a file name as it is. what names where it came from. */
-static kprof_status kp_outname_check_value(const char *label, const char *pattern,
-                                           const char *what, const char *value, kp_error *err)
+static kprof_status kp_outname_check_value(const char *label, const char *pattern, const char *what,
+                                           const char *value, kp_error *err)
 {
     const char *why = NULL;
     if (strchr(value, '/'))
@@ -20,8 +20,8 @@ static kprof_status kp_outname_check_value(const char *label, const char *patter
         if (*p < 0x20 || *p == 0x7f) why = "it holds a control character";
     if (!why) return KPROF_OK;
     return kp_error_set(err, KPROF_INVALID,
-                        "%s%s: %s is \"%s\": %s, so it cannot be part of a file name", label, pattern,
-                        what, value, why);
+                        "%s%s: %s is \"%s\": %s, so it cannot be part of a file name", label,
+                        pattern, what, value, why);
 }
 
 kprof_status kp_outname_expand(const char *pattern, const kp_outname_env *env, char *out, size_t n,
@@ -123,9 +123,9 @@ kprof_status kp_outname_expand(const char *pattern, const kp_outname_env *env, c
                 char name[128];
                 size_t name_len = (size_t)(brace - (p + 2));
                 if (name_len >= sizeof name) {
-                    status =
-                        kp_error_set(err, KPROF_INVALID,
-                                     "%s%s: the variable's name in %%q{...} is too long", label, pattern);
+                    status = kp_error_set(err, KPROF_INVALID,
+                                          "%s%s: the variable's name in %%q{...} is too long",
+                                          label, pattern);
                     goto fail;
                 }
                 memcpy(name, p + 2, name_len);
@@ -133,8 +133,8 @@ kprof_status kp_outname_expand(const char *pattern, const kp_outname_env *env, c
                 value = env->get(name, env->ctx);
                 if (!value || !value[0]) {
                     status = kp_error_set(err, KPROF_INVALID,
-                                          "%s%s: %%q{%s} is the variable %s, which is %s", label, pattern,
-                                          name, name, value ? "empty" : "not set");
+                                          "%s%s: %%q{%s} is the variable %s, which is %s", label,
+                                          pattern, name, name, value ? "empty" : "not set");
                     goto fail;
                 }
                 snprintf(what, sizeof what, "%%q{%s}", name);

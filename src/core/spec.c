@@ -68,14 +68,38 @@ uint64_t kp_arg_bytes(const kp_arg_spec *arg)
 static void kp_type_range(kp_type t, int64_t *lo, uint64_t *hi)
 {
     switch (t) {
-    case KP_TYPE_I8: *lo = INT8_MIN; *hi = INT8_MAX; break;
-    case KP_TYPE_U8: *lo = 0; *hi = UINT8_MAX; break;
-    case KP_TYPE_I16: *lo = INT16_MIN; *hi = INT16_MAX; break;
-    case KP_TYPE_U16: *lo = 0; *hi = UINT16_MAX; break;
-    case KP_TYPE_I32: *lo = INT32_MIN; *hi = INT32_MAX; break;
-    case KP_TYPE_U32: *lo = 0; *hi = UINT32_MAX; break;
-    case KP_TYPE_I64: *lo = INT64_MIN; *hi = INT64_MAX; break;
-    default: *lo = 0; *hi = UINT64_MAX; break;
+    case KP_TYPE_I8:
+        *lo = INT8_MIN;
+        *hi = INT8_MAX;
+        break;
+    case KP_TYPE_U8:
+        *lo = 0;
+        *hi = UINT8_MAX;
+        break;
+    case KP_TYPE_I16:
+        *lo = INT16_MIN;
+        *hi = INT16_MAX;
+        break;
+    case KP_TYPE_U16:
+        *lo = 0;
+        *hi = UINT16_MAX;
+        break;
+    case KP_TYPE_I32:
+        *lo = INT32_MIN;
+        *hi = INT32_MAX;
+        break;
+    case KP_TYPE_U32:
+        *lo = 0;
+        *hi = UINT32_MAX;
+        break;
+    case KP_TYPE_I64:
+        *lo = INT64_MIN;
+        *hi = INT64_MAX;
+        break;
+    default:
+        *lo = 0;
+        *hi = UINT64_MAX;
+        break;
     }
 }
 
@@ -83,10 +107,24 @@ static void kp_store_int(kp_type t, uint64_t bits, unsigned char out[8])
 {
     memset(out, 0, 8);
     switch (kp_type_size(t)) {
-    case 1: { uint8_t v = (uint8_t)bits; memcpy(out, &v, 1); break; }
-    case 2: { uint16_t v = (uint16_t)bits; memcpy(out, &v, 2); break; }
-    case 4: { uint32_t v = (uint32_t)bits; memcpy(out, &v, 4); break; }
-    default: memcpy(out, &bits, 8); break;
+    case 1: {
+        uint8_t v = (uint8_t)bits;
+        memcpy(out, &v, 1);
+        break;
+    }
+    case 2: {
+        uint16_t v = (uint16_t)bits;
+        memcpy(out, &v, 2);
+        break;
+    }
+    case 4: {
+        uint32_t v = (uint32_t)bits;
+        memcpy(out, &v, 4);
+        break;
+    }
+    default:
+        memcpy(out, &bits, 8);
+        break;
     }
 }
 
@@ -162,17 +200,58 @@ double kp_value_as_double(kp_type t, const void *base, uint64_t i)
 {
     const unsigned char *p = (const unsigned char *)base + i * kp_type_size(t);
     switch (t) {
-    case KP_TYPE_F32: { float v; memcpy(&v, p, 4); return v; }
-    case KP_TYPE_F64: { double v; memcpy(&v, p, 8); return v; }
-    case KP_TYPE_I8: { int8_t v; memcpy(&v, p, 1); return v; }
-    case KP_TYPE_U8: { uint8_t v; memcpy(&v, p, 1); return v; }
-    case KP_TYPE_I16: { int16_t v; memcpy(&v, p, 2); return v; }
-    case KP_TYPE_U16: { uint16_t v; memcpy(&v, p, 2); return v; }
-    case KP_TYPE_I32: { int32_t v; memcpy(&v, p, 4); return v; }
-    case KP_TYPE_U32: { uint32_t v; memcpy(&v, p, 4); return v; }
-    case KP_TYPE_I64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
-    case KP_TYPE_U64: { uint64_t v; memcpy(&v, p, 8); return (double)v; }
-    default: return 0;
+    case KP_TYPE_F32: {
+        float v;
+        memcpy(&v, p, 4);
+        return v;
+    }
+    case KP_TYPE_F64: {
+        double v;
+        memcpy(&v, p, 8);
+        return v;
+    }
+    case KP_TYPE_I8: {
+        int8_t v;
+        memcpy(&v, p, 1);
+        return v;
+    }
+    case KP_TYPE_U8: {
+        uint8_t v;
+        memcpy(&v, p, 1);
+        return v;
+    }
+    case KP_TYPE_I16: {
+        int16_t v;
+        memcpy(&v, p, 2);
+        return v;
+    }
+    case KP_TYPE_U16: {
+        uint16_t v;
+        memcpy(&v, p, 2);
+        return v;
+    }
+    case KP_TYPE_I32: {
+        int32_t v;
+        memcpy(&v, p, 4);
+        return v;
+    }
+    case KP_TYPE_U32: {
+        uint32_t v;
+        memcpy(&v, p, 4);
+        return v;
+    }
+    case KP_TYPE_I64: {
+        int64_t v;
+        memcpy(&v, p, 8);
+        return (double)v;
+    }
+    case KP_TYPE_U64: {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        return (double)v;
+    }
+    default:
+        return 0;
     }
 }
 
@@ -236,14 +315,17 @@ static kprof_status kp_spec_item(char *item, int pos, kp_arg_spec *a, kp_error *
     a->kind = KP_ARG_BUFFER;
     a->fill = KP_FILL_RAND;
     if (!fill) return KPROF_OK;
-    if (strcmp(fill, "rand") == 0) a->fill = KP_FILL_RAND;
-    else if (strcmp(fill, "zero") == 0) a->fill = KP_FILL_ZERO;
-    else if (strcmp(fill, "iota") == 0) a->fill = KP_FILL_IOTA;
+    if (strcmp(fill, "rand") == 0)
+        a->fill = KP_FILL_RAND;
+    else if (strcmp(fill, "zero") == 0)
+        a->fill = KP_FILL_ZERO;
+    else if (strcmp(fill, "iota") == 0)
+        a->fill = KP_FILL_IOTA;
     else if (strncmp(fill, "const=", 6) == 0) {
         a->fill = KP_FILL_CONST;
         if (kp_value_parse(a->type, fill + 6, a->value, why, sizeof why) != 0)
-            return kp_error_set(err, KPROF_INVALID, "--buffers item %d '%s': fill constant %s",
-                                pos, a->text, why);
+            return kp_error_set(err, KPROF_INVALID, "--buffers item %d '%s': fill constant %s", pos,
+                                a->text, why);
     } else {
         return kp_error_set(err, KPROF_INVALID,
                             "--buffers item %d '%s': unknown fill '%s' (fills: rand zero iota "
@@ -257,8 +339,9 @@ kprof_status kp_spec_parse(const char *text, kp_spec *out, kp_error *err)
 {
     memset(out, 0, sizeof *out);
     if (!text || !*text)
-        return kp_error_set(err, KPROF_INVALID, "--buffers is empty: give one item per kernel "
-                                                "argument, e.g. f32:1048576,f32:1048576");
+        return kp_error_set(err, KPROF_INVALID,
+                            "--buffers is empty: give one item per kernel "
+                            "argument, e.g. f32:1048576,f32:1048576");
     size_t len = strlen(text);
     char *copy = malloc(len + 1);
     if (!copy) return kp_error_set(err, KPROF_NOMEM, "out of memory parsing --buffers");
@@ -276,7 +359,8 @@ kprof_status kp_spec_parse(const char *text, kp_spec *out, kp_error *err)
             break;
         }
         /* Surrounding spaces are forgiven ("f32:4, f32:4"). */
-        while (isspace((unsigned char)*p)) p++;
+        while (isspace((unsigned char)*p))
+            p++;
         kp_rstrip(p);
         st = kp_spec_item(p, pos, &out->args[out->count], err);
         if (st != KPROF_OK) break;
@@ -288,8 +372,8 @@ kprof_status kp_spec_parse(const char *text, kp_spec *out, kp_error *err)
     return st;
 }
 
-void kp_fill_buffer(void *dst, kp_type t, uint64_t count, kp_fill fill, const unsigned char value[8],
-                    unsigned index)
+void kp_fill_buffer(void *dst, kp_type t, uint64_t count, kp_fill fill,
+                    const unsigned char value[8], unsigned index)
 {
     size_t size = kp_type_size(t);
     unsigned char *p = dst;
@@ -298,7 +382,8 @@ void kp_fill_buffer(void *dst, kp_type t, uint64_t count, kp_fill fill, const un
         return;
     }
     if (fill == KP_FILL_CONST) {
-        for (uint64_t i = 0; i < count; i++) memcpy(p + i * size, value, size);
+        for (uint64_t i = 0; i < count; i++)
+            memcpy(p + i * size, value, size);
         return;
     }
     uint64_t state = 0x9E3779B97F4A7C15ULL + index;

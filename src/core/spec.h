@@ -42,12 +42,12 @@ typedef enum kp_fill { KP_FILL_RAND, KP_FILL_ZERO, KP_FILL_IOTA, KP_FILL_CONST }
 
 typedef struct kp_arg_spec {
     kp_arg_kind kind;
-    kp_type type;          /* buffer element type or scalar type; unused for local */
-    uint64_t count;        /* buffer: elements */
-    uint64_t local_bytes;  /* local: bytes */
-    kp_fill fill;          /* buffer: how it is filled */
+    kp_type type;           /* buffer element type or scalar type; unused for local */
+    uint64_t count;         /* buffer: elements */
+    uint64_t local_bytes;   /* local: bytes */
+    kp_fill fill;           /* buffer: how it is filled */
     unsigned char value[8]; /* scalar value or fill constant, in the type's native bytes */
-    char text[96];         /* the item as the user wrote it (for messages) */
+    char text[96];          /* the item as the user wrote it (for messages) */
 } kp_arg_spec;
 
 typedef struct kp_spec {
@@ -62,8 +62,8 @@ kprof_status kp_spec_parse(const char *text, kp_spec *out, kp_error *err);
 uint64_t kp_arg_bytes(const kp_arg_spec *arg);
 
 size_t kp_type_size(kp_type t);
-const char *kp_type_name(kp_type t);    /* "f32" */
-const char *kp_type_c_name(kp_type t);  /* "float" (OpenCL C spelling) */
+const char *kp_type_name(kp_type t);   /* "f32" */
+const char *kp_type_c_name(kp_type t); /* "float" (OpenCL C spelling) */
 int kp_type_is_float(kp_type t);
 int kp_type_is_signed(kp_type t);
 /* Parse "f32" etc.; returns 0 and sets *t, or -1. */
@@ -83,7 +83,7 @@ double kp_value_as_double(kp_type t, const void *base, uint64_t i);
  * floats get word / 2^31 (in [0, 1]: f32 rounds the largest words to 1), integers get word
  * converted to the type.
  */
-void kp_fill_buffer(void *dst, kp_type t, uint64_t count, kp_fill fill, const unsigned char value[8],
-                    unsigned index);
+void kp_fill_buffer(void *dst, kp_type t, uint64_t count, kp_fill fill,
+                    const unsigned char value[8], unsigned index);
 
 #endif

@@ -43,11 +43,13 @@ void kp_stats_compute(const double *v, size_t n, double *scratch, kp_stats *out)
     size_t i90 = (size_t)(0.9 * (double)n);
     out->p90 = scratch[i90 < n - 1 ? i90 : n - 1];
     double sum = 0;
-    for (size_t i = 0; i < n; i++) sum += v[i];
+    for (size_t i = 0; i < n; i++)
+        sum += v[i];
     out->mean = sum / (double)n;
     if (n > 1) {
         double ss = 0;
-        for (size_t i = 0; i < n; i++) ss += (v[i] - out->mean) * (v[i] - out->mean);
+        for (size_t i = 0; i < n; i++)
+            ss += (v[i] - out->mean) * (v[i] - out->mean);
         out->stddev = sqrt(ss / (double)(n - 1));
     }
 }

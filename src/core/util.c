@@ -23,7 +23,8 @@ static int kp_str_reserve(kp_str *s, size_t extra)
     size_t need = s->len + extra + 1;
     if (need <= s->capacity) return 0;
     size_t cap = s->capacity ? s->capacity : 64;
-    while (cap < need) cap *= 2;
+    while (cap < need)
+        cap *= 2;
     char *p = realloc(s->data, cap);
     if (!p) {
         s->failed = 1;
@@ -372,9 +373,12 @@ int kp_parse_size(const char *text, uint64_t *out)
     unsigned long long v = strtoull(text, &end, 10);
     if (errno == ERANGE) return -1;
     uint64_t mul = 1;
-    if (*end == 'K' || *end == 'k') mul = 1ULL << 10, end++;
-    else if (*end == 'M' || *end == 'm') mul = 1ULL << 20, end++;
-    else if (*end == 'G' || *end == 'g') mul = 1ULL << 30, end++;
+    if (*end == 'K' || *end == 'k')
+        mul = 1ULL << 10, end++;
+    else if (*end == 'M' || *end == 'm')
+        mul = 1ULL << 20, end++;
+    else if (*end == 'G' || *end == 'g')
+        mul = 1ULL << 30, end++;
     if (*end || v > UINT64_MAX / mul) return -1;
     *out = v * mul;
     return 0;
@@ -518,7 +522,8 @@ char *kp_strdup(const char *text)
 void kp_rstrip(char *s)
 {
     size_t n = strlen(s);
-    while (n > 0 && isspace((unsigned char)s[n - 1])) s[--n] = '\0';
+    while (n > 0 && isspace((unsigned char)s[n - 1]))
+        s[--n] = '\0';
 }
 
 const char *kp_path_extension(const char *path)

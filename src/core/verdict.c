@@ -503,8 +503,7 @@ int kp_timeline_add_call(kp_timeline *t, int64_t start, int64_t end, uint32_t na
 int kp_timeline_add_wait(kp_timeline *t, int64_t start, int64_t end, uint32_t name)
 {
     if (kp_grow((void **)&t->waits, &t->capwaits, t->nwaits, sizeof *t->waits) != 0) return -1;
-    t->waits[t->nwaits++] =
-        (kp_tl_call){start, end < start ? start : end, kp_tl_name(t, name), 1};
+    t->waits[t->nwaits++] = (kp_tl_call){start, end < start ? start : end, kp_tl_name(t, name), 1};
     return 0;
 }
 

@@ -87,10 +87,10 @@ typedef struct kp_verdict_input {
     int64_t longest_gap_at_ns; /* where it starts, on the trace's clock */
     const char *gap_after;     /* the operation it follows (BETWEEN, AFTER_LAST), else NULL */
     const char *gap_before;    /* the operation it precedes (BETWEEN, BEFORE_FIRST), else NULL */
-    int gap_after_kernel, gap_before_kernel;     /* those operations are kernels */
-    const char *top_kernel;   /* the kernel (by name) of the most device time, NULL for none */
-    double top_kernel_s;      /* its device time: its dispatches starting in the window */
-    double device_op_s;       /* every device operation's time (summed, not a union) */
+    int gap_after_kernel, gap_before_kernel; /* those operations are kernels */
+    const char *top_kernel; /* the kernel (by name) of the most device time, NULL for none */
+    double top_kernel_s;    /* its device time: its dispatches starting in the window */
+    double device_op_s;     /* every device operation's time (summed, not a union) */
     kp_verdict_call calls[KP_VERDICT_TOP_CALLS]; /* the largest host calls, largest first */
     int ncalls;
     unsigned api; /* KP_API_* */

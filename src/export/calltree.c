@@ -389,7 +389,8 @@ static void kp_ct_text_rows(const kp_aggregation *a, const kp_calltree_view *v,
 {
     int by_path = v->group == KP_AGGREGATION_GROUP_PATH;
     kp_str summary = {0};
-    kp_str_printf(&summary, "%zu row%s by %s", n, n == 1 ? "" : "s", kp_ct_sort_words(v->sort, v->opencl_only));
+    kp_str_printf(&summary, "%zu row%s by %s", n, n == 1 ? "" : "s",
+                  kp_ct_sort_words(v->sort, v->opencl_only));
     if (shown < n) kp_str_printf(&summary, ", the first %zu shown", shown);
     if (summary.failed) out->failed = 1;
     kp_ct_text_header(a, v, by_path ? "Key averages by call path" : "Key averages by name",

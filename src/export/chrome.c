@@ -61,7 +61,8 @@ static int kp_out_room(kp_out *o, size_t n)
     kp_out_drain(o);
     if (o->len + n <= o->cap) return 1;
     size_t cap = o->cap ? o->cap : KP_OUT_CHUNK;
-    while (cap < o->len + n) cap *= 2;
+    while (cap < o->len + n)
+        cap *= 2;
     char *b = realloc(o->buf, cap);
     if (!b) {
         o->failed = 1;

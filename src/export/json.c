@@ -27,13 +27,27 @@ void kp_json_quote(kp_str *out, const char *text)
         char u[7];
         size_t len = 1;
         switch (*p) {
-        case '"': esc = "\\\""; break;
-        case '\\': esc = "\\\\"; break;
-        case '\n': esc = "\\n"; break;
-        case '\r': esc = "\\r"; break;
-        case '\t': esc = "\\t"; break;
-        case '\b': esc = "\\b"; break;
-        case '\f': esc = "\\f"; break;
+        case '"':
+            esc = "\\\"";
+            break;
+        case '\\':
+            esc = "\\\\";
+            break;
+        case '\n':
+            esc = "\\n";
+            break;
+        case '\r':
+            esc = "\\r";
+            break;
+        case '\t':
+            esc = "\\t";
+            break;
+        case '\b':
+            esc = "\\b";
+            break;
+        case '\f':
+            esc = "\\f";
+            break;
         default:
             if (*p < 0x20) {
                 esc = u;
@@ -68,7 +82,8 @@ static void kp_json_newline(kp_json *j)
 {
     if (!j->pretty) return;
     kp_str_append(j->out, "\n");
-    for (int i = 0; i < j->depth; i++) kp_str_append(j->out, "  ");
+    for (int i = 0; i < j->depth; i++)
+        kp_str_append(j->out, "  ");
 }
 
 /* Separator, indentation and key before a value. */
@@ -130,8 +145,10 @@ void kp_json_array_end(kp_json *j)
 void kp_json_string(kp_json *j, const char *key, const char *value)
 {
     kp_json_prefix(j, key);
-    if (value) kp_json_quote(j->out, value);
-    else kp_str_append(j->out, "null");
+    if (value)
+        kp_json_quote(j->out, value);
+    else
+        kp_str_append(j->out, "null");
 }
 
 void kp_json_int(kp_json *j, const char *key, int64_t value)

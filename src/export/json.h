@@ -20,11 +20,11 @@
 #define KP_JSON_MAX_DEPTH 256
 
 typedef struct kp_json {
-    kp_str *out;                       /* where text goes (not owned) */
-    int pretty;                        /* indent with two spaces per level */
-    int depth;                         /* open containers */
-    int count[KP_JSON_MAX_DEPTH];      /* values written so far at each level */
-    int failed;                        /* misuse (too deep, unbalanced) */
+    kp_str *out;                  /* where text goes (not owned) */
+    int pretty;                   /* indent with two spaces per level */
+    int depth;                    /* open containers */
+    int count[KP_JSON_MAX_DEPTH]; /* values written so far at each level */
+    int failed;                   /* misuse (too deep, unbalanced) */
 } kp_json;
 
 void kp_json_init(kp_json *j, kp_str *out, int pretty);

@@ -76,8 +76,8 @@ typedef struct kp_pf_event {
     int64_t registers, shared_bytes, bytes, range_id;
     int has_reflection;    /* an OpenCL kernel's reflection on its device */
     int64_t reflection[4]; /* max threadgroup size, preferred multiple, local, private bytes */
-    int has_wait[3];    /* device work: start minus when it was queued, submitted, */
-    int64_t wait_ns[3]; /* and when the call that launched it began */
+    int has_wait[3];       /* device work: start minus when it was queued, submitted, */
+    int64_t wait_ns[3];    /* and when the call that launched it began */
     int has_flops, has_metric_bytes; /* its metrics; a bytes metric stands for a copy's size */
     double flops, metric_bytes;
     const kp_trace_metric *metrics; /* its user metrics, in the source's memory */
@@ -652,8 +652,8 @@ static int32_t kp_pf_process_track(kp_pf_writer *w, int64_t pid, int rank, const
 
 /* A process's track, named by its command; with rank >= 0 "rank R · pid P (command)", and
  * "pid P (command)" where its pid is written as another id (export/pid_map.h). */
-static kprof_status kp_pf_process(void *ctx, int64_t id, int64_t pid, int rank,
-                                  const char *command, size_t len)
+static kprof_status kp_pf_process(void *ctx, int64_t id, int64_t pid, int rank, const char *command,
+                                  size_t len)
 {
     kp_pf_writer *w = ctx;
     kp_str name = {0};
@@ -662,8 +662,7 @@ static kprof_status kp_pf_process(void *ctx, int64_t id, int64_t pid, int rank,
     if (say_pid) kp_str_printf(&name, "pid %lld (", (long long)pid);
     kp_str_append_utf8(&name, command, len);
     if (say_pid) kp_str_append(&name, ")");
-    int32_t index =
-        name.failed ? -1 : kp_pf_process_track(w, id, rank, name.data ? name.data : "");
+    int32_t index = name.failed ? -1 : kp_pf_process_track(w, id, rank, name.data ? name.data : "");
     kp_str_free(&name);
     if (index < 0) return kp_pf_nomem(w);
     return kp_pf_check(w);
@@ -976,7 +975,7 @@ enum { KP_PF_ITEM_BEGIN, KP_PF_ITEM_STRING, KP_PF_ITEM_PROCESS, KP_PF_ITEM_EVENT
 typedef struct kp_pf_item {
     int type;        /* KP_PF_ITEM_* */
     int64_t a, b, c; /* begin: start, string slots; string: its id; process: its id, rank, pid */
-    char *text;   /* string, process: a copy of the text, the writer's to free */
+    char *text;      /* string, process: a copy of the text, the writer's to free */
     size_t len;
     kp_pf_event event;
 } kp_pf_item;
@@ -1056,8 +1055,7 @@ static kprof_status kp_pf_pipe_process(void *ctx, int64_t id, int64_t pid, int r
                                        const char *command, size_t len)
 {
     return kp_pf_pipe_text(
-        ctx, (kp_pf_item){.type = KP_PF_ITEM_PROCESS, .a = id, .b = rank, .c = pid}, command,
-        len);
+        ctx, (kp_pf_item){.type = KP_PF_ITEM_PROCESS, .a = id, .b = rank, .c = pid}, command, len);
 }
 
 static kprof_status kp_pf_pipe_event(void *ctx, const kp_pf_event *e)

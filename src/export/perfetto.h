@@ -10,7 +10,6 @@
 #include "core/outfile.h"
 #include "store/event_source.h"
 
-
 /* Write the trace src reads to out (open; the caller commits or aborts it) in chunks of about a
  * MiB, never the whole trace in memory. CORRUPT (or NOMEM/IO) when reading the trace fails,
  * IO naming the file when writing does, NOMEM when memory is out. */

@@ -1,6 +1,7 @@
 /*
  * svg.c — the sweep plot as SVG (see svg.h): x is the threadgroup size (equally spaced, in
- * sweep order), the left axis device ms (GPU ms on a GPU) from zero, the right axis occupancy in percent.
+ * sweep order), the left axis device ms (GPU ms on a GPU) from zero, the right axis occupancy in
+ * percent.
  */
 #include "export/svg.h"
 #include "core/util.h"
@@ -11,20 +12,29 @@
 
 #define KP_W 760.0
 #define KP_H 440.0
-#define KP_L 78.0  /* left margin */
-#define KP_R 78.0  /* right margin */
-#define KP_T 56.0  /* top margin */
-#define KP_B 70.0  /* bottom margin */
+#define KP_L 78.0 /* left margin */
+#define KP_R 78.0 /* right margin */
+#define KP_T 56.0 /* top margin */
+#define KP_B 70.0 /* bottom margin */
 
 static void kp_svg_escape(kp_str *s, const char *text)
 {
     for (const char *p = text; *p; p++) {
         switch (*p) {
-        case '<': kp_str_append(s, "&lt;"); break;
-        case '>': kp_str_append(s, "&gt;"); break;
-        case '&': kp_str_append(s, "&amp;"); break;
-        case '"': kp_str_append(s, "&quot;"); break;
-        default: kp_str_append_n(s, p, 1);
+        case '<':
+            kp_str_append(s, "&lt;");
+            break;
+        case '>':
+            kp_str_append(s, "&gt;");
+            break;
+        case '&':
+            kp_str_append(s, "&amp;");
+            break;
+        case '"':
+            kp_str_append(s, "&quot;");
+            break;
+        default:
+            kp_str_append_n(s, p, 1);
         }
     }
 }
@@ -83,8 +93,7 @@ char *kp_svg_plot(const char *title, const kp_svg_labels *labels, const kp_plot_
                       "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n",
                       KP_L, y, KP_L + pw, y, KP_L - 6, y + 4, step * t);
         if (occ)
-            kp_str_printf(&s,
-                          "<text x=\"%.1f\" y=\"%.1f\" fill=\"#d9480f\">%d%%</text>\n",
+            kp_str_printf(&s, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#d9480f\">%d%%</text>\n",
                           KP_L + pw + 6, y + 4, t * 20);
     }
     kp_str_printf(&s,
@@ -116,33 +125,37 @@ char *kp_svg_plot(const char *title, const kp_svg_labels *labels, const kp_plot_
     }
     /* Min (thin), median (thick), occupancy (dashed). */
     kp_str_append(&s, "<polyline fill=\"none\" stroke=\"#8fb8e3\" stroke-width=\"1.5\" points=\"");
-    for (int i = 0; i < n; i++) kp_str_printf(&s, "%.1f,%.1f ", KP_X(i), KP_Y(pts[i].min_ms));
-    kp_str_append(&s, "\"/>\n<polyline fill=\"none\" stroke=\"#1c5fa8\" stroke-width=\"3\" points=\"");
-    for (int i = 0; i < n; i++) kp_str_printf(&s, "%.1f,%.1f ", KP_X(i), KP_Y(pts[i].median_ms));
+    for (int i = 0; i < n; i++)
+        kp_str_printf(&s, "%.1f,%.1f ", KP_X(i), KP_Y(pts[i].min_ms));
+    kp_str_append(&s,
+                  "\"/>\n<polyline fill=\"none\" stroke=\"#1c5fa8\" stroke-width=\"3\" points=\"");
+    for (int i = 0; i < n; i++)
+        kp_str_printf(&s, "%.1f,%.1f ", KP_X(i), KP_Y(pts[i].median_ms));
     kp_str_append(&s, "\"/>\n");
     if (occ) {
         kp_str_append(&s, "<polyline fill=\"none\" stroke=\"#d9480f\" stroke-width=\"2\" "
                           "stroke-dasharray=\"6,4\" points=\"");
         for (int i = 0; i < n; i++)
             if (pts[i].occupancy >= 0)
-                kp_str_printf(&s, "%.1f,%.1f ", KP_X(i),
-                              KP_T + ph - ph * pts[i].occupancy);
+                kp_str_printf(&s, "%.1f,%.1f ", KP_X(i), KP_T + ph - ph * pts[i].occupancy);
         kp_str_append(&s, "\"/>\n");
     }
     for (int i = 0; i < n; i++) {
         const kp_plot_point *p = &pts[i];
         kp_str_printf(&s, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\"/>\n", KP_X(i),
                       KP_Y(p->median_ms), p->best ? "7" : "4.5",
-                      p->best ? "#2b8a3e" : p->tie ? "#74b816" : "#1c5fa8");
+                      p->best  ? "#2b8a3e"
+                      : p->tie ? "#74b816"
+                               : "#1c5fa8");
         if (p->best || p->tie)
             kp_str_printf(&s,
                           "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#2b8a3e\">"
                           "%s</text>\n",
                           KP_X(i), KP_Y(p->median_ms) - 12, p->best ? "best" : "tie");
         if (occ && p->occupancy >= 0)
-            kp_str_printf(&s,
-                          "<rect x=\"%.1f\" y=\"%.1f\" width=\"7\" height=\"7\" fill=\"#d9480f\"/>\n",
-                          KP_X(i) - 3.5, KP_T + ph - ph * p->occupancy - 3.5);
+            kp_str_printf(
+                &s, "<rect x=\"%.1f\" y=\"%.1f\" width=\"7\" height=\"7\" fill=\"#d9480f\"/>\n",
+                KP_X(i) - 3.5, KP_T + ph - ph * p->occupancy - 3.5);
     }
 #undef KP_X
 #undef KP_Y

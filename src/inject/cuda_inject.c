@@ -193,9 +193,9 @@ static uint64_t kp_record(const CUpti_Activity *rec)
         const char *name = k->name ? k->name : "[unnamed kernel]";
         r.name = kp_writer_string(name);
         /* The session's hook in-process; the program's own under `kprof trace`. */
-        kp_cuda_kernel_hook hook =
-            kp_ci.hook ? kp_ci.hook
-                       : !kp_ci.in_process && kp_program_hooks_any() ? kp_program_hook : NULL;
+        kp_cuda_kernel_hook hook = kp_ci.hook                                    ? kp_ci.hook
+                                   : !kp_ci.in_process && kp_program_hooks_any() ? kp_program_hook
+                                                                                 : NULL;
         if (!hook) {
             kp_emit_n(&r, 1, name);
             return 0;

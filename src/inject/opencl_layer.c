@@ -623,8 +623,8 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueWriteImage(cl_command_queue queue, cl
                                                       cl_bool blocking, const size_t *origin,
                                                       const size_t *region, size_t input_row_pitch,
                                                       size_t input_slice_pitch, const void *ptr,
-                                                      cl_uint num_events,
-                                                      const cl_event *wait_list, cl_event *event)
+                                                      cl_uint num_events, const cl_event *wait_list,
+                                                      cl_event *event)
 {
     KP_CL_ENTER(clEnqueueWriteImage, CL_INVALID_OPERATION);
     uint64_t t0 = kp_now_ns();
@@ -648,9 +648,8 @@ static void *CL_API_CALL kp_wrap_clEnqueueMapImage(cl_command_queue queue, cl_me
     KP_CL_ENTER(clEnqueueMapImage, kp_cl_missing(errcode_ret));
     cl_int err = CL_SUCCESS;
     uint64_t t0 = kp_now_ns();
-    void *p = kp_cl_next.clEnqueueMapImage(queue, image, blocking, flags, origin, region,
-                                           row_pitch, slice_pitch, num_events, wait_list, event,
-                                           &err);
+    void *p = kp_cl_next.clEnqueueMapImage(queue, image, blocking, flags, origin, region, row_pitch,
+                                           slice_pitch, num_events, wait_list, event, &err);
     uint64_t t1 = kp_now_ns();
     kp_cl_api(KP_CL_FN_clEnqueueMapImage, t0, t1, err, 0);
     if (blocking && p) kp_cl_waited(KP_CL_FN_clEnqueueMapImage, t0, t1, 0);

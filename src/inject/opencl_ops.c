@@ -540,7 +540,8 @@ static size_t kp_cl_scan(size_t limit, size_t patience)
                 static const char *const keys[2] = {"flops", "bytes"};
                 for (int k = 0; k < 2; k++) {
                     if (!(batch[j].work & (1u << k))) continue;
-                    r[nr] = (kp_rec){.kind = KP_REC_METRIC, .name = kp_writer_string(keys[k]),
+                    r[nr] = (kp_rec){.kind = KP_REC_METRIC,
+                                     .name = kp_writer_string(keys[k]),
                                      .aux = KP_REC_KERNEL};
                     memcpy(&r[nr].bytes, &v[k], sizeof v[k]);
                     nr++;
@@ -653,7 +654,8 @@ void kp_cl_ops_session_stop(void)
     atomic_store(&kp_ops.recording, 0);
     pthread_mutex_unlock(&kp_ops.lock);
     /* The program runs on: give back the references kept on what never completed. */
-    for (uint64_t i = 0; i < left; i++) kp_cl_next.clReleaseEvent(ops[i].event);
+    for (uint64_t i = 0; i < left; i++)
+        kp_cl_next.clReleaseEvent(ops[i].event);
     free(ops);
     kp_writer_dropped(left);
     pthread_mutex_unlock(&kp_ops.drain);

@@ -28,10 +28,8 @@ kprof_status kprof_compare(const double *a, size_t na, const double *b, size_t n
                                   "options.size is not sizeof(kprof_compare_options)");
         memcpy(&o, options, options->size);
     }
-    if (!a || !b || !out)
-        return kp_inproc_fail(KP_FN, KPROF_INVALID, "a, b and out are required");
-    if (na == 0 || nb == 0)
-        return kp_inproc_fail(KP_FN, KPROF_INVALID, "a side has no samples");
+    if (!a || !b || !out) return kp_inproc_fail(KP_FN, KPROF_INVALID, "a, b and out are required");
+    if (na == 0 || nb == 0) return kp_inproc_fail(KP_FN, KPROF_INVALID, "a side has no samples");
     if (o.paired && na != nb)
         return kp_inproc_fail(KP_FN, KPROF_INVALID, "paired sides of different sizes");
     if (!(o.threshold >= 0 && o.threshold < 10) || !(o.min_effect >= 0) || isnan(o.busy_cpus))
@@ -47,16 +45,24 @@ kprof_status kprof_compare(const double *a, size_t na, const double *b, size_t n
     c.across_runs = o.across_runs != 0;
     c.min_effect = o.min_effect;
     c.busy_cpus = o.busy_cpus;
-    kp_judge_side sa = {.v = a, .n = na, .batch = o.batch}, sb = {.v = b, .n = nb, .batch = o.batch};
+    kp_judge_side sa = {.v = a, .n = na, .batch = o.batch},
+                  sb = {.v = b, .n = nb, .batch = o.batch};
     kp_judgement j;
-    if (kp_judge(&sa, &sb, &c, &j) != 0)
-        return kp_inproc_fail(KP_FN, KPROF_NOMEM, "out of memory");
+    if (kp_judge(&sa, &sb, &c, &j) != 0) return kp_inproc_fail(KP_FN, KPROF_NOMEM, "out of memory");
     memset(out, 0, sizeof *out);
     switch (j.verdict) {
-    case KP_COMPARE_SAME: out->verdict = KPROF_VERDICT_SAME; break;
-    case KP_COMPARE_FASTER: out->verdict = KPROF_VERDICT_FASTER; break;
-    case KP_COMPARE_SLOWER: out->verdict = KPROF_VERDICT_SLOWER; break;
-    default: out->verdict = KPROF_VERDICT_UNSURE; break;
+    case KP_COMPARE_SAME:
+        out->verdict = KPROF_VERDICT_SAME;
+        break;
+    case KP_COMPARE_FASTER:
+        out->verdict = KPROF_VERDICT_FASTER;
+        break;
+    case KP_COMPARE_SLOWER:
+        out->verdict = KPROF_VERDICT_SLOWER;
+        break;
+    default:
+        out->verdict = KPROF_VERDICT_UNSURE;
+        break;
     }
     out->ratio = j.ratio.value;
     out->lo = j.ratio.lo;

@@ -26,7 +26,8 @@
 #include <nvtx3/nvToolsExt.h>
 #endif
 
-/* ---- kernel hooks ------------------------------------------------------------------------------ */
+/* ---- kernel hooks ------------------------------------------------------------------------------
+ */
 
 #define KP_HOOKS_MAX 256 /* kernels with a hook at once */
 
@@ -53,13 +54,15 @@ static struct {
 static uint64_t kp_hash_text(const char *s)
 {
     uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
     return h ? h : 1;
 }
 
 static void kp_seen_clear_locked(void)
 {
-    for (size_t i = 0; i < kp_hooks.seen_cap; i++) free(kp_hooks.seen[i].name);
+    for (size_t i = 0; i < kp_hooks.seen_cap; i++)
+        free(kp_hooks.seen[i].name);
     free(kp_hooks.seen);
     kp_hooks.seen = NULL;
     kp_hooks.seen_cap = kp_hooks.seen_n = 0;
@@ -98,7 +101,8 @@ static int kp_hook_find_locked(const char *name)
         for (size_t i = 0; i < kp_hooks.seen_cap; i++) {
             if (!kp_hooks.seen[i].name) continue;
             size_t j = kp_hash_text(kp_hooks.seen[i].name) & (cap - 1);
-            while (t[j].name) j = (j + 1) & (cap - 1);
+            while (t[j].name)
+                j = (j + 1) & (cap - 1);
             t[j] = kp_hooks.seen[i];
         }
         free(kp_hooks.seen);
@@ -108,7 +112,8 @@ static int kp_hook_find_locked(const char *name)
     char *copy = strdup(name);
     if (!copy) return hook;
     size_t i = h & (kp_hooks.seen_cap - 1);
-    while (kp_hooks.seen[i].name) i = (i + 1) & (kp_hooks.seen_cap - 1);
+    while (kp_hooks.seen[i].name)
+        i = (i + 1) & (kp_hooks.seen_cap - 1);
     kp_hooks.seen[i] = (kp_hook_seen){copy, hook};
     kp_hooks.seen_n++;
     return hook;
@@ -147,8 +152,8 @@ int kprof_kernel_work_(const char *name, const unsigned grid[3], const unsigned 
 
 #ifdef KPROF_HAVE_CUDA
 /* The collector's kernel hook (cuda_collector.h): the program's formula for this kernel. */
-static int kp_cuda_hook(void *ctx, const char *name, const uint32_t grid[3], const uint32_t block[3],
-                        double *flops, double *bytes)
+static int kp_cuda_hook(void *ctx, const char *name, const uint32_t grid[3],
+                        const uint32_t block[3], double *flops, double *bytes)
 {
     (void)ctx;
     unsigned g[3] = {grid[0], grid[1], grid[2]}, b[3] = {block[0], block[1], block[2]};
@@ -179,8 +184,10 @@ kprof_status kprof_kernel_hook(const char *kernel, kprof_work_fn fn, void *ctx)
         st = KPROF_INVALID;
     } else {
         char *copy = strdup(kernel);
-        if (!copy) st = KPROF_NOMEM;
-        else kp_hooks.hooks[kp_hooks.nhooks++] = (kp_hook){copy, fn, ctx};
+        if (!copy)
+            st = KPROF_NOMEM;
+        else
+            kp_hooks.hooks[kp_hooks.nhooks++] = (kp_hook){copy, fn, ctx};
     }
     if (st == KPROF_OK) kp_seen_clear_locked(); /* names resolve again against the new list */
     __atomic_store_n(&kprof_kernel_hooks_, kp_hooks.nhooks, __ATOMIC_RELAXED);
@@ -194,7 +201,8 @@ kprof_status kprof_kernel_hook(const char *kernel, kprof_work_fn fn, void *ctx)
     return KPROF_OK;
 }
 
-/* ---- the session's collector ------------------------------------------------------------------- */
+/* ---- the session's collector -------------------------------------------------------------------
+ */
 
 #ifdef KPROF_HAVE_CUDA
 const char *kp_inproc_cuda_unavailable(void)
@@ -251,7 +259,8 @@ void kp_inproc_cuda_stop(kp_session *s)
 }
 #endif
 
-/* ---- capture hand-off -------------------------------------------------------------------------- */
+/* ---- capture hand-off --------------------------------------------------------------------------
+ */
 
 static struct {
     pthread_mutex_t lock;
@@ -293,8 +302,9 @@ kprof_status kprof_capture_begin(const char *name)
         }
     }
 #else
-    snprintf(msg, sizeof msg, "this libkprof was built without CUDA: there is no cudaProfilerApi "
-                              "range to hand to an external tool");
+    snprintf(msg, sizeof msg,
+             "this libkprof was built without CUDA: there is no cudaProfilerApi "
+             "range to hand to an external tool");
     st = KPROF_UNAVAILABLE;
 #endif
     if (st == KPROF_OK) kp_capture.open = 1;
@@ -321,7 +331,8 @@ kprof_status kprof_capture_end(void)
     return KPROF_OK;
 }
 
-/* ---- kprof_benchmark --------------------------------------------------------------------------- */
+/* ---- kprof_benchmark ---------------------------------------------------------------------------
+ */
 
 #ifdef KPROF_HAVE_CUDA
 /* The device operations of the run under way, as the collector converts them. */
@@ -434,14 +445,14 @@ kprof_status kprof_benchmark(void (*fn)(void *arg), void *arg, const kprof_bench
         snprintf(msg, sizeof msg, "out of memory");
         goto done;
     }
-    for (unsigned i = 0; i < o.warmup; i++) fn(arg);
+    for (unsigned i = 0; i < o.warmup; i++)
+        fn(arg);
     CUresult rc = kp_cu.cuCtxSynchronize();
     if (rc != CUDA_SUCCESS) {
         char text[200];
         kp_cuda_error_text(rc, text, sizeof text);
         st = rc == CUDA_ERROR_INVALID_CONTEXT ? KPROF_INVALID : kp_cuda_result_status(rc);
-        snprintf(msg, sizeof msg,
-                 "cuCtxSynchronize after the warm-up failed: %s%s", text,
+        snprintf(msg, sizeof msg, "cuCtxSynchronize after the warm-up failed: %s%s", text,
                  rc == CUDA_ERROR_INVALID_CONTEXT
                      ? " (the calling thread has no CUDA context: the callback must launch its "
                        "work on this thread's current context)"
@@ -486,7 +497,8 @@ kprof_status kprof_benchmark(void (*fn)(void *arg), void *arg, const kprof_bench
     }
     out->runs = n;
     double sum = 0;
-    for (unsigned i = 0; i < n; i++) sum += span[i];
+    for (unsigned i = 0; i < n; i++)
+        sum += span[i];
     qsort(span, n, sizeof *span, kp_cmp_double);
     qsort(busy, n, sizeof *busy, kp_cmp_double);
     qsort(wall, n, sizeof *wall, kp_cmp_double);

@@ -30,8 +30,8 @@
 #include <string.h>
 
 static struct {
-    int armed;             /* OPENCL_LAYERS and KPROF_TRACE_DIR set by a session of ours */
-    char dir[PATH_MAX];    /* the folder KPROF_TRACE_DIR names for the running session */
+    int armed;          /* OPENCL_LAYERS and KPROF_TRACE_DIR set by a session of ours */
+    char dir[PATH_MAX]; /* the folder KPROF_TRACE_DIR names for the running session */
     char library[PATH_MAX];
 } kp_cl;
 

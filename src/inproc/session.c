@@ -523,7 +523,8 @@ static kprof_status kp_session_start_locked(const kprof_options *options, int au
      * may be inside the allocator (a sanitizer's sets up its stack there), and a fork then would
      * leave the child with that lock held (the drain gate covers the thread's rounds only). */
     pthread_mutex_lock(&kp_wake_lock);
-    while (!s->drainer_ready) pthread_cond_wait(&kp_wake, &kp_wake_lock);
+    while (!s->drainer_ready)
+        pthread_cond_wait(&kp_wake, &kp_wake_lock);
     pthread_mutex_unlock(&kp_wake_lock);
     s->t0_ticks = kp_ticks();
     atomic_store(&kp_live_session, s);
@@ -594,8 +595,7 @@ static kprof_status kp_session_end(kp_session *s, kprof_result **result, kp_erro
         const kp_inproc_collector *c = &kp_inproc_collectors[i];
         if (s->collectors & c->bit) {
             size_t used = strlen(collectors);
-            snprintf(collectors + used, sizeof collectors - used, "%s%s", used ? "," : "",
-                     c->name);
+            snprintf(collectors + used, sizeof collectors - used, "%s%s", used ? "," : "", c->name);
         }
     }
     char host[256], boot_id[64];
@@ -708,10 +708,8 @@ static void kp_at_exit(void)
     if (wanted && *wanted) { /* per-rank names: KPROF_OUTPUT='prof-%r.kprof' (core/outname.h) */
         char host[256];
         kp_job_host(host, sizeof host);
-        kp_outname_env oenv = {.get = kp_job_getenv,
-                               .pid = (long)getpid(),
-                               .host = host,
-                               .what = KP_ENV_OUTPUT "="};
+        kp_outname_env oenv = {
+            .get = kp_job_getenv, .pid = (long)getpid(), .host = host, .what = KP_ENV_OUTPUT "="};
         if (kp_outname_expand(wanted, &oenv, expanded, sizeof expanded, NULL, &err) == KPROF_OK) {
             wanted = expanded;
         } else {

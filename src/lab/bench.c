@@ -13,8 +13,8 @@
 
 #define KP_BENCH_CHECK_RESAMPLES 200
 #define KP_BENCH_FINAL_RESAMPLES 2000
-#define KP_BENCH_SEED 0x6b70726f66ULL /* "kprof" */
-#define KP_BENCH_MAX_BATCH 10000
+#define KP_BENCH_SEED            0x6b70726f66ULL /* "kprof" */
+#define KP_BENCH_MAX_BATCH       10000
 
 void kp_bench_config_default(kp_bench_config *c)
 {
@@ -33,11 +33,16 @@ void kp_bench_config_default(kp_bench_config *c)
 const char *kp_bench_stop_name(kp_bench_stop s)
 {
     switch (s) {
-    case KP_BENCH_STOP_NOISE: return "noise";
-    case KP_BENCH_STOP_SETTLED: return "settled";
-    case KP_BENCH_STOP_DECIDED: return "decided";
-    case KP_BENCH_STOP_TIMEOUT: return "timeout";
-    case KP_BENCH_STOP_SAMPLES: return "samples";
+    case KP_BENCH_STOP_NOISE:
+        return "noise";
+    case KP_BENCH_STOP_SETTLED:
+        return "settled";
+    case KP_BENCH_STOP_DECIDED:
+        return "decided";
+    case KP_BENCH_STOP_TIMEOUT:
+        return "timeout";
+    case KP_BENCH_STOP_SAMPLES:
+        return "samples";
     }
     return "?";
 }
@@ -251,8 +256,7 @@ static kprof_status kp_bench_switch(kp_bench_side *sides, int nsides, int s, kp_
 }
 
 /* The noise now: the largest of the sides'. */
-static kprof_status kp_bench_check(kp_bench_side *sides, int nsides, double *noise,
-                                   kp_error *err)
+static kprof_status kp_bench_check(kp_bench_side *sides, int nsides, double *noise, kp_error *err)
 {
     *noise = 0;
     for (int i = 0; i < nsides; i++) {
@@ -303,16 +307,18 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
         kp_bench_side *side = &sides[s];
         side->clock_note[0] = '\0';
         kp_lab_clock(side->lab, &clk);
-        if (clk.have) side->default_clock_mhz = clk.default_mhz;
-        else snprintf(side->clock_note, sizeof side->clock_note, "%s", clk.why_not);
+        if (clk.have)
+            side->default_clock_mhz = clk.default_mhz;
+        else
+            snprintf(side->clock_note, sizeof side->clock_note, "%s", clk.why_not);
         uint64_t w0 = kp_now_ns();
         st = kp_bench_switch(sides, nsides, s, err);
         if (st != KPROF_OK) goto done;
         double dev = 0;
         for (int done_ = 0; done_ < warm;) {
             int chunk = warm - done_ < KP_BENCH_MAX_BATCH ? warm - done_ : KP_BENCH_MAX_BATCH;
-            st = kp_lab_sample(side->lab, &side->launch, chunk, cold, buf, cold ? flush : NULL,
-                               err);
+            st =
+                kp_lab_sample(side->lab, &side->launch, chunk, cold, buf, cold ? flush : NULL, err);
             if (st != KPROF_OK) goto done;
             /* The device time of a sample (its flush too, cold): what a comparison's batches
              * are sized by. */
@@ -342,8 +348,8 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
          * would otherwise shrink batches to single samples that cost more than they time. */
         int k;
         if (nsides == 2) {
-            double dev = dev_per_sample[0] > dev_per_sample[1] ? dev_per_sample[0]
-                                                               : dev_per_sample[1];
+            double dev =
+                dev_per_sample[0] > dev_per_sample[1] ? dev_per_sample[0] : dev_per_sample[1];
             k = dev > 0 ? (int)(cfg->batch_s / 4 / dev) : KP_BENCH_MAX_BATCH;
         } else {
             k = per > 0 ? (int)(cfg->batch_s / per) : KP_BENCH_MAX_BATCH;
@@ -381,8 +387,7 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
             }
             if (reads) {
                 round_mhz[s] = sum / reads;
-                if (side->min_clock_mhz <= 0 || lo < side->min_clock_mhz)
-                    side->min_clock_mhz = lo;
+                if (side->min_clock_mhz <= 0 || lo < side->min_clock_mhz) side->min_clock_mhz = lo;
                 if (side->default_clock_mhz > 0 &&
                     lo < cfg->throttle_fraction * side->default_clock_mhz)
                     throttled = 1;
@@ -442,15 +447,15 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
                 kp_bench_judge_config(cfg, out, 1, &jc);
                 jc.resamples = KP_BENCH_CHECK_RESAMPLES;
                 kp_judgement j;
-                st = kp_bench_judge(&sides[0], sides[0].ms, &sides[1], sides[1].ms, 1, &jc, &j,
-                                    err);
+                st =
+                    kp_bench_judge(&sides[0], sides[0].ms, &sides[1], sides[1].ms, 1, &jc, &j, err);
                 if (st != KPROF_OK) goto done;
                 /* A quick look decides whether the full bootstrap is worth its time; only the
                  * full one, the verdict reported, may stop the measurement. */
                 if (j.verdict != KP_COMPARE_UNSURE) {
                     jc.resamples = KP_BENCH_FINAL_RESAMPLES;
-                    st = kp_bench_judge(&sides[0], sides[0].ms, &sides[1], sides[1].ms, 1, &jc,
-                                        &j, err);
+                    st = kp_bench_judge(&sides[0], sides[0].ms, &sides[1], sides[1].ms, 1, &jc, &j,
+                                        err);
                     if (st != KPROF_OK) goto done;
                     if (j.verdict != KP_COMPARE_UNSURE) {
                         out->stop = KP_BENCH_STOP_DECIDED;

@@ -20,11 +20,12 @@
  * share of the run.
  *
  * Samples are taken in batches sized to about batch_s of device time (at least one; comparing, a
- * quarter of it, sized by the kernels' device time), each kernel in turn: A's batch, B's batch, A's… The i-th samples of A and
- * B are a pair, taken milliseconds apart, so drift (clocks, temperature, other work) cancels in
- * the comparison. The interval of the ratio is a block bootstrap over batches (compare.h): what
- * the samples of one batch share widens it rather than passing for agreement, and a verdict may
- * stop the measurement only after KP_BENCH_MIN_ROUNDS rounds.
+ * quarter of it, sized by the kernels' device time), each kernel in turn: A's batch, B's batch,
+ * A's… The i-th samples of A and B are a pair, taken milliseconds apart, so drift (clocks,
+ * temperature, other work) cancels in the comparison. The interval of the ratio is a block
+ * bootstrap over batches (compare.h): what the samples of one batch share widens it rather than
+ * passing for agreement, and a verdict may stop the measurement only after KP_BENCH_MIN_ROUNDS
+ * rounds.
  *
  * Throttling: where the device's SM clock can be read (CUDA through NVML: kp_lab_clock), it is
  * read before and after every batch; a round whose lowest reading is below throttle_fraction of
@@ -85,15 +86,15 @@ typedef struct kp_bench_side {
      * heap, kp_bench_side_free. */
     double *ms, *mhz;
     size_t n, cap;
-    size_t taken;     /* samples timed, kept or not */
-    size_t rounds;    /* batches kept: the samples came in about n / rounds at a time (samples
-                         given by the caller: set it from theirs, or leave 0 for one at a time) */
-    size_t throttled; /* of them, discarded: taken while the clock was throttled */
-    double gpu_s;     /* device time of every sample taken, and of the flushes before them (the
-                         --min-time floor is device time spent, so a cold sample counts its
-                         flush) */
-    double flush_ms;  /* cold: the median cost of one flush (not in the samples); 0 hot */
-    double min_clock_mhz;      /* lowest clock read (0: none read) */
+    size_t taken;         /* samples timed, kept or not */
+    size_t rounds;        /* batches kept: the samples came in about n / rounds at a time (samples
+                             given by the caller: set it from theirs, or leave 0 for one at a time) */
+    size_t throttled;     /* of them, discarded: taken while the clock was throttled */
+    double gpu_s;         /* device time of every sample taken, and of the flushes before them (the
+                             --min-time floor is device time spent, so a cold sample counts its
+                             flush) */
+    double flush_ms;      /* cold: the median cost of one flush (not in the samples); 0 hot */
+    double min_clock_mhz; /* lowest clock read (0: none read) */
     double default_clock_mhz;  /* the device's default SM clock (0: not read) */
     char clock_note[160];      /* why no clock was read, or "" */
     uint64_t throttle_reasons; /* NVML's reason bits seen in discarded rounds */
@@ -135,10 +136,10 @@ typedef struct kp_bench_outcome {
     kp_judgement judgement;           /* the engine's answer in time: reasons and words */
     /* What the comparison knew, set before kp_bench_compare (kp_bench_measure sets the busy
      * figures; the caller the runs): */
-    double busy_cpus;                 /* CPUs other processes took while measuring (-1: unknown,
-                                         or a device whose kernels do not run on the host) */
-    double measured_busy_cpus;        /* the same measured whatever the device (-1: unknown) */
-    double ncpus;                     /* the host's CPUs */
+    double busy_cpus;          /* CPUs other processes took while measuring (-1: unknown,
+                                  or a device whose kernels do not run on the host) */
+    double measured_busy_cpus; /* the same measured whatever the device (-1: unknown) */
+    double ncpus;              /* the host's CPUs */
     double run_ratio[KP_BENCH_MAX_REPEAT]; /* --repeat, paired: each session's ratio B/A */
     int nrun_ratios;
     /* A and B ran in sessions of their own (two labs) on a device whose kernels run on the

@@ -207,8 +207,8 @@ static kprof_status kp_ceiling_one_point(kp_ceiling_result *out, int cuda, int w
             p->bytes = n * 4;
             p->run.launch = l;
             *pp = p;
-            st = kp_ceiling_point_run(lab, &l, out->plan.warmup, out->plan.iters, samples,
-                                      scratch, p, err);
+            st = kp_ceiling_point_run(lab, &l, out->plan.warmup, out->plan.iters, samples, scratch,
+                                      p, err);
         }
     }
     if (st == KPROF_OK) st = kp_lab_finish(lab, err);
@@ -296,8 +296,8 @@ kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_resul
         snprintf(spec, sizeof spec, "f32:%llu,f32:%llu,f32:%llu,u32=%llu", (unsigned long long)n,
                  (unsigned long long)n, (unsigned long long)n, (unsigned long long)n);
         kp_ceiling_point *p = NULL;
-        st = kp_ceiling_one_point(out, cuda, KP_CEILING_DEMO_ADD, spec, "demo_add", n, tg,
-                                  samples, scratch, &p, err);
+        st = kp_ceiling_one_point(out, cuda, KP_CEILING_DEMO_ADD, spec, "demo_add", n, tg, samples,
+                                  scratch, &p, err);
         if (st == KPROF_OK) {
             p->run.bytes = 3 * n * 4; /* two read, one written */
             p->run.gbps = 3.0 * (double)(n * 4) / (p->run.stats.median * 1e-3) / 1e9;
@@ -339,13 +339,14 @@ kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_resul
     return st;
 }
 
-kprof_status kp_ceiling_conclude(kp_ceiling_result *out, kprof_status fma_st,
-                                 const char *fma_why, FILE *warn, kp_error *err)
+kprof_status kp_ceiling_conclude(kp_ceiling_result *out, kprof_status fma_st, const char *fma_why,
+                                 FILE *warn, kp_error *err)
 {
     const kp_ceiling_point *best = NULL, *fma = NULL;
     for (int i = 0; i < out->npoints; i++) {
         const kp_ceiling_point *p = &out->points[i];
-        if (strcmp(p->kernel, "fma_f32") == 0) fma = p;
+        if (strcmp(p->kernel, "fma_f32") == 0)
+            fma = p;
         else if (strcmp(p->kernel, "demo_add") != 0 && (!best || p->run.gbps > best->run.gbps))
             best = p;
     }
@@ -357,8 +358,8 @@ kprof_status kp_ceiling_conclude(kp_ceiling_result *out, kprof_status fma_st,
         snprintf(out->ceiling.fma_method, sizeof out->ceiling.fma_method,
                  "best of %d dispatches of fma_f32: %llu threads x %u iterations x 8 FMA chains "
                  "(16 FLOPs each), tg %llu",
-                 iters, (unsigned long long)fma->run.launch.grid[0],
-                 (unsigned)out->plan.fma_iters, (unsigned long long)fma->run.launch.tg[0]);
+                 iters, (unsigned long long)fma->run.launch.grid[0], (unsigned)out->plan.fma_iters,
+                 (unsigned long long)fma->run.launch.tg[0]);
     } else {
         out->ceiling.fma_gflops = 0; /* NULL in the store */
         out->ceiling.fma_method[0] = '\0';

@@ -61,14 +61,14 @@ typedef struct kp_ceiling_plan {
     int nsizes;
     /* Bytes per buffer, ascending. */
     uint64_t sizes[KP_CEILING_MAX_SIZES];
-    int iters;    /* timed dispatches per point */
-    int warmup;   /* untimed dispatches before them */
-    int nvariants; /* copy variants measured: the first nvariants of kp_ceiling_variant */
-    int npoints;  /* copy variants x sizes, + demo_add, + fma_f32 */
+    int iters;            /* timed dispatches per point */
+    int warmup;           /* untimed dispatches before them */
+    int nvariants;        /* copy variants measured: the first nvariants of kp_ceiling_variant */
+    int npoints;          /* copy variants x sizes, + demo_add, + fma_f32 */
     uint64_t fma_threads; /* the FLOP peak's grid */
     uint32_t fma_iters;   /* its iterations per thread */
-    int in_cache; /* the largest buffer is smaller than the cache: the figure would
-                     be the cache's (only when the device's limits force it) */
+    int in_cache;         /* the largest buffer is smaller than the cache: the figure would
+                             be the cache's (only when the device's limits force it) */
 } kp_ceiling_plan;
 
 /* The plan for a device. max_bytes caps one buffer (0: none); iters overrides the timed count
@@ -104,8 +104,8 @@ typedef struct kp_ceiling_point {
 typedef struct kp_ceiling_options {
     const char *backend; /* as for kp_backend_choose */
     int device;
-    uint64_t max_bytes;  /* cap on one buffer (0 = choose from the device) */
-    int iters;           /* timed dispatches per point (0 = choose from the device) */
+    uint64_t max_bytes; /* cap on one buffer (0 = choose from the device) */
+    int iters;          /* timed dispatches per point (0 = choose from the device) */
     /* Called after each point (progress); may be NULL. */
     void (*progress)(const kp_ceiling_point *p, int done, int total, void *user);
     void *user;
@@ -135,7 +135,7 @@ kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_resul
  * the ceiling is kept without it (fma_gflops 0: NULL in the store) and one line
  * `kprof: warning: ...` naming fma_why goes to warn (none when warn is NULL). INVALID when no
  * copy was measured. */
-kprof_status kp_ceiling_conclude(kp_ceiling_result *out, kprof_status fma_st,
-                                 const char *fma_why, FILE *warn, kp_error *err);
+kprof_status kp_ceiling_conclude(kp_ceiling_result *out, kprof_status fma_st, const char *fma_why,
+                                 FILE *warn, kp_error *err);
 
 #endif

@@ -80,9 +80,10 @@ void kp_hotspots_read_text(kp_hotspots *h, const char *source_path);
 kprof_status kp_lab_hotspots(kp_lab *lab, const kp_launch *launch, int dispatches, kp_hotspots *out,
                              kp_error *err);
 
-/* The object `kprof run --source --json` carries under key ("hotspots"): {"available": true, "dispatches", "samples",
- * "sampler_total_samples", "sampler_dropped_samples", "note", "lines": [{"file", "line",
- * "function", "pc_offset", "pcs", "samples", "share", "not_issued", "text", "stalls":
+/* The object `kprof run --source --json` carries under key ("hotspots"): {"available": true,
+ * "dispatches", "samples", "sampler_total_samples", "sampler_dropped_samples", "note", "lines":
+ * [{"file", "line", "function", "pc_offset", "pcs", "samples", "share", "not_issued", "text",
+ * "stalls":
  * [{"reason", "samples"}]}]}; with h NULL: {"available": false, "reason": why}. */
 void kp_hotspots_json(kp_json *j, const char *key, const kp_hotspots *h, const char *why);
 

@@ -205,8 +205,10 @@ static void kp_child_serve(int fd, const kp_lab_options *opts)
             kp_reflection refl;
             memset(&refl, 0, sizeof refl);
             if (kp_child_read(fd, &launch, sizeof launch) != 0) break;
-            if (op == KP_CHILD_CHECK_LAUNCH) kp_lab_check_launch(lab, &launch, &refl, &err);
-            else kp_lab_reflect(lab, &launch, &refl, &err);
+            if (op == KP_CHILD_CHECK_LAUNCH)
+                kp_lab_check_launch(lab, &launch, &refl, &err);
+            else
+                kp_lab_reflect(lab, &launch, &refl, &err);
             kp_child_part part = {&refl, sizeof refl};
             ok = kp_child_reply(fd, &err, &part, 1) == 0;
         } else if (op == KP_CHILD_MEASURE) {
@@ -575,8 +577,9 @@ kprof_status kp_lab_child_use_kernel(kp_lab_child *c, const char *entry, kp_erro
 }
 
 /* CHECK_LAUNCH or REFLECT: a launch out, a reflection back. */
-static kprof_status kp_lab_child_launch_call(kp_lab_child *c, kp_child_op op, const kp_launch *launch,
-                                             kp_reflection *refl, kp_error *err)
+static kprof_status kp_lab_child_launch_call(kp_lab_child *c, kp_child_op op,
+                                             const kp_launch *launch, kp_reflection *refl,
+                                             kp_error *err)
 {
     void *p = NULL;
     size_t n = 0;

@@ -29,27 +29,27 @@
 #include "core/stats.h"
 
 typedef struct kp_lab_options {
-    const char *target;   /* NAME of a kernel folder, or a FILE */
-    const char *entry;    /* kernel to run; NULL: the file's only kernel */
-    const char *buffers;  /* SPEC */
-    const char *backend;  /* "opencl", "cuda", "auto" or NULL (KPROF_BACKEND) */
-    int device;           /* -1: KPROF_DEVICE or auto */
-    const char *options;  /* extra compiler options ("-DN=4 -I inc"), or NULL */
+    const char *target;  /* NAME of a kernel folder, or a FILE */
+    const char *entry;   /* kernel to run; NULL: the file's only kernel */
+    const char *buffers; /* SPEC */
+    const char *backend; /* "opencl", "cuda", "auto" or NULL (KPROF_BACKEND) */
+    int device;          /* -1: KPROF_DEVICE or auto */
+    const char *options; /* extra compiler options ("-DN=4 -I inc"), or NULL */
     /* Instead of target: a source held in memory (kprof's own kernels). */
     const char *source_text;
     size_t source_len;
-    int source_lang;      /* kp_lang */
+    int source_lang;         /* kp_lang */
     const char *source_name; /* shown in messages, e.g. "kprof:copy.cu" */
 } kp_lab_options;
 
 typedef struct kp_buffer_digest {
-    int arg;              /* SPEC position, 0-based */
-    char name[64];        /* parameter name when known */
+    int arg;       /* SPEC position, 0-based */
+    char name[64]; /* parameter name when known */
     kp_type type;
     uint64_t count;
-    uint64_t hash;        /* FNV-1a 64 of the bytes */
+    uint64_t hash; /* FNV-1a 64 of the bytes */
     double sum, min, max;
-    uint64_t nonfinite;   /* NaN/Inf elements (floats) */
+    uint64_t nonfinite; /* NaN/Inf elements (floats) */
     int nfirst;
     double first[4];
 } kp_buffer_digest;
@@ -60,14 +60,14 @@ typedef struct kp_lab_info {
     const kp_backend_ops *ops;
     kp_device_info device;
     char source_path[4096];
-    char kernel_dir[4096];   /* "" when the target was a FILE */
+    char kernel_dir[4096]; /* "" when the target was a FILE */
     const kp_kernel_meta *kernel;
     const kp_spec *spec;
-    int cache_hit;           /* the binary came from the compile cache */
-    double compile_ms;       /* host time to build or load */
-    uint64_t buffer_bytes;   /* sum of buffer sizes */
-    char timer[160];         /* the clock of the last measurement ("opencl-profiling", "cupti") */
-    char warning[512];       /* something the caller should tell the user, or "" */
+    int cache_hit;         /* the binary came from the compile cache */
+    double compile_ms;     /* host time to build or load */
+    uint64_t buffer_bytes; /* sum of buffer sizes */
+    char timer[160];       /* the clock of the last measurement ("opencl-profiling", "cupti") */
+    char warning[512];     /* something the caller should tell the user, or "" */
 } kp_lab_info;
 
 kprof_status kp_lab_open(const kp_lab_options *opts, kp_lab **out, kp_error *err);

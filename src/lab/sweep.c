@@ -18,14 +18,16 @@ int kp_sweep_default_sizes(uint64_t start, uint64_t kernel_max, uint64_t *out, i
      * is below the width (CUDA __launch_bounds__(16) on a 32-wide warp), from the largest power
      * of two it allows: a sweep never has no size because the width is too wide. */
     uint64_t s = 1;
-    while (s < start) s *= 2;
+    while (s < start)
+        s *= 2;
     if (s > kernel_max && kernel_max > 0) {
         s = 1;
         while (s * 2 <= kernel_max)
             s *= 2;
     }
     int n = 0;
-    for (; s <= kernel_max && n < max; s *= 2) out[n++] = s;
+    for (; s <= kernel_max && n < max; s *= 2)
+        out[n++] = s;
     return n;
 }
 
@@ -87,7 +89,8 @@ kprof_status kp_sweep_parse_list(const char *text, const kp_launch *base, kp_swe
     int nbad = 0;
     char *save = NULL;
     for (char *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-        while (isspace((unsigned char)*item)) item++;
+        while (isspace((unsigned char)*item))
+            item++;
         kp_rstrip(item);
         uint64_t v[3];
         int dims;

@@ -14,12 +14,12 @@
 #define KP_SWEEP_MAX_POINTS 64
 
 typedef struct kp_sweep_point {
-    kp_run_result run; /* the kernel at this tg: run.launch (the grid stays; tg varies), the
-                          timings and their spread (p10..p90), ~GB/s, occupancy (CUDA) */
-    uint64_t threads;  /* threads per threadgroup */
-    int measured;      /* timed (a fault stops a sweep part-way) */
-    int best;          /* lowest median */
-    int tie;           /* not told apart from the best (kp_sweep_mark) */
+    kp_run_result run;     /* the kernel at this tg: run.launch (the grid stays; tg varies), the
+                              timings and their spread (p10..p90), ~GB/s, occupancy (CUDA) */
+    uint64_t threads;      /* threads per threadgroup */
+    int measured;          /* timed (a fault stops a sweep part-way) */
+    int best;              /* lowest median */
+    int tie;               /* not told apart from the best (kp_sweep_mark) */
     kp_estimate median_ci; /* the median's 95% interval (kp_median_ci_sorted), when have_ci */
     int have_ci;           /* set by kp_sweep_summarise */
 } kp_sweep_point;

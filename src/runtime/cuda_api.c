@@ -122,7 +122,9 @@ int kp_cuda_nvrtc_load(char *why, size_t why_n)
 const char *kp_cuda_result_name(CUresult rc)
 {
     const char *name = NULL;
-    if (kp_cuda_table.status == 0 && kp_cuda_table.done && kp_cu.cuGetErrorName(rc, &name) == CUDA_SUCCESS && name) return name;
+    if (kp_cuda_table.status == 0 && kp_cuda_table.done &&
+        kp_cu.cuGetErrorName(rc, &name) == CUDA_SUCCESS && name)
+        return name;
     switch (rc) {
 #define KP_CUDA_RESULT_NAME_(code, status)                                                         \
     case code:                                                                                     \
@@ -137,7 +139,9 @@ const char *kp_cuda_result_name(CUresult rc)
 void kp_cuda_error_text(CUresult rc, char *buf, size_t n)
 {
     const char *text = NULL;
-    if (!kp_cuda_table.done || kp_cuda_table.status != 0 || kp_cu.cuGetErrorString(rc, &text) != CUDA_SUCCESS) text = NULL;
+    if (!kp_cuda_table.done || kp_cuda_table.status != 0 ||
+        kp_cu.cuGetErrorString(rc, &text) != CUDA_SUCCESS)
+        text = NULL;
     if (text && *text)
         snprintf(buf, n, "%s (%d): %s", kp_cuda_result_name(rc), (int)rc, text);
     else
@@ -146,7 +150,8 @@ void kp_cuda_error_text(CUresult rc, char *buf, size_t n)
 
 void kp_cuda_nvrtc_error_text(nvrtcResult rc, char *buf, size_t n)
 {
-    const char *text = kp_nvrtc_table.done && kp_nvrtc_table.status == 0 ? kp_nvrtc.nvrtcGetErrorString(rc) : NULL;
+    const char *text =
+        kp_nvrtc_table.done && kp_nvrtc_table.status == 0 ? kp_nvrtc.nvrtcGetErrorString(rc) : NULL;
     /* nvrtcGetErrorString answers with the enumerator's name itself. */
     snprintf(buf, n, "%s (%d)", text && *text ? text : "NVRTC_ERROR", (int)rc);
 }

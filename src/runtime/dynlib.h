@@ -23,18 +23,18 @@ int kp_dynlib_resolve(void *handle, const char *libname, const char *const *name
  * description fields in a static initializer (with .lock = PTHREAD_MUTEX_INITIALIZER); the state
  * fields belong to kp_dynlib_load_table. */
 typedef struct kp_dynlib_table {
-    const char *libname;                 /* for messages: "libcuda" */
-    const char *const *libs;             /* names to try, NULL-terminated */
-    const char *env;                     /* a variable naming the library to load instead */
-    const char *const *symbols;          /* count symbol names ... */
-    void **slots;                        /* ... and where their addresses go */
-    const unsigned char *optional;       /* count flags: 1 = may be missing (stays NULL); or NULL */
+    const char *libname;           /* for messages: "libcuda" */
+    const char *const *libs;       /* names to try, NULL-terminated */
+    const char *env;               /* a variable naming the library to load instead */
+    const char *const *symbols;    /* count symbol names ... */
+    void **slots;                  /* ... and where their addresses go */
+    const unsigned char *optional; /* count flags: 1 = may be missing (stays NULL); or NULL */
     size_t count;
-    const char *hint;                    /* appended when the library is missing, or NULL */
+    const char *hint;                      /* appended when the library is missing, or NULL */
     int (*check)(char *why, size_t why_n); /* after loading (a version check), or NULL */
     pthread_mutex_t lock;
-    int done, status;                    /* status 0 = loaded */
-    char why[512];                       /* why it is not */
+    int done, status; /* status 0 = loaded */
+    char why[512];    /* why it is not */
 } kp_dynlib_table;
 
 /* Load the table the first time (later calls return the first answer). 0, or -1 with the

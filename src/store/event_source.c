@@ -308,14 +308,15 @@ static kprof_status kp_src_load_processes(kp_event_source *src, kp_error *err)
     sqlite3_stmt *q = NULL;
     /* The job's columns and the clocks table came with format 3. */
     int job = kp_trace_db_has_column(src->db, NULL, "processes", "boot_id");
-    if (sqlite3_prepare_v2(src->db,
-                           job ? "SELECT id, pid, ppid, command, collector, start_ns, end_ns, "
-                                 "clean_exit, truncated, events, dropped, launcher, rank, "
-                                 "local_rank, world_size, local_world_size, node, restart, host, "
-                                 "boot_id FROM processes ORDER BY id"
-                               : "SELECT id, pid, ppid, command, collector, start_ns, end_ns, "
-                                 "clean_exit, truncated, events, dropped FROM processes ORDER BY id",
-                           -1, &q, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(
+            src->db,
+            job ? "SELECT id, pid, ppid, command, collector, start_ns, end_ns, "
+                  "clean_exit, truncated, events, dropped, launcher, rank, "
+                  "local_rank, world_size, local_world_size, node, restart, host, "
+                  "boot_id FROM processes ORDER BY id"
+                : "SELECT id, pid, ppid, command, collector, start_ns, end_ns, "
+                  "clean_exit, truncated, events, dropped FROM processes ORDER BY id",
+            -1, &q, NULL) != SQLITE_OK)
         return kp_src_fail(src, src->db, err);
     size_t cap = 0;
     int rc;
@@ -345,8 +346,8 @@ static kprof_status kp_src_load_processes(kp_event_source *src, kp_error *err)
         p->truncated = sqlite3_column_int64(q, 8) != 0;
         p->events = sqlite3_column_int64(q, 9);
         p->dropped = sqlite3_column_int64(q, 10);
-        int *known[] = {&p->rank, &p->local_rank, &p->world_size, &p->local_world_size, &p->node,
-                        &p->restart};
+        int *known[] = {&p->rank, &p->local_rank, &p->world_size, &p->local_world_size,
+                        &p->node, &p->restart};
         for (int i = 0; i < 6; i++)
             *known[i] = job ? kp_src_int_or_unknown(q, 12 + i) : -1;
     }
@@ -367,11 +368,11 @@ static kprof_status kp_src_load_processes(kp_event_source *src, kp_error *err)
             if (!c) break;
             src->clocks = c;
         }
-        src->clocks[src->nclocks++] = (kp_trace_clock){
-            .process = kp_src_null(q, 0) ? 0 : sqlite3_column_int64(q, 0),
-            .mono_ns = sqlite3_column_int64(q, 1),
-            .real_ns = sqlite3_column_int64(q, 2),
-            .uncertainty_ns = sqlite3_column_int64(q, 3)};
+        src->clocks[src->nclocks++] =
+            (kp_trace_clock){.process = kp_src_null(q, 0) ? 0 : sqlite3_column_int64(q, 0),
+                             .mono_ns = sqlite3_column_int64(q, 1),
+                             .real_ns = sqlite3_column_int64(q, 2),
+                             .uncertainty_ns = sqlite3_column_int64(q, 3)};
     }
     sqlite3_finalize(q);
     if (rc == SQLITE_ROW) return kp_src_nomem(err);
@@ -418,9 +419,8 @@ const kp_trace_process *kp_event_source_process_of_pid(const kp_event_source *sr
         else
             hi = mid;
     }
-    return lo < src->nby_pid && src->by_pid[lo].pid == pid
-               ? &src->processes[src->by_pid[lo].index]
-               : NULL;
+    return lo < src->nby_pid && src->by_pid[lo].pid == pid ? &src->processes[src->by_pid[lo].index]
+                                                           : NULL;
 }
 
 /* The hosts' clock uncertainty (kp_trace_meta.clock_uncertainty_ns) from a merged trace's hosts

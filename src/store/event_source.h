@@ -62,8 +62,8 @@ typedef struct kp_trace_meta {
      * host is unknown (merged unshifted: no clock pairs, an old format) or the table says
      * something no merge writes (a negative uncertainty). */
     int64_t clock_uncertainty_ns;
-    const char *const *notes;  /* the notes table's texts, each once, in the order first
-                                  written; empty ones left out */
+    const char *const *notes; /* the notes table's texts, each once, in the order first
+                                 written; empty ones left out */
     size_t nnotes;
 } kp_trace_meta;
 
@@ -82,10 +82,10 @@ typedef struct kp_trace_process {
     int64_t dropped;       /* records it lost */
     /* Where it stands in a distributed job, as its launcher's environment said (core/job.h);
      * -1 unknown (a process no launcher started, a trace of format 1 or 2). */
-    const char *launcher;  /* "torchrun", "env", "openmpi", "pmi", "slurm"; "" none */
+    const char *launcher; /* "torchrun", "env", "openmpi", "pmi", "slurm"; "" none */
     int rank, local_rank, world_size, local_world_size, node, restart;
-    const char *host;      /* its host's name; "" when not said */
-    const char *boot_id;   /* its host's boot: processes of one boot share CLOCK_MONOTONIC */
+    const char *host;    /* its host's name; "" when not said */
+    const char *boot_id; /* its host's boot: processes of one boot share CLOCK_MONOTONIC */
 } kp_trace_process;
 
 /* A (CLOCK_MONOTONIC, CLOCK_REALTIME) pair a process (or kprof itself: process 0) read when it

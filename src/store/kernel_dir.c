@@ -23,8 +23,10 @@ kprof_status kp_kernel_name_check(const char *name, kp_error *err)
 {
     if (!name || !*name) return kp_error_set(err, KPROF_INVALID, "kernel name is empty");
     if (strlen(name) > 100)
-        return kp_error_set(err, KPROF_INVALID, "kernel name '%.40s...' is longer than 100 "
-                                                "characters", name);
+        return kp_error_set(err, KPROF_INVALID,
+                            "kernel name '%.40s...' is longer than 100 "
+                            "characters",
+                            name);
     if (name[0] == '.' || name[0] == '-')
         return kp_error_set(err, KPROF_INVALID,
                             "kernel name '%s' may not start with '%c' (it would be hidden, "

@@ -17,8 +17,8 @@
  * last): a new store runs them all, an older one the ones it lacks, in one transaction. */
 struct kp_store {
     sqlite3 *db;
-    int version; /* PRAGMA user_version as opened (after any upgrade; a 3 reads as 2) */
-    int has_fma; /* ceilings has fma_gflops and fma_method */
+    int version;        /* PRAGMA user_version as opened (after any upgrade; a 3 reads as 2) */
+    int has_fma;        /* ceilings has fma_gflops and fma_method */
     int stored_version; /* PRAGMA user_version as found (3 where version reads 2) */
 };
 
@@ -48,7 +48,7 @@ static const char kp_store_schema_v1[] =
 static const char kp_store_schema_v2_tables[] =
     "CREATE TABLE runs ("
     "  id INTEGER PRIMARY KEY,"
-    "  kind TEXT NOT NULL," /* 'run' | 'sweep' | 'bench' */
+    "  kind TEXT NOT NULL,"  /* 'run' | 'sweep' | 'bench' */
     "  at INTEGER NOT NULL," /* unix seconds */
     "  device TEXT, backend TEXT, device_key TEXT, driver TEXT, kprof_version TEXT,"
     "  kernel TEXT,"
@@ -66,8 +66,7 @@ static const char kp_store_schema_v2_tables[] =
     "  text TEXT NOT NULL,"
     "  kernel TEXT, device TEXT, grid TEXT, tg TEXT, median_ms REAL, git_commit TEXT,"
     "  made_from TEXT,"
-    "  data TEXT);"
-    KP_STORE_NOTES_AT_INDEX ";";
+    "  data TEXT);" KP_STORE_NOTES_AT_INDEX ";";
 /* Columns added to ceilings without a new version (store.h): the FP32 FLOP peak (kprof's FMA
  * kernel) beside the bandwidth ceiling; a ceiling measured before has none (NULL) until
  * `kprof caps --measure` runs again. Each is added when missing. */
@@ -116,10 +115,14 @@ static int kp_store_has_fma(kp_store *s)
 char *kp_store_path(char *buf, size_t n)
 {
     const char *p = getenv(KP_ENV_STORE);
-    if (p && *p) snprintf(buf, n, "%s", p);
-    else if ((p = getenv("XDG_DATA_HOME")) && *p) snprintf(buf, n, "%s/kprof/kprof.db", p);
-    else if ((p = getenv("HOME")) && *p) snprintf(buf, n, "%s/.local/share/kprof/kprof.db", p);
-    else snprintf(buf, n, ".kprof/kprof.db");
+    if (p && *p)
+        snprintf(buf, n, "%s", p);
+    else if ((p = getenv("XDG_DATA_HOME")) && *p)
+        snprintf(buf, n, "%s/kprof/kprof.db", p);
+    else if ((p = getenv("HOME")) && *p)
+        snprintf(buf, n, "%s/.local/share/kprof/kprof.db", p);
+    else
+        snprintf(buf, n, ".kprof/kprof.db");
     return buf;
 }
 
@@ -172,9 +175,8 @@ static kprof_status kp_store_fail_rc(kp_store *s, kp_error *err, const char *pat
                             "be read and written, or point KPROF_STORE elsewhere",
                             path, what, msg);
     case SQLITE_FULL:
-        return kp_error_set(err, KPROF_IO,
-                            "store %s cannot be written: the disk is full (%s: %s)", path, what,
-                            msg);
+        return kp_error_set(err, KPROF_IO, "store %s cannot be written: the disk is full (%s: %s)",
+                            path, what, msg);
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
         return kp_error_set(err, KPROF_IO,
@@ -325,8 +327,7 @@ static kprof_status kp_store_upgrade(kp_store *s, const char *path, kp_error *er
             st = kp_store_fail(s, err, path, "cannot add the notes' index triggers");
     }
     for (size_t i = 0;
-         st == KPROF_OK &&
-         i < sizeof kp_store_ceiling_columns / sizeof kp_store_ceiling_columns[0];
+         st == KPROF_OK && i < sizeof kp_store_ceiling_columns / sizeof kp_store_ceiling_columns[0];
          i++)
         if (!kp_trace_db_has_column(s->db, "main", "ceilings", kp_store_ceiling_columns[i][0]) &&
             sqlite3_exec(s->db, kp_store_ceiling_columns[i][1], NULL, NULL, NULL) != SQLITE_OK)
@@ -499,13 +500,12 @@ int kp_store_get_ceiling(kp_store *s, const kp_device_info *dev, kp_ceiling *c)
     kp_store_device_key(dev, key, sizeof key);
     sqlite3_stmt *q = NULL;
     /* A store read as it is (read-only opens do not upgrade) may predate the FLOP peak. */
-    const char *sql = s->has_fma
-                          ? "SELECT copy_gbs, copy_bytes, demo_add_gbs, demo_add_ms, "
-                            "demo_add_elements, measured_at, driver, method, fma_gflops, "
-                            "fma_method FROM ceilings WHERE device_key = ?"
-                          : "SELECT copy_gbs, copy_bytes, demo_add_gbs, demo_add_ms, "
-                            "demo_add_elements, measured_at, driver, method FROM ceilings "
-                            "WHERE device_key = ?";
+    const char *sql = s->has_fma ? "SELECT copy_gbs, copy_bytes, demo_add_gbs, demo_add_ms, "
+                                   "demo_add_elements, measured_at, driver, method, fma_gflops, "
+                                   "fma_method FROM ceilings WHERE device_key = ?"
+                                 : "SELECT copy_gbs, copy_bytes, demo_add_gbs, demo_add_ms, "
+                                   "demo_add_elements, measured_at, driver, method FROM ceilings "
+                                   "WHERE device_key = ?";
     if (sqlite3_prepare_v2(s->db, sql, -1, &q, NULL) != SQLITE_OK) return -2;
     sqlite3_bind_text(q, 1, key, -1, SQLITE_TRANSIENT);
     int found = -1;

@@ -121,15 +121,15 @@ static const char kp_trace_indexes[] = "CREATE INDEX events_start ON events(star
 
 /* One record file being merged: how far, its strings, its process row. */
 typedef struct kp_merge_part {
-    char *name;       /* in the folder */
-    int fd;           /* -1 until opened */
-    uint64_t offset;  /* bytes merged: whole records up to here */
-    int64_t process;  /* its row (0 until inserted) */
-    kp_rec header;    /* the first record (header.magic 0 until read) */
-    kp_rec job;       /* its KP_REC_PROCESS (job.magic 0: none) */
-    kp_rec end_rec;   /* its KP_REC_END (end_rec.magic 0: none) */
+    char *name;      /* in the folder */
+    int fd;          /* -1 until opened */
+    uint64_t offset; /* bytes merged: whole records up to here */
+    int64_t process; /* its row (0 until inserted) */
+    kp_rec header;   /* the first record (header.magic 0 until read) */
+    kp_rec job;      /* its KP_REC_PROCESS (job.magic 0: none) */
+    kp_rec end_rec;  /* its KP_REC_END (end_rec.magic 0: none) */
     char collector[32];
-    char **strings;   /* local id -> text (heap, NUL-terminated), with its length */
+    char **strings; /* local id -> text (heap, NUL-terminated), with its length */
     size_t *string_lens;
     int64_t *map, *kmap; /* local id -> trace string id (kernels demangled), 0 = not yet */
     uint32_t nstrings;   /* slots */
@@ -203,7 +203,7 @@ struct kp_trace_merge {
         uint64_t pid;
         uint64_t events, dropped, end;
         int truncated, unclean, parts;
-    } one; /* with one_process: its row and its parts' sums */
+    } one;          /* with one_process: its row and its parts' sums */
     kp_error error; /* the first failure, kept for kp_trace_merge_finish */
     kprof_status status;
 };
@@ -215,8 +215,8 @@ typedef struct kp_trace_merge kp_merge;
 
 typedef struct kp_merge_row {
     int64_t v[KP_MERGE_COLUMNS];
-    uint32_t nulls;          /* bit c: column c is NULL */
-    kp_merge_part *fixup;    /* the part whose fixup this row is, or NULL */
+    uint32_t nulls;       /* bit c: column c is NULL */
+    kp_merge_part *fixup; /* the part whose fixup this row is, or NULL */
     size_t fixup_index;
     kp_merge_part *part;        /* the part it came from */
     double flops, metric_bytes; /* its metrics (record.h's KP_REC_METRIC), where has_* */
@@ -304,7 +304,8 @@ static int kp_part_define(kp_merge_part *p, uint32_t id, const char *text, size_
     if (id == 0 || id == UINT32_MAX) return 0;
     if (id >= p->nstrings) {
         size_t n = p->nstrings ? p->nstrings : 64;
-        while (n <= id) n *= 2;
+        while (n <= id)
+            n *= 2;
         char **s = realloc(p->strings, n * sizeof *s);
         if (s) p->strings = s;
         size_t *l = realloc(p->string_lens, n * sizeof *l);
@@ -489,8 +490,10 @@ static kprof_status kp_merge_flush_rows(kp_merge *m)
             const kp_merge_row *row = &m->rows[first + i];
             int base = (int)i * columns + 1;
             for (int c = 0; c < KP_MERGE_COLUMNS; c++) {
-                if (row->nulls & (1u << c)) sqlite3_bind_null(q, base + c);
-                else sqlite3_bind_int64(q, base + c, row->v[c]);
+                if (row->nulls & (1u << c))
+                    sqlite3_bind_null(q, base + c);
+                else
+                    sqlite3_bind_int64(q, base + c, row->v[c]);
             }
             if (!metrics) continue;
             if (row->has_flops)
@@ -672,18 +675,26 @@ static void kp_part_record(kp_merge *m, kp_merge_part *p, const kp_rec *r)
     KP_SET_(p->header.magic ? (int64_t)p->header.id : 0);
     KP_SET_(r->tid);
     int64_t name = kp_merge_name(m, p, r->name, kernel);
-    if (name) KP_SET_(name);
-    else KP_NULL_();
+    if (name)
+        KP_SET_(name);
+    else
+        KP_NULL_();
     KP_SET_(r->domain);
     KP_SET_((int64_t)r->start);
     KP_SET_((int64_t)(r->end ? r->end : r->start));
     int device_op = kp_event_kind_on_device(r->kind);
-    if (r->queued) KP_SET_((int64_t)r->queued);
-    else KP_NULL_();
-    if (r->submitted) KP_SET_((int64_t)r->submitted);
-    else KP_NULL_();
-    if (r->correlation) KP_SET_((int64_t)r->correlation);
-    else KP_NULL_();
+    if (r->queued)
+        KP_SET_((int64_t)r->queued);
+    else
+        KP_NULL_();
+    if (r->submitted)
+        KP_SET_((int64_t)r->submitted);
+    else
+        KP_NULL_();
+    if (r->correlation)
+        KP_SET_((int64_t)r->correlation);
+    else
+        KP_NULL_();
     if (device_op) {
         KP_SET_((int64_t)r->device);
         KP_SET_((int64_t)r->stream);
@@ -692,23 +703,30 @@ static void kp_part_record(kp_merge *m, kp_merge_part *p, const kp_rec *r)
         KP_NULL_();
     }
     for (int d = 0; d < 3; d++) {
-        if (kernel) KP_SET_(r->grid[d]);
-        else KP_NULL_();
+        if (kernel)
+            KP_SET_(r->grid[d]);
+        else
+            KP_NULL_();
     }
     for (int d = 0; d < 3; d++) {
-        if (kernel) KP_SET_(r->block[d]);
-        else KP_NULL_();
+        if (kernel)
+            KP_SET_(r->block[d]);
+        else
+            KP_NULL_();
     }
     if (kernel && r->domain != KP_DOMAIN_OPENCL) {
         /* CUDA: registers 0 means CUPTI did not say; memory sizes of 0 are real. OpenCL
          * knows none of the four (NULL, never a made-up 0). */
-        if (r->registers) KP_SET_((int64_t)r->registers);
-        else KP_NULL_();
+        if (r->registers)
+            KP_SET_((int64_t)r->registers);
+        else
+            KP_NULL_();
         KP_SET_((int64_t)r->static_smem);
         KP_SET_((int64_t)r->dynamic_smem);
         KP_SET_((int64_t)r->local_mem);
     } else {
-        for (int k = 0; k < 4; k++) KP_NULL_();
+        for (int k = 0; k < 4; k++)
+            KP_NULL_();
     }
     if (r->kind == KP_REC_MEMCPY || r->kind == KP_REC_MEMSET) {
         KP_SET_((int64_t)r->bytes);
@@ -717,10 +735,14 @@ static void kp_part_record(kp_merge *m, kp_merge_part *p, const kp_rec *r)
         KP_NULL_();
         KP_NULL_();
     }
-    if (r->kind == KP_REC_RANGE || r->kind == KP_REC_MARK) KP_SET_((int64_t)r->id);
-    else KP_NULL_();
-    if (r->kind == KP_REC_API) KP_SET_(r->status);
-    else KP_NULL_();
+    if (r->kind == KP_REC_RANGE || r->kind == KP_REC_MARK)
+        KP_SET_((int64_t)r->id);
+    else
+        KP_NULL_();
+    if (r->kind == KP_REC_API)
+        KP_SET_(r->status);
+    else
+        KP_NULL_();
 #undef KP_SET_
 #undef KP_NULL_
     if (!name && r->name) { /* not defined yet: named at the end, its row id known at the flush */
@@ -756,7 +778,8 @@ static void kp_part_read(kp_merge *m, kp_merge_part *p, uint64_t limit, int fina
 {
     while (p->offset < limit && m->status == KPROF_OK) {
         if (kp_merge_cancelled((void *)m->cancel)) return;
-        size_t want = limit - p->offset > KP_MERGE_CHUNK ? KP_MERGE_CHUNK : (size_t)(limit - p->offset);
+        size_t want =
+            limit - p->offset > KP_MERGE_CHUNK ? KP_MERGE_CHUNK : (size_t)(limit - p->offset);
         if (want > m->buf_cap) {
             unsigned char *b = realloc(m->buf, want);
             if (!b) {
@@ -856,7 +879,8 @@ static int kp_part_header(const kp_merge_part *p, kp_rec *h)
 static void kp_part_free(kp_merge_part *p)
 {
     if (p->fd >= 0) close(p->fd);
-    for (uint32_t i = 0; i < p->nstrings; i++) free(p->strings[i]);
+    for (uint32_t i = 0; i < p->nstrings; i++)
+        free(p->strings[i]);
     free(p->strings);
     free(p->string_lens);
     free(p->map);
@@ -885,7 +909,8 @@ static int kp_merge_scan(kp_merge *m, const char *dir)
         size_t len = strlen(de->d_name);
         if (len < 6 || strcmp(de->d_name + len - 5, ".klog") != 0) continue;
         int known = 0;
-        for (size_t i = 0; i < m->nparts && !known; i++) known = strcmp(m->parts[i].name, de->d_name) == 0;
+        for (size_t i = 0; i < m->nparts && !known; i++)
+            known = strcmp(m->parts[i].name, de->d_name) == 0;
         if (known) continue;
         if (nfound == cap) {
             cap = cap ? cap * 2 : 16;
@@ -903,7 +928,8 @@ static int kp_merge_scan(kp_merge *m, const char *dir)
             size_t ncap = m->cap ? m->cap * 2 : 16;
             kp_merge_part *np = realloc(m->parts, ncap * sizeof *np);
             if (!np) {
-                for (size_t j = i; j < nfound; j++) free(found[j]);
+                for (size_t j = i; j < nfound; j++)
+                    free(found[j]);
                 kp_merge_nomem(m, dir);
                 break;
             }
@@ -964,8 +990,10 @@ static int kp_merge_update_process(kp_merge *m, int64_t process, uint64_t clean_
 {
     sqlite3_stmt *q = m->upd_process;
     sqlite3_reset(q);
-    if (clean_end) sqlite3_bind_int64(q, 1, (int64_t)clean_end);
-    else sqlite3_bind_null(q, 1);
+    if (clean_end)
+        sqlite3_bind_int64(q, 1, (int64_t)clean_end);
+    else
+        sqlite3_bind_null(q, 1);
     sqlite3_bind_int(q, 2, clean_end != 0);
     sqlite3_bind_int64(q, 3, (int64_t)events);
     sqlite3_bind_int64(q, 4, (int64_t)dropped);
@@ -984,8 +1012,10 @@ static void kp_merge_clock(kp_merge *m, int64_t process, int64_t mono, int64_t r
 {
     sqlite3_stmt *q = m->ins_clock;
     sqlite3_reset(q);
-    if (process) sqlite3_bind_int64(q, 1, process);
-    else sqlite3_bind_null(q, 1);
+    if (process)
+        sqlite3_bind_int64(q, 1, process);
+    else
+        sqlite3_bind_null(q, 1);
     sqlite3_bind_int64(q, 2, mono);
     sqlite3_bind_int64(q, 3, real);
     sqlite3_bind_int64(q, 4, uncertainty);
@@ -994,8 +1024,10 @@ static void kp_merge_clock(kp_merge *m, int64_t process, int64_t mono, int64_t r
 
 static void kp_bind_known(sqlite3_stmt *q, int col, int32_t v)
 {
-    if (v >= 0) sqlite3_bind_int(q, col, v);
-    else sqlite3_bind_null(q, col);
+    if (v >= 0)
+        sqlite3_bind_int(q, col, v);
+    else
+        sqlite3_bind_null(q, col);
 }
 
 /* A part's place in a job (record.h: KP_REC_PROCESS) and its clock pairs, on its row. */
@@ -1017,8 +1049,8 @@ static void kp_part_job(kp_merge *m, kp_merge_part *p, int64_t process)
         size_t len;
         const char *host = j->name ? kp_part_string(p, j->name, &len) : NULL;
         if (host && len) sqlite3_bind_text(q, 8, host, (int)len, SQLITE_TRANSIENT);
-        const char *boot = j->id && j->id <= UINT32_MAX ? kp_part_string(p, (uint32_t)j->id, &len)
-                                                        : NULL;
+        const char *boot =
+            j->id && j->id <= UINT32_MAX ? kp_part_string(p, (uint32_t)j->id, &len) : NULL;
         if (boot && len) sqlite3_bind_text(q, 9, boot, (int)len, SQLITE_TRANSIENT);
         sqlite3_bind_int64(q, 10, process);
         if (sqlite3_step(q) != SQLITE_DONE) kp_db_fail(m, "processes");
@@ -1181,7 +1213,8 @@ static void kp_merge_free(kp_merge *m)
     free(m->ins_metric_sql[0]);
     free(m->ins_metric_sql[1]);
     kp_error_clear(&m->error);
-    for (size_t i = 0; i < m->nparts; i++) kp_part_free(&m->parts[i]);
+    for (size_t i = 0; i < m->nparts; i++)
+        kp_part_free(&m->parts[i]);
     free(m->parts);
     free(m->buf);
     free(m);
@@ -1304,8 +1337,8 @@ kprof_status kp_trace_merge_finish(kp_trace_merge *m, const char *dir, const kp_
         kp_part_finish(m, &m->parts[i]);
     }
     if (m->status == KPROF_OK && m->one_process && m->one.process &&
-        kp_merge_update_process(m, m->one.process, m->one.unclean ? 0 : m->one.end,
-                                m->one.events, m->one.dropped, m->one.truncated) == 0) {
+        kp_merge_update_process(m, m->one.process, m->one.unclean ? 0 : m->one.end, m->one.events,
+                                m->one.dropped, m->one.truncated) == 0) {
         m->sum.processes++;
         m->sum.unclean += m->one.unclean;
     }
@@ -1394,8 +1427,12 @@ int kp_trace_db_create_index(sqlite3 *db)
 int kp_trace_db_write_meta(sqlite3 *db, const kp_trace_meta_keys *meta)
 {
     char num[7][32];
-    const int64_t nums[] = {KP_TRACE_FORMAT_VERSION, meta->start_ns, meta->end_ns,
-                            meta->exit_status,       meta->dropped,  meta->metrics,
+    const int64_t nums[] = {KP_TRACE_FORMAT_VERSION,
+                            meta->start_ns,
+                            meta->end_ns,
+                            meta->exit_status,
+                            meta->dropped,
+                            meta->metrics,
                             1 /* CLOCK_MONOTONIC */};
     for (size_t i = 0; i < sizeof nums / sizeof *nums; i++)
         snprintf(num[i], sizeof num[i], "%lld", (long long)nums[i]);
@@ -1433,8 +1470,8 @@ int kp_trace_db_has_column(sqlite3 *db, const char *schema, const char *table, c
 {
     sqlite3_stmt *q = NULL;
     int has = 0;
-    if (sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM pragma_table_info(?1, ?2) WHERE name = ?3",
-                           -1, &q, NULL) == SQLITE_OK) {
+    if (sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM pragma_table_info(?1, ?2) WHERE name = ?3", -1,
+                           &q, NULL) == SQLITE_OK) {
         sqlite3_bind_text(q, 1, table, -1, SQLITE_STATIC);
         sqlite3_bind_text(q, 2, schema ? schema : "main", -1, SQLITE_STATIC);
         sqlite3_bind_text(q, 3, column, -1, SQLITE_STATIC);

@@ -23,16 +23,16 @@
 
 /* What `kprof trace` knows about the run, for the meta table. */
 typedef struct kp_trace_run {
-    const char *command;  /* the command line as given */
-    uint64_t start_ns;    /* CLOCK_MONOTONIC when the command started */
-    uint64_t end_ns;      /* ... and when it ended */
-    int exit_status;      /* its exit code, or 128 + signal */
-    const char *collectors; /* e.g. "cuda,opencl" */
-    int one_process;        /* every record file is of this one process image (libkprof's
-                               session: its own file and its OpenCL layer's): one process row */
-    const char *host, *boot_id;  /* where it ran (core/job.h); NULL: not said */
-    kp_clock_pair start_clock;   /* (CLOCK_MONOTONIC, CLOCK_REALTIME) when it started ... */
-    kp_clock_pair end_clock;     /* ... and when it ended; real_ns 0: not read */
+    const char *command;        /* the command line as given */
+    uint64_t start_ns;          /* CLOCK_MONOTONIC when the command started */
+    uint64_t end_ns;            /* ... and when it ended */
+    int exit_status;            /* its exit code, or 128 + signal */
+    const char *collectors;     /* e.g. "cuda,opencl" */
+    int one_process;            /* every record file is of this one process image (libkprof's
+                                   session: its own file and its OpenCL layer's): one process row */
+    const char *host, *boot_id; /* where it ran (core/job.h); NULL: not said */
+    kp_clock_pair start_clock;  /* (CLOCK_MONOTONIC, CLOCK_REALTIME) when it started ... */
+    kp_clock_pair end_clock;    /* ... and when it ended; real_ns 0: not read */
 } kp_trace_run;
 
 typedef struct kp_trace_summary {
@@ -41,16 +41,16 @@ typedef struct kp_trace_summary {
     uint64_t dropped;       /* records lost, all processes (lost_writes included) */
     uint64_t lost_writes;   /* ... of which records that could not be written (folder full) */
     int write_errno;        /* the first such failure's errno */
-    int unrecorded;         /* processes whose record file stayed empty (nothing could be written) */
-    int processes;          /* processes that recorded anything */
-    int truncated_parts;    /* record files cut short (a crash) */
-    int unclean;            /* processes with no end record (crashed or killed) */
-    uint64_t metrics;       /* metric values stored (flops, bytes, user keys: KP_REC_METRIC) */
+    int unrecorded;      /* processes whose record file stayed empty (nothing could be written) */
+    int processes;       /* processes that recorded anything */
+    int truncated_parts; /* record files cut short (a crash) */
+    int unclean;         /* processes with no end record (crashed or killed) */
+    uint64_t metrics;    /* metric values stored (flops, bytes, user keys: KP_REC_METRIC) */
     uint64_t metrics_orphaned; /* metric records dropped: no event of their kind right before
                                   them in their file (a note says so) */
     uint64_t metrics_invalid;  /* ... dropped: a value that is not finite, a negative count of
                                   flops or bytes, a key never defined */
-    char notes[2048];       /* collectors' notes, one per line */
+    char notes[2048];          /* collectors' notes, one per line */
 } kp_trace_summary;
 
 /*
@@ -74,9 +74,8 @@ kprof_status kp_trace_merge_open(const char *path, const volatile sig_atomic_t *
 /* Merge what is whole now; a failure is kept and returned again by kp_trace_merge_finish. */
 kprof_status kp_trace_merge_poll(kp_trace_merge *merge, const char *dir);
 /* The rest, then commit and close; frees merge whatever happens. */
-kprof_status kp_trace_merge_finish(kp_trace_merge *merge, const char *dir,
-                                   const kp_trace_run *run, kp_trace_summary *summary,
-                                   kp_error *err);
+kprof_status kp_trace_merge_finish(kp_trace_merge *merge, const char *dir, const kp_trace_run *run,
+                                   kp_trace_summary *summary, kp_error *err);
 /* The events merged so far (0 for NULL). */
 uint64_t kp_trace_merge_events(const kp_trace_merge *merge);
 /* Give up: close and free (the caller removes the file). NULL is a no-op. */

@@ -33,10 +33,10 @@ typedef struct kp_job_mark {
 /* A host of the job: a boot (processes of one boot share CLOCK_MONOTONIC and GPUs), or a host
  * name where no boot id is known. */
 typedef struct kp_job_hostinfo {
-    const char *name;  /* its processes' host name ("" none said) */
-    const char *boot;  /* its boot id ("" unknown: then it is the name's) */
-    const char *tag;   /* what tells it apart from hosts of its name (kp_job_device.host_tag) */
-    char *own;         /* tag, when it was made here */
+    const char *name; /* its processes' host name ("" none said) */
+    const char *boot; /* its boot id ("" unknown: then it is the name's) */
+    const char *tag;  /* what tells it apart from hosts of its name (kp_job_device.host_tag) */
+    char *own;        /* tag, when it was made here */
 } kp_job_hostinfo;
 
 /* A hash map of uint64 keys to uint32 values (open addressing, at most half full): lookups a
@@ -68,10 +68,10 @@ struct kp_job_state {
     int have_pair;
     uint32_t pair_rank, pair_device; /* the last (rank, device) pair noted */
     size_t capdevices;
-    uint32_t *host_of;       /* by index in procs: its host's id, 1 + its index in hosts; 0 none */
+    uint32_t *host_of;      /* by index in procs: its host's id, 1 + its index in hosts; 0 none */
     kp_job_hostinfo *hosts; /* the hosts (boots, or names) of the processes, each once */
-    kp_job_map device_of; /* (host id, device number) -> device slot */
-    kp_job_map pairs;     /* (rank slot, device slot): the rank's work ran on the device */
+    kp_job_map device_of;   /* (host id, device number) -> device slot */
+    kp_job_map pairs;       /* (rank slot, device slot): the rank's work ran on the device */
     kp_job_op *ops;
     size_t nops, capops;
     kp_job_mark *colls, *ranges;

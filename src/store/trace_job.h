@@ -47,10 +47,10 @@
  *   counted; so is a step that no rank was still in when its last rank arrived (its range, or
  *   its collectives, had ended on every other rank: ranks recorded one after another), whose
  *   "waits" would be the time between separate runs. A rank's wait at a step is at most
- *   the time it spent in it, so the waits are never more than the time timed. A step's wait is the mean of the other ranks' waits (all but the last); the summary
- *   gives the rank most often last, the steps' median and largest wait, and every rank's waits
- *   summed over the time of what was timed (the steps' collective kernels, or ranges, on every
- *   rank).
+ *   the time it spent in it, so the waits are never more than the time timed. A step's wait is the
+ * mean of the other ranks' waits (all but the last); the summary gives the rank most often last,
+ * the steps' median and largest wait, and every rank's waits summed over the time of what was timed
+ * (the steps' collective kernels, or ranges, on every rank).
  *
  * Memory: 24 bytes per device operation (the unions are made after the pass, by sorting), and
  * 32 per collective kernel and per range of a rank.
@@ -71,15 +71,15 @@
 
 /* One rank: its processes together. */
 typedef struct kp_job_rank {
-    int rank;         /* >= 0; -1: every process without a rank ("-") */
-    int local_rank;   /* -1: unknown, or its processes do not say one value */
+    int rank;             /* >= 0; -1: every process without a rank ("-") */
+    int local_rank;       /* -1: unknown, or its processes do not say one value */
     const char *host;     /* its first process's host that is known: its name; "" unknown */
     const char *boot_id;  /* ... and its boot id; "" unknown */
     const char *host_tag; /* ... and what tells it from other hosts of its name (see the top):
                              "boot 1a2b3c4d" (the whole id where 8 characters do not tell two
                              apart), "no boot id"; "" where the name alone does, "boot ..."
                              for a host without a name */
-    int64_t *pids;    /* its processes' pids, each once, ascending */
+    int64_t *pids;        /* its processes' pids, each once, ascending */
     size_t npids;
     uint32_t *gpus; /* the device numbers its device work ran on, ascending */
     size_t ngpus;

@@ -40,8 +40,8 @@ static void count_report(void)
             count_finish);
 }
 
-EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetLayerInfo(cl_layer_info name, size_t size,
-                                                      void *value, size_t *size_ret)
+EXPORT CL_API_ENTRY cl_int CL_API_CALL clGetLayerInfo(cl_layer_info name, size_t size, void *value,
+                                                      size_t *size_ret)
 {
     if (name != CL_LAYER_API_VERSION) return CL_INVALID_VALUE;
     if (value) {

@@ -32,7 +32,7 @@
     do {                                                                                           \
         cudaError_t err_ = (call);                                                                 \
         if (err_ != cudaSuccess) {                                                                 \
-            fprintf(stderr, "cuda_app: %s failed: %s\n", #call, cudaGetErrorString(err_));       \
+            fprintf(stderr, "cuda_app: %s failed: %s\n", #call, cudaGetErrorString(err_));         \
             exit(1);                                                                               \
         }                                                                                          \
     } while (0)
@@ -69,7 +69,8 @@ int main(int argc, char **argv)
     const size_t bytes = elems * sizeof(float);
     float *host = (float *)malloc(bytes);
     if (!host) return 1;
-    for (int i = 0; i < elems; i++) host[i] = (float)i;
+    for (int i = 0; i < elems; i++)
+        host[i] = (float)i;
 
     nvtxRangePushA("setup");
     CHECK_CUDA(cudaFree(0));

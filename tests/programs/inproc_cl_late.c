@@ -57,8 +57,8 @@ int main(int argc, char **argv)
         clFinish(q);
     }
     kprof_result *r = NULL;
-    int rc = kprof_stop(&r) == KPROF_OK &&
-                     kprof_result_write(r, KPROF_FORMAT_TRACE, argv[1], KPROF_WRITE_FORCE) == KPROF_OK
+    int rc = kprof_stop(&r) == KPROF_OK && kprof_result_write(r, KPROF_FORMAT_TRACE, argv[1],
+                                                              KPROF_WRITE_FORCE) == KPROF_OK
                  ? 0
                  : 1;
     if (rc) fprintf(stderr, "inproc_cl_late: %s\n", kprof_last_error());

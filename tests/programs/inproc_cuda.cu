@@ -54,7 +54,8 @@ static void launch_saxpy()
 static void twenty(void *arg)
 {
     (void)arg;
-    for (int i = 0; i < 20; i++) launch_saxpy();
+    for (int i = 0; i < 20; i++)
+        launch_saxpy();
 }
 
 int main(int argc, char **argv)

@@ -14,7 +14,7 @@ static int kp_test_failures;
 #define CHECK(cond)                                                                                \
     do {                                                                                           \
         if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);              \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
             kp_test_failures++;                                                                    \
         }                                                                                          \
     } while (0)
@@ -42,7 +42,7 @@ static int kp_test_failures;
     do {                                                                                           \
         const char *h_ = (hay), *n_ = (needle);                                                    \
         if (!h_ || !strstr(h_, n_)) {                                                              \
-            fprintf(stderr, "%s:%d: \"%s\" does not contain \"%s\"\n", __FILE__, __LINE__,        \
+            fprintf(stderr, "%s:%d: \"%s\" does not contain \"%s\"\n", __FILE__, __LINE__,         \
                     h_ ? h_ : "(null)", n_);                                                       \
             kp_test_failures++;                                                                    \
         }                                                                                          \
@@ -52,7 +52,7 @@ static int kp_test_failures;
     do {                                                                                           \
         double a_ = (a), b_ = (b);                                                                 \
         if (!(fabs(a_ - b_) <= (tol))) {                                                           \
-            fprintf(stderr, "%s:%d: %s == %.17g, expected %.17g\n", __FILE__, __LINE__, #a, a_,   \
+            fprintf(stderr, "%s:%d: %s == %.17g, expected %.17g\n", __FILE__, __LINE__, #a, a_,    \
                     b_);                                                                           \
             kp_test_failures++;                                                                    \
         }                                                                                          \

@@ -379,7 +379,8 @@ static void test_deep_nesting_is_linear(void)
     CHECK_INT(kp_aggregation_finish(a), 0);
     uint64_t steps = kp_aggregation_stack_steps(a);
     CHECK(steps <= 3 * (uint64_t)DEPTH);
-    if (steps > 3 * (uint64_t)DEPTH) fprintf(stderr, "stack steps %llu\n", (unsigned long long)steps);
+    if (steps > 3 * (uint64_t)DEPTH)
+        fprintf(stderr, "stack steps %llu\n", (unsigned long long)steps);
     const kp_aggregation_totals *t = kp_aggregation_get_totals(a);
     CHECK_INT(t->folded, DEPTH - KP_AGGREGATION_MAX_DEPTH + 1); /* the ranges and the call */
     CHECK_INT(t->unordered, 0);
@@ -393,10 +394,10 @@ static void test_unordered_after_out_of_order_ends(void)
 {
     kp_aggregation *a = kp_aggregation_create(name_of, NULL);
     kp_event v[] = {
-        ev(KP_EVENT_RANGE, N_A, 0, 10, 1, 0), ev(KP_EVENT_RANGE, N_B, 5, 15, 1, 0),
-        ev(KP_EVENT_API, N_C, 12, 13, 1, 0),  /* A has ended; B is open */
-        ev(KP_EVENT_API, N_FWD, 14, 15, 1, 0), /* a later start: C is placed, the stack trimmed */
-        ev(KP_EVENT_API, N_D, 3, 4, 1, 0),     /* late, inside A, which is closed: top level */
+        ev(KP_EVENT_RANGE, N_A, 0, 10, 1, 0),   ev(KP_EVENT_RANGE, N_B, 5, 15, 1, 0),
+        ev(KP_EVENT_API, N_C, 12, 13, 1, 0),    /* A has ended; B is open */
+        ev(KP_EVENT_API, N_FWD, 14, 15, 1, 0),  /* a later start: C is placed, the stack trimmed */
+        ev(KP_EVENT_API, N_D, 3, 4, 1, 0),      /* late, inside A, which is closed: top level */
         ev(KP_EVENT_API, N_LAUNCH, 8, 9, 1, 0), /* late, inside B, still open: under it */
     };
     for (size_t i = 0; i < 6; i++)

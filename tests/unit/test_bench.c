@@ -38,8 +38,8 @@ static double noise(void)
     return uniform() * 2 - 1; /* [-1, 1) */
 }
 
-static kprof_status fake_batch(kp_kernel *k, const kp_launch *l, int n, double *gpu_ns,
-                               char *timer, size_t timer_n, kp_error *err)
+static kprof_status fake_batch(kp_kernel *k, const kp_launch *l, int n, double *gpu_ns, char *timer,
+                               size_t timer_n, kp_error *err)
 {
     (void)l, (void)err;
     fake_kernel *f = (fake_kernel *)k;
@@ -65,10 +65,22 @@ static kprof_status fake_flush(kp_device *dev, double *ns, kp_error *err)
     return KPROF_OK;
 }
 
-static void fake_close(kp_device *d) { (void)d; }
-static void fake_program_release(kp_program *p) { (void)p; }
-static void fake_kernel_release(kp_kernel *k) { (void)k; }
-static void fake_free(kp_buffer *b) { (void)b; }
+static void fake_close(kp_device *d)
+{
+    (void)d;
+}
+static void fake_program_release(kp_program *p)
+{
+    (void)p;
+}
+static void fake_kernel_release(kp_kernel *k)
+{
+    (void)k;
+}
+static void fake_free(kp_buffer *b)
+{
+    (void)b;
+}
 
 static const kp_backend_ops ops = {.name = "fake",
                                    .dispatch = fake_dispatch,

@@ -122,7 +122,10 @@ int main(void)
 
     /* CUDA-style spellings and unknown kinds. */
     kp_param q[3] = {
-        {.kind = KP_PARAM_GLOBAL, .size = 8, .name = "x", .type_name = "const unsigned int *__restrict__"},
+        {.kind = KP_PARAM_GLOBAL,
+         .size = 8,
+         .name = "x",
+         .type_name = "const unsigned int *__restrict__"},
         {.kind = KP_PARAM_VALUE, .size = 8, .name = "n", .type_name = "size_t"},
         {.kind = KP_PARAM_UNKNOWN, .size = 8},
     };

@@ -28,7 +28,7 @@ static kprof_status fake_status; /* what the op returns */
 static size_t asked_n;           /* how many names the last call asked for */
 static char asked[8192];         /* the names, space-separated */
 static int calls;
-static size_t first_n;           /* ... and the first call's */
+static size_t first_n; /* ... and the first call's */
 static char first[8192];
 static double second_write = -1; /* >= 0: dram__bytes_write.sum's value from the second call on
                                     (a reading without the replay's restores) */

@@ -473,7 +473,8 @@ static void test_errors(void)
 
 static void put(unsigned char *p, uint64_t v, int n)
 {
-    for (int i = 0; i < n; i++) p[i] = (unsigned char)(v >> (8 * i));
+    for (int i = 0; i < n; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
 }
 
 static void test_image_check(void)
@@ -482,7 +483,10 @@ static void test_image_check(void)
      * section table (two 64-byte entries) at 0x50. */
     unsigned char elf[0x50 + 128];
     memset(elf, 0, sizeof elf);
-    memcpy(elf, "\x7f" "ELF", 4);
+    memcpy(elf,
+           "\x7f"
+           "ELF",
+           4);
     elf[4] = 2, elf[5] = 1;
     put(elf + 0x28, 0x50, 8); /* e_shoff */
     put(elf + 0x3A, 64, 2);   /* e_shentsize */
@@ -502,10 +506,11 @@ static void test_image_check(void)
     CHECK_INT(kp_cuda_image_check(elf, sizeof elf, why, sizeof why), 0);
     put(elf + 0x28, UINT64_MAX - 10, 8); /* an offset that would wrap */
     CHECK_INT(kp_cuda_image_check(elf, sizeof elf, why, sizeof why), -1);
-    CHECK_INT(kp_cuda_image_check((const unsigned char *)"hello, world, this is not a cubin at all, no"
-                                                         " header here, just text ....",
-                                  70, why, sizeof why),
-              -1);
+    CHECK_INT(
+        kp_cuda_image_check((const unsigned char *)"hello, world, this is not a cubin at all, no"
+                                                   " header here, just text ....",
+                            70, why, sizeof why),
+        -1);
     CHECK_CONTAINS(why, "not a cubin");
     unsigned char fat[64];
     memset(fat, 0, sizeof fat);

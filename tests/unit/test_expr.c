@@ -53,7 +53,7 @@ int main(void)
     CHECK_NEAR(eval("1+2*3", NULL), 7, 0);
     CHECK_NEAR(eval("(1+2)*3", NULL), 9, 0);
     CHECK_NEAR(eval("2^3^2", NULL), 512, 0); /* right-associative */
-    CHECK_NEAR(eval("-2^2", NULL), 4, 0);     /* unary minus binds tighter, as documented */
+    CHECK_NEAR(eval("-2^2", NULL), 4, 0);    /* unary minus binds tighter, as documented */
     CHECK_NEAR(eval("1M", NULL), 1048576, 0);
     CHECK_NEAR(eval("4K/2", NULL), 2048, 0);
     CHECK_NEAR(eval("1e6", NULL), 1e6, 0);

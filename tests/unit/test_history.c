@@ -188,8 +188,8 @@ static void test_fma_peak(void)
     CHECK_INT(kp_store_open(0, &s, &err), KPROF_OK);
     if (!s) return;
     kp_device_info d = dev1();
-    kp_ceiling c = {.copy_gbs = 3900, .copy_bytes = 1 << 30, .measured_at = 1800000000,
-                    .fma_gflops = 61234.5};
+    kp_ceiling c = {
+        .copy_gbs = 3900, .copy_bytes = 1 << 30, .measured_at = 1800000000, .fma_gflops = 61234.5};
     snprintf(c.method, sizeof c.method, "copies");
     snprintf(c.fma_method, sizeof c.fma_method, "fma_f32");
     CHECK_INT(kp_store_put_ceiling(s, &d, &c, &err), KPROF_OK);

@@ -40,8 +40,8 @@ static char *nested(int n)
 static void test_strict_reader(void)
 {
     /* What is one document reads, whitespace around it included. */
-    CHECK(STRICT("{\"a\": [1, \"x\\\\u0000\"]}") == NULL); /* an escaped backslash, then text */
-    CHECK(STRICT(" \n{\"a\": \"[{\\\"\"}\r\n\t ") == NULL);  /* brackets and quotes in a string */
+    CHECK(STRICT("{\"a\": [1, \"x\\\\u0000\"]}") == NULL);  /* an escaped backslash, then text */
+    CHECK(STRICT(" \n{\"a\": \"[{\\\"\"}\r\n\t ") == NULL); /* brackets and quotes in a string */
     CHECK(STRICT("[\"\\u00e9\\u0001\"]") == NULL);
     CHECK(STRICT("7") == NULL);
     /* Trailing bytes, a second document, a NUL after the document or inside it. */

@@ -2,8 +2,9 @@
  * kernel against itself is rarely FASTER or SLOWER (independent, autocorrelated, batched
  * samples); 5% more work is SLOWER; two modes, drift, a busy machine, a tiny effect, one run a
  * side and a spread between runs each make the verdict UNSURE with their reason and words; a
- * minority mode is only noted; drift and modes that cannot change a verdict are judged through; the block-aware median interval is compare.h's at block 1; the
- * CPU time another process takes is seen. */
+ * minority mode is only noted; drift and modes that cannot change a verdict are judged through; the
+ * block-aware median interval is compare.h's at block 1; the CPU time another process takes is
+ * seen. */
 #define _GNU_SOURCE
 #include "core/judge.h"
 #include "core/stats.h"
@@ -72,7 +73,8 @@ static void test_a_against_a(void)
             }
             /* 95% intervals against a +-1% band: a false verdict needs the whole interval out
              * of the band; seen here never, allowed twice in 100. */
-            if (wrong > 2) fprintf(stderr, "phi %.2f paired %d: %d false\n", phis[p], paired, wrong);
+            if (wrong > 2)
+                fprintf(stderr, "phi %.2f paired %d: %d false\n", phis[p], paired, wrong);
             CHECK(wrong <= 2);
             /* Independent samples are not all UNSURE: the engine still answers. */
             if (phis[p] == 0) CHECK(same >= 80);
@@ -419,8 +421,8 @@ static void test_few_and_invalid(void)
     CHECK_INT(j.reasons, KP_JUDGE_FEW);
     CHECK_CONTAINS(j.reason, "independent blocks");
     /* A batch larger than the samples is the samples. */
-    kp_judge_side big_a = {.v = a, .n = 3, .batch = (size_t)-1}, big_b = {.v = b, .n = 3,
-                                                                           .batch = (size_t)-1};
+    kp_judge_side big_a = {.v = a, .n = 3, .batch = (size_t)-1},
+                  big_b = {.v = b, .n = 3, .batch = (size_t)-1};
     CHECK_INT(kp_judge(&big_a, &big_b, &c, &j), 0);
     CHECK_INT(j.a.block, 3);
     CHECK_INT(j.verdict, KP_COMPARE_UNSURE);

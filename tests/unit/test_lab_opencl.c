@@ -100,8 +100,10 @@ int main(void)
     double fh = fastest(hot), fc = fastest(cold);
     printf("fastest: hot %.4f ms, cold %.4f ms\n", fh, fc);
     /* On a CPU device (PoCL); a GPU spends these few microseconds launching, not reading. */
-    if (!info->device.is_gpu) CHECK(fc > fh);
-    else printf("a GPU: the kernel is too small for cold to show; not checked\n");
+    if (!info->device.is_gpu)
+        CHECK(fc > fh);
+    else
+        printf("a GPU: the kernel is too small for cold to show; not checked\n");
     /* Without flush_ms, and once more, hot: the session carries on after cold samples. */
     CHECK_INT(kp_lab_sample(lab, &launch, 2, 1, cold, NULL, &err), KPROF_OK);
     CHECK_INT(kp_lab_sample(lab, &launch, 2, 0, hot, NULL, &err), KPROF_OK);

@@ -13,8 +13,15 @@ static kprof_status check(const char *options, kp_error *e)
 int main(void)
 {
     kp_error e = {0};
-    const char *good[] = {NULL, "", "  ", " -DN=4 -I inc", "-D N -I inc -cl-fast-relaxed-math",
-                          "-D_X=", "-Dn=-1 -Iinc", "-cl-std=CL2.0", "\t-DA\t-IB\n"};
+    const char *good[] = {NULL,
+                          "",
+                          "  ",
+                          " -DN=4 -I inc",
+                          "-D N -I inc -cl-fast-relaxed-math",
+                          "-D_X=",
+                          "-Dn=-1 -Iinc",
+                          "-cl-std=CL2.0",
+                          "\t-DA\t-IB\n"};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
         CHECK_INT(check(good[i], &e), KPROF_OK);
     const char *no_name[] = {" -D", " -D ", "-D\t", " -D  ", "-DN=1 -D"};
@@ -35,8 +42,8 @@ int main(void)
     CHECK_CONTAINS(e.message, "-D '\\x1b[2J'");
 
     /* kp_lab_open refuses them first: the missing kernel is not even looked for. */
-    kp_lab_options o = {.target = "/nonexistent/k.cl", .buffers = "f32:1", .device = -1,
-                        .options = " -D "};
+    kp_lab_options o = {
+        .target = "/nonexistent/k.cl", .buffers = "f32:1", .device = -1, .options = " -D "};
     kp_lab *lab = NULL;
     kp_error_clear(&e);
     CHECK_INT(kp_lab_open(&o, &lab, &e), KPROF_INVALID);

@@ -98,7 +98,8 @@ int main(void)
     kp_fill_buffer(c, KP_TYPE_F32, 64, KP_FILL_RAND, NULL, 3);
     CHECK(memcmp(a, b, sizeof a) == 0);
     CHECK(memcmp(a, c, sizeof a) != 0);
-    for (int i = 0; i < 64; i++) CHECK(a[i] >= 0 && a[i] <= 1);
+    for (int i = 0; i < 64; i++)
+        CHECK(a[i] >= 0 && a[i] <= 1);
     /* iota, zero, const. */
     int16_t io[5];
     kp_fill_buffer(io, KP_TYPE_I16, 5, KP_FILL_IOTA, NULL, 0);

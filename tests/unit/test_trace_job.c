@@ -402,13 +402,16 @@ static void test_steps_apart(void)
 static void test_hosts_by_boot(void)
 {
 #define P(row, r, h, b)                                                                            \
-    {.id = row, .pid = 1000 + row, .rank = r, .local_rank = 0, .host = h, .boot_id = b,            \
-     .launcher = "torchrun"}
+    {                                                                                              \
+        .id = row, .pid = 1000 + row, .rank = r, .local_rank = 0, .host = h, .boot_id = b,         \
+        .launcher = "torchrun"                                                                     \
+    }
     static const kp_trace_process hp[] = {
-        P(1, 0, "node", "1a2b3c4d-aaaa"), P(2, 1, "node", "5e6f7a8b-bbbb"),
+        P(1, 0, "node", "1a2b3c4d-aaaa"),  P(2, 1, "node", "5e6f7a8b-bbbb"),
         P(3, 2, "node", "1a2b3c4d-aaaa"), /* rank 0's machine */
-        P(4, 3, "other", "99999999-cccc"), P(5, 4, "node", ""),  P(6, 5, "", "deadbeef-1234"),
-        P(7, 6, "dup", "12345678-x"),      P(8, 7, "dup", "12345678-y"),
+        P(4, 3, "other", "99999999-cccc"), P(5, 4, "node", ""),
+        P(6, 5, "", "deadbeef-1234"),      P(7, 6, "dup", "12345678-x"),
+        P(8, 7, "dup", "12345678-y"),
     };
 #undef P
     size_t n = sizeof hp / sizeof *hp;
@@ -421,9 +424,12 @@ static void test_hosts_by_boot(void)
     CHECK_INT(j.nranked, 8);
     /* Each rank's host: its name, boot and the tag that tells hosts of one name apart. */
     static const char *const want[][3] = {
-        {"node", "1a2b3c4d-aaaa", "boot 1a2b3c4d"}, {"node", "5e6f7a8b-bbbb", "boot 5e6f7a8b"},
-        {"node", "1a2b3c4d-aaaa", "boot 1a2b3c4d"}, {"other", "99999999-cccc", ""},
-        {"node", "", "no boot id"},                 {"", "deadbeef-1234", "boot deadbeef"},
+        {"node", "1a2b3c4d-aaaa", "boot 1a2b3c4d"},
+        {"node", "5e6f7a8b-bbbb", "boot 5e6f7a8b"},
+        {"node", "1a2b3c4d-aaaa", "boot 1a2b3c4d"},
+        {"other", "99999999-cccc", ""},
+        {"node", "", "no boot id"},
+        {"", "deadbeef-1234", "boot deadbeef"},
         {"dup", "12345678-x", "boot 12345678-x"}, /* 8 characters tell them not apart */
         {"dup", "12345678-y", "boot 12345678-y"}};
     for (size_t i = 0; i < 8 && i < j.nranks; i++) {

@@ -55,7 +55,8 @@ static int count_files(const char *dir, const char *part)
     DIR *d = opendir(dir);
     int n = 0;
     struct dirent *de;
-    while (d && (de = readdir(d)) != NULL) n += strstr(de->d_name, part) != NULL;
+    while (d && (de = readdir(d)) != NULL)
+        n += strstr(de->d_name, part) != NULL;
     if (d) closedir(d);
     return n;
 }
@@ -180,7 +181,8 @@ int main(void)
     CHECK(log.nstrings < 20010); /* "even", "odd", the 20000 steps, the command line */
     CHECK(!log.truncated);
     size_t first = 0;
-    while (first < log.nrecords && log.records[first]->kind != KP_REC_KERNEL) first++;
+    while (first < log.nrecords && log.records[first]->kind != KP_REC_KERNEL)
+        first++;
     size_t len;
     const char *name = kp_klog_string(&log, log.records[first]->name, &len);
     CHECK(len == 4 && memcmp(name, "even", 4) == 0);

@@ -41,7 +41,8 @@ static int kp_bench_file_numbers(const cJSON *arr, double **out, size_t *n)
     if (!v) return -1;
     int i = 0;
     const cJSON *e;
-    cJSON_ArrayForEach(e, arr) {
+    cJSON_ArrayForEach(e, arr)
+    {
         if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || e->valuedouble < 0) {
             free(v);
             return -1;
@@ -91,7 +92,8 @@ kprof_status kp_bench_file_read(const char *path, kp_bench_file **out, kp_error 
     }
     const cJSON *p;
     int index = 0;
-    cJSON_ArrayForEach(p, points) {
+    cJSON_ArrayForEach(p, points)
+    {
         index++;
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(p, "point");
         const cJSON *cache = cJSON_GetObjectItemCaseSensitive(p, "cache");
@@ -120,8 +122,7 @@ kprof_status kp_bench_file_read(const char *path, kp_bench_file **out, kp_error 
         const cJSON *entry = cJSON_GetObjectItemCaseSensitive(k, "entry");
         const cJSON *source = cJSON_GetObjectItemCaseSensitive(k, "source");
         if (cJSON_IsString(entry)) kp_strlcpy(fp->entry, entry->valuestring, sizeof fp->entry);
-        if (cJSON_IsString(source))
-            kp_strlcpy(fp->source, source->valuestring, sizeof fp->source);
+        if (cJSON_IsString(source)) kp_strlcpy(fp->source, source->valuestring, sizeof fp->source);
         const cJSON *rounds = cJSON_GetObjectItemCaseSensitive(k, "rounds");
         if (cJSON_IsNumber(rounds) && rounds->valuedouble >= 1 &&
             rounds->valuedouble <= (double)fp->n)

@@ -12,16 +12,15 @@
 
 #include <stddef.h>
 
-
 typedef struct kp_bench_file_point {
     char point[256]; /* "N=1M T=f32", "" without axes (the JSON's "point") */
     int cold;
-    double *ms;      /* the samples of the point's last kernel (B of a comparison) */
-    double *mhz;     /* its clock at each sample, or NULL */
+    double *ms;  /* the samples of the point's last kernel (B of a comparison) */
+    double *mhz; /* its clock at each sample, or NULL */
     size_t n;
-    size_t rounds;   /* the batches they came in ("rounds"; 0 when not said) */
+    size_t rounds; /* the batches they came in ("rounds"; 0 when not said) */
     double run_median[KP_BENCH_MAX_REPEAT]; /* --repeat: the sessions' medians */
-    int nruns;       /* how many ("run_medians_ms"; 0 when one session) */
+    int nruns;                              /* how many ("run_medians_ms"; 0 when one session) */
     char entry[256];   /* that kernel's entry ("entry"; "" when not said): which kernel it is */
     char source[1024]; /* its source as given ("source"; "" when not said) */
 } kp_bench_file_point;
@@ -35,8 +34,7 @@ typedef struct kp_bench_file {
 kprof_status kp_bench_file_read(const char *path, kp_bench_file **out, kp_error *err);
 
 /* The point with these axis values and cache state, or NULL. */
-const kp_bench_file_point *kp_bench_file_find(const kp_bench_file *f, const char *point,
-                                              int cold);
+const kp_bench_file_point *kp_bench_file_find(const kp_bench_file *f, const char *point, int cold);
 
 void kp_bench_file_free(kp_bench_file *f); /* NULL is fine */
 

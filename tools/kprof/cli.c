@@ -23,8 +23,8 @@ int kp_cli_fail(const kp_error *err)
     fflush(stdout);
     fprintf(stderr, "kprof: error: %s\n",
             err->message[0] ? err->message : kprof_strerror(err->status));
-    if (err->log && *err->log) fprintf(stderr, "--- compiler log ---\n%s\n--- end of log ---\n",
-                                       err->log);
+    if (err->log && *err->log)
+        fprintf(stderr, "--- compiler log ---\n%s\n--- end of log ---\n", err->log);
     return kprof_status_exit_code(err->status);
 }
 
@@ -150,10 +150,14 @@ int kp_cli_parse_smem(const char *cmd, const char *text, kp_launch *launch)
 
 int kp_cli_parse_timer(const char *cmd, const char *text, kp_launch *launch)
 {
-    if (strcmp(text, "auto") == 0) launch->timer = KP_TIMER_AUTO;
-    else if (strcmp(text, "events") == 0) launch->timer = KP_TIMER_EVENTS;
-    else if (strcmp(text, "cupti") == 0) launch->timer = KP_TIMER_CUPTI;
-    else return kp_cli_usage_error(cmd, "--timer '%s': choose auto, events or cupti", text);
+    if (strcmp(text, "auto") == 0)
+        launch->timer = KP_TIMER_AUTO;
+    else if (strcmp(text, "events") == 0)
+        launch->timer = KP_TIMER_EVENTS;
+    else if (strcmp(text, "cupti") == 0)
+        launch->timer = KP_TIMER_CUPTI;
+    else
+        return kp_cli_usage_error(cmd, "--timer '%s': choose auto, events or cupti", text);
     return 0;
 }
 

@@ -29,9 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define KP_BENCH_MAX_AXES 8
-#define KP_BENCH_MAX_VALUES 64
-#define KP_BENCH_MAX_POINTS 4096
+#define KP_BENCH_MAX_AXES    8
+#define KP_BENCH_MAX_VALUES  64
+#define KP_BENCH_MAX_POINTS  4096
 #define KP_BENCH_MAX_DEFINES 64
 
 typedef struct kp_axis {
@@ -76,36 +76,36 @@ typedef struct kp_bench_row {
     kp_launch launch;
     int nsides;
     kp_bench_side side[2];
-    char label[2][160];  /* "A: demo.cu:demo_add" */
+    char label[2][160]; /* "A: demo.cu:demo_add" */
     kp_bench_outcome outcome;
-    int have_old;        /* --compare: the earlier run's samples of this point */
+    int have_old; /* --compare: the earlier run's samples of this point */
     kp_bench_side old;
     kp_bench_outcome old_outcome;
     uint64_t bytes;
     int bytes_assumed;
     uint64_t working_set; /* the buffers' total bytes (the counters' readings: fits the cache?) */
-    double flops;        /* per dispatch; 0 when not given */
-    int slower_gate;     /* --fail-if-slower: this point is slower by more than asked */
+    double flops;         /* per dispatch; 0 when not given */
+    int slower_gate;      /* --fail-if-slower: this point is slower by more than asked */
     kp_counters *counters[2]; /* --counters: each side's (heap), NULL when not asked */
 } kp_bench_row;
 
 typedef struct kp_bench_run {
     kp_bench_args *a;
-    kp_lab_info info;       /* of the first kernel of the first point */
+    kp_lab_info info; /* of the first kernel of the first point */
     char entry_name[2][128];
     char source[2][4096];
     char kernel_dir[4096];
     int have_info;
     kp_bench_row *rows;
     int nrows;
-    kp_bench_file *old;     /* --compare */
+    kp_bench_file *old; /* --compare */
     kp_progress *progress;
     const char *phase;
     char first_options[1024]; /* the first point's compiler options and SPEC, its axes */
     char first_buffers[1024]; /* substituted: what the history records */
-    double ceiling_gbs;       /* --counters: the device's measured ceiling and FLOP peak (0: none) */
+    double ceiling_gbs; /* --counters: the device's measured ceiling and FLOP peak (0: none) */
     double peak_gflops;
-    char counters_off[512];   /* why the counters cannot be read, once a row found it ("" else) */
+    char counters_off[512]; /* why the counters cannot be read, once a row found it ("" else) */
 } kp_bench_run;
 
 /* ---- arguments ---------------------------------------------------------------------------- */
@@ -122,15 +122,17 @@ static int kp_bench_parse_axis(kp_bench_args *a, const char *text)
                                   text);
     memcpy(ax->name, text, (size_t)(eq - text));
     if (!kp_expr_is_name(ax->name))
-        return kp_cli_usage_error("bench", "--axis '%s': '%s' is not a name (letters, digits "
-                                           "and _, not starting with a digit)",
+        return kp_cli_usage_error("bench",
+                                  "--axis '%s': '%s' is not a name (letters, digits "
+                                  "and _, not starting with a digit)",
                                   text, ax->name);
     for (int i = 0; i < a->naxes; i++)
         if (strcmp(a->axes[i].name, ax->name) == 0)
             return kp_cli_usage_error("bench", "--axis %s is given twice", ax->name);
     if (strchr(ax->name, 'x'))
-        return kp_cli_usage_error("bench", "--axis '%s': a name may not hold 'x', which separates "
-                                           "the dimensions of --grid and --tg",
+        return kp_cli_usage_error("bench",
+                                  "--axis '%s': a name may not hold 'x', which separates "
+                                  "the dimensions of --grid and --tg",
                                   ax->name);
     const char *p = eq + 1;
     for (;;) {
@@ -158,8 +160,8 @@ static int kp_bench_parse_axis(kp_bench_args *a, const char *text)
         }
         for (int i = 0; i < ax->nvalues; i++)
             if (strcmp(ax->values[i].text, v->text) == 0)
-                return kp_cli_usage_error("bench", "--axis %s: value '%s' is given twice",
-                                          ax->name, v->text);
+                return kp_cli_usage_error("bench", "--axis %s: value '%s' is given twice", ax->name,
+                                          v->text);
         ax->nvalues++;
         if (!comma) break;
         p = comma + 1;
@@ -227,18 +229,30 @@ static int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
                 return kp_cli_usage_error("bench", "--entry at most twice (A and B)");
             a->entries[a->nentries++] = optarg;
             break;
-        case 'g': a->grid = optarg; break;
-        case 't': a->tg = optarg; break;
-        case 'b': a->buffers = optarg; break;
-        case 'k': a->backend = optarg; break;
+        case 'g':
+            a->grid = optarg;
+            break;
+        case 't':
+            a->tg = optarg;
+            break;
+        case 'b':
+            a->buffers = optarg;
+            break;
+        case 'k':
+            a->backend = optarg;
+            break;
         case 'd':
             if ((rc = kp_cli_parse_device("bench", optarg, &a->device)) != 0) return rc;
             break;
         case 's':
             if ((rc = kp_cli_parse_smem("bench", optarg, &a->launch)) != 0) return rc;
             break;
-        case 'o': kp_str_printf(&a->options, " %s", optarg); break;
-        case 'I': kp_str_printf(&a->options, " -I%s", optarg); break;
+        case 'o':
+            kp_str_printf(&a->options, " %s", optarg);
+            break;
+        case 'I':
+            kp_str_printf(&a->options, " -I%s", optarg);
+            break;
         case 'D':
             if (a->ndefines == KP_BENCH_MAX_DEFINES)
                 return kp_cli_usage_error("bench", "at most %d -D options", KP_BENCH_MAX_DEFINES);
@@ -252,24 +266,35 @@ static int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
                                                   &a->launch)) != 0)
                 return rc;
             break;
-        case 'B': a->bytes_expr = optarg; break;
-        case 'f': a->flops_expr = optarg; break;
+        case 'B':
+            a->bytes_expr = optarg;
+            break;
+        case 'f':
+            a->flops_expr = optarg;
+            break;
         case 'a':
             if ((rc = kp_bench_parse_axis(a, optarg)) != 0) return rc;
             break;
         case 'C':
-            if (strcmp(optarg, "hot") == 0) a->hot = 1;
-            else if (strcmp(optarg, "cold") == 0) a->cold = 1;
-            else if (strcmp(optarg, "both") == 0) a->hot = a->cold = 1;
+            if (strcmp(optarg, "hot") == 0)
+                a->hot = 1;
+            else if (strcmp(optarg, "cold") == 0)
+                a->cold = 1;
+            else if (strcmp(optarg, "both") == 0)
+                a->hot = a->cold = 1;
             else
                 return kp_cli_usage_error("bench", "--cache '%s': choose hot, cold or both",
                                           optarg);
             break;
-        case 'O': a->cold = 1; break;
-        case 'H': a->hot = 1; break;
+        case 'O':
+            a->cold = 1;
+            break;
+        case 'H':
+            a->hot = 1;
+            break;
         case 'N':
             if ((rc = kp_cli_parse_percent("bench", "--max-noise", optarg, 0.001, 100,
-                                             &a->cfg.max_noise)) != 0)
+                                           &a->cfg.max_noise)) != 0)
                 return rc;
             break;
         case 'm':
@@ -286,43 +311,52 @@ static int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
             break;
         case 'T':
             if (kp_cli_parse_double(optarg, &d) != 0 || d <= 0 || d > 86400)
-                return kp_cli_usage_error("bench", "--timeout '%s': expected seconds > 0",
-                                          optarg);
+                return kp_cli_usage_error("bench", "--timeout '%s': expected seconds > 0", optarg);
             a->cfg.timeout_s = d;
             break;
         case 'w':
             if (kp_parse_size(optarg, &v) != 0 || v > 1000000)
-                return kp_cli_usage_error("bench", "--warmup '%s': expected 0 to 1000000",
-                                          optarg);
+                return kp_cli_usage_error("bench", "--warmup '%s': expected 0 to 1000000", optarg);
             a->cfg.warmup = (int)v;
             break;
         case 'R':
             if ((rc = kp_cli_parse_percent("bench", "--throttle", optarg, 0, 100,
-                                             &a->cfg.throttle_fraction)) != 0)
+                                           &a->cfg.throttle_fraction)) != 0)
                 return rc;
             break;
         case 'h':
             if ((rc = kp_cli_parse_percent("bench", "--threshold", optarg, 0.01, 100,
-                                             &a->cfg.threshold)) != 0)
+                                           &a->cfg.threshold)) != 0)
                 return rc;
             break;
-        case 'x': a->compare_file = optarg; break;
+        case 'x':
+            a->compare_file = optarg;
+            break;
         case 'X':
             if ((rc = kp_cli_parse_percent("bench", "--fail-if-slower", optarg, 0, 1000,
-                                             &a->fail_if_slower)) != 0)
+                                           &a->fail_if_slower)) != 0)
                 return rc;
             break;
-        case 'j': a->json = 1; break;
-        case 'P': a->plot = optarg; break;
+        case 'j':
+            a->json = 1;
+            break;
+        case 'P':
+            a->plot = optarg;
+            break;
         case 'Y':
-            if (strcmp(optarg, "time") == 0) a->plot_throughput = 0;
-            else if (strcmp(optarg, "gbps") == 0) a->plot_throughput = 1;
-            else if (strcmp(optarg, "gflops") == 0) a->plot_throughput = 2;
+            if (strcmp(optarg, "time") == 0)
+                a->plot_throughput = 0;
+            else if (strcmp(optarg, "gbps") == 0)
+                a->plot_throughput = 1;
+            else if (strcmp(optarg, "gflops") == 0)
+                a->plot_throughput = 2;
             else
                 return kp_cli_usage_error("bench", "--plot-y '%s': choose time, gbps or gflops",
                                           optarg);
             break;
-        case 'F': a->force = 1; break;
+        case 'F':
+            a->force = 1;
+            break;
         case 'r':
             if (kp_parse_size(optarg, &v) != 0 || v < 1 || v > KP_BENCH_MAX_REPEAT)
                 return kp_cli_usage_error("bench", "--repeat '%s': expected 1 to %d sessions",
@@ -335,21 +369,26 @@ static int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
                                             &a->counters_asked, &counters_list)) != 0)
                 return rc;
             break;
-        case ':': return kp_cli_usage_error("bench", "%s needs a value", argv[optind - 1]);
-        default: return kp_cli_usage_error("bench", "unknown option '%s'", argv[optind - 1]);
+        case ':':
+            return kp_cli_usage_error("bench", "%s needs a value", argv[optind - 1]);
+        default:
+            return kp_cli_usage_error("bench", "unknown option '%s'", argv[optind - 1]);
         }
     }
     for (; optind < argc; optind++) {
         if (a->ntargets == 2)
-            return kp_cli_usage_error("bench", "unexpected argument '%s': give one kernel, or "
-                                               "two to compare (A B)",
+            return kp_cli_usage_error("bench",
+                                      "unexpected argument '%s': give one kernel, or "
+                                      "two to compare (A B)",
                                       argv[optind]);
         a->targets[a->ntargets++] = argv[optind];
     }
     if (a->ntargets == 0 && counters_list)
-        return kp_cli_usage_error("bench", "give a kernel: --counters took '%s' as its LIST of "
-                                           "metric names (write --counters=LIST, or name the "
-                                           "kernel as a path)", counters_list);
+        return kp_cli_usage_error("bench",
+                                  "give a kernel: --counters took '%s' as its LIST of "
+                                  "metric names (write --counters=LIST, or name the "
+                                  "kernel as a path)",
+                                  counters_list);
     if (a->ntargets == 0)
         return kp_cli_usage_error("bench", "give a kernel: a NAME made by `kprof isolate` or a "
                                            "FILE (two to compare them)");
@@ -379,7 +418,7 @@ static int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
     if (a->plot_throughput == 2 && !a->flops_expr)
         return kp_cli_usage_error("bench", "--plot-y gflops needs --flops EXPR");
     if (a->options.failed) return kp_cli_usage_error(NULL, "out of memory");
-    {   /* -D NAME[=EXPR] and the rest as the compiler will see them, axes not yet substituted */
+    { /* -D NAME[=EXPR] and the rest as the compiler will see them, axes not yet substituted */
         kp_str all = {0};
         for (int i = 0; i < a->ndefines; i++)
             kp_str_printf(&all, " -D%s", a->defines[i]);
@@ -441,8 +480,8 @@ static kprof_status kp_bench_dims(const char *opt, const char *text, const kp_va
             if (rc != 0) return kp_error_set(err, KPROF_INVALID, "%s '%s': %s", opt, text, why);
             if (v < 1 || v != floor(v) || v > 1e15)
                 return kp_error_set(err, KPROF_INVALID,
-                                    "%s '%s': dimension %d is %g, not a positive whole number",
-                                    opt, text, n + 1, v);
+                                    "%s '%s': dimension %d is %g, not a positive whole number", opt,
+                                    text, n + 1, v);
             out[n++] = (uint64_t)v;
             if (*p == '\0') break;
             start = p + 1;
@@ -453,8 +492,8 @@ static kprof_status kp_bench_dims(const char *opt, const char *text, const kp_va
 }
 
 /* The compiler options at a point: -D values in the axes, then -I and --options. */
-static kprof_status kp_bench_point_options(const kp_bench_args *a, const kp_vars *vars,
-                                           kp_str *out, kp_error *err)
+static kprof_status kp_bench_point_options(const kp_bench_args *a, const kp_vars *vars, kp_str *out,
+                                           kp_error *err)
 {
     for (int i = 0; i < a->ndefines; i++) {
         const char *d = a->defines[i], *eq = strchr(d, '=');
@@ -464,8 +503,10 @@ static kprof_status kp_bench_point_options(const kp_bench_args *a, const kp_vars
             const kp_var *v = kp_vars_find(vars, d);
             char num[64];
             if (v && v->numeric) kp_expr_format(v->value, num, sizeof num);
-            if (v) kp_str_printf(out, " -D%s=%s", d, v->numeric ? num : v->text);
-            else kp_str_printf(out, " -D%s", d);
+            if (v)
+                kp_str_printf(out, " -D%s=%s", d, v->numeric ? num : v->text);
+            else
+                kp_str_printf(out, " -D%s", d);
             continue;
         }
         kp_str_printf(out, " -D%.*s=", (int)(eq - d), d);
@@ -544,8 +585,7 @@ static kprof_status kp_bench_point_setup(const kp_bench_args *a, int index, kp_b
         st = kp_error_set(err, KPROF_INVALID, "--grid has %d dimension%s but --tg has %d", gd,
                           gd == 1 ? "" : "s", td);
     p->launch.dims = gd;
-    if (st == KPROF_OK &&
-        kp_expr_substitute(a->buffers, vars, &p->buffers, why, sizeof why) != 0)
+    if (st == KPROF_OK && kp_expr_substitute(a->buffers, vars, &p->buffers, why, sizeof why) != 0)
         st = kp_error_set(err, KPROF_INVALID, "--buffers: %s", why);
     if (st == KPROF_OK) st = kp_bench_point_options(a, vars, &p->options, err);
     const char *formulas[2] = {a->bytes_expr, a->flops_expr};
@@ -607,8 +647,8 @@ static kprof_status kp_bench_counters(kp_bench_run *r, kp_bench_row *row, int si
 
 /* --repeat: a later session's samples of a row (tmp) joined to the row's, and the sessions'
  * medians and ratios kept. */
-static kprof_status kp_bench_join(kp_bench_row *row, kp_bench_side *tmp,
-                                  const kp_bench_outcome *o, kp_error *err)
+static kprof_status kp_bench_join(kp_bench_row *row, kp_bench_side *tmp, const kp_bench_outcome *o,
+                                  kp_error *err)
 {
     for (int s = 0; s < row->nsides; s++) {
         kp_bench_side *d = &row->side[s], *t = &tmp[s];
@@ -627,7 +667,8 @@ static kprof_status kp_bench_join(kp_bench_row *row, kp_bench_side *tmp,
     if (row->nsides == 2 && ro->nrun_ratios < KP_BENCH_MAX_REPEAT)
         ro->run_ratio[ro->nrun_ratios++] = o->ratio.value;
     ro->wall_s += o->wall_s;
-    if (o->measured_busy_cpus > ro->measured_busy_cpus) ro->measured_busy_cpus = o->measured_busy_cpus;
+    if (o->measured_busy_cpus > ro->measured_busy_cpus)
+        ro->measured_busy_cpus = o->measured_busy_cpus;
     if (o->busy_cpus > ro->busy_cpus) ro->busy_cpus = o->busy_cpus;
     if (o->stop == KP_BENCH_STOP_TIMEOUT) ro->stop = KP_BENCH_STOP_TIMEOUT;
     return KPROF_OK;
@@ -646,8 +687,8 @@ static kprof_status kp_bench_rejudge(kp_bench_run *r, int row0, kp_error *err)
         if (row->nsides == 2) {
             kp_bench_config cfg = r->a->cfg;
             cfg.cold = row->cold;
-            kprof_status st = kp_bench_compare(&row->side[0], &row->side[1], 1, &cfg,
-                                               &row->outcome, err);
+            kprof_status st =
+                kp_bench_compare(&row->side[0], &row->side[1], 1, &cfg, &row->outcome, err);
             if (st != KPROF_OK) return st;
         }
     }
@@ -780,8 +821,8 @@ static kprof_status kp_bench_point_once(kp_bench_run *r, int index, int rep, int
                 /* The first session's median and ratio are the first of the runs'. */
                 for (int s = 0; s < nsides; s++)
                     row->side[s].run_median[row->side[s].nruns++] = row->side[s].median.value;
-                if (nsides == 2) row->outcome.run_ratio[row->outcome.nrun_ratios++] =
-                                     row->outcome.ratio.value;
+                if (nsides == 2)
+                    row->outcome.run_ratio[row->outcome.nrun_ratios++] = row->outcome.ratio.value;
             } else {
                 st = kp_bench_join(row, later, &later_outcome, err);
             }
@@ -867,8 +908,7 @@ static kprof_status kp_bench_compare_old(kp_bench_run *r, kp_error *err)
                               "%s: point '%s' has a median of 0 ms: nothing to compare with",
                               r->a->compare_file, vt);
         if (st == KPROF_OK)
-            st = kp_bench_compare(&row->old, &row->side[0], 0, &r->a->cfg, &row->old_outcome,
-                                  err);
+            st = kp_bench_compare(&row->old, &row->side[0], 0, &r->a->cfg, &row->old_outcome, err);
         if (st != KPROF_OK) return st;
         row->have_old = 1;
     }
@@ -902,8 +942,7 @@ static double kp_bench_gbps(const kp_bench_row *row, const kp_bench_side *s)
 
 static double kp_bench_gflops(const kp_bench_row *row, const kp_bench_side *s)
 {
-    return s->median.value > 0 && row->flops > 0 ? row->flops / (s->median.value * 1e-3) / 1e9
-                                                 : 0;
+    return s->median.value > 0 && row->flops > 0 ? row->flops / (s->median.value * 1e-3) / 1e9 : 0;
 }
 
 /* What a side's counters say at its median (readings of the measured figures alone). */
@@ -957,8 +996,8 @@ static void kp_bench_json_shape(kp_json *j, const char *key, const kp_shape *sh,
         kp_json_object_end(j);
     }
     kp_json_array_end(j);
-    kp_bench_json_reasons(j, "unstable", kp_judge_unstable(sh, busy, KP_JUDGE_BUSY_LIMIT,
-                                                           threshold));
+    kp_bench_json_reasons(j, "unstable",
+                          kp_judge_unstable(sh, busy, KP_JUDGE_BUSY_LIMIT, threshold));
     kp_json_object_end(j);
 }
 
@@ -1058,8 +1097,10 @@ static void kp_bench_json_comparison(kp_json *j, const char *key, const kp_bench
     kp_json_bool(j, "separate_sessions", o->separate_sessions);
     kp_json_int(j, "runs", o->judgement.runs);
     kp_json_bool(j, "one_run_a_side", (o->judgement.notes & KP_JUDGE_NOTE_ONE_RUN) != 0);
-    if (o->busy_cpus >= 0) kp_json_double(j, "busy_cpus", o->busy_cpus);
-    else kp_json_null(j, "busy_cpus");
+    if (o->busy_cpus >= 0)
+        kp_json_double(j, "busy_cpus", o->busy_cpus);
+    else
+        kp_json_null(j, "busy_cpus");
     kp_json_object_end(j);
 }
 
@@ -1111,8 +1152,10 @@ static void kp_bench_json(kp_str *out, const kp_bench_run *r)
         kp_json_object_begin(&j, "axes");
         for (int k = 0; k < row->vars.n; k++) {
             const kp_var *v = &row->vars.v[k];
-            if (v->numeric) kp_json_double(&j, v->name, v->value);
-            else kp_json_string(&j, v->name, v->text);
+            if (v->numeric)
+                kp_json_double(&j, v->name, v->value);
+            else
+                kp_json_string(&j, v->name, v->text);
         }
         kp_json_object_end(&j);
         kp_json_string(&j, "cache", row->cold ? "cold" : "hot");
@@ -1133,7 +1176,8 @@ static void kp_bench_json(kp_str *out, const kp_bench_run *r)
          * and the host's. */
         if (row->outcome.measured_busy_cpus >= 0)
             kp_json_double(&j, "other_cpus", row->outcome.measured_busy_cpus);
-        else kp_json_null(&j, "other_cpus");
+        else
+            kp_json_null(&j, "other_cpus");
         kp_json_double(&j, "host_cpus", row->outcome.ncpus);
         kp_json_array_begin(&j, "kernels");
         for (int s = 0; s < row->nsides; s++)
@@ -1141,10 +1185,12 @@ static void kp_bench_json(kp_str *out, const kp_bench_run *r)
                                row->nsides == 2 ? (s ? "B" : "A") : "", r->source[s],
                                r->entry_name[s]);
         kp_json_array_end(&j);
-        if (row->nsides == 2) kp_bench_json_comparison(&j, "comparison", &row->outcome, &a->cfg);
+        if (row->nsides == 2)
+            kp_bench_json_comparison(&j, "comparison", &row->outcome, &a->cfg);
         else if (row->have_old)
             kp_bench_json_comparison(&j, "comparison", &row->old_outcome, &a->cfg);
-        else kp_json_null(&j, "comparison");
+        else
+            kp_json_null(&j, "comparison");
         if (a->fail_if_slower >= 0) kp_json_bool(&j, "fails_gate", row->slower_gate);
         kp_json_object_end(&j);
     }
@@ -1157,12 +1203,16 @@ static void kp_bench_json(kp_str *out, const kp_bench_run *r)
 static const char *kp_bench_stop_words(kp_bench_stop s)
 {
     switch (s) {
-    case KP_BENCH_STOP_NOISE: return "the median's 95% interval is within --max-noise";
+    case KP_BENCH_STOP_NOISE:
+        return "the median's 95% interval is within --max-noise";
     case KP_BENCH_STOP_SETTLED:
         return "the noise stopped shrinking as samples grew (a timer quantum or a noise floor)";
-    case KP_BENCH_STOP_DECIDED: return "the comparison's interval decided the verdict";
-    case KP_BENCH_STOP_TIMEOUT: return "--timeout reached before the noise goal";
-    case KP_BENCH_STOP_SAMPLES: return "the most samples kprof keeps";
+    case KP_BENCH_STOP_DECIDED:
+        return "the comparison's interval decided the verdict";
+    case KP_BENCH_STOP_TIMEOUT:
+        return "--timeout reached before the noise goal";
+    case KP_BENCH_STOP_SAMPLES:
+        return "the most samples kprof keeps";
     }
     return "";
 }
@@ -1185,10 +1235,12 @@ static void kp_bench_print_comparison(const char *what, const kp_bench_outcome *
                     : "");
     if (o->final_verdict == KP_COMPARE_UNSURE) {
         if (o->judgement.reasons == KP_JUDGE_STRADDLES)
-            fprintf(f, "    UNSURE: the interval straddles ±%g%%: more samples would decide "
-                       "(--timeout, --max-noise)\n",
+            fprintf(f,
+                    "    UNSURE: the interval straddles ±%g%%: more samples would decide "
+                    "(--timeout, --max-noise)\n",
                     100 * cfg->threshold);
-        else fprintf(f, "    UNSURE: %s\n", o->judgement.reason);
+        else
+            fprintf(f, "    UNSURE: %s\n", o->judgement.reason);
     } else if (o->judgement.reason[0]) {
         fprintf(f, "    note: %s\n", o->judgement.reason);
     }
@@ -1224,8 +1276,8 @@ static void kp_bench_print(const kp_bench_run *r)
     const kp_bench_args *a = r->a;
     FILE *o = stdout;
     const char *B = kp_text_bold(o), *R = kp_text_reset(o), *Dm = kp_text_dim(o);
-    printf("%s%s%s on %s %s(%s device %d, %s)%s\n", B, r->entry_name[0], R, r->info.device.name,
-           Dm, r->info.device.backend, r->info.device.index, r->info.timer, R);
+    printf("%s%s%s on %s %s(%s device %d, %s)%s\n", B, r->entry_name[0], R, r->info.device.name, Dm,
+           r->info.device.backend, r->info.device.index, r->info.timer, R);
     int has_flops = a->flops_expr != NULL;
     int both = a->hot && a->cold;
     /* Header. */
@@ -1255,8 +1307,10 @@ static void kp_bench_print(const kp_bench_run *r)
             int ci_chars = 0;
             for (const char *c = ci; *c; c++)
                 ci_chars += ((unsigned char)*c & 0xC0) != 0x80;
-            if (sd->clock_mhz > 0) snprintf(clock, sizeof clock, "%.0f MHz", sd->clock_mhz);
-            else snprintf(clock, sizeof clock, "-");
+            if (sd->clock_mhz > 0)
+                snprintf(clock, sizeof clock, "%.0f MHz", sd->clock_mhz);
+            else
+                snprintf(clock, sizeof clock, "-");
             char samples[32];
             snprintf(samples, sizeof samples, "%zu", sd->n);
             kp_str_printf(&l, "%s%s%s  %s%*s %s %s %s %s %8s %6.2f%% %-8s %8s %9.1f", B,
@@ -1291,8 +1345,8 @@ static void kp_bench_print(const kp_bench_run *r)
             }
             /* A comparison's reasons say what of each side's shape matters to it. */
             if (row->nsides == 2) continue;
-            unsigned u = kp_judge_unstable(&sd->shape, row->outcome.busy_cpus,
-                                           KP_JUDGE_BUSY_LIMIT, a->cfg.threshold);
+            unsigned u = kp_judge_unstable(&sd->shape, row->outcome.busy_cpus, KP_JUDGE_BUSY_LIMIT,
+                                           a->cfg.threshold);
             if (!u) continue;
             char words[400];
             kp_judge_shape_words(&sd->shape, u, row->outcome.busy_cpus, row->outcome.ncpus, "ms",
@@ -1306,11 +1360,10 @@ static void kp_bench_print(const kp_bench_run *r)
             if (strcmp(r->source[0], r->source[1]) != 0) snprintf(what, sizeof what, "B/A");
             kp_bench_print_comparison(what, &row->outcome, &a->cfg, o);
         }
-        if (row->have_old)
-            kp_bench_print_comparison("now / before", &row->old_outcome, &a->cfg, o);
+        if (row->have_old) kp_bench_print_comparison("now / before", &row->old_outcome, &a->cfg, o);
         if (row->slower_gate)
-            printf("  %sslower by more than --fail-if-slower %g%%%s\n", B,
-                   100 * a->fail_if_slower, R);
+            printf("  %sslower by more than --fail-if-slower %g%%%s\n", B, 100 * a->fail_if_slower,
+                   R);
     }
     /* Notes under the table. */
     int stops[5] = {0};
@@ -1358,9 +1411,8 @@ static void kp_bench_warnings(const kp_bench_run *r)
             fprintf(stderr,
                     "kprof: warning: %zu of %zu samples discarded: the SM clock fell to %.0f MHz, "
                     "below %g%% of its default %.0f MHz%s%s%s\n",
-                    sd->throttled, sd->taken, sd->min_clock_mhz,
-                    100 * r->a->cfg.throttle_fraction, sd->default_clock_mhz,
-                    reasons[0] ? " (" : "", reasons, reasons[0] ? ")" : "");
+                    sd->throttled, sd->taken, sd->min_clock_mhz, 100 * r->a->cfg.throttle_fraction,
+                    sd->default_clock_mhz, reasons[0] ? " (" : "", reasons, reasons[0] ? ")" : "");
         }
 }
 
@@ -1503,8 +1555,9 @@ int kp_cmd_bench(int argc, char **argv)
             goto done;
         }
         if (!matched)
-            fprintf(stderr, "kprof: warning: %s has no point with these axes and cache state: "
-                            "nothing compared\n",
+            fprintf(stderr,
+                    "kprof: warning: %s has no point with these axes and cache state: "
+                    "nothing compared\n",
                     a->compare_file);
     }
     kp_bench_gate(&r);
@@ -1518,8 +1571,10 @@ int kp_cmd_bench(int argc, char **argv)
         st = kp_error_set(&err, KPROF_NOMEM, "out of memory writing JSON");
         goto done;
     }
-    if (a->json) fputs(js.data, stdout);
-    else kp_bench_print(&r);
+    if (a->json)
+        fputs(js.data, stdout);
+    else
+        kp_bench_print(&r);
     if (r.kernel_dir[0]) {
         char path[4200];
         snprintf(path, sizeof path, "%s/bench.json", r.kernel_dir);

@@ -25,7 +25,7 @@
 
 typedef struct kp_caps_backend {
     const char *name;
-    int built;           /* compiled into this kprof */
+    int built; /* compiled into this kprof */
     int available;
     char reason[512];
     int ndevices;
@@ -166,7 +166,8 @@ static void kp_caps_json_device(kp_json *j, const kp_device_info *d)
     kp_json_uint(j, "compute_units", d->compute_units);
     kp_json_uint(j, "max_threadgroup_size", d->max_tg);
     kp_json_array_begin(j, "max_threadgroup_dims");
-    for (int i = 0; i < 3; i++) kp_json_uint(j, NULL, d->max_tg_dims[i]);
+    for (int i = 0; i < 3; i++)
+        kp_json_uint(j, NULL, d->max_tg_dims[i]);
     kp_json_array_end(j);
     kp_json_uint(j, "threadgroup_memory_bytes", d->local_mem);
     kp_json_uint(j, "global_memory_bytes", d->global_mem);
@@ -177,8 +178,10 @@ static void kp_caps_json_device(kp_json *j, const kp_device_info *d)
     kp_caps_json_peak(j, d);
     for (int i = 0; i < d->nfacts; i++) {
         const kp_fact *f = &d->facts[i];
-        if (f->numeric) kp_json_double(j, f->key, strtod(f->value, NULL));
-        else kp_json_string(j, f->key, f->value);
+        if (f->numeric)
+            kp_json_double(j, f->key, strtod(f->value, NULL));
+        else
+            kp_json_string(j, f->key, f->value);
     }
     kp_ceiling c;
     if (kp_cli_ceiling(d, &c) == 0) {
@@ -541,13 +544,21 @@ int kp_cmd_caps(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         switch (c) {
-        case 'j': json = 1; break;
-        case 'b': only = optarg; break;
-        case 'm': measure = 1; break;
+        case 'j':
+            json = 1;
+            break;
+        case 'b':
+            only = optarg;
+            break;
+        case 'm':
+            measure = 1;
+            break;
         case 'r':
             dry_run = 1;
             break;
-        case 'C': counters = 1; break;
+        case 'C':
+            counters = 1;
+            break;
         case 'd':
             if (kp_parse_size(optarg, &v) != 0 || v > 1 << 20)
                 return kp_cli_usage_error("caps", "--device '%s': expected a device number",
@@ -556,16 +567,17 @@ int kp_cmd_caps(int argc, char **argv)
             break;
         case 'M':
             if (kp_parse_size(optarg, &max_bytes) != 0 || max_bytes < (1 << 20))
-                return kp_cli_usage_error("caps", "--max-bytes '%s': expected at least 1M",
-                                          optarg);
+                return kp_cli_usage_error("caps", "--max-bytes '%s': expected at least 1M", optarg);
             break;
         case 'n':
             if (kp_parse_size(optarg, &v) != 0 || v < 1 || v > 100000)
                 return kp_cli_usage_error("caps", "--iters '%s': expected 1 to 100000", optarg);
             iters = (int)v;
             break;
-        case ':': return kp_cli_usage_error("caps", "%s needs a value", argv[optind - 1]);
-        default: return kp_cli_usage_error("caps", "unknown option '%s'", argv[optind - 1]);
+        case ':':
+            return kp_cli_usage_error("caps", "%s needs a value", argv[optind - 1]);
+        default:
+            return kp_cli_usage_error("caps", "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc) return kp_cli_usage_error("caps", "unexpected argument '%s'", argv[optind]);
@@ -637,7 +649,8 @@ int kp_cmd_caps(int argc, char **argv)
             }
         }
     }
-    for (int i = 0; i < nb; i++) free(backends[i].devices);
+    for (int i = 0; i < nb; i++)
+        free(backends[i].devices);
     if (ndev == 0) {
         if (!json) fprintf(stderr, "kprof: error: no usable device on this machine\n");
         return 3;

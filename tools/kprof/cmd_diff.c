@@ -193,8 +193,8 @@ typedef struct kp_diff_trace {
     kp_trace_verdicts v; /* as kprof report computes them */
     uint64_t events;
     uint64_t ends_before_start; /* events whose end precedes their start: duration 0 */
-    int64_t gpu_busy_ns; /* the devices' busy time (the union of device operations) */
-    kp_diff_key *keys;   /* sorted by (table, kind, name) */
+    int64_t gpu_busy_ns;        /* the devices' busy time (the union of device operations) */
+    kp_diff_key *keys;          /* sorted by (table, kind, name) */
     size_t nkeys;
 } kp_diff_trace;
 
@@ -754,7 +754,8 @@ static void kp_diff_print_trace_header(const char *label, const kp_diff_trace *t
     printf("\n");
     char note[160];
     if (t->ends_before_start)
-        printf("   Note: %s\n", kp_format_ends_before_start(t->ends_before_start, note, sizeof note));
+        printf("   Note: %s\n",
+               kp_format_ends_before_start(t->ends_before_start, note, sizeof note));
 }
 
 /* "Verdict over the wall: A host-bound, B host-bound (unchanged)", and the sentences where it
@@ -1354,14 +1355,14 @@ static void kp_diff_printf_escaped(const char *fmt, ...)
 static void kp_diff_print_result_header(const char *label, const kp_diff_result *r)
 {
     if (r->history)
-        kp_diff_printf_escaped("%s: %s — history run %lld (%s of %s on %s, %s%s), %zu samples\n", label, r->arg,
-               (long long)r->run.id, r->run.kind, r->run.kernel, r->run.device,
-               r->run.git_commit[0] ? "commit " : "no commit",
-               r->run.git_commit[0] ? r->run.git_commit : "", r->nsamples);
+        kp_diff_printf_escaped("%s: %s — history run %lld (%s of %s on %s, %s%s), %zu samples\n",
+                               label, r->arg, (long long)r->run.id, r->run.kind, r->run.kernel,
+                               r->run.device, r->run.git_commit[0] ? "commit " : "no commit",
+                               r->run.git_commit[0] ? r->run.git_commit : "", r->nsamples);
     else
         kp_diff_printf_escaped("%s: %s — kprof bench on %s, %d point%s\n", label, r->arg,
-               r->file->device[0] ? r->file->device : "an unnamed device", r->file->npoints,
-               r->file->npoints == 1 ? "" : "s");
+                               r->file->device[0] ? r->file->device : "an unnamed device",
+                               r->file->npoints, r->file->npoints == 1 ? "" : "s");
 }
 
 static void kp_diff_print_results(const kp_diff_results *d, const kp_diff_args *args)

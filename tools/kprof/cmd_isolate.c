@@ -44,11 +44,19 @@ int kp_cmd_isolate(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         switch (c) {
-        case 'f': from = optarg; break;
-        case 'l': lang = optarg; break;
-        case 'F': force = 1; break;
-        case ':': return kp_cli_usage_error("isolate", "%s needs a value", argv[optind - 1]);
-        default: return kp_cli_usage_error("isolate", "unknown option '%s'", argv[optind - 1]);
+        case 'f':
+            from = optarg;
+            break;
+        case 'l':
+            lang = optarg;
+            break;
+        case 'F':
+            force = 1;
+            break;
+        case ':':
+            return kp_cli_usage_error("isolate", "%s needs a value", argv[optind - 1]);
+        default:
+            return kp_cli_usage_error("isolate", "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind >= argc) return kp_cli_usage_error("isolate", "give the kernel folder's NAME");
@@ -115,8 +123,8 @@ int kp_cmd_isolate(int argc, char **argv)
             snprintf(other, sizeof other, "%s/kernel.%s", dir, kp_lang_extension((kp_lang)i));
             if (kp_path_exists(other)) {
                 free(data);
-                kp_error_set(&err, KPROF_INVALID,
-                             "%s already holds %s; use --force to replace it", dir, other);
+                kp_error_set(&err, KPROF_INVALID, "%s already holds %s; use --force to replace it",
+                             dir, other);
                 return kp_cli_fail(&err);
             }
         }

@@ -1,9 +1,9 @@
 /*
  * cmd_notes.c — `kprof notes add|list|search|show|export|import`: the findings log. A note is a
  * short text kept in kprof's store (store/notes.h) with the evidence it was made from: `--from`
- * a run.json, sweep.json or bench.json (read with cJSON through json_file.h) or a run of the history
- * (store/history.h) gives it the kernel, device, grid, threadgroup, median and commit, and keeps
- * what else the source said in the note's `data` (a JSON object). Notes travel between stores
+ * a run.json, sweep.json or bench.json (read with cJSON through json_file.h) or a run of the
+ * history (store/history.h) gives it the kernel, device, grid, threadgroup, median and commit, and
+ * keeps what else the source said in the note's `data` (a JSON object). Notes travel between stores
  * as one JSON file (`export`, `import`), written with kprof's own JSON writer through
  * core/outfile and read back through json_file.h; an import checks every note before it adds any.
  */
@@ -139,7 +139,8 @@ static void kp_notes_copy_keys(kp_json *j, const cJSON *obj, const char *const *
 static void kp_notes_copy_except(kp_json *j, const cJSON *obj, const char *const *skip)
 {
     const cJSON *c;
-    cJSON_ArrayForEach(c, obj) {
+    cJSON_ArrayForEach(c, obj)
+    {
         int skipped = 0;
         for (const char *const *k = skip; *k && !skipped; k++)
             skipped = c->string && strcmp(c->string, *k) == 0;
@@ -325,7 +326,8 @@ static char *kp_notes_dims(const cJSON *arr)
     char buf[96] = "";
     size_t len = 0;
     const cJSON *e;
-    cJSON_ArrayForEach(e, arr) {
+    cJSON_ArrayForEach(e, arr)
+    {
         if (!cJSON_IsNumber(e) || !(e->valuedouble >= 1) || e->valuedouble > 1e15 ||
             e->valuedouble != floor(e->valuedouble))
             return NULL;
@@ -438,7 +440,8 @@ static kprof_status kp_notes_read_doc(const cJSON *doc, const char *path, const 
         if (cJSON_IsArray(readings)) {
             kp_json_array_begin(&j, "readings"); /* their ids: the text is kprof's own */
             const cJSON *r;
-            cJSON_ArrayForEach(r, readings) {
+            cJSON_ArrayForEach(r, readings)
+            {
                 const char *id = kp_notes_string(r, "id");
                 if (id) kp_json_string(&j, NULL, id);
             }
@@ -451,7 +454,8 @@ static kprof_status kp_notes_read_doc(const cJSON *doc, const char *path, const 
         /* The best point; without one (a single size, an interrupted sweep) the fastest. */
         const cJSON *p, *fastest = NULL;
         double best_ms = INFINITY, ms;
-        cJSON_ArrayForEach(p, points) {
+        cJSON_ArrayForEach(p, points)
+        {
             if (!kp_notes_number(p, "gpu_ms_median", &ms)) continue;
             if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "best"))) point = p;
             if (ms < best_ms) {
@@ -474,7 +478,8 @@ static kprof_status kp_notes_read_doc(const cJSON *doc, const char *path, const 
         kp_notes_copy_except(&j, point, skip);
         kp_json_object_end(&j);
         kp_json_array_begin(&j, "curve"); /* every size's median: the occupancy curve */
-        cJSON_ArrayForEach(p, points) {
+        cJSON_ArrayForEach(p, points)
+        {
             char *t = kp_notes_dims(cJSON_GetObjectItemCaseSensitive(p, "threadgroup"));
             kp_json_object_begin(&j, NULL);
             kp_json_string(&j, "tg", t);
@@ -499,7 +504,8 @@ static kprof_status kp_notes_read_doc(const cJSON *doc, const char *path, const 
             goto done;
         }
         const cJSON *k = NULL, *each;
-        cJSON_ArrayForEach(each, kernels) {
+        cJSON_ArrayForEach(each, kernels)
+        {
             const char *entry = kp_notes_string(each, "entry");
             const char *label = kp_notes_string(each, "label");
             if (!kernel || (entry && strcmp(entry, kernel) == 0) ||
@@ -510,7 +516,8 @@ static kprof_status kp_notes_read_doc(const cJSON *doc, const char *path, const 
         }
         if (!k) {
             kp_str names = {0};
-            cJSON_ArrayForEach(each, kernels) {
+            cJSON_ArrayForEach(each, kernels)
+            {
                 const char *entry = kp_notes_string(each, "entry");
                 kp_str_printf(&names, "%s%s", names.len ? ", " : "", entry ? entry : "?");
             }
@@ -564,8 +571,7 @@ static kprof_status kp_notes_from_file(const char *path, const char *kernel, kp_
                                        kp_error *err)
 {
     cJSON *doc = NULL;
-    kprof_status st =
-        kp_json_file_read(path, "a run.json, sweep.json or bench.json", &doc, err);
+    kprof_status st = kp_json_file_read(path, "a run.json, sweep.json or bench.json", &doc, err);
     if (st != KPROF_OK) return st;
     if (!cJSON_IsObject(doc)) {
         cJSON_Delete(doc);
@@ -1003,8 +1009,7 @@ static int kp_notes_cmd_import(const kp_notes_args *a)
     size_t n = 0, added = 0;
     cJSON *doc = NULL;
     int rc = 0;
-    if (kp_json_file_read(path, "notes from kprof notes export", &doc, &err) != KPROF_OK)
-        goto fail;
+    if (kp_json_file_read(path, "notes from kprof notes export", &doc, &err) != KPROF_OK) goto fail;
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(doc, "kind");
     const cJSON *version = cJSON_GetObjectItemCaseSensitive(doc, "version");
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(doc, "notes");
@@ -1034,7 +1039,8 @@ static int kp_notes_cmd_import(const kp_notes_args *a)
         goto fail;
     }
     const cJSON *o;
-    cJSON_ArrayForEach(o, list) {
+    cJSON_ArrayForEach(o, list)
+    {
         if (kp_notes_import_note(o, path, (int)n + 1, &notes[n], &err) != KPROF_OK) goto fail;
         n++;
     }

@@ -95,13 +95,13 @@ typedef struct kp_report {
     /* The verdicts over the whole wall, the active window (first to last device operation) and
      * each top-level NVTX range name (store/trace_verdict.h: kprof diff's too). */
     kp_trace_verdicts v;
-    int metrics; /* the trace may hold metrics: the pass reads them (and copies' sizes) */
+    int metrics;          /* the trace may hold metrics: the pass reads them (and copies' sizes) */
     kp_latency launch;    /* device op start - its launching call's start */
     kp_latency queued;    /* start - queued_ns */
     kp_latency submitted; /* start - submitted_ns */
     char command[2048];
     int processes;
-    kp_str notes; /* the trace's notes, distinct, one per line */
+    kp_str notes;             /* the trace's notes, distinct, one per line */
     int has_nvtx, has_scopes; /* ranges of each domain seen (the table's title) */
     /* A job's trace (kp_trace_job_applies): its ranks, devices and stragglers, and its
      * collective kernels in a table of their own (not in `device`). */
@@ -414,8 +414,10 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
             break;
         }
         case KP_EVENT_RANGE:
-            if (e->domain == KP_DOMAIN_SCOPE) r->has_scopes = 1;
-            else r->has_nvtx = 1;
+            if (e->domain == KP_DOMAIN_SCOPE)
+                r->has_scopes = 1;
+            else
+                r->has_nvtx = 1;
             kp_acc_add(&nvtx[id], d);
             if (r->metrics && kp_acc_metrics(&nvtx[id], &ev, d)) r->nvtx.metrics = 1;
             break;
@@ -436,11 +438,11 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
     st = kp_groups_from(host, r->names, nnames, &r->host, err);
     if (st == KPROF_OK) st = kp_groups_from(device, r->names, nnames, &r->device, err);
     if (st == KPROF_OK) st = kp_groups_from(nvtx, r->names, nnames, &r->nvtx, err);
-    if (st == KPROF_OK && coll)
-        st = kp_groups_from(coll, r->names, nnames, &r->collectives, err);
+    if (st == KPROF_OK && coll) st = kp_groups_from(coll, r->names, nnames, &r->collectives, err);
     if (st != KPROF_OK) goto done;
     if (r->is_job && kp_trace_job_finish(&r->job) != 0) goto nomem;
-    for (int i = 0; i < r->host.n; i++) r->host_total += r->host.rows[i].total;
+    for (int i = 0; i < r->host.n; i++)
+        r->host_total += r->host.rows[i].total;
     /* Each device operation with the earliest call of its process and correlation. */
     kp_corr_sort(&calls);
     kp_corr_sort(&ops);
@@ -501,9 +503,12 @@ static void kp_dist(const kp_group *g, char *buf, size_t n)
     kp_format_duration(g->mean, mean, sizeof mean);
     double scale = 1;
     const char *u = strchr(mean, ' ');
-    if (u && strcmp(u + 1, "ns") == 0) scale = 1e9;
-    else if (u && strcmp(u + 1, "µs") == 0) scale = 1e6;
-    else if (u && strcmp(u + 1, "ms") == 0) scale = 1e3;
+    if (u && strcmp(u + 1, "ns") == 0)
+        scale = 1e9;
+    else if (u && strcmp(u + 1, "µs") == 0)
+        scale = 1e6;
+    else if (u && strcmp(u + 1, "ms") == 0)
+        scale = 1e3;
     char sd[24], mn[24], mx[24];
     kp_format_2dp(g->std * scale, sd, sizeof sd);
     kp_format_2dp(g->min * scale, mn, sizeof mn);
@@ -554,15 +559,19 @@ static void kp_print_table(const kp_report *r, const kp_group_list *l)
     printf("Name\n");
     for (int i = 0; i < l->n; i++) {
         const kp_group *g = &l->rows[i];
-        const char *colour = g->total >= p95 ? kp_text_red(o) : g->total >= p75 ? kp_text_yellow(o) : "";
+        const char *colour = g->total >= p95   ? kp_text_red(o)
+                             : g->total >= p75 ? kp_text_yellow(o)
+                                               : "";
         const char *reset = *colour ? kp_text_reset(o) : "";
         const char *bold = g->total >= p75 ? kp_text_bold(o) : "";
         char pct[32], tot[32], d[160] = "";
         snprintf(pct, sizeof pct, "%.2f%%", r->wall > 0 ? 100 * g->total / r->wall : 0);
         kp_format_duration(g->total, tot, sizeof tot);
         if (dist) {
-            if (g->calls > 1) kp_dist(g, d, sizeof d);
-            else snprintf(d, sizeof d, "%s", "");
+            if (g->calls > 1)
+                kp_dist(g, d, sizeof d);
+            else
+                snprintf(d, sizeof d, "%s", "");
         }
         printf("  %s%9s  %10s%s  %8llu  ", colour, pct, tot, reset, (unsigned long long)g->calls);
         char value[48], rate[48];
@@ -592,8 +601,8 @@ typedef struct kp_device_row {
     int64_t id; /* correlation */
     int64_t start, end;
     int kind;
-    int has_grid;       /* a kernel with its geometry */
-    int runtime_groups; /* the runtime chose the group size: groups and their size unknown */
+    int has_grid;              /* a kernel with its geometry */
+    int runtime_groups;        /* the runtime chose the group size: groups and their size unknown */
     int64_t grid[3], block[3]; /* threadgroups, threads per group */
     int64_t global[3];         /* threads in all */
     int has_regs, has_smem, has_local, has_bytes;
@@ -714,9 +723,12 @@ static void kp_print_reflection(const kp_device_row *d, kp_reflection_seen **see
 /* Dims without trailing 1s: "256", "64x8". */
 static void kp_dims(const int64_t v[3], char *buf, size_t n)
 {
-    if (v[2] > 1) snprintf(buf, n, "%lldx%lldx%lld", (long long)v[0], (long long)v[1], (long long)v[2]);
-    else if (v[1] > 1) snprintf(buf, n, "%lldx%lld", (long long)v[0], (long long)v[1]);
-    else snprintf(buf, n, "%lld", (long long)v[0]);
+    if (v[2] > 1)
+        snprintf(buf, n, "%lldx%lldx%lld", (long long)v[0], (long long)v[1], (long long)v[2]);
+    else if (v[1] > 1)
+        snprintf(buf, n, "%lldx%lld", (long long)v[0], (long long)v[1]);
+    else
+        snprintf(buf, n, "%lld", (long long)v[0]);
 }
 
 /* Threads in all per dimension: the work-items where the runtime chose the groups, else groups
@@ -749,8 +761,7 @@ static kprof_status kp_print_trace(kp_report *r, kp_error *err)
             snprintf(id, sizeof id, "%lld", (long long)e->correlation);
         kp_format_duration((double)kp_ns_diff(e->start_ns, r->start_ns) / 1e9, st, sizeof st);
         kp_format_duration((double)kp_ns_span(e->end_ns, e->start_ns) / 1e9, du, sizeof du);
-        printf("  %8s  %12s  %10s  %8lld  %s\n", id, st, du, (long long)e->tid,
-               kp_name_of(r, e));
+        printf("  %8s  %12s  %10s  %8lld  %s\n", id, st, du, (long long)e->tid, kp_name_of(r, e));
     }
     status = kp_event_iter_close(it, err);
     if (status != KPROF_OK) return status;
@@ -1072,8 +1083,7 @@ static void kp_print_stragglers(const kp_report *r)
            g->last_rank, (unsigned long long)g->last_count, g->nsteps, what,
            kp_format_duration(kp_ns_s(g->wait_median_ns), a, sizeof a), within,
            kp_format_duration(kp_ns_s(g->wait_max_ns), b, sizeof b), across,
-           kp_straggler_share(g) * 100.0,
-           g->timed_by_collectives ? "collectives'" : "ranges'");
+           kp_straggler_share(g) * 100.0, g->timed_by_collectives ? "collectives'" : "ranges'");
     if (g->skipped)
         printf("; %llu step%s skipped (not on every rank)", (unsigned long long)g->skipped,
                g->skipped == 1 ? "" : "s");
@@ -1095,9 +1105,9 @@ static void kp_print_job(const kp_report *r)
     const kp_trace_job *job = &r->job;
     char a[32], b[32], c[32], d[32], e[32], rank[16], local[16], pids[64], gpus[64];
     int dash = job->nranks > job->nranked;
-    printf("\nRanks: %zu rank%s%s%s%s on %zu host%s%s\n", job->nranked, job->nranked == 1 ? "" : "s",
-           *job->launcher ? " (" : "", job->launcher, *job->launcher ? ")" : "",
-           job->nhosts ? job->nhosts : 1, job->nhosts > 1 ? "s" : "",
+    printf("\nRanks: %zu rank%s%s%s%s on %zu host%s%s\n", job->nranked,
+           job->nranked == 1 ? "" : "s", *job->launcher ? " (" : "", job->launcher,
+           *job->launcher ? ")" : "", job->nhosts ? job->nhosts : 1, job->nhosts > 1 ? "s" : "",
            dash ? "; \"-\" is the processes without a rank" : "");
     int hw = 4;
     char host[KP_HOST_TEXT];
@@ -1115,9 +1125,8 @@ static void kp_print_job(const kp_report *r)
         kp_host_text(k->host, k->host_tag, host, sizeof host);
         printf("  %5s  %5s  %s%*s  %-16s  %-6s  %8llu  %11llu  %10s  %14s  %10s  %10s\n",
                kp_rank_text(k->rank, rank, sizeof rank),
-               kp_rank_text(k->local_rank, local, sizeof local), host,
-               hw - kp_text_width(host), "", pids, gpus, (unsigned long long)k->kernels,
-               (unsigned long long)k->collectives,
+               kp_rank_text(k->local_rank, local, sizeof local), host, hw - kp_text_width(host), "",
+               pids, gpus, (unsigned long long)k->kernels, (unsigned long long)k->collectives,
                kp_format_duration(kp_ns_s(k->gpu_busy_ns), a, sizeof a),
                kp_format_duration(kp_ns_s(k->collective_ns), b, sizeof b),
                kp_format_duration(kp_ns_s(k->host_api_ns), c, sizeof c),
@@ -1131,8 +1140,8 @@ static void kp_print_job(const kp_report *r)
         kp_device_label(r, job, &job->devices[i], label, sizeof label);
         if (kp_text_width(label) > lw) lw = kp_text_width(label);
     }
-    printf("  %-*s  %10s  %7s  %8s  %11s  %12s  %14s  Ranks\n", lw, "Device", "GPU busy",
-           "Busy %", "Kernels", "Collectives", "Copies/fills", "In collectives");
+    printf("  %-*s  %10s  %7s  %8s  %11s  %12s  %14s  Ranks\n", lw, "Device", "GPU busy", "Busy %",
+           "Kernels", "Collectives", "Copies/fills", "In collectives");
     for (size_t i = 0; i < job->ndevices; i++) {
         const kp_job_device *dv = &job->devices[i];
         char label[KP_HOST_TEXT + 32], ranks[256], pct[32];
@@ -1174,13 +1183,17 @@ static void kp_print_report(const kp_report *r)
            kp_format_duration(r->host_total, a, sizeof a),
            r->wall > 0 ? 100 * r->host_total / r->wall : 0,
            r->raw ? "" : "; polling and query calls hidden (--raw shows them)");
-    if (r->host.n) kp_print_table(r, &r->host);
-    else printf("  (no host API calls recorded)\n");
+    if (r->host.n)
+        kp_print_table(r, &r->host);
+    else
+        printf("  (no host API calls recorded)\n");
     printf("\nDevice-side activity: %s was busy for %s (%.2f%% of the wall)\n",
            r->v.api == KP_API_OPENCL ? "the device" : "GPU",
            kp_format_duration(r->v.wall_in.gpu_busy_s, b, sizeof b), 100 * r->v.wall.busy_fraction);
-    if (r->device.n) kp_print_table(r, &r->device);
-    else if (!r->collectives.n) printf("  (no kernels, copies or fills recorded)\n");
+    if (r->device.n)
+        kp_print_table(r, &r->device);
+    else if (!r->collectives.n)
+        printf("  (no kernels, copies or fills recorded)\n");
     if (r->collectives.n) {
         double total = 0;
         uint64_t calls = 0;
@@ -1198,8 +1211,8 @@ static void kp_print_report(const kp_report *r)
     if (r->nvtx.n) {
         /* libkprof's scopes are ranges too (their domain says which). */
         printf("\n%s:\n", !r->has_scopes ? "NVTX ranges"
-                           : r->has_nvtx  ? "NVTX ranges and scopes"
-                                          : "Scopes");
+                          : r->has_nvtx  ? "NVTX ranges and scopes"
+                                         : "Scopes");
         kp_print_table(r, &r->nvtx);
     }
     if (r->is_job) kp_print_job(r);
@@ -1351,8 +1364,7 @@ static void kp_json_window(kp_json *j, const kp_report *r, const kp_verdict_inpu
     kp_json_object_begin(j, "longest_gap");
     kp_json_string(j, "place", kp_verdict_gap_place_name(in->longest_gap_place));
     if (in->longest_gap_place != KP_GAP_NONE)
-        kp_json_double(j, "at_s",
-                       (double)kp_ns_diff(in->longest_gap_at_ns, r->start_ns) / 1e9);
+        kp_json_double(j, "at_s", (double)kp_ns_diff(in->longest_gap_at_ns, r->start_ns) / 1e9);
     if (in->gap_after) kp_json_string(j, "after", in->gap_after);
     if (in->gap_before) kp_json_string(j, "before", in->gap_before);
     kp_verdict_gap_text(in, text, sizeof text);
@@ -1540,8 +1552,10 @@ static kprof_status kp_json_trace(kp_json *j, kp_report *r, kp_error *err)
 /* A rank's number, null for the processes without one. */
 static void kp_json_rank(kp_json *j, const char *key, int rank)
 {
-    if (rank >= 0) kp_json_int(j, key, rank);
-    else kp_json_null(j, key);
+    if (rank >= 0)
+        kp_json_int(j, key, rank);
+    else
+        kp_json_null(j, key);
 }
 
 /* The job's ranks, devices and stragglers (store/trace_job.h); times from the trace's start. */
@@ -1644,8 +1658,8 @@ static void kp_json_job(kp_json *j, const kp_report *r)
         kp_json_object_begin(j, NULL);
         kp_json_uint(j, "index", st->index);
         kp_json_string(j, "name", kp_event_source_string(r->src, st->name, NULL));
-        kp_json_string(j, "op", st->op != KP_COLLECTIVE_NONE ? kp_collective_op_name(st->op)
-                                                             : NULL);
+        kp_json_string(j, "op",
+                       st->op != KP_COLLECTIVE_NONE ? kp_collective_op_name(st->op) : NULL);
         kp_json_uint(j, "collectives", st->collectives);
         kp_json_double(j, "at_s", kp_ns_s(kp_ns_diff(st->at_ns, r->start_ns)));
         kp_json_int(j, "last_rank", st->last_rank);
@@ -1715,8 +1729,7 @@ static kprof_status kp_report_json(kp_report *r, kp_error *err)
     if (r->v.has_active) {
         kp_json_object_begin(&j, "active");
         kp_json_string(&j, "window", "active");
-        kp_json_double(&j, "start_s",
-                       (double)kp_ns_diff(r->v.active_start_ns, r->start_ns) / 1e9);
+        kp_json_double(&j, "start_s", (double)kp_ns_diff(r->v.active_start_ns, r->start_ns) / 1e9);
         kp_json_double(&j, "end_s", (double)kp_ns_diff(r->v.active_end_ns, r->start_ns) / 1e9);
         kp_json_window(&j, r, &r->v.active_in, &r->v.active, "the active window");
         kp_json_object_end(&j);
@@ -1941,10 +1954,18 @@ int kp_cmd_report(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         switch (c) {
-        case 'r': r.raw = 1; break;
-        case 't': r.trace = 1; break;
-        case 'j': r.json = 1; break;
-        case 'c': r.csv = 1; break;
+        case 'r':
+            r.raw = 1;
+            break;
+        case 't':
+            r.trace = 1;
+            break;
+        case 'j':
+            r.json = 1;
+            break;
+        case 'c':
+            r.csv = 1;
+            break;
         case 'T':
             tree = 1;
             break;
@@ -1975,7 +1996,8 @@ int kp_cmd_report(int argc, char **argv)
             break;
         case ':':
             return kp_cli_usage_error("report", "%s needs a value", argv[optind - 1]);
-        default: return kp_cli_usage_error("report", "unknown option '%s'", argv[optind - 1]);
+        default:
+            return kp_cli_usage_error("report", "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind >= argc) return kp_cli_usage_error("report", "give the trace FILE");
@@ -2010,7 +2032,8 @@ int kp_cmd_report(int argc, char **argv)
     if (st == KPROF_OK) {
         if (r.json)
             st = kp_report_json(&r, &err);
-        else if (r.csv) kp_report_csv(&r);
+        else if (r.csv)
+            kp_report_csv(&r);
         else {
             kp_print_report(&r);
             if (r.trace) st = kp_print_trace(&r, &err);

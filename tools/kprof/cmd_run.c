@@ -49,7 +49,8 @@ typedef struct kp_run_report {
 
 void kp_dims_text(const uint64_t *v, int dims, char *buf, size_t n)
 {
-    if (dims == 1) snprintf(buf, n, "%llu", (unsigned long long)v[0]);
+    if (dims == 1)
+        snprintf(buf, n, "%llu", (unsigned long long)v[0]);
     else if (dims == 2)
         snprintf(buf, n, "%llux%llu", (unsigned long long)v[0], (unsigned long long)v[1]);
     else
@@ -125,7 +126,8 @@ static void kp_run_json(kp_str *s, const kp_run_report *r)
         kp_json_double(&j, "max", d->max);
         kp_json_uint(&j, "nonfinite", d->nonfinite);
         kp_json_array_begin(&j, "first");
-        for (int k = 0; k < d->nfirst; k++) kp_json_double(&j, NULL, d->first[k]);
+        for (int k = 0; k < d->nfirst; k++)
+            kp_json_double(&j, NULL, d->first[k]);
         kp_json_array_end(&j);
         kp_json_object_end(&j);
     }
@@ -239,8 +241,8 @@ void kp_run_print_counters(FILE *o, const kp_run_result *r)
     if (rd->measured) {
         fprintf(o, " · %.1f GB/s measured", rd->measured_gbps);
         if (in->ceiling_gbs > 0)
-            fprintf(o, " (%.0f%% of the measured ceiling, %.0f GB/s)",
-                    100 * rd->measured_fraction, in->ceiling_gbs);
+            fprintf(o, " (%.0f%% of the measured ceiling, %.0f GB/s)", 100 * rd->measured_fraction,
+                    in->ceiling_gbs);
     }
     fprintf(o, "\n");
     if (rd->dram_cold)
@@ -294,10 +296,14 @@ void kp_run_print_counters(FILE *o, const kp_run_result *r)
     }
     if (rd->measured) {
         fprintf(o, "  %-18s ", "roofline");
-        if (rd->have_intensity) fprintf(o, "%.3g FLOP/byte", rd->intensity);
-        else fprintf(o, "intensity n/a");
-        if (rd->have_ridge) fprintf(o, " · ridge %.3g FLOP/byte", rd->ridge);
-        else fprintf(o, " · no FLOP peak measured (kprof caps --measure)");
+        if (rd->have_intensity)
+            fprintf(o, "%.3g FLOP/byte", rd->intensity);
+        else
+            fprintf(o, "intensity n/a");
+        if (rd->have_ridge)
+            fprintf(o, " · ridge %.3g FLOP/byte", rd->ridge);
+        else
+            fprintf(o, " · no FLOP peak measured (kprof caps --measure)");
         fprintf(o, " · bound: %s\n", kp_bound_name(rd->bound));
     }
     if (r->refl.have_registers)
@@ -345,8 +351,10 @@ void kp_run_counters_line(const kp_counters *c, const kp_readings_input *in, con
     if (in->measured.have_flops) kp_str_printf(&s, " · %.4g GFLOP/s", r->gflops);
     kp_str_printf(&s, " · bound: %s", kp_bound_name(r->bound));
     for (int i = 0; i < c->nraw; i++) {
-        if (c->raw[i].known) kp_str_printf(&s, " · %s %.6g", c->raw[i].name, c->raw[i].value);
-        else kp_str_printf(&s, " · %s n/a (not on this device)", c->raw[i].name);
+        if (c->raw[i].known)
+            kp_str_printf(&s, " · %s %.6g", c->raw[i].name, c->raw[i].value);
+        else
+            kp_str_printf(&s, " · %s n/a (not on this device)", c->raw[i].name);
     }
     snprintf(buf, n, "%s", s.data ? s.data : "");
     kp_str_free(&s);
@@ -423,7 +431,8 @@ static void kp_run_print(const kp_run_report *report)
                d->sum, d->min, d->max);
         if (d->nonfinite) printf("  %llu non-finite", (unsigned long long)d->nonfinite);
         printf("  [");
-        for (int k = 0; k < d->nfirst; k++) printf("%s%.6g", k ? ", " : "", d->first[k]);
+        for (int k = 0; k < d->nfirst; k++)
+            printf("%s%.6g", k ? ", " : "", d->first[k]);
         printf("%s]\n", d->count > (uint64_t)d->nfirst ? ", …" : "");
     }
     if (report->nreadings) printf("readings:\n");
@@ -439,32 +448,20 @@ double kp_run_budget(const kp_run_args *a)
 int kp_run_parse(int argc, char **argv, kp_run_args *a)
 {
     static const struct option longopts[] = {
-        {"entry", required_argument, NULL, 'e'},
-        {"grid", required_argument, NULL, 'g'},
-        {"tg", required_argument, NULL, 't'},
-        {"block", required_argument, NULL, 't'},
-        {"local", required_argument, NULL, 't'},
-        {"buffers", required_argument, NULL, 'b'},
-        {"iters", required_argument, NULL, 'n'},
-        {"warmup", required_argument, NULL, 'w'},
-        {"bytes", required_argument, NULL, 'B'},
-        {"json", no_argument, NULL, 'j'},
-        {"backend", required_argument, NULL, 'k'},
-        {"device", required_argument, NULL, 'd'},
-        {"timeout", required_argument, NULL, 'T'},
-        {"smem", required_argument, NULL, 's'},
-        {"options", required_argument, NULL, 'o'},
-        {"timer", required_argument, NULL, 'c'},
-        {"sweep-tg", no_argument, NULL, 'S'},
-        {"tg-list", required_argument, NULL, 'L'},
-        {"plot", required_argument, NULL, 'P'},
-        {"force", no_argument, NULL, 'F'},
-        {"source", optional_argument, NULL, 'H'},
-        {"counters", optional_argument, NULL, 'C'},
-        {"time-budget", required_argument, NULL, 'U'},
-        {NULL, 0, NULL, 0},
+        {"entry", required_argument, NULL, 'e'},       {"grid", required_argument, NULL, 'g'},
+        {"tg", required_argument, NULL, 't'},          {"block", required_argument, NULL, 't'},
+        {"local", required_argument, NULL, 't'},       {"buffers", required_argument, NULL, 'b'},
+        {"iters", required_argument, NULL, 'n'},       {"warmup", required_argument, NULL, 'w'},
+        {"bytes", required_argument, NULL, 'B'},       {"json", no_argument, NULL, 'j'},
+        {"backend", required_argument, NULL, 'k'},     {"device", required_argument, NULL, 'd'},
+        {"timeout", required_argument, NULL, 'T'},     {"smem", required_argument, NULL, 's'},
+        {"options", required_argument, NULL, 'o'},     {"timer", required_argument, NULL, 'c'},
+        {"sweep-tg", no_argument, NULL, 'S'},          {"tg-list", required_argument, NULL, 'L'},
+        {"plot", required_argument, NULL, 'P'},        {"force", no_argument, NULL, 'F'},
+        {"source", optional_argument, NULL, 'H'},      {"counters", optional_argument, NULL, 'C'},
+        {"time-budget", required_argument, NULL, 'U'}, {NULL, 0, NULL, 0},
     };
-    int sweep = a->sweep; /* `kprof sweep` sets it before parsing */
+    int sweep = a->sweep;                      /* `kprof sweep` sets it before parsing */
     const char *cmd = sweep ? "sweep" : "run"; /* the command usage errors name */
     memset(a, 0, sizeof *a);
     a->sweep = sweep;
@@ -485,19 +482,27 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
     int c;
     while ((c = getopt_long(argc, argv, ":D:I:", longopts, NULL)) != -1) {
         switch (c) {
-        case 'e': a->lab.entry = optarg; break;
+        case 'e':
+            a->lab.entry = optarg;
+            break;
         case 'g':
             if (kp_cli_parse_dims(optarg, a->launch.grid, &grid_dims) != 0)
-                return kp_cli_usage_error(cmd, "--grid '%s': expected N, NxM or NxMxK of "
-                                                 "positive whole numbers", optarg);
+                return kp_cli_usage_error(cmd,
+                                          "--grid '%s': expected N, NxM or NxMxK of "
+                                          "positive whole numbers",
+                                          optarg);
             break;
         case 't':
             tg_set = 1;
             if (kp_cli_parse_dims(optarg, a->launch.tg, &tg_dims) != 0)
-                return kp_cli_usage_error(cmd, "--tg '%s': expected N, NxM or NxMxK of positive "
-                                                 "whole numbers", optarg);
+                return kp_cli_usage_error(cmd,
+                                          "--tg '%s': expected N, NxM or NxMxK of positive "
+                                          "whole numbers",
+                                          optarg);
             break;
-        case 'b': a->lab.buffers = optarg; break;
+        case 'b':
+            a->lab.buffers = optarg;
+            break;
         case 'n':
             if (kp_parse_size(optarg, &v) != 0 || v < 1 || v > 1000000)
                 return kp_cli_usage_error(cmd, "--iters '%s': expected 1 to 1000000", optarg);
@@ -528,8 +533,12 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
                                           optarg);
             a->have_bytes = 1;
             break;
-        case 'j': a->json = 1; break;
-        case 'k': a->lab.backend = optarg; break;
+        case 'j':
+            a->json = 1;
+            break;
+        case 'k':
+            a->lab.backend = optarg;
+            break;
         case 'd':
             if ((rc = kp_cli_parse_device(cmd, optarg, &a->lab.device)) != 0) return rc;
             break;
@@ -543,12 +552,16 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
         case 'c':
             if ((rc = kp_cli_parse_timer(cmd, optarg, &a->launch)) != 0) return rc;
             break;
-        case 'S': a->sweep = 1; break;
+        case 'S':
+            a->sweep = 1;
+            break;
         case 'L':
             a->tg_list = optarg;
             a->sweep = 1;
             break;
-        case 'P': a->plot = optarg; break;
+        case 'P':
+            a->plot = optarg;
+            break;
         case 'F':
             a->force = 1;
             break;
@@ -560,21 +573,31 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
             break;
         case 'C':
             a->counters = 1;
-            if ((rc = kp_run_parse_counters(cmd, optarg, argc, argv,
-                                            &optind, &a->counters_asked, &counters_list)) != 0)
+            if ((rc = kp_run_parse_counters(cmd, optarg, argc, argv, &optind, &a->counters_asked,
+                                            &counters_list)) != 0)
                 return rc;
             break;
-        case 'D': kp_str_printf(&a->options, " -D%s", optarg); break;
-        case 'I': kp_str_printf(&a->options, " -I%s", optarg); break;
-        case 'o': kp_str_printf(&a->options, " %s", optarg); break;
-        case ':': return kp_cli_usage_error(cmd, "%s needs a value", argv[optind - 1]);
-        default: return kp_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+        case 'D':
+            kp_str_printf(&a->options, " -D%s", optarg);
+            break;
+        case 'I':
+            kp_str_printf(&a->options, " -I%s", optarg);
+            break;
+        case 'o':
+            kp_str_printf(&a->options, " %s", optarg);
+            break;
+        case ':':
+            return kp_cli_usage_error(cmd, "%s needs a value", argv[optind - 1]);
+        default:
+            return kp_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind >= argc && counters_list)
-        return kp_cli_usage_error(cmd, "give a kernel: --counters took '%s' as its LIST of "
-                                         "metric names (write --counters=LIST, or name the kernel "
-                                         "as a path)", counters_list);
+        return kp_cli_usage_error(cmd,
+                                  "give a kernel: --counters took '%s' as its LIST of "
+                                  "metric names (write --counters=LIST, or name the kernel "
+                                  "as a path)",
+                                  counters_list);
     if (optind >= argc)
         return kp_cli_usage_error(cmd, "give a kernel: a NAME made by `kprof isolate` or a FILE");
     if (optind + 1 < argc)
@@ -582,15 +605,14 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
     a->lab.target = argv[optind];
     if (!a->lab.buffers)
         return kp_cli_usage_error(cmd, "--buffers is required: one item per kernel argument, "
-                                         "e.g. f32:1048576,f32:1048576,u32=1048576");
+                                       "e.g. f32:1048576,f32:1048576,u32=1048576");
     if (a->source && a->sweep)
         return kp_cli_usage_error(cmd, "--source samples one run's kernel: not with a sweep");
     if (a->plot && !a->sweep)
         return kp_cli_usage_error(cmd, "--plot draws a sweep: add --sweep-tg (or use kprof "
-                                         "sweep)");
+                                       "sweep)");
     if (a->plot && strcmp(kp_path_extension(a->plot), "svg") != 0)
-        return kp_cli_usage_error(cmd, "--plot '%s': the plot is SVG; name a .svg file",
-                                  a->plot);
+        return kp_cli_usage_error(cmd, "--plot '%s': the plot is SVG; name a .svg file", a->plot);
     /* With a sweep, --tg is one more size to sweep, marked "your --tg": a run command becomes a
      * sweep by adding --sweep-tg. */
     a->tg_set = tg_set;

@@ -185,7 +185,7 @@ static void kp_sweep_print_above_ceiling(const kp_sweep_run *s)
 {
     kp_str tgs = {0};
     int top = -1, nabove = 0;
-    char why[sizeof ((kp_reading_line *)0)->text];
+    char why[sizeof((kp_reading_line *)0)->text];
     for (int i = 0; i < s->npoints; i++) {
         if (!kp_sweep_above_ceiling(&s->points[i], why, sizeof why)) continue;
         char t[48];
@@ -194,8 +194,8 @@ static void kp_sweep_print_above_ceiling(const kp_sweep_run *s)
         if (top < 0 || s->points[i].run.gbps > s->points[top].run.gbps) top = i;
     }
     if (top >= 0 && kp_sweep_above_ceiling(&s->points[top], why, sizeof why))
-        printf("  ! above %.0f%% of the ceiling at tg %s: %s\n",
-               100 * KP_READING_CEILING_TOLERANCE, tgs.data ? tgs.data : "", why);
+        printf("  ! above %.0f%% of the ceiling at tg %s: %s\n", 100 * KP_READING_CEILING_TOLERANCE,
+               tgs.data ? tgs.data : "", why);
     kp_str_free(&tgs);
 }
 
@@ -354,7 +354,7 @@ static void kp_sweep_json(kp_str *out, const kp_sweep_run *s, int complete, int 
         kp_json_bool(&j, "best", p->best);
         kp_json_bool(&j, "tie", p->tie);
         kp_json_bool(&j, "your_tg", i == s->your_tg);
-        char why[sizeof ((kp_reading_line *)0)->text];
+        char why[sizeof((kp_reading_line *)0)->text];
         if (kp_sweep_above_ceiling(p, why, sizeof why)) /* `kprof run`'s reading of it */
             kp_json_string(&j, "above_ceiling_reason", why);
         else

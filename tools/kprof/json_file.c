@@ -74,10 +74,9 @@ kprof_status kp_json_parse_strict(const char *name, const char *text, size_t len
     if (!doc) {
         const char *at = end; /* where cJSON stopped */
         size_t where = at && at >= text && at <= text + len ? (size_t)(at - text) : len;
-        return kp_error_set(err, KPROF_CORRUPT,
-                            "%s: not JSON: cannot parse at byte %zu%s (expected %s)", name,
-                            where + 1, where + 1 >= len ? ", where the file ends (truncated?)" : "",
-                            expected);
+        return kp_error_set(
+            err, KPROF_CORRUPT, "%s: not JSON: cannot parse at byte %zu%s (expected %s)", name,
+            where + 1, where + 1 >= len ? ", where the file ends (truncated?)" : "", expected);
     }
     size_t rest = end && end >= text && end <= text + len ? (size_t)(end - text) : len;
     while (rest < len && kp_json_space(text[rest]))
@@ -101,8 +100,7 @@ kprof_status kp_json_parse_strict(const char *name, const char *text, size_t len
     return KPROF_OK;
 }
 
-kprof_status kp_json_file_read(const char *path, const char *expected, cJSON **out,
-                               kp_error *err)
+kprof_status kp_json_file_read(const char *path, const char *expected, cJSON **out, kp_error *err)
 {
     *out = NULL;
     char *text = NULL;

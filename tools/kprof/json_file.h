@@ -29,7 +29,6 @@ kprof_status kp_json_parse_strict(const char *name, const char *text, size_t len
                                   const char *expected, cJSON **out, kp_error *err);
 
 /* Read the regular file at path (kp_file_read's checks) and parse it as above. */
-kprof_status kp_json_file_read(const char *path, const char *expected, cJSON **out,
-                               kp_error *err);
+kprof_status kp_json_file_read(const char *path, const char *expected, cJSON **out, kp_error *err);
 
 #endif

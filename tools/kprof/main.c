@@ -541,9 +541,10 @@ const kp_command *kp_command_find(const char *name)
 
 static void kp_main_usage(FILE *f)
 {
-    fprintf(f, "kprof %s — what a GPU kernel really costs on the device, and whether it is\n"
-               "the problem at all.\n\n"
-               "usage: kprof [--version] [--help] COMMAND [ARGS]\n\ncommands:\n",
+    fprintf(f,
+            "kprof %s — what a GPU kernel really costs on the device, and whether it is\n"
+            "the problem at all.\n\n"
+            "usage: kprof [--version] [--help] COMMAND [ARGS]\n\ncommands:\n",
             kprof_version());
     for (const kp_command *c = kp_commands; c->name; c++)
         fprintf(f, "  %-10s %s\n", c->name, c->summary);

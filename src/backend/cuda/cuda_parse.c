@@ -587,7 +587,8 @@ int kp_cuda_pick_arch(const int *archs, int n, int want)
 static uint64_t kp_le(const unsigned char *p, int n)
 {
     uint64_t v = 0;
-    for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
+    for (int i = n - 1; i >= 0; i--)
+        v = v << 8 | p[i];
     return v;
 }
 
@@ -610,7 +611,10 @@ int kp_cuda_image_check(const unsigned char *p, size_t len, char *why, size_t wh
         }
         return 0;
     }
-    if (len < 64 || memcmp(p, "\x7f" "ELF", 4) != 0) {
+    if (len < 64 || memcmp(p,
+                           "\x7f"
+                           "ELF",
+                           4) != 0) {
         snprintf(why, why_n, "not a cubin (no ELF or fatbin header)");
         return -1;
     }

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #define KP_CUPTI_BUFFER_BYTES (4u << 20)
-#define KP_CUPTI_RING 65536
+#define KP_CUPTI_RING         65536
 
 typedef struct kp_cupti_kernel {
     char name[128];
@@ -28,9 +28,9 @@ typedef struct kp_cupti_kernel {
 static struct {
     pthread_mutex_t lock;
     kp_cupti_kernel ring[KP_CUPTI_RING];
-    uint64_t head;     /* records written */
-    uint64_t tail;     /* records taken */
-    uint64_t dropped;  /* lost to a full ring or reported by CUPTI */
+    uint64_t head;    /* records written */
+    uint64_t tail;    /* records taken */
+    uint64_t dropped; /* lost to a full ring or reported by CUPTI */
 } kp_ct = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static _Atomic(uint8_t *) kp_ct_spare; /* one drained buffer, for the next request */

@@ -31,7 +31,7 @@ struct kp_device {
     cl_mem flush_scratch;   /* flush_bytes the kernel reads */
     cl_mem flush_sink;      /* 4 bytes it never writes */
     uint64_t flush_bytes;
-    size_t flush_items;     /* the flush's global size */
+    size_t flush_items; /* the flush's global size */
 };
 
 struct kp_program {
@@ -159,8 +159,8 @@ static kprof_status kp_cl_device_info(int index, kp_device_info *info, kp_error 
     kp_cl_info_str(d, CL_DEVICE_VENDOR, info->vendor, sizeof info->vendor);
     kp_cl_info_str(d, CL_DRIVER_VERSION, info->driver, sizeof info->driver);
     kp_cl_info_str(d, CL_DEVICE_VERSION, info->version, sizeof info->version);
-    if (kp_cl.clGetPlatformInfo(p, CL_PLATFORM_NAME, sizeof info->platform, info->platform,
-                                NULL) != CL_SUCCESS)
+    if (kp_cl.clGetPlatformInfo(p, CL_PLATFORM_NAME, sizeof info->platform, info->platform, NULL) !=
+        CL_SUCCESS)
         info->platform[0] = '\0';
     info->platform[sizeof info->platform - 1] = '\0';
     cl_device_type type = 0;
@@ -172,7 +172,8 @@ static kprof_status kp_cl_device_info(int index, kp_device_info *info, kp_error 
     info->max_tg = kp_cl_info_size(d, CL_DEVICE_MAX_WORK_GROUP_SIZE);
     size_t dims[3] = {0, 0, 0};
     kp_cl.clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof dims, dims, NULL);
-    for (int i = 0; i < 3; i++) info->max_tg_dims[i] = dims[i];
+    for (int i = 0; i < 3; i++)
+        info->max_tg_dims[i] = dims[i];
     info->local_mem = kp_cl_info_u64(d, CL_DEVICE_LOCAL_MEM_SIZE);
     info->global_mem = kp_cl_info_u64(d, CL_DEVICE_GLOBAL_MEM_SIZE);
     info->max_alloc = kp_cl_info_u64(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
@@ -193,18 +194,18 @@ static kprof_status kp_cl_device_info(int index, kp_device_info *info, kp_error 
     kp_cl_info_str(d, CL_DEVICE_OPENCL_C_VERSION, text, sizeof text);
     kp_device_fact_add(info, "opencl_c_version", "OpenCL C", 0, "%s", text);
     kp_device_fact_add(info, "max_clock_mhz", "max clock (MHz)", 1, "%llu",
-                (unsigned long long)kp_cl_info_uint(d, CL_DEVICE_MAX_CLOCK_FREQUENCY));
-    kp_device_fact_add(info, "max_work_item_sizes", "max work-item sizes", 0, "%zux%zux%zu", dims[0],
-                dims[1], dims[2]);
+                       (unsigned long long)kp_cl_info_uint(d, CL_DEVICE_MAX_CLOCK_FREQUENCY));
+    kp_device_fact_add(info, "max_work_item_sizes", "max work-item sizes", 0, "%zux%zux%zu",
+                       dims[0], dims[1], dims[2]);
     info->cache_bytes = kp_cl_info_u64(d, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE);
     snprintf(info->peak_bandwidth_reason, sizeof info->peak_bandwidth_reason,
              "OpenCL reports no memory clock or bus width to compute it from");
     kp_device_fact_add(info, "global_mem_cache_bytes", "global memory cache", KP_FACT_BYTES, "%llu",
                        (unsigned long long)info->cache_bytes);
     kp_device_fact_add(info, "address_bits", "address bits", 1, "%llu",
-                (unsigned long long)kp_cl_info_uint(d, CL_DEVICE_ADDRESS_BITS));
+                       (unsigned long long)kp_cl_info_uint(d, CL_DEVICE_ADDRESS_BITS));
     kp_device_fact_add(info, "double_precision", "double precision", 0, "%s",
-                kp_cl_info_u64(d, CL_DEVICE_DOUBLE_FP_CONFIG) ? "yes" : "no");
+                       kp_cl_info_u64(d, CL_DEVICE_DOUBLE_FP_CONFIG) ? "yes" : "no");
     return KPROF_OK;
 }
 
@@ -214,8 +215,7 @@ static kprof_status kp_cl_fail(kp_error *err, const char *what, cl_int rc)
     if (rc == CL_OUT_OF_HOST_MEMORY || rc == CL_MEM_OBJECT_ALLOCATION_FAILURE ||
         rc == CL_INVALID_BUFFER_SIZE)
         st = KPROF_NOMEM;
-    return kp_error_set(err, st, "opencl: %s failed: %s (%d)", what, kp_cl_error_name(rc),
-                        (int)rc);
+    return kp_error_set(err, st, "opencl: %s failed: %s (%d)", what, kp_cl_error_name(rc), (int)rc);
 }
 
 static kprof_status kp_cl_open(int index, kp_device **out, kp_error *err)
@@ -229,8 +229,7 @@ static kprof_status kp_cl_open(int index, kp_device **out, kp_error *err)
     dev->id = kp_cl_devices.device[index];
     dev->max_alloc = kp_cl_info_u64(dev->id, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
     cl_int rc = CL_SUCCESS;
-    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)dev->platform,
-                                     0};
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)dev->platform, 0};
     dev->context = kp_cl.clCreateContext(props, 1, &dev->id, NULL, NULL, &rc);
     if (!dev->context) {
         free(dev);
@@ -318,9 +317,9 @@ static uint32_t kp_cl_type_size(const char *type)
     static const struct {
         const char *name;
         uint32_t size;
-    } base[] = {{"char", 1},  {"uchar", 1}, {"short", 2},  {"ushort", 2}, {"int", 4},
-                {"uint", 4},  {"long", 8},  {"ulong", 8},  {"float", 4},  {"double", 8},
-                {"half", 2},  {"bool", 1},  {"size_t", 8}, {"unsigned int", 4}};
+    } base[] = {{"char", 1}, {"uchar", 1}, {"short", 2},  {"ushort", 2},      {"int", 4},
+                {"uint", 4}, {"long", 8},  {"ulong", 8},  {"float", 4},       {"double", 8},
+                {"half", 2}, {"bool", 1},  {"size_t", 8}, {"unsigned int", 4}};
     for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) {
         size_t len = strlen(base[i].name);
         if (strncmp(type, base[i].name, len) != 0) continue;
@@ -357,8 +356,8 @@ static kprof_status kp_cl_kernel_meta(cl_kernel k, kp_kernel_meta *m, kp_error *
     for (cl_uint i = 0; i < nargs; i++) {
         kp_param *p = &m->params[i];
         cl_kernel_arg_address_qualifier aq = 0;
-        if (kp_cl.clGetKernelArgInfo(k, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof aq, &aq,
-                                     NULL) != CL_SUCCESS) {
+        if (kp_cl.clGetKernelArgInfo(k, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof aq, &aq, NULL) !=
+            CL_SUCCESS) {
             p->kind = KP_PARAM_UNKNOWN;
             continue;
         }
@@ -375,9 +374,17 @@ static kprof_status kp_cl_kernel_meta(cl_kernel k, kp_kernel_meta *m, kp_error *
             continue;
         }
         switch (aq) {
-        case CL_KERNEL_ARG_ADDRESS_GLOBAL: p->kind = KP_PARAM_GLOBAL; p->size = 8; break;
-        case CL_KERNEL_ARG_ADDRESS_CONSTANT: p->kind = KP_PARAM_CONSTANT; p->size = 8; break;
-        case CL_KERNEL_ARG_ADDRESS_LOCAL: p->kind = KP_PARAM_LOCAL; break;
+        case CL_KERNEL_ARG_ADDRESS_GLOBAL:
+            p->kind = KP_PARAM_GLOBAL;
+            p->size = 8;
+            break;
+        case CL_KERNEL_ARG_ADDRESS_CONSTANT:
+            p->kind = KP_PARAM_CONSTANT;
+            p->size = 8;
+            break;
+        case CL_KERNEL_ARG_ADDRESS_LOCAL:
+            p->kind = KP_PARAM_LOCAL;
+            break;
         default:
             /* A private pointer cannot be a kernel argument, so private means by value. */
             p->kind = KP_PARAM_VALUE;
@@ -640,15 +647,15 @@ static kprof_status kp_cl_alloc(kp_device *dev, uint64_t bytes, kp_buffer **out,
 
 static kprof_status kp_cl_write(kp_buffer *b, const void *src, uint64_t bytes, kp_error *err)
 {
-    cl_int rc = kp_cl.clEnqueueWriteBuffer(b->dev->queue, b->mem, CL_TRUE, 0, (size_t)bytes, src,
-                                           0, NULL, NULL);
+    cl_int rc = kp_cl.clEnqueueWriteBuffer(b->dev->queue, b->mem, CL_TRUE, 0, (size_t)bytes, src, 0,
+                                           NULL, NULL);
     return rc == CL_SUCCESS ? KPROF_OK : kp_cl_fail(err, "clEnqueueWriteBuffer", rc);
 }
 
 static kprof_status kp_cl_read(kp_buffer *b, void *dst, uint64_t bytes, kp_error *err)
 {
-    cl_int rc = kp_cl.clEnqueueReadBuffer(b->dev->queue, b->mem, CL_TRUE, 0, (size_t)bytes, dst,
-                                          0, NULL, NULL);
+    cl_int rc = kp_cl.clEnqueueReadBuffer(b->dev->queue, b->mem, CL_TRUE, 0, (size_t)bytes, dst, 0,
+                                          NULL, NULL);
     return rc == CL_SUCCESS ? KPROF_OK : kp_cl_fail(err, "clEnqueueReadBuffer", rc);
 }
 
@@ -718,14 +725,14 @@ static kprof_status kp_cl_wait(kp_kernel *k, cl_event ev, double timeout_s, kp_e
                         k->name, timeout_s);
 }
 
-static kprof_status kp_cl_dispatch(kp_kernel *k, const kp_launch *l, double *gpu_ns,
-                                   kp_error *err)
+static kprof_status kp_cl_dispatch(kp_kernel *k, const kp_launch *l, double *gpu_ns, kp_error *err)
 {
     size_t grid[3], tg[3];
-    for (int d = 0; d < l->dims; d++) grid[d] = (size_t)l->grid[d], tg[d] = (size_t)l->tg[d];
+    for (int d = 0; d < l->dims; d++)
+        grid[d] = (size_t)l->grid[d], tg[d] = (size_t)l->tg[d];
     cl_event ev = NULL;
-    cl_int rc = kp_cl.clEnqueueNDRangeKernel(k->dev->queue, k->kernel, (cl_uint)l->dims, NULL,
-                                             grid, tg, 0, NULL, &ev);
+    cl_int rc = kp_cl.clEnqueueNDRangeKernel(k->dev->queue, k->kernel, (cl_uint)l->dims, NULL, grid,
+                                             tg, 0, NULL, &ev);
     if (rc != CL_SUCCESS) {
         kprof_status st = rc == CL_INVALID_WORK_GROUP_SIZE || rc == CL_INVALID_KERNEL_ARGS ||
                                   rc == CL_INVALID_WORK_ITEM_SIZE ||
@@ -741,8 +748,10 @@ static kprof_status kp_cl_dispatch(kp_kernel *k, const kp_launch *l, double *gpu
         rc = kp_cl.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
         if (rc == CL_SUCCESS)
             rc = kp_cl.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
-        if (rc != CL_SUCCESS) st = kp_cl_fail(err, "clGetEventProfilingInfo", rc);
-        else *gpu_ns = (double)(t1 - t0);
+        if (rc != CL_SUCCESS)
+            st = kp_cl_fail(err, "clGetEventProfilingInfo", rc);
+        else
+            *gpu_ns = (double)(t1 - t0);
     }
     if (st != KPROF_TIMEOUT) kp_cl.clReleaseEvent(ev);
     return st;
