@@ -35,6 +35,27 @@ class Exports(kptest.KprofTestCase):
         self.assertEqual(exported - declared, set(), "exported but not in kprof.h")
         self.assertEqual(declared - exported, set(), "declared in kprof.h but not exported")
 
+    def test_inject_library_only_its_entry_points(self):
+        # libkprof-inject.so (cmake/kprof-inject.map): the CUDA and NVTX injections' entries,
+        # the OpenCL API (a layer, or preloaded), and the start/stop libkprof calls; not the
+        # kprof_* status functions it is built with.
+        if not LIB:
+            self.skipTest("KPROF_SHARED_LIBRARY not set (run through ctest)")
+        if not shutil.which("nm"):
+            self.skipTest("no nm on this machine")
+        inject = os.path.join(os.path.dirname(LIB), "libkprof-inject.so")
+        out = subprocess.run(["nm", "-D", "--defined-only", inject], capture_output=True,
+                             text=True, check=True).stdout
+        exported = {line.split()[-1].split("@")[0] for line in out.splitlines()
+                    if len(line.split()) == 3 and line.split()[1] in "TDBRVWi"}
+        entries = {"InitializeInjectionNvtx2", "kprof_inject_nvtx_start", "kprof_inject_nvtx_stop",
+                   "kprof_inject_opencl_start", "kprof_inject_opencl_stop", "clGetLayerInfo",
+                   "clInitLayer", "clEnqueueNDRangeKernel", "clSetKernelArg"}
+        self.assertEqual(entries - exported, set(), "entry points not exported")
+        others = {s for s in exported if s not in entries and s != "InitializeInjection"
+                  and not re.fullmatch(r"cl[A-Z]\w*", s)}
+        self.assertEqual(others, set(), "exported beyond the entry points")
+
 
 if __name__ == "__main__":
     kptest.main()
