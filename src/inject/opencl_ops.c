@@ -53,7 +53,7 @@ typedef struct kp_cl_queue {
 typedef struct kp_cl_kernel_name {
     cl_kernel kernel;   /* NULL = empty slot */
     uint32_t name;      /* string id; 0 = look it up again */
-    uint32_t reflected; /* 1 + the device index whose reflection was recorded; 0 = none */
+    uint32_t reflected; /* the devices whose reflection was recorded (kp_cl_device_bit) */
 } kp_cl_kernel_name;
 
 static struct {
@@ -254,17 +254,25 @@ static void kp_cl_kernel_store_locked(cl_kernel kernel, uint32_t name)
     e->name = name;
 }
 
+/* A device's bit in kp_cl_kernel_name.reflected: one each for the first 31 devices, one shared
+ * by the rest (a kernel is then reflected on the first of those only). */
+static uint32_t kp_cl_device_bit(uint32_t device_index)
+{
+    return 1u << (device_index < 31 ? device_index : 31);
+}
+
 /* The kernel's reflection on device (record.h: KP_REC_KERNEL_INFO), written once per kernel
  * and device: at the first launch there, never again on the enqueue path after it (the cache
- * entry remembers the device). 0 when written or not needed; the queries' failures leave the
+ * entry remembers the devices). The queries' failures leave the
  * record out (nothing made up). */
 static void kp_cl_kernel_reflect(cl_kernel kernel, uint32_t name, uint32_t device_index)
 {
     pthread_mutex_lock(&kp_ops.lock);
     kp_cl_kernel_name *e = kp_cl_kernel_slot_locked(kernel);
-    int known = !e || (e->kernel == kernel && e->reflected == device_index + 1);
+    uint32_t bit = kp_cl_device_bit(device_index);
+    int known = !e || (e->kernel == kernel && (e->reflected & bit));
     cl_device_id device = device_index < kp_ops.ndevices ? kp_ops.devices[device_index] : NULL;
-    if (!known && e->kernel == kernel) e->reflected = device_index + 1;
+    if (!known && e->kernel == kernel) e->reflected |= bit;
     pthread_mutex_unlock(&kp_ops.lock);
     if (known || !device || !kp_cl_next.clGetKernelWorkGroupInfo) return;
     cl_ulong local = 0, priv = 0;
@@ -393,7 +401,7 @@ int kp_cl_op_begin(kp_cl_op *op, cl_command_queue queue, kp_cl_what what, cl_ker
         }
     }
     /* The first launch of this kernel on this queue's device: its reflection, once. */
-    if (what == KP_CL_KERNEL && kernel && name && reflected != device + 1) {
+    if (what == KP_CL_KERNEL && kernel && name && !(reflected & kp_cl_device_bit(device))) {
         pthread_mutex_lock(&kp_ops.lock);
         device = kp_ops.queues[slot].device; /* an adopted queue's, now known */
         pthread_mutex_unlock(&kp_ops.lock);

@@ -140,20 +140,25 @@ class KprofTestCase(unittest.TestCase):
                              % (" ".join(args), p.returncode, expect, p.stdout, p.stderr))
         return p
 
+    def child_env(self):
+        """The environment a kprof of this test runs in: os.environ with self.env applied (a
+        None value removes the variable)."""
+        env = dict(os.environ)
+        for k, v in self.env.items():
+            if v is None:
+                env.pop(k, None)
+            else:
+                env[k] = v
+        return env
+
     def on_terminal(self, *args):
         """Run kprof with a pseudo-terminal as its stdin, stdout and stderr: (exit code, what it
         wrote, as bytes)."""
         import pty
         pid, fd = pty.fork()
         if pid == 0:
-            env = dict(os.environ)
-            for k, v in self.env.items():
-                if v is None:
-                    env.pop(k, None)
-                else:
-                    env[k] = v
             os.chdir(self.tmp)
-            os.execve(KPROF, [KPROF] + list(args), env)
+            os.execve(KPROF, [KPROF] + list(args), self.child_env())
         out = b""
         while True:
             try:

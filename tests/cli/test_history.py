@@ -519,13 +519,7 @@ class History(kptest.KprofTestCase):
     # ---- many kprofs making one store at once ---------------------------------------------------
 
     def start(self, *args):
-        env = dict(os.environ)
-        for k, v in self.env.items():
-            if v is None:
-                env.pop(k, None)
-            else:
-                env[k] = v
-        return subprocess.Popen([kptest.KPROF] + list(args), env=env, cwd=self.tmp,
+        return subprocess.Popen([kptest.KPROF] + list(args), env=self.child_env(), cwd=self.tmp,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def test_concurrent_first_writers(self):
