@@ -19,7 +19,7 @@
 #define KP_BACKEND_H
 
 #include "core/device.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/pcsample.h"
 #include "core/spec.h"
 

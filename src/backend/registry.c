@@ -3,8 +3,8 @@
  * KPROF_BACKEND, KPROF_DEVICE, auto) and the program metadata helpers shared by backends.
  */
 #include "backend/backend.h"
-#include "core/env.h"
-#include "core/util.h"
+#include "base/env.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <stdarg.h>

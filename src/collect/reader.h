@@ -6,7 +6,7 @@
 #define KP_COLLECT_READER_H
 
 #include "collect/record.h"
-#include "core/error.h"
+#include "base/error.h"
 
 #include <stddef.h>
 

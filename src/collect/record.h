@@ -34,7 +34,7 @@ typedef enum kp_rec_kind {
     KP_REC_NOTE = 12,    /* name = something the user should be told (another profiler present) */
     KP_REC_END = 13,     /* the process ended cleanly: start = when (CLOCK_MONOTONIC), end = the
                           * CLOCK_REALTIME read with it, bytes = the pair's uncertainty (ns);
-                          * end 0: no pair (core/job.h: kp_clock_pair) */
+                          * end 0: no pair (base/job.h: kp_clock_pair) */
     KP_REC_METRIC = 14,  /* a metric of the event record right before it in the file (the
                           * writer appends an event and its metrics in one piece, so nothing
                           * comes between): name = the key's string id ("flops" and "bytes" are
@@ -42,7 +42,7 @@ typedef enum kp_rec_kind {
                           * bytes = the value as IEEE-754 double bits, aux = the event's kind
                           * (a check: a metric whose event is not there is dropped) */
     KP_REC_PROCESS = 15, /* right after the header: where the process stands in a job and its
-                          * clocks (core/job.h): domain = kp_launcher; grid = rank, local rank,
+                          * clocks (base/job.h): domain = kp_launcher; grid = rank, local rank,
                           * world size; block = local world size, node, restart count (-1
                           * unknown); name = the host name's string id; id = the boot id's
                           * string id; start = CLOCK_MONOTONIC, end = CLOCK_REALTIME read with

@@ -5,9 +5,9 @@
  */
 #define _GNU_SOURCE
 #include "collect/session.h"
-#include "core/env.h"
+#include "base/env.h"
 #include "backend/backend.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -188,7 +188,7 @@ kprof_status kp_session_save_run(const char *dir, const kp_trace_run *run, kp_er
     kp_str_append(&s, "\n");
     char path[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/" KP_RUN_FILE, dir);
-    kprof_status st = s.failed ? kp_error_set(err, KPROF_NOMEM, "out of memory")
+    kprof_status st = s.failed ? kp_error_nomem(err)
                                : kp_file_write_atomic(path, s.data, s.len, err);
     kp_str_free(&s);
     return st;

@@ -15,7 +15,7 @@
 #ifndef KP_COLLECT_SESSION_H
 #define KP_COLLECT_SESSION_H
 
-#include "core/error.h"
+#include "base/error.h"
 #include "store/trace_db.h"
 
 #include <signal.h>

@@ -8,9 +8,9 @@
  */
 #define _GNU_SOURCE
 #include "collect/writer.h"
-#include "core/job.h"
-#include "core/env.h"
-#include "core/util.h"
+#include "base/job.h"
+#include "base/env.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -11,7 +11,7 @@
  *
  * Two users, each with its own copy of this file: the injected collectors, configured by the
  * environment `kprof trace` sets (KPROF_TRACE_DIR: where the files go), which record until the
- * process ends; and libkprof's in-process session (src/inproc/), which starts the writer in a
+ * process ends; and libkprof's in-process session (src/libkprof/), which starts the writer in a
  * folder of its own, stops it at kprof_stop (every buffer flushed, the end record written, the
  * file closed, so the merge reads it whole) and starts it again for the next session. Each start
  * writes <dir>/<pid>-<collector>-<start ns>.klog.

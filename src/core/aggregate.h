@@ -79,7 +79,7 @@
 #define KP_CORE_AGGREGATE_H
 
 #include "core/event.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <stddef.h>
 #include <stdint.h>

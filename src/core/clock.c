@@ -4,7 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "core/clock.h"
-#include "core/env.h"
+#include "base/env.h"
 
 #include <math.h>
 #include <pthread.h>

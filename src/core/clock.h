@@ -34,7 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/util.h"
+#include "base/util.h"
 
 #define KP_TICK_MAX_SLEW 1e-3 /* the most a segment's slope departs from the rate (1000 ppm) */
 

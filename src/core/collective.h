@@ -2,7 +2,7 @@
  * collective.h — whether a kernel is a collective of a communication library (NCCL, RCCL) and
  * which one, by its name: the reports of a distributed job show collectives as their own class,
  * apart from compute kernels, since an NCCL kernel's time on a rank that arrived early is mostly
- * spent waiting for the last rank to join (store/trace_job.h).
+ * spent waiting for the last rank to join (analysis/trace_job.h).
  *
  * A collective is a kernel whose name starts with `ncclKernel` or `ncclDevKernel` (NCCL, and
  * RCCL, which keeps NCCL's names), or `rcclKernel`, or names `nccl` or `rccl` (any case) together

@@ -2,7 +2,7 @@
  * device.c — the small functions over the plain device and kernel records (see device.h).
  */
 #include "core/device.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -16,7 +16,7 @@
 #ifndef KP_CORE_EXPR_H
 #define KP_CORE_EXPR_H
 
-#include "core/util.h"
+#include "base/util.h"
 
 #include <stddef.h>
 

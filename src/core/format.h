@@ -30,7 +30,7 @@ char *kp_format_rate(double v, char *buf, size_t n);
 char *kp_format_2dp(double v, char *buf, size_t n);
 /* The note of a damaged trace's n events that end before they start, as report, --tree/--by
  * and diff print it: "3 events end before they start (a damaged trace): their durations count
- * as 0" (core/util.h's kp_ns_span). */
+ * as 0" (base/util.h's kp_ns_span). */
 char *kp_format_ends_before_start(uint64_t n, char *buf, size_t size);
 
 #endif

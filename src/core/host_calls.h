@@ -2,7 +2,7 @@
  * host_calls.h — what a host API call is, by its name: a poll or query that the reports hide
  * unless asked (--raw), a call in which the host waits for the device, a call that puts work on
  * a device. One list each, for every reader of a trace: the report's tables and its verdict's
- * timeline, and the call tree and key averages (export/calltree.h, store/trace_aggregate.h),
+ * timeline, and the call tree and key averages (export/calltree.h, analysis/trace_aggregate.h),
  * which leave the same polling calls out.
  */
 #ifndef KP_CORE_HOST_CALLS_H

@@ -4,7 +4,7 @@
  * dispatches, keeps one entry for it.
  */
 #include "core/pcsample.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <stdlib.h>
 #include <string.h>

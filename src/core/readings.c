@@ -6,7 +6,7 @@
  */
 #include "core/readings.h"
 #include "core/format.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -35,7 +35,7 @@
 #ifndef KP_CORE_READINGS_H
 #define KP_CORE_READINGS_H
 
-#include "core/util.h"
+#include "base/util.h"
 
 #include <stdint.h>
 

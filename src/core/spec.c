@@ -2,7 +2,7 @@
  * spec.c — parsing of the `--buffers` SPEC, element types and the deterministic fill.
  */
 #include "core/spec.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <ctype.h>
 #include <errno.h>

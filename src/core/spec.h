@@ -11,7 +11,7 @@
 #ifndef KP_CORE_SPEC_H
 #define KP_CORE_SPEC_H
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -8,7 +8,7 @@
  */
 #include "core/verdict.h"
 #include "core/busy.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "core/format.h"
 
 #include <stdarg.h>

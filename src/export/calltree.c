@@ -7,7 +7,7 @@
 #include "export/calltree.h"
 #include "core/format.h"
 #include "export/csv.h"
-#include "export/json.h"
+#include "base/json.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -751,7 +751,7 @@ kprof_status kp_calltree_write(kp_aggregation *a, const kp_calltree_view *view,
     kp_str s = {0};
     if (kp_calltree_render(a, view, format, &s) != 0) {
         kp_str_free(&s);
-        return kp_error_set(err, KPROF_NOMEM, "out of memory");
+        return kp_error_nomem(err);
     }
     size_t len = s.len, wrote = len ? fwrite(s.data, 1, len, f) : 0;
     kp_str_free(&s);

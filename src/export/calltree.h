@@ -17,7 +17,7 @@
  *   self_s       what --sort self orders by: exclusive_s of calls and ranges, gpu_self_s of
  *                device work (total_s for "(unattributed)")
  *   inclusive_s  host time (0 for device work)
- *   exclusive_s  host time not in its children: a polling call left out (store/trace_aggregate.h)
+ *   exclusive_s  host time not in its children: a polling call left out (analysis/trace_aggregate.h)
  *                counts here, as its parent's own time
  *   gpu_s        device time attributed: its own device work and all below it
  *   gpu_self_s   device time of its own device work (device work only)
@@ -52,7 +52,7 @@
  * CSV: a header line, then one line per node or row with the numbers above (tree: id, parent,
  * depth, kind, name, path, the numbers, children_not_shown; by path: the same without
  * children_not_shown; by name: kind, name and the numbers). Every output is valid UTF-8 whatever
- * bytes the names held: JSON writes a byte that is not UTF-8 as \u00XX (export/json.h), CSV as
+ * bytes the names held: JSON writes a byte that is not UTF-8 as \u00XX (base/json.h), CSV as
  * U+FFFD (export/csv.h), text as \xNN, with control characters as \n or \xNN so that a node
  * stays on its line.
  */
@@ -60,7 +60,7 @@
 #define KP_EXPORT_CALLTREE_H
 
 #include "core/aggregate.h"
-#include "core/error.h"
+#include "base/error.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -86,7 +86,7 @@ typedef struct kp_calltree_view {
 } kp_calltree_view;
 
 /* The numbers above of a node's or row's stats (seconds), as every output here writes them:
- * libkprof's results (src/inproc/results.c) give the same. */
+ * libkprof's results (src/libkprof/results.c) give the same. */
 typedef struct kp_calltree_numbers {
     uint64_t calls, device_ops;
     double total, self, inclusive, exclusive, gpu, gpu_self; /* s */

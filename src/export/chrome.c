@@ -6,7 +6,7 @@
  * bind_id with flow_out on the call, flow_in on the kernel). Times are microseconds from the
  * trace's start. Written straight to a file, so a million events need little memory.
  *
- * A process with a rank in a distributed job (core/job.h) says it first: "rank 1 · pid 4242
+ * A process with a rank in a distributed job (base/job.h) says it first: "rank 1 · pid 4242
  * (python train.py)", its GPUs "rank 1 · GPU 1 (pid 4242)" and their streams "rank 1 · GPU 1 ·
  * stream 7"; a process without a rank keeps "4242 python train.py", "GPU 1 (pid 4242)" and
  * "stream 7". An OpenCL device, which may be a CPU, is a "device" and its queues "queue 1" (as
@@ -19,8 +19,8 @@
 #define _GNU_SOURCE
 #include "export/chrome.h"
 #include "core/event.h"
-#include "export/json.h"
-#include "core/util.h"
+#include "base/json.h"
+#include "base/util.h"
 #include "export/pid_map.h"
 #include "store/event_source.h"
 
@@ -488,7 +488,7 @@ kprof_status kp_export_chrome(kp_event_source *src, FILE *f, kp_error *err)
     kp_str *names = calloc(nnames ? nnames : 1, sizeof *names);
     if (!names) {
         kp_pid_map_free(&pids);
-        return kp_error_set(err, KPROF_NOMEM, "out of memory");
+        return kp_error_nomem(err);
     }
     for (size_t id = 1; id < nnames; id++)
         if (texts[id]) kp_json_quote(&names[id], texts[id]);
@@ -517,7 +517,7 @@ kprof_status kp_export_chrome(kp_event_source *src, FILE *f, kp_error *err)
         st = kp_event_iter_close(lower, err);
     }
     kp_out_drain(&main_out);
-    if (main_out.failed && st == KPROF_OK) st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (main_out.failed && st == KPROF_OK) st = kp_error_nomem(err);
     if (threaded) {
         pthread_join(worker, NULL);
         kprof_status half_st = kp_event_iter_close(half.it, err);

@@ -5,7 +5,7 @@
 #ifndef KP_EXPORT_CHROME_H
 #define KP_EXPORT_CHROME_H
 
-#include "core/error.h"
+#include "base/error.h"
 #include "store/event_source.h"
 
 #include <stdio.h>

@@ -7,7 +7,7 @@
 #ifndef KP_EXPORT_CSV_H
 #define KP_EXPORT_CSV_H
 
-#include "core/util.h"
+#include "base/util.h"
 
 /* Append text (NULL is "") as one field to out. */
 void kp_csv_field(kp_str *out, const char *text);

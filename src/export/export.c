@@ -4,14 +4,14 @@
  */
 #define _GNU_SOURCE
 #include "export/export.h"
-#include "core/outfile.h"
-#include "core/util.h"
+#include "base/outfile.h"
+#include "base/util.h"
 #include "export/calltree.h"
 #include "export/chrome.h"
 #include "export/hatchet.h"
 #include "export/perfetto.h"
 #include "store/event_source.h"
-#include "store/trace_aggregate.h"
+#include "analysis/trace_aggregate.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -67,7 +67,7 @@ kprof_status kp_export_file(const char *trace, const char *label, kp_export_form
     } else if (st == KPROF_OK) {
         FILE *f = kp_output_stream(&out);
         if (!f)
-            st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+            st = kp_error_nomem(err);
         else if (format == KP_EXPORT_CHROME)
             st = kp_export_chrome(src, f, err);
         else

@@ -1,8 +1,8 @@
 /*
  * export.h — a trace file written out in another format, one format per call: the timelines
  * (Chrome trace JSON, Perfetto) from the event source, the call tree (Hatchet, JSON, CSV) from
- * the trace's aggregate (store/trace_aggregate.h). The one implementation of `kprof export`:
- * the CLI (tools/kprof/cmd_export.c) and libkprof's results (src/inproc/results.c) both call it.
+ * the trace's aggregate (analysis/trace_aggregate.h). The one implementation of `kprof export`:
+ * the CLI (tools/kprof/cmd_export.c) and libkprof's results (src/libkprof/results.c) both call it.
  *
  * The output goes through core/outfile: checked before the export starts (an input, a folder, an
  * existing file without KP_EXPORT_FORCE are refused), written to a temporary file and renamed, so
@@ -11,7 +11,7 @@
 #ifndef KP_EXPORT_EXPORT_H
 #define KP_EXPORT_EXPORT_H
 
-#include "core/error.h"
+#include "base/error.h"
 
 /* The formats: X(NAME, option of `kprof export`). */
 #define KP_EXPORT_FORMAT_LIST(X)                                                                   \

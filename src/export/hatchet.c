@@ -4,7 +4,7 @@
  * written at once; recursion is bounded by KP_AGGREGATION_MAX_DEPTH.
  */
 #include "export/hatchet.h"
-#include "export/json.h"
+#include "base/json.h"
 
 #include <string.h>
 
@@ -79,7 +79,7 @@ kprof_status kp_export_hatchet(const kp_aggregation *a, const char *root, FILE *
     kp_str s = {0};
     if (kp_hatchet_write(a, root, &s) != 0) {
         kp_str_free(&s);
-        return kp_error_set(err, KPROF_NOMEM, "out of memory");
+        return kp_error_nomem(err);
     }
     size_t len = s.len, wrote = fwrite(s.data, 1, len, f);
     kp_str_free(&s);

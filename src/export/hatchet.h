@@ -31,8 +31,8 @@
 #define KP_EXPORT_HATCHET_H
 
 #include "core/aggregate.h"
-#include "core/error.h"
-#include "core/util.h"
+#include "base/error.h"
+#include "base/util.h"
 
 #include <stdio.h>
 

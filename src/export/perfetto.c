@@ -16,7 +16,7 @@
  *     (ThreadDescriptor: pid, tid), per device under its process ("GPU 0"; an OpenCL one
  *     "device 0") and per stream or queue under its device ("GPU 0 · stream 7", "device 0 ·
  *     queue 1"), each written just before its first event; a
- *     process with a rank in a distributed job (core/job.h) is named "rank 1 · pid 4242
+ *     process with a rank in a distributed job (base/job.h) is named "rank 1 · pid 4242
  *     (python train.py)", its device and stream tracks "rank 1 · GPU 1" and "rank 1 · GPU 1 ·
  *     stream 7";
  *   - a slice (TYPE_SLICE_BEGIN, then TYPE_SLICE_END) per API call, kernel, copy, fill, sync,
@@ -44,7 +44,7 @@
 #define _GNU_SOURCE
 #include "export/perfetto.h"
 #include "core/event.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "export/pid_map.h"
 #include "export/protobuf.h"
 #include "store/event_source.h"
@@ -243,7 +243,7 @@ static kprof_status kp_perfetto_read(kp_event_source *src, const kp_pf_visitor *
             size_t cap = capgroup ? capgroup * 2 : 16;
             kp_pf_event *g = realloc(group, cap * sizeof *g);
             if (!g) {
-                st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+                st = kp_error_nomem(err);
                 break;
             }
             group = g;
@@ -443,7 +443,7 @@ static kprof_status kp_pf_check(kp_pf_writer *w)
     case KP_PB_OK:
         return KPROF_OK;
     case KP_PB_NOMEM:
-        return kp_error_set(w->err, KPROF_NOMEM, "out of memory");
+        return kp_error_nomem(w->err);
     case KP_PB_SINK_FAILED:
         return w->err->status != KPROF_OK
                    ? w->err->status
@@ -455,7 +455,7 @@ static kprof_status kp_pf_check(kp_pf_writer *w)
 
 static kprof_status kp_pf_nomem(kp_pf_writer *w)
 {
-    return kp_error_set(w->err, KPROF_NOMEM, "out of memory");
+    return kp_error_nomem(w->err);
 }
 
 /* Open a packet on our sequence; needs_state: it uses interned data. */
@@ -1039,7 +1039,7 @@ static kprof_status kp_pf_pipe_begin(void *ctx, int64_t start_ns, int64_t string
 static kprof_status kp_pf_pipe_text(kp_pf_pipe *p, kp_pf_item item, const char *text, size_t len)
 {
     if (!(item.text = malloc(len + 1)))
-        return kp_error_set(&p->read_err, KPROF_NOMEM, "out of memory");
+        return kp_error_nomem(&p->read_err);
     memcpy(item.text, text, len);
     item.text[len] = '\0';
     item.len = len;

@@ -6,8 +6,8 @@
 #ifndef KP_EXPORT_PERFETTO_H
 #define KP_EXPORT_PERFETTO_H
 
-#include "core/error.h"
-#include "core/outfile.h"
+#include "base/error.h"
+#include "base/outfile.h"
 #include "store/event_source.h"
 
 /* Write the trace src reads to out (open; the caller commits or aborts it) in chunks of about a

@@ -153,7 +153,7 @@ kprof_status kp_pid_map_make(kp_pid_map *m, kp_event_source *src, int gpus, kp_e
     return KPROF_OK;
 nomem:
     kp_pid_map_free(m);
-    return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    return kp_error_nomem(err);
 }
 
 int64_t kp_pid_map_pid(const kp_pid_map *m, int64_t pid)

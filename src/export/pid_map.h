@@ -19,7 +19,7 @@
 #ifndef KP_EXPORT_PID_MAP_H
 #define KP_EXPORT_PID_MAP_H
 
-#include "core/error.h"
+#include "base/error.h"
 #include "store/event_source.h"
 
 #include <stddef.h>

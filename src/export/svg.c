@@ -4,7 +4,7 @@
  * percent.
  */
 #include "export/svg.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <math.h>
 #include <stdio.h>

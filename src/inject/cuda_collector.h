@@ -1,6 +1,6 @@
 /*
  * cuda_collector.h — the CUDA collector (cuda_inject.c) used in-process: libkprof's session
- * (src/inproc/) starts and stops it instead of the CUDA driver (CUDA_INJECTION64_PATH) and the
+ * (src/libkprof/) starts and stops it instead of the CUDA driver (CUDA_INJECTION64_PATH) and the
  * process's exit, with the same CUPTI activity kinds, clock and record conversion as `kprof trace`.
  * Records go to the record writer, which the session starts before and stops after.
  *

@@ -23,10 +23,10 @@
  */
 #define _GNU_SOURCE
 #include "backend/backend.h"
-#include "core/env.h"
+#include "base/env.h"
 #include "runtime/cupti_api.h"
 #include "collect/writer.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "inject/cuda_collector.h"
 #include "inject/cuda_records.h"
 #include "inject/program_hooks.h"
@@ -42,13 +42,10 @@
 #include <time.h>
 #include <unistd.h>
 
-/* InitializeInjection is the driver's to find in libkprof-inject.so; compiled into libkprof (the
- * in-process session, cuda_collector.h) it stays hidden: that library exports kprof_* alone. */
-#ifdef KP_INJECT_LIBRARY
+/* InitializeInjection is the driver's to find in libkprof-inject.so. The same object is part of
+ * libkprof (the in-process session, cuda_collector.h), whose version script (cmake/kprof.map)
+ * exports kprof_* alone. */
 #define KP_EXPORT __attribute__((visibility("default")))
-#else
-#define KP_EXPORT
-#endif
 
 #define KP_BUFFER_BYTES    (8u << 20) /* NVIDIA's samples use 8 MiB */
 #define KP_FLUSH_PERIOD_MS 100u       /* how stale the file may be while the program runs */

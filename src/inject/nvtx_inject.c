@@ -29,7 +29,7 @@
 #include "inject/nvtx_inject.h"
 
 #include "collect/writer.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -786,7 +786,7 @@ KP_EXPORT int InitializeInjectionNvtx2(kp_nvtx_get_export_table_fn get_export_ta
 
 /* ---- libkprof's in-process sessions ----
  *
- * A session that records NVTX (src/inproc/nvtx.c) names this library in NVTX_INJECTION64_PATH
+ * A session that records NVTX (src/libkprof/nvtx.c) names this library in NVTX_INJECTION64_PATH
  * with its folder in KPROF_TRACE_DIR, as `kprof trace` does; these two, found with dlsym, end the
  * session's file at kprof_stop (when the OpenCL layer, which shares this library's writer, does
  * not) and start the next session's in its own folder. */

@@ -36,7 +36,7 @@
 #include "inject/opencl_ops.h"
 
 #include "collect/writer.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -725,7 +725,7 @@ static int kp_cl_start(void)
 /* ---- libkprof's in-process sessions ----
  *
  * libkprof exports kprof_* alone, so it cannot be an OpenCL layer itself: a session that asks
- * for OpenCL (src/inproc/opencl.c) puts this library into OPENCL_LAYERS with its folder in
+ * for OpenCL (src/libkprof/opencl.c) puts this library into OPENCL_LAYERS with its folder in
  * KPROF_TRACE_DIR before the program's first OpenCL call, and the layer records into that folder
  * as under `kprof trace`. These two, found with dlsym, end that file at kprof_stop and start the
  * next session's. */

@@ -6,7 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "lab/lab_internal.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "lab/aggregate.h"
 
 #include <ctype.h>

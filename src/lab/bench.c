@@ -5,7 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "lab/bench.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -93,7 +93,7 @@ kprof_status kp_bench_summarise(kp_bench_side *s, kp_error *err)
 {
     if (s->n == 0) return kp_error_set(err, KPROF_INVALID, "no samples to summarise");
     double *scratch = malloc(s->n * sizeof *scratch);
-    if (!scratch) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (!scratch) return kp_error_nomem(err);
     kp_stats_compute(s->ms, s->n, scratch, &s->stats);
     /* The shape: blocks no shorter than the batches the samples came in. */
     size_t batch = s->rounds ? s->n / s->rounds : 1;
@@ -176,7 +176,7 @@ static kprof_status kp_bench_judge(const kp_bench_side *a, const double *xa, con
     if (paired) na = nb = a->n < b->n ? a->n : b->n;
     kp_judge_side ja = kp_bench_judge_side(a, xa, na), jb = kp_bench_judge_side(b, xb, nb);
     if (paired) jb.batch = ja.batch;
-    if (kp_judge(&ja, &jb, jc, out) != 0) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (kp_judge(&ja, &jb, jc, out) != 0) return kp_error_nomem(err);
     if (out->reasons & KP_JUDGE_INVALID)
         return kp_error_set(err, KPROF_INVALID, "cannot compare: a kernel has no positive time");
     return KPROF_OK;
@@ -300,7 +300,7 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
     buf = malloc((size_t)KP_BENCH_MAX_BATCH * sizeof *buf);
     flush = malloc((size_t)KP_BENCH_MAX_BATCH * sizeof *flush);
     if (!buf || !flush) {
-        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        st = kp_error_nomem(err);
         goto done;
     }
     for (int s = 0; s < nsides; s++) {

@@ -7,7 +7,7 @@
  */
 #include "lab/ceiling.h"
 #include "core/format.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "lab/lab.h"
 
 #include <stdio.h>
@@ -247,7 +247,7 @@ kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_resul
     if (!samples || !scratch) {
         free(samples);
         free(scratch);
-        return kp_error_set(err, KPROF_NOMEM, "out of memory");
+        return kp_error_nomem(err);
     }
     int nvariants = plan->nvariants;
     int total = plan->npoints, done = 0;

@@ -11,7 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "lab/lab_internal.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "runtime/nvml_api.h"
 
 #include <pthread.h>

@@ -1,5 +1,5 @@
 /*
- * compile.c — the lab's compiles through the compile cache (store/kernel_cache.h): a source,
+ * compile.c — the lab's compiles through the compile cache (lab/kernel_cache.h): a source,
  * its options, the files it includes and the device make the key; a hit loads the cached binary
  * and its metadata, a miss (or a stale entry) builds with the backend and stores the result.
  * KPROF_DUMP_DIR dumps every compile (source, options, log, binary, PTX) instead of caching it,
@@ -11,9 +11,9 @@
  */
 #define _GNU_SOURCE
 #include "lab/lab_internal.h"
-#include "core/env.h"
-#include "core/util.h"
-#include "store/kernel_cache.h"
+#include "base/env.h"
+#include "base/util.h"
+#include "lab/kernel_cache.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
  * readings take, the "counters" JSON, and the device's metric list for `kprof caps --counters`.
  */
 #include "lab/counters.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "lab/lab_internal.h"
 
 #include <math.h>

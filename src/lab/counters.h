@@ -44,7 +44,7 @@
 #define KP_LAB_COUNTERS_H
 
 #include "core/readings.h"
-#include "export/json.h"
+#include "base/json.h"
 #include "lab/lab.h"
 
 /* What a counter's value is in. */

@@ -17,7 +17,7 @@
 #define KP_LAB_HOTSPOTS_H
 
 #include "core/pcsample.h"
-#include "export/json.h"
+#include "base/json.h"
 #include "lab/lab.h"
 
 #include <stddef.h>

@@ -33,7 +33,7 @@
  */
 #define _GNU_SOURCE
 #include "lab/isolate.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -525,7 +525,7 @@ static kprof_status kp_child_take_kernel(kp_lab_child *c, const char *p, size_t 
     kp_param *params = NULL;
     if (nparams) {
         params = malloc(nparams * sizeof *params);
-        if (!params) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+        if (!params) return kp_error_nomem(err);
         memcpy(params, p + head, nparams * sizeof *params);
     }
     memcpy(c->info, p, sizeof *c->info);
@@ -542,7 +542,7 @@ kprof_status kp_lab_child_open(const kp_lab_options *opts, const kp_spec *spec, 
 {
     *out = NULL;
     kp_lab_child *c = calloc(1, sizeof *c);
-    if (!c) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (!c) return kp_error_nomem(err);
     c->fd = -1;
     c->spec = spec;
     c->info = info;
@@ -724,7 +724,7 @@ static void kp_child_serve_device(int fd, const void *arg)
     const kp_backend_ops *ops = NULL;
     int index = -1;
     if (!r) {
-        kp_error_set(&err, KPROF_NOMEM, "out of memory");
+        kp_error_nomem(&err);
     } else if (kp_backend_choose(a->backend, a->device, a->lang, &ops, &index, &err) == KPROF_OK &&
                ops->device_info(index, &r->info, &err) == KPROF_OK) {
         kp_strlcpy(r->backend, ops->name, sizeof r->backend);

@@ -9,8 +9,8 @@
  */
 #define _GNU_SOURCE
 #include "lab/lab_internal.h"
-#include "core/util.h"
-#include "store/kernel_dir.h"
+#include "base/util.h"
+#include "lab/kernel_dir.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -132,7 +132,7 @@ kprof_status kp_lab_open(const kp_lab_options *opts, kp_lab **out, kp_error *err
     if (lang < 0 || !kp_backend_may_run_in_process(opts->backend, lang))
         return kp_lab_open_here(opts, out, err);
     kp_lab *lab = calloc(1, sizeof *lab);
-    if (!lab) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (!lab) return kp_error_nomem(err);
     /* The SPEC is parsed here too: a bad one needs no child, and a fault's message reads it. */
     kprof_status st = kp_spec_parse(opts->buffers, &lab->spec, err);
     if (st == KPROF_OK) st = kp_lab_child_open(opts, &lab->spec, &lab->info, &lab->child, err);
@@ -159,7 +159,7 @@ kprof_status kp_lab_open_here(const kp_lab_options *opts, kp_lab **out, kp_error
     char *text = NULL;
     size_t text_len = 0;
     kp_lab *lab = calloc(1, sizeof *lab);
-    if (!lab) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (!lab) return kp_error_nomem(err);
     kprof_status st = kp_spec_parse(opts->buffers, &lab->spec, err);
     if (st != KPROF_OK) goto fail;
     lab->info.spec = &lab->spec;
@@ -169,7 +169,7 @@ kprof_status kp_lab_open_here(const kp_lab_options *opts, kp_lab **out, kp_error
         lang = opts->source_lang;
         text = malloc(opts->source_len + 1);
         if (!text) {
-            st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+            st = kp_error_nomem(err);
             goto fail;
         }
         memcpy(text, opts->source_text, opts->source_len);

@@ -16,7 +16,7 @@
 
 #include "core/readings.h"
 #include "core/stats.h"
-#include "export/json.h"
+#include "base/json.h"
 #include "lab/counters.h"
 #include "lab/lab.h"
 

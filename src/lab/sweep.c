@@ -3,7 +3,7 @@
  */
 #include "lab/sweep.h"
 #include "core/stats.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -8,7 +8,7 @@
 
 #include "backend/backend.h"
 #include "core/compare.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "lab/run_result.h"
 
 #define KP_SWEEP_MAX_POINTS 64

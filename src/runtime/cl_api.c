@@ -3,7 +3,7 @@
  * OpenCL error codes.
  */
 #include "runtime/cl_api.h"
-#include "core/env.h"
+#include "base/env.h"
 #include "runtime/dynlib.h"
 
 #include <stdio.h>

@@ -4,7 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "runtime/cuda_api.h"
-#include "core/env.h"
+#include "base/env.h"
 #include "runtime/dynlib.h"
 
 #include <dlfcn.h>

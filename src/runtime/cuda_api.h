@@ -12,7 +12,7 @@
 #ifndef KP_CUDA_API_H
 #define KP_CUDA_API_H
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <cuda.h>
 #include <cudaProfiler.h>

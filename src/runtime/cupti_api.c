@@ -3,7 +3,7 @@
  */
 #define _GNU_SOURCE
 #include "runtime/cupti_api.h"
-#include "core/env.h"
+#include "base/env.h"
 #include "backend/backend.h"
 #include "runtime/dynlib.h"
 

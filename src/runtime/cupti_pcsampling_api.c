@@ -3,7 +3,7 @@
  * the libcupti kprof's CUPTI table loads.
  */
 #include "runtime/cupti_pcsampling_api.h"
-#include "core/env.h"
+#include "base/env.h"
 #include "runtime/cupti_api.h"
 #include "runtime/dynlib.h"
 

@@ -2,7 +2,7 @@
  * nvml_api.c — fills the NVML function table (see nvml_api.h).
  */
 #include "runtime/nvml_api.h"
-#include "core/env.h"
+#include "base/env.h"
 #include "runtime/dynlib.h"
 
 #include <pthread.h>

@@ -6,7 +6,7 @@
  * trace_db.c).
  */
 #include "store/event_source.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "store/trace_db.h"
 
 #include <limits.h>
@@ -200,7 +200,7 @@ static kprof_status kp_src_fail(const kp_event_source *src, sqlite3 *db, kp_erro
 
 static kprof_status kp_src_nomem(kp_error *err)
 {
-    return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    return kp_error_nomem(err);
 }
 
 /* A text column as a heap string ("" for NULL); NULL when out of memory. */

@@ -36,7 +36,7 @@
 #ifndef KP_STORE_EVENT_SOURCE_H
 #define KP_STORE_EVENT_SOURCE_H
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/event.h"
 
 #include <stddef.h>
@@ -80,7 +80,7 @@ typedef struct kp_trace_process {
     int truncated;         /* its record file ended inside a record */
     int64_t events;        /* rows it contributed */
     int64_t dropped;       /* records it lost */
-    /* Where it stands in a distributed job, as its launcher's environment said (core/job.h);
+    /* Where it stands in a distributed job, as its launcher's environment said (base/job.h);
      * -1 unknown (a process no launcher started, a trace of format 1 or 2). */
     const char *launcher; /* "torchrun", "env", "openmpi", "pmi", "slurm"; "" none */
     int rank, local_rank, world_size, local_world_size, node, restart;
@@ -89,7 +89,7 @@ typedef struct kp_trace_process {
 } kp_trace_process;
 
 /* A (CLOCK_MONOTONIC, CLOCK_REALTIME) pair a process (or kprof itself: process 0) read when it
- * started or ended (core/job.h), in the trace's time base: a merged trace's pairs are shifted
+ * started or ended (base/job.h), in the trace's time base: a merged trace's pairs are shifted
  * with their host's events. */
 typedef struct kp_trace_clock {
     int64_t process; /* its row; 0: the run's own */

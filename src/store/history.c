@@ -3,7 +3,7 @@
  * finding one by reference (history.h). The only SQL about runs.
  */
 #include "store/history.h"
-#include "export/json.h"
+#include "base/json.h"
 #include "store/store.h"
 
 #include <ctype.h>
@@ -126,7 +126,7 @@ kprof_status kp_history_record(const kp_history_run *r, const double *samples, s
     if (samples && n) {
         samples_text = kp_history_samples_json(samples, n);
         if (!samples_text) {
-            st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+            st = kp_error_nomem(err);
             goto done;
         }
     }
@@ -326,7 +326,7 @@ kprof_status kp_history_list(const char *kernel, int limit, kp_history_run **out
     *out = NULL;
     *n = 0;
     kprof_status st = kp_history_each(kernel, limit, 0, kp_history_collect_one, &c, err);
-    if (st == KPROF_OK && c.failed) st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (st == KPROF_OK && c.failed) st = kp_error_nomem(err);
     if (st != KPROF_OK) {
         free(c.runs);
         return st;
@@ -428,7 +428,7 @@ kprof_status kp_history_get(const char *ref, kp_history_run *out, double **sampl
     if (result_json) {
         const unsigned char *t = sqlite3_column_text(q, KP_HISTORY_NCOLUMNS + 1);
         *result_json = strdup(t ? (const char *)t : "null");
-        if (!*result_json) st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        if (!*result_json) st = kp_error_nomem(err);
     }
 done:
     if (st != KPROF_OK && samples) {

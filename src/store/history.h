@@ -13,7 +13,7 @@
 #ifndef KP_STORE_HISTORY_H
 #define KP_STORE_HISTORY_H
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -3,7 +3,7 @@
  * batch import that skips notes already present, all or nothing.
  */
 #include "store/notes.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
@@ -65,7 +65,7 @@ kprof_status kp_note_normalize(kp_note *note, kp_error *err)
         if (kp_notes_utf8_copy(*fields[i], &copies[i]) != 0) {
             for (size_t k = 0; k <= i; k++)
                 free(copies[k]);
-            return kp_error_set(err, KPROF_NOMEM, "out of memory");
+            return kp_error_nomem(err);
         }
     }
     for (size_t i = 0; i < NFIELDS; i++) {
@@ -90,7 +90,7 @@ static kprof_status kp_notes_copy(const kp_note *in, kp_note *out, kp_error *err
     for (size_t i = 0; i < sizeof src / sizeof src[0]; i++) {
         if (kp_notes_utf8_copy(src[i], dst[i]) != 0) {
             kp_note_clear(out);
-            return kp_error_set(err, KPROF_NOMEM, "out of memory");
+            return kp_error_nomem(err);
         }
     }
     return KPROF_OK;
@@ -171,7 +171,7 @@ static kprof_status kp_notes_collect(kp_store *s, sqlite3_stmt *q, int score_col
     if (rc != SQLITE_DONE) st = kp_notes_sql_fail(s, err, "cannot read the notes");
     return st;
 nomem:
-    return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    return kp_error_nomem(err);
 }
 
 static kprof_status kp_notes_insert(kp_store *s, const kp_note *n, int64_t *id, kp_error *err)
@@ -218,7 +218,7 @@ kprof_status kp_notes_list(kp_store *s, const char *kernel, kp_note_list *out, k
     memset(out, 0, sizeof *out);
     char *key = NULL;
     if (kp_notes_utf8_copy(kernel, &key) != 0)
-        return kp_error_set(err, KPROF_NOMEM, "out of memory");
+        return kp_error_nomem(err);
     sqlite3_stmt *q = NULL;
     const char *sql = key ? "SELECT " KP_NOTES_COLUMNS " FROM notes WHERE kernel = ? "
                             "ORDER BY at, id"
@@ -251,7 +251,7 @@ kprof_status kp_notes_search(kp_store *s, const char *query, kp_note_list *out, 
     if (!query || !*query) return kp_error_set(err, KPROF_INVALID, "give words to search for");
     char *match = NULL;
     if (kp_notes_utf8_copy(query, &match) != 0)
-        return kp_error_set(err, KPROF_NOMEM, "out of memory");
+        return kp_error_nomem(err);
     sqlite3_stmt *q = NULL;
     const char *sql = "SELECT " KP_NOTES_COLUMNS ", bm25(notes_fts) AS score FROM notes_fts "
                       "JOIN notes ON notes.id = notes_fts.rowid WHERE notes_fts MATCH ? "
@@ -297,7 +297,7 @@ kprof_status kp_notes_get(kp_store *s, int64_t id, kp_note *out, kp_error *err)
     kprof_status st = KPROF_OK;
     int rc = sqlite3_step(q);
     if (rc == SQLITE_ROW) {
-        if (kp_notes_row(q, out) != 0) st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        if (kp_notes_row(q, out) != 0) st = kp_error_nomem(err);
     } else if (rc == SQLITE_DONE) {
         st = kp_error_set(err, KPROF_NOT_FOUND, "no note %lld (kprof notes list shows them)",
                           (long long)id);

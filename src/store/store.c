@@ -2,8 +2,8 @@
  * store.c — kprof's SQLite store of per-device measurements (see store.h).
  */
 #include "store/store.h"
-#include "core/env.h"
-#include "core/util.h"
+#include "base/env.h"
+#include "base/util.h"
 #include "store/trace_db.h"
 
 #include <sqlite3.h>
@@ -389,7 +389,7 @@ kprof_status kp_store_open(int readonly, kp_store **out, kp_error *err)
                             : S_ISSOCK(sb.st_mode) ? "is a socket, not a regular file"
                                                    : "is not a regular file");
     kp_store *s = calloc(1, sizeof *s);
-    if (!s) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (!s) return kp_error_nomem(err);
     /* Reads open read-write too, without creating: a journal left by a writer that crashed
      * ("hot") is then rolled back, as SQLite must before anyone reads; a read-only open could
      * not, and would fail. Nothing else is written by a read (an older schema is read as it is).

@@ -6,7 +6,7 @@
 #include "store/trace_db.h"
 #include "collect/record.h"
 #include "core/demangle.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -1006,7 +1006,7 @@ static int kp_merge_update_process(kp_merge *m, int64_t process, uint64_t clean_
     return 0;
 }
 
-/* A clock pair (core/job.h) of a process row, or of the whole run (process 0: kprof's own). */
+/* A clock pair (base/job.h) of a process row, or of the whole run (process 0: kprof's own). */
 static void kp_merge_clock(kp_merge *m, int64_t process, int64_t mono, int64_t real,
                            int64_t uncertainty)
 {
@@ -1225,7 +1225,7 @@ kprof_status kp_trace_merge_open(const char *path, const volatile sig_atomic_t *
 {
     *out = NULL;
     kp_merge *m = calloc(1, sizeof *m);
-    if (!m) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (!m) return kp_error_nomem(err);
     m->cancel = cancel;
     if (sqlite3_open_v2(path, &m->db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
@@ -1260,7 +1260,7 @@ kprof_status kp_trace_merge_open(const char *path, const volatile sig_atomic_t *
         for (int i = 0; i < 4; i++)
             kp_str_free(&ins[i / 2][i % 2]);
         kp_merge_free(m);
-        return kp_error_set(err, KPROF_NOMEM, "out of memory");
+        return kp_error_nomem(err);
     }
     int prepared = 0;
     if (sqlite3_exec(m->db,

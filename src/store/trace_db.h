@@ -9,9 +9,9 @@
 #ifndef KP_STORE_TRACE_DB_H
 #define KP_STORE_TRACE_DB_H
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/event.h"
-#include "core/job.h"
+#include "base/job.h"
 
 #include <signal.h>
 #include <sqlite3.h>
@@ -30,7 +30,7 @@ typedef struct kp_trace_run {
     const char *collectors;     /* e.g. "cuda,opencl" */
     int one_process;            /* every record file is of this one process image (libkprof's
                                    session: its own file and its OpenCL layer's): one process row */
-    const char *host, *boot_id; /* where it ran (core/job.h); NULL: not said */
+    const char *host, *boot_id; /* where it ran (base/job.h); NULL: not said */
     kp_clock_pair start_clock;  /* (CLOCK_MONOTONIC, CLOCK_REALTIME) when it started ... */
     kp_clock_pair end_clock;    /* ... and when it ended; real_ns 0: not read */
 } kp_trace_run;

@@ -7,7 +7,7 @@
  */
 #define _GNU_SOURCE
 #include "store/trace_merge.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "store/trace_db.h"
 
 #include <errno.h>
@@ -314,7 +314,7 @@ static kprof_status kp_merge_add_note(kp_merged_trace *res, kp_str *text, kp_err
     if (!v || !t) {
         if (v) res->notes = v;
         free(t);
-        return kp_error_set(err, KPROF_NOMEM, "out of memory");
+        return kp_error_nomem(err);
     }
     res->notes = v;
     res->notes[res->nnotes++] = t;
@@ -349,7 +349,7 @@ static kprof_status kp_merge_plan_hosts(kp_merge_input *inputs, size_t n, size_t
                                         kp_merged_trace *res, kp_error *err)
 {
     res->hosts = calloc(n, sizeof *res->hosts); /* at most one per input */
-    if (!res->hosts) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (!res->hosts) return kp_error_nomem(err);
     for (size_t i = 0; i < n; i++) {
         size_t h = res->nhosts;
         if (*inputs[i].boot_id)
@@ -362,11 +362,11 @@ static kprof_status kp_merge_plan_hosts(kp_merge_input *inputs, size_t n, size_t
             host->boot_id = strdup(inputs[i].boot_id);
             host->inputs = calloc(n, sizeof *host->inputs);
             if (!host->host || !host->boot_id || !host->inputs)
-                return kp_error_set(err, KPROF_NOMEM, "out of memory");
+                return kp_error_nomem(err);
         } else if (!*host->host && *inputs[i].host) {
             free(host->host);
             if (!(host->host = strdup(inputs[i].host)))
-                return kp_error_set(err, KPROF_NOMEM, "out of memory");
+                return kp_error_nomem(err);
         }
         host->inputs[host->ninputs++] = i;
         host->pairs += inputs[i].npairs;
@@ -378,14 +378,14 @@ static kprof_status kp_merge_plan_hosts(kp_merge_input *inputs, size_t n, size_t
     if (!offsets || !have) {
         free(offsets);
         free(have);
-        return kp_error_set(err, KPROF_NOMEM, "out of memory");
+        return kp_error_nomem(err);
     }
     kprof_status st = KPROF_OK;
     for (size_t h = 0; h < res->nhosts && st == KPROF_OK; h++) {
         kp_merged_host *host = &res->hosts[h];
         kp_clock_pair *all = malloc((host->pairs ? host->pairs : 1) * sizeof *all);
         if (!all) {
-            st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+            st = kp_error_nomem(err);
             break;
         }
         size_t k = 0;
@@ -443,7 +443,7 @@ static kprof_status kp_merge_plan_hosts(kp_merge_input *inputs, size_t n, size_t
         kp_str_free(&label);
         kp_str_free(&ref_label);
         if (note.failed)
-            st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+            st = kp_error_nomem(err);
         else if (note.data)
             st = kp_merge_add_note(res, &note, err);
         kp_str_free(&note);
@@ -476,7 +476,7 @@ static kprof_status kp_merge_plan_pids(kp_merge_input *inputs, size_t n, kp_merg
     int64_t *taken = malloc((total ? total : 1) * sizeof *taken);
     if (!res->pid_shift || !res->renumbered || !res->nrenumbered || !taken) {
         free(taken);
-        return kp_error_set(err, KPROF_NOMEM, "out of memory");
+        return kp_error_nomem(err);
     }
     /* Every pid stays clear of the int64 limit whatever an input's shift (n strides at most). */
     int64_t limit = INT64_MAX - (int64_t)(n + 1) * KP_MERGE_PID_STRIDE;
@@ -534,7 +534,7 @@ static kprof_status kp_merge_plan_pids(kp_merge_input *inputs, size_t n, kp_merg
                 /* The smallest ids no process has yet, in the pids' order. */
                 in->renumbered = calloc(in->npids, sizeof *in->renumbered);
                 if (!in->renumbered) {
-                    st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+                    st = kp_error_nomem(err);
                     break;
                 }
                 int64_t next = 1;
@@ -552,7 +552,7 @@ static kprof_status kp_merge_plan_pids(kp_merge_input *inputs, size_t n, kp_merg
                                       in->path, in->renumbered[0].pid, clash,
                                       inputs[clash_with].path, KP_MERGE_PID_STRIDE, INT32_MAX);
             }
-            st = note.failed ? kp_error_set(err, KPROF_NOMEM, "out of memory")
+            st = note.failed ? kp_error_nomem(err)
                              : kp_merge_add_note(res, &note, err);
             kp_str_free(&note);
         }
@@ -583,7 +583,7 @@ typedef struct kp_merge_out {
 static kprof_status kp_merge_fail(kp_merge_out *o, const char *path, kp_error *err)
 {
     int code = sqlite3_extended_errcode(o->db);
-    if ((code & 0xff) == SQLITE_NOMEM) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if ((code & 0xff) == SQLITE_NOMEM) return kp_error_nomem(err);
     if ((code & 0xff) == SQLITE_FULL || !path)
         return kp_error_set(err, KPROF_IO, "cannot write %s: %s", o->path, sqlite3_errmsg(o->db));
     return kp_merge_sql_error(o->db, path, err);
@@ -777,7 +777,7 @@ static kprof_status kp_merge_check_moves(kp_merge_out *o, const char *path,
                           cond.data);
         sqlite3_stmt *q = NULL;
         if (cond.failed || which.failed || sql.failed) {
-            st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+            st = kp_error_nomem(err);
         } else if (ncols) {
             int rc = sqlite3_prepare_v2(o->db, sql.data, -1, &q, NULL);
             if (rc == SQLITE_OK) rc = sqlite3_step(q);
@@ -968,7 +968,7 @@ nomem:
     kp_str_free(&sql);
     kp_str_free(&names);
     kp_str_free(&values);
-    return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    return kp_error_nomem(err);
 }
 
 /* The meta table of the output: see docs/formats/trace.md, "Merged traces". */
@@ -1044,7 +1044,7 @@ static kprof_status kp_merge_write_meta(kp_merge_out *o, const kp_merge_input *i
     const kp_merged_host *ref = &res->hosts[inputs[res->reference].host_index];
     kprof_status st = KPROF_OK;
     if (command.failed || collectors.failed || from.failed)
-        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        st = kp_error_nomem(err);
     kp_trace_meta_keys meta = {
         .command = command.data ? command.data : "",
         .collectors = collectors.data ? collectors.data : "",
@@ -1086,7 +1086,7 @@ static kprof_status kp_merge_write_hosts(kp_merge_out *o, const kp_merge_input *
         }
         if (paths.failed) {
             kp_str_free(&paths);
-            st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+            st = kp_error_nomem(err);
             break;
         }
         sqlite3_reset(q);
@@ -1136,7 +1136,7 @@ static kprof_status kp_merge_write_hosts(kp_merge_out *o, const kp_merge_input *
             } while (*line);
             if (paths.failed) {
                 kp_str_free(&paths);
-                st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+                st = kp_error_nomem(err);
                 break;
             }
             sqlite3_reset(q);
@@ -1197,7 +1197,7 @@ static kprof_status kp_merge_write(const char *out_path, kp_merge_input *inputs,
     kp_str_append(&name, out_path);
     if (name.failed) {
         kp_str_free(&name);
-        return kp_error_set(err, KPROF_NOMEM, "out of memory");
+        return kp_error_nomem(err);
     }
     int rc = sqlite3_open_v2(
         name.data, &o.db,
@@ -1220,7 +1220,7 @@ static kprof_status kp_merge_write(const char *out_path, kp_merge_input *inputs,
     for (size_t i = 0; i < n && st == KPROF_OK; i++) {
         char *uri = kp_merge_uri(inputs[i].path);
         if (!uri) {
-            st = errno == ENOMEM ? kp_error_set(err, KPROF_NOMEM, "out of memory")
+            st = errno == ENOMEM ? kp_error_nomem(err)
                                  : kp_error_set(err, KPROF_NOT_FOUND, "%s: %s", inputs[i].path,
                                                 strerror(errno));
             break;
@@ -1265,7 +1265,7 @@ kprof_status kp_trace_files_merge(const char *out_path, const char *const *paths
 {
     if (n == 0) return kp_error_set(err, KPROF_INVALID, "no trace to merge");
     kp_merge_input *inputs = calloc(n, sizeof *inputs);
-    if (!inputs) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (!inputs) return kp_error_nomem(err);
     kprof_status st = KPROF_OK;
     for (size_t i = 0; i < n && st == KPROF_OK; i++) {
         inputs[i].path = paths[i];

@@ -34,8 +34,8 @@
 #ifndef KP_STORE_TRACE_MERGE_H
 #define KP_STORE_TRACE_MERGE_H
 
-#include "core/error.h"
-#include "core/job.h"
+#include "base/error.h"
+#include "base/job.h"
 
 #include <stddef.h>
 #include <stdint.h>

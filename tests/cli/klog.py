@@ -73,7 +73,7 @@ def now_ns():
 
 
 # KP_REC_PROCESS (record.h): where a process stands in a job, and a clock pair. Launchers are
-# core/job.h's kp_launcher numbers.
+# base/job.h's kp_launcher numbers.
 PROCESS = 15
 LAUNCHER_NONE, LAUNCHER_TORCHRUN, LAUNCHER_ENV, LAUNCHER_OPENMPI, LAUNCHER_PMI, \
     LAUNCHER_SLURM = range(0, 6)

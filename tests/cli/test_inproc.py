@@ -230,7 +230,7 @@ print(json.dumps([[s["name"], s["depth"], s["parent"]["name"] if s["parent"] els
         self.assertEqual(open(out, "rb").read(), before)
         self.assertEqual({r["name"]: r["calls"] for r in
                           self.report_json(second, "--by", "name")["rows"]}, {"main": 1, "tick": 5})
-        # Per-rank names (core/outname.h): each rank its own file, with its rank recorded.
+        # Per-rank names (base/outname.h): each rank its own file, with its rank recorded.
         for rank in (0, 1):
             p = self.app("auto", 2, env={"KPROF": "1", "OMPI_COMM_WORLD_RANK": str(rank),
                                          "OMPI_COMM_WORLD_SIZE": "2",

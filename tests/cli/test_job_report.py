@@ -1,5 +1,5 @@
 """kprof report and the timeline exports on a distributed job's trace: a table per rank and per
-device, NCCL collectives as their own class, the stragglers line (store/trace_job.h), and track
+device, NCCL collectives as their own class, the stragglers line (analysis/trace_job.h), and track
 names that say the rank. The job is synthetic (tests/cli/gen_trace.py's 'job': a torchrun in
 small whose ranks write the records a collector would, with one rank late by a known time), so
 every number is fixed by the records; and a real one: two PoCL programs with RANK=0 and RANK=1

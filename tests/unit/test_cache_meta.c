@@ -1,7 +1,7 @@
 /* test_cache_meta.c — the compile cache's metadata text round-trips and rejects damage; the
  * cache stores and finds entries in $KPROF_CACHE_DIR. */
 #define _GNU_SOURCE
-#include "store/kernel_cache.h"
+#include "lab/kernel_cache.h"
 #include "test.h"
 
 #include <stdlib.h>

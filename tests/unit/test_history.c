@@ -10,7 +10,7 @@
 #define _GNU_SOURCE
 #include "store/history.h"
 #include "store/store.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "test.h"
 
 #include <sqlite3.h>

@@ -6,7 +6,7 @@
  * (trimmed, cut, escaped, found beside the source) and the JSON. */
 #define _GNU_SOURCE
 #include "core/pcsample.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "lab/hotspots.h"
 #include "test.h"
 

@@ -3,7 +3,7 @@
  * not whole numbers read as unknown; this host's name and boot id; and clock pairs read together
  * (checked against reads taken around them, never against how fast the machine is). */
 #define _GNU_SOURCE
-#include "core/job.h"
+#include "base/job.h"
 #include "test.h"
 
 #include <stdint.h>

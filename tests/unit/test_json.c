@@ -1,9 +1,9 @@
 /* test_json.c — the streaming JSON writer: structure, escaping, numbers; and the CLI's strict
- * reader (tools/kprof/json_file.h): one document and nothing after it, no NUL, no \u0000, a
+ * reader (src/base/json_file.h): one document and nothing after it, no NUL, no \u0000, a
  * nesting limit said as such. */
-#include "export/json.h"
+#include "base/json.h"
 #include "test.h"
-#include "tools/kprof/json_file.h"
+#include "src/base/json_file.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -3,8 +3,8 @@
  * followed, direct writes to FIFOs and devices, abort and the signal-safe clean-up, and a
  * writer that writes by name (SQLite). */
 #define _GNU_SOURCE
-#include "core/outfile.h"
-#include "core/util.h"
+#include "base/outfile.h"
+#include "base/util.h"
 #include "test.h"
 
 #include <dirent.h>

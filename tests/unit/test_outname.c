@@ -1,7 +1,7 @@
 /* test_outname.c — output name patterns (core/outname): %r, %l, %p, %h, %q{VAR} and %% from a
  * made-up environment, which patterns a name used, and every way a pattern is refused (with the
  * message naming what was wrong and the output left empty). */
-#include "core/outname.h"
+#include "base/outname.h"
 #include "test.h"
 
 /* The environment: a NULL-terminated list of "NAME=value". */

@@ -1,10 +1,10 @@
-/* test_trace_job.c — a job's trace rank by rank and device by device (store/trace_job.h), fed
+/* test_trace_job.c — a job's trace rank by rank and device by device (analysis/trace_job.h), fed
  * events made here: collectives told apart by name (core/collective.h), the busy unions of
  * overlapping and unordered operations, each rank's processes together, and the stragglers by
  * collective, by NVTX range with the collectives launched inside each, and by range alone. */
 #include "core/collective.h"
 #include "core/host_calls.h"
-#include "store/trace_job.h"
+#include "analysis/trace_job.h"
 #include "test.h"
 
 #include <stdlib.h>

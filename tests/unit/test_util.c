@@ -1,7 +1,7 @@
 /* test_util.c — UTF-8 checks, the escaping of user text in error messages, saturating time
  * arithmetic and the input check (core/util, core/error). */
-#include "core/error.h"
-#include "core/util.h"
+#include "base/error.h"
+#include "base/util.h"
 #include "test.h"
 
 #include <stdint.h>

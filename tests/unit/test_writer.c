@@ -5,7 +5,7 @@
 #define _GNU_SOURCE
 #include "collect/reader.h"
 #include "collect/writer.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "test.h"
 
 #include <dirent.h>

@@ -3,8 +3,8 @@
  * json_file.h's strict reader.
  */
 #include "tools/kprof/bench_file.h"
-#include "core/util.h"
-#include "tools/kprof/json_file.h"
+#include "base/util.h"
+#include "base/json_file.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -66,7 +66,7 @@ kprof_status kp_bench_file_read(const char *path, kp_bench_file **out, kp_error 
     const cJSON *points = cJSON_GetObjectItemCaseSensitive(doc, "points");
     const cJSON *device = cJSON_GetObjectItemCaseSensitive(doc, "device");
     if (!f) {
-        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        st = kp_error_nomem(err);
         goto done;
     }
     if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "bench") != 0 ||
@@ -87,7 +87,7 @@ kprof_status kp_bench_file_read(const char *path, kp_bench_file **out, kp_error 
     int count = cJSON_GetArraySize(points);
     f->points = calloc(count > 0 ? (size_t)count : 1, sizeof *f->points);
     if (!f->points) {
-        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        st = kp_error_nomem(err);
         goto done;
     }
     const cJSON *p;

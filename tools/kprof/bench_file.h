@@ -7,7 +7,7 @@
 #ifndef KP_TOOLS_BENCH_FILE_H
 #define KP_TOOLS_BENCH_FILE_H
 
-#include "core/error.h"
+#include "base/error.h"
 #include "lab/bench.h" /* KP_BENCH_MAX_REPEAT: the most sessions a point keeps */
 
 #include <stddef.h>

@@ -4,9 +4,9 @@
 #define _GNU_SOURCE
 #include "tools/kprof/cli.h"
 #include "tools/kprof/progress.h"
-#include "core/outfile.h"
+#include "base/outfile.h"
 #include "lab/lab.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "store/store.h"
 
 #include <ctype.h>

@@ -5,7 +5,7 @@
 #ifndef KP_TOOLS_CLI_H
 #define KP_TOOLS_CLI_H
 
-#include "core/error.h"
+#include "base/error.h"
 #include "backend/backend.h"
 
 #include <stdint.h>

@@ -7,9 +7,9 @@
 #define _GNU_SOURCE
 #include "core/expr.h"
 #include "core/format.h"
-#include "core/outfile.h"
-#include "core/util.h"
-#include "export/json.h"
+#include "base/outfile.h"
+#include "base/util.h"
+#include "base/json.h"
 #include "export/svg.h"
 #include "export/text.h"
 #include "lab/bench.h"
@@ -514,7 +514,7 @@ static kprof_status kp_bench_point_options(const kp_bench_args *a, const kp_vars
             return kp_error_set(err, KPROF_INVALID, "-D %s: %s", d, why);
     }
     if (a->options.data) kp_str_append(out, a->options.data);
-    if (out->failed) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (out->failed) return kp_error_nomem(err);
     return KPROF_OK;
 }
 
@@ -630,7 +630,7 @@ static kprof_status kp_bench_counters(kp_bench_run *r, kp_bench_row *row, int si
                                       const kp_launch *launch, kp_error *err)
 {
     kp_counters *c = malloc(sizeof *c);
-    if (!c) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (!c) return kp_error_nomem(err);
     *c = r->a->counters_asked;
     row->counters[side] = c;
     if (r->counters_off[0]) {
@@ -1424,7 +1424,7 @@ static kprof_status kp_bench_plot(const kp_bench_run *r, kp_output *out, kp_erro
         if (a->axes[i].nvalues > 1) axis = i;
     int n = 0;
     kp_plot_point *pts = calloc((size_t)r->nrows * 2, sizeof *pts);
-    if (!pts) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (!pts) return kp_error_nomem(err);
     /* One line: the first cache state and kernel at each value of the axis. */
     for (int i = 0; i < r->nrows; i++) {
         const kp_bench_row *row = &r->rows[i];
@@ -1519,7 +1519,7 @@ int kp_cmd_bench(int argc, char **argv)
     }
     r.rows = calloc((size_t)npoints * 2, sizeof *r.rows);
     if (!r.rows) {
-        st = kp_error_set(&err, KPROF_NOMEM, "out of memory");
+        st = kp_error_nomem(&err);
         goto done;
     }
     r.progress = kp_progress_start_still();

@@ -5,8 +5,8 @@
  * a device offers to `kprof run --counters LIST`.
  */
 #include "core/format.h"
-#include "core/env.h"
-#include "export/json.h"
+#include "base/env.h"
+#include "base/json.h"
 #include "export/text.h"
 #include "lab/ceiling.h"
 #include "lab/counters.h"
@@ -323,7 +323,7 @@ static int kp_caps_measure(const char *backend, int device, uint64_t max_bytes, 
     kp_error err = {0};
     kp_ceiling_result *r = calloc(1, sizeof *r);
     if (!r) {
-        kp_error_set(&err, KPROF_NOMEM, "out of memory");
+        kp_error_nomem(&err);
         return kp_cli_fail(&err);
     }
     kp_ceiling_options o = {.backend = backend,
@@ -335,7 +335,7 @@ static int kp_caps_measure(const char *backend, int device, uint64_t max_bytes, 
     kp_str plan = {0};
     kprof_status st = kp_ceiling_prepare(&o, r, &err);
     if (st == KPROF_OK) kp_caps_plan_text(&plan, r);
-    if (st == KPROF_OK && plan.failed) st = kp_error_set(&err, KPROF_NOMEM, "out of memory");
+    if (st == KPROF_OK && plan.failed) st = kp_error_nomem(&err);
     /* Open the store before measuring: a bad store should fail before minutes of measuring. */
     if (st == KPROF_OK && !dry_run) st = kp_store_open(0, &store, &err);
     if (st == KPROF_OK && !dry_run) {
@@ -472,7 +472,7 @@ static int kp_caps_counters(const char *backend, int device, int json)
     if (!info || !m) {
         free(info);
         free(m);
-        kp_error_set(&err, KPROF_NOMEM, "out of memory");
+        kp_error_nomem(&err);
         return kp_cli_fail(&err);
     }
     m->as_json = json;
@@ -509,7 +509,7 @@ static int kp_caps_counters(const char *backend, int device, int json)
                "--counters LIST takes any of them)\n",
                info->name, info->backend, info->index, m->count);
         if (m->text.failed) {
-            kp_error_set(&err, KPROF_NOMEM, "out of memory");
+            kp_error_nomem(&err);
             rc = kp_cli_fail(&err);
             goto done;
         }

@@ -1,12 +1,12 @@
 /*
  * cmd_diff.c — `kprof diff A B`: what changed between two runs, and is it real?
  *
- * Two traces (*.kprof): per kernel launch shape (name and geometry: store/trace_aggregate.h's
+ * Two traces (*.kprof): per kernel launch shape (name and geometry: analysis/trace_aggregate.h's
  * kp_trace_shapes), copy and fill, per host API call and per NVTX range — or by name alone
  * (--by name), or by call path (--by path) — the count, total and median of A and of B, their
  * deltas (B - A) and ratios (B/A), the largest change of total time first; what only one trace
  * has, said so; and each trace's verdict, computed by the code `kprof report` prints it with
- * (store/trace_verdict.h), and whether it changed. Device rows where both traces have at least
+ * (analysis/trace_verdict.h), and whether it changed. Device rows where both traces have at least
  * KP_DIFF_MIN_INSTANCES instances are judged by the comparison engine (core/judge.h: the
  * instances in the order they ran, across runs, --min-effect-us as its minimum effect), and a
  * FASTER or SLOWER whose total change is under --min-share of the device time is held back
@@ -26,13 +26,13 @@
 #include "core/format.h"
 #include "core/judge.h"
 #include "core/stats.h"
-#include "core/util.h"
-#include "export/json.h"
+#include "base/util.h"
+#include "base/json.h"
 #include "export/text.h"
 #include "lab/bench.h"
 #include "store/event_source.h"
-#include "store/trace_aggregate.h"
-#include "store/trace_verdict.h"
+#include "analysis/trace_aggregate.h"
+#include "analysis/trace_verdict.h"
 #include "tools/kprof/bench_file.h"
 #include "tools/kprof/cli.h"
 #include "store/history.h"
@@ -332,7 +332,7 @@ static kprof_status kp_diff_trace_load(kp_diff_trace *t, const kp_diff_args *a, 
     }
     goto done;
 nomem:
-    st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+    st = kp_error_nomem(err);
 done:
     for (size_t i = 0; i < nnodes; i++) {
         free(nodes[i].name);
@@ -480,7 +480,7 @@ static kprof_status kp_diff_judge(kp_diff_row *row, const kp_diff_args *args, in
         return KPROF_OK;
     }
     double *us = malloc((a->n + b->n) * sizeof *us);
-    if (!us) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (!us) return kp_error_nomem(err);
     for (size_t i = 0; i < a->n; i++)
         us[i] = a->ns[i] / 1e3;
     for (size_t i = 0; i < b->n; i++)
@@ -497,7 +497,7 @@ static kprof_status kp_diff_judge(kp_diff_row *row, const kp_diff_args *args, in
     kp_judgement j;
     int rc = kp_judge(&sa, &sb, &cfg, &j);
     free(us);
-    if (rc != 0) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (rc != 0) return kp_error_nomem(err);
     row->ratio = j.ratio;
     row->interval_verdict = j.interval_verdict;
     row->reasons = j.reasons;
@@ -563,7 +563,7 @@ static kprof_status kp_diff_traces_compute(kp_diff_traces *d, const kp_diff_args
 {
     const kp_diff_trace *A = &d->t[0], *B = &d->t[1];
     d->rows = calloc(A->nkeys + B->nkeys + 1, sizeof *d->rows);
-    if (!d->rows) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (!d->rows) return kp_error_nomem(err);
     size_t i = 0, j = 0;
     while (i < A->nkeys || j < B->nkeys) {
         int c = i == A->nkeys ? 1 : j == B->nkeys ? -1 : kp_diff_key_cmp(&A->keys[i], &B->keys[j]);
@@ -1061,7 +1061,7 @@ static kprof_status kp_diff_put(kp_str *s, kp_error *err)
 {
     kprof_status st = KPROF_OK;
     if (s->failed)
-        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        st = kp_error_nomem(err);
     else
         fputs(s->data, stdout);
     kp_str_free(s);
@@ -1261,7 +1261,7 @@ static kprof_status kp_diff_results_compute(kp_diff_results *d, const kp_diff_ar
     kp_diff_result *A = &d->r[0], *B = &d->r[1];
     int cap = A->history ? 1 : A->file->npoints + B->file->npoints;
     d->points = calloc((size_t)(cap > 0 ? cap : 1), sizeof *d->points);
-    if (!d->points) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (!d->points) return kp_error_nomem(err);
     kprof_status st = KPROF_OK;
     if (A->history) { /* one point: the two runs */
         kp_diff_point *p = &d->points[d->npoints++];

@@ -4,7 +4,7 @@
  * tools, one format per run. `kprof export FILE -o OUT` takes the format from OUT's name (see
  * kp_export_by_name); a name that says none gets a timeline: Chrome JSON, or Perfetto when the
  * trace holds more events than a browser's JSON loader takes (kp_export_chrome_max_events). The
- * call tree's formats read the trace through store/trace_aggregate.h, as `kprof report --tree`
+ * call tree's formats read the trace through analysis/trace_aggregate.h, as `kprof report --tree`
  * does, and write what `report --tree --json` and `--csv` print: the whole tree, children by
  * total time. OUT goes through core/outfile: checked before the export starts, written to a
  * temporary file and renamed (so OUT is whole or untouched), or written in place when it is '-',
@@ -12,7 +12,7 @@
  * libkprof's results write with too.
  */
 #define _GNU_SOURCE
-#include "core/env.h"
+#include "base/env.h"
 #include "export/export.h"
 #include "store/event_source.h"
 #include "tools/kprof/cli.h"

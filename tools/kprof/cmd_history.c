@@ -3,8 +3,8 @@
  * bench recorded (store/history.h), newest first, as a table for people or JSON for scripts
  * (every column of the store's `runs` but the result JSON, with the samples).
  */
-#include "core/util.h"
-#include "export/json.h"
+#include "base/util.h"
+#include "base/json.h"
 #include "export/text.h"
 #include "store/history.h"
 #include "store/store.h"
@@ -289,7 +289,7 @@ int kp_cmd_history(int argc, char **argv)
     } else {
         kp_history_table t = {0};
         st = kp_history_each(a.kernel, a.limit, 0, kp_history_table_add, &t, &err);
-        if (st == KPROF_OK && t.failed) st = kp_error_set(&err, KPROF_NOMEM, "out of memory");
+        if (st == KPROF_OK && t.failed) st = kp_error_nomem(&err);
         if (st == KPROF_OK && t.n == 0) {
             char path[4096];
             kp_store_path(path, sizeof path);

@@ -3,9 +3,9 @@
  * kernel source, seeded with the demo_add template when no FILE is given.
  */
 #include "backend/backend.h"
-#include "core/env.h"
-#include "core/util.h"
-#include "store/kernel_dir.h"
+#include "base/env.h"
+#include "base/util.h"
+#include "lab/kernel_dir.h"
 #include "tools/kprof/cli.h"
 
 #include <getopt.h>
@@ -107,7 +107,7 @@ int kp_cmd_isolate(int argc, char **argv)
         len = cu ? kp_embedded_demo_add_cu_len : kp_embedded_demo_add_cl_len;
         data = malloc(len + 1);
         if (!data) {
-            kp_error_set(&err, KPROF_NOMEM, "out of memory");
+            kp_error_nomem(&err);
             return kp_cli_fail(&err);
         }
         memcpy(data, src, len + 1);

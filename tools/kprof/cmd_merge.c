@@ -7,9 +7,9 @@
  * kept in the trace's notes and hosts table); --json says it on stdout too.
  */
 #define _GNU_SOURCE
-#include "core/outfile.h"
-#include "core/util.h"
-#include "export/json.h"
+#include "base/outfile.h"
+#include "base/util.h"
+#include "base/json.h"
 #include "store/trace_merge.h"
 #include "tools/kprof/cli.h"
 
@@ -139,7 +139,7 @@ int kp_cmd_merge(int argc, char **argv)
     kp_output out = {0};
     const char **list = calloc(n + 1, sizeof *list);
     if (!list) {
-        kp_error_set(&err, KPROF_NOMEM, "out of memory");
+        kp_error_nomem(&err);
         return kp_cli_fail(&err);
     }
     for (size_t i = 0; i < n; i++)

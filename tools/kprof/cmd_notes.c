@@ -9,15 +9,15 @@
  */
 #define _GNU_SOURCE
 #include "core/format.h"
-#include "core/git.h"
-#include "core/outfile.h"
-#include "core/util.h"
-#include "export/json.h"
+#include "base/git.h"
+#include "base/outfile.h"
+#include "base/util.h"
+#include "base/json.h"
 #include "store/history.h"
 #include "store/notes.h"
 #include "store/store.h"
 #include "tools/kprof/cli.h"
-#include "tools/kprof/json_file.h"
+#include "base/json_file.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -561,7 +561,7 @@ static kprof_status kp_notes_read_doc(const cJSON *doc, const char *path, const 
     note->has_median = kp_notes_number(medians_from, median_key, &note->median_ms);
     note->data = kp_str_take(&s);
     if ((measured && !note->kernel) || (device && !note->device) || !note->data)
-        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        st = kp_error_nomem(err);
 done:
     kp_str_free(&s);
     return st;
@@ -587,12 +587,12 @@ static kprof_status kp_notes_from_file(const char *path, const char *kernel, kp_
      * tree holding it (the kernel's own project, for a kernel folder inside one). */
     char real[PATH_MAX];
     note->made_from = strdup(realpath(path, real) ? real : path);
-    if (!note->made_from) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (!note->made_from) return kp_error_nomem(err);
     char commit[65];
     /* none: a note without a commit */
     if (kp_git_head_of(note->made_from, commit, sizeof commit) == 0) {
         note->git_commit = strdup(commit);
-        if (!note->git_commit) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+        if (!note->git_commit) return kp_error_nomem(err);
     }
     return KPROF_OK;
 }
@@ -642,7 +642,7 @@ static kprof_status kp_notes_from_history(const char *ref, const char *kernel, k
     note->made_from = strdup(from);
     note->data = kp_str_take(&s);
     kp_str_free(&s);
-    if (!note->made_from || !note->data) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (!note->made_from || !note->data) return kp_error_nomem(err);
     return KPROF_OK;
 }
 
@@ -708,7 +708,7 @@ static int kp_notes_cmd_add(const kp_notes_args *a)
     else if (a->from)
         st = kp_notes_from_file(a->from, a->kernel, &note, &err);
     else if (a->kernel && !(note.kernel = strdup(a->kernel)))
-        st = kp_error_set(&err, KPROF_NOMEM, "out of memory");
+        st = kp_error_nomem(&err);
     if (st != KPROF_OK) goto fail;
     note.at = (int64_t)time(NULL);
     if (kp_store_open(0, &s, &err) != KPROF_OK || kp_notes_add(s, &note, &id, &err) != KPROF_OK)
@@ -781,7 +781,7 @@ static int kp_notes_cmd_search(const kp_notes_args *a)
     kp_note_list list = {0};
     int rc = 0;
     if (query.failed) {
-        kp_error_set(&err, KPROF_NOMEM, "out of memory");
+        kp_error_nomem(&err);
         goto fail;
     }
     if (!query.data || !*query.data) {
@@ -885,7 +885,7 @@ static int kp_notes_cmd_export(const kp_notes_args *a)
     kp_json_object_end(&j);
     kp_json_finish(&j);
     if (doc.failed) {
-        kp_error_set(&err, KPROF_NOMEM, "out of memory");
+        kp_error_nomem(&err);
         goto fail;
     }
     if (kp_output_write(&out, doc.data, doc.len, &err) != KPROF_OK ||
@@ -993,7 +993,7 @@ static kprof_status kp_notes_import_note(const cJSON *o, const char *path, int i
     }
     return KPROF_OK;
 nomem:
-    st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+    st = kp_error_nomem(err);
 fail:
     kp_note_clear(note);
     return st;
@@ -1035,7 +1035,7 @@ static int kp_notes_cmd_import(const kp_notes_args *a)
     int count = cJSON_GetArraySize(list);
     notes = calloc(count > 0 ? (size_t)count : 1, sizeof *notes);
     if (!notes) {
-        kp_error_set(&err, KPROF_NOMEM, "out of memory");
+        kp_error_nomem(&err);
         goto fail;
     }
     const cJSON *o;

@@ -2,9 +2,9 @@
  * cmd_report.c — `kprof report FILE`: a trace the way Metal.jl's and CUDA.jl's @profile show
  * one — header, host table, device table, NVTX ranges, optionally the chronological trace — and
  * the submission-economics verdict; or the same as --json or --csv. `--tree` and `--by name|path`
- * show the call tree and the key averages instead (store/trace_aggregate.h feeds them,
+ * show the call tree and the key averages instead (analysis/trace_aggregate.h feeds them,
  * export/calltree.h writes them), leaving polling calls out unless --raw, as the tables do.
- * A distributed job's trace (ranks, and more than one rank or device: store/trace_job.h) gets a
+ * A distributed job's trace (ranks, and more than one rank or device: analysis/trace_job.h) gets a
  * table per rank and per device, its collectives (NCCL/RCCL kernels) as a table apart from the
  * compute kernels, and the stragglers line; the same pass feeds them.
  */
@@ -16,13 +16,13 @@
 #include "core/verdict.h"
 #include "export/csv.h"
 #include "export/calltree.h"
-#include "export/json.h"
+#include "base/json.h"
 #include "export/text.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "store/event_source.h"
-#include "store/trace_aggregate.h"
-#include "store/trace_job.h"
-#include "store/trace_verdict.h"
+#include "analysis/trace_aggregate.h"
+#include "analysis/trace_job.h"
+#include "analysis/trace_verdict.h"
 #include "tools/kprof/cli.h"
 
 #include <getopt.h>
@@ -93,7 +93,7 @@ typedef struct kp_report {
     unsigned char *name_flags; /* by string id: KP_HOST_CALL_* (core/host_calls.h) */
     kp_trace_columns columns;  /* text --trace: found in the load's pass */
     /* The verdicts over the whole wall, the active window (first to last device operation) and
-     * each top-level NVTX range name (store/trace_verdict.h: kprof diff's too). */
+     * each top-level NVTX range name (analysis/trace_verdict.h: kprof diff's too). */
     kp_trace_verdicts v;
     int metrics;          /* the trace may hold metrics: the pass reads them (and copies' sizes) */
     kp_latency launch;    /* device op start - its launching call's start */
@@ -170,7 +170,7 @@ static kprof_status kp_groups_from(const kp_acc *acc, const char *const *names, 
         if (out->n == out->cap) {
             out->cap = out->cap ? out->cap * 2 : 32;
             kp_group *g = realloc(out->rows, (size_t)out->cap * sizeof *g);
-            if (!g) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+            if (!g) return kp_error_nomem(err);
             out->rows = g;
         }
         kp_group *g = &out->rows[out->n++];
@@ -376,7 +376,7 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
         int has_corr = (e->known & KP_EVENT_HAS_CORRELATION) != 0;
         int64_t corr = (int64_t)e->correlation;
         r->events++;
-        /* The verdicts' timeline: the same rules as kprof diff's (store/trace_verdict.h). */
+        /* The verdicts' timeline: the same rules as kprof diff's (analysis/trace_verdict.h). */
         int fail = kp_trace_verdicts_add(&r->v, &ev, flags[id], r->raw);
         if (!fail && r->is_job) fail = kp_trace_job_add(&r->job, &ev, flags[id]);
         switch (kind) {
@@ -466,7 +466,7 @@ static kprof_status kp_report_load(kp_report *r, kp_error *err)
     if (kp_trace_verdicts_finish(&r->v) != 0) goto nomem;
     goto done;
 nomem:
-    st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+    st = kp_error_nomem(err);
 done:
     kp_event_iter_close(it, NULL);
     free(host);
@@ -977,7 +977,7 @@ static void kp_cell_append(kp_str *out, const char *text)
 }
 
 /* A host as the tables show it: its name (kp_cell_append), with its tag where hosts share the
- * name ("node1 (boot 1a2b3c4d)", store/trace_job.h); "-" for none. buf: KP_HOST_TEXT bytes. */
+ * name ("node1 (boot 1a2b3c4d)", analysis/trace_job.h); "-" for none. buf: KP_HOST_TEXT bytes. */
 static void kp_host_text(const char *host, const char *tag, char *buf, size_t n)
 {
     kp_str s = {0};
@@ -1558,7 +1558,7 @@ static void kp_json_rank(kp_json *j, const char *key, int rank)
         kp_json_null(j, key);
 }
 
-/* The job's ranks, devices and stragglers (store/trace_job.h); times from the trace's start. */
+/* The job's ranks, devices and stragglers (analysis/trace_job.h); times from the trace's start. */
 static void kp_json_job(kp_json *j, const kp_report *r)
 {
     const kp_trace_job *job = &r->job;
@@ -1757,7 +1757,7 @@ static kprof_status kp_report_json(kp_report *r, kp_error *err)
     if (r->trace) st = kp_json_trace(&j, r, err);
     kp_json_object_end(&j);
     kp_json_finish(&j);
-    if (st == KPROF_OK && s.failed) st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (st == KPROF_OK && s.failed) st = kp_error_nomem(err);
     if (st == KPROF_OK) fputs(s.data ? s.data : "", stdout);
     kp_str_free(&s);
     return st;
@@ -1884,7 +1884,7 @@ static void kp_sort_choices(char *buf, size_t n)
     }
 }
 
-/* --tree or --by: the call tree or the key averages, through store/trace_aggregate.h. */
+/* --tree or --by: the call tree or the key averages, through analysis/trace_aggregate.h. */
 static int kp_report_calltree(const char *path, kp_calltree_view *view, int raw,
                               kp_calltree_format format)
 {
@@ -1903,7 +1903,7 @@ static int kp_report_calltree(const char *path, kp_calltree_view *view, int raw,
         /* Standard output's errors are main's to report (kp_cli_exit), as for the tables. */
         kp_str s = {0};
         if (kp_calltree_render(a, view, format, &s) != 0)
-            st = kp_error_set(&err, KPROF_NOMEM, "out of memory");
+            st = kp_error_nomem(&err);
         else
             fputs(s.data ? s.data : "", stdout);
         kp_str_free(&s);

@@ -5,10 +5,10 @@
  * buffer digests) or as JSON (also written to the kernel folder's run.json).
  */
 #include "core/format.h"
-#include "core/outfile.h"
+#include "base/outfile.h"
 #include "core/readings.h"
-#include "core/util.h"
-#include "export/json.h"
+#include "base/util.h"
+#include "base/json.h"
 #include "export/text.h"
 #include "lab/hotspots.h"
 #include "lab/lab.h"
@@ -681,7 +681,7 @@ int kp_cmd_run(int argc, char **argv)
     r->samples = calloc((size_t)a.iters, sizeof *r->samples);
     scratch = calloc((size_t)a.iters, sizeof *scratch);
     if (!r->samples || !scratch) {
-        st = kp_error_set(&err, KPROF_NOMEM, "out of memory");
+        st = kp_error_nomem(&err);
         goto done;
     }
     kp_progress_set(progress, "run: %s: %d warm-up%s + %d timed dispatch%s",

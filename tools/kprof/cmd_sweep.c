@@ -21,9 +21,9 @@
  */
 #define _GNU_SOURCE
 #include "core/format.h"
-#include "core/outfile.h"
+#include "base/outfile.h"
 #include "core/readings.h"
-#include "export/json.h"
+#include "base/json.h"
 #include "export/svg.h"
 #include "export/text.h"
 #include "lab/sweep.h"
@@ -413,7 +413,7 @@ static kprof_status kp_sweep_emit_json(const kp_sweep_run *s, int complete, int 
 static kprof_status kp_sweep_plot(const kp_sweep_run *s, kp_output *out, kp_error *err)
 {
     kp_plot_point *pts = calloc((size_t)s->npoints, sizeof *pts);
-    if (!pts) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (!pts) return kp_error_nomem(err);
     int n = 0;
     for (int i = 0; i < s->npoints; i++) {
         const kp_sweep_point *p = &s->points[i];
@@ -604,7 +604,7 @@ static kprof_status kp_sweep_prepare(kp_sweep_run *s, kp_error *err)
     }
     if (a->counters) {
         s->counters = calloc((size_t)s->npoints, sizeof *s->counters);
-        if (!s->counters) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+        if (!s->counters) return kp_error_nomem(err);
         /* A backend without counters is known now: no columns of dashes. */
         s->counter_columns = kp_lab_has_counters(s->lab, s->counters_off, sizeof s->counters_off);
     }
@@ -666,7 +666,7 @@ static void kp_sweep_work(kp_sweep_run *s)
     int stopped = 0;
     s->lowest_samples = calloc((size_t)a->iters, sizeof *s->lowest_samples);
     if (!samples || !scratch || !s->lowest_samples)
-        st = kp_error_set(&err, KPROF_NOMEM, "out of memory");
+        st = kp_error_nomem(&err);
     if (st == KPROF_OK) st = kp_sweep_prepare(s, &err);
     if (st == KPROF_OK) {
         pthread_mutex_lock(&s->mu);

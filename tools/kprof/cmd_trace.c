@@ -7,12 +7,12 @@
  */
 #define _GNU_SOURCE
 #include "collect/session.h"
-#include "core/env.h"
+#include "base/env.h"
 #include "core/format.h"
-#include "core/job.h"
-#include "core/outfile.h"
-#include "core/outname.h"
-#include "core/util.h"
+#include "base/job.h"
+#include "base/outfile.h"
+#include "base/outname.h"
+#include "base/util.h"
 #include "store/trace_db.h"
 #include "tools/kprof/cli.h"
 
@@ -34,7 +34,7 @@ static void kp_trace_default_name(char *out, size_t n)
     }
 }
 
-/* -o's pattern (%r, %l, %p, %h, %q{VAR}, %%: core/outname.h) expanded into path; 0 or the exit
+/* -o's pattern (%r, %l, %p, %h, %q{VAR}, %%: base/outname.h) expanded into path; 0 or the exit
  * code of a failure (told). Under a launcher of several ranks, a name that is the same for
  * every rank gets a note: all but one of them would fail to write it. */
 static int kp_trace_output_name(const char *pattern, char *path, size_t n)

@@ -3,8 +3,8 @@
  */
 #define _GNU_SOURCE
 #include "tools/kprof/progress.h"
-#include "core/env.h"
-#include "core/util.h"
+#include "base/env.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -3,9 +3,9 @@
  */
 #define _GNU_SOURCE /* realpath */
 #include "tools/kprof/record.h"
-#include "core/env.h"
-#include "core/git.h"
-#include "core/util.h"
+#include "base/env.h"
+#include "base/git.h"
+#include "base/util.h"
 #include "store/store.h"
 
 #include <limits.h>

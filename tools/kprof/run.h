@@ -6,7 +6,7 @@
 #ifndef KP_TOOLS_RUN_H
 #define KP_TOOLS_RUN_H
 
-#include "core/util.h"
+#include "base/util.h"
 #include "lab/counters.h"
 #include "lab/lab.h"
 #include "lab/run_result.h"

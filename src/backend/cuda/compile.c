@@ -10,7 +10,7 @@
 #include "backend/cuda/cuda_internal.h"
 #include "backend/cuda/cuda_parse.h"
 #include "core/demangle.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +33,7 @@ static kprof_status kp_cuda_module_load(kp_device *dev, const char *what, int pt
     char *error_log = calloc(1, KP_CUDA_JIT_LOG_BYTES);
     char *info = calloc(1, KP_CUDA_JIT_LOG_BYTES);
     if (!error_log || !info) {
-        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        st = kp_error_nomem(err);
         goto done;
     }
     CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
@@ -113,7 +113,7 @@ static kprof_status kp_cuda_kernel_meta(CUfunction f, const kp_cuda_naming *nm, 
     demangled = malloc(2048);
     ptext = malloc(2048);
     if (!demangled || !ptext) {
-        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        st = kp_error_nomem(err);
         goto done;
     }
     int mangled = kp_demangle(symbol, demangled, 2048) == 0;
@@ -131,12 +131,12 @@ static kprof_status kp_cuda_kernel_meta(CUfunction f, const kp_cuda_naming *nm, 
     if (m->nparams <= 0) goto done;
     m->params = calloc((size_t)m->nparams, sizeof *m->params);
     if (!m->params) {
-        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        st = kp_error_nomem(err);
         goto done;
     }
     /* Types from the mangled name, names (and the spelling the user wrote) from the source. */
     if (mangled && kp_cuda_parse_param_list(ptext, strlen(ptext), 0, &dparams, &ndparams) != 0) {
-        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        st = kp_error_nomem(err);
         goto done;
     }
     int have_types = mangled && ndparams == m->nparams;
@@ -231,7 +231,7 @@ static kprof_status kp_cuda_program_meta(CUmodule module, const kp_cuda_naming *
     duplicate = calloc(n, sizeof *duplicate);
     meta->kernels = calloc(n, sizeof *meta->kernels);
     if (!fns || !order || !duplicate || !meta->kernels) {
-        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        st = kp_error_nomem(err);
         goto done;
     }
     rc = kp_cu.cuModuleEnumerateFunctions(fns, n, module);
@@ -314,7 +314,7 @@ static kprof_status kp_cuda_arch_option(kp_device *dev, const char *path, char *
     }
     archs = calloc((size_t)(count > 0 ? count : 1), sizeof *archs);
     if (!archs) {
-        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        st = kp_error_nomem(err);
         goto done;
     }
     rc = kp_nvrtc.nvrtcGetSupportedArchs(archs);
@@ -362,7 +362,7 @@ static kprof_status kp_cuda_compile(kp_device *dev, const kp_source *src, kp_bui
         goto done;
     }
     if (kp_cuda_split_options(src->options, &words_copy, &words, &nwords) != 0) {
-        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        st = kp_error_nomem(err);
         goto done;
     }
     /* The user's own -arch wins over the device's. */
@@ -377,7 +377,7 @@ static kprof_status kp_cuda_compile(kp_device *dev, const kp_source *src, kp_bui
     text = malloc(src->len + 1);
     argv = calloc((size_t)nwords + 4, sizeof *argv);
     if (!text || !argv) {
-        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        st = kp_error_nomem(err);
         goto done;
     }
     memcpy(text, src->text, src->len);
@@ -391,7 +391,7 @@ static kprof_status kp_cuda_compile(kp_device *dev, const kp_source *src, kp_bui
         kp_str_printf(&inc, "-I%.*s", (int)(slash - src->path), src->path);
         include_dir = kp_str_take(&inc);
         if (!include_dir) {
-            st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+            st = kp_error_nomem(err);
             goto done;
         }
         argv[argc++] = include_dir;
@@ -443,7 +443,7 @@ static kprof_status kp_cuda_compile(kp_device *dev, const kp_source *src, kp_bui
     }
     products->ptx = calloc(1, ptx_size + 1);
     if (!products->ptx) {
-        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        st = kp_error_nomem(err);
         goto done;
     }
     rc = kp_nvrtc.nvrtcGetPTX(prog, products->ptx);
@@ -456,7 +456,7 @@ static kprof_status kp_cuda_compile(kp_device *dev, const kp_source *src, kp_bui
     if (cubin_size > 0) {
         products->binary = malloc(cubin_size);
         if (!products->binary) {
-            st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+            st = kp_error_nomem(err);
             goto done;
         }
         rc = kp_nvrtc.nvrtcGetCUBIN(prog, (char *)products->binary);
@@ -470,7 +470,7 @@ static kprof_status kp_cuda_compile(kp_device *dev, const kp_source *src, kp_bui
         size_t len = strlen(products->ptx) + 1;
         products->binary = malloc(len);
         if (!products->binary) {
-            st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+            st = kp_error_nomem(err);
             goto done;
         }
         memcpy(products->binary, products->ptx, len);
@@ -507,7 +507,7 @@ static kprof_status kp_cuda_copy_image(const kp_source *src, kp_build_output *pr
     if (!ptx && kp_cuda_image_check((const unsigned char *)src->text, src->len, why, sizeof why))
         return kp_error_set(err, KPROF_INVALID, "%s: %s", src->path, why);
     products->binary = calloc(1, len);
-    if (!products->binary) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (!products->binary) return kp_error_nomem(err);
     memcpy(products->binary, src->text, src->len);
     products->binary_len = len;
     products->binary_ext = ptx ? "ptx" : "cubin";
@@ -607,14 +607,14 @@ kprof_status kp_cuda_build(kp_device *dev, const kp_source *src, kp_program **ou
         st = kp_cuda_compile(dev, src, products, lowered, sizeof lowered, err);
         if (st != KPROF_OK) goto fail;
         if (kp_cuda_parse_kernels(src->text, src->len, &decls) != 0) {
-            st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+            st = kp_error_nomem(err);
             goto fail;
         }
     } else {
         st = kp_cuda_copy_image(src, products, err);
         if (st != KPROF_OK) goto fail;
         if (kp_cuda_sibling_decls(src->path, &decls) != 0) {
-            st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+            st = kp_error_nomem(err);
             goto fail;
         }
     }
@@ -633,7 +633,7 @@ kprof_status kp_cuda_build(kp_device *dev, const kp_source *src, kp_program **ou
     kp_cuda_meta_tg_rules(products, &products->meta);
     p = kp_cuda_program_new(dev, module, products->binary, products->binary_len, ptx);
     if (!p) {
-        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        st = kp_error_nomem(err);
         goto fail;
     }
     *out = p;
@@ -666,7 +666,7 @@ kprof_status kp_cuda_load_binary(kp_device *dev, const unsigned char *binary, si
     if (st != KPROF_OK) goto fail;
     p = kp_cuda_program_new(dev, module, binary, len, ptx);
     if (!p) {
-        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        st = kp_error_nomem(err);
         goto fail;
     }
     *out = p;

@@ -319,12 +319,12 @@ kprof_status kp_cuda_counter_plan_make(const char *chip, const uint8_t *availabi
     kprof_status st = KPROF_OK;
     CUptiResult r = CUPTI_SUCCESS;
     kp_cuda_counter_plan *plan = calloc(1, sizeof *plan);
-    if (!plan) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (!plan) return kp_error_nomem(err);
     plan->requested = n;
     plan->names = calloc(n ? n : 1, sizeof *plan->names);
     plan->slot = calloc(n ? n : 1, sizeof *plan->slot);
     if (!plan->names || !plan->slot) {
-        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        st = kp_error_nomem(err);
         goto fail;
     }
     r = kp_cuda_host_open(chip, availability, &plan->host);
@@ -383,7 +383,7 @@ kprof_status kp_cuda_counter_plan_make(const char *chip, const uint8_t *availabi
     plan->config_size = size.configImageSize;
     plan->config = calloc(1, plan->config_size ? plan->config_size : 1);
     if (!plan->config) {
-        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        st = kp_error_nomem(err);
         goto fail;
     }
     CUpti_Profiler_Host_GetConfigImage_Params image = {
@@ -482,7 +482,7 @@ static kprof_status kp_cuda_counters_device(kp_device *dev, int want_availabilit
     r = kp_cuptip.cuptiProfilerGetCounterAvailability(&size);
     if (r == CUPTI_SUCCESS && size.counterAvailabilityImageSize > 0) {
         uint8_t *image = calloc(1, size.counterAvailabilityImageSize);
-        if (!image) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+        if (!image) return kp_error_nomem(err);
         CUpti_Profiler_GetCounterAvailability_Params fill = {
             .structSize = CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE,
             .ctx = dev->context,
@@ -550,7 +550,7 @@ static kprof_status kp_cuda_counters_collect(kp_kernel *k, const kp_launch *laun
         return kp_cuda_counters_fail(err, "cuptiRangeProfilerGetCounterDataSize", r);
     *data_size = size.counterDataSize;
     *data = calloc(1, *data_size ? *data_size : 1);
-    if (!*data) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (!*data) return kp_error_nomem(err);
     CUpti_RangeProfiler_CounterDataImage_Initialize_Params init = {
         .structSize = CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE,
         .pRangeProfilerObject = object,
@@ -773,7 +773,7 @@ kprof_status kp_cuda_counter_list_chip(const char *chip, const uint8_t *availabi
                 if (need > name_cap) {
                     char *grown = realloc(name, need);
                     if (!grown) {
-                        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+                        st = kp_error_nomem(err);
                         break;
                     }
                     name = grown;

@@ -8,7 +8,7 @@
  * allocates nothing.
  */
 #include "backend/cuda/cupti_timer.h"
-#include "core/env.h"
+#include "base/env.h"
 #include "runtime/cupti_api.h"
 
 #include <pthread.h>

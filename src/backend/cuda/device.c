@@ -11,7 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "backend/cuda/cuda_internal.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <ctype.h>
 #include <pthread.h>
@@ -273,7 +273,7 @@ kprof_status kp_cuda_open(int index, kp_device **out, kp_error *err)
     kprof_status st = KPROF_OK;
     CUresult rc = CUDA_SUCCESS;
     kp_device *dev = calloc(1, sizeof *dev);
-    if (!dev) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (!dev) return kp_error_nomem(err);
     dev->id = kp_cuda_devices.device[index];
     rc = kp_cu.cuDevicePrimaryCtxRetain(&dev->context, dev->id);
     if (rc != CUDA_SUCCESS) {

@@ -8,7 +8,7 @@
 #define _GNU_SOURCE
 #include "backend/cuda/cuda_internal.h"
 #include "backend/cuda/cupti_timer.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +57,7 @@ kprof_status kp_cuda_kernel_create(kp_program *prog, const kp_kernel_meta *meta,
                             meta->symbol, text);
     }
     kp_kernel *k = calloc(1, sizeof *k);
-    if (!k) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (!k) return kp_error_nomem(err);
     k->dev = prog->dev;
     k->program = prog;
     k->function = f;
@@ -211,7 +211,7 @@ kprof_status kp_cuda_alloc(kp_device *dev, uint64_t bytes, kp_buffer **out, kp_e
     }
     kp_buffer *b = calloc(1, sizeof *b);
     if (!b) {
-        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        st = kp_error_nomem(err);
         goto fail;
     }
     b->dev = dev;
@@ -448,7 +448,7 @@ kprof_status kp_cuda_dispatch_batch(kp_kernel *k, const kp_launch *l, int n, dou
     }
     if (cupti && k->cupti_capacity < n) {
         double *p = realloc(k->cupti_ns, (size_t)n * sizeof *p);
-        if (!p) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+        if (!p) return kp_error_nomem(err);
         k->cupti_ns = p;
         k->cupti_capacity = n;
     }

@@ -31,7 +31,7 @@
  */
 #define _GNU_SOURCE
 #include "backend/cuda/cuda_internal.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "runtime/cupti_api.h"
 #include "runtime/cupti_pcsampling_api.h"
 
@@ -194,7 +194,7 @@ static kprof_status kp_pcs_drain(kp_pcs_state *s, kp_pc_samples *out, kp_error *
         if (r != CUPTI_SUCCESS) return kp_pcs_fail(err, "cuptiPCSamplingGetData", r);
         if (s->read.data.hardwareBufferFull) s->hardware_full = 1;
         if (kp_pcs_take(s, &s->read.data, out) != 0)
-            return kp_error_set(err, KPROF_NOMEM, "out of memory");
+            return kp_error_nomem(err);
         if (s->read.data.totalNumPcs == 0 && s->read.data.remainingNumPcs == 0) return KPROF_OK;
     }
     return kp_error_set(err, KPROF_UNAVAILABLE,
@@ -221,13 +221,13 @@ static kprof_status kp_pcs_reasons(CUcontext ctx, uint32_t **index, kp_pc_sample
     *index = calloc(n, sizeof **index);
     names = calloc(n, sizeof *names);
     if (!*index || !names) {
-        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        st = kp_error_nomem(err);
         goto done;
     }
     for (size_t i = 0; i < n; i++) {
         names[i] = calloc(1, CUPTI_STALL_REASON_STRING_SIZE + 1);
         if (!names[i]) {
-            st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+            st = kp_error_nomem(err);
             goto done;
         }
     }
@@ -244,7 +244,7 @@ static kprof_status kp_pcs_reasons(CUcontext ctx, uint32_t **index, kp_pc_sample
         goto done;
     }
     if (kp_pc_samples_set_reasons(out, (const char *const *)names, n) != 0)
-        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        st = kp_error_nomem(err);
 done:
     for (size_t i = 0; names && i < n; i++)
         free(names[i]);
@@ -382,7 +382,7 @@ kprof_status kp_cuda_pc_sample(kp_kernel *k, const kp_launch *l, int dispatches,
     if (st != KPROF_OK) goto done;
     s = calloc(1, sizeof *s);
     if (!s) {
-        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        st = kp_error_nomem(err);
         goto done;
     }
     s->ctx = dev->context;
@@ -401,7 +401,7 @@ kprof_status kp_cuda_pc_sample(kp_kernel *k, const kp_launch *l, int dispatches,
     s->nreasons = out->nreasons;
     if (kp_pcs_buffer_init(&s->read, s->nreasons) != 0 ||
         kp_pcs_buffer_init(&s->kept, s->nreasons) != 0) {
-        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        st = kp_error_nomem(err);
         goto done;
     }
     st = kp_pcs_configure(s, reason_index, err);
@@ -445,7 +445,7 @@ kprof_status kp_cuda_pc_sample(kp_kernel *k, const kp_launch *l, int dispatches,
         st = kp_pcs_drain(s, out, &scratch);
         kp_error_clear(&scratch);
         if (st == KPROF_NOMEM) {
-            st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+            st = kp_error_nomem(err);
             goto done;
         }
         if (st != KPROF_OK) drain_each = 0;
@@ -488,7 +488,7 @@ done:
             st = kp_pcs_fail(err, "cuptiPCSamplingDisable", r);
         /* What CUPTI still held is now in the configured buffer. */
         if (st == KPROF_OK && kp_pcs_take(s, &s->kept.data, out) != 0)
-            st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+            st = kp_error_nomem(err);
     }
     if (module && !dev->poisoned) kp_cu.cuModuleUnload(module);
     if (st == KPROF_OK) {

@@ -9,7 +9,7 @@
 #include "backend/backend.h"
 #include "backend/opencl/opencl.h"
 #include "runtime/cl_api.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -224,7 +224,7 @@ static kprof_status kp_cl_open(int index, kp_device **out, kp_error *err)
     if (index < 0 || index >= kp_cl_device_count())
         return kp_error_set(err, KPROF_UNAVAILABLE, "opencl: device %d does not exist", index);
     kp_device *dev = calloc(1, sizeof *dev);
-    if (!dev) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (!dev) return kp_error_nomem(err);
     dev->platform = kp_cl_devices.platform[index];
     dev->id = kp_cl_devices.device[index];
     dev->max_alloc = kp_cl_info_u64(dev->id, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
@@ -352,7 +352,7 @@ static kprof_status kp_cl_kernel_meta(cl_kernel k, kp_kernel_meta *m, kp_error *
     m->nparams = (int)nargs;
     if (nargs == 0) return KPROF_OK;
     m->params = calloc(nargs, sizeof *m->params);
-    if (!m->params) return kp_error_set(err, KPROF_NOMEM, "out of memory");
+    if (!m->params) return kp_error_nomem(err);
     for (cl_uint i = 0; i < nargs; i++) {
         kp_param *p = &m->params[i];
         cl_kernel_arg_address_qualifier aq = 0;
@@ -406,7 +406,7 @@ static kprof_status kp_cl_program_meta(cl_program prog, kp_program_meta *meta, k
     meta->kernels = calloc(n, sizeof *meta->kernels);
     if (!ks || !meta->kernels) {
         free(ks);
-        return kp_error_set(err, KPROF_NOMEM, "out of memory");
+        return kp_error_nomem(err);
     }
     kprof_status st = KPROF_OK;
     rc = kp_cl.clCreateKernelsInProgram(prog, n, ks, NULL);
@@ -478,7 +478,7 @@ static kprof_status kp_cl_build(kp_device *dev, const kp_source *src, kp_program
     size_t lens[2] = {named.len, src->len};
     if (named.failed) {
         kp_str_free(&named);
-        return kp_error_set(err, KPROF_NOMEM, "out of memory");
+        return kp_error_nomem(err);
     }
     cl_program prog = kp_cl.clCreateProgramWithSource(dev->context, 2, texts, lens, &rc);
     kp_str_free(&named);
@@ -487,7 +487,7 @@ static kprof_status kp_cl_build(kp_device *dev, const kp_source *src, kp_program
     kp_str_printf(&opts, "-cl-kernel-arg-info %s", src->options ? src->options : "");
     if (opts.failed) {
         kp_cl.clReleaseProgram(prog);
-        return kp_error_set(err, KPROF_NOMEM, "out of memory");
+        return kp_error_nomem(err);
     }
     rc = kp_cl.clBuildProgram(prog, 1, &dev->id, opts.data, NULL, NULL);
     products->options = kp_str_take(&opts);
@@ -515,7 +515,7 @@ static kprof_status kp_cl_build(kp_device *dev, const kp_source *src, kp_program
     if (!p) {
         kp_cl.clReleaseProgram(prog);
         kp_build_output_free(products);
-        return kp_error_set(err, KPROF_NOMEM, "out of memory");
+        return kp_error_nomem(err);
     }
     p->dev = dev;
     p->program = prog;
@@ -539,7 +539,7 @@ static kprof_status kp_cl_load_binary(kp_device *dev, const unsigned char *binar
     kp_program *p = calloc(1, sizeof *p);
     if (!p) {
         kp_cl.clReleaseProgram(prog);
-        return kp_error_set(err, KPROF_NOMEM, "out of memory");
+        return kp_error_nomem(err);
     }
     p->dev = dev;
     p->program = prog;
@@ -564,7 +564,7 @@ static kprof_status kp_cl_kernel_create(kp_program *prog, const kp_kernel_meta *
     kp_kernel *kk = calloc(1, sizeof *kk);
     if (!kk) {
         kp_cl.clReleaseKernel(k);
-        return kp_error_set(err, KPROF_NOMEM, "out of memory");
+        return kp_error_nomem(err);
     }
     kk->dev = prog->dev;
     kk->kernel = k;
@@ -636,7 +636,7 @@ static kprof_status kp_cl_alloc(kp_device *dev, uint64_t bytes, kp_buffer **out,
     kp_buffer *b = calloc(1, sizeof *b);
     if (!b) {
         kp_cl.clReleaseMemObject(mem);
-        return kp_error_set(err, KPROF_NOMEM, "out of memory");
+        return kp_error_nomem(err);
     }
     b->dev = dev;
     b->mem = mem;
@@ -856,7 +856,7 @@ static kprof_status kp_cl_flush_prepare(kp_device *dev, kp_error *err)
      * and reading them would then flush nothing. */
     fill = malloc(KP_CL_FLUSH_FILL_CHUNK);
     if (!fill) {
-        st = kp_error_set(err, KPROF_NOMEM, "out of memory");
+        st = kp_error_nomem(err);
         goto fail;
     }
     memset(fill, 0x01, KP_CL_FLUSH_FILL_CHUNK);

@@ -1,0 +1,523 @@
+/*
+ * cuda.c — libkprof's CUDA surface (include/kprof.h): the in-process CUDA collector of a
+ * session (KPROF_COLLECT_CUDA: inject/cuda_collector.h, the collector `kprof trace` injects,
+ * started here by the session instead of by the driver), kernel hooks (kprof_kernel_hook: the
+ * work of every launch of a kernel, as metrics on its record), the capture hand-off for external
+ * tools (kprof_capture_begin/end) and kprof_benchmark (a callback's device time, run after run,
+ * from CUPTI's device timestamps).
+ */
+#define _GNU_SOURCE
+#include "core/demangle.h"
+#include "base/util.h"
+#include "libkprof/collectors.h"
+#include "libkprof/inproc_internal.h"
+#include "kprof.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef KPROF_HAVE_CUDA
+#include "inject/cuda_collector.h"
+#include "runtime/cuda_api.h"
+
+#include <nvtx3/nvToolsExt.h>
+#endif
+
+/* ---- kernel hooks ------------------------------------------------------------------------------
+ */
+
+#define KP_HOOKS_MAX 256 /* kernels with a hook at once */
+
+typedef struct kp_hook {
+    char *kernel; /* as registered */
+    kprof_work_fn fn;
+    void *ctx;
+} kp_hook;
+
+/* Which hook a kernel name (as CUDA gives it) resolved to: names are looked up once each. */
+typedef struct kp_hook_seen {
+    char *name;
+    int hook; /* index in hooks, or -1 */
+} kp_hook_seen;
+
+static struct {
+    pthread_mutex_t lock;
+    kp_hook hooks[KP_HOOKS_MAX];
+    int nhooks;
+    kp_hook_seen *seen; /* open addressing by name hash */
+    size_t seen_cap, seen_n;
+} kp_hooks = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static uint64_t kp_hash_text(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h ? h : 1;
+}
+
+static void kp_seen_clear_locked(void)
+{
+    for (size_t i = 0; i < kp_hooks.seen_cap; i++)
+        free(kp_hooks.seen[i].name);
+    free(kp_hooks.seen);
+    kp_hooks.seen = NULL;
+    kp_hooks.seen_cap = kp_hooks.seen_n = 0;
+}
+
+/* Whether a registered name means this kernel: its name as CUDA has it, its demangled name, or
+ * that without the parameter list ("vadd" for "vadd(float*, int)" and "_Z4vaddPfi"). */
+static int kp_hook_matches(const char *registered, const char *name, const char *demangled)
+{
+    if (strcmp(registered, name) == 0 || strcmp(registered, demangled) == 0) return 1;
+    size_t n = strlen(registered);
+    return strncmp(registered, demangled, n) == 0 && demangled[n] == '(';
+}
+
+/* The hook of a kernel name, or -1. Caller holds kp_hooks.lock. */
+static int kp_hook_find_locked(const char *name)
+{
+    if (kp_hooks.nhooks == 0) return -1;
+    uint64_t h = kp_hash_text(name);
+    if (kp_hooks.seen_cap) {
+        for (size_t i = h & (kp_hooks.seen_cap - 1); kp_hooks.seen[i].name;
+             i = (i + 1) & (kp_hooks.seen_cap - 1))
+            if (strcmp(kp_hooks.seen[i].name, name) == 0) return kp_hooks.seen[i].hook;
+    }
+    char demangled[4096];
+    if (kp_demangle(name, demangled, sizeof demangled) != 0)
+        snprintf(demangled, sizeof demangled, "%s", name);
+    int hook = -1;
+    for (int i = 0; i < kp_hooks.nhooks && hook < 0; i++)
+        if (kp_hook_matches(kp_hooks.hooks[i].kernel, name, demangled)) hook = i;
+    /* Remember it (a table at most half full; when memory runs out, look it up again next time). */
+    if ((kp_hooks.seen_n + 1) * 2 > kp_hooks.seen_cap) {
+        size_t cap = kp_hooks.seen_cap ? kp_hooks.seen_cap * 2 : 64;
+        kp_hook_seen *t = calloc(cap, sizeof *t);
+        if (!t) return hook;
+        for (size_t i = 0; i < kp_hooks.seen_cap; i++) {
+            if (!kp_hooks.seen[i].name) continue;
+            size_t j = kp_hash_text(kp_hooks.seen[i].name) & (cap - 1);
+            while (t[j].name)
+                j = (j + 1) & (cap - 1);
+            t[j] = kp_hooks.seen[i];
+        }
+        free(kp_hooks.seen);
+        kp_hooks.seen = t;
+        kp_hooks.seen_cap = cap;
+    }
+    char *copy = strdup(name);
+    if (!copy) return hook;
+    size_t i = h & (kp_hooks.seen_cap - 1);
+    while (kp_hooks.seen[i].name)
+        i = (i + 1) & (kp_hooks.seen_cap - 1);
+    kp_hooks.seen[i] = (kp_hook_seen){copy, hook};
+    kp_hooks.seen_n++;
+    return hook;
+}
+
+int kprof_kernel_hooks_;
+
+int kprof_kernel_work_(const char *name, const unsigned grid[3], const unsigned block[3],
+                       double *flops, double *bytes)
+{
+    if (!name || __atomic_load_n(&kprof_kernel_hooks_, __ATOMIC_RELAXED) <= 0) return 0;
+    /* The hook runs under the lock: once kprof_kernel_hook(k, NULL) returns, no call of the
+     * removed one is still running (the caller may free its ctx). */
+    pthread_mutex_lock(&kp_hooks.lock);
+    int i = kp_hook_find_locked(name);
+    if (i < 0) {
+        pthread_mutex_unlock(&kp_hooks.lock);
+        return 0;
+    }
+    kprof_launch launch = {.kernel = name,
+                           .grid = {grid[0], grid[1], grid[2]},
+                           .block = {block[0], block[1], block[2]}};
+    double f = 0, b = 0;
+    int got = kp_hooks.hooks[i].fn(kp_hooks.hooks[i].ctx, &launch, &f, &b), out = 0;
+    pthread_mutex_unlock(&kp_hooks.lock);
+    if ((got & KPROF_WORK_FLOPS) && isfinite(f) && f >= 0) {
+        *flops = f;
+        out |= KPROF_WORK_FLOPS;
+    }
+    if ((got & KPROF_WORK_BYTES) && isfinite(b) && b >= 0) {
+        *bytes = b;
+        out |= KPROF_WORK_BYTES;
+    }
+    return out;
+}
+
+#ifdef KPROF_HAVE_CUDA
+/* The collector's kernel hook (cuda_collector.h): the program's formula for this kernel. */
+static int kp_cuda_hook(void *ctx, const char *name, const uint32_t grid[3],
+                        const uint32_t block[3], double *flops, double *bytes)
+{
+    (void)ctx;
+    unsigned g[3] = {grid[0], grid[1], grid[2]}, b[3] = {block[0], block[1], block[2]};
+    int got = kprof_kernel_work_(name, g, b, flops, bytes);
+    return ((got & KPROF_WORK_FLOPS) ? KP_CUDA_HOOK_FLOPS : 0) |
+           ((got & KPROF_WORK_BYTES) ? KP_CUDA_HOOK_BYTES : 0);
+}
+#endif
+
+kprof_status kprof_kernel_hook(const char *kernel, kprof_work_fn fn, void *ctx)
+{
+    if (!kernel || !*kernel)
+        return kp_inproc_fail("kprof_kernel_hook", KPROF_INVALID, "no kernel name given");
+    pthread_mutex_lock(&kp_hooks.lock);
+    int at = -1;
+    for (int i = 0; i < kp_hooks.nhooks && at < 0; i++)
+        if (strcmp(kp_hooks.hooks[i].kernel, kernel) == 0) at = i;
+    kprof_status st = KPROF_OK;
+    if (!fn) { /* remove */
+        if (at >= 0) {
+            free(kp_hooks.hooks[at].kernel);
+            kp_hooks.hooks[at] = kp_hooks.hooks[--kp_hooks.nhooks];
+        }
+    } else if (at >= 0) {
+        kp_hooks.hooks[at].fn = fn;
+        kp_hooks.hooks[at].ctx = ctx;
+    } else if (kp_hooks.nhooks == KP_HOOKS_MAX) {
+        st = KPROF_INVALID;
+    } else {
+        char *copy = strdup(kernel);
+        if (!copy)
+            st = KPROF_NOMEM;
+        else
+            kp_hooks.hooks[kp_hooks.nhooks++] = (kp_hook){copy, fn, ctx};
+    }
+    if (st == KPROF_OK) kp_seen_clear_locked(); /* names resolve again against the new list */
+    __atomic_store_n(&kprof_kernel_hooks_, kp_hooks.nhooks, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&kp_hooks.lock);
+    if (st == KPROF_INVALID) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "%d kernels have hooks already (the most at once)", KP_HOOKS_MAX);
+        return kp_inproc_fail("kprof_kernel_hook", st, msg);
+    }
+    if (st == KPROF_NOMEM) return kp_inproc_fail("kprof_kernel_hook", st, "out of memory");
+    return KPROF_OK;
+}
+
+/* ---- the session's collector -------------------------------------------------------------------
+ */
+
+#ifdef KPROF_HAVE_CUDA
+const char *kp_inproc_cuda_unavailable(void)
+{
+    return NULL;
+}
+
+kprof_status kp_inproc_cuda_start(kp_session *s, kp_error *err)
+{
+    (void)s;
+    char why[700];
+    if (kp_cuda_load(why, sizeof why) != 0)
+        return kp_error_set(err, KPROF_UNAVAILABLE,
+                            "the CUDA driver cannot be loaded (%s): no CUDA work to record here",
+                            why);
+    const char *injected = getenv("CUDA_INJECTION64_PATH");
+    if (injected && *injected) /* CUPTI has one activity client per process: theirs, not ours */
+        return kp_error_set(err, KPROF_UNAVAILABLE,
+                            "a CUDA injection collects this process's CUDA work already "
+                            "(CUDA_INJECTION64_PATH=%s: kprof trace, Nsight Systems or Nsight "
+                            "Compute): kprof's own CUDA collection is off (start the session "
+                            "without KPROF_COLLECT_CUDA to record the scopes)",
+                            injected);
+    kp_cuda_collector_set_hook(kp_cuda_hook, NULL);
+    if (kp_cuda_collector_start(why, sizeof why) != 0) {
+        kp_cuda_collector_set_hook(NULL, NULL);
+        return kp_error_set(err, KPROF_UNAVAILABLE, "%s", why);
+    }
+    return KPROF_OK;
+}
+
+void kp_inproc_cuda_stop(kp_session *s)
+{
+    (void)s;
+    kp_cuda_collector_stop();
+    kp_cuda_collector_set_hook(NULL, NULL);
+}
+#else
+const char *kp_inproc_cuda_unavailable(void)
+{
+    return "this libkprof was built without CUDA (no cuda.h where it was built): record the "
+           "program's CUDA work with `kprof trace -o FILE -- PROGRAM`";
+}
+
+kprof_status kp_inproc_cuda_start(kp_session *s, kp_error *err)
+{
+    (void)s;
+    return kp_error_set(err, KPROF_UNAVAILABLE, "%s", kp_inproc_cuda_unavailable());
+}
+
+void kp_inproc_cuda_stop(kp_session *s)
+{
+    (void)s;
+}
+#endif
+
+/* ---- capture hand-off --------------------------------------------------------------------------
+ */
+
+static struct {
+    pthread_mutex_t lock;
+    int open;
+    int profiler_started;
+    unsigned long long range; /* the NVTX range's id: it may end on another thread */
+} kp_capture = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+kprof_status kprof_capture_begin(const char *name)
+{
+    if (!name || !*name)
+        return kp_inproc_fail("kprof_capture_begin", KPROF_INVALID, "no capture name given");
+    pthread_mutex_lock(&kp_capture.lock);
+    if (kp_capture.open) {
+        pthread_mutex_unlock(&kp_capture.lock);
+        return kp_inproc_fail("kprof_capture_begin", KPROF_INVALID,
+                              "a capture is open already (captures do not nest)");
+    }
+    kprof_status st = KPROF_OK;
+    char msg[600] = "";
+#ifdef KPROF_HAVE_CUDA
+    char why[300];
+    if (kp_cuda_load(why, sizeof why) != 0) {
+        snprintf(msg, sizeof msg, "the CUDA driver cannot be loaded: %s", why);
+        st = KPROF_UNAVAILABLE;
+    } else {
+        CUresult rc = kp_cu.cuProfilerStart();
+        if (rc != CUDA_SUCCESS) {
+            char text[200];
+            kp_cuda_error_text(rc, text, sizeof text);
+            snprintf(msg, sizeof msg,
+                     "cuProfilerStart failed: %s (a capture needs the calling thread's CUDA "
+                     "context: call it after the program's first CUDA call)",
+                     text);
+            st = kp_cuda_result_status(rc) == KPROF_UNAVAILABLE ? KPROF_UNAVAILABLE : KPROF_INVALID;
+        } else {
+            kp_capture.profiler_started = 1;
+            kp_capture.range = nvtxRangeStartA(name);
+        }
+    }
+#else
+    snprintf(msg, sizeof msg,
+             "this libkprof was built without CUDA: there is no cudaProfilerApi "
+             "range to hand to an external tool");
+    st = KPROF_UNAVAILABLE;
+#endif
+    if (st == KPROF_OK) kp_capture.open = 1;
+    pthread_mutex_unlock(&kp_capture.lock);
+    return st == KPROF_OK ? KPROF_OK : kp_inproc_fail("kprof_capture_begin", st, msg);
+}
+
+kprof_status kprof_capture_end(void)
+{
+    pthread_mutex_lock(&kp_capture.lock);
+    if (!kp_capture.open) {
+        pthread_mutex_unlock(&kp_capture.lock);
+        return kp_inproc_fail("kprof_capture_end", KPROF_INVALID, "no capture is open");
+    }
+    kp_capture.open = 0;
+#ifdef KPROF_HAVE_CUDA
+    if (kp_capture.profiler_started) {
+        nvtxRangeEnd(kp_capture.range);
+        kp_cu.cuProfilerStop();
+        kp_capture.profiler_started = 0;
+    }
+#endif
+    pthread_mutex_unlock(&kp_capture.lock);
+    return KPROF_OK;
+}
+
+/* ---- kprof_benchmark ---------------------------------------------------------------------------
+ */
+
+#ifdef KPROF_HAVE_CUDA
+/* The device operations of the run under way, as the collector converts them. */
+typedef struct kp_bench_run {
+    pthread_mutex_t lock;
+    int64_t first, last; /* earliest start, latest end (0: none yet) */
+    int64_t busy;        /* durations summed */
+    unsigned ops;
+} kp_bench_run;
+
+static void kp_bench_sink(void *ctx, const kp_rec *r, const char *name)
+{
+    (void)name;
+    kp_bench_run *run = ctx;
+    if (r->kind != KP_REC_KERNEL && r->kind != KP_REC_MEMCPY && r->kind != KP_REC_MEMSET) return;
+    int64_t s = (int64_t)r->start, e = (int64_t)r->end;
+    pthread_mutex_lock(&run->lock);
+    if (!run->ops || s < run->first) run->first = s;
+    if (!run->ops || e > run->last) run->last = e;
+    run->busy += e > s ? e - s : 0;
+    run->ops++;
+    pthread_mutex_unlock(&run->lock);
+}
+
+static void kp_bench_reset(kp_bench_run *run)
+{
+    pthread_mutex_lock(&run->lock);
+    run->first = run->last = run->busy = 0;
+    run->ops = 0;
+    pthread_mutex_unlock(&run->lock);
+}
+
+static int kp_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The q-quantile of sorted v[0..n) by linear interpolation. */
+static double kp_quantile(const double *v, size_t n, double q)
+{
+    double pos = q * (double)(n - 1);
+    size_t lo = (size_t)pos;
+    if (lo + 1 >= n) return v[n - 1];
+    return v[lo] + (v[lo + 1] - v[lo]) * (pos - (double)lo);
+}
+#endif
+
+kprof_status kprof_benchmark(void (*fn)(void *arg), void *arg, const kprof_benchmark_options *opt,
+                             kprof_benchmark_result *out)
+{
+    static const char *const F = "kprof_benchmark";
+    if (!fn || !out) return kp_inproc_fail(F, KPROF_INVALID, "no callback or no result given");
+    memset(out, 0, sizeof *out);
+    kprof_benchmark_options o = KPROF_BENCHMARK_OPTIONS_INIT;
+    if (opt) {
+        if (opt->size == 0 || opt->size > sizeof o)
+            return kp_inproc_fail(F, KPROF_INVALID,
+                                  "options.size is not sizeof(kprof_benchmark_options) "
+                                  "(use KPROF_BENCHMARK_OPTIONS_INIT)");
+        memcpy(&o, opt, opt->size);
+        o.size = sizeof o;
+    }
+    if (o.min_runs == 0) o.min_runs = 1;
+    if (o.max_runs < o.min_runs) o.max_runs = o.min_runs;
+    if (!(o.budget_s >= 0) || o.budget_s > 86400)
+        return kp_inproc_fail(F, KPROF_INVALID, "budget_s must be 0 to 86400 seconds");
+#ifndef KPROF_HAVE_CUDA
+    (void)arg;
+    return kp_inproc_fail(F, KPROF_UNAVAILABLE,
+                          "this libkprof was built without CUDA: kprof_benchmark times CUDA work "
+                          "from CUPTI's device timestamps");
+#else
+    char why[700];
+    if (kp_cuda_load(why, sizeof why) != 0) {
+        char msg[800];
+        snprintf(msg, sizeof msg, "the CUDA driver cannot be loaded: %s", why);
+        return kp_inproc_fail(F, KPROF_UNAVAILABLE, msg);
+    }
+    /* The session's collector when it records CUDA, else one of our own for the benchmark. */
+    const char *injected = getenv("CUDA_INJECTION64_PATH");
+    if (!kp_cuda_collector_running() && injected && *injected) {
+        char msg[800];
+        snprintf(msg, sizeof msg,
+                 "a CUDA injection holds CUPTI in this process (CUDA_INJECTION64_PATH=%s: kprof "
+                 "trace, Nsight Systems or Nsight Compute): kprof_benchmark cannot read device "
+                 "timestamps beside it",
+                 injected);
+        return kp_inproc_fail(F, KPROF_UNAVAILABLE, msg);
+    }
+    int own = 0;
+    if (!kp_cuda_collector_running()) {
+        /* Its records go to the benchmark alone, not into a session that did not ask for CUDA. */
+        kp_cuda_collector_set_sink_only(1);
+        if (kp_cuda_collector_start(why, sizeof why) != 0) {
+            kp_cuda_collector_set_sink_only(0);
+            return kp_inproc_fail(F, KPROF_UNAVAILABLE, why);
+        }
+        own = 1;
+    }
+    kp_bench_run run = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    kp_cuda_collector_set_sink(kp_bench_sink, &run);
+    size_t cap = o.max_runs;
+    double *span = calloc(cap, sizeof *span), *busy = calloc(cap, sizeof *busy),
+           *wall = calloc(cap, sizeof *wall);
+    kprof_status st = KPROF_OK;
+    char msg[400] = "";
+    if (!span || !busy || !wall) {
+        st = KPROF_NOMEM;
+        snprintf(msg, sizeof msg, "out of memory");
+        goto done;
+    }
+    for (unsigned i = 0; i < o.warmup; i++)
+        fn(arg);
+    CUresult rc = kp_cu.cuCtxSynchronize();
+    if (rc != CUDA_SUCCESS) {
+        char text[200];
+        kp_cuda_error_text(rc, text, sizeof text);
+        st = rc == CUDA_ERROR_INVALID_CONTEXT ? KPROF_INVALID : kp_cuda_result_status(rc);
+        snprintf(msg, sizeof msg, "cuCtxSynchronize after the warm-up failed: %s%s", text,
+                 rc == CUDA_ERROR_INVALID_CONTEXT
+                     ? " (the calling thread has no CUDA context: the callback must launch its "
+                       "work on this thread's current context)"
+                     : "");
+        goto done;
+    }
+    kp_cuda_collector_flush(1);
+    kp_bench_reset(&run);
+    uint64_t t_start = kp_now_ns();
+    unsigned n = 0;
+    while (n < o.max_runs) {
+        uint64_t t0 = kp_now_ns();
+        fn(arg);
+        rc = kp_cu.cuCtxSynchronize();
+        uint64_t t1 = kp_now_ns();
+        if (rc != CUDA_SUCCESS) {
+            char text[200];
+            kp_cuda_error_text(rc, text, sizeof text);
+            st = kp_cuda_result_status(rc);
+            snprintf(msg, sizeof msg, "run %u: the device work failed: %s", n + 1, text);
+            goto done;
+        }
+        kp_cuda_collector_flush(1);
+        pthread_mutex_lock(&run.lock);
+        unsigned ops = run.ops;
+        span[n] = (double)(run.last - run.first);
+        busy[n] = (double)run.busy;
+        pthread_mutex_unlock(&run.lock);
+        if (ops == 0) {
+            st = KPROF_INVALID;
+            snprintf(msg, sizeof msg,
+                     "run %u launched no device work that CUPTI saw (the callback must launch "
+                     "CUDA work, and finish launching it before it returns)",
+                     n + 1);
+            goto done;
+        }
+        out->kernels = ops;
+        wall[n] = (double)(t1 - t0);
+        kp_bench_reset(&run);
+        n++;
+        if (n >= o.min_runs && (double)(kp_now_ns() - t_start) * 1e-9 >= o.budget_s) break;
+    }
+    out->runs = n;
+    double sum = 0;
+    for (unsigned i = 0; i < n; i++)
+        sum += span[i];
+    qsort(span, n, sizeof *span, kp_cmp_double);
+    qsort(busy, n, sizeof *busy, kp_cmp_double);
+    qsort(wall, n, sizeof *wall, kp_cmp_double);
+    out->min_ns = span[0];
+    out->max_ns = span[n - 1];
+    out->p50_ns = kp_quantile(span, n, 0.5);
+    out->p90_ns = kp_quantile(span, n, 0.9);
+    out->mean_ns = sum / n;
+    out->busy_p50_ns = kp_quantile(busy, n, 0.5);
+    out->wall_p50_ns = kp_quantile(wall, n, 0.5);
+done:
+    kp_cuda_collector_set_sink(NULL, NULL);
+    if (own) {
+        kp_cuda_collector_stop();
+        kp_cuda_collector_set_sink_only(0);
+    }
+    free(span);
+    free(busy);
+    free(wall);
+    return st == KPROF_OK ? KPROF_OK : kp_inproc_fail(F, st, msg);
+#endif
+}

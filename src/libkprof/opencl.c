@@ -1,0 +1,133 @@
+/*
+ * opencl.c — the in-process OpenCL collector of a libkprof session (KPROF_COLLECT_OPENCL).
+ *
+ * OpenCL calls are reached the way `kprof trace` reaches them: through libkprof-inject.so as an
+ * OpenCL layer (the ICD loader's OPENCL_LAYERS), which records the program's calls and its
+ * kernels, copies and fills with their device times. libkprof cannot be the layer itself (it
+ * exports kprof_* alone), so kprof_start puts the inject library into OPENCL_LAYERS with the
+ * session's folder in KPROF_TRACE_DIR, and the loader takes the layer in at the program's first
+ * OpenCL call; its records go into the session's folder beside the scopes', and the merge makes
+ * one process of both (kp_trace_run.one_process). kprof_stop ends the layer's file through
+ * kprof_inject_opencl_stop, and the next session restarts it in its own folder through
+ * kprof_inject_opencl_start (the layer stays in the loader's chain).
+ *
+ * So a program must start its first session before its first OpenCL call (or run under
+ * KPROF=1, which starts one at load): the loader reads OPENCL_LAYERS once. A session that asked
+ * for OpenCL and saw none says so in its trace's notes. Under `kprof trace`, whose collector
+ * already records OpenCL, the in-process one stands aside and says why.
+ */
+#define _GNU_SOURCE
+#include "collect/writer.h"
+#include "base/env.h"
+#include "base/util.h"
+#include "libkprof/collectors.h"
+#include "libkprof/inproc_internal.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct {
+    int armed;          /* OPENCL_LAYERS and KPROF_TRACE_DIR set by a session of ours */
+    char dir[PATH_MAX]; /* the folder KPROF_TRACE_DIR names for the running session */
+    char library[PATH_MAX];
+} kp_cl;
+
+/* libkprof-inject.so: $KPROF_INJECT_LIBRARY, else beside libkprof (build tree and installed
+ * libdir alike). 0, or -1 when there is none. */
+int kp_inproc_inject_library(char *out)
+{
+    const char *env = getenv(KP_ENV_INJECT_LIBRARY);
+    if (env && *env) return realpath(env, out) ? 0 : -1;
+    Dl_info info;
+    if (!dladdr((void *)kp_inproc_inject_library, &info) || !info.dli_fname) return -1;
+    char here[PATH_MAX];
+    snprintf(here, sizeof here, "%s", info.dli_fname);
+    char *slash = strrchr(here, '/');
+    if (!slash) return -1;
+    *slash = '\0';
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/libkprof-inject.so", here);
+    return kp_path_exists(path) && realpath(path, out) ? 0 : -1;
+}
+
+const char *kp_inproc_opencl_unavailable(void)
+{
+    if (kp_inproc_inject_library(kp_cl.library) == 0) return NULL;
+    return "libkprof-inject.so (the OpenCL layer) is not beside libkprof: set "
+           "KPROF_INJECT_LIBRARY to its path";
+}
+
+/* The inject library, when something (a session of ours, or `kprof trace`) loaded it. */
+static void *kp_cl_loaded(void)
+{
+    return kp_cl.library[0] ? dlopen(kp_cl.library, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+}
+
+kprof_status kp_inproc_opencl_start(kp_session *s, kp_error *err)
+{
+    if (kp_inproc_inject_library(kp_cl.library) != 0)
+        return kp_error_set(err, KPROF_UNAVAILABLE, "%s", kp_inproc_opencl_unavailable());
+    const char *trace_dir = getenv(KP_ENV_TRACE_DIR);
+    if (trace_dir && *trace_dir && !(kp_cl.armed && strcmp(trace_dir, kp_cl.dir) == 0))
+        return kp_error_set(err, KPROF_UNAVAILABLE,
+                            "kprof trace records this process's OpenCL work already (%s=%s): "
+                            "kprof's in-process OpenCL collection is off (start the session "
+                            "without KPROF_COLLECT_OPENCL to record the scopes)",
+                            KP_ENV_TRACE_DIR, trace_dir);
+    void *h = kp_cl_loaded();
+    if (h) { /* the layer is in the loader's chain since an earlier session */
+        int (*start)(const char *) = (int (*)(const char *))dlsym(h, "kprof_inject_opencl_start");
+        int rc = start ? start(s->dir) : -1;
+        dlclose(h);
+        if (rc != 0)
+            return kp_error_set(err, KPROF_UNAVAILABLE,
+                                "the OpenCL layer (%s) is loaded but not in the loader's chain: "
+                                "kprof's in-process OpenCL collection is off",
+                                kp_cl.library);
+    } else {
+        /* Not thread-safe (setenv): kprof_start says to call it before other threads read the
+         * environment. The loader reads these at the program's first OpenCL call. */
+        const char *layers = getenv("OPENCL_LAYERS");
+        if (!layers || !strstr(layers, kp_cl.library)) {
+            kp_str v = {0};
+            kp_str_printf(&v, "%s%s%s", layers && *layers ? layers : "",
+                          layers && *layers ? ":" : "", kp_cl.library);
+            if (v.failed) {
+                kp_str_free(&v);
+                return kp_error_nomem(err);
+            }
+            setenv("OPENCL_LAYERS", v.data, 1);
+            kp_str_free(&v);
+        }
+    }
+    setenv(KP_ENV_TRACE_DIR, s->dir, 1);
+    snprintf(kp_cl.dir, sizeof kp_cl.dir, "%s", s->dir);
+    kp_cl.armed = 1;
+    return KPROF_OK;
+}
+
+void kp_inproc_opencl_stop(kp_session *s)
+{
+    (void)s;
+    void *h = kp_cl_loaded();
+    int recorded = 0;
+    if (h) {
+        int (*stop)(void) = (int (*)(void))dlsym(h, "kprof_inject_opencl_stop");
+        recorded = stop ? stop() : 0;
+        dlclose(h);
+    }
+    if (!recorded)
+        kp_writer_note("the OpenCL collector recorded nothing: the program made no OpenCL call "
+                       "after kprof_start, its OpenCL had started before the first session (the "
+                       "loader takes kprof's layer in at the first OpenCL call: start the session "
+                       "before it, or use KPROF=1), or its OpenCL loader has no layer support "
+                       "(OPENCL_LAYERS; an ICD loader older than ocl-icd 2.3): `kprof trace` "
+                       "records OpenCL there");
+    /* The next session sets its own folder; until then the layer writes nothing. */
+    unsetenv(KP_ENV_TRACE_DIR);
+    kp_cl.armed = 0;
+    kp_cl.dir[0] = '\0';
+}
