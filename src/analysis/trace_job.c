@@ -1035,8 +1035,7 @@ kprof_status kp_trace_job_read(kp_event_source *src, int raw, kp_trace_job *j, k
     size_t nprocs, nnames;
     const kp_trace_process *procs = kp_event_source_processes(src, &nprocs);
     const char *const *names = kp_event_source_strings(src, &nnames);
-    if (kp_trace_job_begin(j, procs, nprocs, names, nnames, raw) != 0)
-        return kp_error_nomem(err);
+    if (kp_trace_job_begin(j, procs, nprocs, names, nnames, raw) != 0) return kp_error_nomem(err);
     unsigned char *flags = calloc(nnames ? nnames : 1, 1);
     kp_event_iter *it = NULL;
     kprof_status st = KPROF_OK;

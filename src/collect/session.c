@@ -188,8 +188,8 @@ kprof_status kp_session_save_run(const char *dir, const kp_trace_run *run, kp_er
     kp_str_append(&s, "\n");
     char path[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/" KP_RUN_FILE, dir);
-    kprof_status st = s.failed ? kp_error_nomem(err)
-                               : kp_file_write_atomic(path, s.data, s.len, err);
+    kprof_status st =
+        s.failed ? kp_error_nomem(err) : kp_file_write_atomic(path, s.data, s.len, err);
     kp_str_free(&s);
     return st;
 }

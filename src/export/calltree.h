@@ -17,14 +17,12 @@
  *   self_s       what --sort self orders by: exclusive_s of calls and ranges, gpu_self_s of
  *                device work (total_s for "(unattributed)")
  *   inclusive_s  host time (0 for device work)
- *   exclusive_s  host time not in its children: a polling call left out (analysis/trace_aggregate.h)
- *                counts here, as its parent's own time
- *   gpu_s        device time attributed: its own device work and all below it
- *   gpu_self_s   device time of its own device work (device work only)
- *   device_ops   device operations at and below it
- *   min_s, mean_s, max_s, std_s   one event's duration (std: the sample standard deviation, 0 for
- *                one event); null in JSON and empty in CSV where calls is 0
- *   flops, bytes its own events' metrics (a copy or fill: its size); 0 when none
+ *   exclusive_s  host time not in its children: a polling call left out
+ * (analysis/trace_aggregate.h) counts here, as its parent's own time gpu_s        device time
+ * attributed: its own device work and all below it gpu_self_s   device time of its own device work
+ * (device work only) device_ops   device operations at and below it min_s, mean_s, max_s, std_s one
+ * event's duration (std: the sample standard deviation, 0 for one event); null in JSON and empty in
+ * CSV where calls is 0 flops, bytes its own events' metrics (a copy or fill: its size); 0 when none
  *   gflop_per_s, gb_per_s   only when the trace has metrics (the aggregation's metric_events;
  *                without, no output has these keys, columns or cells): flops and bytes per
  *                second of the time of the events that carry them (host time for calls and

@@ -1038,8 +1038,7 @@ static kprof_status kp_pf_pipe_begin(void *ctx, int64_t start_ns, int64_t string
 /* An item that carries a text: item with a copy of text (the writer's to free). */
 static kprof_status kp_pf_pipe_text(kp_pf_pipe *p, kp_pf_item item, const char *text, size_t len)
 {
-    if (!(item.text = malloc(len + 1)))
-        return kp_error_nomem(&p->read_err);
+    if (!(item.text = malloc(len + 1))) return kp_error_nomem(&p->read_err);
     memcpy(item.text, text, len);
     item.text[len] = '\0';
     item.len = len;

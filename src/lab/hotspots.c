@@ -333,8 +333,7 @@ kprof_status kp_lab_hotspots(kp_lab *lab, const kp_launch *launch, int dispatche
                             lab->info.device.backend[0] ? lab->info.device.backend : "chosen");
     kp_pc_samples samples = {0};
     kprof_status st = lab->ops->pc_sample(lab->kernel, launch, dispatches, &samples, err);
-    if (st == KPROF_OK && kp_hotspots_from_samples(&samples, out) != 0)
-        st = kp_error_nomem(err);
+    if (st == KPROF_OK && kp_hotspots_from_samples(&samples, out) != 0) st = kp_error_nomem(err);
     kp_pc_samples_free(&samples);
     if (st == KPROF_OK) kp_hotspots_read_text(out, lab->info.source_path);
     return st;

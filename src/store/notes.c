@@ -217,8 +217,7 @@ kprof_status kp_notes_list(kp_store *s, const char *kernel, kp_note_list *out, k
 {
     memset(out, 0, sizeof *out);
     char *key = NULL;
-    if (kp_notes_utf8_copy(kernel, &key) != 0)
-        return kp_error_nomem(err);
+    if (kp_notes_utf8_copy(kernel, &key) != 0) return kp_error_nomem(err);
     sqlite3_stmt *q = NULL;
     const char *sql = key ? "SELECT " KP_NOTES_COLUMNS " FROM notes WHERE kernel = ? "
                             "ORDER BY at, id"
@@ -250,8 +249,7 @@ kprof_status kp_notes_search(kp_store *s, const char *query, kp_note_list *out, 
     memset(out, 0, sizeof *out);
     if (!query || !*query) return kp_error_set(err, KPROF_INVALID, "give words to search for");
     char *match = NULL;
-    if (kp_notes_utf8_copy(query, &match) != 0)
-        return kp_error_nomem(err);
+    if (kp_notes_utf8_copy(query, &match) != 0) return kp_error_nomem(err);
     sqlite3_stmt *q = NULL;
     const char *sql = "SELECT " KP_NOTES_COLUMNS ", bm25(notes_fts) AS score FROM notes_fts "
                       "JOIN notes ON notes.id = notes_fts.rowid WHERE notes_fts MATCH ? "

@@ -361,12 +361,10 @@ static kprof_status kp_merge_plan_hosts(kp_merge_input *inputs, size_t n, size_t
             host->host = strdup(inputs[i].host);
             host->boot_id = strdup(inputs[i].boot_id);
             host->inputs = calloc(n, sizeof *host->inputs);
-            if (!host->host || !host->boot_id || !host->inputs)
-                return kp_error_nomem(err);
+            if (!host->host || !host->boot_id || !host->inputs) return kp_error_nomem(err);
         } else if (!*host->host && *inputs[i].host) {
             free(host->host);
-            if (!(host->host = strdup(inputs[i].host)))
-                return kp_error_nomem(err);
+            if (!(host->host = strdup(inputs[i].host))) return kp_error_nomem(err);
         }
         host->inputs[host->ninputs++] = i;
         host->pairs += inputs[i].npairs;
@@ -552,8 +550,7 @@ static kprof_status kp_merge_plan_pids(kp_merge_input *inputs, size_t n, kp_merg
                                       in->path, in->renumbered[0].pid, clash,
                                       inputs[clash_with].path, KP_MERGE_PID_STRIDE, INT32_MAX);
             }
-            st = note.failed ? kp_error_nomem(err)
-                             : kp_merge_add_note(res, &note, err);
+            st = note.failed ? kp_error_nomem(err) : kp_merge_add_note(res, &note, err);
             kp_str_free(&note);
         }
         res->pid_shift[i] = in->pid_shift;
@@ -1043,8 +1040,7 @@ static kprof_status kp_merge_write_meta(kp_merge_out *o, const kp_merge_input *i
     res->metrics = (uint64_t)metrics;
     const kp_merged_host *ref = &res->hosts[inputs[res->reference].host_index];
     kprof_status st = KPROF_OK;
-    if (command.failed || collectors.failed || from.failed)
-        st = kp_error_nomem(err);
+    if (command.failed || collectors.failed || from.failed) st = kp_error_nomem(err);
     kp_trace_meta_keys meta = {
         .command = command.data ? command.data : "",
         .collectors = collectors.data ? collectors.data : "",

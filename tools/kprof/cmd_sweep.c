@@ -665,8 +665,7 @@ static void kp_sweep_work(kp_sweep_run *s)
     kprof_status st = KPROF_OK;
     int stopped = 0;
     s->lowest_samples = calloc((size_t)a->iters, sizeof *s->lowest_samples);
-    if (!samples || !scratch || !s->lowest_samples)
-        st = kp_error_nomem(&err);
+    if (!samples || !scratch || !s->lowest_samples) st = kp_error_nomem(&err);
     if (st == KPROF_OK) st = kp_sweep_prepare(s, &err);
     if (st == KPROF_OK) {
         pthread_mutex_lock(&s->mu);

@@ -193,8 +193,7 @@ static kprof_status kp_pcs_drain(kp_pcs_state *s, kp_pc_samples *out, kp_error *
         }
         if (r != CUPTI_SUCCESS) return kp_pcs_fail(err, "cuptiPCSamplingGetData", r);
         if (s->read.data.hardwareBufferFull) s->hardware_full = 1;
-        if (kp_pcs_take(s, &s->read.data, out) != 0)
-            return kp_error_nomem(err);
+        if (kp_pcs_take(s, &s->read.data, out) != 0) return kp_error_nomem(err);
         if (s->read.data.totalNumPcs == 0 && s->read.data.remainingNumPcs == 0) return KPROF_OK;
     }
     return kp_error_set(err, KPROF_UNAVAILABLE,
@@ -487,8 +486,7 @@ done:
         if (r != CUPTI_SUCCESS && st == KPROF_OK)
             st = kp_pcs_fail(err, "cuptiPCSamplingDisable", r);
         /* What CUPTI still held is now in the configured buffer. */
-        if (st == KPROF_OK && kp_pcs_take(s, &s->kept.data, out) != 0)
-            st = kp_error_nomem(err);
+        if (st == KPROF_OK && kp_pcs_take(s, &s->kept.data, out) != 0) st = kp_error_nomem(err);
     }
     if (module && !dev->poisoned) kp_cu.cuModuleUnload(module);
     if (st == KPROF_OK) {
