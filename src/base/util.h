@@ -1,13 +1,14 @@
 /*
- * util.h — small pieces the rest of kprof shares: a growable string, whole-file read, atomic
- * file write (temp + rename, so a reader never sees half a file), the check every input file
- * passes, recursive mkdir, a 64-bit content hash, the host monotonic clock, saturating time
- * arithmetic, and UTF-8 validation with the escaping of text for one-line messages.
+ * util.h — small pieces the rest of kprof shares: a growable string, a 64-bit content hash, the
+ * host monotonic clock, saturating time arithmetic, and UTF-8 validation with the escaping of text
+ * for one-line messages.
  */
 #ifndef KP_BASE_UTIL_H
 #define KP_BASE_UTIL_H
 
-#include "base/error.h"
+/* The file functions (whole-file read, atomic write, the input check, mkdir -p) are in
+ * base/file.h, included here for the callers that have always found them in util.h. */
+#include "base/file.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -34,25 +35,6 @@ void kp_str_vprintf_escaped(kp_str *s, const char *fmt, va_list ap);
 /* Hand the buffer to the caller (never NULL unless failed: an empty string is ""). */
 char *kp_str_take(kp_str *s);
 void kp_str_free(kp_str *s);
-
-/* Read a whole regular file of at most KP_FILE_READ_MAX bytes. *out is heap, NUL-terminated;
- * *len excludes the NUL. NOT_FOUND when the file does not exist, INVALID when the path is not
- * a regular file or too large, IO on other failures. */
-#define KP_FILE_READ_MAX (1ULL << 30)
-kprof_status kp_file_read(const char *path, char **out, size_t *len, kp_error *err);
-
-/* The check every input file passes before it is opened: OK for a regular file (symbolic links
- * followed); NOT_FOUND when nothing is there; INVALID naming what it is for a folder, a FIFO, a
- * device or a socket. It only stats, so a FIFO is refused without blocking. `what` names the
- * input in the message ("a trace"; NULL: "a file"). */
-kprof_status kp_input_check(const char *path, const char *what, kp_error *err);
-
-/* Write a whole file atomically: a temporary file beside it, fsync-free rename over the
- * target. On failure nothing is left at `path` that was not there before. */
-kprof_status kp_file_write_atomic(const char *path, const void *data, size_t len, kp_error *err);
-
-/* mkdir -p with mode 0777 & ~umask. */
-kprof_status kp_mkdir_p(const char *path, kp_error *err);
 
 int kp_path_exists(const char *path);
 
