@@ -164,9 +164,4 @@ kprof_status kp_backend_choose(const char *backend, int device, int lang,
  * runtime. An unknown backend name answers 0 (kp_backend_choose then says what is wrong). */
 int kp_backend_may_run_in_process(const char *backend, int lang);
 
-/* The full path of the CUPTI library kprof's CUDA support loads (`kprof trace` hands it to the
- * CUDA collector as KPROF_CUPTI_LIBRARY), or -1 when there is none (no CUDA support, or CUPTI
- * missing). */
-int kp_cupti_library_path(char *buf, size_t n);
-
 #endif

@@ -20,15 +20,6 @@ const kp_backend_ops *const kp_backends[] = {
     NULL,
 };
 
-#ifndef KPROF_HAVE_CUDA
-int kp_cupti_library_path(char *buf, size_t n)
-{
-    (void)buf;
-    (void)n;
-    return -1;
-}
-#endif
-
 const kp_backend_ops *kp_backend_find(const char *name)
 {
     for (int i = 0; kp_backends[i]; i++)

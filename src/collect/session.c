@@ -7,6 +7,7 @@
 #include "collect/session.h"
 #include "base/env.h"
 #include "backend/backend.h"
+#include "runtime/cupti_path.h"
 #include "base/util.h"
 
 #include <dirent.h>

@@ -4,7 +4,7 @@
 #define _GNU_SOURCE
 #include "runtime/cupti_api.h"
 #include "base/env.h"
-#include "backend/backend.h"
+#include "runtime/cupti_path.h"
 #include "runtime/dynlib.h"
 
 #include <dlfcn.h>
