@@ -99,7 +99,6 @@ static const char *const kp_cl_function_names[KP_CL_FN_COUNT] = {
 
 static _Atomic uint64_t kp_cl_function_ids[KP_CL_FN_COUNT]; /* string ids, see kp_cl_string */
 
-cl_icd_dispatch kp_cl_next;
 static cl_icd_dispatch kp_cl_layer; /* what the loader calls: kp_cl_next with wrappers in it */
 
 static int kp_cl_wrapped; /* clInitLayer put the wrappers in the loader's chain */
@@ -124,13 +123,15 @@ static void *kp_cl_missing(cl_int *errcode_ret)
     return NULL;
 }
 
-/* Every wrapper starts here. Without the next function (an export called where no OpenCL loader
- * could be found, e.g. a program testing a weak reference) the call fails instead of crashing. */
-#define KP_CL_ENTER(fn, failed)                                                                    \
-    do {                                                                                           \
-        kp_cl_ensure();                                                                            \
-        if (!kp_cl_next.fn) return failed;                                                         \
-    } while (0)
+/* Every wrapper starts here: the next layer's table, once it is filled (kp_cl_ensure). The
+ * wrapper checks its own entry and returns its failure explicitly when it is missing (an export
+ * called where no OpenCL loader could be found, e.g. a program testing a weak reference), so the
+ * call fails instead of crashing. */
+static inline const cl_icd_dispatch *kp_cl_enter(void)
+{
+    kp_cl_ensure();
+    return &kp_cl_next;
+}
 
 /* One KP_REC_API record. */
 static void kp_cl_api(kp_cl_function fn, uint64_t start, uint64_t end, cl_int status,
@@ -227,7 +228,7 @@ static void kp_cl_enqueued(kp_cl_function fn, kp_cl_op *op, int tracked, cl_int 
 #define KP_CL_TIMED(fn, params, args)                                                              \
     static cl_int CL_API_CALL kp_wrap_##fn params                                                  \
     {                                                                                              \
-        KP_CL_ENTER(fn, CL_INVALID_OPERATION);                                                     \
+        if (!kp_cl_enter()->fn) return CL_INVALID_OPERATION;                                       \
         uint64_t t0 = kp_now_ns();                                                                 \
         cl_int rc = kp_cl_next.fn args;                                                            \
         kp_cl_api(KP_CL_FN_##fn, t0, kp_now_ns(), rc, 0);                                          \
@@ -237,7 +238,7 @@ static void kp_cl_enqueued(kp_cl_function fn, kp_cl_op *op, int tracked, cl_int 
 #define KP_CL_TIMED_OBJ(T, fn, params, args)                                                       \
     static T CL_API_CALL kp_wrap_##fn params                                                       \
     {                                                                                              \
-        KP_CL_ENTER(fn, kp_cl_missing(errcode_ret));                                               \
+        if (!kp_cl_enter()->fn) return kp_cl_missing(errcode_ret);                                 \
         cl_int err = CL_SUCCESS;                                                                   \
         uint64_t t0 = kp_now_ns();                                                                 \
         T made = kp_cl_next.fn(KP_CL_UNPAREN args, &err);                                          \
@@ -262,7 +263,7 @@ static cl_command_queue CL_API_CALL
 kp_wrap_clCreateCommandQueue(cl_context context, cl_device_id device,
                              cl_command_queue_properties properties, cl_int *errcode_ret)
 {
-    KP_CL_ENTER(clCreateCommandQueue, kp_cl_missing(errcode_ret));
+    if (!kp_cl_enter()->clCreateCommandQueue) return kp_cl_missing(errcode_ret);
     cl_int err = CL_SUCCESS;
     int recording = kp_cl_recording();
     int profiled = !!(properties & CL_QUEUE_PROFILING_ENABLE);
@@ -286,7 +287,7 @@ static cl_command_queue CL_API_CALL kp_wrap_clCreateCommandQueueWithProperties(
     cl_context context, cl_device_id device, const cl_queue_properties *properties,
     cl_int *errcode_ret)
 {
-    KP_CL_ENTER(clCreateCommandQueueWithProperties, kp_cl_missing(errcode_ret));
+    if (!kp_cl_enter()->clCreateCommandQueueWithProperties) return kp_cl_missing(errcode_ret);
     /* The program's (name, value) pairs, with CL_QUEUE_PROFILING_ENABLE ORed into
      * CL_QUEUE_PROPERTIES, or that pair added. */
     cl_queue_properties stack[64], *forced = NULL;
@@ -336,7 +337,7 @@ static cl_command_queue CL_API_CALL kp_wrap_clCreateCommandQueueWithProperties(
 
 static cl_int CL_API_CALL kp_wrap_clReleaseCommandQueue(cl_command_queue queue)
 {
-    KP_CL_ENTER(clReleaseCommandQueue, CL_INVALID_OPERATION);
+    if (!kp_cl_enter()->clReleaseCommandQueue) return CL_INVALID_OPERATION;
     kp_cl_queue_releasing(queue);
     uint64_t t0 = kp_now_ns();
     cl_int rc = kp_cl_next.clReleaseCommandQueue(queue);
@@ -366,7 +367,7 @@ KP_CL_TIMED(clReleaseProgram, (cl_program program), (program))
 static cl_kernel CL_API_CALL kp_wrap_clCreateKernel(cl_program program, const char *kernel_name,
                                                     cl_int *errcode_ret)
 {
-    KP_CL_ENTER(clCreateKernel, kp_cl_missing(errcode_ret));
+    if (!kp_cl_enter()->clCreateKernel) return kp_cl_missing(errcode_ret);
     cl_int err = CL_SUCCESS;
     uint64_t t0 = kp_now_ns();
     cl_kernel k = kp_cl_next.clCreateKernel(program, kernel_name, &err);
@@ -381,7 +382,7 @@ static cl_int CL_API_CALL kp_wrap_clCreateKernelsInProgram(cl_program program, c
                                                            cl_kernel *kernels,
                                                            cl_uint *num_kernels_ret)
 {
-    KP_CL_ENTER(clCreateKernelsInProgram, CL_INVALID_OPERATION);
+    if (!kp_cl_enter()->clCreateKernelsInProgram) return CL_INVALID_OPERATION;
     uint64_t t0 = kp_now_ns();
     cl_int rc = kp_cl_next.clCreateKernelsInProgram(program, num_kernels, kernels, num_kernels_ret);
     uint64_t t1 = kp_now_ns();
@@ -405,7 +406,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueNDRangeKernel(
     const size_t *global_size, const size_t *local_size, cl_uint num_events,
     const cl_event *wait_list, cl_event *event)
 {
-    KP_CL_ENTER(clEnqueueNDRangeKernel, CL_INVALID_OPERATION);
+    if (!kp_cl_enter()->clEnqueueNDRangeKernel) return CL_INVALID_OPERATION;
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_KERNEL, kernel);
@@ -425,7 +426,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueTask(cl_command_queue queue, cl_kerne
                                                 cl_uint num_events, const cl_event *wait_list,
                                                 cl_event *event)
 {
-    KP_CL_ENTER(clEnqueueTask, CL_INVALID_OPERATION);
+    if (!kp_cl_enter()->clEnqueueTask) return CL_INVALID_OPERATION;
     kp_cl_op op;
     cl_event own = NULL;
     const size_t one = 1;
@@ -446,7 +447,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueReadBuffer(cl_command_queue queue, cl
                                                       void *ptr, cl_uint num_events,
                                                       const cl_event *wait_list, cl_event *event)
 {
-    KP_CL_ENTER(clEnqueueReadBuffer, CL_INVALID_OPERATION);
+    if (!kp_cl_enter()->clEnqueueReadBuffer) return CL_INVALID_OPERATION;
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_READ, NULL);
@@ -464,7 +465,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueWriteBuffer(cl_command_queue queue, c
                                                        const void *ptr, cl_uint num_events,
                                                        const cl_event *wait_list, cl_event *event)
 {
-    KP_CL_ENTER(clEnqueueWriteBuffer, CL_INVALID_OPERATION);
+    if (!kp_cl_enter()->clEnqueueWriteBuffer) return CL_INVALID_OPERATION;
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_WRITE, NULL);
@@ -483,7 +484,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueCopyBuffer(cl_command_queue queue, cl
                                                       cl_uint num_events, const cl_event *wait_list,
                                                       cl_event *event)
 {
-    KP_CL_ENTER(clEnqueueCopyBuffer, CL_INVALID_OPERATION);
+    if (!kp_cl_enter()->clEnqueueCopyBuffer) return CL_INVALID_OPERATION;
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_COPY, NULL);
@@ -507,7 +508,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueReadBufferRect(
     size_t buffer_slice_pitch, size_t host_row_pitch, size_t host_slice_pitch, void *ptr,
     cl_uint num_events, const cl_event *wait_list, cl_event *event)
 {
-    KP_CL_ENTER(clEnqueueReadBufferRect, CL_INVALID_OPERATION);
+    if (!kp_cl_enter()->clEnqueueReadBufferRect) return CL_INVALID_OPERATION;
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_READ, NULL);
@@ -527,7 +528,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueWriteBufferRect(
     size_t buffer_slice_pitch, size_t host_row_pitch, size_t host_slice_pitch, const void *ptr,
     cl_uint num_events, const cl_event *wait_list, cl_event *event)
 {
-    KP_CL_ENTER(clEnqueueWriteBufferRect, CL_INVALID_OPERATION);
+    if (!kp_cl_enter()->clEnqueueWriteBufferRect) return CL_INVALID_OPERATION;
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_WRITE, NULL);
@@ -547,7 +548,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueCopyBufferRect(
     size_t dst_row_pitch, size_t dst_slice_pitch, cl_uint num_events, const cl_event *wait_list,
     cl_event *event)
 {
-    KP_CL_ENTER(clEnqueueCopyBufferRect, CL_INVALID_OPERATION);
+    if (!kp_cl_enter()->clEnqueueCopyBufferRect) return CL_INVALID_OPERATION;
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_COPY, NULL);
@@ -566,7 +567,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueFillBuffer(cl_command_queue queue, cl
                                                       cl_uint num_events, const cl_event *wait_list,
                                                       cl_event *event)
 {
-    KP_CL_ENTER(clEnqueueFillBuffer, CL_INVALID_OPERATION);
+    if (!kp_cl_enter()->clEnqueueFillBuffer) return CL_INVALID_OPERATION;
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_FILL, NULL);
@@ -586,7 +587,7 @@ static void *CL_API_CALL kp_wrap_clEnqueueMapBuffer(cl_command_queue queue, cl_m
                                                     const cl_event *wait_list, cl_event *event,
                                                     cl_int *errcode_ret)
 {
-    KP_CL_ENTER(clEnqueueMapBuffer, kp_cl_missing(errcode_ret));
+    if (!kp_cl_enter()->clEnqueueMapBuffer) return kp_cl_missing(errcode_ret);
     cl_int err = CL_SUCCESS;
     uint64_t t0 = kp_now_ns();
     void *p = kp_cl_next.clEnqueueMapBuffer(queue, buffer, blocking, flags, offset, size,
@@ -608,7 +609,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueReadImage(cl_command_queue queue, cl_
                                                      cl_uint num_events, const cl_event *wait_list,
                                                      cl_event *event)
 {
-    KP_CL_ENTER(clEnqueueReadImage, CL_INVALID_OPERATION);
+    if (!kp_cl_enter()->clEnqueueReadImage) return CL_INVALID_OPERATION;
     uint64_t t0 = kp_now_ns();
     cl_int rc = kp_cl_next.clEnqueueReadImage(queue, image, blocking, origin, region, row_pitch,
                                               slice_pitch, ptr, num_events, wait_list, event);
@@ -626,7 +627,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueWriteImage(cl_command_queue queue, cl
                                                       cl_uint num_events, const cl_event *wait_list,
                                                       cl_event *event)
 {
-    KP_CL_ENTER(clEnqueueWriteImage, CL_INVALID_OPERATION);
+    if (!kp_cl_enter()->clEnqueueWriteImage) return CL_INVALID_OPERATION;
     uint64_t t0 = kp_now_ns();
     cl_int rc =
         kp_cl_next.clEnqueueWriteImage(queue, image, blocking, origin, region, input_row_pitch,
@@ -645,7 +646,7 @@ static void *CL_API_CALL kp_wrap_clEnqueueMapImage(cl_command_queue queue, cl_me
                                                    cl_uint num_events, const cl_event *wait_list,
                                                    cl_event *event, cl_int *errcode_ret)
 {
-    KP_CL_ENTER(clEnqueueMapImage, kp_cl_missing(errcode_ret));
+    if (!kp_cl_enter()->clEnqueueMapImage) return kp_cl_missing(errcode_ret);
     cl_int err = CL_SUCCESS;
     uint64_t t0 = kp_now_ns();
     void *p = kp_cl_next.clEnqueueMapImage(queue, image, blocking, flags, origin, region, row_pitch,
@@ -663,7 +664,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueUnmapMemObject(cl_command_queue queue
                                                           const cl_event *wait_list,
                                                           cl_event *event)
 {
-    KP_CL_ENTER(clEnqueueUnmapMemObject, CL_INVALID_OPERATION);
+    if (!kp_cl_enter()->clEnqueueUnmapMemObject) return CL_INVALID_OPERATION;
     uint64_t t0 = kp_now_ns();
     cl_int rc =
         kp_cl_next.clEnqueueUnmapMemObject(queue, memobj, mapped, num_events, wait_list, event);
@@ -678,7 +679,7 @@ KP_CL_TIMED(clFlush, (cl_command_queue queue), (queue))
 
 static cl_int CL_API_CALL kp_wrap_clFinish(cl_command_queue queue)
 {
-    KP_CL_ENTER(clFinish, CL_INVALID_OPERATION);
+    if (!kp_cl_enter()->clFinish) return CL_INVALID_OPERATION;
     uint64_t t0 = kp_now_ns();
     cl_int rc = kp_cl_next.clFinish(queue);
     kp_cl_api(KP_CL_FN_clFinish, t0, kp_now_ns(), rc, 0);
@@ -688,7 +689,7 @@ static cl_int CL_API_CALL kp_wrap_clFinish(cl_command_queue queue)
 
 static cl_int CL_API_CALL kp_wrap_clWaitForEvents(cl_uint num_events, const cl_event *events)
 {
-    KP_CL_ENTER(clWaitForEvents, CL_INVALID_OPERATION);
+    if (!kp_cl_enter()->clWaitForEvents) return CL_INVALID_OPERATION;
     uint64_t t0 = kp_now_ns();
     cl_int rc = kp_cl_next.clWaitForEvents(num_events, events);
     kp_cl_api(KP_CL_FN_clWaitForEvents, t0, kp_now_ns(), rc, 0);

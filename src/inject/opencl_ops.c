@@ -91,6 +91,10 @@ static const char *const kp_cl_transfer_text[KP_CL_WHAT_COUNT] = {
     [KP_CL_FILL] = "[OpenCL fill]",     /* KP_REC_MEMSET */
 };
 
+/* Defined here, filled by the layer (opencl_layer.c): the tracker calls the runtime through it
+ * and so needs nothing of the layer's. */
+cl_icd_dispatch kp_cl_next;
+
 int kp_cl_recording(void)
 {
     if (atomic_load_explicit(&kp_ops.restart, memory_order_relaxed) &&

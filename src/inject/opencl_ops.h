@@ -16,7 +16,9 @@
 #include <stdint.h>
 
 /* The dispatch table the layer calls through (the next layer, or the loader's): every entry the
- * loader offered, NULL past them. Written once in clInitLayer, before any wrapper can run. */
+ * loader offered, NULL past them. Written once by the layer (clInitLayer, or the preload path)
+ * before any wrapper can run; defined in opencl_ops.c, so the tracker depends on nothing of the
+ * layer's. */
 extern cl_icd_dispatch kp_cl_next;
 
 /* A device operation between its enqueue and the moment its times are read. */
