@@ -81,6 +81,9 @@ void kp_cuda_poison(kp_device *dev, const char *text);
 kprof_status kp_cuda_fail(kp_device *dev, kp_error *err, const char *what, CUresult rc);
 /* Make the device's context current on this thread, unless a fault has spoiled it. */
 kprof_status kp_cuda_enter(kp_device *dev, kp_error *err);
+/* Free the cache flush's module and scratch (flush.c makes them; the device's context current);
+ * harmless when none. */
+void kp_cuda_flush_release(kp_device *dev);
 
 /* ---- compile.c ----------------------------------------------------------------------------- */
 
@@ -121,8 +124,6 @@ void kp_cuda_pc_lines(const void *cubin, size_t cubin_len, kp_pc_samples *out);
 
 /* kp_backend_ops.flush_cache: read twice the L2 with kprof's own kernel; *ns its GPU time. */
 kprof_status kp_cuda_flush_cache(kp_device *dev, double *ns, kp_error *err);
-/* Free the flush's module and scratch (the device's context current); harmless when none. */
-void kp_cuda_flush_release(kp_device *dev);
 
 /* ---- counters.c ---------------------------------------------------------------------------- */
 

@@ -221,6 +221,17 @@ kprof_status kp_cuda_enter(kp_device *dev, kp_error *err)
 
 /* ---- devices ----------------------------------------------------------------------------- */
 
+/* Here, not in flush.c, so that closing a device calls nothing of the flush's (flush.c calls
+ * device.c, not the other way). */
+void kp_cuda_flush_release(kp_device *dev)
+{
+    if (dev->flush_scratch) kp_cu.cuMemFree(dev->flush_scratch);
+    if (dev->flush_module) kp_cu.cuModuleUnload(dev->flush_module);
+    dev->flush_scratch = 0;
+    dev->flush_module = NULL;
+    dev->flush_function = NULL;
+}
+
 void kp_cuda_close(kp_device *dev)
 {
     if (!dev) return;

@@ -14,10 +14,10 @@
  * the loads and the kernel never writes.
  *
  * The module, the scratch and its sink are made on first use and kept with the device
- * (kp_cuda_close releases them). The flush runs on the device's stream between the device's
- * two events, so it is ordered with the dispatches around it and timed by the GPU. It never
- * counts in a dispatch's time: dispatch_batch takes CUPTI records of its own kernel's symbol
- * only, and drops everything recorded before it starts.
+ * (kp_cuda_close releases them, through kp_cuda_flush_release in device.c). The flush runs on the
+ * device's stream between the device's two events, so it is ordered with the dispatches around it
+ * and timed by the GPU. It never counts in a dispatch's time: dispatch_batch takes CUPTI records of
+ * its own kernel's symbol only, and drops everything recorded before it starts.
  */
 #define _GNU_SOURCE
 #include "backend/cuda/cuda_internal.h"
@@ -177,13 +177,4 @@ kprof_status kp_cuda_flush_cache(kp_device *dev, double *ns, kp_error *err)
     if (rc != CUDA_SUCCESS) return kp_cuda_fail(dev, err, "cuEventElapsedTime (cache flush)", rc);
     *ns = (double)ms * 1e6;
     return KPROF_OK;
-}
-
-void kp_cuda_flush_release(kp_device *dev)
-{
-    if (dev->flush_scratch) kp_cu.cuMemFree(dev->flush_scratch);
-    if (dev->flush_module) kp_cu.cuModuleUnload(dev->flush_module);
-    dev->flush_scratch = 0;
-    dev->flush_module = NULL;
-    dev->flush_function = NULL;
 }
