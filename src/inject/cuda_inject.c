@@ -640,12 +640,16 @@ static void kp_configure_cupti(char notes[KP_CONFIG_NOTES][300])
 /* Turn collection on. 0, or -1 with the reason in why (also said in the trace's notes). */
 static int kp_start(char *out_why, size_t out_n)
 {
-    char why[512], note[700];
-    if (kp_cupti_load(why, sizeof why) != 0) {
+    char note[700];
+    kp_error load = {0};
+    if (kp_cupti_load(&load) != KPROF_OK) {
+        char why[512];
+        kp_strlcpy(why, load.message, sizeof why);
         snprintf(note, sizeof note, "CUPTI could not be loaded: %s; nothing from CUDA was recorded",
                  why);
         kp_writer_note(note);
         snprintf(out_why, out_n, "CUPTI could not be loaded: %s", why);
+        kp_error_clear(&load);
         return -1;
     }
     CUptiResult r = kp_cupti.cuptiActivityRegisterCallbacks(kp_buffer_request, kp_buffer_complete);

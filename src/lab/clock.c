@@ -26,9 +26,10 @@ static struct {
 
 static void kp_clock_nvml_init(void)
 {
-    char why[512];
-    if (kp_nvml_load(why, sizeof why) != 0) {
-        kp_strlcpy(kp_clock_nvml.why, why, sizeof kp_clock_nvml.why);
+    kp_error why = {0};
+    if (kp_nvml_load(&why) != KPROF_OK) {
+        kp_strlcpy(kp_clock_nvml.why, why.message, sizeof kp_clock_nvml.why);
+        kp_error_clear(&why);
         return;
     }
     kp_nvml_return rc = kp_nvml.nvmlInit_v2();

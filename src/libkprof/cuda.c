@@ -214,10 +214,11 @@ kprof_status kp_inproc_cuda_start(kp_session *s, kp_error *err)
 {
     (void)s;
     char why[700];
-    if (kp_cuda_load(why, sizeof why) != 0)
+    kp_error load = {0}; /* holds no log: nothing to clear */
+    if (kp_cuda_load(&load) != KPROF_OK)
         return kp_error_set(err, KPROF_UNAVAILABLE,
                             "the CUDA driver cannot be loaded (%s): no CUDA work to record here",
-                            why);
+                            load.message);
     const char *injected = getenv("CUDA_INJECTION64_PATH");
     if (injected && *injected) /* CUPTI has one activity client per process: theirs, not ours */
         return kp_error_set(err, KPROF_UNAVAILABLE,
@@ -283,7 +284,9 @@ kprof_status kprof_capture_begin(const char *name)
     char msg[600] = "";
 #ifdef KPROF_HAVE_CUDA
     char why[300];
-    if (kp_cuda_load(why, sizeof why) != 0) {
+    kp_error load = {0}; /* holds no log: nothing to clear */
+    if (kp_cuda_load(&load) != KPROF_OK) {
+        kp_strlcpy(why, load.message, sizeof why);
         snprintf(msg, sizeof msg, "the CUDA driver cannot be loaded: %s", why);
         st = KPROF_UNAVAILABLE;
     } else {
@@ -407,8 +410,10 @@ kprof_status kprof_benchmark(void (*fn)(void *arg), void *arg, const kprof_bench
                           "from CUPTI's device timestamps");
 #else
     char why[700];
-    if (kp_cuda_load(why, sizeof why) != 0) {
+    kp_error load = {0}; /* holds no log: nothing to clear */
+    if (kp_cuda_load(&load) != KPROF_OK) {
         char msg[800];
+        kp_strlcpy(why, load.message, sizeof why);
         snprintf(msg, sizeof msg, "the CUDA driver cannot be loaded: %s", why);
         return kp_inproc_fail(F, KPROF_UNAVAILABLE, msg);
     }

@@ -29,9 +29,9 @@ static kp_dynlib_table kp_cl_table = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
-int kp_cl_load(char *why, size_t why_n)
+kprof_status kp_cl_load(kp_error *err)
 {
-    return kp_dynlib_load_table(&kp_cl_table, why, why_n);
+    return kp_dynlib_load_table(&kp_cl_table, err);
 }
 
 const char *kp_cl_error_name(cl_int code)

@@ -6,6 +6,8 @@
 #ifndef KP_CL_API_H
 #define KP_CL_API_H
 
+#include "base/error.h"
+
 #define CL_TARGET_OPENCL_VERSION 300
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #include <CL/cl.h>
@@ -53,11 +55,11 @@ typedef struct kp_cl_api {
 #undef KP_CL_SLOT_
 } kp_cl_api;
 
-/* The loaded table; valid after kp_cl_load() returned 0. */
+/* The loaded table; valid after kp_cl_load() returned KPROF_OK. */
 extern kp_cl_api kp_cl;
 
-/* Load once (thread-safe). 0 on success; -1 with the reason in why[]. */
-int kp_cl_load(char *why, size_t why_n);
+/* Load once (thread-safe). KPROF_OK, or KPROF_UNAVAILABLE with the reason in err. */
+kprof_status kp_cl_load(kp_error *err);
 
 /* "CL_INVALID_VALUE" for -30, "CL_ERROR(-9999)" for unknown codes. Static storage. */
 const char *kp_cl_error_name(cl_int code);

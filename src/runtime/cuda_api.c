@@ -58,14 +58,14 @@ static kp_dynlib_table kp_nvrtc_table = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
-int kp_cuda_load(char *why, size_t why_n)
+kprof_status kp_cuda_load(kp_error *err)
 {
-    return kp_dynlib_load_table(&kp_cuda_table, why, why_n);
+    return kp_dynlib_load_table(&kp_cuda_table, err);
 }
 
-int kp_cuda_nvrtc_load(char *why, size_t why_n)
+kprof_status kp_cuda_nvrtc_load(kp_error *err)
 {
-    return kp_dynlib_load_table(&kp_nvrtc_table, why, why_n);
+    return kp_dynlib_load_table(&kp_nvrtc_table, err);
 }
 
 /* X(code, kprof status) — the CUDA errors kprof tells apart. A kernel's own faults are sticky:

@@ -98,17 +98,18 @@ typedef struct kp_cuda_nvrtc_api {
 
 #undef KP_CUDA_SLOT_
 
-/* The loaded tables; kp_cu is valid after kp_cuda_load() returned 0, kp_nvrtc after
- * kp_cuda_nvrtc_load() returned 0. */
+/* The loaded tables; kp_cu is valid after kp_cuda_load() returned KPROF_OK, kp_nvrtc after
+ * kp_cuda_nvrtc_load() returned KPROF_OK. */
 extern kp_cuda_driver_api kp_cu;
 extern kp_cuda_nvrtc_api kp_nvrtc;
 
-/* Load the driver library once (thread-safe; cuInit is the caller's). 0 on success; -1 with the
- * reason in why[] ("libcuda.so.1 not found"). */
-int kp_cuda_load(char *why, size_t why_n);
+/* Load the driver library once (thread-safe; cuInit is the caller's). KPROF_OK, or
+ * KPROF_UNAVAILABLE with the reason in err ("libcuda.so.1 not found"). */
+kprof_status kp_cuda_load(kp_error *err);
 
-/* Load NVRTC once (thread-safe), only when a .cu source is built. 0 or -1 with why[]. */
-int kp_cuda_nvrtc_load(char *why, size_t why_n);
+/* Load NVRTC once (thread-safe), only when a .cu source is built. KPROF_OK, or
+ * KPROF_UNAVAILABLE with the reason in err. */
+kprof_status kp_cuda_nvrtc_load(kp_error *err);
 
 /* "CUDA_ERROR_ILLEGAL_ADDRESS" — from the driver when it is loaded and knows the code, else
  * from kprof's own list, else "CUDA_ERROR_UNKNOWN_CODE". Static or thread-local storage. */

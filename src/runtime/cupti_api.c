@@ -23,19 +23,16 @@ static const char *const kp_cupti_names[] = {
 };
 
 /* Record layouts are versioned by the API's major release (13xxxx). */
-static int kp_cupti_check_version(char *why, size_t why_n)
+static kprof_status kp_cupti_check_version(kp_error *err)
 {
     uint32_t version = 0;
-    if (kp_cupti.cuptiGetVersion(&version) != CUPTI_SUCCESS) {
-        snprintf(why, why_n, "cuptiGetVersion failed");
-        return -1;
-    }
-    if (version / 10000 != CUPTI_API_VERSION / 10000) {
-        snprintf(why, why_n, "CUPTI API version %u differs from the %d kprof was built with",
-                 version, CUPTI_API_VERSION);
-        return -1;
-    }
-    return 0;
+    if (kp_cupti.cuptiGetVersion(&version) != CUPTI_SUCCESS)
+        return kp_error_set(err, KPROF_UNAVAILABLE, "cuptiGetVersion failed");
+    if (version / 10000 != CUPTI_API_VERSION / 10000)
+        return kp_error_set(err, KPROF_UNAVAILABLE,
+                            "CUPTI API version %u differs from the %d kprof was built with",
+                            version, CUPTI_API_VERSION);
+    return KPROF_OK;
 }
 
 static kp_dynlib_table kp_cupti_table = {
@@ -49,9 +46,9 @@ static kp_dynlib_table kp_cupti_table = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
-int kp_cupti_load(char *why, size_t why_n)
+kprof_status kp_cupti_load(kp_error *err)
 {
-    return kp_dynlib_load_table(&kp_cupti_table, why, why_n);
+    return kp_dynlib_load_table(&kp_cupti_table, err);
 }
 
 const char *kp_cupti_result_text(CUptiResult r)
@@ -65,8 +62,7 @@ const char *kp_cupti_result_text(CUptiResult r)
 
 int kp_cupti_library_path(char *buf, size_t n)
 {
-    char why[512];
-    if (kp_cupti_load(why, sizeof why) != 0) return -1;
+    if (kp_cupti_load(NULL) != KPROF_OK) return -1;
     Dl_info info;
     if (!dladdr(*(void **)&kp_cupti.cuptiGetVersion, &info) || !info.dli_fname) return -1;
     snprintf(buf, n, "%s", info.dli_fname);

@@ -6,6 +6,8 @@
 #ifndef KP_CUPTI_API_H
 #define KP_CUPTI_API_H
 
+#include "base/error.h"
+
 #include <cupti.h>
 
 #include <stddef.h>
@@ -38,9 +40,9 @@ extern kp_cupti_api kp_cupti;
  * shared with the Range Profiler's table (cupti_profiler_api.h), so both load the same copy. */
 extern const char *const kp_cupti_libs[];
 
-/* Load once (thread-safe). 0 on success; -1 with the reason in why[]. Also refuses a CUPTI
- * whose record layouts differ from the headers kprof was built with. */
-int kp_cupti_load(char *why, size_t why_n);
+/* Load once (thread-safe). KPROF_OK, or KPROF_UNAVAILABLE with the reason in err. Also refuses a
+ * CUPTI whose record layouts differ from the headers kprof was built with. */
+kprof_status kp_cupti_load(kp_error *err);
 
 /* "CUPTI_ERROR_NOT_INITIALIZED (15)" style text for a result. Static storage per thread. */
 const char *kp_cupti_result_text(CUptiResult r);

@@ -16,9 +16,9 @@ static const char *const kp_cupti_pcs_names[] = {
 };
 
 /* The version check and error texts are kprof's CUPTI table's: load it first. */
-static int kp_cupti_pcs_check(char *why, size_t why_n)
+static kprof_status kp_cupti_pcs_check(kp_error *err)
 {
-    return kp_cupti_load(why, why_n);
+    return kp_cupti_load(err);
 }
 
 static kp_dynlib_table kp_cupti_pcs_table = {
@@ -32,7 +32,7 @@ static kp_dynlib_table kp_cupti_pcs_table = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
-int kp_cupti_pcsampling_load(char *why, size_t why_n)
+kprof_status kp_cupti_pcsampling_load(kp_error *err)
 {
-    return kp_dynlib_load_table(&kp_cupti_pcs_table, why, why_n);
+    return kp_dynlib_load_table(&kp_cupti_pcs_table, err);
 }

@@ -12,6 +12,8 @@
 #ifndef KP_CUPTI_PCSAMPLING_API_H
 #define KP_CUPTI_PCSAMPLING_API_H
 
+#include "base/error.h"
+
 #include <cupti.h>
 #include <cupti_pcsampling.h>
 
@@ -35,13 +37,13 @@ typedef struct kp_cupti_pcsampling_api {
 #undef KP_CUPTI_PCSAMPLING_SLOT_
 } kp_cupti_pcsampling_api;
 
-/* The loaded table; valid after kp_cupti_pcsampling_load() returned 0. */
+/* The loaded table; valid after kp_cupti_pcsampling_load() returned KPROF_OK. */
 extern kp_cupti_pcsampling_api kp_cupti_pcs;
 
 /* Load once (thread-safe): kprof's CUPTI table first (its version check, and the error texts
- * kp_cupti_result_text gives), then these symbols from the same library. 0 on success; -1 with
- * the reason in why[] ("libcupti.so.13 not found", "libcupti lacks cuptiPCSamplingEnable (too
- * old?)"). */
-int kp_cupti_pcsampling_load(char *why, size_t why_n);
+ * kp_cupti_result_text gives), then these symbols from the same library. KPROF_OK, or
+ * KPROF_UNAVAILABLE with the reason in err ("libcupti.so.13 not found", "libcupti lacks
+ * cuptiPCSamplingEnable (too old?)"). */
+kprof_status kp_cupti_pcsampling_load(kp_error *err);
 
 #endif

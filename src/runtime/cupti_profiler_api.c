@@ -42,7 +42,7 @@ static kp_dynlib_table kp_cuptip_table = {
 /* libcupti opens PerfWorks (libnvperf_host.so) with RTLD_DEEPBIND, which AddressSanitizer
  * refuses by ending the process: in a sanitized kprof the real libcupti's profiler is
  * unavailable, said in words. A stand-in named otherwise (the tests' fake_cupti) is let in. */
-static int kp_cupti_profiler_sanitized(char *why, size_t why_n)
+static kprof_status kp_cupti_profiler_sanitized(kp_error *err)
 {
 #ifdef KP_ASAN
     Dl_info info;
@@ -52,29 +52,30 @@ static int kp_cupti_profiler_sanitized(char *why, size_t why_n)
         base = strrchr(info.dli_fname, '/');
         base = base ? base + 1 : info.dli_fname;
     }
-    if (!base || strncmp(base, "libcupti", 8) == 0) {
-        snprintf(why, why_n,
-                 "this kprof is built with AddressSanitizer, under which libcupti cannot load "
-                 "PerfWorks (libnvperf_host.so opened with RTLD_DEEPBIND): use a build without "
-                 "sanitizers for GPU counters");
-        return -1;
-    }
+    if (!base || strncmp(base, "libcupti", 8) == 0)
+        return kp_error_set(err, KPROF_UNAVAILABLE,
+                            "this kprof is built with AddressSanitizer, under which libcupti "
+                            "cannot load PerfWorks (libnvperf_host.so opened with RTLD_DEEPBIND): "
+                            "use a build without sanitizers for GPU counters");
 #else
-    (void)why, (void)why_n;
+    (void)err;
 #endif
-    return 0;
+    return KPROF_OK;
 }
 
-int kp_cupti_profiler_load(char *why, size_t why_n)
+kprof_status kp_cupti_profiler_load(kp_error *err)
 {
-    if (kp_dynlib_load_table(&kp_cuptip_table, why, why_n) == 0)
-        return kp_cupti_profiler_sanitized(why, why_n);
+    kp_error e = {0};
+    kprof_status st = kp_dynlib_load_table(&kp_cuptip_table, &e);
+    if (st == KPROF_OK) return kp_cupti_profiler_sanitized(err);
     /* dynlib says "libcupti lacks SYMBOL (too old?)": say how old is too old. */
-    char *too_old = strstr(why, " (too old?)");
+    char *why = e.message, *too_old = strstr(why, " (too old?)");
     if (too_old && strstr(why, " lacks "))
-        snprintf(too_old, why_n - (size_t)(too_old - why),
+        snprintf(too_old, sizeof e.message - (size_t)(too_old - why),
                  ": CUPTI 12.6 or newer is needed (its Range Profiler)");
-    return -1;
+    kp_error_set(err, st, "%s", why);
+    kp_error_clear(&e);
+    return st;
 }
 
 const char *kp_cupti_profiler_result_text(CUptiResult r)

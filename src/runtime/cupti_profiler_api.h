@@ -25,6 +25,8 @@
 #ifndef KP_CUPTI_PROFILER_API_H
 #define KP_CUPTI_PROFILER_API_H
 
+#include "base/error.h"
+
 #include <cupti.h>
 #include <cupti_profiler_host.h>
 #include <cupti_profiler_target.h>
@@ -67,15 +69,16 @@ typedef struct kp_cupti_profiler_api {
 #undef KP_CUPTI_PROFILER_SLOT_
 } kp_cupti_profiler_api;
 
-/* Valid after kp_cupti_profiler_load() returned 0. */
+/* Valid after kp_cupti_profiler_load() returned KPROF_OK. */
 extern kp_cupti_profiler_api kp_cuptip;
 
-/* Load once (thread-safe). 0 on success; -1 with the reason in why[]: the library missing
+/* Load once (thread-safe). KPROF_OK, or KPROF_UNAVAILABLE with the reason in err: the library
+ * missing
  * ("libcupti.so.13 not found (...)"), or too old for the Range Profiler ("libcupti lacks
  * cuptiRangeProfilerEnable: CUPTI 12.6 or newer is needed (its Range Profiler)"), or kprof
  * built with AddressSanitizer (libcupti loads PerfWorks with RTLD_DEEPBIND, which ASan refuses
  * by ending the process). */
-int kp_cupti_profiler_load(char *why, size_t why_n);
+kprof_status kp_cupti_profiler_load(kp_error *err);
 
 /* "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES (35)" style text for a result. Thread-local storage. */
 const char *kp_cupti_profiler_result_text(CUptiResult r);

@@ -3,21 +3,22 @@
  */
 #define _GNU_SOURCE
 #include "runtime/dynlib.h"
+#include "base/util.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void *kp_dynlib_open(const char *const *names, const char *env_override, char *why, size_t why_n)
+void *kp_dynlib_open(const char *const *names, const char *env_override, kp_error *err)
 {
     const char *forced = env_override ? getenv(env_override) : NULL;
     if (forced && *forced) {
         void *h = dlopen(forced, RTLD_NOW | RTLD_LOCAL);
         if (!h) {
             const char *e = dlerror();
-            snprintf(why, why_n, "%s (from %s) could not be loaded: %s", forced, env_override,
-                     e ? e : "unknown error");
+            kp_error_set(err, KPROF_UNAVAILABLE, "%s (from %s) could not be loaded: %s", forced,
+                         env_override, e ? e : "unknown error");
         }
         return h;
     }
@@ -31,45 +32,48 @@ void *kp_dynlib_open(const char *const *names, const char *env_override, char *w
     /* dlerror says "cannot open shared object file: No such file or directory" for the usual
      * case; say it the short way and keep anything else verbatim. */
     if (!*first_error || strstr(first_error, "No such file"))
-        snprintf(why, why_n, "%s not found", names[0]);
+        kp_error_set(err, KPROF_UNAVAILABLE, "%s not found", names[0]);
     else
-        snprintf(why, why_n, "%s could not be loaded: %s", names[0], first_error);
+        kp_error_set(err, KPROF_UNAVAILABLE, "%s could not be loaded: %s", names[0], first_error);
     return NULL;
 }
 
-int kp_dynlib_load_table(kp_dynlib_table *t, char *why, size_t why_n)
+kprof_status kp_dynlib_load_table(kp_dynlib_table *t, kp_error *err)
 {
     pthread_mutex_lock(&t->lock);
     if (!t->done) {
         t->done = 1;
-        t->status = -1;
-        void *h = kp_dynlib_open(t->libs, t->env, t->why, sizeof t->why);
+        t->status = KPROF_UNAVAILABLE;
+        kp_error why = {0};
+        void *h = kp_dynlib_open(t->libs, t->env, &why);
         if (!h) {
-            if (t->hint) {
-                size_t n = strlen(t->why);
-                snprintf(t->why + n, sizeof t->why - n, "%s", t->hint);
-            }
+            if (t->hint) kp_error_append(&why, "%s", t->hint);
         } else if (kp_dynlib_resolve(h, t->libname, t->symbols, t->slots, t->optional, t->count,
-                                     t->why, sizeof t->why) == 0 &&
-                   (!t->check || t->check(t->why, sizeof t->why) == 0)) {
-            t->status = 0;
+                                     &why) == KPROF_OK &&
+                   (!t->check || t->check(&why) == KPROF_OK)) {
+            t->status = KPROF_OK;
         }
+        if (t->status != KPROF_OK) {
+            if (why.status != KPROF_OK) t->status = why.status;
+            kp_strlcpy(t->why, why.message, sizeof t->why);
+        }
+        kp_error_clear(&why);
     }
-    int status = t->status;
-    if (status != 0) snprintf(why, why_n, "%s", t->why);
+    kprof_status status = t->status;
+    if (status != KPROF_OK) kp_error_set(err, status, "%s", t->why);
     pthread_mutex_unlock(&t->lock);
     return status;
 }
 
-int kp_dynlib_resolve(void *handle, const char *libname, const char *const *names, void **slots,
-                      const unsigned char *optional, size_t count, char *why, size_t why_n)
+kprof_status kp_dynlib_resolve(void *handle, const char *libname, const char *const *names,
+                               void **slots, const unsigned char *optional, size_t count,
+                               kp_error *err)
 {
     for (size_t i = 0; i < count; i++) {
         slots[i] = dlsym(handle, names[i]);
-        if (!slots[i] && !(optional && optional[i])) {
-            snprintf(why, why_n, "%s lacks %s (too old?)", libname, names[i]);
-            return -1;
-        }
+        if (!slots[i] && !(optional && optional[i]))
+            return kp_error_set(err, KPROF_UNAVAILABLE, "%s lacks %s (too old?)", libname,
+                                names[i]);
     }
-    return 0;
+    return KPROF_OK;
 }

@@ -33,9 +33,9 @@ static kp_dynlib_table kp_nvml_table = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
-int kp_nvml_load(char *why, size_t why_n)
+kprof_status kp_nvml_load(kp_error *err)
 {
-    return kp_dynlib_load_table(&kp_nvml_table, why, why_n);
+    return kp_dynlib_load_table(&kp_nvml_table, err);
 }
 
 void kp_nvml_error_text(kp_nvml_return rc, char *buf, size_t n)

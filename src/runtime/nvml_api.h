@@ -8,6 +8,8 @@
 #ifndef KP_NVML_API_H
 #define KP_NVML_API_H
 
+#include "base/error.h"
+
 #include <stddef.h>
 
 typedef int kp_nvml_return;                       /* nvmlReturn_t */
@@ -65,12 +67,12 @@ typedef struct kp_nvml_api {
 #undef KP_NVML_SLOT_
 } kp_nvml_api;
 
-/* The loaded table; valid after kp_nvml_load() returned 0 (optional entries may be NULL). */
+/* The loaded table; valid after kp_nvml_load() returned KPROF_OK (optional entries may be NULL). */
 extern kp_nvml_api kp_nvml;
 
-/* Load the library once (thread-safe; nvmlInit is the caller's). 0 on success; -1 with the
- * reason in why[] ("libnvidia-ml.so.1 not found"). */
-int kp_nvml_load(char *why, size_t why_n);
+/* Load the library once (thread-safe; nvmlInit is the caller's). KPROF_OK, or KPROF_UNAVAILABLE
+ * with the reason in err ("libnvidia-ml.so.1 not found"). */
+kprof_status kp_nvml_load(kp_error *err);
 
 /* "Not Supported (3)": NVML's own text for a result and its number, into buf. */
 void kp_nvml_error_text(kp_nvml_return rc, char *buf, size_t n);

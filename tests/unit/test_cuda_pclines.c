@@ -54,12 +54,13 @@ static char *compile(const char *path, int lineinfo, size_t *len, char *why, siz
 int main(void)
 {
     char why[512];
-    if (kp_cuda_nvrtc_load(why, sizeof why) != 0) {
-        printf("SKIPPED: NVRTC: %s\n", why);
+    kp_error load = {0};
+    if (kp_cuda_nvrtc_load(&load) != KPROF_OK) {
+        printf("SKIPPED: NVRTC: %s\n", load.message);
         return SKIP;
     }
-    if (kp_cupti_pcsampling_load(why, sizeof why) != 0) {
-        printf("SKIPPED: CUPTI: %s\n", why);
+    if (kp_cupti_pcsampling_load(&load) != KPROF_OK) {
+        printf("SKIPPED: CUPTI: %s\n", load.message);
         return SKIP;
     }
     const char *path = "/kprof-test/kernels/hot/hot.cu";

@@ -352,13 +352,15 @@ static kprof_status kp_cuda_compile(kp_device *dev, const kp_source *src, kp_bui
     char *text = NULL, *words_copy = NULL, *include_dir = NULL, *log = NULL;
     const char **words = NULL, **argv = NULL;
     int nwords = 0, argc = 0;
-    char why[512], arch[32];
+    char arch[32];
     lowered[0] = '\0';
-    if (kp_cuda_nvrtc_load(why, sizeof why) != 0) {
+    kp_error load = {0};
+    if (kp_cuda_nvrtc_load(&load) != KPROF_OK) {
         st = kp_error_set(err, KPROF_UNAVAILABLE,
                           "cuda: cannot compile %s: %s (NVRTC compiles .cu sources; .ptx and "
                           ".cubin files run without it)",
-                          src->path, why);
+                          src->path, load.message);
+        kp_error_clear(&load);
         goto done;
     }
     if (kp_cuda_split_options(src->options, &words_copy, &words, &nwords) != 0) {

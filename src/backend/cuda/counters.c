@@ -108,6 +108,17 @@ static pthread_mutex_t kp_cuda_counters_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- errors --------------------------------------------------------------------------------- */
 
+/* The Range Profiler's table, or KPROF_UNAVAILABLE saying why the GPU counters cannot be had. */
+static kprof_status kp_cuda_counters_load(kp_error *err)
+{
+    kp_error why = {0};
+    if (kp_cupti_profiler_load(&why) == KPROF_OK) return KPROF_OK;
+    kprof_status st =
+        kp_error_set(err, KPROF_UNAVAILABLE, "cuda: GPU counters unavailable: %s", why.message);
+    kp_error_clear(&why);
+    return st;
+}
+
 /* What a CUPTI result means to a user, when it is one kprof can explain: UNAVAILABLE with the
  * words; NULL for the rest (BACKEND, CUPTI's own text). */
 static const char *kp_cuda_counters_reason(CUptiResult r)
@@ -313,9 +324,8 @@ kprof_status kp_cuda_counter_plan_make(const char *chip, const uint8_t *availabi
                                        kp_cuda_counter_plan **out, kp_error *err)
 {
     *out = NULL;
-    char why[512];
-    if (kp_cupti_profiler_load(why, sizeof why) != 0)
-        return kp_error_set(err, KPROF_UNAVAILABLE, "cuda: GPU counters unavailable: %s", why);
+    kprof_status loaded = kp_cuda_counters_load(err);
+    if (loaded != KPROF_OK) return loaded;
     kprof_status st = KPROF_OK;
     CUptiResult r = CUPTI_SUCCESS;
     kp_cuda_counter_plan *plan = calloc(1, sizeof *plan);
@@ -636,9 +646,8 @@ kprof_status kp_cuda_counters(kp_kernel *k, const kp_launch *launch, const char 
     if (n > 0 && !metrics)
         return kp_error_set(err, KPROF_INVALID, "cuda: GPU counters: no metric names given");
     kp_device *dev = k->dev;
-    char why[512];
-    if (kp_cupti_profiler_load(why, sizeof why) != 0)
-        return kp_error_set(err, KPROF_UNAVAILABLE, "cuda: GPU counters unavailable: %s", why);
+    kprof_status loaded = kp_cuda_counters_load(err);
+    if (loaded != KPROF_OK) return loaded;
     kprof_status st = kp_cuda_enter(dev, err);
     if (st != KPROF_OK) return st;
 
@@ -717,9 +726,8 @@ kprof_status kp_cuda_counter_list_chip(const char *chip, const uint8_t *availabi
                                        void (*fn)(const char *name, const char *what, void *ctx),
                                        void *ctx, kp_error *err)
 {
-    char why[512];
-    if (kp_cupti_profiler_load(why, sizeof why) != 0)
-        return kp_error_set(err, KPROF_UNAVAILABLE, "cuda: GPU counters unavailable: %s", why);
+    kprof_status loaded = kp_cuda_counters_load(err);
+    if (loaded != KPROF_OK) return loaded;
     CUpti_Profiler_Host_Object *host = NULL;
     CUptiResult r = kp_cuda_host_open(chip, availability, &host);
     if (r != CUPTI_SUCCESS)
@@ -794,9 +802,8 @@ kprof_status kp_cuda_counter_list(kp_device *dev,
                                   void (*fn)(const char *name, const char *what, void *ctx),
                                   void *ctx, kp_error *err)
 {
-    char why[512];
-    if (kp_cupti_profiler_load(why, sizeof why) != 0)
-        return kp_error_set(err, KPROF_UNAVAILABLE, "cuda: GPU counters unavailable: %s", why);
+    kprof_status loaded = kp_cuda_counters_load(err);
+    if (loaded != KPROF_OK) return loaded;
     kprof_status st = kp_cuda_enter(dev, err);
     if (st != KPROF_OK) return st;
     int initialized = 0;

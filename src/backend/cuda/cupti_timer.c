@@ -9,6 +9,7 @@
  */
 #include "backend/cuda/cupti_timer.h"
 #include "base/env.h"
+#include "base/util.h"
 #include "runtime/cupti_api.h"
 
 #include <pthread.h>
@@ -83,7 +84,12 @@ static int kp_ct_kind = -1; /* the kind enabled: 1 concurrent, 0 serial, -1 none
 
 static void kp_ct_load_once(void)
 {
-    if (kp_cupti_load(kp_ct_why, sizeof kp_ct_why) != 0) return;
+    kp_error why = {0};
+    if (kp_cupti_load(&why) != KPROF_OK) {
+        kp_strlcpy(kp_ct_why, why.message, sizeof kp_ct_why);
+        kp_error_clear(&why);
+        return;
+    }
     CUptiResult r = kp_cupti.cuptiActivityRegisterCallbacks(kp_ct_request, kp_ct_complete);
     if (r != CUPTI_SUCCESS) {
         snprintf(kp_ct_why, sizeof kp_ct_why, "cuptiActivityRegisterCallbacks: %s",

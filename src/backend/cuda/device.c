@@ -33,7 +33,12 @@ static struct {
 static void kp_cuda_enumerate(void)
 {
     char text[320];
-    if (kp_cuda_load(kp_cuda_devices.why, sizeof kp_cuda_devices.why) != 0) return;
+    kp_error why = {0};
+    if (kp_cuda_load(&why) != KPROF_OK) {
+        kp_strlcpy(kp_cuda_devices.why, why.message, sizeof kp_cuda_devices.why);
+        kp_error_clear(&why);
+        return;
+    }
     CUresult rc = kp_cu.cuInit(0);
     if (rc != CUDA_SUCCESS) {
         kp_cuda_error_text(rc, text, sizeof text);

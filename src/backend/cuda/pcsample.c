@@ -360,15 +360,16 @@ kprof_status kp_cuda_pc_sample(kp_kernel *k, const kp_launch *l, int dispatches,
     uint32_t *reason_index = NULL;
     CUmodule module = NULL;
     int enabled = 0, started = 0;
-    char why[512];
     kprof_status st = KPROF_OK;
     CUptiResult r;
     if (dispatches < 1) {
         st = kp_error_set(err, KPROF_INVALID, "PC sampling: %d dispatches asked for", dispatches);
         goto done;
     }
-    if (kp_cupti_pcsampling_load(why, sizeof why) != 0) {
-        st = kp_error_set(err, KPROF_UNAVAILABLE, "CUPTI: %s", why);
+    kp_error load = {0};
+    if (kp_cupti_pcsampling_load(&load) != KPROF_OK) {
+        st = kp_error_set(err, KPROF_UNAVAILABLE, "CUPTI: %s", load.message);
+        kp_error_clear(&load);
         goto done;
     }
     if (dev->arch < 70) {

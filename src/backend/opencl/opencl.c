@@ -64,7 +64,12 @@ static struct {
 
 static void kp_cl_enumerate(void)
 {
-    if (kp_cl_load(kp_cl_devices.why, sizeof kp_cl_devices.why) != 0) return;
+    kp_error why = {0};
+    if (kp_cl_load(&why) != KPROF_OK) {
+        kp_strlcpy(kp_cl_devices.why, why.message, sizeof kp_cl_devices.why);
+        kp_error_clear(&why);
+        return;
+    }
     cl_uint nplat = 0;
     cl_int rc = kp_cl.clGetPlatformIDs(0, NULL, &nplat);
     if (rc == -1001 || (rc == CL_SUCCESS && nplat == 0)) {
