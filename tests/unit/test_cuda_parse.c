@@ -477,6 +477,13 @@ static void put(unsigned char *p, uint64_t v, int n)
         p[i] = (unsigned char)(v >> (8 * i));
 }
 
+/* kp_cuda_image_check as 0 or -1, its message in *why (cleared first). */
+static int image_check(kp_error *why, const unsigned char *p, size_t len)
+{
+    kp_error_clear(why);
+    return kp_cuda_image_check(p, len, why) == KPROF_OK ? 0 : -1;
+}
+
 static void test_image_check(void)
 {
     /* A minimal ELF64 image: header, one section with 16 bytes of contents at 0x40, the
@@ -495,30 +502,30 @@ static void test_image_check(void)
     put(sh1 + 4, 1, 4);       /* SHT_PROGBITS */
     put(sh1 + 0x18, 0x40, 8); /* offset */
     put(sh1 + 0x20, 16, 8);   /* size */
-    char why[256];
-    CHECK_INT(kp_cuda_image_check(elf, sizeof elf, why, sizeof why), 0);
-    CHECK_INT(kp_cuda_image_check(elf, sizeof elf - 1, why, sizeof why), -1);
-    CHECK_CONTAINS(why, "header tables end past");
+    kp_error why = {0};
+    CHECK_INT(image_check(&why, elf, sizeof elf), 0);
+    CHECK_INT(image_check(&why, elf, sizeof elf - 1), -1);
+    CHECK_CONTAINS(why.message, "header tables end past");
     put(sh1 + 0x20, 1u << 20, 8); /* a section bigger than the file */
-    CHECK_INT(kp_cuda_image_check(elf, sizeof elf, why, sizeof why), -1);
-    CHECK_CONTAINS(why, "section 1 ends past");
+    CHECK_INT(image_check(&why, elf, sizeof elf), -1);
+    CHECK_CONTAINS(why.message, "section 1 ends past");
     put(sh1 + 4, 8, 4); /* but NOBITS takes no file space */
-    CHECK_INT(kp_cuda_image_check(elf, sizeof elf, why, sizeof why), 0);
+    CHECK_INT(image_check(&why, elf, sizeof elf), 0);
     put(elf + 0x28, UINT64_MAX - 10, 8); /* an offset that would wrap */
-    CHECK_INT(kp_cuda_image_check(elf, sizeof elf, why, sizeof why), -1);
-    CHECK_INT(
-        kp_cuda_image_check((const unsigned char *)"hello, world, this is not a cubin at all, no"
-                                                   " header here, just text ....",
-                            70, why, sizeof why),
-        -1);
-    CHECK_CONTAINS(why, "not a cubin");
+    CHECK_INT(image_check(&why, elf, sizeof elf), -1);
+    CHECK_INT(image_check(&why,
+                          (const unsigned char *)"hello, world, this is not a cubin at all, no"
+                                                 " header here, just text ....",
+                          70),
+              -1);
+    CHECK_CONTAINS(why.message, "not a cubin");
     unsigned char fat[64];
     memset(fat, 0, sizeof fat);
     put(fat, 0xBA55ED50u, 4);
     put(fat + 6, 16, 2);
     put(fat + 8, 48, 8);
-    CHECK_INT(kp_cuda_image_check(fat, sizeof fat, why, sizeof why), 0);
-    CHECK_INT(kp_cuda_image_check(fat, sizeof fat - 1, why, sizeof why), -1);
+    CHECK_INT(image_check(&why, fat, sizeof fat), 0);
+    CHECK_INT(image_check(&why, fat, sizeof fat - 1), -1);
 }
 
 /* Compile-time block rules: PTX as NVRTC writes it for __launch_bounds__(64) (and by hand for

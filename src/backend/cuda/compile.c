@@ -505,9 +505,9 @@ static kprof_status kp_cuda_copy_image(const kp_source *src, kp_build_output *pr
     size_t len = src->len;
     if (ptx && (len == 0 || src->text[len - 1] != '\0')) len++;
     if (len == 0) return kp_error_set(err, KPROF_INVALID, "%s: the file is empty", src->path);
-    char why[256];
-    if (!ptx && kp_cuda_image_check((const unsigned char *)src->text, src->len, why, sizeof why))
-        return kp_error_set(err, KPROF_INVALID, "%s: %s", src->path, why);
+    kp_error bad = {0}; /* holds no log: nothing to clear */
+    if (!ptx && kp_cuda_image_check((const unsigned char *)src->text, src->len, &bad) != KPROF_OK)
+        return kp_error_set(err, KPROF_INVALID, "%s: %s", src->path, bad.message);
     products->binary = calloc(1, len);
     if (!products->binary) return kp_error_nomem(err);
     memcpy(products->binary, src->text, src->len);

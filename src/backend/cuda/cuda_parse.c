@@ -600,55 +600,50 @@ static int kp_within(uint64_t offset, uint64_t count, uint64_t size, size_t len)
     return 1;
 }
 
-int kp_cuda_image_check(const unsigned char *p, size_t len, char *why, size_t why_n)
+kprof_status kp_cuda_image_check(const unsigned char *p, size_t len, kp_error *err)
 {
     if (len >= 16 && kp_le(p, 4) == 0xBA55ED50u) {
         uint64_t header = kp_le(p + 6, 2), body = kp_le(p + 8, 8);
-        if (header < 16 || !kp_within(header, 1, body, len)) {
-            snprintf(why, why_n, "a fatbin whose header says %llu bytes, but the file has %zu",
-                     (unsigned long long)(header + body), len);
-            return -1;
-        }
-        return 0;
+        if (header < 16 || !kp_within(header, 1, body, len))
+            return kp_error_set(err, KPROF_INVALID,
+                                "a fatbin whose header says %llu bytes, but the file has %zu",
+                                (unsigned long long)(header + body), len);
+        return KPROF_OK;
     }
     if (len < 64 || memcmp(p,
                            "\x7f"
                            "ELF",
-                           4) != 0) {
-        snprintf(why, why_n, "not a cubin (no ELF or fatbin header)");
-        return -1;
-    }
-    if (p[4] != 2 || p[5] != 1) {
-        snprintf(why, why_n, "not a 64-bit little-endian ELF cubin");
-        return -1;
-    }
+                           4) != 0)
+        return kp_error_set(err, KPROF_INVALID, "not a cubin (no ELF or fatbin header)");
+
+    if (p[4] != 2 || p[5] != 1)
+        return kp_error_set(err, KPROF_INVALID, "not a 64-bit little-endian ELF cubin");
+
     uint64_t phoff = kp_le(p + 0x20, 8), shoff = kp_le(p + 0x28, 8);
     uint64_t phentsize = kp_le(p + 0x36, 2), phnum = kp_le(p + 0x38, 2);
     uint64_t shentsize = kp_le(p + 0x3A, 2), shnum = kp_le(p + 0x3C, 2);
     if ((phnum && (phentsize < 56 || !kp_within(phoff, phnum, phentsize, len))) ||
-        (shnum && (shentsize < 64 || !kp_within(shoff, shnum, shentsize, len)))) {
-        snprintf(why, why_n, "a cut-off cubin: its header tables end past the file's %zu bytes",
-                 len);
-        return -1;
-    }
+        (shnum && (shentsize < 64 || !kp_within(shoff, shnum, shentsize, len))))
+        return kp_error_set(err, KPROF_INVALID,
+                            "a cut-off cubin: its header tables end past the file's %zu bytes",
+                            len);
+
     for (uint64_t i = 0; i < phnum; i++) {
         const unsigned char *ph = p + phoff + i * phentsize;
-        if (!kp_within(kp_le(ph + 8, 8), 1, kp_le(ph + 0x20, 8), len)) {
-            snprintf(why, why_n, "a cut-off cubin: segment %llu ends past the file's %zu bytes",
-                     (unsigned long long)i, len);
-            return -1;
-        }
+        if (!kp_within(kp_le(ph + 8, 8), 1, kp_le(ph + 0x20, 8), len))
+            return kp_error_set(err, KPROF_INVALID,
+                                "a cut-off cubin: segment %llu ends past the file's %zu bytes",
+                                (unsigned long long)i, len);
     }
     for (uint64_t i = 0; i < shnum; i++) {
         const unsigned char *sh = p + shoff + i * shentsize;
         if (kp_le(sh + 4, 4) == 8 /* SHT_NOBITS */) continue;
-        if (!kp_within(kp_le(sh + 0x18, 8), 1, kp_le(sh + 0x20, 8), len)) {
-            snprintf(why, why_n, "a cut-off cubin: section %llu ends past the file's %zu bytes",
-                     (unsigned long long)i, len);
-            return -1;
-        }
+        if (!kp_within(kp_le(sh + 0x18, 8), 1, kp_le(sh + 0x20, 8), len))
+            return kp_error_set(err, KPROF_INVALID,
+                                "a cut-off cubin: section %llu ends past the file's %zu bytes",
+                                (unsigned long long)i, len);
     }
-    return 0;
+    return KPROF_OK;
 }
 
 /* ---- compile-time threadgroup rules ------------------------------------------------------ */
@@ -768,9 +763,8 @@ int kp_cuda_ptx_ntid(const char *text, size_t len, const char *symbol, uint64_t 
 int kp_cuda_cubin_ntid(const unsigned char *p, size_t len, const char *symbol, uint64_t size[3])
 {
     size[0] = size[1] = size[2] = 1;
-    char why[128];
     if (!p || !symbol || len < 64 || memcmp(p, "\177ELF", 4) != 0 ||
-        kp_cuda_image_check(p, len, why, sizeof why) != 0)
+        kp_cuda_image_check(p, len, NULL) != KPROF_OK)
         return KP_CUDA_NTID_NONE;
     uint64_t shoff = kp_le(p + 0x28, 8), shentsize = kp_le(p + 0x3A, 2);
     uint64_t shnum = kp_le(p + 0x3C, 2), shstrndx = kp_le(p + 0x3E, 2);

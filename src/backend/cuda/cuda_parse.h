@@ -11,6 +11,8 @@
 #ifndef KP_CUDA_PARSE_H
 #define KP_CUDA_PARSE_H
 
+#include "base/error.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -73,8 +75,9 @@ int kp_cuda_pick_arch(const int *archs, int n, int want);
 
 /* Is this a whole CUDA binary image? An ELF64 cubin whose program and section tables, and every
  * section with contents, lie inside len bytes; or a fatbin whose header and payload do. The
- * driver trusts those sizes and would read past a truncated file. 0, or -1 with why[]. */
-int kp_cuda_image_check(const unsigned char *p, size_t len, char *why, size_t why_n);
+ * driver trusts those sizes and would read past a truncated file. KPROF_OK, or KPROF_INVALID
+ * saying what is wrong in err (may be NULL). */
+kprof_status kp_cuda_image_check(const unsigned char *p, size_t len, kp_error *err);
 
 /* A kernel's compile-time threadgroup rule, as its PTX or cubin records it. The driver API
  * folds it into one number, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, with the register limit,

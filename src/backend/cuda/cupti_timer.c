@@ -115,29 +115,24 @@ void kp_cupti_timer_disable(void)
     kp_ct_kind = -1;
 }
 
-int kp_cupti_timer_enable(int concurrent, char *why, size_t why_n)
+kprof_status kp_cupti_timer_enable(int concurrent, kp_error *err)
 {
     pthread_once(&kp_ct_once, kp_ct_load_once);
-    if (kp_ct_status != 0) {
-        snprintf(why, why_n, "%s", kp_ct_why);
-        return -1;
-    }
+    if (kp_ct_status != 0) return kp_error_set(err, KPROF_UNAVAILABLE, "%s", kp_ct_why);
     const char *forced = getenv(KP_ENV_CUPTI_KIND);
     if (forced && strcmp(forced, "serial") == 0) concurrent = 0;
     if (forced && strcmp(forced, "concurrent") == 0) concurrent = 1;
-    if (kp_ct_kind == concurrent) return 0;
+    if (kp_ct_kind == concurrent) return KPROF_OK;
     kp_cupti_timer_disable();
     CUptiResult r = kp_cupti.cuptiActivityEnable(kp_ct_kinds[concurrent]);
-    if (r != CUPTI_SUCCESS) {
-        snprintf(why, why_n, "cuptiActivityEnable(%s kernel records): %s%s",
-                 concurrent ? "concurrent" : "serial", kp_cupti_result_text(r),
-                 r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
-                     ? " (another profiler such as Nsight holds CUPTI)"
-                     : "");
-        return -1;
-    }
+    if (r != CUPTI_SUCCESS)
+        return kp_error_set(err, KPROF_UNAVAILABLE, "cuptiActivityEnable(%s kernel records): %s%s",
+                            concurrent ? "concurrent" : "serial", kp_cupti_result_text(r),
+                            r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+                                ? " (another profiler such as Nsight holds CUPTI)"
+                                : "");
     kp_ct_kind = concurrent;
-    return 0;
+    return KPROF_OK;
 }
 int kp_cupti_timer_take(const char *symbol, double *ns, int max, uint64_t *dropped)
 {

@@ -7,13 +7,16 @@
 #ifndef KP_CUPTI_TIMER_H
 #define KP_CUPTI_TIMER_H
 
+#include "base/error.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
 /* Enable kernel activity records of one kind: concurrent=1 CONCURRENT_KERNEL, 0 the serialized
  * KERNEL kind (switching kinds as asked; KPROF_CUPTI_KIND=serial|concurrent forces one).
- * 0 ok; -1 with the reason in why[]. Not thread-safe against a concurrent take. */
-int kp_cupti_timer_enable(int concurrent, char *why, size_t why_n);
+ * KPROF_OK, or KPROF_UNAVAILABLE with the reason in err. Not thread-safe against a concurrent
+ * take. */
+kprof_status kp_cupti_timer_enable(int concurrent, kp_error *err);
 
 /* Switch the kernel records off (flushed first; harmless when none are on). The next
  * kp_cupti_timer_enable switches them on again, and the next take discards what came before.

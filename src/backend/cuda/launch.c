@@ -441,9 +441,11 @@ kprof_status kp_cuda_dispatch_batch(kp_kernel *k, const kp_launch *l, int n, dou
     int concurrent = total_blocks <= (uint64_t)KP_CUPTI_CONCURRENT_BLOCKS_PER_SM *
                                          (uint64_t)(k->dev->sm_count > 0 ? k->dev->sm_count : 1);
     if (l->timer != KP_TIMER_EVENTS) {
-        if (kp_cupti_timer_enable(concurrent, why, sizeof why) == 0)
-            cupti = 1;
-        else if (l->timer == KP_TIMER_CUPTI)
+        kp_error enable = {0};
+        if (kp_cupti_timer_enable(concurrent, &enable) == KPROF_OK) cupti = 1;
+        kp_strlcpy(why, enable.message, sizeof why);
+        kp_error_clear(&enable);
+        if (!cupti && l->timer == KP_TIMER_CUPTI)
             return kp_error_set(err, KPROF_UNAVAILABLE, "cuda: --timer cupti: %s", why);
     }
     if (cupti && k->cupti_capacity < n) {
