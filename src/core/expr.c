@@ -13,17 +13,16 @@
 typedef struct kp_parser {
     const char *text, *p;
     const kp_vars *vars;
-    char *why;
-    size_t why_n;
+    kp_error *err; /* the first failure's message, or NULL */
     int failed;
     int depth;
 } kp_parser;
 
 static double kp_fail(kp_parser *ps, const char *what)
 {
-    if (!ps->failed && ps->why_n)
-        snprintf(ps->why, ps->why_n, "%s at %d in '%s'", what, (int)(ps->p - ps->text) + 1,
-                 ps->text);
+    if (!ps->failed)
+        kp_error_set(ps->err, KPROF_INVALID, "%s at %d in '%s'", what, (int)(ps->p - ps->text) + 1,
+                     ps->text);
     ps->failed = 1;
     return 0;
 }
@@ -175,17 +174,16 @@ static double kp_expr_sum(kp_parser *ps)
     }
 }
 
-int kp_expr_eval(const char *text, const kp_vars *vars, double *out, char *why, size_t why_n)
+kprof_status kp_expr_eval(const char *text, const kp_vars *vars, double *out, kp_error *err)
 {
-    kp_parser ps = {
-        .text = text ? text : "", .p = text ? text : "", .vars = vars, .why = why, .why_n = why_n};
+    kp_parser ps = {.text = text ? text : "", .p = text ? text : "", .vars = vars, .err = err};
     double v = kp_expr_sum(&ps);
     kp_skip(&ps);
     if (!ps.failed && *ps.p) kp_fail(&ps, "unexpected text");
     if (!ps.failed && !isfinite(v)) kp_fail(&ps, "the value is not finite");
-    if (ps.failed) return -1;
+    if (ps.failed) return KPROF_INVALID;
     *out = v;
-    return 0;
+    return KPROF_OK;
 }
 
 void kp_expr_format(double v, char *buf, size_t n)
@@ -196,31 +194,25 @@ void kp_expr_format(double v, char *buf, size_t n)
         snprintf(buf, n, "%.17g", v);
 }
 
-int kp_expr_substitute(const char *text, const kp_vars *vars, kp_str *out, char *why, size_t why_n)
+kprof_status kp_expr_substitute(const char *text, const kp_vars *vars, kp_str *out, kp_error *err)
 {
     const char *p = text ? text : "";
     while (*p) {
         if (*p == '{') {
             const char *close = strchr(p, '}');
-            if (!close) {
-                if (why_n) snprintf(why, why_n, "'{' without '}' in '%s'", text);
-                return -1;
-            }
+            if (!close) return kp_error_set(err, KPROF_INVALID, "'{' without '}' in '%s'", text);
             char *inner = strndup(p + 1, (size_t)(close - p - 1));
-            if (!inner) {
-                if (why_n) snprintf(why, why_n, "out of memory");
-                return -1;
-            }
+            if (!inner) return kp_error_nomem(err);
             /* A text variable alone in braces is its text. */
             const kp_var *tv = kp_vars_find(vars, inner);
             if (tv && !tv->numeric) {
                 kp_str_append(out, tv->text);
             } else {
                 double v;
-                int rc = kp_expr_eval(inner, vars, &v, why, why_n);
-                if (rc != 0) {
+                kprof_status st = kp_expr_eval(inner, vars, &v, err);
+                if (st != KPROF_OK) {
                     free(inner);
-                    return -1;
+                    return st;
                 }
                 char num[64];
                 kp_expr_format(v, num, sizeof num);
@@ -257,9 +249,6 @@ int kp_expr_substitute(const char *text, const kp_vars *vars, kp_str *out, char 
         kp_str_append_n(out, p, 1);
         p++;
     }
-    if (out->failed) {
-        if (why_n) snprintf(why, why_n, "out of memory");
-        return -1;
-    }
-    return 0;
+    if (out->failed) return kp_error_nomem(err);
+    return KPROF_OK;
 }

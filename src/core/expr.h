@@ -16,6 +16,7 @@
 #ifndef KP_CORE_EXPR_H
 #define KP_CORE_EXPR_H
 
+#include "base/error.h"
 #include "base/util.h"
 
 #include <stddef.h>
@@ -34,12 +35,14 @@ typedef struct kp_vars {
     kp_var v[KP_VARS_MAX];
 } kp_vars;
 
-/* Evaluate text with vars (NULL: none). 0 and *out, or -1 with why[] naming the problem and the
- * place ("unknown name 'M' at 3", "division by zero"). */
-int kp_expr_eval(const char *text, const kp_vars *vars, double *out, char *why, size_t why_n);
+/* Evaluate text with vars (NULL: none). KPROF_OK and *out, or KPROF_INVALID with err (may be
+ * NULL) naming the problem and the place ("unknown name 'M' at 3 in '...'", "division by
+ * zero ..."). */
+kprof_status kp_expr_eval(const char *text, const kp_vars *vars, double *out, kp_error *err);
 
-/* Rewrite text into out (appended) as described above. 0, or -1 with why[]. */
-int kp_expr_substitute(const char *text, const kp_vars *vars, kp_str *out, char *why, size_t why_n);
+/* Rewrite text into out (appended) as described above. KPROF_OK, or KPROF_INVALID (a bad
+ * expression) or KPROF_NOMEM with err (may be NULL) saying why. */
+kprof_status kp_expr_substitute(const char *text, const kp_vars *vars, kp_str *out, kp_error *err);
 
 /* Whether name is a valid variable name. */
 int kp_expr_is_name(const char *name);

@@ -7,9 +7,9 @@
 static double eval(const char *text, const kp_vars *vars)
 {
     double v = -12345;
-    char why[256] = "";
-    if (kp_expr_eval(text, vars, &v, why, sizeof why) != 0) {
-        fprintf(stderr, "eval '%s' failed: %s\n", text, why);
+    kp_error why = {0};
+    if (kp_expr_eval(text, vars, &v, &why) != KPROF_OK) {
+        fprintf(stderr, "eval '%s' failed: %s\n", text, why.message);
         kp_test_failures++;
     }
     return v;
@@ -18,10 +18,11 @@ static double eval(const char *text, const kp_vars *vars)
 static int fails(const char *text, const kp_vars *vars, const char *why_part)
 {
     double v;
-    char why[256] = "";
-    if (kp_expr_eval(text, vars, &v, why, sizeof why) == 0) return 0;
-    if (why_part && !strstr(why, why_part)) {
-        fprintf(stderr, "'%s': message '%s' lacks '%s'\n", text, why, why_part);
+    kp_error why = {0};
+    if (kp_expr_eval(text, vars, &v, &why) == KPROF_OK) return 0;
+    if (why.status != KPROF_INVALID) return 0;
+    if (why_part && !strstr(why.message, why_part)) {
+        fprintf(stderr, "'%s': message '%s' lacks '%s'\n", text, why.message, why_part);
         return 0;
     }
     return 1;
@@ -30,9 +31,9 @@ static int fails(const char *text, const kp_vars *vars, const char *why_part)
 static char *subst(const char *text, const kp_vars *vars)
 {
     kp_str s = {0};
-    char why[256] = "";
-    if (kp_expr_substitute(text, vars, &s, why, sizeof why) != 0) {
-        fprintf(stderr, "substitute '%s' failed: %s\n", text, why);
+    kp_error why = {0};
+    if (kp_expr_substitute(text, vars, &s, &why) != KPROF_OK) {
+        fprintf(stderr, "substitute '%s' failed: %s\n", text, why.message);
         kp_test_failures++;
         kp_str_free(&s);
         return strdup("");
@@ -86,11 +87,12 @@ int main(void)
     CHECK_STR(s, "1398101.3333333333");
     free(s);
     kp_str bad = {0};
-    char why[128];
-    CHECK(kp_expr_substitute("f32:{N", &vars, &bad, why, sizeof why) == -1);
-    CHECK(strstr(why, "without '}'") != NULL);
-    CHECK(kp_expr_substitute("f32:{Q}", &vars, &bad, why, sizeof why) == -1);
-    CHECK(strstr(why, "unknown name 'Q'") != NULL);
+    kp_error why = {0};
+    CHECK(kp_expr_substitute("f32:{N", &vars, &bad, &why) == KPROF_INVALID);
+    CHECK(strstr(why.message, "without '}'") != NULL);
+    kp_error_clear(&why);
+    CHECK(kp_expr_substitute("f32:{Q}", &vars, &bad, &why) == KPROF_INVALID);
+    CHECK(strstr(why.message, "unknown name 'Q'") != NULL);
     kp_str_free(&bad);
 
     CHECK(kp_expr_is_name("N"));

@@ -147,15 +147,15 @@ static int kp_bench_parse_axis(kp_bench_args *a, const char *text)
         memcpy(v->text, p, len);
         v->text[len] = '\0';
         memcpy(v->name, ax->name, sizeof v->name);
-        char why[256];
-        if (kp_expr_eval(v->text, NULL, &v->value, why, sizeof why) == 0) {
+        kp_error why = {0};
+        if (kp_expr_eval(v->text, NULL, &v->value, &why) == KPROF_OK) {
             v->numeric = 1;
         } else {
             /* A word ("f32", "float4") is a text value; anything else is a typing error. */
             for (const char *c = v->text; *c; c++)
                 if (!(isalnum((unsigned char)*c) || *c == '_' || *c == '.'))
                     return kp_cli_usage_error("bench", "--axis %s value '%s': %s", ax->name,
-                                              v->text, why);
+                                              v->text, why.message);
             v->numeric = 0;
         }
         for (int i = 0; i < ax->nvalues; i++)
@@ -441,10 +441,10 @@ static int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
     const char *names[2] = {"--bytes", "--flops"};
     for (int i = 0; i < 2; i++) {
         if (!formulas[i]) continue;
-        char why[256];
+        kp_error why = {0};
         double x;
-        if (kp_expr_eval(formulas[i], &probe, &x, why, sizeof why) != 0)
-            return kp_cli_usage_error("bench", "%s '%s': %s", names[i], formulas[i], why);
+        if (kp_expr_eval(formulas[i], &probe, &x, &why) != KPROF_OK)
+            return kp_cli_usage_error("bench", "%s '%s': %s", names[i], formulas[i], why.message);
     }
     return 0;
 }
@@ -472,12 +472,13 @@ static kprof_status kp_bench_dims(const char *opt, const char *text, const kp_va
             memcpy(part, start, len);
             part[len] = '\0';
             kp_str sub = {0};
-            char why[256];
+            kp_error why = {0};
             double v;
-            int rc = kp_expr_substitute(part, vars, &sub, why, sizeof why);
-            if (rc == 0) rc = kp_expr_eval(sub.data ? sub.data : "", vars, &v, why, sizeof why);
+            kprof_status rc = kp_expr_substitute(part, vars, &sub, &why);
+            if (rc == KPROF_OK) rc = kp_expr_eval(sub.data ? sub.data : "", vars, &v, &why);
             kp_str_free(&sub);
-            if (rc != 0) return kp_error_set(err, KPROF_INVALID, "%s '%s': %s", opt, text, why);
+            if (rc != KPROF_OK)
+                return kp_error_set(err, KPROF_INVALID, "%s '%s': %s", opt, text, why.message);
             if (v < 1 || v != floor(v) || v > 1e15)
                 return kp_error_set(err, KPROF_INVALID,
                                     "%s '%s': dimension %d is %g, not a positive whole number", opt,
@@ -497,7 +498,7 @@ static kprof_status kp_bench_point_options(const kp_bench_args *a, const kp_vars
 {
     for (int i = 0; i < a->ndefines; i++) {
         const char *d = a->defines[i], *eq = strchr(d, '=');
-        char why[256];
+        kp_error why = {0};
         if (!eq) {
             /* -DN with an axis N defines N as the axis value. */
             const kp_var *v = kp_vars_find(vars, d);
@@ -510,8 +511,8 @@ static kprof_status kp_bench_point_options(const kp_bench_args *a, const kp_vars
             continue;
         }
         kp_str_printf(out, " -D%.*s=", (int)(eq - d), d);
-        if (kp_expr_substitute(eq + 1, vars, out, why, sizeof why) != 0)
-            return kp_error_set(err, KPROF_INVALID, "-D %s: %s", d, why);
+        if (kp_expr_substitute(eq + 1, vars, out, &why) != KPROF_OK)
+            return kp_error_set(err, KPROF_INVALID, "-D %s: %s", d, why.message);
     }
     if (a->options.data) kp_str_append(out, a->options.data);
     if (out->failed) return kp_error_nomem(err);
@@ -578,15 +579,15 @@ static kprof_status kp_bench_point_setup(const kp_bench_args *a, int index, kp_b
     const kp_vars *vars = &p->vars;
     p->launch = a->launch;
     int gd = 0, td = 0;
-    char why[256];
+    kp_error why = {0};
     kprof_status st = kp_bench_dims("--grid", a->grid, vars, p->launch.grid, &gd, err);
     if (st == KPROF_OK) st = kp_bench_dims("--tg", a->tg, vars, p->launch.tg, &td, err);
     if (st == KPROF_OK && gd != td)
         st = kp_error_set(err, KPROF_INVALID, "--grid has %d dimension%s but --tg has %d", gd,
                           gd == 1 ? "" : "s", td);
     p->launch.dims = gd;
-    if (st == KPROF_OK && kp_expr_substitute(a->buffers, vars, &p->buffers, why, sizeof why) != 0)
-        st = kp_error_set(err, KPROF_INVALID, "--buffers: %s", why);
+    if (st == KPROF_OK && kp_expr_substitute(a->buffers, vars, &p->buffers, &why) != KPROF_OK)
+        st = kp_error_set(err, KPROF_INVALID, "--buffers: %s", why.message);
     if (st == KPROF_OK) st = kp_bench_point_options(a, vars, &p->options, err);
     const char *formulas[2] = {a->bytes_expr, a->flops_expr};
     const char *names[2] = {"--bytes", "--flops"};
@@ -594,8 +595,9 @@ static kprof_status kp_bench_point_setup(const kp_bench_args *a, int index, kp_b
     for (int f = 0; f < 2 && st == KPROF_OK; f++) {
         if (!formulas[f]) continue;
         double v = 0;
-        if (kp_expr_eval(formulas[f], vars, &v, why, sizeof why) != 0)
-            st = kp_error_set(err, KPROF_INVALID, "%s '%s': %s", names[f], formulas[f], why);
+        if (kp_expr_eval(formulas[f], vars, &v, &why) != KPROF_OK)
+            st =
+                kp_error_set(err, KPROF_INVALID, "%s '%s': %s", names[f], formulas[f], why.message);
         else if (v < 0 || v >= 18446744073709551616.0)
             st = kp_error_set(err, KPROF_INVALID, "%s '%s' is %g at a point: %s", names[f],
                               formulas[f], v, v < 0 ? "negative" : "too large");
