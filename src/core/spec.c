@@ -128,72 +128,55 @@ static void kp_store_int(kp_type t, uint64_t bits, unsigned char out[8])
     }
 }
 
-int kp_value_parse(kp_type t, const char *text, unsigned char out[8], char *why, size_t why_n)
+kprof_status kp_value_parse(kp_type t, const char *text, unsigned char out[8], kp_error *err)
 {
     memset(out, 0, 8);
-    if (!*text) {
-        snprintf(why, why_n, "empty value");
-        return -1;
-    }
-    if (isspace((unsigned char)text[0])) {
-        snprintf(why, why_n, "'%s' starts with a space", text);
-        return -1;
-    }
+    if (!*text) return kp_error_set(err, KPROF_INVALID, "empty value");
+    if (isspace((unsigned char)text[0]))
+        return kp_error_set(err, KPROF_INVALID, "'%s' starts with a space", text);
     char *end = NULL;
     errno = 0;
     if (kp_type_is_float(t)) {
         double v = strtod(text, &end);
-        if (*end || end == text) {
-            snprintf(why, why_n, "'%s' is not a number", text);
-            return -1;
-        }
-        if (errno == ERANGE && (v > 1 || v < -1)) {
-            snprintf(why, why_n, "'%s' is out of range for %s", text, kp_type_name(t));
-            return -1;
-        }
+        if (*end || end == text)
+            return kp_error_set(err, KPROF_INVALID, "'%s' is not a number", text);
+        if (errno == ERANGE && (v > 1 || v < -1))
+            return kp_error_set(err, KPROF_INVALID, "'%s' is out of range for %s", text,
+                                kp_type_name(t));
         if (t == KP_TYPE_F32) {
-            if (isfinite(v) && fabs(v) > FLT_MAX) {
-                snprintf(why, why_n, "'%s' is out of range for f32", text);
-                return -1;
-            }
+            if (isfinite(v) && fabs(v) > FLT_MAX)
+                return kp_error_set(err, KPROF_INVALID, "'%s' is out of range for f32", text);
             float f = (float)v;
             memcpy(out, &f, 4);
         } else {
             memcpy(out, &v, 8);
         }
-        return 0;
+        return KPROF_OK;
     }
     int64_t lo;
     uint64_t hi;
     kp_type_range(t, &lo, &hi);
     if (kp_type_is_signed(t)) {
         long long v = strtoll(text, &end, 0);
-        if (*end || end == text) {
-            snprintf(why, why_n, "'%s' is not an integer", text);
-            return -1;
-        }
-        if (errno == ERANGE || v < lo || (v > 0 && (uint64_t)v > hi)) {
-            snprintf(why, why_n, "'%s' is out of range for %s", text, kp_type_name(t));
-            return -1;
-        }
+        if (*end || end == text)
+            return kp_error_set(err, KPROF_INVALID, "'%s' is not an integer", text);
+        if (errno == ERANGE || v < lo || (v > 0 && (uint64_t)v > hi))
+            return kp_error_set(err, KPROF_INVALID, "'%s' is out of range for %s", text,
+                                kp_type_name(t));
         kp_store_int(t, (uint64_t)v, out);
     } else {
-        if (text[0] == '-') {
-            snprintf(why, why_n, "'%s' is negative but %s is unsigned", text, kp_type_name(t));
-            return -1;
-        }
+        if (text[0] == '-')
+            return kp_error_set(err, KPROF_INVALID, "'%s' is negative but %s is unsigned", text,
+                                kp_type_name(t));
         unsigned long long v = strtoull(text, &end, 0);
-        if (*end || end == text) {
-            snprintf(why, why_n, "'%s' is not an integer", text);
-            return -1;
-        }
-        if (errno == ERANGE || v > hi) {
-            snprintf(why, why_n, "'%s' is out of range for %s", text, kp_type_name(t));
-            return -1;
-        }
+        if (*end || end == text)
+            return kp_error_set(err, KPROF_INVALID, "'%s' is not an integer", text);
+        if (errno == ERANGE || v > hi)
+            return kp_error_set(err, KPROF_INVALID, "'%s' is out of range for %s", text,
+                                kp_type_name(t));
         kp_store_int(t, v, out);
     }
-    return 0;
+    return KPROF_OK;
 }
 
 double kp_value_as_double(kp_type t, const void *base, uint64_t i)
@@ -257,7 +240,7 @@ double kp_value_as_double(kp_type t, const void *base, uint64_t i)
 
 static kprof_status kp_spec_item(char *item, int pos, kp_arg_spec *a, kp_error *err)
 {
-    char why[256];
+    kp_error why = {0};
     memset(a, 0, sizeof *a);
     kp_strlcpy(a->text, item, sizeof a->text);
     if (!*item)
@@ -274,9 +257,9 @@ static kprof_status kp_spec_item(char *item, int pos, kp_arg_spec *a, kp_error *
                                 "--buffers item %d '%s': unknown type '%s' (types: f32 f64 i8 u8 "
                                 "i16 u16 i32 u32 i64 u64)",
                                 pos, a->text, item);
-        if (kp_value_parse(a->type, eq + 1, a->value, why, sizeof why) != 0)
+        if (kp_value_parse(a->type, eq + 1, a->value, &why) != KPROF_OK)
             return kp_error_set(err, KPROF_INVALID, "--buffers item %d '%s': %s", pos, a->text,
-                                why);
+                                why.message);
         a->kind = KP_ARG_SCALAR;
         return KPROF_OK;
     }
@@ -323,9 +306,9 @@ static kprof_status kp_spec_item(char *item, int pos, kp_arg_spec *a, kp_error *
         a->fill = KP_FILL_IOTA;
     else if (strncmp(fill, "const=", 6) == 0) {
         a->fill = KP_FILL_CONST;
-        if (kp_value_parse(a->type, fill + 6, a->value, why, sizeof why) != 0)
+        if (kp_value_parse(a->type, fill + 6, a->value, &why) != KPROF_OK)
             return kp_error_set(err, KPROF_INVALID, "--buffers item %d '%s': fill constant %s", pos,
-                                a->text, why);
+                                a->text, why.message);
     } else {
         return kp_error_set(err, KPROF_INVALID,
                             "--buffers item %d '%s': unknown fill '%s' (fills: rand zero iota "

@@ -68,8 +68,9 @@ int kp_type_is_float(kp_type t);
 int kp_type_is_signed(kp_type t);
 /* Parse "f32" etc.; returns 0 and sets *t, or -1. */
 int kp_type_parse(const char *name, kp_type *t);
-/* Parse a value of type t into native bytes; 0 ok, -1 with a reason in why[]. */
-int kp_value_parse(kp_type t, const char *text, unsigned char out[8], char *why, size_t why_n);
+/* Parse a value of type t into native bytes: KPROF_OK, or KPROF_INVALID with the reason in err
+ * (may be NULL). */
+kprof_status kp_value_parse(kp_type t, const char *text, unsigned char out[8], kp_error *err);
 /* Read element i of a typed array as double (for digests). */
 double kp_value_as_double(kp_type t, const void *base, uint64_t i);
 

@@ -149,8 +149,7 @@ static void kp_arg_suggest(const kp_arg_spec *a, const char *base, char sep, cha
     const char *rest = strchr(a->text, sep);
     if (want == KP_TYPE_COUNT || want == a->type || !rest) return;
     unsigned char value[8];
-    char why[128];
-    if (sep == '=' && kp_value_parse(want, rest + 1, value, why, sizeof why) != 0) return;
+    if (sep == '=' && kp_value_parse(want, rest + 1, value, NULL) != KPROF_OK) return;
     snprintf(out, n, "; write %s%s for it", kp_type_name(want), rest);
 }
 

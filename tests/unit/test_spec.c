@@ -108,8 +108,7 @@ int main(void)
     kp_fill_buffer(z, KP_TYPE_F64, 3, KP_FILL_ZERO, NULL, 0);
     CHECK_NEAR(z[2], 0, 0);
     unsigned char v[8];
-    char why[64];
-    CHECK_INT(kp_value_parse(KP_TYPE_I32, "-9", v, why, sizeof why), 0);
+    CHECK_INT(kp_value_parse(KP_TYPE_I32, "-9", v, NULL), KPROF_OK);
     int32_t k[4];
     kp_fill_buffer(k, KP_TYPE_I32, 4, KP_FILL_CONST, v, 0);
     CHECK_INT(k[3], -9);
