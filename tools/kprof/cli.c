@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE
 #include "tools/kprof/cli.h"
+#include "tools/kprof/help.h"
 #include "tools/kprof/progress.h"
 #include "base/outfile.h"
 #include "lab/lab.h"
@@ -74,7 +75,7 @@ void kp_cli_signals_install(void)
 
 int kp_cli_help(const kp_command *c)
 {
-    fputs(c->usage, stdout);
+    fputs(kp_help_find(c->name)->usage, stdout);
     return 0;
 }
 
