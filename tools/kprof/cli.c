@@ -75,8 +75,7 @@ void kp_cli_signals_install(void)
 
 int kp_cli_help(const kp_command *c)
 {
-    fputs(kp_help_find(c->name)->usage, stdout);
-    return 0;
+    return kp_help_print(c->name);
 }
 
 int kp_cli_exit(int code)

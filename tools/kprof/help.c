@@ -532,6 +532,12 @@ const kp_help *kp_help_find(const char *name)
     return NULL;
 }
 
+int kp_help_print(const char *name)
+{
+    fputs(kp_help_find(name)->usage, stdout);
+    return 0;
+}
+
 const char kp_help_tagline[] = "what a GPU kernel really costs on the device, and whether it is\n"
                                "the problem at all.";
 

@@ -22,6 +22,11 @@ extern const kp_help kp_helps[];
 /* The help of the command called name, or NULL. */
 const kp_help *kp_help_find(const char *name);
 
+/* Print the full help of the command called name (a command of kp_helps) to stdout; 0. What
+ * `kprof help CMD` and `kprof CMD --help` print, for a command that parses its own --help
+ * (trace) as for main. */
+int kp_help_print(const char *name);
+
 /* kprof's description (no version, no final newline; broken over two lines as `kprof --help`
  * prints it after "kprof VERSION — "): kprof.1's NAME, its lines joined. */
 extern const char kp_help_tagline[];
