@@ -1,6 +1,6 @@
 /*
  * test_event_source.c — reading a trace through store/event_source.h: a trace merged by the real
- * kp_trace_db_write from record files written here (two processes, known times), read back as
+ * kp_trace_ingest_dir from record files written here (two processes, known times), read back as
  * meta, processes, notes, strings, tracks and kp_events in both orders, filtered, with the
  * launching call's start; split in id ranges and read on a second thread; metrics (KP_REC_METRIC
  * records: flops, bytes and user keys, on rows still waiting in the merge's buffer and on rows
@@ -399,7 +399,7 @@ static void test_launches_in_any_order(const char *dir)
     kp_trace_run run = {.command = "app", .start_ns = 1, .end_ns = 400000};
     kp_trace_summary sum;
     kp_error err = {0};
-    CHECK_INT(kp_trace_db_write(path, records, &run, NULL, &sum, &err), KPROF_OK);
+    CHECK_INT(kp_trace_ingest_dir(path, records, &run, NULL, &sum, &err), KPROF_OK);
     kp_event_source *src = NULL;
     CHECK_INT(kp_event_source_open(path, &src, &err), KPROF_OK);
     for (int pass = 0; src && pass < 2; pass++) {
@@ -525,14 +525,14 @@ static void test_metrics(const char *dir)
     }
 
     kp_error err = {0};
-    kp_trace_merge *m = NULL;
-    CHECK_INT(kp_trace_merge_open(path, NULL, &m, &err), KPROF_OK);
+    kp_trace_ingest *m = NULL;
+    CHECK_INT(kp_trace_ingest_open(path, NULL, &m, &err), KPROF_OK);
     if (!m) return;
-    CHECK_INT(kp_trace_merge_poll(m, records), KPROF_OK);
-    CHECK_INT(kp_trace_merge_events(m), METRIC_KERNELS + 2); /* up to the mark */
+    CHECK_INT(kp_trace_ingest_poll(m, records), KPROF_OK);
+    CHECK_INT(kp_trace_ingest_events(m), METRIC_KERNELS + 2); /* up to the mark */
     kp_trace_run run = {.command = "app", .start_ns = 1, .end_ns = 100000};
     kp_trace_summary sum;
-    CHECK_INT(kp_trace_merge_finish(m, records, &run, &sum, &err), KPROF_OK);
+    CHECK_INT(kp_trace_ingest_finish(m, records, &run, &sum, &err), KPROF_OK);
     CHECK_INT(sum.events, METRIC_KERNELS + 2);
     CHECK_INT(sum.metrics_orphaned, 3);
     CHECK_INT(sum.metrics_invalid, 3);
@@ -761,7 +761,7 @@ int main(void)
                         .collectors = "cuda,opencl"};
     kp_trace_summary sum;
     kp_error err = {0};
-    CHECK_INT(kp_trace_db_write(path, records, &run, NULL, &sum, &err), KPROF_OK);
+    CHECK_INT(kp_trace_ingest_dir(path, records, &run, NULL, &sum, &err), KPROF_OK);
     CHECK_INT(sum.events, 8);
     CHECK_INT(sum.metrics, 0);
     test_reading(path);

@@ -19,6 +19,11 @@ typedef struct kp_command {
                            that point are the command's, so the command parses its own */
 } kp_command;
 
+/* What a command's run returns to have main print its help and exit 0: for a command that parses
+ * its own -h/--help (runs_a_command), without reaching back into main's table. Never an exit
+ * code. */
+#define KP_CLI_SHOW_HELP (-1000)
+
 extern const kp_command kp_commands[];
 const kp_command *kp_command_find(const char *name);
 
