@@ -1,10 +1,10 @@
 /*
- * test_event_source.c — reading a trace through store/event_source.h: a trace merged by the real
+ * test_event_source.c — reading a trace through store/event_source.h: a trace ingested by the real
  * kp_trace_ingest_dir from record files written here (two processes, known times), read back as
  * meta, processes, notes, strings, tracks and kp_events in both orders, filtered, with the
  * launching call's start; split in id ranges and read on a second thread; metrics (KP_REC_METRIC
- * records: flops, bytes and user keys, on rows still waiting in the merge's buffer and on rows
- * already in, keys defined late, the records the merge drops and counts); the row that stands
+ * records: flops, bytes and user keys, on rows still waiting in the ingest's buffer and on rows
+ * already in, keys defined late, the records the ingest drops and counts); the row that stands
  * for a pid of several rows, and the hosts' clock uncertainty of a merged trace's hosts table;
  * and a trace cut short, which is CORRUPT naming the file.
  */
@@ -435,7 +435,7 @@ static void metric(klog *k, uint32_t key, double v, int kind)
 
 enum { METRIC_KERNELS = 40 }; /* more than a batch of rows (32): some are in when metrics come */
 
-/* Metrics through the real merge, read back through the source. */
+/* Metrics through the real ingest, read back through the source. */
 static void test_metrics(const char *dir)
 {
     char records[600], path[600], file[700];
@@ -493,7 +493,7 @@ static void test_metrics(const char *dir)
     metric(&k, 3, 6e6, KP_EVENT_RANGE);
     metric(&k, 9, 42, KP_EVENT_RANGE);
     metric(&k, 10, 1, KP_EVENT_RANGE); /* a key never defined: dropped */
-    /* The mark for a live merge falls between this kernel and its metrics: they come after its
+    /* The mark for a live ingest falls between this kernel and its metrics: they come after its
      * row is in. */
     rec(&k, (kp_rec){.kind = KP_REC_KERNEL,
                      .name = 2,
@@ -543,7 +543,7 @@ static void test_metrics(const char *dir)
     if (!src) return;
     CHECK(kp_event_source_has_metrics(src));
     const kp_trace_meta *meta = kp_event_source_meta(src);
-    CHECK_INT(meta->nnotes, 2); /* the note record's, and the merge's of the metrics dropped */
+    CHECK_INT(meta->nnotes, 2); /* the note record's, and the ingest's of the metrics dropped */
     if (meta->nnotes == 2) CHECK_CONTAINS(meta->notes[1], "metric records dropped");
     kp_event_filter f_all = {.fields = KP_EVENT_FIELD_METRICS};
     kp_event_iter *it = NULL;
