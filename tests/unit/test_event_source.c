@@ -10,11 +10,13 @@
  */
 #define _GNU_SOURCE
 #include "collect/record.h"
+#include "collect/session.h"
 #include "store/event_source.h"
 #include "store/trace_db.h"
 #include "test.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -435,6 +437,20 @@ static void metric(klog *k, uint32_t key, double v, int kind)
 
 enum { METRIC_KERNELS = 40 }; /* more than a batch of rows (32): some are in when metrics come */
 
+/* A poll for kp_session_live_start that counts its calls. */
+typedef struct kp_live_poll_ctx {
+    kp_trace_ingest *ingest;
+    atomic_int polls;
+} kp_live_poll_ctx;
+
+static kprof_status kp_live_poll_counting(void *ctx, const char *dir)
+{
+    kp_live_poll_ctx *c = ctx;
+    kprof_status st = kp_trace_ingest_poll_fn(c->ingest, dir);
+    atomic_fetch_add(&c->polls, 1);
+    return st;
+}
+
 /* Metrics through the real ingest, read back through the source. */
 static void test_metrics(const char *dir)
 {
@@ -530,6 +546,17 @@ static void test_metrics(const char *dir)
     if (!m) return;
     CHECK_INT(kp_trace_ingest_poll(m, records), KPROF_OK);
     CHECK_INT(kp_trace_ingest_events(m), METRIC_KERNELS + 2); /* up to the mark */
+    /* The live thread (collect/session.h) polls through its callback, as kprof trace wires it:
+     * polling again adds nothing past the mark. */
+    unsetenv("KPROF_TRACE_LIVE");
+    kp_live_poll_ctx live_ctx = {.ingest = m};
+    kp_session_live *live = kp_session_live_start(kp_live_poll_counting, &live_ctx, records);
+    CHECK(live != NULL);
+    for (int i = 0; live && i < 400 && atomic_load(&live_ctx.polls) < 2; i++)
+        usleep(5000);
+    kp_session_live_stop(live);
+    CHECK(atomic_load(&live_ctx.polls) >= 2);
+    CHECK_INT(kp_trace_ingest_events(m), METRIC_KERNELS + 2);
     kp_trace_run run = {.command = "app", .start_ns = 1, .end_ns = 100000};
     kp_trace_summary sum;
     CHECK_INT(kp_trace_ingest_finish(m, records, &run, &sum, &err), KPROF_OK);
