@@ -611,7 +611,7 @@ static kprof_status kp_session_end(kp_session *s, kprof_result **result, kp_erro
                         .boot_id = boot_id[0] ? boot_id : NULL};
     kp_trace_summary summary;
     memset(&summary, 0, sizeof summary);
-    kprof_status st = kp_trace_db_write(trace, s->dir, &run, NULL, &summary, err);
+    kprof_status st = kp_trace_ingest_dir(trace, s->dir, &run, NULL, &summary, err);
     if (st != KPROF_OK) {
         kp_error_append(err, " (the session's records are kept in %s)", s->dir);
         return st;

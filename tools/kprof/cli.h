@@ -18,6 +18,11 @@ typedef struct kp_command {
     /* Its summary and full help are help.c's kp_helps entry of the same name (help.h). */
 } kp_command;
 
+/* What a command's run returns to have main print its help and exit 0: for a command that parses
+ * its own -h/--help (runs_a_command), without reaching back into main's table. Never an exit
+ * code. */
+#define KP_CLI_SHOW_HELP (-1000)
+
 extern const kp_command kp_commands[];
 const kp_command *kp_command_find(const char *name);
 

@@ -89,5 +89,6 @@ int main(int argc, char **argv)
             return kp_cli_exit(kp_cli_help(c));
     }
     if (!c->runs_a_command) kp_cli_signals_install(); /* trace handles its own signals */
-    return kp_cli_exit(c->run(argc - 1, argv + 1));
+    int code = c->run(argc - 1, argv + 1);
+    return kp_cli_exit(code == KP_CLI_SHOW_HELP ? kp_cli_help(c) : code);
 }
