@@ -3,7 +3,7 @@
  * program (and the Python package) judges its own samples as kprof bench and kprof diff do.
  */
 #include "core/judge.h"
-#include "libkprof/inproc_internal.h"
+#include "libkprof/libkprof_internal.h"
 
 #include <math.h>
 #include <string.h>

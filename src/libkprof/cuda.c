@@ -10,7 +10,7 @@
 #include "core/demangle.h"
 #include "base/util.h"
 #include "libkprof/collectors.h"
-#include "libkprof/inproc_internal.h"
+#include "libkprof/libkprof_internal.h"
 #include "kprof.h"
 
 #include <math.h>

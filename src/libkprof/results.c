@@ -14,7 +14,7 @@
 #include "base/util.h"
 #include "export/calltree.h"
 #include "export/export.h"
-#include "libkprof/inproc_internal.h"
+#include "libkprof/libkprof_internal.h"
 #include "store/event_source.h"
 #include "analysis/trace_aggregate.h"
 

@@ -7,7 +7,7 @@
  * child. Times are never asserted beyond their order: the machine may be loaded. */
 #define _GNU_SOURCE
 #include "collect/reader.h"
-#include "libkprof/inproc_internal.h"
+#include "libkprof/libkprof_internal.h"
 #include "kprof.h"
 #include "store/event_source.h"
 #include "test.h"
