@@ -36,6 +36,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 
 #define KP_RING_DEFAULT_ENTRIES 32768u
 #define KP_RING_MIN_ENTRIES     64u
@@ -165,6 +166,17 @@ kprof_status kp_inproc_fail(const char *function, kprof_status status, const cha
 
 /* The same from a kp_error (its message), which is then cleared. */
 kprof_status kp_inproc_fail_err(const char *function, kp_error *err);
+
+/* The end of a getter that fills a sized struct of the caller's (kprof.h's "Structs that grow"):
+ * full, the library's whole struct (n bytes), copied into out as far as out's `size` (its first
+ * member, an unsigned) reaches; out's size is kept. */
+static inline void kp_sized_copy(void *out, const void *full, size_t n)
+{
+    unsigned size;
+    memcpy(&size, out, sizeof size);
+    memcpy(out, full, size < n ? size : n);
+    memcpy(out, &size, sizeof size);
+}
 
 /* ---- for the tests (session.c; kp_inproc_result_* results.c) ---- */
 

@@ -542,7 +542,7 @@ static void kp_at_exit(void)
                               "a trace is written to a file",
                               wanted);
     }
-    kprof_summary sum;
+    kprof_summary sum = KPROF_SUMMARY_INIT;
     kprof_result_summary(r, &sum);
     kp_str line = {0};
     if (status == KPROF_OK) status = kp_autosave(r, wanted, name, sizeof name);
