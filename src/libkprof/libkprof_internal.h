@@ -1,5 +1,5 @@
 /*
- * inproc_internal.h — what the files of libkprof's in-process profiler share (include/kprof.h is
+ * libkprof_internal.h — what the files of libkprof's in-process profiler share (include/kprof.h is
  * its public face): the per-thread rings scopes are recorded into, the session that drains them
  * into the record writer, and the error text kprof_last_error returns.
  *
@@ -26,8 +26,8 @@
  * still there. Entries that started before the current session are stale (a scope that was open
  * across a kprof_stop and a kprof_start, or one that raced a stop) and are skipped.
  */
-#ifndef KP_INPROC_INTERNAL_H
-#define KP_INPROC_INTERNAL_H
+#ifndef KP_LIBKPROF_INTERNAL_H
+#define KP_LIBKPROF_INTERNAL_H
 
 #include "core/clock.h"
 #include "base/error.h"
@@ -36,6 +36,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 
 #define KP_RING_DEFAULT_ENTRIES 32768u
 #define KP_RING_MIN_ENTRIES     64u
@@ -115,9 +116,34 @@ typedef struct kp_session {
     int stopping; /* under wake_lock */
 } kp_session;
 
+/* WHO CALLS WHOM (one way, bottom first): fail.c (kprof_last_error) <- drain.c (a ring into the
+ * writer) <- scope.c (rings, the hot path) <- results.c <- the collectors (cuda.c, opencl.c,
+ * nvtx.c) <- collectors.c (their table) <- session.c (start, stop, KPROF=1) <- repeat.c;
+ * compare.c beside them, on fail.c alone. */
+
+/* ---- drain.c: a ring into the writer ---- */
+
 /* The session drains write into while it runs; NULL when none (or once kprof_stop took it). An
  * owner draining its own ring reads it under the ring's drain lock. */
 extern _Atomic(kp_session *) kp_live_session;
+
+/* The background drain's wake-up: global (not the session's), so that an owner thread that
+ * signals it while kprof_stop ends the session never touches freed memory. kp_wake_init makes
+ * the condition on CLOCK_MONOTONIC (the drain thread's deadlines); session.c calls it once, and
+ * again in a forked child. */
+extern pthread_mutex_t kp_wake_lock;
+extern pthread_cond_t kp_wake;
+void kp_wake_init(void);
+
+/* Drain ring r into session s's writer (s NULL: discard what r holds). Caller holds
+ * r->drain_lock. */
+void kp_ring_drain_locked(kp_ring *r, kp_session *s);
+
+/* Ask the background drain to run now (an owner's ring is half full). Never blocks. */
+void kp_session_wake(void);
+
+/* Count events lost before the writer in the live session, if any. */
+void kp_session_dropped(uint64_t n);
 
 /* ---- scope.c: rings ---- */
 
@@ -133,19 +159,7 @@ void kp_rings_set_entries(unsigned entries);
 /* In a forked child: locks made anew, every ring emptied, the other threads' rings free. */
 void kp_rings_after_fork(void);
 
-/* ---- session.c: draining ---- */
-
-/* Drain ring r into session s's writer (s NULL: discard what r holds). Caller holds
- * r->drain_lock. */
-void kp_ring_drain_locked(kp_ring *r, kp_session *s);
-
-/* Ask the background drain to run now (an owner's ring is half full). Never blocks. */
-void kp_session_wake(void);
-
-/* Count events lost before the writer in the live session, if any. */
-void kp_session_dropped(uint64_t n);
-
-/* ---- errors (session.c) ---- */
+/* ---- errors (fail.c) ---- */
 
 /* Set this thread's kprof_last_error text: "FUNCTION: message". Returns status. */
 kprof_status kp_inproc_fail(const char *function, kprof_status status, const char *message);
@@ -153,7 +167,18 @@ kprof_status kp_inproc_fail(const char *function, kprof_status status, const cha
 /* The same from a kp_error (its message), which is then cleared. */
 kprof_status kp_inproc_fail_err(const char *function, kp_error *err);
 
-/* ---- for the tests ---- */
+/* The end of a getter that fills a sized struct of the caller's (kprof.h's "Structs that grow"):
+ * full, the library's whole struct (n bytes), copied into out as far as out's `size` (its first
+ * member, an unsigned) reaches; out's size is kept. */
+static inline void kp_sized_copy(void *out, const void *full, size_t n)
+{
+    unsigned size;
+    memcpy(&size, out, sizeof size);
+    memcpy(out, full, size < n ? size : n);
+    memcpy(out, &size, sizeof size);
+}
+
+/* ---- for the tests (session.c; kp_inproc_result_* results.c) ---- */
 
 /* Keep the session's record files (*.klog) in its scratch folder after kprof_stop, and say
  * where that folder is (the result's folder; kprof_result_destroy removes it). */
