@@ -1,16 +1,68 @@
 /*
- * bench_file.c — read an earlier bench result back (see bench_file.h) with cJSON, through
+ * result_file.c — the lab's result files read back (see result_file.h) with cJSON, through
  * json_file.h's strict reader.
  */
-#include "tools/kprof/bench_file.h"
-#include "base/util.h"
+#include "lab/result_file.h"
 #include "base/json_file.h"
+#include "base/util.h"
 
-#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+int kp_result_kind_of(const cJSON *doc, kp_result_kind *kind)
+{
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(doc, "kind");
+    const cJSON *points = cJSON_GetObjectItemCaseSensitive(doc, "points");
+    if (cJSON_IsString(k) && strcmp(k->valuestring, "bench") == 0 && cJSON_IsArray(points))
+        *kind = KP_RESULT_BENCH;
+    else if (!k && cJSON_IsArray(points) && cJSON_GetObjectItemCaseSensitive(doc, "sizes_measured"))
+        *kind = KP_RESULT_SWEEP;
+    else if (!k && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(doc, "gpu_ms_median")) &&
+             cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "threadgroup")))
+        *kind = KP_RESULT_RUN;
+    else
+        return -1;
+    return 0;
+}
+
+kprof_status kp_result_check_version(const cJSON *doc, kp_result_kind kind, const char *path,
+                                     kp_error *err)
+{
+    if (kind != KP_RESULT_BENCH) return KPROF_OK; /* run.json and sweep.json: no version */
+    const cJSON *version = cJSON_GetObjectItemCaseSensitive(doc, "version");
+    if (cJSON_IsNumber(version) && version->valuedouble == KP_RESULT_BENCH_VERSION) return KPROF_OK;
+    return kp_error_set(
+        err, KPROF_CORRUPT, "%s: bench result version %g; this kprof reads version %d", path,
+        cJSON_IsNumber(version) ? version->valuedouble : 0.0, KP_RESULT_BENCH_VERSION);
+}
+
+kprof_status kp_result_file_read(const char *path, cJSON **doc, kp_result_kind *kind, kp_error *err)
+{
+    *doc = NULL;
+    cJSON *d = NULL;
+    kprof_status st = kp_json_file_read(path, "a run.json, sweep.json or bench.json", &d, err);
+    if (st != KPROF_OK) return st;
+    if (!cJSON_IsObject(d))
+        st = kp_error_set(err, KPROF_CORRUPT,
+                          "%s: not a result of kprof run, sweep or bench (JSON, but not an "
+                          "object; expected a run.json, sweep.json or bench.json)",
+                          path);
+    else if (kp_result_kind_of(d, kind) != 0)
+        st = kp_error_set(err, KPROF_CORRUPT,
+                          "%s: not a result of kprof run, sweep or bench (run.json, sweep.json, "
+                          "bench.json or their --json output)",
+                          path);
+    else
+        st = kp_result_check_version(d, *kind, path, err);
+    if (st != KPROF_OK) {
+        cJSON_Delete(d);
+        return st;
+    }
+    *doc = d;
+    return KPROF_OK;
+}
 
 void kp_bench_file_free(kp_bench_file *f)
 {
@@ -61,28 +113,22 @@ kprof_status kp_bench_file_read(const char *path, kp_bench_file **out, kp_error 
     kprof_status st = kp_json_file_read(path, "a bench.json from `kprof bench`", &doc, err);
     if (st != KPROF_OK) return st;
     kp_bench_file *f = calloc(1, sizeof *f);
-    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(doc, "kind");
-    const cJSON *version = cJSON_GetObjectItemCaseSensitive(doc, "version");
     const cJSON *points = cJSON_GetObjectItemCaseSensitive(doc, "points");
     const cJSON *device = cJSON_GetObjectItemCaseSensitive(doc, "device");
+    kp_result_kind kind;
     if (!f) {
         st = kp_error_nomem(err);
         goto done;
     }
-    if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "bench") != 0 ||
-        !cJSON_IsArray(points)) {
+    if (kp_result_kind_of(doc, &kind) != 0 || kind != KP_RESULT_BENCH) {
         st = kp_error_set(err, KPROF_CORRUPT,
                           "%s: not a `kprof bench` result (no \"kind\": \"bench\" with "
                           "\"points\")",
                           path);
         goto done;
     }
-    if (!cJSON_IsNumber(version) || version->valuedouble != 1) {
-        st = kp_error_set(err, KPROF_CORRUPT,
-                          "%s: bench result version %g; this kprof reads version 1", path,
-                          cJSON_IsNumber(version) ? version->valuedouble : 0.0);
-        goto done;
-    }
+    st = kp_result_check_version(doc, kind, path, err);
+    if (st != KPROF_OK) goto done;
     if (cJSON_IsString(device)) kp_strlcpy(f->device, device->valuestring, sizeof f->device);
     int count = cJSON_GetArraySize(points);
     f->points = calloc(count > 0 ? (size_t)count : 1, sizeof *f->points);
