@@ -81,7 +81,7 @@ static int bench_on(uint64_t n, unsigned ring)
         if (t < best) best = t;
         kprof_result *res = NULL;
         if (kprof_stop(&res) != KPROF_OK) return fail("kprof_stop");
-        kprof_summary s;
+        kprof_summary s = KPROF_SUMMARY_INIT;
         kprof_result_summary(res, &s);
         if (s.events != n) {
             fprintf(stderr, "bench_scopes: %llu events recorded of %llu\n", s.events,
@@ -126,11 +126,15 @@ static int bench_threads(unsigned t, uint64_t n)
     if (kprof_stop(&res) != KPROF_OK) return fail("kprof_stop");
     uint64_t t2 = now_ns();
     size_t nrows = 0;
-    const kprof_row *rows = kprof_result_key_averages(res, KPROF_BY_NAME, &nrows);
+    const kprof_row *rows = NULL;
+    if (kprof_result_key_averages(res, KPROF_BY_NAME, &rows, &nrows) != KPROF_OK)
+        return fail("kprof_result_key_averages");
     unsigned long long calls = 0;
-    for (size_t i = 0; i < nrows; i++)
-        if (strcmp(rows[i].name, "bench") == 0) calls += rows[i].calls;
-    kprof_summary s;
+    for (size_t i = 0; i < nrows; i++) {
+        const kprof_row *row = kprof_row_at(rows, i);
+        if (strcmp(row->name, "bench") == 0) calls += row->calls;
+    }
+    kprof_summary s = KPROF_SUMMARY_INIT;
     kprof_result_summary(res, &s);
     unsigned long long want = (unsigned long long)t * n;
     printf("threads: %u x %llu scopes: %llu in the result, %llu counted lost, %llu missing; "

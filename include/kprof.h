@@ -45,6 +45,29 @@ extern "C" {
 #define KPROF_VERSION_STRING "0.1.0"
 
 /*
+ * Structs that grow. Later versions of libkprof add fields at the end of its structs without
+ * breaking a program compiled against this header, in two ways:
+ *
+ * - A struct the caller fills or gives the library to fill (the options structs, kprof_summary,
+ *   kprof_benchmark_result, kprof_comparison) starts with `size`, which the caller sets to its
+ *   sizeof as the caller's header had it (the *_INIT macros do). The library reads and writes the
+ *   fields inside `size` and nothing past it; a field of a newer header that the library does
+ *   not know keeps its default (options) or what the caller put there (results). size 0, or
+ *   larger than the library's struct for an options struct, is INVALID.
+ * - An array the library returns (kprof_row, kprof_node, kprof_distribution) is stepped through
+ *   with its accessor, kprof_row_at(rows, i) and the like, never rows[i]: the library's elements
+ *   may be larger than the caller's sizeof. Each element, and each kprof_event a callback is
+ *   given, starts with `size`: its sizeof as the library built it. A field the library may not
+ *   have (newer than the oldest library a program runs with) is read after KPROF_HAS(type, p,
+ *   field) says it is there.
+ *
+ * Getters return a status and give what they found through out-parameters, so that "nothing
+ * there" (OK, *n = 0) and "failed" (a status, kprof_last_error saying why) differ.
+ */
+#define KPROF_HAS(type, p, field)                                                                  \
+    ((p)->size >= offsetof(type, field) + sizeof(((const type *)0)->field))
+
+/*
  * Status codes. One list generates the enum, kprof_strerror() and kprof_status_name().
  * X(NAME, exit code of the kprof tool, text)
  *
@@ -396,8 +419,9 @@ static inline void kprof_scope_cleanup_(kprof_scope *scope)
  * was not recorded. Times in seconds unless a name says ns.
  */
 
-/* The whole session. */
+/* The whole session. Sized (use KPROF_SUMMARY_INIT; see "Structs that grow"). */
 typedef struct kprof_summary {
+    unsigned size;              /* sizeof(kprof_summary), set by the caller */
     unsigned long long events;  /* events recorded: scopes (and calls, device work) */
     unsigned long long dropped; /* events lost on the way (memory, a full disk): counted, never
                                    silent; 0 when the result is whole */
@@ -406,7 +430,11 @@ typedef struct kprof_summary {
     double host_s;              /* the top-level scopes' time, all threads summed */
 } kprof_summary;
 
-/* Fill *out. OK, or INVALID for a NULL argument. */
+/* clang-format off */
+#define KPROF_SUMMARY_INIT {sizeof(kprof_summary), 0ull, 0ull, 0u, 0ll, 0ll, 0.0}
+/* clang-format on */
+
+/* Fill *out's fields inside out->size. OK, or INVALID for a NULL argument or out->size 0. */
 KPROF_API kprof_status kprof_result_summary(const kprof_result *result, kprof_summary *out);
 
 /* Key averages: X(NAME, name). BY_NAME: one row per (kind, name), every call path together;
@@ -422,8 +450,9 @@ typedef enum kprof_group {
         KPROF_GROUP_COUNT_
 } kprof_group;
 
-/* A row of key averages. */
+/* A row of key averages. An element of an array: step through it with kprof_row_at. */
 typedef struct kprof_row {
+    size_t size;                        /* sizeof(kprof_row) as the library built it */
     const char *kind;                   /* see "Kinds" above */
     const char *name;                   /* its name */
     const char *path;                   /* BY_PATH: the names from the top level down joined by "/"
@@ -445,13 +474,22 @@ typedef struct kprof_row {
     double host_gb_per_s;     /* bytes, likewise */
 } kprof_row;
 
-/* The key averages grouped by `by`, largest total first; *n: how many. NULL (and *n 0) when
- * there are none or on failure (INVALID argument, NOMEM: kprof_last_error says which). */
-KPROF_API const kprof_row *kprof_result_key_averages(kprof_result *result, kprof_group by,
-                                                     size_t *n);
+/* The key averages grouped by `by`, largest total first: *rows the first (owned by the result;
+ * step with kprof_row_at), *n how many. OK (*rows NULL and *n 0 when there are none); INVALID (a
+ * NULL argument, `by` no kprof_group); NOMEM. On failure *rows is NULL and *n 0 (where they are
+ * not NULL). */
+KPROF_API kprof_status kprof_result_key_averages(kprof_result *result, kprof_group by,
+                                                 const kprof_row **rows, size_t *n);
 
-/* A node of the call tree: one call path, every instance on every thread added up. */
+/* Row i of an array kprof_result_key_averages gave (i < its n: not checked), in the library's
+ * stride. NULL when rows is NULL. Thread-safe. */
+KPROF_API const kprof_row *kprof_row_at(const kprof_row *rows, size_t i);
+
+/* A node of the call tree: one call path, every instance on every thread added up. An element
+ * of an array: step through it with kprof_node_at (parent, first_child and next_sibling are
+ * indices for it). */
 typedef struct kprof_node {
+    size_t size;         /* sizeof(kprof_node) as the library built it */
     size_t parent;       /* its parent's index (0: a top-level node; node 0 is the root) */
     size_t first_child;  /* 0: none; children are in order of total time, largest first */
     size_t next_sibling; /* 0: none */
@@ -472,12 +510,19 @@ typedef struct kprof_node {
     double host_gflops_per_s, host_gb_per_s; /* over inclusive_s, as kprof_row's */
 } kprof_node;
 
-/* The call tree: nodes[0] is the root (its numbers are the top level's sums), every node's parent
- * comes before it. *n: how many, the root included. NULL on failure (NOMEM). */
-KPROF_API const kprof_node *kprof_result_tree(kprof_result *result, size_t *n);
+/* The call tree: *nodes the root (node 0: its numbers are the top level's sums; owned by the
+ * result; step with kprof_node_at), every node's parent before it; *n how many, the root
+ * included (at least 1). OK; INVALID (a NULL argument); NOMEM. On failure *nodes is NULL and *n
+ * 0 (where they are not NULL). */
+KPROF_API kprof_status kprof_result_tree(kprof_result *result, const kprof_node **nodes, size_t *n);
+
+/* Node i of the array kprof_result_tree gave (i < its n: not checked), in the library's stride.
+ * NULL when nodes is NULL. Thread-safe. */
+KPROF_API const kprof_node *kprof_node_at(const kprof_node *nodes, size_t i);
 
 /* One event, in the chronological list. */
 typedef struct kprof_event {
+    size_t size; /* sizeof(kprof_event) as the library built it */
     const char *kind;
     const char *name;
     long long start_ns, end_ns; /* CLOCK_MONOTONIC */
@@ -494,8 +539,10 @@ typedef int (*kprof_event_fn)(const kprof_event *e, void *ctx);
  * CORRUPT or IO when the result's trace cannot be read. */
 KPROF_API kprof_status kprof_result_events(kprof_result *result, kprof_event_fn fn, void *ctx);
 
-/* The distribution of one name's durations: Enigma's benchmark summary. */
+/* The distribution of one name's durations: Enigma's benchmark summary. An element of an array:
+ * step through it with kprof_distribution_at. */
 typedef struct kprof_distribution {
+    size_t size; /* sizeof(kprof_distribution) as the library built it */
     const char *kind;
     const char *name;
     unsigned long long count;
@@ -506,9 +553,17 @@ typedef struct kprof_distribution {
     double flops, bytes; /* metrics per event: the name's events' sum / count (0 without) */
 } kprof_distribution;
 
-/* One distribution per (kind, name), largest total first. NULL (and *n 0) when there are none or
- * on failure (NOMEM, or the trace cannot be read: kprof_last_error says which). */
-KPROF_API const kprof_distribution *kprof_result_distributions(kprof_result *result, size_t *n);
+/* One distribution per (kind, name), largest total first: *dists the first (owned by the result;
+ * step with kprof_distribution_at), *n how many. OK (*dists NULL and *n 0 when there are none);
+ * INVALID (a NULL argument); NOMEM; CORRUPT or IO when the result's trace cannot be read. On
+ * failure *dists is NULL and *n 0 (where they are not NULL). */
+KPROF_API kprof_status kprof_result_distributions(kprof_result *result,
+                                                  const kprof_distribution **dists, size_t *n);
+
+/* Distribution i of the array kprof_result_distributions gave (i < its n: not checked), in the
+ * library's stride. NULL when dists is NULL. Thread-safe. */
+KPROF_API const kprof_distribution *kprof_distribution_at(const kprof_distribution *dists,
+                                                          size_t i);
 
 /* What kprof_result_print writes: X(NAME, name). TREE, BY_NAME and BY_PATH are the tables of
  * `kprof report --tree`, `--by name` and `--by path`; DISTRIBUTIONS one line per name:
@@ -664,8 +719,10 @@ typedef struct kprof_benchmark_options {
         sizeof(kprof_benchmark_options), 3u, 10u, 1000u, 1.0                                       \
     }
 
-/* The device time of a callback's GPU work, run by run (Enigma's benchmark_kernel). */
+/* The device time of a callback's GPU work, run by run (Enigma's benchmark_kernel). Sized (use
+ * KPROF_BENCHMARK_RESULT_INIT; see "Structs that grow"). */
 typedef struct kprof_benchmark_result {
+    unsigned size;    /* sizeof(kprof_benchmark_result), set by the caller */
     unsigned runs;    /* timed calls */
     unsigned kernels; /* device operations (kernels, copies, fills) in the last run */
     double min_ns, p50_ns, p90_ns, max_ns, mean_ns; /* per run: from its first device operation's
@@ -675,15 +732,19 @@ typedef struct kprof_benchmark_result {
     double wall_p50_ns; /* per run, median: host time of the call and the synchronize after it */
 } kprof_benchmark_result;
 
+/* clang-format off */
+#define KPROF_BENCHMARK_RESULT_INIT {sizeof(kprof_benchmark_result), 0u, 0u, 0, 0, 0, 0, 0, 0, 0}
+/* clang-format on */
+
 /* Time fn(arg), a callback that launches CUDA work on the calling thread's current context:
  * `warmup` untimed calls, then calls until `min_runs` are done and `budget_s` has passed (or
  * `max_runs`), each followed by a synchronize of the context and a flush of CUPTI's records, so
  * each run's device operations are its own (work of other threads in that time counts too).
- * Uses the session's CUDA collector when one records, else one of its own for the call. *out is
- * filled on success. Not for concurrent use with another kprof_benchmark. Returns OK; INVALID
- * (no fn or out, bad options, no CUDA context, a run with no device work); UNAVAILABLE (no CUDA
- * driver or CUPTI, another profiler holds CUPTI); FAULT and friends when the work failed
- * (kprof_last_error says which run). */
+ * Uses the session's CUDA collector when one records, else one of its own for the call. *out's
+ * fields inside out->size are filled on success. Not for concurrent use with another
+ * kprof_benchmark. Returns OK; INVALID (no fn or out, out->size 0, bad options, no CUDA context, a
+ * run with no device work); UNAVAILABLE (no CUDA driver or CUPTI, another profiler holds CUPTI);
+ * FAULT and friends when the work failed (kprof_last_error says which run). */
 KPROF_API kprof_status kprof_benchmark(void (*fn)(void *arg), void *arg,
                                        const kprof_benchmark_options *options,
                                        kprof_benchmark_result *out);
@@ -727,17 +788,24 @@ typedef struct kprof_compare_options {
         sizeof(kprof_compare_options), 0.01, 0, 0, 0.0, 1u, -1.0                                   \
     }
 
+/* What kprof_compare found. Sized (use KPROF_COMPARISON_INIT; see "Structs that grow"). */
 typedef struct kprof_comparison {
+    unsigned size; /* sizeof(kprof_comparison), set by the caller */
     kprof_verdict verdict;
     double ratio, lo, hi; /* median(B) / median(A) and its 95% interval */
     unsigned reasons;     /* KPROF_UNSURE_* bits; 0 unless UNSURE */
     char reason[400];     /* the reasons (or a verdict's notes) in words, "" when none */
 } kprof_comparison;
 
+/* clang-format off */
+#define KPROF_COMPARISON_INIT {sizeof(kprof_comparison), KPROF_VERDICT_SAME, 0, 0, 0, 0u, ""}
+/* clang-format on */
+
 /* Compare samples b[0..nb) with a[0..na) (any one unit, each side in the order taken; options
- * NULL: the defaults). Deterministic: the same samples give the same answer. Returns OK (*out
- * filled: a side with no positive median is UNSURE, saying so); INVALID (no a, b or out, an
- * empty side, paired with na != nb, a NaN, a bad option); NOMEM. Needs no session. */
+ * NULL: the defaults). Deterministic: the same samples give the same answer. Returns OK (*out's
+ * fields inside out->size filled: a side with no positive median is UNSURE, saying so); INVALID
+ * (no a, b or out, out->size 0, an empty side, paired with na != nb, a NaN, a bad option); NOMEM.
+ * Needs no session. */
 KPROF_API kprof_status kprof_compare(const double *a, size_t na, const double *b, size_t nb,
                                      const kprof_compare_options *options, kprof_comparison *out);
 
@@ -818,29 +886,45 @@ KPROF_API kprof_status kprof_result_summary(const kprof_result *result, kprof_su
     (void)result, (void)out;
     return KPROF_INVALID;
 }
-KPROF_API const kprof_row *kprof_result_key_averages(kprof_result *result, kprof_group by,
-                                                     size_t *n)
+KPROF_API kprof_status kprof_result_key_averages(kprof_result *result, kprof_group by,
+                                                 const kprof_row **rows, size_t *n)
 {
     (void)result, (void)by;
+    if (rows) *rows = NULL;
     if (n) *n = 0;
-    return NULL;
+    return KPROF_INVALID;
 }
-KPROF_API const kprof_node *kprof_result_tree(kprof_result *result, size_t *n)
+KPROF_API const kprof_row *kprof_row_at(const kprof_row *rows, size_t i)
+{
+    return rows ? rows + i : NULL;
+}
+KPROF_API kprof_status kprof_result_tree(kprof_result *result, const kprof_node **nodes, size_t *n)
 {
     (void)result;
+    if (nodes) *nodes = NULL;
     if (n) *n = 0;
-    return NULL;
+    return KPROF_INVALID;
+}
+KPROF_API const kprof_node *kprof_node_at(const kprof_node *nodes, size_t i)
+{
+    return nodes ? nodes + i : NULL;
 }
 KPROF_API kprof_status kprof_result_events(kprof_result *result, kprof_event_fn fn, void *ctx)
 {
     (void)result, (void)fn, (void)ctx;
     return KPROF_INVALID;
 }
-KPROF_API const kprof_distribution *kprof_result_distributions(kprof_result *result, size_t *n)
+KPROF_API kprof_status kprof_result_distributions(kprof_result *result,
+                                                  const kprof_distribution **dists, size_t *n)
 {
     (void)result;
+    if (dists) *dists = NULL;
     if (n) *n = 0;
-    return NULL;
+    return KPROF_INVALID;
+}
+KPROF_API const kprof_distribution *kprof_distribution_at(const kprof_distribution *dists, size_t i)
+{
+    return dists ? dists + i : NULL;
 }
 KPROF_API kprof_status kprof_result_print(kprof_result *result, kprof_view view, FILE *out)
 {

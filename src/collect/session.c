@@ -1,6 +1,6 @@
 /*
  * session.c — a whole-command trace session (see session.h): injection environment, the folder
- * of record files and its run.txt, the program run with signals passed on, and the merge's
+ * of record files and its run.txt, the program run with signals passed on, and the ingest's
  * cancellation flag.
  */
 #define _GNU_SOURCE
@@ -293,13 +293,13 @@ uint64_t kp_session_size(const char *dir)
 static const int kp_passed_on[] = {SIGINT, SIGTERM, SIGHUP};
 
 static struct {
-    volatile sig_atomic_t first;   /* the first signal kprof received */
-    volatile sig_atomic_t count;   /* how many it received */
-    volatile sig_atomic_t merging; /* the program is gone: signals now concern the merge */
-    volatile sig_atomic_t cancel;  /* stop the merge */
-    volatile sig_atomic_t killed;  /* SIGKILL sent to the program */
-    pid_t program;                 /* the program's pid while it runs, else 0 */
-    int own_group;                 /* the program leads a process group of its own */
+    volatile sig_atomic_t first;     /* the first signal kprof received */
+    volatile sig_atomic_t count;     /* how many it received */
+    volatile sig_atomic_t ingesting; /* the program is gone: signals now concern the ingest */
+    volatile sig_atomic_t cancel;    /* stop the ingest */
+    volatile sig_atomic_t killed;    /* SIGKILL sent to the program */
+    pid_t program;                   /* the program's pid while it runs, else 0 */
+    int own_group;                   /* the program leads a process group of its own */
 } kp_sig;
 
 /* Pass a signal on to the program: its whole group when it has one of its own, else itself. */
@@ -315,7 +315,7 @@ static void kp_on_signal(int sig, siginfo_t *info, void *context)
     int saved = errno;
     kp_sig.count++;
     if (!kp_sig.first) kp_sig.first = sig;
-    if (kp_sig.merging) {
+    if (kp_sig.ingesting) {
         if (kp_sig.count >= 2) kp_sig.cancel = 1;
     } else if (kp_sig.count >= 2) {
         kp_sig.killed = 1;
@@ -340,10 +340,10 @@ void kp_session_catch_signals(void)
         sigaction(kp_passed_on[i], &sa, NULL);
 }
 
-void kp_session_watch_merge(void)
+void kp_session_watch_ingest(void)
 {
     kp_sig.program = 0;
-    kp_sig.merging = 1;
+    kp_sig.ingesting = 1;
     if (kp_sig.count >= 2) kp_sig.cancel = 1;
     kp_session_catch_signals();
 }
@@ -471,7 +471,7 @@ kprof_status kp_session_run(char *const *argv, double grace_s, kp_session_outcom
     /* What is left of the program's group (its children) goes with it when kprof was asked to
      * stop. */
     if (kp_sig.first && kp_sig.own_group) kill(-child, kp_sig.killed ? SIGKILL : SIGTERM);
-    kp_sig.merging = 1;
+    kp_sig.ingesting = 1;
     sigaction(SIGQUIT, &old_quit, NULL);
     out->program_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     out->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + out->program_signal;
@@ -480,11 +480,12 @@ kprof_status kp_session_run(char *const *argv, double grace_s, kp_session_outcom
     return KPROF_OK;
 }
 
-/* ---- the merge while the program runs ---- */
+/* ---- the ingest while the program runs ---- */
 
 struct kp_session_live {
     pthread_t thread;
-    kp_trace_merge *merge;
+    kp_session_poll_fn poll;
+    void *ctx;
     char dir[PATH_MAX];
     atomic_int stop;
 };
@@ -495,7 +496,7 @@ static void *kp_live_main(void *arg)
     /* The program comes first: this thread yields to it where cores are few. */
     setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
     while (!atomic_load(&l->stop)) {
-        if (kp_trace_merge_poll(l->merge, l->dir) != KPROF_OK) break; /* finish says why */
+        if (l->poll(l->ctx, l->dir) != KPROF_OK) break; /* finish says why */
         if (kp_sig.cancel) break;
         struct timespec ts = {0, KP_SESSION_LIVE_PERIOD_MS * 1000000L};
         nanosleep(&ts, NULL);
@@ -503,13 +504,14 @@ static void *kp_live_main(void *arg)
     return NULL;
 }
 
-kp_session_live *kp_session_live_start(kp_trace_merge *merge, const char *dir)
+kp_session_live *kp_session_live_start(kp_session_poll_fn poll, void *ctx, const char *dir)
 {
     const char *v = getenv(KP_ENV_TRACE_LIVE);
     if (v && strcmp(v, "0") == 0) return NULL;
     kp_session_live *l = calloc(1, sizeof *l);
     if (!l) return NULL;
-    l->merge = merge;
+    l->poll = poll;
+    l->ctx = ctx;
     snprintf(l->dir, sizeof l->dir, "%s", dir);
     /* Started with every signal blocked, which it keeps: a signal for kprof must reach the main
      * thread, whose waits it wakes. */

@@ -2,21 +2,23 @@
  * session.h — one whole-command trace: the environment that puts kprof's collectors into an
  * unmodified program, the folder their record files go to (with what `kprof trace --merge` needs
  * to finish the job later), running the program with the signals a user or a job scheduler sends
- * to kprof passed on to it, and the merge into one trace file that a second signal can stop.
+ * to kprof passed on to it, a thread that polls the records while it runs, and the cancellation
+ * flag of the ingest into one trace file (store/trace_ingest.h, the layer above, which the
+ * caller runs) that a second signal can stop.
  *
  * Signals (kp_session_run): SIGINT, SIGTERM and SIGHUP sent to kprof go on to the program — to
  * its own process group when kprof gave it one (kprof is not in a terminal's foreground: a
  * script, a scheduler, `timeout`), else to the program alone (a terminal's ^C already reached the
  * whole foreground group and is not sent twice). The program then has the grace period to end;
  * after it, or at a second signal, it is killed (SIGKILL). The second signal kprof has had in all
- * also stops the merge (at once, or as soon as it starts); a first one that comes during the
- * merge lets it finish. Not thread-safe: one session per process.
+ * also stops the ingest (at once, or as soon as it starts); a first one that comes during the
+ * ingest lets it finish. Not thread-safe: one session per process.
  */
 #ifndef KP_COLLECT_SESSION_H
 #define KP_COLLECT_SESSION_H
 
 #include "base/error.h"
-#include "store/trace_db.h"
+#include "base/job.h"
 
 #include <signal.h>
 #include <stddef.h>
@@ -30,14 +32,28 @@ kprof_status kp_session_inject_env(int queue_times, char *note, size_t note_len,
 /* A new folder for the record files, under $TMPDIR (else /tmp): dir receives its path. */
 kprof_status kp_session_scratch(char *dir, size_t n, kp_error *err);
 
-/* What the merge needs to know of the run, kept in the folder beside the record files
+/* What `kprof trace` knows about the run, for the trace's meta table. */
+typedef struct kp_trace_run {
+    const char *command;        /* the command line as given */
+    uint64_t start_ns;          /* CLOCK_MONOTONIC when the command started */
+    uint64_t end_ns;            /* ... and when it ended */
+    int exit_status;            /* its exit code, or 128 + signal */
+    const char *collectors;     /* e.g. "cuda,opencl" */
+    int one_process;            /* every record file is of this one process image (libkprof's
+                                   session: its own file and its OpenCL layer's): one process row */
+    const char *host, *boot_id; /* where it ran (base/job.h); NULL: not said */
+    kp_clock_pair start_clock;  /* (CLOCK_MONOTONIC, CLOCK_REALTIME) when it started ... */
+    kp_clock_pair end_clock;    /* ... and when it ended; real_ns 0: not read */
+} kp_trace_run;
+
+/* What the ingest needs to know of the run, kept in the folder beside the record files
  * (run.txt) so that `kprof trace --merge DIR` can finish a trace later. The command is written
  * before the program starts, and the end, exit status and collectors once it has ended. */
 kprof_status kp_session_save_run(const char *dir, const kp_trace_run *run, kp_error *err);
 
 /* Read it back. command points into buf (of n bytes); host and boot_id into this file's own
  * storage, until the next call. A run whose end was never written (kprof
- * itself was killed) gets end_ns 0 and exit_status -1: the merge then takes the last record's
+ * itself was killed) gets end_ns 0 and exit_status -1: the ingest then takes the last record's
  * time. NOT_FOUND (with a clear message) when dir holds no run.txt: not a kprof folder. */
 kprof_status kp_session_load_run(const char *dir, kp_trace_run *run, char *buf, size_t n,
                                  kp_error *err);
@@ -65,25 +81,28 @@ kprof_status kp_session_run(char *const *argv, double grace_s, kp_session_outcom
  * passed on once a program runs. Call before making anything a signal must not leave behind. */
 void kp_session_catch_signals(void);
 
-/* Watch for SIGINT/SIGTERM/SIGHUP during the merge (after kp_session_run, or alone for
+/* Watch for SIGINT/SIGTERM/SIGHUP during the ingest (after kp_session_run, or alone for
  * `--merge`). The flag kp_session_cancel_flag() points at becomes non-zero at the second signal
- * kprof has had in all; kp_trace_db_write stops when it does. */
-void kp_session_watch_merge(void);
+ * kprof has had in all; the ingest stops when it does (store/trace_ingest.h's cancel). */
+void kp_session_watch_ingest(void);
 const volatile sig_atomic_t *kp_session_cancel_flag(void);
 int kp_session_first_signal(void); /* 0: none yet */
 
-/* The merge while the program runs: a thread that merges what the program's processes have
- * written (kp_trace_merge_poll) every KP_SESSION_LIVE_PERIOD_MS, at a lower priority than the
- * program's own threads, with the signals above blocked (they are the main thread's to handle),
- * so that little is left to merge when the program ends. Start it before kp_session_run; stop it
- * after (it waits for the thread: the merge is the caller's again, to finish). NULL when no
- * thread could be started, or when KPROF_TRACE_LIVE is "0": everything is merged at the end. */
+/* The ingest while the program runs: a thread that calls poll(ctx, dir) every
+ * KP_SESSION_LIVE_PERIOD_MS (kprof trace: kp_trace_ingest_poll_fn, which ingests what the
+ * program's processes have written), at a lower priority than the program's own threads, with
+ * the signals above blocked (they are the main thread's to handle), so that little is left to
+ * ingest when the program ends. It stops polling at the first poll that is not KPROF_OK, or once
+ * the cancellation flag is set. Start it before kp_session_run; stop it after (it waits for the
+ * thread: ctx is the caller's again, to finish). NULL when no thread could be started, or when
+ * KPROF_TRACE_LIVE is "0": everything is ingested at the end. */
 #define KP_SESSION_LIVE_PERIOD_MS 20
+typedef kprof_status (*kp_session_poll_fn)(void *ctx, const char *dir);
 typedef struct kp_session_live kp_session_live;
-kp_session_live *kp_session_live_start(kp_trace_merge *merge, const char *dir);
+kp_session_live *kp_session_live_start(kp_session_poll_fn poll, void *ctx, const char *dir);
 void kp_session_live_stop(kp_session_live *live); /* NULL is a no-op */
 
-/* Remove the folder of record files (after a merge that succeeded). */
+/* Remove the folder of record files (after an ingest that succeeded). */
 void kp_session_remove(const char *dir);
 
 /* The bytes the folder's record files hold (for messages). */

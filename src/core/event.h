@@ -3,7 +3,7 @@
  * copy, a fill, a wait, an NVTX range or mark, the collector's own cost — is one kp_event, and
  * what kinds of event there are is said once, in KP_EVENT_KIND_LIST: their numbers, names,
  * export categories and where they happen. The enum, the record kinds of collect/record.h, the
- * trace schema's `kinds` rows (store/trace_db.c), the kind sets that the reports' and exports'
+ * trace schema's `kinds` rows (store/trace_schema.c), the kind sets that the reports' and exports'
  * queries select, and docs/formats/trace.md's table (checked by tests/unit/test_event.c) all
  * follow from it. API domains (KP_DOMAIN_LIST) and copy directions (KP_COPY_KIND_LIST) get the
  * same treatment. No kind, domain or copy direction is numbered anywhere else.

@@ -14,7 +14,7 @@
 #define KP_INPROC_COLLECTORS_H
 
 #include "base/error.h"
-#include "libkprof/inproc_internal.h"
+#include "libkprof/libkprof_internal.h"
 
 #include <stddef.h>
 

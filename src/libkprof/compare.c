@@ -3,7 +3,7 @@
  * program (and the Python package) judges its own samples as kprof bench and kprof diff do.
  */
 #include "core/judge.h"
-#include "libkprof/inproc_internal.h"
+#include "libkprof/libkprof_internal.h"
 
 #include <math.h>
 #include <string.h>
@@ -19,7 +19,7 @@ _Static_assert(KPROF_UNSURE_STRADDLES == KP_JUDGE_STRADDLES && KPROF_UNSURE_FEW 
                "kprof.h's KPROF_UNSURE_* are core/judge.h's KP_JUDGE_*");
 
 kprof_status kprof_compare(const double *a, size_t na, const double *b, size_t nb,
-                           const kprof_compare_options *options, kprof_comparison *out)
+                           const kprof_compare_options *options, kprof_comparison *result)
 {
     kprof_compare_options o = KPROF_COMPARE_OPTIONS_INIT;
     if (options) {
@@ -28,7 +28,10 @@ kprof_status kprof_compare(const double *a, size_t na, const double *b, size_t n
                                   "options.size is not sizeof(kprof_compare_options)");
         memcpy(&o, options, options->size);
     }
-    if (!a || !b || !out) return kp_inproc_fail(KP_FN, KPROF_INVALID, "a, b and out are required");
+    if (!a || !b || !result)
+        return kp_inproc_fail(KP_FN, KPROF_INVALID, "a, b and out are required");
+    if (result->size == 0)
+        return kp_inproc_fail(KP_FN, KPROF_INVALID, "out->size is 0 (use KPROF_COMPARISON_INIT)");
     if (na == 0 || nb == 0) return kp_inproc_fail(KP_FN, KPROF_INVALID, "a side has no samples");
     if (o.paired && na != nb)
         return kp_inproc_fail(KP_FN, KPROF_INVALID, "paired sides of different sizes");
@@ -49,7 +52,7 @@ kprof_status kprof_compare(const double *a, size_t na, const double *b, size_t n
                   sb = {.v = b, .n = nb, .batch = o.batch};
     kp_judgement j;
     if (kp_judge(&sa, &sb, &c, &j) != 0) return kp_inproc_fail(KP_FN, KPROF_NOMEM, "out of memory");
-    memset(out, 0, sizeof *out);
+    kprof_comparison full = {.size = sizeof full}, *out = &full;
     switch (j.verdict) {
     case KP_COMPARE_SAME:
         out->verdict = KPROF_VERDICT_SAME;
@@ -69,5 +72,6 @@ kprof_status kprof_compare(const double *a, size_t na, const double *b, size_t n
     out->hi = j.ratio.hi;
     out->reasons = j.reasons & ~(unsigned)KP_JUDGE_CLOCK; /* no clocks here */
     memcpy(out->reason, j.reason, sizeof out->reason);
+    kp_sized_copy(result, &full, sizeof full);
     return KPROF_OK;
 }

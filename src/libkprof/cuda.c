@@ -10,7 +10,7 @@
 #include "core/demangle.h"
 #include "base/util.h"
 #include "libkprof/collectors.h"
-#include "libkprof/inproc_internal.h"
+#include "libkprof/libkprof_internal.h"
 #include "kprof.h"
 
 #include <math.h>
@@ -385,11 +385,13 @@ static double kp_quantile(const double *v, size_t n, double q)
 #endif
 
 kprof_status kprof_benchmark(void (*fn)(void *arg), void *arg, const kprof_benchmark_options *opt,
-                             kprof_benchmark_result *out)
+                             kprof_benchmark_result *result)
 {
     static const char *const F = "kprof_benchmark";
-    if (!fn || !out) return kp_inproc_fail(F, KPROF_INVALID, "no callback or no result given");
-    memset(out, 0, sizeof *out);
+    if (!fn || !result) return kp_inproc_fail(F, KPROF_INVALID, "no callback or no result given");
+    if (result->size == 0)
+        return kp_inproc_fail(F, KPROF_INVALID,
+                              "result->size is 0 (use KPROF_BENCHMARK_RESULT_INIT)");
     kprof_benchmark_options o = KPROF_BENCHMARK_OPTIONS_INIT;
     if (opt) {
         if (opt->size == 0 || opt->size > sizeof o)
@@ -409,6 +411,7 @@ kprof_status kprof_benchmark(void (*fn)(void *arg), void *arg, const kprof_bench
                           "this libkprof was built without CUDA: kprof_benchmark times CUDA work "
                           "from CUPTI's device timestamps");
 #else
+    kprof_benchmark_result full = {.size = sizeof full}, *out = &full;
     char why[700];
     kp_error load = {0}; /* holds no log: nothing to clear */
     if (kp_cuda_load(&load) != KPROF_OK) {
@@ -514,6 +517,7 @@ kprof_status kprof_benchmark(void (*fn)(void *arg), void *arg, const kprof_bench
     out->mean_ns = sum / n;
     out->busy_p50_ns = kp_quantile(busy, n, 0.5);
     out->wall_p50_ns = kp_quantile(wall, n, 0.5);
+    kp_sized_copy(result, &full, sizeof full);
 done:
     kp_cuda_collector_set_sink(NULL, NULL);
     if (own) {

@@ -17,7 +17,7 @@
 #include "base/env.h"
 #include "base/util.h"
 #include "libkprof/collectors.h"
-#include "libkprof/inproc_internal.h"
+#include "libkprof/libkprof_internal.h"
 
 #include <dlfcn.h>
 #include <limits.h>

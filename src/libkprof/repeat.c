@@ -4,7 +4,7 @@
  * is spent (at least one call); its result carries the distributions (results.c).
  */
 #include "base/util.h"
-#include "libkprof/inproc_internal.h"
+#include "libkprof/libkprof_internal.h"
 
 #include <math.h>
 #include <string.h>

@@ -14,7 +14,7 @@
 #include "base/util.h"
 #include "export/calltree.h"
 #include "export/export.h"
-#include "libkprof/inproc_internal.h"
+#include "libkprof/libkprof_internal.h"
 #include "store/event_source.h"
 #include "analysis/trace_aggregate.h"
 
@@ -51,8 +51,7 @@ struct kprof_result {
     kprof_distribution *dists;
     size_t ndists;
     int dists_made;
-    kprof_status dists_status; /* why they could not be made */
-    char **texts;              /* what the result owns besides: paths and made-up names */
+    char **texts; /* what the result owns besides: paths and made-up names */
     size_t ntexts, texts_cap;
     int keep; /* 1: destroy leaves the scratch folder and its trace (KPROF=1 could not save) */
 };
@@ -173,37 +172,58 @@ kprof_status kprof_result_summary(const kprof_result *r, kprof_summary *out)
 {
     if (!r || !out)
         return kp_inproc_fail("kprof_result_summary", KPROF_INVALID, "result or out is NULL");
-    *out = r->summary;
+    if (out->size == 0)
+        return kp_inproc_fail("kprof_result_summary", KPROF_INVALID,
+                              "out->size is 0 (use KPROF_SUMMARY_INIT)");
+    kp_sized_copy(out, &r->summary, sizeof r->summary);
     return KPROF_OK;
 }
 
 /* ---- key averages and the tree --------------------------------------------------------------- */
 
-/* How the table getters begin: *n zeroed; 1 to go on, or 0 (kprof_last_error says `why`) for a
- * NULL result or n, or an argument the caller found wrong (ok 0). */
-static int kp_result_table_args(const char *fn, const kprof_result *r, size_t *n, int ok,
-                                const char *why)
+/* How the table getters begin: *first and *n zeroed; OK to go on, or INVALID (kprof_last_error
+ * says `why`) for a NULL result, first or n, or an argument the caller found wrong (ok 0). */
+static kprof_status kp_result_table_args(const char *fn, const kprof_result *r, const void *first,
+                                         size_t *n, int ok, const char *why)
 {
+    if (first) *(const void **)first = NULL;
     if (n) *n = 0;
-    if (r && n && ok) return 1;
-    kp_inproc_fail(fn, KPROF_INVALID, why);
-    return 0;
+    if (r && first && n && ok) return KPROF_OK;
+    return kp_inproc_fail(fn, KPROF_INVALID, why);
 }
 
-const kprof_row *kprof_result_key_averages(kprof_result *r, kprof_group by, size_t *n)
+/* The accessors: element i in this library's stride (kprof.h's "Structs that grow"). */
+const kprof_row *kprof_row_at(const kprof_row *rows, size_t i)
+{
+    return rows ? rows + i : NULL;
+}
+
+const kprof_node *kprof_node_at(const kprof_node *nodes, size_t i)
+{
+    return nodes ? nodes + i : NULL;
+}
+
+const kprof_distribution *kprof_distribution_at(const kprof_distribution *dists, size_t i)
+{
+    return dists ? dists + i : NULL;
+}
+
+kprof_status kprof_result_key_averages(kprof_result *r, kprof_group by, const kprof_row **first,
+                                       size_t *n)
 {
     static const char fn[] = "kprof_result_key_averages";
-    if (!kp_result_table_args(fn, r, n, (unsigned)by < KPROF_GROUP_COUNT_,
-                              "result or n is NULL, or `by` is no kprof_group"))
-        return NULL;
+    kprof_status st = kp_result_table_args(fn, r, first, n, (unsigned)by < KPROF_GROUP_COUNT_,
+                                           "result, rows or n is NULL, or `by` is no kprof_group");
+    if (st != KPROF_OK) return st;
     if (r->rows[by]) {
+        *first = r->rows[by];
         *n = r->nrows[by];
-        return r->rows[by];
+        return KPROF_OK;
     }
     kp_aggregation_row *rows = NULL;
     size_t count = 0;
     if (kp_aggregation_rows(r->agg, (kp_aggregation_group)by, &rows, &count) != 0) goto nomem;
-    if (count == 0) return NULL;
+    if (count == 0) return KPROF_OK;
     kp_aggregation_select(rows, count, KP_AGGREGATION_SORT_TOTAL, 0);
     kprof_row *out = calloc(count, sizeof *out);
     if (!out) goto nomem;
@@ -212,6 +232,7 @@ const kprof_row *kprof_result_key_averages(kprof_result *r, kprof_group by, size
         kp_calltree_numbers num;
         kp_calltree_numbers_of(&a->stats, a->kind, &num);
         kprof_row *o = &out[i];
+        o->size = sizeof *o;
         o->kind = kp_calltree_kind(a->kind);
         o->name = kp_result_name(r, a->node);
         o->path = by == KPROF_BY_PATH ? kp_result_path(r, a->node) : o->name;
@@ -239,21 +260,23 @@ const kprof_row *kprof_result_key_averages(kprof_result *r, kprof_group by, size
     free(rows);
     r->rows[by] = out;
     r->nrows[by] = count;
+    *first = out;
     *n = count;
-    return out;
+    return KPROF_OK;
 nomem:
     free(rows);
-    kp_inproc_fail(fn, KPROF_NOMEM, "out of memory");
-    return NULL;
+    return kp_inproc_fail(fn, KPROF_NOMEM, "out of memory");
 }
 
-const kprof_node *kprof_result_tree(kprof_result *r, size_t *n)
+kprof_status kprof_result_tree(kprof_result *r, const kprof_node **first, size_t *n)
 {
     static const char fn[] = "kprof_result_tree";
-    if (!kp_result_table_args(fn, r, n, 1, "result or n is NULL")) return NULL;
+    kprof_status st = kp_result_table_args(fn, r, first, n, 1, "result, nodes or n is NULL");
+    if (st != KPROF_OK) return st;
     if (r->nodes) {
+        *first = r->nodes;
         *n = r->nnodes;
-        return r->nodes;
+        return KPROF_OK;
     }
     size_t count = kp_aggregation_node_count(r->agg);
     kprof_node *nodes = calloc(count, sizeof *nodes);
@@ -281,6 +304,7 @@ const kprof_node *kprof_result_tree(kprof_result *r, size_t *n)
     for (size_t i = 0; i < used; i++) {
         const kp_aggregation_node *a = kp_aggregation_get_node(r->agg, order[i]);
         kprof_node *o = &nodes[i];
+        o->size = sizeof *o;
         kp_calltree_numbers num;
         kp_calltree_numbers_of(&a->stats, a->kind, &num);
         o->parent = order[i] ? index[a->parent] : 0;
@@ -312,14 +336,14 @@ const kprof_node *kprof_result_tree(kprof_result *r, size_t *n)
     free(index);
     r->nodes = nodes;
     r->nnodes = used;
+    *first = nodes;
     *n = used;
-    return nodes;
+    return KPROF_OK;
 nomem:
     free(nodes);
     free(order);
     free(index);
-    kp_inproc_fail(fn, KPROF_NOMEM, "out of memory");
-    return NULL;
+    return kp_inproc_fail(fn, KPROF_NOMEM, "out of memory");
 }
 
 /* ---- events and distributions ---------------------------------------------------------------- */
@@ -348,7 +372,7 @@ typedef struct kp_events_ctx {
 static int kp_events_one(void *p, const kp_trace_event *ev)
 {
     kp_events_ctx *c = p;
-    kprof_event e = {0};
+    kprof_event e = {.size = sizeof e};
     const char *kind = kp_event_kind_name(ev->e.kind);
     const char *name = kp_event_source_string(c->r->src, ev->e.name, NULL);
     e.kind = kind ? kind : "?";
@@ -454,19 +478,22 @@ static int kp_dist_cmp(const void *pa, const void *pb)
     return c ? c : strcmp(a->kind, b->kind);
 }
 
-const kprof_distribution *kprof_result_distributions(kprof_result *r, size_t *n)
+kprof_status kprof_result_distributions(kprof_result *r, const kprof_distribution **first,
+                                        size_t *n)
 {
     static const char fn[] = "kprof_result_distributions";
-    if (!kp_result_table_args(fn, r, n, 1, "result or n is NULL")) return NULL;
+    kprof_status st = kp_result_table_args(fn, r, first, n, 1, "result, dists or n is NULL");
+    if (st != KPROF_OK) return st;
     if (r->dists_made) {
+        *first = r->dists;
         *n = r->ndists;
-        return r->dists;
+        return KPROF_OK;
     }
     kp_error err = {0};
     kp_dists_ctx c = {0};
     kprof_distribution *out = NULL;
     double *scratch = NULL;
-    kprof_status st = kp_result_each(r, kp_dists_one, &c, &err);
+    st = kp_result_each(r, kp_dists_one, &c, &err);
     if (st == KPROF_OK && c.failed) st = kp_error_nomem(&err);
     size_t most = 0;
     for (size_t i = 0; i < c.n; i++)
@@ -479,6 +506,7 @@ const kprof_distribution *kprof_result_distributions(kprof_result *r, size_t *n)
     for (size_t i = 0; st == KPROF_OK && i < c.n; i++) {
         kp_dist_acc *a = &c.accs[i];
         kprof_distribution *d = &out[i];
+        d->size = sizeof *d;
         kp_stats stats;
         kp_stats_compute(a->v, a->n, scratch, &stats);
         const char *kind = kp_event_kind_name(a->kind);
@@ -504,15 +532,15 @@ const kprof_distribution *kprof_result_distributions(kprof_result *r, size_t *n)
     free(scratch);
     if (st != KPROF_OK) {
         free(out);
-        r->dists_status = kp_inproc_fail_err(fn, &err);
-        return NULL;
+        return kp_inproc_fail_err(fn, &err);
     }
     if (count) qsort(out, count, sizeof *out, kp_dist_cmp);
     r->dists = out;
     r->ndists = count;
     r->dists_made = 1;
+    *first = out;
     *n = count;
-    return out;
+    return KPROF_OK;
 }
 
 /* ---- text ------------------------------------------------------------------------------------ */
@@ -522,8 +550,9 @@ const kprof_distribution *kprof_result_distributions(kprof_result *r, size_t *n)
 static kprof_status kp_render_distributions(kprof_result *r, kp_str *out)
 {
     size_t n;
-    const kprof_distribution *d = kprof_result_distributions(r, &n);
-    if (!r->dists_made) return r->dists_status;
+    const kprof_distribution *d;
+    kprof_status st = kprof_result_distributions(r, &d, &n);
+    if (st != KPROF_OK) return st;
     if (n == 0) kp_str_append(out, "(no events recorded)\n");
     for (size_t i = 0; i < n; i++) {
         char t[5][32];

@@ -2,7 +2,7 @@
  * scope.c — the scopes' hot path (kprof_scope_open_, _close_, _metric_, _work_: what the inline
  * functions of include/kprof.h call while a session records) and the per-thread rings it appends
  * to: made on a thread's first scope, registered for the drain, handed on to the next new thread
- * once theirs has exited and they are empty. See inproc_internal.h for the way a scope goes.
+ * once theirs has exited and they are empty. See libkprof_internal.h for the way a scope goes.
  *
  * The hot path takes no lock and allocates nothing: a clock read, a thread-local pointer (the
  * initial-exec model: one instruction, no __tls_get_addr call — it costs libkprof.so one pointer
@@ -12,12 +12,15 @@
  * its mutex: never blocks).
  */
 #define _GNU_SOURCE
-#include "libkprof/inproc_internal.h"
+#include "libkprof/libkprof_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+/* The flag the inline functions of kprof.h read (session.c sets and clears it). */
+int kprof_scopes_on_;
 
 static __thread kp_ring *kp_my_ring __attribute__((tls_model("initial-exec")));
 /* The thread's last tick: a thread's ticks only ever increase, by at least kp_tick_step. */
@@ -42,7 +45,7 @@ void kp_scopes_set_tick_rate(double ns_per_tick)
     __atomic_store_n(&kp_tick_step, step < 1.0 ? 1 : (uint64_t)step + 1, __ATOMIC_RELAXED);
 }
 
-/* The tick now, for this thread: strictly after its previous one (see inproc_internal.h). */
+/* The tick now, for this thread: strictly after its previous one (see libkprof_internal.h). */
 static inline uint64_t kp_thread_tick(void)
 {
     uint64_t t = kp_ticks(), next = kp_my_tick + __atomic_load_n(&kp_tick_step, __ATOMIC_RELAXED);

@@ -2,8 +2,8 @@
  * event_source.c — reading a trace file (see event_source.h): the meta, processes, notes and
  * strings are read once when it opens; the events through prepared statements whose columns are
  * the groups a reader asks for; the tracks and the launching calls in one pass, made the first
- * time a reader needs them. Every query on a trace is here (the merge that writes one is in
- * trace_db.c).
+ * time a reader needs them. Every query on a trace is here (the ingest that writes one is in
+ * trace_ingest.c, kprof merge in trace_merge.c).
  */
 #include "store/event_source.h"
 #include "base/util.h"
@@ -997,7 +997,7 @@ static kprof_status kp_src_load_metrics(kp_event_source *src, kp_error *err)
         st = kp_src_fail(src, src->db, err);
         goto done;
     }
-    /* Written in event order by the merge (rows and their metrics go in together): the sort is
+    /* Written in event order by the ingest (rows and their metrics go in together): the sort is
      * for a file made otherwise. */
     if (!sorted) qsort(v, n, sizeof *v, kp_src_cmp_metric);
     src->metrics = malloc((n ? n : 1) * sizeof *src->metrics);

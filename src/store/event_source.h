@@ -2,8 +2,8 @@
  * event_source.h — how kprof reads a trace file (*.kprof): its meta, processes, notes and
  * strings, the tracks its events lie on, and the events themselves as core/event.h's kp_event,
  * in storage order or in start-time order, filtered by kind. Reports, exports and diff read a
- * trace through it and nothing else: only src/store speaks SQL (trace_db.c writes the file, this
- * reads it), so no reader names a column or numbers one.
+ * trace through it and nothing else: only src/store speaks SQL (trace_ingest.c writes the file,
+ * this reads it), so no reader names a column or numbers one.
  *
  * A trace's columns come in converted to the event model: grid_x/y/z count threadgroups and
  * kp_event.grid counts threads (kp_event_set_groups); what a column leaves NULL is unknown
@@ -195,7 +195,7 @@ enum {
 };
 
 typedef enum kp_event_order {
-    KP_EVENT_ORDER_STORAGE, /* by row id: as the merge wrote them (the cheapest) */
+    KP_EVENT_ORDER_STORAGE, /* by row id: as the ingest wrote them (the cheapest) */
     KP_EVENT_ORDER_START    /* by start time; events that start together in storage order */
 } kp_event_order;
 

@@ -9,7 +9,7 @@
  * the reference input (the first, unless the caller picks another) is the time base; every
  * other host's times — events, processes' start and end, clock pairs, notes, meta start/end — are
  * shifted by the difference of the two hosts' (CLOCK_REALTIME − CLOCK_MONOTONIC) offsets,
- * estimated from the clock pairs of their traces (kp_clock_offset_estimate). That assumes the
+ * estimated from the clock pairs of their traces (core/clock_offset.h). That assumes the
  * hosts' CLOCK_REALTIME agree (NTP, PTP); the uncertainty stated is that of the pairs, not of the
  * hosts' synchronisation, which kprof cannot see. A host without pairs (traces of formats 1 and
  * 2, which have none), or any host when the reference has none, is not shifted: its offset is
@@ -36,33 +36,10 @@
 
 #include "base/error.h"
 #include "base/job.h"
+#include "core/clock_offset.h"
 
 #include <stddef.h>
 #include <stdint.h>
-
-/* ---- the clock estimate (pure: no SQL, no I/O) ------------------------------------------- */
-
-/* One host's CLOCK_REALTIME − CLOCK_MONOTONIC from its clock pairs. Each pair i gives
- * d_i = real_ns − mono_ns, read within u_i = uncertainty_ns. The offset is the middle of the
- * range of the d_i, so every pair lies within half the range of it; the uncertainty is the
- * largest u_i plus that half range (a clock slewed by NTP, or stepped, during the run shows as a
- * range). */
-typedef struct kp_clock_offset {
-    int64_t offset_ns;      /* REALTIME − MONOTONIC */
-    int64_t uncertainty_ns; /* max u_i + (max d_i − min d_i) / 2, rounded up */
-    int64_t spread_ns;      /* max d_i − min d_i */
-    size_t pairs;           /* the pairs used */
-} kp_clock_offset;
-
-/* Estimate from n pairs. Pairs that cannot be one are left out: real_ns ≤ 0 (not read), a
- * negative uncertainty, a difference or range beyond the int64 range (saturating instead of
- * wrapping). 0 and *out filled, or -1 (out->pairs 0, the rest 0) when no pair is usable. */
-int kp_clock_offset_estimate(const kp_clock_pair *pairs, size_t n, kp_clock_offset *out);
-
-/* The shift that puts a host's times on the reference host's: host.offset − reference.offset
- * (saturating), known within host.uncertainty + reference.uncertainty (*uncertainty_ns). */
-int64_t kp_clock_offset_shift(const kp_clock_offset *host, const kp_clock_offset *reference,
-                              int64_t *uncertainty_ns);
 
 /* ---- merging files ----------------------------------------------------------------------- */
 

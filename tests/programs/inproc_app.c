@@ -93,19 +93,21 @@ static int mode_save(const char *out)
     pthread_join(t, NULL);
     kprof_result *r = NULL;
     if (kprof_stop(&r) != KPROF_OK) return fail("kprof_stop");
-    kprof_summary s;
+    kprof_summary s = KPROF_SUMMARY_INIT;
     kprof_result_summary(r, &s);
     printf("{\"events\": %llu, \"dropped\": %llu, \"threads\": %u, \"rows\": [", s.events,
            s.dropped, s.threads);
-    size_t n;
-    const kprof_row *rows = kprof_result_key_averages(r, KPROF_BY_PATH, &n);
+    size_t n = 0;
+    const kprof_row *rows = NULL;
+    if (kprof_result_key_averages(r, KPROF_BY_PATH, &rows, &n) != KPROF_OK)
+        return fail("kprof_result_key_averages");
     for (size_t i = 0; i < n; i++) {
+        const kprof_row *row = kprof_row_at(rows, i);
         printf("%s{\"path\": ", i ? ", " : "");
-        json_string(rows[i].path);
+        json_string(row->path);
         printf(", \"calls\": %llu, \"total_s\": %.9g, \"flops\": %.17g, \"bytes\": %.17g, "
                "\"gflops_per_s\": %.17g, \"gb_per_s\": %.17g}",
-               rows[i].calls, rows[i].total_s, rows[i].flops, rows[i].bytes, rows[i].gflops_per_s,
-               rows[i].gb_per_s);
+               row->calls, row->total_s, row->flops, row->bytes, row->gflops_per_s, row->gb_per_s);
     }
     printf("]}\n");
     int rc = save_all(r, out);
@@ -151,12 +153,14 @@ static int mode_threads(int t, long n, const char *out)
         pthread_join(w[i].thread, NULL);
     kprof_result *r = NULL;
     if (kprof_stop(&r) != KPROF_OK) return fail("kprof_stop");
-    size_t nrows;
-    const kprof_row *rows = kprof_result_key_averages(r, KPROF_BY_NAME, &nrows);
-    kprof_summary s;
+    size_t nrows = 0;
+    const kprof_row *rows = NULL;
+    if (kprof_result_key_averages(r, KPROF_BY_NAME, &rows, &nrows) != KPROF_OK)
+        return fail("kprof_result_key_averages");
+    kprof_summary s = KPROF_SUMMARY_INIT;
     kprof_result_summary(r, &s);
-    printf("{\"calls\": %llu, \"dropped\": %llu, \"threads\": %u}\n", nrows ? rows[0].calls : 0ull,
-           s.dropped, s.threads);
+    printf("{\"calls\": %llu, \"dropped\": %llu, \"threads\": %u}\n",
+           nrows ? kprof_row_at(rows, 0)->calls : 0ull, s.dropped, s.threads);
     int rc = out ? save_all(r, out) : 0;
     kprof_result_destroy(r);
     free(w);
@@ -223,7 +227,7 @@ static int mode_cuda_api(void)
     }
     say("capture-end-unopened", kprof_capture_end());
     say("capture-null", kprof_capture_begin(NULL));
-    kprof_benchmark_result r;
+    kprof_benchmark_result r = KPROF_BENCHMARK_RESULT_INIT;
     say("benchmark-null", kprof_benchmark(NULL, NULL, NULL, &r));
     kprof_benchmark_options bad = KPROF_BENCHMARK_OPTIONS_INIT;
     bad.size = 0;

@@ -63,14 +63,19 @@ int main(int argc, char **argv)
                  : 1;
     if (rc) fprintf(stderr, "inproc_cl_late: %s\n", kprof_last_error());
     size_t n = 0;
-    const kprof_row *rows = rc ? NULL : kprof_result_key_averages(r, KPROF_BY_NAME, &n);
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(rows[i].name, "step") == 0)
+    const kprof_row *rows = NULL;
+    if (!rc && kprof_result_key_averages(r, KPROF_BY_NAME, &rows, &n) != KPROF_OK) {
+        fprintf(stderr, "inproc_cl_late: %s\n", kprof_last_error());
+        rc = 1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const kprof_row *row = kprof_row_at(rows, i);
+        if (strcmp(row->name, "step") == 0)
             printf("step flops=%.17g bytes=%.17g gpu_s=%.17g total_s=%.17g gflops=%.17g "
                    "host_gflops=%.17g gb=%.17g host_gb=%.17g\n",
-                   rows[i].flops, rows[i].bytes, rows[i].gpu_s, rows[i].total_s,
-                   rows[i].gflops_per_s, rows[i].host_gflops_per_s, rows[i].gb_per_s,
-                   rows[i].host_gb_per_s);
+                   row->flops, row->bytes, row->gpu_s, row->total_s, row->gflops_per_s,
+                   row->host_gflops_per_s, row->gb_per_s, row->host_gb_per_s);
+    }
     kprof_result_destroy(r);
     clReleaseMemObject(a);
     clReleaseKernel(k);

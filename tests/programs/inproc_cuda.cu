@@ -101,7 +101,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(mode, "bench") == 0) {
-        kprof_benchmark_result b;
+        kprof_benchmark_result b = KPROF_BENCHMARK_RESULT_INIT;
         if (kprof_benchmark(twenty, NULL, NULL, &b) != KPROF_OK) {
             fprintf(stderr, "inproc_cuda: kprof_benchmark: %s\n", kprof_last_error());
             return 1;

@@ -48,15 +48,22 @@ int everything(void)
     wrong += kprof_intern("x") == NULL;
     kprof_result *r = (kprof_result *)&o; /* must be set to NULL */
     wrong += kprof_stop(&r) != KPROF_INVALID || r != NULL;
-    kprof_summary s;
+    kprof_summary s = KPROF_SUMMARY_INIT;
     wrong += kprof_result_summary(r, &s) != KPROF_INVALID;
     size_t n = 1;
-    wrong += kprof_result_key_averages(r, KPROF_BY_NAME, &n) != NULL || n != 0;
+    const kprof_row *rows = (const kprof_row *)&o; /* must be set to NULL */
+    wrong += kprof_result_key_averages(r, KPROF_BY_NAME, &rows, &n) != KPROF_INVALID ||
+             rows != NULL || n != 0;
+    wrong += kprof_row_at(NULL, 3) != NULL;
     n = 1;
-    wrong += kprof_result_tree(r, &n) != NULL || n != 0;
+    const kprof_node *nodes = (const kprof_node *)&o;
+    wrong += kprof_result_tree(r, &nodes, &n) != KPROF_INVALID || nodes != NULL || n != 0;
+    wrong += kprof_node_at(NULL, 3) != NULL;
     wrong += kprof_result_events(r, NULL, NULL) != KPROF_INVALID;
     n = 1;
-    wrong += kprof_result_distributions(r, &n) != NULL || n != 0;
+    const kprof_distribution *dists = (const kprof_distribution *)&o;
+    wrong += kprof_result_distributions(r, &dists, &n) != KPROF_INVALID || dists != NULL || n != 0;
+    wrong += kprof_distribution_at(NULL, 3) != NULL;
     wrong += kprof_result_print(r, KPROF_VIEW_TREE, stdout) != KPROF_INVALID;
     wrong += kprof_result_write(r, KPROF_FORMAT_CHROME, "x.json", 0) != KPROF_INVALID;
     kprof_result_destroy(r);
@@ -67,11 +74,11 @@ int everything(void)
     wrong += kprof_capture_begin("c") != KPROF_UNAVAILABLE;
     wrong += kprof_capture_end() != KPROF_UNAVAILABLE;
     kprof_benchmark_options bo = KPROF_BENCHMARK_OPTIONS_INIT;
-    kprof_benchmark_result br;
+    kprof_benchmark_result br = KPROF_BENCHMARK_RESULT_INIT;
     wrong += kprof_benchmark(workload, NULL, &bo, &br) != KPROF_UNAVAILABLE;
     double a[2] = {1, 2};
     kprof_compare_options co = KPROF_COMPARE_OPTIONS_INIT;
-    kprof_comparison c;
+    kprof_comparison c = KPROF_COMPARISON_INIT;
     wrong += kprof_compare(a, 2, a, 2, &co, &c) != KPROF_UNAVAILABLE;
     kprof_stop(NULL);
     return wrong;

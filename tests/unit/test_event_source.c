@@ -1,20 +1,22 @@
 /*
- * test_event_source.c — reading a trace through store/event_source.h: a trace merged by the real
- * kp_trace_db_write from record files written here (two processes, known times), read back as
+ * test_event_source.c — reading a trace through store/event_source.h: a trace ingested by the real
+ * kp_trace_ingest_dir from record files written here (two processes, known times), read back as
  * meta, processes, notes, strings, tracks and kp_events in both orders, filtered, with the
  * launching call's start; split in id ranges and read on a second thread; metrics (KP_REC_METRIC
- * records: flops, bytes and user keys, on rows still waiting in the merge's buffer and on rows
- * already in, keys defined late, the records the merge drops and counts); the row that stands
+ * records: flops, bytes and user keys, on rows still waiting in the ingest's buffer and on rows
+ * already in, keys defined late, the records the ingest drops and counts); the row that stands
  * for a pid of several rows, and the hosts' clock uncertainty of a merged trace's hosts table;
  * and a trace cut short, which is CORRUPT naming the file.
  */
 #define _GNU_SOURCE
 #include "collect/record.h"
+#include "collect/session.h"
 #include "store/event_source.h"
 #include "store/trace_db.h"
 #include "test.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -399,7 +401,7 @@ static void test_launches_in_any_order(const char *dir)
     kp_trace_run run = {.command = "app", .start_ns = 1, .end_ns = 400000};
     kp_trace_summary sum;
     kp_error err = {0};
-    CHECK_INT(kp_trace_db_write(path, records, &run, NULL, &sum, &err), KPROF_OK);
+    CHECK_INT(kp_trace_ingest_dir(path, records, &run, NULL, &sum, &err), KPROF_OK);
     kp_event_source *src = NULL;
     CHECK_INT(kp_event_source_open(path, &src, &err), KPROF_OK);
     for (int pass = 0; src && pass < 2; pass++) {
@@ -435,7 +437,21 @@ static void metric(klog *k, uint32_t key, double v, int kind)
 
 enum { METRIC_KERNELS = 40 }; /* more than a batch of rows (32): some are in when metrics come */
 
-/* Metrics through the real merge, read back through the source. */
+/* A poll for kp_session_live_start that counts its calls. */
+typedef struct kp_live_poll_ctx {
+    kp_trace_ingest *ingest;
+    atomic_int polls;
+} kp_live_poll_ctx;
+
+static kprof_status kp_live_poll_counting(void *ctx, const char *dir)
+{
+    kp_live_poll_ctx *c = ctx;
+    kprof_status st = kp_trace_ingest_poll_fn(c->ingest, dir);
+    atomic_fetch_add(&c->polls, 1);
+    return st;
+}
+
+/* Metrics through the real ingest, read back through the source. */
 static void test_metrics(const char *dir)
 {
     char records[600], path[600], file[700];
@@ -493,7 +509,7 @@ static void test_metrics(const char *dir)
     metric(&k, 3, 6e6, KP_EVENT_RANGE);
     metric(&k, 9, 42, KP_EVENT_RANGE);
     metric(&k, 10, 1, KP_EVENT_RANGE); /* a key never defined: dropped */
-    /* The mark for a live merge falls between this kernel and its metrics: they come after its
+    /* The mark for a live ingest falls between this kernel and its metrics: they come after its
      * row is in. */
     rec(&k, (kp_rec){.kind = KP_REC_KERNEL,
                      .name = 2,
@@ -525,14 +541,25 @@ static void test_metrics(const char *dir)
     }
 
     kp_error err = {0};
-    kp_trace_merge *m = NULL;
-    CHECK_INT(kp_trace_merge_open(path, NULL, &m, &err), KPROF_OK);
+    kp_trace_ingest *m = NULL;
+    CHECK_INT(kp_trace_ingest_open(path, NULL, &m, &err), KPROF_OK);
     if (!m) return;
-    CHECK_INT(kp_trace_merge_poll(m, records), KPROF_OK);
-    CHECK_INT(kp_trace_merge_events(m), METRIC_KERNELS + 2); /* up to the mark */
+    CHECK_INT(kp_trace_ingest_poll(m, records), KPROF_OK);
+    CHECK_INT(kp_trace_ingest_events(m), METRIC_KERNELS + 2); /* up to the mark */
+    /* The live thread (collect/session.h) polls through its callback, as kprof trace wires it:
+     * polling again adds nothing past the mark. */
+    unsetenv("KPROF_TRACE_LIVE");
+    kp_live_poll_ctx live_ctx = {.ingest = m};
+    kp_session_live *live = kp_session_live_start(kp_live_poll_counting, &live_ctx, records);
+    CHECK(live != NULL);
+    for (int i = 0; live && i < 400 && atomic_load(&live_ctx.polls) < 2; i++)
+        usleep(5000);
+    kp_session_live_stop(live);
+    CHECK(atomic_load(&live_ctx.polls) >= 2);
+    CHECK_INT(kp_trace_ingest_events(m), METRIC_KERNELS + 2);
     kp_trace_run run = {.command = "app", .start_ns = 1, .end_ns = 100000};
     kp_trace_summary sum;
-    CHECK_INT(kp_trace_merge_finish(m, records, &run, &sum, &err), KPROF_OK);
+    CHECK_INT(kp_trace_ingest_finish(m, records, &run, &sum, &err), KPROF_OK);
     CHECK_INT(sum.events, METRIC_KERNELS + 2);
     CHECK_INT(sum.metrics_orphaned, 3);
     CHECK_INT(sum.metrics_invalid, 3);
@@ -543,7 +570,7 @@ static void test_metrics(const char *dir)
     if (!src) return;
     CHECK(kp_event_source_has_metrics(src));
     const kp_trace_meta *meta = kp_event_source_meta(src);
-    CHECK_INT(meta->nnotes, 2); /* the note record's, and the merge's of the metrics dropped */
+    CHECK_INT(meta->nnotes, 2); /* the note record's, and the ingest's of the metrics dropped */
     if (meta->nnotes == 2) CHECK_CONTAINS(meta->notes[1], "metric records dropped");
     kp_event_filter f_all = {.fields = KP_EVENT_FIELD_METRICS};
     kp_event_iter *it = NULL;
@@ -761,7 +788,7 @@ int main(void)
                         .collectors = "cuda,opencl"};
     kp_trace_summary sum;
     kp_error err = {0};
-    CHECK_INT(kp_trace_db_write(path, records, &run, NULL, &sum, &err), KPROF_OK);
+    CHECK_INT(kp_trace_ingest_dir(path, records, &run, NULL, &sum, &err), KPROF_OK);
     CHECK_INT(sum.events, 8);
     CHECK_INT(sum.metrics, 0);
     test_reading(path);

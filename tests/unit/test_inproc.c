@@ -7,7 +7,7 @@
  * child. Times are never asserted beyond their order: the machine may be loaded. */
 #define _GNU_SOURCE
 #include "collect/reader.h"
-#include "libkprof/inproc_internal.h"
+#include "libkprof/libkprof_internal.h"
 #include "kprof.h"
 #include "store/event_source.h"
 #include "test.h"
@@ -42,9 +42,10 @@ static kprof_result *stop(void)
 static const kprof_row *row(kprof_result *r, kprof_group by, const char *path)
 {
     size_t n;
-    const kprof_row *rows = kprof_result_key_averages(r, by, &n);
+    const kprof_row *rows;
+    CHECK_INT(kprof_result_key_averages(r, by, &rows, &n), KPROF_OK);
     for (size_t i = 0; i < n; i++)
-        if (strcmp(rows[i].path, path) == 0) return &rows[i];
+        if (strcmp(kprof_row_at(rows, i)->path, path) == 0) return kprof_row_at(rows, i);
     return NULL;
 }
 
@@ -144,7 +145,7 @@ static void test_nesting(void)
     kprof_result *r = stop();
     if (!r) return;
 
-    kprof_summary s;
+    kprof_summary s = KPROF_SUMMARY_INIT;
     CHECK_INT(kprof_result_summary(r, &s), KPROF_OK);
     CHECK_INT(s.events, 3 + 6 + 1 + 1);
     CHECK_INT(s.dropped, 0);
@@ -167,34 +168,42 @@ static void test_nesting(void)
         CHECK(x->gflops_per_s == 0 && x->gb_per_s == 0);
     }
     size_t n, nrows;
-    const kprof_row *rows = kprof_result_key_averages(r, KPROF_BY_NAME, &nrows);
+    const kprof_row *rows;
+    CHECK_INT(kprof_result_key_averages(r, KPROF_BY_NAME, &rows, &nrows), KPROF_OK);
     CHECK_INT(nrows, 3);
     for (size_t i = 1; i < nrows; i++) /* largest total first */
-        CHECK(rows[i - 1].total_s >= rows[i].total_s);
+        CHECK(kprof_row_at(rows, i - 1)->total_s >= kprof_row_at(rows, i)->total_s);
+    for (size_t i = 0; i < nrows; i++)
+        CHECK_INT(kprof_row_at(rows, i)->size, sizeof(kprof_row));
 
-    const kprof_node *t = kprof_result_tree(r, &n);
+    const kprof_node *nodes;
+    CHECK_INT(kprof_result_tree(r, &nodes, &n), KPROF_OK);
     CHECK_INT(n, 5); /* root, outer, outer/inner, manual, manual/inner */
-    if (t && n == 5) {
-        CHECK_STR(t[0].kind, "root");
-        CHECK_INT(t[0].depth, 0);
+#define t(i) (*kprof_node_at(nodes, (i)))
+    if (nodes && n == 5) {
+        CHECK_INT(t(4).size, sizeof(kprof_node));
+        CHECK(KPROF_HAS(kprof_node, &t(4), host_gb_per_s));
+        CHECK_STR(t(0).kind, "root");
+        CHECK_INT(t(0).depth, 0);
         for (size_t i = 1; i < n; i++) {
-            CHECK(t[i].parent < i);
-            CHECK_INT(t[i].depth, t[t[i].parent].depth + 1);
-            CHECK(t[i].inclusive_s >= t[i].exclusive_s);
+            CHECK(t(i).parent < i);
+            CHECK_INT(t(i).depth, t(t(i).parent).depth + 1);
+            CHECK(t(i).inclusive_s >= t(i).exclusive_s);
         }
-        size_t o1 = t[0].first_child;
-        CHECK_STR(t[o1].name, "outer"); /* the larger total first */
-        CHECK_INT(t[o1].calls, 3);
-        size_t in = t[o1].first_child;
-        CHECK_STR(t[in].path, "outer/inner");
-        CHECK_INT(t[in].calls, 6);
-        CHECK_INT(t[in].parent, o1);
-        CHECK_INT(t[in].next_sibling, 0);
-        size_t m1 = t[o1].next_sibling;
-        CHECK_STR(t[m1].name, "manual");
-        CHECK_INT(t[m1].next_sibling, 0);
-        CHECK_NEAR(t[o1].inclusive_s, t[o1].exclusive_s + t[in].inclusive_s, 1e-9);
+        size_t o1 = t(0).first_child;
+        CHECK_STR(t(o1).name, "outer"); /* the larger total first */
+        CHECK_INT(t(o1).calls, 3);
+        size_t in = t(o1).first_child;
+        CHECK_STR(t(in).path, "outer/inner");
+        CHECK_INT(t(in).calls, 6);
+        CHECK_INT(t(in).parent, o1);
+        CHECK_INT(t(in).next_sibling, 0);
+        size_t m1 = t(o1).next_sibling;
+        CHECK_STR(t(m1).name, "manual");
+        CHECK_INT(t(m1).next_sibling, 0);
+        CHECK_NEAR(t(o1).inclusive_s, t(o1).exclusive_s + t(in).inclusive_s, 1e-9);
     }
+#undef t
     kprof_result_destroy(r);
     kprof_result_destroy(NULL);
 }
@@ -239,15 +248,17 @@ static void test_threads(void)
     CHECK_INT(calls(r, KPROF_BY_PATH, "worker/outer/inner"), 16000);
     CHECK_INT(calls(r, KPROF_BY_PATH, "main"), 1);
     size_t n;
-    const kprof_row *rows = kprof_result_key_averages(r, KPROF_BY_PATH, &n);
+    const kprof_row *rows;
+    CHECK_INT(kprof_result_key_averages(r, KPROF_BY_PATH, &rows, &n), KPROF_OK);
     CHECK_INT(n, 4);
     if (n != 4 || calls(r, KPROF_BY_PATH, "worker") != 8000)
         for (size_t i = 0; i < n; i++)
-            fprintf(stderr, "  path %s: %llu\n", rows[i].path, rows[i].calls);
+            fprintf(stderr, "  path %s: %llu\n", kprof_row_at(rows, i)->path,
+                    kprof_row_at(rows, i)->calls);
     for (size_t i = 0; i < n; i++)
-        CHECK(strstr(rows[i].path, "main/") == NULL &&
-              strstr(rows[i].path, "worker/worker") == NULL);
-    kprof_summary s;
+        CHECK(strstr(kprof_row_at(rows, i)->path, "main/") == NULL &&
+              strstr(kprof_row_at(rows, i)->path, "worker/worker") == NULL);
+    kprof_summary s = KPROF_SUMMARY_INIT;
     kprof_result_summary(r, &s);
     CHECK_INT(s.threads, 5);
     CHECK_INT(s.dropped, 0);
@@ -277,7 +288,7 @@ static void test_full_ring(void)
     kprof_result *r = stop();
     if (!r) return;
     CHECK_INT(calls(r, KPROF_BY_NAME, "flood"), 100000);
-    kprof_summary s;
+    kprof_summary s = KPROF_SUMMARY_INIT;
     kprof_result_summary(r, &s);
     CHECK_INT(s.dropped, 0);
     kprof_result_destroy(r);
@@ -431,6 +442,7 @@ typedef struct seen {
 static int on_event(const kprof_event *e, void *ctx)
 {
     seen *s = ctx;
+    s->ordered &= e->size == sizeof *e;
     s->ordered &= e->start_ns >= s->last_start && e->end_ns >= e->start_ns;
     s->named &= strcmp(e->kind, "range") == 0 &&
                 (strcmp(e->name, "outer") == 0 || strcmp(e->name, "inner") == 0);
@@ -480,16 +492,18 @@ static void test_repeat(void)
     CHECK_INT(workload_calls, 6); /* one warm-up, five timed */
     if (r) {
         size_t n;
-        const kprof_distribution *d = kprof_result_distributions(r, &n);
+        const kprof_distribution *dists;
+        CHECK_INT(kprof_result_distributions(r, &dists, &n), KPROF_OK);
         CHECK_INT(n, 3);
         if (n == 3) {
-            CHECK_STR(d[0].name, "iteration"); /* the largest total */
-            CHECK_INT(d[0].count, 5);
+            CHECK_STR(kprof_distribution_at(dists, 0)->name, "iteration"); /* the largest */
+            CHECK_INT(kprof_distribution_at(dists, 0)->count, 5);
             for (size_t i = 0; i < n; i++) {
-                CHECK_INT(d[i].count, 5);
-                CHECK(d[i].min_s <= d[i].p50_s && d[i].p50_s <= d[i].p90_s &&
-                      d[i].p90_s <= d[i].max_s);
-                CHECK(d[i].min_s <= d[i].mean_s && d[i].mean_s <= d[i].max_s);
+                const kprof_distribution *d = kprof_distribution_at(dists, i);
+                CHECK_INT(d->size, sizeof *d);
+                CHECK_INT(d->count, 5);
+                CHECK(d->min_s <= d->p50_s && d->p50_s <= d->p90_s && d->p90_s <= d->max_s);
+                CHECK(d->min_s <= d->mean_s && d->mean_s <= d->max_s);
             }
         }
         CHECK_INT(calls(r, KPROF_BY_PATH, "iteration/body/inner"), 5);
@@ -600,8 +614,9 @@ static void test_fork(void)
         outer();
         kprof_result *r = NULL;
         bad |= kprof_stop(&r) != KPROF_OK;
-        size_t n;
-        const kprof_row *rows = r ? kprof_result_key_averages(r, KPROF_BY_NAME, &n) : NULL;
+        size_t n = 0;
+        const kprof_row *rows = NULL;
+        bad |= !r || kprof_result_key_averages(r, KPROF_BY_NAME, &rows, &n) != KPROF_OK;
         bad |= !rows || n != 2;
         kprof_result_destroy(r);
         _exit(bad ? 1 : 0);
@@ -615,6 +630,56 @@ static void test_fork(void)
     kprof_result_destroy(r);
 }
 
+/* The getters: "none" (OK, *n 0) and "failed" (a status) differ; sized structs of an older header
+ * are filled only as far as their size. */
+static void test_getters(void)
+{
+    kprof_options o = options();
+    CHECK_INT(kprof_start(&o), KPROF_OK);
+    kprof_result *r = stop(); /* no scopes */
+    if (!r) return;
+    const kprof_row *rows = (const kprof_row *)&o;
+    size_t n = 7;
+    CHECK_INT(kprof_result_key_averages(r, KPROF_BY_NAME, &rows, &n), KPROF_OK);
+    CHECK(rows == NULL && n == 0);
+    const kprof_distribution *dists = (const kprof_distribution *)&o;
+    n = 7;
+    CHECK_INT(kprof_result_distributions(r, &dists, &n), KPROF_OK);
+    CHECK(dists == NULL && n == 0);
+    const kprof_node *nodes = NULL;
+    CHECK_INT(kprof_result_tree(r, &nodes, &n), KPROF_OK);
+    CHECK_INT(n, 1); /* the root alone */
+    if (nodes) CHECK_STR(kprof_node_at(nodes, 0)->kind, "root");
+    /* Failures say so. */
+    rows = (const kprof_row *)&o;
+    n = 7;
+    CHECK_INT(kprof_result_key_averages(NULL, KPROF_BY_NAME, &rows, &n), KPROF_INVALID);
+    CHECK(rows == NULL && n == 0);
+    CHECK_INT(kprof_result_key_averages(r, KPROF_GROUP_COUNT_, &rows, &n), KPROF_INVALID);
+    CHECK_CONTAINS(kprof_last_error(), "kprof_result_key_averages");
+    CHECK_INT(kprof_result_key_averages(r, KPROF_BY_NAME, NULL, &n), KPROF_INVALID);
+    CHECK_INT(kprof_result_tree(r, &nodes, NULL), KPROF_INVALID);
+    CHECK_INT(kprof_result_distributions(NULL, &dists, &n), KPROF_INVALID);
+    CHECK(kprof_row_at(NULL, 1) == NULL);
+    /* An older header's summary: its size says how far it goes. */
+    struct {
+        kprof_summary s;
+        char guard[8];
+    } old;
+    memset(&old, 0x5a, sizeof old);
+    old.s.size = (unsigned)offsetof(kprof_summary, threads);
+    CHECK_INT(kprof_result_summary(r, &old.s), KPROF_OK);
+    CHECK_INT(old.s.size, offsetof(kprof_summary, threads));
+    CHECK_INT(old.s.events, 0);
+    CHECK_INT(old.s.threads, 0x5a5a5a5a);
+    CHECK_INT((unsigned char)old.guard[0], 0x5a);
+    CHECK(!KPROF_HAS(kprof_summary, &old.s, threads));
+    CHECK(KPROF_HAS(kprof_summary, &old.s, dropped));
+    old.s.size = 0;
+    CHECK_INT(kprof_result_summary(r, &old.s), KPROF_INVALID);
+    kprof_result_destroy(r);
+}
+
 /* kprof_compare: the engine behind kprof bench, reachable from the library. */
 static void test_compare(void)
 {
@@ -625,7 +690,7 @@ static void test_compare(void)
         a[i] = 1.0 + wiggle;
         b[i] = 1.1 * (1.0 - wiggle);
     }
-    kprof_comparison c;
+    kprof_comparison c = KPROF_COMPARISON_INIT;
     CHECK_INT(kprof_compare(a, N, b, N, NULL, &c), KPROF_OK);
     CHECK_INT(c.verdict, KPROF_VERDICT_SLOWER);
     CHECK(c.lo <= c.ratio && c.ratio <= c.hi && c.lo > 1.09);
@@ -657,6 +722,21 @@ static void test_compare(void)
     CHECK_INT(kprof_compare(a, N, b, N, NULL, &c), KPROF_INVALID);
     o.size = 3;
     CHECK_INT(kprof_compare(a, N, a, N, &o, &c), KPROF_INVALID);
+    /* A result struct of an older header: what lies past its size is not written. */
+    struct {
+        kprof_comparison c;
+        char guard[8];
+    } old;
+    memset(&old, 0x5a, sizeof old);
+    old.c.size = (unsigned)offsetof(kprof_comparison, reasons);
+    CHECK_INT(kprof_compare(a, N, a, N, NULL, &old.c), KPROF_OK);
+    CHECK_INT(old.c.size, offsetof(kprof_comparison, reasons));
+    CHECK_INT(old.c.verdict, KPROF_VERDICT_SAME);
+    CHECK_INT((unsigned char)old.c.reason[0], 0x5a);
+    CHECK_INT((unsigned char)old.guard[0], 0x5a);
+    c.size = 0;
+    CHECK_INT(kprof_compare(a, N, a, N, NULL, &c), KPROF_INVALID);
+    CHECK_CONTAINS(kprof_last_error(), "KPROF_COMPARISON_INIT");
 }
 
 int main(void)
@@ -679,6 +759,7 @@ int main(void)
     test_repeat();
     test_write();
     test_fork();
+    test_getters();
     test_compare();
     rmdir(scratch);
     TEST_DONE();

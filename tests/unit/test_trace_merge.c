@@ -153,7 +153,7 @@ static void test_files(void)
                         .boot_id = "b"};
     kp_trace_summary sum;
     kp_error err = {0};
-    CHECK_INT(kp_trace_db_write(trace, records, &run, NULL, &sum, &err), KPROF_OK);
+    CHECK_INT(kp_trace_ingest_dir(trace, records, &run, NULL, &sum, &err), KPROF_OK);
     kp_merged_trace res = {0};
     const char *one[] = {trace};
     CHECK_INT(kp_trace_files_merge(merged, one, 1, NULL, &res, &err), KPROF_OK);

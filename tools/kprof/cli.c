@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE
 #include "tools/kprof/cli.h"
+#include "tools/kprof/help.h"
 #include "tools/kprof/progress.h"
 #include "base/outfile.h"
 #include "lab/lab.h"
@@ -74,8 +75,7 @@ void kp_cli_signals_install(void)
 
 int kp_cli_help(const kp_command *c)
 {
-    fputs(c->usage, stdout);
-    return 0;
+    return kp_help_print(c->name);
 }
 
 int kp_cli_exit(int code)

@@ -13,11 +13,15 @@
 typedef struct kp_command {
     const char *name;
     int (*run)(int argc, char **argv); /* argv[0] is the command name */
-    const char *summary;               /* one line for `kprof --help` */
-    const char *usage;                 /* full help for `kprof help CMD` */
     int runs_a_command; /* takes a command line after its options (trace): -h/--help past
                            that point are the command's, so the command parses its own */
+    /* Its summary and full help are help.c's kp_helps entry of the same name (help.h). */
 } kp_command;
+
+/* What a command's run returns to have main print its help and exit 0: for a command that parses
+ * its own -h/--help (runs_a_command), without reaching back into main's table. Never an exit
+ * code. */
+#define KP_CLI_SHOW_HELP (-1000)
 
 extern const kp_command kp_commands[];
 const kp_command *kp_command_find(const char *name);
@@ -37,7 +41,7 @@ int kp_cli_check_compiler_options(const char *cmd, const char *options);
  * ignored. main installs it for every command that does not run a program of its own. */
 void kp_cli_signals_install(void);
 
-/* Print help for a command to stdout; 0. */
+/* Print a command's full help (its help.h text) to stdout; 0. */
 int kp_cli_help(const kp_command *c);
 
 /* The stored bandwidth ceiling for dev (kp_store_lookup_ceiling): 0 found, -1 none. A damaged

@@ -1,9 +1,10 @@
 /*
  * cmd_trace.c — `kprof trace [-o FILE] [--] CMD ARGS…`: run an unmodified program with kprof's
- * collectors injected, then merge what every process recorded into one SQLite trace file; and
+ * collectors injected, then ingest what every process recorded into one SQLite trace file; and
  * `kprof trace --merge DIR -o FILE`, which makes the trace from a folder of records that a
- * failed or interrupted merge kept. The session itself (environment, signals, the merge's
- * cancellation) is src/collect/session.c; this file parses, checks the output and tells the user.
+ * failed or interrupted ingest kept. The session itself (environment, signals, the ingest's
+ * cancellation) is src/collect/session.c, the ingest src/store/trace_ingest.c; this file
+ * parses, checks the output, joins the two and tells the user.
  */
 #define _GNU_SOURCE
 #include "collect/session.h"
@@ -97,7 +98,7 @@ static void kp_trace_tell(const kp_trace_summary *sum, const char *path)
                 (unsigned long long)other);
 }
 
-/* The merge failed or was stopped: the records stay where they are, and the user is told how to
+/* The ingest failed or was stopped: the records stay where they are, and the user is told how to
  * make the trace from them. */
 static void kp_trace_kept(const char *dir)
 {
@@ -108,17 +109,17 @@ static void kp_trace_kept(const char *dir)
             dir, kp_format_bytes(kp_session_size(dir), size, sizeof size), dir, dir);
 }
 
-/* Merge dir into the output (finishing `live`, the merge begun while the program ran, when
+/* Ingest dir into the output (finishing `live`, the ingest begun while the program ran, when
  * there is one); 0 or the exit code of a failure (told). */
-static int kp_trace_finish(const char *dir, const kp_trace_run *run, kp_trace_merge *live,
+static int kp_trace_finish(const char *dir, const kp_trace_run *run, kp_trace_ingest *live,
                            kp_output *out, kp_trace_summary *sum)
 {
     kp_error err = {0};
-    kp_session_watch_merge();
+    kp_session_watch_ingest();
     memset(sum, 0, sizeof *sum);
     kprof_status st =
-        live ? kp_trace_merge_finish(live, dir, run, sum, &err)
-             : kp_trace_db_write(out->tmp, dir, run, kp_session_cancel_flag(), sum, &err);
+        live ? kp_trace_ingest_finish(live, dir, run, sum, &err)
+             : kp_trace_ingest_dir(out->tmp, dir, run, kp_session_cancel_flag(), sum, &err);
     int committing = st == KPROF_OK;
     if (st == KPROF_OK) st = kp_output_commit(out, &err);
     if (st == KPROF_OK) return 0;
@@ -186,7 +187,7 @@ static int kp_trace_output_not_command(const char *path, char *const *cmd)
     return 0;
 }
 
-static int kp_trace_merge_only(const char *dir, kp_output *out)
+static int kp_trace_ingest_only(const char *dir, kp_output *out)
 {
     kp_error err = {0};
     kp_trace_run run;
@@ -231,7 +232,7 @@ int kp_cmd_trace(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "+:o:fh", longopts, NULL)) != -1) {
         switch (c) {
         case 'h':
-            return kp_cli_help(kp_command_find("trace"));
+            return KP_CLI_SHOW_HELP;
         case 'o':
             output = optarg;
             break;
@@ -285,7 +286,7 @@ int kp_cmd_trace(int argc, char **argv)
                        &err) != KPROF_OK)
         return kp_cli_fail(&err);
     kp_output_close_fd(&out);
-    if (merge) return kp_trace_merge_only(merge, &out);
+    if (merge) return kp_trace_ingest_only(merge, &out);
 
     char note[4352];
     char dir[4096];
@@ -317,16 +318,16 @@ int kp_cmd_trace(int argc, char **argv)
         .start_clock = kp_clock_pair_now(),
     };
     kp_session_outcome how;
-    kp_trace_merge *merging = NULL;
+    kp_trace_ingest *ingest = NULL;
     kp_session_live *live = NULL;
     kprof_status st = kp_session_save_run(dir, &run, &err);
-    /* The trace is made while the program runs; what is left is merged once it has ended. */
-    if (st == KPROF_OK) st = kp_trace_merge_open(out.tmp, kp_session_cancel_flag(), &merging, &err);
-    if (st == KPROF_OK) live = kp_session_live_start(merging, dir);
+    /* The trace is made while the program runs; what is left is ingested once it has ended. */
+    if (st == KPROF_OK) st = kp_trace_ingest_open(out.tmp, kp_session_cancel_flag(), &ingest, &err);
+    if (st == KPROF_OK) live = kp_session_live_start(kp_trace_ingest_poll_fn, ingest, dir);
     if (st == KPROF_OK) st = kp_session_run(cmd, grace, &how, &err);
     kp_session_live_stop(live);
     if (st != KPROF_OK) {
-        kp_trace_merge_abort(merging);
+        kp_trace_ingest_abort(ingest);
         kp_output_abort(&out);
         kp_session_remove(dir);
         kp_str_free(&cmdline);
@@ -352,8 +353,8 @@ int kp_cmd_trace(int argc, char **argv)
                 strsignal(how.program_signal));
 
     kp_trace_summary sum;
-    uint64_t merge_start = kp_now_ns(), live_events = kp_trace_merge_events(merging);
-    int code = kp_trace_finish(dir, &run, merging, &out, &sum);
+    uint64_t ingest_start = kp_now_ns(), live_events = kp_trace_ingest_events(ingest);
+    int code = kp_trace_finish(dir, &run, ingest, &out, &sum);
     kp_str_free(&cmdline);
     const char *times = getenv(KP_ENV_TRACE_TIMES);
     if (times && strcmp(times, "1") == 0) /* for benchmarks: where the wall time went */
@@ -361,8 +362,8 @@ int kp_cmd_trace(int argc, char **argv)
                 "kprof: times: program %.3f s, after it until the merge %.3f s, merge %.3f s "
                 "(%llu events merged while the program ran, %llu after)\n",
                 (double)(how.end_ns - how.start_ns) * 1e-9,
-                (double)(merge_start - how.end_ns) * 1e-9,
-                (double)(kp_now_ns() - merge_start) * 1e-9, (unsigned long long)live_events,
+                (double)(ingest_start - how.end_ns) * 1e-9,
+                (double)(kp_now_ns() - ingest_start) * 1e-9, (unsigned long long)live_events,
                 (unsigned long long)(sum.events - live_events));
     if (code) {
         int sig = kp_session_first_signal();

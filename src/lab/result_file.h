@@ -1,0 +1,78 @@
+/*
+ * result_file.h — the one reader of the lab's result files: run.json (`kprof run`), sweep.json
+ * (`kprof sweep`) and bench.json (`kprof bench`), or what each printed with --json
+ * (docs/formats/results.md). It says which of the three a file is and checks its version, and
+ * reads a bench result into C structs (each point's samples, by its axis values and cache state)
+ * for `kprof bench --compare` and `kprof diff`; `kprof notes add --from` takes the parsed
+ * document (analysis/notes.h). A file that is not such a result is refused as bad input
+ * (CORRUPT, exit 2), naming what is wrong. Reads through base/json_file.h's strict reader.
+ *
+ * Versions: bench.json carries "version" (KP_RESULT_BENCH_VERSION) and "kind": "bench";
+ * run.json and sweep.json carry neither and are told apart by their members (a run's
+ * "gpu_ms_median" and "threadgroup", a sweep's "points" and "sizes_measured").
+ */
+#ifndef KP_LAB_RESULT_FILE_H
+#define KP_LAB_RESULT_FILE_H
+
+#include "base/error.h"
+#include "lab/bench.h" /* KP_BENCH_MAX_REPEAT: the most sessions a point keeps */
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+#define KP_RESULT_BENCH_VERSION 1 /* the bench.json version this kprof writes and reads */
+
+typedef enum kp_result_kind {
+    KP_RESULT_RUN,   /* run.json */
+    KP_RESULT_SWEEP, /* sweep.json */
+    KP_RESULT_BENCH  /* bench.json */
+} kp_result_kind;
+
+/* Which result doc is: 0 with *kind set, -1 when it is none of the three (by the members named
+ * above; a bench result needs "kind": "bench" and a "points" array). The version is not checked
+ * here: kp_result_check_version. */
+int kp_result_kind_of(const cJSON *doc, kp_result_kind *kind);
+
+/* A result of this kind whose version this kprof reads: OK, or CORRUPT naming path and the
+ * version ("bench result version 2; this kprof reads version 1"). run and sweep: always OK. */
+kprof_status kp_result_check_version(const cJSON *doc, kp_result_kind kind, const char *path,
+                                     kp_error *err);
+
+/* Read the result at path: the document into *doc (cJSON_Delete it) and its kind; CORRUPT when
+ * it is not JSON, not an object, none of the three or of a version not read (the message names
+ * path and what is wrong). */
+kprof_status kp_result_file_read(const char *path, cJSON **doc, kp_result_kind *kind,
+                                 kp_error *err);
+
+/* ---- a bench result, read into structs ----------------------------------------------------- */
+
+typedef struct kp_bench_file_point {
+    char point[256]; /* "N=1M T=f32", "" without axes (the JSON's "point") */
+    int cold;
+    double *ms;  /* the samples of the point's last kernel (B of a comparison) */
+    double *mhz; /* its clock at each sample, or NULL */
+    size_t n;
+    size_t rounds; /* the batches they came in ("rounds"; 0 when not said) */
+    double run_median[KP_BENCH_MAX_REPEAT]; /* --repeat: the sessions' medians */
+    int nruns;                              /* how many ("run_medians_ms"; 0 when one session) */
+    char entry[256];   /* that kernel's entry ("entry"; "" when not said): which kernel it is */
+    char source[1024]; /* its source as given ("source"; "" when not said) */
+} kp_bench_file_point;
+
+typedef struct kp_bench_file {
+    char device[256];
+    int npoints;
+    kp_bench_file_point *points;
+} kp_bench_file;
+
+/* Read the bench result at path into *out (kp_bench_file_free it): CORRUPT when it is not one
+ * (not JSON, no "kind": "bench" with "points", another version, a point without "point",
+ * "cache" or "kernels", samples that are not times, a clock that does not match them). */
+kprof_status kp_bench_file_read(const char *path, kp_bench_file **out, kp_error *err);
+
+/* The point with these axis values and cache state, or NULL. */
+const kp_bench_file_point *kp_bench_file_find(const kp_bench_file *f, const char *point, int cold);
+
+void kp_bench_file_free(kp_bench_file *f); /* NULL is fine */
+
+#endif

@@ -1,0 +1,181 @@
+/* test_result_file.c — the lab's result files read back (src/lab/result_file.h): which of run,
+ * sweep and bench a file is, bench.json's version, a bench result's points; and a note made from
+ * a result and an export file read back (src/analysis/notes.h). */
+#include "analysis/notes.h"
+#include "lab/result_file.h"
+#include "test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char dir[] = "/tmp/kprof-test-result-XXXXXX";
+
+/* Write text to dir/name; the path (static, until the next call). */
+static const char *put(const char *name, const char *text)
+{
+    static char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+    return path;
+}
+
+static const char *const bench_v1 =
+    "{\"version\": 1, \"kind\": \"bench\", \"device\": \"Fake GPU\", \"points\": ["
+    "{\"point\": \"N=1M\", \"cache\": \"hot\", \"grid\": [1024], \"tg\": [64], \"kernels\": ["
+    "{\"entry\": \"k\", \"source\": \"k.cl\", \"median_ms\": 1.5, \"rounds\": 2,"
+    " \"samples_ms\": [1, 2, 1.5, 1.5]}]},"
+    "{\"point\": \"N=1M\", \"cache\": \"cold\", \"kernels\": ["
+    "{\"entry\": \"k\", \"samples_ms\": [3, 3], \"run_medians_ms\": [3, 2.5]}]}]}";
+
+static void test_kinds(void)
+{
+    static const struct {
+        const char *text;
+        int kind; /* -1: not a result */
+    } cases[] = {
+        {"{\"gpu_ms_median\": 1, \"threadgroup\": [64]}", KP_RESULT_RUN},
+        {"{\"points\": [], \"sizes_measured\": 0}", KP_RESULT_SWEEP},
+        {"{\"kind\": \"bench\", \"version\": 1, \"points\": []}", KP_RESULT_BENCH},
+        {"{\"kind\": \"run\", \"gpu_ms_median\": 1, \"threadgroup\": [64]}", -1},
+        {"{\"points\": []}", -1},
+        {"{}", -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cJSON *doc = cJSON_Parse(cases[i].text);
+        kp_result_kind kind = KP_RESULT_RUN;
+        int rc = kp_result_kind_of(doc, &kind);
+        CHECK_INT(rc == 0 ? (int)kind : -1, cases[i].kind);
+        cJSON_Delete(doc);
+    }
+}
+
+static void test_read(void)
+{
+    kp_error err = {0};
+    cJSON *doc = NULL;
+    kp_result_kind kind;
+    CHECK_INT(kp_result_file_read(put("b.json", bench_v1), &doc, &kind, &err), KPROF_OK);
+    CHECK_INT(kind, KP_RESULT_BENCH);
+    cJSON_Delete(doc);
+    /* Another version, whichever reader. */
+    const char *v2 = put("v2.json", "{\"version\": 2, \"kind\": \"bench\", \"points\": []}");
+    CHECK_INT(kp_result_file_read(v2, &doc, &kind, &err), KPROF_CORRUPT);
+    CHECK_CONTAINS(err.message, "bench result version 2; this kprof reads version 1");
+    CHECK(doc == NULL);
+    kp_error_clear(&err);
+    kp_bench_file *f = NULL;
+    CHECK_INT(kp_bench_file_read(v2, &f, &err), KPROF_CORRUPT);
+    CHECK_CONTAINS(err.message, "bench result version 2");
+    CHECK(f == NULL);
+    kp_error_clear(&err);
+    /* Not an object; not a result. */
+    CHECK_INT(kp_result_file_read(put("a.json", "[1]"), &doc, &kind, &err), KPROF_CORRUPT);
+    CHECK_CONTAINS(err.message, "JSON, but not an object");
+    kp_error_clear(&err);
+    CHECK_INT(kp_result_file_read(put("o.json", "{\"x\": 1}"), &doc, &kind, &err), KPROF_CORRUPT);
+    CHECK_CONTAINS(err.message, "not a result of kprof run, sweep or bench");
+    kp_error_clear(&err);
+    CHECK_INT(kp_bench_file_read(put("r.json", "{\"gpu_ms_median\": 1, \"threadgroup\": [64]}"), &f,
+                                 &err),
+              KPROF_CORRUPT);
+    CHECK_CONTAINS(err.message, "not a `kprof bench` result");
+    kp_error_clear(&err);
+}
+
+static void test_bench_points(void)
+{
+    kp_error err = {0};
+    kp_bench_file *f = NULL;
+    CHECK_INT(kp_bench_file_read(put("b.json", bench_v1), &f, &err), KPROF_OK);
+    if (!f) return;
+    CHECK_STR(f->device, "Fake GPU");
+    CHECK_INT(f->npoints, 2);
+    const kp_bench_file_point *hot = kp_bench_file_find(f, "N=1M", 0);
+    const kp_bench_file_point *cold = kp_bench_file_find(f, "N=1M", 1);
+    CHECK(hot && cold && hot != cold);
+    if (hot && cold) {
+        CHECK_INT(hot->n, 4);
+        CHECK_INT(hot->rounds, 2);
+        CHECK_STR(hot->entry, "k");
+        CHECK_STR(hot->source, "k.cl");
+        CHECK_INT(cold->nruns, 2);
+        CHECK_NEAR(cold->run_median[1], 2.5, 0);
+    }
+    CHECK(kp_bench_file_find(f, "N=2M", 0) == NULL);
+    kp_bench_file_free(f);
+}
+
+static void test_notes(void)
+{
+    kp_error err = {0};
+    kp_note note = {0};
+    CHECK_INT(kp_note_make(put("b.json", bench_v1), NULL, &note, &err), KPROF_OK);
+    CHECK_STR(note.kernel, "k");
+    CHECK_STR(note.device, "Fake GPU");
+    CHECK_STR(note.grid, "1024");
+    CHECK_STR(note.tg, "64");
+    CHECK(note.has_median && note.median_ms == 1.5);
+    CHECK_CONTAINS(note.data, "\"from\":\"bench\"");
+    CHECK(strstr(note.data, "samples_ms") == NULL); /* every sample is left out */
+    kp_note_clear(&note);
+    CHECK_INT(kp_note_make(put("b.json", bench_v1), "other", &note, &err), KPROF_INVALID);
+    CHECK_CONTAINS(err.message, "--kernel other");
+    kp_error_clear(&err);
+    kp_note_clear(&note);
+    /* An export written, read back. */
+    kp_note n = {.at = 1700000000,
+                 .text = "found it",
+                 .kernel = "k",
+                 .median_ms = 2,
+                 .has_median = 1,
+                 .data = "{\"from\":\"run\"}"};
+    kp_note_list list = {.notes = &n, .n = 1};
+    kp_str doc = {0};
+    kp_notes_export_json(&doc, &list);
+    CHECK(!doc.failed);
+    kp_note *back = NULL;
+    size_t nback = 0;
+    CHECK_INT(kp_notes_import_read(put("n.json", doc.data ? doc.data : ""), &back, &nback, &err),
+              KPROF_OK);
+    CHECK_INT(nback, 1);
+    if (nback == 1) {
+        CHECK_STR(back[0].text, "found it");
+        CHECK_STR(back[0].kernel, "k");
+        CHECK_STR(back[0].data, "{\"from\":\"run\"}");
+        CHECK_INT(back[0].at, 1700000000);
+        kp_note_clear(&back[0]);
+    }
+    free(back);
+    kp_str_free(&doc);
+    CHECK_INT(kp_notes_import_read(put("n2.json", "{\"kind\": \"kprof-notes\", \"version\": 2, "
+                                                  "\"notes\": []}"),
+                                   &back, &nback, &err),
+              KPROF_CORRUPT);
+    CHECK_CONTAINS(err.message, "notes file version 2");
+    kp_error_clear(&err);
+}
+
+int main(void)
+{
+    if (!mkdtemp(dir)) return 1;
+    test_kinds();
+    test_read();
+    test_bench_points();
+    test_notes();
+    static const char *const names[] = {"b.json", "v2.json", "a.json", "o.json",
+                                        "r.json", "n.json",  "n2.json"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+    TEST_DONE();
+}
