@@ -17,6 +17,7 @@
 #ifndef KP_INJECT_CUDA_COLLECTOR_H
 #define KP_INJECT_CUDA_COLLECTOR_H
 
+#include "base/error.h"
 #include "collect/record.h"
 
 #include <stddef.h>
@@ -33,11 +34,12 @@ typedef int (*kp_cuda_kernel_hook)(void *ctx, const char *name, const uint32_t g
 typedef void (*kp_cuda_record_sink)(void *ctx, const kp_rec *r, const char *name);
 
 /* Turn CUDA collection on in this process: CUPTI loaded, its callbacks registered, the kinds
- * enabled, the flush thread started. 0, or -1 with a sentence in why: CUPTI cannot be loaded,
+ * enabled, the flush thread started. KPROF_OK, or KPROF_UNAVAILABLE with a sentence in err:
+ * CUPTI cannot be loaded,
  * another profiler holds CUPTI (Nsight Systems, Nsight Compute, a debugger: kprof's collection
  * stays off, and says so), or the collector already runs (`kprof trace` injected it into this
  * program). */
-int kp_cuda_collector_start(char *why, size_t why_n);
+kprof_status kp_cuda_collector_start(kp_error *err);
 
 /* Turn it off again: the last records forced out of CUPTI and converted, the kinds disabled,
  * the flush thread stopped, the cached string ids forgotten (the writer's next file defines its

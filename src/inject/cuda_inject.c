@@ -637,8 +637,9 @@ static void kp_configure_cupti(char notes[KP_CONFIG_NOTES][300])
                  kp_cupti_result_text(r));
 }
 
-/* Turn collection on. 0, or -1 with the reason in why (also said in the trace's notes). */
-static int kp_start(char *out_why, size_t out_n)
+/* Turn collection on. KPROF_OK, or KPROF_UNAVAILABLE with the reason in err (also said in the
+ * trace's notes). */
+static kprof_status kp_start(kp_error *err)
 {
     char note[700];
     kp_error load = {0};
@@ -648,32 +649,28 @@ static int kp_start(char *out_why, size_t out_n)
         snprintf(note, sizeof note, "CUPTI could not be loaded: %s; nothing from CUDA was recorded",
                  why);
         kp_writer_note(note);
-        snprintf(out_why, out_n, "CUPTI could not be loaded: %s", why);
         kp_error_clear(&load);
-        return -1;
+        return kp_error_set(err, KPROF_UNAVAILABLE, "CUPTI could not be loaded: %s", why);
     }
     CUptiResult r = kp_cupti.cuptiActivityRegisterCallbacks(kp_buffer_request, kp_buffer_complete);
     if (r != CUPTI_SUCCESS) {
         kp_note_unusable(r);
-        snprintf(out_why, out_n,
-                 r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
-                     ? KP_OTHER_SUBSCRIBER ": kprof's own CUDA collection is off (%s)"
-                     : "CUPTI could not be used (%s): kprof's CUDA collection is off",
-                 kp_cupti_result_text(r));
-        return -1;
+        return kp_error_set(err, KPROF_UNAVAILABLE,
+                            r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+                                ? KP_OTHER_SUBSCRIBER ": kprof's own CUDA collection is off (%s)"
+                                : "CUPTI could not be used (%s): kprof's CUDA collection is off",
+                            kp_cupti_result_text(r));
     }
     char config_notes[KP_CONFIG_NOTES][300] = {{0}};
     kp_configure_cupti(config_notes);
     int other = 0;
     CUptiResult first = CUPTI_SUCCESS;
-    if (kp_enable_kinds(&other, &first) == 0) {
-        snprintf(out_why, out_n,
-                 other ? KP_OTHER_SUBSCRIBER ": kprof's own CUDA collection is off"
-                       : "CUPTI could not enable any activity kind (%s): kprof's CUDA collection "
-                         "is off",
-                 kp_cupti_result_text(first));
-        return -1;
-    }
+    if (kp_enable_kinds(&other, &first) == 0)
+        return kp_error_set(err, KPROF_UNAVAILABLE,
+                            other ? KP_OTHER_SUBSCRIBER ": kprof's own CUDA collection is off"
+                                  : "CUPTI could not enable any activity kind (%s): kprof's CUDA "
+                                    "collection is off",
+                            kp_cupti_result_text(first));
     for (int i = 0; i < KP_CONFIG_NOTES; i++)
         if (config_notes[i][0]) kp_writer_note(config_notes[i]);
     if (kp_queue_times())
@@ -685,10 +682,10 @@ static int kp_start(char *out_why, size_t out_n)
     if (kp_flusher_start() != 0) {
         kp_writer_note("kprof could not start its CUPTI flush thread; CUDA records reach the "
                        "trace only at exit and are lost if the program crashes");
-        return 0;
+        return KPROF_OK;
     }
     if (!kp_ci.in_process) kp_writer_at_crash(kp_cuda_crash);
-    return 0;
+    return KPROF_OK;
 }
 
 /* The CUDA driver's entry point for injection libraries (CUDA_INJECTION64_PATH). 1 = success;
@@ -702,9 +699,8 @@ KP_EXPORT int InitializeInjection(void)
     }
     kp_ci.initialized = 1;
     if (kp_writer_start("cuda") == 0) {
-        char why[600];
         kp_ci.pid = getpid();
-        kp_start(why, sizeof why); /* a failure is a note in the trace */
+        kp_start(NULL); /* a failure is a note in the trace */
     }
     pthread_mutex_unlock(&kp_ci.init_lock);
     return 1;
@@ -712,23 +708,24 @@ KP_EXPORT int InitializeInjection(void)
 
 /* ---- in-process use (cuda_collector.h) ---- */
 
-int kp_cuda_collector_start(char *why, size_t why_n)
+kprof_status kp_cuda_collector_start(kp_error *err)
 {
     pthread_mutex_lock(&kp_ci.init_lock);
     if (kp_ci.initialized) {
-        snprintf(why, why_n,
-                 kp_ci.in_process ? "kprof's CUDA collection is already on in this process"
-                                  : "kprof trace's collector already records this process's "
-                                    "CUDA work: the in-process CUDA collection stays off");
+        kprof_status st = kp_error_set(
+            err, KPROF_UNAVAILABLE, "%s",
+            kp_ci.in_process ? "kprof's CUDA collection is already on in this process"
+                             : "kprof trace's collector already records this process's CUDA "
+                               "work: the in-process CUDA collection stays off");
         pthread_mutex_unlock(&kp_ci.init_lock);
-        return -1;
+        return st;
     }
     kp_ci.pid = getpid();
     kp_ci.in_process = 1;
     atomic_store(&kp_ci.stop, 0);
     atomic_store(&kp_ci.stopped, 0);
-    int rc = kp_start(why, why_n);
-    if (rc == 0)
+    kprof_status rc = kp_start(err);
+    if (rc == KPROF_OK)
         kp_ci.initialized = 1;
     else
         kp_ci.in_process = 0;

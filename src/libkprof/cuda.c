@@ -213,7 +213,6 @@ const char *kp_inproc_cuda_unavailable(void)
 kprof_status kp_inproc_cuda_start(kp_session *s, kp_error *err)
 {
     (void)s;
-    char why[700];
     kp_error load = {0}; /* holds no log: nothing to clear */
     if (kp_cuda_load(&load) != KPROF_OK)
         return kp_error_set(err, KPROF_UNAVAILABLE,
@@ -228,9 +227,10 @@ kprof_status kp_inproc_cuda_start(kp_session *s, kp_error *err)
                             "without KPROF_COLLECT_CUDA to record the scopes)",
                             injected);
     kp_cuda_collector_set_hook(kp_cuda_hook, NULL);
-    if (kp_cuda_collector_start(why, sizeof why) != 0) {
+    kprof_status started = kp_cuda_collector_start(err);
+    if (started != KPROF_OK) {
         kp_cuda_collector_set_hook(NULL, NULL);
-        return kp_error_set(err, KPROF_UNAVAILABLE, "%s", why);
+        return started;
     }
     return KPROF_OK;
 }
@@ -435,8 +435,10 @@ kprof_status kprof_benchmark(void (*fn)(void *arg), void *arg, const kprof_bench
     if (!kp_cuda_collector_running()) {
         /* Its records go to the benchmark alone, not into a session that did not ask for CUDA. */
         kp_cuda_collector_set_sink_only(1);
-        if (kp_cuda_collector_start(why, sizeof why) != 0) {
+        kp_error start = {0}; /* holds no log: nothing to clear */
+        if (kp_cuda_collector_start(&start) != KPROF_OK) {
             kp_cuda_collector_set_sink_only(0);
+            kp_strlcpy(why, start.message, sizeof why);
             return kp_inproc_fail(F, KPROF_UNAVAILABLE, why);
         }
         own = 1;
