@@ -135,9 +135,6 @@ static void kp_trace_columns_add(kp_report_columns *c, const kp_trace_event *ev)
     if ((e->known & KP_EVENT_HAS_LOCAL) && e->local_mem > 0) c->local = 1;
 }
 
-/* One pass over the events, in storage order: the three tables, the timeline the verdicts are
- * computed from, launch latency and queue waits (each device operation paired with its call
- * once every call has been seen), and what --trace's columns need. */
 static const char *kp_report_agg_name(void *ctx, uint32_t name)
 {
     const kp_report *r = ctx;
@@ -197,73 +194,74 @@ static void kp_report_row_from(kp_report_row *g, const char *name, const kp_aggr
     if (!g->m.has_gb_per_s) g->m.gb_per_s = 0;
 }
 
+/* A by-name row of the aggregation with the table it goes to. */
+typedef struct kp_report_part {
+    size_t table;
+    const kp_aggregation_row *row;
+} kp_report_part;
+
+/* By table, then name id: a name's parts side by side, in the order the old tables had them. */
+static int kp_cmp_part(const void *x, const void *y)
+{
+    const kp_report_part *a = x, *b = y;
+    if (a->table != b->table) return a->table < b->table ? -1 : 1;
+    return (a->row->name > b->row->name) - (a->row->name < b->row->name);
+}
+
 /* The tables from the finished aggregation: its by-name rows merged per name into each table
- * (a kernel and a copy of one name are one row), in order of name id, then sorted by total. */
+ * (a kernel and a copy of one name are one row), in order of name id, then sorted by total.
+ * Memory: per row of the aggregation, not per name of the trace. */
 static kprof_status kp_report_tables(kp_report *r, const kp_aggregation *a, kp_error *err)
 {
     kp_aggregation_row *rows = NULL;
-    size_t nrows = 0;
+    size_t nrows = 0, nparts = 0;
     if (kp_aggregation_rows(a, KP_AGGREGATION_GROUP_NAME, &rows, &nrows) != 0)
         return kp_error_nomem(err);
     kp_report_table *tables[] = {&r->host, &r->device, &r->collectives, &r->nvtx};
     enum { NT = sizeof tables / sizeof *tables };
-    /* By table and name id: the merged stats (4 per name; a table's rows at the end). */
-    kp_aggregation_stats *by = calloc(r->nnames ? r->nnames * NT : 1, sizeof *by);
     kprof_status st = KPROF_OK;
-    if (!by) {
+    kp_report_part *parts = malloc((nrows ? nrows : 1) * sizeof *parts);
+    if (!parts) {
         st = kp_error_nomem(err);
         goto done;
     }
     for (size_t i = 0; i < nrows; i++) {
         kp_report_table *t = kp_report_table_of(r, rows[i].kind, rows[i].name);
-        if (!t || rows[i].name >= r->nnames || !rows[i].stats.count) continue;
+        if (!t || !rows[i].stats.count) continue;
         size_t ti = 0;
         while (tables[ti] != t)
             ti++;
-        kp_aggregation_stats *into = &by[rows[i].name * NT + ti];
-        const kp_aggregation_stats *s = &rows[i].stats;
-        if (s->metric_events) t->metrics = 1;
-        if (!into->count) {
-            *into = *s;
-            continue;
+        parts[nparts++] = (kp_report_part){ti, &rows[i]};
+        if (rows[i].stats.metric_events) t->metrics = 1;
+    }
+    if (nparts > 1) qsort(parts, nparts, sizeof *parts, kp_cmp_part);
+    for (size_t i = 0; i < nparts;) {
+        kp_report_table *t = tables[parts[i].table];
+        uint32_t name = parts[i].row->name;
+        kp_aggregation_stats sum = parts[i].row->stats;
+        /* A second kind of the name in the same table (the device table's) adds to the first. */
+        for (i++; i < nparts && tables[parts[i].table] == t && parts[i].row->name == name; i++)
+            kp_aggregation_stats_merge(&sum, &parts[i].row->stats);
+        if (t->n == t->cap) {
+            int cap = t->cap ? t->cap * 2 : 32;
+            kp_report_row *g = realloc(t->rows, (size_t)cap * sizeof *g);
+            if (!g) {
+                st = kp_error_nomem(err);
+                goto done;
+            }
+            t->rows = g;
+            t->cap = cap;
         }
-        /* A second kind of the name in the same table (the device table's). */
-        if (s->min_ns < into->min_ns) into->min_ns = s->min_ns;
-        if (s->max_ns > into->max_ns) into->max_ns = s->max_ns;
-        into->count += s->count;
-        into->duration_ns = kp_i64_add_sat(into->duration_ns, s->duration_ns);
-        into->sum_sq_ns += s->sum_sq_ns;
-        into->flops += s->flops;
-        into->bytes += s->bytes;
-        into->flops_ns = kp_i64_add_sat(into->flops_ns, s->flops_ns);
-        into->bytes_ns = kp_i64_add_sat(into->bytes_ns, s->bytes_ns);
-        into->flops_events += s->flops_events;
-        into->bytes_events += s->bytes_events;
-        into->metric_events += s->metric_events;
+        kp_report_row_from(&t->rows[t->n++], name < r->nnames ? r->names[name] : NULL, &sum);
     }
     for (size_t ti = 0; ti < NT; ti++) {
         kp_report_table *t = tables[ti];
-        for (size_t id = 0; id < r->nnames; id++) {
-            const kp_aggregation_stats *s = &by[id * NT + ti];
-            if (!s->count) continue;
-            if (t->n == t->cap) {
-                int cap = t->cap ? t->cap * 2 : 32;
-                kp_report_row *g = realloc(t->rows, (size_t)cap * sizeof *g);
-                if (!g) {
-                    st = kp_error_nomem(err);
-                    goto done;
-                }
-                t->rows = g;
-                t->cap = cap;
-            }
-            kp_report_row_from(&t->rows[t->n++], r->names[id], s);
-        }
         /* Metrics only from a trace that may hold them: without, what it always was. */
         if (!r->metrics) t->metrics = 0;
         if (t->n > 1) qsort(t->rows, (size_t)t->n, sizeof *t->rows, kp_cmp_row);
     }
 done:
-    free(by);
+    free(parts);
     free(rows);
     return st;
 }
@@ -305,6 +303,9 @@ static int kp_report_flags(kp_report *r)
     return 0;
 }
 
+/* One pass over the events, in storage order: the tables (fed to the aggregation), the timeline the
+ * verdicts are computed from, launch latency and queue waits (each device operation paired with its
+ * call once every call has been seen), and what --trace's columns need. */
 kprof_status kp_report_load(kp_report *r, kp_event_source *src, const char *path, unsigned flags,
                             kp_error *err)
 {

@@ -735,7 +735,7 @@ int kp_aggregation_group_parse(const char *name, kp_aggregation_group *group)
     return -1;
 }
 
-static void kp_agg_merge(kp_aggregation_stats *into, const kp_aggregation_stats *s)
+void kp_aggregation_stats_merge(kp_aggregation_stats *into, const kp_aggregation_stats *s)
 {
     if (s->count) {
         if (!into->count || s->min_ns < into->min_ns) into->min_ns = s->min_ns;
@@ -789,7 +789,7 @@ int kp_aggregation_rows(const kp_aggregation *a, kp_aggregation_group group,
                (rows[slots[i] - 1].kind != node->kind || rows[slots[i] - 1].name != node->name))
             i = (i + 1) & (capslots - 1);
         if (slots[i]) {
-            kp_agg_merge(&rows[slots[i] - 1].stats, &node->stats);
+            kp_aggregation_stats_merge(&rows[slots[i] - 1].stats, &node->stats);
         } else {
             rows[n] = (kp_aggregation_row){(uint32_t)id, node->kind, node->name, node->stats};
             slots[i] = (uint32_t)++n;

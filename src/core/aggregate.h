@@ -272,6 +272,10 @@ typedef struct kp_aggregation_row {
 int kp_aggregation_rows(const kp_aggregation *a, kp_aggregation_group group,
                         kp_aggregation_row **rows, size_t *n);
 
+/* Add the numbers s into `into`, as a key average by name merges its nodes: counts and sums add,
+ * min and max combine (an empty side leaves the other's). */
+void kp_aggregation_stats_merge(kp_aggregation_stats *into, const kp_aggregation_stats *s);
+
 /* Sort rows[0..n) by key and return how many of them the top `top` are (0: all of them). */
 size_t kp_aggregation_select(kp_aggregation_row *rows, size_t n, kp_aggregation_sort key,
                              size_t top);

@@ -116,6 +116,10 @@ static void kp_print_table(FILE *o, const kp_report *r, const kp_report_table *l
     }
 }
 
+/* ---- the chronological trace (--trace) ------------------------------------------------------ */
+
+/* The kernels' reflection lines under the device-side trace: each (device, kernel) once, in the
+ * order first seen, as `kprof run` prints it. */
 typedef struct kp_reflection_seen {
     int64_t device;
     const char *name;
