@@ -190,8 +190,9 @@ int kp_lab_has_counters(const kp_lab *lab, char *why, size_t why_n)
                  ops ? ops->name : "device's");
         return 0;
     }
-    if (lab->child) {
-        /* No backend with counters runs its kernels in kprof's own process today. */
+    if (!lab->impl->counters) {
+        /* Where the session runs, counters are not read (kp_lab_remote: no backend with counters
+         * runs its kernels in kprof's own process today). */
         snprintf(why, why_n, "counters are not read for a session in a child process (%s)",
                  ops->name);
         return 0;
@@ -215,7 +216,7 @@ static kprof_status kp_lab_counters_dram(kp_lab *lab, const kp_launch *launch, k
     double values[2] = {NAN, NAN};
     unsigned char bad[2] = {0, 0};
     kp_error why = {0};
-    kprof_status st = lab->info.ops->counters(lab->kernel, launch, names, 2, values, bad, &why);
+    kprof_status st = lab->impl->counters(lab, launch, names, 2, values, bad, &why);
     if (st != KPROF_OK) {
         if (kp_counters_fatal(st)) {
             *err = why;
@@ -257,7 +258,6 @@ kprof_status kp_lab_counters(kp_lab *lab, const kp_launch *launch, kp_counters *
         c->raw[i].value = 0;
     }
     if (!kp_lab_has_counters(lab, c->why_not, sizeof c->why_not)) return KPROF_OK;
-    const kp_backend_ops *ops = lab->info.ops;
     kp_counter_request q;
     kprof_status st = kp_request_make(c, &q, err);
     if (st != KPROF_OK) {
@@ -265,7 +265,7 @@ kprof_status kp_lab_counters(kp_lab *lab, const kp_launch *launch, kp_counters *
         return st;
     }
     kp_error why = {0};
-    st = ops->counters(lab->kernel, launch, q.names, q.n, q.values, q.bad, &why);
+    st = lab->impl->counters(lab, launch, q.names, q.n, q.values, q.bad, &why);
     if (st != KPROF_OK) {
         if (kp_counters_fatal(st)) {
             kp_request_free(&q);

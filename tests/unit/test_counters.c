@@ -104,6 +104,7 @@ static const kp_launch launch = {.dims = 1, .grid = {1024, 1, 1}, .tg = {256, 1,
 static kp_lab *fake_lab(const kp_backend_ops *ops)
 {
     kp_lab *lab = calloc(1, sizeof *lab);
+    lab->impl = &kp_lab_local;
     lab->ops = ops;
     lab->info.ops = ops;
     calls = 0;
