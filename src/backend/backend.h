@@ -33,6 +33,10 @@ typedef struct kp_buffer kp_buffer;   /* device memory */
 
 typedef struct kp_backend_ops {
     const char *name; /* "opencl", "cuda" */
+    const char *api;  /* the API's name for people: "OpenCL", "CUDA" */
+    /* The language of the kernel source it compiles (KP_LANG_OPENCL_C, KP_LANG_CUDA): kprof's
+     * own kernels are run in it, and `kprof isolate` writes a kernel folder's source in it. */
+    kp_lang source_lang;
     /* 1 when some of its devices run kernels inside kprof's own process (their
      * kp_device_info.kernels_in_process says which). Known without loading the runtime: the lab
      * reads it before anything is loaded, to run such sessions in a child process (lab.h). */
@@ -139,6 +143,10 @@ extern const kp_backend_ops kp_cuda_backend;
 extern const kp_backend_ops *const kp_backends[];
 
 const kp_backend_ops *kp_backend_find(const char *name);
+
+/* The API's name for people ("CUDA", "OpenCL") of a backend kprof knows, built into this kprof
+ * or not (its table's api when it is); "" for a name kprof does not know. */
+const char *kp_backend_api(const char *name);
 
 /* The one rule for a backend's name wherever a user gives one (--backend, KPROF_BACKEND, for
  * every command): "auto" or a backend kprof knows ("cuda", "opencl"), built into this kprof or

@@ -27,18 +27,30 @@ const kp_backend_ops *kp_backend_find(const char *name)
     return NULL;
 }
 
-/* Every backend kprof knows, whether or not this build has it, in the order messages list them. */
-static const char *const kp_backend_known[] = {"opencl", "cuda"};
+/* Every backend kprof knows, whether or not this build has it, in the order messages list them,
+ * with its API's name (as its table says it when it is built in). */
+static const struct {
+    const char *name, *api;
+} kp_backend_known[] = {{"opencl", "OpenCL"}, {"cuda", "CUDA"}};
+
+const char *kp_backend_api(const char *name)
+{
+    const kp_backend_ops *ops = name ? kp_backend_find(name) : NULL;
+    if (ops) return ops->api;
+    for (size_t i = 0; name && i < sizeof kp_backend_known / sizeof kp_backend_known[0]; i++)
+        if (strcmp(name, kp_backend_known[i].name) == 0) return kp_backend_known[i].api;
+    return "";
+}
 
 kprof_status kp_backend_name_check(const char *name, const char *source, kp_error *err)
 {
     size_t n = sizeof kp_backend_known / sizeof kp_backend_known[0];
     if (name && strcmp(name, "auto") == 0) return KPROF_OK;
     for (size_t i = 0; name && i < n; i++)
-        if (strcmp(name, kp_backend_known[i]) == 0) return KPROF_OK;
+        if (strcmp(name, kp_backend_known[i].name) == 0) return KPROF_OK;
     kp_str known = {0};
     for (size_t i = 0; i < n; i++)
-        kp_str_printf(&known, "%s%s", i ? ", " : "", kp_backend_known[i]);
+        kp_str_printf(&known, "%s%s", i ? ", " : "", kp_backend_known[i].name);
     kprof_status st =
         kp_error_set(err, KPROF_INVALID, "%s '%s' is not a backend (choose %s or auto)", source,
                      name ? name : "", known.data ? known.data : "");

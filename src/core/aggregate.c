@@ -49,10 +49,18 @@ typedef struct kp_agg_pending {
     double flops, bytes;
     uint32_t name;
     kp_event_kind kind;
-    unsigned metrics; /* KP_AGG_FLOPS, KP_AGG_BYTES: which of flops and bytes it has */
+    unsigned metrics; /* KP_AGG_*: which of flops and bytes it has */
 } kp_agg_pending;
 
-enum { KP_AGG_FLOPS = 1u << 0, KP_AGG_BYTES = 1u << 1 };
+/* What an event brings of the metrics: flops, bytes (a bytes metric, or a copy's or a fill's
+ * size), and KP_AGG_METRIC when it carried flops or a bytes metric (a size alone does not). */
+enum { KP_AGG_FLOPS = 1u << 0, KP_AGG_BYTES = 1u << 1, KP_AGG_METRIC = 1u << 2 };
+
+/* KP_AGG_METRIC for an event that carries flops or a bytes metric. */
+static unsigned kp_agg_metric_of(const kp_event *e)
+{
+    return e->known & (KP_EVENT_HAS_FLOPS | KP_EVENT_HAS_METRIC_BYTES) ? KP_AGG_METRIC : 0;
+}
 
 /* An event held because others may start at the same nanosecond. */
 typedef struct kp_agg_held {
@@ -228,6 +236,9 @@ static int kp_agg_count(kp_aggregation *a, uint32_t id, int64_t d, int device, d
     s->bytes += bytes;
     if (metrics & KP_AGG_FLOPS) s->flops_ns = kp_i64_add_sat(s->flops_ns, d);
     if (metrics & KP_AGG_BYTES) s->bytes_ns = kp_i64_add_sat(s->bytes_ns, d);
+    s->flops_events += (metrics & KP_AGG_FLOPS) != 0;
+    s->bytes_events += (metrics & KP_AGG_BYTES) != 0;
+    s->metric_events += (metrics & KP_AGG_METRIC) != 0;
     return a->observe_fn ? a->observe_fn(a->observe_ctx, id, d) : 0;
 }
 
@@ -356,7 +367,8 @@ static int kp_agg_place_host(kp_aggregation *a, const kp_event *e, int ordered)
     if (kp_agg_count(a, id, d, 0, e->known & KP_EVENT_HAS_FLOPS ? e->metrics.flops : 0,
                      e->known & KP_EVENT_HAS_METRIC_BYTES ? e->metrics.bytes : 0,
                      (e->known & KP_EVENT_HAS_FLOPS ? KP_AGG_FLOPS : 0) |
-                         (e->known & KP_EVENT_HAS_METRIC_BYTES ? KP_AGG_BYTES : 0)) != 0)
+                         (e->known & KP_EVENT_HAS_METRIC_BYTES ? KP_AGG_BYTES : 0) |
+                         kp_agg_metric_of(e)) != 0)
         return -1;
     if (parent) { /* the parent's own time loses the part of this one inside it */
         int64_t inside = kp_ns_diff(f < parent->end ? f : parent->end, s);
@@ -427,7 +439,8 @@ static int kp_agg_device(kp_aggregation *a, const kp_event *e)
     /* A copy's or a fill's size counts as its bytes (aggregate.h): it has them. */
     unsigned metrics =
         (e->known & KP_EVENT_HAS_FLOPS ? KP_AGG_FLOPS : 0) |
-        ((e->known & KP_EVENT_HAS_METRIC_BYTES) || e->kind != KP_EVENT_KERNEL ? KP_AGG_BYTES : 0);
+        ((e->known & KP_EVENT_HAS_METRIC_BYTES) || e->kind != KP_EVENT_KERNEL ? KP_AGG_BYTES : 0) |
+        kp_agg_metric_of(e);
     kp_aggregation_totals *t = &a->totals;
     t->device_ops++;
     kp_busy_add(&a->busy, e->start_ns, end);
@@ -722,7 +735,7 @@ int kp_aggregation_group_parse(const char *name, kp_aggregation_group *group)
     return -1;
 }
 
-static void kp_agg_merge(kp_aggregation_stats *into, const kp_aggregation_stats *s)
+void kp_aggregation_stats_merge(kp_aggregation_stats *into, const kp_aggregation_stats *s)
 {
     if (s->count) {
         if (!into->count || s->min_ns < into->min_ns) into->min_ns = s->min_ns;
@@ -742,6 +755,9 @@ static void kp_agg_merge(kp_aggregation_stats *into, const kp_aggregation_stats 
     into->bytes_inclusive += s->bytes_inclusive;
     into->flops_ns = kp_i64_add_sat(into->flops_ns, s->flops_ns);
     into->bytes_ns = kp_i64_add_sat(into->bytes_ns, s->bytes_ns);
+    into->flops_events += s->flops_events;
+    into->bytes_events += s->bytes_events;
+    into->metric_events += s->metric_events;
 }
 
 int kp_aggregation_rows(const kp_aggregation *a, kp_aggregation_group group,
@@ -773,7 +789,7 @@ int kp_aggregation_rows(const kp_aggregation *a, kp_aggregation_group group,
                (rows[slots[i] - 1].kind != node->kind || rows[slots[i] - 1].name != node->name))
             i = (i + 1) & (capslots - 1);
         if (slots[i]) {
-            kp_agg_merge(&rows[slots[i] - 1].stats, &node->stats);
+            kp_aggregation_stats_merge(&rows[slots[i] - 1].stats, &node->stats);
         } else {
             rows[n] = (kp_aggregation_row){(uint32_t)id, node->kind, node->name, node->stats};
             slots[i] = (uint32_t)++n;

@@ -49,6 +49,11 @@
  *                 bytes: the time the rates are over, GFLOP/s = flops / flops_ns (flops per ns
  *                 are GFLOP per s), GB/s = bytes / bytes_ns (kp_aggregation_rate); an instance
  *                 without the metric neither adds to it nor dilutes it
+ *   flops_events, bytes_events  its own events that carry flops, and bytes (a copy's or a
+ *                 fill's size included): a row "has" flops or bytes when these are > 0, even
+ *                 where the values are 0 (`kprof report`'s tables show "0", not "-")
+ *   metric_events its own events that carry flops or a bytes metric (a size alone is none):
+ *                 whether a table of rows shows metric columns at all
  * A key average by name merges the nodes of one (kind, name): counts and sums add, min and max
  * combine. A range inside a range of its own name counts twice there, as in every profiler's
  * key averages; the tree shows them apart.
@@ -105,6 +110,7 @@ typedef struct kp_aggregation_stats {
     double flops, bytes;
     double flops_inclusive, bytes_inclusive;
     int64_t flops_ns, bytes_ns;
+    uint64_t flops_events, bytes_events, metric_events;
 } kp_aggregation_stats;
 
 /* Node 0 is the root: no event of its own; its children are the top-level nodes, its stats the
@@ -265,6 +271,10 @@ typedef struct kp_aggregation_row {
  * NULL when there are none). 0, or -1 when out of memory. */
 int kp_aggregation_rows(const kp_aggregation *a, kp_aggregation_group group,
                         kp_aggregation_row **rows, size_t *n);
+
+/* Add the numbers s into `into`, as a key average by name merges its nodes: counts and sums add,
+ * min and max combine (an empty side leaves the other's). */
+void kp_aggregation_stats_merge(kp_aggregation_stats *into, const kp_aggregation_stats *s);
 
 /* Sort rows[0..n) by key and return how many of them the top `top` are (0: all of them). */
 size_t kp_aggregation_select(kp_aggregation_row *rows, size_t n, kp_aggregation_sort key,

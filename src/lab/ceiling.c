@@ -141,17 +141,18 @@ typedef enum kp_ceiling_source {
 } kp_ceiling_source;
 
 /* A lab session on one of kprof's own kernels. */
-static kp_lab_options kp_ceiling_lab_options(int cuda, kp_ceiling_source which, const char *spec,
-                                             int index)
+static kp_lab_options kp_ceiling_lab_options(const kp_backend_ops *ops, kp_ceiling_source which,
+                                             const char *spec, int index)
 {
+    int cuda = ops->source_lang == KP_LANG_CUDA; /* else OpenCL C */
     kp_lab_options lo = {
         .entry = which == KP_CEILING_DEMO_ADD ? "demo_add"
                  : which == KP_CEILING_FMA    ? "fma_f32"
                                               : "copy_f4",
         .buffers = spec,
-        .backend = cuda ? "cuda" : "opencl",
+        .backend = ops->name,
         .device = index,
-        .source_lang = cuda ? KP_LANG_CUDA : KP_LANG_OPENCL_C,
+        .source_lang = ops->source_lang,
     };
     if (which == KP_CEILING_FMA) {
         lo.source_text = cuda ? kp_embedded_fma_cu : kp_embedded_fma_cl;
@@ -185,13 +186,12 @@ static kprof_status kp_ceiling_point_run(kp_lab *lab, const kp_launch *launch, i
 /* One point of a kernel of its own (demo_add, fma_f32): a lab of which's source over spec, n
  * threads in groups of tg, timed as the plan says and appended to out->points (*pp, once the
  * launch is checked). The caller fills in what the point's figures mean. */
-static kprof_status kp_ceiling_one_point(kp_ceiling_result *out, int cuda, int which,
-                                         const char *spec, const char *name, uint64_t n,
-                                         uint64_t tg, double *samples, double *scratch,
-                                         kp_ceiling_point **pp, kp_error *err)
+static kprof_status kp_ceiling_one_point(kp_ceiling_result *out, int which, const char *spec,
+                                         const char *name, uint64_t n, uint64_t tg, double *samples,
+                                         double *scratch, kp_ceiling_point **pp, kp_error *err)
 {
     *pp = NULL;
-    kp_lab_options lo = kp_ceiling_lab_options(cuda, which, spec, out->device.index);
+    kp_lab_options lo = kp_ceiling_lab_options(out->ops, which, spec, out->device.index);
     kp_lab *lab = NULL;
     kprof_status st = kp_lab_open(&lo, &lab, err);
     if (st == KPROF_OK) {
@@ -238,7 +238,6 @@ kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_resul
     const kp_ceiling_plan *plan = &out->plan;
     int index = out->device.index;
     int iters = plan->iters, warmup = plan->warmup;
-    int cuda = strcmp(out->ops->name, "cuda") == 0;
     int nsizes = plan->nsizes;
     const uint64_t *sizes = plan->sizes;
     out->npoints = 0;
@@ -260,7 +259,7 @@ kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_resul
         snprintf(spec, sizeof spec, "f32:%llu:zero,f32:%llu:iota,u64=%llu",
                  (unsigned long long)(bytes / 4), (unsigned long long)(bytes / 4),
                  (unsigned long long)n4);
-        kp_lab_options lo = kp_ceiling_lab_options(cuda, KP_CEILING_COPY, spec, index);
+        kp_lab_options lo = kp_ceiling_lab_options(out->ops, KP_CEILING_COPY, spec, index);
         kp_lab *lab = NULL;
         st = kp_lab_open(&lo, &lab, err);
         for (int v = 0; v < nvariants && st == KPROF_OK; v++) {
@@ -296,7 +295,7 @@ kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_resul
         snprintf(spec, sizeof spec, "f32:%llu,f32:%llu,f32:%llu,u32=%llu", (unsigned long long)n,
                  (unsigned long long)n, (unsigned long long)n, (unsigned long long)n);
         kp_ceiling_point *p = NULL;
-        st = kp_ceiling_one_point(out, cuda, KP_CEILING_DEMO_ADD, spec, "demo_add", n, tg, samples,
+        st = kp_ceiling_one_point(out, KP_CEILING_DEMO_ADD, spec, "demo_add", n, tg, samples,
                                   scratch, &p, err);
         if (st == KPROF_OK) {
             p->run.bytes = 3 * n * 4; /* two read, one written */
@@ -319,8 +318,8 @@ kprof_status kp_ceiling_measure(const kp_ceiling_options *opts, kp_ceiling_resul
                  (unsigned)plan->fma_iters);
         int before = out->npoints;
         kp_ceiling_point *fma = NULL;
-        fma_st = kp_ceiling_one_point(out, cuda, KP_CEILING_FMA, spec, "fma_f32", n, tg, samples,
-                                      scratch, &fma, &fma_err);
+        fma_st = kp_ceiling_one_point(out, KP_CEILING_FMA, spec, "fma_f32", n, tg, samples, scratch,
+                                      &fma, &fma_err);
         if (fma_st == KPROF_OK && fma->run.stats.min > 0) {
             kp_ceiling_plan at = *plan; /* the grid as launched: whole groups */
             at.fma_threads = n;

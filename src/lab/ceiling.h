@@ -16,7 +16,6 @@
 
 #include "backend/backend.h"
 #include "lab/run_result.h"
-#include "store/store.h"
 
 #include <stdio.h>
 
@@ -91,6 +90,22 @@ const char *kp_ceiling_variant(int i);
 double kp_ceiling_fma_flops(const kp_ceiling_plan *plan);
 
 #define KP_CEILING_MAX_POINTS 32
+
+/* A device's ceiling as measured: what kp_ceiling_measure concludes and the store keeps per
+ * device (store/store.h: kp_store_put_ceiling, kp_store_get_ceiling). */
+typedef struct kp_ceiling {
+    double copy_gbs;     /* best device-to-device copy, bytes read + written per s / 1e9 */
+    uint64_t copy_bytes; /* buffer size of the best copy */
+    double demo_add_gbs; /* demo_add at the largest size, ~GB/s touched */
+    double demo_add_ms;  /* its median GPU ms */
+    uint64_t demo_add_elements;
+    int64_t measured_at;  /* unix seconds */
+    char driver[128];     /* driver version when measured */
+    char method[256];     /* what was measured, for people */
+    double fma_gflops;    /* FP32 FLOP peak: kprof's FMA kernel, GFLOP/s; 0 when not
+                             measured (or stored by a kprof without the column) */
+    char fma_method[256]; /* how the peak was measured, for people ("" when none) */
+} kp_ceiling;
 
 typedef struct kp_ceiling_point {
     char kernel[32];   /* copy variant, "demo_add" or "fma_f32" */

@@ -175,28 +175,21 @@ static int kp_counters_fatal(kprof_status st)
     return st == KPROF_FAULT || st == KPROF_TIMEOUT || st == KPROF_NOMEM;
 }
 
-int kp_lab_has_counters(const kp_lab *lab, char *why, size_t why_n)
+kprof_status kp_lab_counters_check(const kp_lab *lab, kp_error *err)
 {
     const kp_backend_ops *ops = lab->info.ops;
-    char scratch[8];
-    if (!why) {
-        why = scratch;
-        why_n = sizeof scratch;
-    }
-    if (!ops || !ops->counters) {
-        snprintf(why, why_n,
-                 "the %s backend reads no hardware counters (kprof reads them on CUDA devices, "
-                 "through CUPTI); the timings are unaffected",
-                 ops ? ops->name : "device's");
-        return 0;
-    }
-    if (lab->child) {
-        /* No backend with counters runs its kernels in kprof's own process today. */
-        snprintf(why, why_n, "counters are not read for a session in a child process (%s)",
-                 ops->name);
-        return 0;
-    }
-    return 1;
+    if (!ops || !ops->counters)
+        return kp_error_set(err, KPROF_UNAVAILABLE,
+                            "the %s backend reads no hardware counters (kprof reads them on CUDA "
+                            "devices, through CUPTI); the timings are unaffected",
+                            ops ? ops->name : "device's");
+    /* Where the session runs, counters are not read (kp_lab_remote: no backend with counters
+     * runs its kernels in kprof's own process today). */
+    if (!lab->impl->counters)
+        return kp_error_set(err, KPROF_UNAVAILABLE,
+                            "counters are not read for a session in a child process (%s)",
+                            ops->name);
+    return KPROF_OK;
 }
 
 /* DRAM traffic read again on its own. The set above needs several passes, and kernel replay
@@ -215,7 +208,7 @@ static kprof_status kp_lab_counters_dram(kp_lab *lab, const kp_launch *launch, k
     double values[2] = {NAN, NAN};
     unsigned char bad[2] = {0, 0};
     kp_error why = {0};
-    kprof_status st = lab->info.ops->counters(lab->kernel, launch, names, 2, values, bad, &why);
+    kprof_status st = lab->impl->counters(lab, launch, names, 2, values, bad, &why);
     if (st != KPROF_OK) {
         if (kp_counters_fatal(st)) {
             *err = why;
@@ -256,8 +249,12 @@ kprof_status kp_lab_counters(kp_lab *lab, const kp_launch *launch, kp_counters *
         c->raw[i].known = 0;
         c->raw[i].value = 0;
     }
-    if (!kp_lab_has_counters(lab, c->why_not, sizeof c->why_not)) return KPROF_OK;
-    const kp_backend_ops *ops = lab->info.ops;
+    kp_error off = {0};
+    if (kp_lab_counters_check(lab, &off) != KPROF_OK) {
+        kp_strlcpy(c->why_not, off.message, sizeof c->why_not);
+        kp_error_clear(&off);
+        return KPROF_OK;
+    }
     kp_counter_request q;
     kprof_status st = kp_request_make(c, &q, err);
     if (st != KPROF_OK) {
@@ -265,7 +262,7 @@ kprof_status kp_lab_counters(kp_lab *lab, const kp_launch *launch, kp_counters *
         return st;
     }
     kp_error why = {0};
-    st = ops->counters(lab->kernel, launch, q.names, q.n, q.values, q.bad, &why);
+    st = lab->impl->counters(lab, launch, q.names, q.n, q.values, q.bad, &why);
     if (st != KPROF_OK) {
         if (kp_counters_fatal(st)) {
             kp_request_free(&q);

@@ -168,9 +168,10 @@ kprof_status kp_counters_parse_list(const char *list, kp_counters *c, kp_error *
 kprof_status kp_lab_counters(kp_lab *lab, const kp_launch *launch, kp_counters *c, kp_error *err);
 
 /* Whether the session's backend can read counters at all (it has the op, and the session runs
- * in this process): 1, or 0 with the reason kp_lab_counters would give in why (may be NULL).
- * 1 does not promise the device lets them be read (permission, another profiler). */
-int kp_lab_has_counters(const kp_lab *lab, char *why, size_t why_n);
+ * where counters are read: in this process): OK, or UNAVAILABLE with the reason kp_lab_counters
+ * would give (err may be NULL). OK does not promise the device lets them be read (permission,
+ * another profiler). */
+kprof_status kp_lab_counters_check(const kp_lab *lab, kp_error *err);
 
 /* FLOPs of the dispatch, from the SASS counters: fp32, fp64 and fp16 (each 2 x fma + add + mul)
  * and the sum of those known. A precision is known when all three of its counters were read

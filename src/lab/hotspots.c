@@ -326,13 +326,13 @@ kprof_status kp_lab_hotspots(kp_lab *lab, const kp_launch *launch, int dispatche
 {
     memset(out, 0, sizeof *out);
     /* A session in a child process is an OpenCL one (lab.h): no backend there samples PCs. */
-    if (lab->child || !lab->ops || !lab->ops->pc_sample)
+    if (!lab->impl->pc_sample || !lab->ops || !lab->ops->pc_sample)
         return kp_error_set(err, KPROF_UNAVAILABLE,
                             "the %s backend has no PC sampler (kprof samples PCs on CUDA "
                             "devices)",
                             lab->info.device.backend[0] ? lab->info.device.backend : "chosen");
     kp_pc_samples samples = {0};
-    kprof_status st = lab->ops->pc_sample(lab->kernel, launch, dispatches, &samples, err);
+    kprof_status st = lab->impl->pc_sample(lab, launch, dispatches, &samples, err);
     if (st == KPROF_OK && kp_hotspots_from_samples(&samples, out) != 0) st = kp_error_nomem(err);
     kp_pc_samples_free(&samples);
     if (st == KPROF_OK) kp_hotspots_read_text(out, lab->info.source_path);

@@ -1,5 +1,7 @@
 /*
- * isolate.c — a kernel-lab session in a child process.
+ * isolate.c — a kernel-lab session in a child process: kp_lab_remote, the implementation of
+ * kp_lab_impl (lab_internal.h) whose every operation is a request to a child, and the child's
+ * side, which answers each with kp_lab_local's.
  *
  * On a device whose kernels run inside kprof's own process (PoCL's CPU device runs a kernel as
  * machine code on worker threads of the process that enqueued it), a kernel that writes outside
@@ -32,8 +34,8 @@
  * reply, unasked. End of file where a reply was due means the child died.
  */
 #define _GNU_SOURCE
-#include "lab/isolate.h"
 #include "base/util.h"
+#include "lab/lab_internal.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -54,7 +56,7 @@ typedef enum kp_child_op {
     KP_CHILD_DIGEST,
     KP_CHILD_SAMPLE,
     KP_CHILD_FINISH,
-    KP_CHILD_DEVICE /* not a request: kp_lab_child_device's only reply */
+    KP_CHILD_DEVICE /* not a request: kp_lab_remote_device's only reply */
 } kp_child_op;
 
 typedef struct kp_child_header {
@@ -75,7 +77,7 @@ typedef struct kp_child_sample_request {
     int32_t n, cold;
 } kp_child_sample_request;
 
-/* What a kp_lab_child_device child sends back. */
+/* What a kp_lab_remote_device child sends back. */
 typedef struct kp_child_device_reply {
     char backend[16];
     int32_t index;
@@ -182,8 +184,8 @@ static void kp_child_serve(int fd, const kp_lab_options *opts)
 {
     kp_lab *lab = NULL;
     kp_error err = {0};
-    kprof_status st = kp_lab_open_here(opts, &lab, &err);
-    const kp_lab_info *info = st == KPROF_OK ? kp_lab_get_info(lab) : NULL;
+    kprof_status st = kp_lab_local_open(opts, &lab, &err);
+    const kp_lab_info *info = st == KPROF_OK ? &lab->info : NULL;
     int ok = kp_child_reply_kernel(fd, &err, info, info ? info->kernel : NULL) == 0;
     int wedged = 0;
     while (ok && st == KPROF_OK) {
@@ -197,8 +199,8 @@ static void kp_child_serve(int fd, const kp_lab_options *opts)
                 kp_child_read(fd, entry, len) != 0)
                 break;
             entry[len] = '\0';
-            kp_lab_use_kernel(lab, len ? entry : NULL, &err);
-            info = kp_lab_get_info(lab);
+            kp_lab_local.use_kernel(lab, len ? entry : NULL, &err);
+            info = &lab->info;
             ok = kp_child_reply_kernel(fd, &err, info, info->kernel) == 0;
         } else if (op == KP_CHILD_CHECK_LAUNCH || op == KP_CHILD_REFLECT) {
             kp_launch launch;
@@ -206,9 +208,9 @@ static void kp_child_serve(int fd, const kp_lab_options *opts)
             memset(&refl, 0, sizeof refl);
             if (kp_child_read(fd, &launch, sizeof launch) != 0) break;
             if (op == KP_CHILD_CHECK_LAUNCH)
-                kp_lab_check_launch(lab, &launch, &refl, &err);
+                kp_lab_local.check_launch(lab, &launch, &refl, &err);
             else
-                kp_lab_reflect(lab, &launch, &refl, &err);
+                kp_lab_local.reflect(lab, &launch, &refl, &err);
             kp_child_part part = {&refl, sizeof refl};
             ok = kp_child_reply(fd, &err, &part, 1) == 0;
         } else if (op == KP_CHILD_MEASURE) {
@@ -217,10 +219,10 @@ static void kp_child_serve(int fd, const kp_lab_options *opts)
             double *samples = calloc((size_t)rq.iters, sizeof *samples);
             if (!samples)
                 kp_error_set(&err, KPROF_NOMEM, "out of memory for %d samples", (int)rq.iters);
-            else if (kp_lab_measure(lab, &rq.launch, rq.warmup, rq.iters, samples, &err) ==
+            else if (kp_lab_local.measure(lab, &rq.launch, rq.warmup, rq.iters, samples, &err) ==
                      KPROF_TIMEOUT)
                 wedged = 1;
-            info = kp_lab_get_info(lab);
+            info = &lab->info;
             kp_child_part parts[2] = {{info->timer, sizeof info->timer},
                                       {samples, (size_t)rq.iters * sizeof *samples}};
             ok = kp_child_reply(fd, &err, parts, 2) == 0;
@@ -231,10 +233,10 @@ static void kp_child_serve(int fd, const kp_lab_options *opts)
             double *samples = calloc((size_t)rq.n * 2, sizeof *samples);
             if (!samples)
                 kp_error_set(&err, KPROF_NOMEM, "out of memory for %d samples", (int)rq.n);
-            else if (kp_lab_sample(lab, &rq.launch, rq.n, rq.cold, samples, samples + rq.n, &err) ==
-                     KPROF_TIMEOUT)
+            else if (kp_lab_local.sample(lab, &rq.launch, rq.n, rq.cold, samples, samples + rq.n,
+                                         &err) == KPROF_TIMEOUT)
                 wedged = 1;
-            info = kp_lab_get_info(lab);
+            info = &lab->info;
             kp_child_part parts[2] = {{info->timer, sizeof info->timer},
                                       {samples, (size_t)rq.n * 2 * sizeof *samples}};
             ok = kp_child_reply(fd, &err, parts, 2) == 0;
@@ -245,7 +247,7 @@ static void kp_child_serve(int fd, const kp_lab_options *opts)
                 break;
             kp_buffer_digest digests[KP_SPEC_MAX_ARGS];
             int got = 0;
-            kp_lab_digest(lab, digests, max, &got, &err);
+            kp_lab_local.digest(lab, digests, max, &got, &err);
             n = got;
             kp_child_part parts[2] = {{&n, sizeof n}, {digests, (size_t)n * sizeof *digests}};
             ok = kp_child_reply(fd, &err, parts, 2) == 0;
@@ -257,7 +259,7 @@ static void kp_child_serve(int fd, const kp_lab_options *opts)
     /* A kernel still running would hold the release (and the runtime's exit handlers) for
      * ever: leave at once. */
     if (wedged) _exit(0);
-    kp_lab_close(lab);
+    if (lab) kp_lab_local.close(lab);
     close(fd);
     exit(0); /* exit, not _exit: the runtime's exit handlers run, and may find what a kernel
                 corrupted; so do a sanitizer's leak check */
@@ -302,6 +304,8 @@ static void kp_child_serve_lab(int fd, const void *arg)
 }
 
 /* ---- kprof's side ---- */
+
+static void kp_lab_child_close(kp_lab_child *c);
 
 static const char *kp_child_signal_name(int sig)
 {
@@ -537,8 +541,8 @@ static kprof_status kp_child_take_kernel(kp_lab_child *c, const char *p, size_t 
     return KPROF_OK;
 }
 
-kprof_status kp_lab_child_open(const kp_lab_options *opts, const kp_spec *spec, kp_lab_info *info,
-                               kp_lab_child **out, kp_error *err)
+static kprof_status kp_lab_child_open(const kp_lab_options *opts, const kp_spec *spec,
+                                      kp_lab_info *info, kp_lab_child **out, kp_error *err)
 {
     *out = NULL;
     kp_lab_child *c = calloc(1, sizeof *c);
@@ -560,7 +564,7 @@ kprof_status kp_lab_child_open(const kp_lab_options *opts, const kp_spec *spec, 
     return KPROF_OK;
 }
 
-kprof_status kp_lab_child_use_kernel(kp_lab_child *c, const char *entry, kp_error *err)
+static kprof_status kp_lab_child_use_kernel(kp_lab_child *c, const char *entry, kp_error *err)
 {
     size_t len = entry ? strlen(entry) : 0;
     if (len >= 1024) return kp_error_set(err, KPROF_INVALID, "--entry is too long");
@@ -590,22 +594,22 @@ static kprof_status kp_lab_child_launch_call(kp_lab_child *c, kp_child_op op,
     return st;
 }
 
-kprof_status kp_lab_child_check_launch(kp_lab_child *c, const kp_launch *launch,
-                                       kp_reflection *refl, kp_error *err)
+static kprof_status kp_lab_child_check_launch(kp_lab_child *c, const kp_launch *launch,
+                                              kp_reflection *refl, kp_error *err)
 {
     c->launch = *launch;
     c->have_launch = 1;
     return kp_lab_child_launch_call(c, KP_CHILD_CHECK_LAUNCH, launch, refl, err);
 }
 
-kprof_status kp_lab_child_reflect(kp_lab_child *c, const kp_launch *launch, kp_reflection *refl,
-                                  kp_error *err)
+static kprof_status kp_lab_child_reflect(kp_lab_child *c, const kp_launch *launch,
+                                         kp_reflection *refl, kp_error *err)
 {
     return kp_lab_child_launch_call(c, KP_CHILD_REFLECT, launch, refl, err);
 }
 
-kprof_status kp_lab_child_measure(kp_lab_child *c, const kp_launch *launch, int warmup, int iters,
-                                  double *samples_ms, kp_error *err)
+static kprof_status kp_lab_child_measure(kp_lab_child *c, const kp_launch *launch, int warmup,
+                                         int iters, double *samples_ms, kp_error *err)
 {
     c->launch = *launch;
     c->have_launch = 1;
@@ -625,8 +629,8 @@ kprof_status kp_lab_child_measure(kp_lab_child *c, const kp_launch *launch, int 
     return st;
 }
 
-kprof_status kp_lab_child_sample(kp_lab_child *c, const kp_launch *launch, int n, int cold,
-                                 double *samples_ms, double *flush_ms, kp_error *err)
+static kprof_status kp_lab_child_sample(kp_lab_child *c, const kp_launch *launch, int n, int cold,
+                                        double *samples_ms, double *flush_ms, kp_error *err)
 {
     c->launch = *launch;
     c->have_launch = 1;
@@ -647,8 +651,8 @@ kprof_status kp_lab_child_sample(kp_lab_child *c, const kp_launch *launch, int n
     return st;
 }
 
-kprof_status kp_lab_child_digest(kp_lab_child *c, kp_buffer_digest *out, int max, int *count,
-                                 kp_error *err)
+static kprof_status kp_lab_child_digest(kp_lab_child *c, kp_buffer_digest *out, int max, int *count,
+                                        kp_error *err)
 {
     *count = 0;
     int32_t max32 = max < 0 ? 0 : max > KP_SPEC_MAX_ARGS ? KP_SPEC_MAX_ARGS : max;
@@ -668,7 +672,7 @@ kprof_status kp_lab_child_digest(kp_lab_child *c, kp_buffer_digest *out, int max
     return st;
 }
 
-kprof_status kp_lab_child_finish(kp_lab_child *c, kp_error *err)
+static kprof_status kp_lab_child_finish(kp_lab_child *c, kp_error *err)
 {
     if (c->dead || c->fd < 0)
         return kp_error_set(err, KPROF_FAULT,
@@ -686,17 +690,17 @@ kprof_status kp_lab_child_finish(kp_lab_child *c, kp_error *err)
     return kp_child_fault(c, how, err);
 }
 
-int kp_lab_child_pid(const kp_lab_child *c)
+static int kp_lab_child_pid(const kp_lab_child *c)
 {
     return c ? (int)c->pid : 0;
 }
 
-int kp_lab_child_void(const kp_lab_child *c)
+static int kp_lab_child_void(const kp_lab_child *c)
 {
     return c && c->dead;
 }
 
-void kp_lab_child_close(kp_lab_child *c)
+static void kp_lab_child_close(kp_lab_child *c)
 {
     if (!c) return;
     if (c->fd >= 0) close(c->fd); /* the child sees the end of file, releases and exits */
@@ -707,6 +711,99 @@ void kp_lab_child_close(kp_lab_child *c)
     }
     free(c->kernel.params);
     free(c);
+}
+
+/* ---- kp_lab_remote: the session's table over the child ---- */
+
+static kprof_status kp_remote_use_kernel(kp_lab *lab, const char *entry, kp_error *err)
+{
+    return kp_lab_child_use_kernel(lab->child, entry, err);
+}
+
+static kprof_status kp_remote_check_launch(kp_lab *lab, const kp_launch *launch,
+                                           kp_reflection *refl, kp_error *err)
+{
+    return kp_lab_child_check_launch(lab->child, launch, refl, err);
+}
+
+static kprof_status kp_remote_reflect(kp_lab *lab, const kp_launch *launch, kp_reflection *refl,
+                                      kp_error *err)
+{
+    return kp_lab_child_reflect(lab->child, launch, refl, err);
+}
+
+static kprof_status kp_remote_measure(kp_lab *lab, const kp_launch *launch, int warmup, int iters,
+                                      double *samples_ms, kp_error *err)
+{
+    return kp_lab_child_measure(lab->child, launch, warmup, iters, samples_ms, err);
+}
+
+static kprof_status kp_remote_sample(kp_lab *lab, const kp_launch *launch, int n, int cold,
+                                     double *samples_ms, double *flush_ms, kp_error *err)
+{
+    return kp_lab_child_sample(lab->child, launch, n, cold, samples_ms, flush_ms, err);
+}
+
+static kprof_status kp_remote_digest(kp_lab *lab, kp_buffer_digest *out, int max, int *n,
+                                     kp_error *err)
+{
+    return kp_lab_child_digest(lab->child, out, max, n, err);
+}
+
+static kprof_status kp_remote_finish(kp_lab *lab, kp_error *err)
+{
+    return kp_lab_child_finish(lab->child, err);
+}
+
+static int kp_remote_pid(const kp_lab *lab)
+{
+    return kp_lab_child_pid(lab->child);
+}
+
+static int kp_remote_is_void(const kp_lab *lab)
+{
+    return kp_lab_child_void(lab->child);
+}
+
+static void kp_remote_close(kp_lab *lab)
+{
+    kp_lab_child_close(lab->child);
+    free(lab);
+}
+
+/* No counters and no PC samples: no backend that has them runs its kernels in kprof's own
+ * process today (counters.c and hotspots.c say so when asked). */
+const kp_lab_impl kp_lab_remote = {
+    .where = "child",
+    .use_kernel = kp_remote_use_kernel,
+    .check_launch = kp_remote_check_launch,
+    .reflect = kp_remote_reflect,
+    .measure = kp_remote_measure,
+    .sample = kp_remote_sample,
+    .digest = kp_remote_digest,
+    .counters = NULL,
+    .pc_sample = NULL,
+    .finish = kp_remote_finish,
+    .pid = kp_remote_pid,
+    .is_void = kp_remote_is_void,
+    .close = kp_remote_close,
+};
+
+kprof_status kp_lab_remote_open(const kp_lab_options *opts, kp_lab **out, kp_error *err)
+{
+    *out = NULL;
+    kp_lab *lab = calloc(1, sizeof *lab);
+    if (!lab) return kp_error_nomem(err);
+    lab->impl = &kp_lab_remote;
+    /* The SPEC is parsed here too: a bad one needs no child, and a fault's message reads it. */
+    kprof_status st = kp_spec_parse(opts->buffers, &lab->spec, err);
+    if (st == KPROF_OK) st = kp_lab_child_open(opts, &lab->spec, &lab->info, &lab->child, err);
+    if (st != KPROF_OK) {
+        free(lab);
+        return st;
+    }
+    *out = lab;
+    return KPROF_OK;
 }
 
 /* ---- the device choice in a child ---- */
@@ -738,9 +835,9 @@ static void kp_child_serve_device(int fd, const void *arg)
     exit(0);
 }
 
-kprof_status kp_lab_child_device(const char *backend, int device, int lang,
-                                 const kp_backend_ops **ops, int *index, kp_device_info *info,
-                                 kp_error *err)
+kprof_status kp_lab_remote_device(const char *backend, int device, int lang,
+                                  const kp_backend_ops **ops, int *index, kp_device_info *info,
+                                  kp_error *err)
 {
     *ops = NULL;
     *index = -1;

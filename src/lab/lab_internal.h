@@ -1,29 +1,106 @@
 /*
  * lab_internal.h — what the files of the kernel lab share, and nothing outside src/lab includes:
- * the session (struct kp_lab) and the functions one file of the session calls in another.
- * lab.c is the session (open, measure, digest, finish, close); compile.c compiles through the
- * cache; arguments.c checks a SPEC against the kernel's parameters and binds it; launch.c checks
- * and reflects a launch. A session that runs in a child process (isolate.c) is a kp_lab whose
- * calls all go there.
+ * the session (struct kp_lab), the table of what a session does on its device (kp_lab_impl) and
+ * the functions one file of the session calls in another.
+ *
+ * lab.c is the session's front (open, measure within a budget, finish, close): it calls every
+ * device operation through lab->impl, never asking where the session runs. Two implementations
+ * fill the table: lab_local.c runs the session in this process (calling the backend), isolate.c
+ * in a child process (a proxy over its socket; the child itself runs lab_local.c's). compile.c
+ * compiles through the cache; arguments.c checks a SPEC against the kernel's parameters and
+ * binds it; launch.c checks and reflects a launch.
+ *
+ *   lab.c ──> kp_lab_impl ──> lab_local.c  (kp_lab_local)
+ *                         └─> isolate.c    (kp_lab_remote) ──child──> lab_local.c
  */
 #ifndef KP_LAB_INTERNAL_H
 #define KP_LAB_INTERNAL_H
 
-#include "lab/isolate.h"
 #include "lab/lab.h"
 
+typedef struct kp_lab_child kp_lab_child; /* isolate.c: the child process and the socket to it */
+
+/* What a session does on its device, wherever it runs. Each operation means what lab.h says of
+ * the kp_lab_* function of the same name (lab.c checks the arguments it documents first). An
+ * operation left NULL is one the session cannot do where it runs (counters and PC samples are
+ * read only in this process). */
+typedef struct kp_lab_impl {
+    const char *where; /* "here", "child": for messages and tests */
+    kprof_status (*use_kernel)(kp_lab *lab, const char *entry, kp_error *err);
+    kprof_status (*check_launch)(kp_lab *lab, const kp_launch *launch, kp_reflection *refl,
+                                 kp_error *err);
+    kprof_status (*reflect)(kp_lab *lab, const kp_launch *launch, kp_reflection *refl,
+                            kp_error *err);
+    kprof_status (*measure)(kp_lab *lab, const kp_launch *launch, int warmup, int iters,
+                            double *samples_ms, kp_error *err);
+    /* n >= 1 (lab.c refuses fewer). */
+    kprof_status (*sample)(kp_lab *lab, const kp_launch *launch, int n, int cold,
+                           double *samples_ms, double *flush_ms, kp_error *err);
+    kprof_status (*digest)(kp_lab *lab, kp_buffer_digest *out, int max, int *n, kp_error *err);
+    /* The backend's counters (kp_backend_ops.counters) of one dispatch of the session's kernel;
+     * NULL where they cannot be read. */
+    kprof_status (*counters)(kp_lab *lab, const kp_launch *launch, const char *const *metrics,
+                             size_t n, double *values, unsigned char *bad, kp_error *err);
+    /* The backend's PC sampler (kp_backend_ops.pc_sample) over the session's kernel; NULL where
+     * it cannot run. */
+    kprof_status (*pc_sample)(kp_lab *lab, const kp_launch *launch, int dispatches,
+                              kp_pc_samples *out, kp_error *err);
+    kprof_status (*finish)(kp_lab *lab, kp_error *err);
+    int (*pid)(const kp_lab *lab);     /* kp_lab_pid */
+    int (*is_void)(const kp_lab *lab); /* kp_lab_is_void */
+    void (*close)(kp_lab *lab);        /* releases everything, lab included (never NULL) */
+} kp_lab_impl;
+
 struct kp_lab {
+    const kp_lab_impl *impl; /* where the session runs: kp_lab_local or kp_lab_remote */
     kp_lab_info info;
+    /* A session in this process (kp_lab_local): the backend's objects. */
     const kp_backend_ops *ops;
     kp_device *dev;
     kp_program *program;
     kp_program_meta meta;
     kp_kernel *kernel;
-    kp_spec spec;
+    kp_spec spec; /* both: a remote session parses it too (a fault's message reads it) */
     kp_buffer *buffers[KP_SPEC_MAX_ARGS];
-    int bound;           /* buffers exist and are bound to the kernel */
-    kp_lab_child *child; /* the session runs in a child process: every call goes there */
+    int bound; /* buffers exist and are bound to the kernel */
+    /* A session in a child process (kp_lab_remote). */
+    kp_lab_child *child;
 };
+
+/* ---- lab_local.c: the session in this process ---------------------------------------------- */
+
+/* The table of a session in this process (what the child of a remote session runs too). A test
+ * may make a kp_lab of its own with calloc, set impl to &kp_lab_local, ops and what it needs. */
+extern const kp_lab_impl kp_lab_local;
+
+/* Open the session here: resolve, choose the device, compile, reflect, check and bind. */
+kprof_status kp_lab_local_open(const kp_lab_options *opts, kp_lab **out, kp_error *err);
+
+/* NAME|FILE -> info->source_path (and info->kernel_dir for a NAME). */
+kprof_status kp_lab_resolve(const kp_lab_options *opts, kp_lab_info *info, kp_error *err);
+
+/* ---- isolate.c: the session in a child process --------------------------------------------- */
+
+/* The table of a session in a child process: every operation is a request to the child. */
+extern const kp_lab_impl kp_lab_remote;
+
+/* Fork the child and open the session in it (kp_lab_local_open there). The session's info is
+ * the child's, with info.kernel pointing into the child handle and info.spec at the session's
+ * own parsed SPEC. On failure nothing is left running. */
+kprof_status kp_lab_remote_open(const kp_lab_options *opts, kp_lab **out, kp_error *err);
+
+/* kp_lab_device's work in a child: choose the device and describe it there. */
+kprof_status kp_lab_remote_device(const char *backend, int device, int lang,
+                                  const kp_backend_ops **ops, int *index, kp_device_info *info,
+                                  kp_error *err);
+
+/* ---- launch.c ------------------------------------------------------------------------------ */
+
+/* kp_lab_check_launch and kp_lab_reflect for a session in this process (kp_lab_local's). */
+kprof_status kp_lab_local_check_launch(kp_lab *lab, const kp_launch *launch, kp_reflection *refl,
+                                       kp_error *err);
+kprof_status kp_lab_local_reflect(kp_lab *lab, const kp_launch *launch, kp_reflection *refl,
+                                  kp_error *err);
 
 /* ---- compile.c ----------------------------------------------------------------------------- */
 

@@ -2,7 +2,8 @@
  * launch.c — a launch in the lab, checked before anything runs: the grid against kprof's own
  * bounds and the device's, the threadgroup against the kernel's compile-time rule (required or
  * maximum size), its reflected maximum and the device's local memory; the kernel reflected at
- * it; and what its grid can touch of each buffer, for the readings.
+ * it (for a session in this process: kp_lab_local's check_launch and reflect); and what its grid
+ * can touch of each buffer, for the readings.
  */
 #define _GNU_SOURCE
 #include "lab/lab_internal.h"
@@ -97,9 +98,9 @@ kprof_status kp_lab_check_tg_rule(const kp_reflection *r, const kp_launch *l, co
     return KPROF_OK;
 }
 
-kprof_status kp_lab_reflect(kp_lab *lab, const kp_launch *l, kp_reflection *refl, kp_error *err)
+kprof_status kp_lab_local_reflect(kp_lab *lab, const kp_launch *l, kp_reflection *refl,
+                                  kp_error *err)
 {
-    if (lab->child) return kp_lab_child_reflect(lab->child, l, refl, err);
     kprof_status st = lab->ops->reflect(lab->kernel, l, refl, err);
     if (st != KPROF_OK) return st;
     refl->dynamic_local = l->dyn_local;
@@ -109,10 +110,9 @@ kprof_status kp_lab_reflect(kp_lab *lab, const kp_launch *l, kp_reflection *refl
     return KPROF_OK;
 }
 
-kprof_status kp_lab_check_launch(kp_lab *lab, const kp_launch *l, kp_reflection *refl,
-                                 kp_error *err)
+kprof_status kp_lab_local_check_launch(kp_lab *lab, const kp_launch *l, kp_reflection *refl,
+                                       kp_error *err)
 {
-    if (lab->child) return kp_lab_child_check_launch(lab->child, l, refl, err);
     const kp_device_info *d = &lab->info.device;
     const char *name = lab->info.kernel->name;
     if (l->dims < 1 || l->dims > 3)
@@ -140,7 +140,7 @@ kprof_status kp_lab_check_launch(kp_lab *lab, const kp_launch *l, kp_reflection 
     }
     /* The kernel's own rule first: a size it was compiled never to take is the real reason,
      * whatever else is wrong with it. */
-    kprof_status st = kp_lab_reflect(lab, l, refl, err);
+    kprof_status st = kp_lab_local_reflect(lab, l, refl, err);
     if (st != KPROF_OK) return st;
     st = kp_lab_check_tg_rule(refl, l, name, err);
     if (st != KPROF_OK) return st;

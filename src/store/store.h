@@ -30,6 +30,7 @@
 #define KP_STORE_STORE_H
 
 #include "core/device.h"
+#include "lab/ceiling.h" /* kp_ceiling, the record kept per device */
 
 #include <stdint.h>
 
@@ -39,20 +40,6 @@
 #define KP_STORE_SCHEMA_FMA_DEV 3
 
 typedef struct kp_store kp_store;
-
-typedef struct kp_ceiling {
-    double copy_gbs;     /* best device-to-device copy, bytes read + written per s / 1e9 */
-    uint64_t copy_bytes; /* buffer size of the best copy */
-    double demo_add_gbs; /* demo_add at the largest size, ~GB/s touched */
-    double demo_add_ms;  /* its median GPU ms */
-    uint64_t demo_add_elements;
-    int64_t measured_at;  /* unix seconds */
-    char driver[128];     /* driver version when measured */
-    char method[256];     /* what was measured, for people */
-    double fma_gflops;    /* FP32 FLOP peak: kprof's FMA kernel, GFLOP/s; 0 when not
-                             measured (or stored by a kprof without the column) */
-    char fma_method[256]; /* how the peak was measured, for people ("" when none) */
-} kp_ceiling;
 
 /* Open (creating when missing, upgrading when older) the store. readonly=1 never creates nor
  * upgrades (it may roll back a crashed writer's journal, as SQLite must): NOT_FOUND when

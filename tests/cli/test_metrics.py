@@ -248,6 +248,14 @@ class Metrics(kptest.KprofTestCase):
         text = self.out("report", self.trace)
         self.assertIn("Note: metric records dropped: 2 with no event", text)
         self.check_golden("report-metrics.txt", text)
+        # Every other form of the tables and the trace with metrics, pinned too (the path the
+        # JSON names is the test's own folder: written as m.kprof).
+        for name, args in (("report-metrics.json", ["--json"]), ("report-metrics.csv", ["--csv"]),
+                           ("report-metrics-trace.txt", ["--trace"]),
+                           ("report-metrics-trace.json", ["--trace", "--json"]),
+                           ("report-metrics-raw.txt", ["--raw"])):
+            self.check_golden(name, self.out("report", self.trace, *args).replace(
+                self.trace, "m.kprof"))
         host, device, nvtx = (text.split(h)[1].split("\n\n")[0] for h in
                               ("Host-side activity", "Device-side activity", "NVTX ranges"))
         self.assertIn("Calls       Flops   GFLOP/s  Time distribution", host)  # no bytes there

@@ -453,6 +453,17 @@ static void test_metrics(void)
         CHECK_INT(kp_aggregation_rate(step->stats.flops, step->stats.flops_ns, &rate), 0);
         CHECK_NEAR(rate, 1e5, 0); /* 1e6 flops in 10 ns: 1e5 GFLOP/s */
         CHECK_INT(kp_aggregation_rate(step->stats.bytes, step->stats.bytes_ns, &rate), -1);
+        /* The events that carry each (the report's "-" or a number): a fill's size is bytes,
+         * not a metric (no metric columns for it alone). */
+        CHECK_INT(step->stats.flops_events, 1);
+        CHECK_INT(step->stats.bytes_events, 0);
+        CHECK_INT(step->stats.metric_events, 1);
+        CHECK_INT(gemm->stats.flops_events, 1);
+        CHECK_INT(gemm->stats.bytes_events, 1);
+        CHECK_INT(gemm->stats.metric_events, 1);
+        CHECK_INT(fill->stats.flops_events, 0);
+        CHECK_INT(fill->stats.bytes_events, 1);
+        CHECK_INT(fill->stats.metric_events, 0);
     }
     CHECK_INT(kp_aggregation_get_totals(a)->metric_events, 2);
     /* By name, the rows merge the times too. */
@@ -462,6 +473,8 @@ static void test_metrics(void)
     for (size_t i = 0; i < n; i++) {
         if (rows[i].kind == KP_EVENT_KERNEL) CHECK_INT(rows[i].stats.flops_ns, 1);
         if (rows[i].kind == KP_EVENT_RANGE) CHECK_INT(rows[i].stats.flops_ns, 10);
+        if (rows[i].kind == KP_EVENT_RANGE) CHECK_INT(rows[i].stats.flops_events, 1);
+        if (rows[i].kind == KP_EVENT_RANGE) CHECK_INT(rows[i].stats.metric_events, 1);
     }
     free(rows);
     kp_aggregation_destroy(a);

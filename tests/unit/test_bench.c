@@ -94,6 +94,7 @@ static const kp_backend_ops ops = {.name = "fake",
 static kp_lab *fake_lab(fake_kernel *k)
 {
     kp_lab *lab = calloc(1, sizeof *lab);
+    lab->impl = &kp_lab_local;
     lab->ops = &ops;
     lab->info.ops = &ops;
     lab->kernel = (kp_kernel *)k;

@@ -71,6 +71,7 @@ static const kp_launch launch = {.dims = 1, .grid = {64, 1, 1}, .tg = {64, 1, 1}
 static kp_lab *fake_lab(const kp_backend_ops *ops)
 {
     kp_lab *lab = calloc(1, sizeof *lab);
+    lab->impl = &kp_lab_local;
     lab->ops = ops;
     lab->info.ops = ops;
     log_text[0] = '\0';

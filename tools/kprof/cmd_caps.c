@@ -40,7 +40,7 @@ static void kp_caps_collect(kp_caps_backend *b, const char *name)
     if (!ops) {
         snprintf(b->reason, sizeof b->reason,
                  "not built into this kprof (no %s headers when it was compiled)",
-                 strcmp(name, "cuda") == 0 ? "CUDA" : "OpenCL");
+                 kp_backend_api(name));
         return;
     }
     b->built = 1;

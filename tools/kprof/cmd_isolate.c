@@ -26,7 +26,7 @@ static const char *kp_isolate_default_lang(void)
     kp_error err = {0};
     kprof_status st = kp_backend_choose(NULL, -1, -1, &ops, &index, &err);
     kp_error_clear(&err);
-    return st == KPROF_OK && strcmp(ops->name, "cuda") == 0 ? "cu" : "cl";
+    return st == KPROF_OK ? kp_lang_extension(ops->source_lang) : "cl";
 }
 
 int kp_cmd_isolate(int argc, char **argv)

@@ -606,7 +606,10 @@ static kprof_status kp_sweep_prepare(kp_sweep_run *s, kp_error *err)
         s->counters = calloc((size_t)s->npoints, sizeof *s->counters);
         if (!s->counters) return kp_error_nomem(err);
         /* A backend without counters is known now: no columns of dashes. */
-        s->counter_columns = kp_lab_has_counters(s->lab, s->counters_off, sizeof s->counters_off);
+        kp_error off = {0};
+        s->counter_columns = kp_lab_counters_check(s->lab, &off) == KPROF_OK;
+        if (!s->counter_columns) kp_strlcpy(s->counters_off, off.message, sizeof s->counters_off);
+        kp_error_clear(&off);
     }
     s->bytes_assumed = !a->have_bytes;
     s->bytes = a->have_bytes ? a->bytes : info->buffer_bytes;

@@ -12,6 +12,8 @@
 
 const kp_backend_ops kp_cuda_backend = {
     .name = "cuda",
+    .api = "CUDA",
+    .source_lang = KP_LANG_CUDA,
     .kernels_in_process = 0, /* a GPU: a faulting kernel is an error the driver returns */
     .probe = kp_cuda_probe,
     .device_count = kp_cuda_device_count,

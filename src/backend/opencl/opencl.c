@@ -924,6 +924,8 @@ static kprof_status kp_cl_flush_cache(kp_device *dev, double *ns, kp_error *err)
 
 const kp_backend_ops kp_opencl_backend = {
     .name = "opencl",
+    .api = "OpenCL",
+    .source_lang = KP_LANG_OPENCL_C,
     .kernels_in_process = 1, /* CPU devices */
     .probe = kp_cl_probe,
     .device_count = kp_cl_device_count,
