@@ -18,6 +18,7 @@
 #include "store/store.h"
 #include "tools/kprof/bench_file.h"
 #include "tools/kprof/cli.h"
+#include "tools/kprof/lab_options.h"
 #include "tools/kprof/progress.h"
 #include "tools/kprof/record.h"
 #include "tools/kprof/run.h"
@@ -170,101 +171,30 @@ static int kp_bench_parse_axis(kp_bench_args *a, const char *text)
     return 0;
 }
 
-static int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
+/* The options' loop: the shared ones into o (lab_options.h), bench's own into a. 0 or a usage
+ * exit code. */
+static int kp_bench_parse_options(int argc, char **argv, const struct option *longopts,
+                                  kp_lab_cli *o, kp_bench_args *a)
 {
-    static const struct option longopts[] = {
-        {"entry", required_argument, NULL, 'e'},
-        {"grid", required_argument, NULL, 'g'},
-        {"tg", required_argument, NULL, 't'},
-        {"block", required_argument, NULL, 't'},
-        {"local", required_argument, NULL, 't'},
-        {"buffers", required_argument, NULL, 'b'},
-        {"backend", required_argument, NULL, 'k'},
-        {"device", required_argument, NULL, 'd'},
-        {"smem", required_argument, NULL, 's'},
-        {"options", required_argument, NULL, 'o'},
-        {"timer", required_argument, NULL, 'c'},
-        {"kernel-timeout", required_argument, NULL, 'K'},
-        {"bytes", required_argument, NULL, 'B'},
-        {"flops", required_argument, NULL, 'f'},
-        {"axis", required_argument, NULL, 'a'},
-        {"cache", required_argument, NULL, 'C'},
-        {"cold", no_argument, NULL, 'O'},
-        {"hot", no_argument, NULL, 'H'},
-        {"max-noise", required_argument, NULL, 'N'},
-        {"min-time", required_argument, NULL, 'm'},
-        {"min-samples", required_argument, NULL, 'n'},
-        {"timeout", required_argument, NULL, 'T'},
-        {"warmup", required_argument, NULL, 'w'},
-        {"throttle", required_argument, NULL, 'R'},
-        {"threshold", required_argument, NULL, 'h'},
-        {"compare", required_argument, NULL, 'x'},
-        {"fail-if-slower", required_argument, NULL, 'X'},
-        {"json", no_argument, NULL, 'j'},
-        {"plot", required_argument, NULL, 'P'},
-        {"plot-y", required_argument, NULL, 'Y'},
-        {"force", no_argument, NULL, 'F'},
-        {"counters", optional_argument, NULL, 'Q'},
-        {"repeat", required_argument, NULL, 'r'},
-        {NULL, 0, NULL, 0},
-    };
-    memset(a, 0, sizeof *a);
-    a->device = -1;
-    a->grid = "1048576";
-    a->tg = "256";
-    a->fail_if_slower = -1;
-    a->repeat = 1;
-    kp_bench_config_default(&a->cfg);
     uint64_t v;
     double d;
-    int rc;
-    const char *counters_list = NULL; /* the word --counters took as its LIST, if any */
+    int rc, taken;
     opterr = 0;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, ":D:I:", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, KP_LAB_SHORTOPTS, longopts, NULL)) != -1) {
+        if ((rc = kp_lab_cli_option(o, c, argc, argv, &taken)) != 0) return rc;
+        if (taken) continue;
         switch (c) {
         case 'e':
             if (a->nentries == 2)
                 return kp_cli_usage_error("bench", "--entry at most twice (A and B)");
             a->entries[a->nentries++] = optarg;
             break;
-        case 'g':
-            a->grid = optarg;
-            break;
-        case 't':
-            a->tg = optarg;
-            break;
-        case 'b':
-            a->buffers = optarg;
-            break;
-        case 'k':
-            a->backend = optarg;
-            break;
-        case 'd':
-            if ((rc = kp_cli_parse_device("bench", optarg, &a->device)) != 0) return rc;
-            break;
-        case 's':
-            if ((rc = kp_cli_parse_smem("bench", optarg, &a->launch)) != 0) return rc;
-            break;
-        case 'o':
-            kp_str_printf(&a->options, " %s", optarg);
-            break;
-        case 'I':
-            kp_str_printf(&a->options, " -I%s", optarg);
-            break;
         case 'D':
             if (a->ndefines == KP_BENCH_MAX_DEFINES)
                 return kp_cli_usage_error("bench", "at most %d -D options", KP_BENCH_MAX_DEFINES);
             a->defines[a->ndefines++] = optarg;
-            break;
-        case 'c':
-            if ((rc = kp_cli_parse_timer("bench", optarg, &a->launch)) != 0) return rc;
-            break;
-        case 'K':
-            if ((rc = kp_cli_parse_kernel_timeout("bench", "--kernel-timeout", optarg,
-                                                  &a->launch)) != 0)
-                return rc;
             break;
         case 'B':
             a->bytes_expr = optarg;
@@ -314,11 +244,6 @@ static int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
                 return kp_cli_usage_error("bench", "--timeout '%s': expected seconds > 0", optarg);
             a->cfg.timeout_s = d;
             break;
-        case 'w':
-            if (kp_parse_size(optarg, &v) != 0 || v > 1000000)
-                return kp_cli_usage_error("bench", "--warmup '%s': expected 0 to 1000000", optarg);
-            a->cfg.warmup = (int)v;
-            break;
         case 'R':
             if ((rc = kp_cli_parse_percent("bench", "--throttle", optarg, 0, 100,
                                            &a->cfg.throttle_fraction)) != 0)
@@ -337,12 +262,6 @@ static int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
                                            &a->fail_if_slower)) != 0)
                 return rc;
             break;
-        case 'j':
-            a->json = 1;
-            break;
-        case 'P':
-            a->plot = optarg;
-            break;
         case 'Y':
             if (strcmp(optarg, "time") == 0)
                 a->plot_throughput = 0;
@@ -354,27 +273,62 @@ static int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
                 return kp_cli_usage_error("bench", "--plot-y '%s': choose time, gbps or gflops",
                                           optarg);
             break;
-        case 'F':
-            a->force = 1;
-            break;
         case 'r':
             if (kp_parse_size(optarg, &v) != 0 || v < 1 || v > KP_BENCH_MAX_REPEAT)
                 return kp_cli_usage_error("bench", "--repeat '%s': expected 1 to %d sessions",
                                           optarg, KP_BENCH_MAX_REPEAT);
             a->repeat = (int)v;
             break;
-        case 'Q':
-            a->counters = 1;
-            if ((rc = kp_run_parse_counters("bench", optarg, argc, argv, &optind,
-                                            &a->counters_asked, &counters_list)) != 0)
-                return rc;
-            break;
-        case ':':
-            return kp_cli_usage_error("bench", "%s needs a value", argv[optind - 1]);
-        default:
-            return kp_cli_usage_error("bench", "unknown option '%s'", argv[optind - 1]);
         }
     }
+    return 0;
+}
+
+static int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
+{
+    static const struct option longopts[] = {
+        KP_LAB_LONGOPTS,
+        {"entry", required_argument, NULL, 'e'},
+        {"kernel-timeout", required_argument, NULL, KP_LAB_OPT_KERNEL_TIMEOUT},
+        {"bytes", required_argument, NULL, 'B'},
+        {"flops", required_argument, NULL, 'f'},
+        {"axis", required_argument, NULL, 'a'},
+        {"cache", required_argument, NULL, 'C'},
+        {"cold", no_argument, NULL, 'O'},
+        {"hot", no_argument, NULL, 'H'},
+        {"max-noise", required_argument, NULL, 'N'},
+        {"min-time", required_argument, NULL, 'm'},
+        {"min-samples", required_argument, NULL, 'n'},
+        {"timeout", required_argument, NULL, 'T'},
+        {"throttle", required_argument, NULL, 'R'},
+        {"threshold", required_argument, NULL, 'h'},
+        {"compare", required_argument, NULL, 'x'},
+        {"fail-if-slower", required_argument, NULL, 'X'},
+        {"plot-y", required_argument, NULL, 'Y'},
+        {"repeat", required_argument, NULL, 'r'},
+        {NULL, 0, NULL, 0},
+    };
+    memset(a, 0, sizeof *a);
+    a->fail_if_slower = -1;
+    a->repeat = 1;
+    kp_bench_config_default(&a->cfg);
+    kp_lab_cli o;
+    kp_lab_cli_init(&o, "bench", "--kernel-timeout", 0);
+    o.launch = &a->launch;
+    o.warmup = &a->cfg.warmup;
+    int rc = kp_bench_parse_options(argc, argv, longopts, &o, a);
+    a->options = o.options; /* freed by the caller, whatever the outcome */
+    a->grid = o.grid_text ? o.grid_text : "1048576";
+    a->tg = o.tg_text ? o.tg_text : "256";
+    a->buffers = o.buffers;
+    a->backend = o.backend;
+    a->device = o.device;
+    a->json = o.json;
+    a->plot = o.plot;
+    a->force = o.force;
+    a->counters = o.counters;
+    a->counters_asked = o.counters_asked;
+    if (rc != 0) return rc;
     for (; optind < argc; optind++) {
         if (a->ntargets == 2)
             return kp_cli_usage_error("bench",
@@ -383,18 +337,10 @@ static int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
                                       argv[optind]);
         a->targets[a->ntargets++] = argv[optind];
     }
-    if (a->ntargets == 0 && counters_list)
-        return kp_cli_usage_error("bench",
-                                  "give a kernel: --counters took '%s' as its LIST of "
-                                  "metric names (write --counters=LIST, or name the "
-                                  "kernel as a path)",
-                                  counters_list);
     if (a->ntargets == 0)
-        return kp_cli_usage_error("bench", "give a kernel: a NAME made by `kprof isolate` or a "
-                                           "FILE (two to compare them)");
-    if (!a->buffers)
-        return kp_cli_usage_error("bench", "--buffers is required: one item per kernel argument, "
-                                           "e.g. f32:N,f32:N,u32=N with --axis N=1M,4M");
+        return kp_lab_cli_no_kernel(&o, "a NAME made by `kprof isolate` or a FILE (two to "
+                                        "compare them)");
+    if ((rc = kp_lab_cli_need_buffers(&o, "f32:N,f32:N,u32=N with --axis N=1M,4M")) != 0) return rc;
     int sides = a->ntargets == 2 || a->nentries == 2 ? 2 : 1;
     if (sides == 2 && a->compare_file)
         return kp_cli_usage_error("bench", "--compare FILE compares with an earlier run: give "
@@ -404,9 +350,7 @@ static int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
                                            "(A B, or --entry twice) or --compare FILE");
     if (!a->hot && !a->cold) a->hot = 1;
     if (a->plot) {
-        if (strcmp(kp_path_extension(a->plot), "svg") != 0)
-            return kp_cli_usage_error("bench", "--plot '%s': the plot is SVG; name a .svg file",
-                                      a->plot);
+        if ((rc = kp_lab_cli_check_plot(&o)) != 0) return rc;
         int varying = 0;
         for (int i = 0; i < a->naxes; i++)
             varying += a->axes[i].nvalues > 1;

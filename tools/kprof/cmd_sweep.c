@@ -29,6 +29,7 @@
 #include "lab/sweep.h"
 #include "store/store.h"
 #include "tools/kprof/cli.h"
+#include "tools/kprof/lab_options.h"
 #include "tools/kprof/progress.h"
 #include "tools/kprof/record.h"
 #include "tools/kprof/run.h"
