@@ -8,6 +8,7 @@
 #include "lab/bench.h"
 #include "base/util.h"
 #include "core/expr.h"
+#include "core/readings.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -919,4 +920,50 @@ static kprof_status kp_bench_point_once(kp_bench_session *r, int index, int rep,
             r->rows[i].side[s].lab = NULL;
     kp_bench_setup_free(&p);
     return st;
+}
+
+const kp_bench_outcome *kp_bench_row_comparison(const kp_bench_row *row)
+{
+    if (row->nsides == 2) return &row->outcome;
+    if (row->have_old) return &row->old_outcome;
+    return NULL;
+}
+
+void kp_bench_gate(kp_bench_row *rows, int nrows, double fail_if_slower)
+{
+    if (fail_if_slower < 0) return;
+    for (int i = 0; i < nrows; i++) {
+        kp_bench_row *row = &rows[i];
+        const kp_bench_outcome *o = kp_bench_row_comparison(row);
+        if (!o) continue;
+        row->slower_gate = kp_bench_outcome_fails(o, fail_if_slower);
+    }
+}
+
+double kp_bench_row_gbps(const kp_bench_row *row, const kp_bench_side *s)
+{
+    return s->median.value > 0 ? (double)row->bytes / (s->median.value * 1e-3) / 1e9 : 0;
+}
+
+double kp_bench_row_gflops(const kp_bench_row *row, const kp_bench_side *s)
+{
+    return s->median.value > 0 && row->flops > 0 ? row->flops / (s->median.value * 1e-3) / 1e9 : 0;
+}
+
+void kp_bench_row_readings(const kp_bench_row *row, const kp_bench_side *s, const kp_counters *c,
+                           double ceiling_gbs, double peak_gflops, uint64_t cache_bytes,
+                           kp_readings_input *in, kp_readings *rd)
+{
+    memset(in, 0, sizeof *in);
+    in->median_ms = s->median.value;
+    in->gbps = kp_bench_row_gbps(row, s);
+    in->bytes = row->bytes;
+    in->bytes_assumed = row->bytes_assumed;
+    in->ceiling_gbs = ceiling_gbs;
+    /* Hot rows' data that fits in the cache: the counters' cold DRAM bytes are no rate. */
+    in->working_set = row->working_set;
+    in->cache_bytes = cache_bytes;
+    in->timed_cold = row->cold;
+    kp_counters_apply(c, peak_gflops, in);
+    kp_readings_compute(in, rd);
 }

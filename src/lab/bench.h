@@ -43,6 +43,7 @@
 
 #include "core/compare.h"
 #include "core/judge.h"
+#include "core/readings.h"
 #include "core/stats.h"
 #include "core/expr.h"
 #include "lab/counters.h"
@@ -301,5 +302,23 @@ void kp_bench_vars_text(const kp_vars *vars, char *buf, size_t n);
  * comparison made again with the sessions' spread. On TIMEOUT s->wedged is set and the
  * sessions are left open. */
 kprof_status kp_bench_point(kp_bench_session *s, int index, kp_error *err);
+
+/* The comparison a row shows: A/B's (two kernels), else --compare's against the earlier run,
+ * else NULL. */
+const kp_bench_outcome *kp_bench_row_comparison(const kp_bench_row *row);
+
+/* --fail-if-slower P (fraction; < 0: not asked): each row's slower_gate, from its comparison
+ * (kp_bench_outcome_fails). */
+void kp_bench_gate(kp_bench_row *rows, int nrows, double fail_if_slower);
+
+/* A side's ~GB/s (the row's bytes over its median) and GFLOP/s (0 without --flops). */
+double kp_bench_row_gbps(const kp_bench_row *row, const kp_bench_side *s);
+double kp_bench_row_gflops(const kp_bench_row *row, const kp_bench_side *s);
+
+/* What a side's counters c say at its median (the readings of the measured figures alone),
+ * against the device's ceiling and FLOP peak (0: none) and its cache. */
+void kp_bench_row_readings(const kp_bench_row *row, const kp_bench_side *s, const kp_counters *c,
+                           double ceiling_gbs, double peak_gflops, uint64_t cache_bytes,
+                           kp_readings_input *in, kp_readings *rd);
 
 #endif

@@ -23,24 +23,11 @@
 #include "tools/kprof/record.h"
 #include "tools/kprof/run.h"
 
-#include <ctype.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The command line: what to measure (lab/bench.h), and what to do with it. */
-typedef struct kp_bench_args {
-    kp_bench_plan plan;
-    kp_str options; /* -I and --options (plan.options points into it) */
-    const char *compare_file;
-    double fail_if_slower; /* fraction; < 0: not asked */
-    int json;
-    const char *plot;
-    int plot_throughput;
-    int force;
-} kp_bench_args;
 
 typedef struct kp_bench_run {
     kp_bench_session s; /* the points measured (lab/bench.h) */
@@ -50,291 +37,6 @@ typedef struct kp_bench_run {
     double ceiling_gbs; /* --counters: the device's measured ceiling and FLOP peak (0: none) */
     double peak_gflops;
 } kp_bench_run;
-
-/* ---- arguments ---------------------------------------------------------------------------- */
-
-static int kp_bench_parse_axis(kp_bench_args *a, const char *text)
-{
-    if (a->plan.naxes == KP_BENCH_MAX_AXES)
-        return kp_cli_usage_error("bench", "at most %d --axis options", KP_BENCH_MAX_AXES);
-    const char *eq = strchr(text, '=');
-    kp_bench_axis *ax = &a->plan.axes[a->plan.naxes];
-    memset(ax, 0, sizeof *ax);
-    if (!eq || eq == text || (size_t)(eq - text) >= sizeof ax->name)
-        return kp_cli_usage_error("bench", "--axis '%s': expected NAME=V1,V2,... (N=1M,4M,16M)",
-                                  text);
-    memcpy(ax->name, text, (size_t)(eq - text));
-    if (!kp_expr_is_name(ax->name))
-        return kp_cli_usage_error("bench",
-                                  "--axis '%s': '%s' is not a name (letters, digits "
-                                  "and _, not starting with a digit)",
-                                  text, ax->name);
-    for (int i = 0; i < a->plan.naxes; i++)
-        if (strcmp(a->plan.axes[i].name, ax->name) == 0)
-            return kp_cli_usage_error("bench", "--axis %s is given twice", ax->name);
-    if (strchr(ax->name, 'x'))
-        return kp_cli_usage_error("bench",
-                                  "--axis '%s': a name may not hold 'x', which separates "
-                                  "the dimensions of --grid and --tg",
-                                  ax->name);
-    const char *p = eq + 1;
-    for (;;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        if (ax->nvalues == KP_BENCH_MAX_VALUES)
-            return kp_cli_usage_error("bench", "--axis %s: at most %d values", ax->name,
-                                      KP_BENCH_MAX_VALUES);
-        kp_var *v = &ax->values[ax->nvalues];
-        if (len == 0 || len >= sizeof v->text)
-            return kp_cli_usage_error("bench", "--axis '%s': an empty or too long value", text);
-        memcpy(v->text, p, len);
-        v->text[len] = '\0';
-        memcpy(v->name, ax->name, sizeof v->name);
-        char why[256];
-        if (kp_expr_eval(v->text, NULL, &v->value, why, sizeof why) == 0) {
-            v->numeric = 1;
-        } else {
-            /* A word ("f32", "float4") is a text value; anything else is a typing error. */
-            for (const char *c = v->text; *c; c++)
-                if (!(isalnum((unsigned char)*c) || *c == '_' || *c == '.'))
-                    return kp_cli_usage_error("bench", "--axis %s value '%s': %s", ax->name,
-                                              v->text, why);
-            v->numeric = 0;
-        }
-        for (int i = 0; i < ax->nvalues; i++)
-            if (strcmp(ax->values[i].text, v->text) == 0)
-                return kp_cli_usage_error("bench", "--axis %s: value '%s' is given twice", ax->name,
-                                          v->text);
-        ax->nvalues++;
-        if (!comma) break;
-        p = comma + 1;
-    }
-    a->plan.naxes++;
-    return 0;
-}
-
-/* The options' loop: the shared ones into o (lab_options.h), bench's own into a. 0 or a usage
- * exit code. */
-static int kp_bench_parse_options(int argc, char **argv, const struct option *longopts,
-                                  kp_lab_cli *o, kp_bench_args *a)
-{
-    uint64_t v;
-    double d;
-    int rc, taken;
-    opterr = 0;
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, KP_LAB_SHORTOPTS, longopts, NULL)) != -1) {
-        if ((rc = kp_lab_cli_option(o, c, argc, argv, &taken)) != 0) return rc;
-        if (taken) continue;
-        switch (c) {
-        case 'e':
-            if (a->plan.nentries == 2)
-                return kp_cli_usage_error("bench", "--entry at most twice (A and B)");
-            a->plan.entries[a->plan.nentries++] = optarg;
-            break;
-        case 'D':
-            if (a->plan.ndefines == KP_BENCH_MAX_DEFINES)
-                return kp_cli_usage_error("bench", "at most %d -D options", KP_BENCH_MAX_DEFINES);
-            a->plan.defines[a->plan.ndefines++] = optarg;
-            break;
-        case 'B':
-            a->plan.bytes_expr = optarg;
-            break;
-        case 'f':
-            a->plan.flops_expr = optarg;
-            break;
-        case 'a':
-            if ((rc = kp_bench_parse_axis(a, optarg)) != 0) return rc;
-            break;
-        case 'C':
-            if (strcmp(optarg, "hot") == 0)
-                a->plan.hot = 1;
-            else if (strcmp(optarg, "cold") == 0)
-                a->plan.cold = 1;
-            else if (strcmp(optarg, "both") == 0)
-                a->plan.hot = a->plan.cold = 1;
-            else
-                return kp_cli_usage_error("bench", "--cache '%s': choose hot, cold or both",
-                                          optarg);
-            break;
-        case 'O':
-            a->plan.cold = 1;
-            break;
-        case 'H':
-            a->plan.hot = 1;
-            break;
-        case 'N':
-            if ((rc = kp_cli_parse_percent("bench", "--max-noise", optarg, 0.001, 100,
-                                           &a->plan.cfg.max_noise)) != 0)
-                return rc;
-            break;
-        case 'm':
-            if (kp_cli_parse_double(optarg, &d) != 0 || d > 3600)
-                return kp_cli_usage_error("bench", "--min-time '%s': expected 0 to 3600 seconds",
-                                          optarg);
-            a->plan.cfg.min_time_s = d;
-            break;
-        case 'n':
-            if (kp_parse_size(optarg, &v) != 0 || v < 1 || v > 1000000)
-                return kp_cli_usage_error("bench", "--min-samples '%s': expected 1 to 1000000",
-                                          optarg);
-            a->plan.cfg.min_samples = (int)v;
-            break;
-        case 'T':
-            if (kp_cli_parse_double(optarg, &d) != 0 || d <= 0 || d > 86400)
-                return kp_cli_usage_error("bench", "--timeout '%s': expected seconds > 0", optarg);
-            a->plan.cfg.timeout_s = d;
-            break;
-        case 'R':
-            if ((rc = kp_cli_parse_percent("bench", "--throttle", optarg, 0, 100,
-                                           &a->plan.cfg.throttle_fraction)) != 0)
-                return rc;
-            break;
-        case 'h':
-            if ((rc = kp_cli_parse_percent("bench", "--threshold", optarg, 0.01, 100,
-                                           &a->plan.cfg.threshold)) != 0)
-                return rc;
-            break;
-        case 'x':
-            a->compare_file = optarg;
-            break;
-        case 'X':
-            if ((rc = kp_cli_parse_percent("bench", "--fail-if-slower", optarg, 0, 1000,
-                                           &a->fail_if_slower)) != 0)
-                return rc;
-            break;
-        case 'Y':
-            if (strcmp(optarg, "time") == 0)
-                a->plot_throughput = 0;
-            else if (strcmp(optarg, "gbps") == 0)
-                a->plot_throughput = 1;
-            else if (strcmp(optarg, "gflops") == 0)
-                a->plot_throughput = 2;
-            else
-                return kp_cli_usage_error("bench", "--plot-y '%s': choose time, gbps or gflops",
-                                          optarg);
-            break;
-        case 'r':
-            if (kp_parse_size(optarg, &v) != 0 || v < 1 || v > KP_BENCH_MAX_REPEAT)
-                return kp_cli_usage_error("bench", "--repeat '%s': expected 1 to %d sessions",
-                                          optarg, KP_BENCH_MAX_REPEAT);
-            a->plan.repeat = (int)v;
-            break;
-        }
-    }
-    return 0;
-}
-
-static int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
-{
-    static const struct option longopts[] = {
-        KP_LAB_LONGOPTS,
-        {"entry", required_argument, NULL, 'e'},
-        {"kernel-timeout", required_argument, NULL, KP_LAB_OPT_KERNEL_TIMEOUT},
-        {"bytes", required_argument, NULL, 'B'},
-        {"flops", required_argument, NULL, 'f'},
-        {"axis", required_argument, NULL, 'a'},
-        {"cache", required_argument, NULL, 'C'},
-        {"cold", no_argument, NULL, 'O'},
-        {"hot", no_argument, NULL, 'H'},
-        {"max-noise", required_argument, NULL, 'N'},
-        {"min-time", required_argument, NULL, 'm'},
-        {"min-samples", required_argument, NULL, 'n'},
-        {"timeout", required_argument, NULL, 'T'},
-        {"throttle", required_argument, NULL, 'R'},
-        {"threshold", required_argument, NULL, 'h'},
-        {"compare", required_argument, NULL, 'x'},
-        {"fail-if-slower", required_argument, NULL, 'X'},
-        {"plot-y", required_argument, NULL, 'Y'},
-        {"repeat", required_argument, NULL, 'r'},
-        {NULL, 0, NULL, 0},
-    };
-    memset(a, 0, sizeof *a);
-    a->fail_if_slower = -1;
-    a->plan.repeat = 1;
-    kp_bench_config_default(&a->plan.cfg);
-    kp_lab_cli o;
-    kp_lab_cli_init(&o, "bench", "--kernel-timeout", 0);
-    o.launch = &a->plan.launch;
-    o.warmup = &a->plan.cfg.warmup;
-    int rc = kp_bench_parse_options(argc, argv, longopts, &o, a);
-    a->options = o.options; /* freed by the caller, whatever the outcome */
-    a->plan.options = a->options.data;
-    a->plan.grid = o.grid_text ? o.grid_text : "1048576";
-    a->plan.tg = o.tg_text ? o.tg_text : "256";
-    a->plan.buffers = o.buffers;
-    a->plan.backend = o.backend;
-    a->plan.device = o.device;
-    a->json = o.json;
-    a->plot = o.plot;
-    a->force = o.force;
-    a->plan.counters = o.counters;
-    a->plan.counters_asked = o.counters_asked;
-    if (rc != 0) return rc;
-    for (; optind < argc; optind++) {
-        if (a->plan.ntargets == 2)
-            return kp_cli_usage_error("bench",
-                                      "unexpected argument '%s': give one kernel, or "
-                                      "two to compare (A B)",
-                                      argv[optind]);
-        a->plan.targets[a->plan.ntargets++] = argv[optind];
-    }
-    if (a->plan.ntargets == 0)
-        return kp_lab_cli_no_kernel(&o, "a NAME made by `kprof isolate` or a FILE (two to "
-                                        "compare them)");
-    if ((rc = kp_lab_cli_need_buffers(&o, "f32:N,f32:N,u32=N with --axis N=1M,4M")) != 0) return rc;
-    int sides = a->plan.ntargets == 2 || a->plan.nentries == 2 ? 2 : 1;
-    if (sides == 2 && a->compare_file)
-        return kp_cli_usage_error("bench", "--compare FILE compares with an earlier run: give "
-                                           "one kernel with it, not two");
-    if (a->fail_if_slower >= 0 && sides == 1 && !a->compare_file)
-        return kp_cli_usage_error("bench", "--fail-if-slower needs a comparison: two kernels "
-                                           "(A B, or --entry twice) or --compare FILE");
-    if (!a->plan.hot && !a->plan.cold) a->plan.hot = 1;
-    if (a->plot) {
-        if ((rc = kp_lab_cli_check_plot(&o)) != 0) return rc;
-        int varying = 0;
-        for (int i = 0; i < a->plan.naxes; i++)
-            varying += a->plan.axes[i].nvalues > 1;
-        if (varying != 1)
-            return kp_cli_usage_error("bench", "--plot draws one axis against time or "
-                                               "throughput: give exactly one --axis with "
-                                               "several values");
-    }
-    if (a->plot_throughput == 2 && !a->plan.flops_expr)
-        return kp_cli_usage_error("bench", "--plot-y gflops needs --flops EXPR");
-    if (a->options.failed) return kp_cli_usage_error(NULL, "out of memory");
-    { /* -D NAME[=EXPR] and the rest as the compiler will see them, axes not yet substituted */
-        kp_str all = {0};
-        for (int i = 0; i < a->plan.ndefines; i++)
-            kp_str_printf(&all, " -D%s", a->plan.defines[i]);
-        if (a->options.data) kp_str_append(&all, a->options.data);
-        if (all.failed) {
-            kp_str_free(&all);
-            return kp_cli_usage_error(NULL, "out of memory");
-        }
-        int bad = kp_cli_check_compiler_options("bench", all.data);
-        kp_str_free(&all);
-        if (bad) return bad;
-    }
-    /* Every formula must name only axes: checked now, not after minutes of measuring. */
-    kp_vars probe = {0};
-    for (int i = 0; i < a->plan.naxes; i++) {
-        probe.v[probe.n] = a->plan.axes[i].values[0];
-        probe.n++;
-    }
-    const char *formulas[2] = {a->plan.bytes_expr, a->plan.flops_expr};
-    const char *names[2] = {"--bytes", "--flops"};
-    for (int i = 0; i < 2; i++) {
-        if (!formulas[i]) continue;
-        char why[256];
-        double x;
-        if (kp_expr_eval(formulas[i], &probe, &x, why, sizeof why) != 0)
-            return kp_cli_usage_error("bench", "%s '%s': %s", names[i], formulas[i], why);
-    }
-    return 0;
-}
 
 /* ---- the points (lab/bench.h measures them) ---------------------------------------------- */
 
@@ -395,53 +97,6 @@ static kprof_status kp_bench_compare_old(kp_bench_run *r, kp_error *err)
 }
 
 /* ---- output ------------------------------------------------------------------------------- */
-
-static const kp_bench_outcome *kp_bench_row_comparison(const kp_bench_row *row)
-{
-    if (row->nsides == 2) return &row->outcome;
-    if (row->have_old) return &row->old_outcome;
-    return NULL;
-}
-
-static void kp_bench_gate(kp_bench_run *r)
-{
-    if (r->a->fail_if_slower < 0) return;
-    for (int i = 0; i < r->s.nrows; i++) {
-        kp_bench_row *row = &r->s.rows[i];
-        const kp_bench_outcome *o = kp_bench_row_comparison(row);
-        if (!o) continue;
-        row->slower_gate = kp_bench_outcome_fails(o, r->a->fail_if_slower);
-    }
-}
-
-static double kp_bench_gbps(const kp_bench_row *row, const kp_bench_side *s)
-{
-    return s->median.value > 0 ? (double)row->bytes / (s->median.value * 1e-3) / 1e9 : 0;
-}
-
-static double kp_bench_gflops(const kp_bench_row *row, const kp_bench_side *s)
-{
-    return s->median.value > 0 && row->flops > 0 ? row->flops / (s->median.value * 1e-3) / 1e9 : 0;
-}
-
-/* What a side's counters say at its median (readings of the measured figures alone). */
-static void kp_bench_counter_readings(const kp_bench_run *r, const kp_bench_row *row,
-                                      const kp_bench_side *s, const kp_counters *c,
-                                      kp_readings_input *in, kp_readings *rd)
-{
-    memset(in, 0, sizeof *in);
-    in->median_ms = s->median.value;
-    in->gbps = kp_bench_gbps(row, s);
-    in->bytes = row->bytes;
-    in->bytes_assumed = row->bytes_assumed;
-    in->ceiling_gbs = r->ceiling_gbs;
-    /* Hot rows' data that fits in the cache: the counters' cold DRAM bytes are no rate. */
-    in->working_set = row->working_set;
-    in->cache_bytes = r->s.info.device.cache_bytes;
-    in->timed_cold = row->cold;
-    kp_counters_apply(c, r->peak_gflops, in);
-    kp_readings_compute(in, rd);
-}
 
 /* The engine's reasons as a list of their names. */
 static void kp_bench_json_reasons(kp_json *j, const char *key, unsigned reasons)
@@ -521,8 +176,8 @@ static void kp_bench_json_side(kp_json *j, const kp_bench_run *r, const kp_bench
         kp_json_null(j, "clock_mhz");
         kp_json_string(j, "clock_note", s->clock_note);
     }
-    kp_json_double(j, "gbps", kp_bench_gbps(row, s));
-    if (row->flops > 0) kp_json_double(j, "gflops", kp_bench_gflops(row, s));
+    kp_json_double(j, "gbps", kp_bench_row_gbps(row, s));
+    if (row->flops > 0) kp_json_double(j, "gflops", kp_bench_row_gflops(row, s));
     kp_json_array_begin(j, "samples_ms");
     for (size_t i = 0; i < s->n; i++)
         kp_json_double(j, NULL, s->ms[i]);
@@ -536,7 +191,8 @@ static void kp_bench_json_side(kp_json *j, const kp_bench_run *r, const kp_bench
     if (c) {
         kp_readings_input in;
         kp_readings rd;
-        kp_bench_counter_readings(r, row, s, c, &in, &rd);
+        kp_bench_row_readings(row, s, c, r->ceiling_gbs, r->peak_gflops,
+                              r->s.info.device.cache_bytes, &in, &rd);
         kp_counters_json(j, "counters", c, &in, &rd);
     }
     kp_json_object_end(j);
@@ -741,7 +397,8 @@ static void kp_bench_print_counters(const kp_bench_run *r)
             if (!c) continue;
             kp_readings_input in;
             kp_readings rd;
-            kp_bench_counter_readings(r, row, &row->side[s], c, &in, &rd);
+            kp_bench_row_readings(row, &row->side[s], c, r->ceiling_gbs, r->peak_gflops,
+                                  r->s.info.device.cache_bytes, &in, &rd);
             char line[2048];
             kp_run_counters_line(c, &in, &rd, line, sizeof line);
             printf("  %s%s%s%s: %s\n", vt, vt[0] ? " " : "", row->cold ? "cold" : "hot",
@@ -800,8 +457,8 @@ static void kp_bench_print(const kp_bench_run *r)
                           kp_format_ms_cell(sd->stats.p90, 10, p90, sizeof p90),
                           kp_format_ms_cell(sd->stats.max, 10, mx, sizeof mx), samples,
                           100 * sd->noise, s == 0 ? kp_bench_stop_name(row->outcome.stop) : "",
-                          clock, kp_bench_gbps(row, sd));
-            if (has_flops) kp_str_printf(&l, " %9.1f", kp_bench_gflops(row, sd));
+                          clock, kp_bench_row_gbps(row, sd));
+            if (has_flops) kp_str_printf(&l, " %9.1f", kp_bench_row_gflops(row, sd));
             printf("%s\n", l.data ? l.data : "");
             kp_str_free(&l);
         }
@@ -1051,7 +708,7 @@ int kp_cmd_bench(int argc, char **argv)
                     "nothing compared\n",
                     a->compare_file);
     }
-    kp_bench_gate(&r);
+    kp_bench_gate(r.s.rows, r.s.nrows, a->fail_if_slower);
     if (r.s.info.warning[0]) fprintf(stderr, "kprof: warning: %s\n", r.s.info.warning);
     if (r.s.counters_off[0]) fprintf(stderr, "kprof: counters: %s\n", r.s.counters_off);
     kp_bench_warnings(&r);

@@ -3,7 +3,8 @@
  * place: the kernel's buffers, backend and device, the launch's shared memory, timer, kernel
  * timeout, grid and threadgroup, the compiler's -I and --options, --warmup, --json, --plot,
  * --force and --counters [LIST]; the checks after the options that the three commands make
- * alike; and `kprof run`'s (and its sweep's) whole parser, kp_run_parse. Every usage error is
+ * alike; and the whole parsers of `kprof run` (and its sweep), kp_run_parse, and of `kprof
+ * bench`, kp_bench_parse. Every usage error is
  * printed as kp_cli_usage_error prints it and returned as its exit code (2).
  */
 #ifndef KP_TOOLS_LAB_OPTIONS_H
@@ -11,6 +12,7 @@
 
 #include "backend/backend.h"
 #include "base/util.h"
+#include "lab/bench.h"
 #include "lab/counters.h"
 
 #include <getopt.h>
@@ -126,5 +128,22 @@ int kp_run_parse_counters(const char *cmd, const char *optarg_text, int argc, ch
  * a (run.h). 0 or a usage exit code (printed). */
 struct kp_run_args;
 int kp_run_parse(int argc, char **argv, struct kp_run_args *a);
+
+/* The command line: what to measure (lab/bench.h), and what to do with it. */
+typedef struct kp_bench_args {
+    kp_bench_plan plan;
+    kp_str options; /* -I and --options (plan.options points into it) */
+    const char *compare_file;
+    double fail_if_slower; /* fraction; < 0: not asked */
+    int json;
+    const char *plot;
+    int plot_throughput;
+    int force;
+} kp_bench_args;
+
+/* Parse `kprof bench` arguments (argv[0] is the command) into a: the axes, the formulas checked
+ * against them, the compiler options checked (kp_cli_check_compiler_options). a->options is
+ * the caller's to free, whatever the outcome. 0 or a usage exit code (printed). */
+int kp_bench_parse(int argc, char **argv, kp_bench_args *a);
 
 #endif
