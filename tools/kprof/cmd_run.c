@@ -20,12 +20,10 @@
 #include "tools/kprof/record.h"
 #include "tools/kprof/run.h"
 
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* What `kprof run` reports: the session, the run's numbers, the readings in words and the

@@ -5,19 +5,20 @@
  * achieved occupancy and bound, the best point and its ties, the sizes above 110% of the ceiling
  * with `kprof run`'s reason), JSON (sweep.json in the kernel folder) and an SVG plot.
  *
- * How it runs: the calling thread opens the lab, checks every size before anything runs and
- * measures them one after another (the backends' runtimes stay on the thread that opened them);
- * a watcher thread, which never calls a backend, prints. The table's header comes once every
+ * How it runs (lab/sweep.h runs it): the calling thread opens the lab, checks every size before
+ * anything runs and measures them one after another (the backends' runtimes stay on the thread
+ * that opened them); a watcher thread, which never calls a backend, tells this file's observer,
+ * which prints. The table's header comes once every
  * size is checked and each row as soon as its point is measured, so a long sweep shows its
  * curve as it grows. Which point is best, and which are tied with it, can only be known once
  * every point is in: a closing block after the rows names them (or says why there is no best:
  * one size is not a comparison). Under --json nothing is printed until the end.
  *
  * SIGINT, SIGTERM and SIGHUP are blocked in every thread of the sweep and read by the watcher
- * through a signalfd, so that a signal never loses what was measured: the rows so far and the
- * closing block are printed — under --json the JSON of them with "complete": false, written to
- * sweep.json too — and kprof leaves at once with exit code 128 + the signal, without waiting
- * for the point being measured (its device work is abandoned, as after a --timeout).
+ * through a signalfd (lab/sweep.c), so that a signal never loses what was measured: the rows so far
+ * and the closing block are printed — under --json the JSON of them with "complete": false, written
+ * to sweep.json too — and kprof leaves at once with exit code 128 + the signal, without waiting for
+ * the point being measured (its device work is abandoned, as after a --timeout).
  */
 #define _GNU_SOURCE
 #include "core/format.h"
