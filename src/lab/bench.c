@@ -1,11 +1,14 @@
 /*
  * bench.c — `kprof bench`'s measurement loop: warm-up, batches sized to the kernel, kernels in
  * turn, clocks around every batch, the stopping rule checked as the samples grow, and the A/B
- * comparison (see bench.h).
+ * comparison; and a bench's points: each set up from its axis values, opened, measured hot and
+ * cold, its counters read (see bench.h).
  */
 #define _GNU_SOURCE
 #include "lab/bench.h"
 #include "base/util.h"
+#include "core/expr.h"
+#include "core/readings.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -514,4 +517,455 @@ done:
     free(flush);
     kp_bench_side_free(&flushes);
     return st;
+}
+
+/* ---- a bench's points ------------------------------------------------------------------- */
+
+/* "Nx64" -> dims; each part an expression in the axes ('x' outside braces separates). */
+static kprof_status kp_bench_dims(const char *opt, const char *text, const kp_vars *vars,
+                                  uint64_t out[3], int *dims, kp_error *err)
+{
+    int n = 0, depth = 0;
+    const char *start = text;
+    out[0] = out[1] = out[2] = 1;
+    for (const char *p = text;; p++) {
+        if (*p == '{') depth++;
+        if (*p == '}') depth--;
+        if (*p == '\0' || (*p == 'x' && depth == 0)) {
+            if (n == 3)
+                return kp_error_set(err, KPROF_INVALID, "%s '%s': more than 3 dimensions", opt,
+                                    text);
+            char part[256];
+            size_t len = (size_t)(p - start);
+            if (len == 0 || len >= sizeof part)
+                return kp_error_set(err, KPROF_INVALID, "%s '%s': an empty dimension", opt, text);
+            memcpy(part, start, len);
+            part[len] = '\0';
+            kp_str sub = {0};
+            kp_error why = {0};
+            double v;
+            kprof_status rc = kp_expr_substitute(part, vars, &sub, &why);
+            if (rc == KPROF_OK) rc = kp_expr_eval(sub.data ? sub.data : "", vars, &v, &why);
+            kp_str_free(&sub);
+            if (rc != KPROF_OK)
+                return kp_error_set(err, KPROF_INVALID, "%s '%s': %s", opt, text, why.message);
+            if (v < 1 || v != floor(v) || v > 1e15)
+                return kp_error_set(err, KPROF_INVALID,
+                                    "%s '%s': dimension %d is %g, not a positive whole number", opt,
+                                    text, n + 1, v);
+            out[n++] = (uint64_t)v;
+            if (*p == '\0') break;
+            start = p + 1;
+        }
+    }
+    *dims = n;
+    return KPROF_OK;
+}
+
+/* The compiler options at a point: -D values in the axes, then -I and --options. */
+static kprof_status kp_bench_point_options(const kp_bench_plan *a, const kp_vars *vars, kp_str *out,
+                                           kp_error *err)
+{
+    for (int i = 0; i < a->ndefines; i++) {
+        const char *d = a->defines[i], *eq = strchr(d, '=');
+        kp_error why = {0};
+        if (!eq) {
+            /* -DN with an axis N defines N as the axis value. */
+            const kp_var *v = kp_vars_find(vars, d);
+            char num[64];
+            if (v && v->numeric) kp_expr_format(v->value, num, sizeof num);
+            if (v)
+                kp_str_printf(out, " -D%s=%s", d, v->numeric ? num : v->text);
+            else
+                kp_str_printf(out, " -D%s", d);
+            continue;
+        }
+        kp_str_printf(out, " -D%.*s=", (int)(eq - d), d);
+        if (kp_expr_substitute(eq + 1, vars, out, &why) != KPROF_OK)
+            return kp_error_set(err, KPROF_INVALID, "-D %s: %s", d, why.message);
+    }
+    if (a->options) kp_str_append(out, a->options);
+    if (out->failed) return kp_error_nomem(err);
+    return KPROF_OK;
+}
+
+static void kp_bench_point_vars(const kp_bench_plan *a, int index, kp_vars *vars)
+{
+    memset(vars, 0, sizeof *vars);
+    /* The first axis varies slowest. */
+    int stride = 1;
+    for (int i = a->naxes - 1; i >= 0; i--) {
+        const kp_bench_axis *ax = &a->axes[i];
+        vars->v[i] = ax->values[(index / stride) % ax->nvalues];
+        stride *= ax->nvalues;
+    }
+    vars->n = a->naxes;
+}
+
+void kp_bench_vars_text(const kp_vars *vars, char *buf, size_t n)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    /* Numbers as numbers ("N=4096" whether given as 4K or 4096): a point is found again in an
+     * earlier run however its value was spelled. */
+    for (int i = 0; i < vars->n && len < n; i++) {
+        char num[64];
+        if (vars->v[i].numeric) kp_expr_format(vars->v[i].value, num, sizeof num);
+        len += (size_t)snprintf(buf + len, n - len, "%s%s=%s", i ? " " : "", vars->v[i].name,
+                                vars->v[i].numeric ? num : vars->v[i].text);
+    }
+}
+
+void kp_bench_setup_free(kp_bench_setup *p)
+{
+    kp_str_free(&p->buffers);
+    kp_str_free(&p->options);
+}
+
+/* Point index's setup; an error names the point. */
+kprof_status kp_bench_point_setup(const kp_bench_plan *a, int index, kp_bench_setup *p,
+                                  kp_error *err)
+{
+    memset(p, 0, sizeof *p);
+    kp_bench_point_vars(a, index, &p->vars);
+    const kp_vars *vars = &p->vars;
+    p->launch = a->launch;
+    int gd = 0, td = 0;
+    kp_error why = {0};
+    kprof_status st = kp_bench_dims("--grid", a->grid, vars, p->launch.grid, &gd, err);
+    if (st == KPROF_OK) st = kp_bench_dims("--tg", a->tg, vars, p->launch.tg, &td, err);
+    if (st == KPROF_OK && gd != td)
+        st = kp_error_set(err, KPROF_INVALID, "--grid has %d dimension%s but --tg has %d", gd,
+                          gd == 1 ? "" : "s", td);
+    p->launch.dims = gd;
+    if (st == KPROF_OK && kp_expr_substitute(a->buffers, vars, &p->buffers, &why) != KPROF_OK)
+        st = kp_error_set(err, KPROF_INVALID, "--buffers: %s", why.message);
+    if (st == KPROF_OK) st = kp_bench_point_options(a, vars, &p->options, err);
+    const char *formulas[2] = {a->bytes_expr, a->flops_expr};
+    const char *names[2] = {"--bytes", "--flops"};
+    double *values[2] = {&p->bytes, &p->flops};
+    for (int f = 0; f < 2 && st == KPROF_OK; f++) {
+        if (!formulas[f]) continue;
+        double v = 0;
+        if (kp_expr_eval(formulas[f], vars, &v, &why) != KPROF_OK)
+            st =
+                kp_error_set(err, KPROF_INVALID, "%s '%s': %s", names[f], formulas[f], why.message);
+        else if (v < 0 || v >= 18446744073709551616.0)
+            st = kp_error_set(err, KPROF_INVALID, "%s '%s' is %g at a point: %s", names[f],
+                              formulas[f], v, v < 0 ? "negative" : "too large");
+        *values[f] = v;
+    }
+    if (st != KPROF_OK) {
+        char vt[256];
+        kp_bench_vars_text(vars, vt, sizeof vt);
+        if (vt[0]) kp_error_append(err, " (at the point %s)", vt);
+        kp_bench_setup_free(p);
+    }
+    return st;
+}
+
+/* Every point's setup, before anything is measured: a mistake at the last point is found now,
+ * not after minutes of measuring. */
+kprof_status kp_bench_check_points(const kp_bench_plan *a, int npoints, kp_error *err)
+{
+    for (int index = 0; index < npoints; index++) {
+        kp_bench_setup p;
+        kprof_status st = kp_bench_point_setup(a, index, &p, err);
+        if (st != KPROF_OK) return st;
+        kp_bench_setup_free(&p);
+    }
+    return KPROF_OK;
+}
+
+/* --counters for one side of a row, after its samples: one replayed dispatch of lab's kernel at
+ * launch. Once a row finds the counters cannot be read, later rows are not asked (the first
+ * reason stands for all). */
+static kprof_status kp_bench_counters(kp_bench_session *r, kp_bench_row *row, int side, kp_lab *lab,
+                                      const kp_launch *launch, kp_error *err)
+{
+    kp_counters *c = malloc(sizeof *c);
+    if (!c) return kp_error_nomem(err);
+    *c = r->plan->counters_asked;
+    row->counters[side] = c;
+    if (r->counters_off[0]) {
+        c->read = 1;
+        c->have = 0;
+        snprintf(c->why_not, sizeof c->why_not, "%s", r->counters_off);
+        return KPROF_OK;
+    }
+    kprof_status st = kp_lab_counters(lab, launch, c, err);
+    if (st == KPROF_OK && !c->have)
+        snprintf(r->counters_off, sizeof r->counters_off, "%s", c->why_not);
+    return st;
+}
+
+/* --repeat: a later session's samples of a row (tmp) joined to the row's, and the sessions'
+ * medians and ratios kept. */
+static kprof_status kp_bench_join(kp_bench_row *row, kp_bench_side *tmp, const kp_bench_outcome *o,
+                                  kp_error *err)
+{
+    for (int s = 0; s < row->nsides; s++) {
+        kp_bench_side *d = &row->side[s], *t = &tmp[s];
+        kprof_status st = kp_bench_side_add(d, t->ms, t->mhz, t->n, err);
+        if (st != KPROF_OK) return st;
+        d->taken += t->taken;
+        d->rounds += t->rounds;
+        d->throttled += t->throttled;
+        d->gpu_s += t->gpu_s;
+        d->throttle_reasons |= t->throttle_reasons;
+        if (t->min_clock_mhz > 0 && (d->min_clock_mhz <= 0 || t->min_clock_mhz < d->min_clock_mhz))
+            d->min_clock_mhz = t->min_clock_mhz;
+        if (d->nruns < KP_BENCH_MAX_REPEAT) d->run_median[d->nruns++] = t->median.value;
+    }
+    kp_bench_outcome *ro = &row->outcome;
+    if (row->nsides == 2 && ro->nrun_ratios < KP_BENCH_MAX_REPEAT)
+        ro->run_ratio[ro->nrun_ratios++] = o->ratio.value;
+    ro->wall_s += o->wall_s;
+    if (o->measured_busy_cpus > ro->measured_busy_cpus)
+        ro->measured_busy_cpus = o->measured_busy_cpus;
+    if (o->busy_cpus > ro->busy_cpus) ro->busy_cpus = o->busy_cpus;
+    if (o->stop == KP_BENCH_STOP_TIMEOUT) ro->stop = KP_BENCH_STOP_TIMEOUT;
+    return KPROF_OK;
+}
+
+/* After the last session of a point: each row's samples summarised whole and the comparison
+ * made again, with the spread between the sessions. */
+static kprof_status kp_bench_rejudge(kp_bench_session *r, int row0, kp_error *err)
+{
+    for (int i = row0; i < r->nrows; i++) {
+        kp_bench_row *row = &r->rows[i];
+        for (int s = 0; s < row->nsides; s++) {
+            kprof_status st = kp_bench_summarise(&row->side[s], err);
+            if (st != KPROF_OK) return st;
+        }
+        if (row->nsides == 2) {
+            kp_bench_config cfg = r->plan->cfg;
+            cfg.cold = row->cold;
+            kprof_status st =
+                kp_bench_compare(&row->side[0], &row->side[1], 1, &cfg, &row->outcome, err);
+            if (st != KPROF_OK) return st;
+        }
+    }
+    return KPROF_OK;
+}
+
+/* A kernel timed out: its sessions may never be released; the caller leaves at once. */
+static kprof_status kp_bench_wedged(kp_bench_session *r, kp_bench_setup *p, kprof_status st)
+{
+    r->wedged = 1;
+    kp_bench_setup_free(p);
+    return st;
+}
+
+/* Measure one point (both cache states asked): its first session appends rows; with --repeat,
+ * each later session (fresh sessions: compiled, filled and run anew) joins its samples to
+ * them. */
+static kprof_status kp_bench_point_once(kp_bench_session *r, int index, int rep, int row0,
+                                        kp_error *err);
+
+kprof_status kp_bench_point(kp_bench_session *r, int index, kp_error *err)
+{
+    int row0 = r->nrows;
+    kprof_status st = KPROF_OK;
+    for (int rep = 0; rep < r->plan->repeat && st == KPROF_OK; rep++)
+        st = kp_bench_point_once(r, index, rep, row0, err);
+    if (st == KPROF_OK && r->plan->repeat > 1) st = kp_bench_rejudge(r, row0, err);
+    return st;
+}
+
+static kprof_status kp_bench_point_once(kp_bench_session *r, int index, int rep, int row0,
+                                        kp_error *err)
+{
+    const kp_bench_plan *a = r->plan;
+    kp_bench_setup p;
+    kprof_status st = kp_bench_point_setup(a, index, &p, err);
+    if (st != KPROF_OK) return st;
+    const kp_vars *vars = &p.vars;
+    const kp_launch launch = p.launch;
+    const kp_str buffers = p.buffers, options = p.options;
+    if (index == 0) {
+        kp_strlcpy(r->first_options, options.data ? options.data : "", sizeof r->first_options);
+        kp_strlcpy(r->first_buffers, buffers.data ? buffers.data : "", sizeof r->first_buffers);
+    }
+    int nsides = a->ntargets == 2 || a->nentries == 2 ? 2 : 1;
+    kp_lab *labs[2] = {NULL, NULL};
+    kp_reflection refl;
+    /* Two kernels of one file share one session: one process, one program, one set of
+     * buffers (bench.h), so nothing but the kernels differs between A and B. */
+    int shared = nsides == 2 && (a->ntargets == 1 || strcmp(a->targets[0], a->targets[1]) == 0);
+    const char *entries[2] = {NULL, NULL};
+    for (int s = 0; s < nsides && st == KPROF_OK; s++) {
+        entries[s] = a->nentries == 0 ? NULL : a->entries[a->nentries == 2 ? s : 0];
+        kp_lab_options lo = {
+            .target = a->targets[a->ntargets == 2 ? s : 0],
+            .entry = entries[s],
+            .buffers = buffers.data,
+            .backend = a->backend,
+            .device = a->device,
+            .options = options.data ? options.data : "",
+        };
+        if (shared && s == 1) {
+            labs[1] = labs[0];
+            st = kp_lab_use_kernel(labs[0], entries[1], err);
+        } else {
+            st = kp_lab_open(&lo, &labs[s], err);
+        }
+        if (st == KPROF_OK) st = kp_lab_check_launch(labs[s], &launch, &refl, err);
+        if (st == KPROF_OK) {
+            const kp_lab_info *info = kp_lab_get_info(labs[s]);
+            if (!r->have_info) {
+                r->info = *info;
+                snprintf(r->kernel_dir, sizeof r->kernel_dir, "%s", info->kernel_dir);
+            }
+            kp_strlcpy(r->entry_name[s], info->kernel->name, sizeof r->entry_name[s]);
+            snprintf(r->source[s], sizeof r->source[s], "%s", info->source_path);
+        }
+    }
+    if (st == KPROF_OK && shared) st = kp_lab_use_kernel(labs[0], entries[0], err);
+    if (st == KPROF_OK) r->have_info = 1;
+    if (st == KPROF_OK && nsides == 2) {
+        const kp_lab_info *i0 = kp_lab_get_info(labs[0]), *i1 = kp_lab_get_info(labs[1]);
+        if (strcmp(i0->device.name, i1->device.name) != 0 ||
+            strcmp(i0->device.backend, i1->device.backend) != 0)
+            st = kp_error_set(err, KPROF_INVALID,
+                              "A runs on %s (%s) but B on %s (%s): compare on one device (give "
+                              "--backend, and kernels in one language)",
+                              i0->device.name, i0->device.backend, i1->device.name,
+                              i1->device.backend);
+    }
+    int rowk = row0;
+    for (int cold = 0; cold < 2 && st == KPROF_OK; cold++) {
+        if ((cold && !a->cold) || (!cold && !a->hot)) continue;
+        kp_bench_row *row;
+        kp_bench_side later[2]; /* a later session's samples, joined to the row's after */
+        kp_bench_side *sides;
+        kp_bench_outcome later_outcome, *outcome;
+        if (rep == 0) {
+            row = &r->rows[r->nrows];
+            memset(row, 0, sizeof *row);
+            row->vars = *vars;
+            row->cold = cold;
+            row->launch = launch;
+            row->nsides = nsides;
+            r->nrows++;
+            sides = row->side;
+            outcome = &row->outcome;
+        } else {
+            row = &r->rows[rowk];
+            memset(later, 0, sizeof later);
+            sides = later;
+            outcome = &later_outcome;
+        }
+        rowk++;
+        for (int s = 0; s < nsides; s++) {
+            sides[s].lab = labs[s];
+            sides[s].launch = launch;
+            sides[s].entry = shared ? entries[s] : NULL;
+            snprintf(row->label[s], sizeof row->label[s], "%s", r->entry_name[s]);
+        }
+        char vt[256];
+        kp_bench_vars_text(vars, vt, sizeof vt);
+        char phase[512];
+        if (a->repeat > 1)
+            snprintf(phase, sizeof phase, "%s%s%s %s, session %d of %d", r->entry_name[0],
+                     vt[0] ? " " : "", vt, cold ? "cold" : "hot", rep + 1, a->repeat);
+        else
+            snprintf(phase, sizeof phase, "%s%s%s %s", r->entry_name[0], vt[0] ? " " : "", vt,
+                     cold ? "cold" : "hot");
+        r->phase = phase;
+        if (r->step) r->step(r->user, phase, "warming up");
+        kp_bench_config cfg = a->cfg;
+        cfg.cold = cold;
+        st = kp_bench_measure(sides, nsides, &cfg, r->progress, r->user, outcome, err);
+        r->phase = NULL;
+        if (st == KPROF_OK && a->repeat > 1) {
+            if (rep == 0) {
+                /* The first session's median and ratio are the first of the runs'. */
+                for (int s = 0; s < nsides; s++)
+                    row->side[s].run_median[row->side[s].nruns++] = row->side[s].median.value;
+                if (nsides == 2)
+                    row->outcome.run_ratio[row->outcome.nrun_ratios++] = row->outcome.ratio.value;
+            } else {
+                st = kp_bench_join(row, later, &later_outcome, err);
+            }
+        }
+        if (rep > 0)
+            for (int s = 0; s < nsides; s++)
+                kp_bench_side_free(&later[s]);
+        if (rep > 0) {
+            if (st == KPROF_TIMEOUT) return kp_bench_wedged(r, &p, st);
+            if (st != KPROF_OK) break;
+            continue; /* the counters and sizes are the first session's */
+        }
+        kp_strlcpy(r->info.timer, kp_lab_get_info(labs[0])->timer, sizeof r->info.timer);
+        if (st == KPROF_TIMEOUT) return kp_bench_wedged(r, &p, st);
+        if (st != KPROF_OK) break;
+        row->bytes = a->bytes_expr ? (uint64_t)p.bytes : kp_lab_get_info(labs[0])->buffer_bytes;
+        row->bytes_assumed = !a->bytes_expr;
+        row->working_set = kp_lab_get_info(labs[0])->buffer_bytes;
+        row->flops = p.flops;
+        for (int s = 0; s < nsides && st == KPROF_OK && a->counters; s++) {
+            if (r->step) r->step(r->user, phase, "hardware counters (one replayed dispatch)");
+            if (shared) st = kp_lab_use_kernel(labs[0], entries[s], err);
+            if (st == KPROF_OK) st = kp_bench_counters(r, row, s, labs[s], &launch, err);
+        }
+        if (st == KPROF_TIMEOUT) return kp_bench_wedged(r, &p, st);
+    }
+    /* Nothing a session measured stands until it released its device cleanly (lab.h). */
+    for (int s = 0; s < nsides; s++) {
+        if (!labs[s] || (s == 1 && labs[1] == labs[0])) continue;
+        if (st == KPROF_OK) st = kp_lab_finish(labs[s], err);
+        kp_lab_close(labs[s]);
+    }
+    for (int i = 0; i < r->nrows; i++)
+        for (int s = 0; s < 2; s++)
+            r->rows[i].side[s].lab = NULL;
+    kp_bench_setup_free(&p);
+    return st;
+}
+
+const kp_bench_outcome *kp_bench_row_comparison(const kp_bench_row *row)
+{
+    if (row->nsides == 2) return &row->outcome;
+    if (row->have_old) return &row->old_outcome;
+    return NULL;
+}
+
+void kp_bench_gate(kp_bench_row *rows, int nrows, double fail_if_slower)
+{
+    if (fail_if_slower < 0) return;
+    for (int i = 0; i < nrows; i++) {
+        kp_bench_row *row = &rows[i];
+        const kp_bench_outcome *o = kp_bench_row_comparison(row);
+        if (!o) continue;
+        row->slower_gate = kp_bench_outcome_fails(o, fail_if_slower);
+    }
+}
+
+double kp_bench_row_gbps(const kp_bench_row *row, const kp_bench_side *s)
+{
+    return s->median.value > 0 ? (double)row->bytes / (s->median.value * 1e-3) / 1e9 : 0;
+}
+
+double kp_bench_row_gflops(const kp_bench_row *row, const kp_bench_side *s)
+{
+    return s->median.value > 0 && row->flops > 0 ? row->flops / (s->median.value * 1e-3) / 1e9 : 0;
+}
+
+void kp_bench_row_readings(const kp_bench_row *row, const kp_bench_side *s, const kp_counters *c,
+                           double ceiling_gbs, double peak_gflops, uint64_t cache_bytes,
+                           kp_readings_input *in, kp_readings *rd)
+{
+    memset(in, 0, sizeof *in);
+    in->median_ms = s->median.value;
+    in->gbps = kp_bench_row_gbps(row, s);
+    in->bytes = row->bytes;
+    in->bytes_assumed = row->bytes_assumed;
+    in->ceiling_gbs = ceiling_gbs;
+    /* Hot rows' data that fits in the cache: the counters' cold DRAM bytes are no rate. */
+    in->working_set = row->working_set;
+    in->cache_bytes = cache_bytes;
+    in->timed_cold = row->cold;
+    kp_counters_apply(c, peak_gflops, in);
+    kp_readings_compute(in, rd);
 }

@@ -34,13 +34,19 @@
  * makes cycles = ms x MHz, and a comparison is confirmed in cycles too.
  *
  * Nothing here prints; progress goes through the optional callback.
+ *
+ * Above the measurement, a bench's points (below): each point of the axes set up, opened,
+ * measured hot and cold, its counters read, with --repeat in sessions of its own.
  */
 #ifndef KP_LAB_BENCH_H
 #define KP_LAB_BENCH_H
 
 #include "core/compare.h"
 #include "core/judge.h"
+#include "core/readings.h"
 #include "core/stats.h"
+#include "core/expr.h"
+#include "lab/counters.h"
 #include "lab/lab.h"
 
 #define KP_BENCH_MIN_ROUNDS 30
@@ -181,5 +187,138 @@ void kp_bench_outcome_init(kp_bench_outcome *o);
 /* The judge's configuration bench uses for cfg (threshold) and what *o knows. */
 void kp_bench_judge_config(const kp_bench_config *cfg, const kp_bench_outcome *o, int paired,
                            kp_judge_config *jc);
+
+/* ---- a bench's points ------------------------------------------------------------------------
+ *
+ * `kprof bench` measures a kernel (or two: A and B) at every point of its axes (each a list of
+ * values; the first axis varies slowest), hot, cold or both: a row per point and cache state.
+ * At a point, --grid, --tg, the SPEC, -D values and the --bytes and --flops formulas are
+ * expressions in the axes (core/expr.h). */
+
+#define KP_BENCH_MAX_AXES    8
+#define KP_BENCH_MAX_VALUES  64
+#define KP_BENCH_MAX_POINTS  4096
+#define KP_BENCH_MAX_DEFINES 64
+
+typedef struct kp_bench_axis {
+    char name[32];
+    int nvalues;
+    kp_var values[KP_BENCH_MAX_VALUES]; /* text and value */
+} kp_bench_axis;
+
+/* What to measure (the parsed command line). */
+typedef struct kp_bench_plan {
+    const char *targets[2]; /* one kernel, or two to compare */
+    int ntargets;
+    const char *entries[2]; /* --entry, at most twice (two kernels of one file) */
+    int nentries;
+    const char *grid, *tg;                     /* texts, evaluated at each point */
+    const char *buffers;                       /* the SPEC, substituted at each point */
+    const char *defines[KP_BENCH_MAX_DEFINES]; /* -D NAME[=EXPR] */
+    int ndefines;
+    const char *options; /* -I and --options as the compiler sees them, or NULL */
+    const char *backend;
+    int device;
+    kp_launch launch; /* timeout, smem, timer */
+    const char *bytes_expr, *flops_expr;
+    kp_bench_axis axes[KP_BENCH_MAX_AXES];
+    int naxes;
+    int hot, cold;
+    kp_bench_config cfg;
+    int repeat;                 /* --repeat R: independent sessions per point (1) */
+    int counters;               /* --counters: each row's kernels' hardware counters */
+    kp_counters counters_asked; /* the raw names of --counters LIST */
+} kp_bench_plan;
+
+/* One measured point: the axis values, the cache state, each kernel's samples, the comparison. */
+typedef struct kp_bench_row {
+    kp_vars vars;
+    int cold;
+    kp_launch launch;
+    int nsides;
+    kp_bench_side side[2];
+    char label[2][160]; /* "A: demo.cu:demo_add" */
+    kp_bench_outcome outcome;
+    int have_old; /* --compare: the earlier run's samples of this point (set by the caller) */
+    kp_bench_side old;
+    kp_bench_outcome old_outcome;
+    uint64_t bytes;
+    int bytes_assumed;
+    uint64_t working_set; /* the buffers' total bytes (the counters' readings: fits the cache?) */
+    double flops;         /* per dispatch; 0 when not given */
+    int slower_gate;      /* --fail-if-slower: this point is slower by more than asked */
+    kp_counters *counters[2]; /* --counters: each side's (heap), NULL when not asked */
+} kp_bench_row;
+
+/* The points measured so far, and what the sessions said of themselves. */
+typedef struct kp_bench_session {
+    const kp_bench_plan *plan;
+    kp_bench_row *rows; /* the caller's: room for 2 rows a point */
+    int nrows;
+    kp_lab_info info; /* of the first kernel of the first point */
+    int have_info;
+    char entry_name[2][128];
+    char source[2][4096];
+    char kernel_dir[4096];
+    char first_options[1024]; /* the first point's compiler options and SPEC, its axes */
+    char first_buffers[1024]; /* substituted */
+    char counters_off[512];   /* why the counters cannot be read, once a row found it ("" else) */
+    int wedged; /* a kernel timed out (TIMEOUT): its sessions are left open, as they may never
+                   be released (leave at once: the OS reclaims them) */
+    /* Told as the measuring goes: step (the point, e.g. "demo N=4096 hot", and "warming up" or
+     * "hardware counters (one replayed dispatch)"), and kp_bench_measure's progress while
+     * phase names the point. Each may be NULL. */
+    void (*step)(void *user, const char *point, const char *what);
+    kp_bench_progress_fn progress;
+    void *user;
+    const char *phase;
+} kp_bench_session;
+
+/* What a point is measured at, from its axis values: the launch geometry, the SPEC and the
+ * compiler options with the axes substituted, and the formulas' values. */
+typedef struct kp_bench_setup {
+    kp_vars vars;
+    kp_launch launch;
+    kp_str buffers, options;
+    double bytes, flops; /* per dispatch; 0 when not given */
+} kp_bench_setup;
+
+/* Point index's setup; an error (INVALID) names the point. kp_bench_setup_free after. */
+kprof_status kp_bench_point_setup(const kp_bench_plan *plan, int index, kp_bench_setup *p,
+                                  kp_error *err);
+void kp_bench_setup_free(kp_bench_setup *p);
+
+/* Every point's setup, before anything is measured: a mistake at the last point is found now,
+ * not after minutes of measuring. */
+kprof_status kp_bench_check_points(const kp_bench_plan *plan, int npoints, kp_error *err);
+
+/* "N=4096 T=f32": a point's values, numbers as numbers (4K is 4096), so that a point is found
+ * again in an earlier run however its value was spelled. */
+void kp_bench_vars_text(const kp_vars *vars, char *buf, size_t n);
+
+/* Measure point index: open its sessions (one shared by two kernels of one file), check the
+ * launch, measure each cache state asked (appending its rows to s->rows), read the counters,
+ * release the sessions; with --repeat, each later session's samples joined to the rows and the
+ * comparison made again with the sessions' spread. On TIMEOUT s->wedged is set and the
+ * sessions are left open. */
+kprof_status kp_bench_point(kp_bench_session *s, int index, kp_error *err);
+
+/* The comparison a row shows: A/B's (two kernels), else --compare's against the earlier run,
+ * else NULL. */
+const kp_bench_outcome *kp_bench_row_comparison(const kp_bench_row *row);
+
+/* --fail-if-slower P (fraction; < 0: not asked): each row's slower_gate, from its comparison
+ * (kp_bench_outcome_fails). */
+void kp_bench_gate(kp_bench_row *rows, int nrows, double fail_if_slower);
+
+/* A side's ~GB/s (the row's bytes over its median) and GFLOP/s (0 without --flops). */
+double kp_bench_row_gbps(const kp_bench_row *row, const kp_bench_side *s);
+double kp_bench_row_gflops(const kp_bench_row *row, const kp_bench_side *s);
+
+/* What a side's counters c say at its median (the readings of the measured figures alone),
+ * against the device's ceiling and FLOP peak (0: none) and its cache. */
+void kp_bench_row_readings(const kp_bench_row *row, const kp_bench_side *s, const kp_counters *c,
+                           double ceiling_gbs, double peak_gflops, uint64_t cache_bytes,
+                           kp_readings_input *in, kp_readings *rd);
 
 #endif

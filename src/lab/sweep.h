@@ -1,7 +1,10 @@
 /*
  * sweep.h — the threadgroup sweep: one kernel, one grid, many threadgroup sizes, and which of
  * them is best — or which are tied with the best, because their difference is within what the
- * measurement itself spreads. Analysis only; `kprof run --sweep-tg` prints and plots it.
+ * measurement itself spreads — and the running of it: which sizes (the defaults, a list, the
+ * kernel's required one, "your --tg"), each checked before anything runs, then measured in order,
+ * with a watcher thread that tells an observer after every change and takes the signals.
+ * `kprof run --sweep-tg` (tools/kprof/cmd_sweep.c) prints and plots it.
  */
 #ifndef KP_LAB_SWEEP_H
 #define KP_LAB_SWEEP_H
@@ -9,7 +12,13 @@
 #include "backend/backend.h"
 #include "core/compare.h"
 #include "base/error.h"
+#include "core/readings.h"
+#include "lab/counters.h"
+#include "lab/lab.h"
 #include "lab/run_result.h"
+
+#include <pthread.h>
+#include <signal.h>
 
 #define KP_SWEEP_MAX_POINTS 64
 
@@ -59,5 +68,111 @@ void kp_sweep_summarise(kp_sweep_point *p, const double *samples_ms, size_t n, d
  * Returns the index of the best, or -1 when fewer than two points were measured: one size is
  * not a comparison, and none is marked. */
 int kp_sweep_mark(kp_sweep_point *points, int n);
+
+/* ---- running a sweep ------------------------------------------------------------------------
+ *
+ * kp_sweep_init; kp_sweep_catch_signals (before any thread of the process exists: it blocks
+ * SIGINT, SIGTERM and SIGHUP — less those ignored when kprof started — in every thread to come
+ * and reads them from a signalfd); the caller opens s->lab (kp_lab_open: it may fork, best with
+ * no other thread about); kp_sweep_execute; the caller reads the outcome (status, err, points)
+ * and closes the lab; kp_sweep_release. */
+
+typedef struct kp_sweep kp_sweep;
+
+typedef struct kp_sweep_config {
+    kp_launch launch;    /* the grid; with tg_set its tg is one more size ("your --tg") */
+    int tg_set;          /* --tg was given */
+    const char *tg_list; /* --tg-list "96,128,256", or NULL: the default sizes */
+    int iters, warmup;   /* per point */
+    double budget_s;     /* the whole sweep's time budget, shared equally by the points; 0 none */
+    int have_bytes;      /* bytes given (--bytes), else the buffers' total, assumed touched once */
+    uint64_t bytes;
+    int counters;               /* read hardware counters at every point */
+    kp_counters counters_asked; /* their raw names */
+    /* The device's measured bandwidth ceiling and FLOP peak, looked up once every size is
+     * checked: it sets *copy_gbs and *fma_gflops when known (left 0 otherwise). NULL: none. */
+    void (*ceiling)(void *user, const kp_device_info *dev, double *copy_gbs, double *fma_gflops);
+    void *ceiling_user;
+} kp_sweep_config;
+
+/* Told on the watcher thread, with the sweep's lock held (nothing in s changes meanwhile). */
+typedef struct kp_sweep_observer {
+    void *user;
+    /* After every change: checked, current, nmeasured or finished moved. */
+    void (*changed)(void *user, kp_sweep *s);
+    /* SIGINT, SIGTERM or SIGHUP came, sig; the lock stays held: meant to end the process
+     * (128 + sig) without waiting for the point being measured. */
+    void (*signal)(void *user, kp_sweep *s, int sig);
+} kp_sweep_observer;
+
+struct kp_sweep {
+    kp_sweep_config cfg;
+    kp_lab *lab;      /* opened by the caller between kp_sweep_catch_signals and _execute */
+    kp_lab_info info; /* a copy, refreshed under mu after each point (the timer it used) */
+    kp_sweep_point points[KP_SWEEP_MAX_POINTS];
+    int npoints;
+    int best;          /* set by the caller's kp_sweep_mark; -1 */
+    int your_tg;       /* the point of --tg, or -1 */
+    int required_only; /* the default sizes were the kernel's one required size */
+    uint64_t bytes;    /* per dispatch, and whether assumed from the buffers */
+    int bytes_assumed;
+    double ceiling_gbs; /* cfg.ceiling's, 0: none */
+    double peak_gflops;
+    uint64_t kernel_max_tg;
+    kp_reflection refl; /* at tg 1: the kernel's limits, rule and static memory */
+    int iters, warmup;
+    char skipped[512];           /* default sizes left out (non-multiples of the grid) */
+    kp_reading_line warnings[4]; /* register pressure, static shared memory near the limit */
+    int nwarnings;
+    /* The measured point of lowest median so far (the best, once two are in: kp_sweep_mark
+     * picks the same one, the first of equal medians) and its samples. Only the sweep's thread
+     * writes them; read them after kp_sweep_execute. */
+    int lowest;
+    double *lowest_samples;
+    /* With cfg.counters: each point's (npoints), and why they cannot be read once a point found
+     * they cannot (the rest are not asked). counter_columns: the backend can read them. */
+    kp_counters *counters;
+    char counters_off[512];
+    int counter_columns;
+
+    /* Between the sweep's thread and the watcher, under mu. Points are measured in order, so
+     * the measured ones are points[0..nmeasured). */
+    pthread_mutex_t mu;
+    int checked; /* every size checked: a table's header can be printed */
+    int current; /* the point being measured, -1 before the first */
+    int nmeasured;
+    int finished; /* the sweep returned: status and err are final */
+    int stopped;  /* a point failed and the sweep stopped part-way */
+    int voided;   /* the process that ran the kernels died: no row measured stands (lab.h) */
+    kprof_status status;
+    kp_error err;
+
+    /* Private. */
+    int wake[2];
+    int signal_fd, masked;
+    sigset_t old_mask;
+    const kp_sweep_observer *observer;
+};
+
+/* s from cfg (copied): nothing measured, nothing opened. */
+void kp_sweep_init(kp_sweep *s, const kp_sweep_config *cfg);
+
+/* Block the sweep's signals and open what the watcher reads: IO when it cannot. */
+kprof_status kp_sweep_catch_signals(kp_sweep *s, kp_error *err);
+
+/* Run the sweep on the calling thread (the backends' runtimes stay on the thread that opened
+ * s->lab) while a watcher thread tells obs: choose the sizes, check every one (INVALID names
+ * each bad one, one per line), look up the ceiling, then measure each point in order (equal
+ * shares of the time budget; with counters one replayed dispatch each), then kp_lab_finish.
+ * The sweep's outcome is in s->status and s->err (moved out by the caller); the return is
+ * NOMEM only when the watcher cannot start (nothing ran). */
+kprof_status kp_sweep_execute(kp_sweep *s, const kp_sweep_observer *obs, kp_error *err);
+
+/* Undo kp_sweep_init and _catch_signals (the lab is the caller's) and free what the sweep
+ * allocated. Returns a signal that came after the sweep finished (to end with 128 + it), or 0. */
+int kp_sweep_release(kp_sweep *s);
+
+/* "256", "16x16": point p's threadgroup. */
+void kp_sweep_tg_text(const kp_sweep_point *p, char *buf, size_t n);
 
 #endif

@@ -6,7 +6,7 @@
  * itself SAME; an earlier run's samples compare unpaired. Synthetic shapes the comparison engine
  * must see through: samples with two modes, a kernel that drifts while the other does not, and a
  * host busy with other work on a device whose kernels run on its CPUs — each UNSURE with its
- * reason, never DECIDED. */
+ * reason, never DECIDED. A plan's points set up from their axes (no device). */
 #define _GNU_SOURCE
 #include "lab/bench.h"
 #include "lab/lab_internal.h"
@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -367,8 +368,77 @@ static void test_busy_host(void)
     kp_lab_close(lb);
 }
 
+/* A plan's points (no device): the first axis varies slowest, --grid, --tg, the SPEC, -D and the
+ * formulas substituted at each point; a point's mistake names the point; the rows' GB/s and the
+ * --fail-if-slower gate. */
+static void test_plan_points(void)
+{
+    kp_bench_plan plan;
+    memset(&plan, 0, sizeof plan);
+    plan.grid = "N";
+    plan.tg = "64";
+    plan.buffers = "f32:N,f32:N";
+    plan.defines[plan.ndefines++] = "N";
+    plan.defines[plan.ndefines++] = "T={N}/2";
+    plan.options = " -Ifoo";
+    plan.bytes_expr = "8*N";
+    plan.naxes = 2;
+    snprintf(plan.axes[0].name, sizeof plan.axes[0].name, "N");
+    snprintf(plan.axes[1].name, sizeof plan.axes[1].name, "K");
+    const char *ns[] = {"1024", "4096"}, *ks[] = {"1", "2", "3"};
+    for (int i = 0; i < 2; i++) {
+        kp_var *v = &plan.axes[0].values[plan.axes[0].nvalues++];
+        snprintf(v->name, sizeof v->name, "N");
+        snprintf(v->text, sizeof v->text, "%s", ns[i]);
+        v->numeric = 1;
+        v->value = atof(ns[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        kp_var *v = &plan.axes[1].values[plan.axes[1].nvalues++];
+        snprintf(v->name, sizeof v->name, "K");
+        snprintf(v->text, sizeof v->text, "%s", ks[i]);
+        v->numeric = 1;
+        v->value = atof(ks[i]);
+    }
+    kp_error err = {0};
+    CHECK_INT(kp_bench_check_points(&plan, 6, &err), KPROF_OK);
+    kp_bench_setup p;
+    CHECK_INT(kp_bench_point_setup(&plan, 4, &p, &err), KPROF_OK); /* N=4096 K=2 */
+    char vt[256];
+    kp_bench_vars_text(&p.vars, vt, sizeof vt);
+    CHECK_STR(vt, "N=4096 K=2");
+    CHECK_INT((int)p.launch.grid[0], 4096);
+    CHECK_INT((int)p.launch.tg[0], 64);
+    CHECK_INT(p.launch.dims, 1);
+    CHECK_STR(p.buffers.data, "f32:4096,f32:4096");
+    CHECK_CONTAINS(p.options.data, "-DN=4096");
+    CHECK_CONTAINS(p.options.data, " -Ifoo");
+    CHECK_NEAR(p.bytes, 8 * 4096.0, 1e-9);
+    kp_bench_setup_free(&p);
+
+    plan.tg = "64x2"; /* one dimension against two */
+    CHECK_INT(kp_bench_point_setup(&plan, 0, &p, &err), KPROF_INVALID);
+    CHECK_CONTAINS(err.message, "--grid has 1 dimension but --tg has 2");
+    CHECK_CONTAINS(err.message, "(at the point N=1024 K=1)");
+    kp_error_clear(&err);
+
+    kp_bench_row rows[2];
+    memset(rows, 0, sizeof rows);
+    rows[0].bytes = 2000000;
+    rows[0].side[0].median.value = 1.0; /* 2 MB in 1 ms */
+    CHECK_NEAR(kp_bench_row_gbps(&rows[0], &rows[0].side[0]), 2.0, 1e-9);
+    CHECK_NEAR(kp_bench_row_gflops(&rows[0], &rows[0].side[0]), 0, 0);
+    rows[0].nsides = 1;
+    CHECK(kp_bench_row_comparison(&rows[0]) == NULL);
+    rows[1].nsides = 2;
+    CHECK(kp_bench_row_comparison(&rows[1]) == &rows[1].outcome);
+    kp_bench_gate(rows, 2, -1); /* not asked: nothing marked */
+    CHECK(!rows[0].slower_gate && !rows[1].slower_gate);
+}
+
 int main(void)
 {
+    test_plan_points();
     test_one_kernel();
     test_throttled();
     test_compare();

@@ -132,43 +132,6 @@ int kp_cli_parse_percent(const char *cmd, const char *opt, const char *text, dou
     return 0;
 }
 
-int kp_cli_parse_device(const char *cmd, const char *text, int *out)
-{
-    uint64_t v;
-    if (kp_parse_size(text, &v) != 0 || v > 1 << 20)
-        return kp_cli_usage_error(cmd, "--device '%s': expected a device number", text);
-    *out = (int)v;
-    return 0;
-}
-
-int kp_cli_parse_smem(const char *cmd, const char *text, kp_launch *launch)
-{
-    if (kp_parse_size(text, &launch->dyn_local) != 0)
-        return kp_cli_usage_error(cmd, "--smem '%s': expected a byte count", text);
-    return 0;
-}
-
-int kp_cli_parse_timer(const char *cmd, const char *text, kp_launch *launch)
-{
-    if (strcmp(text, "auto") == 0)
-        launch->timer = KP_TIMER_AUTO;
-    else if (strcmp(text, "events") == 0)
-        launch->timer = KP_TIMER_EVENTS;
-    else if (strcmp(text, "cupti") == 0)
-        launch->timer = KP_TIMER_CUPTI;
-    else
-        return kp_cli_usage_error(cmd, "--timer '%s': choose auto, events or cupti", text);
-    return 0;
-}
-
-int kp_cli_parse_kernel_timeout(const char *cmd, const char *opt, const char *text,
-                                kp_launch *launch)
-{
-    if (kp_cli_parse_double(text, &launch->timeout_s) != 0 || launch->timeout_s <= 0)
-        return kp_cli_usage_error(cmd, "%s '%s': expected seconds > 0", opt, text);
-    return 0;
-}
-
 int kp_cli_ceiling(const kp_device_info *dev, kp_ceiling *c)
 {
     static int warned;

@@ -59,15 +59,6 @@ int kp_cli_parse_dims(const char *text, uint64_t v[3], int *dims);
  * exit code after printing "OPT 'TEXT': expected a percentage from LO to HI" for cmd. */
 int kp_cli_parse_percent(const char *cmd, const char *opt, const char *text, double lo, double hi,
                          double *out);
-/* The lab options `run` (and its sweep) and `bench` share: each 0, or the usage error's exit
- * code after printing "OPT 'TEXT': ..." for cmd. --device N; --smem BYTES into
- * launch->dyn_local; --timer auto|events|cupti into launch->timer; a kernel timeout (seconds
- * > 0, under the option name opt) into launch->timeout_s. */
-int kp_cli_parse_device(const char *cmd, const char *text, int *out);
-int kp_cli_parse_smem(const char *cmd, const char *text, kp_launch *launch);
-int kp_cli_parse_timer(const char *cmd, const char *text, kp_launch *launch);
-int kp_cli_parse_kernel_timeout(const char *cmd, const char *opt, const char *text,
-                                kp_launch *launch);
 /* Non-negative decimal number; -1 on malformed input. */
 int kp_cli_parse_double(const char *text, double *out);
 

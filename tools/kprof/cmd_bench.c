@@ -18,532 +18,32 @@
 #include "store/store.h"
 #include "tools/kprof/bench_file.h"
 #include "tools/kprof/cli.h"
+#include "tools/kprof/lab_options.h"
 #include "tools/kprof/progress.h"
 #include "tools/kprof/record.h"
 #include "tools/kprof/run.h"
 
-#include <ctype.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define KP_BENCH_MAX_AXES    8
-#define KP_BENCH_MAX_VALUES  64
-#define KP_BENCH_MAX_POINTS  4096
-#define KP_BENCH_MAX_DEFINES 64
-
-typedef struct kp_axis {
-    char name[32];
-    int nvalues;
-    kp_var values[KP_BENCH_MAX_VALUES]; /* name unset; text and value */
-} kp_axis;
-
-typedef struct kp_bench_args {
-    const char *targets[2];
-    int ntargets;
-    const char *entries[2];
-    int nentries;
-    const char *grid, *tg; /* texts, evaluated at each point */
-    const char *buffers;
-    const char *defines[KP_BENCH_MAX_DEFINES];
-    int ndefines;
-    kp_str options; /* -I and --options */
-    const char *backend;
-    int device;
-    kp_launch launch; /* timeout, smem, timer */
-    const char *bytes_expr, *flops_expr;
-    kp_axis axes[KP_BENCH_MAX_AXES];
-    int naxes;
-    int hot, cold;
-    kp_bench_config cfg;
-    const char *compare_file;
-    double fail_if_slower; /* fraction; < 0: not asked */
-    int json;
-    const char *plot;
-    int plot_throughput;
-    int force;
-    int repeat;                 /* --repeat R: independent sessions per point (1) */
-    int counters;               /* --counters: each row's kernels' hardware counters */
-    kp_counters counters_asked; /* the raw names of --counters LIST */
-} kp_bench_args;
-
-/* One measured point: the axis values, the cache state, each kernel's samples, the comparison. */
-typedef struct kp_bench_row {
-    kp_vars vars;
-    int cold;
-    kp_launch launch;
-    int nsides;
-    kp_bench_side side[2];
-    char label[2][160]; /* "A: demo.cu:demo_add" */
-    kp_bench_outcome outcome;
-    int have_old; /* --compare: the earlier run's samples of this point */
-    kp_bench_side old;
-    kp_bench_outcome old_outcome;
-    uint64_t bytes;
-    int bytes_assumed;
-    uint64_t working_set; /* the buffers' total bytes (the counters' readings: fits the cache?) */
-    double flops;         /* per dispatch; 0 when not given */
-    int slower_gate;      /* --fail-if-slower: this point is slower by more than asked */
-    kp_counters *counters[2]; /* --counters: each side's (heap), NULL when not asked */
-} kp_bench_row;
-
 typedef struct kp_bench_run {
+    kp_bench_session s; /* the points measured (lab/bench.h) */
     kp_bench_args *a;
-    kp_lab_info info; /* of the first kernel of the first point */
-    char entry_name[2][128];
-    char source[2][4096];
-    char kernel_dir[4096];
-    int have_info;
-    kp_bench_row *rows;
-    int nrows;
     kp_bench_file *old; /* --compare */
     kp_progress *progress;
-    const char *phase;
-    char first_options[1024]; /* the first point's compiler options and SPEC, its axes */
-    char first_buffers[1024]; /* substituted: what the history records */
     double ceiling_gbs; /* --counters: the device's measured ceiling and FLOP peak (0: none) */
     double peak_gflops;
-    char counters_off[512]; /* why the counters cannot be read, once a row found it ("" else) */
 } kp_bench_run;
 
-/* ---- arguments ---------------------------------------------------------------------------- */
+/* ---- the points (lab/bench.h measures them) ---------------------------------------------- */
 
-static int kp_bench_parse_axis(kp_bench_args *a, const char *text)
+static void kp_bench_step(void *user, const char *point, const char *what)
 {
-    if (a->naxes == KP_BENCH_MAX_AXES)
-        return kp_cli_usage_error("bench", "at most %d --axis options", KP_BENCH_MAX_AXES);
-    const char *eq = strchr(text, '=');
-    kp_axis *ax = &a->axes[a->naxes];
-    memset(ax, 0, sizeof *ax);
-    if (!eq || eq == text || (size_t)(eq - text) >= sizeof ax->name)
-        return kp_cli_usage_error("bench", "--axis '%s': expected NAME=V1,V2,... (N=1M,4M,16M)",
-                                  text);
-    memcpy(ax->name, text, (size_t)(eq - text));
-    if (!kp_expr_is_name(ax->name))
-        return kp_cli_usage_error("bench",
-                                  "--axis '%s': '%s' is not a name (letters, digits "
-                                  "and _, not starting with a digit)",
-                                  text, ax->name);
-    for (int i = 0; i < a->naxes; i++)
-        if (strcmp(a->axes[i].name, ax->name) == 0)
-            return kp_cli_usage_error("bench", "--axis %s is given twice", ax->name);
-    if (strchr(ax->name, 'x'))
-        return kp_cli_usage_error("bench",
-                                  "--axis '%s': a name may not hold 'x', which separates "
-                                  "the dimensions of --grid and --tg",
-                                  ax->name);
-    const char *p = eq + 1;
-    for (;;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        if (ax->nvalues == KP_BENCH_MAX_VALUES)
-            return kp_cli_usage_error("bench", "--axis %s: at most %d values", ax->name,
-                                      KP_BENCH_MAX_VALUES);
-        kp_var *v = &ax->values[ax->nvalues];
-        if (len == 0 || len >= sizeof v->text)
-            return kp_cli_usage_error("bench", "--axis '%s': an empty or too long value", text);
-        memcpy(v->text, p, len);
-        v->text[len] = '\0';
-        memcpy(v->name, ax->name, sizeof v->name);
-        kp_error why = {0};
-        if (kp_expr_eval(v->text, NULL, &v->value, &why) == KPROF_OK) {
-            v->numeric = 1;
-        } else {
-            /* A word ("f32", "float4") is a text value; anything else is a typing error. */
-            for (const char *c = v->text; *c; c++)
-                if (!(isalnum((unsigned char)*c) || *c == '_' || *c == '.'))
-                    return kp_cli_usage_error("bench", "--axis %s value '%s': %s", ax->name,
-                                              v->text, why.message);
-            v->numeric = 0;
-        }
-        for (int i = 0; i < ax->nvalues; i++)
-            if (strcmp(ax->values[i].text, v->text) == 0)
-                return kp_cli_usage_error("bench", "--axis %s: value '%s' is given twice", ax->name,
-                                          v->text);
-        ax->nvalues++;
-        if (!comma) break;
-        p = comma + 1;
-    }
-    a->naxes++;
-    return 0;
-}
-
-static int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
-{
-    static const struct option longopts[] = {
-        {"entry", required_argument, NULL, 'e'},
-        {"grid", required_argument, NULL, 'g'},
-        {"tg", required_argument, NULL, 't'},
-        {"block", required_argument, NULL, 't'},
-        {"local", required_argument, NULL, 't'},
-        {"buffers", required_argument, NULL, 'b'},
-        {"backend", required_argument, NULL, 'k'},
-        {"device", required_argument, NULL, 'd'},
-        {"smem", required_argument, NULL, 's'},
-        {"options", required_argument, NULL, 'o'},
-        {"timer", required_argument, NULL, 'c'},
-        {"kernel-timeout", required_argument, NULL, 'K'},
-        {"bytes", required_argument, NULL, 'B'},
-        {"flops", required_argument, NULL, 'f'},
-        {"axis", required_argument, NULL, 'a'},
-        {"cache", required_argument, NULL, 'C'},
-        {"cold", no_argument, NULL, 'O'},
-        {"hot", no_argument, NULL, 'H'},
-        {"max-noise", required_argument, NULL, 'N'},
-        {"min-time", required_argument, NULL, 'm'},
-        {"min-samples", required_argument, NULL, 'n'},
-        {"timeout", required_argument, NULL, 'T'},
-        {"warmup", required_argument, NULL, 'w'},
-        {"throttle", required_argument, NULL, 'R'},
-        {"threshold", required_argument, NULL, 'h'},
-        {"compare", required_argument, NULL, 'x'},
-        {"fail-if-slower", required_argument, NULL, 'X'},
-        {"json", no_argument, NULL, 'j'},
-        {"plot", required_argument, NULL, 'P'},
-        {"plot-y", required_argument, NULL, 'Y'},
-        {"force", no_argument, NULL, 'F'},
-        {"counters", optional_argument, NULL, 'Q'},
-        {"repeat", required_argument, NULL, 'r'},
-        {NULL, 0, NULL, 0},
-    };
-    memset(a, 0, sizeof *a);
-    a->device = -1;
-    a->grid = "1048576";
-    a->tg = "256";
-    a->fail_if_slower = -1;
-    a->repeat = 1;
-    kp_bench_config_default(&a->cfg);
-    uint64_t v;
-    double d;
-    int rc;
-    const char *counters_list = NULL; /* the word --counters took as its LIST, if any */
-    opterr = 0;
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, ":D:I:", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'e':
-            if (a->nentries == 2)
-                return kp_cli_usage_error("bench", "--entry at most twice (A and B)");
-            a->entries[a->nentries++] = optarg;
-            break;
-        case 'g':
-            a->grid = optarg;
-            break;
-        case 't':
-            a->tg = optarg;
-            break;
-        case 'b':
-            a->buffers = optarg;
-            break;
-        case 'k':
-            a->backend = optarg;
-            break;
-        case 'd':
-            if ((rc = kp_cli_parse_device("bench", optarg, &a->device)) != 0) return rc;
-            break;
-        case 's':
-            if ((rc = kp_cli_parse_smem("bench", optarg, &a->launch)) != 0) return rc;
-            break;
-        case 'o':
-            kp_str_printf(&a->options, " %s", optarg);
-            break;
-        case 'I':
-            kp_str_printf(&a->options, " -I%s", optarg);
-            break;
-        case 'D':
-            if (a->ndefines == KP_BENCH_MAX_DEFINES)
-                return kp_cli_usage_error("bench", "at most %d -D options", KP_BENCH_MAX_DEFINES);
-            a->defines[a->ndefines++] = optarg;
-            break;
-        case 'c':
-            if ((rc = kp_cli_parse_timer("bench", optarg, &a->launch)) != 0) return rc;
-            break;
-        case 'K':
-            if ((rc = kp_cli_parse_kernel_timeout("bench", "--kernel-timeout", optarg,
-                                                  &a->launch)) != 0)
-                return rc;
-            break;
-        case 'B':
-            a->bytes_expr = optarg;
-            break;
-        case 'f':
-            a->flops_expr = optarg;
-            break;
-        case 'a':
-            if ((rc = kp_bench_parse_axis(a, optarg)) != 0) return rc;
-            break;
-        case 'C':
-            if (strcmp(optarg, "hot") == 0)
-                a->hot = 1;
-            else if (strcmp(optarg, "cold") == 0)
-                a->cold = 1;
-            else if (strcmp(optarg, "both") == 0)
-                a->hot = a->cold = 1;
-            else
-                return kp_cli_usage_error("bench", "--cache '%s': choose hot, cold or both",
-                                          optarg);
-            break;
-        case 'O':
-            a->cold = 1;
-            break;
-        case 'H':
-            a->hot = 1;
-            break;
-        case 'N':
-            if ((rc = kp_cli_parse_percent("bench", "--max-noise", optarg, 0.001, 100,
-                                           &a->cfg.max_noise)) != 0)
-                return rc;
-            break;
-        case 'm':
-            if (kp_cli_parse_double(optarg, &d) != 0 || d > 3600)
-                return kp_cli_usage_error("bench", "--min-time '%s': expected 0 to 3600 seconds",
-                                          optarg);
-            a->cfg.min_time_s = d;
-            break;
-        case 'n':
-            if (kp_parse_size(optarg, &v) != 0 || v < 1 || v > 1000000)
-                return kp_cli_usage_error("bench", "--min-samples '%s': expected 1 to 1000000",
-                                          optarg);
-            a->cfg.min_samples = (int)v;
-            break;
-        case 'T':
-            if (kp_cli_parse_double(optarg, &d) != 0 || d <= 0 || d > 86400)
-                return kp_cli_usage_error("bench", "--timeout '%s': expected seconds > 0", optarg);
-            a->cfg.timeout_s = d;
-            break;
-        case 'w':
-            if (kp_parse_size(optarg, &v) != 0 || v > 1000000)
-                return kp_cli_usage_error("bench", "--warmup '%s': expected 0 to 1000000", optarg);
-            a->cfg.warmup = (int)v;
-            break;
-        case 'R':
-            if ((rc = kp_cli_parse_percent("bench", "--throttle", optarg, 0, 100,
-                                           &a->cfg.throttle_fraction)) != 0)
-                return rc;
-            break;
-        case 'h':
-            if ((rc = kp_cli_parse_percent("bench", "--threshold", optarg, 0.01, 100,
-                                           &a->cfg.threshold)) != 0)
-                return rc;
-            break;
-        case 'x':
-            a->compare_file = optarg;
-            break;
-        case 'X':
-            if ((rc = kp_cli_parse_percent("bench", "--fail-if-slower", optarg, 0, 1000,
-                                           &a->fail_if_slower)) != 0)
-                return rc;
-            break;
-        case 'j':
-            a->json = 1;
-            break;
-        case 'P':
-            a->plot = optarg;
-            break;
-        case 'Y':
-            if (strcmp(optarg, "time") == 0)
-                a->plot_throughput = 0;
-            else if (strcmp(optarg, "gbps") == 0)
-                a->plot_throughput = 1;
-            else if (strcmp(optarg, "gflops") == 0)
-                a->plot_throughput = 2;
-            else
-                return kp_cli_usage_error("bench", "--plot-y '%s': choose time, gbps or gflops",
-                                          optarg);
-            break;
-        case 'F':
-            a->force = 1;
-            break;
-        case 'r':
-            if (kp_parse_size(optarg, &v) != 0 || v < 1 || v > KP_BENCH_MAX_REPEAT)
-                return kp_cli_usage_error("bench", "--repeat '%s': expected 1 to %d sessions",
-                                          optarg, KP_BENCH_MAX_REPEAT);
-            a->repeat = (int)v;
-            break;
-        case 'Q':
-            a->counters = 1;
-            if ((rc = kp_run_parse_counters("bench", optarg, argc, argv, &optind,
-                                            &a->counters_asked, &counters_list)) != 0)
-                return rc;
-            break;
-        case ':':
-            return kp_cli_usage_error("bench", "%s needs a value", argv[optind - 1]);
-        default:
-            return kp_cli_usage_error("bench", "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    for (; optind < argc; optind++) {
-        if (a->ntargets == 2)
-            return kp_cli_usage_error("bench",
-                                      "unexpected argument '%s': give one kernel, or "
-                                      "two to compare (A B)",
-                                      argv[optind]);
-        a->targets[a->ntargets++] = argv[optind];
-    }
-    if (a->ntargets == 0 && counters_list)
-        return kp_cli_usage_error("bench",
-                                  "give a kernel: --counters took '%s' as its LIST of "
-                                  "metric names (write --counters=LIST, or name the "
-                                  "kernel as a path)",
-                                  counters_list);
-    if (a->ntargets == 0)
-        return kp_cli_usage_error("bench", "give a kernel: a NAME made by `kprof isolate` or a "
-                                           "FILE (two to compare them)");
-    if (!a->buffers)
-        return kp_cli_usage_error("bench", "--buffers is required: one item per kernel argument, "
-                                           "e.g. f32:N,f32:N,u32=N with --axis N=1M,4M");
-    int sides = a->ntargets == 2 || a->nentries == 2 ? 2 : 1;
-    if (sides == 2 && a->compare_file)
-        return kp_cli_usage_error("bench", "--compare FILE compares with an earlier run: give "
-                                           "one kernel with it, not two");
-    if (a->fail_if_slower >= 0 && sides == 1 && !a->compare_file)
-        return kp_cli_usage_error("bench", "--fail-if-slower needs a comparison: two kernels "
-                                           "(A B, or --entry twice) or --compare FILE");
-    if (!a->hot && !a->cold) a->hot = 1;
-    if (a->plot) {
-        if (strcmp(kp_path_extension(a->plot), "svg") != 0)
-            return kp_cli_usage_error("bench", "--plot '%s': the plot is SVG; name a .svg file",
-                                      a->plot);
-        int varying = 0;
-        for (int i = 0; i < a->naxes; i++)
-            varying += a->axes[i].nvalues > 1;
-        if (varying != 1)
-            return kp_cli_usage_error("bench", "--plot draws one axis against time or "
-                                               "throughput: give exactly one --axis with "
-                                               "several values");
-    }
-    if (a->plot_throughput == 2 && !a->flops_expr)
-        return kp_cli_usage_error("bench", "--plot-y gflops needs --flops EXPR");
-    if (a->options.failed) return kp_cli_usage_error(NULL, "out of memory");
-    { /* -D NAME[=EXPR] and the rest as the compiler will see them, axes not yet substituted */
-        kp_str all = {0};
-        for (int i = 0; i < a->ndefines; i++)
-            kp_str_printf(&all, " -D%s", a->defines[i]);
-        if (a->options.data) kp_str_append(&all, a->options.data);
-        if (all.failed) {
-            kp_str_free(&all);
-            return kp_cli_usage_error(NULL, "out of memory");
-        }
-        int bad = kp_cli_check_compiler_options("bench", all.data);
-        kp_str_free(&all);
-        if (bad) return bad;
-    }
-    /* Every formula must name only axes: checked now, not after minutes of measuring. */
-    kp_vars probe = {0};
-    for (int i = 0; i < a->naxes; i++) {
-        probe.v[probe.n] = a->axes[i].values[0];
-        probe.n++;
-    }
-    const char *formulas[2] = {a->bytes_expr, a->flops_expr};
-    const char *names[2] = {"--bytes", "--flops"};
-    for (int i = 0; i < 2; i++) {
-        if (!formulas[i]) continue;
-        kp_error why = {0};
-        double x;
-        if (kp_expr_eval(formulas[i], &probe, &x, &why) != KPROF_OK)
-            return kp_cli_usage_error("bench", "%s '%s': %s", names[i], formulas[i], why.message);
-    }
-    return 0;
-}
-
-/* ---- one point ---------------------------------------------------------------------------- */
-
-/* "Nx64" -> dims; each part an expression in the axes ('x' outside braces separates). */
-static kprof_status kp_bench_dims(const char *opt, const char *text, const kp_vars *vars,
-                                  uint64_t out[3], int *dims, kp_error *err)
-{
-    int n = 0, depth = 0;
-    const char *start = text;
-    out[0] = out[1] = out[2] = 1;
-    for (const char *p = text;; p++) {
-        if (*p == '{') depth++;
-        if (*p == '}') depth--;
-        if (*p == '\0' || (*p == 'x' && depth == 0)) {
-            if (n == 3)
-                return kp_error_set(err, KPROF_INVALID, "%s '%s': more than 3 dimensions", opt,
-                                    text);
-            char part[256];
-            size_t len = (size_t)(p - start);
-            if (len == 0 || len >= sizeof part)
-                return kp_error_set(err, KPROF_INVALID, "%s '%s': an empty dimension", opt, text);
-            memcpy(part, start, len);
-            part[len] = '\0';
-            kp_str sub = {0};
-            kp_error why = {0};
-            double v;
-            kprof_status rc = kp_expr_substitute(part, vars, &sub, &why);
-            if (rc == KPROF_OK) rc = kp_expr_eval(sub.data ? sub.data : "", vars, &v, &why);
-            kp_str_free(&sub);
-            if (rc != KPROF_OK)
-                return kp_error_set(err, KPROF_INVALID, "%s '%s': %s", opt, text, why.message);
-            if (v < 1 || v != floor(v) || v > 1e15)
-                return kp_error_set(err, KPROF_INVALID,
-                                    "%s '%s': dimension %d is %g, not a positive whole number", opt,
-                                    text, n + 1, v);
-            out[n++] = (uint64_t)v;
-            if (*p == '\0') break;
-            start = p + 1;
-        }
-    }
-    *dims = n;
-    return KPROF_OK;
-}
-
-/* The compiler options at a point: -D values in the axes, then -I and --options. */
-static kprof_status kp_bench_point_options(const kp_bench_args *a, const kp_vars *vars, kp_str *out,
-                                           kp_error *err)
-{
-    for (int i = 0; i < a->ndefines; i++) {
-        const char *d = a->defines[i], *eq = strchr(d, '=');
-        kp_error why = {0};
-        if (!eq) {
-            /* -DN with an axis N defines N as the axis value. */
-            const kp_var *v = kp_vars_find(vars, d);
-            char num[64];
-            if (v && v->numeric) kp_expr_format(v->value, num, sizeof num);
-            if (v)
-                kp_str_printf(out, " -D%s=%s", d, v->numeric ? num : v->text);
-            else
-                kp_str_printf(out, " -D%s", d);
-            continue;
-        }
-        kp_str_printf(out, " -D%.*s=", (int)(eq - d), d);
-        if (kp_expr_substitute(eq + 1, vars, out, &why) != KPROF_OK)
-            return kp_error_set(err, KPROF_INVALID, "-D %s: %s", d, why.message);
-    }
-    if (a->options.data) kp_str_append(out, a->options.data);
-    if (out->failed) return kp_error_nomem(err);
-    return KPROF_OK;
-}
-
-static void kp_bench_point_vars(const kp_bench_args *a, int index, kp_vars *vars)
-{
-    memset(vars, 0, sizeof *vars);
-    /* The first axis varies slowest. */
-    int stride = 1;
-    for (int i = a->naxes - 1; i >= 0; i--) {
-        const kp_axis *ax = &a->axes[i];
-        vars->v[i] = ax->values[(index / stride) % ax->nvalues];
-        stride *= ax->nvalues;
-    }
-    vars->n = a->naxes;
-}
-
-static void kp_bench_vars_text(const kp_vars *vars, char *buf, size_t n)
-{
-    size_t len = 0;
-    buf[0] = '\0';
-    /* Numbers as numbers ("N=4096" whether given as 4K or 4096): a point is found again in an
-     * earlier run however its value was spelled. */
-    for (int i = 0; i < vars->n && len < n; i++) {
-        char num[64];
-        if (vars->v[i].numeric) kp_expr_format(vars->v[i].value, num, sizeof num);
-        len += (size_t)snprintf(buf + len, n - len, "%s%s=%s", i ? " " : "", vars->v[i].name,
-                                vars->v[i].numeric ? num : vars->v[i].text);
-    }
+    kp_bench_run *r = user;
+    kp_progress_set(r->progress, "bench: %s: %s", point, what);
 }
 
 static void kp_bench_progress(void *user, const kp_bench_side *sides, int nsides, double noise,
@@ -552,336 +52,14 @@ static void kp_bench_progress(void *user, const kp_bench_side *sides, int nsides
     kp_bench_run *r = user;
     (void)nsides;
     kp_progress_set(r->progress, "bench: %s: %zu samples, noise ±%.2f%% (goal ±%.2f%%), %.1f s",
-                    r->phase, sides[0].n, 100 * noise, 100 * r->a->cfg.max_noise, elapsed);
-}
-
-/* What a point is measured at, from its axis values: the launch geometry, the SPEC and the
- * compiler options with the axes substituted, and the formulas' values. */
-typedef struct kp_bench_setup {
-    kp_vars vars;
-    kp_launch launch;
-    kp_str buffers, options;
-    double bytes, flops; /* per dispatch; 0 when not given */
-} kp_bench_setup;
-
-static void kp_bench_setup_free(kp_bench_setup *p)
-{
-    kp_str_free(&p->buffers);
-    kp_str_free(&p->options);
-}
-
-/* Point index's setup; an error names the point. */
-static kprof_status kp_bench_point_setup(const kp_bench_args *a, int index, kp_bench_setup *p,
-                                         kp_error *err)
-{
-    memset(p, 0, sizeof *p);
-    kp_bench_point_vars(a, index, &p->vars);
-    const kp_vars *vars = &p->vars;
-    p->launch = a->launch;
-    int gd = 0, td = 0;
-    kp_error why = {0};
-    kprof_status st = kp_bench_dims("--grid", a->grid, vars, p->launch.grid, &gd, err);
-    if (st == KPROF_OK) st = kp_bench_dims("--tg", a->tg, vars, p->launch.tg, &td, err);
-    if (st == KPROF_OK && gd != td)
-        st = kp_error_set(err, KPROF_INVALID, "--grid has %d dimension%s but --tg has %d", gd,
-                          gd == 1 ? "" : "s", td);
-    p->launch.dims = gd;
-    if (st == KPROF_OK && kp_expr_substitute(a->buffers, vars, &p->buffers, &why) != KPROF_OK)
-        st = kp_error_set(err, KPROF_INVALID, "--buffers: %s", why.message);
-    if (st == KPROF_OK) st = kp_bench_point_options(a, vars, &p->options, err);
-    const char *formulas[2] = {a->bytes_expr, a->flops_expr};
-    const char *names[2] = {"--bytes", "--flops"};
-    double *values[2] = {&p->bytes, &p->flops};
-    for (int f = 0; f < 2 && st == KPROF_OK; f++) {
-        if (!formulas[f]) continue;
-        double v = 0;
-        if (kp_expr_eval(formulas[f], vars, &v, &why) != KPROF_OK)
-            st =
-                kp_error_set(err, KPROF_INVALID, "%s '%s': %s", names[f], formulas[f], why.message);
-        else if (v < 0 || v >= 18446744073709551616.0)
-            st = kp_error_set(err, KPROF_INVALID, "%s '%s' is %g at a point: %s", names[f],
-                              formulas[f], v, v < 0 ? "negative" : "too large");
-        *values[f] = v;
-    }
-    if (st != KPROF_OK) {
-        char vt[256];
-        kp_bench_vars_text(vars, vt, sizeof vt);
-        if (vt[0]) kp_error_append(err, " (at the point %s)", vt);
-        kp_bench_setup_free(p);
-    }
-    return st;
-}
-
-/* Every point's setup, before anything is measured: a mistake at the last point is found now,
- * not after minutes of measuring. */
-static kprof_status kp_bench_check_points(const kp_bench_args *a, int npoints, kp_error *err)
-{
-    for (int index = 0; index < npoints; index++) {
-        kp_bench_setup p;
-        kprof_status st = kp_bench_point_setup(a, index, &p, err);
-        if (st != KPROF_OK) return st;
-        kp_bench_setup_free(&p);
-    }
-    return KPROF_OK;
-}
-
-/* --counters for one side of a row, after its samples: one replayed dispatch of lab's kernel at
- * launch. Once a row finds the counters cannot be read, later rows are not asked (the first
- * reason stands for all). */
-static kprof_status kp_bench_counters(kp_bench_run *r, kp_bench_row *row, int side, kp_lab *lab,
-                                      const kp_launch *launch, kp_error *err)
-{
-    kp_counters *c = malloc(sizeof *c);
-    if (!c) return kp_error_nomem(err);
-    *c = r->a->counters_asked;
-    row->counters[side] = c;
-    if (r->counters_off[0]) {
-        c->read = 1;
-        c->have = 0;
-        snprintf(c->why_not, sizeof c->why_not, "%s", r->counters_off);
-        return KPROF_OK;
-    }
-    kprof_status st = kp_lab_counters(lab, launch, c, err);
-    if (st == KPROF_OK && !c->have)
-        snprintf(r->counters_off, sizeof r->counters_off, "%s", c->why_not);
-    return st;
-}
-
-/* --repeat: a later session's samples of a row (tmp) joined to the row's, and the sessions'
- * medians and ratios kept. */
-static kprof_status kp_bench_join(kp_bench_row *row, kp_bench_side *tmp, const kp_bench_outcome *o,
-                                  kp_error *err)
-{
-    for (int s = 0; s < row->nsides; s++) {
-        kp_bench_side *d = &row->side[s], *t = &tmp[s];
-        kprof_status st = kp_bench_side_add(d, t->ms, t->mhz, t->n, err);
-        if (st != KPROF_OK) return st;
-        d->taken += t->taken;
-        d->rounds += t->rounds;
-        d->throttled += t->throttled;
-        d->gpu_s += t->gpu_s;
-        d->throttle_reasons |= t->throttle_reasons;
-        if (t->min_clock_mhz > 0 && (d->min_clock_mhz <= 0 || t->min_clock_mhz < d->min_clock_mhz))
-            d->min_clock_mhz = t->min_clock_mhz;
-        if (d->nruns < KP_BENCH_MAX_REPEAT) d->run_median[d->nruns++] = t->median.value;
-    }
-    kp_bench_outcome *ro = &row->outcome;
-    if (row->nsides == 2 && ro->nrun_ratios < KP_BENCH_MAX_REPEAT)
-        ro->run_ratio[ro->nrun_ratios++] = o->ratio.value;
-    ro->wall_s += o->wall_s;
-    if (o->measured_busy_cpus > ro->measured_busy_cpus)
-        ro->measured_busy_cpus = o->measured_busy_cpus;
-    if (o->busy_cpus > ro->busy_cpus) ro->busy_cpus = o->busy_cpus;
-    if (o->stop == KP_BENCH_STOP_TIMEOUT) ro->stop = KP_BENCH_STOP_TIMEOUT;
-    return KPROF_OK;
-}
-
-/* After the last session of a point: each row's samples summarised whole and the comparison
- * made again, with the spread between the sessions. */
-static kprof_status kp_bench_rejudge(kp_bench_run *r, int row0, kp_error *err)
-{
-    for (int i = row0; i < r->nrows; i++) {
-        kp_bench_row *row = &r->rows[i];
-        for (int s = 0; s < row->nsides; s++) {
-            kprof_status st = kp_bench_summarise(&row->side[s], err);
-            if (st != KPROF_OK) return st;
-        }
-        if (row->nsides == 2) {
-            kp_bench_config cfg = r->a->cfg;
-            cfg.cold = row->cold;
-            kprof_status st =
-                kp_bench_compare(&row->side[0], &row->side[1], 1, &cfg, &row->outcome, err);
-            if (st != KPROF_OK) return st;
-        }
-    }
-    return KPROF_OK;
-}
-
-/* Measure one point (both cache states asked): its first session appends rows; with --repeat,
- * each later session (fresh sessions: compiled, filled and run anew) joins its samples to
- * them. */
-static kprof_status kp_bench_point_once(kp_bench_run *r, int index, int rep, int row0,
-                                        kp_error *err);
-
-static kprof_status kp_bench_point(kp_bench_run *r, int index, kp_error *err)
-{
-    int row0 = r->nrows;
-    kprof_status st = KPROF_OK;
-    for (int rep = 0; rep < r->a->repeat && st == KPROF_OK; rep++)
-        st = kp_bench_point_once(r, index, rep, row0, err);
-    if (st == KPROF_OK && r->a->repeat > 1) st = kp_bench_rejudge(r, row0, err);
-    return st;
-}
-
-static kprof_status kp_bench_point_once(kp_bench_run *r, int index, int rep, int row0,
-                                        kp_error *err)
-{
-    kp_bench_args *a = r->a;
-    kp_bench_setup p;
-    kprof_status st = kp_bench_point_setup(a, index, &p, err);
-    if (st != KPROF_OK) return st;
-    const kp_vars *vars = &p.vars;
-    const kp_launch launch = p.launch;
-    const kp_str buffers = p.buffers, options = p.options;
-    if (index == 0) {
-        kp_strlcpy(r->first_options, options.data ? options.data : "", sizeof r->first_options);
-        kp_strlcpy(r->first_buffers, buffers.data ? buffers.data : "", sizeof r->first_buffers);
-    }
-    int nsides = a->ntargets == 2 || a->nentries == 2 ? 2 : 1;
-    kp_lab *labs[2] = {NULL, NULL};
-    kp_reflection refl;
-    /* Two kernels of one file share one session: one process, one program, one set of
-     * buffers (bench.h), so nothing but the kernels differs between A and B. */
-    int shared = nsides == 2 && (a->ntargets == 1 || strcmp(a->targets[0], a->targets[1]) == 0);
-    const char *entries[2] = {NULL, NULL};
-    for (int s = 0; s < nsides && st == KPROF_OK; s++) {
-        entries[s] = a->nentries == 0 ? NULL : a->entries[a->nentries == 2 ? s : 0];
-        kp_lab_options lo = {
-            .target = a->targets[a->ntargets == 2 ? s : 0],
-            .entry = entries[s],
-            .buffers = buffers.data,
-            .backend = a->backend,
-            .device = a->device,
-            .options = options.data ? options.data : "",
-        };
-        if (shared && s == 1) {
-            labs[1] = labs[0];
-            st = kp_lab_use_kernel(labs[0], entries[1], err);
-        } else {
-            st = kp_lab_open(&lo, &labs[s], err);
-        }
-        if (st == KPROF_OK) st = kp_lab_check_launch(labs[s], &launch, &refl, err);
-        if (st == KPROF_OK) {
-            const kp_lab_info *info = kp_lab_get_info(labs[s]);
-            if (!r->have_info) {
-                r->info = *info;
-                snprintf(r->kernel_dir, sizeof r->kernel_dir, "%s", info->kernel_dir);
-            }
-            kp_strlcpy(r->entry_name[s], info->kernel->name, sizeof r->entry_name[s]);
-            snprintf(r->source[s], sizeof r->source[s], "%s", info->source_path);
-        }
-    }
-    if (st == KPROF_OK && shared) st = kp_lab_use_kernel(labs[0], entries[0], err);
-    if (st == KPROF_OK) r->have_info = 1;
-    if (st == KPROF_OK && nsides == 2) {
-        const kp_lab_info *i0 = kp_lab_get_info(labs[0]), *i1 = kp_lab_get_info(labs[1]);
-        if (strcmp(i0->device.name, i1->device.name) != 0 ||
-            strcmp(i0->device.backend, i1->device.backend) != 0)
-            st = kp_error_set(err, KPROF_INVALID,
-                              "A runs on %s (%s) but B on %s (%s): compare on one device (give "
-                              "--backend, and kernels in one language)",
-                              i0->device.name, i0->device.backend, i1->device.name,
-                              i1->device.backend);
-    }
-    int rowk = row0;
-    for (int cold = 0; cold < 2 && st == KPROF_OK; cold++) {
-        if ((cold && !a->cold) || (!cold && !a->hot)) continue;
-        kp_bench_row *row;
-        kp_bench_side later[2]; /* a later session's samples, joined to the row's after */
-        kp_bench_side *sides;
-        kp_bench_outcome later_outcome, *outcome;
-        if (rep == 0) {
-            row = &r->rows[r->nrows];
-            memset(row, 0, sizeof *row);
-            row->vars = *vars;
-            row->cold = cold;
-            row->launch = launch;
-            row->nsides = nsides;
-            r->nrows++;
-            sides = row->side;
-            outcome = &row->outcome;
-        } else {
-            row = &r->rows[rowk];
-            memset(later, 0, sizeof later);
-            sides = later;
-            outcome = &later_outcome;
-        }
-        rowk++;
-        for (int s = 0; s < nsides; s++) {
-            sides[s].lab = labs[s];
-            sides[s].launch = launch;
-            sides[s].entry = shared ? entries[s] : NULL;
-            snprintf(row->label[s], sizeof row->label[s], "%s", r->entry_name[s]);
-        }
-        char vt[256];
-        kp_bench_vars_text(vars, vt, sizeof vt);
-        char phase[512];
-        if (a->repeat > 1)
-            snprintf(phase, sizeof phase, "%s%s%s %s, session %d of %d", r->entry_name[0],
-                     vt[0] ? " " : "", vt, cold ? "cold" : "hot", rep + 1, a->repeat);
-        else
-            snprintf(phase, sizeof phase, "%s%s%s %s", r->entry_name[0], vt[0] ? " " : "", vt,
-                     cold ? "cold" : "hot");
-        r->phase = phase;
-        kp_progress_set(r->progress, "bench: %s: warming up", phase);
-        kp_bench_config cfg = a->cfg;
-        cfg.cold = cold;
-        st = kp_bench_measure(sides, nsides, &cfg, kp_bench_progress, r, outcome, err);
-        r->phase = NULL;
-        if (st == KPROF_OK && a->repeat > 1) {
-            if (rep == 0) {
-                /* The first session's median and ratio are the first of the runs'. */
-                for (int s = 0; s < nsides; s++)
-                    row->side[s].run_median[row->side[s].nruns++] = row->side[s].median.value;
-                if (nsides == 2)
-                    row->outcome.run_ratio[row->outcome.nrun_ratios++] = row->outcome.ratio.value;
-            } else {
-                st = kp_bench_join(row, later, &later_outcome, err);
-            }
-        }
-        if (rep > 0)
-            for (int s = 0; s < nsides; s++)
-                kp_bench_side_free(&later[s]);
-        if (rep > 0) {
-            if (st == KPROF_TIMEOUT) {
-                kp_progress_stop(r->progress);
-                r->progress = NULL;
-                kp_run_abandon(err);
-            }
-            if (st != KPROF_OK) break;
-            continue; /* the counters and sizes are the first session's */
-        }
-        kp_strlcpy(r->info.timer, kp_lab_get_info(labs[0])->timer, sizeof r->info.timer);
-        if (st == KPROF_TIMEOUT) {
-            kp_progress_stop(r->progress);
-            r->progress = NULL;
-            kp_run_abandon(err);
-        }
-        if (st != KPROF_OK) break;
-        row->bytes = a->bytes_expr ? (uint64_t)p.bytes : kp_lab_get_info(labs[0])->buffer_bytes;
-        row->bytes_assumed = !a->bytes_expr;
-        row->working_set = kp_lab_get_info(labs[0])->buffer_bytes;
-        row->flops = p.flops;
-        for (int s = 0; s < nsides && st == KPROF_OK && a->counters; s++) {
-            kp_progress_set(r->progress, "bench: %s: hardware counters (one replayed dispatch)",
-                            phase);
-            if (shared) st = kp_lab_use_kernel(labs[0], entries[s], err);
-            if (st == KPROF_OK) st = kp_bench_counters(r, row, s, labs[s], &launch, err);
-        }
-        if (st == KPROF_TIMEOUT) {
-            kp_progress_stop(r->progress);
-            r->progress = NULL;
-            kp_run_abandon(err);
-        }
-    }
-    /* Nothing a session measured stands until it released its device cleanly (lab.h). */
-    for (int s = 0; s < nsides; s++) {
-        if (!labs[s] || (s == 1 && labs[1] == labs[0])) continue;
-        if (st == KPROF_OK) st = kp_lab_finish(labs[s], err);
-        kp_lab_close(labs[s]);
-    }
-    for (int i = 0; i < r->nrows; i++)
-        for (int s = 0; s < 2; s++)
-            r->rows[i].side[s].lab = NULL;
-    kp_bench_setup_free(&p);
-    return st;
+                    r->s.phase, sides[0].n, 100 * noise, 100 * r->a->plan.cfg.max_noise, elapsed);
 }
 
 /* --compare: the earlier run's samples of each row, and the verdict on this run against them. */
 static kprof_status kp_bench_compare_old(kp_bench_run *r, kp_error *err)
 {
-    for (int i = 0; i < r->nrows; i++) {
-        kp_bench_row *row = &r->rows[i];
+    for (int i = 0; i < r->s.nrows; i++) {
+        kp_bench_row *row = &r->s.rows[i];
         char vt[256];
         kp_bench_vars_text(&row->vars, vt, sizeof vt);
         const kp_bench_file_point *p = kp_bench_file_find(r->old, vt, row->cold);
@@ -910,7 +88,8 @@ static kprof_status kp_bench_compare_old(kp_bench_run *r, kp_error *err)
                               "%s: point '%s' has a median of 0 ms: nothing to compare with",
                               r->a->compare_file, vt);
         if (st == KPROF_OK)
-            st = kp_bench_compare(&row->old, &row->side[0], 0, &r->a->cfg, &row->old_outcome, err);
+            st = kp_bench_compare(&row->old, &row->side[0], 0, &r->a->plan.cfg, &row->old_outcome,
+                                  err);
         if (st != KPROF_OK) return st;
         row->have_old = 1;
     }
@@ -918,53 +97,6 @@ static kprof_status kp_bench_compare_old(kp_bench_run *r, kp_error *err)
 }
 
 /* ---- output ------------------------------------------------------------------------------- */
-
-static const kp_bench_outcome *kp_bench_row_comparison(const kp_bench_row *row)
-{
-    if (row->nsides == 2) return &row->outcome;
-    if (row->have_old) return &row->old_outcome;
-    return NULL;
-}
-
-static void kp_bench_gate(kp_bench_run *r)
-{
-    if (r->a->fail_if_slower < 0) return;
-    for (int i = 0; i < r->nrows; i++) {
-        kp_bench_row *row = &r->rows[i];
-        const kp_bench_outcome *o = kp_bench_row_comparison(row);
-        if (!o) continue;
-        row->slower_gate = kp_bench_outcome_fails(o, r->a->fail_if_slower);
-    }
-}
-
-static double kp_bench_gbps(const kp_bench_row *row, const kp_bench_side *s)
-{
-    return s->median.value > 0 ? (double)row->bytes / (s->median.value * 1e-3) / 1e9 : 0;
-}
-
-static double kp_bench_gflops(const kp_bench_row *row, const kp_bench_side *s)
-{
-    return s->median.value > 0 && row->flops > 0 ? row->flops / (s->median.value * 1e-3) / 1e9 : 0;
-}
-
-/* What a side's counters say at its median (readings of the measured figures alone). */
-static void kp_bench_counter_readings(const kp_bench_run *r, const kp_bench_row *row,
-                                      const kp_bench_side *s, const kp_counters *c,
-                                      kp_readings_input *in, kp_readings *rd)
-{
-    memset(in, 0, sizeof *in);
-    in->median_ms = s->median.value;
-    in->gbps = kp_bench_gbps(row, s);
-    in->bytes = row->bytes;
-    in->bytes_assumed = row->bytes_assumed;
-    in->ceiling_gbs = r->ceiling_gbs;
-    /* Hot rows' data that fits in the cache: the counters' cold DRAM bytes are no rate. */
-    in->working_set = row->working_set;
-    in->cache_bytes = r->info.device.cache_bytes;
-    in->timed_cold = row->cold;
-    kp_counters_apply(c, r->peak_gflops, in);
-    kp_readings_compute(in, rd);
-}
 
 /* The engine's reasons as a list of their names. */
 static void kp_bench_json_reasons(kp_json *j, const char *key, unsigned reasons)
@@ -1028,7 +160,7 @@ static void kp_bench_json_side(kp_json *j, const kp_bench_run *r, const kp_bench
     kp_json_uint(j, "rounds", s->rounds);
     kp_json_uint(j, "throttled", s->throttled);
     kp_json_double(j, "gpu_time_s", s->gpu_s);
-    kp_bench_json_shape(j, "shape", &s->shape, row->outcome.busy_cpus, r->a->cfg.threshold);
+    kp_bench_json_shape(j, "shape", &s->shape, row->outcome.busy_cpus, r->a->plan.cfg.threshold);
     if (s->nruns >= 2) {
         kp_json_array_begin(j, "run_medians_ms");
         for (int k = 0; k < s->nruns; k++)
@@ -1044,8 +176,8 @@ static void kp_bench_json_side(kp_json *j, const kp_bench_run *r, const kp_bench
         kp_json_null(j, "clock_mhz");
         kp_json_string(j, "clock_note", s->clock_note);
     }
-    kp_json_double(j, "gbps", kp_bench_gbps(row, s));
-    if (row->flops > 0) kp_json_double(j, "gflops", kp_bench_gflops(row, s));
+    kp_json_double(j, "gbps", kp_bench_row_gbps(row, s));
+    if (row->flops > 0) kp_json_double(j, "gflops", kp_bench_row_gflops(row, s));
     kp_json_array_begin(j, "samples_ms");
     for (size_t i = 0; i < s->n; i++)
         kp_json_double(j, NULL, s->ms[i]);
@@ -1059,7 +191,8 @@ static void kp_bench_json_side(kp_json *j, const kp_bench_run *r, const kp_bench
     if (c) {
         kp_readings_input in;
         kp_readings rd;
-        kp_bench_counter_readings(r, row, s, c, &in, &rd);
+        kp_bench_row_readings(row, s, c, r->ceiling_gbs, r->peak_gflops,
+                              r->s.info.device.cache_bytes, &in, &rd);
         kp_counters_json(j, "counters", c, &in, &rd);
     }
     kp_json_object_end(j);
@@ -1114,39 +247,39 @@ static void kp_bench_json(kp_str *out, const kp_bench_run *r)
     kp_json_object_begin(&j, NULL);
     kp_json_int(&j, "version", 1);
     kp_json_string(&j, "kind", "bench");
-    kp_json_string(&j, "device", r->info.device.name);
-    kp_json_string(&j, "backend", r->info.device.backend);
-    kp_json_int(&j, "device_index", r->info.device.index);
-    kp_json_string(&j, "timer", r->info.timer);
+    kp_json_string(&j, "device", r->s.info.device.name);
+    kp_json_string(&j, "backend", r->s.info.device.backend);
+    kp_json_int(&j, "device_index", r->s.info.device.index);
+    kp_json_string(&j, "timer", r->s.info.timer);
     kp_json_object_begin(&j, "config");
-    kp_json_double(&j, "max_noise", a->cfg.max_noise);
-    kp_json_double(&j, "min_time_s", a->cfg.min_time_s);
-    kp_json_int(&j, "min_samples", a->cfg.min_samples);
-    kp_json_double(&j, "timeout_s", a->cfg.timeout_s);
-    kp_json_int(&j, "warmup", a->cfg.warmup);
-    kp_json_double(&j, "throttle_fraction", a->cfg.throttle_fraction);
-    kp_json_double(&j, "threshold", a->cfg.threshold);
-    kp_json_string(&j, "grid", a->grid);
-    kp_json_string(&j, "tg", a->tg);
-    kp_json_string(&j, "buffers", a->buffers);
-    kp_json_string(&j, "bytes", a->bytes_expr);
-    kp_json_string(&j, "flops", a->flops_expr);
+    kp_json_double(&j, "max_noise", a->plan.cfg.max_noise);
+    kp_json_double(&j, "min_time_s", a->plan.cfg.min_time_s);
+    kp_json_int(&j, "min_samples", a->plan.cfg.min_samples);
+    kp_json_double(&j, "timeout_s", a->plan.cfg.timeout_s);
+    kp_json_int(&j, "warmup", a->plan.cfg.warmup);
+    kp_json_double(&j, "throttle_fraction", a->plan.cfg.throttle_fraction);
+    kp_json_double(&j, "threshold", a->plan.cfg.threshold);
+    kp_json_string(&j, "grid", a->plan.grid);
+    kp_json_string(&j, "tg", a->plan.tg);
+    kp_json_string(&j, "buffers", a->plan.buffers);
+    kp_json_string(&j, "bytes", a->plan.bytes_expr);
+    kp_json_string(&j, "flops", a->plan.flops_expr);
     kp_json_string(&j, "compare", a->compare_file);
     kp_json_object_end(&j);
     kp_json_array_begin(&j, "axes");
-    for (int i = 0; i < a->naxes; i++) {
+    for (int i = 0; i < a->plan.naxes; i++) {
         kp_json_object_begin(&j, NULL);
-        kp_json_string(&j, "name", a->axes[i].name);
+        kp_json_string(&j, "name", a->plan.axes[i].name);
         kp_json_array_begin(&j, "values");
-        for (int k = 0; k < a->axes[i].nvalues; k++)
-            kp_json_string(&j, NULL, a->axes[i].values[k].text);
+        for (int k = 0; k < a->plan.axes[i].nvalues; k++)
+            kp_json_string(&j, NULL, a->plan.axes[i].values[k].text);
         kp_json_array_end(&j);
         kp_json_object_end(&j);
     }
     kp_json_array_end(&j);
     kp_json_array_begin(&j, "points");
-    for (int i = 0; i < r->nrows; i++) {
-        const kp_bench_row *row = &r->rows[i];
+    for (int i = 0; i < r->s.nrows; i++) {
+        const kp_bench_row *row = &r->s.rows[i];
         kp_json_object_begin(&j, NULL);
         char vt[256];
         kp_bench_vars_text(&row->vars, vt, sizeof vt);
@@ -1184,13 +317,13 @@ static void kp_bench_json(kp_str *out, const kp_bench_run *r)
         kp_json_array_begin(&j, "kernels");
         for (int s = 0; s < row->nsides; s++)
             kp_bench_json_side(&j, r, row, &row->side[s], row->counters[s],
-                               row->nsides == 2 ? (s ? "B" : "A") : "", r->source[s],
-                               r->entry_name[s]);
+                               row->nsides == 2 ? (s ? "B" : "A") : "", r->s.source[s],
+                               r->s.entry_name[s]);
         kp_json_array_end(&j);
         if (row->nsides == 2)
-            kp_bench_json_comparison(&j, "comparison", &row->outcome, &a->cfg);
+            kp_bench_json_comparison(&j, "comparison", &row->outcome, &a->plan.cfg);
         else if (row->have_old)
-            kp_bench_json_comparison(&j, "comparison", &row->old_outcome, &a->cfg);
+            kp_bench_json_comparison(&j, "comparison", &row->old_outcome, &a->plan.cfg);
         else
             kp_json_null(&j, "comparison");
         if (a->fail_if_slower >= 0) kp_json_bool(&j, "fails_gate", row->slower_gate);
@@ -1252,11 +385,11 @@ static void kp_bench_print_comparison(const char *what, const kp_bench_outcome *
  * stderr says why). */
 static void kp_bench_print_counters(const kp_bench_run *r)
 {
-    if (!r->a->counters || r->counters_off[0]) return;
+    if (!r->a->plan.counters || r->s.counters_off[0]) return;
     printf("counters (one replayed dispatch per row and kernel, after its samples; rates at its "
            "median):\n");
-    for (int i = 0; i < r->nrows; i++) {
-        const kp_bench_row *row = &r->rows[i];
+    for (int i = 0; i < r->s.nrows; i++) {
+        const kp_bench_row *row = &r->s.rows[i];
         char vt[256];
         kp_bench_vars_text(&row->vars, vt, sizeof vt);
         for (int s = 0; s < row->nsides; s++) {
@@ -1264,7 +397,8 @@ static void kp_bench_print_counters(const kp_bench_run *r)
             if (!c) continue;
             kp_readings_input in;
             kp_readings rd;
-            kp_bench_counter_readings(r, row, &row->side[s], c, &in, &rd);
+            kp_bench_row_readings(row, &row->side[s], c, r->ceiling_gbs, r->peak_gflops,
+                                  r->s.info.device.cache_bytes, &in, &rd);
             char line[2048];
             kp_run_counters_line(c, &in, &rd, line, sizeof line);
             printf("  %s%s%s%s: %s\n", vt, vt[0] ? " " : "", row->cold ? "cold" : "hot",
@@ -1278,23 +412,23 @@ static void kp_bench_print(const kp_bench_run *r)
     const kp_bench_args *a = r->a;
     FILE *o = stdout;
     const char *B = kp_text_bold(o), *R = kp_text_reset(o), *Dm = kp_text_dim(o);
-    printf("%s%s%s on %s %s(%s device %d, %s)%s\n", B, r->entry_name[0], R, r->info.device.name, Dm,
-           r->info.device.backend, r->info.device.index, r->info.timer, R);
-    int has_flops = a->flops_expr != NULL;
-    int both = a->hot && a->cold;
+    printf("%s%s%s on %s %s(%s device %d, %s)%s\n", B, r->s.entry_name[0], R, r->s.info.device.name,
+           Dm, r->s.info.device.backend, r->s.info.device.index, r->s.info.timer, R);
+    int has_flops = a->plan.flops_expr != NULL;
+    int both = a->plan.hot && a->plan.cold;
     /* Header. */
     kp_str h = {0};
-    for (int k = 0; k < a->naxes; k++)
-        kp_str_printf(&h, "%-10s ", a->axes[k].name);
+    for (int k = 0; k < a->plan.naxes; k++)
+        kp_str_printf(&h, "%-10s ", a->plan.axes[k].name);
     if (both) kp_str_printf(&h, "%-5s ", "cache");
-    if (r->rows[0].nsides == 2) kp_str_printf(&h, "%-3s ", "");
+    if (r->s.rows[0].nsides == 2) kp_str_printf(&h, "%-3s ", "");
     kp_str_printf(&h, "%11s  %-23s %10s %10s %10s %10s %8s %7s %-8s %8s %9s", "median", "95% CI",
                   "min", "mean", "p90", "max", "samples", "noise", "stop", "clock", "GB/s");
     if (has_flops) kp_str_printf(&h, " %9s", "GFLOP/s");
     printf("%s%s%s\n", Dm, h.data ? h.data : "", R);
     kp_str_free(&h);
-    for (int i = 0; i < r->nrows; i++) {
-        const kp_bench_row *row = &r->rows[i];
+    for (int i = 0; i < r->s.nrows; i++) {
+        const kp_bench_row *row = &r->s.rows[i];
         for (int s = 0; s < row->nsides; s++) {
             const kp_bench_side *sd = &row->side[s];
             kp_str l = {0};
@@ -1323,8 +457,8 @@ static void kp_bench_print(const kp_bench_run *r)
                           kp_format_ms_cell(sd->stats.p90, 10, p90, sizeof p90),
                           kp_format_ms_cell(sd->stats.max, 10, mx, sizeof mx), samples,
                           100 * sd->noise, s == 0 ? kp_bench_stop_name(row->outcome.stop) : "",
-                          clock, kp_bench_gbps(row, sd));
-            if (has_flops) kp_str_printf(&l, " %9.1f", kp_bench_gflops(row, sd));
+                          clock, kp_bench_row_gbps(row, sd));
+            if (has_flops) kp_str_printf(&l, " %9.1f", kp_bench_row_gflops(row, sd));
             printf("%s\n", l.data ? l.data : "");
             kp_str_free(&l);
         }
@@ -1348,7 +482,7 @@ static void kp_bench_print(const kp_bench_run *r)
             /* A comparison's reasons say what of each side's shape matters to it. */
             if (row->nsides == 2) continue;
             unsigned u = kp_judge_unstable(&sd->shape, row->outcome.busy_cpus, KP_JUDGE_BUSY_LIMIT,
-                                           a->cfg.threshold);
+                                           a->plan.cfg.threshold);
             if (!u) continue;
             char words[400];
             kp_judge_shape_words(&sd->shape, u, row->outcome.busy_cpus, row->outcome.ncpus, "ms",
@@ -1358,44 +492,45 @@ static void kp_bench_print(const kp_bench_run *r)
         }
         if (row->nsides == 2) {
             char what[300];
-            snprintf(what, sizeof what, "B/A (%s / %s)", r->entry_name[1], r->entry_name[0]);
-            if (strcmp(r->source[0], r->source[1]) != 0) snprintf(what, sizeof what, "B/A");
-            kp_bench_print_comparison(what, &row->outcome, &a->cfg, o);
+            snprintf(what, sizeof what, "B/A (%s / %s)", r->s.entry_name[1], r->s.entry_name[0]);
+            if (strcmp(r->s.source[0], r->s.source[1]) != 0) snprintf(what, sizeof what, "B/A");
+            kp_bench_print_comparison(what, &row->outcome, &a->plan.cfg, o);
         }
-        if (row->have_old) kp_bench_print_comparison("now / before", &row->old_outcome, &a->cfg, o);
+        if (row->have_old)
+            kp_bench_print_comparison("now / before", &row->old_outcome, &a->plan.cfg, o);
         if (row->slower_gate)
             printf("  %sslower by more than --fail-if-slower %g%%%s\n", B, 100 * a->fail_if_slower,
                    R);
     }
     /* Notes under the table. */
     int stops[5] = {0};
-    for (int i = 0; i < r->nrows; i++)
-        stops[r->rows[i].outcome.stop] = 1;
+    for (int i = 0; i < r->s.nrows; i++)
+        stops[r->s.rows[i].outcome.stop] = 1;
     printf("%sstop:", Dm);
     for (int s = 0; s < 5; s++)
         if (stops[s])
             printf(" %s = %s;", kp_bench_stop_name((kp_bench_stop)s),
                    kp_bench_stop_words((kp_bench_stop)s));
-    printf(" goal ±%g%%, at least %d samples and %g s of device time%s\n", 100 * a->cfg.max_noise,
-           a->cfg.min_samples, a->cfg.min_time_s, R);
-    if (r->rows[0].nsides == 2)
+    printf(" goal ±%g%%, at least %d samples and %g s of device time%s\n",
+           100 * a->plan.cfg.max_noise, a->plan.cfg.min_samples, a->plan.cfg.min_time_s, R);
+    if (r->s.rows[0].nsides == 2)
         printf("%sA and B ran in turn, batch by batch; their i-th samples are pairs (drift "
                "cancels). A: %s:%s  B: %s:%s%s\n",
-               Dm, r->source[0], r->entry_name[0], r->source[1], r->entry_name[1], R);
-    const kp_bench_side *s0 = &r->rows[0].side[0];
+               Dm, r->s.source[0], r->s.entry_name[0], r->s.source[1], r->s.entry_name[1], R);
+    const kp_bench_side *s0 = &r->s.rows[0].side[0];
     if (s0->clock_mhz <= 0 && s0->clock_note[0])
         printf("%sclock: not read (%s): throttled samples cannot be told%s\n", Dm, s0->clock_note,
                R);
-    for (int i = 0; i < r->nrows; i++) {
-        if (!r->rows[i].cold) continue;
+    for (int i = 0; i < r->s.nrows; i++) {
+        if (!r->s.rows[i].cold) continue;
         char cb[32], fl[32];
         printf("%scold: the device's cache (%s) emptied before every sample by a read of twice "
                "its size, %s each, not in the times%s\n",
-               Dm, kp_format_bytes(r->info.device.cache_bytes, cb, sizeof cb),
-               kp_format_ms(r->rows[i].side[0].flush_ms, fl, sizeof fl), R);
+               Dm, kp_format_bytes(r->s.info.device.cache_bytes, cb, sizeof cb),
+               kp_format_ms(r->s.rows[i].side[0].flush_ms, fl, sizeof fl), R);
         break;
     }
-    if (r->rows[0].bytes_assumed)
+    if (r->s.rows[0].bytes_assumed)
         printf("%sGB/s: every buffer element assumed touched once per dispatch (--bytes EXPR "
                "corrects it)%s\n",
                Dm, R);
@@ -1404,17 +539,18 @@ static void kp_bench_print(const kp_bench_run *r)
 
 static void kp_bench_warnings(const kp_bench_run *r)
 {
-    for (int i = 0; i < r->nrows; i++)
-        for (int s = 0; s < r->rows[i].nsides; s++) {
-            const kp_bench_side *sd = &r->rows[i].side[s];
+    for (int i = 0; i < r->s.nrows; i++)
+        for (int s = 0; s < r->s.rows[i].nsides; s++) {
+            const kp_bench_side *sd = &r->s.rows[i].side[s];
             if (!sd->throttled) continue;
             char reasons[160];
             kp_clock_reasons_text(sd->throttle_reasons, reasons, sizeof reasons);
             fprintf(stderr,
                     "kprof: warning: %zu of %zu samples discarded: the SM clock fell to %.0f MHz, "
                     "below %g%% of its default %.0f MHz%s%s%s\n",
-                    sd->throttled, sd->taken, sd->min_clock_mhz, 100 * r->a->cfg.throttle_fraction,
-                    sd->default_clock_mhz, reasons[0] ? " (" : "", reasons, reasons[0] ? ")" : "");
+                    sd->throttled, sd->taken, sd->min_clock_mhz,
+                    100 * r->a->plan.cfg.throttle_fraction, sd->default_clock_mhz,
+                    reasons[0] ? " (" : "", reasons, reasons[0] ? ")" : "");
         }
 }
 
@@ -1422,15 +558,15 @@ static kprof_status kp_bench_plot(const kp_bench_run *r, kp_output *out, kp_erro
 {
     const kp_bench_args *a = r->a;
     int axis = 0;
-    for (int i = 0; i < a->naxes; i++)
-        if (a->axes[i].nvalues > 1) axis = i;
+    for (int i = 0; i < a->plan.naxes; i++)
+        if (a->plan.axes[i].nvalues > 1) axis = i;
     int n = 0;
-    kp_plot_point *pts = calloc((size_t)r->nrows * 2, sizeof *pts);
+    kp_plot_point *pts = calloc((size_t)r->s.nrows * 2, sizeof *pts);
     if (!pts) return kp_error_nomem(err);
     /* One line: the first cache state and kernel at each value of the axis. */
-    for (int i = 0; i < r->nrows; i++) {
-        const kp_bench_row *row = &r->rows[i];
-        if (row->cold != r->rows[0].cold) continue;
+    for (int i = 0; i < r->s.nrows; i++) {
+        const kp_bench_row *row = &r->s.rows[i];
+        if (row->cold != r->s.rows[0].cold) continue;
         const kp_bench_side *s = &row->side[0];
         kp_plot_point *p = &pts[n++];
         kp_strlcpy(p->label, row->vars.v[axis].text, sizeof p->label);
@@ -1445,13 +581,13 @@ static kprof_status kp_bench_plot(const kp_bench_run *r, kp_output *out, kp_erro
         }
     }
     char title[512], xl[64];
-    snprintf(title, sizeof title, "%s on %s (%s)", r->entry_name[0], r->info.device.name,
-             r->rows[0].cold ? "cold" : "hot");
-    snprintf(xl, sizeof xl, "%s", a->axes[axis].name);
+    snprintf(title, sizeof title, "%s on %s (%s)", r->s.entry_name[0], r->s.info.device.name,
+             r->s.rows[0].cold ? "cold" : "hot");
+    snprintf(xl, sizeof xl, "%s", a->plan.axes[axis].name);
     kp_svg_labels labels = {
         xl,
-        a->plot_throughput == 0   ? (r->info.device.is_gpu ? "GPU time per dispatch (ms)"
-                                                           : "device time per dispatch (ms)")
+        a->plot_throughput == 0   ? (r->s.info.device.is_gpu ? "GPU time per dispatch (ms)"
+                                                             : "device time per dispatch (ms)")
         : a->plot_throughput == 1 ? "GB/s"
                                   : "GFLOP/s",
         a->plot_throughput ? "at the median" : "median", a->plot_throughput ? "at the min" : "min"};
@@ -1468,20 +604,20 @@ static kprof_status kp_bench_plot(const kp_bench_run *r, kp_output *out, kp_erro
  * the main measurement (its geometry, options, numbers and samples). */
 static void kp_bench_record(const kp_bench_run *r, const char *json)
 {
-    const kp_bench_row *row = &r->rows[0];
+    const kp_bench_row *row = &r->s.rows[0];
     const kp_bench_side *sd = &row->side[0];
     kp_history_run h = {.git_dirty = -1};
     kp_strlcpy(h.kind, "bench", sizeof h.kind);
-    kp_strlcpy(h.kernel, r->entry_name[0], sizeof h.kernel);
-    kp_strlcpy(h.target, r->a->targets[0], sizeof h.target);
-    kp_strlcpy(h.options, r->first_options, sizeof h.options);
+    kp_strlcpy(h.kernel, r->s.entry_name[0], sizeof h.kernel);
+    kp_strlcpy(h.target, r->a->plan.targets[0], sizeof h.target);
+    kp_strlcpy(h.options, r->s.first_options, sizeof h.options);
     kp_dims_text(row->launch.grid, row->launch.dims, h.grid, sizeof h.grid);
     kp_dims_text(row->launch.tg, row->launch.dims, h.tg, sizeof h.tg);
-    kp_strlcpy(h.buffers, r->first_buffers, sizeof h.buffers);
+    kp_strlcpy(h.buffers, r->s.first_buffers, sizeof h.buffers);
     h.median_ms = sd->median.value;
     h.min_ms = sd->stats.min;
     h.nsamples = (int64_t)sd->n;
-    kp_record_result(&h, &r->info.device, r->source[0], sd->ms, sd->n, json);
+    kp_record_result(&h, &r->s.info.device, r->s.source[0], sd->ms, sd->n, json);
 }
 
 int kp_cmd_bench(int argc, char **argv)
@@ -1499,17 +635,18 @@ int kp_cmd_bench(int argc, char **argv)
     kp_error err = {0};
     kprof_status st = KPROF_OK;
     kp_output plot = {0};
-    const char *inputs[] = {a->targets[0], a->ntargets > 1 ? a->targets[1] : NULL, NULL};
+    const char *inputs[] = {a->plan.targets[0], a->plan.ntargets > 1 ? a->plan.targets[1] : NULL,
+                            NULL};
     int npoints = 1;
-    for (int i = 0; i < a->naxes; i++) {
-        npoints *= a->axes[i].nvalues;
+    for (int i = 0; i < a->plan.naxes; i++) {
+        npoints *= a->plan.axes[i].nvalues;
         if (npoints > KP_BENCH_MAX_POINTS) {
             rc = kp_cli_usage_error("bench", "the axes make more than %d points",
                                     KP_BENCH_MAX_POINTS);
             goto out;
         }
     }
-    st = kp_bench_check_points(a, npoints, &err);
+    st = kp_bench_check_points(&a->plan, npoints, &err);
     if (st != KPROF_OK) goto done;
     if (a->compare_file) {
         st = kp_bench_file_read(a->compare_file, &r.old, &err);
@@ -1519,18 +656,27 @@ int kp_cmd_bench(int argc, char **argv)
         st = kp_output_open(&plot, a->plot, a->force ? KP_OUTPUT_FORCE : 0, inputs, &err);
         if (st != KPROF_OK) goto done;
     }
-    r.rows = calloc((size_t)npoints * 2, sizeof *r.rows);
-    if (!r.rows) {
+    r.s.rows = calloc((size_t)npoints * 2, sizeof *r.s.rows);
+    if (!r.s.rows) {
         st = kp_error_nomem(&err);
         goto done;
     }
     r.progress = kp_progress_start_still();
+    r.s.plan = &a->plan;
+    r.s.step = kp_bench_step;
+    r.s.progress = kp_bench_progress;
+    r.s.user = &r;
     for (int p = 0; p < npoints && st == KPROF_OK; p++) {
-        st = kp_bench_point(&r, p, &err);
+        st = kp_bench_point(&r.s, p, &err);
+        if (r.s.wedged) {
+            kp_progress_stop(r.progress);
+            r.progress = NULL;
+            kp_run_abandon(&err);
+        }
         /* The ceiling and FLOP peak the counters are read against, once the device is known. */
-        if (st == KPROF_OK && p == 0 && a->counters) {
+        if (st == KPROF_OK && p == 0 && a->plan.counters) {
             kp_ceiling ceiling;
-            if (kp_cli_ceiling(&r.info.device, &ceiling) == 0) {
+            if (kp_cli_ceiling(&r.s.info.device, &ceiling) == 0) {
                 r.ceiling_gbs = ceiling.copy_gbs;
                 r.peak_gflops = ceiling.fma_gflops;
             }
@@ -1540,14 +686,14 @@ int kp_cmd_bench(int argc, char **argv)
     r.progress = NULL;
     if (st != KPROF_OK) goto done;
     if (r.old) {
-        if (strcmp(r.old->device, r.info.device.name) != 0)
+        if (strcmp(r.old->device, r.s.info.device.name) != 0)
             fprintf(stderr, "kprof: warning: %s was measured on %s, this run on %s\n",
-                    a->compare_file, r.old->device, r.info.device.name);
+                    a->compare_file, r.old->device, r.s.info.device.name);
         st = kp_bench_compare_old(&r, &err);
         if (st != KPROF_OK) goto done;
         int matched = 0;
-        for (int i = 0; i < r.nrows; i++)
-            matched += r.rows[i].have_old;
+        for (int i = 0; i < r.s.nrows; i++)
+            matched += r.s.rows[i].have_old;
         if (!matched && a->fail_if_slower >= 0) {
             /* A gate that compared nothing must not pass. */
             st = kp_error_set(&err, KPROF_INVALID,
@@ -1562,9 +708,9 @@ int kp_cmd_bench(int argc, char **argv)
                     "nothing compared\n",
                     a->compare_file);
     }
-    kp_bench_gate(&r);
-    if (r.info.warning[0]) fprintf(stderr, "kprof: warning: %s\n", r.info.warning);
-    if (r.counters_off[0]) fprintf(stderr, "kprof: counters: %s\n", r.counters_off);
+    kp_bench_gate(r.s.rows, r.s.nrows, a->fail_if_slower);
+    if (r.s.info.warning[0]) fprintf(stderr, "kprof: warning: %s\n", r.s.info.warning);
+    if (r.s.counters_off[0]) fprintf(stderr, "kprof: counters: %s\n", r.s.counters_off);
     kp_bench_warnings(&r);
     kp_str js = {0};
     kp_bench_json(&js, &r);
@@ -1577,11 +723,11 @@ int kp_cmd_bench(int argc, char **argv)
         fputs(js.data, stdout);
     else
         kp_bench_print(&r);
-    if (r.kernel_dir[0]) {
+    if (r.s.kernel_dir[0]) {
         char path[4200];
-        snprintf(path, sizeof path, "%s/bench.json", r.kernel_dir);
+        snprintf(path, sizeof path, "%s/bench.json", r.s.kernel_dir);
         /* --compare's file was read before anything ran: replacing it is fine. */
-        const char *in[] = {r.info.source_path, NULL};
+        const char *in[] = {r.s.info.source_path, NULL};
         st = kp_output_write_file(path, KP_OUTPUT_FORCE, in, js.data, js.len, &err);
         if (st == KPROF_OK && !a->json) printf("  kept in %s\n", path);
     }
@@ -1599,18 +745,18 @@ done:
         kp_error_clear(&err);
     } else {
         rc = 0;
-        for (int i = 0; i < r.nrows; i++)
-            if (r.rows[i].slower_gate) rc = kprof_status_exit_code(KPROF_REGRESSION);
+        for (int i = 0; i < r.s.nrows; i++)
+            if (r.s.rows[i].slower_gate) rc = kprof_status_exit_code(KPROF_REGRESSION);
     }
 out:
-    for (int i = 0; i < r.nrows; i++) {
+    for (int i = 0; i < r.s.nrows; i++) {
         for (int s = 0; s < 2; s++) {
-            kp_bench_side_free(&r.rows[i].side[s]);
-            free(r.rows[i].counters[s]);
+            kp_bench_side_free(&r.s.rows[i].side[s]);
+            free(r.s.rows[i].counters[s]);
         }
-        kp_bench_side_free(&r.rows[i].old);
+        kp_bench_side_free(&r.s.rows[i].old);
     }
-    free(r.rows);
+    free(r.s.rows);
     kp_bench_file_free(r.old);
     kp_str_free(&a->options);
     free(a);

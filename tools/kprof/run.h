@@ -1,7 +1,8 @@
 /*
  * run.h — what `kprof run` and its sweep (`kprof run --sweep-tg`, `kprof sweep`) share: the
- * parsed arguments, the sweep's entry point and a few words for people. A run's numbers, and
- * the JSON they are written in, are the lab's (lab/run_result.h).
+ * parsed arguments (lab_options.h parses them), the sweep's entry point (cmd_sweep.c) and a few
+ * words for people (run.c). A run's numbers, and the JSON they are written in, are the lab's
+ * (lab/run_result.h).
  */
 #ifndef KP_TOOLS_RUN_H
 #define KP_TOOLS_RUN_H
@@ -40,9 +41,6 @@ typedef struct kp_run_args {
 /* The budget a run's or a sweep's dispatching goes by: none when --iters was given. */
 double kp_run_budget(const kp_run_args *a);
 
-/* Parse `kprof run` arguments (argv[0] is the command). 0 or a usage exit code (printed). */
-int kp_run_parse(int argc, char **argv, kp_run_args *a);
-
 /* Run the sweep the arguments describe; returns the exit code. */
 int kp_run_sweep(kp_run_args *a);
 
@@ -57,16 +55,6 @@ _Noreturn void kp_run_abandon(const kp_error *err);
 
 /* "4096", "64x32", "8x8x4". */
 void kp_dims_text(const uint64_t *v, int dims, char *buf, size_t n);
-
-/* --counters [LIST] for cmd (run, sweep, bench), met by getopt_long as an option with an optional
- * argument: `--counters=LIST`, or `--counters LIST` where the next argument looks like a LIST —
- * it holds "__" (every ncu metric name does: dram__bytes_read.sum) or a comma, and does not
- * start with '-' — and is then taken (*optind moves past it; *taken, when not NULL, names it).
- * A word that looks like a kernel is never taken: one that exists as a file or folder, holds a
- * '/', or ends in .cu, .cl, .ptx, .cubin or .json. Plain `--counters` asks for the standard set
- * alone. 0, or the usage error's exit code (a malformed LIST: exit 2). */
-int kp_run_parse_counters(const char *cmd, const char *optarg_text, int argc, char **argv,
-                          int *optind_io, kp_counters *c, const char **taken);
 
 /* The Counters block of a run for people (under the reflection): every standard value ("n/a
  * (not on this device)" where the device has none), the measured figures against the estimate
