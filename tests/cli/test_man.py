@@ -64,6 +64,9 @@ class ManPages(kptest.KprofTestCase):
             raise unittest.SkipTest("KPROF_BUILD_DIR not set (run through ctest)")
         if not shutil.which("man"):
             raise unittest.SkipTest("man is not installed (scripts/install installs man-db)")
+        if not shutil.which("groff"):
+            # man renders a page through groff: without it, it prints nothing to compare.
+            raise unittest.SkipTest("groff is not installed (scripts/install installs groff-base)")
         cls.man_dir = os.path.join(BUILD_DIR, "man", "man1")
         cls.commands = help_commands(kptest.run(["--help"]).stdout)
 
