@@ -2,7 +2,9 @@
  * cmd_caps.c — `kprof caps`: every backend and device with its limits, or why a backend cannot
  * run, for people (a panel per device) or scripts (--json); `--measure` measures a device's
  * bandwidth ceiling and FP32 FLOP peak; `--counters` lists the hardware counters (metric names)
- * a device offers to `kprof run --counters LIST`.
+ * a device offers to `kprof run --counters LIST`. What is gathered and its JSON are
+ * lab/caps.c's (the measuring lab/ceiling.c's, the counters lab/counters.c's); this file parses,
+ * looks up the stored ceilings (the store is above the lab), and prints the text panels.
  */
 #include "core/format.h"
 #include "base/env.h"
