@@ -42,8 +42,9 @@ typedef struct kp_backend_ops {
      * reads it before anything is loaded, to run such sessions in a child process (lab.h). */
     int kernels_in_process;
 
-    /* Can this backend run here? 0 = yes; otherwise UNAVAILABLE and the reason in reason[]. */
-    kprof_status (*probe)(char *reason, size_t reason_n);
+    /* Can this backend run here? OK = yes; otherwise UNAVAILABLE with the reason in err (the
+     * words `kprof caps` prints). */
+    kprof_status (*probe)(kp_error *err);
     /* Number of devices (after a successful probe). */
     int (*device_count)(void);
     kprof_status (*device_info)(int index, kp_device_info *out, kp_error *err);

@@ -126,9 +126,12 @@ kprof_status kp_backend_choose(const char *backend, int device, int lang,
                                 "%s: this kprof was built without the %s backend (no CUDA "
                                 "headers at build time)",
                                 backend, backend);
-        char reason[512];
-        if (ops->probe(reason, sizeof reason) != KPROF_OK)
-            return kp_error_set(err, KPROF_UNAVAILABLE, "%s: %s", ops->name, reason);
+        kp_error why = {0};
+        if (ops->probe(&why) != KPROF_OK) {
+            kp_error_set(err, KPROF_UNAVAILABLE, "%s: %s", ops->name, why.message);
+            kp_error_clear(&why);
+            return KPROF_UNAVAILABLE;
+        }
         int count = ops->device_count();
         if (count <= 0)
             return kp_error_set(err, KPROF_UNAVAILABLE, "%s: no devices found", ops->name);
@@ -159,9 +162,10 @@ kprof_status kp_backend_choose(const char *backend, int device, int lang,
     for (int b = 0; kp_backends[b]; b++) {
         const kp_backend_ops *ops = kp_backends[b];
         if (!kp_backend_runs(ops, lang)) continue;
-        char reason[512];
-        if (ops->probe(reason, sizeof reason) != KPROF_OK) {
-            kp_str_printf_escaped(&why, "\n  %s: %s", ops->name, reason);
+        kp_error reason = {0};
+        if (ops->probe(&reason) != KPROF_OK) {
+            kp_str_printf_escaped(&why, "\n  %s: %s", ops->name, reason.message);
+            kp_error_clear(&reason);
             continue;
         }
         int count = ops->device_count();

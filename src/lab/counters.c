@@ -470,19 +470,18 @@ void kp_counters_json(kp_json *j, const char *key, const kp_counters *c,
 
 kprof_status kp_counters_list(const char *backend, int device, kp_device_info *info,
                               void (*fn)(const char *name, const char *what, void *ctx), void *ctx,
-                              char *why_not, size_t why_n, kp_error *err)
+                              kp_error *why_not, kp_error *err)
 {
-    if (why_n) why_not[0] = '\0';
     const kp_backend_ops *ops = NULL;
     int index = -1;
     kprof_status st = kp_backend_choose(backend, device, -1, &ops, &index, err);
     if (st == KPROF_OK) st = ops->device_info(index, info, err);
     if (st != KPROF_OK) return st;
     if (!ops->counter_list) {
-        snprintf(why_not, why_n,
-                 "the %s backend reads no hardware counters (kprof reads them on CUDA devices, "
-                 "through CUPTI)",
-                 ops->name);
+        kp_error_set(why_not, KPROF_UNAVAILABLE,
+                     "the %s backend reads no hardware counters (kprof reads them on CUDA devices, "
+                     "through CUPTI)",
+                     ops->name);
         return KPROF_OK;
     }
     kp_device *dev = NULL;
@@ -498,7 +497,9 @@ kprof_status kp_counters_list(const char *backend, int device, kp_device_info *i
             kp_error_clear(&why);
         return st;
     }
-    kp_why_not(why_not, why_n, &why, st);
+    char line[512];
+    kp_why_not(line, sizeof line, &why, st);
     kp_error_clear(&why);
+    kp_error_set(why_not, st, "%s", line);
     return KPROF_OK;
 }

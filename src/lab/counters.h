@@ -201,12 +201,14 @@ void kp_counters_json(kp_json *j, const char *key, const kp_counters *c,
                       const kp_readings_input *in, const kp_readings *r);
 
 /* The metric names the device of a backend offers (`kprof caps --counters`), on the device
- * kp_backend_choose picks from backend and device (any language). info receives the device.
- * When the device has no counters to list (its backend has no counter_list op, or it says
- * UNAVAILABLE) the call returns OK with the reason in why_not ("" when listed); an error means
- * no device could be chosen or opened. */
+ * kp_backend_choose picks from backend and device (any language), one fn call each. info
+ * receives the device. When the device has no counters to list (its backend has no
+ * counter_list op, or the op fails short of a fault) that is an answer, not a failure: the call
+ * returns OK and sets why_not (its status UNAVAILABLE or the op's, its message the reason on one
+ * line); why_not is left as given (clear) when the names were listed. A failure (err) means no
+ * device could be chosen or opened, or the op faulted. */
 kprof_status kp_counters_list(const char *backend, int device, kp_device_info *info,
                               void (*fn)(const char *name, const char *what, void *ctx), void *ctx,
-                              char *why_not, size_t why_n, kp_error *err);
+                              kp_error *why_not, kp_error *err);
 
 #endif

@@ -100,13 +100,13 @@ static void timed_batch(const kp_backend_ops *ops, kp_kernel *k, const kp_launch
 int main(void)
 {
     const kp_backend_ops *ops = kp_backend_find("cuda");
-    char reason[512] = "";
+    kp_error reason = {0};
     if (!ops) {
         printf("skipped: this kprof was built without the CUDA backend\n");
         return 77;
     }
-    if (ops->probe(reason, sizeof reason) != KPROF_OK || ops->device_count() < 1) {
-        printf("skipped: no CUDA device: %s\n", reason);
+    if (ops->probe(&reason) != KPROF_OK || ops->device_count() < 1) {
+        printf("skipped: no CUDA device: %s\n", reason.message);
         return 77;
     }
     EXPECT(ops->counters && ops->counter_list, "the CUDA backend has no counters ops");

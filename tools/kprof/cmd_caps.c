@@ -2,12 +2,15 @@
  * cmd_caps.c — `kprof caps`: every backend and device with its limits, or why a backend cannot
  * run, for people (a panel per device) or scripts (--json); `--measure` measures a device's
  * bandwidth ceiling and FP32 FLOP peak; `--counters` lists the hardware counters (metric names)
- * a device offers to `kprof run --counters LIST`.
+ * a device offers to `kprof run --counters LIST`. What is gathered and its JSON are
+ * lab/caps.c's (the measuring lab/ceiling.c's, the counters lab/counters.c's); this file parses,
+ * looks up the stored ceilings (the store is above the lab), and prints the text panels.
  */
 #include "core/format.h"
 #include "base/env.h"
 #include "base/json.h"
 #include "export/text.h"
+#include "lab/caps.h"
 #include "lab/ceiling.h"
 #include "lab/counters.h"
 #include "store/store.h"
@@ -20,60 +23,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-#define KP_CAPS_MAX_DEVICES 64
-
-typedef struct kp_caps_backend {
-    const char *name;
-    int built; /* compiled into this kprof */
-    int available;
-    char reason[512];
-    int ndevices;
-    kp_device_info *devices; /* heap */
-} kp_caps_backend;
-
-static void kp_caps_collect(kp_caps_backend *b, const char *name)
-{
-    memset(b, 0, sizeof *b);
-    b->name = name;
-    const kp_backend_ops *ops = kp_backend_find(name);
-    if (!ops) {
-        snprintf(b->reason, sizeof b->reason,
-                 "not built into this kprof (no %s headers when it was compiled)",
-                 kp_backend_api(name));
-        return;
-    }
-    b->built = 1;
-    if (ops->probe(b->reason, sizeof b->reason) != KPROF_OK) return;
-    int n = ops->device_count();
-    if (n > KP_CAPS_MAX_DEVICES) n = KP_CAPS_MAX_DEVICES;
-    b->devices = calloc((size_t)(n > 0 ? n : 1), sizeof *b->devices);
-    if (!b->devices) {
-        snprintf(b->reason, sizeof b->reason, "out of memory");
-        return;
-    }
-    for (int i = 0; i < n; i++) {
-        kp_error err = {0};
-        if (ops->device_info(i, &b->devices[b->ndevices], &err) == KPROF_OK) b->ndevices++;
-        kp_error_clear(&err);
-    }
-    b->available = b->ndevices > 0;
-    if (!b->available && !b->reason[0]) snprintf(b->reason, sizeof b->reason, "no devices found");
-}
-
-/* The datasheet peak, or null and why there is none. */
-static void kp_caps_json_peak(kp_json *j, const kp_device_info *d)
-{
-    if (d->peak_bandwidth_gbs > 0) {
-        kp_json_double(j, "peak_bandwidth_gbs", d->peak_bandwidth_gbs);
-        kp_json_null(j, "peak_bandwidth_reason");
-    } else {
-        kp_json_null(j, "peak_bandwidth_gbs");
-        kp_json_string(j, "peak_bandwidth_reason",
-                       d->peak_bandwidth_reason[0] ? d->peak_bandwidth_reason
-                                                   : "the backend reports no datasheet peak");
-    }
-}
 
 /* One "  label   value" row of a device panel, the values in one column. */
 static void kp_caps_row(int width, const char *label, const char *fmt, ...)
@@ -151,61 +100,6 @@ static void kp_caps_print_device(const kp_device_info *d)
     }
 }
 
-static void kp_caps_json_device(kp_json *j, const kp_device_info *d)
-{
-    kp_json_object_begin(j, NULL);
-    kp_json_string(j, "backend", d->backend);
-    kp_json_int(j, "index", d->index);
-    kp_json_string(j, "name", d->name);
-    kp_json_string(j, "vendor", d->vendor);
-    kp_json_string(j, "platform", d->platform);
-    kp_json_string(j, "version", d->version);
-    kp_json_string(j, "driver", d->driver);
-    kp_json_bool(j, "is_gpu", d->is_gpu);
-    kp_json_bool(j, "kernels_in_process", d->kernels_in_process);
-    kp_json_uint(j, "compute_units", d->compute_units);
-    kp_json_uint(j, "max_threadgroup_size", d->max_tg);
-    kp_json_array_begin(j, "max_threadgroup_dims");
-    for (int i = 0; i < 3; i++)
-        kp_json_uint(j, NULL, d->max_tg_dims[i]);
-    kp_json_array_end(j);
-    kp_json_uint(j, "threadgroup_memory_bytes", d->local_mem);
-    kp_json_uint(j, "global_memory_bytes", d->global_mem);
-    kp_json_uint(j, "max_allocation_bytes", d->max_alloc);
-    kp_json_uint(j, "execution_width", d->exec_width);
-    kp_json_double(j, "timer_resolution_ns", d->timer_resolution_ns);
-    kp_json_bool(j, "profiling", d->profiling);
-    kp_caps_json_peak(j, d);
-    for (int i = 0; i < d->nfacts; i++) {
-        const kp_fact *f = &d->facts[i];
-        if (f->numeric)
-            kp_json_double(j, f->key, strtod(f->value, NULL));
-        else
-            kp_json_string(j, f->key, f->value);
-    }
-    kp_ceiling c;
-    if (kp_cli_ceiling(d, &c) == 0) {
-        kp_json_object_begin(j, "measured_ceiling");
-        kp_json_double(j, "copy_gb_per_s", c.copy_gbs);
-        kp_json_uint(j, "copy_bytes", c.copy_bytes);
-        kp_json_double(j, "demo_add_gb_per_s", c.demo_add_gbs);
-        kp_json_double(j, "demo_add_ms", c.demo_add_ms);
-        kp_json_int(j, "measured_at", c.measured_at);
-        kp_json_string(j, "method", c.method);
-        if (c.fma_gflops > 0) {
-            kp_json_double(j, "fma_gflop_per_s", c.fma_gflops);
-            kp_json_string(j, "fma_method", c.fma_method);
-        } else {
-            kp_json_null(j, "fma_gflop_per_s");
-            kp_json_null(j, "fma_method");
-        }
-        kp_json_object_end(j);
-    } else {
-        kp_json_null(j, "measured_ceiling");
-    }
-    kp_json_object_end(j);
-}
-
 static void kp_caps_progress(const kp_ceiling_point *p, int done, int total, void *user)
 {
     (void)user;
@@ -220,19 +114,6 @@ static void kp_caps_progress(const kp_ceiling_point *p, int done, int total, voi
     fflush(stderr);
 }
 
-/* "a, b and c" of byte sizes. */
-static void kp_caps_sizes_text(kp_str *s, const kp_ceiling_plan *plan)
-{
-    char a[64];
-    for (int i = 0; i < plan->nsizes; i++)
-        kp_str_printf(s, "%s%s",
-                      i == 0                  ? ""
-                      : i == plan->nsizes - 1 ? " and "
-                                              : ", ",
-                      kp_format_bytes(plan->sizes[i], a, sizeof a));
-}
-
-/* What a plan measures, in one sentence (the stderr line, and --dry-run's output). */
 /* The seconds a plan should take here: at the ceiling and peak stored for the device, if any. */
 static double kp_caps_plan_seconds(const kp_ceiling_result *r)
 {
@@ -240,79 +121,6 @@ static double kp_caps_plan_seconds(const kp_ceiling_result *r)
     if (kp_cli_ceiling(&r->device, &c) == 0)
         return kp_ceiling_plan_seconds(&r->plan, c.copy_gbs, c.fma_gflops);
     return kp_ceiling_plan_seconds(&r->plan, 0, 0);
-}
-
-static void kp_caps_plan_text(kp_str *s, const kp_ceiling_result *r)
-{
-    const kp_ceiling_plan *plan = &r->plan;
-    char a[64];
-    kp_str_printf_escaped(s, "the bandwidth ceiling of %s", r->device.name);
-    kp_str_printf(s, " (%s device %d, %s, ", r->device.backend, r->device.index,
-                  plan->gpu ? "a GPU" : "not a GPU");
-    if (plan->cache_bytes)
-        kp_str_printf(s, "%s last-level cache): ", kp_format_bytes(plan->cache_bytes, a, sizeof a));
-    else
-        kp_str_append(s, "last-level cache unknown): ");
-    for (int i = 0; i < plan->nvariants; i++)
-        kp_str_printf(s, "%s%s",
-                      i == 0                     ? ""
-                      : i == plan->nvariants - 1 ? " and "
-                                                 : ", ",
-                      kp_ceiling_variant(i));
-    kp_str_append(s, " over ");
-    kp_caps_sizes_text(s, plan);
-    kp_str_printf(s, " buffer%s", plan->nsizes == 1 ? "" : "s");
-    if (plan->cap == KP_CEILING_CAP_MAX_BYTES)
-        kp_str_append(s, " (cut to --max-bytes)");
-    else if (plan->cap == KP_CEILING_CAP_DEVICE)
-        kp_str_append(s, " (cut to the device's largest allocation or a quarter of its memory)");
-    else if (plan->cap == KP_CEILING_CAP_CPU)
-        kp_str_append(s, " (a CPU's at most, or its cache's size: source and destination "
-                         "together exceed the cache)");
-    else if (plan->cache_bytes)
-        kp_str_printf(s, " (the first at least %dx the cache)", plan->cache_factor);
-    kp_str_printf(s,
-                  ", then demo_add over %s, then the FP32 FLOP peak with fma_f32 (%llu threads x "
-                  "%u iterations, %.3g GFLOP a dispatch); %d points, each the best of %d timed "
-                  "dispatch%s after %d warm-up%s",
-                  kp_format_bytes(plan->sizes[plan->nsizes - 1], a, sizeof a),
-                  (unsigned long long)plan->fma_threads, (unsigned)plan->fma_iters,
-                  kp_ceiling_fma_flops(plan) / 1e9, plan->npoints, plan->iters,
-                  plan->iters == 1 ? "" : "es", plan->warmup, plan->warmup == 1 ? "" : "s");
-    double secs = kp_caps_plan_seconds(r);
-    kp_str_printf(s, "; about %.0f s on an idle machine", secs < 1 ? 1 : secs);
-}
-
-static void kp_caps_json_plan(kp_json *j, const kp_ceiling_plan *plan, double seconds)
-{
-    static const char *const capped[] = {NULL, "device", "max_bytes", "cpu"};
-    kp_json_object_begin(j, "plan");
-    kp_json_string(j, "sized_for", plan->gpu ? "gpu" : "cpu");
-    if (plan->cache_bytes)
-        kp_json_uint(j, "last_level_cache_bytes", plan->cache_bytes);
-    else
-        kp_json_null(j, "last_level_cache_bytes");
-    kp_json_int(j, "cache_multiple", plan->cache_factor);
-    kp_json_array_begin(j, "buffer_bytes");
-    for (int i = 0; i < plan->nsizes; i++)
-        kp_json_uint(j, NULL, plan->sizes[i]);
-    kp_json_array_end(j);
-    kp_json_string(j, "capped_by", capped[plan->cap]);
-    kp_json_uint(j, "buffer_limit_bytes", plan->cap_bytes);
-    kp_json_array_begin(j, "kernels");
-    for (int i = 0; i < plan->nvariants; i++)
-        kp_json_string(j, NULL, kp_ceiling_variant(i));
-    kp_json_string(j, NULL, "demo_add");
-    kp_json_string(j, NULL, "fma_f32");
-    kp_json_array_end(j);
-    kp_json_uint(j, "fma_threads", plan->fma_threads);
-    kp_json_uint(j, "fma_iterations", plan->fma_iters);
-    kp_json_int(j, "points", plan->npoints);
-    kp_json_int(j, "iters", plan->iters);
-    kp_json_int(j, "warmup", plan->warmup);
-    kp_json_bool(j, "in_cache", plan->in_cache);
-    kp_json_double(j, "expected_seconds", seconds);
-    kp_json_object_end(j);
 }
 
 /* `kprof caps --measure`: plan, say what will be measured, measure, store, report. With
@@ -334,7 +142,7 @@ static int kp_caps_measure(const char *backend, int device, uint64_t max_bytes, 
     kp_store *store = NULL;
     kp_str plan = {0};
     kprof_status st = kp_ceiling_prepare(&o, r, &err);
-    if (st == KPROF_OK) kp_caps_plan_text(&plan, r);
+    if (st == KPROF_OK) kp_caps_plan_text(&plan, r, kp_caps_plan_seconds(r));
     if (st == KPROF_OK && plan.failed) st = kp_error_nomem(&err);
     /* Open the store before measuring: a bad store should fail before minutes of measuring. */
     if (st == KPROF_OK && !dry_run) st = kp_store_open(0, &store, &err);
@@ -366,38 +174,7 @@ static int kp_caps_measure(const char *backend, int device, uint64_t max_bytes, 
         kp_str s = {0};
         kp_json j;
         kp_json_init(&j, &s, 1);
-        kp_json_object_begin(&j, NULL);
-        kp_json_string(&j, "backend", r->device.backend);
-        kp_json_int(&j, "index", r->device.index);
-        kp_json_string(&j, "device", r->device.name);
-        kp_json_bool(&j, "dry_run", dry_run);
-        kp_caps_json_plan(&j, &r->plan, kp_caps_plan_seconds(r));
-        kp_caps_json_peak(&j, &r->device);
-        if (!dry_run) {
-            kp_json_double(&j, "ceiling_gb_per_s", r->ceiling.copy_gbs);
-            kp_json_uint(&j, "ceiling_bytes", r->ceiling.copy_bytes);
-            kp_json_double(&j, "demo_add_gb_per_s", r->ceiling.demo_add_gbs);
-            kp_json_double(&j, "demo_add_ms", r->ceiling.demo_add_ms);
-            kp_json_string(&j, "method", r->ceiling.method);
-            if (r->ceiling.fma_gflops > 0)
-                kp_json_double(&j, "fma_gflop_per_s", r->ceiling.fma_gflops);
-            else
-                kp_json_null(&j, "fma_gflop_per_s");
-            kp_json_string(&j, "fma_method", r->ceiling.fma_method);
-            kp_json_string(&j, "store", path);
-            kp_json_array_begin(&j, "points");
-            for (int i = 0; i < r->npoints; i++) {
-                const kp_ceiling_point *p = &r->points[i];
-                kp_json_object_begin(&j, NULL);
-                kp_json_string(&j, "kernel", p->kernel);
-                kp_json_uint(&j, "bytes", p->bytes);
-                kp_run_result_json(&j, &p->run, KP_RUN_JSON_CEILING_POINT);
-                if (p->gflops > 0) kp_json_double(&j, "gflop_per_s", p->gflops);
-                kp_json_object_end(&j);
-            }
-            kp_json_array_end(&j);
-        }
-        kp_json_object_end(&j);
+        kp_caps_json_measure(&j, r, kp_caps_plan_seconds(r), dry_run, path);
         kp_json_finish(&j);
         fputs(s.data ? s.data : "", stdout);
         kp_str_free(&s);
@@ -467,7 +244,7 @@ static int kp_caps_counters(const char *backend, int device, int json)
     kp_device_info *info = calloc(1, sizeof *info);
     kp_caps_metrics *m = calloc(1, sizeof *m);
     kp_str out = {0};
-    char why[512];
+    kp_error why = {0};
     int rc = 0;
     if (!info || !m) {
         free(info);
@@ -480,21 +257,20 @@ static int kp_caps_counters(const char *backend, int device, int json)
     kp_json_object_begin(&m->json, NULL);
     kp_json_string(&m->json, "kprof_version", KPROF_VERSION_STRING);
     kp_json_array_begin(&m->json, "metrics");
-    kprof_status st =
-        kp_counters_list(backend, device, info, kp_caps_metric, m, why, sizeof why, &err);
+    kprof_status st = kp_counters_list(backend, device, info, kp_caps_metric, m, &why, &err);
     if (st != KPROF_OK) {
         rc = kp_cli_fail(&err);
         kp_error_clear(&err);
         goto done;
     }
-    if (why[0]) fprintf(stderr, "kprof: counters: %s\n", why);
+    if (why.status) fprintf(stderr, "kprof: counters: %s\n", why.message);
     if (json) {
         kp_json_array_end(&m->json);
         kp_json_string(&m->json, "backend", info->backend);
         kp_json_int(&m->json, "index", info->index);
         kp_json_string(&m->json, "device", info->name);
-        kp_json_bool(&m->json, "available", !why[0]);
-        kp_json_string(&m->json, "reason", why[0] ? why : NULL);
+        kp_json_bool(&m->json, "available", !why.status);
+        kp_json_string(&m->json, "reason", why.status ? why.message : NULL);
         kp_json_int(&m->json, "count", m->count);
         kp_json_object_end(&m->json);
         kp_json_finish(&m->json);
@@ -504,7 +280,7 @@ static int kp_caps_counters(const char *backend, int device, int json)
             goto done;
         }
         fputs(out.data, stdout);
-    } else if (!why[0]) {
+    } else if (!why.status) {
         printf("%s (%s device %d): %d hardware counters (ncu's metric names; kprof run "
                "--counters LIST takes any of them)\n",
                info->name, info->backend, info->index, m->count);
@@ -516,6 +292,7 @@ static int kp_caps_counters(const char *backend, int device, int json)
         fputs(m->text.data ? m->text.data : "", stdout);
     }
 done:
+    kp_error_clear(&why);
     kp_str_free(&out);
     kp_str_free(&m->text);
     free(m);
@@ -592,7 +369,6 @@ int kp_cmd_caps(int argc, char **argv)
         return rc;
     }
     if (only && strcmp(only, "auto") == 0 && !measure) only = NULL;
-    static const char *const names[] = {"cuda", "opencl"};
 
     if (measure && counters)
         return kp_cli_usage_error("caps", "--measure and --counters are two commands: give one");
@@ -604,11 +380,11 @@ int kp_cmd_caps(int argc, char **argv)
         return kp_cli_usage_error("caps", "--device, --max-bytes, --iters and --dry-run go with "
                                           "--measure (--device with --counters too)");
 
-    kp_caps_backend backends[2];
+    kp_caps_backend backends[KP_CAPS_NBACKENDS];
     int nb = 0, ndev = 0;
-    for (int i = 0; i < 2; i++) {
-        if (only && strcmp(only, names[i]) != 0) continue;
-        kp_caps_collect(&backends[nb], names[i]);
+    for (int i = 0; i < KP_CAPS_NBACKENDS; i++) {
+        if (only && strcmp(only, kp_caps_backend_names[i]) != 0) continue;
+        kp_caps_collect(&backends[nb], kp_caps_backend_names[i]);
         ndev += backends[nb].ndevices;
         nb++;
     }
@@ -627,8 +403,11 @@ int kp_cmd_caps(int argc, char **argv)
             kp_json_bool(&j, "available", backends[i].available);
             kp_json_string(&j, "reason", backends[i].available ? NULL : backends[i].reason);
             kp_json_array_begin(&j, "devices");
-            for (int d = 0; d < backends[i].ndevices; d++)
-                kp_caps_json_device(&j, &backends[i].devices[d]);
+            for (int d = 0; d < backends[i].ndevices; d++) {
+                kp_ceiling ceiling;
+                const kp_device_info *dev = &backends[i].devices[d];
+                kp_caps_json_device(&j, dev, kp_cli_ceiling(dev, &ceiling) == 0 ? &ceiling : NULL);
+            }
             kp_json_array_end(&j);
             kp_json_object_end(&j);
         }
@@ -650,7 +429,7 @@ int kp_cmd_caps(int argc, char **argv)
         }
     }
     for (int i = 0; i < nb; i++)
-        free(backends[i].devices);
+        kp_caps_backend_free(&backends[i]);
     if (ndev == 0) {
         if (!json) fprintf(stderr, "kprof: error: no usable device on this machine\n");
         return 3;

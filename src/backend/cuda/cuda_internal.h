@@ -69,7 +69,7 @@ struct kp_buffer {
 
 /* ---- device.c ------------------------------------------------------------------------------ */
 
-kprof_status kp_cuda_probe(char *reason, size_t n);
+kprof_status kp_cuda_probe(kp_error *err);
 int kp_cuda_device_count(void);
 kprof_status kp_cuda_device_info(int index, kp_device_info *info, kp_error *err);
 kprof_status kp_cuda_open(int index, kp_device **out, kp_error *err);

@@ -66,12 +66,11 @@ static void kp_cuda_enumerate(void)
     kp_cuda_devices.ok = 1;
 }
 
-kprof_status kp_cuda_probe(char *reason, size_t n)
+kprof_status kp_cuda_probe(kp_error *err)
 {
     pthread_once(&kp_cuda_devices.once, kp_cuda_enumerate);
     if (kp_cuda_devices.ok) return KPROF_OK;
-    snprintf(reason, n, "%s", kp_cuda_devices.why);
-    return KPROF_UNAVAILABLE;
+    return kp_error_set(err, KPROF_UNAVAILABLE, "%s", kp_cuda_devices.why);
 }
 
 int kp_cuda_device_count(void)

@@ -108,12 +108,11 @@ static void kp_cl_enumerate(void)
     kp_cl_devices.ok = 1;
 }
 
-static kprof_status kp_cl_probe(char *reason, size_t n)
+static kprof_status kp_cl_probe(kp_error *err)
 {
     pthread_once(&kp_cl_devices.once, kp_cl_enumerate);
     if (kp_cl_devices.ok) return KPROF_OK;
-    snprintf(reason, n, "%s", kp_cl_devices.why);
-    return KPROF_UNAVAILABLE;
+    return kp_error_set(err, KPROF_UNAVAILABLE, "%s", kp_cl_devices.why);
 }
 
 static int kp_cl_device_count(void)
