@@ -1,10 +1,10 @@
 /*
  * result_file.h — the one owner of the lab's result files: run.json (`kprof run`), sweep.json
  * (`kprof sweep`) and bench.json (`kprof bench`), or what each printed with --json
- * (docs/formats/results.md). It writes bench.json and sweep.json (result_write.c) from the
- * lab's own structs (a bench session, a sweep); run.json's numbers, and the points of sweep.json
- * and of `caps --measure --json`, are kp_run_result_json's (run_result.h, included here), the
- * members only `kprof run` adds its own. It says which of the three a file is and checks its
+ * (docs/formats/results.md). It writes all three (result_write.c) from the lab's own
+ * structs (a run's result, a sweep, a bench session); a run's numbers, in run.json and in each
+ * point of sweep.json (and of `caps --measure --json`), are kp_run_result_json's (run_result.h,
+ * included here). It says which of the three a file is and checks its
  * version, and reads a bench result into C structs (each point's samples, by its axis values and
  * cache state) for `kprof bench --compare` and `kprof diff`; `kprof notes add --from` takes the
  * parsed document (analysis/notes.h). A file that is not such a result is refused as bad input
@@ -19,6 +19,7 @@
 
 #include "base/error.h"
 #include "base/util.h"
+#include "lab/hotspots.h"
 #include "lab/bench.h" /* KP_BENCH_MAX_REPEAT: the most sessions a point keeps */
 #include "lab/run_result.h"
 #include "lab/sweep.h"
@@ -53,6 +54,24 @@ kprof_status kp_result_file_read(const char *path, cJSON **doc, kp_result_kind *
 /* ---- the writers ----------------------------------------------------------------------------
  * Each appends the whole file to out (as --json prints it) and fails only for memory (NOMEM,
  * "out of memory writing JSON"). */
+
+/* What run.json says beside the run's numbers (kp_run_result_json's KP_RUN_JSON_RUN form). */
+typedef struct kp_run_file {
+    const kp_lab_info *info;  /* the session: the header (kp_run_json_header) and "compile" */
+    const kp_run_result *run; /* the run's numbers */
+    int iters_asked;          /* --iters or its default (run->iters: what the budget allowed) */
+    double budget_s;          /* the time budget the run went by (0: none: null) */
+    const kp_reading_line *readings; /* the readings in words ("readings") */
+    int nreadings;
+    const kp_buffer_digest *digests; /* the buffers read back ("buffers") */
+    int ndigests;
+    int source;                  /* --source was asked: "hotspots" is written */
+    const kp_hotspots *hotspots; /* its sampled lines, or NULL when the sampling did not run */
+    const char *source_why;      /* then why not */
+} kp_run_file;
+
+/* run.json, as `kprof run --json` prints it (no newline at the end). */
+kprof_status kp_run_result_write(kp_str *out, const kp_run_file *f, kp_error *err);
 
 /* What a bench.json says beside the session's points. */
 typedef struct kp_bench_result_meta {

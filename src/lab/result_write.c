@@ -12,6 +12,62 @@
 #include <stdio.h>
 #include <string.h>
 
+/* ---- run.json ----------------------------------------------------------------------------- */
+
+kprof_status kp_run_result_write(kp_str *s, const kp_run_file *r, kp_error *err)
+{
+    const kp_lab_info *info = r->info;
+    kp_json j;
+    kp_json_init(&j, s, 1);
+    kp_json_object_begin(&j, NULL);
+    kp_run_json_header(&j, info);
+    kp_run_result_json(&j, r->run, KP_RUN_JSON_RUN);
+    kp_json_int(&j, "iterations_asked", r->iters_asked);
+    if (r->budget_s > 0)
+        kp_json_double(&j, "time_budget_s", r->budget_s);
+    else
+        kp_json_null(&j, "time_budget_s");
+    kp_json_bool(&j, "time_budget_cut", r->run->iters < r->iters_asked);
+    kp_json_object_begin(&j, "compile");
+    kp_json_bool(&j, "cache_hit", info->cache_hit);
+    kp_json_double(&j, "ms", info->compile_ms);
+    kp_json_object_end(&j);
+    kp_json_array_begin(&j, "readings");
+    for (int i = 0; i < r->nreadings; i++) {
+        kp_json_object_begin(&j, NULL);
+        kp_json_string(&j, "id", r->readings[i].id);
+        kp_json_string(&j, "text", r->readings[i].text);
+        kp_json_object_end(&j);
+    }
+    kp_json_array_end(&j);
+    kp_json_array_begin(&j, "buffers");
+    for (int i = 0; i < r->ndigests; i++) {
+        const kp_buffer_digest *d = &r->digests[i];
+        char hash[24];
+        snprintf(hash, sizeof hash, "%016llx", (unsigned long long)d->hash);
+        kp_json_object_begin(&j, NULL);
+        kp_json_int(&j, "arg", d->arg);
+        kp_json_string(&j, "name", d->name);
+        kp_json_string(&j, "type", kp_type_name(d->type));
+        kp_json_uint(&j, "count", d->count);
+        kp_json_string(&j, "fnv1a64", hash);
+        kp_json_double(&j, "sum", d->sum);
+        kp_json_double(&j, "min", d->min);
+        kp_json_double(&j, "max", d->max);
+        kp_json_uint(&j, "nonfinite", d->nonfinite);
+        kp_json_array_begin(&j, "first");
+        for (int k = 0; k < d->nfirst; k++)
+            kp_json_double(&j, NULL, d->first[k]);
+        kp_json_array_end(&j);
+        kp_json_object_end(&j);
+    }
+    kp_json_array_end(&j);
+    if (r->source) kp_hotspots_json(&j, "hotspots", r->hotspots, r->source_why);
+    kp_json_object_end(&j);
+    kp_json_finish(&j);
+    return s->failed ? kp_error_set(err, KPROF_NOMEM, "out of memory writing JSON") : KPROF_OK;
+}
+
 /* ---- bench.json ------------------------------------------------------------------------- */
 
 /* The engine's reasons as a list of their names. */
