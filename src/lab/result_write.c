@@ -1,7 +1,8 @@
 /*
- * result_write.c — the lab's result files written (see result_file.h): bench.json from a
- * bench session's points, sweep.json from a sweep, each as `kprof bench --json` and `kprof sweep
- * --json` print it (docs/formats/results.md). run.json's numbers are run_result.c's.
+ * result_write.c — the lab's result files written (see result_file.h): run.json from a run's
+ * result, sweep.json from a sweep, bench.json from a bench session's points, each as `kprof run
+ * --json`, `kprof sweep --json` and `kprof bench --json` print it (docs/formats/results.md). A
+ * run's numbers (in run.json and in every sweep point) are kp_run_result_json's (run_result.c).
  */
 #define _GNU_SOURCE
 #include "lab/result_file.h"
@@ -312,9 +313,6 @@ kprof_status kp_bench_result_write(kp_str *out, const kp_bench_session *bs,
 
 /* ---- sweep.json ------------------------------------------------------------------------- */
 
-/* Point i's reading of its ~GB/s against the ceiling when above KP_READING_CEILING_TOLERANCE
- * of it: `kprof run`'s own sentence (kp_readings_describe's "above_ceiling": why it cannot be
- * DRAM traffic), into buf; 0 when the point is not above. */
 int kp_sweep_above_ceiling(const kp_sweep_point *p, char *buf, size_t n)
 {
     if (!p->measured || p->run.readings.bandwidth != KP_BANDWIDTH_ABOVE) return 0;

@@ -2,7 +2,8 @@
  * cmd_bench.c — `kprof bench`: a kernel's time you can trust (noise-based stopping, hot and cold
  * caches, throttled samples discarded) across parameter axes, and an A/B comparison with its
  * confidence interval and a verdict (lab/bench.h does the measuring). Prints a table, or JSON
- * with every sample; a kernel folder keeps the JSON as bench.json; --plot draws an axis.
+ * with every sample (written by lab/result_file.h); a kernel folder keeps the JSON as bench.json;
+ * --plot draws an axis.
  */
 #define _GNU_SOURCE
 #include "core/expr.h"

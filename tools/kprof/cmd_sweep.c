@@ -3,7 +3,8 @@
  * across threadgroup sizes, as a table (median and min device ms, ~GB/s, % of the measured
  * ceiling, occupancy and its limiter on CUDA, with --counters each point's measured DRAM GB/s,
  * achieved occupancy and bound, the best point and its ties, the sizes above 110% of the ceiling
- * with `kprof run`'s reason), JSON (sweep.json in the kernel folder) and an SVG plot.
+ * with `kprof run`'s reason), JSON (sweep.json in the kernel folder, written by
+ * lab/result_file.h) and an SVG plot.
  *
  * How it runs (lab/sweep.h runs it): the calling thread opens the lab, checks every size before
  * anything runs and measures them one after another (the backends' runtimes stay on the thread
