@@ -1,10 +1,13 @@
 /*
- * result_file.h — the one reader of the lab's result files: run.json (`kprof run`), sweep.json
+ * result_file.h — the one owner of the lab's result files: run.json (`kprof run`), sweep.json
  * (`kprof sweep`) and bench.json (`kprof bench`), or what each printed with --json
- * (docs/formats/results.md). It says which of the three a file is and checks its version, and
- * reads a bench result into C structs (each point's samples, by its axis values and cache state)
- * for `kprof bench --compare` and `kprof diff`; `kprof notes add --from` takes the parsed
- * document (analysis/notes.h). A file that is not such a result is refused as bad input
+ * (docs/formats/results.md). It writes all three (result_write.c) from the lab's own
+ * structs (a run's result, a sweep, a bench session); a run's numbers, in run.json and in each
+ * point of sweep.json (and of `caps --measure --json`), are kp_run_result_json's (run_result.h,
+ * included here). It says which of the three a file is and checks its
+ * version, and reads a bench result into C structs (each point's samples, by its axis values and
+ * cache state) for `kprof bench --compare` and `kprof diff`; `kprof notes add --from` takes the
+ * parsed document (analysis/notes.h). A file that is not such a result is refused as bad input
  * (CORRUPT, exit 2), naming what is wrong. Reads through base/json_file.h's strict reader.
  *
  * Versions: bench.json carries "version" (KP_RESULT_BENCH_VERSION) and "kind": "bench";
@@ -15,7 +18,11 @@
 #define KP_LAB_RESULT_FILE_H
 
 #include "base/error.h"
+#include "base/util.h"
+#include "lab/hotspots.h"
 #include "lab/bench.h" /* KP_BENCH_MAX_REPEAT: the most sessions a point keeps */
+#include "lab/run_result.h"
+#include "lab/sweep.h"
 
 #include <cjson/cJSON.h>
 #include <stddef.h>
@@ -43,6 +50,54 @@ kprof_status kp_result_check_version(const cJSON *doc, kp_result_kind kind, cons
  * path and what is wrong). */
 kprof_status kp_result_file_read(const char *path, cJSON **doc, kp_result_kind *kind,
                                  kp_error *err);
+
+/* ---- the writers ----------------------------------------------------------------------------
+ * Each appends the whole file to out (as --json prints it) and fails only for memory (NOMEM,
+ * "out of memory writing JSON"). */
+
+/* What run.json says beside the run's numbers (kp_run_result_json's KP_RUN_JSON_RUN form). */
+typedef struct kp_run_file {
+    const kp_lab_info *info;  /* the session: the header (kp_run_json_header) and "compile" */
+    const kp_run_result *run; /* the run's numbers */
+    int iters_asked;          /* --iters or its default (run->iters: what the budget allowed) */
+    double budget_s;          /* the time budget the run went by (0: none: null) */
+    const kp_reading_line *readings; /* the readings in words ("readings") */
+    int nreadings;
+    const kp_buffer_digest *digests; /* the buffers read back ("buffers") */
+    int ndigests;
+    int source;                  /* --source was asked: "hotspots" is written */
+    const kp_hotspots *hotspots; /* its sampled lines, or NULL when the sampling did not run */
+    const char *source_why;      /* then why not */
+} kp_run_file;
+
+/* run.json, as `kprof run --json` prints it (no newline at the end). */
+kprof_status kp_run_result_write(kp_str *out, const kp_run_file *f, kp_error *err);
+
+/* What a bench.json says beside the session's points. */
+typedef struct kp_bench_result_meta {
+    const char *compare_file; /* --compare's file ("config"."compare"), or NULL */
+    double fail_if_slower;    /* --fail-if-slower (a fraction): "fails_gate" per point; < 0: not
+                                 asked, no "fails_gate" */
+    double ceiling_gbs;       /* --counters: the measured ceiling and FP32 FLOP peak the counters */
+    double peak_gflops;       /* are read against (0: none) */
+} kp_bench_result_meta;
+
+/* bench.json (KP_RESULT_BENCH_VERSION) of the session's rows (kp_bench_point has measured them;
+ * with --compare, a row's have_old and old_outcome say the comparison with the earlier run),
+ * ending in a newline. */
+kprof_status kp_bench_result_write(kp_str *out, const kp_bench_session *s,
+                                   const kp_bench_result_meta *m, kp_error *err);
+
+/* sweep.json of the points measured (s->best and each point's tie marked: kp_sweep_mark), with
+ * "complete" (0 when the sweep stopped part-way: a fault, a timeout, a signal) and "signal": the
+ * signal's name ("SIGINT") when one stopped it, else NULL (null). No newline at the end. */
+kprof_status kp_sweep_result_write(kp_str *out, const kp_sweep *s, int complete, const char *signal,
+                                   kp_error *err);
+
+/* Whether sweep point p's ~GB/s is above KP_READING_CEILING_TOLERANCE of the ceiling: 1 with
+ * `kprof run`'s own sentence (kp_readings_describe's "above_ceiling": why it cannot be DRAM
+ * traffic) in buf, as sweep.json's "above_ceiling_reason"; 0 when it is not above. */
+int kp_sweep_above_ceiling(const kp_sweep_point *p, char *buf, size_t n);
 
 /* ---- a bench result, read into structs ----------------------------------------------------- */
 

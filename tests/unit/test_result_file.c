@@ -1,6 +1,7 @@
 /* test_result_file.c — the lab's result files read back (src/lab/result_file.h): which of run,
  * sweep and bench a file is, bench.json's version, a bench result's points; and a note made from
- * a result and an export file read back (src/analysis/notes.h). */
+ * a result and an export file read back (src/analysis/notes.h); a bench session written as
+ * bench.json and read back. */
 #include "analysis/notes.h"
 #include "lab/result_file.h"
 #include "test.h"
@@ -112,6 +113,52 @@ static void test_bench_points(void)
     kp_bench_file_free(f);
 }
 
+/* What kp_bench_result_write writes, kp_bench_file_read reads: the point, its cache state, the
+ * samples, the kernel's entry and source. */
+static void test_bench_round_trip(void)
+{
+    kp_error err = {0};
+    kp_bench_plan plan = {.grid = "N", .tg = "64", .naxes = 1};
+    kp_strlcpy(plan.axes[0].name, "N", sizeof plan.axes[0].name);
+    kp_bench_row row = {.cold = 1, .nsides = 1, .bytes = 4096};
+    row.vars.n = 1;
+    kp_strlcpy(row.vars.v[0].name, "N", sizeof row.vars.v[0].name);
+    kp_strlcpy(row.vars.v[0].text, "1K", sizeof row.vars.v[0].text);
+    row.vars.v[0].value = 1024;
+    row.vars.v[0].numeric = 1;
+    row.launch.dims = 1;
+    row.launch.grid[0] = 1024;
+    row.launch.tg[0] = 64;
+    kp_bench_outcome_init(&row.outcome);
+    const double ms[] = {1.0, 1.25, 1.5, 1.25, 1.0};
+    CHECK_INT(kp_bench_side_add(&row.side[0], ms, NULL, 5, &err), KPROF_OK);
+    CHECK_INT(kp_bench_summarise(&row.side[0], &err), KPROF_OK);
+    kp_bench_session s = {.plan = &plan, .rows = &row, .nrows = 1};
+    kp_strlcpy(s.info.device.name, "Fake GPU", sizeof s.info.device.name);
+    kp_strlcpy(s.entry_name[0], "k", sizeof s.entry_name[0]);
+    kp_strlcpy(s.source[0], "k.cl", sizeof s.source[0]);
+    kp_bench_result_meta meta = {.fail_if_slower = -1};
+    kp_str out = {0};
+    CHECK_INT(kp_bench_result_write(&out, &s, &meta, &err), KPROF_OK);
+    kp_bench_file *f = NULL;
+    CHECK_INT(kp_bench_file_read(put("w.json", out.data ? out.data : ""), &f, &err), KPROF_OK);
+    if (f) {
+        CHECK_STR(f->device, "Fake GPU");
+        const kp_bench_file_point *p = kp_bench_file_find(f, "N=1024", 1); /* numbers as numbers */
+        CHECK(p != NULL);
+        if (p) {
+            CHECK_INT(p->n, 5);
+            CHECK_NEAR(p->ms[2], 1.5, 0);
+            CHECK_STR(p->entry, "k");
+            CHECK_STR(p->source, "k.cl");
+        }
+    }
+    CHECK(strstr(out.data ? out.data : "", "fails_gate") == NULL); /* not asked */
+    kp_bench_file_free(f);
+    kp_str_free(&out);
+    kp_bench_side_free(&row.side[0]);
+}
+
 static void test_notes(void)
 {
     kp_error err = {0};
@@ -168,9 +215,10 @@ int main(void)
     test_kinds();
     test_read();
     test_bench_points();
+    test_bench_round_trip();
     test_notes();
-    static const char *const names[] = {"b.json", "v2.json", "a.json", "o.json",
-                                        "r.json", "n.json",  "n2.json"};
+    static const char *const names[] = {"b.json", "v2.json", "a.json",  "o.json",
+                                        "r.json", "n.json",  "n2.json", "w.json"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char path[256];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);

@@ -2,7 +2,8 @@
  * cmd_bench.c — `kprof bench`: a kernel's time you can trust (noise-based stopping, hot and cold
  * caches, throttled samples discarded) across parameter axes, and an A/B comparison with its
  * confidence interval and a verdict (lab/bench.h does the measuring). Prints a table, or JSON
- * with every sample; a kernel folder keeps the JSON as bench.json; --plot draws an axis.
+ * with every sample (written by lab/result_file.h); a kernel folder keeps the JSON as bench.json;
+ * --plot draws an axis.
  */
 #define _GNU_SOURCE
 #include "core/expr.h"
@@ -15,8 +16,8 @@
 #include "lab/bench.h"
 #include "lab/counters.h"
 #include "lab/lab.h"
+#include "lab/result_file.h"
 #include "store/store.h"
-#include "tools/kprof/bench_file.h"
 #include "tools/kprof/cli.h"
 #include "tools/kprof/lab_options.h"
 #include "tools/kprof/progress.h"
@@ -97,243 +98,6 @@ static kprof_status kp_bench_compare_old(kp_bench_run *r, kp_error *err)
 }
 
 /* ---- output ------------------------------------------------------------------------------- */
-
-/* The engine's reasons as a list of their names. */
-static void kp_bench_json_reasons(kp_json *j, const char *key, unsigned reasons)
-{
-    kp_json_array_begin(j, key);
-    for (unsigned bit = 1; bit && bit <= reasons; bit <<= 1)
-        if (reasons & bit) kp_json_string(j, NULL, kp_judge_reason_name(bit));
-    kp_json_array_end(j);
-}
-
-/* A side's shape: its blocks, halves, modes, and why its run is not stable (if it is not). */
-static void kp_bench_json_shape(kp_json *j, const char *key, const kp_shape *sh, double busy,
-                                double threshold)
-{
-    kp_json_object_begin(j, key);
-    kp_json_uint(j, "block", sh->block);
-    kp_json_uint(j, "blocks", sh->blocks);
-    kp_json_double(j, "acf1", sh->acf1);
-    if (sh->have_halves) {
-        kp_json_array_begin(j, "halves_ms");
-        kp_json_double(j, NULL, sh->half[0].value);
-        kp_json_double(j, NULL, sh->half[1].value);
-        kp_json_array_end(j);
-    }
-    kp_json_bool(j, "drifting", sh->drifting);
-    kp_json_array_begin(j, "modes");
-    for (int m = 0; m < sh->modes && sh->modes == 2; m++) {
-        kp_json_object_begin(j, NULL);
-        kp_json_double(j, "at_ms", sh->mode[m]);
-        kp_json_double(j, "share", sh->mode_share[m]);
-        kp_json_object_end(j);
-    }
-    kp_json_array_end(j);
-    kp_bench_json_reasons(j, "unstable",
-                          kp_judge_unstable(sh, busy, KP_JUDGE_BUSY_LIMIT, threshold));
-    kp_json_object_end(j);
-}
-
-static void kp_bench_json_side(kp_json *j, const kp_bench_run *r, const kp_bench_row *row,
-                               const kp_bench_side *s, const kp_counters *c, const char *label,
-                               const char *source, const char *entry)
-{
-    kp_json_object_begin(j, NULL);
-    kp_json_string(j, "label", label);
-    kp_json_string(j, "source", source);
-    kp_json_string(j, "entry", entry);
-    kp_json_double(j, "median_ms", s->median.value);
-    kp_json_array_begin(j, "ci_ms");
-    kp_json_double(j, NULL, s->median.lo);
-    kp_json_double(j, NULL, s->median.hi);
-    kp_json_array_end(j);
-    kp_json_double(j, "min_ms", s->stats.min);
-    kp_json_double(j, "p90_ms", s->stats.p90);
-    kp_json_double(j, "max_ms", s->stats.max);
-    kp_json_double(j, "mean_ms", s->stats.mean);
-    kp_json_double(j, "stddev_ms", s->stats.stddev);
-    kp_json_double(j, "noise", s->noise);
-    kp_json_double(j, "rsd", s->rsd);
-    kp_json_uint(j, "samples", s->n);
-    kp_json_uint(j, "taken", s->taken);
-    kp_json_uint(j, "rounds", s->rounds);
-    kp_json_uint(j, "throttled", s->throttled);
-    kp_json_double(j, "gpu_time_s", s->gpu_s);
-    kp_bench_json_shape(j, "shape", &s->shape, row->outcome.busy_cpus, r->a->plan.cfg.threshold);
-    if (s->nruns >= 2) {
-        kp_json_array_begin(j, "run_medians_ms");
-        for (int k = 0; k < s->nruns; k++)
-            kp_json_double(j, NULL, s->run_median[k]);
-        kp_json_array_end(j);
-    }
-    if (row->cold) kp_json_double(j, "flush_ms", s->flush_ms);
-    if (s->clock_mhz > 0) {
-        kp_json_double(j, "clock_mhz", s->clock_mhz);
-        kp_json_double(j, "min_clock_mhz", s->min_clock_mhz);
-        kp_json_double(j, "default_clock_mhz", s->default_clock_mhz);
-    } else {
-        kp_json_null(j, "clock_mhz");
-        kp_json_string(j, "clock_note", s->clock_note);
-    }
-    kp_json_double(j, "gbps", kp_bench_row_gbps(row, s));
-    if (row->flops > 0) kp_json_double(j, "gflops", kp_bench_row_gflops(row, s));
-    kp_json_array_begin(j, "samples_ms");
-    for (size_t i = 0; i < s->n; i++)
-        kp_json_double(j, NULL, s->ms[i]);
-    kp_json_array_end(j);
-    if (s->mhz && s->clock_mhz > 0) {
-        kp_json_array_begin(j, "clock_samples_mhz");
-        for (size_t i = 0; i < s->n; i++)
-            kp_json_double(j, NULL, s->mhz[i]);
-        kp_json_array_end(j);
-    }
-    if (c) {
-        kp_readings_input in;
-        kp_readings rd;
-        kp_bench_row_readings(row, s, c, r->ceiling_gbs, r->peak_gflops,
-                              r->s.info.device.cache_bytes, &in, &rd);
-        kp_counters_json(j, "counters", c, &in, &rd);
-    }
-    kp_json_object_end(j);
-}
-
-static void kp_bench_json_comparison(kp_json *j, const char *key, const kp_bench_outcome *o,
-                                     const kp_bench_config *cfg)
-{
-    kp_json_object_begin(j, key);
-    kp_json_double(j, "ratio", o->ratio.value);
-    kp_json_array_begin(j, "ci");
-    kp_json_double(j, NULL, o->ratio.lo);
-    kp_json_double(j, NULL, o->ratio.hi);
-    kp_json_array_end(j);
-    kp_json_double(j, "threshold", cfg->threshold);
-    kp_json_bool(j, "paired", o->paired);
-    kp_json_string(j, "time_verdict", kp_compare_verdict_name(o->verdict));
-    if (o->have_cycles) {
-        kp_json_double(j, "cycles_ratio", o->cycles_ratio.value);
-        kp_json_array_begin(j, "cycles_ci");
-        kp_json_double(j, NULL, o->cycles_ratio.lo);
-        kp_json_double(j, NULL, o->cycles_ratio.hi);
-        kp_json_array_end(j);
-        kp_json_string(j, "cycles_verdict", kp_compare_verdict_name(o->cycles_verdict));
-    } else {
-        kp_json_null(j, "cycles_ratio");
-    }
-    kp_json_string(j, "verdict", kp_compare_verdict_name(o->final_verdict));
-    kp_json_string(j, "interval_verdict", kp_compare_verdict_name(o->judgement.interval_verdict));
-    kp_bench_json_reasons(j, "reasons", o->judgement.reasons);
-    kp_json_string(j, "reason", o->judgement.reason);
-    kp_json_array_begin(j, "sample_ci");
-    kp_json_double(j, NULL, o->judgement.sample_ratio.lo);
-    kp_json_double(j, NULL, o->judgement.sample_ratio.hi);
-    kp_json_array_end(j);
-    kp_json_bool(j, "across_runs", o->across_runs);
-    kp_json_bool(j, "separate_sessions", o->separate_sessions);
-    kp_json_int(j, "runs", o->judgement.runs);
-    kp_json_bool(j, "one_run_a_side", (o->judgement.notes & KP_JUDGE_NOTE_ONE_RUN) != 0);
-    if (o->busy_cpus >= 0)
-        kp_json_double(j, "busy_cpus", o->busy_cpus);
-    else
-        kp_json_null(j, "busy_cpus");
-    kp_json_object_end(j);
-}
-
-static void kp_bench_json(kp_str *out, const kp_bench_run *r)
-{
-    const kp_bench_args *a = r->a;
-    kp_json j;
-    kp_json_init(&j, out, 1);
-    kp_json_object_begin(&j, NULL);
-    kp_json_int(&j, "version", 1);
-    kp_json_string(&j, "kind", "bench");
-    kp_json_string(&j, "device", r->s.info.device.name);
-    kp_json_string(&j, "backend", r->s.info.device.backend);
-    kp_json_int(&j, "device_index", r->s.info.device.index);
-    kp_json_string(&j, "timer", r->s.info.timer);
-    kp_json_object_begin(&j, "config");
-    kp_json_double(&j, "max_noise", a->plan.cfg.max_noise);
-    kp_json_double(&j, "min_time_s", a->plan.cfg.min_time_s);
-    kp_json_int(&j, "min_samples", a->plan.cfg.min_samples);
-    kp_json_double(&j, "timeout_s", a->plan.cfg.timeout_s);
-    kp_json_int(&j, "warmup", a->plan.cfg.warmup);
-    kp_json_double(&j, "throttle_fraction", a->plan.cfg.throttle_fraction);
-    kp_json_double(&j, "threshold", a->plan.cfg.threshold);
-    kp_json_string(&j, "grid", a->plan.grid);
-    kp_json_string(&j, "tg", a->plan.tg);
-    kp_json_string(&j, "buffers", a->plan.buffers);
-    kp_json_string(&j, "bytes", a->plan.bytes_expr);
-    kp_json_string(&j, "flops", a->plan.flops_expr);
-    kp_json_string(&j, "compare", a->compare_file);
-    kp_json_object_end(&j);
-    kp_json_array_begin(&j, "axes");
-    for (int i = 0; i < a->plan.naxes; i++) {
-        kp_json_object_begin(&j, NULL);
-        kp_json_string(&j, "name", a->plan.axes[i].name);
-        kp_json_array_begin(&j, "values");
-        for (int k = 0; k < a->plan.axes[i].nvalues; k++)
-            kp_json_string(&j, NULL, a->plan.axes[i].values[k].text);
-        kp_json_array_end(&j);
-        kp_json_object_end(&j);
-    }
-    kp_json_array_end(&j);
-    kp_json_array_begin(&j, "points");
-    for (int i = 0; i < r->s.nrows; i++) {
-        const kp_bench_row *row = &r->s.rows[i];
-        kp_json_object_begin(&j, NULL);
-        char vt[256];
-        kp_bench_vars_text(&row->vars, vt, sizeof vt);
-        kp_json_string(&j, "point", vt);
-        kp_json_object_begin(&j, "axes");
-        for (int k = 0; k < row->vars.n; k++) {
-            const kp_var *v = &row->vars.v[k];
-            if (v->numeric)
-                kp_json_double(&j, v->name, v->value);
-            else
-                kp_json_string(&j, v->name, v->text);
-        }
-        kp_json_object_end(&j);
-        kp_json_string(&j, "cache", row->cold ? "cold" : "hot");
-        kp_json_array_begin(&j, "grid");
-        for (int d = 0; d < row->launch.dims; d++)
-            kp_json_uint(&j, NULL, row->launch.grid[d]);
-        kp_json_array_end(&j);
-        kp_json_array_begin(&j, "tg");
-        for (int d = 0; d < row->launch.dims; d++)
-            kp_json_uint(&j, NULL, row->launch.tg[d]);
-        kp_json_array_end(&j);
-        kp_json_uint(&j, "bytes", row->bytes);
-        kp_json_bool(&j, "bytes_assumed", row->bytes_assumed);
-        if (row->flops > 0) kp_json_double(&j, "flops", row->flops);
-        kp_json_string(&j, "stop", kp_bench_stop_name(row->outcome.stop));
-        kp_json_double(&j, "wall_s", row->outcome.wall_s);
-        /* The CPUs other processes took while this point was measured (whatever the device),
-         * and the host's. */
-        if (row->outcome.measured_busy_cpus >= 0)
-            kp_json_double(&j, "other_cpus", row->outcome.measured_busy_cpus);
-        else
-            kp_json_null(&j, "other_cpus");
-        kp_json_double(&j, "host_cpus", row->outcome.ncpus);
-        kp_json_array_begin(&j, "kernels");
-        for (int s = 0; s < row->nsides; s++)
-            kp_bench_json_side(&j, r, row, &row->side[s], row->counters[s],
-                               row->nsides == 2 ? (s ? "B" : "A") : "", r->s.source[s],
-                               r->s.entry_name[s]);
-        kp_json_array_end(&j);
-        if (row->nsides == 2)
-            kp_bench_json_comparison(&j, "comparison", &row->outcome, &a->plan.cfg);
-        else if (row->have_old)
-            kp_bench_json_comparison(&j, "comparison", &row->old_outcome, &a->plan.cfg);
-        else
-            kp_json_null(&j, "comparison");
-        if (a->fail_if_slower >= 0) kp_json_bool(&j, "fails_gate", row->slower_gate);
-        kp_json_object_end(&j);
-    }
-    kp_json_array_end(&j);
-    kp_json_object_end(&j);
-    kp_json_finish(&j);
-    kp_str_append(out, "\n");
-}
 
 static const char *kp_bench_stop_words(kp_bench_stop s)
 {
@@ -713,10 +477,13 @@ int kp_cmd_bench(int argc, char **argv)
     if (r.s.counters_off[0]) fprintf(stderr, "kprof: counters: %s\n", r.s.counters_off);
     kp_bench_warnings(&r);
     kp_str js = {0};
-    kp_bench_json(&js, &r);
-    if (js.failed) {
+    kp_bench_result_meta meta = {.compare_file = a->compare_file,
+                                 .fail_if_slower = a->fail_if_slower,
+                                 .ceiling_gbs = r.ceiling_gbs,
+                                 .peak_gflops = r.peak_gflops};
+    st = kp_bench_result_write(&js, &r.s, &meta, &err);
+    if (st != KPROF_OK) {
         kp_str_free(&js);
-        st = kp_error_set(&err, KPROF_NOMEM, "out of memory writing JSON");
         goto done;
     }
     if (a->json)

@@ -8,10 +8,10 @@
 #include "base/outfile.h"
 #include "core/readings.h"
 #include "base/util.h"
-#include "base/json.h"
 #include "export/text.h"
 #include "lab/hotspots.h"
 #include "lab/lab.h"
+#include "lab/result_file.h"
 #include "lab/run_result.h"
 #include "store/store.h"
 #include "tools/kprof/cli.h"
@@ -45,60 +45,6 @@ typedef struct kp_run_report {
 
 /* --source samples this many dispatches (fewer when --iters is smaller), after the timing. */
 #define KP_RUN_SOURCE_DISPATCHES 10
-
-static void kp_run_json(kp_str *s, const kp_run_report *r)
-{
-    const kp_lab_info *info = r->info;
-    kp_json j;
-    kp_json_init(&j, s, 1);
-    kp_json_object_begin(&j, NULL);
-    kp_run_json_header(&j, info);
-    kp_run_result_json(&j, &r->run, KP_RUN_JSON_RUN);
-    kp_json_int(&j, "iterations_asked", r->iters_asked);
-    if (r->budget_s > 0)
-        kp_json_double(&j, "time_budget_s", r->budget_s);
-    else
-        kp_json_null(&j, "time_budget_s");
-    kp_json_bool(&j, "time_budget_cut", r->run.iters < r->iters_asked);
-    kp_json_object_begin(&j, "compile");
-    kp_json_bool(&j, "cache_hit", info->cache_hit);
-    kp_json_double(&j, "ms", info->compile_ms);
-    kp_json_object_end(&j);
-    kp_json_array_begin(&j, "readings");
-    for (int i = 0; i < r->nreadings; i++) {
-        kp_json_object_begin(&j, NULL);
-        kp_json_string(&j, "id", r->lines[i].id);
-        kp_json_string(&j, "text", r->lines[i].text);
-        kp_json_object_end(&j);
-    }
-    kp_json_array_end(&j);
-    kp_json_array_begin(&j, "buffers");
-    for (int i = 0; i < r->ndigests; i++) {
-        const kp_buffer_digest *d = &r->digests[i];
-        char hash[24];
-        snprintf(hash, sizeof hash, "%016llx", (unsigned long long)d->hash);
-        kp_json_object_begin(&j, NULL);
-        kp_json_int(&j, "arg", d->arg);
-        kp_json_string(&j, "name", d->name);
-        kp_json_string(&j, "type", kp_type_name(d->type));
-        kp_json_uint(&j, "count", d->count);
-        kp_json_string(&j, "fnv1a64", hash);
-        kp_json_double(&j, "sum", d->sum);
-        kp_json_double(&j, "min", d->min);
-        kp_json_double(&j, "max", d->max);
-        kp_json_uint(&j, "nonfinite", d->nonfinite);
-        kp_json_array_begin(&j, "first");
-        for (int k = 0; k < d->nfirst; k++)
-            kp_json_double(&j, NULL, d->first[k]);
-        kp_json_array_end(&j);
-        kp_json_object_end(&j);
-    }
-    kp_json_array_end(&j);
-    if (r->source)
-        kp_hotspots_json(&j, "hotspots", r->have_hotspots ? &r->hotspots : NULL, r->source_why);
-    kp_json_object_end(&j);
-    kp_json_finish(&j);
-}
 
 /* --source: the hottest lines, each with its share of the samples, where it is, its text, and
  * its three main stall reasons (shares of the line's samples). */
@@ -334,9 +280,19 @@ int kp_cmd_run(int argc, char **argv)
     /* The JSON is the result --json prints, run.json keeps and the history records. */
     kp_str json = {0};
     if (a.json || kp_record_enabled()) {
-        kp_run_json(&json, &report);
-        if (json.failed) {
-            st = kp_error_set(&err, KPROF_NOMEM, "out of memory writing JSON");
+        kp_run_file file = {.info = info,
+                            .run = &report.run,
+                            .iters_asked = report.iters_asked,
+                            .budget_s = report.budget_s,
+                            .readings = report.lines,
+                            .nreadings = report.nreadings,
+                            .digests = report.digests,
+                            .ndigests = report.ndigests,
+                            .source = report.source,
+                            .hotspots = report.have_hotspots ? &report.hotspots : NULL,
+                            .source_why = report.source_why};
+        st = kp_run_result_write(&json, &file, &err);
+        if (st != KPROF_OK) {
             kp_str_free(&json);
             goto done;
         }

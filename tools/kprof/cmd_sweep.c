@@ -3,7 +3,8 @@
  * across threadgroup sizes, as a table (median and min device ms, ~GB/s, % of the measured
  * ceiling, occupancy and its limiter on CUDA, with --counters each point's measured DRAM GB/s,
  * achieved occupancy and bound, the best point and its ties, the sizes above 110% of the ceiling
- * with `kprof run`'s reason), JSON (sweep.json in the kernel folder) and an SVG plot.
+ * with `kprof run`'s reason), JSON (sweep.json in the kernel folder, written by
+ * lab/result_file.h) and an SVG plot.
  *
  * How it runs (lab/sweep.h runs it): the calling thread opens the lab, checks every size before
  * anything runs and measures them one after another (the backends' runtimes stay on the thread
@@ -27,6 +28,7 @@
 #include "base/json.h"
 #include "export/svg.h"
 #include "export/text.h"
+#include "lab/result_file.h"
 #include "lab/sweep.h"
 #include "store/store.h"
 #include "tools/kprof/cli.h"
@@ -107,24 +109,6 @@ static void kp_sweep_print_row(const kp_sweep *s, int i)
     }
     if (i == s->your_tg) printf("  ◀ your --tg");
     printf("\n");
-}
-
-/* Point i's reading of its ~GB/s against the ceiling when above KP_READING_CEILING_TOLERANCE
- * of it: `kprof run`'s own sentence (kp_readings_describe's "above_ceiling": why it cannot be
- * DRAM traffic), into buf; 0 when the point is not above. */
-static int kp_sweep_above_ceiling(const kp_sweep_point *p, char *buf, size_t n)
-{
-    if (!p->measured || p->run.readings.bandwidth != KP_BANDWIDTH_ABOVE) return 0;
-    kp_readings_input in = p->run.readings_in;
-    in.limiter = p->run.refl.limiter; /* the point was copied: read its own (run_result.h) */
-    kp_reading_line lines[16];
-    int nl = kp_readings_describe(&in, &p->run.readings, lines, 16);
-    for (int k = 0; k < nl; k++)
-        if (strcmp(lines[k].id, "above_ceiling") == 0) {
-            snprintf(buf, n, "%s", lines[k].text);
-            return 1;
-        }
-    return 0;
 }
 
 /* Above 110% of the ceiling is no bandwidth: the sizes that are, and why (the reading of the
@@ -222,14 +206,6 @@ static void kp_sweep_print_close(const kp_sweep *s, int complete)
     }
 }
 
-static void kp_sweep_json_tg(kp_json *j, const char *key, const kp_sweep_point *p)
-{
-    kp_json_array_begin(j, key);
-    for (int d = 0; d < p->run.launch.dims; d++)
-        kp_json_uint(j, NULL, p->run.launch.tg[d]);
-    kp_json_array_end(j);
-}
-
 static const char *kp_signal_name(int sig)
 {
     switch (sig) {
@@ -244,106 +220,15 @@ static const char *kp_signal_name(int sig)
     }
 }
 
-/* complete: 0 when the sweep stopped part-way (a fault, a timeout, a signal: `signal` names it,
- * else 0): the points measured so far. */
-static void kp_sweep_json(kp_str *out, const kp_sweep *s, int complete, int signal)
-{
-    const kp_lab_info *info = &s->info;
-    int measured = 0;
-    for (int i = 0; i < s->npoints; i++)
-        measured += s->points[i].measured;
-    kp_json j;
-    kp_json_init(&j, out, 1);
-    kp_json_object_begin(&j, NULL);
-    kp_run_json_header(&j, info);
-    kp_json_bool(&j, "complete", complete);
-    if (signal)
-        kp_json_string(&j, "signal", kp_signal_name(signal));
-    else
-        kp_json_null(&j, "signal");
-    kp_json_array_begin(&j, "grid");
-    for (int d = 0; d < s->points[0].run.launch.dims; d++)
-        kp_json_uint(&j, NULL, s->points[0].run.launch.grid[d]);
-    kp_json_array_end(&j);
-    kp_json_int(&j, "iterations", s->iters); /* asked; each point's "iterations" ran */
-    kp_json_int(&j, "warmup", s->warmup);
-    double budget = s->cfg.budget_s;
-    if (budget > 0)
-        kp_json_double(&j, "time_budget_s", budget);
-    else
-        kp_json_null(&j, "time_budget_s");
-    int cut = 0;
-    for (int i = 0; i < s->npoints; i++)
-        cut |= s->points[i].measured && s->points[i].run.iters < s->iters;
-    kp_json_bool(&j, "time_budget_cut", cut);
-    kp_json_uint(&j, "bytes", s->bytes);
-    kp_json_bool(&j, "bytes_assumed_once_per_element", s->bytes_assumed);
-    if (s->ceiling_gbs > 0)
-        kp_json_double(&j, "ceiling_gb_per_s", s->ceiling_gbs);
-    else
-        kp_json_null(&j, "ceiling_gb_per_s");
-    kp_json_uint(&j, "kernel_max_threadgroup_size", s->kernel_max_tg);
-    kp_json_uint(&j, "device_max_threadgroup_size", info->device.max_tg);
-    kp_run_json_tg_rule(&j, &s->refl);
-    kp_json_uint(&j, "static_local_bytes", s->refl.static_local);
-    kp_json_uint(&j, "dynamic_local_bytes", s->refl.dynamic_local);
-    if (s->your_tg >= 0)
-        kp_sweep_json_tg(&j, "your_threadgroup", &s->points[s->your_tg]);
-    else
-        kp_json_null(&j, "your_threadgroup");
-    kp_json_int(&j, "sizes_planned", s->npoints);
-    kp_json_int(&j, "sizes_measured", measured);
-    kp_json_array_begin(&j, "points");
-    for (int i = 0; i < s->npoints; i++) {
-        const kp_sweep_point *p = &s->points[i];
-        if (!p->measured) continue;
-        kp_json_object_begin(&j, NULL);
-        kp_run_result_json(&j, &p->run, KP_RUN_JSON_SWEEP_POINT);
-        kp_json_bool(&j, "best", p->best);
-        kp_json_bool(&j, "tie", p->tie);
-        kp_json_bool(&j, "your_tg", i == s->your_tg);
-        char why[sizeof((kp_reading_line *)0)->text];
-        if (kp_sweep_above_ceiling(p, why, sizeof why)) /* `kprof run`'s reading of it */
-            kp_json_string(&j, "above_ceiling_reason", why);
-        else
-            kp_json_null(&j, "above_ceiling_reason");
-        if (p->have_ci) { /* the median's 95% interval: what "tie" compares */
-            kp_json_double(&j, "gpu_ms_median_ci_low", p->median_ci.lo);
-            kp_json_double(&j, "gpu_ms_median_ci_high", p->median_ci.hi);
-        } else {
-            kp_json_null(&j, "gpu_ms_median_ci_low");
-            kp_json_null(&j, "gpu_ms_median_ci_high");
-        }
-        kp_json_object_end(&j);
-    }
-    kp_json_array_end(&j);
-    /* Fewer than two sizes measured: no comparison, so no best (best_threadgroup null). */
-    kp_json_bool(&j, "compared", measured >= 2);
-    if (s->best >= 0)
-        kp_sweep_json_tg(&j, "best_threadgroup", &s->points[s->best]);
-    else
-        kp_json_null(&j, "best_threadgroup");
-    kp_json_array_begin(&j, "warnings");
-    for (int i = 0; i < s->nwarnings; i++) {
-        kp_json_object_begin(&j, NULL);
-        kp_json_string(&j, "id", s->warnings[i].id);
-        kp_json_string(&j, "text", s->warnings[i].text);
-        kp_json_object_end(&j);
-    }
-    kp_json_array_end(&j);
-    kp_json_object_end(&j);
-    kp_json_finish(&j);
-}
-
 /* Print the sweep's JSON and write it to the kernel folder's sweep.json (complete or not: the
  * file says which). */
 static kprof_status kp_sweep_emit_json(const kp_sweep *s, int complete, int signal, kp_error *err)
 {
     kp_str out = {0};
-    kp_sweep_json(&out, s, complete, signal);
-    if (out.failed) {
+    if (kp_sweep_result_write(&out, s, complete, signal ? kp_signal_name(signal) : NULL, err) !=
+        KPROF_OK) {
         kp_str_free(&out);
-        return kp_error_set(err, KPROF_NOMEM, "out of memory writing JSON");
+        return err->status;
     }
     fputs(out.data, stdout);
     kprof_status st = KPROF_OK;
@@ -464,7 +349,9 @@ static void kp_sweep_record(const kp_sweep *s, const kp_run_args *a)
     if (!kp_record_enabled() || s->lowest < 0) return;
     const kp_sweep_point *p = &s->points[s->lowest];
     kp_str json = {0};
-    kp_sweep_json(&json, s, 1, 0);
+    kp_error jerr = {0};
+    kprof_status jst = kp_sweep_result_write(&json, s, 1, NULL, &jerr);
+    kp_error_clear(&jerr);
     kp_history_run h = {.git_dirty = -1};
     kp_strlcpy(h.kind, "sweep", sizeof h.kind);
     kp_strlcpy(h.kernel, s->info.kernel->name, sizeof h.kernel);
@@ -476,7 +363,7 @@ static void kp_sweep_record(const kp_sweep *s, const kp_run_args *a)
     h.median_ms = p->run.stats.median;
     h.min_ms = p->run.stats.min;
     h.nsamples = p->run.iters;
-    if (json.failed)
+    if (jst != KPROF_OK)
         fprintf(stderr, "kprof: warning: not recorded in the history: out of memory\n");
     else
         kp_record_result(&h, &s->info.device, s->info.source_path, s->lowest_samples,
