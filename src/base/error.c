@@ -113,3 +113,15 @@ kprof_status kp_error_nomem(kp_error *err)
 {
     return kp_error_set(err, KPROF_NOMEM, "out of memory");
 }
+
+kprof_status kp_error_move(kp_error *dst, kp_error *src)
+{
+    if (!src) return dst ? dst->status : KPROF_OK;
+    if (dst && dst->status == KPROF_OK) {
+        *dst = *src;
+        *src = (kp_error){0};
+    } else {
+        kp_error_clear(src);
+    }
+    return dst ? dst->status : KPROF_OK;
+}

@@ -41,6 +41,11 @@ void kp_error_append_lines(kp_error *err, const char *text);
 /* Take ownership of a heap string as the error's compiler log (replacing any earlier one). */
 void kp_error_take_log(kp_error *err, char *log);
 
+/* Hand src's error (message and log) to dst, first failure winning: dst takes it unless dst is
+ * NULL or holds an error already, in which case src's is freed. src is left KPROF_OK. Returns
+ * the status dst holds. */
+kprof_status kp_error_move(kp_error *dst, kp_error *src);
+
 /* Free what the error holds and reset it to KPROF_OK. err may be NULL. */
 void kp_error_clear(kp_error *err);
 

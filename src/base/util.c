@@ -290,6 +290,13 @@ uint64_t kp_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+int64_t kp_unix_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec;
+}
+
 int64_t kp_ns_diff(int64_t end, int64_t start)
 {
     int64_t d;

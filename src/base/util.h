@@ -85,6 +85,11 @@ void kp_str_append_utf8(kp_str *out, const char *text, size_t n);
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t kp_now_ns(void);
 
+/* The Unix time in whole seconds from CLOCK_REALTIME: what a record's "at" holds. Not time(NULL),
+ * which glibc reads from a coarse clock that can be a tick behind the second the system reports
+ * elsewhere (a note made just after a second began said the second before). */
+int64_t kp_unix_now(void);
+
 /* Copy at most n-1 bytes and always NUL-terminate. Returns dst. */
 char *kp_strlcpy(char *dst, const char *src, size_t n);
 /* A malloc'd copy of text (free it); NULL when text is NULL or memory ran out. */

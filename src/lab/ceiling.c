@@ -371,7 +371,7 @@ kprof_status kp_ceiling_conclude(kp_ceiling_result *out, kprof_status fma_st, co
     }
     out->ceiling.copy_gbs = best->run.gbps;
     out->ceiling.copy_bytes = best->bytes;
-    out->ceiling.measured_at = (int64_t)time(NULL);
+    out->ceiling.measured_at = kp_unix_now();
     snprintf(out->ceiling.driver, sizeof out->ceiling.driver, "%s", out->device.driver);
     snprintf(out->ceiling.method, sizeof out->ceiling.method,
              "best of %d dispatches of %s over %llu MiB (read + write), tg %llu", iters,

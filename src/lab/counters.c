@@ -211,7 +211,7 @@ static kprof_status kp_lab_counters_dram(kp_lab *lab, const kp_launch *launch, k
     kprof_status st = lab->impl->counters(lab, launch, names, 2, values, bad, &why);
     if (st != KPROF_OK) {
         if (kp_counters_fatal(st)) {
-            *err = why;
+            kp_error_move(err, &why);
             return st;
         }
         kp_why_not(c->dram_why, sizeof c->dram_why, &why, st);
@@ -266,7 +266,7 @@ kprof_status kp_lab_counters(kp_lab *lab, const kp_launch *launch, kp_counters *
     if (st != KPROF_OK) {
         if (kp_counters_fatal(st)) {
             kp_request_free(&q);
-            *err = why; /* the message (and log) move to the caller */
+            kp_error_move(err, &why); /* the message (and log) move to the caller */
             return st;
         }
         kp_why_not(c->why_not, sizeof c->why_not, &why, st);
@@ -491,10 +491,7 @@ kprof_status kp_counters_list(const char *backend, int device, kp_device_info *i
     st = ops->counter_list(dev, fn, ctx, &why);
     ops->close(dev);
     if (st == KPROF_OK || kp_counters_fatal(st)) {
-        if (st != KPROF_OK)
-            *err = why;
-        else
-            kp_error_clear(&why);
+        kp_error_move(st != KPROF_OK ? err : NULL, &why);
         return st;
     }
     char line[512];

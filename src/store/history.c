@@ -141,7 +141,7 @@ kprof_status kp_history_record(const kp_history_run *r, const double *samples, s
     }
     int no_tree = r->git_dirty < 0 || !r->git_commit[0];
     kp_history_bind_text(q, 1, r->kind, 0);
-    sqlite3_bind_int64(q, 2, (sqlite3_int64)time(NULL));
+    sqlite3_bind_int64(q, 2, (sqlite3_int64)kp_unix_now());
     kp_history_bind_text(q, 3, r->device, 0);
     kp_history_bind_text(q, 4, r->backend, 0);
     kp_history_bind_text(q, 5, r->device_key, 0);

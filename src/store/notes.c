@@ -181,7 +181,7 @@ static kprof_status kp_notes_insert(kp_store *s, const kp_note *n, int64_t *id, 
                       "git_commit, made_from, data) VALUES (?,?,?,?,?,?,?,?,?,?)";
     if (sqlite3_prepare_v2(kp_store_db(s), sql, -1, &q, NULL) != SQLITE_OK)
         return kp_notes_sql_fail(s, err, "cannot add a note");
-    sqlite3_bind_int64(q, 1, n->at > 0 ? n->at : (sqlite3_int64)time(NULL));
+    sqlite3_bind_int64(q, 1, n->at > 0 ? n->at : (sqlite3_int64)kp_unix_now());
     kp_notes_bind_text(q, 2, n->text);
     kp_notes_bind_text(q, 3, n->kernel);
     kp_notes_bind_text(q, 4, n->device);

@@ -478,7 +478,7 @@ kprof_status kp_store_put_ceiling(kp_store *s, const kp_device_info *dev, const 
     sqlite3_bind_double(q, 8, c->demo_add_ms);
     sqlite3_bind_int64(q, 9, (sqlite3_int64)c->demo_add_elements);
     sqlite3_bind_text(q, 10, c->method, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(q, 11, c->measured_at ? c->measured_at : (sqlite3_int64)time(NULL));
+    sqlite3_bind_int64(q, 11, c->measured_at ? c->measured_at : (sqlite3_int64)kp_unix_now());
     if (c->fma_gflops > 0) {
         sqlite3_bind_double(q, 12, c->fma_gflops);
         sqlite3_bind_text(q, 13, c->fma_method, -1, SQLITE_TRANSIENT);

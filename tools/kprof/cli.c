@@ -150,3 +150,10 @@ int kp_cli_ceiling(const kp_device_info *dev, kp_ceiling *c)
     kp_error_clear(&err);
     return rc;
 }
+
+int kp_cli_nomem(void)
+{
+    kp_error err = {0};
+    kp_error_nomem(&err);
+    return kp_cli_fail(&err);
+}

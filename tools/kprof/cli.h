@@ -29,6 +29,8 @@ const kp_command *kp_command_find(const char *name);
 /* Print "kprof: error: MSG" (plus err->log when present) and return the exit
  * code for the status. */
 int kp_cli_fail(const kp_error *err);
+/* kp_cli_fail of kp_error_nomem: "kprof: out of memory", exit 1. */
+int kp_cli_nomem(void);
 /* Print "kprof: error: ..." and return 2 (usage). */
 int kp_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -388,7 +388,7 @@ int kp_cmd_bench(int argc, char **argv)
 {
     kp_bench_args *a = calloc(1, sizeof *a);
     kp_bench_run r = {0};
-    if (!a) return kp_cli_usage_error(NULL, "out of memory");
+    if (!a) return kp_cli_nomem();
     int rc = kp_bench_parse(argc, argv, a);
     if (rc != 0) {
         kp_str_free(&a->options);

@@ -176,6 +176,12 @@ static int kp_caps_measure(const char *backend, int device, uint64_t max_bytes, 
         kp_json_init(&j, &s, 1);
         kp_caps_json_measure(&j, r, kp_caps_plan_seconds(r), dry_run, path);
         kp_json_finish(&j);
+        if (s.failed) {
+            kp_str_free(&s);
+            free(r);
+            kp_str_free(&plan);
+            return kp_cli_nomem();
+        }
         fputs(s.data ? s.data : "", stdout);
         kp_str_free(&s);
     } else if (dry_run) {

@@ -237,9 +237,13 @@ static int kp_notes_cmd_add(const kp_notes_args *a)
     int64_t id = 0;
     int rc = 0;
     kprof_status st = KPROF_OK;
-    note.text = strcmp(a->pos[0], "-") == 0 ? kp_notes_read_stdin() : strdup(a->pos[0]);
+    int from_stdin = strcmp(a->pos[0], "-") == 0;
+    note.text = from_stdin ? kp_notes_read_stdin() : strdup(a->pos[0]);
     if (!note.text) {
-        kp_error_set(&err, KPROF_IO, "cannot read the note from standard input");
+        if (from_stdin)
+            kp_error_set(&err, KPROF_IO, "cannot read the note from standard input");
+        else
+            kp_error_nomem(&err);
         goto fail;
     }
     if (!*note.text) {
@@ -251,7 +255,7 @@ static int kp_notes_cmd_add(const kp_notes_args *a)
     else if (a->kernel && !(note.kernel = strdup(a->kernel)))
         st = kp_error_nomem(&err);
     if (st != KPROF_OK) goto fail;
-    note.at = (int64_t)time(NULL);
+    note.at = kp_unix_now();
     if (kp_store_open(0, &s, &err) != KPROF_OK || kp_notes_add(s, &note, &id, &err) != KPROF_OK)
         goto fail;
     if (kp_notes_get(s, id, &stored, &err) != KPROF_OK) goto fail;

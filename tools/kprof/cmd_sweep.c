@@ -390,7 +390,7 @@ int kp_run_sweep(kp_run_args *a)
     kp_progress *progress = NULL;
     kp_sweep *s = calloc(1, sizeof *s);
     kprof_status st = KPROF_OK;
-    if (!s) return kp_cli_fail(&(kp_error){.status = KPROF_NOMEM, .message = "out of memory"});
+    if (!s) return kp_cli_nomem();
     kp_sweep_config cfg = {
         .launch = a->launch,
         .tg_set = a->tg_set,

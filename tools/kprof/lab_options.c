@@ -319,7 +319,7 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
         return kp_cli_usage_error(cmd, "--grid has %d dimension%s but --tg has %d", grid_dims,
                                   grid_dims == 1 ? "" : "s", tg_dims);
     a->launch.dims = grid_dims;
-    if (a->options.failed) return kp_cli_usage_error(NULL, "out of memory");
+    if (a->options.failed) return kp_cli_nomem();
     a->lab.options = a->options.data ? a->options.data : "";
     return kp_cli_check_compiler_options(cmd, a->lab.options);
 }
@@ -577,7 +577,7 @@ int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
     }
     if (a->plot_throughput == 2 && !a->plan.flops_expr)
         return kp_cli_usage_error("bench", "--plot-y gflops needs --flops EXPR");
-    if (a->options.failed) return kp_cli_usage_error(NULL, "out of memory");
+    if (a->options.failed) return kp_cli_nomem();
     { /* -D NAME[=EXPR] and the rest as the compiler will see them, axes not yet substituted */
         kp_str all = {0};
         for (int i = 0; i < a->plan.ndefines; i++)
@@ -585,7 +585,7 @@ int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
         if (a->options.data) kp_str_append(&all, a->options.data);
         if (all.failed) {
             kp_str_free(&all);
-            return kp_cli_usage_error(NULL, "out of memory");
+            return kp_cli_nomem();
         }
         int bad = kp_cli_check_compiler_options("bench", all.data);
         kp_str_free(&all);
