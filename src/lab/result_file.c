@@ -15,12 +15,16 @@ int kp_result_kind_of(const cJSON *doc, kp_result_kind *kind)
 {
     const cJSON *k = cJSON_GetObjectItemCaseSensitive(doc, "kind");
     const cJSON *points = cJSON_GetObjectItemCaseSensitive(doc, "points");
-    if (cJSON_IsString(k) && strcmp(k->valuestring, "bench") == 0 && cJSON_IsArray(points))
+    const char *named = cJSON_IsString(k) ? k->valuestring : NULL;
+    /* A run.json or sweep.json before their version 1 has no "kind": its members tell. */
+    int sweep = cJSON_IsArray(points) && cJSON_GetObjectItemCaseSensitive(doc, "sizes_measured");
+    int run = cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(doc, "gpu_ms_median")) &&
+              cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "threadgroup"));
+    if (named && strcmp(named, "bench") == 0 && cJSON_IsArray(points))
         *kind = KP_RESULT_BENCH;
-    else if (!k && cJSON_IsArray(points) && cJSON_GetObjectItemCaseSensitive(doc, "sizes_measured"))
+    else if ((!k || (named && strcmp(named, "sweep") == 0)) && sweep)
         *kind = KP_RESULT_SWEEP;
-    else if (!k && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(doc, "gpu_ms_median")) &&
-             cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "threadgroup")))
+    else if ((!k || (named && strcmp(named, "run") == 0)) && run)
         *kind = KP_RESULT_RUN;
     else
         return -1;
@@ -30,12 +34,19 @@ int kp_result_kind_of(const cJSON *doc, kp_result_kind *kind)
 kprof_status kp_result_check_version(const cJSON *doc, kp_result_kind kind, const char *path,
                                      kp_error *err)
 {
-    if (kind != KP_RESULT_BENCH) return KPROF_OK; /* run.json and sweep.json: no version */
+    static const char *const names[] = {
+        [KP_RESULT_RUN] = "run", [KP_RESULT_SWEEP] = "sweep", [KP_RESULT_BENCH] = "bench"};
+    int want = kind == KP_RESULT_BENCH   ? KP_RESULT_BENCH_VERSION
+               : kind == KP_RESULT_SWEEP ? KP_RESULT_SWEEP_VERSION
+                                         : KP_RESULT_RUN_VERSION;
     const cJSON *version = cJSON_GetObjectItemCaseSensitive(doc, "version");
-    if (cJSON_IsNumber(version) && version->valuedouble == KP_RESULT_BENCH_VERSION) return KPROF_OK;
-    return kp_error_set(
-        err, KPROF_CORRUPT, "%s: bench result version %g; this kprof reads version %d", path,
-        cJSON_IsNumber(version) ? version->valuedouble : 0.0, KP_RESULT_BENCH_VERSION);
+    /* A run or sweep result from before their version 1: no "version", no "kind". */
+    if (!version && kind != KP_RESULT_BENCH && !cJSON_GetObjectItemCaseSensitive(doc, "kind"))
+        return KPROF_OK;
+    if (cJSON_IsNumber(version) && version->valuedouble == want) return KPROF_OK;
+    return kp_error_set(err, KPROF_CORRUPT, "%s: %s result version %g; this kprof reads version %d",
+                        path, names[kind], cJSON_IsNumber(version) ? version->valuedouble : 0.0,
+                        want);
 }
 
 kprof_status kp_result_file_read(const char *path, cJSON **doc, kp_result_kind *kind, kp_error *err)

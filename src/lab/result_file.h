@@ -10,9 +10,10 @@
  * parsed document (analysis/notes.h). A file that is not such a result is refused as bad input
  * (CORRUPT, exit 2), naming what is wrong. Reads through base/json_file.h's strict reader.
  *
- * Versions: bench.json carries "version" (KP_RESULT_BENCH_VERSION) and "kind": "bench";
- * run.json and sweep.json carry neither and are told apart by their members (a run's
- * "gpu_ms_median" and "threadgroup", a sweep's "points" and "sizes_measured").
+ * Versions: every file carries "version" and "kind" ("run", "sweep", "bench"), and its members
+ * as well (a run's "gpu_ms_median" and "threadgroup", a sweep's "points" and "sizes_measured", a
+ * bench's "points"). A run.json or sweep.json of a kprof before version 1 of theirs has neither
+ * "version" nor "kind" and is told by its members alone; a file of another version is refused.
  */
 #ifndef KP_LAB_RESULT_FILE_H
 #define KP_LAB_RESULT_FILE_H
@@ -28,6 +29,8 @@
 #include <stddef.h>
 
 #define KP_RESULT_BENCH_VERSION 1 /* the bench.json version this kprof writes and reads */
+#define KP_RESULT_RUN_VERSION   1 /* run.json's (a file without "version" is read as well) */
+#define KP_RESULT_SWEEP_VERSION 1 /* sweep.json's (likewise) */
 
 typedef enum kp_result_kind {
     KP_RESULT_RUN,   /* run.json */

@@ -21,6 +21,8 @@ kprof_status kp_run_result_write(kp_str *s, const kp_run_file *r, kp_error *err)
     kp_json j;
     kp_json_init(&j, s, 1);
     kp_json_object_begin(&j, NULL);
+    kp_json_int(&j, "version", KP_RESULT_RUN_VERSION);
+    kp_json_string(&j, "kind", "run");
     kp_run_json_header(&j, info);
     kp_run_result_json(&j, r->run, KP_RUN_JSON_RUN);
     kp_json_int(&j, "iterations_asked", r->iters_asked);
@@ -346,6 +348,8 @@ kprof_status kp_sweep_result_write(kp_str *out, const kp_sweep *s, int complete,
     kp_json j;
     kp_json_init(&j, out, 1);
     kp_json_object_begin(&j, NULL);
+    kp_json_int(&j, "version", KP_RESULT_SWEEP_VERSION);
+    kp_json_string(&j, "kind", "sweep");
     kp_run_json_header(&j, info);
     kp_json_bool(&j, "complete", complete);
     if (signal)

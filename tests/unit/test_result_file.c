@@ -44,7 +44,12 @@ static void test_kinds(void)
         {"{\"gpu_ms_median\": 1, \"threadgroup\": [64]}", KP_RESULT_RUN},
         {"{\"points\": [], \"sizes_measured\": 0}", KP_RESULT_SWEEP},
         {"{\"kind\": \"bench\", \"version\": 1, \"points\": []}", KP_RESULT_BENCH},
-        {"{\"kind\": \"run\", \"gpu_ms_median\": 1, \"threadgroup\": [64]}", -1},
+        {"{\"version\": 1, \"kind\": \"run\", \"gpu_ms_median\": 1, \"threadgroup\": [64]}",
+         KP_RESULT_RUN},
+        {"{\"version\": 1, \"kind\": \"sweep\", \"points\": [], \"sizes_measured\": 0}",
+         KP_RESULT_SWEEP},
+        {"{\"kind\": \"sweep\", \"gpu_ms_median\": 1, \"threadgroup\": [64]}", -1},
+        {"{\"kind\": \"bench\", \"gpu_ms_median\": 1, \"threadgroup\": [64]}", -1},
         {"{\"points\": []}", -1},
         {"{}", -1},
     };
@@ -75,6 +80,25 @@ static void test_read(void)
     CHECK_INT(kp_bench_file_read(v2, &f, &err), KPROF_CORRUPT);
     CHECK_CONTAINS(err.message, "bench result version 2");
     CHECK(f == NULL);
+    kp_error_clear(&err);
+    /* run.json and sweep.json: version 1, or none (a kprof before it); another is refused. */
+    CHECK_INT(kp_result_file_read(put("r1.json", "{\"version\": 1, \"kind\": \"run\", "
+                                                 "\"gpu_ms_median\": 1, \"threadgroup\": [64]}"),
+                                  &doc, &kind, &err),
+              KPROF_OK);
+    CHECK_INT(kind, KP_RESULT_RUN);
+    cJSON_Delete(doc);
+    CHECK_INT(kp_result_file_read(put("r0.json", "{\"gpu_ms_median\": 1, \"threadgroup\": [64]}"),
+                                  &doc, &kind, &err),
+              KPROF_OK);
+    CHECK_INT(kind, KP_RESULT_RUN);
+    cJSON_Delete(doc);
+    CHECK_INT(kp_result_file_read(put("s2.json", "{\"version\": 2, \"kind\": \"sweep\", "
+                                                 "\"points\": [], \"sizes_measured\": 0}"),
+                                  &doc, &kind, &err),
+              KPROF_CORRUPT);
+    CHECK_CONTAINS(err.message, "sweep result version 2; this kprof reads version 1");
+    CHECK(doc == NULL);
     kp_error_clear(&err);
     /* Not an object; not a result. */
     CHECK_INT(kp_result_file_read(put("a.json", "[1]"), &doc, &kind, &err), KPROF_CORRUPT);
