@@ -9,8 +9,10 @@
 #include "base/util.h"
 #include "core/expr.h"
 #include "core/readings.h"
+#include "lab/result_file.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -968,4 +970,63 @@ void kp_bench_row_readings(const kp_bench_row *row, const kp_bench_side *s, cons
     in->timed_cold = row->cold;
     kp_counters_apply(c, peak_gflops, in);
     kp_readings_compute(in, rd);
+}
+
+/* ---- --compare: against an earlier bench result ----------------------------------------- */
+
+kprof_status kp_bench_compare_file(kp_bench_session *s, const kp_bench_file *old,
+                                   const char *old_path, int gate, FILE *warn, int *matched,
+                                   kp_error *err)
+{
+    const kp_bench_config *cfg = &s->plan->cfg;
+    *matched = 0;
+    if (strcmp(old->device, s->info.device.name) != 0)
+        fprintf(warn, "kprof: warning: %s was measured on %s, this run on %s\n", old_path,
+                old->device, s->info.device.name);
+    for (int i = 0; i < s->nrows; i++) {
+        kp_bench_row *row = &s->rows[i];
+        char vt[256];
+        kp_bench_vars_text(&row->vars, vt, sizeof vt);
+        const kp_bench_file_point *p = kp_bench_file_find(old, vt, row->cold);
+        if (!p) continue;
+        /* As kprof diff: a verdict needs 5 samples a side. */
+        if (p->n < 5) {
+            fprintf(warn,
+                    "kprof: warning: %s: point '%s' (%s) has %zu samples, fewer than 5: not "
+                    "compared\n",
+                    old_path, vt, row->cold ? "cold" : "hot", p->n);
+            continue;
+        }
+        memset(&row->old, 0, sizeof row->old);
+        kprof_status st = kp_bench_side_add(&row->old, p->ms, p->mhz, p->n, err);
+        row->old.rounds = p->rounds;
+        for (int k = 0; k < p->nruns && k < KP_BENCH_MAX_REPEAT; k++)
+            row->old.run_median[row->old.nruns++] = p->run_median[k];
+        /* What this run knows of the machine stands for the comparison. */
+        kp_bench_outcome_init(&row->old_outcome);
+        row->old_outcome.busy_cpus = row->outcome.busy_cpus;
+        row->old_outcome.measured_busy_cpus = row->outcome.measured_busy_cpus;
+        row->old_outcome.ncpus = row->outcome.ncpus;
+        if (st == KPROF_OK) st = kp_bench_summarise(&row->old, err);
+        if (st == KPROF_OK && !(row->old.median.value > 0))
+            st = kp_error_set(err, KPROF_INVALID,
+                              "%s: point '%s' has a median of 0 ms: nothing to compare with",
+                              old_path, vt);
+        if (st == KPROF_OK)
+            st = kp_bench_compare(&row->old, &row->side[0], 0, cfg, &row->old_outcome, err);
+        if (st != KPROF_OK) return st;
+        row->have_old = 1;
+        (*matched)++;
+    }
+    if (!*matched && gate) /* A gate that compared nothing must not pass. */
+        return kp_error_set(err, KPROF_INVALID,
+                            "--fail-if-slower: %s has no point with these axes and cache state "
+                            "(and 5 samples or more): nothing was compared",
+                            old_path);
+    if (!*matched)
+        fprintf(warn,
+                "kprof: warning: %s has no point with these axes and cache state: "
+                "nothing compared\n",
+                old_path);
+    return KPROF_OK;
 }

@@ -49,6 +49,8 @@
 #include "lab/counters.h"
 #include "lab/lab.h"
 
+#include <stdio.h>
+
 #define KP_BENCH_MIN_ROUNDS 30
 #define KP_BENCH_MAX_REPEAT 32 /* --repeat R: independent sessions a point */
 
@@ -320,5 +322,16 @@ double kp_bench_row_gflops(const kp_bench_row *row, const kp_bench_side *s);
 void kp_bench_row_readings(const kp_bench_row *row, const kp_bench_side *s, const kp_counters *c,
                            double ceiling_gbs, double peak_gflops, uint64_t cache_bytes,
                            kp_readings_input *in, kp_readings *rd);
+
+/* --compare: this run's rows (s) against old, the bench result read from old_path
+ * (lab/result_file.h): warns on warn when old was measured on another device, skips (with a
+ * warning) a point of fewer than 5 samples (as kprof diff: a verdict needs 5 a side), fills each
+ * matching row's old side, old_outcome and have_old, and warns when none matched. gate (from
+ * --fail-if-slower) makes "none matched" an INVALID failure instead, as a gate that compared
+ * nothing must not pass; a point of median 0 ms is INVALID too. *matched: the rows compared. */
+struct kp_bench_file;
+kprof_status kp_bench_compare_file(kp_bench_session *s, const struct kp_bench_file *old,
+                                   const char *old_path, int gate, FILE *warn, int *matched,
+                                   kp_error *err);
 
 #endif

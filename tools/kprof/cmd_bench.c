@@ -56,47 +56,6 @@ static void kp_bench_progress(void *user, const kp_bench_side *sides, int nsides
                     r->s.phase, sides[0].n, 100 * noise, 100 * r->a->plan.cfg.max_noise, elapsed);
 }
 
-/* --compare: the earlier run's samples of each row, and the verdict on this run against them. */
-static kprof_status kp_bench_compare_old(kp_bench_run *r, kp_error *err)
-{
-    for (int i = 0; i < r->s.nrows; i++) {
-        kp_bench_row *row = &r->s.rows[i];
-        char vt[256];
-        kp_bench_vars_text(&row->vars, vt, sizeof vt);
-        const kp_bench_file_point *p = kp_bench_file_find(r->old, vt, row->cold);
-        if (!p) continue;
-        /* As kprof diff: a verdict needs 5 samples a side. */
-        if (p->n < 5) {
-            fprintf(stderr,
-                    "kprof: warning: %s: point '%s' (%s) has %zu samples, fewer than 5: not "
-                    "compared\n",
-                    r->a->compare_file, vt, row->cold ? "cold" : "hot", p->n);
-            continue;
-        }
-        memset(&row->old, 0, sizeof row->old);
-        kprof_status st = kp_bench_side_add(&row->old, p->ms, p->mhz, p->n, err);
-        row->old.rounds = p->rounds;
-        for (int k = 0; k < p->nruns && k < KP_BENCH_MAX_REPEAT; k++)
-            row->old.run_median[row->old.nruns++] = p->run_median[k];
-        /* What this run knows of the machine stands for the comparison. */
-        kp_bench_outcome_init(&row->old_outcome);
-        row->old_outcome.busy_cpus = row->outcome.busy_cpus;
-        row->old_outcome.measured_busy_cpus = row->outcome.measured_busy_cpus;
-        row->old_outcome.ncpus = row->outcome.ncpus;
-        if (st == KPROF_OK) st = kp_bench_summarise(&row->old, err);
-        if (st == KPROF_OK && !(row->old.median.value > 0))
-            st = kp_error_set(err, KPROF_INVALID,
-                              "%s: point '%s' has a median of 0 ms: nothing to compare with",
-                              r->a->compare_file, vt);
-        if (st == KPROF_OK)
-            st = kp_bench_compare(&row->old, &row->side[0], 0, &r->a->plan.cfg, &row->old_outcome,
-                                  err);
-        if (st != KPROF_OK) return st;
-        row->have_old = 1;
-    }
-    return KPROF_OK;
-}
-
 /* ---- output ------------------------------------------------------------------------------- */
 
 static const char *kp_bench_stop_words(kp_bench_stop s)
@@ -450,27 +409,10 @@ int kp_cmd_bench(int argc, char **argv)
     r.progress = NULL;
     if (st != KPROF_OK) goto done;
     if (r.old) {
-        if (strcmp(r.old->device, r.s.info.device.name) != 0)
-            fprintf(stderr, "kprof: warning: %s was measured on %s, this run on %s\n",
-                    a->compare_file, r.old->device, r.s.info.device.name);
-        st = kp_bench_compare_old(&r, &err);
+        int matched;
+        st = kp_bench_compare_file(&r.s, r.old, a->compare_file, a->fail_if_slower >= 0, stderr,
+                                   &matched, &err);
         if (st != KPROF_OK) goto done;
-        int matched = 0;
-        for (int i = 0; i < r.s.nrows; i++)
-            matched += r.s.rows[i].have_old;
-        if (!matched && a->fail_if_slower >= 0) {
-            /* A gate that compared nothing must not pass. */
-            st = kp_error_set(&err, KPROF_INVALID,
-                              "--fail-if-slower: %s has no point with these axes and cache state "
-                              "(and 5 samples or more): nothing was compared",
-                              a->compare_file);
-            goto done;
-        }
-        if (!matched)
-            fprintf(stderr,
-                    "kprof: warning: %s has no point with these axes and cache state: "
-                    "nothing compared\n",
-                    a->compare_file);
     }
     kp_bench_gate(r.s.rows, r.s.nrows, a->fail_if_slower);
     if (r.s.info.warning[0]) fprintf(stderr, "kprof: warning: %s\n", r.s.info.warning);
