@@ -593,3 +593,18 @@ int kp_sweep_release(kp_sweep *s)
     kp_error_clear(&s->err);
     return sig;
 }
+
+void kp_sweep_close_summary(const kp_sweep *s, kp_sweep_summary *out)
+{
+    *out = (kp_sweep_summary){.only = -1};
+    for (int i = 0; i < s->npoints; i++) {
+        const kp_sweep_point *p = &s->points[i];
+        if (!p->measured) continue;
+        out->measured++;
+        if (out->only < 0) out->only = i;
+        if (p->run.iters >= s->iters) continue;
+        out->cut++;
+        if (!out->fewest || p->run.iters < out->fewest) out->fewest = p->run.iters;
+    }
+    if (out->measured != 1) out->only = -1;
+}

@@ -175,4 +175,16 @@ int kp_sweep_release(kp_sweep *s);
 /* "256", "16x16": point p's threadgroup. */
 void kp_sweep_tg_text(const kp_sweep_point *p, char *buf, size_t n);
 
+/* What a sweep's closing lines say, worked out from its points (kp_sweep_close_summary). */
+typedef struct kp_sweep_summary {
+    int measured; /* the points measured */
+    int cut;      /* of those, the ones timed fewer than the sweep's iters dispatches (the
+                     --time-budget cut them) */
+    int fewest;   /* the fewest dispatches among the cut ones (0 when none was cut) */
+    int only;     /* when one point was measured, its index; else -1 */
+} kp_sweep_summary;
+
+/* Fill *out from s's points (reads them only: safe while s->mu is held). */
+void kp_sweep_close_summary(const kp_sweep *s, kp_sweep_summary *out);
+
 #endif

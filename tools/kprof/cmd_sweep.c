@@ -137,33 +137,22 @@ static void kp_sweep_print_close(const kp_sweep *s, int complete)
 {
     FILE *o = stdout;
     const char *B = kp_text_bold(o), *R = kp_text_reset(o);
-    int measured = 0;
-    for (int i = 0; i < s->npoints; i++)
-        measured += s->points[i].measured;
+    kp_sweep_summary sum;
+    kp_sweep_close_summary(s, &sum);
     if (s->skipped[0]) printf("  left out: %s\n", s->skipped);
-    int fewest = 0, cut = 0;
-    for (int i = 0; i < s->npoints; i++) {
-        const kp_sweep_point *p = &s->points[i];
-        if (!p->measured || p->run.iters >= s->iters) continue;
-        cut++;
-        if (!fewest || p->run.iters < fewest) fewest = p->run.iters;
-    }
-    if (cut)
+    if (sum.cut)
         printf("  time budget: %d size%s timed fewer than the %d dispatches asked (%d at the "
                "fewest): %d each would take longer than the %g s --time-budget (--iters N "
                "times N)\n",
-               cut, cut == 1 ? "" : "s", s->iters, fewest, s->iters, s->cfg.budget_s);
+               sum.cut, sum.cut == 1 ? "" : "s", s->iters, sum.fewest, s->iters, s->cfg.budget_s);
     for (int i = 0; i < s->nwarnings; i++)
         printf("  ! %s\n", s->warnings[i].text);
     if (!complete)
-        printf("  the sweep stopped: %d of %d size%s measured\n", measured, s->npoints,
+        printf("  the sweep stopped: %d of %d size%s measured\n", sum.measured, s->npoints,
                s->npoints == 1 ? "" : "s");
-    if (measured == 1) {
-        const kp_sweep_point *p = NULL;
-        for (int i = 0; i < s->npoints && !p; i++)
-            if (s->points[i].measured) p = &s->points[i];
+    if (sum.only >= 0) {
         char tg[48];
-        kp_sweep_tg_text(p, tg, sizeof tg);
+        kp_sweep_tg_text(&s->points[sum.only], tg, sizeof tg);
         printf("  only tg %s was measured%s: one size is not a comparison, so none is the "
                "best\n",
                tg,
