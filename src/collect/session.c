@@ -534,3 +534,36 @@ void kp_session_live_stop(kp_session_live *live)
     pthread_join(live->thread, NULL);
     free(live);
 }
+
+/* ---- what `kprof trace` runs and writes ----------------------------------------------------- */
+
+void kp_session_program_path(const char *cmd0, char *out, size_t n)
+{
+    out[0] = '\0';
+    if (strchr(cmd0, '/')) {
+        kp_strlcpy(out, cmd0, n);
+        return;
+    }
+    const char *dirs = getenv("PATH");
+    if (!dirs) dirs = "/bin:/usr/bin";
+    while (*dirs) {
+        const char *end = strchr(dirs, ':');
+        size_t len = end ? (size_t)(end - dirs) : strlen(dirs);
+        char cand[4096];
+        int w = snprintf(cand, sizeof cand, "%.*s/%s", (int)len, len ? dirs : ".", cmd0);
+        if (w > 0 && (size_t)w < sizeof cand && access(cand, X_OK) == 0 && !kp_path_is_dir(cand)) {
+            kp_strlcpy(out, cand, n);
+            return;
+        }
+        if (!end) break;
+        dirs = end + 1;
+    }
+}
+
+void kp_session_default_output(char *out, size_t n)
+{
+    for (int i = 1; i < 100000; i++) {
+        snprintf(out, n, "trace_%d.kprof", i);
+        if (!kp_path_exists(out)) return;
+    }
+}

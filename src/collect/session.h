@@ -108,4 +108,13 @@ void kp_session_remove(const char *dir);
 /* The bytes the folder's record files hold (for messages). */
 uint64_t kp_session_size(const char *dir);
 
+/* Where the program cmd0 is: itself when it holds a '/', else the first executable (not a
+ * folder) of that name on PATH, an empty entry being the current folder and no PATH
+ * "/bin:/usr/bin" (as execvp finds it); "" in out (n bytes) when none. */
+void kp_session_program_path(const char *cmd0, char *out, size_t n);
+
+/* The default trace output: the first trace_N.kprof (N from 1) that does not exist in the
+ * current folder, into out (n bytes). */
+void kp_session_default_output(char *out, size_t n);
+
 #endif

@@ -26,15 +26,6 @@
 
 #define KP_TRACE_GRACE_S 10.0 /* how long a program may take to end after a passed-on signal */
 
-/* The first free trace_N.kprof in the current folder. */
-static void kp_trace_default_name(char *out, size_t n)
-{
-    for (int i = 1; i < 100000; i++) {
-        snprintf(out, n, "trace_%d.kprof", i);
-        if (!kp_path_exists(out)) return;
-    }
-}
-
 /* -o's pattern (%r, %l, %p, %h, %q{VAR}, %%: base/outname.h) expanded into path; 0 or the exit
  * code of a failure (told). Under a launcher of several ranks, a name that is the same for
  * every rank gets a note: all but one of them would fail to write it. */
@@ -137,38 +128,13 @@ static int kp_trace_finish(const char *dir, const kp_trace_run *run, kp_trace_in
     return code;
 }
 
-/* Where the program cmd0 is: itself when it holds a '/', else the first executable of that name
- * on PATH (as execvp finds it); "" when none. */
-static void kp_trace_program_path(const char *cmd0, char *out, size_t n)
-{
-    out[0] = '\0';
-    if (strchr(cmd0, '/')) {
-        kp_strlcpy(out, cmd0, n);
-        return;
-    }
-    const char *dirs = getenv("PATH");
-    if (!dirs) dirs = "/bin:/usr/bin";
-    while (*dirs) {
-        const char *end = strchr(dirs, ':');
-        size_t len = end ? (size_t)(end - dirs) : strlen(dirs);
-        char cand[4096];
-        int w = snprintf(cand, sizeof cand, "%.*s/%s", (int)len, len ? dirs : ".", cmd0);
-        if (w > 0 && (size_t)w < sizeof cand && access(cand, X_OK) == 0 && !kp_path_is_dir(cand)) {
-            kp_strlcpy(out, cand, n);
-            return;
-        }
-        if (!end) break;
-        dirs = end + 1;
-    }
-}
-
 /* 2 (said) when the output is the program being traced or a file its command line names (an
  * argument, or the value of an --option=VALUE one), whether it exists yet or not: the trace
  * would replace what the program runs or reads. --force does not change it. */
 static int kp_trace_output_not_command(const char *path, char *const *cmd)
 {
     char program[4096];
-    kp_trace_program_path(cmd[0], program, sizeof program);
+    kp_session_program_path(cmd[0], program, sizeof program);
     if (program[0] && kp_output_same_file(path, program))
         return kp_cli_usage_error("trace",
                                   "-o %s is the program being traced (%s): writing the "
@@ -267,7 +233,7 @@ int kp_cmd_trace(int argc, char **argv)
         int code = kp_trace_output_name(output, path, sizeof path);
         if (code) return code;
     } else {
-        kp_trace_default_name(path, sizeof path);
+        kp_session_default_output(path, sizeof path);
     }
     if (strcmp(kp_path_extension(path), "kprof") != 0)
         fprintf(stderr, "kprof: note: trace files are named *.kprof by convention\n");
