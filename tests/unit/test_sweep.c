@@ -1,4 +1,5 @@
-/* test_sweep.c — default sizes, --tg-list parsing, and the best point with its ties. */
+/* test_sweep.c — default sizes, --tg-list parsing, the best point with its ties, and the
+ * closing summary (measured, cut by the time budget, the only point). */
 #include "lab/lab.h"
 #include "lab/sweep.h"
 #include "test.h"
@@ -174,6 +175,34 @@ int main(void)
         const uint64_t tiny[3] = {4, 4, 1};
         CHECK_INT(kp_sweep_default_shapes(8, 1024, nolimit, tiny, 1, shapes, KP_SWEEP_MAX_POINTS),
                   0);
+    }
+    {
+        /* The closing summary: measured points, those the time budget cut, the only one. */
+        static kp_sweep sw; /* large: not on the stack */
+        kp_sweep_point *sp = sw.points;
+        point(&sp[0], 1.0, 0.9, 1.1);
+        point(&sp[1], 2.0, 1.9, 2.1);
+        memset(&sp[2], 0, sizeof sp[2]);
+        sp[0].run.iters = 100;
+        sp[1].run.iters = 40;
+        sw.npoints = 3;
+        sw.iters = 100;
+        kp_sweep_summary sum;
+        kp_sweep_close_summary(&sw, &sum);
+        CHECK_INT(sum.measured, 2);
+        CHECK_INT(sum.cut, 1);
+        CHECK_INT(sum.fewest, 40);
+        CHECK_INT(sum.only, -1);
+        sp[0].measured = 0;
+        kp_sweep_close_summary(&sw, &sum);
+        CHECK_INT(sum.measured, 1);
+        CHECK_INT(sum.only, 1);
+        sp[1].measured = 0;
+        kp_sweep_close_summary(&sw, &sum);
+        CHECK_INT(sum.measured, 0);
+        CHECK_INT(sum.cut, 0);
+        CHECK_INT(sum.fewest, 0);
+        CHECK_INT(sum.only, -1);
     }
     TEST_DONE();
 }
