@@ -9,7 +9,7 @@
 #define _GNU_SOURCE
 #include "base/outfile.h"
 #include "base/util.h"
-#include "base/json.h"
+#include "export/merge_json.h"
 #include "store/trace_merge.h"
 #include "tools/kprof/cli.h"
 
@@ -18,79 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void kp_merge_print_json(const kp_merged_trace *res, const char *output, char *const *inputs,
-                                size_t n)
-{
-    kp_str s = {0};
-    kp_json j;
-    kp_json_init(&j, &s, 1);
-    kp_json_object_begin(&j, NULL);
-    kp_json_string(&j, "output", output);
-    kp_json_array_begin(&j, "inputs");
-    for (size_t i = 0; i < n; i++)
-        kp_json_string(&j, NULL, inputs[i]);
-    kp_json_array_end(&j);
-    kp_json_string(&j, "reference", inputs[res->reference]);
-    kp_json_uint(&j, "events", res->events);
-    kp_json_uint(&j, "processes", res->processes);
-    kp_json_uint(&j, "metrics", res->metrics);
-    kp_json_array_begin(&j, "hosts");
-    for (size_t h = 0; h < res->nhosts; h++) {
-        const kp_merged_host *host = &res->hosts[h];
-        kp_json_object_begin(&j, NULL);
-        if (*host->host)
-            kp_json_string(&j, "host", host->host);
-        else
-            kp_json_null(&j, "host");
-        if (*host->boot_id)
-            kp_json_string(&j, "boot_id", host->boot_id);
-        else
-            kp_json_null(&j, "boot_id");
-        kp_json_bool(&j, "reference", host->reference);
-        kp_json_int(&j, "offset_ns", host->offset_ns);
-        if (host->known)
-            kp_json_int(&j, "uncertainty_ns", host->uncertainty_ns);
-        else
-            kp_json_null(&j, "uncertainty_ns");
-        kp_json_uint(&j, "pairs", host->pairs);
-        kp_json_array_begin(&j, "inputs");
-        for (size_t i = 0; i < host->ninputs; i++)
-            kp_json_string(&j, NULL, inputs[host->inputs[i]]);
-        kp_json_array_end(&j);
-        kp_json_object_end(&j);
-    }
-    kp_json_array_end(&j);
-    kp_json_array_begin(&j, "pid_shifts");
-    for (size_t i = 0; i < n; i++) {
-        int renumbered = res->renumbered && res->renumbered[i];
-        if (!renumbered && (!res->pid_shift || !res->pid_shift[i])) continue;
-        kp_json_object_begin(&j, NULL);
-        kp_json_string(&j, "input", inputs[i]);
-        if (renumbered) { /* given the smallest free ids: no one shift */
-            kp_json_null(&j, "shift");
-            kp_json_array_begin(&j, "pids");
-            for (size_t p = 0; p < res->nrenumbered[i]; p++) {
-                kp_json_object_begin(&j, NULL);
-                kp_json_int(&j, "os_pid", res->renumbered[i][p].os_pid);
-                kp_json_int(&j, "pid", res->renumbered[i][p].pid);
-                kp_json_object_end(&j);
-            }
-            kp_json_array_end(&j);
-        } else {
-            kp_json_int(&j, "shift", res->pid_shift[i]);
-        }
-        kp_json_object_end(&j);
-    }
-    kp_json_array_end(&j);
-    kp_json_array_begin(&j, "notes");
-    for (size_t i = 0; i < res->nnotes; i++)
-        kp_json_string(&j, NULL, res->notes[i]);
-    kp_json_array_end(&j);
-    kp_json_object_end(&j);
-    if (kp_json_finish(&j) == 0 && !s.failed) printf("%s\n", s.data);
-    kp_str_free(&s);
-}
 
 int kp_cmd_merge(int argc, char **argv)
 {
@@ -168,7 +95,14 @@ int kp_cmd_merge(int argc, char **argv)
             " process%s of %zu trace%s (%zu host%s) in %s\n",
             res.events, res.processes, res.processes == 1 ? "" : "es", n, n == 1 ? "" : "s",
             res.nhosts, res.nhosts == 1 ? "" : "s", out.path);
-    if (json) kp_merge_print_json(&res, out.path, inputs, n);
+    if (json) {
+        kp_str s = {0};
+        kp_error jerr = {0};
+        if (kp_merged_trace_json(&res, out.path, inputs, n, &s, &jerr) == KPROF_OK)
+            printf("%s\n", s.data);
+        kp_error_clear(&jerr);
+        kp_str_free(&s);
+    }
     kp_merged_trace_free(&res);
     return 0;
 }
