@@ -440,3 +440,68 @@ done:
     kp_store_close(s);
     return st;
 }
+
+/* ---- `kprof history --json`
+ * --------------------------------------------------------------------------------- */
+
+static void kp_history_json_text(kp_json *j, const char *key, const char *text)
+{
+    if (text[0])
+        kp_json_string(j, key, text);
+    else
+        kp_json_null(j, key);
+}
+
+static int kp_history_json_add(const kp_history_run *r, const double *samples, size_t n, void *user)
+{
+    kp_json *j = user;
+    kp_json_object_begin(j, NULL);
+    kp_json_int(j, "id", r->id);
+    kp_json_string(j, "kind", r->kind);
+    kp_json_int(j, "at", r->at);
+    kp_json_string(j, "device", r->device);
+    kp_json_string(j, "backend", r->backend);
+    kp_json_string(j, "device_key", r->device_key);
+    kp_json_string(j, "driver", r->driver);
+    kp_json_string(j, "kprof_version", r->kprof_version);
+    kp_json_string(j, "kernel", r->kernel);
+    kp_json_string(j, "target", r->target);
+    kp_history_json_text(j, "source_path", r->source_path);
+    kp_history_json_text(j, "source_hash", r->source_hash);
+    kp_json_string(j, "options", r->options);
+    kp_json_string(j, "grid", r->grid);
+    kp_json_string(j, "tg", r->tg);
+    kp_json_string(j, "buffers", r->buffers);
+    if (r->git_dirty < 0 || !r->git_commit[0]) {
+        kp_json_null(j, "git_commit");
+        kp_json_null(j, "git_dirty");
+    } else {
+        kp_json_string(j, "git_commit", r->git_commit);
+        kp_json_bool(j, "git_dirty", r->git_dirty);
+    }
+    kp_json_double(j, "median_ms", r->median_ms);
+    kp_json_double(j, "min_ms", r->min_ms);
+    kp_json_int(j, "nsamples", r->nsamples);
+    if (samples) {
+        kp_json_array_begin(j, "samples");
+        for (size_t i = 0; i < n; i++)
+            kp_json_double(j, NULL, samples[i]);
+        kp_json_array_end(j);
+    } else {
+        kp_json_null(j, "samples");
+    }
+    kp_json_object_end(j);
+    return 0;
+}
+
+kprof_status kp_history_json(const char *kernel, int limit, kp_str *out, kp_error *err)
+{
+    kp_json j;
+    kp_json_init(&j, out, 1);
+    kp_json_array_begin(&j, NULL);
+    kprof_status st = kp_history_each(kernel, limit, 1, kp_history_json_add, &j, err);
+    kp_json_array_end(&j);
+    if (kp_json_finish(&j) != 0 && st == KPROF_OK)
+        st = kp_error_set(err, KPROF_NOMEM, "out of memory writing JSON");
+    return st;
+}

@@ -14,6 +14,7 @@
 #define KP_STORE_HISTORY_H
 
 #include "base/error.h"
+#include "base/util.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -61,6 +62,12 @@ typedef int (*kp_history_visit)(const kp_history_run *r, const double *samples, 
                                 void *user);
 kprof_status kp_history_each(const char *kernel, int limit, int with_samples, kp_history_visit fn,
                              void *user, kp_error *err);
+
+/* `kprof history --json`: append to out the runs (kernel NULL: all; limit 0: all) newest first
+ * as one indented JSON array, each run an object of every column of the store's `runs` but the
+ * result JSON, with its samples (null when none); "" names (source_path, source_hash) and an
+ * unknown git state are null. kp_history_each's errors; NOMEM when out could not grow. */
+kprof_status kp_history_json(const char *kernel, int limit, kp_str *out, kp_error *err);
 
 /* One run by reference: "17" (an id), "@0" (the newest), "@-1" (the one before), ...;
  * NOT_FOUND naming the reference when none; INVALID for a reference of another form.
