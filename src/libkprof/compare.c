@@ -51,7 +51,7 @@ kprof_status kprof_compare(const double *a, size_t na, const double *b, size_t n
     kp_judge_side sa = {.v = a, .n = na, .batch = o.batch},
                   sb = {.v = b, .n = nb, .batch = o.batch};
     kp_judgement j;
-    if (kp_judge(&sa, &sb, &c, &j) != 0) return kp_inproc_fail(KP_FN, KPROF_NOMEM, "out of memory");
+    if (kp_judge(&sa, &sb, &c, &j) != 0) return kp_inproc_nomem(KP_FN);
     kprof_comparison full = {.size = sizeof full}, *out = &full;
     switch (j.verdict) {
     case KP_COMPARE_SAME:

@@ -197,7 +197,7 @@ kprof_status kprof_kernel_hook(const char *kernel, kprof_work_fn fn, void *ctx)
         snprintf(msg, sizeof msg, "%d kernels have hooks already (the most at once)", KP_HOOKS_MAX);
         return kp_inproc_fail("kprof_kernel_hook", st, msg);
     }
-    if (st == KPROF_NOMEM) return kp_inproc_fail("kprof_kernel_hook", st, "out of memory");
+    if (st == KPROF_NOMEM) return kp_inproc_nomem("kprof_kernel_hook");
     return KPROF_OK;
 }
 

@@ -28,3 +28,8 @@ kprof_status kp_inproc_fail_err(const char *function, kp_error *err)
     kp_error_clear(err);
     return st;
 }
+
+kprof_status kp_inproc_nomem(const char *function)
+{
+    return kp_inproc_fail(function, KPROF_NOMEM, "out of memory");
+}

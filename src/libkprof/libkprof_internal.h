@@ -163,6 +163,8 @@ void kp_rings_after_fork(void);
 
 /* Set this thread's kprof_last_error text: "FUNCTION: message". Returns status. */
 kprof_status kp_inproc_fail(const char *function, kprof_status status, const char *message);
+/* kp_inproc_fail of KPROF_NOMEM, "out of memory": what every allocation failure says. */
+kprof_status kp_inproc_nomem(const char *function);
 
 /* The same from a kp_error (its message), which is then cleared. */
 kprof_status kp_inproc_fail_err(const char *function, kp_error *err);

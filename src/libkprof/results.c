@@ -265,7 +265,7 @@ kprof_status kprof_result_key_averages(kprof_result *r, kprof_group by, const kp
     return KPROF_OK;
 nomem:
     free(rows);
-    return kp_inproc_fail(fn, KPROF_NOMEM, "out of memory");
+    return kp_inproc_nomem(fn);
 }
 
 kprof_status kprof_result_tree(kprof_result *r, const kprof_node **first, size_t *n)
@@ -343,7 +343,7 @@ nomem:
     free(nodes);
     free(order);
     free(index);
-    return kp_inproc_fail(fn, KPROF_NOMEM, "out of memory");
+    return kp_inproc_nomem(fn);
 }
 
 /* ---- events and distributions ---------------------------------------------------------------- */
@@ -599,7 +599,7 @@ kprof_status kprof_result_print(kprof_result *r, kprof_view view, FILE *out)
     }
     kprof_status st = KPROF_OK;
     if (rc != 0 || s.failed) {
-        st = kp_inproc_fail(fn, KPROF_NOMEM, "out of memory");
+        st = kp_inproc_nomem(fn);
     } else if (s.len && (fwrite(s.data, 1, s.len, out) != s.len || fflush(out) != 0)) {
         st = kp_inproc_fail(fn, KPROF_IO, strerror(errno));
     }

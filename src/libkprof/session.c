@@ -650,6 +650,6 @@ const char *kprof_intern(const char *text)
         found = kp_interned[j];
     }
     pthread_mutex_unlock(&kp_intern_lock);
-    if (!found) kp_inproc_fail("kprof_intern", KPROF_NOMEM, "out of memory");
+    if (!found) kp_inproc_nomem("kprof_intern");
     return found;
 }

@@ -222,10 +222,7 @@ static kprof_status kp_history_open_read(kp_store **s, kp_error *err)
         return KPROF_OK;
     }
     if (st != KPROF_OK) {
-        if (err && err->status == KPROF_OK)
-            *err = e; /* the store's own message, as it is */
-        else
-            kp_error_clear(&e);
+        kp_error_move(err, &e); /* the store's own message, as it is */
         return st;
     }
     if (kp_store_version(*s) < 2) { /* an empty file, or a schema-1 store: no runs yet */

@@ -272,10 +272,8 @@ kprof_status kp_notes_search(kp_store *s, const char *query, kp_note_list *out, 
                           "OR, NOT, prefix*, kernel:NAME; quote a word holding other "
                           "characters: '\"tg-256\"')",
                           query, sqlite3_errmsg(kp_store_db(s)));
-    else if (st != KPROF_OK && err && err->status == KPROF_OK) {
-        *err = step; /* hand it over, its log included */
-        memset(&step, 0, sizeof step);
-    }
+    else if (st != KPROF_OK)
+        kp_error_move(err, &step); /* hand it over, its log included */
     kp_error_clear(&step);
 done:
     sqlite3_finalize(q);

@@ -180,7 +180,7 @@ static kprof_status kp_run_source(kp_lab *lab, const kp_run_args *a, kp_run_repo
         st = KPROF_OK;
     } else {
         kp_error_clear(err);
-        *err = why;
+        kp_error_move(err, &why);
         return st;
     }
     kp_error_clear(&why);
