@@ -8,6 +8,7 @@
 #include "base/util.h"
 #include "core/readings.h"
 #include "core/stats.h"
+#include "lab/result_file.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -594,6 +595,13 @@ int kp_sweep_release(kp_sweep *s)
     return sig;
 }
 
+/* Append item (then more) to the list in buf, ", " before all but the first (index i). */
+static void kp_sweep_list_add(char *buf, size_t n, int i, const char *item, const char *more)
+{
+    size_t len = strlen(buf);
+    if (len < n) snprintf(buf + len, n - len, "%s%s%s", i ? ", " : "", item, more);
+}
+
 void kp_sweep_close_summary(const kp_sweep *s, kp_sweep_summary *out)
 {
     *out = (kp_sweep_summary){.only = -1};
@@ -607,4 +615,26 @@ void kp_sweep_close_summary(const kp_sweep *s, kp_sweep_summary *out)
         if (!out->fewest || p->run.iters < out->fewest) out->fewest = p->run.iters;
     }
     if (out->measured != 1) out->only = -1;
+
+    int top = -1;
+    for (int i = 0; i < s->npoints; i++) {
+        const kp_sweep_point *p = &s->points[i];
+        char tg[48];
+        kp_sweep_tg_text(p, tg, sizeof tg);
+        if (p->tie)
+            kp_sweep_list_add(out->ties, sizeof out->ties, out->nties++, tg,
+                              i == s->your_tg ? " (your --tg)" : "");
+        if (!kp_sweep_above_ceiling(p, out->above_why, sizeof out->above_why)) continue;
+        kp_sweep_list_add(out->above, sizeof out->above, out->nabove++, tg, "");
+        if (top < 0 || p->run.gbps > s->points[top].run.gbps) top = i;
+    }
+    out->above_why[0] = '\0';
+    if (top >= 0) kp_sweep_above_ceiling(&s->points[top], out->above_why, sizeof out->above_why);
+
+    if (s->best >= 0 && s->best < s->npoints && s->your_tg >= 0 && s->your_tg < s->npoints &&
+        s->your_tg != s->best) {
+        const kp_sweep_point *b = &s->points[s->best], *y = &s->points[s->your_tg];
+        if (y->measured && !y->tie && b->run.stats.median > 0)
+            out->your_ratio = y->run.stats.median / b->run.stats.median;
+    }
 }

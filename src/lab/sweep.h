@@ -175,6 +175,9 @@ int kp_sweep_release(kp_sweep *s);
 /* "256", "16x16": point p's threadgroup. */
 void kp_sweep_tg_text(const kp_sweep_point *p, char *buf, size_t n);
 
+/* Room for a list of every point's tg ("128, 256 (your --tg)") in a kp_sweep_summary. */
+#define KP_SWEEP_TG_LIST_MAX (KP_SWEEP_MAX_POINTS * 64)
+
 /* What a sweep's closing lines say, worked out from its points (kp_sweep_close_summary). */
 typedef struct kp_sweep_summary {
     int measured; /* the points measured */
@@ -182,9 +185,23 @@ typedef struct kp_sweep_summary {
                      --time-budget cut them) */
     int fewest;   /* the fewest dispatches among the cut ones (0 when none was cut) */
     int only;     /* when one point was measured, its index; else -1 */
+    /* The points tied with the best (their tie mark): how many, and their tgs in order, comma
+     * separated, the one of --tg followed by " (your --tg)"; "" when none. */
+    int nties;
+    char ties[KP_SWEEP_TG_LIST_MAX];
+    /* --tg against the best: its median over the best's when --tg was measured and is neither
+     * the best nor tied with it (and the best's median is above 0); else 0. */
+    double your_ratio;
+    /* The points above KP_READING_CEILING_TOLERANCE of the ceiling (kp_sweep_above_ceiling):
+     * how many, their tgs as in ties (without the --tg mark), and `kprof run`'s reason for the
+     * highest ~GB/s of them ("" when none). */
+    int nabove;
+    char above[KP_SWEEP_TG_LIST_MAX];
+    char above_why[sizeof((kp_reading_line *)0)->text];
 } kp_sweep_summary;
 
-/* Fill *out from s's points (reads them only: safe while s->mu is held). */
+/* Fill *out from s's points (reads them only: safe while s->mu is held). The ties and
+ * your_ratio come from s->best and the points' tie marks: kp_sweep_mark them first. */
 void kp_sweep_close_summary(const kp_sweep *s, kp_sweep_summary *out);
 
 #endif

@@ -1,6 +1,8 @@
 /* test_sweep.c — default sizes, --tg-list parsing, the best point with its ties, and the
- * closing summary (measured, cut by the time budget, the only point). */
+ * closing summary (measured, cut by the time budget, the only point, the ties, --tg against the
+ * best, the sizes above the ceiling). */
 #include "lab/lab.h"
+#include "lab/result_file.h"
 #include "lab/sweep.h"
 #include "test.h"
 
@@ -203,6 +205,75 @@ int main(void)
         CHECK_INT(sum.cut, 0);
         CHECK_INT(sum.fewest, 0);
         CHECK_INT(sum.only, -1);
+        CHECK_INT(sum.nties, 0);
+        CHECK_STR(sum.ties, "");
+        CHECK_INT(sum.nabove, 0);
+        CHECK_STR(sum.above, "");
+        CHECK_STR(sum.above_why, "");
+        CHECK_NEAR(sum.your_ratio, 0, 0);
+    }
+    {
+        /* The closing summary's ties, --tg against the best and the sizes above the ceiling. */
+        static kp_sweep sw;
+        kp_sweep_point *sp = sw.points;
+        const uint64_t tgs[4] = {64, 128, 256, 512};
+        point(&sp[0], 2.0, 1.9, 2.1);    /* slower: no tie */
+        point(&sp[1], 1.0, 0.95, 1.05);  /* the best */
+        point(&sp[2], 1.02, 0.97, 1.07); /* tied */
+        point(&sp[3], 1.03, 0.98, 1.08); /* tied, and --tg */
+        for (int i = 0; i < 4; i++) {
+            sp[i].run.launch.dims = 1;
+            sp[i].run.launch.tg[0] = tgs[i];
+            sp[i].run.launch.tg[1] = sp[i].run.launch.tg[2] = 1;
+            sp[i].run.iters = 10;
+        }
+        sw.npoints = 4;
+        sw.iters = 10;
+        sw.your_tg = 3;
+        sw.best = kp_sweep_mark(sp, 4);
+        CHECK_INT(sw.best, 1);
+        kp_sweep_summary sum;
+        kp_sweep_close_summary(&sw, &sum);
+        CHECK_INT(sum.nties, 2);
+        CHECK_STR(sum.ties, "256, 512 (your --tg)");
+        CHECK_NEAR(sum.your_ratio, 0, 0); /* tied: no ratio */
+        CHECK_INT(sum.nabove, 0);
+        /* --tg on the slower point: its median over the best's. */
+        sw.your_tg = 0;
+        kp_sweep_close_summary(&sw, &sum);
+        CHECK_STR(sum.ties, "256, 512");
+        CHECK_NEAR(sum.your_ratio, 2.0, 1e-12);
+        /* --tg the best, or none: no ratio. */
+        sw.your_tg = 1;
+        kp_sweep_close_summary(&sw, &sum);
+        CHECK_NEAR(sum.your_ratio, 0, 0);
+        sw.your_tg = -1;
+        kp_sweep_close_summary(&sw, &sum);
+        CHECK_NEAR(sum.your_ratio, 0, 0);
+        /* Two points above 110% of a 100 GB/s ceiling: both named, the reason the highest's. */
+        for (int i = 2; i < 4; i++) {
+            kp_run_result *r = &sp[i].run;
+            r->gbps = i == 2 ? 150 : 300;
+            r->readings_in = (kp_readings_input){
+                .median_ms = r->stats.median,
+                .gbps = r->gbps,
+                .bytes_assumed = 1,
+                .bytes = 1u << 30,
+                .working_set = 1u << 30,
+                .grid_bytes = 1u << 30,
+                .grid_threads = 1u << 28,
+                .ceiling_gbs = 100,
+            };
+            kp_readings_compute(&r->readings_in, &r->readings);
+            CHECK_INT(r->readings.bandwidth, KP_BANDWIDTH_ABOVE);
+        }
+        char why[sizeof sum.above_why];
+        CHECK_INT(kp_sweep_above_ceiling(&sp[3], why, sizeof why), 1);
+        kp_sweep_close_summary(&sw, &sum);
+        CHECK_INT(sum.nabove, 2);
+        CHECK_STR(sum.above, "256, 512");
+        CHECK_STR(sum.above_why, why);
+        CHECK(why[0] != '\0');
     }
     TEST_DONE();
 }

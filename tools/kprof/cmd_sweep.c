@@ -111,26 +111,6 @@ static void kp_sweep_print_row(const kp_sweep *s, int i)
     printf("\n");
 }
 
-/* Above 110% of the ceiling is no bandwidth: the sizes that are, and why (the reading of the
- * highest of them; the reasons are the grid's and the buffers', which every size shares). */
-static void kp_sweep_print_above_ceiling(const kp_sweep *s)
-{
-    kp_str tgs = {0};
-    int top = -1, nabove = 0;
-    char why[sizeof((kp_reading_line *)0)->text];
-    for (int i = 0; i < s->npoints; i++) {
-        if (!kp_sweep_above_ceiling(&s->points[i], why, sizeof why)) continue;
-        char t[48];
-        kp_sweep_tg_text(&s->points[i], t, sizeof t);
-        kp_str_printf(&tgs, "%s%s", nabove++ ? ", " : "", t);
-        if (top < 0 || s->points[i].run.gbps > s->points[top].run.gbps) top = i;
-    }
-    if (top >= 0 && kp_sweep_above_ceiling(&s->points[top], why, sizeof why))
-        printf("  ! above %.0f%% of the ceiling at tg %s: %s\n", 100 * KP_READING_CEILING_TOLERANCE,
-               tgs.data ? tgs.data : "", why);
-    kp_str_free(&tgs);
-}
-
 /* The closing block: sizes left out, warnings, then the best point and its ties, or why there
  * is none. complete: 0 when the sweep stopped part-way (a fault, a timeout, a signal). */
 static void kp_sweep_print_close(const kp_sweep *s, int complete)
@@ -170,28 +150,19 @@ static void kp_sweep_print_close(const kp_sweep *s, int complete)
            kp_format_ms(b->run.stats.median, when, sizeof when),
            complete ? "" : ", of the sizes measured so far",
            s->best == s->your_tg ? ": your --tg" : "");
-    kp_str ties = {0};
-    int nties = 0;
-    for (int i = 0; i < s->npoints; i++) {
-        if (!s->points[i].tie) continue;
-        char t[48];
-        kp_sweep_tg_text(&s->points[i], t, sizeof t);
-        kp_str_printf(&ties, "%s%s%s", nties++ ? ", " : "", t,
-                      i == s->your_tg ? " (your --tg)" : "");
-    }
-    if (nties)
+    if (sum.nties)
         printf("  ◀ tie: tg %s: the 95%% confidence interval of the median overlaps the best's "
                "(and the median is within %gx of it), a tie, not a difference\n",
-               ties.data ? ties.data : "", KP_SWEEP_TIE_RATIO);
-    kp_str_free(&ties);
-    kp_sweep_print_above_ceiling(s);
-    if (s->your_tg >= 0 && s->your_tg != s->best && s->points[s->your_tg].measured &&
-        !s->points[s->your_tg].tie && b->run.stats.median > 0) {
+               sum.ties, KP_SWEEP_TIE_RATIO);
+    /* Above 110% of the ceiling is no bandwidth: the sizes that are, and why. */
+    if (sum.nabove)
+        printf("  ! above %.0f%% of the ceiling at tg %s: %s\n", 100 * KP_READING_CEILING_TOLERANCE,
+               sum.above, sum.above_why);
+    if (sum.your_ratio > 0) {
         const kp_sweep_point *y = &s->points[s->your_tg];
         kp_sweep_tg_text(y, tg, sizeof tg);
         printf("  your --tg %s: median %s, %.2fx the best\n", tg,
-               kp_format_ms(y->run.stats.median, when, sizeof when),
-               y->run.stats.median / b->run.stats.median);
+               kp_format_ms(y->run.stats.median, when, sizeof when), sum.your_ratio);
     }
 }
 
