@@ -552,6 +552,61 @@ void kp_notes_export_json(kp_str *doc, const kp_note_list *list)
     kp_json_finish(&j);
 }
 
+/* End j's document: NOMEM when doc could not grow. */
+static kprof_status kp_notes_doc_end(kp_json *j, kp_error *err)
+{
+    return kp_json_finish(j) != 0 ? kp_error_nomem(err) : KPROF_OK;
+}
+
+kprof_status kp_notes_list_json(kp_str *doc, const kp_note_list *list, const char *query,
+                                kp_error *err)
+{
+    kp_json j;
+    kp_json_init(&j, doc, 1);
+    kp_json_object_begin(&j, NULL);
+    if (query) kp_json_string(&j, "query", query);
+    kp_json_int(&j, "count", (int64_t)list->n);
+    kp_json_array_begin(&j, "notes");
+    for (size_t i = 0; i < list->n; i++)
+        kp_note_json(&j, &list->notes[i], 1, list->scores ? &list->scores[i] : NULL);
+    kp_json_array_end(&j);
+    kp_json_object_end(&j);
+    return kp_notes_doc_end(&j, err);
+}
+
+kprof_status kp_note_doc_json(kp_str *doc, const kp_note *n, kp_error *err)
+{
+    kp_json j;
+    kp_json_init(&j, doc, 1);
+    kp_note_json(&j, n, 1, NULL);
+    return kp_notes_doc_end(&j, err);
+}
+
+kprof_status kp_notes_exported_json(kp_str *doc, const char *file, size_t exported, kp_error *err)
+{
+    kp_json j;
+    kp_json_init(&j, doc, 1);
+    kp_json_object_begin(&j, NULL);
+    kp_json_string(&j, "file", file);
+    kp_json_int(&j, "exported", (int64_t)exported);
+    kp_json_object_end(&j);
+    return kp_notes_doc_end(&j, err);
+}
+
+kprof_status kp_notes_imported_json(kp_str *doc, const char *file, size_t notes, size_t added,
+                                    kp_error *err)
+{
+    kp_json j;
+    kp_json_init(&j, doc, 1);
+    kp_json_object_begin(&j, NULL);
+    kp_json_string(&j, "file", file);
+    kp_json_int(&j, "notes", (int64_t)notes);
+    kp_json_int(&j, "added", (int64_t)added);
+    kp_json_int(&j, "already_present", (int64_t)(notes - added));
+    kp_json_object_end(&j);
+    return kp_notes_doc_end(&j, err);
+}
+
 kprof_status kp_notes_import_read(const char *path, kp_note **out, size_t *nout, kp_error *err)
 {
     *out = NULL;

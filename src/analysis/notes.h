@@ -4,8 +4,9 @@
  * lab/result_file.h) or from a run of kprof's history (store/history.h), carrying the kernel,
  * device, grid, threadgroup, median and commit, and what else the source said in the note's
  * `data` (a JSON object); a note as JSON (`kprof notes --json`, the export file); the export
- * file written, and read back with every note checked before any is added. Nothing here prints
- * or opens the store; tools/kprof/cmd_notes.c does.
+ * file written, and read back with every note checked before any is added; the documents of
+ * `kprof notes ... --json`. Nothing here prints or opens the store; tools/kprof/cmd_notes.c
+ * does.
  */
 #ifndef KP_ANALYSIS_NOTES_H
 #define KP_ANALYSIS_NOTES_H
@@ -49,6 +50,23 @@ int kp_note_data_json(const kp_note *n, kp_str *out);
 /* The export file of these notes (kind KP_NOTES_FILE_KIND, version, kprof_version, notes
  * without ids) into doc (doc->failed when out of memory). */
 void kp_notes_export_json(kp_str *doc, const kp_note_list *list);
+
+/* The documents of `kprof notes ... --json`, each one indented JSON value ending in a newline,
+ * appended to doc; NOMEM ("out of memory") when doc could not grow.
+ * kp_notes_list_json (list, search): {"query" (only when query is not NULL), "count", "notes":
+ * each note as kp_note_json with its id, and its score when the list has scores}. */
+kprof_status kp_notes_list_json(kp_str *doc, const kp_note_list *list, const char *query,
+                                kp_error *err);
+
+/* (add, show) the one note, as kp_note_json with its id. */
+kprof_status kp_note_doc_json(kp_str *doc, const kp_note *n, kp_error *err);
+
+/* (export) {"file": where the export went, "exported": how many notes}. */
+kprof_status kp_notes_exported_json(kp_str *doc, const char *file, size_t exported, kp_error *err);
+
+/* (import) {"file", "notes": how many the file held, "added", "already_present": the rest}. */
+kprof_status kp_notes_imported_json(kp_str *doc, const char *file, size_t notes, size_t added,
+                                    kp_error *err);
 
 /* Read an export file: every note into *notes (heap; *n of them; kp_note_clear each, then
  * free): CORRUPT naming the file and what is wrong (not JSON, not an export, another version,

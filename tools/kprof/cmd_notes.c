@@ -8,7 +8,6 @@
  * `import`), written through base/outfile; an import checks every note before it adds any.
  */
 #include "analysis/notes.h"
-#include "base/json.h"
 #include "base/outfile.h"
 #include "base/util.h"
 #include "core/format.h"
@@ -68,44 +67,31 @@ static void kp_notes_put_lines(FILE *f, const char *indent, const char *text)
 
 /* ---- JSON ------------------------------------------------------------------------------------ */
 
-/* Print a JSON document (kp_json_finish ended it with a newline) to stdout; free it. */
-static int kp_notes_print_json(kp_str *s)
+/* Print a JSON document (analysis/notes.h wrote it, st its outcome) to stdout; free it. */
+static int kp_notes_print_json(kp_str *s, kprof_status st, kp_error *err)
 {
-    if (s->failed) {
-        kp_str_free(s);
-        fprintf(stderr, "kprof: error: out of memory\n");
-        return 1;
-    }
-    fputs(s->data ? s->data : "", stdout);
+    int rc = st == KPROF_OK ? 0 : kp_cli_fail(err);
+    if (st == KPROF_OK) fputs(s->data ? s->data : "", stdout);
     kp_str_free(s);
-    return 0;
+    return rc;
 }
 
 static int kp_notes_json_list(const kp_note_list *list, const char *query)
 {
     kp_str s = {0};
-    kp_json j;
-    kp_json_init(&j, &s, 1);
-    kp_json_object_begin(&j, NULL);
-    if (query) kp_json_string(&j, "query", query);
-    kp_json_int(&j, "count", (int64_t)list->n);
-    kp_json_array_begin(&j, "notes");
-    for (size_t i = 0; i < list->n; i++)
-        kp_note_json(&j, &list->notes[i], 1, list->scores ? &list->scores[i] : NULL);
-    kp_json_array_end(&j);
-    kp_json_object_end(&j);
-    kp_json_finish(&j);
-    return kp_notes_print_json(&s);
+    kp_error err = {0};
+    int rc = kp_notes_print_json(&s, kp_notes_list_json(&s, list, query, &err), &err);
+    kp_error_clear(&err);
+    return rc;
 }
 
 static int kp_notes_json_one(const kp_note *n)
 {
     kp_str s = {0};
-    kp_json j;
-    kp_json_init(&j, &s, 1);
-    kp_note_json(&j, n, 1, NULL);
-    kp_json_finish(&j);
-    return kp_notes_print_json(&s);
+    kp_error err = {0};
+    int rc = kp_notes_print_json(&s, kp_note_doc_json(&s, n, &err), &err);
+    kp_error_clear(&err);
+    return rc;
 }
 
 /* ---- for people ---------------------------------------------------------------------------- */
@@ -427,14 +413,7 @@ static int kp_notes_cmd_export(const kp_notes_args *a)
         goto fail;
     if (a->json) {
         kp_str s2 = {0};
-        kp_json jj;
-        kp_json_init(&jj, &s2, 1);
-        kp_json_object_begin(&jj, NULL);
-        kp_json_string(&jj, "file", out.path);
-        kp_json_int(&jj, "exported", (int64_t)list.n);
-        kp_json_object_end(&jj);
-        kp_json_finish(&jj);
-        rc = kp_notes_print_json(&s2);
+        rc = kp_notes_print_json(&s2, kp_notes_exported_json(&s2, out.path, list.n, &err), &err);
     } else if (strcmp(path, "-") != 0) {
         printf("exported %zu note%s to ", list.n, list.n == 1 ? "" : "s");
         kp_notes_put(stdout, out.path);
@@ -468,16 +447,7 @@ static int kp_notes_cmd_import(const kp_notes_args *a)
         goto fail;
     if (a->json) {
         kp_str out = {0};
-        kp_json j;
-        kp_json_init(&j, &out, 1);
-        kp_json_object_begin(&j, NULL);
-        kp_json_string(&j, "file", path);
-        kp_json_int(&j, "notes", (int64_t)n);
-        kp_json_int(&j, "added", (int64_t)added);
-        kp_json_int(&j, "already_present", (int64_t)(n - added));
-        kp_json_object_end(&j);
-        kp_json_finish(&j);
-        rc = kp_notes_print_json(&out);
+        rc = kp_notes_print_json(&out, kp_notes_imported_json(&out, path, n, added, &err), &err);
     } else {
         printf("added %zu note%s from ", added, added == 1 ? "" : "s");
         kp_notes_put(stdout, path);
