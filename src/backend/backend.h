@@ -145,6 +145,14 @@ extern const kp_backend_ops *const kp_backends[];
 
 const kp_backend_ops *kp_backend_find(const char *name);
 
+/* How many backends kprof knows, built into this kprof or not. */
+#define KP_BACKEND_NKNOWN 2
+
+/* The i-th (0 up to KP_BACKEND_NKNOWN - 1) of every backend kprof knows, built into this kprof
+ * or not, in preference order for auto ("cuda", then "opencl": kp_backends' order were every
+ * backend built in); NULL for any other i. `kprof caps` lists them in this order. */
+const char *kp_backend_known_name(int i);
+
 /* The API's name for people ("CUDA", "OpenCL") of a backend kprof knows, built into this kprof
  * or not (its table's api when it is); "" for a name kprof does not know. */
 const char *kp_backend_api(const char *name);

@@ -28,10 +28,19 @@ const kp_backend_ops *kp_backend_find(const char *name)
 }
 
 /* Every backend kprof knows, whether or not this build has it, in the order messages list them,
- * with its API's name (as its table says it when it is built in). */
+ * with its API's name (as its table says it when it is built in) and its place in the
+ * preference order for auto (kp_backends' order, were every backend built in). */
 static const struct {
     const char *name, *api;
-} kp_backend_known[] = {{"opencl", "OpenCL"}, {"cuda", "CUDA"}};
+    int preference;
+} kp_backend_known[KP_BACKEND_NKNOWN] = {{"opencl", "OpenCL", 1}, {"cuda", "CUDA", 0}};
+
+const char *kp_backend_known_name(int i)
+{
+    for (size_t k = 0; k < sizeof kp_backend_known / sizeof kp_backend_known[0]; k++)
+        if (kp_backend_known[k].preference == i) return kp_backend_known[k].name;
+    return NULL;
+}
 
 const char *kp_backend_api(const char *name)
 {

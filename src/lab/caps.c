@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const kp_caps_backend_names[KP_CAPS_NBACKENDS] = {"cuda", "opencl"};
-
 void kp_caps_collect(kp_caps_backend *b, const char *name)
 {
     memset(b, 0, sizeof *b);

@@ -18,9 +18,8 @@
 
 /* The most devices listed per backend. */
 #define KP_CAPS_MAX_DEVICES 64
-/* The backends `kprof caps` lists, in order (kp_caps_backend_names). */
-#define KP_CAPS_NBACKENDS 2
-extern const char *const kp_caps_backend_names[KP_CAPS_NBACKENDS];
+/* `kprof caps` lists every backend kprof knows (KP_BACKEND_NKNOWN of them), in the registry's
+ * order (kp_backend_known_name). */
 
 /* One backend as `kprof caps` shows it. */
 typedef struct kp_caps_backend {

@@ -1,7 +1,8 @@
 /* test_caps.c — what `kprof caps` reports, from src/lab/caps.c: a backend this kprof lacks
  * (kp_caps_collect), a device's JSON object with and without a measured ceiling and with and
  * without a datasheet peak (kp_caps_json_device), and the sentence and JSON of a ceiling plan
- * (kp_caps_plan_text, kp_caps_json_measure with dry_run). No device is touched. */
+ * (kp_caps_plan_text, kp_caps_json_measure with dry_run), the backends listed (the registry's,
+ * kp_backend_known_name). No device is touched. */
 #include "lab/caps.h"
 #include "test.h"
 
@@ -96,8 +97,32 @@ static void test_plan(void)
     free(r);
 }
 
+/* The backends caps lists come from the registry: every one kprof knows, CUDA first, and those
+ * built in (kp_backends) among them in the same order. */
+static void test_backend_names(void)
+{
+    CHECK_STR(kp_backend_known_name(0), "cuda");
+    CHECK_STR(kp_backend_known_name(1), "opencl");
+    CHECK(kp_backend_known_name(KP_BACKEND_NKNOWN) == NULL);
+    CHECK(kp_backend_known_name(-1) == NULL);
+    int next = 0;
+    for (int b = 0; kp_backends[b]; b++) {
+        int at = -1;
+        for (int i = 0; i < KP_BACKEND_NKNOWN; i++)
+            if (strcmp(kp_backend_known_name(i), kp_backends[b]->name) == 0) at = i;
+        CHECK(at >= next);
+        next = at + 1;
+    }
+    for (int i = 0; i < KP_BACKEND_NKNOWN; i++) {
+        kp_error err = {0};
+        CHECK_INT(kp_backend_name_check(kp_backend_known_name(i), "--backend", &err), KPROF_OK);
+        CHECK(kp_backend_api(kp_backend_known_name(i))[0] != '\0');
+    }
+}
+
 int main(void)
 {
+    test_backend_names();
     test_not_built();
     test_device_json();
     test_plan();

@@ -386,11 +386,12 @@ int kp_cmd_caps(int argc, char **argv)
         return kp_cli_usage_error("caps", "--device, --max-bytes, --iters and --dry-run go with "
                                           "--measure (--device with --counters too)");
 
-    kp_caps_backend backends[KP_CAPS_NBACKENDS];
+    kp_caps_backend backends[KP_BACKEND_NKNOWN];
     int nb = 0, ndev = 0;
-    for (int i = 0; i < KP_CAPS_NBACKENDS; i++) {
-        if (only && strcmp(only, kp_caps_backend_names[i]) != 0) continue;
-        kp_caps_collect(&backends[nb], kp_caps_backend_names[i]);
+    const char *name;
+    for (int i = 0; (name = kp_backend_known_name(i)) != NULL; i++) {
+        if (only && strcmp(only, name) != 0) continue;
+        kp_caps_collect(&backends[nb], name);
         ndev += backends[nb].ndevices;
         nb++;
     }
