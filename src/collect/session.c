@@ -546,11 +546,12 @@ void kp_session_program_path(const char *cmd0, char *out, size_t n)
     }
     const char *dirs = getenv("PATH");
     if (!dirs) dirs = "/bin:/usr/bin";
-    while (*dirs) {
+    for (;;) { /* every entry, the empty one after a trailing ':' (or of PATH="") too */
         const char *end = strchr(dirs, ':');
         size_t len = end ? (size_t)(end - dirs) : strlen(dirs);
         char cand[4096];
-        int w = snprintf(cand, sizeof cand, "%.*s/%s", (int)len, len ? dirs : ".", cmd0);
+        /* An empty entry is ".", whose one character the precision must let through. */
+        int w = snprintf(cand, sizeof cand, "%.*s/%s", len ? (int)len : 1, len ? dirs : ".", cmd0);
         if (w > 0 && (size_t)w < sizeof cand && access(cand, X_OK) == 0 && !kp_path_is_dir(cand)) {
             kp_strlcpy(out, cand, n);
             return;

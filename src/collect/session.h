@@ -109,8 +109,9 @@ void kp_session_remove(const char *dir);
 uint64_t kp_session_size(const char *dir);
 
 /* Where the program cmd0 is: itself when it holds a '/', else the first executable (not a
- * folder) of that name on PATH, an empty entry being the current folder and no PATH
- * "/bin:/usr/bin" (as execvp finds it); "" in out (n bytes) when none. */
+ * folder) of that name on PATH, an empty entry (leading, trailing, between two ':', or PATH "")
+ * being the current folder as "./cmd0" and no PATH "/bin:/usr/bin" (as execvp finds it); "" in
+ * out (n bytes) when none. */
 void kp_session_program_path(const char *cmd0, char *out, size_t n);
 
 /* The default trace output: the first trace_N.kprof (N from 1) that does not exist in the

@@ -1,7 +1,7 @@
 /* test_result_file.c — the lab's result files read back (src/lab/result_file.h): which of run,
  * sweep and bench a file is, bench.json's version, a bench result's points; and a note made from
  * a result and an export file read back (src/analysis/notes.h); a bench session written as
- * bench.json and read back. */
+ * bench.json and read back; a sweep written as sweep.json and parsed back. */
 #include "analysis/notes.h"
 #include "lab/result_file.h"
 #include "test.h"
@@ -233,6 +233,131 @@ static void test_notes(void)
     kp_error_clear(&err);
 }
 
+/* sweep.json written from a synthetic sweep (kp_sweep_result_write) and parsed back: its kind
+ * and version, what it says of the sweep, the measured points only, best, tie and --tg. */
+static void test_sweep_write(void)
+{
+    static kp_sweep s; /* large: not on the stack */
+    memset(&s, 0, sizeof s);
+    kp_kernel_meta kernel = {.nparams = 0};
+    kp_strlcpy(kernel.name, "scale", sizeof kernel.name);
+    s.info.kernel = &kernel;
+    kp_strlcpy(s.info.device.name, "Fake GPU", sizeof s.info.device.name);
+    kp_strlcpy(s.info.device.backend, "opencl", sizeof s.info.device.backend);
+    kp_strlcpy(s.info.source_path, "k.cl", sizeof s.info.source_path);
+    kp_strlcpy(s.info.timer, "opencl-profiling", sizeof s.info.timer);
+    s.info.device.max_tg = 1024;
+    s.npoints = 3;
+    s.iters = 10;
+    s.warmup = 2;
+    s.bytes = 4096;
+    s.bytes_assumed = 1;
+    s.kernel_max_tg = 512;
+    s.best = 1;
+    s.your_tg = 2;
+    const uint64_t tgs[3] = {64, 128, 256};
+    const double medians[3] = {2.0, 1.0, 0};
+    for (int i = 0; i < 3; i++) {
+        kp_sweep_point *p = &s.points[i];
+        p->run.launch.dims = 1;
+        p->run.launch.grid[0] = 1024;
+        p->run.launch.tg[0] = tgs[i];
+        p->threads = tgs[i];
+        p->measured = i < 2; /* the third, --tg's, was not measured: it stopped part-way */
+        p->run.iters = i == 0 ? 10 : 4; /* the second cut by the time budget */
+        p->run.stats.median = medians[i];
+        p->run.stats.min = medians[i];
+    }
+    s.points[1].best = 1;
+    s.points[0].tie = 1;
+    s.points[0].have_ci = 1;
+    s.points[0].median_ci.lo = 0.75;
+    s.points[0].median_ci.hi = 2.5;
+    s.nwarnings = 1;
+    kp_strlcpy(s.warnings[0].id, "register_pressure", sizeof s.warnings[0].id);
+    kp_strlcpy(s.warnings[0].text, "many registers", sizeof s.warnings[0].text);
+
+    kp_error err = {0};
+    kp_str out = {0};
+    CHECK_INT(kp_sweep_result_write(&out, &s, 0, "SIGINT", &err), KPROF_OK);
+    cJSON *doc = cJSON_Parse(out.data ? out.data : "");
+    CHECK(doc != NULL);
+    kp_result_kind kind = KP_RESULT_RUN;
+    CHECK_INT(kp_result_kind_of(doc, &kind), 0);
+    CHECK_INT(kind, KP_RESULT_SWEEP);
+    CHECK_INT(kp_result_check_version(doc, KP_RESULT_SWEEP, "sweep.json", &err), KPROF_OK);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, "version");
+    CHECK(cJSON_IsNumber(v) && v->valuedouble == KP_RESULT_SWEEP_VERSION);
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "kind")), "sweep");
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "entry")), "scale");
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "backend")), "opencl");
+    const cJSON *dev = cJSON_GetObjectItemCaseSensitive(doc, "device");
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(dev, "name")), "Fake GPU");
+    CHECK(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(doc, "complete")));
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "signal")), "SIGINT");
+    const cJSON *grid = cJSON_GetObjectItemCaseSensitive(doc, "grid");
+    CHECK_INT(cJSON_GetArraySize(grid), 1);
+    CHECK_INT(cJSON_GetArrayItem(grid, 0)->valuedouble, 1024);
+    CHECK_INT(cJSON_GetObjectItemCaseSensitive(doc, "iterations")->valuedouble, 10);
+    CHECK_INT(cJSON_GetObjectItemCaseSensitive(doc, "warmup")->valuedouble, 2);
+    CHECK(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(doc, "time_budget_s")));
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "time_budget_cut")));
+    CHECK_INT(cJSON_GetObjectItemCaseSensitive(doc, "bytes")->valuedouble, 4096);
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "bytes_assumed_once_per_element")));
+    CHECK(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(doc, "ceiling_gb_per_s")));
+    CHECK_INT(cJSON_GetObjectItemCaseSensitive(doc, "kernel_max_threadgroup_size")->valuedouble,
+              512);
+    CHECK(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(doc, "threadgroup_rule")));
+    const cJSON *yours = cJSON_GetObjectItemCaseSensitive(doc, "your_threadgroup");
+    CHECK(cJSON_IsArray(yours) && cJSON_GetArrayItem(yours, 0)->valuedouble == 256);
+    CHECK_INT(cJSON_GetObjectItemCaseSensitive(doc, "sizes_planned")->valuedouble, 3);
+    CHECK_INT(cJSON_GetObjectItemCaseSensitive(doc, "sizes_measured")->valuedouble, 2);
+    const cJSON *points = cJSON_GetObjectItemCaseSensitive(doc, "points");
+    CHECK_INT(cJSON_GetArraySize(points), 2); /* the measured ones */
+    const cJSON *p0 = cJSON_GetArrayItem(points, 0), *p1 = cJSON_GetArrayItem(points, 1);
+    CHECK(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(p0, "best")));
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p0, "tie")));
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p1, "best")));
+    CHECK(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(p1, "tie")));
+    CHECK(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(p1, "your_tg")));
+    CHECK(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(p0, "above_ceiling_reason")));
+    const cJSON *lo = cJSON_GetObjectItemCaseSensitive(p0, "gpu_ms_median_ci_low");
+    CHECK(cJSON_IsNumber(lo) && lo->valuedouble == 0.75);
+    CHECK(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(p1, "gpu_ms_median_ci_high")));
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "compared")));
+    const cJSON *best = cJSON_GetObjectItemCaseSensitive(doc, "best_threadgroup");
+    CHECK(cJSON_IsArray(best) && cJSON_GetArrayItem(best, 0)->valuedouble == 128);
+    const cJSON *warnings = cJSON_GetObjectItemCaseSensitive(doc, "warnings");
+    CHECK_INT(cJSON_GetArraySize(warnings), 1);
+    CHECK_STR(cJSON_GetStringValue(
+                  cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(warnings, 0), "id")),
+              "register_pressure");
+    cJSON_Delete(doc);
+    kp_str_free(&out);
+
+    /* Complete, no signal, --tg measured, one point only: no comparison, no best. */
+    s.points[2].measured = 1;
+    s.points[2].run.stats.median = 3.0;
+    s.points[2].run.iters = 10;
+    s.points[0].measured = s.points[1].measured = 0;
+    s.points[1].best = s.points[0].tie = 0;
+    s.best = -1;
+    CHECK_INT(kp_sweep_result_write(&out, &s, 1, NULL, &err), KPROF_OK);
+    doc = cJSON_Parse(out.data ? out.data : "");
+    CHECK(doc != NULL);
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "complete")));
+    CHECK(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(doc, "signal")));
+    CHECK(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(doc, "time_budget_cut")));
+    CHECK(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(doc, "compared")));
+    CHECK(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(doc, "best_threadgroup")));
+    points = cJSON_GetObjectItemCaseSensitive(doc, "points");
+    CHECK_INT(cJSON_GetArraySize(points), 1);
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(points, 0), "your_tg")));
+    cJSON_Delete(doc);
+    kp_str_free(&out);
+    kp_error_clear(&err);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir)) return 1;
@@ -241,6 +366,7 @@ int main(void)
     test_bench_points();
     test_bench_round_trip();
     test_notes();
+    test_sweep_write();
     static const char *const names[] = {"b.json", "v2.json", "a.json",  "o.json",
                                         "r.json", "n.json",  "n2.json", "w.json"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
