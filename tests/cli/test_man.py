@@ -1,8 +1,9 @@
 """kprof's man pages, written at build time from the help text the tool prints (tools/kprof/man.c
 over help.c): a page for every command `kprof --help` lists and main.c dispatches; each page says
-what `kprof CMD --help` says, word for word (its options line for line), through `man -l`; every
-page renders without a warning; and after `cmake --install --prefix P`, `MANPATH=P/share/man man -w
-kprof-run` finds the installed page. Skipped, saying so, where man is not installed."""
+what `kprof CMD --help` says, word for word (its options line for line, a line too long cut and
+carried on below), through `man -l`; every page renders without a warning and fits 80 columns;
+and after `cmake --install --prefix P`, `MANPATH=P/share/man man -w kprof-run` finds the
+installed page. Skipped, saying so, where man is not installed."""
 
 import os
 import re
@@ -104,10 +105,11 @@ class ManPages(kptest.KprofTestCase):
                                     re.M).group(1)
                 self.assertEqual(" ".join(got["NAME"]).split(),
                                  ["kprof-" + c, "-"] + summary.split())
-                # OPTIONS: the help's option lines, line for line.
+                # OPTIONS: the help's option lines, line for line, a line too long for 80
+                # columns cut at spaces and carried on the lines below it.
                 want = [l.strip() for l in option_lines(usage)]
                 have = [l.strip() for l in got.get("OPTIONS", []) if l.strip()]
-                self.assertEqual(have, want)
+                self.assert_lines_cut(have, want)
                 # Every word of the help after the usage, in order, from DESCRIPTION to NOTES
                 # (escapes: backslashes, quotes, leading dots, UTF-8).
                 body = []
@@ -116,6 +118,34 @@ class ManPages(kptest.KprofTestCase):
                         body += " ".join(lines).split()
                 rest = "\n\n".join(blocks[1:]) if len(blocks) > 1 else summary
                 self.assertEqual(body, rest.split())
+
+    def assert_lines_cut(self, have, want):
+        """have is want, each line either whole or its start followed by lines holding the
+        rest of its words."""
+        rows = iter(have)
+        for w in want:
+            h = next(rows, None)
+            self.assertIsNotNone(h, "missing: " + w)
+            self.assertTrue(w.startswith(h), "%r does not start %r" % (h, w))
+            rest = w[len(h):].split()
+            while rest:
+                more = next(rows, "").split()
+                self.assertTrue(more, "the rest of %r is missing" % w)
+                self.assertEqual(more, rest[:len(more)], w)
+                rest = rest[len(more):]
+        self.assertEqual(list(rows), [])
+
+    def test_pages_fit_80_columns(self):
+        # man's width when it writes to no terminal: every line of every page fits it.
+        for page in sorted(os.listdir(self.man_dir)):
+            with self.subTest(page=page):
+                p = sh(["man", "--warnings", "-l", os.path.join(self.man_dir, page)],
+                       env={"MANWIDTH": "80"})
+                self.assertEqual((p.returncode, p.stderr), (0, ""), page)
+                lines = p.stdout.splitlines()
+                self.assertGreater(len(lines), 5, page)
+                wide = [l for l in lines if len(l) > 80]
+                self.assertEqual(wide, [], page + ": lines wider than 80 columns")
 
     def test_kprof_page(self):
         got = sections(self.render("kprof.1"))

@@ -6,7 +6,9 @@
  * of indented lines with one that starts "  -" is OPTIONS, printed as it is less its two
  * spaces of indent (no fill, so its columns stay); the blocks before the first such block are the
  * DESCRIPTION, those after it EXIT STATUS ("Exit code"/"The exit code"), ENVIRONMENT
- * ("Environment:") or NOTES. Unindented lines are filled text, indented ones kept as they are. Not
+ * ("Environment:") or NOTES. Unindented lines are filled text, indented ones kept as they are.
+ * A no-fill line (synopsis, options, indented text) too long for man's 80 columns is cut at
+ * spaces and carried on below, under its description's column (man_nofill_line). Not
  * installed: CMake runs it.
  */
 #include "tools/kprof/help.h"
@@ -51,6 +53,70 @@ static void man_line(FILE *f, const char *s, size_t n)
     fputc('\n', f);
 }
 
+/* What a no-fill line may take: man's 80 columns less the page's 7 of indent. */
+#define MAN_NOFILL_WIDTH 73
+
+/* Columns of n bytes of UTF-8 (one a character: the help has no wide ones). */
+static size_t man_columns(const char *s, size_t n)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += ((unsigned char)s[i] & 0xc0) != 0x80;
+    return c;
+}
+
+/* Where the further lines of a no-fill line of n bytes start when man_nofill_line cuts it:
+ * after its first run of two spaces or more (an option's description), else at the line's own
+ * indent (a continuation line of the help). */
+static size_t man_hang(const char *s, size_t n)
+{
+    size_t lead = 0;
+    while (lead < n && s[lead] == ' ')
+        lead++;
+    for (size_t i = lead; i + 1 < n; i++)
+        if (s[i] == ' ' && s[i + 1] == ' ') {
+            size_t k = i;
+            while (k < n && s[k] == ' ')
+                k++;
+            return k < n ? k : lead;
+        }
+    return lead;
+}
+
+/* One no-fill line of n bytes, cut at spaces into lines of at most MAN_NOFILL_WIDTH columns,
+ * each further line indented by `indent` columns (at most half the width: past it, the line's
+ * own indent and 4); no cut before that column of the first line. A word longer than the room
+ * stays whole. */
+static void man_nofill_line(FILE *f, const char *s, size_t n, size_t indent)
+{
+    size_t lead = 0;
+    while (lead < n && s[lead] == ' ')
+        lead++;
+    if (indent > MAN_NOFILL_WIDTH / 2) indent = lead + 4; /* room for the text */
+    size_t at = 0, pad = 0;
+    while (at < n) {
+        size_t room = MAN_NOFILL_WIDTH - pad, len = n - at;
+        if (man_columns(s + at, len) > room) {
+            size_t cut = 0, cols = 0;
+            for (size_t i = at; i < n && cols <= room; i++) {
+                if (s[i] == ' ' && i > at + indent - pad && i > at) cut = i - at;
+                cols += ((unsigned char)s[i] & 0xc0) != 0x80;
+            }
+            if (cut) len = cut;
+        }
+        size_t e = at + len;
+        while (e > at && s[e - 1] == ' ')
+            e--;
+        for (size_t k = 0; k < pad; k++)
+            fputc(' ', f);
+        man_line(f, s + at, e - at);
+        at += len;
+        while (at < n && s[at] == ' ')
+            at++;
+        pad = indent;
+    }
+}
+
 /* The lines of [s, end): unindented runs filled, indented runs inside .nf/.fi. */
 static void man_block(FILE *f, const char *s, const char *end)
 {
@@ -63,7 +129,10 @@ static void man_block(FILE *f, const char *s, const char *end)
         if (indented && !nofill) fputs(".nf\n", f);
         if (!indented && nofill) fputs(".fi\n", f);
         nofill = indented;
-        man_line(f, s, (size_t)(e - s));
+        if (indented)
+            man_nofill_line(f, s, (size_t)(e - s), man_hang(s, (size_t)(e - s)));
+        else
+            man_line(f, s, (size_t)(e - s));
         s = nl ? nl + 1 : end;
     }
     if (nofill) fputs(".fi\n", f);
@@ -99,7 +168,7 @@ static void man_header(FILE *f, const char *name, const char *version)
 }
 
 /* "usage: kprof X ...\n       kprof X ...\n": each line, without "usage: " or the 7 spaces
- * that align it, in no-fill. */
+ * that align it, in no-fill; one too long for the page goes on under its first argument. */
 static void man_synopsis(FILE *f, const char *s, const char *end)
 {
     fputs(".SH SYNOPSIS\n.nf\n", f);
@@ -110,7 +179,12 @@ static void man_synopsis(FILE *f, const char *s, const char *end)
             s += 7;
         else if (man_starts(s, e, "       "))
             s += 7;
-        man_line(f, s, (size_t)(e - s));
+        size_t n = (size_t)(e - s), hang = man_hang(s, n);
+        if (man_starts(s, e, "kprof ")) { /* under what follows "kprof CMD " */
+            const char *arg = memchr(s + 6, ' ', n - 6);
+            if (arg) hang = (size_t)(arg + 1 - s);
+        }
+        man_nofill_line(f, s, n, hang);
         s = nl ? nl + 1 : end;
     }
     fputs(".fi\n", f);
@@ -197,7 +271,7 @@ static int man_command(const char *dir, const kp_help *h, const char *version)
                 const char *nl = memchr(l, '\n', (size_t)(e - l));
                 const char *le = nl ? nl : e;
                 const char *t = l + 2; /* the block's indent: the page indents it already */
-                man_line(f, t, (size_t)(le - t));
+                man_nofill_line(f, t, (size_t)(le - t), man_hang(t, (size_t)(le - t)));
                 l = nl ? nl + 1 : e;
             }
             fputs(".fi\n", f);
