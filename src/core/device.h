@@ -91,7 +91,7 @@ typedef enum kp_param_kind {
     KP_PARAM_VALUE,    /* passed by value: TYPE=VALUE */
     KP_PARAM_OPAQUE,   /* an image, sampler, pipe or queue: kprof cannot bind it */
     /* Passed by value but not one scalar: kprof cannot fill these (yet). Set by the lab from the
-     * type's name and the source (lab/aggregate.h), never by a backend nor kept in the cache. */
+     * type's name and the source (lab/struct_types.h), never by a backend nor kept in the cache. */
     KP_PARAM_STRUCT, /* a struct or class */
     KP_PARAM_UNION   /* a union */
 } kp_param_kind;

@@ -7,7 +7,7 @@
 #define _GNU_SOURCE
 #include "lab/lab_internal.h"
 #include "base/util.h"
-#include "lab/aggregate.h"
+#include "lab/struct_types.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -271,15 +271,16 @@ void kp_lab_mark_aggregates(kp_program_meta *meta, const kp_source *src, int is_
             if (p->kind != KP_PARAM_VALUE || !p->type_name[0]) continue;
             kp_scalar_base(p->type_name, base, sizeof base);
             if (base[0]) continue; /* a scalar or vector kprof knows */
-            kp_aggregate what = kp_aggregate_of_name(p->type_name);
-            if (!what && is_text) what = kp_aggregate_in_source(src->text, src->len, p->type_name);
+            kp_struct_type what = kp_struct_type_of_name(p->type_name);
+            if (!what && is_text)
+                what = kp_struct_type_in_source(src->text, src->len, p->type_name);
             if (!what && is_text && !walked) {
                 walked = 1;
                 kp_lab_walk_source(src, &headers);
             }
             if (!what && headers.len)
-                what = kp_aggregate_in_source(headers.data, headers.len, p->type_name);
-            if (what) p->kind = what == KP_AGGREGATE_UNION ? KP_PARAM_UNION : KP_PARAM_STRUCT;
+                what = kp_struct_type_in_source(headers.data, headers.len, p->type_name);
+            if (what) p->kind = what == KP_STRUCT_TYPE_UNION ? KP_PARAM_UNION : KP_PARAM_STRUCT;
         }
     }
     kp_str_free(&headers);

@@ -3,7 +3,7 @@
  * and core/busy.h on synthetic event streams whose every number is known: nested ranges on two
  * threads, a kernel that runs after its range closed, device work whose call is missing or comes
  * late, ranges that end out of order, ties of start time, events out of order, thousands of paths
- * and paths deeper than the limit. (test_aggregate.c tests src/lab/aggregate.c, another module.)
+ * and paths deeper than the limit.
  */
 #include "core/aggregate.h"
 #include "core/busy.h"

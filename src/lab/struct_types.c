@@ -1,12 +1,12 @@
 /*
- * aggregate.c — structs, unions and classes a kernel source declares (see aggregate.h). A small
- * tokenizer (identifiers and the punctuation declarations need) and three patterns:
+ * struct_types.c — structs, unions and classes a kernel source declares (see struct_types.h). A
+ * small tokenizer (identifiers and the punctuation declarations need) and three patterns:
  *   struct|union|class NAME              NAME is one (a definition, a declaration, a use)
  *   typedef struct|union|class ... NAME; NAME is one (after the body, or after the tag)
  *   typedef OTHER NAME;  using NAME = OTHER;   NAME is what OTHER is
  * It never fails on odd input: it finds less.
  */
-#include "lab/aggregate.h"
+#include "lab/struct_types.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -118,11 +118,11 @@ static int kp_tok_ident(const kp_token *t)
     return kp_ident_start((unsigned char)t->p[0]);
 }
 
-static kp_aggregate kp_tok_aggregate(const kp_token *t)
+static kp_struct_type kp_tok_struct_type(const kp_token *t)
 {
-    if (kp_tok_is(t, "struct") || kp_tok_is(t, "class")) return KP_AGGREGATE_STRUCT;
-    if (kp_tok_is(t, "union")) return KP_AGGREGATE_UNION;
-    return KP_AGGREGATE_NONE;
+    if (kp_tok_is(t, "struct") || kp_tok_is(t, "class")) return KP_STRUCT_TYPE_STRUCT;
+    if (kp_tok_is(t, "union")) return KP_STRUCT_TYPE_UNION;
+    return KP_STRUCT_TYPE_NONE;
 }
 
 /* Words that qualify a type in a declaration without naming it. */
@@ -165,13 +165,13 @@ static size_t kp_decl_end(const kp_tokens *t, size_t i)
 }
 
 /* What `name` is in the tokens, following typedef and using chains (depth-limited). */
-static kp_aggregate kp_lookup(const kp_tokens *t, const char *name, size_t name_n, int depth)
+static kp_struct_type kp_lookup(const kp_tokens *t, const char *name, size_t name_n, int depth)
 {
-    if (depth > 8 || name_n == 0) return KP_AGGREGATE_NONE;
+    if (depth > 8 || name_n == 0) return KP_STRUCT_TYPE_NONE;
     kp_token want = {name, name_n};
     for (size_t i = 0; i < t->n; i++) {
         const kp_token *k = &t->v[i];
-        kp_aggregate agg = kp_tok_aggregate(k);
+        kp_struct_type agg = kp_tok_struct_type(k);
         /* struct|union|class NAME; not `enum class NAME`, nor a template's `<class T`. */
         int not_a_type = i > 0 && (kp_tok_is(&t->v[i - 1], "enum") ||
                                    (kp_tok_is(k, "class") && (kp_tok_is(&t->v[i - 1], "<") ||
@@ -188,10 +188,11 @@ static kp_aggregate kp_lookup(const kp_tokens *t, const char *name, size_t name_
             size_t j = i + 3;
             while (j < end && kp_tok_qualifier(&t->v[j]))
                 j++;
-            if (j >= end) return KP_AGGREGATE_NONE;
+            if (j >= end) return KP_STRUCT_TYPE_NONE;
             for (size_t x = j; x < end; x++)
-                if (kp_tok_is(&t->v[x], "*") || kp_tok_is(&t->v[x], "&")) return KP_AGGREGATE_NONE;
-            if (kp_tok_aggregate(&t->v[j])) return kp_tok_aggregate(&t->v[j]);
+                if (kp_tok_is(&t->v[x], "*") || kp_tok_is(&t->v[x], "&"))
+                    return KP_STRUCT_TYPE_NONE;
+            if (kp_tok_struct_type(&t->v[j])) return kp_tok_struct_type(&t->v[j]);
             /* ns::P<4>: the last identifier before any '<'. */
             size_t target = j;
             for (size_t x = j; x < end && !kp_tok_is(&t->v[x], "<"); x++)
@@ -203,7 +204,7 @@ static kp_aggregate kp_lookup(const kp_tokens *t, const char *name, size_t name_
         while (j < end && kp_tok_qualifier(&t->v[j]))
             j++;
         if (j >= end) continue;
-        kp_aggregate what = kp_tok_aggregate(&t->v[j]);
+        kp_struct_type what = kp_tok_struct_type(&t->v[j]);
         size_t decl = j + 1;
         if (what) {
             if (decl < end && kp_tok_ident(&t->v[decl])) decl++; /* the tag */
@@ -234,17 +235,18 @@ static kp_aggregate kp_lookup(const kp_tokens *t, const char *name, size_t name_
             size_t target = j;
             for (size_t y = j; y < decl && !kp_tok_is(&t->v[y], "<"); y++)
                 if (kp_tok_ident(&t->v[y]) && !kp_tok_qualifier(&t->v[y])) target = y;
-            if (target == decl) return KP_AGGREGATE_NONE;
+            if (target == decl) return KP_STRUCT_TYPE_NONE;
             return kp_lookup(t, t->v[target].p, t->v[target].n, depth + 1);
         }
     }
-    return KP_AGGREGATE_NONE;
+    return KP_STRUCT_TYPE_NONE;
 }
 
-/* Skip leading qualifiers in a type name; *prefix receives an aggregate keyword if one leads. */
-static const char *kp_type_core(const char *type, kp_aggregate *prefix)
+/* Skip leading qualifiers in a type name; *prefix receives a struct, union or class keyword if one
+ * leads. */
+static const char *kp_type_core(const char *type, kp_struct_type *prefix)
 {
-    *prefix = KP_AGGREGATE_NONE;
+    *prefix = KP_STRUCT_TYPE_NONE;
     static const char *const quals[] = {"const ", "volatile ", "__private ", "private ",
                                         "typename "};
     int again = 1;
@@ -262,10 +264,10 @@ static const char *kp_type_core(const char *type, kp_aggregate *prefix)
     }
     static const struct {
         const char *word;
-        kp_aggregate what;
-    } kinds[] = {{"struct ", KP_AGGREGATE_STRUCT},
-                 {"class ", KP_AGGREGATE_STRUCT},
-                 {"union ", KP_AGGREGATE_UNION}};
+        kp_struct_type what;
+    } kinds[] = {{"struct ", KP_STRUCT_TYPE_STRUCT},
+                 {"class ", KP_STRUCT_TYPE_STRUCT},
+                 {"union ", KP_STRUCT_TYPE_UNION}};
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         size_t n = strlen(kinds[i].word);
         if (strncmp(type, kinds[i].word, n) == 0) {
@@ -276,29 +278,29 @@ static const char *kp_type_core(const char *type, kp_aggregate *prefix)
     return type;
 }
 
-kp_aggregate kp_aggregate_of_name(const char *type)
+kp_struct_type kp_struct_type_of_name(const char *type)
 {
-    kp_aggregate prefix;
+    kp_struct_type prefix;
     kp_type_core(type ? type : "", &prefix);
     return prefix;
 }
 
-kp_aggregate kp_aggregate_in_source(const char *text, size_t len, const char *type)
+kp_struct_type kp_struct_type_in_source(const char *text, size_t len, const char *type)
 {
-    kp_aggregate prefix;
+    kp_struct_type prefix;
     const char *core = kp_type_core(type ? type : "", &prefix);
     if (prefix) return prefix;
-    if (strchr(core, '*') || strchr(core, '&')) return KP_AGGREGATE_NONE; /* a pointer */
+    if (strchr(core, '*') || strchr(core, '&')) return KP_STRUCT_TYPE_NONE; /* a pointer */
     /* ns::P<4> -> P */
     size_t n = strcspn(core, "< ");
     const char *name = core;
     for (const char *c = core; c + 1 < core + n; c++)
         if (c[0] == ':' && c[1] == ':') name = c + 2;
     n -= (size_t)(name - core);
-    if (n == 0 || !text) return KP_AGGREGATE_NONE;
+    if (n == 0 || !text) return KP_STRUCT_TYPE_NONE;
     kp_tokens t = {0};
     kp_tokenize(text, len, &t);
-    kp_aggregate what = kp_lookup(&t, name, n, 0);
+    kp_struct_type what = kp_lookup(&t, name, n, 0);
     free(t.v);
     return what;
 }
