@@ -25,8 +25,11 @@
 #include "lab/run_result.h"
 #include "lab/sweep.h"
 
-#include <cjson/cJSON.h>
 #include <stddef.h>
+
+/* cJSON's document, by its tag: a caller that reads one includes <cjson/cJSON.h> (or
+ * base/json_file.h); one that only writes results (the CLI) needs no cJSON header. */
+struct cJSON;
 
 #define KP_RESULT_BENCH_VERSION 1 /* the bench.json version this kprof writes and reads */
 #define KP_RESULT_RUN_VERSION   1 /* run.json's (a file without "version" is read as well) */
@@ -41,17 +44,17 @@ typedef enum kp_result_kind {
 /* Which result doc is: 0 with *kind set, -1 when it is none of the three (by the members named
  * above; a bench result needs "kind": "bench" and a "points" array). The version is not checked
  * here: kp_result_check_version. */
-int kp_result_kind_of(const cJSON *doc, kp_result_kind *kind);
+int kp_result_kind_of(const struct cJSON *doc, kp_result_kind *kind);
 
 /* A result of this kind whose version this kprof reads: OK, or CORRUPT naming path and the
  * version ("bench result version 2; this kprof reads version 1"). run and sweep: always OK. */
-kprof_status kp_result_check_version(const cJSON *doc, kp_result_kind kind, const char *path,
+kprof_status kp_result_check_version(const struct cJSON *doc, kp_result_kind kind, const char *path,
                                      kp_error *err);
 
 /* Read the result at path: the document into *doc (cJSON_Delete it) and its kind; CORRUPT when
  * it is not JSON, not an object, none of the three or of a version not read (the message names
  * path and what is wrong). */
-kprof_status kp_result_file_read(const char *path, cJSON **doc, kp_result_kind *kind,
+kprof_status kp_result_file_read(const char *path, struct cJSON **doc, kp_result_kind *kind,
                                  kp_error *err);
 
 /* ---- the writers ----------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 #include "lab/result_file.h"
 #include "test.h"
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
