@@ -201,6 +201,22 @@ void kp_json_null(kp_json *j, const char *key)
     kp_str_append(j->out, "null");
 }
 
+void kp_json_double_or_null(kp_json *j, const char *key, int known, double value)
+{
+    if (known)
+        kp_json_double(j, key, value);
+    else
+        kp_json_null(j, key);
+}
+
+void kp_json_int_or_null(kp_json *j, const char *key, int known, int64_t value)
+{
+    if (known)
+        kp_json_int(j, key, value);
+    else
+        kp_json_null(j, key);
+}
+
 int kp_json_finish(kp_json *j)
 {
     if (j->pretty) kp_str_append(j->out, "\n");

@@ -42,6 +42,11 @@ void kp_json_double(kp_json *j, const char *key, double value);
 void kp_json_bool(kp_json *j, const char *key, int value);
 void kp_json_null(kp_json *j, const char *key);
 
+/* A number that is not always known: value when known is not 0, else null (for a string,
+ * kp_json_string with NULL writes null). */
+void kp_json_double_or_null(kp_json *j, const char *key, int known, double value);
+void kp_json_int_or_null(kp_json *j, const char *key, int known, int64_t value);
+
 /* Append a JSON string literal (quotes included) for text to out (NULL is ""). The one JSON
  * string escaper: the Chrome export quotes its names through it too. */
 void kp_json_quote(kp_str *out, const char *text);

@@ -74,10 +74,7 @@ static void kp_json_window(kp_json *j, const kp_report *r, const kp_verdict_inpu
     kp_json_double(j, "launches_per_s", v->launches_per_s);
     kp_json_double(j, "small_dispatch_fraction", v->small_fraction);
     kp_json_uint(j, "idle_gaps", in->gaps);
-    if (in->gaps)
-        kp_json_double(j, "median_gap_s", in->median_gap_s);
-    else
-        kp_json_null(j, "median_gap_s");
+    kp_json_double_or_null(j, "median_gap_s", in->gaps != 0, in->median_gap_s);
     kp_json_double(j, "longest_gap_s", in->longest_gap_s);
     kp_json_object_begin(j, "longest_gap");
     kp_json_string(j, "place", kp_verdict_gap_place_name(in->longest_gap_place));
@@ -102,10 +99,7 @@ static void kp_json_window(kp_json *j, const kp_report *r, const kp_verdict_inpu
         kp_json_object_end(j);
     }
     kp_json_array_end(j);
-    if (v->named_call >= 0)
-        kp_json_string(j, "named_call", in->calls[v->named_call].name);
-    else
-        kp_json_null(j, "named_call");
+    kp_json_string(j, "named_call", v->named_call >= 0 ? in->calls[v->named_call].name : NULL);
     kp_json_object_begin(j, "flags");
     kp_json_bool(j, "idle", v->idle);
     kp_json_bool(j, "high_launch_rate", v->high_launch_rate);
@@ -187,10 +181,8 @@ static kprof_status kp_json_trace(kp_json *j, kp_report *r, kp_error *err)
         const kp_event *e = &ev.e;
         if (kp_report_hidden(r, e->name)) continue;
         kp_json_object_begin(j, NULL);
-        if (e->known & KP_EVENT_HAS_CORRELATION)
-            kp_json_int(j, "id", (int64_t)e->correlation);
-        else
-            kp_json_null(j, "id");
+        kp_json_int_or_null(j, "id", (e->known & KP_EVENT_HAS_CORRELATION) != 0,
+                            (int64_t)e->correlation);
         kp_json_string(j, "kind", kp_event_kind_name(e->kind));
         kp_json_double(j, "start_s", (double)kp_ns_diff(e->start_ns, r->start_ns) / 1e9);
         kp_json_double(j, "duration_s", (double)kp_ns_span(e->end_ns, e->start_ns) / 1e9);
@@ -216,10 +208,7 @@ static kprof_status kp_json_trace(kp_json *j, kp_report *r, kp_error *err)
         kp_report_device_row_read(r, &ev, &d);
         double dur = (double)kp_ns_span(d.end, d.start) / 1e9;
         kp_json_object_begin(j, NULL);
-        if (d.has_id)
-            kp_json_int(j, "id", d.id);
-        else
-            kp_json_null(j, "id");
+        kp_json_int_or_null(j, "id", d.has_id, d.id);
         kp_json_string(j, "kind", kp_event_kind_name(d.kind));
         kp_json_double(j, "start_s", (double)kp_ns_diff(d.start, r->start_ns) / 1e9);
         kp_json_double(j, "duration_s", dur);
@@ -270,10 +259,7 @@ static kprof_status kp_json_trace(kp_json *j, kp_report *r, kp_error *err)
 /* A rank's number, null for the processes without one. */
 static void kp_json_rank(kp_json *j, const char *key, int rank)
 {
-    if (rank >= 0)
-        kp_json_int(j, key, rank);
-    else
-        kp_json_null(j, key);
+    kp_json_int_or_null(j, key, rank >= 0, rank);
 }
 
 /* The job's ranks, devices and stragglers (analysis/trace_job.h); times from the trace's start. */
@@ -361,10 +347,7 @@ static void kp_json_job(kp_json *j, const kp_report *r)
     /* How far apart the hosts' clocks may be (kp_trace_meta.clock_uncertainty_ns): 0 on one
      * host, null where a host's offset is unknown. */
     int64_t unsure = kp_event_source_meta(r->src)->clock_uncertainty_ns;
-    if (unsure >= 0)
-        kp_json_double(j, "clock_uncertainty_s", kp_ns_s(unsure));
-    else
-        kp_json_null(j, "clock_uncertainty_s");
+    kp_json_double_or_null(j, "clock_uncertainty_s", unsure >= 0, kp_ns_s(unsure));
     kp_json_bool(j, "wait_median_within_clock_uncertainty",
                  unsure > 0 && g->wait_median_ns < unsure);
     kp_json_double(j, "wait_total_s", kp_ns_s(g->wait_total_ns));

@@ -26,10 +26,7 @@ kprof_status kp_run_result_write(kp_str *s, const kp_run_file *r, kp_error *err)
     kp_run_json_header(&j, info);
     kp_run_result_json(&j, r->run, KP_RUN_JSON_RUN);
     kp_json_int(&j, "iterations_asked", r->iters_asked);
-    if (r->budget_s > 0)
-        kp_json_double(&j, "time_budget_s", r->budget_s);
-    else
-        kp_json_null(&j, "time_budget_s");
+    kp_json_double_or_null(&j, "time_budget_s", r->budget_s > 0, r->budget_s);
     kp_json_bool(&j, "time_budget_cut", r->run->iters < r->iters_asked);
     kp_json_object_begin(&j, "compile");
     kp_json_bool(&j, "cache_hit", info->cache_hit);
@@ -208,10 +205,7 @@ static void kp_bench_json_comparison(kp_json *j, const char *key, const kp_bench
     kp_json_bool(j, "separate_sessions", o->separate_sessions);
     kp_json_int(j, "runs", o->judgement.runs);
     kp_json_bool(j, "one_run_a_side", (o->judgement.notes & KP_JUDGE_NOTE_ONE_RUN) != 0);
-    if (o->busy_cpus >= 0)
-        kp_json_double(j, "busy_cpus", o->busy_cpus);
-    else
-        kp_json_null(j, "busy_cpus");
+    kp_json_double_or_null(j, "busy_cpus", o->busy_cpus >= 0, o->busy_cpus);
     kp_json_object_end(j);
 }
 
@@ -286,10 +280,8 @@ kprof_status kp_bench_result_write(kp_str *out, const kp_bench_session *bs,
         kp_json_double(&j, "wall_s", row->outcome.wall_s);
         /* The CPUs other processes took while this point was measured (whatever the device),
          * and the host's. */
-        if (row->outcome.measured_busy_cpus >= 0)
-            kp_json_double(&j, "other_cpus", row->outcome.measured_busy_cpus);
-        else
-            kp_json_null(&j, "other_cpus");
+        kp_json_double_or_null(&j, "other_cpus", row->outcome.measured_busy_cpus >= 0,
+                               row->outcome.measured_busy_cpus);
         kp_json_double(&j, "host_cpus", row->outcome.ncpus);
         kp_json_array_begin(&j, "kernels");
         for (int s = 0; s < row->nsides; s++)
@@ -352,10 +344,7 @@ kprof_status kp_sweep_result_write(kp_str *out, const kp_sweep *s, int complete,
     kp_json_string(&j, "kind", "sweep");
     kp_run_json_header(&j, info);
     kp_json_bool(&j, "complete", complete);
-    if (signal)
-        kp_json_string(&j, "signal", signal);
-    else
-        kp_json_null(&j, "signal");
+    kp_json_string(&j, "signal", signal); /* NULL: null */
     kp_json_array_begin(&j, "grid");
     for (int d = 0; d < s->points[0].run.launch.dims; d++)
         kp_json_uint(&j, NULL, s->points[0].run.launch.grid[d]);
@@ -363,20 +352,14 @@ kprof_status kp_sweep_result_write(kp_str *out, const kp_sweep *s, int complete,
     kp_json_int(&j, "iterations", s->iters); /* asked; each point's "iterations" ran */
     kp_json_int(&j, "warmup", s->warmup);
     double budget = s->cfg.budget_s;
-    if (budget > 0)
-        kp_json_double(&j, "time_budget_s", budget);
-    else
-        kp_json_null(&j, "time_budget_s");
+    kp_json_double_or_null(&j, "time_budget_s", budget > 0, budget);
     int cut = 0;
     for (int i = 0; i < s->npoints; i++)
         cut |= s->points[i].measured && s->points[i].run.iters < s->iters;
     kp_json_bool(&j, "time_budget_cut", cut);
     kp_json_uint(&j, "bytes", s->bytes);
     kp_json_bool(&j, "bytes_assumed_once_per_element", s->bytes_assumed);
-    if (s->ceiling_gbs > 0)
-        kp_json_double(&j, "ceiling_gb_per_s", s->ceiling_gbs);
-    else
-        kp_json_null(&j, "ceiling_gb_per_s");
+    kp_json_double_or_null(&j, "ceiling_gb_per_s", s->ceiling_gbs > 0, s->ceiling_gbs);
     kp_json_uint(&j, "kernel_max_threadgroup_size", s->kernel_max_tg);
     kp_json_uint(&j, "device_max_threadgroup_size", info->device.max_tg);
     kp_run_json_tg_rule(&j, &s->refl);
@@ -398,17 +381,11 @@ kprof_status kp_sweep_result_write(kp_str *out, const kp_sweep *s, int complete,
         kp_json_bool(&j, "tie", p->tie);
         kp_json_bool(&j, "your_tg", i == s->your_tg);
         char why[sizeof((kp_reading_line *)0)->text];
-        if (kp_sweep_above_ceiling(p, why, sizeof why)) /* `kprof run`'s reading of it */
-            kp_json_string(&j, "above_ceiling_reason", why);
-        else
-            kp_json_null(&j, "above_ceiling_reason");
-        if (p->have_ci) { /* the median's 95% interval: what "tie" compares */
-            kp_json_double(&j, "gpu_ms_median_ci_low", p->median_ci.lo);
-            kp_json_double(&j, "gpu_ms_median_ci_high", p->median_ci.hi);
-        } else {
-            kp_json_null(&j, "gpu_ms_median_ci_low");
-            kp_json_null(&j, "gpu_ms_median_ci_high");
-        }
+        int above = kp_sweep_above_ceiling(p, why, sizeof why); /* `kprof run`'s reading */
+        kp_json_string(&j, "above_ceiling_reason", above ? why : NULL);
+        /* The median's 95% interval: what "tie" compares. */
+        kp_json_double_or_null(&j, "gpu_ms_median_ci_low", p->have_ci, p->median_ci.lo);
+        kp_json_double_or_null(&j, "gpu_ms_median_ci_high", p->have_ci, p->median_ci.hi);
         kp_json_object_end(&j);
     }
     kp_json_array_end(&j);

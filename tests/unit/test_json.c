@@ -118,6 +118,27 @@ int main(void)
                       "\"inf\":null,\"t\":true,\"n\":null,\"s\":null,\"a\":[1,{},[]]}");
     kp_str_free(&s);
 
+    /* A number or null: the value when known, null when not, whatever the value. */
+    kp_json_init(&j, &s, 0);
+    kp_json_array_begin(&j, NULL);
+    kp_json_double_or_null(&j, NULL, 1, 2.5);
+    kp_json_double_or_null(&j, NULL, 0, 2.5);
+    kp_json_double_or_null(&j, NULL, 1, 0);
+    kp_json_int_or_null(&j, NULL, 1, -7);
+    kp_json_int_or_null(&j, NULL, 0, -7);
+    kp_json_array_end(&j);
+    CHECK_INT(kp_json_finish(&j), 0);
+    CHECK_STR(s.data, "[2.5,null,0,-7,null]");
+    kp_str_free(&s);
+    kp_json_init(&j, &s, 0);
+    kp_json_object_begin(&j, NULL);
+    kp_json_double_or_null(&j, "a", 0, 1);
+    kp_json_int_or_null(&j, "b", 1, 3);
+    kp_json_object_end(&j);
+    CHECK_INT(kp_json_finish(&j), 0);
+    CHECK_STR(s.data, "{\"a\":null,\"b\":3}");
+    kp_str_free(&s);
+
     /* Pretty output indents and still balances. */
     kp_json_init(&j, &s, 1);
     kp_json_object_begin(&j, NULL);
