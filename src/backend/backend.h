@@ -23,6 +23,7 @@
 #include "core/pcsample.h"
 #include "core/spec.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +31,23 @@ typedef struct kp_device kp_device;   /* an opened device (context + queue/strea
 typedef struct kp_program kp_program; /* a compiled module */
 typedef struct kp_kernel kp_kernel;   /* one entry point, with its bound arguments */
 typedef struct kp_buffer kp_buffer;   /* device memory */
+
+/* When one dispatch ran, on this host's CLOCK_MONOTONIC in ns: the device's own start and end
+ * stamps mapped onto it (OpenCL: CL_PROFILING_COMMAND_START/END through the queue's
+ * kp_device_clock, core/clock_offset.h, as `kprof trace` maps them; CUDA's CUPTI timer: its
+ * kernel records, whose clock is kprof's own, kp_now_ns), or, where the clock has no timestamps
+ * (CUDA's event timer), the host clock when the dispatch was launched. Always end − start ==
+ * llround(the dispatch's gpu_ns): the duration the lab reports, to the nanosecond. */
+typedef struct kp_dispatch_span {
+    int64_t start_ns, end_ns;
+} kp_dispatch_span;
+
+/* The span of a dispatch that started at start_ns (host clock) and took gpu_ns. */
+static inline kp_dispatch_span kp_dispatch_span_at(int64_t start_ns, double gpu_ns)
+{
+    kp_dispatch_span s = {start_ns, start_ns + (int64_t)llround(gpu_ns)};
+    return s;
+}
 
 typedef struct kp_backend_ops {
     const char *name; /* "opencl", "cuda" */
@@ -78,21 +96,29 @@ typedef struct kp_backend_ops {
      * and local memory). */
     kprof_status (*bind)(kp_kernel *k, const kp_spec *spec, kp_buffer *const *buffers,
                          kp_error *err);
-    /* One dispatch, waited for; *gpu_ns is its duration from device timestamps. */
-    kprof_status (*dispatch)(kp_kernel *k, const kp_launch *launch, double *gpu_ns, kp_error *err);
-    /* Optional: n dispatches, each waited for, timed with launch->timer; gpu_ns[0..n). timer
-     * receives what timed them ("cupti", "events", or "events (CUPTI: reason)"). Without it
-     * the lab calls dispatch n times. */
+    /* One dispatch, waited for; *gpu_ns is its duration from device timestamps. span (may be
+     * NULL) receives when it ran (kp_dispatch_span). */
+    kprof_status (*dispatch)(kp_kernel *k, const kp_launch *launch, double *gpu_ns,
+                             kp_dispatch_span *span, kp_error *err);
+    /* Optional: n dispatches, each waited for, timed with launch->timer; gpu_ns[0..n). spans
+     * (NULL, or n of them, filled by the caller's storage: nothing is allocated per dispatch)
+     * receive when each ran. timer receives what timed them ("cupti", "events", or "events
+     * (CUPTI: reason)"). Without it the lab calls dispatch n times. */
     kprof_status (*dispatch_batch)(kp_kernel *k, const kp_launch *launch, int n, double *gpu_ns,
-                                   char *timer, size_t timer_n, kp_error *err);
+                                   kp_dispatch_span *spans, char *timer, size_t timer_n,
+                                   kp_error *err);
     /* Optional: leave the device's last-level cache cold for the next dispatch: a kernel of the
      * backend's own reads a scratch buffer of 2 x kp_device_info.cache_bytes (at least 8 MiB;
      * allocated on first use, kept with the device, freed at close), so the cache holds clean
      * lines of nothing the measured kernel uses (a write/fill would leave dirty lines whose
      * write-back the measured kernel would pay). Waited for. *ns: the flush's own device time.
      * Its kernel never appears among the measured kernel's timings (dispatch_batch takes only
-     * records of its own kernel). UNAVAILABLE (with a reason) when the device cannot. */
-    kprof_status (*flush_cache)(kp_device *dev, double *ns, kp_error *err);
+     * records of its own kernel). span (may be NULL) receives when the flush ran, as a
+     * dispatch's. UNAVAILABLE (with a reason) when the device cannot. */
+    kprof_status (*flush_cache)(kp_device *dev, double *ns, kp_dispatch_span *span, kp_error *err);
+    /* Optional: the name of the flush_cache kernel ("kprof_cache_flush"), as the lab's trace
+     * names the flush's events. */
+    const char *flush_kernel;
     /* Optional: hardware counters of one dispatch of k with launch (issue 16), through the
      * vendor's profiler (CUDA: CUPTI's Range Profiler, kernel replay: the dispatch is replayed
      * as many times as the metrics need passes, device memory saved and restored between, so

@@ -44,6 +44,7 @@ typedef struct kp_trace_run {
     const char *host, *boot_id; /* where it ran (base/job.h); NULL: not said */
     kp_clock_pair start_clock;  /* (CLOCK_MONOTONIC, CLOCK_REALTIME) when it started ... */
     kp_clock_pair end_clock;    /* ... and when it ended; real_ns 0: not read */
+    const char *device;         /* a lab run's device, for meta.device; NULL: not said */
 } kp_trace_run;
 
 /* What the ingest needs to know of the run, kept in the folder beside the record files

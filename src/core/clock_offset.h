@@ -34,4 +34,44 @@ int kp_clock_offset_estimate(const kp_clock_pair *pairs, size_t n, kp_clock_offs
 int64_t kp_clock_offset_shift(const kp_clock_offset *host, const kp_clock_offset *reference,
                               int64_t *uncertainty_ns);
 
+/*
+ * A device's clock mapped onto this host's CLOCK_MONOTONIC, from the operations of one queue:
+ * how `kprof trace`'s OpenCL layer (inject/opencl_ops.c) and the lab's OpenCL backend put
+ * CL_PROFILING_COMMAND_* stamps on the host clock. The offset (host ns − device ns, modulo 2^64)
+ * is set by the first operation observed: the host time its enqueue call began minus its QUEUED
+ * stamp (START when QUEUED is not available), so QUEUED lines up with the enqueue. The device
+ * stamps QUEUED somewhere inside the call, and a queue's first enqueue is often slow, so every
+ * later operation moves the offset by the least amount that keeps its own QUEUED inside its own
+ * enqueue call: later (when QUEUED would fall before the call began) or earlier (after it
+ * returned). Starting from the earliest admissible value the offset in practice only grows, by a
+ * few microseconds in all, which cannot reorder the operations of an in-order queue.
+ *
+ * Header only: the injected collector shares it without linking core.
+ */
+typedef struct kp_device_clock {
+    int have;        /* an operation was observed: offset is set */
+    uint64_t offset; /* host ns − device ns, modulo 2^64 */
+} kp_device_clock;
+
+/* Observe one operation: host_enqueue and host_return are CLOCK_MONOTONIC when its enqueue call
+ * began and returned; queued and start its device stamps (queued 0: not available). */
+static inline void kp_device_clock_observe(kp_device_clock *c, uint64_t host_enqueue,
+                                           uint64_t host_return, uint64_t queued, uint64_t start)
+{
+    uint64_t anchor = queued ? queued : start;
+    /* Offsets are compared through signed differences (they wrap). */
+    uint64_t earliest = host_enqueue - anchor;
+    if (!c->have || (int64_t)(c->offset - earliest) < 0)
+        c->offset = earliest;
+    else if (queued && (int64_t)(c->offset - (host_return - queued)) > 0)
+        c->offset = host_return - queued; /* QUEUED would fall after the call returned */
+    c->have = 1;
+}
+
+/* A device stamp on the host clock (0 stays 0: a stamp not available). */
+static inline uint64_t kp_device_clock_map(const kp_device_clock *c, uint64_t device_ns)
+{
+    return device_ns ? device_ns + c->offset : 0;
+}
+
 #endif

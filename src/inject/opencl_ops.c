@@ -22,6 +22,8 @@
  * operation moves the offset by the least amount that puts its QUEUED inside its own enqueue call.
  * Starting from the earliest admissible value, the offset in practice only grows, by a few
  * microseconds in all, which cannot reorder the operations of an in-order queue.
+ * The rule is core/clock_offset.h's kp_device_clock, which the lab's OpenCL backend maps its
+ * timed dispatches with too.
  *
  * Fork: a child cannot use its parent's events (runtimes do not survive fork), so it forgets the
  * pending entries without touching them, and defines its strings again in its own file if it
@@ -31,6 +33,7 @@
 #include "inject/program_hooks.h"
 
 #include "collect/writer.h"
+#include "core/clock_offset.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -46,8 +49,7 @@ typedef struct kp_cl_queue {
     cl_command_queue handle; /* NULL once the application released it for good */
     uint32_t device;         /* index in kp_ops.devices */
     int profiled;            /* its events carry profiling times */
-    int has_offset;          /* offset is fixed */
-    uint64_t offset;         /* host ns - device ns, modulo 2^64 */
+    kp_device_clock clock;   /* its device clock on CLOCK_MONOTONIC (core/clock_offset.h) */
 } kp_cl_queue;
 
 typedef struct kp_cl_kernel_name {
@@ -467,22 +469,15 @@ static int kp_cl_read_times(cl_event event, kp_cl_times *t)
 static void kp_cl_record_locked(kp_rec *r, const kp_cl_op *op, const kp_cl_times *t, cl_int status)
 {
     kp_cl_queue *q = &kp_ops.queues[op->queue];
-    cl_ulong anchor = t->queued ? t->queued : t->start;
-    /* Offsets are host minus device modulo 2^64; compare them through signed differences. */
-    uint64_t earliest = op->host_enqueue - anchor;
-    if (!q->has_offset || (int64_t)(q->offset - earliest) < 0)
-        q->offset = earliest;
-    else if (t->queued && (int64_t)(q->offset - (op->host_return - t->queued)) > 0)
-        q->offset = op->host_return - t->queued; /* QUEUED would fall after the call returned */
-    q->has_offset = 1;
+    kp_device_clock_observe(&q->clock, op->host_enqueue, op->host_return, t->queued, t->start);
     memset(r, 0, sizeof *r);
     r->kind = op->kind;
     r->domain = KP_DOMAIN_OPENCL;
     r->name = op->name;
-    r->start = t->start + q->offset;
-    r->end = t->end + q->offset;
-    r->queued = t->queued ? t->queued + q->offset : 0;
-    r->submitted = t->submit ? t->submit + q->offset : 0;
+    r->start = kp_device_clock_map(&q->clock, t->start);
+    r->end = kp_device_clock_map(&q->clock, t->end);
+    r->queued = kp_device_clock_map(&q->clock, t->queued);
+    r->submitted = kp_device_clock_map(&q->clock, t->submit);
     r->correlation = op->correlation;
     r->device = q->device;
     r->stream = op->queue + 1;

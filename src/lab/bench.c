@@ -320,10 +320,13 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
         st = kp_bench_switch(sides, nsides, s, err);
         if (st != KPROF_OK) goto done;
         double dev = 0;
+        kp_lab_log *log = kp_lab_get_log(side->lab); /* --trace: these are warm-ups */
         for (int done_ = 0; done_ < warm;) {
             int chunk = warm - done_ < KP_BENCH_MAX_BATCH ? warm - done_ : KP_BENCH_MAX_BATCH;
+            if (log) log->warming = 1;
             st =
                 kp_lab_sample(side->lab, &side->launch, chunk, cold, buf, cold ? flush : NULL, err);
+            if (log) log->warming = 0;
             if (st != KPROF_OK) goto done;
             /* The device time of a sample (its flush too, cold): what a comparison's batches
              * are sized by. */
@@ -811,10 +814,15 @@ static kprof_status kp_bench_point_once(kp_bench_session *r, int index, int rep,
             st = kp_lab_use_kernel(labs[0], entries[1], err);
         } else {
             st = kp_lab_open(&lo, &labs[s], err);
+            if (st == KPROF_OK && a->log) kp_lab_set_log(labs[s], a->log);
         }
         if (st == KPROF_OK) st = kp_lab_check_launch(labs[s], &launch, &refl, err);
         if (st == KPROF_OK) {
             const kp_lab_info *info = kp_lab_get_info(labs[s]);
+            if (a->log) { /* the work of this point's dispatches, as its row reports it */
+                a->log->bytes = a->bytes_expr ? p.bytes : (double)info->buffer_bytes;
+                a->log->flops = a->flops_expr ? p.flops : NAN;
+            }
             if (!r->have_info) {
                 r->info = *info;
                 snprintf(r->kernel_dir, sizeof r->kernel_dir, "%s", info->kernel_dir);

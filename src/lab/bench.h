@@ -230,6 +230,8 @@ typedef struct kp_bench_plan {
     int repeat;                 /* --repeat R: independent sessions per point (1) */
     int counters;               /* --counters: each row's kernels' hardware counters */
     kp_counters counters_asked; /* the raw names of --counters LIST */
+    kp_lab_log *log;            /* --trace: every session logs its dispatches here (lab.h), the
+                                   log's bytes and flops set at each point; NULL: none */
 } kp_bench_plan;
 
 /* One measured point: the axis values, the cache state, each kernel's samples, the comparison. */

@@ -66,15 +66,18 @@ typedef struct kp_child_header {
     uint64_t payload_len;
 } kp_child_header;
 
+/* KP_CHILD_MEASURE's arguments; the reply is the timer, iters samples and, when spans is 1, the
+ * warmup + iters dispatches' spans (kp_lab_impl.measure). */
 typedef struct kp_child_measure_request {
     kp_launch launch;
-    int32_t warmup, iters;
+    int32_t warmup, iters, spans;
 } kp_child_measure_request;
 
-/* KP_CHILD_SAMPLE's arguments; the reply is the timer, n samples and n flush times. */
+/* KP_CHILD_SAMPLE's arguments; the reply is the timer, n samples, n flush times and, when spans
+ * is 1, the spans (n, or 2n cold: kp_lab_impl.sample). */
 typedef struct kp_child_sample_request {
     kp_launch launch;
-    int32_t n, cold;
+    int32_t n, cold, spans;
 } kp_child_sample_request;
 
 /* What a kp_lab_remote_device child sends back. */
@@ -215,32 +218,40 @@ static void kp_child_serve(int fd, const kp_lab_options *opts)
             ok = kp_child_reply(fd, &err, &part, 1) == 0;
         } else if (op == KP_CHILD_MEASURE) {
             kp_child_measure_request rq;
-            if (kp_child_read(fd, &rq, sizeof rq) != 0 || rq.iters < 1) break;
+            if (kp_child_read(fd, &rq, sizeof rq) != 0 || rq.iters < 1 || rq.warmup < 0) break;
+            size_t nspans = rq.spans ? (size_t)rq.warmup + (size_t)rq.iters : 0;
             double *samples = calloc((size_t)rq.iters, sizeof *samples);
-            if (!samples)
+            kp_dispatch_span *spans = nspans ? calloc(nspans, sizeof *spans) : NULL;
+            if (!samples || (nspans && !spans))
                 kp_error_set(&err, KPROF_NOMEM, "out of memory for %d samples", (int)rq.iters);
-            else if (kp_lab_local.measure(lab, &rq.launch, rq.warmup, rq.iters, samples, &err) ==
-                     KPROF_TIMEOUT)
+            else if (kp_lab_local.measure(lab, &rq.launch, rq.warmup, rq.iters, samples, spans,
+                                          &err) == KPROF_TIMEOUT)
                 wedged = 1;
             info = &lab->info;
-            kp_child_part parts[2] = {{info->timer, sizeof info->timer},
-                                      {samples, (size_t)rq.iters * sizeof *samples}};
-            ok = kp_child_reply(fd, &err, parts, 2) == 0;
+            kp_child_part parts[3] = {{info->timer, sizeof info->timer},
+                                      {samples, (size_t)rq.iters * sizeof *samples},
+                                      {spans, spans ? nspans * sizeof *spans : 0}};
+            ok = kp_child_reply(fd, &err, parts, 3) == 0;
             free(samples);
+            free(spans);
         } else if (op == KP_CHILD_SAMPLE) {
             kp_child_sample_request rq;
             if (kp_child_read(fd, &rq, sizeof rq) != 0 || rq.n < 1) break;
+            size_t nspans = rq.spans ? (size_t)rq.n * (rq.cold ? 2 : 1) : 0;
             double *samples = calloc((size_t)rq.n * 2, sizeof *samples);
-            if (!samples)
+            kp_dispatch_span *spans = nspans ? calloc(nspans, sizeof *spans) : NULL;
+            if (!samples || (nspans && !spans))
                 kp_error_set(&err, KPROF_NOMEM, "out of memory for %d samples", (int)rq.n);
             else if (kp_lab_local.sample(lab, &rq.launch, rq.n, rq.cold, samples, samples + rq.n,
-                                         &err) == KPROF_TIMEOUT)
+                                         spans, &err) == KPROF_TIMEOUT)
                 wedged = 1;
             info = &lab->info;
-            kp_child_part parts[2] = {{info->timer, sizeof info->timer},
-                                      {samples, (size_t)rq.n * 2 * sizeof *samples}};
-            ok = kp_child_reply(fd, &err, parts, 2) == 0;
+            kp_child_part parts[3] = {{info->timer, sizeof info->timer},
+                                      {samples, (size_t)rq.n * 2 * sizeof *samples},
+                                      {spans, spans ? nspans * sizeof *spans : 0}};
+            ok = kp_child_reply(fd, &err, parts, 3) == 0;
             free(samples);
+            free(spans);
         } else if (op == KP_CHILD_DIGEST) {
             int32_t max = 0, n = 0;
             if (kp_child_read(fd, &max, sizeof max) != 0 || max < 0 || max > KP_SPEC_MAX_ARGS)
@@ -609,43 +620,50 @@ static kprof_status kp_lab_child_reflect(kp_lab_child *c, const kp_launch *launc
 }
 
 static kprof_status kp_lab_child_measure(kp_lab_child *c, const kp_launch *launch, int warmup,
-                                         int iters, double *samples_ms, kp_error *err)
+                                         int iters, double *samples_ms, kp_dispatch_span *spans,
+                                         kp_error *err)
 {
     c->launch = *launch;
     c->have_launch = 1;
-    kp_child_measure_request rq = {.launch = *launch, .warmup = warmup, .iters = iters};
+    kp_child_measure_request rq = {
+        .launch = *launch, .warmup = warmup, .iters = iters, .spans = spans != NULL};
     void *p = NULL;
     size_t n = 0;
     kprof_status st = kp_child_call(c, KP_CHILD_MEASURE, &rq, sizeof rq, &p, &n, err);
     if (st == KPROF_TIMEOUT) c->wedged = 1;
-    size_t timer = sizeof c->info->timer;
-    if (st == KPROF_OK && n != timer + (size_t)iters * sizeof *samples_ms) st = kp_child_short(err);
+    size_t timer = sizeof c->info->timer, each = (size_t)iters * sizeof *samples_ms;
+    size_t span_bytes = spans ? ((size_t)warmup + (size_t)iters) * sizeof *spans : 0;
+    if (st == KPROF_OK && n != timer + each + span_bytes) st = kp_child_short(err);
     if (st == KPROF_OK) {
         memcpy(c->info->timer, p, timer);
         c->info->timer[timer - 1] = '\0';
-        memcpy(samples_ms, (const char *)p + timer, (size_t)iters * sizeof *samples_ms);
+        memcpy(samples_ms, (const char *)p + timer, each);
+        if (spans) memcpy(spans, (const char *)p + timer + each, span_bytes);
     }
     free(p);
     return st;
 }
 
 static kprof_status kp_lab_child_sample(kp_lab_child *c, const kp_launch *launch, int n, int cold,
-                                        double *samples_ms, double *flush_ms, kp_error *err)
+                                        double *samples_ms, double *flush_ms,
+                                        kp_dispatch_span *spans, kp_error *err)
 {
     c->launch = *launch;
     c->have_launch = 1;
-    kp_child_sample_request rq = {.launch = *launch, .n = n, .cold = cold};
+    kp_child_sample_request rq = {.launch = *launch, .n = n, .cold = cold, .spans = spans != NULL};
     void *p = NULL;
     size_t len = 0;
     kprof_status st = kp_child_call(c, KP_CHILD_SAMPLE, &rq, sizeof rq, &p, &len, err);
     if (st == KPROF_TIMEOUT) c->wedged = 1;
     size_t timer = sizeof c->info->timer, each = (size_t)n * sizeof *samples_ms;
-    if (st == KPROF_OK && len != timer + 2 * each) st = kp_child_short(err);
+    size_t span_bytes = spans ? (size_t)n * (cold ? 2 : 1) * sizeof *spans : 0;
+    if (st == KPROF_OK && len != timer + 2 * each + span_bytes) st = kp_child_short(err);
     if (st == KPROF_OK) {
         memcpy(c->info->timer, p, timer);
         c->info->timer[timer - 1] = '\0';
         memcpy(samples_ms, (const char *)p + timer, each);
         if (flush_ms) memcpy(flush_ms, (const char *)p + timer + each, each);
+        if (spans) memcpy(spans, (const char *)p + timer + 2 * each, span_bytes);
     }
     free(p);
     return st;
@@ -733,15 +751,16 @@ static kprof_status kp_remote_reflect(kp_lab *lab, const kp_launch *launch, kp_r
 }
 
 static kprof_status kp_remote_measure(kp_lab *lab, const kp_launch *launch, int warmup, int iters,
-                                      double *samples_ms, kp_error *err)
+                                      double *samples_ms, kp_dispatch_span *spans, kp_error *err)
 {
-    return kp_lab_child_measure(lab->child, launch, warmup, iters, samples_ms, err);
+    return kp_lab_child_measure(lab->child, launch, warmup, iters, samples_ms, spans, err);
 }
 
 static kprof_status kp_remote_sample(kp_lab *lab, const kp_launch *launch, int n, int cold,
-                                     double *samples_ms, double *flush_ms, kp_error *err)
+                                     double *samples_ms, double *flush_ms, kp_dispatch_span *spans,
+                                     kp_error *err)
 {
-    return kp_lab_child_sample(lab->child, launch, n, cold, samples_ms, flush_ms, err);
+    return kp_lab_child_sample(lab->child, launch, n, cold, samples_ms, flush_ms, spans, err);
 }
 
 static kprof_status kp_remote_digest(kp_lab *lab, kp_buffer_digest *out, int max, int *n,

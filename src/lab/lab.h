@@ -124,6 +124,63 @@ void kp_tg_shape_text(const uint64_t v[3], int min_dims, char *buf, size_t n);
  * (__launch_bounds__ / .maxntid)", or "" when the kernel has none. */
 void kp_tg_rule_text(const kp_reflection *r, char *buf, size_t n);
 
+/*
+ * The session's dispatches as events. With a log set (kp_lab_set_log), every dispatch the
+ * session makes — warm-up, timed, and a cold sample's cache flush, wherever the session runs —
+ * leaves one entry: when it ran on the host's CLOCK_MONOTONIC (kp_dispatch_span, backend.h: the
+ * device's timestamps mapped onto it; end − start is the sample to the nanosecond) and what it
+ * was (kp_lab_tag). The entries' storage is made with the log (and grown, where a call's
+ * dispatches do not fit, before that call dispatches anything), so nothing is allocated while
+ * dispatching; a call that cannot be logged (out of memory) is counted in `lost`.
+ * lab_trace.h turns a log into a trace's records.
+ */
+typedef enum kp_lab_role {
+    KP_LAB_WARMUP = 0, /* an untimed warm-up dispatch */
+    KP_LAB_TIMED = 1,  /* a timed dispatch: one sample */
+    KP_LAB_FLUSH = 2,  /* the backend's cache flush before a cold sample */
+} kp_lab_role;
+
+/* What was dispatched: a kernel at a launch (the flush: the backend's flush kernel, with no
+ * launch geometry it tells), its reflection there, and the work it did where known. */
+typedef struct kp_lab_site {
+    char kernel[256];
+    int have_launch; /* 0 for the flush */
+    kp_launch launch;
+    int have_refl;
+    kp_reflection refl;  /* kp_lab_reflect at the launch (its pointers to static text only) */
+    double flops, bytes; /* per dispatch, NAN where unknown (the log's when the site was made) */
+} kp_lab_site;
+
+typedef struct kp_lab_tag {
+    int32_t role;      /* kp_lab_role */
+    int32_t site;      /* its kp_lab_site in the log */
+    int64_t iteration; /* timed: how many timed dispatches the log held before it (a run's
+                          sample i is iteration i); a flush: its cold sample's; warm-up: −k for
+                          the k-th last warm-up before the timed ones of its call */
+} kp_lab_tag;
+
+typedef struct kp_lab_log {
+    kp_dispatch_span *spans; /* [cap] */
+    kp_lab_tag *tags;        /* [cap] */
+    size_t cap, n;           /* entries made, entries used */
+    uint64_t lost;           /* dispatches not logged: no room */
+    int64_t timed;           /* timed dispatches logged */
+    kp_lab_site *sites;
+    size_t nsites, sites_cap;
+    double flops, bytes; /* the work of the sites made from now on, NAN: unknown (the caller
+                            sets them: --bytes, the lab's byte estimate, a bench's --flops) */
+    int warming; /* set by the caller: kp_lab_sample's dispatches are warm-ups (a bench's) */
+} kp_lab_log;
+
+/* Make a log of cap entries (flops and bytes unknown). NOMEM. */
+kprof_status kp_lab_log_init(kp_lab_log *log, size_t cap, kp_error *err);
+void kp_lab_log_free(kp_lab_log *log); /* NULL is a no-op */
+
+/* Log the session's dispatches into log from now on (NULL: stop). The log is the caller's and
+ * may go on from one session to the next (a bench's repeats). */
+void kp_lab_set_log(kp_lab *lab, kp_lab_log *log);
+kp_lab_log *kp_lab_get_log(const kp_lab *lab); /* NULL: none */
+
 /* warmup untimed dispatches, then iters timed ones: samples_ms[0..iters) in milliseconds. */
 kprof_status kp_lab_measure(kp_lab *lab, const kp_launch *launch, int warmup, int iters,
                             double *samples_ms, kp_error *err);

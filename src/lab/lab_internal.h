@@ -31,11 +31,14 @@ typedef struct kp_lab_impl {
                                  kp_error *err);
     kprof_status (*reflect)(kp_lab *lab, const kp_launch *launch, kp_reflection *refl,
                             kp_error *err);
+    /* spans: NULL, or warmup + iters of them, the warm-ups' first (lab.c logs them). */
     kprof_status (*measure)(kp_lab *lab, const kp_launch *launch, int warmup, int iters,
-                            double *samples_ms, kp_error *err);
-    /* n >= 1 (lab.c refuses fewer). */
+                            double *samples_ms, kp_dispatch_span *spans, kp_error *err);
+    /* n >= 1 (lab.c refuses fewer). spans: NULL, or n of them hot; cold 2n, each flush's before
+     * its sample's (flush i at 2i, sample i at 2i + 1). */
     kprof_status (*sample)(kp_lab *lab, const kp_launch *launch, int n, int cold,
-                           double *samples_ms, double *flush_ms, kp_error *err);
+                           double *samples_ms, double *flush_ms, kp_dispatch_span *spans,
+                           kp_error *err);
     kprof_status (*digest)(kp_lab *lab, kp_buffer_digest *out, int max, int *n, kp_error *err);
     /* The backend's counters (kp_backend_ops.counters) of one dispatch of the session's kernel;
      * NULL where they cannot be read. */
@@ -65,6 +68,7 @@ struct kp_lab {
     int bound; /* buffers exist and are bound to the kernel */
     /* A session in a child process (kp_lab_remote). */
     kp_lab_child *child;
+    kp_lab_log *log; /* kp_lab_set_log's, or NULL (both) */
 };
 
 /* ---- lab_local.c: the session in this process ---------------------------------------------- */

@@ -177,15 +177,17 @@ fail:
 }
 
 static kprof_status kp_local_measure(kp_lab *lab, const kp_launch *launch, int warmup, int iters,
-                                     double *samples_ms, kp_error *err)
+                                     double *samples_ms, kp_dispatch_span *spans, kp_error *err)
 {
     double ns = 0;
     for (int i = 0; i < warmup; i++) {
-        kprof_status st = lab->ops->dispatch(lab->kernel, launch, &ns, err);
+        kprof_status st =
+            lab->ops->dispatch(lab->kernel, launch, &ns, spans ? &spans[i] : NULL, err);
         if (st != KPROF_OK) return st;
     }
+    kp_dispatch_span *timed = spans ? spans + warmup : NULL;
     if (lab->ops->dispatch_batch) {
-        kprof_status st = lab->ops->dispatch_batch(lab->kernel, launch, iters, samples_ms,
+        kprof_status st = lab->ops->dispatch_batch(lab->kernel, launch, iters, samples_ms, timed,
                                                    lab->info.timer, sizeof lab->info.timer, err);
         if (st != KPROF_OK) return st;
         for (int i = 0; i < iters; i++)
@@ -194,7 +196,8 @@ static kprof_status kp_local_measure(kp_lab *lab, const kp_launch *launch, int w
     }
     snprintf(lab->info.timer, sizeof lab->info.timer, "%s-profiling-events", lab->ops->name);
     for (int i = 0; i < iters; i++) {
-        kprof_status st = lab->ops->dispatch(lab->kernel, launch, &ns, err);
+        kprof_status st =
+            lab->ops->dispatch(lab->kernel, launch, &ns, timed ? &timed[i] : NULL, err);
         if (st != KPROF_OK) return st;
         samples_ms[i] = ns / 1e6;
     }
@@ -202,21 +205,25 @@ static kprof_status kp_local_measure(kp_lab *lab, const kp_launch *launch, int w
 }
 
 static kprof_status kp_local_sample(kp_lab *lab, const kp_launch *launch, int n, int cold,
-                                    double *samples_ms, double *flush_ms, kp_error *err)
+                                    double *samples_ms, double *flush_ms, kp_dispatch_span *spans,
+                                    kp_error *err)
 {
     if (flush_ms)
         for (int i = 0; i < n; i++)
             flush_ms[i] = 0;
-    if (!cold) return kp_local_measure(lab, launch, 0, n, samples_ms, err);
+    if (!cold) return kp_local_measure(lab, launch, 0, n, samples_ms, spans, err);
     if (!lab->ops->flush_cache)
         return kp_error_set(err, KPROF_UNAVAILABLE,
                             "the %s backend cannot flush the device's cache: no cold samples",
                             lab->ops->name);
     for (int i = 0; i < n; i++) {
         double flush_ns = 0;
-        kprof_status st = lab->ops->flush_cache(lab->dev, &flush_ns, err);
+        kprof_status st =
+            lab->ops->flush_cache(lab->dev, &flush_ns, spans ? &spans[2 * i] : NULL, err);
         /* Timed alone, by the clock of a hot batch: kp_lab_measure's, with one dispatch. */
-        if (st == KPROF_OK) st = kp_local_measure(lab, launch, 0, 1, &samples_ms[i], err);
+        if (st == KPROF_OK)
+            st = kp_local_measure(lab, launch, 0, 1, &samples_ms[i],
+                                  spans ? &spans[2 * i + 1] : NULL, err);
         if (st != KPROF_OK) return st;
         if (flush_ms) flush_ms[i] = flush_ns / 1e6;
     }

@@ -101,6 +101,9 @@ kprof_status kp_lab_check_tg_rule(const kp_reflection *r, const kp_launch *l, co
 kprof_status kp_lab_local_reflect(kp_lab *lab, const kp_launch *l, kp_reflection *refl,
                                   kp_error *err)
 {
+    if (!lab->ops->reflect)
+        return kp_error_set(err, KPROF_UNAVAILABLE, "the %s backend cannot reflect a kernel",
+                            lab->ops->name);
     kprof_status st = lab->ops->reflect(lab->kernel, l, refl, err);
     if (st != KPROF_OK) return st;
     refl->dynamic_local = l->dyn_local;

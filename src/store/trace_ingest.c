@@ -1267,6 +1267,7 @@ kprof_status kp_trace_ingest_finish(kp_trace_ingest *m, const char *dir, const k
             .metrics = (int64_t)m->sum.metrics,
             .host = run->host,
             .boot_id = run->boot_id,
+            .device = run->device,
         };
         if (kp_trace_db_write_meta(m->db, &meta) != SQLITE_OK) kp_db_fail(m, "meta");
         if (run->start_clock.real_ns)

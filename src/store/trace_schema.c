@@ -157,6 +157,7 @@ int kp_trace_db_write_meta(sqlite3 *db, const kp_trace_meta_keys *meta)
         {"host", meta->host},
         {"boot_id", meta->boot_id},
         {"merged_from", meta->merged_from},
+        {"device", meta->device},
     };
     sqlite3_stmt *q = NULL;
     int rc = sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO main.meta (key, value) VALUES (?,?)",

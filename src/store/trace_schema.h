@@ -35,13 +35,15 @@ int kp_trace_schema_create_views(sqlite3 *db);
 
 /* The meta table's keys (docs/formats/trace.md), as `kprof trace` and `kprof merge` both write
  * them: format, format_version, kprof_version, command, start_ns, end_ns, exit_status,
- * collectors, dropped, metrics, clock (1: CLOCK_MONOTONIC), then host, boot_id and merged_from
- * where they are not NULL. NULL command or collectors write "". SQLITE_OK or SQLite's error. */
+ * collectors, dropped, metrics, clock (1: CLOCK_MONOTONIC), then host, boot_id, merged_from and
+ * device where they are not NULL. NULL command or collectors write "". SQLITE_OK or SQLite's error.
+ */
 typedef struct kp_trace_meta_keys {
     const char *command, *collectors;
     int64_t start_ns, end_ns, exit_status, dropped, metrics;
     const char *host, *boot_id; /* where it ran; NULL: not said */
     const char *merged_from;    /* kprof merge's inputs, one per line; NULL for a trace */
+    const char *device;         /* the lab's device ("NAME (BACKEND device N)"); NULL: not said */
 } kp_trace_meta_keys;
 int kp_trace_db_write_meta(sqlite3 *db, const kp_trace_meta_keys *meta);
 

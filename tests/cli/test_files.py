@@ -233,7 +233,9 @@ class Integrity(kptest.KprofTestCase):
                        ("notes", "export", base + ".json"),
                        ("sweep", *lab, "--tg-list", "32,64", "--plot", base + ".svg"),
                        ("bench", *lab, "--tg", "64", "--axis", "N=1,2", "--plot",
-                        base + ".svg")]
+                        base + ".svg"),
+                       ("run", *lab, "--tg", "64", "--trace", base + ".kprof"),
+                       ("bench", *lab, "--tg", "64", "--trace", base + ".kprof")]
             for args in writers:
                 p = self.kprof(*args, env=env, expect=1)
                 self.assertIn("cannot write " + base[:30], p.stderr, args)

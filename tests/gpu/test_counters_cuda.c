@@ -88,7 +88,7 @@ static void timed_batch(const kp_backend_ops *ops, kp_kernel *k, const kp_launch
 {
     double ns[BATCH] = {0};
     kp_error err = {0};
-    kprof_status st = ops->dispatch_batch(k, launch, BATCH, ns, timer, timer_n, &err);
+    kprof_status st = ops->dispatch_batch(k, launch, BATCH, ns, NULL, timer, timer_n, &err);
     EXPECT(st == KPROF_OK, "dispatch_batch %s: %s", when, err.message);
     printf("dispatch_batch %s: timer %s, %.3f %.3f %.3f ms\n", when, timer, ns[0] * 1e-6,
            ns[1] * 1e-6, ns[2] * 1e-6);

@@ -39,10 +39,10 @@ static double noise(void)
     return uniform() * 2 - 1; /* [-1, 1) */
 }
 
-static kprof_status fake_batch(kp_kernel *k, const kp_launch *l, int n, double *gpu_ns, char *timer,
-                               size_t timer_n, kp_error *err)
+static kprof_status fake_batch(kp_kernel *k, const kp_launch *l, int n, double *gpu_ns,
+                               kp_dispatch_span *spans, char *timer, size_t timer_n, kp_error *err)
 {
-    (void)l, (void)err;
+    (void)l, (void)err, (void)spans;
     fake_kernel *f = (fake_kernel *)k;
     for (int i = 0; i < n; i++) {
         double t = f->base * (1 + f->noise * noise()) * (1 + f->drift * (double)f->calls++);
@@ -53,15 +53,16 @@ static kprof_status fake_batch(kp_kernel *k, const kp_launch *l, int n, double *
     return KPROF_OK;
 }
 
-static kprof_status fake_dispatch(kp_kernel *k, const kp_launch *l, double *ns, kp_error *err)
+static kprof_status fake_dispatch(kp_kernel *k, const kp_launch *l, double *ns,
+                                  kp_dispatch_span *span, kp_error *err)
 {
     char t[16];
-    return fake_batch(k, l, 1, ns, t, sizeof t, err);
+    return fake_batch(k, l, 1, ns, span, t, sizeof t, err);
 }
 
-static kprof_status fake_flush(kp_device *dev, double *ns, kp_error *err)
+static kprof_status fake_flush(kp_device *dev, double *ns, kp_dispatch_span *span, kp_error *err)
 {
-    (void)dev, (void)err;
+    (void)dev, (void)err, (void)span;
     *ns = 50000;
     return KPROF_OK;
 }

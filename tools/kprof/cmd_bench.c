@@ -23,6 +23,7 @@
 #include "tools/kprof/progress.h"
 #include "tools/kprof/record.h"
 #include "tools/kprof/run.h"
+#include "tools/kprof/lab_trace_out.h"
 
 #include <getopt.h>
 #include <math.h>
@@ -358,6 +359,8 @@ int kp_cmd_bench(int argc, char **argv)
     kp_error err = {0};
     kprof_status st = KPROF_OK;
     kp_output plot = {0};
+    kp_lab_trace_out trace;
+    memset(&trace, 0, sizeof trace);
     const char *inputs[] = {a->plan.targets[0], a->plan.ntargets > 1 ? a->plan.targets[1] : NULL,
                             NULL};
     int npoints = 1;
@@ -378,6 +381,11 @@ int kp_cmd_bench(int argc, char **argv)
     if (a->plot) {
         st = kp_output_open(&plot, a->plot, a->force ? KP_OUTPUT_FORCE : 0, inputs, &err);
         if (st != KPROF_OK) goto done;
+    }
+    if (a->trace) { /* every session's dispatches, the warm-ups too (lab/lab.h) */
+        st = kp_lab_trace_out_open(&trace, a->trace, a->force, inputs, 4096, &err);
+        if (st != KPROF_OK) goto done;
+        a->plan.log = &trace.log;
     }
     r.s.rows = calloc((size_t)npoints * 2, sizeof *r.s.rows);
     if (!r.s.rows) {
@@ -424,6 +432,7 @@ int kp_cmd_bench(int argc, char **argv)
                                  .ceiling_gbs = r.ceiling_gbs,
                                  .peak_gflops = r.peak_gflops};
     st = kp_bench_result_write(&js, &r.s, &meta, &err);
+    if (st == KPROF_OK && a->trace) st = kp_lab_trace_out_commit(&trace, &r.s.info.device, &err);
     if (st != KPROF_OK) {
         kp_str_free(&js);
         goto done;
@@ -449,6 +458,7 @@ int kp_cmd_bench(int argc, char **argv)
 done:
     kp_progress_stop(r.progress);
     kp_output_abort(&plot);
+    kp_lab_trace_out_abort(&trace);
     if (st != KPROF_OK) {
         rc = kp_cli_fail(&err);
         kp_error_clear(&err);

@@ -16,6 +16,7 @@
 #include "store/store.h"
 #include "tools/kprof/cli.h"
 #include "tools/kprof/lab_options.h"
+#include "tools/kprof/lab_trace_out.h"
 #include "tools/kprof/progress.h"
 #include "tools/kprof/record.h"
 #include "tools/kprof/run.h"
@@ -203,6 +204,17 @@ int kp_cmd_run(int argc, char **argv)
     kp_run_result *r = &report.run;
     int wedged = 0;
     double *scratch = NULL;
+    /* --trace: its output is checked (and refused) before anything runs. */
+    kp_lab_trace_out trace;
+    memset(&trace, 0, sizeof trace);
+    const char *trace_inputs[] = {a.lab.target, NULL};
+    if (a.trace && kp_lab_trace_out_open(&trace, a.trace, a.force, trace_inputs,
+                                         (size_t)a.warmup + (size_t)a.iters, &err) != KPROF_OK) {
+        kp_str_free(&a.options);
+        rc = kp_cli_fail(&err);
+        kp_error_clear(&err);
+        return rc;
+    }
     /* On a terminal, a line on stderr says what is happening while a heavy kernel runs. */
     kp_progress *progress = kp_progress_start_still(); /* the lab may fork: no thread yet */
     kp_progress_set(progress, "run: %s: compile, fill and bind buffers", a.lab.target);
@@ -210,6 +222,10 @@ int kp_cmd_run(int argc, char **argv)
     if (st != KPROF_OK) goto done;
     kp_progress_animate(progress);
     report.info = kp_lab_get_info(lab);
+    if (a.trace) { /* every warm-up and timed dispatch, with the bytes the run reports */
+        trace.log.bytes = a.have_bytes ? (double)a.bytes : (double)report.info->buffer_bytes;
+        kp_lab_set_log(lab, &trace.log);
+    }
     r->launch = a.launch;
     r->iters = a.iters;
     r->warmup = a.warmup;
@@ -255,6 +271,7 @@ int kp_cmd_run(int argc, char **argv)
     /* Nothing is reported before the session has released the device cleanly: a kernel that
      * corrupted memory may only be caught there (kp_lab_finish). */
     st = kp_lab_finish(lab, &err);
+    if (st == KPROF_OK && a.trace) st = kp_lab_trace_out_commit(&trace, &report.info->device, &err);
     if (st != KPROF_OK) goto done;
 
     const kp_lab_info *info = report.info;
@@ -327,6 +344,7 @@ int kp_cmd_run(int argc, char **argv)
     kp_str_free(&json);
 done:
     kp_progress_stop(progress);
+    kp_lab_trace_out_abort(&trace);
     kp_hotspots_free(&report.hotspots);
     free(r->samples);
     free(scratch);

@@ -158,6 +158,9 @@ int kp_lab_cli_option(kp_lab_cli *o, int c, int argc, char **argv, int *taken)
     case KP_LAB_OPT_FORCE:
         o->force = 1;
         return 0;
+    case KP_LAB_OPT_TRACE:
+        o->trace = optarg;
+        return 0;
     case KP_LAB_OPT_COUNTERS:
         o->counters = 1;
         return kp_run_parse_counters(cmd, optarg, argc, argv, &optind, &o->counters_asked,
@@ -296,6 +299,7 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
     a->json = o.json;
     a->plot = o.plot;
     a->force = o.force;
+    a->trace = o.trace;
     a->counters = o.counters;
     a->counters_asked = o.counters_asked;
     if (rc != 0) return rc;
@@ -306,6 +310,9 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
     if ((rc = kp_lab_cli_need_buffers(&o, "f32:1048576,f32:1048576,u32=1048576")) != 0) return rc;
     if (a->source && a->sweep)
         return kp_cli_usage_error(cmd, "--source samples one run's kernel: not with a sweep");
+    if (a->trace && a->sweep)
+        return kp_cli_usage_error(cmd, "--trace writes one run's dispatches: not with a sweep "
+                                       "(kprof bench --axis --trace writes every point's)");
     if (a->plot && !a->sweep)
         return kp_cli_usage_error(cmd, "--plot draws a sweep: add --sweep-tg (or use kprof "
                                        "sweep)");
@@ -542,6 +549,7 @@ int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
     a->json = o.json;
     a->plot = o.plot;
     a->force = o.force;
+    a->trace = o.trace;
     a->plan.counters = o.counters;
     a->plan.counters_asked = o.counters_asked;
     if (rc != 0) return rc;

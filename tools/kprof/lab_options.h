@@ -2,8 +2,8 @@
  * lab_options.h — the options `kprof run`, `kprof sweep` and `kprof bench` share, parsed in one
  * place: the kernel's buffers, backend and device, the launch's shared memory, timer, kernel
  * timeout, grid and threadgroup, the compiler's -I and --options, --warmup, --json, --plot,
- * --force and --counters [LIST]; the checks after the options that the three commands make
- * alike; and the whole parsers of `kprof run` (and its sweep), kp_run_parse, and of `kprof
+ * --force, --counters [LIST] and --trace FILE; the checks after the options that the three commands
+ * make alike; and the whole parsers of `kprof run` (and its sweep), kp_run_parse, and of `kprof
  * bench`, kp_bench_parse. Every usage error is
  * printed as kp_cli_usage_error prints it and returned as its exit code (2).
  */
@@ -33,6 +33,7 @@ enum {
     KP_LAB_OPT_PLOT,           /* --plot FILE.svg */
     KP_LAB_OPT_FORCE,          /* --force */
     KP_LAB_OPT_COUNTERS,       /* --counters [LIST] */
+    KP_LAB_OPT_TRACE,          /* --trace FILE.kprof */
 };
 
 /* The shared options' getopt_long entries, but the kernel timeout's (its name differs: a
@@ -53,6 +54,7 @@ enum {
         {"json", no_argument, NULL, KP_LAB_OPT_JSON},                                              \
         {"plot", required_argument, NULL, KP_LAB_OPT_PLOT},                                        \
         {"force", no_argument, NULL, KP_LAB_OPT_FORCE},                                            \
+        {"trace", required_argument, NULL, KP_LAB_OPT_TRACE},                                      \
     {                                                                                              \
         "counters", optional_argument, NULL, KP_LAB_OPT_COUNTERS                                   \
     }
@@ -78,6 +80,7 @@ typedef struct kp_lab_cli {
     kp_str options; /* " -IDIR" and " TEXT" of --options, in order (run adds -D here too) */
     int json, force;
     const char *plot;
+    const char *trace;          /* --trace FILE: the dispatches as a trace */
     int counters;               /* --counters */
     kp_counters counters_asked; /* the raw names of --counters LIST */
     const char *counters_list;  /* the word --counters took as its LIST, if any */
@@ -139,6 +142,7 @@ typedef struct kp_bench_args {
     const char *plot;
     int plot_throughput;
     int force;
+    const char *trace; /* --trace FILE */
 } kp_bench_args;
 
 /* Parse `kprof bench` arguments (argv[0] is the command) into a: the axes, the formulas checked

@@ -27,7 +27,8 @@ typedef struct kp_run_args {
     int sweep;           /* --sweep-tg, --tg-list, or `kprof sweep` */
     const char *tg_list; /* --tg-list */
     const char *plot;    /* --plot FILE.svg */
-    int force;           /* --force: --plot may replace an existing file */
+    int force;           /* --force: --plot (and --trace) may replace an existing file */
+    const char *trace;   /* --trace FILE.kprof: the run's dispatches as a trace */
     int tg_set;          /* --tg was given: in a sweep, that size is swept too and marked */
     int source;          /* --source[=N]: the N hottest source lines to print; 0 = not asked */
     int counters;        /* --counters: read hardware counters (per point in a sweep) */

@@ -591,7 +591,7 @@ static kprof_status kp_cuda_counters_collect(kp_kernel *k, const kp_launch *laun
     /* A cold L2, as ncu's default; a device without the flush is profiled as it is. */
     double flush_ns = 0;
     kp_error flush_err = {0};
-    kprof_status st = kp_cuda_flush_cache(dev, &flush_ns, &flush_err);
+    kprof_status st = kp_cuda_flush_cache(dev, &flush_ns, NULL, &flush_err);
     if (st != KPROF_OK && st != KPROF_UNAVAILABLE) {
         kp_error_set(err, st, "%s", flush_err.message);
         kp_error_clear(&flush_err);
@@ -604,7 +604,7 @@ static kprof_status kp_cuda_counters_collect(kp_kernel *k, const kp_launch *laun
     r = kp_cuptip.cuptiRangeProfilerStart(&start);
     if (r != CUPTI_SUCCESS) return kp_cuda_counters_fail(err, "cuptiRangeProfilerStart", r);
     double ns = 0;
-    st = kp_cuda_dispatch(k, launch, &ns, err);
+    st = kp_cuda_dispatch(k, launch, &ns, NULL, err);
     CUpti_RangeProfiler_Stop_Params stop = {
         .structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE, .pRangeProfilerObject = object};
     r = dev->poisoned ? CUPTI_SUCCESS : kp_cuptip.cuptiRangeProfilerStop(&stop);
@@ -671,7 +671,7 @@ kprof_status kp_cuda_counters(kp_kernel *k, const kp_launch *launch, const char 
     if (plan->count == 0) {
         /* Nothing the chip can count: the dispatch still runs once, as promised. */
         double ns = 0;
-        st = kp_cuda_dispatch(k, launch, &ns, err);
+        st = kp_cuda_dispatch(k, launch, &ns, NULL, err);
         goto done;
     }
     r = kp_cuptip.cuptiRangeProfilerEnable(&enable);

@@ -34,6 +34,7 @@ const kp_backend_ops kp_cuda_backend = {
     .dispatch = kp_cuda_dispatch,
     .dispatch_batch = kp_cuda_dispatch_batch,
     .flush_cache = kp_cuda_flush_cache,
+    .flush_kernel = "kprof_cache_flush",
     .counters = kp_cuda_counters,
     .counter_list = kp_cuda_counter_list,
     .pc_sample = kp_cuda_pc_sample,

@@ -48,8 +48,9 @@ struct kp_kernel {
     const kp_program *program; /* the program it came from (released after its kernels) */
     CUfunction function;
     char name[512];
-    char symbol[1024]; /* as CUPTI names it in kernel records */
-    double *cupti_ns;  /* dispatch_batch's CUPTI durations */
+    char symbol[1024];     /* as CUPTI names it in kernel records */
+    double *cupti_ns;      /* dispatch_batch's CUPTI durations */
+    uint64_t *cupti_start; /* ... and starts (kprof's clock), cupti_capacity of each */
     int cupti_capacity;
     int nparams;                           /* -1 when the driver could not count them */
     uint32_t param_size[KP_SPEC_MAX_ARGS]; /* bytes per parameter, 0 = unknown */
@@ -106,9 +107,11 @@ kprof_status kp_cuda_read(kp_buffer *b, void *dst, uint64_t bytes, kp_error *err
 void kp_cuda_free(kp_buffer *b);
 kprof_status kp_cuda_bind(kp_kernel *k, const kp_spec *spec, kp_buffer *const *buffers,
                           kp_error *err);
-kprof_status kp_cuda_dispatch(kp_kernel *k, const kp_launch *l, double *gpu_ns, kp_error *err);
+kprof_status kp_cuda_dispatch(kp_kernel *k, const kp_launch *l, double *gpu_ns,
+                              kp_dispatch_span *span, kp_error *err);
 kprof_status kp_cuda_dispatch_batch(kp_kernel *k, const kp_launch *l, int n, double *gpu_ns,
-                                    char *timer, size_t timer_n, kp_error *err);
+                                    kp_dispatch_span *spans, char *timer, size_t timer_n,
+                                    kp_error *err);
 
 /* ---- pcsample.c ---------------------------------------------------------------------------- */
 
@@ -123,7 +126,7 @@ void kp_cuda_pc_lines(const void *cubin, size_t cubin_len, kp_pc_samples *out);
 /* ---- flush.c ------------------------------------------------------------------------------- */
 
 /* kp_backend_ops.flush_cache: read twice the L2 with kprof's own kernel; *ns its GPU time. */
-kprof_status kp_cuda_flush_cache(kp_device *dev, double *ns, kp_error *err);
+kprof_status kp_cuda_flush_cache(kp_device *dev, double *ns, kp_dispatch_span *span, kp_error *err);
 
 /* ---- counters.c ---------------------------------------------------------------------------- */
 

@@ -78,6 +78,7 @@ static void CUPTIAPI kp_ct_complete(CUcontext ctx, uint32_t stream, uint8_t *buf
 }
 
 static pthread_once_t kp_ct_once = PTHREAD_ONCE_INIT;
+static int64_t kp_ct_clock_offset; /* CUPTI's clock − kprof's, where CUPTI refused kp_now_ns */
 static int kp_ct_status = -1;
 static char kp_ct_why[512];
 static int kp_ct_kind = -1; /* the kind enabled: 1 concurrent, 0 serial, -1 none */
@@ -89,6 +90,13 @@ static void kp_ct_load_once(void)
         kp_strlcpy(kp_ct_why, why.message, sizeof kp_ct_why);
         kp_error_clear(&why);
         return;
+    }
+    /* Records on kprof's clock, as the CUDA collector has them (inject/cuda_inject.c); else
+     * CUPTI's own clock, moved by the distance measured now. */
+    if (kp_cupti.cuptiActivityRegisterTimestampCallback(kp_now_ns) != CUPTI_SUCCESS) {
+        uint64_t cupti_now = 0;
+        if (kp_cupti.cuptiGetTimestamp(&cupti_now) == CUPTI_SUCCESS && cupti_now)
+            kp_ct_clock_offset = (int64_t)(cupti_now - kp_now_ns());
     }
     CUptiResult r = kp_cupti.cuptiActivityRegisterCallbacks(kp_ct_request, kp_ct_complete);
     if (r != CUPTI_SUCCESS) {
@@ -134,7 +142,7 @@ kprof_status kp_cupti_timer_enable(int concurrent, kp_error *err)
     kp_ct_kind = concurrent;
     return KPROF_OK;
 }
-int kp_cupti_timer_take(const char *symbol, double *ns, int max, uint64_t *dropped)
+int kp_cupti_timer_take(const char *symbol, double *ns, uint64_t *start, int max, uint64_t *dropped)
 {
     if (kp_ct_status != 0) return 0;
     kp_cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -145,7 +153,9 @@ int kp_cupti_timer_take(const char *symbol, double *ns, int max, uint64_t *dropp
     for (; kp_ct.tail < kp_ct.head; kp_ct.tail++) {
         const kp_cupti_kernel *e = &kp_ct.ring[kp_ct.tail % KP_CUPTI_RING];
         if (strncmp(e->name, symbol, cmp) != 0) continue;
-        if (n < max) ns[n++] = (double)(e->end - e->start);
+        if (n >= max) continue;
+        if (start) start[n] = e->start - (uint64_t)kp_ct_clock_offset;
+        ns[n++] = (double)(e->end - e->start);
     }
     if (dropped) *dropped = kp_ct.dropped;
     kp_ct.dropped = 0;

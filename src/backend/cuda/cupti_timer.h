@@ -29,8 +29,13 @@ void kp_cupti_timer_disable(void);
 const char *kp_cupti_timer_kind(void);
 
 /* Flush, then hand over the durations (ns) of the kernels named `symbol` completed since the
- * last call, in completion order: up to max into ns[]. Returns how many; *dropped receives the
- * records CUPTI reported dropped. Records of other kernels are discarded. */
-int kp_cupti_timer_take(const char *symbol, double *ns, int max, uint64_t *dropped);
+ * last call, in completion order: up to max into ns[], and their starts into start[] (may be
+ * NULL) on kprof's clock (CLOCK_MONOTONIC, kp_now_ns): the timer gives CUPTI kp_now_ns as its
+ * timestamp callback, as `kprof trace`'s CUDA collector does, and where CUPTI refuses it, moves
+ * CUPTI's own clock onto kprof's by the offset measured once at load. Returns how many;
+ * *dropped receives the records CUPTI reported dropped. Records of other kernels are
+ * discarded. */
+int kp_cupti_timer_take(const char *symbol, double *ns, uint64_t *start, int max,
+                        uint64_t *dropped);
 
 #endif

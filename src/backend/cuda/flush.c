@@ -21,7 +21,9 @@
  */
 #define _GNU_SOURCE
 #include "backend/cuda/cuda_internal.h"
+#include "base/util.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -152,7 +154,7 @@ fail:
     return st;
 }
 
-kprof_status kp_cuda_flush_cache(kp_device *dev, double *ns, kp_error *err)
+kprof_status kp_cuda_flush_cache(kp_device *dev, double *ns, kp_dispatch_span *span, kp_error *err)
 {
     *ns = 0;
     kprof_status st = kp_cuda_enter(dev, err);
@@ -163,6 +165,8 @@ kprof_status kp_cuda_flush_cache(kp_device *dev, double *ns, kp_error *err)
     void *args[3] = {&scratch, &count, &sink};
     unsigned int blocks =
         (unsigned int)(dev->sm_count > 0 ? dev->sm_count : 1) * KP_FLUSH_BLOCKS_PER_SM;
+    /* Events carry no timestamps: the span starts at the host clock before the launch. */
+    int64_t host_start = (int64_t)kp_now_ns();
     CUresult rc = kp_cu.cuEventRecord(dev->start, dev->stream);
     if (rc != CUDA_SUCCESS) return kp_cuda_fail(dev, err, "cuEventRecord", rc);
     rc = kp_cu.cuLaunchKernel(dev->flush_function, blocks, 1, 1, KP_FLUSH_THREADS, 1, 1, 0,
@@ -175,6 +179,7 @@ kprof_status kp_cuda_flush_cache(kp_device *dev, double *ns, kp_error *err)
     float ms = 0;
     rc = kp_cu.cuEventElapsedTime(&ms, dev->start, dev->end);
     if (rc != CUDA_SUCCESS) return kp_cuda_fail(dev, err, "cuEventElapsedTime (cache flush)", rc);
-    *ns = (double)ms * 1e6;
+    *ns = round((double)ms * 1e6);
+    if (span) *span = kp_dispatch_span_at(host_start, *ns);
     return KPROF_OK;
 }

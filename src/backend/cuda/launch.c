@@ -10,6 +10,7 @@
 #include "backend/cuda/cupti_timer.h"
 #include "base/util.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,7 @@ void kp_cuda_kernel_release(kp_kernel *k)
 {
     if (!k) return;
     free(k->cupti_ns);
+    free(k->cupti_start);
     free(k);
 }
 
@@ -390,13 +392,17 @@ static kprof_status kp_cuda_prepare(kp_kernel *k, const kp_launch *l, unsigned i
     return kp_cuda_allow_dynamic_smem(k, l->dyn_local, err);
 }
 
-/* One prepared launch between two events, waited for: its GPU time in ns. The dispatch path. */
+/* One prepared launch between two events, waited for: its GPU time in ns, rounded to the
+ * nanosecond (the events' own resolution is about 0.5 us) so that a span holds it exactly. Events
+ * carry no timestamps: span (may be NULL) starts at the host clock read just before the launch
+ * and lasts that GPU time. The dispatch path. */
 static kprof_status kp_cuda_launch_timed(kp_kernel *k, const kp_launch *l,
                                          const unsigned int blocks[3],
                                          const unsigned int threads[3], double *gpu_ns,
-                                         kp_error *err)
+                                         kp_dispatch_span *span, kp_error *err)
 {
     kp_device *dev = k->dev;
+    int64_t host_start = (int64_t)kp_now_ns();
     CUresult rc = kp_cu.cuEventRecord(dev->start, dev->stream);
     if (rc != CUDA_SUCCESS) return kp_cuda_fail(dev, err, "cuEventRecord", rc);
     rc = kp_cu.cuLaunchKernel(k->function, blocks[0], blocks[1], blocks[2], threads[0], threads[1],
@@ -409,15 +415,17 @@ static kprof_status kp_cuda_launch_timed(kp_kernel *k, const kp_launch *l,
     float ms = 0;
     rc = kp_cu.cuEventElapsedTime(&ms, dev->start, dev->end);
     if (rc != CUDA_SUCCESS) return kp_cuda_fail(dev, err, "cuEventElapsedTime", rc);
-    *gpu_ns = (double)ms * 1e6;
+    *gpu_ns = round((double)ms * 1e6);
+    if (span) *span = kp_dispatch_span_at(host_start, *gpu_ns);
     return KPROF_OK;
 }
 
-kprof_status kp_cuda_dispatch(kp_kernel *k, const kp_launch *l, double *gpu_ns, kp_error *err)
+kprof_status kp_cuda_dispatch(kp_kernel *k, const kp_launch *l, double *gpu_ns,
+                              kp_dispatch_span *span, kp_error *err)
 {
     unsigned int blocks[3], threads[3];
     kprof_status st = kp_cuda_prepare(k, l, blocks, threads, err);
-    return st == KPROF_OK ? kp_cuda_launch_timed(k, l, blocks, threads, gpu_ns, err) : st;
+    return st == KPROF_OK ? kp_cuda_launch_timed(k, l, blocks, threads, gpu_ns, span, err) : st;
 }
 
 #define KP_CUPTI_CONCURRENT_BLOCKS_PER_SM 128
@@ -426,7 +434,8 @@ kprof_status kp_cuda_dispatch(kp_kernel *k, const kp_launch *l, double *gpu_ns, 
 /* n dispatches timed by CUPTI kernel records (the GPU's own start/end of each kernel), or by
  * the events around each launch when CUPTI cannot be had or is not asked for. */
 kprof_status kp_cuda_dispatch_batch(kp_kernel *k, const kp_launch *l, int n, double *gpu_ns,
-                                    char *timer, size_t timer_n, kp_error *err)
+                                    kp_dispatch_span *spans, char *timer, size_t timer_n,
+                                    kp_error *err)
 {
     char why[400] = "";
     int cupti = 0;
@@ -450,22 +459,26 @@ kprof_status kp_cuda_dispatch_batch(kp_kernel *k, const kp_launch *l, int n, dou
     }
     if (cupti && k->cupti_capacity < n) {
         double *p = realloc(k->cupti_ns, (size_t)n * sizeof *p);
-        if (!p) return kp_error_nomem(err);
-        k->cupti_ns = p;
+        if (p) k->cupti_ns = p;
+        uint64_t *q = p ? realloc(k->cupti_start, (size_t)n * sizeof *q) : NULL;
+        if (!q) return kp_error_nomem(err);
+        k->cupti_start = q;
         k->cupti_capacity = n;
     }
-    if (cupti) kp_cupti_timer_take(k->symbol, k->cupti_ns, 0, NULL); /* drop older records */
+    if (cupti) kp_cupti_timer_take(k->symbol, k->cupti_ns, NULL, 0, NULL); /* drop older ones */
     /* Records are drained every KP_CUPTI_CHUNK dispatches, well inside the timer's ring. */
     int got = 0;
     uint64_t dropped = 0, lost = 0;
     for (int done = 0; done < n;) {
         int chunk = n - done < KP_CUPTI_CHUNK ? n - done : KP_CUPTI_CHUNK;
         for (int i = done; i < done + chunk; i++) {
-            st = kp_cuda_launch_timed(k, l, blocks, threads, &gpu_ns[i], err);
+            st = kp_cuda_launch_timed(k, l, blocks, threads, &gpu_ns[i], spans ? &spans[i] : NULL,
+                                      err);
             if (st != KPROF_OK) return st;
         }
         if (cupti) {
-            got += kp_cupti_timer_take(k->symbol, k->cupti_ns + got, done + chunk - got, &lost);
+            got += kp_cupti_timer_take(k->symbol, k->cupti_ns + got, k->cupti_start + got,
+                                       done + chunk - got, &lost);
             dropped += lost;
         }
         done += chunk;
@@ -487,6 +500,9 @@ kprof_status kp_cuda_dispatch_batch(kp_kernel *k, const kp_launch *l, int n, dou
         return KPROF_OK;
     }
     memcpy(gpu_ns, k->cupti_ns, (size_t)n * sizeof *gpu_ns);
+    /* The records' own start, on kprof's clock (cupti_timer.h), replaces the host's guess. */
+    for (int i = 0; spans && i < n; i++)
+        spans[i] = kp_dispatch_span_at((int64_t)k->cupti_start[i], gpu_ns[i]);
     snprintf(timer, timer_n, "cupti (%s kernel records)", kp_cupti_timer_kind());
     return KPROF_OK;
 }

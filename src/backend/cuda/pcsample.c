@@ -421,6 +421,7 @@ kprof_status kp_cuda_pc_sample(kp_kernel *k, const kp_launch *l, int dispatches,
     sampled.function = fn;
     sampled.dyn_limit = 0;
     sampled.cupti_ns = NULL;
+    sampled.cupti_start = NULL;
     sampled.cupti_capacity = 0;
 
     CUpti_PCSamplingStartParams start = {.size = CUpti_PCSamplingStartParamsSize,
@@ -437,7 +438,7 @@ kprof_status kp_cuda_pc_sample(kp_kernel *k, const kp_launch *l, int dispatches,
     int drain_each = 1;
     for (int i = 0; i < dispatches; i++) {
         double ns = 0;
-        st = kp_cuda_dispatch(&sampled, l, &ns, err);
+        st = kp_cuda_dispatch(&sampled, l, &ns, NULL, err);
         if (st != KPROF_OK) goto done;
         out->dispatches++;
         if (!drain_each) continue;

@@ -10,6 +10,7 @@
 #include "backend/opencl/opencl.h"
 #include "runtime/cl_api.h"
 #include "base/util.h"
+#include "core/clock_offset.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@ struct kp_device {
     cl_context context;
     cl_command_queue queue;
     uint64_t max_alloc;
+    kp_device_clock clock; /* the queue's device clock on CLOCK_MONOTONIC (clock_offset.h) */
     /* The cache flush (kp_cl_flush_cache), made on its first use. */
     cl_program flush_program;
     cl_kernel flush_kernel; /* NULL until the flush is ready */
@@ -729,14 +731,39 @@ static kprof_status kp_cl_wait(kp_kernel *k, cl_event ev, double timeout_s, kp_e
                         k->name, timeout_s);
 }
 
-static kprof_status kp_cl_dispatch(kp_kernel *k, const kp_launch *l, double *gpu_ns, kp_error *err)
+/* An event's QUEUED, START and END stamps: *ns its duration, and (when span is not NULL) when
+ * it ran on the host clock, the device's clock mapped through dev->clock, which the event's
+ * enqueue call (host_enqueue .. host_return, CLOCK_MONOTONIC) moves. */
+static cl_int kp_cl_event_times(kp_device *dev, cl_event ev, uint64_t host_enqueue,
+                                uint64_t host_return, double *ns, kp_dispatch_span *span)
+{
+    cl_ulong queued = 0, t0 = 0, t1 = 0;
+    cl_int rc = kp_cl.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+    if (rc == CL_SUCCESS)
+        rc = kp_cl.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+    if (rc != CL_SUCCESS) return rc;
+    *ns = (double)(t1 - t0);
+    if (span) {
+        if (kp_cl.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_QUEUED, sizeof queued, &queued,
+                                          NULL) != CL_SUCCESS)
+            queued = 0;
+        kp_device_clock_observe(&dev->clock, host_enqueue, host_return, queued, t0);
+        *span = kp_dispatch_span_at((int64_t)kp_device_clock_map(&dev->clock, t0), *ns);
+    }
+    return CL_SUCCESS;
+}
+
+static kprof_status kp_cl_dispatch(kp_kernel *k, const kp_launch *l, double *gpu_ns,
+                                   kp_dispatch_span *span, kp_error *err)
 {
     size_t grid[3], tg[3];
     for (int d = 0; d < l->dims; d++)
         grid[d] = (size_t)l->grid[d], tg[d] = (size_t)l->tg[d];
     cl_event ev = NULL;
+    uint64_t host_enqueue = kp_now_ns();
     cl_int rc = kp_cl.clEnqueueNDRangeKernel(k->dev->queue, k->kernel, (cl_uint)l->dims, NULL, grid,
                                              tg, 0, NULL, &ev);
+    uint64_t host_return = kp_now_ns();
     if (rc != CL_SUCCESS) {
         kprof_status st = rc == CL_INVALID_WORK_GROUP_SIZE || rc == CL_INVALID_KERNEL_ARGS ||
                                   rc == CL_INVALID_WORK_ITEM_SIZE ||
@@ -748,14 +775,8 @@ static kprof_status kp_cl_dispatch(kp_kernel *k, const kp_launch *l, double *gpu
     }
     kprof_status st = kp_cl_wait(k, ev, l->timeout_s, err);
     if (st == KPROF_OK) {
-        cl_ulong t0 = 0, t1 = 0;
-        rc = kp_cl.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
-        if (rc == CL_SUCCESS)
-            rc = kp_cl.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
-        if (rc != CL_SUCCESS)
-            st = kp_cl_fail(err, "clGetEventProfilingInfo", rc);
-        else
-            *gpu_ns = (double)(t1 - t0);
+        rc = kp_cl_event_times(k->dev, ev, host_enqueue, host_return, gpu_ns, span);
+        if (rc != CL_SUCCESS) st = kp_cl_fail(err, "clGetEventProfilingInfo", rc);
     }
     if (st != KPROF_TIMEOUT) kp_cl.clReleaseEvent(ev);
     return st;
@@ -899,25 +920,23 @@ fail:
     return st;
 }
 
-static kprof_status kp_cl_flush_cache(kp_device *dev, double *ns, kp_error *err)
+static kprof_status kp_cl_flush_cache(kp_device *dev, double *ns, kp_dispatch_span *span,
+                                      kp_error *err)
 {
     *ns = 0;
     kprof_status st = kp_cl_flush_prepare(dev, err);
     if (st != KPROF_OK) return st;
     cl_event ev = NULL;
     size_t items = dev->flush_items;
+    uint64_t host_enqueue = kp_now_ns();
     cl_int rc = kp_cl.clEnqueueNDRangeKernel(dev->queue, dev->flush_kernel, 1, NULL, &items, NULL,
                                              0, NULL, &ev);
+    uint64_t host_return = kp_now_ns();
     if (rc != CL_SUCCESS) return kp_cl_fail(err, "launching kprof's cache flush", rc);
     rc = kp_cl.clWaitForEvents(1, &ev);
-    cl_ulong t0 = 0, t1 = 0;
-    if (rc == CL_SUCCESS)
-        rc = kp_cl.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
-    if (rc == CL_SUCCESS)
-        rc = kp_cl.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+    if (rc == CL_SUCCESS) rc = kp_cl_event_times(dev, ev, host_enqueue, host_return, ns, span);
     kp_cl.clReleaseEvent(ev);
     if (rc != CL_SUCCESS) return kp_cl_fail(err, "the cache flush", rc);
-    *ns = (double)(t1 - t0);
     return KPROF_OK;
 }
 
@@ -944,4 +963,5 @@ const kp_backend_ops kp_opencl_backend = {
     .bind = kp_cl_bind,
     .dispatch = kp_cl_dispatch,
     .flush_cache = kp_cl_flush_cache,
+    .flush_kernel = "kprof_cache_flush",
 };
