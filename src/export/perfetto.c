@@ -430,10 +430,10 @@ typedef struct kp_pf_writer {
     uint64_t seq;
 } kp_pf_writer;
 
-static int kp_pf_sink(void *ctx, const void *data, size_t len)
+static kprof_status kp_pf_sink(void *ctx, const void *data, size_t len)
 {
     kp_pf_writer *w = ctx;
-    return kp_output_write(w->out, data, len, w->err) == KPROF_OK ? 0 : -1;
+    return kp_output_write(w->out, data, len, w->err);
 }
 
 /* The error for a failed encoder (the sink set its own). */
