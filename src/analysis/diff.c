@@ -357,9 +357,9 @@ static kprof_status kp_diff_judge(kp_diff_row *row, const kp_diff_config *cfg, i
     kp_judge_side sa = {.v = us, .n = a->n, .batch = 1};
     kp_judge_side sb = {.v = us + a->n, .n = b->n, .batch = 1};
     kp_judgement j;
-    int rc = kp_judge(&sa, &sb, &jc, &j);
+    kprof_status st = kp_judge(&sa, &sb, &jc, &j, err);
     free(us);
-    if (rc != 0) return kp_error_nomem(err);
+    if (st != KPROF_OK) return st;
     row->ratio = j.ratio;
     row->interval_verdict = j.interval_verdict;
     row->reasons = j.reasons;

@@ -434,14 +434,19 @@ static kprof_status kp_notes_from_history(const char *ref, const char *kernel, k
     return KPROF_OK;
 }
 
-static int kp_notes_import_string(const cJSON *obj, const char *key, char **out)
+/* The string obj[key] copied into *out (NULL when absent or null). KPROF_OK; KPROF_CORRUPT when
+ * it is no string, KPROF_NOMEM (note `index` of path, err filled either way). */
+static kprof_status kp_notes_import_string(const cJSON *obj, const char *key, char **out,
+                                           const char *path, int index, kp_error *err)
 {
     *out = NULL;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!v || cJSON_IsNull(v)) return 0;
-    if (!cJSON_IsString(v)) return -1;
+    if (!v || cJSON_IsNull(v)) return KPROF_OK;
+    if (!cJSON_IsString(v))
+        return kp_error_set(err, KPROF_CORRUPT, "%s: note %d: \"%s\" is not a string or null", path,
+                            index, key);
     *out = strdup(v->valuestring);
-    return *out ? 0 : -2;
+    return *out ? KPROF_OK : kp_error_nomem(err);
 }
 
 /* One note of an export file into note; CORRUPT naming what is wrong. */
@@ -476,13 +481,8 @@ static kprof_status kp_notes_import_note(const cJSON *o, const char *path, int i
     note->text = strdup(text->valuestring);
     if (!note->text) goto nomem;
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        int r = kp_notes_import_string(o, keys[i], fields[i]);
-        if (r == -2) goto nomem;
-        if (r < 0) {
-            st = kp_error_set(err, KPROF_CORRUPT, "%s: note %d: \"%s\" is not a string or null",
-                              path, index, keys[i]);
-            goto fail;
-        }
+        st = kp_notes_import_string(o, keys[i], fields[i], path, index, err);
+        if (st != KPROF_OK) goto fail;
     }
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(o, "data");
     if (data && !cJSON_IsNull(data)) {

@@ -22,17 +22,19 @@ typedef struct kp_samples {
     size_t n, cap;
 } kp_samples;
 
-static int kp_samples_add(kp_samples *s, double x)
+/* This file's helpers that can fail fill err themselves (kp_error_nomem), as the functions of
+ * other files that the pass calls do: the pass passes every status on. */
+static kprof_status kp_samples_add(kp_samples *s, double x, kp_error *err)
 {
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 1024;
         double *v = realloc(s->v, cap * sizeof *v);
-        if (!v) return -1;
+        if (!v) return kp_error_nomem(err);
         s->v = v;
         s->cap = cap;
     }
     s->v[s->n++] = x;
-    return 0;
+    return KPROF_OK;
 }
 
 /* Median and p95 (linear-interpolated), mean, min and max; sorts the samples. */
@@ -66,17 +68,18 @@ typedef struct kp_corr_list {
     size_t n, cap;
 } kp_corr_list;
 
-static int kp_corr_add(kp_corr_list *l, int64_t process, int64_t correlation, int64_t start)
+static kprof_status kp_corr_add(kp_corr_list *l, int64_t process, int64_t correlation,
+                                int64_t start, kp_error *err)
 {
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 4096;
         kp_corr_start *v = realloc(l->v, cap * sizeof *v);
-        if (!v) return -1;
+        if (!v) return kp_error_nomem(err);
         l->v = v;
         l->cap = cap;
     }
     l->v[l->n++] = (kp_corr_start){process, correlation, start};
-    return 0;
+    return KPROF_OK;
 }
 
 /* By process row, correlation, then start: a call's earliest start comes first. */
@@ -215,11 +218,10 @@ static kprof_status kp_report_tables(kp_report *r, const kp_aggregation *a, kp_e
 {
     kp_aggregation_row *rows = NULL;
     size_t nrows = 0, nparts = 0;
-    if (kp_aggregation_rows(a, KP_AGGREGATION_GROUP_NAME, &rows, &nrows) != 0)
-        return kp_error_nomem(err);
+    kprof_status st = kp_aggregation_rows(a, KP_AGGREGATION_GROUP_NAME, &rows, &nrows, err);
+    if (st != KPROF_OK) return st;
     kp_report_table *tables[] = {&r->host, &r->device, &r->collectives, &r->nvtx};
     enum { NT = sizeof tables / sizeof *tables };
-    kprof_status st = KPROF_OK;
     kp_report_part *parts = malloc((nrows ? nrows : 1) * sizeof *parts);
     if (!parts) {
         st = kp_error_nomem(err);
@@ -268,7 +270,8 @@ done:
 
 /* Each device operation with the earliest call of its process and correlation: the launch
  * latencies, and the operations that have no call. */
-static int kp_report_pair(kp_report *r, kp_corr_list *calls, kp_corr_list *ops, kp_samples *launch)
+static kprof_status kp_report_pair(kp_report *r, kp_corr_list *calls, kp_corr_list *ops,
+                                   kp_samples *launch, kp_error *err)
 {
     kp_corr_sort(calls);
     kp_corr_sort(ops);
@@ -281,18 +284,18 @@ static int kp_report_pair(kp_report *r, kp_corr_list *calls, kp_corr_list *ops, 
         if (c == calls->n || calls->v[c].process != op->process ||
             calls->v[c].correlation != op->correlation)
             r->ops_without_call++;
-        else if (kp_samples_add(launch, (double)kp_ns_diff(op->start, calls->v[c].start) / 1e9) !=
-                 0)
-            return -1;
+        else if (kp_samples_add(launch, (double)kp_ns_diff(op->start, calls->v[c].start) / 1e9,
+                                err) != KPROF_OK)
+            return KPROF_NOMEM;
     }
-    return 0;
+    return KPROF_OK;
 }
 
 /* The names' flags: core/host_calls.h's, and a job's collective kernels. */
-static int kp_report_flags(kp_report *r)
+static kprof_status kp_report_flags(kp_report *r, kp_error *err)
 {
     unsigned char *flags = r->name_flags = calloc(r->nnames ? r->nnames : 1, 1);
-    if (!flags) return -1;
+    if (!flags) return kp_error_nomem(err);
     for (size_t id = 0; id < r->nnames; id++) {
         const char *text = r->names[id];
         if (!text) continue;
@@ -300,7 +303,7 @@ static int kp_report_flags(kp_report *r)
         if (r->is_job && kp_collective_classify(text) != KP_COLLECTIVE_NONE)
             flags[id] |= KP_REPORT_NAME_COLLECTIVE;
     }
-    return 0;
+    return KPROF_OK;
 }
 
 /* One pass over the events, in storage order: the tables (fed to the aggregation), the timeline the
@@ -331,10 +334,10 @@ kprof_status kp_report_load(kp_report *r, kp_event_source *src, const char *path
     if (r->is_job) {
         size_t nprocs;
         const kp_trace_process *procs = kp_event_source_processes(r->src, &nprocs);
-        if (kp_trace_job_begin(&r->job, procs, nprocs, r->names, r->nnames, r->raw) != 0)
-            goto nomem;
+        st = kp_trace_job_begin(&r->job, procs, nprocs, r->names, r->nnames, r->raw, err);
+        if (st != KPROF_OK) goto done;
     }
-    if (kp_report_flags(r) != 0) goto nomem;
+    if ((st = kp_report_flags(r, err)) != KPROF_OK) goto done;
     const unsigned char *names = r->name_flags;
     uint64_t backwards = 0; /* events whose end precedes their start */
     /* Metrics, and the copies' sizes the bytes columns count, only from a trace that may hold
@@ -358,15 +361,16 @@ kprof_status kp_report_load(kp_report *r, kp_event_source *src, const char *path
         int64_t corr = (int64_t)e->correlation;
         r->events++;
         /* The verdicts' timeline: the same rules as kprof diff's (analysis/trace_verdict.h). */
-        int fail = kp_trace_verdicts_add(&r->v, &ev, names[id], r->raw);
-        if (!fail && r->is_job) fail = kp_trace_job_add(&r->job, &ev, names[id]);
+        st = kp_trace_verdicts_add(&r->v, &ev, names[id], r->raw, err);
+        if (st == KPROF_OK && r->is_job) st = kp_trace_job_add(&r->job, &ev, names[id], err);
         switch (e->kind) {
         case KP_EVENT_API: {
             int launched = (ev.has & KP_TRACE_LAUNCHED) != 0;
             /* A hidden call is no node of the tables' aggregation (as in `--by`). */
-            if (!fail && !(!r->raw && (names[id] & KP_HOST_CALL_POLLING)))
-                fail = kp_aggregation_add(agg, e);
-            if (!fail && launched && has_corr) fail = kp_corr_add(&calls, process, corr, s);
+            if (st == KPROF_OK && !(!r->raw && (names[id] & KP_HOST_CALL_POLLING)))
+                st = kp_aggregation_add(agg, e, err);
+            if (st == KPROF_OK && launched && has_corr)
+                st = kp_corr_add(&calls, process, corr, s, err);
             /* A call that succeeded in putting work on the device, and none of it arrived. */
             if ((names[id] & KP_HOST_CALL_LAUNCH) && !launched && (ev.has & KP_TRACE_HAS_STATUS) &&
                 e->status == 0)
@@ -376,30 +380,30 @@ kprof_status kp_report_load(kp_report *r, kp_event_source *src, const char *path
         case KP_EVENT_KERNEL:
         case KP_EVENT_MEMCPY:
         case KP_EVENT_MEMSET:
-            if (!fail) fail = kp_aggregation_add(agg, e);
+            if (st == KPROF_OK) st = kp_aggregation_add(agg, e, err);
             if (trace_columns) kp_trace_columns_add(&r->columns, &ev);
-            if (!fail && has_corr) {
-                fail = kp_corr_add(&ops, process, corr, s);
-            } else if (!fail) {
+            if (st == KPROF_OK && has_corr) {
+                st = kp_corr_add(&ops, process, corr, s, err);
+            } else if (st == KPROF_OK) {
                 r->ops_without_call++; /* no correlation: no call can be its own */
             }
-            if (!fail && (e->known & KP_EVENT_HAS_QUEUED))
-                fail = kp_samples_add(&queued, (double)kp_ns_diff(s, e->queued_ns) / 1e9);
-            if (!fail && (e->known & KP_EVENT_HAS_SUBMITTED))
-                fail = kp_samples_add(&submitted, (double)kp_ns_diff(s, e->submitted_ns) / 1e9);
+            if (st == KPROF_OK && (e->known & KP_EVENT_HAS_QUEUED))
+                st = kp_samples_add(&queued, (double)kp_ns_diff(s, e->queued_ns) / 1e9, err);
+            if (st == KPROF_OK && (e->known & KP_EVENT_HAS_SUBMITTED))
+                st = kp_samples_add(&submitted, (double)kp_ns_diff(s, e->submitted_ns) / 1e9, err);
             break;
         case KP_EVENT_RANGE:
             if (e->domain == KP_DOMAIN_SCOPE)
                 r->has_scopes = 1;
             else
                 r->has_nvtx = 1;
-            if (!fail) fail = kp_aggregation_add(agg, e);
+            if (st == KPROF_OK) st = kp_aggregation_add(agg, e, err);
             break;
         default:
             if (trace_columns) kp_trace_columns_add(&r->columns, &ev); /* bytes of any kind */
             break;
         }
-        if (fail) goto nomem;
+        if (st != KPROF_OK) goto done;
     }
     st = kp_event_iter_close(it, err);
     it = NULL;
@@ -409,17 +413,17 @@ kprof_status kp_report_load(kp_report *r, kp_event_source *src, const char *path
         kp_str_printf(&r->notes, "%s in every table and row\n",
                       kp_format_ends_before_start(backwards, note, sizeof note));
     }
-    if (kp_aggregation_finish(agg) != 0) goto nomem;
+    if ((st = kp_aggregation_finish(agg, err)) != KPROF_OK) goto done;
     if ((st = kp_report_tables(r, agg, err)) != KPROF_OK) goto done;
-    if (r->is_job && kp_trace_job_finish(&r->job) != 0) goto nomem;
+    if (r->is_job && (st = kp_trace_job_finish(&r->job, err)) != KPROF_OK) goto done;
     for (int i = 0; i < r->host.n; i++)
         r->host_total += r->host.rows[i].total;
-    if (kp_report_pair(r, &calls, &ops, &launch) != 0) goto nomem;
+    if ((st = kp_report_pair(r, &calls, &ops, &launch, err)) != KPROF_OK) goto done;
     kp_latency_from(&launch, &r->launch);
     kp_latency_from(&queued, &r->queued);
     kp_latency_from(&submitted, &r->submitted);
     /* The verdicts: the whole wall, the active window, each top-level NVTX range name. */
-    if (kp_trace_verdicts_finish(&r->v) != 0) goto nomem;
+    st = kp_trace_verdicts_finish(&r->v, err);
     goto done;
 nomem:
     st = kp_error_nomem(err);

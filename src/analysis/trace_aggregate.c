@@ -116,17 +116,18 @@ static char *kp_trace_shape_label(const kp_trace_shape *s, const char *name)
 }
 
 /* The name id of e's shape into *out, the shape added when new; e's own name when it is no
- * kernel or has no geometry to key by. 0, or -1 when out of memory. */
-static int kp_trace_shapes_key(kp_trace_shapes *sh, const kp_event *e, uint32_t *out)
+ * kernel or has no geometry to key by. KPROF_OK, or KPROF_NOMEM (this file's static helpers
+ * fail only for memory and fill no kp_error: their caller does, once). */
+static kprof_status kp_trace_shapes_key(kp_trace_shapes *sh, const kp_event *e, uint32_t *out)
 {
     *out = e->name;
     if (e->kind != KP_EVENT_KERNEL || !(e->known & (KP_EVENT_HAS_GEOMETRY | KP_EVENT_HAS_SHARED)))
-        return 0;
+        return KPROF_OK;
     kp_trace_shape s = kp_trace_shape_from(e);
     if ((sh->n + 1) * 2 > sh->nslots_) { /* rehash at half full */
         size_t cap = sh->nslots_ ? sh->nslots_ * 2 : 64;
         uint32_t *slots = calloc(cap, sizeof *slots);
-        if (!slots) return -1;
+        if (!slots) return KPROF_NOMEM;
         for (size_t i = 0; i < sh->n; i++) {
             size_t at = kp_trace_shape_hash(&sh->shape[i]) & (cap - 1);
             while (slots[at])
@@ -141,13 +142,13 @@ static int kp_trace_shapes_key(kp_trace_shapes *sh, const kp_event *e, uint32_t 
     for (; sh->slots_[at]; at = (at + 1) & (sh->nslots_ - 1))
         if (kp_trace_shape_same(&sh->shape[sh->slots_[at] - 1], &s)) {
             *out = sh->base + sh->slots_[at] - 1;
-            return 0;
+            return KPROF_OK;
         }
-    if ((uint64_t)sh->base + sh->n >= UINT32_MAX) return 0; /* no id left: by name */
+    if ((uint64_t)sh->base + sh->n >= UINT32_MAX) return KPROF_OK; /* no id left: by name */
     if (sh->n == sh->cap_) {
         size_t cap = sh->cap_ ? sh->cap_ * 2 : 16;
         kp_trace_shape *v = realloc(sh->shape, cap * sizeof *v);
-        if (!v) return -1;
+        if (!v) return KPROF_NOMEM;
         sh->shape = v;
         sh->cap_ = cap;
     }
@@ -155,12 +156,12 @@ static int kp_trace_shapes_key(kp_trace_shapes *sh, const kp_event *e, uint32_t 
     char num[24];
     if (!name) snprintf(num, sizeof num, "#%u", e->name);
     s.label = kp_trace_shape_label(&s, name ? name : num);
-    if (!s.label) return -1;
+    if (!s.label) return KPROF_NOMEM;
     sh->shape[sh->n] = s;
     sh->slots_[at] = (uint32_t)sh->n + 1;
     *out = sh->base + (uint32_t)sh->n;
     sh->n++;
-    return 0;
+    return KPROF_OK;
 }
 
 /* ---- instances -------------------------------------------------------------------------- */
@@ -180,8 +181,8 @@ void kp_trace_instances_free(kp_trace_instances *in)
 }
 
 /* Room for nodes 0 .. nodes-1 in the lists (those new, empty); nnodes becomes at least nodes.
- * 0, or -1 when out of memory (the lists are then as they were, with maybe more room). */
-static int kp_trace_instances_reserve(kp_trace_instances *in, size_t nodes)
+ * KPROF_OK, or KPROF_NOMEM (the lists are then as they were, with maybe more room). */
+static kprof_status kp_trace_instances_reserve(kp_trace_instances *in, size_t nodes)
 {
     if (nodes > in->cap_nodes_) {
         size_t cap = in->cap_nodes_ ? in->cap_nodes_ : 64;
@@ -195,7 +196,7 @@ static int kp_trace_instances_reserve(kp_trace_instances *in, size_t nodes)
         if (n) in->n = n;
         size_t *c = realloc(in->cap_, cap * sizeof *c);
         if (c) in->cap_ = c;
-        if (!ns || !seq || !n || !c) return -1;
+        if (!ns || !seq || !n || !c) return KPROF_NOMEM;
         for (size_t i = in->cap_nodes_; i < cap; i++) {
             in->ns[i] = NULL;
             in->seq[i] = NULL;
@@ -204,26 +205,27 @@ static int kp_trace_instances_reserve(kp_trace_instances *in, size_t nodes)
         in->cap_nodes_ = cap;
     }
     if (nodes > in->nnodes) in->nnodes = nodes;
-    return 0;
+    return KPROF_OK;
 }
 
-/* The aggregation's observer: one instance of node id into its list. */
-static int kp_trace_instances_add(void *ctx, uint32_t id, int64_t duration_ns)
+/* The aggregation's observer: one instance of node id into its list. KPROF_OK, or KPROF_NOMEM
+ * (the aggregation says "out of memory"). */
+static kprof_status kp_trace_instances_add(void *ctx, uint32_t id, int64_t duration_ns)
 {
     kp_trace_instances *in = ctx;
-    if (kp_trace_instances_reserve(in, (size_t)id + 1) != 0) return -1;
+    if (kp_trace_instances_reserve(in, (size_t)id + 1) != KPROF_OK) return KPROF_NOMEM;
     if (in->n[id] == in->cap_[id]) {
         size_t cap = in->cap_[id] ? in->cap_[id] * 2 : 8;
         int64_t *v = realloc(in->ns[id], cap * sizeof *v);
         if (v) in->ns[id] = v;
         uint64_t *q = realloc(in->seq[id], cap * sizeof *q);
         if (q) in->seq[id] = q;
-        if (!v || !q) return -1;
+        if (!v || !q) return KPROF_NOMEM;
         in->cap_[id] = cap;
     }
     in->seq[id][in->n[id]] = in->placed_++;
     in->ns[id][in->n[id]++] = duration_ns;
-    return 0;
+    return KPROF_OK;
 }
 
 kprof_status kp_trace_aggregate(kp_event_source *src, unsigned flags, kp_aggregation **out,
@@ -268,16 +270,17 @@ kprof_status kp_trace_aggregate_instances(kp_event_source *src, unsigned flags,
         /* e.name is 0 for an id beyond the strings table, so it indexes hidden safely. */
         if (ev.e.kind == KP_EVENT_API && hidden[ev.e.name]) continue;
         uint32_t key;
-        if (shapes && kp_trace_shapes_key(shapes, &ev.e, &key) != 0) goto nomem;
+        if (shapes && kp_trace_shapes_key(shapes, &ev.e, &key) != KPROF_OK) goto nomem;
         if (shapes) ev.e.name = key;
-        if (kp_aggregation_add(a, &ev.e) != 0) goto nomem;
+        if ((st = kp_aggregation_add(a, &ev.e, err)) != KPROF_OK) goto fail;
     }
     st = kp_event_iter_close(it, err);
     it = NULL;
     if (st != KPROF_OK) goto fail;
-    if (kp_aggregation_finish(a) != 0) goto nomem;
+    if ((st = kp_aggregation_finish(a, err)) != KPROF_OK) goto fail;
     /* Every node has its list, those without instances (the root, (unattributed)) too. */
-    if (instances && kp_trace_instances_reserve(instances, kp_aggregation_node_count(a)) != 0)
+    if (instances &&
+        kp_trace_instances_reserve(instances, kp_aggregation_node_count(a)) != KPROF_OK)
         goto nomem;
     free(hidden);
     *out = a;

@@ -78,16 +78,18 @@ struct kp_job_state {
     size_t ncolls, capcolls, nranges, capranges;
 };
 
-/* Room for one more element of size sz in *v (capacity *cap). 0, or -1 out of memory. */
-static int kp_job_grow(void **v, size_t *cap, size_t n, size_t sz)
+/* Room for one more element of size sz in *v (capacity *cap). KPROF_OK, or KPROF_NOMEM. (This
+ * file's static helpers fail only for memory and fill no kp_error: the public function that
+ * called them fills err once.) */
+static kprof_status kp_job_grow(void **v, size_t *cap, size_t n, size_t sz)
 {
-    if (n < *cap) return 0;
+    if (n < *cap) return KPROF_OK;
     size_t c = *cap ? *cap * 2 : 64;
     void *p = realloc(*v, c * sz);
-    if (!p) return -1;
+    if (!p) return KPROF_NOMEM;
     *v = p;
     *cap = c;
-    return 0;
+    return KPROF_OK;
 }
 
 static size_t kp_job_hash(uint64_t k)
@@ -100,9 +102,11 @@ static size_t kp_job_hash(uint64_t k)
     return (size_t)k;
 }
 
-/* key's value into *value (1), or *value put as key's (0); -1 when out of memory. */
-static int kp_job_map_get_or_put(kp_job_map *m, uint64_t key, uint32_t *value)
+/* key's value into *value (*found 1), or *value put as key's (*found 0). KPROF_OK, or
+ * KPROF_NOMEM. */
+static kprof_status kp_job_map_get_or_put(kp_job_map *m, uint64_t key, uint32_t *value, int *found)
 {
+    *found = 0;
     if ((m->n + 1) * 2 > m->cap) {
         size_t cap = m->cap ? m->cap * 2 : 64;
         uint64_t *keys = malloc(cap * sizeof *keys);
@@ -112,7 +116,7 @@ static int kp_job_map_get_or_put(kp_job_map *m, uint64_t key, uint32_t *value)
             free(keys);
             free(values);
             free(used);
-            return -1;
+            return KPROF_NOMEM;
         }
         for (size_t i = 0; i < m->cap; i++) {
             if (!m->used[i]) continue;
@@ -135,14 +139,15 @@ static int kp_job_map_get_or_put(kp_job_map *m, uint64_t key, uint32_t *value)
     for (; m->used[i]; i = (i + 1) & (m->cap - 1)) {
         if (m->keys[i] == key) {
             *value = m->values[i];
-            return 1;
+            *found = 1;
+            return KPROF_OK;
         }
     }
     m->used[i] = 1;
     m->keys[i] = key;
     m->values[i] = *value;
     m->n++;
-    return 0;
+    return KPROF_OK;
 }
 
 static void kp_job_map_free(kp_job_map *m)
@@ -196,18 +201,18 @@ static int kp_cmp_host_name(const void *x, const void *y)
 
 /* The hosts' tags: none for a name of one host; where boots share a name, "boot 1a2b3c4d" (the
  * whole id where 8 characters do not tell two apart), and "no boot id" for the name's processes
- * that say no boot; "boot 1a2b3c4d" for a boot without a name. 0, or -1 when out of memory. */
-static int kp_job_host_tags(kp_job_hostinfo *hosts, size_t n)
+ * that say no boot; "boot 1a2b3c4d" for a boot without a name. KPROF_OK, or KPROF_NOMEM. */
+static kprof_status kp_job_host_tags(kp_job_hostinfo *hosts, size_t n)
 {
     kp_job_hostinfo **by_name = malloc((n ? n : 1) * sizeof *by_name);
-    if (!by_name) return -1;
+    if (!by_name) return KPROF_NOMEM;
     for (size_t i = 0; i < n; i++) {
         by_name[i] = &hosts[i];
         hosts[i].tag = "";
     }
     qsort(by_name, n, sizeof *by_name, kp_cmp_host_name);
-    int rc = 0;
-    for (size_t i = 0; i < n && rc == 0;) {
+    kprof_status rc = KPROF_OK;
+    for (size_t i = 0; i < n && rc == KPROF_OK;) {
         size_t k = i + 1;
         while (k < n && strcmp(by_name[k]->name, by_name[i]->name) == 0)
             k++;
@@ -226,7 +231,7 @@ static int kp_job_host_tags(kp_job_hostinfo *hosts, size_t n)
                 h->tag = "no boot id";
             if (tag.failed) {
                 kp_str_free(&tag);
-                rc = -1;
+                rc = KPROF_NOMEM;
                 break;
             }
             if (!tag.data) continue;
@@ -307,14 +312,14 @@ kprof_status kp_trace_job_applies(kp_event_source *src, int *applies, kp_error *
     return KPROF_OK;
 }
 
-int kp_trace_job_begin(kp_trace_job *j, const kp_trace_process *procs, size_t nprocs,
-                       const char *const *names, size_t nnames, int raw)
+kprof_status kp_trace_job_begin(kp_trace_job *j, const kp_trace_process *procs, size_t nprocs,
+                                const char *const *names, size_t nnames, int raw, kp_error *err)
 {
     memset(j, 0, sizeof *j);
     j->launcher = "";
     j->stragglers.last_rank = -1;
     kp_job_state *s = calloc(1, sizeof *s);
-    if (!s) return -1;
+    if (!s) return kp_error_nomem(err);
     j->state_ = s;
     s->procs = procs;
     s->nprocs = nprocs;
@@ -423,7 +428,7 @@ int kp_trace_job_begin(kp_trace_job *j, const kp_trace_process *procs, size_t np
         s->host_of[hosts[i].index] = (uint32_t)j->nhosts;
     }
     free(hosts);
-    if (kp_job_host_tags(s->hosts, j->nhosts) != 0) goto nomem;
+    if (kp_job_host_tags(s->hosts, j->nhosts) != KPROF_OK) goto nomem;
     /* Each rank's host: its first process's that is known. */
     for (size_t i = 0; i < nprocs; i++) {
         kp_job_rank *r = &j->ranks[s->slot_of[i]];
@@ -439,11 +444,11 @@ int kp_trace_job_begin(kp_trace_job *j, const kp_trace_process *procs, size_t np
     j->nranks = s->nslots;
     for (size_t id = 0; id < nnames; id++)
         s->op_of[id] = (unsigned char)kp_collective_classify(names[id]);
-    return 0;
+    return KPROF_OK;
 nomem:
     free(ranks);
     kp_trace_job_free(j);
-    return -1;
+    return kp_error_nomem(err);
 }
 
 /* The index in procs of process row `process`, or nprocs. */
@@ -465,18 +470,23 @@ static size_t kp_job_process_index(kp_job_state *s, int64_t process)
     return index;
 }
 
-/* The slot of the device (the process's host, number); -1 when out of memory. */
-static int64_t kp_job_device_slot(kp_trace_job *j, kp_job_state *s, size_t index, uint32_t number)
+/* The slot of the device (the process's host, number) into *slot. KPROF_OK, or KPROF_NOMEM. */
+static kprof_status kp_job_device_slot(kp_trace_job *j, kp_job_state *s, size_t index,
+                                       uint32_t number, uint32_t *slot)
 {
     uint32_t host = index < s->nprocs ? s->host_of[index] : 0;
-    if (s->have_device && s->device_host == host && s->device_number == number)
-        return s->device_slot;
+    if (s->have_device && s->device_host == host && s->device_number == number) {
+        *slot = s->device_slot;
+        return KPROF_OK;
+    }
     uint32_t d = (uint32_t)j->ndevices;
-    int found = kp_job_map_get_or_put(&s->device_of, (uint64_t)host << 32 | number, &d);
-    if (found < 0) return -1;
+    int found;
+    if (kp_job_map_get_or_put(&s->device_of, (uint64_t)host << 32 | number, &d, &found) != KPROF_OK)
+        return KPROF_NOMEM;
     if (!found) {
-        if (kp_job_grow((void **)&j->devices, &s->capdevices, j->ndevices, sizeof *j->devices))
-            return -1;
+        if (kp_job_grow((void **)&j->devices, &s->capdevices, j->ndevices, sizeof *j->devices) !=
+            KPROF_OK)
+            return KPROF_NOMEM;
         memset(&j->devices[d], 0, sizeof j->devices[d]);
         j->devices[d].host = host ? s->hosts[host - 1].name : "";
         j->devices[d].boot_id = host ? s->hosts[host - 1].boot : "";
@@ -488,17 +498,19 @@ static int64_t kp_job_device_slot(kp_trace_job *j, kp_job_state *s, size_t index
     s->device_host = host;
     s->device_number = number;
     s->device_slot = d;
-    return (int64_t)d;
+    *slot = d;
+    return KPROF_OK;
 }
 
-static int kp_job_mark_add(kp_job_mark **v, size_t *n, size_t *cap, kp_job_mark m)
+static kprof_status kp_job_mark_add(kp_job_mark **v, size_t *n, size_t *cap, kp_job_mark m)
 {
-    if (kp_job_grow((void **)v, cap, *n, sizeof **v) != 0) return -1;
+    if (kp_job_grow((void **)v, cap, *n, sizeof **v) != KPROF_OK) return KPROF_NOMEM;
     (*v)[(*n)++] = m;
-    return 0;
+    return KPROF_OK;
 }
 
-int kp_trace_job_add(kp_trace_job *j, const kp_trace_event *ev, unsigned call_flags)
+/* kp_trace_job_add without its err: KPROF_OK, or KPROF_NOMEM. */
+static kprof_status kp_job_add(kp_trace_job *j, const kp_trace_event *ev, unsigned call_flags)
 {
     kp_job_state *s = j->state_;
     const kp_event *e = &ev->e;
@@ -513,12 +525,12 @@ int kp_trace_job_add(kp_trace_job *j, const kp_trace_event *ev, unsigned call_fl
     case KP_EVENT_API:
         if (s->raw || !(call_flags & KP_HOST_CALL_POLLING))
             r->host_api_ns = kp_i64_add_sat(r->host_api_ns, d);
-        return 0;
+        return KPROF_OK;
     case KP_EVENT_KERNEL:
     case KP_EVENT_MEMCPY:
     case KP_EVENT_MEMSET: {
-        int64_t dslot = kp_job_device_slot(j, s, index, e->device);
-        if (dslot < 0) return -1;
+        uint32_t dslot;
+        if (kp_job_device_slot(j, s, index, e->device, &dslot) != KPROF_OK) return KPROF_NOMEM;
         kp_job_device *dev = &j->devices[dslot];
         kp_collective_op op = e->kind == KP_EVENT_KERNEL && e->name < s->nnames
                                   ? (kp_collective_op)s->op_of[e->name]
@@ -536,32 +548,42 @@ int kp_trace_job_add(kp_trace_job *j, const kp_trace_event *ev, unsigned call_fl
             r->kernels++;
             dev->kernels++;
         }
-        if (!s->have_pair || s->pair_rank != slot || s->pair_device != (uint32_t)dslot) {
+        if (!s->have_pair || s->pair_rank != slot || s->pair_device != dslot) {
             uint32_t none = 0;
-            if (kp_job_map_get_or_put(&s->pairs, (uint64_t)slot << 32 | (uint32_t)dslot, &none) < 0)
-                return -1;
+            int found;
+            if (kp_job_map_get_or_put(&s->pairs, (uint64_t)slot << 32 | dslot, &none, &found) !=
+                KPROF_OK)
+                return KPROF_NOMEM;
             s->have_pair = 1;
             s->pair_rank = slot;
-            s->pair_device = (uint32_t)dslot;
+            s->pair_device = dslot;
         }
-        if (kp_job_grow((void **)&s->ops, &s->capops, s->nops, sizeof *s->ops) != 0) return -1;
+        if (kp_job_grow((void **)&s->ops, &s->capops, s->nops, sizeof *s->ops) != KPROF_OK)
+            return KPROF_NOMEM;
         s->ops[s->nops++] =
             (kp_job_op){e->start_ns, e->end_ns, slot,
-                        (uint32_t)dslot | (op != KP_COLLECTIVE_NONE ? KP_JOB_COLLECTIVE_BIT : 0)};
+                        dslot | (op != KP_COLLECTIVE_NONE ? KP_JOB_COLLECTIVE_BIT : 0)};
         if (op != KP_COLLECTIVE_NONE && slot < j->nranked) {
             int64_t launch = (ev->has & KP_TRACE_HAS_LAUNCH) ? ev->launch_start_ns : e->start_ns;
             return kp_job_mark_add(&s->colls, &s->ncolls, &s->capcolls,
                                    (kp_job_mark){e->start_ns, e->end_ns, launch, e->name, slot});
         }
-        return 0;
+        return KPROF_OK;
     }
     case KP_EVENT_RANGE:
-        if (slot >= j->nranked || !e->name) return 0;
+        if (slot >= j->nranked || !e->name) return KPROF_OK;
         return kp_job_mark_add(&s->ranges, &s->nranges, &s->capranges,
                                (kp_job_mark){e->start_ns, e->end_ns, e->start_ns, e->name, slot});
     default:
-        return 0;
+        return KPROF_OK;
     }
+}
+
+kprof_status kp_trace_job_add(kp_trace_job *j, const kp_trace_event *ev, unsigned call_flags,
+                              kp_error *err)
+{
+    if (kp_job_add(j, ev, call_flags) != KPROF_OK) return kp_error_nomem(err);
+    return KPROF_OK;
 }
 
 /* ---- finish: the unions ------------------------------------------------------------------- */
@@ -603,7 +625,7 @@ static int kp_cmp_device(const void *x, const void *y)
 
 /* The unions, rank by rank and device by device; the devices in their order, with their
  * ranks' numbers. */
-static int kp_job_unions(kp_trace_job *j, kp_job_state *s)
+static kprof_status kp_job_unions(kp_trace_job *j, kp_job_state *s)
 {
     kp_job_sort(s->ops, s->nops, sizeof *s->ops, kp_cmp_op_rank);
     for (size_t i = 0; i < s->nops;) {
@@ -632,7 +654,7 @@ static int kp_job_unions(kp_trace_job *j, kp_job_state *s)
     /* Which rank's work ran on which device: each rank's device numbers, each device's ranks
      * (in slot order: ascending ranks, "-" last). */
     kp_job_pair *pairs = malloc((s->pairs.n ? s->pairs.n : 1) * sizeof *pairs);
-    if (!pairs) return -1;
+    if (!pairs) return KPROF_NOMEM;
     size_t n = 0;
     for (size_t i = 0; i < s->pairs.cap; i++) {
         if (!s->pairs.used[i]) continue;
@@ -663,10 +685,10 @@ static int kp_job_unions(kp_trace_job *j, kp_job_state *s)
     free(pairs);
     /* The ops' device slots are done with: the devices may move. */
     if (j->ndevices > 1) qsort(j->devices, j->ndevices, sizeof *j->devices, kp_cmp_device);
-    return 0;
+    return KPROF_OK;
 nomem:
     free(pairs);
-    return -1;
+    return KPROF_NOMEM;
 }
 
 /* ---- finish: the stragglers --------------------------------------------------------------- */
@@ -713,15 +735,18 @@ static int kp_job_step_overlaps(size_t nranks, const int64_t *at, const int64_t 
 
 /* One step: marks[i] points at rank i's m marks (its collectives in the step, in order, or its
  * one range); spans[i], where given, at rank i's range of the step (else the step is its
- * marks). 0 added; 1 not added, its ranks never in it at one time (kp_job_step_overlaps); -1
- * out of memory. */
-static int kp_job_step_add(kp_job_steps_acc *acc, size_t nranks, const kp_job_mark *const *marks,
-                           const kp_job_mark *const *spans, size_t m, uint64_t index,
-                           const unsigned char *op_of, size_t nnames, int collectives)
+ * marks). KPROF_OK, *apart 0: added; *apart 1: not added, its ranks never in it at one time
+ * (kp_job_step_overlaps); KPROF_NOMEM. */
+static kprof_status kp_job_step_add(kp_job_steps_acc *acc, size_t nranks,
+                                    const kp_job_mark *const *marks,
+                                    const kp_job_mark *const *spans, size_t m, uint64_t index,
+                                    const unsigned char *op_of, size_t nnames, int collectives,
+                                    int *apart)
 {
+    *apart = 0;
     int64_t at[KP_JOB_OVERLAP_RANKS], end[KP_JOB_OVERLAP_RANKS];
     int64_t *at_ = nranks <= KP_JOB_OVERLAP_RANKS ? at : malloc(2 * nranks * sizeof *at_);
-    if (!at_) return -1;
+    if (!at_) return KPROF_NOMEM;
     int64_t *end_ = at_ == at ? end : at_ + nranks;
     for (size_t i = 0; i < nranks; i++) {
         at_[i] = spans ? spans[i]->start : marks[i][0].start;
@@ -731,15 +756,19 @@ static int kp_job_step_add(kp_job_steps_acc *acc, size_t nranks, const kp_job_ma
     }
     int overlaps = kp_job_step_overlaps(nranks, at_, end_);
     if (at_ != at) free(at_);
-    if (!overlaps) return 1;
-    if (kp_job_grow((void **)&acc->steps, &acc->cap, acc->n, sizeof *acc->steps) != 0) return -1;
+    if (!overlaps) {
+        *apart = 1;
+        return KPROF_OK;
+    }
+    if (kp_job_grow((void **)&acc->steps, &acc->cap, acc->n, sizeof *acc->steps) != KPROF_OK)
+        return KPROF_NOMEM;
     size_t need = (acc->n + 1) * nranks;
     if (need > acc->capwaits) {
         size_t cap = acc->capwaits ? acc->capwaits : 64;
         while (cap < need)
             cap *= 2;
         int64_t *w = realloc(acc->waits, cap * sizeof *w);
-        if (!w) return -1;
+        if (!w) return KPROF_NOMEM;
         acc->waits = w;
         acc->capwaits = cap;
     }
@@ -777,22 +806,23 @@ static int kp_job_step_add(kp_job_steps_acc *acc, size_t nranks, const kp_job_ma
     for (size_t i = 0; i < nranks; i++)
         if (i != last) others += (double)waits[i];
     st->wait_ns = (int64_t)(others / (double)(nranks - 1));
-    return 0;
+    return KPROF_OK;
 }
 
 /* Steps by range: the name on every rank at least twice with the largest total time; its
  * steps timed by the collectives launched in each, or by the ranges themselves where the trace
  * has no collective. Leaves acc empty when no name qualifies. */
-static int kp_job_by_range(kp_trace_job *j, kp_job_state *s, kp_job_steps_acc *acc)
+static kprof_status kp_job_by_range(kp_trace_job *j, kp_job_state *s, kp_job_steps_acc *acc)
 {
     kp_job_stragglers *g = &j->stragglers;
     size_t R = j->nranked;
-    if (!s->nranges) return 0;
+    if (!s->nranges) return KPROF_OK;
     qsort(s->ranges, s->nranges, sizeof *s->ranges, kp_cmp_mark_name);
     size_t *best_at = calloc(R, sizeof *best_at), *best_count = calloc(R, sizeof *best_count);
     const kp_job_mark **marks = calloc(R, sizeof *marks), **spans = calloc(R, sizeof *spans);
     size_t *next = calloc(R, sizeof *next), *end = calloc(R, sizeof *end);
-    int rc = -1;
+    kprof_status rc = KPROF_NOMEM;
+    int apart;
     if (!best_at || !best_count || !marks || !spans || !next || !end) goto done;
     /* A name's ranges are a run per rank, ascending: the name is on every rank when it has R
      * runs (no per-name pass over all the ranks). */
@@ -819,7 +849,7 @@ static int kp_job_by_range(kp_trace_job *j, kp_job_state *s, kp_job_steps_acc *a
             best_end = i;
         }
     }
-    rc = 0;
+    rc = KPROF_OK;
     if (best_total < 0) goto done;
     for (size_t i = best_first; i < best_end; i++) {
         uint32_t r = s->ranges[i].rank;
@@ -839,10 +869,9 @@ static int kp_job_by_range(kp_trace_job *j, kp_job_state *s, kp_job_steps_acc *a
         for (size_t k = 0; k < steps; k++) {
             for (size_t r = 0; r < R; r++)
                 marks[r] = &s->ranges[best_at[r] + k];
-            rc = kp_job_step_add(acc, R, marks, NULL, 1, k, s->op_of, s->nnames, 0);
-            if (rc < 0) goto done;
-            g->apart += rc == 1;
-            rc = 0;
+            rc = kp_job_step_add(acc, R, marks, NULL, 1, k, s->op_of, s->nnames, 0, &apart);
+            if (rc != KPROF_OK) goto done;
+            g->apart += apart;
         }
         goto done;
     }
@@ -879,10 +908,9 @@ static int kp_job_by_range(kp_trace_job *j, kp_job_state *s, kp_job_steps_acc *a
         }
         for (size_t r = 0; r < R; r++)
             spans[r] = &s->ranges[best_at[r] + k];
-        rc = kp_job_step_add(acc, R, marks, spans, m, k, s->op_of, s->nnames, 1);
-        if (rc < 0) goto done;
-        g->apart += rc == 1;
-        rc = 0;
+        rc = kp_job_step_add(acc, R, marks, spans, m, k, s->op_of, s->nnames, 1, &apart);
+        if (rc != KPROF_OK) goto done;
+        g->apart += apart;
     }
 done:
     free(best_at);
@@ -895,20 +923,20 @@ done:
 }
 
 /* Steps by collective: the k-th kernel of one name on every rank. */
-static int kp_job_by_collective(kp_trace_job *j, kp_job_state *s, kp_job_steps_acc *acc)
+static kprof_status kp_job_by_collective(kp_trace_job *j, kp_job_state *s, kp_job_steps_acc *acc)
 {
     kp_job_stragglers *g = &j->stragglers;
     size_t R = j->nranked;
-    if (!s->ncolls) return 0;
+    if (!s->ncolls) return KPROF_OK;
     g->steps_by = KP_JOB_STEPS_COLLECTIVE;
     g->timed_by_collectives = 1;
     qsort(s->colls, s->ncolls, sizeof *s->colls, kp_cmp_mark_name);
     size_t *count = calloc(R, sizeof *count), *at = calloc(R, sizeof *at);
     const kp_job_mark **marks = calloc(R, sizeof *marks);
-    int rc = -1;
+    kprof_status rc = KPROF_NOMEM;
     if (!count || !at || !marks) goto done;
-    rc = 0;
-    for (size_t i = 0; i < s->ncolls && rc == 0;) {
+    rc = KPROF_OK;
+    for (size_t i = 0; i < s->ncolls && rc == KPROF_OK;) {
         /* A run per rank, ascending (see kp_job_by_range): at and count are read only when
          * every rank has one. */
         uint32_t name = s->colls[i].name;
@@ -926,14 +954,12 @@ static int kp_job_by_collective(kp_trace_job *j, kp_job_state *s, kp_job_steps_a
         }
         if (runs < R) steps = 0;
         g->skipped += most - steps;
-        for (size_t k = 0; k < steps && rc == 0; k++) {
+        for (size_t k = 0; k < steps && rc == KPROF_OK; k++) {
             for (size_t r = 0; r < R; r++)
                 marks[r] = &s->colls[at[r] + k];
-            rc = kp_job_step_add(acc, R, marks, NULL, 1, k, s->op_of, s->nnames, 1);
-            if (rc == 1) {
-                g->apart++;
-                rc = 0;
-            }
+            int apart;
+            rc = kp_job_step_add(acc, R, marks, NULL, 1, k, s->op_of, s->nnames, 1, &apart);
+            g->apart += rc == KPROF_OK && apart;
         }
     }
 done:
@@ -951,28 +977,28 @@ static int kp_cmp_step(const void *x, const void *y)
     return (a->index > b->index) - (a->index < b->index);
 }
 
-static int kp_job_stragglers_find(kp_trace_job *j, kp_job_state *s)
+static kprof_status kp_job_stragglers_find(kp_trace_job *j, kp_job_state *s)
 {
     kp_job_stragglers *g = &j->stragglers;
     size_t R = j->nranked;
-    if (R < 2) return 0;
+    if (R < 2) return KPROF_OK;
     kp_job_steps_acc acc = {0};
-    if (kp_job_by_range(j, s, &acc) != 0) goto nomem;
+    if (kp_job_by_range(j, s, &acc) != KPROF_OK) goto nomem;
     /* No range name on every rank, or none of its steps paired up (not: none overlapped; then
      * the ranks ran one after another, and their collectives did too). */
     if (acc.n == 0 && !g->apart) {
         memset(g, 0, sizeof *g);
         g->last_rank = -1;
-        if (kp_job_by_collective(j, s, &acc) != 0) goto nomem;
+        if (kp_job_by_collective(j, s, &acc) != KPROF_OK) goto nomem;
     }
     g->steps = acc.steps;
     g->nsteps = acc.n;
     g->waits_ = acc.waits;
     acc.steps = NULL;
     acc.waits = NULL;
-    if (!g->nsteps) return 0;
+    if (!g->nsteps) return KPROF_OK;
     double *waits = malloc(g->nsteps * sizeof *waits);
-    if (!waits) return -1;
+    if (!waits) return KPROF_NOMEM;
     int ops_seen = 0;
     for (size_t i = 0; i < g->nsteps; i++) {
         kp_job_step *st = &g->steps[i];
@@ -1003,17 +1029,17 @@ static int kp_job_stragglers_find(kp_trace_job *j, kp_job_state *s)
         }
     }
     qsort(g->steps, g->nsteps, sizeof *g->steps, kp_cmp_step);
-    return 0;
+    return KPROF_OK;
 nomem:
     free(acc.steps);
     free(acc.waits);
-    return -1;
+    return KPROF_NOMEM;
 }
 
-int kp_trace_job_finish(kp_trace_job *j)
+kprof_status kp_trace_job_finish(kp_trace_job *j, kp_error *err)
 {
     kp_job_state *s = j->state_;
-    if (!s) return -1;
+    if (!s) return kp_error_set(err, KPROF_INVALID, "job: finished before kp_trace_job_begin");
     /* The spans: the processes' lives, stretched to their events. */
     for (size_t i = 0; i < s->nslots; i++) {
         kp_job_rank *r = &j->ranks[i];
@@ -1026,8 +1052,9 @@ int kp_trace_job_finish(kp_trace_job *j)
     /* "-" only when some process, or an event of no known process, is in it. */
     size_t dash = s->nslots - 1;
     if (!j->ranks[dash].npids && !s->has_events[dash]) j->nranks = dash;
-    if (kp_job_unions(j, s) != 0) return -1;
-    return kp_job_stragglers_find(j, s);
+    if (kp_job_unions(j, s) != KPROF_OK || kp_job_stragglers_find(j, s) != KPROF_OK)
+        return kp_error_nomem(err);
+    return KPROF_OK;
 }
 
 kprof_status kp_trace_job_read(kp_event_source *src, int raw, kp_trace_job *j, kp_error *err)
@@ -1035,10 +1062,10 @@ kprof_status kp_trace_job_read(kp_event_source *src, int raw, kp_trace_job *j, k
     size_t nprocs, nnames;
     const kp_trace_process *procs = kp_event_source_processes(src, &nprocs);
     const char *const *names = kp_event_source_strings(src, &nnames);
-    if (kp_trace_job_begin(j, procs, nprocs, names, nnames, raw) != 0) return kp_error_nomem(err);
+    kprof_status st = kp_trace_job_begin(j, procs, nprocs, names, nnames, raw, err);
+    if (st != KPROF_OK) return st;
     unsigned char *flags = calloc(nnames ? nnames : 1, 1);
     kp_event_iter *it = NULL;
-    kprof_status st = KPROF_OK;
     if (!flags) goto nomem;
     for (size_t id = 0; id < nnames; id++)
         flags[id] = names[id] ? (unsigned char)kp_host_call_flags(names[id]) : 0;
@@ -1046,11 +1073,13 @@ kprof_status kp_trace_job_read(kp_event_source *src, int raw, kp_trace_job *j, k
     if ((st = kp_event_iter_open(src, &filter, &it, err)) != KPROF_OK) goto fail;
     kp_trace_event ev;
     while (kp_event_iter_next(it, &ev))
-        if (kp_trace_job_add(j, &ev, ev.e.name < nnames ? flags[ev.e.name] : 0) != 0) goto nomem;
+        if ((st = kp_trace_job_add(j, &ev, ev.e.name < nnames ? flags[ev.e.name] : 0, err)) !=
+            KPROF_OK)
+            goto fail;
     st = kp_event_iter_close(it, err);
     it = NULL;
     if (st != KPROF_OK) goto fail;
-    if (kp_trace_job_finish(j) != 0) goto nomem;
+    if ((st = kp_trace_job_finish(j, err)) != KPROF_OK) goto fail;
     free(flags);
     return KPROF_OK;
 nomem:

@@ -169,19 +169,21 @@ kprof_status kp_trace_job_applies(kp_event_source *src, int *applies, kp_error *
 
 /* Zero *j and get ready to be fed the events of a trace whose processes are procs (by row id,
  * as kp_event_source_processes gives them) and whose strings are names[0 .. nnames). raw: polling
- * host calls count in the ranks' host API time (--raw). 0, or -1 when out of memory. */
-int kp_trace_job_begin(kp_trace_job *j, const kp_trace_process *procs, size_t nprocs,
-                       const char *const *names, size_t nnames, int raw);
+ * host calls count in the ranks' host API time (--raw). KPROF_OK, or KPROF_NOMEM (err filled; *j
+ * then holds nothing). */
+kprof_status kp_trace_job_begin(kp_trace_job *j, const kp_trace_process *procs, size_t nprocs,
+                                const char *const *names, size_t nnames, int raw, kp_error *err);
 
 /* Feed one event, any order. What it reads: kind, name, process, start, end, and for device
  * operations e.device (KP_EVENT_FIELD_STREAM) and the launching call's start
  * (KP_EVENT_FIELD_LAUNCH, where the trace has it). call_flags: kp_host_call_flags of its name
- * (API calls). 0, or -1 when out of memory. */
-int kp_trace_job_add(kp_trace_job *j, const kp_trace_event *ev, unsigned call_flags);
+ * (API calls). KPROF_OK, or KPROF_NOMEM (err filled). */
+kprof_status kp_trace_job_add(kp_trace_job *j, const kp_trace_event *ev, unsigned call_flags,
+                              kp_error *err);
 
-/* After the last event: the ranks', the devices' and the stragglers' numbers. 0, or -1 when out
- * of memory. */
-int kp_trace_job_finish(kp_trace_job *j);
+/* After the last event: the ranks', the devices' and the stragglers' numbers. KPROF_OK;
+ * KPROF_NOMEM; KPROF_INVALID when j was never begun (err says which). */
+kprof_status kp_trace_job_finish(kp_trace_job *j, kp_error *err);
 
 /* begin, one pass over the events with the fields it needs, finish. Errors: as
  * kp_event_iter_next's (a damaged trace is CORRUPT), NOMEM; *j then holds nothing. */

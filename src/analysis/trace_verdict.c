@@ -27,8 +27,8 @@ kprof_status kp_trace_verdicts_begin(kp_event_source *src, kp_trace_verdicts *v,
     return KPROF_OK;
 }
 
-int kp_trace_verdicts_add(kp_trace_verdicts *v, const kp_trace_event *ev, unsigned call_flags,
-                          int raw)
+kprof_status kp_trace_verdicts_add(kp_trace_verdicts *v, const kp_trace_event *ev,
+                                   unsigned call_flags, int raw, kp_error *err)
 {
     const kp_event *e = &ev->e;
     if (e->domain == KP_DOMAIN_OPENCL) v->api |= KP_API_OPENCL;
@@ -38,41 +38,42 @@ int kp_trace_verdicts_add(kp_trace_verdicts *v, const kp_trace_event *ev, unsign
             v->api |= KP_API_CUDA;
         int hidden = !raw && (call_flags & KP_HOST_CALL_POLLING);
         int sync = (call_flags & KP_HOST_CALL_SYNC) != 0;
-        if (hidden && !sync) return 0;
-        return kp_timeline_add_call(v->timeline, e->start_ns, e->end_ns, e->name, sync);
+        if (hidden && !sync) return KPROF_OK;
+        return kp_timeline_add_call(v->timeline, e->start_ns, e->end_ns, e->name, sync, err);
     }
     case KP_EVENT_KERNEL:
     case KP_EVENT_MEMCPY:
     case KP_EVENT_MEMSET:
         return kp_timeline_add_op(v->timeline, e->start_ns, e->end_ns, e->name,
-                                  e->kind == KP_EVENT_KERNEL);
+                                  e->kind == KP_EVENT_KERNEL, err);
     case KP_EVENT_SYNC:
-        return kp_timeline_add_wait(v->timeline, e->start_ns, e->end_ns, e->name);
+        return kp_timeline_add_wait(v->timeline, e->start_ns, e->end_ns, e->name, err);
     case KP_EVENT_RANGE: {
         /* A thread is (process row, tid): ranges nest per thread. */
         int64_t thread = (int64_t)((uint64_t)e->process << 32 | (uint32_t)e->tid);
-        return kp_timeline_add_range(v->timeline, e->start_ns, e->end_ns, e->name, thread);
+        return kp_timeline_add_range(v->timeline, e->start_ns, e->end_ns, e->name, thread, err);
     }
     default:
-        return 0;
+        return KPROF_OK;
     }
 }
 
-int kp_trace_verdicts_finish(kp_trace_verdicts *v)
+kprof_status kp_trace_verdicts_finish(kp_trace_verdicts *v, kp_error *err)
 {
     kp_timeline_set_api(v->timeline, v->api);
-    if (kp_timeline_prepare(v->timeline) != 0 ||
-        kp_timeline_window(v->timeline, v->start_ns, v->end_ns, &v->wall_in) != 0)
-        return -1;
+    kprof_status st = kp_timeline_prepare(v->timeline, err);
+    if (st == KPROF_OK)
+        st = kp_timeline_window(v->timeline, v->start_ns, v->end_ns, &v->wall_in, err);
+    if (st != KPROF_OK) return st;
     kp_verdict_compute(&v->wall_in, &v->wall);
     v->has_active = kp_timeline_active(v->timeline, &v->active_start_ns, &v->active_end_ns);
     if (v->has_active) {
-        if (kp_timeline_window(v->timeline, v->active_start_ns, v->active_end_ns, &v->active_in) !=
-            0)
-            return -1;
+        st = kp_timeline_window(v->timeline, v->active_start_ns, v->active_end_ns, &v->active_in,
+                                err);
+        if (st != KPROF_OK) return st;
         kp_verdict_compute(&v->active_in, &v->active);
     }
-    return kp_timeline_ranges(v->timeline, &v->ranges, &v->nranges);
+    return kp_timeline_ranges(v->timeline, &v->ranges, &v->nranges, err);
 }
 
 kprof_status kp_trace_verdicts_read(kp_event_source *src, int raw, kp_trace_verdicts *v,
@@ -93,10 +94,10 @@ kprof_status kp_trace_verdicts_read(kp_event_source *src, int raw, kp_trace_verd
     if (st != KPROF_OK) goto done;
     kp_trace_event ev;
     while (kp_event_iter_next(it, &ev)) /* e.name is 0 beyond the strings: flags[0] is safe */
-        if (kp_trace_verdicts_add(v, &ev, flags[ev.e.name], raw) != 0) goto nomem;
+        if ((st = kp_trace_verdicts_add(v, &ev, flags[ev.e.name], raw, err)) != KPROF_OK) goto done;
     st = kp_event_iter_close(it, err);
     it = NULL;
-    if (st == KPROF_OK && kp_trace_verdicts_finish(v) != 0) goto nomem;
+    if (st == KPROF_OK) st = kp_trace_verdicts_finish(v, err);
     goto done;
 nomem:
     st = kp_error_nomem(err);

@@ -45,13 +45,13 @@ typedef struct kp_trace_verdicts {
 kprof_status kp_trace_verdicts_begin(kp_event_source *src, kp_trace_verdicts *v, kp_error *err);
 
 /* Feed one event, any order. call_flags: kp_host_call_flags of its name (used for API calls);
- * raw: polling calls count too. 0, or -1 when out of memory. */
-int kp_trace_verdicts_add(kp_trace_verdicts *v, const kp_trace_event *ev, unsigned call_flags,
-                          int raw);
+ * raw: polling calls count too. KPROF_OK, or KPROF_NOMEM (err filled). */
+kprof_status kp_trace_verdicts_add(kp_trace_verdicts *v, const kp_trace_event *ev,
+                                   unsigned call_flags, int raw, kp_error *err);
 
-/* After the last event: the wall's, the active window's and the ranges' verdicts. 0, or -1 when
- * out of memory. */
-int kp_trace_verdicts_finish(kp_trace_verdicts *v);
+/* After the last event: the wall's, the active window's and the ranges' verdicts. KPROF_OK, or
+ * KPROF_NOMEM (err filled). */
+kprof_status kp_trace_verdicts_finish(kp_trace_verdicts *v, kp_error *err);
 
 /* begin, one pass over the events in storage order (the columns the verdicts need), finish.
  * Errors: as kp_event_iter_next's (a damaged trace is CORRUPT), NOMEM; *v then holds nothing. */

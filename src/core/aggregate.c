@@ -8,6 +8,7 @@
  * and ties of start time make wait.
  */
 #include "core/aggregate.h"
+#include "base/error.h"
 #include "core/busy.h"
 #include "core/verdict.h"
 
@@ -73,7 +74,8 @@ struct kp_aggregation {
     void *name_ctx;
     kp_aggregation_observe_fn observe_fn; /* kp_aggregation_observe, or NULL */
     void *observe_ctx;
-    int failed, finished;
+    kprof_status failed; /* KPROF_OK until an add or finish fails: the aggregation is spoilt */
+    int finished;
     kp_aggregation_node *nodes;
     size_t nnodes, capnodes;
     uint32_t *node_slots; /* node ids by (parent, kind, name); 0 = empty */
@@ -97,17 +99,19 @@ struct kp_aggregation {
     kp_aggregation_totals totals;
 };
 
-/* Room for one more element of size sz in *v (capacity *cap). 0, or -1 out of memory. */
-static int kp_agg_grow(void **v, size_t *cap, size_t n, size_t sz)
+/* Room for one more element of size sz in *v (capacity *cap). KPROF_OK or KPROF_NOMEM.
+ * (The static helpers of this file return a status and fill no kp_error: their failures are out
+ * of memory, or the observer's status; the public function that called them fills err once.) */
+static kprof_status kp_agg_grow(void **v, size_t *cap, size_t n, size_t sz)
 {
-    if (n < *cap) return 0;
+    if (n < *cap) return KPROF_OK;
     size_t c = *cap ? *cap * 2 : 16;
-    if (c > SIZE_MAX / sz) return -1;
+    if (c > SIZE_MAX / sz) return KPROF_NOMEM;
     void *p = realloc(*v, c * sz);
-    if (!p) return -1;
+    if (!p) return KPROF_NOMEM;
     *v = p;
     *cap = c;
-    return 0;
+    return KPROF_OK;
 }
 
 static uint64_t kp_agg_mix(uint64_t a, uint64_t b, uint64_t c)
@@ -170,11 +174,11 @@ static size_t kp_agg_node_slot(const kp_aggregation *a, uint32_t parent, kp_even
     }
 }
 
-static int kp_agg_rehash(kp_aggregation *a)
+static kprof_status kp_agg_rehash(kp_aggregation *a)
 {
     size_t cap = a->capslots * 2;
     uint32_t *slots = calloc(cap, sizeof *slots);
-    if (!slots) return -1;
+    if (!slots) return KPROF_NOMEM;
     free(a->node_slots);
     a->node_slots = slots;
     a->capslots = cap;
@@ -182,7 +186,7 @@ static int kp_agg_rehash(kp_aggregation *a)
         const kp_aggregation_node *n = &a->nodes[id];
         a->node_slots[kp_agg_node_slot(a, n->parent, n->kind, n->name)] = (uint32_t)id;
     }
-    return 0;
+    return KPROF_OK;
 }
 
 /* The node (parent, kind, name), made when new; paths deeper than the limit are folded. 0 when
@@ -216,9 +220,9 @@ static uint32_t kp_agg_child(kp_aggregation *a, uint32_t parent, kp_event_kind k
 }
 
 /* One event of duration d in node id (host: inclusive and exclusive time; device: GPU time),
- * with the metrics `metrics` (KP_AGG_*) says it has. 0, or -1 when the observer failed. */
-static int kp_agg_count(kp_aggregation *a, uint32_t id, int64_t d, int device, double flops,
-                        double bytes, unsigned metrics)
+ * with the metrics `metrics` (KP_AGG_*) says it has. KPROF_OK, or the observer's failure. */
+static kprof_status kp_agg_count(kp_aggregation *a, uint32_t id, int64_t d, int device,
+                                 double flops, double bytes, unsigned metrics)
 {
     kp_aggregation_stats *s = &a->nodes[id].stats;
     if (!s->count || d < s->min_ns) s->min_ns = d;
@@ -239,7 +243,7 @@ static int kp_agg_count(kp_aggregation *a, uint32_t id, int64_t d, int device, d
     s->flops_events += (metrics & KP_AGG_FLOPS) != 0;
     s->bytes_events += (metrics & KP_AGG_BYTES) != 0;
     s->metric_events += (metrics & KP_AGG_METRIC) != 0;
-    return a->observe_fn ? a->observe_fn(a->observe_ctx, id, d) : 0;
+    return a->observe_fn ? a->observe_fn(a->observe_ctx, id, d) : KPROF_OK;
 }
 
 void kp_aggregation_observe(kp_aggregation *a, kp_aggregation_observe_fn fn, void *ctx)
@@ -287,12 +291,13 @@ static kp_agg_thread *kp_agg_thread_of(kp_aggregation *a, int64_t process, int64
 }
 
 /* Remember the node of a call that carries a correlation; the first call of a pair stays. */
-static int kp_agg_call_put(kp_aggregation *a, int64_t process, uint64_t correlation, uint32_t node)
+static kprof_status kp_agg_call_put(kp_aggregation *a, int64_t process, uint64_t correlation,
+                                    uint32_t node)
 {
     if ((a->ncalls + 1) * 2 > a->capcalls) {
         size_t cap = a->capcalls ? a->capcalls * 2 : 1024;
         kp_agg_call *slots = calloc(cap, sizeof *slots);
-        if (!slots) return -1;
+        if (!slots) return KPROF_NOMEM;
         for (size_t k = 0; k < a->capcalls; k++) {
             if (!a->calls[k].node) continue;
             size_t i =
@@ -309,12 +314,13 @@ static int kp_agg_call_put(kp_aggregation *a, int64_t process, uint64_t correlat
     size_t mask = a->capcalls - 1;
     size_t i = (size_t)kp_agg_mix((uint64_t)process, correlation, 2) & mask;
     while (a->calls[i].node) {
-        if (a->calls[i].process == process && a->calls[i].correlation == correlation) return 0;
+        if (a->calls[i].process == process && a->calls[i].correlation == correlation)
+            return KPROF_OK;
         i = (i + 1) & mask;
     }
     a->calls[i] = (kp_agg_call){process, correlation, node};
     a->ncalls++;
-    return 0;
+    return KPROF_OK;
 }
 
 static uint32_t kp_agg_call_get(const kp_aggregation *a, int64_t process, uint64_t correlation)
@@ -332,10 +338,10 @@ static uint32_t kp_agg_call_get(const kp_aggregation *a, int64_t process, uint64
 
 /* Place a range or call on its thread. ordered: nothing fed so far started later, so the stack
  * can be trimmed to what is open at its start and it can become a parent itself. */
-static int kp_agg_place_host(kp_aggregation *a, const kp_event *e, int ordered)
+static kprof_status kp_agg_place_host(kp_aggregation *a, const kp_event *e, int ordered)
 {
     kp_agg_thread *t = kp_agg_thread_of(a, e->process, e->tid);
-    if (!t) return -1;
+    if (!t) return KPROF_NOMEM;
     int64_t s = e->start_ns, f = e->end_ns > s ? e->end_ns : s;
     const kp_agg_open *parent = NULL;
     if (ordered) {
@@ -362,14 +368,14 @@ static int kp_agg_place_host(kp_aggregation *a, const kp_event *e, int ordered)
     }
     uint32_t parent_node = parent ? parent->node : 0;
     uint32_t id = kp_agg_child(a, parent_node, e->kind, e->name);
-    if (!id) return -1;
+    if (!id) return KPROF_NOMEM;
     int64_t d = kp_ns_diff(f, s);
-    if (kp_agg_count(a, id, d, 0, e->known & KP_EVENT_HAS_FLOPS ? e->metrics.flops : 0,
-                     e->known & KP_EVENT_HAS_METRIC_BYTES ? e->metrics.bytes : 0,
-                     (e->known & KP_EVENT_HAS_FLOPS ? KP_AGG_FLOPS : 0) |
-                         (e->known & KP_EVENT_HAS_METRIC_BYTES ? KP_AGG_BYTES : 0) |
-                         kp_agg_metric_of(e)) != 0)
-        return -1;
+    kprof_status st = kp_agg_count(
+        a, id, d, 0, e->known & KP_EVENT_HAS_FLOPS ? e->metrics.flops : 0,
+        e->known & KP_EVENT_HAS_METRIC_BYTES ? e->metrics.bytes : 0,
+        (e->known & KP_EVENT_HAS_FLOPS ? KP_AGG_FLOPS : 0) |
+            (e->known & KP_EVENT_HAS_METRIC_BYTES ? KP_AGG_BYTES : 0) | kp_agg_metric_of(e));
+    if (st != KPROF_OK) return st;
     if (parent) { /* the parent's own time loses the part of this one inside it */
         int64_t inside = kp_ns_diff(f < parent->end ? f : parent->end, s);
         kp_aggregation_stats *ps = &a->nodes[parent->node].stats;
@@ -379,16 +385,17 @@ static int kp_agg_place_host(kp_aggregation *a, const kp_event *e, int ordered)
         a->totals.calls++;
         a->totals.host_api_ns = kp_i64_add_sat(a->totals.host_api_ns, d);
         if ((e->known & KP_EVENT_HAS_CORRELATION) &&
-            kp_agg_call_put(a, e->process, e->correlation, id) != 0)
-            return -1;
+            kp_agg_call_put(a, e->process, e->correlation, id) != KPROF_OK)
+            return KPROF_NOMEM;
     } else {
         a->totals.ranges++;
     }
     if (ordered && f > s) {
-        if (kp_agg_grow((void **)&t->open, &t->capopen, t->nopen, sizeof *t->open) != 0) return -1;
+        if (kp_agg_grow((void **)&t->open, &t->capopen, t->nopen, sizeof *t->open) != KPROF_OK)
+            return KPROF_NOMEM;
         t->open[t->nopen++] = (kp_agg_open){id, s, f};
     }
-    return 0;
+    return KPROF_OK;
 }
 
 static int kp_cmp_held(const void *x, const void *y)
@@ -401,46 +408,49 @@ static int kp_cmp_held(const void *x, const void *y)
 
 /* Place the events that started at held_start, the longest first: an enclosing range that
  * starts with its first call is then that call's parent. */
-static int kp_agg_flush(kp_aggregation *a)
+static kprof_status kp_agg_flush(kp_aggregation *a)
 {
     if (a->nheld > 1) qsort(a->held, a->nheld, sizeof *a->held, kp_cmp_held);
-    for (size_t i = 0; i < a->nheld; i++)
-        if (kp_agg_place_host(a, &a->held[i].event, 1) != 0) return -1;
+    for (size_t i = 0; i < a->nheld; i++) {
+        kprof_status st = kp_agg_place_host(a, &a->held[i].event, 1);
+        if (st != KPROF_OK) return st;
+    }
     a->nheld = 0;
-    return 0;
+    return KPROF_OK;
 }
 
 /* ---- device work ----------------------------------------------------------------------------- */
 
-static int kp_agg_place_device(kp_aggregation *a, uint32_t call, kp_event_kind kind, uint32_t name,
-                               int64_t d, double flops, double bytes, unsigned metrics)
+static kprof_status kp_agg_place_device(kp_aggregation *a, uint32_t call, kp_event_kind kind,
+                                        uint32_t name, int64_t d, double flops, double bytes,
+                                        unsigned metrics)
 {
     if (!call) {
         if (!a->unattributed) {
             a->unattributed = kp_agg_child(a, 0, KP_EVENT_NONE, 0);
-            if (!a->unattributed) return -1;
+            if (!a->unattributed) return KPROF_NOMEM;
         }
         call = a->unattributed;
         a->totals.ops_without_call++;
     }
     uint32_t id = kp_agg_child(a, call, kind, name);
-    if (!id) return -1;
+    if (!id) return KPROF_NOMEM;
     return kp_agg_count(a, id, d, 1, flops, bytes, metrics);
 }
 
-static int kp_agg_device(kp_aggregation *a, const kp_event *e)
+static kprof_status kp_agg_device(kp_aggregation *a, const kp_event *e)
 {
     int64_t d = kp_agg_duration(e);
     int64_t end = e->end_ns > e->start_ns ? e->end_ns : e->start_ns;
     double flops = e->known & KP_EVENT_HAS_FLOPS ? e->metrics.flops : 0;
+    /* A copy's or a fill's size, when known, counts as its bytes (aggregate.h): it has them. */
+    int size = e->kind != KP_EVENT_KERNEL && (e->known & KP_EVENT_HAS_BYTES);
     double bytes = e->known & KP_EVENT_HAS_METRIC_BYTES ? e->metrics.bytes
-                   : e->kind != KP_EVENT_KERNEL         ? (double)e->bytes
+                   : size                               ? (double)e->bytes
                                                         : 0;
-    /* A copy's or a fill's size counts as its bytes (aggregate.h): it has them. */
-    unsigned metrics =
-        (e->known & KP_EVENT_HAS_FLOPS ? KP_AGG_FLOPS : 0) |
-        ((e->known & KP_EVENT_HAS_METRIC_BYTES) || e->kind != KP_EVENT_KERNEL ? KP_AGG_BYTES : 0) |
-        kp_agg_metric_of(e);
+    unsigned metrics = (e->known & KP_EVENT_HAS_FLOPS ? KP_AGG_FLOPS : 0) |
+                       ((e->known & KP_EVENT_HAS_METRIC_BYTES) || size ? KP_AGG_BYTES : 0) |
+                       kp_agg_metric_of(e);
     kp_aggregation_totals *t = &a->totals;
     t->device_ops++;
     kp_busy_add(&a->busy, e->start_ns, end);
@@ -456,18 +466,36 @@ static int kp_agg_device(kp_aggregation *a, const kp_event *e)
     uint32_t call = kp_agg_call_get(a, e->process, e->correlation);
     if (call) return kp_agg_place_device(a, call, e->kind, e->name, d, flops, bytes, metrics);
     /* Its call may still come (clock skew, a tie of start times): decide at finish. */
-    if (kp_agg_grow((void **)&a->pending, &a->cappending, a->npending, sizeof *a->pending) != 0)
-        return -1;
+    if (kp_agg_grow((void **)&a->pending, &a->cappending, a->npending, sizeof *a->pending) !=
+        KPROF_OK)
+        return KPROF_NOMEM;
     a->pending[a->npending++] =
         (kp_agg_pending){e->process, e->correlation, d, flops, bytes, e->name, e->kind, metrics};
-    return 0;
+    return KPROF_OK;
+}
+
+/* Spoil the aggregation with st (KPROF_NOMEM, or what the observer returned) and say so in err.
+ * Returns st. */
+static kprof_status kp_agg_fail(kp_aggregation *a, kprof_status st, kp_error *err)
+{
+    a->failed = st;
+    if (st == KPROF_NOMEM) return kp_error_nomem(err);
+    return kp_error_set(err, st, "aggregation: the observer of its instances failed");
+}
+
+/* Why a spoilt or finished aggregation takes no more (add, finish). */
+static kprof_status kp_agg_refuse(const kp_aggregation *a, const char *what, kp_error *err)
+{
+    if (a->failed)
+        return kp_error_set(err, a->failed, "aggregation: %s after an earlier failure", what);
+    return kp_error_set(err, KPROF_INVALID, "aggregation: %s after kp_aggregation_finish", what);
 }
 
 /* ---- feeding --------------------------------------------------------------------------------- */
 
-int kp_aggregation_add(kp_aggregation *a, const kp_event *e)
+kprof_status kp_aggregation_add(kp_aggregation *a, const kp_event *e, kp_error *err)
 {
-    if (a->failed || a->finished) return -1;
+    if (a->failed || a->finished) return kp_agg_refuse(a, "an event fed", err);
     kp_aggregation_totals *t = &a->totals;
     int64_t end = e->end_ns > e->start_ns ? e->end_ns : e->start_ns;
     if (!t->events || e->start_ns < t->first_ns) t->first_ns = e->start_ns;
@@ -479,11 +507,14 @@ int kp_aggregation_add(kp_aggregation *a, const kp_event *e)
     if (!ordered) {
         t->unordered++;
     } else {
-        if (a->nheld && e->start_ns > a->held_start && kp_agg_flush(a) != 0) goto fail;
+        if (a->nheld && e->start_ns > a->held_start) {
+            kprof_status st = kp_agg_flush(a);
+            if (st != KPROF_OK) return kp_agg_fail(a, st, err);
+        }
         a->latest_start = e->start_ns;
         a->any_event = 1;
     }
-    int rc = 0;
+    kprof_status rc = KPROF_OK;
     switch (e->kind) {
     case KP_EVENT_API:
     case KP_EVENT_RANGE:
@@ -491,7 +522,8 @@ int kp_aggregation_add(kp_aggregation *a, const kp_event *e)
             rc = kp_agg_place_host(a, e, 0);
             break;
         }
-        if (kp_agg_grow((void **)&a->held, &a->capheld, a->nheld, sizeof *a->held) != 0) goto fail;
+        if (kp_agg_grow((void **)&a->held, &a->capheld, a->nheld, sizeof *a->held) != KPROF_OK)
+            return kp_agg_fail(a, KPROF_NOMEM, err);
         a->held[a->nheld] = (kp_agg_held){*e, a->nheld};
         a->nheld++;
         a->held_start = e->start_ns;
@@ -508,25 +540,23 @@ int kp_aggregation_add(kp_aggregation *a, const kp_event *e)
         t->ignored++;
         break;
     }
-    if (rc != 0) goto fail;
-    return 0;
-fail:
-    a->failed = 1;
-    return -1;
+    if (rc != KPROF_OK) return kp_agg_fail(a, rc, err);
+    return KPROF_OK;
 }
 
 /* ---- finishing ------------------------------------------------------------------------------- */
 
-int kp_aggregation_finish(kp_aggregation *a)
+kprof_status kp_aggregation_finish(kp_aggregation *a, kp_error *err)
 {
-    if (a->failed || a->finished) return -1;
-    if (kp_agg_flush(a) != 0) goto fail;
+    if (a->failed || a->finished) return kp_agg_refuse(a, "finished", err);
+    kprof_status st = kp_agg_flush(a);
+    if (st != KPROF_OK) return kp_agg_fail(a, st, err);
     for (size_t i = 0; i < a->npending; i++) {
         const kp_agg_pending *p = &a->pending[i];
         uint32_t call = kp_agg_call_get(a, p->process, p->correlation);
-        if (kp_agg_place_device(a, call, p->kind, p->name, p->duration, p->flops, p->bytes,
-                                p->metrics) != 0)
-            goto fail;
+        st = kp_agg_place_device(a, call, p->kind, p->name, p->duration, p->flops, p->bytes,
+                                 p->metrics);
+        if (st != KPROF_OK) return kp_agg_fail(a, st, err);
     }
     free(a->pending);
     a->pending = NULL;
@@ -554,11 +584,9 @@ int kp_aggregation_finish(kp_aggregation *a)
     a->totals.gpu_busy_ns = kp_busy_ns(&a->busy);
     a->totals.kernel_busy_ns = kp_busy_ns(&a->kernel_busy);
     a->finished = 1;
-    if (kp_aggregation_order(a, KP_AGGREGATION_SORT_TOTAL) != 0) goto fail;
-    return 0;
-fail:
-    a->failed = 1;
-    return -1;
+    if (kp_aggregation_order(a, KP_AGGREGATION_SORT_TOTAL, err) != KPROF_OK)
+        return kp_agg_fail(a, KPROF_NOMEM, NULL); /* err holds it already */
+    return KPROF_OK;
 }
 
 const kp_aggregation_totals *kp_aggregation_get_totals(const kp_aggregation *a)
@@ -686,11 +714,11 @@ static kp_agg_key kp_agg_key_of(const kp_aggregation_stats *s, kp_event_kind kin
     return k;
 }
 
-int kp_aggregation_order(kp_aggregation *a, kp_aggregation_sort key)
+kprof_status kp_aggregation_order(kp_aggregation *a, kp_aggregation_sort key, kp_error *err)
 {
-    if (a->nnodes < 2) return 0;
+    if (a->nnodes < 2) return KPROF_OK;
     kp_agg_key *keys = malloc((a->nnodes - 1) * sizeof *keys);
-    if (!keys) return -1;
+    if (!keys) return kp_error_nomem(err);
     for (size_t id = 1; id < a->nnodes; id++) {
         const kp_aggregation_node *n = &a->nodes[id];
         keys[id - 1] = kp_agg_key_of(&n->stats, n->kind, n->name, n->parent, (uint32_t)id, key);
@@ -706,7 +734,7 @@ int kp_aggregation_order(kp_aggregation *a, kp_aggregation_sort key)
         parent->first_child = id;
     }
     free(keys);
-    return 0;
+    return KPROF_OK;
 }
 
 /* ---- key averages ---------------------------------------------------------------------------- */
@@ -760,8 +788,8 @@ void kp_aggregation_stats_merge(kp_aggregation_stats *into, const kp_aggregation
     into->metric_events += s->metric_events;
 }
 
-int kp_aggregation_rows(const kp_aggregation *a, kp_aggregation_group group,
-                        kp_aggregation_row **out, size_t *nout)
+kprof_status kp_aggregation_rows(const kp_aggregation *a, kp_aggregation_group group,
+                                 kp_aggregation_row **out, size_t *nout, kp_error *err)
 {
     *out = NULL;
     *nout = 0;
@@ -775,7 +803,7 @@ int kp_aggregation_rows(const kp_aggregation *a, kp_aggregation_group group,
     if (!rows || (group == KP_AGGREGATION_GROUP_NAME && !slots)) {
         free(rows);
         free(slots);
-        return -1;
+        return kp_error_nomem(err);
     }
     for (size_t id = 1; id < a->nnodes; id++) {
         const kp_aggregation_node *node = &a->nodes[id];
@@ -802,7 +830,7 @@ int kp_aggregation_rows(const kp_aggregation *a, kp_aggregation_group group,
     }
     *out = rows;
     *nout = n;
-    return 0;
+    return KPROF_OK;
 }
 
 /* Rows compared under one key; the last tie-break is the row's node, unique among rows. */

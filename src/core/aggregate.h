@@ -43,14 +43,16 @@
  *   gpu_ns        device time attributed: its own and everything below it, whenever it ran
  *   device_ops    device operations at and below it
  *   flops, bytes  metrics of its own events (KP_EVENT_HAS_FLOPS, KP_EVENT_HAS_METRIC_BYTES; a
- *                 copy or fill without a bytes metric counts its size); *_inclusive: with
+ *                 copy or fill without a bytes metric counts its size, where known:
+ *                 KP_EVENT_HAS_BYTES); *_inclusive: with
  *                 everything below it
  *   flops_ns, bytes_ns  the durations (as duration_ns) of its own events that carry flops, and
  *                 bytes: the time the rates are over, GFLOP/s = flops / flops_ns (flops per ns
  *                 are GFLOP per s), GB/s = bytes / bytes_ns (kp_aggregation_rate); an instance
  *                 without the metric neither adds to it nor dilutes it
  *   flops_events, bytes_events  its own events that carry flops, and bytes (a copy's or a
- *                 fill's size included): a row "has" flops or bytes when these are > 0, even
+ *                 fill's known size included; one of unknown size carries none, and shows "-"):
+ *                 a row "has" flops or bytes when these are > 0, even
  *                 where the values are 0 (`kprof report`'s tables show "0", not "-")
  *   metric_events its own events that carry flops or a bytes metric (a size alone is none):
  *                 whether a table of rows shows metric columns at all
@@ -84,6 +86,7 @@
 #define KP_CORE_AGGREGATE_H
 
 #include "core/event.h"
+#include "base/error.h"
 #include "base/util.h"
 
 #include <stddef.h>
@@ -161,26 +164,29 @@ void kp_aggregation_destroy(kp_aggregation *a); /* NULL is a no-op */
 /* Each instance as it is placed: its node and its duration (ns, as duration_ns counts it). For
  * a reader that needs the instances' durations themselves (`kprof diff`'s confidence intervals
  * of medians), which the aggregation does not keep: its memory grows with the nodes, the
- * observer's with what it keeps. Return 0, or -1 to fail the add (or finish) that placed it: the
- * aggregation is then spoilt (say why in ctx). Instances are placed during kp_aggregation_add
- * and, for those held (ties of start, device work before its call), during
- * kp_aggregation_finish. */
-typedef int (*kp_aggregation_observe_fn)(void *ctx, uint32_t node, int64_t duration_ns);
+ * observer's with what it keeps. Return KPROF_OK, or a failure status to fail the add (or finish)
+ * that placed it with that status (KPROF_NOMEM: "out of memory"; another: "the observer of its
+ * instances failed"; say more in ctx): the aggregation is then spoilt. Instances are placed
+ * during kp_aggregation_add and, for those held (ties of start, device work before its call),
+ * during kp_aggregation_finish. */
+typedef kprof_status (*kp_aggregation_observe_fn)(void *ctx, uint32_t node, int64_t duration_ns);
 
 /* Call fn(ctx, ...) for every instance placed from now on (NULL fn: none). Set it before the
  * first kp_aggregation_add to see them all. */
 void kp_aggregation_observe(kp_aggregation *a, kp_aggregation_observe_fn fn, void *ctx);
 
-/* Feed one event (copied; e need not outlive the call). 0, or -1 when out of memory or after
- * kp_aggregation_finish; after a failure the aggregation is spoilt and every later call of
- * add and finish returns -1 (destroy still frees it). */
-int kp_aggregation_add(kp_aggregation *a, const kp_event *e);
+/* Feed one event (copied; e need not outlive the call). KPROF_OK; KPROF_NOMEM (or the observer's
+ * status) when that failed; KPROF_INVALID after kp_aggregation_finish. After a failure the
+ * aggregation is spoilt and every later call of add and finish returns that failure's status
+ * again (destroy still frees it). err says which. */
+kprof_status kp_aggregation_add(kp_aggregation *a, const kp_event *e, kp_error *err);
 
 /* No more events: places what is held, joins device work that came before its call, leaves the
  * rest under (unattributed), computes the inclusive numbers and orders the tree by
- * KP_AGGREGATION_SORT_TOTAL. Call once; the reading functions below need it. 0, or -1 when out of
- * memory or spoilt. */
-int kp_aggregation_finish(kp_aggregation *a);
+ * KP_AGGREGATION_SORT_TOTAL. Call once; the reading functions below need it. KPROF_OK; KPROF_NOMEM
+ * (or the observer's status) when that failed, or the status of the failure that spoilt it;
+ * KPROF_INVALID when called twice. err says which. */
+kprof_status kp_aggregation_finish(kp_aggregation *a, kp_error *err);
 
 const kp_aggregation_totals *kp_aggregation_get_totals(const kp_aggregation *a);
 
@@ -238,9 +244,9 @@ int kp_aggregation_sort_parse(const char *name, kp_aggregation_sort *key);
 double kp_aggregation_sort_value(const kp_aggregation_stats *s, kp_event_kind kind,
                                  kp_aggregation_sort key);
 
-/* Reorder every node's children by key (finish orders them by TOTAL). 0, or -1 when out of
- * memory (the order is then unchanged). */
-int kp_aggregation_order(kp_aggregation *a, kp_aggregation_sort key);
+/* Reorder every node's children by key (finish orders them by TOTAL). KPROF_OK, or KPROF_NOMEM
+ * (err filled; the order is then unchanged). */
+kprof_status kp_aggregation_order(kp_aggregation *a, kp_aggregation_sort key, kp_error *err);
 
 /* ---- key averages ---------------------------------------------------------------------------- */
 
@@ -268,9 +274,9 @@ typedef struct kp_aggregation_row {
 
 /* Key averages: one row per node (by path; (unattributed) included, the root not) or per
  * (kind, name) (by name; nodes of kind NONE left out), in node order. *rows is heap (free() it;
- * NULL when there are none). 0, or -1 when out of memory. */
-int kp_aggregation_rows(const kp_aggregation *a, kp_aggregation_group group,
-                        kp_aggregation_row **rows, size_t *n);
+ * NULL when there are none). KPROF_OK, or KPROF_NOMEM (err filled). */
+kprof_status kp_aggregation_rows(const kp_aggregation *a, kp_aggregation_group group,
+                                 kp_aggregation_row **rows, size_t *n, kp_error *err);
 
 /* Add the numbers s into `into`, as a key average by name merges its nodes: counts and sums add,
  * min and max combine (an empty side leaves the other's). */

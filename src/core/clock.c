@@ -81,20 +81,20 @@ void kp_ticks_setup(double *rate, kp_tick_anchor *origin)
     *origin = kp_ticks_origin;
 }
 
-int kp_tick_map_init(kp_tick_map *m, int identity, kp_tick_anchor origin, double rate,
-                     kp_tick_anchor first)
+kprof_status kp_tick_map_init(kp_tick_map *m, int identity, kp_tick_anchor origin, double rate,
+                              kp_tick_anchor first, kp_error *err)
 {
     memset(m, 0, sizeof *m);
     m->identity = identity;
     m->origin = origin;
     m->rate = rate > 0 ? rate : 1.0;
-    if (identity) return 0;
+    if (identity) return KPROF_OK;
     m->segments = malloc(64 * sizeof *m->segments);
-    if (!m->segments) return -1;
+    if (!m->segments) return kp_error_nomem(err);
     m->cap = 64;
     m->segments[0] = (kp_tick_segment){first.tick, first.ns, m->rate, first.ns, 0, m->rate};
     m->n = 1;
-    return 0;
+    return KPROF_OK;
 }
 
 void kp_tick_map_free(kp_tick_map *m)

@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/error.h"
 #include "base/util.h"
 
 #define KP_TICK_MAX_SLEW 1e-3 /* the most a segment's slope departs from the rate (1000 ppm) */
@@ -84,9 +85,9 @@ typedef struct kp_tick_map {
 } kp_tick_map;
 
 /* A map starting at `first` (its first segment), with the process's rate and origin. identity:
- * ticks are ns (then nothing else matters). 0, or -1 when out of memory. */
-int kp_tick_map_init(kp_tick_map *m, int identity, kp_tick_anchor origin, double rate,
-                     kp_tick_anchor first);
+ * ticks are ns (then nothing else matters). KPROF_OK, or KPROF_NOMEM (err filled). */
+kprof_status kp_tick_map_init(kp_tick_map *m, int identity, kp_tick_anchor origin, double rate,
+                              kp_tick_anchor first, kp_error *err);
 void kp_tick_map_free(kp_tick_map *m);
 
 /* A new anchor (measured now, with no conversion running meanwhile): a segment from a.tick on,

@@ -22,12 +22,12 @@ int kp_clock_offset_estimate(const kp_clock_pair *pairs, size_t n, kp_clock_offs
         if (p->uncertainty_ns > worst) worst = p->uncertainty_ns;
         out->pairs++;
     }
-    if (out->pairs == 0) return -1;
+    if (out->pairs == 0) return 0;
     int64_t range = kp_ns_diff(hi, lo); /* >= 0; saturates for a range beyond int64 */
     out->spread_ns = range;
     out->offset_ns = lo + range / 2;
     out->uncertainty_ns = kp_i64_add_sat(worst, range / 2 + range % 2);
-    return 0;
+    return 1;
 }
 
 int64_t kp_clock_offset_shift(const kp_clock_offset *host, const kp_clock_offset *reference,

@@ -26,7 +26,8 @@ typedef struct kp_clock_offset {
 
 /* Estimate from n pairs. Pairs that cannot be one are left out: real_ns ≤ 0 (not read), a
  * negative uncertainty, a difference or range beyond the int64 range (saturating instead of
- * wrapping). 0 and *out filled, or -1 (out->pairs 0, the rest 0) when no pair is usable. */
+ * wrapping). 1 and *out filled, or 0 (out->pairs 0, the rest 0) when no pair is usable (no
+ * failure: that host's offset is unknown). */
 int kp_clock_offset_estimate(const kp_clock_pair *pairs, size_t n, kp_clock_offset *out);
 
 /* The shift that puts a host's times on the reference host's: host.offset − reference.offset

@@ -332,26 +332,33 @@ static void kp_resample_blocks(kp_rng *rng, const double *x, const double *y, si
     }
 }
 
-int kp_ratio_ci_bootstrap(const double *a, size_t na, const double *b, size_t nb, int paired,
-                          int resamples, double level, uint64_t seed, double *scratch,
-                          kp_estimate *out)
+kprof_status kp_ratio_ci_bootstrap(const double *a, size_t na, const double *b, size_t nb,
+                                   int paired, int resamples, double level, uint64_t seed,
+                                   double *scratch, kp_estimate *out, kp_error *err)
 {
     return kp_ratio_ci_bootstrap_blocks(a, na, 1, b, nb, 1, paired, resamples, level, seed, scratch,
-                                        out);
+                                        out, err);
 }
 
-int kp_ratio_ci_bootstrap_blocks(const double *a, size_t na, size_t block_a, const double *b,
-                                 size_t nb, size_t block_b, int paired, int resamples, double level,
-                                 uint64_t seed, double *scratch, kp_estimate *out)
+kprof_status kp_ratio_ci_bootstrap_blocks(const double *a, size_t na, size_t block_a,
+                                          const double *b, size_t nb, size_t block_b, int paired,
+                                          int resamples, double level, uint64_t seed,
+                                          double *scratch, kp_estimate *out, kp_error *err)
 {
-    if (na == 0 || nb == 0 || (paired && na != nb) || resamples < 1 || !(level > 0) ||
-        !(level < 1) || block_a < 1 || block_b < 1 || (paired && block_a != block_b))
-        return -1;
+    if (na == 0 || nb == 0)
+        return kp_error_set(err, KPROF_INVALID, "bootstrap: a side has no samples");
+    if (paired && (na != nb || block_a != block_b))
+        return kp_error_set(err, KPROF_INVALID,
+                            "bootstrap: paired sides of different sizes or blocks");
+    if (resamples < 1 || !(level > 0) || !(level < 1) || block_a < 1 || block_b < 1)
+        return kp_error_set(err, KPROF_INVALID,
+                            "bootstrap: resamples and blocks must be >= 1, level in (0, 1)");
     double median_a = kp_median_of_copy(a, na, scratch);
     double median_b = kp_median_of_copy(b, nb, scratch + na);
-    if (!(median_a > 0) || !(median_b > 0)) return -1;
+    if (!(median_a > 0) || !(median_b > 0))
+        return kp_error_set(err, KPROF_INVALID, "bootstrap: a median is not positive");
     double *ratios = malloc((size_t)resamples * sizeof *ratios);
-    if (!ratios) return -1;
+    if (!ratios) return kp_error_nomem(err);
 
     kp_rng rng;
     kp_rng_seed(&rng, seed);
@@ -394,7 +401,7 @@ int kp_ratio_ci_bootstrap_blocks(const double *a, size_t na, size_t block_a, con
     out->value = median_b / median_a;
     out->lo = lo;
     out->hi = hi;
-    return 0;
+    return KPROF_OK;
 }
 
 /* ---- the verdict ---------------------------------------------------------------------------- */

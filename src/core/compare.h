@@ -25,6 +25,8 @@
 #ifndef KP_CORE_COMPARE_H
 #define KP_CORE_COMPARE_H
 
+#include "base/error.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -70,21 +72,24 @@ double kp_rsd(const double *v, size_t n);
  * median of a is <= 0 counts as ratio +inf (interval unbounded above: the verdict is UNSURE).
  * a, b are left untouched; scratch must hold na + nb doubles (no overlap with a or b). Allocates
  * `resamples` doubles for the resampled ratios, freed before returning.
- * Returns 0; or -1, with *out untouched, when a side is empty, a full sample's median is <= 0,
- * paired with na != nb, resamples < 1, level outside (0, 1), or the allocation failed. */
-int kp_ratio_ci_bootstrap(const double *a, size_t na, const double *b, size_t nb, int paired,
-                          int resamples, double level, uint64_t seed, double *scratch,
-                          kp_estimate *out);
+ * Returns KPROF_OK; with *out untouched and err filled, KPROF_INVALID when a side is empty, a
+ * full sample's median is <= 0, paired with na != nb, resamples < 1 or level outside (0, 1), and
+ * KPROF_NOMEM when the allocation failed. */
+kprof_status kp_ratio_ci_bootstrap(const double *a, size_t na, const double *b, size_t nb,
+                                   int paired, int resamples, double level, uint64_t seed,
+                                   double *scratch, kp_estimate *out, kp_error *err);
 
 /* The same with a block bootstrap: samples taken in batches share what happened to the device
  * during their batch (another process, a clock step), so a resample draws whole blocks of
  * block_a (block_b) consecutive samples, in the order taken, instead of single ones; the
  * interval then widens by what is correlated within a block instead of pretending each sample
  * independent. Paired: blocks of pairs, block_a == block_b. Block 1 is
- * kp_ratio_ci_bootstrap. */
-int kp_ratio_ci_bootstrap_blocks(const double *a, size_t na, size_t block_a, const double *b,
-                                 size_t nb, size_t block_b, int paired, int resamples, double level,
-                                 uint64_t seed, double *scratch, kp_estimate *out);
+ * kp_ratio_ci_bootstrap (the same statuses; INVALID too for a block < 1, or paired blocks that
+ * differ). */
+kprof_status kp_ratio_ci_bootstrap_blocks(const double *a, size_t na, size_t block_a,
+                                          const double *b, size_t nb, size_t block_b, int paired,
+                                          int resamples, double level, uint64_t seed,
+                                          double *scratch, kp_estimate *out, kp_error *err);
 
 /* The verdict on B against A, one list making the enum and the names. */
 #define KP_COMPARE_VERDICT_LIST(X)                                                                 \

@@ -24,15 +24,15 @@ static void kp_dm_load(void)
 
 int kp_demangle(const char *sym, char *out, size_t n)
 {
-    if (n == 0) return -1;
+    if (n == 0) return 0;
     snprintf(out, n, "%s", sym ? sym : "");
-    if (!sym || strncmp(sym, "_Z", 2) != 0) return -1;
+    if (!sym || strncmp(sym, "_Z", 2) != 0) return 0;
     pthread_once(&kp_dm_once, kp_dm_load);
-    if (!kp_dm) return -1;
+    if (!kp_dm) return 0;
     int status = -1;
     char *d = kp_dm(sym, NULL, NULL, &status);
-    int rc = status == 0 && d && strlen(d) < n ? 0 : -1;
-    if (rc == 0) memcpy(out, d, strlen(d) + 1);
+    int demangled = status == 0 && d && strlen(d) < n;
+    if (demangled) memcpy(out, d, strlen(d) + 1);
     free(d);
-    return rc;
+    return demangled;
 }

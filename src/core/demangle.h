@@ -7,9 +7,9 @@
 
 #include <stddef.h>
 
-/* The demangled form of sym in out: 0. Otherwise sym itself (cut to fit) and -1: sym is not a
- * mangled name, no C++ runtime can be loaded, or the demangled form does not fit in n bytes.
- * Thread-safe. */
+/* Whether sym was demangled: 1 with the demangled form in out. Otherwise 0 with sym itself in out
+ * (cut to fit), no failure: sym is not a mangled name, no C++ runtime can be loaded, or the
+ * demangled form does not fit in n bytes. Thread-safe. */
 int kp_demangle(const char *sym, char *out, size_t n);
 
 #endif

@@ -225,19 +225,20 @@ static inline const char *kp_copy_kind_name(int copy_kind)
  * they come in, with kp_event_set_groups; kp_event_groups gives the count back for display.
  */
 enum {
-    KP_EVENT_HAS_REGISTERS = 1u << 0,     /* registers */
-    KP_EVENT_HAS_SHARED = 1u << 1,        /* static_shared and dynamic_shared */
-    KP_EVENT_HAS_LOCAL = 1u << 2,         /* local_mem */
-    KP_EVENT_HAS_QUEUED = 1u << 3,        /* queued_ns */
-    KP_EVENT_HAS_SUBMITTED = 1u << 4,     /* submitted_ns */
-    KP_EVENT_HAS_CORRELATION = 1u << 5,   /* correlation */
-    KP_EVENT_HAS_GEOMETRY = 1u << 6,      /* grid and group */
-    KP_EVENT_HAS_OCCUPANCY = 1u << 7,     /* occupancy */
-    KP_EVENT_HAS_MAX_THREADS = 1u << 8,   /* max_threads_per_group */
-    KP_EVENT_HAS_FLOPS = 1u << 9,         /* metrics.flops */
-    KP_EVENT_HAS_METRIC_BYTES = 1u << 10, /* metrics.bytes */
-    KP_EVENT_HAS_CL_REFLECTION = 1u << 11 /* cl_local_mem, cl_private_mem, group_multiple (and
-                                             max_threads_per_group): an OpenCL kernel's */
+    KP_EVENT_HAS_REGISTERS = 1u << 0,      /* registers */
+    KP_EVENT_HAS_SHARED = 1u << 1,         /* static_shared and dynamic_shared */
+    KP_EVENT_HAS_LOCAL = 1u << 2,          /* local_mem */
+    KP_EVENT_HAS_QUEUED = 1u << 3,         /* queued_ns */
+    KP_EVENT_HAS_SUBMITTED = 1u << 4,      /* submitted_ns */
+    KP_EVENT_HAS_CORRELATION = 1u << 5,    /* correlation */
+    KP_EVENT_HAS_GEOMETRY = 1u << 6,       /* grid and group */
+    KP_EVENT_HAS_OCCUPANCY = 1u << 7,      /* occupancy */
+    KP_EVENT_HAS_MAX_THREADS = 1u << 8,    /* max_threads_per_group */
+    KP_EVENT_HAS_FLOPS = 1u << 9,          /* metrics.flops */
+    KP_EVENT_HAS_METRIC_BYTES = 1u << 10,  /* metrics.bytes */
+    KP_EVENT_HAS_CL_REFLECTION = 1u << 11, /* cl_local_mem, cl_private_mem, group_multiple (and
+                                              max_threads_per_group): an OpenCL kernel's */
+    KP_EVENT_HAS_BYTES = 1u << 12          /* bytes: a copy's or a fill's size */
 };
 
 typedef struct kp_event {
@@ -270,7 +271,7 @@ typedef struct kp_event {
     uint64_t cl_local_mem;          /* OpenCL: local memory per work-group, bytes */
     uint64_t cl_private_mem;        /* OpenCL: private memory per work-item, bytes */
     double occupancy;               /* achieved or theoretical, 0..1 */
-    uint64_t bytes;                 /* copies and fills: size */
+    uint64_t bytes;                 /* copies and fills: size (KP_EVENT_HAS_BYTES) */
     uint64_t range_id;              /* ranges and marks: unique within the process image */
     int32_t status;                 /* calls: return value; device ops: final status (0 = ok) */
     struct {

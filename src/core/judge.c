@@ -239,7 +239,7 @@ static int kp_all_positive(const double *v, size_t n)
 }
 
 /* The runs' interval of the ratio: paired sessions' ratios (a t interval of their mean log), or
- * each side's run medians (Welch's). 0 when there is one (*out set), -1 when none. */
+ * each side's run medians (Welch's). 1 when there is one (*out set), 0 when none. */
 static int kp_runs_interval(const kp_judge_side *a, const kp_judge_side *b,
                             const kp_judge_config *cfg, kp_estimate *out, int *runs)
 {
@@ -251,7 +251,7 @@ static int kp_runs_interval(const kp_judge_side *a, const kp_judge_side *b,
         double half = kp_t975((double)(k - 1)) * sqrt(v / (double)k);
         *out = (kp_estimate){exp(m), exp(m - half), exp(m + half)};
         *runs = (int)k;
-        return 0;
+        return 1;
     }
     if (a->runs && b->runs && a->nruns >= 2 && b->nruns >= 2 &&
         kp_all_positive(a->runs, a->nruns) && kp_all_positive(b->runs, b->nruns)) {
@@ -267,9 +267,9 @@ static int kp_runs_interval(const kp_judge_side *a, const kp_judge_side *b,
         double half = kp_t975(df) * sqrt(se2);
         *out = (kp_estimate){exp(mb - ma), exp(mb - ma - half), exp(mb - ma + half)};
         *runs = (int)(a->nruns < b->nruns ? a->nruns : b->nruns);
-        return 0;
+        return 1;
     }
-    return -1;
+    return 0;
 }
 
 /* ---- the judgement ------------------------------------------------------------------------- */
@@ -305,8 +305,8 @@ static double kp_judge_allowance(const kp_judgement *j, const kp_judge_config *c
     return allowance;
 }
 
-int kp_judge(const kp_judge_side *a, const kp_judge_side *b, const kp_judge_config *cfg,
-             kp_judgement *out)
+kprof_status kp_judge(const kp_judge_side *a, const kp_judge_side *b, const kp_judge_config *cfg,
+                      kp_judgement *out, kp_error *err)
 {
     memset(out, 0, sizeof *out);
     out->verdict = out->interval_verdict = KP_COMPARE_UNSURE;
@@ -317,11 +317,11 @@ int kp_judge(const kp_judge_side *a, const kp_judge_side *b, const kp_judge_conf
     if (na == 0 || nb == 0) {
         out->reasons = KP_JUDGE_INVALID;
         snprintf(out->reason, sizeof out->reason, "a side has no samples");
-        return 0;
+        return KPROF_OK;
     }
     size_t most = na > nb ? na : nb;
     double *scratch = malloc(2 * (na + nb) * sizeof *scratch);
-    if (!scratch) return -1;
+    if (!scratch) return kp_error_nomem(err);
     double *q = scratch + na + nb;
     kp_shape_of(a->v, na, a->batch, t, scratch, &out->a);
     kp_shape_of(b->v, nb, b->batch, t, scratch, &out->b);
@@ -330,7 +330,7 @@ int kp_judge(const kp_judge_side *a, const kp_judge_side *b, const kp_judge_conf
         free(scratch);
         out->reasons = KP_JUDGE_INVALID;
         snprintf(out->reason, sizeof out->reason, "a median is not positive: nothing to compare");
-        return 0;
+        return KPROF_OK;
     }
     out->effect = mb - ma;
     size_t block_a = out->a.block, block_b = out->b.block;
@@ -365,13 +365,17 @@ int kp_judge(const kp_judge_side *a, const kp_judge_side *b, const kp_judge_conf
         double scaled = (double)resamples * 25000.0 / (double)most;
         resamples = scaled < 200 ? 200 : (int)scaled;
     }
-    int rc = kp_ratio_ci_bootstrap_blocks(a->v, na, block_a, b->v, nb, block_b, cfg->paired,
-                                          resamples, 0.95, cfg->seed, scratch, &out->sample_ratio);
+    kp_error berr = {0};
+    kprof_status rc =
+        kp_ratio_ci_bootstrap_blocks(a->v, na, block_a, b->v, nb, block_b, cfg->paired, resamples,
+                                     0.95, cfg->seed, scratch, &out->sample_ratio, &berr);
     free(scratch);
-    if (rc != 0) {
+    if (rc == KPROF_NOMEM) return kp_error_move(err, &berr);
+    if (rc != KPROF_OK) { /* the medians were checked above: what the bootstrap refuses */
+        kp_error_clear(&berr);
         out->reasons = KP_JUDGE_INVALID;
         snprintf(out->reason, sizeof out->reason, "a median is not positive: nothing to compare");
-        return 0;
+        return KPROF_OK;
     }
     out->ratio = out->sample_ratio;
     kp_compare_verdict sample_verdict = kp_compare_verdict_of(&out->sample_ratio, t);
@@ -379,7 +383,7 @@ int kp_judge(const kp_judge_side *a, const kp_judge_side *b, const kp_judge_conf
     /* Across runs: the spread between them where it is known. */
     kp_estimate runs;
     int nruns = 1;
-    int have_runs = kp_runs_interval(a, b, cfg, &runs, &nruns) == 0;
+    int have_runs = kp_runs_interval(a, b, cfg, &runs, &nruns);
     if (have_runs) {
         out->runs = nruns;
         if (runs.lo < out->ratio.lo) out->ratio.lo = runs.lo;
@@ -688,19 +692,21 @@ const char *kp_judge_words(const kp_judgement *j, const kp_judge_config *cfg, co
 
 /* ---- the CPU time other processes take ------------------------------------------------------- */
 
+/* The machine's busy and total CPU ticks from /proc/stat: 1 when read, 0 when not (no /proc:
+ * the load is then unknown, no failure). */
 static int kp_read_proc_stat(uint64_t *busy, uint64_t *total)
 {
     FILE *f = fopen("/proc/stat", "r");
-    if (!f) return -1;
+    if (!f) return 0;
     unsigned long long v[10] = {0};
     int got = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
                      &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]);
     fclose(f);
-    if (got < 4) return -1;
+    if (got < 4) return 0;
     /* user nice system idle iowait irq softirq steal (guest is inside user) */
     *busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
     *total = *busy + v[3] + v[4];
-    return 0;
+    return 1;
 }
 
 /* utime + stime of a process (and, self, of its children waited for), in seconds; -1 when it
@@ -753,7 +759,7 @@ void kp_cpuload_begin(kp_cpuload *l, const int *pids, int npids)
     l->ncpus = cpus > 0 ? (double)cpus : 1;
     l->own0 = kp_own_cpu_s(pids, npids);
     l->t0_ns = kp_mono_ns();
-    l->ok = l->own0 >= 0 && kp_read_proc_stat(&l->busy0, &l->total0) == 0;
+    l->ok = l->own0 >= 0 && kp_read_proc_stat(&l->busy0, &l->total0);
 }
 
 double kp_cpuload_end(const kp_cpuload *l, const int *pids, int npids)
@@ -761,7 +767,7 @@ double kp_cpuload_end(const kp_cpuload *l, const int *pids, int npids)
     if (!l->ok) return -1;
     uint64_t busy, total;
     double own = kp_own_cpu_s(pids, npids);
-    if (own < 0 || kp_read_proc_stat(&busy, &total) != 0) return -1;
+    if (own < 0 || !kp_read_proc_stat(&busy, &total)) return -1;
     double secs = (double)(kp_mono_ns() - l->t0_ns) / 1e9;
     if (secs < 0.05 || busy < l->busy0) return -1; /* too short for the kernel's ticks */
     double hz = (double)sysconf(_SC_CLK_TCK);

@@ -176,10 +176,10 @@ typedef struct kp_judgement {
     char reason[400]; /* the reasons and notes in words ("" when none) */
 } kp_judgement;
 
-/* Judge B against A. Returns 0 (the answer in *out, UNSURE with INVALID where a side is empty or
- * a median is not positive); -1 when out of memory (*out then says nothing). */
-int kp_judge(const kp_judge_side *a, const kp_judge_side *b, const kp_judge_config *cfg,
-             kp_judgement *out);
+/* Judge B against A. Returns KPROF_OK (the answer in *out, UNSURE with KP_JUDGE_INVALID where a
+ * side is empty or a median is not positive); KPROF_NOMEM (err filled; *out then says nothing). */
+kprof_status kp_judge(const kp_judge_side *a, const kp_judge_side *b, const kp_judge_config *cfg,
+                      kp_judgement *out, kp_error *err);
 
 /* Is one side's run stable enough for a noise-based stop or a reported median: enough blocks,
  * no drift, no unstable modes, not busy past the threshold? The reasons (KP_JUDGE_* bits) it is

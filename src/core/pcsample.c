@@ -9,17 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-int kp_pc_samples_set_reasons(kp_pc_samples *s, const char *const *names, size_t n)
+kprof_status kp_pc_samples_set_reasons(kp_pc_samples *s, const char *const *names, size_t n,
+                                       kp_error *err)
 {
     char **copy = calloc(n ? n : 1, sizeof *copy);
-    if (!copy) return -1;
+    if (!copy) return kp_error_nomem(err);
     for (size_t i = 0; i < n; i++) {
         copy[i] = kp_strdup(names[i] ? names[i] : "");
         if (!copy[i]) {
             for (size_t j = 0; j < i; j++)
                 free(copy[j]);
             free(copy);
-            return -1;
+            return kp_error_nomem(err);
         }
     }
     for (size_t i = 0; i < s->nreasons; i++)
@@ -27,7 +28,7 @@ int kp_pc_samples_set_reasons(kp_pc_samples *s, const char *const *names, size_t
     free(s->reasons);
     s->reasons = copy;
     s->nreasons = n;
-    return 0;
+    return KPROF_OK;
 }
 
 static size_t kp_pcs_hash(const char *function, uint64_t pc_offset)
@@ -37,11 +38,12 @@ static size_t kp_pcs_hash(const char *function, uint64_t pc_offset)
     return (size_t)h;
 }
 
-/* Slots hold index + 1 into pcs (0 = empty); kept at most half full. */
-static int kp_pcs_reindex(kp_pc_samples *s, size_t nslots)
+/* Slots hold index + 1 into pcs (0 = empty); kept at most half full. KPROF_OK, or KPROF_NOMEM
+ * (kp_pc_samples_at's NULL then says so). */
+static kprof_status kp_pcs_reindex(kp_pc_samples *s, size_t nslots)
 {
     size_t *slots = calloc(nslots, sizeof *slots);
-    if (!slots) return -1;
+    if (!slots) return KPROF_NOMEM;
     for (size_t i = 0; i < s->n; i++) {
         size_t at = kp_pcs_hash(s->pcs[i].function, s->pcs[i].pc_offset) & (nslots - 1);
         while (slots[at])
@@ -51,13 +53,13 @@ static int kp_pcs_reindex(kp_pc_samples *s, size_t nslots)
     free(s->slots);
     s->slots = slots;
     s->nslots = nslots;
-    return 0;
+    return KPROF_OK;
 }
 
 kp_pc_sample *kp_pc_samples_at(kp_pc_samples *s, const char *function, uint64_t pc_offset)
 {
     if (!function) function = "";
-    if (2 * (s->n + 1) > s->nslots && kp_pcs_reindex(s, s->nslots ? 2 * s->nslots : 64) != 0)
+    if (2 * (s->n + 1) > s->nslots && kp_pcs_reindex(s, s->nslots ? 2 * s->nslots : 64) != KPROF_OK)
         return NULL;
     size_t at = kp_pcs_hash(function, pc_offset) & (s->nslots - 1);
     for (; s->slots[at]; at = (at + 1) & (s->nslots - 1)) {

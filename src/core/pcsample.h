@@ -12,6 +12,8 @@
 #ifndef KP_CORE_PCSAMPLE_H
 #define KP_CORE_PCSAMPLE_H
 
+#include "base/error.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,8 +43,10 @@ typedef struct kp_pc_samples {
     size_t nslots;
 } kp_pc_samples;
 
-/* Name the stall reasons (copied) before the first kp_pc_samples_at. 0, or -1 out of memory. */
-int kp_pc_samples_set_reasons(kp_pc_samples *s, const char *const *names, size_t n);
+/* Name the stall reasons (copied) before the first kp_pc_samples_at. KPROF_OK, or KPROF_NOMEM
+ * (err filled; the reasons are then as they were). */
+kprof_status kp_pc_samples_set_reasons(kp_pc_samples *s, const char *const *names, size_t n,
+                                       kp_error *err);
 
 /* The PC (function, pc_offset), added with no samples, no file and line 0 when new. NULL when
  * out of memory. Pointers into s->pcs last until the next call. */

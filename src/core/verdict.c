@@ -432,16 +432,18 @@ struct kp_timeline {
     uint64_t *kernels_before, *small_before; /* counts over ops[0..i) */
 };
 
-/* Room for one more element of size sz in *v (capacity *cap). 0, or -1 out of memory. */
-static int kp_grow(void **v, size_t *cap, size_t n, size_t sz)
+/* Room for one more element of size sz in *v (capacity *cap). KPROF_OK, or KPROF_NOMEM. (The
+ * timeline's static helpers fail only for memory and fill no kp_error: the public function that
+ * called them fills err once.) */
+static kprof_status kp_grow(void **v, size_t *cap, size_t n, size_t sz)
 {
-    if (n < *cap) return 0;
+    if (n < *cap) return KPROF_OK;
     size_t c = *cap ? *cap * 2 : 256;
     void *p = realloc(*v, c * sz);
-    if (!p) return -1;
+    if (!p) return KPROF_NOMEM;
     *v = p;
     *cap = c;
-    return 0;
+    return KPROF_OK;
 }
 
 kp_timeline *kp_timeline_create(int64_t start_ns, int64_t end_ns, const char *const *names,
@@ -485,34 +487,42 @@ static const char *kp_tl_text(const kp_timeline *t, uint32_t name)
     return t->names && name < t->nnames && t->names[name] ? t->names[name] : "?";
 }
 
-int kp_timeline_add_op(kp_timeline *t, int64_t start, int64_t end, uint32_t name, int kernel)
+kprof_status kp_timeline_add_op(kp_timeline *t, int64_t start, int64_t end, uint32_t name,
+                                int kernel, kp_error *err)
 {
-    if (kp_grow((void **)&t->ops, &t->capops, t->nops, sizeof *t->ops) != 0) return -1;
+    if (kp_grow((void **)&t->ops, &t->capops, t->nops, sizeof *t->ops) != KPROF_OK)
+        return kp_error_nomem(err);
     t->ops[t->nops++] = (kp_tl_op){start, end < start ? start : end, kp_tl_name(t, name), kernel};
-    return 0;
+    return KPROF_OK;
 }
 
-int kp_timeline_add_call(kp_timeline *t, int64_t start, int64_t end, uint32_t name, int sync)
+kprof_status kp_timeline_add_call(kp_timeline *t, int64_t start, int64_t end, uint32_t name,
+                                  int sync, kp_error *err)
 {
-    if (kp_grow((void **)&t->calls, &t->capcalls, t->ncalls, sizeof *t->calls) != 0) return -1;
+    if (kp_grow((void **)&t->calls, &t->capcalls, t->ncalls, sizeof *t->calls) != KPROF_OK)
+        return kp_error_nomem(err);
     t->calls[t->ncalls++] =
         (kp_tl_call){start, end < start ? start : end, kp_tl_name(t, name), sync};
-    return 0;
+    return KPROF_OK;
 }
 
-int kp_timeline_add_wait(kp_timeline *t, int64_t start, int64_t end, uint32_t name)
+kprof_status kp_timeline_add_wait(kp_timeline *t, int64_t start, int64_t end, uint32_t name,
+                                  kp_error *err)
 {
-    if (kp_grow((void **)&t->waits, &t->capwaits, t->nwaits, sizeof *t->waits) != 0) return -1;
+    if (kp_grow((void **)&t->waits, &t->capwaits, t->nwaits, sizeof *t->waits) != KPROF_OK)
+        return kp_error_nomem(err);
     t->waits[t->nwaits++] = (kp_tl_call){start, end < start ? start : end, kp_tl_name(t, name), 1};
-    return 0;
+    return KPROF_OK;
 }
 
-int kp_timeline_add_range(kp_timeline *t, int64_t start, int64_t end, uint32_t name, int64_t thread)
+kprof_status kp_timeline_add_range(kp_timeline *t, int64_t start, int64_t end, uint32_t name,
+                                   int64_t thread, kp_error *err)
 {
-    if (kp_grow((void **)&t->ranges, &t->capranges, t->nranges, sizeof *t->ranges) != 0) return -1;
+    if (kp_grow((void **)&t->ranges, &t->capranges, t->nranges, sizeof *t->ranges) != KPROF_OK)
+        return kp_error_nomem(err);
     t->ranges[t->nranges++] =
         (kp_tl_range){start, end < start ? start : end, kp_tl_name(t, name), thread};
-    return 0;
+    return KPROF_OK;
 }
 
 static int kp_cmp_op(const void *x, const void *y)
@@ -530,7 +540,8 @@ static int kp_cmp_call(const void *x, const void *y)
 
 /* The union of ops (kernels only, or all), as disjoint ascending stretches: core/busy.h's union
  * (the aggregate's too), keeping every stretch and the operations that open and close it. */
-static int kp_tl_union(const kp_timeline *t, int kernels_only, kp_tl_busy **out, size_t *nout)
+static kprof_status kp_tl_union(const kp_timeline *t, int kernels_only, kp_tl_busy **out,
+                                size_t *nout)
 {
     kp_tl_busy *v = NULL;
     size_t n = 0, cap = 0;
@@ -543,16 +554,16 @@ static int kp_tl_union(const kp_timeline *t, int kernels_only, kp_tl_busy **out,
             v[n - 1].e = union_.end;
             v[n - 1].last = i;
         } else if (step == KP_BUSY_OPENED) {
-            if (kp_grow((void **)&v, &cap, n, sizeof *v) != 0) {
+            if (kp_grow((void **)&v, &cap, n, sizeof *v) != KPROF_OK) {
                 free(v);
-                return -1;
+                return KPROF_NOMEM;
             }
             v[n++] = (kp_tl_busy){o->s, o->e, i, i};
         }
     }
     *out = v;
     *nout = n;
-    return 0;
+    return KPROF_OK;
 }
 
 /* A call that has a wait record of its own (the same name, start and end: the collector saw it
@@ -570,7 +581,7 @@ static void kp_tl_mark_blocking(kp_timeline *t)
     }
 }
 
-int kp_timeline_prepare(kp_timeline *t)
+kprof_status kp_timeline_prepare(kp_timeline *t, kp_error *err)
 {
     if (t->nops > 1) qsort(t->ops, t->nops, sizeof *t->ops, kp_cmp_op);
     if (t->ncalls > 1) qsort(t->calls, t->ncalls, sizeof *t->calls, kp_cmp_call);
@@ -583,7 +594,7 @@ int kp_timeline_prepare(kp_timeline *t)
     t->busy = t->kbusy = NULL;
     t->kernels_before = calloc(t->nops + 1, sizeof *t->kernels_before);
     t->small_before = calloc(t->nops + 1, sizeof *t->small_before);
-    if (!t->kernels_before || !t->small_before) return -1;
+    if (!t->kernels_before || !t->small_before) return kp_error_nomem(err);
     int64_t small_ns = (int64_t)(KP_VERDICT_SMALL_DISPATCH_S * 1e9 + 0.5);
     for (size_t i = 0; i < t->nops; i++) {
         const kp_tl_op *o = &t->ops[i];
@@ -591,9 +602,10 @@ int kp_timeline_prepare(kp_timeline *t)
         t->small_before[i + 1] =
             t->small_before[i] + (o->kernel && kp_ns_diff(o->e, o->s) < small_ns);
     }
-    if (kp_tl_union(t, 0, &t->busy, &t->nbusy) != 0) return -1;
-    if (kp_tl_union(t, 1, &t->kbusy, &t->nkbusy) != 0) return -1;
-    return 0;
+    if (kp_tl_union(t, 0, &t->busy, &t->nbusy) != KPROF_OK ||
+        kp_tl_union(t, 1, &t->kbusy, &t->nkbusy) != KPROF_OK)
+        return kp_error_nomem(err);
+    return KPROF_OK;
 }
 
 int kp_timeline_active(const kp_timeline *t, int64_t *start_ns, int64_t *end_ns)
@@ -647,7 +659,7 @@ typedef struct kp_acc {
     int64_t op_ns;
 } kp_acc;
 
-static int kp_acc_init(kp_acc *a, size_t nnames)
+static kprof_status kp_acc_init(kp_acc *a, size_t nnames)
 {
     memset(a, 0, sizeof *a);
     size_t n = nnames ? nnames : 1;
@@ -659,8 +671,8 @@ static int kp_acc_init(kp_acc *a, size_t nnames)
     a->ktouched = calloc(n, sizeof *a->ktouched);
     a->longest_ns = -1;
     return a->call_ns && a->call_n && a->call_sync && a->touched && a->kernel_ns && a->ktouched
-               ? 0
-               : -1;
+               ? KPROF_OK
+               : KPROF_NOMEM;
 }
 
 static void kp_acc_free(kp_acc *a)
@@ -706,7 +718,7 @@ static void kp_acc_gap(kp_acc *a, const kp_timeline *t, int64_t at, int64_t len,
     a->in.gap_before_kernel = before && before->kernel;
 }
 
-static int kp_acc_add(kp_acc *a, const kp_timeline *t, int64_t ws, int64_t we)
+static kprof_status kp_acc_add(kp_acc *a, const kp_timeline *t, int64_t ws, int64_t we)
 {
     if (we < ws) we = ws;
     const int64_t short_ns = (int64_t)(KP_VERDICT_SHORT_GAP_S * 1e9 + 0.5);
@@ -722,8 +734,8 @@ static int kp_acc_add(kp_acc *a, const kp_timeline *t, int64_t ws, int64_t we)
         if (cs > prev_end) {
             int64_t len = kp_ns_diff(cs, prev_end);
             if (prev) {
-                if (kp_grow((void **)&a->gaps, &a->capgaps, a->ngaps, sizeof *a->gaps) != 0)
-                    return -1;
+                if (kp_grow((void **)&a->gaps, &a->capgaps, a->ngaps, sizeof *a->gaps) != KPROF_OK)
+                    return KPROF_NOMEM;
                 a->gaps[a->ngaps++] = kp_ns_to_s(len);
                 a->in.gaps++;
                 if (len <= short_ns) a->short_gap_ns = kp_i64_add_sat(a->short_gap_ns, len);
@@ -773,7 +785,7 @@ static int kp_acc_add(kp_acc *a, const kp_timeline *t, int64_t ws, int64_t we)
     for (i = kp_calls_from(t->waits, t->nwaits, ws); i < t->nwaits && t->waits[i].s < we; i++)
         a->wait_ns = kp_i64_add_sat(
             a->wait_ns, kp_ns_diff(t->waits[i].e < we ? t->waits[i].e : we, t->waits[i].s));
-    return 0;
+    return KPROF_OK;
 }
 
 static int kp_cmp_double(const void *x, const void *y)
@@ -826,18 +838,18 @@ static void kp_acc_finish(kp_acc *a, const kp_timeline *t, kp_verdict_input *out
     *out = *in;
 }
 
-int kp_timeline_window(const kp_timeline *t, int64_t start_ns, int64_t end_ns,
-                       kp_verdict_input *out)
+kprof_status kp_timeline_window(const kp_timeline *t, int64_t start_ns, int64_t end_ns,
+                                kp_verdict_input *out, kp_error *err)
 {
     kp_acc a;
     memset(out, 0, sizeof *out);
-    if (kp_acc_init(&a, t->nnames) != 0 || kp_acc_add(&a, t, start_ns, end_ns) != 0) {
+    if (kp_acc_init(&a, t->nnames) != KPROF_OK || kp_acc_add(&a, t, start_ns, end_ns) != KPROF_OK) {
         kp_acc_free(&a);
-        return -1;
+        return kp_error_nomem(err);
     }
     kp_acc_finish(&a, t, out);
     kp_acc_free(&a);
-    return 0;
+    return KPROF_OK;
 }
 
 static int kp_cmp_range_thread(const void *x, const void *y)
@@ -863,17 +875,19 @@ static int kp_cmp_range_verdict(const void *x, const void *y)
     return strcmp(a->name, b->name);
 }
 
-int kp_timeline_ranges(const kp_timeline *t, kp_range_verdict **out, size_t *nout)
+kprof_status kp_timeline_ranges(const kp_timeline *t, kp_range_verdict **out, size_t *nout,
+                                kp_error *err)
 {
     *out = NULL;
     *nout = 0;
-    if (!t->nranges) return 0;
+    if (!t->nranges) return KPROF_OK;
     kp_tl_range *top = malloc(t->nranges * sizeof *top);
     kp_range_verdict *res = NULL;
     size_t ntop = 0, nres = 0, capres = 0;
     kp_acc all, one;
-    int ok_all = kp_acc_init(&all, t->nnames) == 0, ok_one = kp_acc_init(&one, t->nnames) == 0;
-    int rc = -1;
+    int ok_all = kp_acc_init(&all, t->nnames) == KPROF_OK;
+    int ok_one = kp_acc_init(&one, t->nnames) == KPROF_OK;
+    kprof_status rc = KPROF_NOMEM;
     if (!top || !ok_all || !ok_one) goto done;
     /* Top level: not inside an earlier range of the same thread. */
     memcpy(top, t->ranges, t->nranges * sizeof *top);
@@ -890,7 +904,7 @@ int kp_timeline_ranges(const kp_timeline *t, kp_range_verdict **out, size_t *nou
     for (size_t i = 0; i < ntop;) {
         size_t j = i;
         kp_acc_reset(&all);
-        if (kp_grow((void **)&res, &capres, nres, sizeof *res) != 0) goto done;
+        if (kp_grow((void **)&res, &capres, nres, sizeof *res) != KPROF_OK) goto done;
         kp_range_verdict *r = &res[nres++];
         memset(r, 0, sizeof *r);
         r->name = kp_tl_text(t, top[i].name);
@@ -898,8 +912,8 @@ int kp_timeline_ranges(const kp_timeline *t, kp_range_verdict **out, size_t *nou
             kp_verdict_input in1;
             kp_verdict v1;
             kp_acc_reset(&one);
-            if (kp_acc_add(&all, t, top[j].s, top[j].e) != 0 ||
-                kp_acc_add(&one, t, top[j].s, top[j].e) != 0)
+            if (kp_acc_add(&all, t, top[j].s, top[j].e) != KPROF_OK ||
+                kp_acc_add(&one, t, top[j].s, top[j].e) != KPROF_OK)
                 goto done;
             kp_acc_finish(&one, t, &in1);
             kp_verdict_compute(&in1, &v1);
@@ -914,11 +928,11 @@ int kp_timeline_ranges(const kp_timeline *t, kp_range_verdict **out, size_t *nou
     *out = res;
     *nout = nres;
     res = NULL;
-    rc = 0;
+    rc = KPROF_OK;
 done:
     free(top);
     free(res);
     kp_acc_free(&all);
     kp_acc_free(&one);
-    return rc;
+    return rc == KPROF_OK ? KPROF_OK : kp_error_nomem(err);
 }

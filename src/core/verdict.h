@@ -29,6 +29,8 @@
 #ifndef KP_CORE_VERDICT_H
 #define KP_CORE_VERDICT_H
 
+#include "base/error.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -171,28 +173,31 @@ void kp_timeline_destroy(kp_timeline *t); /* NULL is a no-op */
 /* The APIs the program used (KP_API_* bits), for advice that fits them. */
 void kp_timeline_set_api(kp_timeline *t, unsigned api);
 
-/* What happened, in any order. Each returns 0, or -1 when out of memory. */
-int kp_timeline_add_op(kp_timeline *t, int64_t start, int64_t end, uint32_t name, int kernel);
+/* What happened, in any order. Each returns KPROF_OK, or KPROF_NOMEM (err filled). */
+kprof_status kp_timeline_add_op(kp_timeline *t, int64_t start, int64_t end, uint32_t name,
+                                int kernel, kp_error *err);
 /* A host API call; sync: the host waits for the device in it. Calls the report hides (polling)
  * are best left out: the verdict names the calls it is given. */
-int kp_timeline_add_call(kp_timeline *t, int64_t start, int64_t end, uint32_t name, int sync);
+kprof_status kp_timeline_add_call(kp_timeline *t, int64_t start, int64_t end, uint32_t name,
+                                  int sync, kp_error *err);
 /* A synchronization record (the collector saw the host wait), named as its record is (0 when
  * it has no name): host waits where no call says so. A call of the same name, start and end
  * (OpenCL's layer writes one for each call that blocked: a read, write or map with CL_TRUE) is
  * a synchronizing call, as if added with sync set: the host waited in it for the device's work,
  * which is the kernels' time, not the call's. */
-int kp_timeline_add_wait(kp_timeline *t, int64_t start, int64_t end, uint32_t name);
+kprof_status kp_timeline_add_wait(kp_timeline *t, int64_t start, int64_t end, uint32_t name,
+                                  kp_error *err);
 /* An NVTX range on one host thread (thread: any number unique per process and thread). */
-int kp_timeline_add_range(kp_timeline *t, int64_t start, int64_t end, uint32_t name,
-                          int64_t thread);
+kprof_status kp_timeline_add_range(kp_timeline *t, int64_t start, int64_t end, uint32_t name,
+                                   int64_t thread, kp_error *err);
 
 /* Sort and merge what was added; call once, after the last add and before the questions below.
- * 0, or -1 when out of memory. */
-int kp_timeline_prepare(kp_timeline *t);
+ * KPROF_OK, or KPROF_NOMEM (err filled). */
+kprof_status kp_timeline_prepare(kp_timeline *t, kp_error *err);
 
-/* The numbers of the window [start_ns, end_ns). 0, or -1 when out of memory. */
-int kp_timeline_window(const kp_timeline *t, int64_t start_ns, int64_t end_ns,
-                       kp_verdict_input *out);
+/* The numbers of the window [start_ns, end_ns). KPROF_OK, or KPROF_NOMEM (err filled). */
+kprof_status kp_timeline_window(const kp_timeline *t, int64_t start_ns, int64_t end_ns,
+                                kp_verdict_input *out, kp_error *err);
 
 /* The active window: from the first device operation's start to the last one's end. 0 when
  * there is no device operation. */
@@ -208,8 +213,9 @@ typedef struct kp_range_verdict {
     uint64_t kinds[KP_VERDICT_KIND_COUNT]; /* instances per kind */
 } kp_range_verdict;
 
-/* *out is heap (free() it), largest total time first; *n 0 when there are no ranges. 0, or -1
- * when out of memory. */
-int kp_timeline_ranges(const kp_timeline *t, kp_range_verdict **out, size_t *n);
+/* *out is heap (free() it), largest total time first; *n 0 when there are no ranges. KPROF_OK, or
+ * KPROF_NOMEM (err filled). */
+kprof_status kp_timeline_ranges(const kp_timeline *t, kp_range_verdict **out, size_t *n,
+                                kp_error *err);
 
 #endif

@@ -702,14 +702,15 @@ static void kp_ct_csv_rows(const kp_aggregation *a, const kp_calltree_view *v,
 
 /* ---- the views ------------------------------------------------------------------------------- */
 
-int kp_calltree_render(kp_aggregation *a, const kp_calltree_view *v, kp_calltree_format format,
-                       kp_str *out)
+kprof_status kp_calltree_render(kp_aggregation *a, const kp_calltree_view *v,
+                                kp_calltree_format format, kp_str *out, kp_error *err)
 {
     int rc = 0;
     if (v->key_averages) {
         kp_aggregation_row *rows = NULL;
         size_t n = 0;
-        if (kp_aggregation_rows(a, v->group, &rows, &n) != 0) return -1;
+        kprof_status st = kp_aggregation_rows(a, v->group, &rows, &n, err);
+        if (st != KPROF_OK) return st;
         size_t shown = kp_aggregation_select(rows, n, v->sort, v->top);
         if (format == KP_CALLTREE_TEXT) {
             kp_ct_text_rows(a, v, rows, shown, n, out);
@@ -722,14 +723,15 @@ int kp_calltree_render(kp_aggregation *a, const kp_calltree_view *v, kp_calltree
             rc = kp_json_finish(&j);
         }
         free(rows);
-        return rc == 0 && !out->failed ? 0 : -1;
+        return rc == 0 && !out->failed ? KPROF_OK : kp_error_nomem(err);
     }
-    if (kp_aggregation_order(a, v->sort) != 0) return -1;
+    kprof_status st = kp_aggregation_order(a, v->sort, err);
+    if (st != KPROF_OK) return st;
     kp_ct_list l = {0};
     uint32_t top_level_not_shown = kp_ct_collect(a, v, 0, &l);
     if (l.failed) {
         free(l.v);
-        return -1;
+        return kp_error_nomem(err);
     }
     if (format == KP_CALLTREE_TEXT) {
         kp_ct_text_tree(a, v, &l, out);
@@ -742,16 +744,17 @@ int kp_calltree_render(kp_aggregation *a, const kp_calltree_view *v, kp_calltree
         rc = kp_json_finish(&j);
     }
     free(l.v);
-    return rc == 0 && !out->failed ? 0 : -1;
+    return rc == 0 && !out->failed ? KPROF_OK : kp_error_nomem(err);
 }
 
 kprof_status kp_calltree_write(kp_aggregation *a, const kp_calltree_view *view,
                                kp_calltree_format format, FILE *f, kp_error *err)
 {
     kp_str s = {0};
-    if (kp_calltree_render(a, view, format, &s) != 0) {
+    kprof_status st = kp_calltree_render(a, view, format, &s, err);
+    if (st != KPROF_OK) {
         kp_str_free(&s);
-        return kp_error_nomem(err);
+        return st;
     }
     size_t len = s.len, wrote = len ? fwrite(s.data, 1, len, f) : 0;
     kp_str_free(&s);

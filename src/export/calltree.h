@@ -106,9 +106,10 @@ void kp_calltree_numbers_of(const kp_aggregation_stats *s, kp_event_kind kind,
 const char *kp_calltree_kind(kp_event_kind kind);
 
 /* Append the view of the finished aggregation a, in format, to out. Orders a's children by
- * view->sort (kp_aggregation_order), so a is not const. 0, or -1 when out of memory. */
-int kp_calltree_render(kp_aggregation *a, const kp_calltree_view *view, kp_calltree_format format,
-                       kp_str *out);
+ * view->sort (kp_aggregation_order), so a is not const. KPROF_OK, or KPROF_NOMEM (err filled; out
+ * may then hold part of the view). */
+kprof_status kp_calltree_render(kp_aggregation *a, const kp_calltree_view *view,
+                                kp_calltree_format format, kp_str *out, kp_error *err);
 
 /* kp_calltree_render written to f. NOMEM, or IO when writing failed, with err set. */
 kprof_status kp_calltree_write(kp_aggregation *a, const kp_calltree_view *view,

@@ -53,7 +53,7 @@ static void kp_hatchet_children(kp_json *j, const kp_aggregation *a, uint32_t pa
     kp_json_array_end(j);
 }
 
-int kp_hatchet_write(const kp_aggregation *a, const char *root, kp_str *out)
+kprof_status kp_hatchet_write(const kp_aggregation *a, const char *root, kp_str *out, kp_error *err)
 {
     kp_json j;
     kp_json_init(&j, out, 0);
@@ -71,15 +71,16 @@ int kp_hatchet_write(const kp_aggregation *a, const char *root, kp_str *out)
     kp_json_array_end(&j);
     int rc = kp_json_finish(&j);
     kp_str_append(out, "\n");
-    return rc == 0 && !out->failed ? 0 : -1;
+    return rc == 0 && !out->failed ? KPROF_OK : kp_error_nomem(err);
 }
 
 kprof_status kp_export_hatchet(const kp_aggregation *a, const char *root, FILE *f, kp_error *err)
 {
     kp_str s = {0};
-    if (kp_hatchet_write(a, root, &s) != 0) {
+    kprof_status st = kp_hatchet_write(a, root, &s, err);
+    if (st != KPROF_OK) {
         kp_str_free(&s);
-        return kp_error_nomem(err);
+        return st;
     }
     size_t len = s.len, wrote = fwrite(s.data, 1, len, f);
     kp_str_free(&s);

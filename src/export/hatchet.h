@@ -39,8 +39,9 @@
 #define KP_HATCHET_ROOT "kprof" /* the root's name when the caller gives none */
 
 /* Append the document (one line and a newline) for a finished aggregation to out. root: the
- * root's name (NULL: KP_HATCHET_ROOT). 0, or -1 when out of memory. */
-int kp_hatchet_write(const kp_aggregation *a, const char *root, kp_str *out);
+ * root's name (NULL: KP_HATCHET_ROOT). KPROF_OK, or KPROF_NOMEM (err filled). */
+kprof_status kp_hatchet_write(const kp_aggregation *a, const char *root, kp_str *out,
+                              kp_error *err);
 
 /* Write the document to f. NOMEM or IO (a failed write), with err set. */
 kprof_status kp_export_hatchet(const kp_aggregation *a, const char *root, FILE *f, kp_error *err);

@@ -430,10 +430,10 @@ typedef struct kp_pf_writer {
     uint64_t seq;
 } kp_pf_writer;
 
-static int kp_pf_sink(void *ctx, const void *data, size_t len)
+static kprof_status kp_pf_sink(void *ctx, const void *data, size_t len)
 {
     kp_pf_writer *w = ctx;
-    return kp_output_write(w->out, data, len, w->err) == KPROF_OK ? 0 : -1;
+    return kp_output_write(w->out, data, len, w->err);
 }
 
 /* The error for a failed encoder (the sink set its own). */
@@ -555,12 +555,14 @@ static int32_t kp_pf_track_find(const kp_pf_writer *w, int type, int64_t pid, in
     }
 }
 
-static int kp_pf_slots_insert(kp_pf_writer *w, int32_t index)
+/* The track helpers below fail only for memory: they return KPROF_NOMEM and fill no kp_error;
+ * their caller says so once (kp_pf_nomem). */
+static kprof_status kp_pf_slots_insert(kp_pf_writer *w, int32_t index)
 {
     if ((size_t)index + 1 > w->nslots / 2) { /* keep the table at most half full */
         size_t n = w->nslots ? w->nslots * 2 : 64;
         int32_t *slots = calloc(n, sizeof *slots);
-        if (!slots) return -1;
+        if (!slots) return KPROF_NOMEM;
         for (size_t i = 0; i < w->nslots; i++) {
             int32_t s = w->slots[i];
             if (!s) continue;
@@ -579,17 +581,17 @@ static int kp_pf_slots_insert(kp_pf_writer *w, int32_t index)
     while (w->slots[j])
         j = (j + 1) & (w->nslots - 1);
     w->slots[j] = index + 1;
-    return 0;
+    return KPROF_OK;
 }
 
-/* A new track (its descriptor is the caller's to write); -1 when memory is out. */
-static int32_t kp_pf_track_add(kp_pf_writer *w, int type, int64_t pid, int64_t a, int64_t b,
-                               int lane)
+/* A new track into *out (its descriptor is the caller's to write). KPROF_OK or KPROF_NOMEM. */
+static kprof_status kp_pf_track_add(kp_pf_writer *w, int type, int64_t pid, int64_t a, int64_t b,
+                                    int lane, int32_t *out)
 {
     if (w->ntracks == w->captracks) {
         size_t cap = w->captracks ? w->captracks * 2 : 64;
         kp_pf_track *t = realloc(w->tracks, cap * sizeof *t);
-        if (!t) return -1;
+        if (!t) return KPROF_NOMEM;
         w->tracks = t;
         w->captracks = cap;
     }
@@ -602,8 +604,9 @@ static int32_t kp_pf_track_add(kp_pf_writer *w, int type, int64_t pid, int64_t a
                                      .lane = lane,
                                      .rank = -1,
                                      .overflow = -1};
-    if (lane == 0 && kp_pf_slots_insert(w, index) != 0) return -1;
-    return index;
+    if (lane == 0 && kp_pf_slots_insert(w, index) != KPROF_OK) return KPROF_NOMEM;
+    *out = index;
+    return KPROF_OK;
 }
 
 /* Track names; kp_pf_track_name gives a lane its base's name with "(overlap N)", and a
@@ -629,13 +632,14 @@ static void kp_pf_track_name(const kp_pf_track *t, int opencl, int rank, char *o
         snprintf(out + k, n - (size_t)k, " (overlap %d)", t->lane);
 }
 
-/* The process track of pid (as written), made (with name as its name, when known) if new. */
-static int32_t kp_pf_process_track(kp_pf_writer *w, int64_t pid, int rank, const char *name)
+/* The process track of pid (as written) into *out, made (with name as its name, when known) if
+ * new. KPROF_OK or KPROF_NOMEM. */
+static kprof_status kp_pf_process_track(kp_pf_writer *w, int64_t pid, int rank, const char *name,
+                                        int32_t *out)
 {
-    int32_t index = kp_pf_track_find(w, KP_PF_PROCESS, pid, 0, 0);
-    if (index >= 0) return index;
-    index = kp_pf_track_add(w, KP_PF_PROCESS, pid, 0, 0, 0);
-    if (index < 0) return -1;
+    int32_t index = *out = kp_pf_track_find(w, KP_PF_PROCESS, pid, 0, 0);
+    if (index >= 0) return KPROF_OK;
+    if (kp_pf_track_add(w, KP_PF_PROCESS, pid, 0, 0, 0, &index) != KPROF_OK) return KPROF_NOMEM;
     w->tracks[index].rank = rank;
     kp_pb *pb = &w->pb;
     kp_pf_packet_begin(w, 0);
@@ -647,7 +651,8 @@ static int32_t kp_pf_process_track(kp_pf_writer *w, int64_t pid, int rank, const
     kp_pb_end(pb);
     kp_pb_end(pb);
     kp_pb_end(pb);
-    return index;
+    *out = index;
+    return KPROF_OK;
 }
 
 /* A process's track, named by its command; with rank >= 0 "rank R · pid P (command)", and
@@ -662,19 +667,22 @@ static kprof_status kp_pf_process(void *ctx, int64_t id, int64_t pid, int rank, 
     if (say_pid) kp_str_printf(&name, "pid %lld (", (long long)pid);
     kp_str_append_utf8(&name, command, len);
     if (say_pid) kp_str_append(&name, ")");
-    int32_t index = name.failed ? -1 : kp_pf_process_track(w, id, rank, name.data ? name.data : "");
+    int32_t index;
+    kprof_status st = name.failed
+                          ? KPROF_NOMEM
+                          : kp_pf_process_track(w, id, rank, name.data ? name.data : "", &index);
     kp_str_free(&name);
-    if (index < 0) return kp_pf_nomem(w);
+    if (st != KPROF_OK) return kp_pf_nomem(w);
     return kp_pf_check(w);
 }
 
 /* A track under parent (a device under its process, a stream under its device, a lane under
- * its thread or stream), its descriptor written. */
-static int32_t kp_pf_child_track(kp_pf_writer *w, int type, int64_t pid, int64_t a, int64_t b,
-                                 int lane, int32_t parent, int opencl)
+ * its thread or stream) into *out, its descriptor written. KPROF_OK or KPROF_NOMEM. */
+static kprof_status kp_pf_child_track(kp_pf_writer *w, int type, int64_t pid, int64_t a, int64_t b,
+                                      int lane, int32_t parent, int opencl, int32_t *out)
 {
-    int32_t index = kp_pf_track_add(w, type, pid, a, b, lane);
-    if (index < 0) return -1;
+    int32_t index;
+    if (kp_pf_track_add(w, type, pid, a, b, lane, &index) != KPROF_OK) return KPROF_NOMEM;
     const kp_pf_track *t = &w->tracks[index];
     int32_t process = kp_pf_track_find(w, KP_PF_PROCESS, pid, 0, 0);
     char name[160];
@@ -694,16 +702,19 @@ static int32_t kp_pf_child_track(kp_pf_writer *w, int type, int64_t pid, int64_t
                                     : b);
     kp_pb_end(pb);
     kp_pb_end(pb);
-    return index;
+    *out = index;
+    return KPROF_OK;
 }
 
-static int32_t kp_pf_thread_track(kp_pf_writer *w, int64_t pid, int64_t tid)
+/* The track of a host thread into *out, made (under its process's) if new. */
+static kprof_status kp_pf_thread_track(kp_pf_writer *w, int64_t pid, int64_t tid, int32_t *out)
 {
-    int32_t index = kp_pf_track_find(w, KP_PF_THREAD, pid, tid, 0);
-    if (index >= 0) return index;
-    if (kp_pf_process_track(w, pid, -1, NULL) < 0) return -1;
-    index = kp_pf_track_add(w, KP_PF_THREAD, pid, tid, 0, 0);
-    if (index < 0) return -1;
+    int32_t index = *out = kp_pf_track_find(w, KP_PF_THREAD, pid, tid, 0);
+    if (index >= 0) return KPROF_OK;
+    int32_t process;
+    if (kp_pf_process_track(w, pid, -1, NULL, &process) != KPROF_OK ||
+        kp_pf_track_add(w, KP_PF_THREAD, pid, tid, 0, 0, &index) != KPROF_OK)
+        return KPROF_NOMEM;
     char name[64];
     kp_pf_track_name(&w->tracks[index], 0, -1, name, sizeof name);
     kp_pb *pb = &w->pb;
@@ -717,38 +728,45 @@ static int32_t kp_pf_thread_track(kp_pf_writer *w, int64_t pid, int64_t tid)
     kp_pb_end(pb);
     kp_pb_end(pb);
     kp_pb_end(pb);
-    return index;
+    *out = index;
+    return KPROF_OK;
 }
 
-static int32_t kp_pf_stream_track(kp_pf_writer *w, const kp_pf_event *e)
+/* The track of a device operation's stream into *out, made (under its device's, under its
+ * process's) if new. */
+static kprof_status kp_pf_stream_track(kp_pf_writer *w, const kp_pf_event *e, int32_t *out)
 {
-    int32_t index = kp_pf_track_find(w, KP_PF_STREAM, e->pid, e->device, e->stream);
-    if (index >= 0) return index;
+    *out = kp_pf_track_find(w, KP_PF_STREAM, e->pid, e->device, e->stream);
+    if (*out >= 0) return KPROF_OK;
     int32_t device = kp_pf_track_find(w, KP_PF_DEVICE, e->pid, e->device, 0);
     if (device < 0) {
-        int32_t process = kp_pf_process_track(w, e->pid, -1, NULL);
-        if (process < 0) return -1;
-        device = kp_pf_child_track(w, KP_PF_DEVICE, e->pid, e->device, 0, 0, process,
-                                   e->domain == KP_DOMAIN_OPENCL);
-        if (device < 0) return -1;
+        int32_t process;
+        if (kp_pf_process_track(w, e->pid, -1, NULL, &process) != KPROF_OK ||
+            kp_pf_child_track(w, KP_PF_DEVICE, e->pid, e->device, 0, 0, process,
+                              e->domain == KP_DOMAIN_OPENCL, &device) != KPROF_OK)
+            return KPROF_NOMEM;
     }
     return kp_pf_child_track(w, KP_PF_STREAM, e->pid, e->device, e->stream, 0, device,
-                             e->domain == KP_DOMAIN_OPENCL);
+                             e->domain == KP_DOMAIN_OPENCL, out);
 }
 
-/* The lane of base's family where a slice ending at end nests: the first whose innermost open
- * slice encloses it, or has none. -1 when memory is out. */
-static int32_t kp_pf_lane(kp_pf_writer *w, int32_t base, int64_t end, int opencl)
+/* The lane of base's family where a slice ending at end nests, into *out: the first whose
+ * innermost open slice encloses it, or has none. KPROF_OK or KPROF_NOMEM. */
+static kprof_status kp_pf_lane(kp_pf_writer *w, int32_t base, int64_t end, int opencl, int32_t *out)
 {
     int32_t t = base;
     for (;;) {
         const kp_pf_track *tr = &w->tracks[t];
-        if (tr->nopen == 0 || tr->open[tr->nopen - 1] >= end) return t;
+        if (tr->nopen == 0 || tr->open[tr->nopen - 1] >= end) {
+            *out = t;
+            return KPROF_OK;
+        }
         if (tr->overflow < 0) {
             const kp_pf_track *b = &w->tracks[base];
-            int32_t lane =
-                kp_pf_child_track(w, b->type, b->pid, b->a, b->b, tr->lane + 1, base, opencl);
-            if (lane < 0) return -1;
+            int32_t lane;
+            if (kp_pf_child_track(w, b->type, b->pid, b->a, b->b, tr->lane + 1, base, opencl,
+                                  &lane) != KPROF_OK)
+                return KPROF_NOMEM;
             w->tracks[t].overflow = lane;
         }
         t = w->tracks[t].overflow;
@@ -764,20 +782,20 @@ static int kp_pf_pending_before(const kp_pf_pending *x, const kp_pf_pending *y)
     return x->seq > y->seq;
 }
 
-static int kp_pf_push(kp_pf_writer *w, kp_pf_pending p)
+static kprof_status kp_pf_push(kp_pf_writer *w, kp_pf_pending p)
 {
     kp_pf_track *t = &w->tracks[p.track];
     if (t->nopen == t->capopen) {
         size_t cap = t->capopen ? t->capopen * 2 : 8;
         int64_t *o = realloc(t->open, cap * sizeof *o);
-        if (!o) return -1;
+        if (!o) return KPROF_NOMEM;
         t->open = o;
         t->capopen = cap;
     }
     if (w->nheap == w->capheap) {
         size_t cap = w->capheap ? w->capheap * 2 : 256;
         kp_pf_pending *h = realloc(w->heap, cap * sizeof *h);
-        if (!h) return -1;
+        if (!h) return KPROF_NOMEM;
         w->heap = h;
         w->capheap = cap;
     }
@@ -788,7 +806,7 @@ static int kp_pf_push(kp_pf_writer *w, kp_pf_pending p)
         i = (i - 1) / 2;
     }
     w->heap[i] = p;
-    return 0;
+    return KPROF_OK;
 }
 
 /* Write the ends of every slice that ends at or before ns (all of them: INT64_MAX). */
@@ -889,9 +907,12 @@ static kprof_status kp_pf_event_write(void *ctx, const kp_pf_event *e)
     int instant = e->kind == KP_EVENT_MARK;
     int64_t end = instant || e->end_ns < e->start_ns ? e->start_ns : e->end_ns;
     kp_pf_close_until(w, e->start_ns);
-    int32_t track = device_op ? kp_pf_stream_track(w, e) : kp_pf_thread_track(w, e->pid, e->tid);
-    if (track >= 0 && !instant) track = kp_pf_lane(w, track, end, e->domain == KP_DOMAIN_OPENCL);
-    if (track < 0) return kp_pf_nomem(w);
+    int32_t track;
+    kprof_status st = device_op ? kp_pf_stream_track(w, e, &track)
+                                : kp_pf_thread_track(w, e->pid, e->tid, &track);
+    if (st == KPROF_OK && !instant)
+        st = kp_pf_lane(w, track, end, e->domain == KP_DOMAIN_OPENCL, &track);
+    if (st != KPROF_OK) return kp_pf_nomem(w);
 
     int known = e->name > 0 && e->name < w->nnames && w->names[e->name].data;
     kp_pf_packet_begin(w, 1);
@@ -954,9 +975,10 @@ static kprof_status kp_pf_event_write(void *ctx, const kp_pf_event *e)
     }
     kp_pb_end(pb);
     kp_pb_end(pb);
-    if (!instant &&
-        kp_pf_push(w, (kp_pf_pending){
-                          .end = end, .start = e->start_ns, .seq = w->seq++, .track = track}) != 0)
+    if (!instant && kp_pf_push(w, (kp_pf_pending){.end = end,
+                                                  .start = e->start_ns,
+                                                  .seq = w->seq++,
+                                                  .track = track}) != KPROF_OK)
         return kp_pf_nomem(w);
     return kp_pf_check(w);
 }
@@ -1112,8 +1134,8 @@ static void kp_pf_batch_free_texts(kp_pf_batch *b, size_t from)
 }
 
 /* Read the source on a second thread (which alone uses it meanwhile) and write what it reads with
- * v: the status of the first failure, the writer's before the reader's. -1 when the thread could
- * not be had (nothing was done). */
+ * v, *status the first failure's, the writer's before the reader's: 1. 0 when the thread could
+ * not be had (nothing was done: the caller reads on its own thread instead). */
 static int kp_pf_read_threaded(kp_event_source *src, const kp_pf_visitor *v, kp_pf_writer *w,
                                kprof_status *status)
 {
@@ -1174,11 +1196,11 @@ static int kp_pf_read_threaded(kp_event_source *src, const kp_pf_visitor *v, kp_
     free(p);
     free(batches);
     *status = st;
-    return 0;
+    return 1;
 no_thread:
     free(p);
     free(batches);
-    return -1;
+    return 0;
 }
 
 kprof_status kp_export_perfetto(kp_event_source *src, kp_output *out, kp_error *err)
@@ -1190,8 +1212,7 @@ kprof_status kp_export_perfetto(kp_event_source *src, kp_output *out, kp_error *
                                           .process = kp_pf_process,
                                           .event = kp_pf_event_write};
     kprof_status st;
-    if (kp_pf_read_threaded(src, &visitor, &w, &st) != 0)
-        st = kp_perfetto_read(src, &visitor, &w, err);
+    if (!kp_pf_read_threaded(src, &visitor, &w, &st)) st = kp_perfetto_read(src, &visitor, &w, err);
     if (st == KPROF_OK) {
         kp_pf_close_until(&w, INT64_MAX);
         kp_pb_finish(&w.pb);

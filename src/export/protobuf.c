@@ -73,7 +73,7 @@ static int kp_pb_room(kp_pb *pb, size_t n)
 static void kp_pb_drain(kp_pb *pb)
 {
     if (pb->failed || !pb->sink || pb->depth > 0 || pb->len == 0) return;
-    if (pb->sink(pb->sink_ctx, pb->buf, pb->len) != 0) {
+    if (pb->sink(pb->sink_ctx, pb->buf, pb->len) != KPROF_OK) {
         pb->failed = KP_PB_SINK_FAILED;
         return;
     }

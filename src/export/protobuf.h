@@ -17,20 +17,22 @@
 #ifndef KP_EXPORT_PROTOBUF_H
 #define KP_EXPORT_PROTOBUF_H
 
+#include "kprof.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
 #define KP_PB_MAX_DEPTH 16         /* messages open at once */
 #define KP_PB_CHUNK     (1u << 20) /* bytes handed to the sink at a time, about */
 
-/* Takes len bytes of encoded output; returns 0, or -1 to stop the encoder (KP_PB_SINK_FAILED:
- * the sink keeps its own reason). */
-typedef int (*kp_pb_sink)(void *ctx, const void *data, size_t len);
+/* Takes len bytes of encoded output; returns KPROF_OK, or a failure status to stop the encoder
+ * (KP_PB_SINK_FAILED: the sink keeps its own status and reason). */
+typedef kprof_status (*kp_pb_sink)(void *ctx, const void *data, size_t len);
 
 enum {
     KP_PB_OK = 0,
     KP_PB_NOMEM = 1,       /* the buffer could not grow */
-    KP_PB_SINK_FAILED = 2, /* the sink returned -1 */
+    KP_PB_SINK_FAILED = 2, /* the sink returned a failure */
     KP_PB_MISUSE = 3       /* kp_pb_end without kp_pb_begin, nesting beyond KP_PB_MAX_DEPTH,
                               kp_pb_finish with a message open */
 };

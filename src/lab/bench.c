@@ -181,7 +181,8 @@ static kprof_status kp_bench_judge(const kp_bench_side *a, const double *xa, con
     if (paired) na = nb = a->n < b->n ? a->n : b->n;
     kp_judge_side ja = kp_bench_judge_side(a, xa, na), jb = kp_bench_judge_side(b, xb, nb);
     if (paired) jb.batch = ja.batch;
-    if (kp_judge(&ja, &jb, jc, out) != 0) return kp_error_nomem(err);
+    kprof_status st = kp_judge(&ja, &jb, jc, out, err);
+    if (st != KPROF_OK) return st;
     if (out->reasons & KP_JUDGE_INVALID)
         return kp_error_set(err, KPROF_INVALID, "cannot compare: a kernel has no positive time");
     return KPROF_OK;

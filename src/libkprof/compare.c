@@ -51,7 +51,8 @@ kprof_status kprof_compare(const double *a, size_t na, const double *b, size_t n
     kp_judge_side sa = {.v = a, .n = na, .batch = o.batch},
                   sb = {.v = b, .n = nb, .batch = o.batch};
     kp_judgement j;
-    if (kp_judge(&sa, &sb, &c, &j) != 0) return kp_inproc_nomem(KP_FN);
+    kp_error err = {0};
+    if (kp_judge(&sa, &sb, &c, &j, &err) != KPROF_OK) return kp_inproc_fail_err(KP_FN, &err);
     kprof_comparison full = {.size = sizeof full}, *out = &full;
     switch (j.verdict) {
     case KP_COMPARE_SAME:

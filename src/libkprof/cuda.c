@@ -88,7 +88,7 @@ static int kp_hook_find_locked(const char *name)
             if (strcmp(kp_hooks.seen[i].name, name) == 0) return kp_hooks.seen[i].hook;
     }
     char demangled[4096];
-    if (kp_demangle(name, demangled, sizeof demangled) != 0)
+    if (!kp_demangle(name, demangled, sizeof demangled))
         snprintf(demangled, sizeof demangled, "%s", name);
     int hook = -1;
     for (int i = 0; i < kp_hooks.nhooks && hook < 0; i++)

@@ -222,7 +222,8 @@ kprof_status kprof_result_key_averages(kprof_result *r, kprof_group by, const kp
     }
     kp_aggregation_row *rows = NULL;
     size_t count = 0;
-    if (kp_aggregation_rows(r->agg, (kp_aggregation_group)by, &rows, &count) != 0) goto nomem;
+    if (kp_aggregation_rows(r->agg, (kp_aggregation_group)by, &rows, &count, NULL) != KPROF_OK)
+        goto nomem;
     if (count == 0) return KPROF_OK;
     kp_aggregation_select(rows, count, KP_AGGREGATION_SORT_TOTAL, 0);
     kprof_row *out = calloc(count, sizeof *out);
@@ -595,7 +596,7 @@ kprof_status kprof_result_print(kprof_result *r, kprof_view view, FILE *out)
                               .trace = KP_RESULT_LABEL,
                               .command = kp_event_source_meta(r->src)->command,
                               .opencl_only = kp_event_source_opencl_only(r->src)};
-        rc = kp_calltree_render(r->agg, &v, KP_CALLTREE_TEXT, &s);
+        rc = kp_calltree_render(r->agg, &v, KP_CALLTREE_TEXT, &s, NULL) != KPROF_OK;
     }
     kprof_status st = KPROF_OK;
     if (rc != 0 || s.failed) {

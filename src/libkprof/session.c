@@ -273,10 +273,8 @@ static kprof_status kp_session_start_locked(const kprof_options *options, int au
     st = kp_scratch_make(o.scratch_dir, s->dir, sizeof s->dir, err);
     if (st != KPROF_OK) goto fail;
     first = kp_tick_anchor_now();
-    if (kp_tick_map_init(&s->map, !kp_ticks_tsc, origin, rate, first) != 0) {
-        st = kp_error_nomem(err);
+    if ((st = kp_tick_map_init(&s->map, !kp_ticks_tsc, origin, rate, first, err)) != KPROF_OK)
         goto fail;
-    }
     kp_scopes_set_tick_rate(s->map.identity ? 1.0 : rate);
     s->start_ns = first.ns;
     s->last_anchor_ns = first.ns;

@@ -1328,6 +1328,7 @@ int kp_event_iter_next(kp_event_iter *it, kp_trace_event *ev)
                                ? (uint16_t)copy
                                : KP_COPY_UNKNOWN;
             ev->has |= KP_TRACE_HAS_BYTES;
+            e->known |= KP_EVENT_HAS_BYTES;
         }
         if (!kp_src_null(q, c + 2)) {
             e->range_id = (uint64_t)sqlite3_column_int64(q, c + 2);

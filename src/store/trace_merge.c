@@ -360,7 +360,7 @@ static kprof_status kp_merge_plan_hosts(kp_merge_input *inputs, size_t n, size_t
             if (in->npairs) memcpy(all + k, in->pairs, in->npairs * sizeof *all);
             k += in->npairs;
         }
-        have[h] = kp_clock_offset_estimate(all, k, &offsets[h]) == 0;
+        have[h] = kp_clock_offset_estimate(all, k, &offsets[h]);
         host->pairs = offsets[h].pairs; /* the usable ones */
         free(all);
     }

@@ -272,6 +272,23 @@ class Metrics(kptest.KprofTestCase):
         self.assertIn("     1 G       500           -         -  ", line(nvtx, "step"))
         self.assertIn("     3 G       300   95.37 MiB      10.0  ", line(nvtx, "train"))
 
+    def test_copy_of_unknown_size(self):
+        # A copy whose size the trace does not hold (bytes NULL) has no bytes: "-" in the device
+        # table, as before the tables moved onto core/aggregate; the same copy with its size
+        # shows it (1 MiB, 21.0 GB/s).
+        device_line = lambda trace: next(
+            l for l in self.out("report", trace).split("Device-side activity")[1]
+            .split("\n\n")[0].splitlines() if l.endswith("  [CUDA memcpy HtoD]"))
+        self.assertIn("       -         -       1 MiB      21.0  ", device_line(self.trace))
+        unknown = os.path.join(self.tmp, "unknown.kprof")
+        with open(self.trace, "rb") as f, open(unknown, "wb") as g:
+            g.write(f.read())
+        db = sqlite3.connect(unknown)
+        db.execute("UPDATE events SET bytes = NULL WHERE kind = ?", (klog.MEMCPY,))
+        db.commit()
+        db.close()
+        self.assertIn("       -         -           -         -  ", device_line(unknown))
+
     def test_report_json_and_csv(self):
         rep = json.loads(self.out("report", self.trace, "--json"))
         rows = {r["name"]: r for t in ("host", "device", "nvtx") for r in rep[t]}

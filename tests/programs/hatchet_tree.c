@@ -91,6 +91,7 @@ int main(int argc, char **argv)
     v[4].metrics.flops = 1e9;
     v[4].known |= KP_EVENT_HAS_FLOPS;
     v[6].bytes = 1 << 20;
+    v[6].known |= KP_EVENT_HAS_BYTES;
     const kp_event *events = v;
     size_t n = sizeof v / sizeof v[0];
     if (deep) {
@@ -100,8 +101,8 @@ int main(int argc, char **argv)
     kp_aggregation *a = kp_aggregation_create(name_of, NULL);
     int rc = a ? 0 : 1;
     for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = kp_aggregation_add(a, &events[i]) != 0;
-    if (rc == 0) rc = kp_aggregation_finish(a) != 0;
+        rc = kp_aggregation_add(a, &events[i], NULL) != 0;
+    if (rc == 0) rc = kp_aggregation_finish(a, NULL) != 0;
     FILE *f = rc == 0 ? fopen(out, "w") : NULL;
     if (rc == 0 && !f) {
         perror(out);

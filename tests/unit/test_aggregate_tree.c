@@ -73,7 +73,7 @@ static void feed_sorted(kp_aggregation *a, kp_event *v, size_t n)
         v[j] = x;
     }
     for (size_t i = 0; i < n; i++)
-        CHECK_INT(kp_aggregation_add(a, &v[i]), 0);
+        CHECK_INT(kp_aggregation_add(a, &v[i], NULL), 0);
 }
 
 /* The node at path ("step/fwd/cudaLaunchKernel"), or NULL. */
@@ -128,8 +128,9 @@ static void test_two_threads(void)
         ev(KP_EVENT_MEMCPY, N_HTOD, 150, 160, 0, 0), /* no correlation: unattributed */
     };
     v[8].bytes = 4096; /* a copy without a bytes metric counts its size */
+    v[8].known |= KP_EVENT_HAS_BYTES;
     feed_sorted(a, v, sizeof v / sizeof v[0]);
-    CHECK_INT(kp_aggregation_finish(a), 0);
+    CHECK_INT(kp_aggregation_finish(a, NULL), 0);
 
     /* step: t1 100 - fwd 50 - launch 10 = 40 own; t2 40 - launch 5 = 35 own */
     CHECK_NODE(a, "step", 2, 140, 75, 140);
@@ -170,9 +171,9 @@ static void test_two_threads(void)
     /* step's children by total: fwd (50), then cudaLaunchKernel (15). */
     if (step) {
         CHECK_STR(kp_aggregation_name(a, step->first_child, buf, sizeof buf), "fwd");
-        CHECK(kp_aggregation_order(a, KP_AGGREGATION_SORT_GPU) == 0);
+        CHECK(kp_aggregation_order(a, KP_AGGREGATION_SORT_GPU, NULL) == 0);
         CHECK_STR(kp_aggregation_name(a, step->first_child, buf, sizeof buf), "fwd"); /* 110 > 30 */
-        CHECK(kp_aggregation_order(a, KP_AGGREGATION_SORT_CALLS) == 0);
+        CHECK(kp_aggregation_order(a, KP_AGGREGATION_SORT_CALLS, NULL) == 0);
         CHECK_STR(kp_aggregation_name(a, step->first_child, buf, sizeof buf), "cudaLaunchKernel");
     }
 
@@ -197,7 +198,7 @@ static void test_two_threads(void)
     /* Key averages by name: one row per (kind, name); gemm's two nodes merged. */
     kp_aggregation_row *rows = NULL;
     size_t n = 0;
-    CHECK_INT(kp_aggregation_rows(a, KP_AGGREGATION_GROUP_NAME, &rows, &n), 0);
+    CHECK_INT(kp_aggregation_rows(a, KP_AGGREGATION_GROUP_NAME, &rows, &n, NULL), 0);
     CHECK_INT(n, 7); /* step fwd cudaLaunchKernel cudaMemcpy gemm relu [memcpy HtoD] */
     size_t kept = kp_aggregation_select(rows, n, KP_AGGREGATION_SORT_TOTAL, 3);
     CHECK_INT(kept, 3);
@@ -223,7 +224,7 @@ static void test_two_threads(void)
     free(rows);
 
     /* By path: one row per node but the root. */
-    CHECK_INT(kp_aggregation_rows(a, KP_AGGREGATION_GROUP_PATH, &rows, &n), 0);
+    CHECK_INT(kp_aggregation_rows(a, KP_AGGREGATION_GROUP_PATH, &rows, &n, NULL), 0);
     CHECK_INT(n, kp_aggregation_node_count(a) - 1);
     CHECK_INT(n, 11);
     kept = kp_aggregation_select(rows, n, KP_AGGREGATION_SORT_GPU, 2);
@@ -251,7 +252,7 @@ static void test_kernel_after_range(void)
         ev(KP_EVENT_KERNEL, N_GEMM, 50, 80, 0, 7),
     };
     feed_sorted(a, v, 4);
-    CHECK_INT(kp_aggregation_finish(a), 0);
+    CHECK_INT(kp_aggregation_finish(a, NULL), 0);
     CHECK_NODE(a, "A", 1, 10, 8, 30);
     CHECK_NODE(a, "A/cudaLaunchKernel", 1, 2, 2, 30);
     CHECK_NODE(a, "A/cudaLaunchKernel/gemm", 1, 0, 0, 30);
@@ -275,7 +276,7 @@ static void test_missing_and_late_calls(void)
     };
     v[4].process = 2;
     feed_sorted(a, v, 5);
-    CHECK_INT(kp_aggregation_finish(a), 0);
+    CHECK_INT(kp_aggregation_finish(a, NULL), 0);
     CHECK_NODE(a, "cudaLaunchKernel", 1, 2, 2, 1);
     CHECK_NODE(a, "cudaLaunchKernel/gemm", 1, 0, 0, 1);
     CHECK_NODE(a, "(unattributed)", 0, 0, 0, 8);
@@ -285,7 +286,7 @@ static void test_missing_and_late_calls(void)
     /* The device table by name: unattributed work counts there like any other. */
     kp_aggregation_row *rows = NULL;
     size_t n = 0;
-    CHECK_INT(kp_aggregation_rows(a, KP_AGGREGATION_GROUP_NAME, &rows, &n), 0);
+    CHECK_INT(kp_aggregation_rows(a, KP_AGGREGATION_GROUP_NAME, &rows, &n, NULL), 0);
     CHECK_INT(n, 3); /* cudaLaunchKernel, gemm, relu: (unattributed) is no name */
     kp_aggregation_select(rows, n, KP_AGGREGATION_SORT_TOTAL, 0);
     CHECK_INT(rows[0].name, N_GEMM);
@@ -306,7 +307,7 @@ static void test_out_of_order_ends(void)
         ev(KP_EVENT_API, N_D, 16, 18, 1, 0), /* after both: top level */
     };
     feed_sorted(a, v, 5);
-    CHECK_INT(kp_aggregation_finish(a), 0);
+    CHECK_INT(kp_aggregation_finish(a, NULL), 0);
     CHECK_NODE(a, "A", 1, 10, 5, 0);
     CHECK_NODE(a, "A/B", 1, 10, 8, 0);
     CHECK_NODE(a, "A/B/D", 1, 1, 1, 0);
@@ -328,8 +329,8 @@ static void test_ties_and_nested_calls(void)
         ev(KP_EVENT_API, N_DRIVER, 2, 3, 1, 0),  /* inside the driver call: its child */
     };
     for (size_t i = 0; i < 6; i++)
-        CHECK_INT(kp_aggregation_add(a, &v[i]), 0);
-    CHECK_INT(kp_aggregation_finish(a), 0);
+        CHECK_INT(kp_aggregation_add(a, &v[i], NULL), 0);
+    CHECK_INT(kp_aggregation_finish(a, NULL), 0);
     CHECK_NODE(a, "step", 1, 10, 4, 2);
     CHECK_NODE(a, "step/cudaLaunchKernel", 1, 6, 2, 2);
     CHECK_NODE(a, "step/cudaLaunchKernel/cuLaunchKernel", 1, 4, 3, 0);
@@ -352,8 +353,8 @@ static void test_unordered(void)
         ev(KP_EVENT_API, N_D, 70, 75, 1, 0),
     };
     for (size_t i = 0; i < 4; i++)
-        CHECK_INT(kp_aggregation_add(a, &v[i]), 0);
-    CHECK_INT(kp_aggregation_finish(a), 0);
+        CHECK_INT(kp_aggregation_add(a, &v[i], NULL), 0);
+    CHECK_INT(kp_aggregation_finish(a, NULL), 0);
     CHECK_INT(kp_aggregation_get_totals(a)->unordered, 1);
     CHECK_NODE(a, "step", 1, 100, 75, 0);
     CHECK_NODE(a, "step/C", 1, 10, 10, 0);
@@ -370,13 +371,13 @@ static void test_deep_nesting_is_linear(void)
     kp_aggregation *a = kp_aggregation_create(name_of, NULL);
     for (int64_t i = 0; i < DEPTH; i++) {
         kp_event r = ev(KP_EVENT_RANGE, i % 2 ? N_B : N_A, i, 4 * DEPTH - i, 1, 0);
-        CHECK_INT(kp_aggregation_add(a, &r), 0);
+        CHECK_INT(kp_aggregation_add(a, &r, NULL), 0);
     }
     kp_event call = ev(KP_EVENT_API, N_C, DEPTH, DEPTH + 1, 1, 0);
     kp_event after = ev(KP_EVENT_API, N_D, 4 * DEPTH, 4 * DEPTH + 1, 1, 0);
-    CHECK_INT(kp_aggregation_add(a, &call), 0);
-    CHECK_INT(kp_aggregation_add(a, &after), 0);
-    CHECK_INT(kp_aggregation_finish(a), 0);
+    CHECK_INT(kp_aggregation_add(a, &call, NULL), 0);
+    CHECK_INT(kp_aggregation_add(a, &after, NULL), 0);
+    CHECK_INT(kp_aggregation_finish(a, NULL), 0);
     uint64_t steps = kp_aggregation_stack_steps(a);
     CHECK(steps <= 3 * (uint64_t)DEPTH);
     if (steps > 3 * (uint64_t)DEPTH)
@@ -401,13 +402,43 @@ static void test_unordered_after_out_of_order_ends(void)
         ev(KP_EVENT_API, N_LAUNCH, 8, 9, 1, 0), /* late, inside B, still open: under it */
     };
     for (size_t i = 0; i < 6; i++)
-        CHECK_INT(kp_aggregation_add(a, &v[i]), 0);
-    CHECK_INT(kp_aggregation_finish(a), 0);
+        CHECK_INT(kp_aggregation_add(a, &v[i], NULL), 0);
+    CHECK_INT(kp_aggregation_finish(a, NULL), 0);
     CHECK_INT(kp_aggregation_get_totals(a)->unordered, 2);
     CHECK_NODE(a, "A/B/C", 1, 1, 1, 0);
     CHECK_NODE(a, "A/B/fwd", 1, 1, 1, 0);
     CHECK_NODE(a, "D", 1, 1, 1, 0);
     CHECK_NODE(a, "A/B/cudaLaunchKernel", 1, 1, 1, 0);
+    kp_aggregation_destroy(a);
+}
+
+/* A copy's size counts as its bytes only where it is known (KP_EVENT_HAS_BYTES): a copy of
+ * unknown size carries no bytes (the report's "-"), one of size 0 carries 0 bytes ("0 B"). */
+static void test_copy_size_known(void)
+{
+    kp_aggregation *a = kp_aggregation_create(name_of, NULL);
+    kp_event v[] = {
+        ev(KP_EVENT_API, N_MEMCPY_CALL, 0, 10, 1, 1), ev(KP_EVENT_MEMCPY, N_HTOD, 2, 4, 0, 1),
+        ev(KP_EVENT_API, N_LAUNCH, 20, 30, 1, 2),     ev(KP_EVENT_MEMSET, N_HTOD, 22, 24, 0, 2),
+        ev(KP_EVENT_API, N_LAUNCH, 40, 50, 1, 3),     ev(KP_EVENT_MEMSET, N_HTOD, 42, 44, 0, 3),
+    };
+    v[1].bytes = 4096;                /* HAS_BYTES not set: a size the source did not know */
+    v[3].known |= KP_EVENT_HAS_BYTES; /* known, and 0 */
+    v[5].bytes = 100;
+    v[5].known |= KP_EVENT_HAS_BYTES;
+    feed_sorted(a, v, sizeof v / sizeof v[0]);
+    CHECK_INT(kp_aggregation_finish(a, NULL), 0);
+    const kp_aggregation_node *unknown = find(a, "cudaMemcpy/[memcpy HtoD]");
+    const kp_aggregation_node *known = find(a, "cudaLaunchKernel/[memcpy HtoD]");
+    CHECK(unknown && known);
+    if (unknown && known) {
+        CHECK_INT(unknown->stats.bytes_events, 0);
+        CHECK_NEAR(unknown->stats.bytes, 0, 0);
+        CHECK_INT(unknown->stats.bytes_ns, 0);
+        CHECK_INT(known->stats.bytes_events, 2);
+        CHECK_NEAR(known->stats.bytes, 100, 0);
+        CHECK_INT(known->stats.bytes_ns, 4);
+    }
     kp_aggregation_destroy(a);
 }
 
@@ -427,8 +458,9 @@ static void test_metrics(void)
     v[2].metrics.bytes = 512;
     v[2].known |= KP_EVENT_HAS_FLOPS | KP_EVENT_HAS_METRIC_BYTES;
     v[3].bytes = 64;
+    v[3].known |= KP_EVENT_HAS_BYTES;
     feed_sorted(a, v, 5);
-    CHECK_INT(kp_aggregation_finish(a), 0);
+    CHECK_INT(kp_aggregation_finish(a, NULL), 0);
     const kp_aggregation_node *step = find(a, "step");
     const kp_aggregation_node *gemm = find(a, "step/cudaLaunchKernel/gemm");
     const kp_aggregation_node *fill = find(a, "(unattributed)/[memcpy HtoD]");
@@ -469,7 +501,7 @@ static void test_metrics(void)
     /* By name, the rows merge the times too. */
     kp_aggregation_row *rows = NULL;
     size_t n = 0;
-    CHECK_INT(kp_aggregation_rows(a, KP_AGGREGATION_GROUP_NAME, &rows, &n), 0);
+    CHECK_INT(kp_aggregation_rows(a, KP_AGGREGATION_GROUP_NAME, &rows, &n, NULL), 0);
     for (size_t i = 0; i < n; i++) {
         if (rows[i].kind == KP_EVENT_KERNEL) CHECK_INT(rows[i].stats.flops_ns, 1);
         if (rows[i].kind == KP_EVENT_RANGE) CHECK_INT(rows[i].stats.flops_ns, 10);
@@ -481,8 +513,8 @@ static void test_metrics(void)
     /* Without metrics, none are counted. */
     a = kp_aggregation_create(name_of, NULL);
     kp_event plain = ev(KP_EVENT_RANGE, N_STEP, 0, 10, 1, 0);
-    CHECK_INT(kp_aggregation_add(a, &plain), 0);
-    CHECK_INT(kp_aggregation_finish(a), 0);
+    CHECK_INT(kp_aggregation_add(a, &plain, NULL), 0);
+    CHECK_INT(kp_aggregation_finish(a, NULL), 0);
     CHECK_INT(kp_aggregation_get_totals(a)->metric_events, 0);
     kp_aggregation_destroy(a);
 }
@@ -500,12 +532,12 @@ static void test_many_paths(void)
             kp_event call = ev(KP_EVENT_API, N_LAUNCH, t0 + 10, t0 + 20, i % 7, corr);
             kp_event kernel = ev(KP_EVENT_KERNEL, N_GEMM, t0 + 30, t0 + 90, 0, corr);
             corr++;
-            CHECK_INT(kp_aggregation_add(a, &range), 0);
-            CHECK_INT(kp_aggregation_add(a, &call), 0);
-            CHECK_INT(kp_aggregation_add(a, &kernel), 0);
+            CHECK_INT(kp_aggregation_add(a, &range, NULL), 0);
+            CHECK_INT(kp_aggregation_add(a, &call, NULL), 0);
+            CHECK_INT(kp_aggregation_add(a, &kernel, NULL), 0);
         }
     }
-    CHECK_INT(kp_aggregation_finish(a), 0);
+    CHECK_INT(kp_aggregation_finish(a, NULL), 0);
     CHECK_INT(kp_aggregation_node_count(a), 1 + 3 * PATHS);
     const kp_aggregation_node *root = kp_aggregation_get_node(a, 0);
     CHECK_INT(root->stats.inclusive_ns, (int64_t)PATHS * REPEAT * 50);
@@ -526,7 +558,7 @@ static void test_many_paths(void)
     CHECK_INT(t->ops_without_call, 0);
     kp_aggregation_row *rows = NULL;
     size_t n = 0;
-    CHECK_INT(kp_aggregation_rows(a, KP_AGGREGATION_GROUP_NAME, &rows, &n), 0);
+    CHECK_INT(kp_aggregation_rows(a, KP_AGGREGATION_GROUP_NAME, &rows, &n, NULL), 0);
     CHECK_INT(n, PATHS + 2);
     kp_aggregation_select(rows, n, KP_AGGREGATION_SORT_TOTAL, 0);
     CHECK_INT(rows[0].name, N_GEMM);
@@ -542,9 +574,9 @@ static void test_depth_limit(void)
     kp_aggregation *a = kp_aggregation_create(name_of, NULL);
     for (int i = 0; i < DEPTH; i++) {
         kp_event r = ev(KP_EVENT_RANGE, N_A, i, 1000 - i, 1, 0);
-        CHECK_INT(kp_aggregation_add(a, &r), 0);
+        CHECK_INT(kp_aggregation_add(a, &r, NULL), 0);
     }
-    CHECK_INT(kp_aggregation_finish(a), 0);
+    CHECK_INT(kp_aggregation_finish(a, NULL), 0);
     const kp_aggregation_totals *t = kp_aggregation_get_totals(a);
     CHECK_INT(t->folded, 10);
     CHECK_INT(kp_aggregation_node_count(a), 1 + KP_AGGREGATION_MAX_DEPTH);
@@ -558,7 +590,7 @@ static void test_depth_limit(void)
         total += kp_aggregation_get_node(a, id)->stats.exclusive_ns;
     CHECK_INT(total, 1000); /* the outermost range's length: the levels' own parts */
     kp_str s = {0};
-    CHECK_INT(kp_hatchet_write(a, NULL, &s), 0);
+    CHECK_INT(kp_hatchet_write(a, NULL, &s, NULL), 0);
     kp_str_free(&s);
     kp_aggregation_destroy(a);
 }
@@ -573,9 +605,9 @@ static void test_hatchet(void)
         ev(KP_EVENT_KERNEL, N_GEMM, 600000, 1600000, 0, 1),
     };
     feed_sorted(a, v, 3);
-    CHECK_INT(kp_aggregation_finish(a), 0);
+    CHECK_INT(kp_aggregation_finish(a, NULL), 0);
     kp_str s = {0};
-    CHECK_INT(kp_hatchet_write(a, "my \"prog\"", &s), 0);
+    CHECK_INT(kp_hatchet_write(a, "my \"prog\"", &s, NULL), 0);
     CHECK_STR(s.data,
               "[{\"frame\":{\"name\":\"my \\\"prog\\\"\",\"type\":\"root\"},\"metrics\":{"
               "\"time (inc)\":2,\"time\":0,\"calls\":0,\"gpu_time (inc)\":0.001,\"gpu_time\":0,"
@@ -595,8 +627,8 @@ static void test_hatchet(void)
 
     /* An empty aggregation still makes a document Hatchet loads: the root alone. */
     a = kp_aggregation_create(name_of, NULL);
-    CHECK_INT(kp_aggregation_finish(a), 0);
-    CHECK_INT(kp_hatchet_write(a, NULL, &s), 0);
+    CHECK_INT(kp_aggregation_finish(a, NULL), 0);
+    CHECK_INT(kp_hatchet_write(a, NULL, &s, NULL), 0);
     CHECK_CONTAINS(s.data, "{\"name\":\"kprof\",\"type\":\"root\"}");
     CHECK_CONTAINS(s.data, "\"children\":[]");
     kp_str_free(&s);
@@ -625,12 +657,15 @@ static void test_api(void)
     kp_event mark = ev(KP_EVENT_MARK, N_A, 5, 5, 1, 0);
     kp_event sync = ev(KP_EVENT_SYNC, N_NONE, 6, 9, 1, 0);
     kp_event backwards = ev(KP_EVENT_API, N_B, 20, 10, 1, 0); /* end before start: an instant */
-    CHECK_INT(kp_aggregation_add(a, &mark), 0);
-    CHECK_INT(kp_aggregation_add(a, &sync), 0);
-    CHECK_INT(kp_aggregation_add(a, &backwards), 0);
-    CHECK_INT(kp_aggregation_finish(a), 0);
-    CHECK_INT(kp_aggregation_finish(a), -1); /* once */
-    CHECK_INT(kp_aggregation_add(a, &mark), -1);
+    CHECK_INT(kp_aggregation_add(a, &mark, NULL), 0);
+    CHECK_INT(kp_aggregation_add(a, &sync, NULL), 0);
+    CHECK_INT(kp_aggregation_add(a, &backwards, NULL), 0);
+    CHECK_INT(kp_aggregation_finish(a, NULL), 0);
+    kp_error err = {0};
+    CHECK_INT(kp_aggregation_finish(a, &err), KPROF_INVALID); /* once */
+    CHECK_CONTAINS(err.message, "after kp_aggregation_finish");
+    kp_error_clear(&err);
+    CHECK_INT(kp_aggregation_add(a, &mark, NULL), KPROF_INVALID);
     const kp_aggregation_totals *t = kp_aggregation_get_totals(a);
     CHECK_INT(t->ignored, 1);
     CHECK_INT(t->wait_ns, 3);
@@ -642,8 +677,8 @@ static void test_api(void)
     size_t n = 5;
     kp_aggregation_destroy(a);
     a = kp_aggregation_create(name_of, NULL);
-    CHECK_INT(kp_aggregation_finish(a), 0);
-    CHECK_INT(kp_aggregation_rows(a, KP_AGGREGATION_GROUP_NAME, &rows, &n), 0);
+    CHECK_INT(kp_aggregation_finish(a, NULL), 0);
+    CHECK_INT(kp_aggregation_rows(a, KP_AGGREGATION_GROUP_NAME, &rows, &n, NULL), 0);
     CHECK(rows == NULL);
     CHECK_INT(n, 0);
     CHECK_INT(kp_aggregation_select(NULL, 0, KP_AGGREGATION_SORT_TOTAL, 3), 0);
@@ -684,16 +719,16 @@ typedef struct observed {
     int calls;
 } observed;
 
-static int observe(void *ctx, uint32_t node, int64_t d)
+static kprof_status observe(void *ctx, uint32_t node, int64_t d)
 {
     observed *o = ctx;
-    if (o->fail_after >= 0 && o->calls >= o->fail_after) return -1;
+    if (o->fail_after >= 0 && o->calls >= o->fail_after) return KPROF_NOMEM;
     o->calls++;
     if (node < 64) {
         o->count[node]++;
         o->sum[node] += d;
     }
-    return 0;
+    return KPROF_OK;
 }
 
 static void test_observer(void)
@@ -712,7 +747,7 @@ static void test_observer(void)
     o.fail_after = -1;
     kp_aggregation_observe(a, observe, &o);
     feed_sorted(a, v, sizeof v / sizeof v[0]);
-    CHECK_INT(kp_aggregation_finish(a), 0);
+    CHECK_INT(kp_aggregation_finish(a, NULL), 0);
     CHECK_INT(o.calls, 6);
     for (uint32_t id = 0; id < kp_aggregation_node_count(a); id++) {
         const kp_aggregation_node *n = kp_aggregation_get_node(a, id);
@@ -731,10 +766,13 @@ static void test_observer(void)
     kp_event w[sizeof v / sizeof v[0]];
     memcpy(w, v, sizeof v);
     for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
-        failed |= kp_aggregation_add(a, &w[i]) != 0;
-    failed |= kp_aggregation_finish(a) != 0;
+        failed |= kp_aggregation_add(a, &w[i], NULL) != 0;
+    failed |= kp_aggregation_finish(a, NULL) != 0;
     CHECK(failed);
-    CHECK_INT(kp_aggregation_finish(a), -1);
+    kp_error err = {0};
+    CHECK_INT(kp_aggregation_finish(a, &err), KPROF_NOMEM); /* the failure's status again */
+    CHECK_CONTAINS(err.message, "after an earlier failure");
+    kp_error_clear(&err);
     kp_aggregation_destroy(a);
 }
 
@@ -749,6 +787,7 @@ int main(void)
     test_deep_nesting_is_linear();
     test_unordered_after_out_of_order_ends();
     test_metrics();
+    test_copy_size_known();
     test_many_paths();
     test_depth_limit();
     test_hatchet();

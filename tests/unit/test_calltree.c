@@ -54,15 +54,15 @@ static kp_aggregation *build(void)
     };
     kp_aggregation *a = kp_aggregation_create(name_of, NULL);
     for (size_t i = 0; a && i < sizeof v / sizeof v[0]; i++)
-        CHECK_INT(kp_aggregation_add(a, &v[i]), 0);
-    if (a) CHECK_INT(kp_aggregation_finish(a), 0);
+        CHECK_INT(kp_aggregation_add(a, &v[i], NULL), 0);
+    if (a) CHECK_INT(kp_aggregation_finish(a, NULL), 0);
     return a;
 }
 
 static char *render(kp_aggregation *a, const kp_calltree_view *v, kp_calltree_format f)
 {
     kp_str s = {0};
-    CHECK_INT(kp_calltree_render(a, v, f, &s), 0);
+    CHECK_INT(kp_calltree_render(a, v, f, &s, NULL), 0);
     return kp_str_take(&s);
 }
 
@@ -163,8 +163,8 @@ static void test_rates(void)
     }
     a = kp_aggregation_create(name_of, NULL);
     for (size_t i = 0; i < sizeof e / sizeof e[0]; i++)
-        CHECK_INT(kp_aggregation_add(a, &e[i]), 0);
-    CHECK_INT(kp_aggregation_finish(a), 0);
+        CHECK_INT(kp_aggregation_add(a, &e[i], NULL), 0);
+    CHECK_INT(kp_aggregation_finish(a, NULL), 0);
     char *json = render(a, &v, KP_CALLTREE_JSON);
     CHECK_CONTAINS(json, "\"flops\": 80000,\n      \"bytes\": 0,\n      \"gflop_per_s\": 2,\n"
                          "      \"gb_per_s\": null");
@@ -197,7 +197,7 @@ static void test_rates(void)
 static void test_empty(void)
 {
     kp_aggregation *a = kp_aggregation_create(name_of, NULL);
-    CHECK(a && kp_aggregation_finish(a) == 0);
+    CHECK(a && kp_aggregation_finish(a, NULL) == 0);
     kp_calltree_view v = {0};
     char *text = render(a, &v, KP_CALLTREE_TEXT);
     CHECK_CONTAINS(text, "(no calls, ranges or device work recorded)");

@@ -30,7 +30,7 @@ static void test_synthetic(void)
     kp_tick_map m;
     /* The rate measured 20 ppm low, as a short calibration might. */
     double rate = 0.4 * (1 - 20e-6);
-    CHECK_INT(kp_tick_map_init(&m, 0, anchor_at(0), rate, anchor_at(1000)), 0);
+    CHECK_INT(kp_tick_map_init(&m, 0, anchor_at(0), rate, anchor_at(1000), NULL), 0);
     double horizon_ns = 10e6; /* anchors every 10 ms: 25M ticks */
     uint64_t step = 25000000;
     int64_t last = kp_tick_map_ns(&m, 1000);
@@ -78,7 +78,7 @@ static void test_synthetic(void)
 static void test_late_anchors(void)
 {
     kp_tick_map m;
-    CHECK_INT(kp_tick_map_init(&m, 0, anchor_at(0), 0.4 * (1 - 20e-6), anchor_at(1000)), 0);
+    CHECK_INT(kp_tick_map_init(&m, 0, anchor_at(0), 0.4 * (1 - 20e-6), anchor_at(1000), NULL), 0);
     double horizon_ns = 10e6;
     uint64_t step = 75000000; /* 30 ms of ticks */
     double worst = 0, worst_late = 0;
@@ -102,7 +102,7 @@ static void test_identity(void)
 {
     kp_tick_map m;
     kp_tick_anchor a = {5, 5};
-    CHECK_INT(kp_tick_map_init(&m, 1, a, 1.0, a), 0);
+    CHECK_INT(kp_tick_map_init(&m, 1, a, 1.0, a, NULL), 0);
     CHECK_INT(kp_tick_map_ns(&m, 123456789), 123456789);
     kp_tick_map_anchor(&m, a, 1e6);
     CHECK_INT(kp_tick_map_ns(&m, 42), 42);
@@ -118,7 +118,7 @@ static void test_real_clock(void)
     CHECK(origin.tick > 0);
     kp_tick_map m;
     kp_tick_anchor first = kp_tick_anchor_now();
-    CHECK_INT(kp_tick_map_init(&m, !kp_ticks_tsc, origin, rate, first), 0);
+    CHECK_INT(kp_tick_map_init(&m, !kp_ticks_tsc, origin, rate, first, NULL), 0);
     struct timespec pause = {0, 20000000};
     nanosleep(&pause, NULL);
     /* 20 ms on: the first calibration's rate is good to some 10 ppm, so well under 5 µs off

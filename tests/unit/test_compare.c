@@ -339,7 +339,8 @@ static double test_bootstrap_coverage(int paired, size_t n, int trials, int resa
             b[i] = 1.2 * common * test_exponential();
         }
         kp_estimate e;
-        if (kp_ratio_ci_bootstrap(a, n, b, n, paired, resamples, 0.95, (uint64_t)t, scratch, &e))
+        if (kp_ratio_ci_bootstrap(a, n, b, n, paired, resamples, 0.95, (uint64_t)t, scratch, &e,
+                                  NULL))
             continue;
         covered += e.lo <= 1.2 && 1.2 <= e.hi;
     }
@@ -360,11 +361,11 @@ static void test_bootstrap(void)
     kp_estimate e, e2;
 
     /* Identical inputs. Paired, every resample pairs a value with itself: exactly 1. */
-    CHECK_INT(kp_ratio_ci_bootstrap(a, N, a, N, 1, 500, 0.95, 1, scratch, &e), 0);
+    CHECK_INT(kp_ratio_ci_bootstrap(a, N, a, N, 1, 500, 0.95, 1, scratch, &e, NULL), 0);
     CHECK_NEAR(e.value, 1, 0);
     CHECK_NEAR(e.lo, 1, 0);
     CHECK_NEAR(e.hi, 1, 0);
-    CHECK_INT(kp_ratio_ci_bootstrap(a, N, a, N, 0, 500, 0.95, 1, scratch, &e), 0);
+    CHECK_INT(kp_ratio_ci_bootstrap(a, N, a, N, 0, 500, 0.95, 1, scratch, &e, NULL), 0);
     CHECK_NEAR(e.value, 1, 0);
     CHECK(e.lo < 1 && e.hi > 1);
     CHECK(e.lo > 0.97 && e.hi < 1.03);
@@ -373,30 +374,30 @@ static void test_bootstrap(void)
     /* B 10% slower, with noise of its own. */
     memcpy(a_copy, a, sizeof a);
     memcpy(b_copy, b, sizeof b);
-    CHECK_INT(kp_ratio_ci_bootstrap(a, N, b, N, 0, 1000, 0.95, 7, scratch, &e), 0);
+    CHECK_INT(kp_ratio_ci_bootstrap(a, N, b, N, 0, 1000, 0.95, 7, scratch, &e, NULL), 0);
     CHECK_NEAR(e.value, test_median(b, N) / test_median(a, N), 0);
     CHECK_NEAR(e.value, 1.1, 0.02);
     CHECK(e.lo > 1 && e.lo <= e.value && e.value <= e.hi && e.hi < 1.2);
     CHECK_INT(kp_compare_verdict_of(&e, 0.01), KP_COMPARE_SLOWER);
     CHECK(memcmp(a, a_copy, sizeof a) == 0 && memcmp(b, b_copy, sizeof b) == 0); /* untouched */
     /* And the other way round. */
-    CHECK_INT(kp_ratio_ci_bootstrap(b, N, a, N, 0, 1000, 0.95, 7, scratch, &e2), 0);
+    CHECK_INT(kp_ratio_ci_bootstrap(b, N, a, N, 0, 1000, 0.95, 7, scratch, &e2, NULL), 0);
     CHECK_NEAR(e2.value, 1 / e.value, 1e-15);
     CHECK(e2.hi < 1);
     CHECK_INT(kp_compare_verdict_of(&e2, 0.01), KP_COMPARE_FASTER);
 
     /* Deterministic: the same seed, the same answer; another seed, another interval. */
-    CHECK_INT(kp_ratio_ci_bootstrap(a, N, b, N, 0, 1000, 0.95, 7, scratch, &e2), 0);
+    CHECK_INT(kp_ratio_ci_bootstrap(a, N, b, N, 0, 1000, 0.95, 7, scratch, &e2, NULL), 0);
     CHECK(memcmp(&e, &e2, sizeof e) == 0);
-    CHECK_INT(kp_ratio_ci_bootstrap(a, N, b, N, 0, 1000, 0.95, 8, scratch, &e2), 0);
+    CHECK_INT(kp_ratio_ci_bootstrap(a, N, b, N, 0, 1000, 0.95, 8, scratch, &e2, NULL), 0);
     CHECK_NEAR(e2.value, e.value, 0);
     CHECK(e2.lo != e.lo || e2.hi != e.hi);
     /* A wider level gives a wider interval from the same resamples. */
-    CHECK_INT(kp_ratio_ci_bootstrap(a, N, b, N, 0, 1000, 0.99, 7, scratch, &e2), 0);
+    CHECK_INT(kp_ratio_ci_bootstrap(a, N, b, N, 0, 1000, 0.99, 7, scratch, &e2, NULL), 0);
     CHECK(e2.lo <= e.lo && e2.hi >= e.hi && (e2.lo < e.lo || e2.hi > e.hi));
 
     /* Unequal sizes, unpaired; even n takes element n/2 (stats.h's median). */
-    CHECK_INT(kp_ratio_ci_bootstrap(a, 300, b, 200, 0, 300, 0.95, 3, scratch, &e), 0);
+    CHECK_INT(kp_ratio_ci_bootstrap(a, 300, b, 200, 0, 300, 0.95, 3, scratch, &e, NULL), 0);
     kp_stats sa, sb;
     kp_stats_compute(a, 300, scratch, &sa);
     kp_stats_compute(b, 200, scratch, &sb);
@@ -412,8 +413,8 @@ static void test_bootstrap(void)
         db[i] = 103 * drift * (1 + 0.01 * test_uniform());
     }
     kp_estimate paired, unpaired;
-    CHECK_INT(kp_ratio_ci_bootstrap(da, D, db, D, 1, 1000, 0.95, 11, dscratch, &paired), 0);
-    CHECK_INT(kp_ratio_ci_bootstrap(da, D, db, D, 0, 1000, 0.95, 11, dscratch, &unpaired), 0);
+    CHECK_INT(kp_ratio_ci_bootstrap(da, D, db, D, 1, 1000, 0.95, 11, dscratch, &paired, NULL), 0);
+    CHECK_INT(kp_ratio_ci_bootstrap(da, D, db, D, 0, 1000, 0.95, 11, dscratch, &unpaired, NULL), 0);
     fprintf(stderr, "drift: paired [%.5f, %.5f], unpaired [%.5f, %.5f]\n", paired.lo, paired.hi,
             unpaired.lo, unpaired.hi);
     CHECK_NEAR(paired.value, unpaired.value, 0);
@@ -430,13 +431,13 @@ static void test_bootstrap(void)
 
     /* A resample whose median of a is 0: ratio +inf, the interval unbounded, the verdict open. */
     double za[9] = {0, 0, 0, 0, 1, 1, 1, 1, 1}, zb[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
-    CHECK_INT(kp_ratio_ci_bootstrap(za, 9, zb, 9, 0, 200, 0.95, 5, scratch, &e), 0);
+    CHECK_INT(kp_ratio_ci_bootstrap(za, 9, zb, 9, 0, 200, 0.95, 5, scratch, &e, NULL), 0);
     CHECK_NEAR(e.value, 1, 0);
     CHECK(isinf(e.hi));
     CHECK_INT(kp_compare_verdict_of(&e, 0.05), KP_COMPARE_UNSURE);
 
     /* One resample: both ends are its ratio. */
-    CHECK_INT(kp_ratio_ci_bootstrap(a, N, a, N, 1, 1, 0.95, 5, scratch, &e), 0);
+    CHECK_INT(kp_ratio_ci_bootstrap(a, N, a, N, 1, 1, 0.95, 5, scratch, &e, NULL), 0);
     CHECK_NEAR(e.lo, 1, 0);
     CHECK_NEAR(e.hi, 1, 0);
 
@@ -444,14 +445,24 @@ static void test_bootstrap(void)
     kp_estimate keep = {-7, -7, -7};
     double zeros[3] = {0, 0, 1}, negative[3] = {-1, -2, -3};
     e = keep;
-    CHECK_INT(kp_ratio_ci_bootstrap(a, 0, b, N, 0, 100, 0.95, 1, scratch, &e), -1);
-    CHECK_INT(kp_ratio_ci_bootstrap(a, N, b, 0, 0, 100, 0.95, 1, scratch, &e), -1);
-    CHECK_INT(kp_ratio_ci_bootstrap(zeros, 3, b, 3, 0, 100, 0.95, 1, scratch, &e), -1);
-    CHECK_INT(kp_ratio_ci_bootstrap(a, 3, negative, 3, 0, 100, 0.95, 1, scratch, &e), -1);
-    CHECK_INT(kp_ratio_ci_bootstrap(a, 10, b, 11, 1, 100, 0.95, 1, scratch, &e), -1);
-    CHECK_INT(kp_ratio_ci_bootstrap(a, 10, b, 10, 0, 0, 0.95, 1, scratch, &e), -1);
-    CHECK_INT(kp_ratio_ci_bootstrap(a, 10, b, 10, 0, 100, 1.0, 1, scratch, &e), -1);
-    CHECK_INT(kp_ratio_ci_bootstrap(a, 10, b, 10, 0, 100, 0.0, 1, scratch, &e), -1);
+    CHECK_INT(kp_ratio_ci_bootstrap(a, 0, b, N, 0, 100, 0.95, 1, scratch, &e, NULL), KPROF_INVALID);
+    CHECK_INT(kp_ratio_ci_bootstrap(a, N, b, 0, 0, 100, 0.95, 1, scratch, &e, NULL), KPROF_INVALID);
+    CHECK_INT(kp_ratio_ci_bootstrap(zeros, 3, b, 3, 0, 100, 0.95, 1, scratch, &e, NULL),
+              KPROF_INVALID);
+    CHECK_INT(kp_ratio_ci_bootstrap(a, 3, negative, 3, 0, 100, 0.95, 1, scratch, &e, NULL),
+              KPROF_INVALID);
+    CHECK_INT(kp_ratio_ci_bootstrap(a, 10, b, 11, 1, 100, 0.95, 1, scratch, &e, NULL),
+              KPROF_INVALID);
+    CHECK_INT(kp_ratio_ci_bootstrap(a, 10, b, 10, 0, 0, 0.95, 1, scratch, &e, NULL), KPROF_INVALID);
+    CHECK_INT(kp_ratio_ci_bootstrap(a, 10, b, 10, 0, 100, 1.0, 1, scratch, &e, NULL),
+              KPROF_INVALID);
+    CHECK_INT(kp_ratio_ci_bootstrap(a, 10, b, 10, 0, 100, 0.0, 1, scratch, &e, NULL),
+              KPROF_INVALID);
+    kp_error err = {0}; /* the message says what was wrong */
+    CHECK_INT(kp_ratio_ci_bootstrap(zeros, 3, b, 3, 0, 100, 0.95, 1, scratch, &e, &err),
+              KPROF_INVALID);
+    CHECK_CONTAINS(err.message, "a median is not positive");
+    kp_error_clear(&err);
     CHECK(memcmp(&e, &keep, sizeof e) == 0);
 }
 

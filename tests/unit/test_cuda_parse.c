@@ -221,14 +221,14 @@ static void test_names(void)
 
     /* Through libstdc++'s demangler where the machine has it. */
     char out[256];
-    if (kp_demangle("_Z2tkILi16EEvPf", out, sizeof out) == 0) {
+    if (kp_demangle("_Z2tkILi16EEvPf", out, sizeof out)) {
         CHECK_STR(out, "void tk<16>(float*)");
-        CHECK_INT(kp_demangle("_ZN2ns2k2EiPd", out, sizeof out), 0);
+        CHECK_INT(kp_demangle("_ZN2ns2k2EiPd", out, sizeof out), 1);
         CHECK_STR(out, "ns::k2(int, double*)");
-        CHECK_INT(kp_demangle("_ZN2ns2k2EiPd", out, 4), -1); /* too small */
+        CHECK_INT(kp_demangle("_ZN2ns2k2EiPd", out, 4), 0); /* too small */
     }
-    CHECK_INT(kp_demangle("demo_add", out, sizeof out), -1);
-    CHECK_INT(kp_demangle("_Znotmangled!", out, sizeof out), -1);
+    CHECK_INT(kp_demangle("demo_add", out, sizeof out), 0);
+    CHECK_INT(kp_demangle("_Znotmangled!", out, sizeof out), 0);
 }
 
 static void test_options_and_arch(void)

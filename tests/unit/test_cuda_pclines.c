@@ -72,7 +72,7 @@ int main(void)
     }
     /* Every instruction slot of the first 4 KiB (SASS instructions are 16 bytes on sm_90). */
     kp_pc_samples s = {0};
-    CHECK_INT(kp_pc_samples_set_reasons(&s, reasons, 1), 0);
+    CHECK_INT(kp_pc_samples_set_reasons(&s, reasons, 1, NULL), 0);
     for (uint64_t pc = 0; pc < 4096; pc += 16)
         CHECK(kp_pc_samples_at(&s, "hot", pc) != NULL);
     kp_cuda_pc_lines(cubin, len, &s);
@@ -108,7 +108,7 @@ int main(void)
     cubin = compile(path, 0, &len, why, sizeof why);
     CHECK(cubin != NULL);
     if (cubin) {
-        CHECK_INT(kp_pc_samples_set_reasons(&s, reasons, 1), 0);
+        CHECK_INT(kp_pc_samples_set_reasons(&s, reasons, 1, NULL), 0);
         for (uint64_t pc = 0; pc < 256; pc += 16)
             CHECK(kp_pc_samples_at(&s, "hot", pc) != NULL);
         kp_cuda_pc_lines(cubin, len, &s);

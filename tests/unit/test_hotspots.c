@@ -65,7 +65,7 @@ static void test_reason_names(void)
 static void test_one_entry_per_pc(void)
 {
     kp_pc_samples s = {0};
-    CHECK_INT(kp_pc_samples_set_reasons(&s, reasons, NREASONS), 0);
+    CHECK_INT(kp_pc_samples_set_reasons(&s, reasons, NREASONS, NULL), 0);
     /* Many PCs, each named three times, in an order that interleaves them: the index grows
      * through several sizes and still finds every one. */
     for (int round = 0; round < 3; round++)
@@ -93,7 +93,7 @@ static void test_one_entry_per_pc(void)
 static void test_aggregation(void)
 {
     kp_pc_samples s = {0};
-    CHECK_INT(kp_pc_samples_set_reasons(&s, reasons, NREASONS), 0);
+    CHECK_INT(kp_pc_samples_set_reasons(&s, reasons, NREASONS, NULL), 0);
     s.dispatches = 4;
     s.total_samples = 1000;
     s.dropped_samples = 3;
@@ -175,7 +175,7 @@ static void test_aggregation(void)
 
     /* Nothing sampled: no lines, no division by zero. */
     kp_pc_samples none = {0};
-    CHECK_INT(kp_pc_samples_set_reasons(&none, reasons, NREASONS), 0);
+    CHECK_INT(kp_pc_samples_set_reasons(&none, reasons, NREASONS, NULL), 0);
     CHECK_INT(kp_hotspots_from_samples(&none, &h), 0);
     CHECK_INT(h.n, 0);
     CHECK_INT(h.samples, 0);

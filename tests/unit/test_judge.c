@@ -46,7 +46,7 @@ static kp_judgement judge(const double *a, size_t na, const double *b, size_t nb
 {
     kp_judge_side sa = {.v = a, .n = na, .batch = 10}, sb = {.v = b, .n = nb, .batch = 10};
     kp_judgement j;
-    CHECK_INT(kp_judge(&sa, &sb, c, &j), 0);
+    CHECK_INT(kp_judge(&sa, &sb, c, &j, NULL), 0);
     return j;
 }
 
@@ -332,7 +332,7 @@ static void test_small_effect_and_runs(void)
     const double ra[] = {1.00, 1.03, 0.985}, rb[] = {1.02, 1.05, 1.0};
     kp_judge_side sa = {.v = a, .n = N, .batch = 10, .runs = ra, .nruns = 3};
     kp_judge_side sb = {.v = b, .n = N, .batch = 10, .runs = rb, .nruns = 3};
-    CHECK_INT(kp_judge(&sa, &sb, &c, &j), 0);
+    CHECK_INT(kp_judge(&sa, &sb, &c, &j, NULL), 0);
     CHECK_INT(j.runs, 3);
     CHECK_INT(j.verdict, KP_COMPARE_UNSURE);
     CHECK(j.reasons & KP_JUDGE_RUNS);
@@ -343,7 +343,7 @@ static void test_small_effect_and_runs(void)
     fill(b, N, 1.10, 0.001, 0);
     const double rd[] = {1.0, 1.001, 0.999};
     sa.runs = rd;
-    CHECK_INT(kp_judge(&sa, &sb, &c, &j), 0);
+    CHECK_INT(kp_judge(&sa, &sb, &c, &j, NULL), 0);
     CHECK_INT(j.verdict, KP_COMPARE_SLOWER);
     CHECK(!(j.notes & KP_JUDGE_NOTE_ONE_RUN));
     /* Each side's runs back to back in one state, 2.8% apart (seen on PoCL): tight runs, but
@@ -353,7 +353,7 @@ static void test_small_effect_and_runs(void)
     fill(b, N, 0.2859, 0.001, 0);
     sa.runs = re;
     sb.runs = rf;
-    CHECK_INT(kp_judge(&sa, &sb, &c, &j), 0);
+    CHECK_INT(kp_judge(&sa, &sb, &c, &j, NULL), 0);
     CHECK_INT(j.interval_verdict, KP_COMPARE_SLOWER);
     CHECK_INT(j.verdict, KP_COMPARE_UNSURE);
     CHECK_INT(j.reasons, KP_JUDGE_ONE_RUN);
@@ -371,14 +371,14 @@ static void test_small_effect_and_runs(void)
         fill(ta, 20, 100, 0.2, 0);
         fill(tb, 20, 125, 0.2, 0);
         kp_judge_side xa = {.v = ta, .n = 20}, xb = {.v = tb, .n = 20};
-        CHECK_INT(kp_judge(&xa, &xb, &tc, &j), 0);
+        CHECK_INT(kp_judge(&xa, &xb, &tc, &j, NULL), 0);
         CHECK(j.a.spread > 0.15 && j.b.spread > 0.15);
         CHECK_INT(j.verdict, KP_COMPARE_UNSURE);
         CHECK(j.reasons & KP_JUDGE_ONE_RUN);
         CHECK_CONTAINS(j.reason, "the instances' own spread within a run");
         fill(ta, 20, 100, 0.001, 0);
         fill(tb, 20, 150, 0.001, 0);
-        CHECK_INT(kp_judge(&xa, &xb, &tc, &j), 0);
+        CHECK_INT(kp_judge(&xa, &xb, &tc, &j, NULL), 0);
         CHECK_INT(j.verdict, KP_COMPARE_SLOWER);
     }
     /* Paired sessions repeated: their ratios' spread. */
@@ -409,31 +409,31 @@ static void test_few_and_invalid(void)
     /* In batches of 5: six blocks. The interval is then the samples' whole range: 20% apart
      * with 0.1% noise, no sample contradicts SLOWER ... */
     kp_judge_side s5a = {.v = a, .n = 30, .batch = 5}, s5b = {.v = b, .n = 30, .batch = 5};
-    CHECK_INT(kp_judge(&s5a, &s5b, &c, &j), 0);
+    CHECK_INT(kp_judge(&s5a, &s5b, &c, &j, NULL), 0);
     CHECK_INT(j.verdict, KP_COMPARE_SLOWER);
     CHECK(j.notes & KP_JUDGE_NOTE_FEW);
     CHECK(j.ratio.lo <= j.sample_ratio.lo && j.ratio.hi >= j.sample_ratio.hi);
     CHECK_CONTAINS(j.reason, "whole range");
     /* ... 0.5% apart, the ranges overlap the band: UNSURE, few blocks. */
     fill(b, 30, 1.005, 0.001, 0);
-    CHECK_INT(kp_judge(&s5a, &s5b, &c, &j), 0);
+    CHECK_INT(kp_judge(&s5a, &s5b, &c, &j, NULL), 0);
     CHECK_INT(j.verdict, KP_COMPARE_UNSURE);
     CHECK_INT(j.reasons, KP_JUDGE_FEW);
     CHECK_CONTAINS(j.reason, "independent blocks");
     /* A batch larger than the samples is the samples. */
     kp_judge_side big_a = {.v = a, .n = 3, .batch = (size_t)-1},
                   big_b = {.v = b, .n = 3, .batch = (size_t)-1};
-    CHECK_INT(kp_judge(&big_a, &big_b, &c, &j), 0);
+    CHECK_INT(kp_judge(&big_a, &big_b, &c, &j, NULL), 0);
     CHECK_INT(j.a.block, 3);
     CHECK_INT(j.verdict, KP_COMPARE_UNSURE);
     kp_judge_side sa = {.v = a, .n = 0}, sb = {.v = b, .n = 30};
-    CHECK_INT(kp_judge(&sa, &sb, &c, &j), 0);
+    CHECK_INT(kp_judge(&sa, &sb, &c, &j, NULL), 0);
     CHECK_INT(j.reasons, KP_JUDGE_INVALID);
     a[15] = 0;
     for (int i = 0; i < 30; i++)
         a[i] = 0;
     sa.n = 30;
-    CHECK_INT(kp_judge(&sa, &sb, &c, &j), 0);
+    CHECK_INT(kp_judge(&sa, &sb, &c, &j, NULL), 0);
     CHECK_INT(j.reasons, KP_JUDGE_INVALID);
     CHECK_STR(kp_judge_reason_name(KP_JUDGE_MODES), "modes");
     CHECK_STR(kp_judge_reason_name(3), "?");

@@ -39,18 +39,18 @@ typedef struct gather {
     size_t largest;
 } gather;
 
-static int gather_sink(void *ctx, const void *data, size_t len)
+static kprof_status gather_sink(void *ctx, const void *data, size_t len)
 {
     gather *g = ctx;
     g->calls++;
-    if (g->fail_at && g->calls == g->fail_at) return -1;
+    if (g->fail_at && g->calls == g->fail_at) return KPROF_IO;
     unsigned char *d = realloc(g->data, g->len + len);
-    if (!d) return -1;
+    if (!d) return KPROF_NOMEM;
     memcpy(d + g->len, data, len);
     g->data = d;
     g->len += len;
     if (len > g->largest) g->largest = len;
-    return 0;
+    return KPROF_OK;
 }
 
 static void test_scalars(void)

@@ -80,7 +80,7 @@ int main(void)
     size_t n = 0;
     CHECK_INT(kp_event_source_open(JOB, &src2, &err), KPROF_OK);
     CHECK_INT(kp_trace_aggregate(src2, 0, &a, &err), KPROF_OK);
-    CHECK_INT(kp_aggregation_rows(a, KP_AGGREGATION_GROUP_NAME, &rows, &n), 0);
+    CHECK_INT(kp_aggregation_rows(a, KP_AGGREGATION_GROUP_NAME, &rows, &n, NULL), 0);
     check_table(&r.host, rows, n, src2, KP_EVENT_API);
     check_table(&r.device, rows, n, src2, KP_EVENT_KERNEL);
     check_table(&r.collectives, rows, n, src2, KP_EVENT_KERNEL);

@@ -67,7 +67,7 @@ static kp_trace_event ev(int kind, uint32_t name, int64_t process, int64_t start
 static void add(kp_trace_job *j, kp_trace_event t)
 {
     unsigned flags = t.e.kind == KP_EVENT_API ? kp_host_call_flags(names[t.e.name]) : 0;
-    CHECK_INT(kp_trace_job_add(j, &t, flags), 0);
+    CHECK_INT(kp_trace_job_add(j, &t, flags, NULL), 0);
 }
 
 /* A collective launched at `launch` (the call's start), on the device from start to end. */
@@ -123,7 +123,7 @@ static const kp_trace_process procs[] = {
 static void test_ranks_devices_unions(void)
 {
     kp_trace_job j;
-    CHECK_INT(kp_trace_job_begin(&j, procs, 4, names, N_NAMES, 0), 0);
+    CHECK_INT(kp_trace_job_begin(&j, procs, 4, names, N_NAMES, 0, NULL), 0);
     /* Rank 0 (row 2): two streams overlapping, fed out of order: [10,20] [15,25] [30,40] ms on
      * device 0 → busy 25 ms; a collective [40,45] touching the last → in collectives 5. */
     add(&j, ev(KP_EVENT_KERNEL, N_GEMM, 2, 30 * MS, 40 * MS, 0));
@@ -140,7 +140,7 @@ static void test_ranks_devices_unions(void)
     /* The launcher's call, and an event of a row the trace does not have: both "-". */
     add(&j, ev(KP_EVENT_API, N_LAUNCH, 1, 1 * MS, 2 * MS, 0));
     add(&j, ev(KP_EVENT_KERNEL, N_GEMM, 99, 50 * MS, 51 * MS, 3));
-    CHECK_INT(kp_trace_job_finish(&j), 0);
+    CHECK_INT(kp_trace_job_finish(&j, NULL), 0);
 
     CHECK_INT(j.nranked, 2);
     CHECK_INT(j.nranks, 3);
@@ -223,7 +223,7 @@ static int64_t row_of(int rank)
 static void test_collective_steps_skipped(void)
 {
     kp_trace_job j;
-    CHECK_INT(kp_trace_job_begin(&j, three, 3, names, N_NAMES, 0), 0);
+    CHECK_INT(kp_trace_job_begin(&j, three, 3, names, N_NAMES, 0, NULL), 0);
     /* Four all-reduces on each rank, rank 2 late by (k+1) ms at step k; an all-gather on ranks
      * 0 and 1 only (skipped: not on every rank), and a fifth all-reduce on rank 0 (skipped). */
     for (int k = 0; k < 4; k++) {
@@ -236,7 +236,7 @@ static void test_collective_steps_skipped(void)
     coll(&j, N_ALLGATHER, row_of(0), 900 * MS, 900 * MS, 901 * MS, 0);
     coll(&j, N_ALLGATHER, row_of(1), 900 * MS, 900 * MS, 901 * MS, 1);
     coll(&j, N_ALLREDUCE, row_of(0), 950 * MS, 950 * MS, 951 * MS, 0);
-    CHECK_INT(kp_trace_job_finish(&j), 0);
+    CHECK_INT(kp_trace_job_finish(&j, NULL), 0);
     CHECK_INT(j.nranks, 3); /* no "-": every process has a rank */
     CHECK_INT(j.ranks[0].rank, 0);
     CHECK_INT(j.ranks[2].rank, 2);
@@ -269,7 +269,7 @@ static void test_range_steps(void)
      * is on every rank too, but shorter): the collectives launched inside each. Step 1's do not
      * pair up (rank 1 launched two): unmatched. */
     kp_trace_job j;
-    CHECK_INT(kp_trace_job_begin(&j, three + 1, 2, names, N_NAMES, 0), 0);
+    CHECK_INT(kp_trace_job_begin(&j, three + 1, 2, names, N_NAMES, 0, NULL), 0);
     for (int k = 0; k < 3; k++) {
         int64_t s = (int64_t)k * 10 * MS;
         for (int r = 0; r < 2; r++) {
@@ -284,7 +284,7 @@ static void test_range_steps(void)
                 coll(&j, N_ALLREDUCE, row, s + 3 * MS, s + 12 * MS, s + 13 * MS, 1);
         }
     }
-    CHECK_INT(kp_trace_job_finish(&j), 0);
+    CHECK_INT(kp_trace_job_finish(&j, NULL), 0);
     const kp_job_stragglers *g = &j.stragglers;
     CHECK_INT(g->steps_by, KP_JOB_STEPS_RANGE);
     CHECK_INT(g->range, N_STEP);
@@ -303,14 +303,14 @@ static void test_range_steps(void)
     kp_trace_job_free(&j);
 
     /* Ranges alone (no collective in the trace): a rank arrives when its range starts. */
-    CHECK_INT(kp_trace_job_begin(&j, three + 1, 2, names, N_NAMES, 0), 0);
+    CHECK_INT(kp_trace_job_begin(&j, three + 1, 2, names, N_NAMES, 0, NULL), 0);
     for (int k = 0; k < 2; k++)
         for (int r = 0; r < 2; r++) {
             int64_t s = (int64_t)k * 10 * MS + (r == 1 ? 3 * MS : 0);
             add(&j, ev(KP_EVENT_RANGE, N_STEP, row_of(r), s, s + 5 * MS, 0));
         }
     add(&j, ev(KP_EVENT_RANGE, N_STEP, row_of(0), 50 * MS, 55 * MS, 0)); /* a third on rank 0 */
-    CHECK_INT(kp_trace_job_finish(&j), 0);
+    CHECK_INT(kp_trace_job_finish(&j, NULL), 0);
     CHECK_INT(j.stragglers.steps_by, KP_JOB_STEPS_RANGE);
     CHECK(!j.stragglers.timed_by_collectives);
     CHECK_INT(j.stragglers.nsteps, 2);
@@ -321,9 +321,9 @@ static void test_range_steps(void)
     kp_trace_job_free(&j);
 
     /* One rank: no stragglers. */
-    CHECK_INT(kp_trace_job_begin(&j, three, 1, names, N_NAMES, 0), 0);
+    CHECK_INT(kp_trace_job_begin(&j, three, 1, names, N_NAMES, 0, NULL), 0);
     coll(&j, N_ALLREDUCE, 1, 0, 0, 1 * MS, 0);
-    CHECK_INT(kp_trace_job_finish(&j), 0);
+    CHECK_INT(kp_trace_job_finish(&j, NULL), 0);
     CHECK_INT(j.stragglers.steps_by, KP_JOB_STEPS_NONE);
     CHECK_INT(j.stragglers.last_rank, -1);
     kp_trace_job_free(&j);
@@ -334,11 +334,11 @@ static void test_range_steps(void)
 static void test_wait_capped_by_kernel(void)
 {
     kp_trace_job j;
-    CHECK_INT(kp_trace_job_begin(&j, three, 3, names, N_NAMES, 0), 0);
+    CHECK_INT(kp_trace_job_begin(&j, three, 3, names, N_NAMES, 0, NULL), 0);
     coll(&j, N_ALLGATHER, row_of(0), 100 * MS, 100 * MS, 101 * MS, 0); /* ran 1 ms */
     coll(&j, N_ALLGATHER, row_of(1), 100 * MS, 100 * MS, 106 * MS, 1); /* spun until rank 2 */
     coll(&j, N_ALLGATHER, row_of(2), 105 * MS, 105 * MS, 106 * MS, 2); /* last, 5 ms late */
-    CHECK_INT(kp_trace_job_finish(&j), 0);
+    CHECK_INT(kp_trace_job_finish(&j, NULL), 0);
     const kp_job_stragglers *g = &j.stragglers;
     CHECK_INT(g->nsteps, 1);
     CHECK_INT(g->last_rank, 2);
@@ -359,13 +359,13 @@ static void test_steps_apart(void)
 {
     kp_trace_job j;
     /* Rank 0 runs steps 0..3 from 0, rank 1 the same from 100 ms: after rank 0 has ended. */
-    CHECK_INT(kp_trace_job_begin(&j, three + 1, 2, names, N_NAMES, 0), 0);
+    CHECK_INT(kp_trace_job_begin(&j, three + 1, 2, names, N_NAMES, 0, NULL), 0);
     for (int k = 0; k < 4; k++)
         for (int r = 0; r < 2; r++) {
             int64_t s = (int64_t)k * 10 * MS + (r == 1 ? 100 * MS : 0);
             add(&j, ev(KP_EVENT_RANGE, N_STEP, row_of(r), s, s + 5 * MS, 0));
         }
-    CHECK_INT(kp_trace_job_finish(&j), 0);
+    CHECK_INT(kp_trace_job_finish(&j, NULL), 0);
     const kp_job_stragglers *g = &j.stragglers;
     CHECK_INT(g->steps_by, KP_JOB_STEPS_RANGE);
     CHECK_INT(g->range, N_STEP);
@@ -378,14 +378,14 @@ static void test_steps_apart(void)
     /* Partly: steps 0 and 1 overlap (rank 1 2 ms late, then 7 ms late: its range starts before
      * rank 0's 10 ms one ends), steps 2 and 3 do not (rank 1 starts 12 ms late: rank 0's is
      * over). */
-    CHECK_INT(kp_trace_job_begin(&j, three + 1, 2, names, N_NAMES, 0), 0);
+    CHECK_INT(kp_trace_job_begin(&j, three + 1, 2, names, N_NAMES, 0, NULL), 0);
     static const int64_t late[4] = {2 * MS, 7 * MS, 12 * MS, 15 * MS};
     for (int k = 0; k < 4; k++) {
         int64_t s = (int64_t)k * 100 * MS;
         add(&j, ev(KP_EVENT_RANGE, N_STEP, row_of(0), s, s + 10 * MS, 0));
         add(&j, ev(KP_EVENT_RANGE, N_STEP, row_of(1), s + late[k], s + late[k] + 10 * MS, 0));
     }
-    CHECK_INT(kp_trace_job_finish(&j), 0);
+    CHECK_INT(kp_trace_job_finish(&j, NULL), 0);
     CHECK_INT(g->nsteps, 2);
     CHECK_INT(g->apart, 2);
     CHECK_INT(g->steps[0].index, 0);
@@ -416,10 +416,10 @@ static void test_hosts_by_boot(void)
 #undef P
     size_t n = sizeof hp / sizeof *hp;
     kp_trace_job j;
-    CHECK_INT(kp_trace_job_begin(&j, hp, n, names, N_NAMES, 0), 0);
+    CHECK_INT(kp_trace_job_begin(&j, hp, n, names, N_NAMES, 0, NULL), 0);
     for (size_t i = 0; i < n; i++)
         add(&j, ev(KP_EVENT_KERNEL, N_GEMM, hp[i].id, 10 * MS, 11 * MS, 0));
-    CHECK_INT(kp_trace_job_finish(&j), 0);
+    CHECK_INT(kp_trace_job_finish(&j, NULL), 0);
     CHECK_INT(j.nhosts, 7); /* node's 3 (two boots, and no boot), other, deadbeef, dup's 2 */
     CHECK_INT(j.nranked, 8);
     /* Each rank's host: its name, boot and the tag that tells hosts of one name apart. */

@@ -154,25 +154,25 @@ static kp_timeline *pytorch_like(void)
     /* Start-up: allocations and module loads, no kernels. */
     for (int i = 0; i < 12; i++)
         kp_timeline_add_call(t, 9000 * MS + i * 50 * MS, 9000 * MS + i * 50 * MS + 40 * MS,
-                             N_MALLOC, 0);
-    kp_timeline_add_call(t, 9700 * MS, 9990 * MS, N_MODULE, 0);
+                             N_MALLOC, 0, NULL);
+    kp_timeline_add_call(t, 9700 * MS, 9990 * MS, N_MODULE, 0, NULL);
     int64_t at = 10000 * MS;
     for (int w = 0; w < 2; w++, at += 100 * US) {
-        kp_timeline_add_call(t, at - 10 * US, at - 2 * US, N_LAUNCH, 0);
-        kp_timeline_add_op(t, at, at + 24 * US, N_KERNEL, 1);
+        kp_timeline_add_call(t, at - 10 * US, at - 2 * US, N_LAUNCH, 0, NULL);
+        kp_timeline_add_op(t, at, at + 24 * US, N_KERNEL, 1, NULL);
     }
     for (int s = 0; s < 30; s++) {
         int64_t step = 10010 * MS + s * 100 * MS;
-        kp_timeline_add_range(t, step, step + 100 * MS, N_STEP, 1);
-        kp_timeline_add_range(t, step + 100 * US, step + 5 * MS, N_FORWARD, 1); /* nested */
+        kp_timeline_add_range(t, step, step + 100 * MS, N_STEP, 1, NULL);
+        kp_timeline_add_range(t, step + 100 * US, step + 5 * MS, N_FORWARD, 1, NULL); /* nested */
         for (int k = 0; k < 37; k++) {
             int64_t ks = step + 1 * MS + k * 50 * US;
-            kp_timeline_add_call(t, ks - 10 * US, ks - 2 * US, N_LAUNCH, 0);
-            kp_timeline_add_op(t, ks, ks + 24 * US, N_KERNEL, 1);
+            kp_timeline_add_call(t, ks - 10 * US, ks - 2 * US, N_LAUNCH, 0, NULL);
+            kp_timeline_add_op(t, ks, ks + 24 * US, N_KERNEL, 1, NULL);
         }
-        kp_timeline_add_call(t, step + 3 * MS, step + 4 * MS, N_SYNC, 1);
+        kp_timeline_add_call(t, step + 3 * MS, step + 4 * MS, N_SYNC, 1, NULL);
     }
-    CHECK_INT(kp_timeline_prepare(t), 0);
+    CHECK_INT(kp_timeline_prepare(t, NULL), 0);
     return t;
 }
 
@@ -185,7 +185,7 @@ static void test_pytorch_like(void)
 
     /* The whole wall: an idle GPU with a low launch rate is host-bound, and the verdict says
      * what the host did: 10 s before the first kernel, cudaMalloc and cuModuleLoadData. */
-    CHECK_INT(kp_timeline_window(t, 0, 13300 * MS, &in), 0);
+    CHECK_INT(kp_timeline_window(t, 0, 13300 * MS, &in, NULL), 0);
     kp_verdict_compute(&in, &v);
     CHECK_INT(in.kernels, 1112);
     CHECK_NEAR(v.launches_per_s, 1112 / 13.3, 1e-9);
@@ -219,7 +219,7 @@ static void test_pytorch_like(void)
     CHECK(kp_timeline_active(t, &a0, &a1));
     CHECK_INT(a0, 10000 * MS);
     CHECK_INT(a1, 10010 * MS + 29 * 100 * MS + 1 * MS + 36 * 50 * US + 24 * US);
-    CHECK_INT(kp_timeline_window(t, a0, a1, &in), 0);
+    CHECK_INT(kp_timeline_window(t, a0, a1, &in, NULL), 0);
     kp_verdict_compute(&in, &v);
     CHECK_INT(in.kernels, 1112);
     CHECK_INT(v.kind, KP_VERDICT_HOST_BOUND);
@@ -232,7 +232,7 @@ static void test_pytorch_like(void)
     /* Per top-level NVTX range: `forward` is nested inside `step`, so one name, 30 instances. */
     kp_range_verdict *rv = NULL;
     size_t n = 0;
-    CHECK_INT(kp_timeline_ranges(t, &rv, &n), 0);
+    CHECK_INT(kp_timeline_ranges(t, &rv, &n, NULL), 0);
     CHECK_INT(n, 1);
     if (n == 1) {
         CHECK_STR(rv[0].name, "step");
@@ -262,15 +262,15 @@ static void test_launch_bound(unsigned api)
     int call = api == KP_API_OPENCL ? N_ENQUEUE : N_LAUNCH;
     for (int i = 0; i < 5000; i++) {
         int64_t s = 1 * S + i * 15 * US;
-        kp_timeline_add_call(t, s, s + 12 * US, call, 0);
-        kp_timeline_add_op(t, s + 10 * US, s + 15 * US, kernel, 1);
+        kp_timeline_add_call(t, s, s + 12 * US, call, 0, NULL);
+        kp_timeline_add_op(t, s + 10 * US, s + 15 * US, kernel, 1, NULL);
     }
-    CHECK_INT(kp_timeline_prepare(t), 0);
+    CHECK_INT(kp_timeline_prepare(t, NULL), 0);
     int64_t a0, a1;
     CHECK(kp_timeline_active(t, &a0, &a1));
     kp_verdict_input in;
     kp_verdict v;
-    CHECK_INT(kp_timeline_window(t, a0, a1, &in), 0);
+    CHECK_INT(kp_timeline_window(t, a0, a1, &in, NULL), 0);
     kp_verdict_compute(&in, &v);
     CHECK_INT(v.kind, KP_VERDICT_LAUNCH_BOUND);
     CHECK(v.launches_per_s > 60000);
@@ -288,7 +288,7 @@ static void test_launch_bound(unsigned api)
         CHECK(v.advice & KP_ADVICE_CUDA_GRAPHS);
         CHECK_CONTAINS(text, "fusion, CUDA graphs");
     }
-    CHECK_INT(kp_timeline_window(t, 0, 2 * S, &in), 0);
+    CHECK_INT(kp_timeline_window(t, 0, 2 * S, &in, NULL), 0);
     kp_verdict_compute(&in, &v);
     /* 2,500 launches/s, 10 µs apart, but the GPU idles mostly before and after them. */
     CHECK_INT(v.kind, KP_VERDICT_HOST_BOUND);
@@ -302,16 +302,16 @@ static void test_opencl_build(void)
 {
     kp_timeline *t = kp_timeline_create(0, 5 * S, names, N_NAMES);
     kp_timeline_set_api(t, KP_API_OPENCL);
-    kp_timeline_add_call(t, 500 * MS, 2500 * MS, N_BUILD, 0);
+    kp_timeline_add_call(t, 500 * MS, 2500 * MS, N_BUILD, 0, NULL);
     for (int i = 0; i < 20; i++) {
         int64_t s = 3 * S + i * 100 * MS;
-        kp_timeline_add_call(t, s, s + 20 * US, N_ENQUEUE, 0);
-        kp_timeline_add_op(t, s + 30 * US, s + 10 * MS, N_CLKERNEL, 1);
+        kp_timeline_add_call(t, s, s + 20 * US, N_ENQUEUE, 0, NULL);
+        kp_timeline_add_op(t, s + 30 * US, s + 10 * MS, N_CLKERNEL, 1, NULL);
     }
-    CHECK_INT(kp_timeline_prepare(t), 0);
+    CHECK_INT(kp_timeline_prepare(t, NULL), 0);
     kp_verdict_input in;
     kp_verdict v;
-    CHECK_INT(kp_timeline_window(t, 0, 5 * S, &in), 0);
+    CHECK_INT(kp_timeline_window(t, 0, 5 * S, &in, NULL), 0);
     kp_verdict_compute(&in, &v);
     CHECK_INT(v.kind, KP_VERDICT_HOST_BOUND);
     CHECK_INT(v.named_call, 0);
@@ -334,17 +334,18 @@ static void test_ranges(void)
     kp_timeline_set_api(t, KP_API_CUDA);
     for (int i = 0; i < 4; i++) {
         int64_t s = i * 200 * MS;
-        kp_timeline_add_range(t, s, s + 100 * MS, N_STEP, 7); /* busy 95% */
-        kp_timeline_add_op(t, s + 1 * MS, s + 2 * MS, N_COPY, 0);
-        kp_timeline_add_op(t, s + 2 * MS, s + 97 * MS, N_KERNEL, 1);
-        kp_timeline_add_range(t, s + 100 * MS, s + 200 * MS, N_LOAD, 8);    /* nothing on the GPU */
-        kp_timeline_add_range(t, s + 110 * MS, s + 120 * MS, N_FORWARD, 8); /* nested */
+        kp_timeline_add_range(t, s, s + 100 * MS, N_STEP, 7, NULL); /* busy 95% */
+        kp_timeline_add_op(t, s + 1 * MS, s + 2 * MS, N_COPY, 0, NULL);
+        kp_timeline_add_op(t, s + 2 * MS, s + 97 * MS, N_KERNEL, 1, NULL);
+        kp_timeline_add_range(t, s + 100 * MS, s + 200 * MS, N_LOAD, 8,
+                              NULL); /* nothing on the GPU */
+        kp_timeline_add_range(t, s + 110 * MS, s + 120 * MS, N_FORWARD, 8, NULL); /* nested */
     }
-    kp_timeline_add_range(t, 900 * MS, 950 * MS, N_FORWARD, 9); /* top level on its thread */
-    CHECK_INT(kp_timeline_prepare(t), 0);
+    kp_timeline_add_range(t, 900 * MS, 950 * MS, N_FORWARD, 9, NULL); /* top level on its thread */
+    CHECK_INT(kp_timeline_prepare(t, NULL), 0);
     kp_range_verdict *rv = NULL;
     size_t n = 0;
-    CHECK_INT(kp_timeline_ranges(t, &rv, &n), 0);
+    CHECK_INT(kp_timeline_ranges(t, &rv, &n, NULL), 0);
     CHECK_INT(n, 3);
     if (n == 3) {
         /* Largest total first; equal totals by name. */
@@ -366,18 +367,18 @@ static void test_ranges(void)
     /* A window that starts inside a busy stretch has no gap before it; the first operation
      * being a copy is said so. */
     kp_verdict_input in;
-    CHECK_INT(kp_timeline_window(t, 0, 100 * MS, &in), 0);
+    CHECK_INT(kp_timeline_window(t, 0, 100 * MS, &in, NULL), 0);
     char gap[320];
     kp_verdict_gap_text(&in, gap, sizeof gap);
     CHECK_STR(gap, "after the last kernel");
-    CHECK_INT(kp_timeline_window(t, 0, 1 * MS + 500 * US, &in), 0);
+    CHECK_INT(kp_timeline_window(t, 0, 1 * MS + 500 * US, &in, NULL), 0);
     CHECK_INT(in.longest_gap_place, KP_GAP_BEFORE_FIRST);
     kp_verdict_gap_text(&in, gap, sizeof gap);
     CHECK_STR(gap, "before the first device operation ([CUDA memcpy HtoD])");
-    CHECK_INT(kp_timeline_window(t, 1500 * US, 50 * MS, &in), 0);
+    CHECK_INT(kp_timeline_window(t, 1500 * US, 50 * MS, &in, NULL), 0);
     CHECK_INT(in.longest_gap_place, KP_GAP_NONE); /* busy throughout */
     CHECK_NEAR(in.gpu_busy_s, 48.5e-3, 1e-12);
-    CHECK_INT(kp_timeline_window(t, 1500 * US, 150 * MS, &in), 0);
+    CHECK_INT(kp_timeline_window(t, 1500 * US, 150 * MS, &in, NULL), 0);
     CHECK_INT(in.longest_gap_place, KP_GAP_AFTER_LAST);
     CHECK_NEAR(in.gpu_busy_s, 95.5e-3, 1e-12);
     CHECK_NEAR(in.longest_gap_s, 53e-3, 1e-12);

@@ -57,9 +57,7 @@ static int kp_report_calltree(const char *path, kp_calltree_view *view, int raw,
         view->opencl_only = kp_event_source_opencl_only(src);
         /* Standard output's errors are main's to report (kp_cli_exit), as for the tables. */
         kp_str s = {0};
-        if (kp_calltree_render(a, view, format, &s) != 0)
-            st = kp_error_nomem(&err);
-        else
+        if ((st = kp_calltree_render(a, view, format, &s, &err)) == KPROF_OK)
             fputs(s.data ? s.data : "", stdout);
         kp_str_free(&s);
     }

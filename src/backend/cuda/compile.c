@@ -116,7 +116,7 @@ static kprof_status kp_cuda_kernel_meta(CUfunction f, const kp_cuda_naming *nm, 
         st = kp_error_nomem(err);
         goto done;
     }
-    int mangled = kp_demangle(symbol, demangled, 2048) == 0;
+    int mangled = kp_demangle(symbol, demangled, 2048);
     char user[256] = "";
     ptext[0] = '\0';
     if (mangled && kp_cuda_split_demangled(demangled, user, sizeof user, ptext, 2048) != 0)

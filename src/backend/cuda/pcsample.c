@@ -242,8 +242,7 @@ static kprof_status kp_pcs_reasons(CUcontext ctx, uint32_t **index, kp_pc_sample
         st = kp_pcs_fail(err, "cuptiPCSamplingGetStallReasons", r);
         goto done;
     }
-    if (kp_pc_samples_set_reasons(out, (const char *const *)names, n) != 0)
-        st = kp_error_nomem(err);
+    st = kp_pc_samples_set_reasons(out, (const char *const *)names, n, err);
 done:
     for (size_t i = 0; names && i < n; i++)
         free(names[i]);
