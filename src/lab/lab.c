@@ -134,10 +134,9 @@ static int kp_lab_log_site(kp_lab *lab, const kp_launch *launch)
     kp_lab_log *log = lab->log;
     kp_lab_site site;
     memset(&site, 0, sizeof site);
-    const char *name =
-        launch ? (lab->info.kernel ? lab->info.kernel->name : "")
-               : (lab->info.ops && lab->info.ops->flush_kernel ? lab->info.ops->flush_kernel
-                                                               : "kprof_cache_flush");
+    /* A flush is logged only for a backend with flush_cache, which names its kernel. */
+    const char *name = launch ? (lab->info.kernel ? lab->info.kernel->name : "")
+                              : (lab->info.ops->flush_kernel ? lab->info.ops->flush_kernel : "");
     kp_strlcpy(site.kernel, name, sizeof site.kernel);
     site.flops = launch ? log->flops : NAN;
     site.bytes = launch ? log->bytes : NAN;

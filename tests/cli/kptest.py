@@ -97,13 +97,35 @@ def pack(fmt, values):
     return struct.pack("<%d%s" % (len(values), fmt), *values)
 
 
+def lab_kernel_events(path):
+    """The kernel events of a lab trace (`kprof run/bench --trace`), in start order, as
+    (name, start_ns, end_ns, grid_x, block_x, iteration, metric_bytes, registers), and its meta
+    table as a dict."""
+    import sqlite3
+    db = sqlite3.connect(path)
+    rows = db.execute(
+        "SELECT s.text, e.start_ns, e.end_ns, e.grid_x, e.block_x, m.value, e.metric_bytes, "
+        "e.registers FROM events e JOIN strings s ON s.id = e.name "
+        "LEFT JOIN metrics m ON m.event = e.id AND m.key = "
+        "  (SELECT id FROM strings WHERE text = 'iteration') "
+        "WHERE e.kind = 4 ORDER BY e.start_ns").fetchall()
+    meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+    db.close()
+    return rows, meta
+
+
 class KprofTestCase(unittest.TestCase):
     """A scratch working folder, KPROF_HOME and compile cache per test."""
 
     needs_opencl = True
+    needs_cuda = False  # True: the class skips, saying why, where no CUDA device is
 
     @classmethod
     def setUpClass(cls):
+        if cls.needs_cuda:
+            ok, why = cuda_available()
+            if not ok:
+                raise unittest.SkipTest("no CUDA device: " + str(why))
         if cls.needs_opencl:
             ok, why = opencl_available()
             if not ok:

@@ -8,7 +8,6 @@ folder or cannot be written is refused before anything runs, with nothing left b
 
 import json
 import os
-import sqlite3
 import statistics
 
 import kptest
@@ -36,20 +35,6 @@ __kernel void work11(__global float *out, uint n)
 """
 
 
-def kernel_events(path):
-    """(name, start_ns, end_ns, grid_x, block_x, iteration, metric_bytes) of every kernel event,
-    in start order."""
-    db = sqlite3.connect(path)
-    rows = db.execute(
-        "SELECT s.text, e.start_ns, e.end_ns, e.grid_x, e.block_x, m.value, e.metric_bytes "
-        "FROM events e JOIN strings s ON s.id = e.name "
-        "LEFT JOIN metrics m ON m.event = e.id AND m.key = "
-        "  (SELECT id FROM strings WHERE text = 'iteration') "
-        "WHERE e.kind = 4 ORDER BY e.start_ns").fetchall()
-    meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
-    db.close()
-    return rows, meta
-
 
 class LabTrace(kptest.KprofTestCase):
     def demo(self):
@@ -68,7 +53,7 @@ class LabTrace(kptest.KprofTestCase):
         run = json.loads(p.stdout)
         self.assertIn("23 kernel events in ", p.stderr)
         path = os.path.join(self.tmp, "t.kprof")
-        rows, meta = kernel_events(path)
+        rows, meta = kptest.lab_kernel_events(path)
         self.assertEqual(len(rows), 23)
         self.assertEqual({r[0] for r in rows}, {"demo_add"})
         # The warm-ups come first, counting down to the timed ones: -3, -2, -1, 0, ..., 19.
@@ -125,7 +110,7 @@ class LabTrace(kptest.KprofTestCase):
                        "--tg", "64", "--buffers", "f32:64,u32=64", "--min-time", "0.02",
                        "--timeout", "10", "--json", "--trace", "b.kprof", expect=0)
         doc = json.loads(p.stdout)
-        rows, meta = kernel_events(os.path.join(self.tmp, "b.kprof"))
+        rows, meta = kptest.lab_kernel_events(os.path.join(self.tmp, "b.kprof"))
         self.assertEqual(meta["collectors"], "lab")
         for k in doc["points"][0]["kernels"]:
             mine = [r for r in rows if r[0] == k["entry"]]
@@ -137,7 +122,7 @@ class LabTrace(kptest.KprofTestCase):
         self.kprof("bench", self.demo(), "--grid", "4096", "--tg", "64", "--buffers",
                    "f32:4096,f32:4096,f32:4096,u32=4096", "--cache", "cold", "--min-time",
                    "0.02", "--timeout", "10", "--trace", "c.kprof", expect=0)
-        rows, _ = kernel_events(os.path.join(self.tmp, "c.kprof"))
+        rows, _ = kptest.lab_kernel_events(os.path.join(self.tmp, "c.kprof"))
         flushes = [i for i, r in enumerate(rows) if r[0] == "kprof_cache_flush"]
         self.assertGreater(len(flushes), 0)
         for i in flushes:
@@ -152,7 +137,7 @@ class LabTrace(kptest.KprofTestCase):
         self.assertEqual(open(os.path.join(self.tmp, "t.kprof")).read(), "mine")
         self.assertEqual(self.leftovers(keep=("t.kprof",)), [])
         self.kprof(*self.run_args("--trace", "t.kprof", "--force"), expect=0)
-        self.assertEqual(len(kernel_events(os.path.join(self.tmp, "t.kprof"))[0]), 23)
+        self.assertEqual(len(kptest.lab_kernel_events(os.path.join(self.tmp, "t.kprof"))[0]), 23)
         os.remove(os.path.join(self.tmp, "t.kprof"))
         # A folder: exit 2. One that cannot be written: exit 1. Nothing left behind, and the
         # kernel never ran (no output on stdout).

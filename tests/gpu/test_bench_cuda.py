@@ -32,12 +32,7 @@ extern "C" __global__ void work11(float *out, unsigned n)
 
 class BenchCuda(kptest.KprofTestCase):
     needs_opencl = False
-
-    @classmethod
-    def setUpClass(cls):
-        ok, why = kptest.cuda_available()
-        if not ok:
-            raise kptest.unittest.SkipTest("no CUDA device: " + str(why))
+    needs_cuda = True
 
     def bench(self, *args, expect=0):
         p = self.kprof("bench", *args, "--json", expect=expect)

@@ -58,12 +58,7 @@ FMA = ["--entry", "fma_loop", "--grid", str(FMA_THREADS), "--tg", "256", "--buff
 
 class CudaCounters(kptest.KprofTestCase):
     needs_opencl = False
-
-    @classmethod
-    def setUpClass(cls):
-        ok, why = kptest.cuda_available()
-        if not ok:
-            raise kptest.unittest.SkipTest("no CUDA device: " + str(why))
+    needs_cuda = True
 
     def setUp(self):
         super().setUp()

@@ -93,12 +93,7 @@ extern "C" __global__ void __launch_bounds__(64) lb(float *c, const float *a, un
 
 class Cuda(kptest.KprofTestCase):
     needs_opencl = False
-
-    @classmethod
-    def setUpClass(cls):
-        ok, why = kptest.cuda_available()
-        if not ok:
-            raise kptest.unittest.SkipTest("no CUDA device: " + str(why))
+    needs_cuda = True
 
     def setUp(self):
         super().setUp()

@@ -33,12 +33,7 @@ def nvcc():
 
 class InprocCuda(kptest.KprofTestCase):
     needs_opencl = False
-
-    @classmethod
-    def setUpClass(cls):
-        ok, why = kptest.cuda_available()
-        if not ok:
-            raise kptest.unittest.SkipTest("no CUDA device: " + str(why))
+    needs_cuda = True
         compiler = nvcc()
         if not compiler:
             raise kptest.unittest.SkipTest("nvcc not found")

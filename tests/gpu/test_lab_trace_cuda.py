@@ -9,7 +9,6 @@ device exists."""
 
 import json
 import os
-import sqlite3
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
@@ -18,27 +17,12 @@ import kptest  # noqa: E402
 SPEC = "f32:1M,f32:1M,f32:1M,u32=1048576"
 
 
-def kernel_events(path):
-    db = sqlite3.connect(path)
-    rows = db.execute(
-        "SELECT s.text, e.start_ns, e.end_ns, e.grid_x, e.block_x, e.registers, m.value "
-        "FROM events e JOIN strings s ON s.id = e.name "
-        "LEFT JOIN metrics m ON m.event = e.id AND m.key = "
-        "  (SELECT id FROM strings WHERE text = 'iteration') "
-        "WHERE e.kind = 4 ORDER BY e.start_ns").fetchall()
-    meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
-    db.close()
-    return rows, meta
+ITER, REGS = 5, 7  # columns of kptest.lab_kernel_events
 
 
 class LabTraceCuda(kptest.KprofTestCase):
     needs_opencl = False
-
-    @classmethod
-    def setUpClass(cls):
-        ok, why = kptest.cuda_available()
-        if not ok:
-            raise kptest.unittest.SkipTest("no CUDA device: " + str(why))
+    needs_cuda = True
 
     def demo(self):
         return os.path.join(kptest.SOURCE_DIR, "kernels", "demo_add.cu")
@@ -51,17 +35,17 @@ class LabTraceCuda(kptest.KprofTestCase):
                            timer, "--trace", out, "--json", expect=0)
             run = json.loads(p.stdout)
             self.assertTrue(run["timer"].startswith(clock), run["timer"])
-            rows, meta = kernel_events(os.path.join(self.tmp, out))
+            rows, meta = kptest.lab_kernel_events(os.path.join(self.tmp, out))
             self.assertEqual(meta["collectors"], "lab")
             self.assertIn("(cuda device ", meta["device"])
             self.assertEqual(len(rows), 55, timer)
-            self.assertEqual([int(r[6]) for r in rows], list(range(-5, 50)))
-            timed = [r[2] - r[1] for r in rows if r[6] >= 0]
+            self.assertEqual([int(r[ITER]) for r in rows], list(range(-5, 50)))
+            timed = [r[2] - r[1] for r in rows if r[ITER] >= 0]
             self.assertEqual(timed, [round(ms * 1e6) for ms in run["gpu_ms_samples"]], timer)
             for r in rows:
                 self.assertEqual(r[0], "demo_add")
                 self.assertEqual((r[3], r[4]), (1048576 // 256, 256))
-                self.assertGreater(r[5] or 0, 0)  # registers, from the reflection
+                self.assertGreater(r[REGS] or 0, 0)  # registers, from the reflection
             for a, b in zip(rows, rows[1:]):
                 self.assertLessEqual(a[2], b[1], timer)  # one stream: no overlap
             lo, hi = int(meta["start_ns"]), int(meta["end_ns"])
@@ -74,12 +58,12 @@ class LabTraceCuda(kptest.KprofTestCase):
         self.kprof("bench", self.demo(), "--backend", "cuda", "--grid", "1M", "--buffers", SPEC,
                    "--cache", "cold", "--min-time", "0.05", "--timeout", "5", "--trace",
                    "c.kprof", expect=0)
-        rows, _ = kernel_events(os.path.join(self.tmp, "c.kprof"))
+        rows, _ = kptest.lab_kernel_events(os.path.join(self.tmp, "c.kprof"))
         flushes = [i for i, r in enumerate(rows) if r[0] == "kprof_cache_flush"]
         self.assertGreater(len(flushes), 10)
         for i in flushes:
             self.assertEqual(rows[i + 1][0], "demo_add")
-            self.assertEqual(rows[i + 1][6], rows[i][6])
+            self.assertEqual(rows[i + 1][ITER], rows[i][ITER])
             self.assertLessEqual(rows[i][2], rows[i + 1][1])
 
 

@@ -42,12 +42,7 @@ RUN = ["--entry", "hot", "--grid", str(N), "--tg", "256", "--buffers", SPEC, "--
 
 class Source(kptest.KprofTestCase):
     needs_opencl = False
-
-    @classmethod
-    def setUpClass(cls):
-        ok, why = kptest.cuda_available()
-        if not ok:
-            raise kptest.unittest.SkipTest("no CUDA device: " + str(why))
+    needs_cuda = True
 
     def setUp(self):
         super().setUp()

@@ -17,12 +17,7 @@ PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "progr
 
 class TraceCuda(kptest.KprofTestCase):
     needs_opencl = False
-
-    @classmethod
-    def setUpClass(cls):
-        ok, why = kptest.cuda_available()
-        if not ok:
-            raise kptest.unittest.SkipTest("no CUDA device: " + str(why))
+    needs_cuda = True
         cls.bin = os.path.join(kptest.tempfile.mkdtemp(prefix="kprof-cuda-app-"), "bin")
         p = subprocess.run(["sh", os.path.join(PROGRAMS, "build_cuda_app.sh"), cls.bin],
                            capture_output=True, text=True)

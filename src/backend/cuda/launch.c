@@ -402,7 +402,7 @@ static kprof_status kp_cuda_launch_timed(kp_kernel *k, const kp_launch *l,
                                          kp_dispatch_span *span, kp_error *err)
 {
     kp_device *dev = k->dev;
-    int64_t host_start = (int64_t)kp_now_ns();
+    int64_t host_start = span ? (int64_t)kp_now_ns() : 0; /* read only when a span is asked */
     CUresult rc = kp_cu.cuEventRecord(dev->start, dev->stream);
     if (rc != CUDA_SUCCESS) return kp_cuda_fail(dev, err, "cuEventRecord", rc);
     rc = kp_cu.cuLaunchKernel(k->function, blocks[0], blocks[1], blocks[2], threads[0], threads[1],

@@ -760,10 +760,10 @@ static kprof_status kp_cl_dispatch(kp_kernel *k, const kp_launch *l, double *gpu
     for (int d = 0; d < l->dims; d++)
         grid[d] = (size_t)l->grid[d], tg[d] = (size_t)l->tg[d];
     cl_event ev = NULL;
-    uint64_t host_enqueue = kp_now_ns();
+    uint64_t host_enqueue = span ? kp_now_ns() : 0; /* the clock is read only for a span */
     cl_int rc = kp_cl.clEnqueueNDRangeKernel(k->dev->queue, k->kernel, (cl_uint)l->dims, NULL, grid,
                                              tg, 0, NULL, &ev);
-    uint64_t host_return = kp_now_ns();
+    uint64_t host_return = span ? kp_now_ns() : 0;
     if (rc != CL_SUCCESS) {
         kprof_status st = rc == CL_INVALID_WORK_GROUP_SIZE || rc == CL_INVALID_KERNEL_ARGS ||
                                   rc == CL_INVALID_WORK_ITEM_SIZE ||
@@ -928,10 +928,10 @@ static kprof_status kp_cl_flush_cache(kp_device *dev, double *ns, kp_dispatch_sp
     if (st != KPROF_OK) return st;
     cl_event ev = NULL;
     size_t items = dev->flush_items;
-    uint64_t host_enqueue = kp_now_ns();
+    uint64_t host_enqueue = span ? kp_now_ns() : 0; /* the clock is read only for a span */
     cl_int rc = kp_cl.clEnqueueNDRangeKernel(dev->queue, dev->flush_kernel, 1, NULL, &items, NULL,
                                              0, NULL, &ev);
-    uint64_t host_return = kp_now_ns();
+    uint64_t host_return = span ? kp_now_ns() : 0;
     if (rc != CL_SUCCESS) return kp_cl_fail(err, "launching kprof's cache flush", rc);
     rc = kp_cl.clWaitForEvents(1, &ev);
     if (rc == CL_SUCCESS) rc = kp_cl_event_times(dev, ev, host_enqueue, host_return, ns, span);
