@@ -34,6 +34,10 @@ def nvcc():
 class InprocCuda(kptest.KprofTestCase):
     needs_opencl = False
     needs_cuda = True
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
         compiler = nvcc()
         if not compiler:
             raise kptest.unittest.SkipTest("nvcc not found")

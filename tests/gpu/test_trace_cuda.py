@@ -18,6 +18,10 @@ PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "progr
 class TraceCuda(kptest.KprofTestCase):
     needs_opencl = False
     needs_cuda = True
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
         cls.bin = os.path.join(kptest.tempfile.mkdtemp(prefix="kprof-cuda-app-"), "bin")
         p = subprocess.run(["sh", os.path.join(PROGRAMS, "build_cuda_app.sh"), cls.bin],
                            capture_output=True, text=True)
