@@ -378,7 +378,7 @@ static kprof_status kp_notes_from_file(const char *path, const char *kernel, kp_
     if (!note->made_from) return kp_error_nomem(err);
     char commit[65];
     /* none: a note without a commit */
-    if (kp_git_head_of(note->made_from, commit, sizeof commit) == 0) {
+    if (kp_git_head_of(note->made_from, commit, sizeof commit)) {
         note->git_commit = strdup(commit);
         if (!note->git_commit) return kp_error_nomem(err);
     }
