@@ -127,7 +127,7 @@ void kp_note_json(kp_json *j, const kp_note *n, int with_id, const double *score
 static int kp_notes_is_history_ref(const char *ref)
 {
     int64_t id, back;
-    return kp_history_parse_ref(ref, &id, &back) == 0;
+    return kp_history_parse_ref(ref, &id, &back, NULL) == KPROF_OK;
 }
 
 /* "4096x4096" from a JSON array of whole positive numbers; NULL when it is not one. */
