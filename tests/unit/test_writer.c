@@ -180,6 +180,14 @@ static void test_start_failures(const char *dir)
     CHECK_INT(kp_writer_start_in(missing, "test", 0, NULL), KPROF_IO);
     CHECK_INT(kp_writer_active(), 0);
     CHECK_INT(count_files(dir, ".klog"), 0);
+    /* The reader: a folder is bad input, a missing file cannot be read. */
+    kp_klog log;
+    CHECK_INT(kp_klog_open(dir, &log, &err), KPROF_INVALID);
+    CHECK_CONTAINS(err.message, "not a regular file");
+    kp_error_clear(&err);
+    CHECK_INT(kp_klog_open(missing, &log, &err), KPROF_IO);
+    CHECK_CONTAINS(err.message, "No such file or directory");
+    kp_error_clear(&err);
     if (saved) setenv("KPROF_TRACE_DIR", saved, 1);
     free(saved);
 }
