@@ -32,7 +32,7 @@ void kp_diff_config_default(kp_diff_config *cfg)
 static int kp_diff_is_history_ref(const char *arg)
 {
     int64_t id, back;
-    return kp_history_parse_ref(arg, &id, &back) == 0;
+    return kp_history_parse_ref(arg, &id, &back, NULL) == KPROF_OK;
 }
 
 /* Which kind of input arg is: a history reference by its form; a file by its name (.kprof,

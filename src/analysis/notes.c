@@ -127,7 +127,7 @@ void kp_note_json(kp_json *j, const kp_note *n, int with_id, const double *score
 static int kp_notes_is_history_ref(const char *ref)
 {
     int64_t id, back;
-    return kp_history_parse_ref(ref, &id, &back) == 0;
+    return kp_history_parse_ref(ref, &id, &back, NULL) == KPROF_OK;
 }
 
 /* "4096x4096" from a JSON array of whole positive numbers; NULL when it is not one. */
@@ -378,7 +378,7 @@ static kprof_status kp_notes_from_file(const char *path, const char *kernel, kp_
     if (!note->made_from) return kp_error_nomem(err);
     char commit[65];
     /* none: a note without a commit */
-    if (kp_git_head_of(note->made_from, commit, sizeof commit) == 0) {
+    if (kp_git_head_of(note->made_from, commit, sizeof commit)) {
         note->git_commit = strdup(commit);
         if (!note->git_commit) return kp_error_nomem(err);
     }

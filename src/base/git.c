@@ -42,7 +42,9 @@ static const char *const kp_git_safe[] = {
 
 /* Run git with args (NULL-terminated, after "git" and kp_git_safe), its stdout into out (at most
  * n - 1 bytes kept, the rest read and dropped), in a process group of its own, killed whole
- * (with whatever git started) past KP_GIT_TIMEOUT_S. 0 when it ran and exited 0; -1 otherwise. */
+ * (with whatever git started) past KP_GIT_TIMEOUT_S. Whether it answered: 1 when it ran and
+ * exited 0; 0 otherwise (no git, not a repository, a failure, the deadline), which is no error
+ * of kprof's: the file's commit is then unknown. */
 static int kp_git_run(const char *const args[], char *out, size_t n)
 {
     char *argv[1 + KP_GIT_NSAFE + KP_GIT_MAXARGS + 1];
@@ -51,11 +53,11 @@ static int kp_git_run(const char *const args[], char *out, size_t n)
     for (size_t i = 0; i < KP_GIT_NSAFE; i++)
         argv[na++] = (char *)kp_git_safe[i];
     for (size_t i = 0; args[i]; i++) {
-        if (i == KP_GIT_MAXARGS) return -1;
+        if (i == KP_GIT_MAXARGS) return 0;
         argv[na++] = (char *)args[i];
     }
     argv[na] = NULL;
-    int rc = -1, fds[2] = {-1, -1}, spawned = 0;
+    int answered = 0, fds[2] = {-1, -1}, spawned = 0;
     pid_t pid = -1;
     size_t nenv = 0, len = 0;
     char **env = NULL;
@@ -131,7 +133,7 @@ static int kp_git_run(const char *const args[], char *out, size_t n)
         nanosleep(&ms, NULL);
     }
     spawned = 0;
-    rc = WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+    answered = WIFEXITED(status) && WEXITSTATUS(status) == 0;
 done:
     if (spawned) { /* past the deadline: git and all it started */
         kill(-pid, SIGKILL);
@@ -143,7 +145,7 @@ done:
     if (fds[0] >= 0) close(fds[0]);
     if (fds[1] >= 0) close(fds[1]);
     free(env);
-    return rc;
+    return answered;
 }
 
 /* The folder holding the file at path: "." for a bare name, "/" for one in the root. */
@@ -159,19 +161,20 @@ static void kp_git_dir_of(const char *path, char *dir, size_t n)
         *slash = '\0';
 }
 
+/* Whether dir's work tree has a HEAD commit: 1 with it in commit, 0 with commit "". */
 static int kp_git_head_in(const char *dir, char *commit, size_t n)
 {
     if (n) commit[0] = '\0';
     char head[256];
     const char *rev[] = {"-C", dir, "rev-parse", "--verify", "-q", "HEAD", NULL};
-    if (kp_git_run(rev, head, sizeof head) != 0) return -1;
+    if (!kp_git_run(rev, head, sizeof head)) return 0;
     kp_rstrip(head);
     size_t len = strlen(head);
-    if ((len != 40 && len != 64) || len >= n) return -1;
+    if ((len != 40 && len != 64) || len >= n) return 0;
     for (size_t i = 0; i < len; i++)
-        if (!strchr("0123456789abcdef", head[i])) return -1;
+        if (!strchr("0123456789abcdef", head[i])) return 0;
     memcpy(commit, head, len + 1);
-    return 0;
+    return 1;
 }
 
 int kp_git_head_of(const char *path, char *commit, size_t n)
@@ -189,12 +192,12 @@ void kp_git_state_of(const char *path, kp_git_state *out)
     kp_git_dir_of(path, dir, sizeof dir);
 
     char head[sizeof out->commit];
-    if (kp_git_head_in(dir, head, sizeof head) != 0) return;
+    if (!kp_git_head_in(dir, head, sizeof head)) return;
     /* Any line of output is a change; only whether there is one matters, so the rest of a
      * long listing is read and dropped. */
     char changes[2];
     const char *status[] = {"-C", dir, "status", "--porcelain", "--untracked-files=no", NULL};
-    if (kp_git_run(status, changes, sizeof changes) != 0) return;
+    if (!kp_git_run(status, changes, sizeof changes)) return;
     memcpy(out->commit, head, sizeof head);
     out->dirty = changes[0] != '\0';
 }

@@ -27,10 +27,11 @@ typedef struct kp_git_state {
  * Never fails: commit "" and dirty -1 where there is nothing to say. */
 void kp_git_state_of(const char *path, kp_git_state *out);
 /* HEAD's full hash of the work tree holding the file at path (its folder is asked), into commit
- * (n: at least 65 for a SHA-256 repository): 0, or -1 with commit "" (no git, not in a work tree,
- * no commit yet, git failed or ran past KP_GIT_TIMEOUT_S). git runs as for kp_git_state_of: without
- * the caller's GIT_DIR and GIT_WORK_TREE, with the repository's fsmonitor and hooks off, killed at
- * the deadline. */
+ * (n: at least 65 for a SHA-256 repository). Whether there is one: 1 with the hash in commit, or
+ * 0 with commit "" (no git, not in a work tree, no commit yet, git failed or ran past
+ * KP_GIT_TIMEOUT_S), which is no failure: the commit is then unknown. git runs as for
+ * kp_git_state_of: without the caller's GIT_DIR and GIT_WORK_TREE, with the repository's fsmonitor
+ * and hooks off, killed at the deadline. */
 int kp_git_head_of(const char *path, char *commit, size_t n);
 
 #endif

@@ -19,7 +19,8 @@ const char *kp_job_getenv(const char *name, void *ctx)
     return getenv(name);
 }
 
-/* A whole number 0..INT_MAX, or -1. */
+/* A whole number 0..INT_MAX, or -1 when the variable is unset or not such a number: job.h's
+ * "unknown" value for a rank or a size, not a failure (a launcher need not set them all). */
 static int kp_job_int(const char *(*get)(const char *, void *), void *ctx, const char *name)
 {
     const char *s = get(name, ctx);

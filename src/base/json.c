@@ -217,8 +217,9 @@ void kp_json_int_or_null(kp_json *j, const char *key, int known, int64_t value)
         kp_json_null(j, key);
 }
 
-int kp_json_finish(kp_json *j)
+kprof_status kp_json_finish(kp_json *j)
 {
     if (j->pretty) kp_str_append(j->out, "\n");
-    return (j->failed || j->depth != 0 || j->out->failed) ? -1 : 0;
+    if (j->out->failed) return KPROF_NOMEM;
+    return j->failed || j->depth != 0 ? KPROF_INVALID : KPROF_OK;
 }

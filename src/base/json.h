@@ -54,7 +54,10 @@ void kp_json_quote(kp_str *out, const char *text);
 /* Shortest decimal that reads back as the same double ("0.1", "1e-07"); non-finite -> "null". */
 void kp_json_format_double(double v, char *buf, size_t n);
 
-/* 0 when the document is complete and balanced. */
-int kp_json_finish(kp_json *j);
+/* End the document: KPROF_OK when it is complete and balanced; KPROF_NOMEM when the text ran out
+ * of memory; KPROF_INVALID when the writer was misused (nested too deep, left unbalanced). Like
+ * kp_str's, the failure is kept in a flag and asked once here, so no kp_error is filled: the
+ * caller knows what it was writing (kp_error_nomem for the usual case). */
+kprof_status kp_json_finish(kp_json *j);
 
 #endif

@@ -261,7 +261,8 @@ kprof_status kp_output_open(kp_output *o, const char *path, unsigned flags,
 }
 
 /* The stream writes through these, so the first write error keeps its errno ("No space left
- * on device") for the message instead of stdio's bare error flag. */
+ * on device") for the message instead of stdio's bare error flag. Their returns are
+ * fopencookie's contract (write(2)'s and close(2)'s: -1 on failure), not kprof's status. */
 static ssize_t kp_output_cookie_write(void *cookie, const char *buf, size_t n)
 {
     kp_output *o = cookie;

@@ -17,27 +17,29 @@
 #include <time.h>
 #include <unistd.h>
 
-static int kp_str_reserve(kp_str *s, size_t extra)
+/* Room for extra more bytes and the NUL: KPROF_OK, or KPROF_NOMEM with `failed` set (kp_str keeps
+ * its failure in the flag, checked once at the end, so there is no kp_error to fill here). */
+static kprof_status kp_str_reserve(kp_str *s, size_t extra)
 {
-    if (s->failed) return -1;
+    if (s->failed) return KPROF_NOMEM;
     size_t need = s->len + extra + 1;
-    if (need <= s->capacity) return 0;
+    if (need <= s->capacity) return KPROF_OK;
     size_t cap = s->capacity ? s->capacity : 64;
     while (cap < need)
         cap *= 2;
     char *p = realloc(s->data, cap);
     if (!p) {
         s->failed = 1;
-        return -1;
+        return KPROF_NOMEM;
     }
     s->data = p;
     s->capacity = cap;
-    return 0;
+    return KPROF_OK;
 }
 
 void kp_str_append_n(kp_str *s, const char *text, size_t n)
 {
-    if (kp_str_reserve(s, n) != 0) return;
+    if (kp_str_reserve(s, n) != KPROF_OK) return;
     memcpy(s->data + s->len, text, n);
     s->len += n;
     s->data[s->len] = '\0';
@@ -54,7 +56,7 @@ void kp_str_vprintf(kp_str *s, const char *fmt, va_list ap)
     va_copy(copy, ap);
     int n = vsnprintf(NULL, 0, fmt, copy);
     va_end(copy);
-    if (n < 0 || kp_str_reserve(s, (size_t)n) != 0) return;
+    if (n < 0 || kp_str_reserve(s, (size_t)n) != KPROF_OK) return;
     vsnprintf(s->data + s->len, (size_t)n + 1, fmt, ap);
     s->len += (size_t)n;
 }
@@ -250,13 +252,13 @@ uint64_t kp_hash64_str(uint64_t seed, const char *text)
     return kp_hash64(seed, text ? text : "", text ? strlen(text) + 1 : 1);
 }
 
-int kp_parse_size(const char *text, uint64_t *out)
+kprof_status kp_parse_size(const char *text, uint64_t *out)
 {
-    if (!text || !isdigit((unsigned char)text[0])) return -1;
+    if (!text || !isdigit((unsigned char)text[0])) return KPROF_INVALID;
     errno = 0;
     char *end = NULL;
     unsigned long long v = strtoull(text, &end, 10);
-    if (errno == ERANGE) return -1;
+    if (errno == ERANGE) return KPROF_INVALID;
     uint64_t mul = 1;
     if (*end == 'K' || *end == 'k')
         mul = 1ULL << 10, end++;
@@ -264,9 +266,9 @@ int kp_parse_size(const char *text, uint64_t *out)
         mul = 1ULL << 20, end++;
     else if (*end == 'G' || *end == 'g')
         mul = 1ULL << 30, end++;
-    if (*end || v > UINT64_MAX / mul) return -1;
+    if (*end || v > UINT64_MAX / mul) return KPROF_INVALID;
     *out = v * mul;
-    return 0;
+    return KPROF_OK;
 }
 
 int kp_poll_until(int (*poll)(void *ctx), void *ctx, double timeout_s)

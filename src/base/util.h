@@ -9,6 +9,7 @@
 /* The file functions (whole-file read, atomic write, the input check, mkdir -p) are in
  * base/file.h, included here for the callers that have always found them in util.h. */
 #include "base/file.h"
+#include "kprof.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -49,8 +50,10 @@ uint64_t kp_hash64(uint64_t seed, const void *data, size_t len);
 uint64_t kp_hash64_str(uint64_t seed, const char *text);
 
 /* A whole number with an optional binary K/M/G suffix ("64", "1M" = 1048576); no sign, no
- * spaces. 0 ok, -1 malformed or above UINT64_MAX. */
-int kp_parse_size(const char *text, uint64_t *out);
+ * spaces. KPROF_OK, or KPROF_INVALID (malformed or above UINT64_MAX) with *out untouched. It
+ * fills no kp_error: every caller names the option or field the text came from in its own
+ * message, and util.c must not call error.c, which is built on kp_str (a file cycle). */
+kprof_status kp_parse_size(const char *text, uint64_t *out);
 
 /* Wait for a dispatch with a deadline, as both backends do: poll(ctx) until it returns non-zero
  * (done or failed: its value is returned) or timeout_s passes (KP_POLL_TIMEOUT), sleeping 20 µs

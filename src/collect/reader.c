@@ -18,9 +18,14 @@ kprof_status kp_klog_open(const char *path, kp_klog *out, kp_error *err)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return kp_error_set(err, KPROF_IO, "%s: %s", path, strerror(errno));
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, &st) != 0) {
+        kprof_status failed = kp_error_set(err, KPROF_IO, "%s: %s", path, strerror(errno));
         close(fd);
-        return kp_error_set(err, KPROF_IO, "%s: not a regular file", path);
+        return failed;
+    }
+    if (!S_ISREG(st.st_mode)) { /* bad input, as every input that is not a regular file */
+        close(fd);
+        return kp_error_set(err, KPROF_INVALID, "%s: not a regular file", path);
     }
     out->size = (size_t)st.st_size;
     if (out->size > 0) {

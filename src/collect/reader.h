@@ -22,6 +22,8 @@ typedef struct kp_klog {
     int truncated; /* the file ended inside a record or held garbage */
 } kp_klog;
 
+/* Read the record file at path into out: KPROF_OK; IO when it cannot be opened, mapped or read;
+ * INVALID when it is not a regular file; NOMEM. */
 kprof_status kp_klog_open(const char *path, kp_klog *out, kp_error *err);
 void kp_klog_close(kp_klog *log);
 

@@ -37,17 +37,23 @@
 #endif
 
 /* libkprof-inject.so: $KPROF_INJECT_LIBRARY, else beside the kprof binary (the build tree), else
- * in the installed libdir relative to it, else ../lib. */
-static int kp_inject_path(char out[PATH_MAX])
+ * in the installed libdir relative to it, else ../lib. KPROF_OK with its real path in out, or
+ * UNAVAILABLE (nothing to inject: one message, whichever way it was looked for). */
+static kprof_status kp_inject_path(char out[PATH_MAX], kp_error *err)
 {
     const char *env = getenv(KP_ENV_INJECT_LIBRARY);
-    if (env && *env) return realpath(env, out) ? 0 : -1;
     char exe[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0) return -1;
+    ssize_t len;
+    char *slash;
+    if (env && *env) {
+        if (realpath(env, out)) return KPROF_OK;
+        goto missing;
+    }
+    len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0) goto missing;
     exe[len] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (!slash) return -1;
+    slash = strrchr(exe, '/');
+    if (!slash) goto missing;
     *slash = '\0';
     /* Beside the binary, the install's library folder relative to its bindir, ../lib. (The
      * second is "/" then the folder: written as two strings, not one concatenated literal,
@@ -56,9 +62,12 @@ static int kp_inject_path(char out[PATH_MAX])
     for (size_t i = 0; i < sizeof folders / sizeof folders[0]; i++) {
         char path[PATH_MAX + sizeof KPROF_INSTALL_LIBDIR_FROM_BINDIR + 32];
         snprintf(path, sizeof path, "%s%s%s/libkprof-inject.so", exe, folders[i][0], folders[i][1]);
-        if (kp_path_exists(path) && realpath(path, out)) return 0;
+        if (kp_path_exists(path) && realpath(path, out)) return KPROF_OK;
     }
-    return -1;
+missing:
+    return kp_error_set(err, KPROF_UNAVAILABLE,
+                        "libkprof-inject.so not found beside kprof or "
+                        "in " KPROF_INSTALL_LIBDIR_FROM_BINDIR " (set KPROF_INJECT_LIBRARY)");
 }
 
 /* Add value to the ':'-separated list in environment variable name, first or last. */
@@ -79,11 +88,8 @@ kprof_status kp_session_inject_env(int queue_times, char *note, size_t note_len,
 {
     note[0] = '\0';
     char inject[PATH_MAX];
-    if (kp_inject_path(inject) != 0)
-        return kp_error_set(
-            err, KPROF_UNAVAILABLE,
-            "libkprof-inject.so not found beside kprof or in " KPROF_INSTALL_LIBDIR_FROM_BINDIR
-            " (set KPROF_INJECT_LIBRARY)");
+    kprof_status st = kp_inject_path(inject, err);
+    if (st != KPROF_OK) return st;
     const char *prior = getenv("CUDA_INJECTION64_PATH");
     if (prior && *prior && strcmp(prior, inject) != 0)
         return kp_error_set(err, KPROF_UNAVAILABLE,
@@ -126,7 +132,10 @@ kprof_status kp_session_inject_env(int queue_times, char *note, size_t note_len,
     /* NVTX reaches kprof's NVTX collector (InitializeInjectionNvtx2 in nvtx_inject.c) at the
      * first NVTX call, which records it itself on every machine. */
     if (!nvtx || !*nvtx) setenv("NVTX_INJECTION64_PATH", inject, 1);
-    if (kp_cupti_library_path(cupti, sizeof cupti) == 0 && !getenv(KP_ENV_CUPTI_LIBRARY))
+    /* No CUPTI here is no failure of the trace: the CUDA collector then finds its own, or says
+     * in the trace why it recorded nothing. */
+    if (kp_cupti_library_path(cupti, sizeof cupti, NULL) == KPROF_OK &&
+        !getenv(KP_ENV_CUPTI_LIBRARY))
         setenv(KP_ENV_CUPTI_LIBRARY, cupti, 1); /* the CUDA collector loads the one kprof found */
     /* Last in the list: the loaders stack each layer over the ones before it, so ours is the
      * outermost, and the LD_PRELOAD wrappers, which call what lies under it, skip none of the

@@ -284,12 +284,14 @@ void kp_writer_emit_n(kp_rec *r, size_t n)
     kp_append(r, n * sizeof *r, NULL, 0, n * sizeof *r);
 }
 
-/* Double the string table, or make its first. Caller holds kp_w.lock. -1 when out of memory. */
-static int kp_strings_grow_locked(void)
+/* Double the string table, or make its first. Caller holds kp_w.lock. KPROF_NOMEM leaves the
+ * table as it was, and no kp_error is filled: the caller carries on without (a string then
+ * defined again on every use), on the emit path where nobody could be told. */
+static kprof_status kp_strings_grow_locked(void)
 {
     uint32_t cap = kp_w.strings_cap ? kp_w.strings_cap * 2 : KP_STRINGS;
     struct kp_string_slot *t = calloc(cap, sizeof *t);
-    if (!t) return -1;
+    if (!t) return KPROF_NOMEM;
     for (uint32_t i = 0; i < kp_w.strings_cap; i++) {
         if (!kp_w.strings[i].hash) continue;
         uint32_t s = (uint32_t)(kp_w.strings[i].hash % cap);
@@ -300,7 +302,7 @@ static int kp_strings_grow_locked(void)
     free(kp_w.strings);
     kp_w.strings = t;
     kp_w.strings_cap = cap;
-    return 0;
+    return KPROF_OK;
 }
 
 uint32_t kp_writer_string(const char *text)
@@ -540,12 +542,24 @@ static void kp_fork_child(void)
     kp_w.nat_exit = kp_w.nat_crash = 0; /* the parent's collectors' hooks */
 }
 
-int kp_writer_start(const char *collector)
+kprof_status kp_writer_start(const char *collector, kp_error *err)
 {
-    if (kp_writer_active() && kp_w.pid == getpid()) return 0;
+    if (kp_writer_active() && kp_w.pid == getpid()) return KPROF_OK;
     const char *dir = getenv(KP_ENV_TRACE_DIR);
-    if (!dir || !*dir) return -1;
-    return kp_writer_start_in(dir, collector, KP_WRITER_PROCESS_HOOKS);
+    if (!dir || !*dir)
+        return kp_error_set(err, KPROF_INVALID,
+                            KP_ENV_TRACE_DIR " is not set: this process is not under kprof trace");
+    return kp_writer_start_in(dir, collector, KP_WRITER_PROCESS_HOOKS, err);
+}
+
+/* The record file in dir could not be made or its head not written (errno e): IO, and errno left
+ * as e for a caller that words the failure itself. */
+static kprof_status kp_writer_start_failed(const char *dir, int e, kp_error *err)
+{
+    kprof_status st =
+        kp_error_set(err, KPROF_IO, "cannot write a record file in %s: %s", dir, strerror(e));
+    errno = e;
+    return st;
 }
 
 /* What a file before this one left behind (a stopped writer started again): its strings' ids,
@@ -564,13 +578,14 @@ static void kp_writer_forget_locked(void)
     }
 }
 
-int kp_writer_start_in(const char *dir, const char *collector, unsigned flags)
+kprof_status kp_writer_start_in(const char *dir, const char *collector, unsigned flags,
+                                kp_error *err)
 {
-    if (!dir || !*dir) return -1;
+    if (!dir || !*dir) return kp_error_set(err, KPROF_INVALID, "no folder for the record file");
     pthread_mutex_lock(&kp_w.lock);
     if (atomic_load(&kp_w.active) && kp_w.pid == getpid()) {
         pthread_mutex_unlock(&kp_w.lock);
-        return 0;
+        return KPROF_OK;
     }
     kp_writer_forget_locked();
     char path[4400];
@@ -579,8 +594,9 @@ int kp_writer_start_in(const char *dir, const char *collector, unsigned flags)
              (unsigned long long)kp_now_ns());
     int fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) {
+        int e = errno;
         pthread_mutex_unlock(&kp_w.lock);
-        return -1;
+        return kp_writer_start_failed(dir, e, err);
     }
     /* The header goes first, written here and now, with the command line's string after it: a
      * file that stays empty tells the merge that this process could not record at all. Then
@@ -637,11 +653,12 @@ int kp_writer_start_in(const char *dir, const char *collector, unsigned flags)
     memcpy(at + used, &proc, sizeof proc);
     used += sizeof proc;
     _Static_assert(sizeof head >= 5 * sizeof(kp_rec) + 2048 + 256 + 64, "room for the head");
-    if (kp_write_fully(fd, at, used) != 0) {
+    int write_errno = kp_write_fully(fd, at, used);
+    if (write_errno != 0) {
         kp_truncate(fd, 0); /* an empty file: the merge says this process recorded nothing */
         close(fd);
         pthread_mutex_unlock(&kp_w.lock);
-        return -1;
+        return kp_writer_start_failed(dir, write_errno, err);
     }
     void *map = mmap(NULL, sizeof(kp_rec), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     kp_w.header = map == MAP_FAILED ? NULL : map;
@@ -662,5 +679,5 @@ int kp_writer_start_in(const char *dir, const char *collector, unsigned flags)
     if (kp_w.process_hooks) kp_arm_crash_handlers(1);
     atomic_store(&kp_w.active, 1);
     pthread_mutex_unlock(&kp_w.lock);
-    return 0;
+    return KPROF_OK;
 }

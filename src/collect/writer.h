@@ -19,6 +19,7 @@
 #ifndef KP_COLLECT_WRITER_H
 #define KP_COLLECT_WRITER_H
 
+#include "base/error.h"
 #include "collect/record.h"
 
 #include <stddef.h>
@@ -26,9 +27,10 @@
 #include <sys/types.h>
 
 /* Start recording in this process under the collector's name ("cuda", "opencl"), in
- * $KPROF_TRACE_DIR, with the process hooks below. Idempotent and thread-safe. 0 when recording;
- * -1 when KPROF_TRACE_DIR is unset or the file cannot be made. */
-int kp_writer_start(const char *collector);
+ * $KPROF_TRACE_DIR, with the process hooks below. Idempotent and thread-safe. KPROF_OK when
+ * recording; INVALID when KPROF_TRACE_DIR is unset (the process is not traced); IO, as
+ * kp_writer_start_in, when the file cannot be made. err may be NULL. */
+kprof_status kp_writer_start(const char *collector, kp_error *err);
 
 /* Flags of kp_writer_start_in. PROCESS_HOOKS: the writer owns the process's end — it flushes and
  * writes the end record at exit (atexit) and from a crash handler in front of SIGSEGV, SIGBUS,
@@ -39,8 +41,11 @@ int kp_writer_start(const char *collector);
 /* Start recording in folder dir (which must exist). Idempotent while recording; after
  * kp_writer_stop it starts a new file, the previous one's string ids forgotten (the new file
  * defines its strings again) and any record that missed the previous end discarded.
- * Thread-safe. 0, or -1 when the file cannot be made. */
-int kp_writer_start_in(const char *dir, const char *collector, unsigned flags);
+ * Thread-safe. KPROF_OK; INVALID when dir is NULL or ""; IO when the file cannot be made or its
+ * head not written ("cannot write a record file in DIR: why", errno left as the failure's).
+ * err may be NULL. */
+kprof_status kp_writer_start_in(const char *dir, const char *collector, unsigned flags,
+                                kp_error *err);
 
 /* End the file: the losses no mapping counted, the end record, every thread's buffer flushed
  * (waiting for threads appending), the file closed; kp_writer_active() is 0 afterwards. The

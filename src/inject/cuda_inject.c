@@ -698,7 +698,7 @@ KP_EXPORT int InitializeInjection(void)
         return 1;
     }
     kp_ci.initialized = 1;
-    if (kp_writer_start("cuda") == 0) {
+    if (kp_writer_start("cuda", NULL) == KPROF_OK) {
         kp_ci.pid = getpid();
         kp_start(NULL); /* a failure is a note in the trace */
     }

@@ -128,7 +128,7 @@ static int kp_nvtx_recording(void)
 {
     if (atomic_load_explicit(&kp_nv.restart, memory_order_relaxed) &&
         atomic_exchange(&kp_nv.restart, 0)) {
-        int started = kp_writer_start("nvtx") == 0;
+        int started = kp_writer_start("nvtx", NULL) == KPROF_OK;
         if (started) kp_writer_at_exit(kp_nvtx_exit); /* a fork cleared the parent's */
         atomic_store(&kp_nv.recording, started);
     }
@@ -764,7 +764,7 @@ static int kp_nvtx_install(kp_nvtx_get_export_table_fn get)
 static int kp_nvtx_start_recording(void)
 {
     if (kp_nv.set_up) return 0;
-    if (kp_writer_start("nvtx") != 0) return -1;
+    if (kp_writer_start("nvtx", NULL) != KPROF_OK) return -1;
     if (pthread_key_create(&kp_nv.thread_key, kp_nvtx_thread_exit) != 0) return -1;
     /* After the writer's: prepare handlers run last registered first, so ours take our locks
      * before the writer takes its own, the order the handlers take them in. */
@@ -811,5 +811,5 @@ KP_EXPORT int kprof_inject_nvtx_start(const char *dir)
     /* A new file defines its strings anew: the ids cached for the last one go stale (the
      * OpenCL layer may have started this file already, so this runs either way). */
     atomic_fetch_add(&kp_nv.generation, 1);
-    return kp_writer_start_in(dir, "nvtx", 0) == 0 ? 0 : -1;
+    return kp_writer_start_in(dir, "nvtx", 0, NULL) == KPROF_OK ? 0 : -1;
 }

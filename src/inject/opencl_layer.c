@@ -716,7 +716,7 @@ static int kp_cl_usable(void)
 
 static int kp_cl_start(void)
 {
-    if (!kp_cl_usable() || kp_writer_start("opencl") != 0) return 0;
+    if (!kp_cl_usable() || kp_writer_start("opencl", NULL) != KPROF_OK) return 0;
     kp_cl_ops_init();
     kp_writer_at_exit(kp_cl_ops_exit);
     kp_writer_at_crash(kp_cl_ops_crash);
@@ -749,7 +749,7 @@ KP_CL_EXPORT int kprof_inject_opencl_stop(void)
 KP_CL_EXPORT int kprof_inject_opencl_start(const char *dir)
 {
     if (!kp_cl_wrapped) return -1; /* not in the loader's chain as a layer */
-    if (kp_writer_start_in(dir, "opencl", 0) != 0) return -1;
+    if (kp_writer_start_in(dir, "opencl", 0, NULL) != KPROF_OK) return -1;
     kp_cl_ops_init();
     kp_cl_ops_session_start();
     return 0;

@@ -101,7 +101,7 @@ int kp_cl_recording(void)
 {
     if (atomic_load_explicit(&kp_ops.restart, memory_order_relaxed) &&
         atomic_exchange(&kp_ops.restart, 0)) {
-        int started = kp_writer_start("opencl") == 0;
+        int started = kp_writer_start("opencl", NULL) == KPROF_OK;
         if (started) { /* a fork cleared the parent's hooks */
             kp_writer_at_exit(kp_cl_ops_exit);
             kp_writer_at_crash(kp_cl_ops_crash);

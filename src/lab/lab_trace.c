@@ -71,10 +71,8 @@ kprof_status kp_lab_trace_records(const kp_lab_log *log, const kp_device_info *d
         return kp_error_set(err, KPROF_INVALID,
                             "the lab's trace cannot be written while this process records a "
                             "trace of its own (a libkprof session)");
-    if (kp_writer_start_in(dir, KP_LAB_COLLECTOR, 0) != 0)
-        return kp_error_set(err, KPROF_IO, "cannot write a record file in %s: %s", dir,
-                            strerror(errno ? errno : EIO));
-    kprof_status st = KPROF_OK;
+    kprof_status st = kp_writer_start_in(dir, KP_LAB_COLLECTOR, 0, err);
+    if (st != KPROF_OK) return st;
     uint32_t *names = calloc(log->nsites ? log->nsites : 1, sizeof *names);
     if (!names) {
         kp_writer_stop();

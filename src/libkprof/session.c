@@ -285,7 +285,7 @@ static kprof_status kp_session_start_locked(const kprof_options *options, int au
     run = (kp_trace_run){.command = command, .start_ns = (uint64_t)first.ns};
     st = kp_session_save_run(s->dir, &run, err);
     if (st != KPROF_OK) goto fail;
-    if (kp_writer_start_in(s->dir, KP_COLLECTOR_FILE_NAME, 0) != 0) {
+    if (kp_writer_start_in(s->dir, KP_COLLECTOR_FILE_NAME, 0, NULL) != KPROF_OK) {
         st = kp_error_set(err, KPROF_IO, "cannot write the session's records in %s: %s", s->dir,
                           strerror(errno));
         goto fail;

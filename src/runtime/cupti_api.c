@@ -60,11 +60,16 @@ const char *kp_cupti_result_text(CUptiResult r)
     return buf;
 }
 
-int kp_cupti_library_path(char *buf, size_t n)
+kprof_status kp_cupti_library_path(char *buf, size_t n, kp_error *err)
 {
-    if (kp_cupti_load(NULL) != KPROF_OK) return -1;
+    if (n) buf[0] = '\0';
+    kprof_status st = kp_cupti_load(err);
+    if (st != KPROF_OK) return st;
     Dl_info info;
-    if (!dladdr(*(void **)&kp_cupti.cuptiGetVersion, &info) || !info.dli_fname) return -1;
+    if (!dladdr(*(void **)&kp_cupti.cuptiGetVersion, &info) || !info.dli_fname)
+        return kp_error_set(err, KPROF_UNAVAILABLE,
+                            "libcupti is loaded, but the dynamic loader does not say from which "
+                            "file");
     snprintf(buf, n, "%s", info.dli_fname);
-    return 0;
+    return KPROF_OK;
 }

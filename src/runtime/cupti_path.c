@@ -3,9 +3,9 @@
  */
 #include "runtime/cupti_path.h"
 
-int kp_cupti_library_path(char *buf, size_t n)
+kprof_status kp_cupti_library_path(char *buf, size_t n, kp_error *err)
 {
-    (void)buf;
-    (void)n;
-    return -1;
+    if (n) buf[0] = '\0';
+    return kp_error_set(err, KPROF_UNAVAILABLE,
+                        "this kprof is built without CUDA support: no CUPTI");
 }

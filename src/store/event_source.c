@@ -35,8 +35,8 @@ static size_t kp_src_set_find(const kp_src_set *m, const int64_t key[3])
     return i;
 }
 
-/* 0, or -1 when out of memory. */
-static int kp_src_set_add(kp_src_set *m, const int64_t key[3])
+/* Add key (once): KPROF_OK, or NOMEM (the set as it was). */
+static kprof_status kp_src_set_add(kp_src_set *m, const int64_t key[3], kp_error *err)
 {
     if ((m->n + 1) * 2 > m->cap) {
         size_t cap = m->cap ? m->cap * 2 : 64;
@@ -44,7 +44,7 @@ static int kp_src_set_add(kp_src_set *m, const int64_t key[3])
         if (!bigger.keys || !bigger.used) {
             free(bigger.keys);
             free(bigger.used);
-            return -1;
+            return kp_error_nomem(err);
         }
         for (size_t i = 0; i < m->cap; i++) {
             if (!m->used[i]) continue;
@@ -63,7 +63,7 @@ static int kp_src_set_add(kp_src_set *m, const int64_t key[3])
         memcpy(m->keys[i], key, sizeof m->keys[i]);
         m->n++;
     }
-    return 0;
+    return KPROF_OK;
 }
 
 static void kp_src_set_free(kp_src_set *m)
@@ -295,7 +295,8 @@ static kprof_status kp_src_load_meta(kp_event_source *src, kp_error *err)
     return KPROF_OK;
 }
 
-/* An INTEGER column that may be NULL: -1 then (and for what does not fit an int). */
+/* An INTEGER column that may be NULL: -1 then (and for what does not fit an int), the value
+ * kp_trace_process says is unknown (a rank the launcher did not give); not a failure. */
 static int kp_src_int_or_unknown(sqlite3_stmt *q, int col)
 {
     if (kp_src_null(q, col)) return -1;
@@ -521,20 +522,20 @@ static kprof_status kp_src_metric_schema(kp_event_source *src, kp_error *err)
     return KPROF_OK;
 }
 
-/* *text (heap, or NULL) replaced by its escaped copy; 0, or -1 out of memory (text unchanged). */
-static int kp_src_escape_heap(char **text)
+/* *text (heap, or NULL) replaced by its escaped copy: KPROF_OK, or NOMEM (text unchanged). */
+static kprof_status kp_src_escape_heap(char **text, kp_error *err)
 {
-    if (!*text) return 0;
+    if (!*text) return KPROF_OK;
     kp_str s = {0};
     kp_str_append_escaped(&s, *text, strlen(*text));
     kp_str_append_n(&s, "", 0); /* "" stays a string, not NULL */
     if (s.failed || !s.data) {
         kp_str_free(&s);
-        return -1;
+        return kp_src_nomem(err);
     }
     free(*text);
     *text = s.data;
-    return 0;
+    return KPROF_OK;
 }
 
 kprof_status kp_event_source_escape_text(kp_event_source *src, kp_error *err)
@@ -550,19 +551,19 @@ kprof_status kp_event_source_escape_text(kp_event_source *src, kp_error *err)
         src->name_len[id] = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
         kp_str_append_n(&all, "", 1);
     }
-    int failed = all.failed;
-    for (size_t i = 0; !failed && i < sizeof src->meta_text / sizeof *src->meta_text; i++)
-        failed = kp_src_escape_heap(&src->meta_text[i]) != 0;
-    for (size_t i = 0; !failed && i < src->meta.nnotes; i++)
-        failed = kp_src_escape_heap(&src->notes[i]) != 0;
-    for (size_t i = 0; !failed && i < src->nprocesses; i++) {
+    kprof_status st = all.failed ? kp_src_nomem(err) : KPROF_OK;
+    for (size_t i = 0; st == KPROF_OK && i < sizeof src->meta_text / sizeof *src->meta_text; i++)
+        st = kp_src_escape_heap(&src->meta_text[i], err);
+    for (size_t i = 0; st == KPROF_OK && i < src->meta.nnotes; i++)
+        st = kp_src_escape_heap(&src->notes[i], err);
+    for (size_t i = 0; st == KPROF_OK && i < src->nprocesses; i++) {
         kp_trace_process *p = &src->processes[i];
         char **texts[] = {(char **)&p->command, (char **)&p->collector, (char **)&p->launcher,
                           (char **)&p->host, (char **)&p->boot_id};
-        for (size_t k = 0; !failed && k < sizeof texts / sizeof *texts; k++)
-            failed = kp_src_escape_heap(texts[k]) != 0;
+        for (size_t k = 0; st == KPROF_OK && k < sizeof texts / sizeof *texts; k++)
+            st = kp_src_escape_heap(texts[k], err);
     }
-    if (!failed) {
+    if (st == KPROF_OK) {
         free(src->strings);
         src->strings = all.data;
         all.data = NULL;
@@ -577,7 +578,7 @@ kprof_status kp_event_source_escape_text(kp_event_source *src, kp_error *err)
     m->kprof_version = src->meta_text[2];
     m->host = src->meta_text[3];
     m->boot_id = src->meta_text[4];
-    return failed ? kp_src_nomem(err) : KPROF_OK;
+    return st;
 }
 
 /* The kernel_info table (traces before it have none: no reflection, as before), sorted for
@@ -693,46 +694,42 @@ const char *const *kp_event_source_strings(const kp_event_source *src, size_t *n
     return src->names;
 }
 
-/* The first column of a one-number query: 1 with *v, 0 for NULL or no row, -1 on failure. */
-static int kp_src_scalar(sqlite3 *db, const char *sql, int64_t *v)
+/* The first column of a one-number query into *v (left alone for NULL or no row): KPROF_OK, or
+ * the trace's read error (kp_src_fail). */
+static kprof_status kp_src_scalar(kp_event_source *src, const char *sql, int64_t *v, kp_error *err)
 {
     sqlite3_stmt *q = NULL;
-    int got = -1;
-    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK) {
+    int ok = 0;
+    if (sqlite3_prepare_v2(src->db, sql, -1, &q, NULL) == SQLITE_OK) {
         int rc = sqlite3_step(q);
-        if (rc == SQLITE_ROW && !kp_src_null(q, 0)) {
-            *v = sqlite3_column_int64(q, 0);
-            got = 1;
-        } else if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
-            got = 0;
-        }
+        if (rc == SQLITE_ROW && !kp_src_null(q, 0)) *v = sqlite3_column_int64(q, 0);
+        ok = rc == SQLITE_ROW || rc == SQLITE_DONE;
     }
     sqlite3_finalize(q);
-    return got;
+    return ok ? KPROF_OK : kp_src_fail(src, src->db, err);
 }
 
 kprof_status kp_event_source_span(kp_event_source *src, int64_t *first_start, int64_t *last_end,
                                   kp_error *err)
 {
     /* Two queries: MIN(start_ns) alone is one step down the index on start_ns. */
+    kprof_status st = KPROF_OK;
     if (first_start) {
         *first_start = 0;
-        if (kp_src_scalar(src->db, "SELECT MIN(start_ns) FROM events", first_start) < 0)
-            return kp_src_fail(src, src->db, err);
+        st = kp_src_scalar(src, "SELECT MIN(start_ns) FROM events", first_start, err);
     }
-    if (last_end) {
+    if (last_end && st == KPROF_OK) {
         *last_end = 0;
-        if (kp_src_scalar(src->db, "SELECT MAX(end_ns) FROM events", last_end) < 0)
-            return kp_src_fail(src, src->db, err);
+        st = kp_src_scalar(src, "SELECT MAX(end_ns) FROM events", last_end, err);
     }
-    return KPROF_OK;
+    return st;
 }
 
 kprof_status kp_event_source_last_id(kp_event_source *src, int64_t *last_id, kp_error *err)
 {
     *last_id = 0;
-    if (kp_src_scalar(src->db, "SELECT MAX(id) FROM events", last_id) < 0)
-        return kp_src_fail(src, src->db, err);
+    kprof_status st = kp_src_scalar(src, "SELECT MAX(id) FROM events", last_id, err);
+    if (st != KPROF_OK) return st;
     if (*last_id < 0) *last_id = 0;
     return KPROF_OK;
 }
@@ -780,7 +777,7 @@ static kprof_status kp_src_index(kp_event_source *src, kp_error *err)
             int64_t key[3] = {pid, sqlite3_column_int64(q, 2), 0};
             /* Runs of one thread are the rule: skip the map for them. */
             if (!have_thread || key[0] != last_thread[0] || key[1] != last_thread[1]) {
-                if (kp_src_set_add(&threads, key) != 0) goto nomem;
+                if ((st = kp_src_set_add(&threads, key, err)) != KPROF_OK) goto done;
                 last_thread[0] = key[0];
                 last_thread[1] = key[1];
                 have_thread = 1;
@@ -799,7 +796,7 @@ static kprof_status kp_src_index(kp_event_source *src, kp_error *err)
                                   (opencl ? INT64_C(1) << 32 : 0),
                               kp_src_u32(sqlite3_column_int64(q, 4))};
             if (!have_queue || memcmp(key, last_queue, sizeof key) != 0) {
-                if (kp_src_set_add(&queues, key) != 0) goto nomem;
+                if ((st = kp_src_set_add(&queues, key, err)) != KPROF_OK) goto done;
                 memcpy(last_queue, key, sizeof key);
                 have_queue = 1;
             }

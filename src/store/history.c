@@ -55,17 +55,19 @@ static char *kp_history_samples_json(const double *samples, size_t n)
     return kp_str_take(&s);
 }
 
-/* The samples column back into doubles ("null" is NaN). -1 when it is not an array of numbers. */
-static int kp_history_samples_parse(const char *text, double **out, size_t *n)
+/* Run id's samples column back into doubles ("null" is NaN): CORRUPT when it is not an array of
+ * numbers, NOMEM. */
+static kprof_status kp_history_samples_parse(const char *text, int64_t id, double **out, size_t *n,
+                                             kp_error *err)
 {
     *out = NULL;
     *n = 0;
     const char *p = text;
     while (isspace((unsigned char)*p))
         p++;
-    if (*p++ != '[') return -1;
     size_t cap = 0, count = 0;
     double *v = NULL;
+    if (*p++ != '[') goto bad;
     for (;;) {
         while (isspace((unsigned char)*p))
             p++;
@@ -87,7 +89,10 @@ static int kp_history_samples_parse(const char *text, double **out, size_t *n)
         if (count == cap) {
             size_t ncap = cap ? 2 * cap : 64;
             double *nv = realloc(v, ncap * sizeof *nv);
-            if (!nv) goto bad;
+            if (!nv) {
+                free(v);
+                return kp_error_nomem(err);
+            }
             v = nv;
             cap = ncap;
         }
@@ -109,10 +114,12 @@ static int kp_history_samples_parse(const char *text, double **out, size_t *n)
     if (*p) goto bad;
     *out = v;
     *n = count;
-    return 0;
+    return KPROF_OK;
 bad:
     free(v);
-    return -1;
+    return kp_error_set(err, KPROF_CORRUPT,
+                        "run %lld of the history: its samples are not a JSON array of numbers",
+                        (long long)id);
 }
 
 kprof_status kp_history_record(const kp_history_run *r, const double *samples, size_t n,
@@ -239,11 +246,7 @@ static kprof_status kp_history_samples_of(sqlite3_stmt *q, int col, int64_t id, 
     *n = 0;
     const unsigned char *t = sqlite3_column_text(q, col);
     if (!t) return KPROF_OK;
-    if (kp_history_samples_parse((const char *)t, out, n) != 0)
-        return kp_error_set(err, KPROF_CORRUPT,
-                            "run %lld of the history: its samples are not a JSON array of numbers",
-                            (long long)id);
-    return KPROF_OK;
+    return kp_history_samples_parse((const char *)t, id, out, n, err);
 }
 
 kprof_status kp_history_each(const char *kernel, int limit, int with_samples, kp_history_visit fn,
@@ -333,34 +336,44 @@ kprof_status kp_history_list(const char *kernel, int limit, kp_history_run **out
     return KPROF_OK;
 }
 
-/* Digits only, no sign, no leading junk: 0 and the value; -1 otherwise (or above INT64_MAX). */
+/* Whether p is a count: digits only, no sign, no leading junk, at most INT64_MAX; 1 with the
+ * value in *out, else 0 (kp_history_parse_ref says what was wrong). */
 static int kp_history_parse_count(const char *p, int64_t *out)
 {
-    if (!*p) return -1;
+    if (!*p) return 0;
     int64_t v = 0;
     for (; *p; p++) {
-        if (*p < '0' || *p > '9') return -1;
-        if (v > (INT64_MAX - (*p - '0')) / 10) return -1;
+        if (*p < '0' || *p > '9') return 0;
+        if (v > (INT64_MAX - (*p - '0')) / 10) return 0;
         v = v * 10 + (*p - '0');
     }
     *out = v;
-    return 0;
+    return 1;
 }
 
-int kp_history_parse_ref(const char *ref, int64_t *id, int64_t *back)
+kprof_status kp_history_parse_ref(const char *ref, int64_t *id, int64_t *back, kp_error *err)
 {
     *id = 0;
     *back = -1;
-    if (!ref) return -1;
-    if (ref[0] != '@') return kp_history_parse_count(ref, id) == 0 && *id > 0 ? 0 : -1;
+    int64_t v = 0;
+    if (!ref) goto bad;
+    if (ref[0] != '@') {
+        if (!kp_history_parse_count(ref, id) || *id <= 0) goto bad;
+        return KPROF_OK;
+    }
     const char *p = ref + 1;
     int minus = *p == '-';
     if (minus) p++;
-    int64_t v;
-    if (kp_history_parse_count(p, &v) != 0) return -1;
-    if (!minus && v != 0) return -1; /* "@3": counting goes back, @-3 */
+    if (!kp_history_parse_count(p, &v)) goto bad;
+    if (!minus && v != 0) goto bad; /* "@3": counting goes back, @-3 */
     *back = v;
-    return 0;
+    return KPROF_OK;
+bad:
+    *id = 0;
+    return kp_error_set(err, KPROF_INVALID,
+                        "'%s' is not a run of the history: give its id (17, as kprof history "
+                        "lists it) or @0 (the newest), @-1 (the one before), ...",
+                        ref ? ref : "");
 }
 
 kprof_status kp_history_get(const char *ref, kp_history_run *out, double **samples,
@@ -373,12 +386,9 @@ kprof_status kp_history_get(const char *ref, kp_history_run *out, double **sampl
     if (result_json) *result_json = NULL;
     memset(out, 0, sizeof *out);
     int64_t id, back;
-    if (kp_history_parse_ref(ref, &id, &back) != 0)
-        return kp_error_set(err, KPROF_INVALID,
-                            "'%s' is not a run of the history: give its id (17, as kprof history "
-                            "lists it) or @0 (the newest), @-1 (the one before), ...",
-                            ref ? ref : "");
-    kprof_status st = kp_history_open_read(&s, err);
+    kprof_status st = kp_history_parse_ref(ref, &id, &back, err);
+    if (st != KPROF_OK) return st;
+    st = kp_history_open_read(&s, err);
     if (st != KPROF_OK) return st;
     if (!s) {
         char path[4096];
@@ -498,7 +508,9 @@ kprof_status kp_history_json(const char *kernel, int limit, kp_str *out, kp_erro
     kp_json_array_begin(&j, NULL);
     kprof_status st = kp_history_each(kernel, limit, 1, kp_history_json_add, &j, err);
     kp_json_array_end(&j);
-    if (kp_json_finish(&j) != 0 && st == KPROF_OK)
-        st = kp_error_set(err, KPROF_NOMEM, "out of memory writing JSON");
+    kprof_status written = kp_json_finish(&j);
+    if (written == KPROF_NOMEM && st == KPROF_OK) st = kp_error_nomem(err);
+    if (written != KPROF_OK && st == KPROF_OK)
+        st = kp_error_set(err, written, "the history's JSON was left unbalanced");
     return st;
 }

@@ -76,8 +76,9 @@ kprof_status kp_history_json(const char *kernel, int limit, kp_str *out, kp_erro
 kprof_status kp_history_get(const char *ref, kp_history_run *out, double **samples,
                             size_t *nsamples, char **result_json, kp_error *err);
 
-/* Parse a reference: *id > 0 for "17", else *back >= 0 for "@0", "@-1" (back 1), ... 0 or -1
- * for a malformed one (exposed for tests and for commands that take either a file or a run). */
-int kp_history_parse_ref(const char *ref, int64_t *id, int64_t *back);
+/* Parse a reference: *id > 0 for "17", else *back >= 0 for "@0", "@-1" (back 1), ... KPROF_OK,
+ * or INVALID naming the reference and the forms it may take (exposed for tests and for commands
+ * that take either a file or a run: they pass err NULL and ask only whether it is KPROF_OK). */
+kprof_status kp_history_parse_ref(const char *ref, int64_t *id, int64_t *back, kp_error *err);
 
 #endif

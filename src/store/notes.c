@@ -40,19 +40,19 @@ void kp_note_list_free(kp_note_list *list)
     memset(list, 0, sizeof *list);
 }
 
-/* A heap copy of text with every ill-formed byte as U+FFFD; NULL stays NULL. -1 out of memory. */
-static int kp_notes_utf8_copy(const char *text, char **out)
+/* A heap copy of text with every ill-formed byte as U+FFFD; NULL stays NULL. NOMEM. */
+static kprof_status kp_notes_utf8_copy(const char *text, char **out, kp_error *err)
 {
     *out = NULL;
-    if (!text) return 0;
+    if (!text) return KPROF_OK;
     kp_str s = {0};
     kp_str_append_utf8(&s, text, strlen(text));
     if (s.failed) {
         kp_str_free(&s);
-        return -1;
+        return kp_error_nomem(err);
     }
     *out = kp_str_take(&s);
-    return *out ? 0 : -1;
+    return *out ? KPROF_OK : kp_error_nomem(err);
 }
 
 kprof_status kp_note_normalize(kp_note *note, kp_error *err)
@@ -62,10 +62,11 @@ kprof_status kp_note_normalize(kp_note *note, kp_error *err)
     enum { NFIELDS = sizeof fields / sizeof fields[0] };
     char *copies[NFIELDS] = {0};
     for (size_t i = 0; i < NFIELDS; i++) {
-        if (kp_notes_utf8_copy(*fields[i], &copies[i]) != 0) {
+        kprof_status st = kp_notes_utf8_copy(*fields[i], &copies[i], err);
+        if (st != KPROF_OK) {
             for (size_t k = 0; k <= i; k++)
                 free(copies[k]);
-            return kp_error_nomem(err);
+            return st;
         }
     }
     for (size_t i = 0; i < NFIELDS; i++) {
@@ -88,9 +89,10 @@ static kprof_status kp_notes_copy(const kp_note *in, kp_note *out, kp_error *err
     char **dst[] = {&out->text, &out->kernel,     &out->device,    &out->grid,
                     &out->tg,   &out->git_commit, &out->made_from, &out->data};
     for (size_t i = 0; i < sizeof src / sizeof src[0]; i++) {
-        if (kp_notes_utf8_copy(src[i], dst[i]) != 0) {
+        kprof_status st = kp_notes_utf8_copy(src[i], dst[i], err);
+        if (st != KPROF_OK) {
             kp_note_clear(out);
-            return kp_error_nomem(err);
+            return st;
         }
     }
     return KPROF_OK;
@@ -109,39 +111,43 @@ static void kp_notes_bind_text(sqlite3_stmt *q, int index, const char *text)
         sqlite3_bind_null(q, index);
 }
 
-/* A column's text as a heap copy (NULL for NULL); -1 out of memory. */
-static int kp_notes_column_text(sqlite3_stmt *q, int col, char **out)
+/* A column's text as a heap copy (NULL for NULL); NOMEM. */
+static kprof_status kp_notes_column_text(sqlite3_stmt *q, int col, char **out, kp_error *err)
 {
     *out = NULL;
-    if (sqlite3_column_type(q, col) == SQLITE_NULL) return 0;
+    if (sqlite3_column_type(q, col) == SQLITE_NULL) return KPROF_OK;
     const unsigned char *t = sqlite3_column_text(q, col);
     int n = sqlite3_column_bytes(q, col);
-    if (!t) return sqlite3_errcode(sqlite3_db_handle(q)) == SQLITE_NOMEM ? -1 : 0;
+    if (!t)
+        return sqlite3_errcode(sqlite3_db_handle(q)) == SQLITE_NOMEM ? kp_error_nomem(err)
+                                                                     : KPROF_OK;
     *out = malloc((size_t)n + 1);
-    if (!*out) return -1;
+    if (!*out) return kp_error_nomem(err);
     memcpy(*out, t, (size_t)n);
     (*out)[n] = '\0';
-    return 0;
+    return KPROF_OK;
 }
 
-/* The row q is on (KP_NOTES_COLUMNS from column 0) into note; -1 out of memory. */
-static int kp_notes_row(sqlite3_stmt *q, kp_note *note)
+/* The row q is on (KP_NOTES_COLUMNS from column 0) into note; NOMEM (note left empty). */
+static kprof_status kp_notes_row(sqlite3_stmt *q, kp_note *note, kp_error *err)
 {
     memset(note, 0, sizeof *note);
     note->id = sqlite3_column_int64(q, 0);
     note->at = sqlite3_column_int64(q, 1);
     note->has_median = sqlite3_column_type(q, 7) != SQLITE_NULL;
     note->median_ms = note->has_median ? sqlite3_column_double(q, 7) : 0;
-    if (kp_notes_column_text(q, 2, &note->text) || kp_notes_column_text(q, 3, &note->kernel) ||
-        kp_notes_column_text(q, 4, &note->device) || kp_notes_column_text(q, 5, &note->grid) ||
-        kp_notes_column_text(q, 6, &note->tg) || kp_notes_column_text(q, 8, &note->git_commit) ||
-        kp_notes_column_text(q, 9, &note->made_from) || kp_notes_column_text(q, 10, &note->data)) {
-        kp_note_clear(note);
-        return -1;
+    const int cols[] = {2, 3, 4, 5, 6, 8, 9, 10};
+    char **dst[] = {&note->text, &note->kernel,     &note->device,    &note->grid,
+                    &note->tg,   &note->git_commit, &note->made_from, &note->data};
+    kprof_status st = KPROF_OK;
+    for (size_t i = 0; i < sizeof cols / sizeof cols[0] && st == KPROF_OK; i++)
+        st = kp_notes_column_text(q, cols[i], dst[i], err);
+    if (st == KPROF_OK && !note->text) {
+        note->text = calloc(1, 1); /* NOT NULL in the schema; never NULL here */
+        if (!note->text) st = kp_error_nomem(err);
     }
-    if (!note->text) note->text = calloc(1, 1); /* NOT NULL in the schema; never NULL here */
-    if (!note->text) return -1;
-    return 0;
+    if (st != KPROF_OK) kp_note_clear(note);
+    return st;
 }
 
 /* Step q to the end, collecting its rows (score_col >= 0: each row's score from that column). */
@@ -164,7 +170,8 @@ static kprof_status kp_notes_collect(kp_store *s, sqlite3_stmt *q, int score_col
             }
             cap = ncap;
         }
-        if (kp_notes_row(q, &out->notes[out->n]) != 0) goto nomem;
+        st = kp_notes_row(q, &out->notes[out->n], err);
+        if (st != KPROF_OK) return st;
         if (score_col >= 0) out->scores[out->n] = sqlite3_column_double(q, score_col);
         out->n++;
     }
@@ -217,12 +224,12 @@ kprof_status kp_notes_list(kp_store *s, const char *kernel, kp_note_list *out, k
 {
     memset(out, 0, sizeof *out);
     char *key = NULL;
-    if (kp_notes_utf8_copy(kernel, &key) != 0) return kp_error_nomem(err);
+    kprof_status st = kp_notes_utf8_copy(kernel, &key, err);
+    if (st != KPROF_OK) return st;
     sqlite3_stmt *q = NULL;
     const char *sql = key ? "SELECT " KP_NOTES_COLUMNS " FROM notes WHERE kernel = ? "
                             "ORDER BY at, id"
                           : "SELECT " KP_NOTES_COLUMNS " FROM notes ORDER BY at, id";
-    kprof_status st = KPROF_OK;
     if (sqlite3_prepare_v2(kp_store_db(s), sql, -1, &q, NULL) != SQLITE_OK) {
         st = kp_notes_sql_fail(s, err, "cannot read the notes");
         goto done;
@@ -249,12 +256,12 @@ kprof_status kp_notes_search(kp_store *s, const char *query, kp_note_list *out, 
     memset(out, 0, sizeof *out);
     if (!query || !*query) return kp_error_set(err, KPROF_INVALID, "give words to search for");
     char *match = NULL;
-    if (kp_notes_utf8_copy(query, &match) != 0) return kp_error_nomem(err);
+    kprof_status st = kp_notes_utf8_copy(query, &match, err);
+    if (st != KPROF_OK) return st;
     sqlite3_stmt *q = NULL;
     const char *sql = "SELECT " KP_NOTES_COLUMNS ", bm25(notes_fts) AS score FROM notes_fts "
                       "JOIN notes ON notes.id = notes_fts.rowid WHERE notes_fts MATCH ? "
                       "ORDER BY score, notes.id";
-    kprof_status st = KPROF_OK;
     if (sqlite3_prepare_v2(kp_store_db(s), sql, -1, &q, NULL) != SQLITE_OK) {
         st = kp_notes_sql_fail(s, err, "cannot search the notes");
         goto done;
@@ -293,7 +300,7 @@ kprof_status kp_notes_get(kp_store *s, int64_t id, kp_note *out, kp_error *err)
     kprof_status st = KPROF_OK;
     int rc = sqlite3_step(q);
     if (rc == SQLITE_ROW) {
-        if (kp_notes_row(q, out) != 0) st = kp_error_nomem(err);
+        st = kp_notes_row(q, out, err);
     } else if (rc == SQLITE_DONE) {
         st = kp_error_set(err, KPROF_NOT_FOUND, "no note %lld (kprof notes list shows them)",
                           (long long)id);
@@ -304,8 +311,10 @@ kprof_status kp_notes_get(kp_store *s, int64_t id, kp_note *out, kp_error *err)
     return st;
 }
 
-/* 1 when a note with this text, time and kernel is stored, 0 when not, -1 on an error. */
-static int kp_notes_present(sqlite3_stmt *q, const kp_note *n)
+/* Whether a note with this text, time and kernel is stored (q: the import's SELECT): *present
+ * 1 or 0, or the store's error. */
+static kprof_status kp_notes_present(kp_store *s, sqlite3_stmt *q, const kp_note *n, int *present,
+                                     kp_error *err)
 {
     sqlite3_reset(q);
     sqlite3_clear_bindings(q);
@@ -313,7 +322,10 @@ static int kp_notes_present(sqlite3_stmt *q, const kp_note *n)
     sqlite3_bind_int64(q, 2, n->at);
     kp_notes_bind_text(q, 3, n->kernel);
     int rc = sqlite3_step(q);
-    return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+    *present = rc == SQLITE_ROW;
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return kp_notes_sql_fail(s, err, "cannot read the notes");
+    return KPROF_OK;
 }
 
 kprof_status kp_notes_import(kp_store *s, const kp_note *notes, size_t n, size_t *added,
@@ -343,11 +355,9 @@ kprof_status kp_notes_import(kp_store *s, const kp_note *notes, size_t n, size_t
     for (size_t i = 0; i < n; i++) {
         st = kp_notes_copy(&notes[i], &copy, err);
         if (st != KPROF_OK) goto fail;
-        int present = kp_notes_present(q, &copy);
-        if (present < 0) {
-            st = kp_notes_sql_fail(s, err, "cannot read the notes");
-            goto fail;
-        }
+        int present = 0;
+        st = kp_notes_present(s, q, &copy, &present, err);
+        if (st != KPROF_OK) goto fail;
         if (!present) {
             st = kp_notes_insert(s, &copy, NULL, err);
             if (st != KPROF_OK) goto fail;

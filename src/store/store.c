@@ -493,7 +493,8 @@ kprof_status kp_store_put_ceiling(kp_store *s, const kp_device_info *dev, const 
     return KPROF_OK;
 }
 
-int kp_store_get_ceiling(kp_store *s, const kp_device_info *dev, kp_ceiling *c)
+kprof_status kp_store_get_ceiling(kp_store *s, const kp_device_info *dev, kp_ceiling *c,
+                                  kp_error *err)
 {
     memset(c, 0, sizeof *c);
     char key[1024];
@@ -506,11 +507,14 @@ int kp_store_get_ceiling(kp_store *s, const kp_device_info *dev, kp_ceiling *c)
                                  : "SELECT copy_gbs, copy_bytes, demo_add_gbs, demo_add_ms, "
                                    "demo_add_elements, measured_at, driver, method FROM ceilings "
                                    "WHERE device_key = ?";
-    if (sqlite3_prepare_v2(s->db, sql, -1, &q, NULL) != SQLITE_OK) return -2;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &q, NULL) != SQLITE_OK)
+        return kp_store_error(s, err, "cannot read the bandwidth ceiling");
     sqlite3_bind_text(q, 1, key, -1, SQLITE_TRANSIENT);
-    int found = -1;
+    int found = 0;
     int step = sqlite3_step(q);
-    if (step != SQLITE_ROW && step != SQLITE_DONE) found = -2;
+    kprof_status st = KPROF_OK;
+    if (step != SQLITE_ROW && step != SQLITE_DONE)
+        st = kp_store_error(s, err, "cannot read the bandwidth ceiling");
     if (step == SQLITE_ROW) {
         c->copy_gbs = sqlite3_column_double(q, 0);
         c->copy_bytes = (uint64_t)sqlite3_column_int64(q, 1);
@@ -527,26 +531,29 @@ int kp_store_get_ceiling(kp_store *s, const kp_device_info *dev, kp_ceiling *c)
             t = sqlite3_column_text(q, 9);
             snprintf(c->fma_method, sizeof c->fma_method, "%s", t ? (const char *)t : "");
         }
-        found = c->copy_gbs > 0 ? 0 : -1;
+        found = c->copy_gbs > 0;
     }
     sqlite3_finalize(q);
-    return found;
+    if (st == KPROF_OK && !found)
+        st = kp_error_set(err, KPROF_NOT_FOUND,
+                          "no bandwidth ceiling is stored for %s (kprof caps --measure measures "
+                          "one)",
+                          key);
+    return st;
 }
 
-int kp_store_lookup_ceiling(const kp_device_info *dev, kp_ceiling *c, kp_error *err)
+kprof_status kp_store_lookup_ceiling(const kp_device_info *dev, kp_ceiling *c, kp_error *err)
 {
     memset(c, 0, sizeof *c);
     kp_store *s = NULL;
     kprof_status st = kp_store_open(1, &s, err);
-    if (st == KPROF_NOT_FOUND) return -1;
-    if (st != KPROF_OK) return -2;
+    if (st != KPROF_OK) return st; /* NOT_FOUND: no store, so no ceiling */
     /* An empty file (a store being made) or one from before the ceilings: none yet. */
     if (kp_store_version(s) == 0 || !kp_trace_db_has_table(s->db, "main", "ceilings")) {
         kp_store_close(s);
-        return -1;
+        return kp_error_set(err, KPROF_NOT_FOUND, "the store holds no bandwidth ceilings yet");
     }
-    int rc = kp_store_get_ceiling(s, dev, c);
-    if (rc == -2) kp_store_error(s, err, "cannot read the bandwidth ceiling");
+    st = kp_store_get_ceiling(s, dev, c, err);
     kp_store_close(s);
-    return rc;
+    return st;
 }

@@ -70,14 +70,15 @@ void kp_store_device_key(const kp_device_info *dev, char *buf, size_t n);
 
 kprof_status kp_store_put_ceiling(kp_store *s, const kp_device_info *dev, const kp_ceiling *c,
                                   kp_error *err);
-/* 0 and *c when a ceiling is stored for dev; -1 when none; -2 when the ceilings cannot be read
- * (kp_store_error says why). */
-int kp_store_get_ceiling(kp_store *s, const kp_device_info *dev, kp_ceiling *c);
+/* KPROF_OK and *c when a ceiling is stored for dev; NOT_FOUND when none; the store's error
+ * (kp_store_error's words: CORRUPT, IO) when the ceilings cannot be read. */
+kprof_status kp_store_get_ceiling(kp_store *s, const kp_device_info *dev, kp_ceiling *c,
+                                  kp_error *err);
 
-/* The ceiling for dev from the default store, without creating it: 0 found, -1 none (no store,
- * or none stored for dev), -2 when the store is there but cannot be read (damaged, foreign,
- * unreadable): then *err says why, in kp_store_error's words, for a warning — a measurement
- * goes on without its ceiling. */
-int kp_store_lookup_ceiling(const kp_device_info *dev, kp_ceiling *c, kp_error *err);
+/* The ceiling for dev from the default store, without creating it: KPROF_OK found; NOT_FOUND
+ * none (no store, or none stored for dev); else the store is there but cannot be read (damaged,
+ * foreign, unreadable: CORRUPT or IO), *err saying why in kp_store_error's words, for a warning
+ * — a measurement goes on without its ceiling. */
+kprof_status kp_store_lookup_ceiling(const kp_device_info *dev, kp_ceiling *c, kp_error *err);
 
 #endif

@@ -31,10 +31,12 @@ kprof_status kp_trace_db_open(const char *path, sqlite3 **out, kp_error *err)
     sqlite3 *db = NULL;
     /* One thread reads: no SQLite mutexes (they cost ~6% of a large export). */
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
-        kp_error_set(err, KPROF_CORRUPT, "%s: cannot open: %s", path,
-                     db ? sqlite3_errmsg(db) : "out of memory");
+        /* No handle at all: SQLite could not allocate one. */
+        status =
+            db ? kp_error_set(err, KPROF_CORRUPT, "%s: cannot open: %s", path, sqlite3_errmsg(db))
+               : kp_error_nomem(err);
         sqlite3_close(db);
-        return KPROF_CORRUPT;
+        return status;
     }
     int64_t app = kp_trace_db_scalar(db, "PRAGMA application_id", -1);
     if (app != KP_TRACE_APPLICATION_ID) {

@@ -140,9 +140,12 @@ static int kp_ingest_cancelled(void *flag)
     return flag && *(const volatile sig_atomic_t *)flag;
 }
 
+/* The trace's SQLite failed at what: NOMEM when it ran out of memory, else IO with SQLite's
+ * message and the system's reason. The first failure wins (m->status, m->error). */
 static kprof_status kp_db_fail(kp_ingest *m, const char *what)
 {
     if (m->status != KPROF_OK) return m->status;
+    if (sqlite3_errcode(m->db) == SQLITE_NOMEM) return m->status = kp_error_nomem(&m->error);
     int sys = sqlite3_system_errno(m->db); /* the system's reason, where there is one */
     m->status = kp_error_set(&m->error, KPROF_IO, "writing the trace: %s: %s%s%s%s", what,
                              sqlite3_errmsg(m->db), sys ? " (" : "", sys ? strerror(sys) : "",
@@ -200,10 +203,12 @@ static int64_t kp_ingest_name(kp_ingest *m, kp_ingest_part *p, uint32_t local, i
 }
 
 /* Keep a string definition (a later one of the same id replaces it: a batch re-sent after a
- * failed write defines its strings again). */
-static int kp_part_define(kp_ingest_part *p, uint32_t id, const char *text, size_t len)
+ * failed write defines its strings again). KPROF_OK, or NOMEM (the ingest's error, naming the
+ * part). */
+static kprof_status kp_part_define(kp_ingest *m, kp_ingest_part *p, uint32_t id, const char *text,
+                                   size_t len)
 {
-    if (id == 0 || id == UINT32_MAX) return 0;
+    if (id == 0 || id == UINT32_MAX) return KPROF_OK;
     if (id >= p->nstrings) {
         size_t n = p->nstrings ? p->nstrings : 64;
         while (n <= id)
@@ -216,7 +221,7 @@ static int kp_part_define(kp_ingest_part *p, uint32_t id, const char *text, size
         if (a) p->map = a;
         int64_t *b = realloc(p->kmap, n * sizeof *b);
         if (b) p->kmap = b;
-        if (!s || !l || !a || !b) return -1;
+        if (!s || !l || !a || !b) return kp_ingest_nomem(m, p->name);
         for (size_t i = p->nstrings; i < n; i++) {
             p->strings[i] = NULL;
             p->string_lens[i] = 0;
@@ -225,14 +230,14 @@ static int kp_part_define(kp_ingest_part *p, uint32_t id, const char *text, size
         p->nstrings = (uint32_t)n;
     }
     char *copy = malloc(len + 1);
-    if (!copy) return -1;
+    if (!copy) return kp_ingest_nomem(m, p->name);
     memcpy(copy, text, len);
     copy[len] = '\0';
     free(p->strings[id]);
     p->strings[id] = copy;
     p->string_lens[id] = len;
     p->map[id] = p->kmap[id] = 0;
-    return 0;
+    return KPROF_OK;
 }
 
 /* The process row of a part, made the first time a record needs it (or at the end): its
@@ -273,16 +278,17 @@ static void kp_ingest_add_note(kp_trace_summary *sum, const char *text, size_t l
         snprintf(sum->notes + used, sizeof sum->notes - used, "%.*s\n", (int)len, text);
 }
 
-/* Give events its metric columns (kp_trace_schema_add_metric_columns), once: 0, or -1 with
- * m->status set. No statement may be running while the schema changes: they are all reset (each is
- * re-bound before it runs, and SQLite prepares them again for the new schema). */
-static int kp_ingest_metric_columns(kp_ingest *m)
+/* Give events its metric columns (kp_trace_schema_add_metric_columns), once: KPROF_OK, or the
+ * ingest's status (m->status, m->error). No statement may be running while the schema changes:
+ * they are all reset (each is re-bound before it runs, and SQLite prepares them again for the new
+ * schema). */
+static kprof_status kp_ingest_metric_columns(kp_ingest *m)
 {
-    if (m->metric_columns) return 0;
-    if (m->status != KPROF_OK) return -1;
+    if (m->metric_columns) return KPROF_OK;
+    if (m->status != KPROF_OK) return m->status;
     for (sqlite3_stmt *q = sqlite3_next_stmt(m->db, NULL); q; q = sqlite3_next_stmt(m->db, q))
         sqlite3_reset(q);
-    if (kp_trace_schema_add_metric_columns(m->db) != SQLITE_OK ||
+    if (kp_trace_schema_add_metric_columns(m->db, NULL, NULL) != KPROF_OK ||
         sqlite3_prepare_v2(m->db, m->ins_metric_sql[0], -1, &m->ins_event_metrics, NULL) !=
             SQLITE_OK ||
         sqlite3_prepare_v2(m->db, m->ins_metric_sql[1], -1, &m->ins_events_metrics, NULL) !=
@@ -290,12 +296,10 @@ static int kp_ingest_metric_columns(kp_ingest *m)
         sqlite3_prepare_v2(m->db, "UPDATE events SET flops = ? WHERE id = ?", -1, &m->upd_flops,
                            NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(m->db, "UPDATE events SET metric_bytes = ? WHERE id = ?", -1,
-                           &m->upd_metric_bytes, NULL) != SQLITE_OK) {
-        kp_db_fail(m, "events' metric columns");
-        return -1;
-    }
+                           &m->upd_metric_bytes, NULL) != SQLITE_OK)
+        return kp_db_fail(m, "events' metric columns");
     m->metric_columns = 1;
-    return 0;
+    return KPROF_OK;
 }
 
 /* A metric's key, from its string id in the part. */
@@ -340,7 +344,7 @@ static void kp_ingest_metric_of_row(kp_ingest *m, kp_ingest_part *p, int64_t row
         return;
     case KP_INGEST_KEY_FLOPS:
     case KP_INGEST_KEY_BYTES:
-        if (kp_ingest_metric_columns(m) != 0) return;
+        if (kp_ingest_metric_columns(m) != KPROF_OK) return;
         q = key == KP_INGEST_KEY_FLOPS ? m->upd_flops : m->upd_metric_bytes;
         break;
     case KP_INGEST_KEY_USER:
@@ -476,7 +480,7 @@ static void kp_part_metric(kp_ingest *m, kp_ingest_part *p, const kp_rec *r)
     }
     kp_ingest_row *row = &m->rows[p->last_pending];
     if (key == KP_INGEST_KEY_FLOPS || key == KP_INGEST_KEY_BYTES) {
-        if (kp_ingest_metric_columns(m) != 0) return;
+        if (kp_ingest_metric_columns(m) != KPROF_OK) return;
         /* A key given twice: the last value counts. */
         unsigned char *has = key == KP_INGEST_KEY_FLOPS ? &row->has_flops : &row->has_metric_bytes;
         if (!*has) m->sum.metrics++;
@@ -713,11 +717,9 @@ static void kp_part_read(kp_ingest *m, kp_ingest_part *p, uint64_t limit, int fi
                 }
                 step += ((size_t)r.bytes + 7) & ~(size_t)7;
                 if (pos + step > n) break; /* the rest of it comes with the next read */
-                if (kp_part_define(p, r.name, (const char *)m->buf + pos + sizeof r,
-                                   (size_t)r.bytes) != 0) {
-                    kp_ingest_nomem(m, p->name);
+                if (kp_part_define(m, p, r.name, (const char *)m->buf + pos + sizeof r,
+                                   (size_t)r.bytes) != KPROF_OK)
                     return;
-                }
             } else {
                 kp_part_record(m, p, &r);
             }
@@ -739,7 +741,9 @@ static void kp_part_read(kp_ingest *m, kp_ingest_part *p, uint64_t limit, int fi
                     m->buf = b;
                     m->buf_cap = step;
                     if (pread(p->fd, m->buf, step, (off_t)p->offset) == (ssize_t)step) {
-                        kp_part_define(p, r.name, (const char *)m->buf + sizeof r, (size_t)r.bytes);
+                        if (kp_part_define(m, p, r.name, (const char *)m->buf + sizeof r,
+                                           (size_t)r.bytes) != KPROF_OK)
+                            return;
                         p->offset += step;
                         continue;
                     }
@@ -757,25 +761,24 @@ static void kp_part_read(kp_ingest *m, kp_ingest_part *p, uint64_t limit, int fi
     }
 }
 
-/* Open a part's file and read its header; 0, or -1 when it cannot be read now. */
-static int kp_part_open(kp_ingest *m, kp_ingest_part *p, const char *dir)
+/* Open a part's file (once): KPROF_OK, or IO naming it ("DIR/NAME: why"; a poll passes err NULL
+ * and tries again later). */
+static kprof_status kp_part_open(kp_ingest_part *p, const char *dir, kp_error *err)
 {
-    if (p->fd >= 0) return 0;
+    if (p->fd >= 0) return KPROF_OK;
     char full[PATH_MAX + 256];
     snprintf(full, sizeof full, "%s/%s", dir, p->name);
     p->fd = open(full, O_RDONLY | O_CLOEXEC);
-    if (p->fd < 0) return -1;
-    (void)m;
-    return 0;
+    if (p->fd < 0) return kp_error_set(err, KPROF_IO, "%s/%s: %s", dir, p->name, strerror(errno));
+    return KPROF_OK;
 }
 
-/* The part's header as its writer keeps it now (its counters change while it runs). */
+/* Whether the part's header can be read as its writer keeps it now (its counters change while it
+ * runs): 1 with it in *h; 0 when it is not whole (yet), which is no failure. */
 static int kp_part_header(const kp_ingest_part *p, kp_rec *h)
 {
     return pread(p->fd, h, sizeof *h, 0) == (ssize_t)sizeof *h && h->magic == KP_REC_MAGIC &&
-                   h->kind == KP_REC_HEADER
-               ? 0
-               : -1;
+           h->kind == KP_REC_HEADER;
 }
 
 static void kp_part_free(kp_ingest_part *p)
@@ -798,12 +801,12 @@ static int kp_cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Find the folder's record files that are new since the last look; 0, or -1 (nothing found:
- * the folder cannot be read). */
-static int kp_ingest_scan(kp_ingest *m, const char *dir)
+/* Find the folder's record files that are new since the last look: KPROF_OK; IO when the folder
+ * cannot be read ("cannot read DIR: why" in err; nothing found); the ingest's NOMEM. */
+static kprof_status kp_ingest_scan(kp_ingest *m, const char *dir, kp_error *err)
 {
     DIR *d = opendir(dir);
-    if (!d) return -1;
+    if (!d) return kp_error_set(err, KPROF_IO, "cannot read %s: %s", dir, strerror(errno));
     char **found = NULL;
     size_t nfound = 0, cap = 0;
     struct dirent *de;
@@ -817,10 +820,16 @@ static int kp_ingest_scan(kp_ingest *m, const char *dir)
         if (nfound == cap) {
             cap = cap ? cap * 2 : 16;
             char **nf = realloc(found, cap * sizeof *nf);
-            if (!nf) break;
+            if (!nf) {
+                kp_ingest_nomem(m, dir); /* the files found so far are still taken */
+                break;
+            }
             found = nf;
         }
-        if ((found[nfound] = strdup(de->d_name)) != NULL) nfound++;
+        if ((found[nfound] = strdup(de->d_name)) != NULL)
+            nfound++;
+        else
+            kp_ingest_nomem(m, dir);
     }
     closedir(d);
     /* New files in a stable order: the name starts with the pid. */
@@ -847,17 +856,18 @@ static int kp_ingest_scan(kp_ingest *m, const char *dir)
         if (dash) sscanf(dash + 1, "%31[^-.]", p->collector);
     }
     free(found);
-    return 0;
+    return m->status;
 }
 
 kprof_status kp_trace_ingest_poll(kp_trace_ingest *m, const char *dir)
 {
     if (m->status != KPROF_OK) return m->status;
-    if (kp_ingest_scan(m, dir) != 0) return KPROF_OK; /* looked at again at the end */
+    /* A folder or a part that cannot be read now is no failure yet: looked at again at the end. */
+    if (kp_ingest_scan(m, dir, NULL) != KPROF_OK) return m->status;
     for (size_t i = 0; i < m->nparts && m->status == KPROF_OK; i++) {
         kp_ingest_part *p = &m->parts[i];
         kp_rec h;
-        if (kp_part_open(m, p, dir) != 0 || kp_part_header(p, &h) != 0) continue;
+        if (kp_part_open(p, dir, NULL) != KPROF_OK || !kp_part_header(p, &h)) continue;
         /* The writer's mark: whole batches only (0 where it keeps none: ingested at the end). */
         uint64_t whole = __atomic_load_n(&h.submitted, __ATOMIC_ACQUIRE);
         if (whole > p->offset) kp_part_read(m, p, whole, 0);
@@ -875,8 +885,11 @@ static void kp_part_close(kp_ingest *m, kp_ingest_part *p, const char *dir)
 {
     kp_trace_summary *sum = &m->sum;
     struct stat st;
-    if (kp_part_open(m, p, dir) != 0 || fstat(p->fd, &st) != 0) {
-        m->status = kp_error_set(&m->error, KPROF_IO, "%s/%s: %s", dir, p->name, strerror(errno));
+    kprof_status opened = kp_part_open(p, dir, &m->error);
+    if (opened == KPROF_OK && fstat(p->fd, &st) != 0)
+        opened = kp_error_set(&m->error, KPROF_IO, "%s/%s: %s", dir, p->name, strerror(errno));
+    if (opened != KPROF_OK) {
+        m->status = opened;
         return;
     }
     if (st.st_size == 0) { /* the process could not even write its header (record.h) */
@@ -891,9 +904,9 @@ static void kp_part_close(kp_ingest *m, kp_ingest_part *p, const char *dir)
     (void)process;
 }
 
-/* Fill in a process row's counters. 0, or -1 (the ingest failed). */
-static int kp_ingest_update_process(kp_ingest *m, int64_t process, uint64_t clean_end,
-                                    uint64_t events, uint64_t dropped, int truncated)
+/* Fill in a process row's counters: KPROF_OK, or the ingest's status (it failed). */
+static kprof_status kp_ingest_update_process(kp_ingest *m, int64_t process, uint64_t clean_end,
+                                             uint64_t events, uint64_t dropped, int truncated)
 {
     sqlite3_stmt *q = m->upd_process;
     sqlite3_reset(q);
@@ -906,11 +919,8 @@ static int kp_ingest_update_process(kp_ingest *m, int64_t process, uint64_t clea
     sqlite3_bind_int64(q, 4, (int64_t)dropped);
     sqlite3_bind_int(q, 5, truncated);
     sqlite3_bind_int64(q, 6, process);
-    if (sqlite3_step(q) != SQLITE_DONE) {
-        kp_db_fail(m, "processes");
-        return -1;
-    }
-    return 0;
+    if (sqlite3_step(q) != SQLITE_DONE) return kp_db_fail(m, "processes");
+    return KPROF_OK;
 }
 
 /* A clock pair (base/job.h) of a process row, or of the whole run (process 0: kprof's own). */
@@ -976,7 +986,7 @@ static void kp_part_finish(kp_ingest *m, kp_ingest_part *p)
     if (p->empty) return;
     kp_trace_summary *sum = &m->sum;
     kp_rec h;
-    int have_header = p->header.magic && kp_part_header(p, &h) == 0;
+    int have_header = p->header.magic && kp_part_header(p, &h);
     uint64_t dropped = p->dropped, lost = 0, clean_end = p->end_ns;
     if (have_header) { /* the counters the writer kept in its header (record.h) */
         dropped += h.bytes;
@@ -1025,7 +1035,7 @@ static void kp_part_finish(kp_ingest *m, kp_ingest_part *p)
         if (clean_end > m->one.end) m->one.end = clean_end;
         m->one.parts++;
     } else if (kp_ingest_update_process(m, process, clean_end, p->events, dropped, p->truncated) !=
-               0) {
+               KPROF_OK) {
         return;
     }
     if (!shared) sum->processes++;
@@ -1137,8 +1147,10 @@ kprof_status kp_trace_ingest_open(const char *path, const volatile sig_atomic_t 
     if (sqlite3_open_v2(path, &m->db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         NULL) != SQLITE_OK) {
-        kprof_status st = kp_error_set(err, KPROF_IO, "cannot create %s: %s", path,
-                                       m->db ? sqlite3_errmsg(m->db) : "out of memory");
+        /* No handle at all: SQLite could not allocate one. */
+        kprof_status st =
+            m->db ? kp_error_set(err, KPROF_IO, "cannot create %s: %s", path, sqlite3_errmsg(m->db))
+                  : kp_error_nomem(err);
         kp_ingest_free(m);
         return st;
     }
@@ -1175,8 +1187,8 @@ kprof_status kp_trace_ingest_open(const char *path, const volatile sig_atomic_t 
                      "PRAGMA temp_store=MEMORY;",
                      NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_exec(m->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK ||
-        kp_trace_schema_create_tables(m->db) != SQLITE_OK ||
-        kp_trace_db_create_index(m->db) != SQLITE_OK ||
+        kp_trace_schema_create_tables(m->db, NULL, NULL) != KPROF_OK ||
+        kp_trace_db_create_index(m->db, NULL, NULL) != KPROF_OK ||
         sqlite3_prepare_v2(m->db, ins[0][0].data, -1, &m->ins_event, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(m->db, ins[0][1].data, -1, &m->ins_events, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(m->db, "INSERT INTO metrics (event, key, value) VALUES (?,?,?)", -1,
@@ -1232,8 +1244,7 @@ kprof_status kp_trace_ingest_finish(kp_trace_ingest *m, const char *dir, const k
                                     kp_trace_summary *sum, kp_error *err)
 {
     m->one_process = run->one_process;
-    if (m->status == KPROF_OK && kp_ingest_scan(m, dir) != 0)
-        m->status = kp_error_set(&m->error, KPROF_IO, "cannot read %s: %s", dir, strerror(errno));
+    if (m->status == KPROF_OK) m->status = kp_ingest_scan(m, dir, &m->error);
     for (size_t i = 0; i < m->nparts && m->status == KPROF_OK; i++) {
         if (kp_ingest_cancelled((void *)m->cancel)) break;
         kp_part_close(m, &m->parts[i], dir);
@@ -1245,7 +1256,7 @@ kprof_status kp_trace_ingest_finish(kp_trace_ingest *m, const char *dir, const k
     }
     if (m->status == KPROF_OK && m->one_process && m->one.process &&
         kp_ingest_update_process(m, m->one.process, m->one.unclean ? 0 : m->one.end, m->one.events,
-                                 m->one.dropped, m->one.truncated) == 0) {
+                                 m->one.dropped, m->one.truncated) == KPROF_OK) {
         m->sum.processes++;
         m->sum.unclean += m->one.unclean;
     }
@@ -1269,7 +1280,7 @@ kprof_status kp_trace_ingest_finish(kp_trace_ingest *m, const char *dir, const k
             .boot_id = run->boot_id,
             .device = run->device,
         };
-        if (kp_trace_db_write_meta(m->db, &meta) != SQLITE_OK) kp_db_fail(m, "meta");
+        if (kp_trace_db_write_meta(m->db, &meta, NULL, NULL) != KPROF_OK) kp_db_fail(m, "meta");
         if (run->start_clock.real_ns)
             kp_ingest_clock(m, 0, run->start_clock.mono_ns, run->start_clock.real_ns,
                             run->start_clock.uncertainty_ns);
@@ -1277,7 +1288,8 @@ kprof_status kp_trace_ingest_finish(kp_trace_ingest *m, const char *dir, const k
             kp_ingest_clock(m, 0, run->end_clock.mono_ns, run->end_clock.real_ns,
                             run->end_clock.uncertainty_ns);
         /* Every trace has the metric columns, added now if no metric came. */
-        if (kp_ingest_metric_columns(m) == 0 && kp_trace_schema_create_views(m->db) != SQLITE_OK)
+        if (kp_ingest_metric_columns(m) == KPROF_OK &&
+            kp_trace_schema_create_views(m->db, NULL, NULL) != KPROF_OK)
             kp_db_fail(m, "views");
         if (sqlite3_exec(m->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) kp_db_fail(m, "commit");
     }

@@ -1021,8 +1021,7 @@ static kprof_status kp_merge_write_meta(kp_merge_out *o, const kp_merge_input *i
         .boot_id = *ref->boot_id ? ref->boot_id : NULL,
         .merged_from = from.data ? from.data : "",
     };
-    if (st == KPROF_OK && kp_trace_db_write_meta(o->db, &meta) != SQLITE_OK)
-        st = kp_merge_fail(o, NULL, err);
+    if (st == KPROF_OK) st = kp_trace_db_write_meta(o->db, &meta, o->path, err);
     kp_str_free(&command);
     kp_str_free(&collectors);
     kp_str_free(&from);
@@ -1169,8 +1168,10 @@ static kprof_status kp_merge_write(const char *out_path, kp_merge_input *inputs,
     kp_str_free(&name);
     kprof_status st = KPROF_OK;
     if (rc != SQLITE_OK) {
-        st = kp_error_set(err, KPROF_IO, "cannot create %s: %s", out_path,
-                          o.db ? sqlite3_errmsg(o.db) : "out of memory");
+        /* No handle at all: SQLite could not allocate one. */
+        st = o.db ? kp_error_set(err, KPROF_IO, "cannot create %s: %s", out_path,
+                                 sqlite3_errmsg(o.db))
+                  : kp_error_nomem(err);
         sqlite3_close(o.db);
         return st;
     }
@@ -1178,7 +1179,7 @@ static kprof_status kp_merge_write(const char *out_path, kp_merge_input *inputs,
                        "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
                        "PRAGMA cache_size=-131072;",
                        NULL, NULL, err);
-    if (st == KPROF_OK && kp_trace_db_create(o.db) != SQLITE_OK) st = kp_merge_fail(&o, NULL, err);
+    if (st == KPROF_OK) st = kp_trace_db_create(o.db, o.path, err);
     if (st == KPROF_OK) st = kp_merge_exec(&o, kp_merge_schema, NULL, NULL, err);
     /* A transaction per input: SQLite attaches and detaches a database only outside one. */
     for (size_t i = 0; i < n && st == KPROF_OK; i++) {
@@ -1214,8 +1215,7 @@ static kprof_status kp_merge_write(const char *out_path, kp_merge_input *inputs,
     if (st == KPROF_OK) st = kp_merge_exec(&o, "BEGIN", NULL, NULL, err);
     if (st == KPROF_OK) st = kp_merge_write_meta(&o, inputs, n, err);
     if (st == KPROF_OK) st = kp_merge_write_hosts(&o, inputs, n, err);
-    if (st == KPROF_OK && kp_trace_db_create_index(o.db) != SQLITE_OK)
-        st = kp_merge_fail(&o, NULL, err);
+    if (st == KPROF_OK) st = kp_trace_db_create_index(o.db, o.path, err);
     if (st == KPROF_OK) st = kp_merge_exec(&o, "COMMIT", NULL, NULL, err);
     if (sqlite3_close(o.db) != SQLITE_OK && st == KPROF_OK)
         st = kp_error_set(err, KPROF_IO, "cannot close %s", out_path);

@@ -10,6 +10,17 @@
 #include <sqlite3.h>
 #include <stdio.h>
 
+/* rc (not SQLITE_OK) from writing the trace `name` through db: NOMEM when SQLite ran out of
+ * memory, else IO ("cannot write NAME: SQLite's message", as every writer of a trace says it);
+ * KPROF_OK for SQLITE_OK. */
+static kprof_status kp_trace_schema_status(sqlite3 *db, int rc, const char *name, kp_error *err)
+{
+    if (rc == SQLITE_OK) return KPROF_OK;
+    if ((rc & 0xff) == SQLITE_NOMEM) return kp_error_nomem(err);
+    return kp_error_set(err, KPROF_IO, "cannot write %s: %s", name ? name : "the trace",
+                        sqlite3_errmsg(db));
+}
+
 static const char kp_trace_schema[] =
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);"
     "CREATE TABLE kinds (id INTEGER PRIMARY KEY, name TEXT NOT NULL);"
@@ -87,7 +98,7 @@ static int kp_trace_named_rows(sqlite3 *db, const char *table, const kp_named_id
     return rc;
 }
 
-int kp_trace_schema_create_tables(sqlite3 *db)
+kprof_status kp_trace_schema_create_tables(sqlite3 *db, const char *name, kp_error *err)
 {
     char pragmas[128];
     snprintf(pragmas, sizeof pragmas, "PRAGMA application_id=%d; PRAGMA user_version=%d;",
@@ -100,37 +111,41 @@ int kp_trace_schema_create_tables(sqlite3 *db)
     if (rc == SQLITE_OK)
         rc = kp_trace_named_rows(db, "domains", kp_trace_domains,
                                  sizeof kp_trace_domains / sizeof *kp_trace_domains);
-    return rc;
+    return kp_trace_schema_status(db, rc, name, err);
 }
 
 /* Made before the first row, kept up as rows go in (while the program runs, for the live
  * merge): building it at the end cost as long as inserting the rows. */
 static const char kp_trace_indexes[] = "CREATE INDEX events_start ON events(start_ns);";
 
-int kp_trace_schema_add_metric_columns(sqlite3 *db)
+kprof_status kp_trace_schema_add_metric_columns(sqlite3 *db, const char *name, kp_error *err)
 {
-    return sqlite3_exec(db, kp_trace_metric_columns, NULL, NULL, NULL);
+    return kp_trace_schema_status(db, sqlite3_exec(db, kp_trace_metric_columns, NULL, NULL, NULL),
+                                  name, err);
 }
 
-int kp_trace_schema_create_views(sqlite3 *db)
+kprof_status kp_trace_schema_create_views(sqlite3 *db, const char *name, kp_error *err)
 {
-    return sqlite3_exec(db, kp_trace_views, NULL, NULL, NULL);
+    return kp_trace_schema_status(db, sqlite3_exec(db, kp_trace_views, NULL, NULL, NULL), name,
+                                  err);
 }
 
-int kp_trace_db_create(sqlite3 *db)
+kprof_status kp_trace_db_create(sqlite3 *db, const char *name, kp_error *err)
 {
-    int rc = kp_trace_schema_create_tables(db);
-    if (rc == SQLITE_OK) rc = kp_trace_schema_add_metric_columns(db);
-    if (rc == SQLITE_OK) rc = kp_trace_schema_create_views(db);
-    return rc;
+    kprof_status st = kp_trace_schema_create_tables(db, name, err);
+    if (st == KPROF_OK) st = kp_trace_schema_add_metric_columns(db, name, err);
+    if (st == KPROF_OK) st = kp_trace_schema_create_views(db, name, err);
+    return st;
 }
 
-int kp_trace_db_create_index(sqlite3 *db)
+kprof_status kp_trace_db_create_index(sqlite3 *db, const char *name, kp_error *err)
 {
-    return sqlite3_exec(db, kp_trace_indexes, NULL, NULL, NULL);
+    return kp_trace_schema_status(db, sqlite3_exec(db, kp_trace_indexes, NULL, NULL, NULL), name,
+                                  err);
 }
 
-int kp_trace_db_write_meta(sqlite3 *db, const kp_trace_meta_keys *meta)
+kprof_status kp_trace_db_write_meta(sqlite3 *db, const kp_trace_meta_keys *meta, const char *name,
+                                    kp_error *err)
 {
     char num[7][32];
     const int64_t nums[] = {KP_TRACE_FORMAT_VERSION,
@@ -169,8 +184,9 @@ int kp_trace_db_write_meta(sqlite3 *db, const kp_trace_meta_keys *meta)
         sqlite3_bind_text(q, 2, rows[i][1], -1, SQLITE_STATIC);
         rc = sqlite3_step(q) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
     }
+    kprof_status st = kp_trace_schema_status(db, rc, name, err); /* before finalize: its message */
     sqlite3_finalize(q);
-    return rc;
+    return st;
 }
 
 int kp_trace_db_has_column(sqlite3 *db, const char *schema, const char *table, const char *column)

@@ -96,7 +96,7 @@ static void check_v1_ceiling(kp_store *s)
 {
     kp_device_info d = dev1();
     kp_ceiling c;
-    CHECK_INT(kp_store_get_ceiling(s, &d, &c), 0);
+    CHECK_INT(kp_store_get_ceiling(s, &d, &c, NULL), KPROF_OK);
     CHECK_NEAR(c.copy_gbs, 123.5, 0);
     CHECK_INT(c.copy_bytes, 67108864);
     CHECK_NEAR(c.demo_add_gbs, 99.25, 0);
@@ -194,16 +194,26 @@ static void test_fma_peak(void)
     snprintf(c.fma_method, sizeof c.fma_method, "fma_f32");
     CHECK_INT(kp_store_put_ceiling(s, &d, &c, &err), KPROF_OK);
     kp_ceiling back;
-    CHECK_INT(kp_store_get_ceiling(s, &d, &back), 0);
+    CHECK_INT(kp_store_get_ceiling(s, &d, &back, NULL), KPROF_OK);
     CHECK_NEAR(back.copy_gbs, 3900, 0);
     CHECK_NEAR(back.fma_gflops, 61234.5, 0);
     CHECK_STR(back.fma_method, "fma_f32");
     c.fma_gflops = 0;
     CHECK_INT(kp_store_put_ceiling(s, &d, &c, &err), KPROF_OK);
-    CHECK_INT(kp_store_get_ceiling(s, &d, &back), 0);
+    CHECK_INT(kp_store_get_ceiling(s, &d, &back, NULL), KPROF_OK);
     CHECK_NEAR(back.fma_gflops, 0, 0);
     CHECK_STR(back.fma_method, "");
+    /* Another device has none: NOT_FOUND, told from a store that cannot be read. */
+    kp_device_info other = d;
+    snprintf(other.name, sizeof other.name, "Dev 2");
+    CHECK_INT(kp_store_get_ceiling(s, &other, &back, &err), KPROF_NOT_FOUND);
+    CHECK_CONTAINS(err.message, "no bandwidth ceiling is stored for opencl|Dev 2|Plat");
+    kp_error_clear(&err);
     kp_store_close(s);
+    CHECK_INT(kp_store_lookup_ceiling(&other, &back, &err), KPROF_NOT_FOUND);
+    kp_error_clear(&err);
+    CHECK_INT(kp_store_lookup_ceiling(&d, &back, &err), KPROF_OK);
+    CHECK_NEAR(back.copy_gbs, 3900, 0);
     kp_error_clear(&err);
 }
 
@@ -244,7 +254,7 @@ static void test_v2_without_fma(void)
         snprintf(c.fma_method, sizeof c.fma_method, "fma_f32");
         CHECK_INT(kp_store_put_ceiling(s, &d, &c, &err), KPROF_OK);
         kp_ceiling back;
-        CHECK_INT(kp_store_get_ceiling(s, &d, &back), 0);
+        CHECK_INT(kp_store_get_ceiling(s, &d, &back, NULL), KPROF_OK);
         CHECK_NEAR(back.fma_gflops, 77, 0);
     }
     kp_store_close(s);
@@ -276,7 +286,7 @@ static void test_dev_v3(void)
             CHECK_INT(kp_store_version(s), 2);
             kp_device_info d = dev1();
             kp_ceiling back;
-            CHECK_INT(kp_store_get_ceiling(s, &d, &back), 0);
+            CHECK_INT(kp_store_get_ceiling(s, &d, &back, NULL), KPROF_OK);
             CHECK_NEAR(back.fma_gflops, 55.5, 0);
             CHECK_STR(back.fma_method, "fma_f32");
         }
@@ -342,7 +352,7 @@ static void check_refused(const char *path, const char *why)
     kp_device_info d = dev1();
     kp_ceiling c;
     /* The ceiling's look-up (run, sweep, bench, caps) says it could not read it, and why. */
-    CHECK_INT(kp_store_lookup_ceiling(&d, &c, &err), -2);
+    CHECK_INT(kp_store_lookup_ceiling(&d, &c, &err), KPROF_CORRUPT);
     CHECK_CONTAINS(err.message, why);
     kp_error_clear(&err);
     char *after = read_all(path, &len1);
@@ -557,20 +567,29 @@ static void test_no_store(void)
 static void test_parse_ref(void)
 {
     int64_t id, back;
-    CHECK_INT(kp_history_parse_ref("17", &id, &back), 0);
+    CHECK_INT(kp_history_parse_ref("17", &id, &back, NULL), KPROF_OK);
     CHECK(id == 17 && back == -1);
-    CHECK_INT(kp_history_parse_ref("@0", &id, &back), 0);
+    CHECK_INT(kp_history_parse_ref("@0", &id, &back, NULL), KPROF_OK);
     CHECK(id == 0 && back == 0);
-    CHECK_INT(kp_history_parse_ref("@-0", &id, &back), 0);
+    CHECK_INT(kp_history_parse_ref("@-0", &id, &back, NULL), KPROF_OK);
     CHECK(id == 0 && back == 0);
-    CHECK_INT(kp_history_parse_ref("@-12", &id, &back), 0);
+    CHECK_INT(kp_history_parse_ref("@-12", &id, &back, NULL), KPROF_OK);
     CHECK(id == 0 && back == 12);
-    CHECK_INT(kp_history_parse_ref("@+1", &id, &back), -1);
-    CHECK_INT(kp_history_parse_ref(" 1", &id, &back), -1);
-    CHECK_INT(kp_history_parse_ref(NULL, &id, &back), -1);
-    CHECK_INT(kp_history_parse_ref("9223372036854775807", &id, &back), 0);
+    CHECK_INT(kp_history_parse_ref("@+1", &id, &back, NULL), KPROF_INVALID);
+    CHECK_INT(kp_history_parse_ref(" 1", &id, &back, NULL), KPROF_INVALID);
+    CHECK_INT(kp_history_parse_ref(NULL, &id, &back, NULL), KPROF_INVALID);
+    CHECK_INT(kp_history_parse_ref("9223372036854775807", &id, &back, NULL), KPROF_OK);
     CHECK(id == INT64_MAX);
-    CHECK_INT(kp_history_parse_ref("9223372036854775808", &id, &back), -1);
+    CHECK_INT(kp_history_parse_ref("9223372036854775808", &id, &back, NULL), KPROF_INVALID);
+    /* The message names the reference and the forms a reference takes. */
+    kp_error err = {0};
+    CHECK_INT(kp_history_parse_ref("@3", &id, &back, &err), KPROF_INVALID);
+    CHECK(id == 0 && back == -1);
+    CHECK_CONTAINS(err.message, "'@3' is not a run of the history: give its id");
+    kp_error_clear(&err);
+    CHECK_INT(kp_history_parse_ref("0", &id, &back, &err), KPROF_INVALID);
+    CHECK_CONTAINS(err.message, "'0' is not a run of the history");
+    kp_error_clear(&err);
 }
 
 int main(void)

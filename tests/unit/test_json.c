@@ -153,11 +153,22 @@ int main(void)
     /* Unbalanced documents are reported. */
     kp_json_init(&j, &s, 0);
     kp_json_object_begin(&j, NULL);
-    CHECK_INT(kp_json_finish(&j), -1);
+    CHECK_INT(kp_json_finish(&j), KPROF_INVALID);
     kp_str_free(&s);
     kp_json_init(&j, &s, 0);
     kp_json_array_end(&j);
-    CHECK_INT(kp_json_finish(&j), -1);
+    CHECK_INT(kp_json_finish(&j), KPROF_INVALID);
+    kp_str_free(&s);
+    /* A text that ran out of memory is NOMEM, not a misuse, even when also unbalanced. */
+    kp_json_init(&j, &s, 0);
+    kp_json_object_begin(&j, NULL);
+    s.failed = 1;
+    CHECK_INT(kp_json_finish(&j), KPROF_NOMEM);
+    kp_str_free(&s);
+    kp_json_init(&j, &s, 0);
+    kp_json_int(&j, NULL, 1);
+    s.failed = 1;
+    CHECK_INT(kp_json_finish(&j), KPROF_NOMEM);
     kp_str_free(&s);
 
     /* Doubles round-trip in the shortest form. */

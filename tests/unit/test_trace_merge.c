@@ -3,10 +3,12 @@
  * uncertainty plus half that range; pairs that cannot be one are left out; nothing wraps; the
  * shift between two hosts is the difference of their offsets, known within the sum. And the
  * files: a merged trace has the tables and meta keys `kprof trace` writes (one schema, one key
- * list), plus its own; a pid no system gives is refused at once. */
+ * list), plus its own; a pid no system gives is refused at once. The schema's writers
+ * (store/trace_schema.h) give a status and name the file they could not write. */
 #define _GNU_SOURCE
 #include "store/trace_db.h"
 #include "store/trace_merge.h"
+#include "store/trace_schema.h"
 #include "test.h"
 
 #include <sqlite3.h>
@@ -222,6 +224,32 @@ static void test_files(void)
     rmdir(dir);
 }
 
+/* The schema's writers give a status and say which file they could not write; a probe that
+ * fails answers "no". */
+static void test_schema_status(void)
+{
+    sqlite3 *db = NULL;
+    kp_error err = {0};
+    CHECK(sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK);
+    CHECK_INT(kp_trace_db_create(db, "new.kprof", &err), KPROF_OK);
+    CHECK_INT(kp_trace_db_create_index(db, "new.kprof", &err), KPROF_OK);
+    kp_trace_meta_keys meta = {.command = "prog", .collectors = "opencl"};
+    CHECK_INT(kp_trace_db_write_meta(db, &meta, "new.kprof", &err), KPROF_OK);
+    CHECK(kp_trace_db_has_table(db, "main", "events"));
+    CHECK(kp_trace_db_has_column(db, NULL, "events", "flops"));
+    CHECK(!kp_trace_db_has_table(db, "nosuchschema", "events"));
+    /* The tables exist already: a second create fails, naming the file and SQLite's reason. */
+    CHECK_INT(kp_trace_db_create(db, "new.kprof", &err), KPROF_IO);
+    CHECK_CONTAINS(err.message, "cannot write new.kprof: ");
+    CHECK_CONTAINS(err.message, "already exists");
+    kp_error_clear(&err);
+    CHECK_INT(kp_trace_schema_create_views(db, NULL, &err), KPROF_IO);
+    CHECK_CONTAINS(err.message, "cannot write the trace: ");
+    kp_error_clear(&err);
+    CHECK_INT(kp_trace_db_create_index(db, NULL, NULL), KPROF_IO); /* err may be NULL */
+    sqlite3_close(db);
+}
+
 int main(void)
 {
     test_none();
@@ -230,5 +258,6 @@ int main(void)
     test_no_wrap();
     test_shift();
     test_files();
+    test_schema_status();
     TEST_DONE();
 }

@@ -38,9 +38,31 @@ static void test_status_exit_codes(void)
     CHECK_INT(kprof_status_exit_code(KPROF_CORRUPT), 2);
 }
 
+/* kp_parse_size: KPROF_OK with the value, KPROF_INVALID with *out untouched. */
+static void test_parse_size(void)
+{
+    uint64_t v = 7;
+    CHECK_INT(kp_parse_size("64", &v), KPROF_OK);
+    CHECK(v == 64);
+    CHECK_INT(kp_parse_size("1M", &v), KPROF_OK);
+    CHECK(v == 1048576);
+    CHECK_INT(kp_parse_size("2k", &v), KPROF_OK);
+    CHECK(v == 2048);
+    CHECK_INT(kp_parse_size("18446744073709551615", &v), KPROF_OK);
+    CHECK(v == UINT64_MAX);
+    v = 7;
+    static const char *const bad[] = {
+        "", "-1", " 1", "1 ", "1KB", "x", "18446744073709551616", "17179869184G"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK_INT(kp_parse_size(bad[i], &v), KPROF_INVALID);
+    CHECK_INT(kp_parse_size(NULL, &v), KPROF_INVALID);
+    CHECK(v == 7);
+}
+
 int main(void)
 {
     test_status_exit_codes();
+    test_parse_size();
     /* Well-formed UTF-8 characters and their lengths; ill-formed starts are 0. */
     static const struct {
         const char *bytes;

@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -96,7 +97,7 @@ static pid_t child(const char *dir, int crash)
     pid_t pid = fork();
     if (pid != 0) return pid;
     setenv("KPROF_TRACE_DIR", dir, 1);
-    if (kp_writer_start("test") != 0) _exit(3);
+    if (kp_writer_start("test", NULL) != KPROF_OK) _exit(3);
     kp_writer_at_crash(crash_hook);
     kp_writer_at_exit(exit_hook);
     for (int i = 0; i < 1000; i++) {
@@ -126,7 +127,7 @@ static pid_t child(const char *dir, int crash)
     g = fork();
     if (g == 0) {
         setenv("KPROF_TRACE_DIR", getenv("KPROF_HOOK_DIR"), 1);
-        if (kp_writer_start("test") != 0) _exit(3);
+        if (kp_writer_start("test", NULL) != KPROF_OK) _exit(3);
         exit(0);
     }
     waitpid(g, NULL, 0);
@@ -140,7 +141,7 @@ static pid_t full_disk_child(const char *dir)
     pid_t pid = fork();
     if (pid != 0) return pid;
     setenv("KPROF_TRACE_DIR", dir, 1);
-    if (kp_writer_start("test") != 0) _exit(3);
+    if (kp_writer_start("test", NULL) != KPROF_OK) _exit(3);
     for (int round = 0; round < 2; round++) {
         disk_full = round == 0;
         for (int i = 0; i < 300; i++) {
@@ -157,12 +158,47 @@ static pid_t full_disk_child(const char *dir)
     exit(0);
 }
 
+/* A writer that cannot start says why, with the status the caller acts on, and stays off. */
+static void test_start_failures(const char *dir)
+{
+    kp_error err = {0};
+    char *saved = getenv("KPROF_TRACE_DIR") ? strdup(getenv("KPROF_TRACE_DIR")) : NULL;
+    unsetenv("KPROF_TRACE_DIR");
+    CHECK_INT(kp_writer_start("test", &err), KPROF_INVALID);
+    CHECK_CONTAINS(err.message, "KPROF_TRACE_DIR is not set");
+    kp_error_clear(&err);
+    char missing[256];
+    snprintf(missing, sizeof missing, "%s/no-such-folder", dir);
+    errno = 0;
+    CHECK_INT(kp_writer_start_in(missing, "test", 0, &err), KPROF_IO);
+    CHECK_INT(errno, ENOENT); /* left for a caller that words the failure itself */
+    CHECK_CONTAINS(err.message, "cannot write a record file in ");
+    CHECK_CONTAINS(err.message, "no-such-folder: No such file or directory");
+    kp_error_clear(&err);
+    CHECK_INT(kp_writer_start_in("", "test", 0, &err), KPROF_INVALID);
+    kp_error_clear(&err);
+    CHECK_INT(kp_writer_start_in(missing, "test", 0, NULL), KPROF_IO);
+    CHECK_INT(kp_writer_active(), 0);
+    CHECK_INT(count_files(dir, ".klog"), 0);
+    /* The reader: a folder is bad input, a missing file cannot be read. */
+    kp_klog log;
+    CHECK_INT(kp_klog_open(dir, &log, &err), KPROF_INVALID);
+    CHECK_CONTAINS(err.message, "not a regular file");
+    kp_error_clear(&err);
+    CHECK_INT(kp_klog_open(missing, &log, &err), KPROF_IO);
+    CHECK_CONTAINS(err.message, "No such file or directory");
+    kp_error_clear(&err);
+    if (saved) setenv("KPROF_TRACE_DIR", saved, 1);
+    free(saved);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/kprof-writer-test-XXXXXX", hooks[] = "/tmp/kprof-writer-hooks-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     CHECK(mkdtemp(hooks) != NULL);
     setenv("KPROF_HOOK_DIR", hooks, 1);
+    test_start_failures(dir);
     int status = 0;
     waitpid(child(dir, 0), &status, 0);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);

@@ -136,10 +136,11 @@ int kp_cli_ceiling(const kp_device_info *dev, kp_ceiling *c)
 {
     static int warned;
     kp_error err = {0};
-    int rc = kp_store_lookup_ceiling(dev, c, &err);
+    kprof_status st = kp_store_lookup_ceiling(dev, c, &err);
+    int rc = st == KPROF_OK ? 0 : -1;
     /* Damage is said here (nothing else reads the ceilings); a store that is a folder or cannot
      * be opened is said where the run is recorded, once. */
-    if (rc == -2 && err.status == KPROF_CORRUPT) {
+    if (st == KPROF_CORRUPT) {
         if (!warned)
             fprintf(stderr, "kprof: warning: %s: going on without the bandwidth ceiling\n",
                     err.message[0] ? err.message : "the store cannot be read");
