@@ -57,8 +57,8 @@ static void test_kinds(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cJSON *doc = cJSON_Parse(cases[i].text);
         kp_result_kind kind = KP_RESULT_RUN;
-        int rc = kp_result_kind_of(doc, &kind);
-        CHECK_INT(rc == 0 ? (int)kind : -1, cases[i].kind);
+        int known = kp_result_kind_of(doc, &kind);
+        CHECK_INT(known ? (int)kind : -1, cases[i].kind);
         cJSON_Delete(doc);
     }
 }
@@ -284,7 +284,7 @@ static void test_sweep_write(void)
     cJSON *doc = cJSON_Parse(out.data ? out.data : "");
     CHECK(doc != NULL);
     kp_result_kind kind = KP_RESULT_RUN;
-    CHECK_INT(kp_result_kind_of(doc, &kind), 0);
+    CHECK_INT(kp_result_kind_of(doc, &kind), 1);
     CHECK_INT(kind, KP_RESULT_SWEEP);
     CHECK_INT(kp_result_check_version(doc, KP_RESULT_SWEEP, "sweep.json", &err), KPROF_OK);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, "version");
