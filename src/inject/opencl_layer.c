@@ -745,7 +745,8 @@ KP_CL_EXPORT int kprof_inject_opencl_stop(void)
 }
 
 /* Record into folder dir from now on (the layer must be in the loader's chain already). 0, or
- * -1 when it is not, or the file cannot be made. */
+ * -1 when it is not, or the file cannot be made. An entry point libkprof finds with dlsym as
+ * int (*)(const char *): its 0/-1 is that ABI, kept so (libkprof says what failed). */
 KP_CL_EXPORT int kprof_inject_opencl_start(const char *dir)
 {
     if (!kp_cl_wrapped) return -1; /* not in the loader's chain as a layer */

@@ -55,21 +55,23 @@ int main(void)
     char *cut = strndup(text, len - 3);
     CHECK_INT(kp_meta_parse(cut, &back, NULL), KPROF_CORRUPT);
     CHECK_INT(kp_meta_parse("kprof-meta 1\n", &back, NULL), KPROF_CORRUPT);
-    CHECK_INT(kp_meta_parse("kprof-meta 2\n", &back, NULL),
-              KPROF_CORRUPT); /* before threadgroup rules */
+    /* before threadgroup rules */
+    CHECK_INT(kp_meta_parse("kprof-meta 2\n", &back, NULL), KPROF_CORRUPT);
     CHECK_INT(kp_meta_parse("kprof-meta 3\nkernel 2 k k\nparam 1 8 a float*\n", &back, NULL),
               KPROF_CORRUPT);
     CHECK_INT(kp_meta_parse("kprof-meta 3\nbogus\n", &back, NULL), KPROF_CORRUPT);
     CHECK_INT(kp_meta_parse("kprof-meta 3\nkernel 1 k k\nparam 9 8 a float*\n", &back, NULL),
               KPROF_CORRUPT);
-    CHECK_INT(kp_meta_parse("kprof-meta 3\ntg 1 64 1 1\n", &back, NULL),
-              KPROF_CORRUPT); /* no kernel */
+    /* no kernel */
+    CHECK_INT(kp_meta_parse("kprof-meta 3\ntg 1 64 1 1\n", &back, NULL), KPROF_CORRUPT);
+    /* rule */
     CHECK_INT(kp_meta_parse("kprof-meta 3\nkernel 0 k k\ntg 3 64 1 1\n", &back, NULL),
-              KPROF_CORRUPT); /* rule */
+              KPROF_CORRUPT);
+    /* zero */
     CHECK_INT(kp_meta_parse("kprof-meta 3\nkernel 0 k k\ntg 1 64 0 1\n", &back, NULL),
-              KPROF_CORRUPT); /* zero */
-    CHECK_INT(kp_meta_parse("kprof-meta 3\nkernel 0 k k\ntg 1 64 1\n", &back, NULL),
-              KPROF_CORRUPT); /* cut */
+              KPROF_CORRUPT);
+    /* cut */
+    CHECK_INT(kp_meta_parse("kprof-meta 3\nkernel 0 k k\ntg 1 64 1\n", &back, NULL), KPROF_CORRUPT);
     CHECK_INT(kp_meta_parse("kprof-meta 3\nkernel 0 k k\ntg 2 64 1 1\n", &back, NULL), KPROF_OK);
     CHECK_INT(back.kernels[0].tg_rule, KP_TG_RULE_MAX);
     kp_program_meta_free(&back);
