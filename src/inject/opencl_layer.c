@@ -704,8 +704,6 @@ KP_CL_TIMED(clGetEventProfilingInfo,
              void *param_value, size_t *param_value_size_ret),
             (event, param_name, param_value_size, param_value, param_value_size_ret))
 
-/* Start recording once kp_cl_next is filled: 1 when the wrappers record, 0 when they only pass
- * through (no KPROF_TRACE_DIR, or the next table lacks what the wrappers read events with). */
 /* The next table has what the wrappers read events with. */
 static int kp_cl_usable(void)
 {
@@ -714,6 +712,9 @@ static int kp_cl_usable(void)
            kp_cl_next.clGetCommandQueueInfo;
 }
 
+/* Start recording once kp_cl_next is filled: 1 when the wrappers record, 0 when they only pass
+ * through (no KPROF_TRACE_DIR, or the next table lacks what the wrappers read events with) — an
+ * answer, not a failure: the program runs either way. */
 static int kp_cl_start(void)
 {
     if (!kp_cl_usable() || kp_writer_start("opencl") != 0) return 0;
