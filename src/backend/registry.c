@@ -92,14 +92,19 @@ int kp_backend_may_run_in_process(const char *backend, int lang)
     return 0;
 }
 
-static int kp_parse_device_env(const char *text, int *out)
+/* $KPROF_DEVICE as a device number: KPROF_OK, or KPROF_INVALID naming the variable and its
+ * value. */
+static kprof_status kp_parse_device_env(const char *text, int *out, kp_error *err)
 {
     char *end = NULL;
     errno = 0;
     long v = strtol(text, &end, 10);
-    if (errno || end == text || *end || v < 0 || v > 1 << 20) return -1;
+    if (errno || end == text || *end || v < 0 || v > 1 << 20)
+        return kp_error_set(err, KPROF_INVALID,
+                            "%s='%s' is not a device number (kprof caps lists them)", KP_ENV_DEVICE,
+                            text);
     *out = (int)v;
-    return 0;
+    return KPROF_OK;
 }
 
 kprof_status kp_backend_choose(const char *backend, int device, int lang,
@@ -117,10 +122,10 @@ kprof_status kp_backend_choose(const char *backend, int device, int lang,
     if (named != KPROF_OK) return named;
     if (device < 0) {
         const char *env = getenv(KP_ENV_DEVICE);
-        if (env && *env && kp_parse_device_env(env, &device) != 0)
-            return kp_error_set(err, KPROF_INVALID,
-                                "KPROF_DEVICE='%s' is not a device number (kprof caps lists them)",
-                                env);
+        if (env && *env) {
+            kprof_status st = kp_parse_device_env(env, &device, err);
+            if (st != KPROF_OK) return st;
+        }
     }
 
     if (strcmp(backend, "auto") != 0) {

@@ -185,7 +185,7 @@ static uint64_t kp_record(const CUpti_Activity *rec)
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
         const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
-        if (kp_cuda_trace_kernel(k, &r) != 0) return 1;
+        if (!kp_cuda_trace_kernel(k, &r)) return 1;
         kp_cuda_trace_context_learn(&kp_ci.contexts, k->contextId, k->deviceId);
         const char *name = k->name ? k->name : "[unnamed kernel]";
         r.name = kp_writer_string(name);
@@ -215,27 +215,27 @@ static uint64_t kp_record(const CUpti_Activity *rec)
     case CUPTI_ACTIVITY_KIND_DRIVER: {
         const CUpti_ActivityAPI *a = (const CUpti_ActivityAPI *)rec;
         int driver = rec->kind == CUPTI_ACTIVITY_KIND_DRIVER;
-        if (kp_cuda_trace_api(a, driver, &r) != 0) return 1;
+        if (!kp_cuda_trace_api(a, driver, &r)) return 1;
         r.name = kp_api_name_id(driver, a->cbid);
         break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
         const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)rec;
-        if (kp_cuda_trace_memcpy(m, &r) != 0) return 1;
+        if (!kp_cuda_trace_memcpy(m, &r)) return 1;
         kp_cuda_trace_context_learn(&kp_ci.contexts, m->contextId, m->deviceId);
         r.name = kp_literal_id(kp_cuda_trace_copy_name(m->copyKind));
         break;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
         const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)rec;
-        if (kp_cuda_trace_memset(m, &r) != 0) return 1;
+        if (!kp_cuda_trace_memset(m, &r)) return 1;
         kp_cuda_trace_context_learn(&kp_ci.contexts, m->contextId, m->deviceId);
         r.name = kp_literal_id("[CUDA memset]");
         break;
     }
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
         const CUpti_ActivitySynchronization2 *s = (const CUpti_ActivitySynchronization2 *)rec;
-        if (kp_cuda_trace_sync(s, &r) != 0) return 1;
+        if (!kp_cuda_trace_sync(s, &r)) return 1;
         r.device = kp_cuda_trace_context_device(&kp_ci.contexts, s->contextId);
         r.name = kp_literal_id(kp_cuda_trace_sync_name(s->type));
         break;
@@ -244,7 +244,7 @@ static uint64_t kp_record(const CUpti_Activity *rec)
         const CUpti_ActivityOverhead3 *o = (const CUpti_ActivityOverhead3 *)rec;
         /* CUPTI allocates the details and leaves freeing them to us, timing or not. */
         free(o->overheadData);
-        if (kp_cuda_trace_overhead(o, &r) != 0) return 1;
+        if (!kp_cuda_trace_overhead(o, &r)) return 1;
         r.name = kp_literal_id(kp_cuda_trace_overhead_name(o->overheadKind));
         break;
     }
@@ -471,11 +471,17 @@ static void kp_fork_child(void)
     pthread_mutex_init(&kp_ci.queue_lock, NULL);
 }
 
-static int kp_flusher_start(void)
+/* Start the flush thread: KPROF_OK, or KPROF_BACKEND naming the call that failed (err filled). */
+static kprof_status kp_flusher_start(kp_error *err)
 {
-    if (sem_init(&kp_ci.wake, 0, 0) != 0) return -1;
+    if (sem_init(&kp_ci.wake, 0, 0) != 0)
+        return kp_error_set(err, KPROF_BACKEND, "the CUPTI flush thread: sem_init: %s",
+                            strerror(errno));
     if (!kp_ci.atfork_registered) { /* once: an in-process session may start it again */
-        if (pthread_atfork(kp_fork_prepare, kp_fork_parent, kp_fork_child) != 0) return -1;
+        int rc = pthread_atfork(kp_fork_prepare, kp_fork_parent, kp_fork_child);
+        if (rc != 0)
+            return kp_error_set(err, KPROF_BACKEND, "the CUPTI flush thread: pthread_atfork: %s",
+                                strerror(rc));
         kp_ci.atfork_registered = 1;
     }
     /* Signals meant for the program must not land on our thread. */
@@ -484,11 +490,13 @@ static int kp_flusher_start(void)
     pthread_sigmask(SIG_SETMASK, &all, &old);
     int rc = pthread_create(&kp_ci.flusher, NULL, kp_flusher_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0) return -1;
+    if (rc != 0)
+        return kp_error_set(err, KPROF_BACKEND, "the CUPTI flush thread: pthread_create: %s",
+                            strerror(rc));
     pthread_setname_np(kp_ci.flusher, "kprof-cupti");
     pthread_detach(kp_ci.flusher);
     atomic_store(&kp_ci.flusher_running, 1);
-    return 0;
+    return KPROF_OK;
 }
 
 static void kp_flusher_stop(void)
@@ -679,7 +687,8 @@ static kprof_status kp_start(kp_error *err)
     /* Full buffers come back on CUPTI's own schedule; partial ones through the flush thread. */
     kp_cupti.cuptiActivityFlushPeriod(KP_FLUSH_PERIOD_MS);
     if (!kp_ci.in_process) kp_writer_at_exit(kp_cuda_exit); /* the session stops it instead */
-    if (kp_flusher_start() != 0) {
+    /* No flush thread is no failure of the collection: the trace's note says what it costs. */
+    if (kp_flusher_start(NULL) != KPROF_OK) {
         kp_writer_note("kprof could not start its CUPTI flush thread; CUDA records reach the "
                        "trace only at exit and are lost if the program crashes");
         return KPROF_OK;

@@ -120,22 +120,23 @@ static uint32_t kp_non_negative(int32_t v)
     return v > 0 ? (uint32_t)v : 0;
 }
 
-/* What every timed record starts with. -1 when CUPTI left it untimed (both times 0). */
+/* What every timed record starts with: 1, or 0 when CUPTI left it untimed (both times 0: no
+ * record, and no failure). */
 static int kp_rec_timed(kp_rec *r, uint16_t kind, uint64_t start, uint64_t end,
                         uint64_t correlation)
 {
     memset(r, 0, sizeof *r);
-    if (start == 0 && end == 0) return -1;
+    if (start == 0 && end == 0) return 0;
     r->kind = kind;
     r->start = start;
     r->end = end;
     r->correlation = correlation;
-    return 0;
+    return 1;
 }
 
 int kp_cuda_trace_kernel(const CUpti_ActivityKernel10 *k, kp_rec *r)
 {
-    if (kp_rec_timed(r, KP_REC_KERNEL, k->start, k->end, k->correlationId) != 0) return -1;
+    if (!kp_rec_timed(r, KP_REC_KERNEL, k->start, k->end, k->correlationId)) return 0;
     r->queued = k->queued;
     r->submitted = k->submitted;
     r->device = k->deviceId;
@@ -150,43 +151,43 @@ int kp_cuda_trace_kernel(const CUpti_ActivityKernel10 *k, kp_rec *r)
     r->static_smem = kp_non_negative(k->staticSharedMemory);
     r->dynamic_smem = kp_non_negative(k->dynamicSharedMemory);
     r->local_mem = k->localMemoryPerThread;
-    return 0;
+    return 1;
 }
 
 int kp_cuda_trace_api(const CUpti_ActivityAPI *a, int driver, kp_rec *r)
 {
-    if (kp_rec_timed(r, KP_REC_API, a->start, a->end, a->correlationId) != 0) return -1;
+    if (!kp_rec_timed(r, KP_REC_API, a->start, a->end, a->correlationId)) return 0;
     r->domain = driver ? KP_DOMAIN_CUDA_DRIVER : KP_DOMAIN_CUDA_RUNTIME;
     r->tid = a->threadId;
     r->status = (int32_t)a->returnValue;
-    return 0;
+    return 1;
 }
 
 int kp_cuda_trace_memcpy(const CUpti_ActivityMemcpy6 *m, kp_rec *r)
 {
-    if (kp_rec_timed(r, KP_REC_MEMCPY, m->start, m->end, m->correlationId) != 0) return -1;
+    if (!kp_rec_timed(r, KP_REC_MEMCPY, m->start, m->end, m->correlationId)) return 0;
     r->device = m->deviceId;
     r->stream = m->streamId;
     r->bytes = m->bytes;
     r->aux = kp_cuda_trace_copy_direction(m->copyKind);
-    return 0;
+    return 1;
 }
 
 int kp_cuda_trace_memset(const CUpti_ActivityMemset4 *m, kp_rec *r)
 {
-    if (kp_rec_timed(r, KP_REC_MEMSET, m->start, m->end, m->correlationId) != 0) return -1;
+    if (!kp_rec_timed(r, KP_REC_MEMSET, m->start, m->end, m->correlationId)) return 0;
     r->device = m->deviceId;
     r->stream = m->streamId;
     r->bytes = m->bytes;
-    return 0;
+    return 1;
 }
 
 int kp_cuda_trace_sync(const CUpti_ActivitySynchronization2 *s, kp_rec *r)
 {
-    if (kp_rec_timed(r, KP_REC_SYNC, s->start, s->end, s->correlationId) != 0) return -1;
+    if (!kp_rec_timed(r, KP_REC_SYNC, s->start, s->end, s->correlationId)) return 0;
     r->stream = s->streamId; /* CUPTI_SYNCHRONIZATION_INVALID_VALUE for a context wait */
     r->status = (int32_t)s->returnValue;
-    return 0;
+    return 1;
 }
 
 uint32_t kp_cuda_trace_object_thread(CUpti_ActivityObjectKind kind,
@@ -197,7 +198,7 @@ uint32_t kp_cuda_trace_object_thread(CUpti_ActivityObjectKind kind,
 
 int kp_cuda_trace_overhead(const CUpti_ActivityOverhead3 *o, kp_rec *r)
 {
-    if (kp_rec_timed(r, KP_REC_OVERHEAD, o->start, o->end, o->correlationId) != 0) return -1;
+    if (!kp_rec_timed(r, KP_REC_OVERHEAD, o->start, o->end, o->correlationId)) return 0;
     r->aux = (uint32_t)o->overheadKind;
     r->tid = kp_cuda_trace_object_thread(o->objectKind, &o->objectId);
     switch (o->objectKind) {
@@ -212,7 +213,7 @@ int kp_cuda_trace_overhead(const CUpti_ActivityOverhead3 *o, kp_rec *r)
     default:
         break;
     }
-    return 0;
+    return 1;
 }
 
 void kp_cuda_trace_context_learn(kp_cuda_trace_contexts *t, uint32_t context, uint32_t device)

@@ -33,8 +33,9 @@ const char *kp_cuda_trace_sync_name(uint32_t sync_type);
 /* "[CUPTI overhead: buffer flush]" and so on for a CUpti_ActivityOverheadKind. */
 const char *kp_cuda_trace_overhead_name(uint32_t overhead_kind);
 
-/* Fill r from a CUPTI record (all but the name ids). 0 when it carries timing; -1 when it
- * carries none (start == end == 0): the caller skips it and counts it as dropped. */
+/* Fill r from a CUPTI record (all but the name ids). 1 when it carries timing; 0 when it
+ * carries none (start == end == 0: no failure, an answer): the caller skips it and counts it as
+ * dropped. */
 int kp_cuda_trace_kernel(const CUpti_ActivityKernel10 *k, kp_rec *r);
 int kp_cuda_trace_api(const CUpti_ActivityAPI *a, int driver, kp_rec *r);
 int kp_cuda_trace_memcpy(const CUpti_ActivityMemcpy6 *m, kp_rec *r);

@@ -29,6 +29,7 @@
 #include "inject/nvtx_inject.h"
 
 #include "collect/writer.h"
+#include "base/error.h"
 #include "base/util.h"
 
 #include <pthread.h>
@@ -377,6 +378,8 @@ static void kp_nvtx_emit(uint16_t kind, uint64_t start, uint64_t end, uint32_t n
     kp_writer_emit(&r);
 }
 
+/* nvtxRangePush*'s answer, which the handlers return as is: the range's level (0 outermost), or
+ * a negative number when nothing could be recorded (NVTX's own convention, not a kprof_status). */
 static int kp_nvtx_push(const kp_nvtx_domain *d, int type, const void *message)
 {
     kp_nvtx_recording();
@@ -407,6 +410,7 @@ static int kp_nvtx_push(const kp_nvtx_domain *d, int type, const void *message)
     return level;
 }
 
+/* nvtxRangePop's answer, as above: the level of the range closed, or -1 when none was open. */
 static int kp_nvtx_pop(const kp_nvtx_domain *d)
 {
     uint64_t now = kp_now_ns();
@@ -437,13 +441,14 @@ static size_t kp_nvtx_home(uint64_t id, size_t cap)
     return (size_t)((id * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
 }
 
-/* Caller holds started_lock. -1 when out of memory (the range is lost). */
-static int kp_nvtx_started_put_locked(const kp_nvtx_started *s)
+/* Caller holds started_lock. KPROF_OK, or KPROF_NOMEM with err filled (the range is lost: the
+ * caller counts it as dropped). */
+static kprof_status kp_nvtx_started_put_locked(const kp_nvtx_started *s, kp_error *err)
 {
     if ((kp_nv.nstarted + 1) * 2 > kp_nv.started_cap) {
         size_t cap = kp_nv.started_cap ? kp_nv.started_cap * 2 : 256;
         kp_nvtx_started *table = calloc(cap, sizeof *table);
-        if (!table) return -1;
+        if (!table) return kp_error_nomem(err);
         for (size_t i = 0; i < kp_nv.started_cap; i++) {
             if (!kp_nv.started[i].id) continue;
             size_t j = kp_nvtx_home(kp_nv.started[i].id, cap);
@@ -498,9 +503,9 @@ static kp_nvtx_range_id kp_nvtx_start(const kp_nvtx_domain *d, int type, const v
         .name = kp_nvtx_name(t, d, type, message), .tid = kp_writer_tid(), .id = kp_nvtx_new_id(t)};
     s.start = kp_now_ns();
     pthread_mutex_lock(&kp_nv.started_lock);
-    int rc = kp_nvtx_started_put_locked(&s);
+    kprof_status rc = kp_nvtx_started_put_locked(&s, NULL);
     pthread_mutex_unlock(&kp_nv.started_lock);
-    if (rc != 0) {
+    if (rc != KPROF_OK) {
         kp_writer_dropped(1);
         return 0;
     }
@@ -733,11 +738,12 @@ static const kp_nvtx_export_table_callbacks *kp_nvtx_callbacks(kp_nvtx_get_expor
     return cb;
 }
 
-/* Write kprof's handlers into a copy's tables. 0 when at least the core table took them. */
+/* Write kprof's handlers into a copy's tables: 1 when at least the core table took them, else 0
+ * (InitializeInjectionNvtx2's answer to NVTX). */
 static int kp_nvtx_install(kp_nvtx_get_export_table_fn get)
 {
     const kp_nvtx_export_table_callbacks *cb = kp_nvtx_callbacks(get);
-    if (!cb) return -1;
+    if (!cb) return 0;
     static const int modules[] = {KP_NVTX_CB_MODULE_CORE, KP_NVTX_CB_MODULE_CORE2};
     int core = 0;
     for (size_t m = 0; m < sizeof modules / sizeof modules[0]; m++) {
@@ -756,30 +762,35 @@ static int kp_nvtx_install(kp_nvtx_get_export_table_fn get)
     const kp_nvtx_export_table_version_info *v = get(KP_NVTX_ETID_VERSIONINFO);
     if (v && v->struct_size >= sizeof *v && v->SetInjectionNvtxVersion)
         v->SetInjectionNvtxVersion(KP_NVTX_VERSION);
-    return core ? 0 : -1;
+    return core;
 }
 
 /* Start recording, once per process (a forked child restarts through kp_nvtx_recording).
- * Caller holds init_lock. */
-static int kp_nvtx_start_recording(void)
+ * Caller holds init_lock. KPROF_OK; KPROF_IO when the writer cannot make its file, KPROF_BACKEND
+ * when no thread key is left (err filled). */
+static kprof_status kp_nvtx_start_recording(kp_error *err)
 {
-    if (kp_nv.set_up) return 0;
-    if (kp_writer_start("nvtx", NULL) != KPROF_OK) return -1;
-    if (pthread_key_create(&kp_nv.thread_key, kp_nvtx_thread_exit) != 0) return -1;
+    if (kp_nv.set_up) return KPROF_OK;
+    kprof_status st = kp_writer_start("nvtx", err);
+    if (st != KPROF_OK) return st;
+    int rc = pthread_key_create(&kp_nv.thread_key, kp_nvtx_thread_exit);
+    if (rc != 0)
+        return kp_error_set(err, KPROF_BACKEND, "nvtx: pthread_key_create: %s", strerror(rc));
     /* After the writer's: prepare handlers run last registered first, so ours take our locks
      * before the writer takes its own, the order the handlers take them in. */
     pthread_atfork(kp_nvtx_fork_prepare, kp_nvtx_fork_parent, kp_nvtx_fork_child);
     kp_writer_at_exit(kp_nvtx_exit);
     kp_nv.set_up = 1;
     atomic_store(&kp_nv.recording, 1);
-    return 0;
+    return KPROF_OK;
 }
 
 KP_EXPORT int InitializeInjectionNvtx2(kp_nvtx_get_export_table_fn get_export_table)
 {
     int attached = 0;
     pthread_mutex_lock(&kp_nv.init_lock);
-    if (kp_nvtx_start_recording() == 0) attached = kp_nvtx_install(get_export_table) == 0;
+    /* NVTX wants 1 or 0; what failed cannot reach anyone from here. */
+    if (kp_nvtx_start_recording(NULL) == KPROF_OK) attached = kp_nvtx_install(get_export_table);
     pthread_mutex_unlock(&kp_nv.init_lock);
     return attached;
 }
@@ -801,7 +812,8 @@ KP_EXPORT int kprof_inject_nvtx_stop(void)
 
 /* Record into folder dir from now on: 0 (also when the writer records already, into the folder
  * the OpenCL layer started it in), -1 when NVTX has not called in yet or the file cannot be made.
- */
+ * An entry point libkprof finds with dlsym as int (*)(const char *): its 0/-1 is that ABI, kept
+ * so (libkprof says what failed). */
 KP_EXPORT int kprof_inject_nvtx_start(const char *dir)
 {
     pthread_mutex_lock(&kp_nv.init_lock);

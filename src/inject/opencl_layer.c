@@ -704,8 +704,6 @@ KP_CL_TIMED(clGetEventProfilingInfo,
              void *param_value, size_t *param_value_size_ret),
             (event, param_name, param_value_size, param_value, param_value_size_ret))
 
-/* Start recording once kp_cl_next is filled: 1 when the wrappers record, 0 when they only pass
- * through (no KPROF_TRACE_DIR, or the next table lacks what the wrappers read events with). */
 /* The next table has what the wrappers read events with. */
 static int kp_cl_usable(void)
 {
@@ -714,6 +712,9 @@ static int kp_cl_usable(void)
            kp_cl_next.clGetCommandQueueInfo;
 }
 
+/* Start recording once kp_cl_next is filled: 1 when the wrappers record, 0 when they only pass
+ * through (no KPROF_TRACE_DIR, or the next table lacks what the wrappers read events with) — an
+ * answer, not a failure: the program runs either way. */
 static int kp_cl_start(void)
 {
     if (!kp_cl_usable() || kp_writer_start("opencl", NULL) != KPROF_OK) return 0;
@@ -745,7 +746,8 @@ KP_CL_EXPORT int kprof_inject_opencl_stop(void)
 }
 
 /* Record into folder dir from now on (the layer must be in the loader's chain already). 0, or
- * -1 when it is not, or the file cannot be made. */
+ * -1 when it is not, or the file cannot be made. An entry point libkprof finds with dlsym as
+ * int (*)(const char *): its 0/-1 is that ABI, kept so (libkprof says what failed). */
 KP_CL_EXPORT int kprof_inject_opencl_start(const char *dir)
 {
     if (!kp_cl_wrapped) return -1; /* not in the loader's chain as a layer */

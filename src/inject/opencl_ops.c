@@ -33,6 +33,7 @@
 #include "inject/program_hooks.h"
 
 #include "collect/writer.h"
+#include "base/error.h"
 #include "core/clock_offset.h"
 
 #include <pthread.h>
@@ -121,18 +122,20 @@ uint32_t kp_cl_string(_Atomic uint64_t *cache, const char *text)
     return id;
 }
 
-/* Grow an array to hold at least `need` elements. 0, or -1 when out of memory. */
-static int kp_cl_reserve(void **array, size_t *cap, size_t need, size_t size)
+/* Grow an array to hold at least `need` elements. KPROF_OK, or KPROF_NOMEM with err filled
+ * (the layer's callers pass NULL: what is lost is counted as dropped, the program goes on). */
+static kprof_status kp_cl_reserve(void **array, size_t *cap, size_t need, size_t size,
+                                  kp_error *err)
 {
-    if (need <= *cap) return 0;
+    if (need <= *cap) return KPROF_OK;
     size_t n = *cap ? *cap * 2 : 16;
     while (n < need)
         n *= 2;
     void *p = realloc(*array, n * size);
-    if (!p) return -1;
+    if (!p) return kp_error_nomem(err);
     *array = p;
     *cap = n;
-    return 0;
+    return KPROF_OK;
 }
 
 /* ---- queues and devices (caller holds kp_ops.lock) ---- */
@@ -142,7 +145,7 @@ static uint32_t kp_cl_device_index_locked(cl_device_id device)
     for (size_t i = 0; i < kp_ops.ndevices; i++)
         if (kp_ops.devices[i] == device) return (uint32_t)i;
     if (kp_cl_reserve((void **)&kp_ops.devices, &kp_ops.devices_cap, kp_ops.ndevices + 1,
-                      sizeof *kp_ops.devices) != 0)
+                      sizeof *kp_ops.devices, NULL) != KPROF_OK)
         return 0;
     kp_ops.devices[kp_ops.ndevices] = device;
     return (uint32_t)kp_ops.ndevices++;
@@ -166,9 +169,9 @@ static void kp_cl_live_drop_locked(long i)
 static uint32_t kp_cl_queue_add_locked(cl_command_queue queue, cl_device_id device, int profiled)
 {
     if (kp_cl_reserve((void **)&kp_ops.queues, &kp_ops.queues_cap, kp_ops.nqueues + 1,
-                      sizeof *kp_ops.queues) != 0 ||
+                      sizeof *kp_ops.queues, NULL) != KPROF_OK ||
         kp_cl_reserve((void **)&kp_ops.live, &kp_ops.live_cap, kp_ops.nlive + 1,
-                      sizeof *kp_ops.live) != 0)
+                      sizeof *kp_ops.live, NULL) != KPROF_OK)
         return UINT32_MAX;
     uint32_t slot = (uint32_t)kp_ops.nqueues++;
     kp_ops.queues[slot] = (kp_cl_queue){
@@ -427,7 +430,7 @@ void kp_cl_op_commit(const kp_cl_op *op, cl_event event, int take_reference)
     }
     pthread_mutex_lock(&kp_ops.lock);
     int ok = kp_cl_reserve((void **)&kp_ops.ops, &kp_ops.ops_cap, kp_ops.nops + 1,
-                           sizeof *kp_ops.ops) == 0;
+                           sizeof *kp_ops.ops, NULL) == KPROF_OK;
     if (ok) {
         kp_ops.ops[kp_ops.nops] = *op;
         kp_ops.ops[kp_ops.nops].event = event;

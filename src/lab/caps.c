@@ -31,7 +31,9 @@ void kp_caps_collect(kp_caps_backend *b, const char *name)
     if (n > KP_CAPS_MAX_DEVICES) n = KP_CAPS_MAX_DEVICES;
     b->devices = calloc((size_t)(n > 0 ? n : 1), sizeof *b->devices);
     if (!b->devices) {
-        snprintf(b->reason, sizeof b->reason, "out of memory");
+        kp_error nomem = {0};
+        kp_error_nomem(&nomem);
+        kp_strlcpy(b->reason, nomem.message, sizeof b->reason);
         return;
     }
     for (int i = 0; i < n; i++) {

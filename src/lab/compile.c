@@ -66,31 +66,38 @@ kprof_status kp_lab_check_options(const char *options, kp_error *err)
     return KPROF_OK;
 }
 
-static int kp_lab_write_file(const char *dir, const char *stem, const char *ext, const void *data,
-                             size_t len)
+/* dir/stem.ext holding data (nothing when data is NULL): KPROF_OK, or kp_file_write_atomic's
+ * status (IO, NOMEM) with err filled. */
+static kprof_status kp_lab_write_file(const char *dir, const char *stem, const char *ext,
+                                      const void *data, size_t len, kp_error *err)
 {
-    if (!data) return 0;
+    if (!data) return KPROF_OK;
     char path[4600];
     snprintf(path, sizeof path, "%s/%s.%s", dir, stem, ext);
-    return kp_file_write_atomic(path, data, len, NULL) == KPROF_OK ? 0 : -1;
+    return kp_file_write_atomic(path, data, len, err);
 }
 
-/* Source, options and log (and what the build produced) into dir/stem.*; -1 when any of it
- * could not be written. */
-static int kp_lab_dump(const char *dir, const char *stem, const kp_source *src,
-                       const kp_build_output *out, const char *log)
+/* Source, options and log (and what the build produced) into dir/stem.*: KPROF_OK, or the first
+ * failure's status (IO, NOMEM) with err filled; every file is tried either way. */
+static kprof_status kp_lab_dump(const char *dir, const char *stem, const kp_source *src,
+                                const kp_build_output *out, const char *log, kp_error *err)
 {
-    if (kp_mkdir_p(dir, NULL) != KPROF_OK) return -1;
+    kprof_status st = kp_mkdir_p(dir, err);
+    if (st != KPROF_OK) return st;
     const char *opts = out && out->options ? out->options : src->options;
-    int rc = kp_lab_write_file(dir, stem, kp_lang_extension(src->lang), src->text, src->len);
-    rc |= kp_lab_write_file(dir, stem, "options", opts, strlen(opts));
-    if (log) rc |= kp_lab_write_file(dir, stem, "log", log, strlen(log));
-    if (out && out->binary)
-        rc |= kp_lab_write_file(dir, stem, out->binary_ext ? out->binary_ext : "bin", out->binary,
-                                out->binary_len);
-    if (out && out->ptx && src->lang != KP_LANG_PTX)
-        rc |= kp_lab_write_file(dir, stem, "ptx", out->ptx, strlen(out->ptx));
-    return rc;
+    const char *bin_ext = out && out->binary_ext ? out->binary_ext : "bin";
+    const char *ptx = out && src->lang != KP_LANG_PTX ? out->ptx : NULL;
+    kprof_status each[] = {
+        kp_lab_write_file(dir, stem, kp_lang_extension(src->lang), src->text, src->len, err),
+        kp_lab_write_file(dir, stem, "options", opts, strlen(opts), err),
+        kp_lab_write_file(dir, stem, "log", log, log ? strlen(log) : 0, err),
+        kp_lab_write_file(dir, stem, bin_ext, out ? out->binary : NULL, out ? out->binary_len : 0,
+                          err),
+        kp_lab_write_file(dir, stem, "ptx", ptx, ptx ? strlen(ptx) : 0, err),
+    };
+    for (size_t i = 0; i < sizeof each / sizeof each[0]; i++)
+        if (each[i] != KPROF_OK) return each[i];
+    return KPROF_OK;
 }
 
 #define KP_CI_DUMPS "kprof-compilation-dumps"
@@ -305,7 +312,9 @@ kprof_status kp_lab_compile(kp_lab *lab, const kp_source *src, kp_error *err)
             snprintf(dir, sizeof dir, "%s/failed/%s", cache, stem);
         else
             dir[0] = '\0';
-        if (dir[0] && kp_lab_dump(dir, stem, src, NULL, err && err->log ? err->log : "") == 0) {
+        /* err holds the compile failure: a dump that fails too is said by the line below. */
+        if (dir[0] &&
+            kp_lab_dump(dir, stem, src, NULL, err && err->log ? err->log : "", NULL) == KPROF_OK) {
             kp_error_append(err, "\nsource, options and log kept in %s/", dir);
             kp_ci_announce("a kernel compile failed: its source, options and log are", dir);
         } else
@@ -316,11 +325,12 @@ kprof_status kp_lab_compile(kp_lab *lab, const kp_source *src, kp_error *err)
     if (st != KPROF_OK) return st;
     lab->meta = out.meta;
     memset(&out.meta, 0, sizeof out.meta);
-    if (dump && kp_lab_dump(dump, stem, src, &out, out.log ? out.log : "") != 0)
+    if (dump && kp_lab_dump(dump, stem, src, &out, out.log ? out.log : "", NULL) != KPROF_OK)
         snprintf(lab->info.warning, sizeof lab->info.warning,
                  "KPROF_DUMP_DIR=%s: could not write every dump file", dump);
     else
-        kp_cache_put(lab->ops->name, key, out.binary, out.binary_len, &lab->meta);
+        kp_cache_put(lab->ops->name, key, out.binary, out.binary_len, &lab->meta,
+                     NULL); /* a cache that cannot be written costs a rebuild, nothing else */
     if (dump)
         kp_ci_announce(
             "KPROF_DUMP_DIR: every compiled kernel's source, options, log and binary are", dump);

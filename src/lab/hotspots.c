@@ -97,10 +97,12 @@ static int kp_hs_count_cmp(const void *pa, const void *pb)
     return a->reason < b->reason ? -1 : a->reason > b->reason;
 }
 
-/* One line from the run of PCs pcs[0..n): sums per reason into sums[], its stalls sorted. */
-static int kp_hs_make_line(const kp_pc_samples *s, const kp_pc_sample *const *pcs, size_t n,
-                           const unsigned char *not_issued, const char *const *short_names,
-                           uint64_t *sums, kp_hotspot *h)
+/* One line from the run of PCs pcs[0..n): sums per reason into sums[], its stalls sorted.
+ * KPROF_OK, or KPROF_NOMEM (err filled; h holds what was made, for kp_hotspots_free). */
+static kprof_status kp_hs_make_line(const kp_pc_samples *s, const kp_pc_sample *const *pcs,
+                                    size_t n, const unsigned char *not_issued,
+                                    const char *const *short_names, uint64_t *sums, kp_hotspot *h,
+                                    kp_error *err)
 {
     memset(h, 0, sizeof *h);
     memset(sums, 0, s->nreasons * sizeof *sums);
@@ -132,7 +134,7 @@ static int kp_hs_make_line(const kp_pc_samples *s, const kp_pc_sample *const *pc
     if (kp_hs_has_line(pcs[0])) h->file = kp_strdup(pcs[0]->file);
     if (!counts || !h->stalls || !h->function || (kp_hs_has_line(pcs[0]) && !h->file)) {
         free(counts);
-        return -1;
+        return kp_error_nomem(err);
     }
     h->line = kp_hs_has_line(pcs[0]) ? pcs[0]->line : 0;
     size_t k = 0;
@@ -143,13 +145,13 @@ static int kp_hs_make_line(const kp_pc_samples *s, const kp_pc_sample *const *pc
         h->stalls[i] = (kp_hotspot_stall){short_names[counts[i].reason], counts[i].samples};
     h->nstalls = nstalls;
     free(counts);
-    return 0;
+    return KPROF_OK;
 }
 
-int kp_hotspots_from_samples(const kp_pc_samples *s, kp_hotspots *out)
+kprof_status kp_hotspots_from_samples(const kp_pc_samples *s, kp_hotspots *out, kp_error *err)
 {
     memset(out, 0, sizeof *out);
-    int rc = -1;
+    kprof_status rc = KPROF_NOMEM;
     const kp_pc_sample **pcs = calloc(s->n ? s->n : 1, sizeof *pcs);
     unsigned char *not_issued = calloc(s->nreasons ? s->nreasons : 1, 1);
     uint64_t *sums = calloc(s->nreasons ? s->nreasons : 1, sizeof *sums);
@@ -170,10 +172,11 @@ int kp_hotspots_from_samples(const kp_pc_samples *s, kp_hotspots *out)
         while (j < s->n && kp_hs_same_line(pcs[i], pcs[j]))
             j++;
         kp_hotspot *h = &out->lines[out->n];
-        int made = kp_hs_make_line(s, pcs + i, j - i, not_issued, (const char *const *)out->reasons,
-                                   sums, h);
+        rc = kp_hs_make_line(s, pcs + i, j - i, not_issued, (const char *const *)out->reasons, sums,
+                             h, err);
         out->n++; /* even half made: kp_hotspots_free releases what it holds */
-        if (made != 0) goto done;
+        if (rc != KPROF_OK) goto done;
+        rc = KPROF_NOMEM; /* what a later jump to done means */
         /* A PC with no samples under any plain reason is no line. */
         if (h->samples == 0) {
             out->n--;
@@ -192,12 +195,13 @@ int kp_hotspots_from_samples(const kp_pc_samples *s, kp_hotspots *out)
     out->dropped_samples = s->dropped_samples;
     out->dispatches = s->dispatches;
     kp_strlcpy(out->note, s->note, sizeof out->note);
-    rc = 0;
+    rc = KPROF_OK;
 done:
     free(pcs);
     free(not_issued);
     free(sums);
-    if (rc != 0) kp_hotspots_free(out);
+    if (rc == KPROF_NOMEM) kp_error_nomem(err); /* once: the first failure holds err */
+    if (rc != KPROF_OK) kp_hotspots_free(out);
     return rc;
 }
 
@@ -333,7 +337,7 @@ kprof_status kp_lab_hotspots(kp_lab *lab, const kp_launch *launch, int dispatche
                             lab->info.device.backend[0] ? lab->info.device.backend : "chosen");
     kp_pc_samples samples = {0};
     kprof_status st = lab->impl->pc_sample(lab, launch, dispatches, &samples, err);
-    if (st == KPROF_OK && kp_hotspots_from_samples(&samples, out) != 0) st = kp_error_nomem(err);
+    if (st == KPROF_OK) st = kp_hotspots_from_samples(&samples, out, err);
     kp_pc_samples_free(&samples);
     if (st == KPROF_OK) kp_hotspots_read_text(out, lab->info.source_path);
     return st;

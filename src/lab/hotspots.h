@@ -56,9 +56,9 @@ typedef struct kp_hotspots {
 } kp_hotspots;
 
 /* Sum the PCs of s per line: PCs with the same file, line and function make one line; a PC
- * without a line is a line of its own. out is zeroed first. 0, or -1 out of memory (out then
- * holds nothing). Pure. */
-int kp_hotspots_from_samples(const kp_pc_samples *s, kp_hotspots *out);
+ * without a line is a line of its own. out is zeroed first. KPROF_OK, or KPROF_NOMEM with err
+ * filled (out then holds nothing). Pure. */
+kprof_status kp_hotspots_from_samples(const kp_pc_samples *s, kp_hotspots *out, kp_error *err);
 
 /* "long_scoreboard" for CUPTI's "smsp__pcsamp_warps_issue_stalled_long_scoreboard"; other
  * names lose a leading "smsp__pcsamp_" only. Points into name. */

@@ -102,31 +102,39 @@ struct kp_lab_child {
 
 /* ---- both sides: whole reads and writes ---- */
 
-static int kp_child_write(int fd, const void *data, size_t n)
+/* All n bytes to the socket: KPROF_OK, or KPROF_IO when the other side is gone or the send
+ * failed (err filled; callers on either side pass NULL: the parent says what the child's end
+ * means, kp_child_died, and the child has no one left to tell). */
+static kprof_status kp_child_write(int fd, const void *data, size_t n, kp_error *err)
 {
     const char *p = data;
     while (n > 0) {
         ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return -1;
+        if (w <= 0)
+            return kp_error_set(err, KPROF_IO, "the socket to the session's process: %s",
+                                w < 0 ? strerror(errno) : "nothing sent");
         p += w;
         n -= (size_t)w;
     }
-    return 0;
+    return KPROF_OK;
 }
 
-/* 0 when all n bytes came; -1 at end of file or on an error. */
-static int kp_child_read(int fd, void *data, size_t n)
+/* All n bytes from the socket: KPROF_OK, or KPROF_IO at end of file or on an error (err filled,
+ * as above). */
+static kprof_status kp_child_read(int fd, void *data, size_t n, kp_error *err)
 {
     char *p = data;
     while (n > 0) {
         ssize_t r = recv(fd, p, n, 0);
         if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return -1;
+        if (r <= 0)
+            return kp_error_set(err, KPROF_IO, "the socket to the session's process: %s",
+                                r < 0 ? strerror(errno) : "closed");
         p += r;
         n -= (size_t)r;
     }
-    return 0;
+    return KPROF_OK;
 }
 
 /* ---- the child ---- */
@@ -136,8 +144,10 @@ typedef struct kp_child_part {
     size_t len;
 } kp_child_part;
 
-/* One reply: err's status and text, and on success the parts as the payload. */
-static int kp_child_reply(int fd, const kp_error *err, const kp_child_part *parts, int nparts)
+/* One reply: err's status and text, and on success the parts as the payload. KPROF_OK, or
+ * KPROF_IO when kprof's end is gone. */
+static kprof_status kp_child_reply(int fd, const kp_error *err, const kp_child_part *parts,
+                                   int nparts)
 {
     kp_child_header h = {.status = err->status};
     if (err->status != KPROF_OK) {
@@ -147,17 +157,16 @@ static int kp_child_reply(int fd, const kp_error *err, const kp_child_part *part
     }
     for (int i = 0; i < nparts; i++)
         h.payload_len += parts[i].len;
-    if (kp_child_write(fd, &h, sizeof h) != 0 ||
-        kp_child_write(fd, err->message, h.message_len) != 0 ||
-        (h.log_len && kp_child_write(fd, err->log, h.log_len) != 0))
-        return -1;
-    for (int i = 0; i < nparts; i++)
-        if (parts[i].len && kp_child_write(fd, parts[i].data, parts[i].len) != 0) return -1;
-    return 0;
+    kprof_status st = kp_child_write(fd, &h, sizeof h, NULL);
+    if (st == KPROF_OK) st = kp_child_write(fd, err->message, h.message_len, NULL);
+    if (st == KPROF_OK && h.log_len) st = kp_child_write(fd, err->log, h.log_len, NULL);
+    for (int i = 0; i < nparts && st == KPROF_OK; i++)
+        if (parts[i].len) st = kp_child_write(fd, parts[i].data, parts[i].len, NULL);
+    return st;
 }
 
-static int kp_child_reply_kernel(int fd, const kp_error *err, const kp_lab_info *info,
-                                 const kp_kernel_meta *k)
+static kprof_status kp_child_reply_kernel(int fd, const kp_error *err, const kp_lab_info *info,
+                                          const kp_kernel_meta *k)
 {
     size_t nparams = k && k->nparams > 0 && k->params ? (size_t)k->nparams : 0;
     kp_child_part parts[3] = {
@@ -189,36 +198,38 @@ static void kp_child_serve(int fd, const kp_lab_options *opts)
     kp_error err = {0};
     kprof_status st = kp_lab_local_open(opts, &lab, &err);
     const kp_lab_info *info = st == KPROF_OK ? &lab->info : NULL;
-    int ok = kp_child_reply_kernel(fd, &err, info, info ? info->kernel : NULL) == 0;
+    int ok = kp_child_reply_kernel(fd, &err, info, info ? info->kernel : NULL) == KPROF_OK;
     int wedged = 0;
     while (ok && st == KPROF_OK) {
         int32_t op = 0;
-        if (kp_child_read(fd, &op, sizeof op) != 0 || op == KP_CHILD_FINISH) break;
+        if (kp_child_read(fd, &op, sizeof op, NULL) != KPROF_OK || op == KP_CHILD_FINISH) break;
         kp_error_clear(&err);
         if (op == KP_CHILD_USE_KERNEL) {
             uint32_t len = 0;
             char entry[1024];
-            if (kp_child_read(fd, &len, sizeof len) != 0 || len >= sizeof entry ||
-                kp_child_read(fd, entry, len) != 0)
+            if (kp_child_read(fd, &len, sizeof len, NULL) != KPROF_OK || len >= sizeof entry ||
+                kp_child_read(fd, entry, len, NULL) != KPROF_OK)
                 break;
             entry[len] = '\0';
             kp_lab_local.use_kernel(lab, len ? entry : NULL, &err);
             info = &lab->info;
-            ok = kp_child_reply_kernel(fd, &err, info, info->kernel) == 0;
+            ok = kp_child_reply_kernel(fd, &err, info, info->kernel) == KPROF_OK;
         } else if (op == KP_CHILD_CHECK_LAUNCH || op == KP_CHILD_REFLECT) {
             kp_launch launch;
             kp_reflection refl;
             memset(&refl, 0, sizeof refl);
-            if (kp_child_read(fd, &launch, sizeof launch) != 0) break;
+            if (kp_child_read(fd, &launch, sizeof launch, NULL) != KPROF_OK) break;
             if (op == KP_CHILD_CHECK_LAUNCH)
                 kp_lab_local.check_launch(lab, &launch, &refl, &err);
             else
                 kp_lab_local.reflect(lab, &launch, &refl, &err);
             kp_child_part part = {&refl, sizeof refl};
-            ok = kp_child_reply(fd, &err, &part, 1) == 0;
+            ok = kp_child_reply(fd, &err, &part, 1) == KPROF_OK;
         } else if (op == KP_CHILD_MEASURE) {
             kp_child_measure_request rq;
-            if (kp_child_read(fd, &rq, sizeof rq) != 0 || rq.iters < 1 || rq.warmup < 0) break;
+            if (kp_child_read(fd, &rq, sizeof rq, NULL) != KPROF_OK || rq.iters < 1 ||
+                rq.warmup < 0)
+                break;
             size_t nspans = rq.spans ? (size_t)rq.warmup + (size_t)rq.iters : 0;
             double *samples = calloc((size_t)rq.iters, sizeof *samples);
             kp_dispatch_span *spans = nspans ? calloc(nspans, sizeof *spans) : NULL;
@@ -231,12 +242,12 @@ static void kp_child_serve(int fd, const kp_lab_options *opts)
             kp_child_part parts[3] = {{info->timer, sizeof info->timer},
                                       {samples, (size_t)rq.iters * sizeof *samples},
                                       {spans, spans ? nspans * sizeof *spans : 0}};
-            ok = kp_child_reply(fd, &err, parts, 3) == 0;
+            ok = kp_child_reply(fd, &err, parts, 3) == KPROF_OK;
             free(samples);
             free(spans);
         } else if (op == KP_CHILD_SAMPLE) {
             kp_child_sample_request rq;
-            if (kp_child_read(fd, &rq, sizeof rq) != 0 || rq.n < 1) break;
+            if (kp_child_read(fd, &rq, sizeof rq, NULL) != KPROF_OK || rq.n < 1) break;
             size_t nspans = rq.spans ? (size_t)rq.n * (rq.cold ? 2 : 1) : 0;
             double *samples = calloc((size_t)rq.n * 2, sizeof *samples);
             kp_dispatch_span *spans = nspans ? calloc(nspans, sizeof *spans) : NULL;
@@ -249,19 +260,20 @@ static void kp_child_serve(int fd, const kp_lab_options *opts)
             kp_child_part parts[3] = {{info->timer, sizeof info->timer},
                                       {samples, (size_t)rq.n * 2 * sizeof *samples},
                                       {spans, spans ? nspans * sizeof *spans : 0}};
-            ok = kp_child_reply(fd, &err, parts, 3) == 0;
+            ok = kp_child_reply(fd, &err, parts, 3) == KPROF_OK;
             free(samples);
             free(spans);
         } else if (op == KP_CHILD_DIGEST) {
             int32_t max = 0, n = 0;
-            if (kp_child_read(fd, &max, sizeof max) != 0 || max < 0 || max > KP_SPEC_MAX_ARGS)
+            if (kp_child_read(fd, &max, sizeof max, NULL) != KPROF_OK || max < 0 ||
+                max > KP_SPEC_MAX_ARGS)
                 break;
             kp_buffer_digest digests[KP_SPEC_MAX_ARGS];
             int got = 0;
             kp_lab_local.digest(lab, digests, max, &got, &err);
             n = got;
             kp_child_part parts[2] = {{&n, sizeof n}, {digests, (size_t)n * sizeof *digests}};
-            ok = kp_child_reply(fd, &err, parts, 2) == 0;
+            ok = kp_child_reply(fd, &err, parts, 2) == KPROF_OK;
         } else {
             break;
         }
@@ -485,11 +497,11 @@ static kprof_status kp_child_call(kp_lab_child *c, kp_child_op op, const void *a
     c->op = op;
     int32_t op32 = (int32_t)op;
     int request = op != KP_CHILD_OPEN && op != KP_CHILD_DEVICE;
-    if (request && (kp_child_write(c->fd, &op32, sizeof op32) != 0 ||
-                    (n && kp_child_write(c->fd, args, n) != 0)))
+    if (request && (kp_child_write(c->fd, &op32, sizeof op32, NULL) != KPROF_OK ||
+                    (n && kp_child_write(c->fd, args, n, NULL) != KPROF_OK)))
         return kp_child_died(c, err);
     kp_child_header h;
-    if (kp_child_read(c->fd, &h, sizeof h) != 0) return kp_child_died(c, err);
+    if (kp_child_read(c->fd, &h, sizeof h, NULL) != KPROF_OK) return kp_child_died(c, err);
     char *message = malloc((size_t)h.message_len + 1);
     char *log = h.log_len ? malloc((size_t)h.log_len + 1) : NULL;
     void *body = h.payload_len ? malloc((size_t)h.payload_len) : NULL;
@@ -499,9 +511,9 @@ static kprof_status kp_child_call(kp_lab_child *c, kp_child_op op, const void *a
         free(body);
         return kp_error_set(err, KPROF_NOMEM, "out of memory reading the session's answer");
     }
-    if (kp_child_read(c->fd, message, h.message_len) != 0 ||
-        (log && kp_child_read(c->fd, log, h.log_len) != 0) ||
-        (body && kp_child_read(c->fd, body, (size_t)h.payload_len) != 0)) {
+    if (kp_child_read(c->fd, message, h.message_len, NULL) != KPROF_OK ||
+        (log && kp_child_read(c->fd, log, h.log_len, NULL) != KPROF_OK) ||
+        (body && kp_child_read(c->fd, body, (size_t)h.payload_len, NULL) != KPROF_OK)) {
         free(message);
         free(log);
         free(body);
@@ -700,7 +712,8 @@ static kprof_status kp_lab_child_finish(kp_lab_child *c, kp_error *err)
     char extra;
     /* The child answers FINISH by releasing everything and exiting: the end of file is the
      * answer, its exit status the verdict. */
-    if (kp_child_write(c->fd, &op, sizeof op) == 0) kp_child_read(c->fd, &extra, 1);
+    if (kp_child_write(c->fd, &op, sizeof op, NULL) == KPROF_OK)
+        kp_child_read(c->fd, &extra, 1, NULL);
     close(c->fd);
     c->fd = -1;
     char how[160];

@@ -57,13 +57,22 @@ uint64_t kp_cache_key(const kp_device_info *dev, const kp_source *src)
     return kp_hash64(h, src->text, src->len);
 }
 
-static int kp_cache_paths(const char *backend, uint64_t key, char *bin, char *meta, size_t n)
+/* The entry's two paths. KPROF_IO when no cache folder can be named, KPROF_INVALID when a path
+ * does not fit (err filled either way). */
+static kprof_status kp_cache_paths(const char *backend, uint64_t key, char *bin, char *meta,
+                                   size_t n, kp_error *err)
 {
     char dir[4096];
-    if (!kp_cache_dir(dir, sizeof dir)) return -1;
+    if (!kp_cache_dir(dir, sizeof dir))
+        return kp_error_set(err, KPROF_IO,
+                            "the kernel cache: no folder can be named (set %s, XDG_CACHE_HOME "
+                            "or HOME)",
+                            KP_ENV_CACHE_DIR);
     int a = snprintf(bin, n, "%s/%s/%016llx.bin", dir, backend, (unsigned long long)key);
     int b = snprintf(meta, n, "%s/%s/%016llx.meta", dir, backend, (unsigned long long)key);
-    return (a < 0 || (size_t)a >= n || b < 0 || (size_t)b >= n) ? -1 : 0;
+    if (a < 0 || (size_t)a >= n || b < 0 || (size_t)b >= n)
+        return kp_error_set(err, KPROF_INVALID, "the kernel cache: the folder %s is too long", dir);
+    return KPROF_OK;
 }
 
 char *kp_meta_serialize(const kp_program_meta *meta)
@@ -87,11 +96,14 @@ char *kp_meta_serialize(const kp_program_meta *meta)
     return kp_str_take(&s);
 }
 
-int kp_meta_parse(const char *text, kp_program_meta *meta)
+kprof_status kp_meta_parse(const char *text, kp_program_meta *meta, kp_error *err)
 {
     memset(meta, 0, sizeof *meta);
-    if (strncmp(text, "kprof-meta 3\n", 13) != 0) return -1;
-    int cap = 0;
+    if (strncmp(text, "kprof-meta 3\n", 13) != 0)
+        return kp_error_set(err, KPROF_CORRUPT,
+                            "kernel metadata: no \"kprof-meta 3\" line first (another version, "
+                            "or damaged)");
+    int cap = 0, lineno = 1;
     const char *line = text + 13;
     kp_kernel_meta *cur = NULL;
     int nparam = 0;
@@ -104,12 +116,13 @@ int kp_meta_parse(const char *text, kp_program_meta *meta)
         memcpy(buf, line, len);
         buf[len] = '\0';
         line = eol + 1;
+        lineno++;
         if (strncmp(buf, "kernel ", 7) == 0) {
             if (cur && nparam != cur->nparams && cur->nparams >= 0) goto fail;
             if (meta->nkernels == cap) {
                 cap = cap ? cap * 2 : 8;
                 kp_kernel_meta *k = realloc(meta->kernels, (size_t)cap * sizeof *k);
-                if (!k) goto fail;
+                if (!k) goto nomem;
                 meta->kernels = k;
             }
             cur = &meta->kernels[meta->nkernels++];
@@ -122,7 +135,7 @@ int kp_meta_parse(const char *text, kp_program_meta *meta)
             if (cur->nparams > KP_SPEC_MAX_ARGS * 16) goto fail;
             if (cur->nparams > 0) {
                 cur->params = calloc((size_t)cur->nparams, sizeof *cur->params);
-                if (!cur->params) goto fail;
+                if (!cur->params) goto nomem;
             }
             nparam = 0;
         } else if (strncmp(buf, "tg ", 3) == 0) {
@@ -157,10 +170,13 @@ int kp_meta_parse(const char *text, kp_program_meta *meta)
         }
     }
     if (cur && cur->nparams >= 0 && nparam != cur->nparams) goto fail;
-    return 0;
+    return KPROF_OK;
+nomem:
+    kp_program_meta_free(meta);
+    return kp_error_nomem(err);
 fail:
     kp_program_meta_free(meta);
-    return -1;
+    return kp_error_set(err, KPROF_CORRUPT, "kernel metadata: line %d is damaged", lineno);
 }
 
 int kp_cache_get(const char *backend, uint64_t key, unsigned char **binary, size_t *len,
@@ -170,14 +186,15 @@ int kp_cache_get(const char *backend, uint64_t key, unsigned char **binary, size
     *binary = NULL;
     *len = 0;
     memset(meta, 0, sizeof *meta);
-    if (kp_cache_paths(backend, key, bin_path, meta_path, sizeof bin_path) != 0) return -1;
+    if (kp_cache_paths(backend, key, bin_path, meta_path, sizeof bin_path, NULL) != KPROF_OK)
+        return -1;
     char *text = NULL, *bin = NULL;
     size_t n = 0;
     if (kp_file_read(meta_path, &text, NULL, NULL) != KPROF_OK) return -1;
     unsigned long long want_len = 0, want_hash = 0;
     int consumed = 0;
     int bad = sscanf(text, "kprof-cache 1 %llu %llx\n%n", &want_len, &want_hash, &consumed) != 2 ||
-              consumed == 0 || kp_meta_parse(text + consumed, meta) != 0;
+              consumed == 0 || kp_meta_parse(text + consumed, meta, NULL) != KPROF_OK;
     free(text);
     if (bad) return -1;
     if (kp_file_read(bin_path, &bin, &n, NULL) != KPROF_OK || n == 0 || n != want_len ||
@@ -191,29 +208,34 @@ int kp_cache_get(const char *backend, uint64_t key, unsigned char **binary, size
     return 0;
 }
 
-int kp_cache_put(const char *backend, uint64_t key, const unsigned char *binary, size_t len,
-                 const kp_program_meta *meta)
+kprof_status kp_cache_put(const char *backend, uint64_t key, const unsigned char *binary,
+                          size_t len, const kp_program_meta *meta, kp_error *err)
 {
     char bin_path[4200], meta_path[4200], dir[4096];
-    if (!binary || len == 0) return -1;
-    if (kp_cache_paths(backend, key, bin_path, meta_path, sizeof bin_path) != 0) return -1;
-    if (!kp_cache_dir(dir, sizeof dir)) return -1;
+    if (!binary || len == 0)
+        return kp_error_set(err, KPROF_INVALID, "the kernel cache: no binary to keep");
+    kprof_status st = kp_cache_paths(backend, key, bin_path, meta_path, sizeof bin_path, err);
+    if (st != KPROF_OK) return st;
+    /* kp_cache_paths named the folder: kp_cache_dir gives it again. */
+    kp_cache_dir(dir, sizeof dir);
     size_t dl = strlen(dir);
     snprintf(dir + dl, sizeof dir - dl, "/%s", backend);
-    if (kp_mkdir_p(dir, NULL) != KPROF_OK) return -1;
+    st = kp_mkdir_p(dir, err);
+    if (st != KPROF_OK) return st;
     char *body = kp_meta_serialize(meta);
-    if (!body) return -1;
+    if (!body) return kp_error_nomem(err);
     kp_str text = {0};
     kp_str_printf(&text, "kprof-cache 1 %zu %016llx\n%s", len,
                   (unsigned long long)kp_hash64(KP_HASH_SEED, binary, len), body);
     free(body);
-    if (text.failed) return -1;
+    if (text.failed) {
+        kp_str_free(&text);
+        return kp_error_nomem(err);
+    }
     /* Binary first, metadata last: a reader that finds the metadata finds a whole binary, and
      * checks its length and hash anyway. */
-    int rc = 0;
-    if (kp_file_write_atomic(bin_path, binary, len, NULL) != KPROF_OK ||
-        kp_file_write_atomic(meta_path, text.data, text.len, NULL) != KPROF_OK)
-        rc = -1;
+    st = kp_file_write_atomic(bin_path, binary, len, err);
+    if (st == KPROF_OK) st = kp_file_write_atomic(meta_path, text.data, text.len, err);
     kp_str_free(&text);
-    return rc;
+    return st;
 }

@@ -27,8 +27,8 @@ int kp_result_kind_of(const cJSON *doc, kp_result_kind *kind)
     else if ((!k || (named && strcmp(named, "run") == 0)) && run)
         *kind = KP_RESULT_RUN;
     else
-        return -1;
-    return 0;
+        return 0;
+    return 1;
 }
 
 kprof_status kp_result_check_version(const cJSON *doc, kp_result_kind kind, const char *path,
@@ -60,7 +60,7 @@ kprof_status kp_result_file_read(const char *path, cJSON **doc, kp_result_kind *
                           "%s: not a result of kprof run, sweep or bench (JSON, but not an "
                           "object; expected a run.json, sweep.json or bench.json)",
                           path);
-    else if (kp_result_kind_of(d, kind) != 0)
+    else if (!kp_result_kind_of(d, kind))
         st = kp_error_set(err, KPROF_CORRUPT,
                           "%s: not a result of kprof run, sweep or bench (run.json, sweep.json, "
                           "bench.json or their --json output)",
@@ -94,27 +94,32 @@ const kp_bench_file_point *kp_bench_file_find(const kp_bench_file *f, const char
     return NULL;
 }
 
-/* An array of positive numbers into a heap array; -1 when it is not one. */
-static int kp_bench_file_numbers(const cJSON *arr, double **out, size_t *n)
+/* arr, a list of numbers not below 0, into a heap array. KPROF_OK; KPROF_CORRUPT when it is not
+ * one ("PATH: point INDEX: "KEY" is not a list of WHAT"), KPROF_NOMEM (err filled either way). */
+static kprof_status kp_bench_file_numbers(const cJSON *arr, double **out, size_t *n,
+                                          const char *path, int index, const char *key,
+                                          const char *what, kp_error *err)
 {
-    if (!cJSON_IsArray(arr)) return -1;
-    int count = cJSON_GetArraySize(arr);
-    if (count <= 0) return -1;
+    int count = cJSON_IsArray(arr) ? cJSON_GetArraySize(arr) : 0;
+    if (count <= 0) goto corrupt;
     double *v = malloc((size_t)count * sizeof *v);
-    if (!v) return -1;
+    if (!v) return kp_error_nomem(err);
     int i = 0;
     const cJSON *e;
     cJSON_ArrayForEach(e, arr)
     {
         if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || e->valuedouble < 0) {
             free(v);
-            return -1;
+            goto corrupt;
         }
         v[i++] = e->valuedouble;
     }
     *out = v;
     *n = (size_t)count;
-    return 0;
+    return KPROF_OK;
+corrupt:
+    return kp_error_set(err, KPROF_CORRUPT, "%s: point %d: \"%s\" is not a list of %s", path, index,
+                        key, what);
 }
 
 kprof_status kp_bench_file_read(const char *path, kp_bench_file **out, kp_error *err)
@@ -131,7 +136,7 @@ kprof_status kp_bench_file_read(const char *path, kp_bench_file **out, kp_error 
         st = kp_error_nomem(err);
         goto done;
     }
-    if (kp_result_kind_of(doc, &kind) != 0 || kind != KP_RESULT_BENCH) {
+    if (!kp_result_kind_of(doc, &kind) || kind != KP_RESULT_BENCH) {
         st = kp_error_set(err, KPROF_CORRUPT,
                           "%s: not a `kprof bench` result (no \"kind\": \"bench\" with "
                           "\"points\")",
@@ -168,13 +173,9 @@ kprof_status kp_bench_file_read(const char *path, kp_bench_file **out, kp_error 
         kp_bench_file_point *fp = &f->points[f->npoints];
         kp_strlcpy(fp->point, name->valuestring, sizeof fp->point);
         fp->cold = strcmp(cache->valuestring, "cold") == 0;
-        if (kp_bench_file_numbers(cJSON_GetObjectItemCaseSensitive(k, "samples_ms"), &fp->ms,
-                                  &fp->n) != 0) {
-            st = kp_error_set(err, KPROF_CORRUPT,
-                              "%s: point %d: \"samples_ms\" is not a list of times (ms)", path,
-                              index);
-            goto done;
-        }
+        st = kp_bench_file_numbers(cJSON_GetObjectItemCaseSensitive(k, "samples_ms"), &fp->ms,
+                                   &fp->n, path, index, "samples_ms", "times (ms)", err);
+        if (st != KPROF_OK) goto done;
         f->npoints++;
         const cJSON *entry = cJSON_GetObjectItemCaseSensitive(k, "entry");
         const cJSON *source = cJSON_GetObjectItemCaseSensitive(k, "source");
@@ -184,18 +185,34 @@ kprof_status kp_bench_file_read(const char *path, kp_bench_file **out, kp_error 
         if (cJSON_IsNumber(rounds) && rounds->valuedouble >= 1 &&
             rounds->valuedouble <= (double)fp->n)
             fp->rounds = (size_t)rounds->valuedouble;
-        /* --repeat: the sessions' medians (optional; ignored when not a list of times). */
+        /* --repeat: the sessions' medians (optional; ignored when not a list of times, but
+         * running out of memory is a failure). */
         double *runs = NULL;
         size_t nr = 0;
         const cJSON *rm = cJSON_GetObjectItemCaseSensitive(k, "run_medians_ms");
-        if (rm && kp_bench_file_numbers(rm, &runs, &nr) == 0) {
+        kprof_status got = rm ? kp_bench_file_numbers(rm, &runs, &nr, path, index, "run_medians_ms",
+                                                      "times (ms)", NULL)
+                              : KPROF_CORRUPT;
+        if (got == KPROF_NOMEM) {
+            st = kp_error_nomem(err);
+            goto done;
+        }
+        if (got == KPROF_OK) {
             for (size_t i = 0; i < nr && fp->nruns < KP_BENCH_MAX_REPEAT; i++)
                 if (runs[i] > 0) fp->run_median[fp->nruns++] = runs[i];
         }
         free(runs);
         const cJSON *clk = cJSON_GetObjectItemCaseSensitive(k, "clock_samples_mhz");
         size_t nc = 0;
-        if (clk && (kp_bench_file_numbers(clk, &fp->mhz, &nc) != 0 || nc != fp->n)) {
+        if (clk) {
+            st = kp_bench_file_numbers(clk, &fp->mhz, &nc, path, index, "clock_samples_mhz",
+                                       "clock readings (MHz)", NULL);
+            if (st == KPROF_NOMEM) {
+                kp_error_nomem(err);
+                goto done;
+            }
+        }
+        if (clk && (st != KPROF_OK || nc != fp->n)) {
             free(fp->mhz);
             fp->mhz = NULL;
             st = kp_error_set(err, KPROF_CORRUPT,

@@ -41,9 +41,9 @@ typedef enum kp_result_kind {
     KP_RESULT_BENCH  /* bench.json */
 } kp_result_kind;
 
-/* Which result doc is: 0 with *kind set, -1 when it is none of the three (by the members named
- * above; a bench result needs "kind": "bench" and a "points" array). The version is not checked
- * here: kp_result_check_version. */
+/* Which result doc is: 1 with *kind set, 0 when it is none of the three (by the members named
+ * above; a bench result needs "kind": "bench" and a "points" array) — an answer, not a failure:
+ * each caller says what it expected. The version is not checked here: kp_result_check_version. */
 int kp_result_kind_of(const struct cJSON *doc, kp_result_kind *kind);
 
 /* A result of this kind whose version this kprof reads: OK, or CORRUPT naming path and the

@@ -7,6 +7,7 @@
  * It never fails on odd input: it finds less.
  */
 #include "lab/struct_types.h"
+#include "base/error.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -32,20 +33,22 @@ static int kp_ident_char(int c)
     return isalnum(c) || c == '_';
 }
 
-static int kp_tokens_push(kp_tokens *t, const char *p, size_t n)
+static kprof_status kp_tokens_push(kp_tokens *t, const char *p, size_t n, kp_error *err)
 {
     if (t->n == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 256;
         kp_token *v = realloc(t->v, cap * sizeof *v);
-        if (!v) return -1;
+        if (!v) return kp_error_nomem(err);
         t->v = v;
         t->cap = cap;
     }
     t->v[t->n++] = (kp_token){p, n};
-    return 0;
+    return KPROF_OK;
 }
 
-/* Identifiers and { } ; , * & = < > ( ) [ ] : ; everything else is dropped. */
+/* Identifiers and { } ; , * & = < > ( ) [ ] : ; everything else is dropped. Out of memory the
+ * tokens stop where it ran out: the answer is then "the text does not say" (NONE), which a
+ * caller takes for any type the text does not show. */
 static void kp_tokenize(const char *s, size_t len, kp_tokens *t)
 {
     size_t i = 0;
@@ -94,7 +97,7 @@ static void kp_tokenize(const char *s, size_t len, kp_tokens *t)
             size_t start = i;
             while (i < len && kp_ident_char((unsigned char)s[i]))
                 i++;
-            if (kp_tokens_push(t, s + start, i - start) != 0) return;
+            if (kp_tokens_push(t, s + start, i - start, NULL) != KPROF_OK) return;
             continue;
         }
         if (isdigit(c)) {
@@ -102,7 +105,7 @@ static void kp_tokenize(const char *s, size_t len, kp_tokens *t)
                 i++;
             continue;
         }
-        if (strchr("{};,*&=<>()[]:", c) && kp_tokens_push(t, s + i, 1) != 0) return;
+        if (strchr("{};,*&=<>()[]:", c) && kp_tokens_push(t, s + i, 1, NULL) != KPROF_OK) return;
         i++;
     }
 }

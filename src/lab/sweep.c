@@ -67,22 +67,29 @@ int kp_sweep_default_shapes(uint64_t width, uint64_t kernel_max, const uint64_t 
     return n;
 }
 
-static int kp_sweep_parse_shape(const char *text, uint64_t v[3], int *dims)
+/* One size of --tg-list, "N", "NxM" or "NxMxK": KPROF_OK with v and dims, or KPROF_INVALID with
+ * err saying "'TEXT' (zero)" or "'TEXT' (not N, NxM or NxMxK)" (the list names every bad one). */
+static kprof_status kp_sweep_parse_shape(const char *text, uint64_t v[3], int *dims, kp_error *err)
 {
     v[0] = v[1] = v[2] = 1;
     *dims = 0;
     const char *p = text;
     for (;;) {
-        if (!isdigit((unsigned char)*p) || *dims >= 3) return -1;
+        if (!isdigit((unsigned char)*p) || *dims >= 3) goto bad;
         errno = 0;
         char *end = NULL;
         unsigned long long x = strtoull(p, &end, 10);
-        if (errno || x == 0 || x > (1ULL << 32)) return -1;
+        if (errno || x == 0 || x > (1ULL << 32)) goto bad;
         v[(*dims)++] = x;
-        if (*end == '\0') return 0;
-        if (*end != 'x') return -1;
+        if (*end == '\0') return KPROF_OK;
+        if (*end != 'x') goto bad;
         p = end + 1;
     }
+bad:
+    return kp_error_set(err, KPROF_INVALID, "'%s' (%s)", text,
+                        strcmp(text, "0") == 0 || strstr(text, "x0") || text[0] == '0'
+                            ? "zero"
+                            : "not N, NxM or NxMxK");
 }
 
 kprof_status kp_sweep_parse_list(const char *text, const kp_launch *base, kp_sweep_point *out,
@@ -104,11 +111,11 @@ kprof_status kp_sweep_parse_list(const char *text, const kp_launch *base, kp_swe
         kp_rstrip(item);
         uint64_t v[3];
         int dims;
-        if (kp_sweep_parse_shape(item, v, &dims) != 0) {
-            kp_str_printf(&bad, "%s'%s' (%s)", nbad++ ? ", " : "", item,
-                          strcmp(item, "0") == 0 || strstr(item, "x0") || item[0] == '0'
-                              ? "zero"
-                              : "not N, NxM or NxMxK");
+        kp_error shape = {0};
+        if (kp_sweep_parse_shape(item, v, &dims, &shape) != KPROF_OK) {
+            /* Its item escaped already; the list's kp_error_set below leaves it so. */
+            kp_str_printf(&bad, "%s%s", nbad++ ? ", " : "", shape.message);
+            kp_error_clear(&shape);
             continue;
         }
         if (dims != base->dims) {

@@ -4,6 +4,7 @@
 #include "lab/kernel_cache.h"
 #include "test.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -26,7 +27,7 @@ int main(void)
     char *text = kp_meta_serialize(&meta);
     CHECK(text != NULL);
     kp_program_meta back;
-    CHECK_INT(kp_meta_parse(text, &back), 0);
+    CHECK_INT(kp_meta_parse(text, &back, NULL), KPROF_OK);
     CHECK_INT(back.nkernels, 2);
     CHECK_STR(back.kernels[0].name, "demo_add");
     CHECK_INT(back.kernels[0].nparams, 2);
@@ -52,29 +53,50 @@ int main(void)
     /* Damage: cut short, wrong header, too few params, unknown record. */
     size_t len = strlen(text);
     char *cut = strndup(text, len - 3);
-    CHECK_INT(kp_meta_parse(cut, &back), -1);
-    CHECK_INT(kp_meta_parse("kprof-meta 1\n", &back), -1);
-    CHECK_INT(kp_meta_parse("kprof-meta 2\n", &back), -1); /* before threadgroup rules */
-    CHECK_INT(kp_meta_parse("kprof-meta 3\nkernel 2 k k\nparam 1 8 a float*\n", &back), -1);
-    CHECK_INT(kp_meta_parse("kprof-meta 3\nbogus\n", &back), -1);
-    CHECK_INT(kp_meta_parse("kprof-meta 3\nkernel 1 k k\nparam 9 8 a float*\n", &back), -1);
-    CHECK_INT(kp_meta_parse("kprof-meta 3\ntg 1 64 1 1\n", &back), -1); /* no kernel */
-    CHECK_INT(kp_meta_parse("kprof-meta 3\nkernel 0 k k\ntg 3 64 1 1\n", &back), -1); /* rule */
-    CHECK_INT(kp_meta_parse("kprof-meta 3\nkernel 0 k k\ntg 1 64 0 1\n", &back), -1); /* zero */
-    CHECK_INT(kp_meta_parse("kprof-meta 3\nkernel 0 k k\ntg 1 64 1\n", &back), -1);   /* cut */
-    CHECK_INT(kp_meta_parse("kprof-meta 3\nkernel 0 k k\ntg 2 64 1 1\n", &back), 0);
+    CHECK_INT(kp_meta_parse(cut, &back, NULL), KPROF_CORRUPT);
+    CHECK_INT(kp_meta_parse("kprof-meta 1\n", &back, NULL), KPROF_CORRUPT);
+    /* before threadgroup rules */
+    CHECK_INT(kp_meta_parse("kprof-meta 2\n", &back, NULL), KPROF_CORRUPT);
+    CHECK_INT(kp_meta_parse("kprof-meta 3\nkernel 2 k k\nparam 1 8 a float*\n", &back, NULL),
+              KPROF_CORRUPT);
+    CHECK_INT(kp_meta_parse("kprof-meta 3\nbogus\n", &back, NULL), KPROF_CORRUPT);
+    CHECK_INT(kp_meta_parse("kprof-meta 3\nkernel 1 k k\nparam 9 8 a float*\n", &back, NULL),
+              KPROF_CORRUPT);
+    /* no kernel */
+    CHECK_INT(kp_meta_parse("kprof-meta 3\ntg 1 64 1 1\n", &back, NULL), KPROF_CORRUPT);
+    /* rule */
+    CHECK_INT(kp_meta_parse("kprof-meta 3\nkernel 0 k k\ntg 3 64 1 1\n", &back, NULL),
+              KPROF_CORRUPT);
+    /* zero */
+    CHECK_INT(kp_meta_parse("kprof-meta 3\nkernel 0 k k\ntg 1 64 0 1\n", &back, NULL),
+              KPROF_CORRUPT);
+    /* cut */
+    CHECK_INT(kp_meta_parse("kprof-meta 3\nkernel 0 k k\ntg 1 64 1\n", &back, NULL), KPROF_CORRUPT);
+    CHECK_INT(kp_meta_parse("kprof-meta 3\nkernel 0 k k\ntg 2 64 1 1\n", &back, NULL), KPROF_OK);
     CHECK_INT(back.kernels[0].tg_rule, KP_TG_RULE_MAX);
     kp_program_meta_free(&back);
-    CHECK_INT(kp_meta_parse("kprof-meta 3\n", &back), 0);
+    CHECK_INT(kp_meta_parse("kprof-meta 3\n", &back, NULL), KPROF_OK);
     CHECK_INT(back.nkernels, 0);
     free(cut);
+    /* What was wrong, and on which line. */
+    kp_error err = {0};
+    CHECK_INT(kp_meta_parse("kprof-meta 2\n", &back, &err), KPROF_CORRUPT);
+    CHECK_CONTAINS(err.message, "kprof-meta 3");
+    kp_error_clear(&err);
+    CHECK_INT(kp_meta_parse("kprof-meta 3\nkernel 0 k k\nbogus\n", &back, &err), KPROF_CORRUPT);
+    CHECK_STR(err.message, "kernel metadata: line 3 is damaged");
+    CHECK_INT(back.nkernels, 0); /* left empty */
+    kp_error_clear(&err);
 
     /* Store and find an entry. */
     char dir[] = "/tmp/kprof-cache-test-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     setenv("KPROF_CACHE_DIR", dir, 1);
     unsigned char bin[5] = {1, 2, 3, 4, 5};
-    CHECK_INT(kp_cache_put("opencl", 0x1234, bin, 5, &meta), 0);
+    CHECK_INT(kp_cache_put("opencl", 0x1234, bin, 5, &meta, NULL), KPROF_OK);
+    CHECK_INT(kp_cache_put("opencl", 0x1234, bin, 0, &meta, &err), KPROF_INVALID);
+    CHECK_CONTAINS(err.message, "no binary");
+    kp_error_clear(&err);
     unsigned char *got = NULL;
     size_t n = 0;
     CHECK_INT(kp_cache_get("opencl", 0x1234, &got, &n, &back), 0);
@@ -85,6 +107,28 @@ int main(void)
     kp_program_meta_free(&back);
     CHECK_INT(kp_cache_get("opencl", 0x9999, &got, &n, &back), -1);
     CHECK_INT(kp_cache_get("cuda", 0x1234, &got, &n, &back), -1);
+    /* A cache folder that is a file: the entry cannot be written (IO), and is then a miss. */
+    char file[300];
+    snprintf(file, sizeof file, "%s/plain", dir);
+    FILE *f = fopen(file, "w");
+    CHECK(f != NULL);
+    if (f) fclose(f);
+    setenv("KPROF_CACHE_DIR", file, 1);
+    CHECK_INT(kp_cache_put("opencl", 0x1234, bin, 5, &meta, &err), KPROF_IO);
+    CHECK(err.message[0] != '\0');
+    kp_error_clear(&err);
+    CHECK_INT(kp_cache_get("opencl", 0x1234, &got, &n, &back), -1);
+    /* No folder can be named at all. */
+    const char *home = getenv("HOME");
+    char *home_copy = home ? strdup(home) : NULL;
+    unsetenv("KPROF_CACHE_DIR");
+    unsetenv("XDG_CACHE_HOME");
+    unsetenv("HOME");
+    CHECK_INT(kp_cache_put("opencl", 0x1234, bin, 5, &meta, &err), KPROF_IO);
+    CHECK_CONTAINS(err.message, "no folder can be named");
+    kp_error_clear(&err);
+    if (home_copy) setenv("HOME", home_copy, 1);
+    free(home_copy);
 
     /* The key changes with source, options and device. */
     kp_device_info dev = {.backend = "opencl", .name = "d"};

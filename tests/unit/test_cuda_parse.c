@@ -56,7 +56,7 @@ static const kp_cuda_decl *find_named(const kp_cuda_decls *d, const char *name)
 static void test_parse_kernels(void)
 {
     kp_cuda_decls d;
-    CHECK_INT(kp_cuda_parse_kernels(source, strlen(source), &d), 0);
+    CHECK_INT(kp_cuda_parse_kernels(source, strlen(source), &d, NULL), KPROF_OK);
     CHECK(find_named(&d, "commented") == NULL);
     CHECK(find_named(&d, "also_commented") == NULL);
     CHECK(find_named(&d, "in_string") == NULL);
@@ -118,14 +118,14 @@ static void test_parse_kernels(void)
     CHECK_INT(d.count, 0);
 
     /* Nothing to find, and odd input, are not errors. */
-    CHECK_INT(kp_cuda_parse_kernels("", 0, &d), 0);
+    CHECK_INT(kp_cuda_parse_kernels("", 0, &d, NULL), KPROF_OK);
     CHECK_INT(d.count, 0);
     kp_cuda_decls_free(&d);
     const char *odd = "__global__ __global__ void ( ) ; __global__ void k(int a, ";
-    CHECK_INT(kp_cuda_parse_kernels(odd, strlen(odd), &d), 0);
+    CHECK_INT(kp_cuda_parse_kernels(odd, strlen(odd), &d, NULL), KPROF_OK);
     kp_cuda_decls_free(&d);
     const char *unterminated = "/* never closed __global__ void k(int a)";
-    CHECK_INT(kp_cuda_parse_kernels(unterminated, strlen(unterminated), &d), 0);
+    CHECK_INT(kp_cuda_parse_kernels(unterminated, strlen(unterminated), &d, NULL), KPROF_OK);
     CHECK_INT(d.count, 0);
     kp_cuda_decls_free(&d);
 }
@@ -135,7 +135,7 @@ static void test_param_lists(void)
     kp_cuda_decl_param *p = NULL;
     int n = -1;
     const char *demangled = "float const*, unsigned int, ns::Foo<int, 2>, double* const*";
-    CHECK_INT(kp_cuda_parse_param_list(demangled, strlen(demangled), 0, &p, &n), 0);
+    CHECK_INT(kp_cuda_parse_param_list(demangled, strlen(demangled), 0, &p, &n, NULL), KPROF_OK);
     CHECK_INT(n, 4);
     if (n == 4) {
         CHECK_STR(p[0].type_name, "const float*");
@@ -149,13 +149,13 @@ static void test_param_lists(void)
         CHECK_INT(p[3].pointer, 1);
     }
     free(p);
-    CHECK_INT(kp_cuda_parse_param_list("void", 4, 1, &p, &n), 0);
+    CHECK_INT(kp_cuda_parse_param_list("void", 4, 1, &p, &n, NULL), KPROF_OK);
     CHECK_INT(n, 0);
     CHECK(p == NULL);
-    CHECK_INT(kp_cuda_parse_param_list("", 0, 1, &p, &n), 0);
+    CHECK_INT(kp_cuda_parse_param_list("", 0, 1, &p, &n, NULL), KPROF_OK);
     CHECK_INT(n, 0);
     const char *named = "Foo<int> f, ns::Type, T *p, const int";
-    CHECK_INT(kp_cuda_parse_param_list(named, strlen(named), 1, &p, &n), 0);
+    CHECK_INT(kp_cuda_parse_param_list(named, strlen(named), 1, &p, &n, NULL), KPROF_OK);
     CHECK_INT(n, 4);
     if (n == 4) {
         CHECK_STR(p[0].name, "f");
@@ -175,12 +175,12 @@ static void test_names(void)
     char name[256], params[256];
     CHECK_INT(
         kp_cuda_split_demangled("void tk<16>(float*)", name, sizeof name, params, sizeof params),
-        0);
+        1);
     CHECK_STR(name, "tk<16>");
     CHECK_STR(params, "float*");
     CHECK_INT(
         kp_cuda_split_demangled("ns::k2(int, double*)", name, sizeof name, params, sizeof params),
-        0);
+        1);
     CHECK_STR(name, "ns::k2");
     CHECK_STR(params, "int, double*");
     kp_cuda_split_demangled("void tk<16, 4>(float*)", name, sizeof name, NULL, 0);
@@ -192,10 +192,10 @@ static void test_names(void)
                             sizeof params);
     CHECK_STR(name, "ns::f<ns::Bar<int> >");
     CHECK_STR(params, "void (*)(int)");
-    CHECK_INT(kp_cuda_split_demangled("k3()", name, sizeof name, params, sizeof params), 0);
+    CHECK_INT(kp_cuda_split_demangled("k3()", name, sizeof name, params, sizeof params), 1);
     CHECK_STR(name, "k3");
     CHECK_STR(params, "");
-    CHECK_INT(kp_cuda_split_demangled("plain", name, sizeof name, params, sizeof params), -1);
+    CHECK_INT(kp_cuda_split_demangled("plain", name, sizeof name, params, sizeof params), 0);
     CHECK_STR(name, "plain");
     CHECK_STR(params, "");
 
@@ -236,7 +236,8 @@ static void test_options_and_arch(void)
     char *copy = NULL;
     const char **argv = NULL;
     int argc = -1;
-    CHECK_INT(kp_cuda_split_options(" -DN=4 -Iinc\t --use_fast_math  ", &copy, &argv, &argc), 0);
+    CHECK_INT(kp_cuda_split_options(" -DN=4 -Iinc\t --use_fast_math  ", &copy, &argv, &argc, NULL),
+              KPROF_OK);
     CHECK_INT(argc, 3);
     if (argc == 3) {
         CHECK_STR(argv[0], "-DN=4");
@@ -245,11 +246,11 @@ static void test_options_and_arch(void)
     }
     free(copy);
     free(argv);
-    CHECK_INT(kp_cuda_split_options("", &copy, &argv, &argc), 0);
+    CHECK_INT(kp_cuda_split_options("", &copy, &argv, &argc, NULL), KPROF_OK);
     CHECK_INT(argc, 0);
     free(copy);
     free(argv);
-    CHECK_INT(kp_cuda_split_options(NULL, &copy, &argv, &argc), 0);
+    CHECK_INT(kp_cuda_split_options(NULL, &copy, &argv, &argc, NULL), KPROF_OK);
     CHECK_INT(argc, 0);
     free(copy);
     free(argv);

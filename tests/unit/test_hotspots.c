@@ -118,7 +118,7 @@ static void test_aggregation(void)
     add(&s, "k", 0x600, "/src/hot.cu", 11, (uint64_t[]){0, 0, 5, 0, 0});
 
     kp_hotspots h;
-    CHECK_INT(kp_hotspots_from_samples(&s, &h), 0);
+    CHECK_INT(kp_hotspots_from_samples(&s, &h, NULL), KPROF_OK);
     CHECK_INT(h.n, 6);
     CHECK_INT(h.samples, 460 + 120 + 120 + 20 + 80 + 80);
     CHECK_INT(h.total_samples, 1000);
@@ -176,7 +176,7 @@ static void test_aggregation(void)
     /* Nothing sampled: no lines, no division by zero. */
     kp_pc_samples none = {0};
     CHECK_INT(kp_pc_samples_set_reasons(&none, reasons, NREASONS, NULL), 0);
-    CHECK_INT(kp_hotspots_from_samples(&none, &h), 0);
+    CHECK_INT(kp_hotspots_from_samples(&none, &h, NULL), KPROF_OK);
     CHECK_INT(h.n, 0);
     CHECK_INT(h.samples, 0);
     kp_hotspots_free(&h);

@@ -57,8 +57,8 @@ static void test_kinds(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cJSON *doc = cJSON_Parse(cases[i].text);
         kp_result_kind kind = KP_RESULT_RUN;
-        int rc = kp_result_kind_of(doc, &kind);
-        CHECK_INT(rc == 0 ? (int)kind : -1, cases[i].kind);
+        int known = kp_result_kind_of(doc, &kind);
+        CHECK_INT(known ? (int)kind : -1, cases[i].kind);
         cJSON_Delete(doc);
     }
 }
@@ -284,7 +284,7 @@ static void test_sweep_write(void)
     cJSON *doc = cJSON_Parse(out.data ? out.data : "");
     CHECK(doc != NULL);
     kp_result_kind kind = KP_RESULT_RUN;
-    CHECK_INT(kp_result_kind_of(doc, &kind), 0);
+    CHECK_INT(kp_result_kind_of(doc, &kind), 1);
     CHECK_INT(kind, KP_RESULT_SWEEP);
     CHECK_INT(kp_result_check_version(doc, KP_RESULT_SWEEP, "sweep.json", &err), KPROF_OK);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, "version");
@@ -359,17 +359,67 @@ static void test_sweep_write(void)
     kp_error_clear(&err);
 }
 
+/* A point's lists of numbers: samples_ms must be one (CORRUPT, naming the point); a
+ * run_medians_ms that is not one is ignored; clock_samples_mhz must match the samples. */
+static void test_bench_lists(void)
+{
+    static const char *const head =
+        "{\"version\": 1, \"kind\": \"bench\", \"points\": [{\"point\": \"p\", "
+        "\"cache\": \"hot\", \"kernels\": [{";
+    char text[512];
+    kp_error err = {0};
+    kp_bench_file *f = NULL;
+
+    snprintf(text, sizeof text, "%s\"samples_ms\": [1, -2]}]}]}", head);
+    const char *path = put("l.json", text);
+    CHECK_INT(kp_bench_file_read(path, &f, &err), KPROF_CORRUPT);
+    CHECK(f == NULL);
+    CHECK_CONTAINS(err.message, ": point 1: \"samples_ms\" is not a list of times (ms)");
+    kp_error_clear(&err);
+
+    snprintf(text, sizeof text, "%s\"samples_ms\": []}]}]}", head);
+    CHECK_INT(kp_bench_file_read(put("l.json", text), &f, &err), KPROF_CORRUPT);
+    CHECK_CONTAINS(err.message, "\"samples_ms\" is not a list of times (ms)");
+    kp_error_clear(&err);
+
+    snprintf(text, sizeof text, "%s\"samples_ms\": [1, 2], \"run_medians_ms\": \"x\"}]}]}", head);
+    CHECK_INT(kp_bench_file_read(put("l.json", text), &f, &err), KPROF_OK);
+    if (f) {
+        CHECK_INT(f->points[0].n, 2);
+        CHECK_INT(f->points[0].nruns, 0);
+    }
+    kp_bench_file_free(f);
+    f = NULL;
+
+    snprintf(text, sizeof text, "%s\"samples_ms\": [1, 2], \"clock_samples_mhz\": [1500]}]}]}",
+             head);
+    CHECK_INT(kp_bench_file_read(put("l.json", text), &f, &err), KPROF_CORRUPT);
+    CHECK_CONTAINS(err.message, ": point 1: \"clock_samples_mhz\" does not match its samples");
+    kp_error_clear(&err);
+    snprintf(text, sizeof text,
+             "%s\"samples_ms\": [1, 2], \"clock_samples_mhz\": [1500, null]}]}]}", head);
+    CHECK_INT(kp_bench_file_read(put("l.json", text), &f, &err), KPROF_CORRUPT);
+    CHECK_CONTAINS(err.message, "\"clock_samples_mhz\" does not match its samples");
+    kp_error_clear(&err);
+    snprintf(text, sizeof text,
+             "%s\"samples_ms\": [1, 2], \"clock_samples_mhz\": [1500, 1400]}]}]}", head);
+    CHECK_INT(kp_bench_file_read(put("l.json", text), &f, &err), KPROF_OK);
+    if (f) CHECK_NEAR(f->points[0].mhz[1], 1400, 0);
+    kp_bench_file_free(f);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir)) return 1;
     test_kinds();
     test_read();
     test_bench_points();
+    test_bench_lists();
     test_bench_round_trip();
     test_notes();
     test_sweep_write();
-    static const char *const names[] = {"b.json", "v2.json", "a.json",  "o.json",
-                                        "r.json", "n.json",  "n2.json", "w.json"};
+    static const char *const names[] = {"b.json", "v2.json", "a.json", "o.json", "r.json",
+                                        "n.json", "n2.json", "w.json", "l.json"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char path[256];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);

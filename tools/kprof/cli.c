@@ -87,34 +87,38 @@ int kp_cli_exit(int code)
     return code;
 }
 
-int kp_cli_parse_double(const char *text, double *out)
+kprof_status kp_cli_parse_double(const char *text, double *out, kp_error *err)
 {
-    if (!text || !*text) return -1;
     errno = 0;
     char *end = NULL;
-    double v = strtod(text, &end);
-    if (errno || *end || end == text || !(v >= 0) || v > 1e12) return -1;
+    double v = text && *text ? strtod(text, &end) : -1;
+    if (!text || !*text || errno || *end || end == text || !(v >= 0) || v > 1e12)
+        return kp_error_set(err, KPROF_INVALID, "'%s': expected a number from 0 to 1e12",
+                            text ? text : "");
     *out = v;
-    return 0;
+    return KPROF_OK;
 }
 
-int kp_cli_parse_dims(const char *text, uint64_t v[3], int *dims)
+kprof_status kp_cli_parse_dims(const char *text, uint64_t v[3], int *dims, kp_error *err)
 {
     v[0] = v[1] = v[2] = 1;
     *dims = 0;
     char buf[128];
-    if (!text || strlen(text) >= sizeof buf) return -1;
+    if (!text || strlen(text) >= sizeof buf) goto bad;
     snprintf(buf, sizeof buf, "%s", text);
     char *save = NULL;
     for (char *tok = strtok_r(buf, "x", &save); tok; tok = strtok_r(NULL, "x", &save)) {
-        if (*dims >= 3) return -1;
-        if (kp_parse_size(tok, &v[*dims]) != 0 || v[*dims] == 0) return -1;
+        if (*dims >= 3) goto bad;
+        if (kp_parse_size(tok, &v[*dims]) != 0 || v[*dims] == 0) goto bad;
         (*dims)++;
     }
     /* Reject "x16", "16x", "16xx16": strtok would hide the empty parts. */
     if (*dims == 0 || text[0] == 'x' || text[strlen(text) - 1] == 'x' || strstr(text, "xx"))
-        return -1;
-    return 0;
+        goto bad;
+    return KPROF_OK;
+bad:
+    return kp_error_set(err, KPROF_INVALID, "'%s': expected N, NxM or NxMxK (sizes from 1)",
+                        text ? text : "");
 }
 
 int kp_cli_parse_percent(const char *cmd, const char *opt, const char *text, double lo, double hi,
@@ -125,7 +129,7 @@ int kp_cli_parse_percent(const char *cmd, const char *opt, const char *text, dou
     size_t n = strlen(buf);
     if (n && buf[n - 1] == '%') buf[n - 1] = '\0';
     double v;
-    if (kp_cli_parse_double(buf, &v) != 0 || v < lo || v > hi)
+    if (kp_cli_parse_double(buf, &v, NULL) != KPROF_OK || v < lo || v > hi)
         return kp_cli_usage_error(cmd, "%s '%s': expected a percentage from %g to %g", opt, text,
                                   lo, hi);
     *out = v / 100;
@@ -145,11 +149,10 @@ int kp_cli_ceiling(const kp_device_info *dev, kp_ceiling *c)
             fprintf(stderr, "kprof: warning: %s: going on without the bandwidth ceiling\n",
                     err.message[0] ? err.message : "the store cannot be read");
         warned = 1;
-        kp_error_clear(&err);
-        return -1;
     }
     kp_error_clear(&err);
-    return rc;
+    /* A lookup: found or not (a store that cannot be read has no ceiling to give either). */
+    return rc == 0 ? 0 : -1;
 }
 
 int kp_cli_nomem(void)

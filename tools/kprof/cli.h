@@ -46,7 +46,8 @@ void kp_cli_signals_install(void);
 /* Print a command's full help (its help.h text) to stdout; 0. */
 int kp_cli_help(const kp_command *c);
 
-/* The stored bandwidth ceiling for dev (kp_store_lookup_ceiling): 0 found, -1 none. A damaged
+/* The stored bandwidth ceiling for dev (kp_store_lookup_ceiling), a lookup: 0 found, -1 none
+ * (also when the store cannot be read: the run goes on without it). A damaged
  * store is a warning on stderr, once a process ("kprof: warning: store ... is damaged ...:
  * going on without the bandwidth ceiling"), and -1. */
 struct kp_ceiling;
@@ -55,14 +56,17 @@ int kp_cli_ceiling(const kp_device_info *dev, struct kp_ceiling *c);
 /* Finish: flush stdout and turn a write error into exit code 1. */
 int kp_cli_exit(int code);
 
-/* "1048576", "1M", "4096x4096", "16x16x4" -> dims and values; -1 on malformed input. */
-int kp_cli_parse_dims(const char *text, uint64_t v[3], int *dims);
+/* "1048576", "1M", "4096x4096", "16x16x4" -> dims and values. KPROF_OK, or KPROF_INVALID on
+ * malformed input, err naming the text (callers that say which option was wrong pass NULL and
+ * print their own usage error). */
+kprof_status kp_cli_parse_dims(const char *text, uint64_t v[3], int *dims, kp_error *err);
 /* "5", "5%", "0.5": a percentage from lo to hi, as a fraction in *out. 0, or the usage error's
  * exit code after printing "OPT 'TEXT': expected a percentage from LO to HI" for cmd. */
 int kp_cli_parse_percent(const char *cmd, const char *opt, const char *text, double lo, double hi,
                          double *out);
-/* Non-negative decimal number; -1 on malformed input. */
-int kp_cli_parse_double(const char *text, double *out);
+/* Non-negative decimal number up to 1e12. KPROF_OK, or KPROF_INVALID on malformed input (err
+ * as above). */
+kprof_status kp_cli_parse_double(const char *text, double *out, kp_error *err);
 
 /* Commands. */
 int kp_cmd_caps(int argc, char **argv);

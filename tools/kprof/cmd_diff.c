@@ -473,7 +473,7 @@ int kp_cmd_diff(int argc, char **argv)
             break;
         }
         case 'e':
-            if (kp_cli_parse_double(optarg, &x) != 0 || !(x <= 1e9))
+            if (kp_cli_parse_double(optarg, &x, NULL) != KPROF_OK || !(x <= 1e9))
                 return kp_cli_usage_error(
                     "diff", "--min-effect-us '%s': expected microseconds >= 0", optarg);
             a.cfg.min_effect_ns = x * 1e3;

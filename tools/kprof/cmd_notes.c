@@ -431,7 +431,8 @@ done:
     return rc;
 }
 
-/* An optional string member: absent or null leaves *out NULL; -1 when it is something else. */
+/* notes import FILE: the notes of a `notes export` file added to the store, those it holds
+ * already skipped (its optional members are read by kp_notes_import_read). */
 static int kp_notes_cmd_import(const kp_notes_args *a)
 {
     if (a->npos != 1) return kp_cli_usage_error("notes", "notes import: give one FILE");

@@ -71,19 +71,23 @@ static int kp_report_calltree(const char *path, kp_calltree_view *view, int raw,
     return 0;
 }
 
-/* A whole number from 1 to max, digits only: 0 or -1 when it is not one. */
-static int kp_parse_count(const char *text, uint64_t max, uint64_t *out)
+/* A whole number from 1 to max, digits only: KPROF_OK, or KPROF_INVALID naming the text (the
+ * options pass NULL: each says which option it was). */
+static kprof_status kp_parse_count(const char *text, uint64_t max, uint64_t *out, kp_error *err)
 {
     uint64_t v = 0;
-    if (!text || !*text) return -1;
+    if (!text || !*text) goto bad;
     for (const char *p = text; *p; p++) {
-        if (*p < '0' || *p > '9') return -1;
-        if (v > (max - (uint64_t)(*p - '0')) / 10) return -1;
+        if (*p < '0' || *p > '9') goto bad;
+        if (v > (max - (uint64_t)(*p - '0')) / 10) goto bad;
         v = v * 10 + (uint64_t)(*p - '0');
     }
-    if (v < 1) return -1;
+    if (v < 1) goto bad;
     *out = v;
-    return 0;
+    return KPROF_OK;
+bad:
+    return kp_error_set(err, KPROF_INVALID, "'%s': expected a whole number from 1 to %llu",
+                        text ? text : "", (unsigned long long)max);
 }
 
 int kp_cmd_report(int argc, char **argv)
@@ -135,13 +139,13 @@ int kp_cmd_report(int argc, char **argv)
             sorted = 1;
             break;
         case 'n':
-            if (kp_parse_count(optarg, UINT32_MAX, &v) != 0)
+            if (kp_parse_count(optarg, UINT32_MAX, &v, NULL) != KPROF_OK)
                 return kp_cli_usage_error("report", "--top '%s': expected a whole number >= 1",
                                           optarg);
             view.top = (size_t)v;
             break;
         case 'd':
-            if (kp_parse_count(optarg, UINT32_MAX, &v) != 0)
+            if (kp_parse_count(optarg, UINT32_MAX, &v, NULL) != KPROF_OK)
                 return kp_cli_usage_error(
                     "report", "--depth '%s': expected a whole number >= 1 (1: the top level)",
                     optarg);

@@ -212,7 +212,7 @@ int kp_cmd_trace(int argc, char **argv)
             merge = optarg;
             break;
         case 'g':
-            if (kp_cli_parse_double(optarg, &grace) != 0 || grace > 86400)
+            if (kp_cli_parse_double(optarg, &grace, NULL) != KPROF_OK || grace > 86400)
                 return kp_cli_usage_error("trace", "--grace %s: expected seconds (0 to 86400)",
                                           optarg);
             break;

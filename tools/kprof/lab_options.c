@@ -45,7 +45,7 @@ int kp_cli_parse_timer(const char *cmd, const char *text, kp_launch *launch)
 int kp_cli_parse_kernel_timeout(const char *cmd, const char *opt, const char *text,
                                 kp_launch *launch)
 {
-    if (kp_cli_parse_double(text, &launch->timeout_s) != 0 || launch->timeout_s <= 0)
+    if (kp_cli_parse_double(text, &launch->timeout_s, NULL) != KPROF_OK || launch->timeout_s <= 0)
         return kp_cli_usage_error(cmd, "%s '%s': expected seconds > 0", opt, text);
     return 0;
 }
@@ -106,7 +106,7 @@ int kp_lab_cli_option(kp_lab_cli *o, int c, int argc, char **argv, int *taken)
     case KP_LAB_OPT_GRID:
         if (!o->parse_dims) {
             o->grid_text = optarg;
-        } else if (kp_cli_parse_dims(optarg, o->launch->grid, &o->grid_dims) != 0) {
+        } else if (kp_cli_parse_dims(optarg, o->launch->grid, &o->grid_dims, NULL) != KPROF_OK) {
             return kp_cli_usage_error(cmd,
                                       "--grid '%s': expected N, NxM or NxMxK of "
                                       "positive whole numbers",
@@ -117,7 +117,7 @@ int kp_lab_cli_option(kp_lab_cli *o, int c, int argc, char **argv, int *taken)
         o->tg_set = 1;
         if (!o->parse_dims) {
             o->tg_text = optarg;
-        } else if (kp_cli_parse_dims(optarg, o->launch->tg, &o->tg_dims) != 0) {
+        } else if (kp_cli_parse_dims(optarg, o->launch->tg, &o->tg_dims, NULL) != KPROF_OK) {
             return kp_cli_usage_error(cmd,
                                       "--tg '%s': expected N, NxM or NxMxK of positive "
                                       "whole numbers",
@@ -450,7 +450,7 @@ static int kp_bench_parse_options(int argc, char **argv, const struct option *lo
                 return rc;
             break;
         case 'm':
-            if (kp_cli_parse_double(optarg, &d) != 0 || d > 3600)
+            if (kp_cli_parse_double(optarg, &d, NULL) != KPROF_OK || d > 3600)
                 return kp_cli_usage_error("bench", "--min-time '%s': expected 0 to 3600 seconds",
                                           optarg);
             a->plan.cfg.min_time_s = d;
@@ -462,7 +462,7 @@ static int kp_bench_parse_options(int argc, char **argv, const struct option *lo
             a->plan.cfg.min_samples = (int)v;
             break;
         case 'T':
-            if (kp_cli_parse_double(optarg, &d) != 0 || d <= 0 || d > 86400)
+            if (kp_cli_parse_double(optarg, &d, NULL) != KPROF_OK || d <= 0 || d > 86400)
                 return kp_cli_usage_error("bench", "--timeout '%s': expected seconds > 0", optarg);
             a->plan.cfg.timeout_s = d;
             break;

@@ -223,22 +223,29 @@ static void man_entries(FILE *f, const char *s)
     }
 }
 
+/* kprof_man is a build-time tool that links the help text alone, no kprof layer, so kp_error is
+ * not at hand: its page writers keep 0/-1, and each failure is said once, where the file is
+ * opened or closed ("kprof_man: cannot write PATH"); main turns it into exit 1. */
 static FILE *man_open(const char *dir, const char *page)
 {
+    FILE *f = NULL;
     size_t n = strlen(dir) + strlen(page) + 2;
     char *path = malloc(n);
-    if (!path) return NULL;
-    snprintf(path, n, "%s/%s", dir, page);
-    FILE *f = fopen(path, "w");
-    if (!f) fprintf(stderr, "kprof_man: cannot write %s\n", path);
+    if (path) {
+        snprintf(path, n, "%s/%s", dir, page);
+        f = fopen(path, "w");
+    }
+    if (!f) fprintf(stderr, "kprof_man: cannot write %s/%s\n", dir, page);
     free(path);
     return f;
 }
 
-static int man_close(FILE *f)
+static int man_close(FILE *f, const char *dir, const char *page)
 {
     int bad = ferror(f);
-    return fclose(f) != 0 || bad ? -1 : 0;
+    if (fclose(f) == 0 && !bad) return 0;
+    fprintf(stderr, "kprof_man: cannot write %s/%s\n", dir, page);
+    return -1;
 }
 
 static int man_command(const char *dir, const kp_help *h, const char *version)
@@ -294,7 +301,7 @@ static int man_command(const char *dir, const kp_help *h, const char *version)
         man_line(f, h->summary, strlen(h->summary));
     }
     fputs(".SH \"SEE ALSO\"\n.BR kprof (1)\n", f);
-    return man_close(f);
+    return man_close(f, dir, page);
 }
 
 static int man_kprof(const char *dir, const char *version)
@@ -327,7 +334,7 @@ static int man_kprof(const char *dir, const char *version)
     fputs(".SH \"SEE ALSO\"\n", f);
     for (const kp_help *h = kp_helps; h->name; h++)
         fprintf(f, ".BR kprof\\-%s (1)%s\n", h->name, h[1].name ? "," : "");
-    return man_close(f);
+    return man_close(f, dir, "kprof.1");
 }
 
 int main(int argc, char **argv)

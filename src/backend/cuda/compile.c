@@ -119,7 +119,7 @@ static kprof_status kp_cuda_kernel_meta(CUfunction f, const kp_cuda_naming *nm, 
     int mangled = kp_demangle(symbol, demangled, 2048);
     char user[256] = "";
     ptext[0] = '\0';
-    if (mangled && kp_cuda_split_demangled(demangled, user, sizeof user, ptext, 2048) != 0)
+    if (mangled && !kp_cuda_split_demangled(demangled, user, sizeof user, ptext, 2048))
         kp_strlcpy(user, demangled, sizeof user);
     if (nm->lowered[0] && strcmp(symbol, nm->lowered) == 0)
         kp_strlcpy(m->name, nm->entry, sizeof m->name);
@@ -135,9 +135,9 @@ static kprof_status kp_cuda_kernel_meta(CUfunction f, const kp_cuda_naming *nm, 
         goto done;
     }
     /* Types from the mangled name, names (and the spelling the user wrote) from the source. */
-    if (mangled && kp_cuda_parse_param_list(ptext, strlen(ptext), 0, &dparams, &ndparams) != 0) {
-        st = kp_error_nomem(err);
-        goto done;
+    if (mangled) {
+        st = kp_cuda_parse_param_list(ptext, strlen(ptext), 0, &dparams, &ndparams, err);
+        if (st != KPROF_OK) goto done;
     }
     int have_types = mangled && ndparams == m->nparams;
     char pointers[KP_SPEC_MAX_ARGS * 16 + 1];
@@ -363,10 +363,8 @@ static kprof_status kp_cuda_compile(kp_device *dev, const kp_source *src, kp_bui
         kp_error_clear(&load);
         goto done;
     }
-    if (kp_cuda_split_options(src->options, &words_copy, &words, &nwords) != 0) {
-        st = kp_error_nomem(err);
-        goto done;
-    }
+    st = kp_cuda_split_options(src->options, &words_copy, &words, &nwords, err);
+    if (st != KPROF_OK) goto done;
     /* The user's own -arch wins over the device's. */
     int user_arch = 0;
     for (int i = 0; i < nwords; i++)
@@ -517,23 +515,24 @@ static kprof_status kp_cuda_copy_image(const kp_source *src, kp_build_output *pr
 }
 
 /* A .ptx or .cubin names no parameters. When the .cu it came from sits beside it under the
- * same stem (kprof's dumps leave it so), its declarations name and type them. */
-static int kp_cuda_sibling_decls(const char *path, kp_cuda_decls *decls)
+ * same stem (kprof's dumps leave it so), its declarations name and type them. KPROF_OK (also
+ * with no such .cu: decls stay empty), or KPROF_NOMEM with err filled. */
+static kprof_status kp_cuda_sibling_decls(const char *path, kp_cuda_decls *decls, kp_error *err)
 {
     const char *slash = strrchr(path, '/');
     const char *dot = strrchr(path, '.');
-    if (!dot || (slash && dot < slash)) return 0;
+    if (!dot || (slash && dot < slash)) return KPROF_OK;
     kp_str cu = {0};
     kp_str_printf(&cu, "%.*s.cu", (int)(dot - path), path);
     if (cu.failed) {
         kp_str_free(&cu);
-        return -1;
+        return kp_error_nomem(err);
     }
     char *text = NULL;
     size_t len = 0;
-    int rc = 0;
+    kprof_status rc = KPROF_OK;
     if (kp_file_read(cu.data, &text, &len, NULL) == KPROF_OK)
-        rc = kp_cuda_parse_kernels(text, len, decls);
+        rc = kp_cuda_parse_kernels(text, len, decls, err);
     free(text);
     kp_str_free(&cu);
     return rc;
@@ -608,17 +607,13 @@ kprof_status kp_cuda_build(kp_device *dev, const kp_source *src, kp_program **ou
     if (src->lang == KP_LANG_CUDA) {
         st = kp_cuda_compile(dev, src, products, lowered, sizeof lowered, err);
         if (st != KPROF_OK) goto fail;
-        if (kp_cuda_parse_kernels(src->text, src->len, &decls) != 0) {
-            st = kp_error_nomem(err);
-            goto fail;
-        }
+        st = kp_cuda_parse_kernels(src->text, src->len, &decls, err);
+        if (st != KPROF_OK) goto fail;
     } else {
         st = kp_cuda_copy_image(src, products, err);
         if (st != KPROF_OK) goto fail;
-        if (kp_cuda_sibling_decls(src->path, &decls) != 0) {
-            st = kp_error_nomem(err);
-            goto fail;
-        }
+        st = kp_cuda_sibling_decls(src->path, &decls, err);
+        if (st != KPROF_OK) goto fail;
     }
     int ptx = strcmp(products->binary_ext, "ptx") == 0;
     st = kp_cuda_module_load(dev, src->lang == KP_LANG_CUDA ? "NVRTC output" : src->path, ptx,

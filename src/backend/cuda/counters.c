@@ -280,23 +280,25 @@ static CUptiResult kp_cuda_host_add(CUpti_Profiler_Host_Object *host, const char
 }
 
 /* Whether CUPTI takes `name` for the Range Profiler on this chip: added alone to a host object
- * of its own (see step 6 above). 1 yes, 0 no (any refusal: CUPTI 13.0 answers an unknown name
- * INVALID_PARAMETER and a base name without its rollup the same), -1 when no host object could
- * be made or the refusal is one kprof explains (permission, another profiler: *r). */
-static int kp_cuda_metric_ok(const char *chip, const uint8_t *availability, const char *name,
-                             CUptiResult *r)
+ * of its own (see step 6 above). KPROF_OK with *taken 1 yes, 0 no (any refusal: CUPTI 13.0
+ * answers an unknown name INVALID_PARAMETER and a base name without its rollup the same); a
+ * failure (kp_cuda_counters_fail's status, err filled) when no host object could be made or the
+ * refusal is one kprof explains (permission, another profiler). */
+static kprof_status kp_cuda_metric_ok(const char *chip, const uint8_t *availability,
+                                      const char *name, int *taken, kp_error *err)
 {
+    *taken = 0;
     CUpti_Profiler_Host_Object *scratch = NULL;
-    *r = kp_cuda_host_open(chip, availability, &scratch);
-    if (*r != CUPTI_SUCCESS) return -1;
+    CUptiResult r = kp_cuda_host_open(chip, availability, &scratch);
+    if (r != CUPTI_SUCCESS)
+        return kp_cuda_counters_fail(err, "cuptiProfilerHostInitialize / ConfigAddMetrics", r);
     const char *one[1] = {name};
     CUptiResult added = kp_cuda_host_add(scratch, one, 1);
     kp_cuda_host_close(scratch);
-    if (added != CUPTI_SUCCESS && kp_cuda_counters_reason(added)) {
-        *r = added;
-        return -1;
-    }
-    return added == CUPTI_SUCCESS;
+    if (added != CUPTI_SUCCESS && kp_cuda_counters_reason(added))
+        return kp_cuda_counters_fail(err, "cuptiProfilerHostInitialize / ConfigAddMetrics", added);
+    *taken = added == CUPTI_SUCCESS;
+    return KPROF_OK;
 }
 
 void kp_cuda_counter_plan_free(kp_cuda_counter_plan *plan)
@@ -360,12 +362,9 @@ kprof_status kp_cuda_counter_plan_make(const char *chip, const uint8_t *availabi
         } else {
             /* A name asked for twice but refused the first time is refused again here; rare
              * enough not to keep a list of refusals. */
-            int ok = kp_cuda_metric_ok(chip, availability, name, &r);
-            if (ok < 0) {
-                st =
-                    kp_cuda_counters_fail(err, "cuptiProfilerHostInitialize / ConfigAddMetrics", r);
-                goto fail;
-            }
+            int ok = 0;
+            st = kp_cuda_metric_ok(chip, availability, name, &ok, err);
+            if (st != KPROF_OK) goto fail;
             if (!ok) continue;
             plan->names[plan->count] = name;
             plan->slot[i] = (long)plan->count++;

@@ -90,7 +90,8 @@ static char *kp_cuda_clean(const char *text, size_t len)
     return out;
 }
 
-static int kp_cuda_tokenize(const char *s, size_t len, kp_cuda_tokens *out)
+/* The tokens of s[0..len) into out (heap). KPROF_OK, or KPROF_NOMEM with out emptied. */
+static kprof_status kp_cuda_tokenize(const char *s, size_t len, kp_cuda_tokens *out, kp_error *err)
 {
     memset(out, 0, sizeof *out);
     size_t i = 0;
@@ -115,7 +116,7 @@ static int kp_cuda_tokenize(const char *s, size_t len, kp_cuda_tokens *out)
             if (!t) {
                 free(out->t);
                 memset(out, 0, sizeof *out);
-                return -1;
+                return kp_error_nomem(err);
             }
             out->t = t;
             out->capacity = cap;
@@ -124,7 +125,7 @@ static int kp_cuda_tokenize(const char *s, size_t len, kp_cuda_tokens *out)
         out->t[out->count].n = i - start;
         out->count++;
     }
-    return 0;
+    return KPROF_OK;
 }
 
 static int kp_cuda_tok_is(const kp_cuda_token *t, const char *word)
@@ -275,12 +276,13 @@ static void kp_cuda_param_from_tokens(const kp_cuda_token *t, size_t n, int name
     }
 }
 
-static int kp_cuda_params_from_tokens(const kp_cuda_token *t, size_t n, int named,
-                                      kp_cuda_decl_param **params, int *nparams)
+static kprof_status kp_cuda_params_from_tokens(const kp_cuda_token *t, size_t n, int named,
+                                               kp_cuda_decl_param **params, int *nparams,
+                                               kp_error *err)
 {
     *params = NULL;
     *nparams = 0;
-    if (n == 0 || (n == 1 && kp_cuda_tok_is(&t[0], "void"))) return 0;
+    if (n == 0 || (n == 1 && kp_cuda_tok_is(&t[0], "void"))) return KPROF_OK;
     size_t count = 1;
     int depth = 0;
     for (size_t i = 0; i < n; i++) {
@@ -293,7 +295,7 @@ static int kp_cuda_params_from_tokens(const kp_cuda_token *t, size_t n, int name
             count++;
     }
     kp_cuda_decl_param *p = calloc(count, sizeof *p);
-    if (!p) return -1;
+    if (!p) return kp_error_nomem(err);
     size_t start = 0, k = 0;
     depth = 0;
     for (size_t i = 0; i <= n; i++) {
@@ -309,19 +311,20 @@ static int kp_cuda_params_from_tokens(const kp_cuda_token *t, size_t n, int name
     }
     *params = p;
     *nparams = (int)count;
-    return 0;
+    return KPROF_OK;
 }
 
-int kp_cuda_parse_param_list(const char *text, size_t len, int named, kp_cuda_decl_param **params,
-                             int *nparams)
+kprof_status kp_cuda_parse_param_list(const char *text, size_t len, int named,
+                                      kp_cuda_decl_param **params, int *nparams, kp_error *err)
 {
     *params = NULL;
     *nparams = 0;
     char *clean = kp_cuda_clean(text, len);
-    if (!clean) return -1;
+    if (!clean) return kp_error_nomem(err);
     kp_cuda_tokens toks;
-    int rc = kp_cuda_tokenize(clean, len, &toks);
-    if (rc == 0) rc = kp_cuda_params_from_tokens(toks.t, toks.count, named, params, nparams);
+    kprof_status rc = kp_cuda_tokenize(clean, len, &toks, err);
+    if (rc == KPROF_OK)
+        rc = kp_cuda_params_from_tokens(toks.t, toks.count, named, params, nparams, err);
     free(toks.t);
     free(clean);
     return rc;
@@ -329,37 +332,43 @@ int kp_cuda_parse_param_list(const char *text, size_t len, int named, kp_cuda_de
 
 /* ---- kernel declarations -------------------------------------------------------------- */
 
-static int kp_cuda_decl_add(kp_cuda_decls *d, int *capacity, const kp_cuda_token *name,
-                            const kp_cuda_token *t, size_t open, size_t close)
+static kprof_status kp_cuda_decl_add(kp_cuda_decls *d, int *capacity, const kp_cuda_token *name,
+                                     const kp_cuda_token *t, size_t open, size_t close,
+                                     kp_error *err)
 {
     if (d->count == *capacity) {
         int cap = *capacity ? *capacity * 2 : 8;
         kp_cuda_decl *n = realloc(d->decls, (size_t)cap * sizeof *n);
-        if (!n) return -1;
+        if (!n) return kp_error_nomem(err);
         d->decls = n;
         *capacity = cap;
     }
     kp_cuda_decl *decl = &d->decls[d->count];
     memset(decl, 0, sizeof *decl);
     snprintf(decl->name, sizeof decl->name, "%.*s", (int)name->n, name->s);
-    if (kp_cuda_params_from_tokens(t + open + 1, close - open - 1, 1, &decl->params,
-                                   &decl->nparams) != 0)
-        return -1;
+    kprof_status st = kp_cuda_params_from_tokens(t + open + 1, close - open - 1, 1, &decl->params,
+                                                 &decl->nparams, err);
+    if (st != KPROF_OK) return st;
     for (int i = 0; i < decl->nparams; i++)
         if (decl->params[i].name[0]) decl->named++;
     decl->order = d->count;
     d->count++;
-    return 0;
+    return KPROF_OK;
 }
 
-int kp_cuda_parse_kernels(const char *text, size_t len, kp_cuda_decls *out)
+kprof_status kp_cuda_parse_kernels(const char *text, size_t len, kp_cuda_decls *out, kp_error *err)
 {
     memset(out, 0, sizeof *out);
-    int capacity = 0, rc = 0;
+    int capacity = 0;
+    kprof_status rc = KPROF_OK;
     kp_cuda_tokens toks = {0};
     char *clean = kp_cuda_clean(text, len);
-    if (!clean) goto fail;
-    if (kp_cuda_tokenize(clean, len, &toks) != 0) goto fail;
+    if (!clean) {
+        rc = kp_error_nomem(err);
+        goto fail;
+    }
+    rc = kp_cuda_tokenize(clean, len, &toks, err);
+    if (rc != KPROF_OK) goto fail;
     const kp_cuda_token *t = toks.t;
     size_t n = toks.count;
     for (size_t i = 0; i < n; i++) {
@@ -395,7 +404,8 @@ int kp_cuda_parse_kernels(const char *text, size_t len, kp_cuda_decls *out)
             }
             size_t close = kp_cuda_match(t, j, n);
             if (p > i && kp_cuda_tok_ident(&t[p]) && !kp_cuda_type_word(&t[p]) && close < n) {
-                if (kp_cuda_decl_add(out, &capacity, &t[p], t, j, close) != 0) goto fail;
+                rc = kp_cuda_decl_add(out, &capacity, &t[p], t, j, close, err);
+                if (rc != KPROF_OK) goto fail;
                 i = close;
             }
             break;
@@ -403,7 +413,6 @@ int kp_cuda_parse_kernels(const char *text, size_t len, kp_cuda_decls *out)
     }
     goto done;
 fail:
-    rc = -1;
     kp_cuda_decls_free(out);
 done:
     free(toks.t);
@@ -481,7 +490,7 @@ int kp_cuda_split_demangled(const char *demangled, char *name, size_t name_n, ch
     while (len && isspace((unsigned char)demangled[len - 1]))
         len--;
     size_t open = len, name_end = len;
-    int rc = -1;
+    int signature = 0;
     if (len && demangled[len - 1] == ')') {
         int depth = 0;
         for (size_t i = len; i-- > 0;) {
@@ -494,7 +503,7 @@ int kp_cuda_split_demangled(const char *demangled, char *name, size_t name_n, ch
         }
         if (open < len && open > 0) {
             name_end = open;
-            rc = 0;
+            signature = 1;
         }
     }
     /* The return type ends at the last blank outside brackets ("void tk<16, 4>"). */
@@ -509,15 +518,15 @@ int kp_cuda_split_demangled(const char *demangled, char *name, size_t name_n, ch
         else if (c == ' ' && depth == 0)
             name_start = i + 1;
     }
-    if (rc != 0) name_start = 0;
+    if (!signature) name_start = 0;
     if (name) snprintf(name, name_n, "%.*s", (int)(name_end - name_start), demangled + name_start);
     if (params) {
-        if (rc == 0)
+        if (signature)
             snprintf(params, params_n, "%.*s", (int)(len - open - 2), demangled + open + 1);
         else if (params_n)
             params[0] = '\0';
     }
-    return rc;
+    return signature;
 }
 
 void kp_cuda_base_name(const char *name, char *out, size_t n)
@@ -545,7 +554,8 @@ void kp_cuda_base_name(const char *name, char *out, size_t n)
 
 /* ---- options and architectures -------------------------------------------------------- */
 
-int kp_cuda_split_options(const char *options, char **copy, const char ***argv, int *argc)
+kprof_status kp_cuda_split_options(const char *options, char **copy, const char ***argv, int *argc,
+                                   kp_error *err)
 {
     *copy = NULL;
     *argv = NULL;
@@ -557,7 +567,7 @@ int kp_cuda_split_options(const char *options, char **copy, const char ***argv, 
     if (!c || !v) {
         free(c);
         free(v);
-        return -1;
+        return kp_error_nomem(err);
     }
     memcpy(c, options, len + 1);
     int count = 0;
@@ -573,7 +583,7 @@ int kp_cuda_split_options(const char *options, char **copy, const char ***argv, 
     *copy = c;
     *argv = v;
     *argc = count;
-    return 0;
+    return KPROF_OK;
 }
 
 int kp_cuda_pick_arch(const int *archs, int n, int want)
@@ -681,27 +691,28 @@ static char *kp_ptx_without_comments(const char *text, size_t len)
     return c;
 }
 
-/* "X[, Y[, Z]]" after a .reqntid/.maxntid word: 0 and size[], or -1. */
+/* "X[, Y[, Z]]" after a .reqntid/.maxntid word: 1 and size[], or 0 when the text is none (an
+ * answer: the directive is then not read). */
 static int kp_ptx_extents(const char *p, const char *end, uint64_t size[3])
 {
     size[0] = size[1] = size[2] = 1;
     for (int d = 0; d < 3; d++) {
         while (p < end && isspace((unsigned char)*p))
             p++;
-        if (p >= end || !isdigit((unsigned char)*p)) return d ? 0 : -1;
+        if (p >= end || !isdigit((unsigned char)*p)) return d > 0;
         uint64_t v = 0;
         for (; p < end && isdigit((unsigned char)*p); p++) {
-            if (v > (UINT64_C(1) << 32)) return -1;
+            if (v > (UINT64_C(1) << 32)) return 0;
             v = v * 10 + (uint64_t)(*p - '0');
         }
-        if (v == 0) return -1;
+        if (v == 0) return 0;
         size[d] = v;
         while (p < end && isspace((unsigned char)*p))
             p++;
-        if (p >= end || *p != ',') return 0;
+        if (p >= end || *p != ',') return 1;
         p++;
     }
-    return 0;
+    return 1;
 }
 
 int kp_cuda_ptx_ntid(const char *text, size_t len, const char *symbol, uint64_t size[3])
@@ -746,7 +757,7 @@ int kp_cuda_ptx_ntid(const char *text, size_t len, const char *symbol, uint64_t 
                 which = KP_CUDA_NTID_MAX;
             if (which == KP_CUDA_NTID_NONE || rule == KP_CUDA_NTID_REQUIRED) continue;
             uint64_t v[3];
-            if (kp_ptx_extents(d + 8, body, v) != 0) continue;
+            if (!kp_ptx_extents(d + 8, body, v)) continue;
             rule = which;
             memcpy(size, v, sizeof v);
         }

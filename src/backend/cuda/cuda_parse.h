@@ -35,9 +35,9 @@ typedef struct kp_cuda_decls {
     kp_cuda_decl *decls; /* heap */
 } kp_cuda_decls;
 
-/* Find every `__global__` function declared or defined in text[0..len). 0 on success (maybe
- * with none found); -1 when memory ran out. kp_cuda_decls_free() releases. */
-int kp_cuda_parse_kernels(const char *text, size_t len, kp_cuda_decls *out);
+/* Find every `__global__` function declared or defined in text[0..len). KPROF_OK (maybe with
+ * none found), or KPROF_NOMEM with err filled and out empty. kp_cuda_decls_free() releases. */
+kprof_status kp_cuda_parse_kernels(const char *text, size_t len, kp_cuda_decls *out, kp_error *err);
 void kp_cuda_decls_free(kp_cuda_decls *d);
 
 /* The declaration of kernel `base_name` taking `nparams` parameters. `pointers` ("101": which
@@ -49,25 +49,27 @@ const kp_cuda_decl *kp_cuda_decl_find(const kp_cuda_decls *d, const char *base_n
 
 /* Parse a parameter list without its parentheses: "const float *__restrict__ a, int n = 4".
  * `named` says declarations may name parameters (source); demangled lists never do. *params is
- * heap (NULL for an empty list or "void"). 0 or -1 when memory ran out. */
-int kp_cuda_parse_param_list(const char *text, size_t len, int named, kp_cuda_decl_param **params,
-                             int *nparams);
+ * heap (NULL for an empty list or "void"). KPROF_OK, or KPROF_NOMEM with err filled. */
+kprof_status kp_cuda_parse_param_list(const char *text, size_t len, int named,
+                                      kp_cuda_decl_param **params, int *nparams, kp_error *err);
 
 /* A plain C identifier ("demo_add"), as opposed to a C++ name expression ("tk<16>", "ns::k"). */
 int kp_cuda_is_identifier(const char *s);
 
 /* Split a demangled function ("void ns::tk<16>(float*, int)") into what a user types for it
  * ("ns::tk<16>": no return type, no parameters) and its parameter text ("float*, int"). Either
- * output may be NULL. 0, or -1 when the text is no function signature (name = the whole). */
+ * output may be NULL. 1, or 0 when the text is no function signature (name = the whole; an
+ * answer, not a failure). */
 int kp_cuda_split_demangled(const char *demangled, char *name, size_t name_n, char *params,
                             size_t params_n);
 
 /* The unqualified identifier of a kernel name: "ns::tk<16>" -> "tk", "&k" -> "k". */
 void kp_cuda_base_name(const char *name, char *out, size_t n);
 
-/* Split user compiler options on blanks. *copy and *argv are heap (free both); *argc words. 0 or
- * -1 when memory ran out. */
-int kp_cuda_split_options(const char *options, char **copy, const char ***argv, int *argc);
+/* Split user compiler options on blanks. *copy and *argv are heap (free both); *argc words.
+ * KPROF_OK, or KPROF_NOMEM with err filled. */
+kprof_status kp_cuda_split_options(const char *options, char **copy, const char ***argv, int *argc,
+                                   kp_error *err);
 
 /* The architecture to compile for: `want` (e.g. 90) when NVRTC lists it, else the highest
  * listed one below it; -1 when every listed one is newer. */

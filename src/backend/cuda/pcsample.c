@@ -113,15 +113,17 @@ static void kp_pcs_buffer_reset(kp_pcs_buffer *b)
     }
 }
 
-static int kp_pcs_buffer_init(kp_pcs_buffer *b, size_t nreasons)
+/* KPROF_OK, or KPROF_NOMEM with err filled (b then holds what was allocated, for
+ * kp_pcs_buffer_free). */
+static kprof_status kp_pcs_buffer_init(kp_pcs_buffer *b, size_t nreasons, kp_error *err)
 {
     memset(b, 0, sizeof *b);
     b->records = calloc(KP_PCS_RECORDS, sizeof *b->records);
     b->reasons = calloc(KP_PCS_RECORDS * nreasons, sizeof *b->reasons);
-    if (!b->records || !b->reasons) return -1;
+    if (!b->records || !b->reasons) return kp_error_nomem(err);
     b->nreasons = nreasons;
     kp_pcs_buffer_reset(b);
-    return 0;
+    return KPROF_OK;
 }
 
 /* A timed-out session's state, kept reachable while CUPTI may still write into it (see the end
@@ -153,8 +155,9 @@ static void kp_pcs_note_range(kp_pcs_state *s, uint64_t range, uint64_t total, u
 }
 
 /* Add the records of one buffer to out. The structs are packed: every field is copied out
- * before use, never referenced in place. 0, or -1 out of memory. */
-static int kp_pcs_take(kp_pcs_state *s, const CUpti_PCSamplingData *d, kp_pc_samples *out)
+ * before use, never referenced in place. KPROF_OK, or KPROF_NOMEM with err filled. */
+static kprof_status kp_pcs_take(kp_pcs_state *s, const CUpti_PCSamplingData *d, kp_pc_samples *out,
+                                kp_error *err)
 {
     size_t n = d->totalNumPcs;
     if (n > KP_PCS_RECORDS) n = KP_PCS_RECORDS;
@@ -164,7 +167,7 @@ static int kp_pcs_take(kp_pcs_state *s, const CUpti_PCSamplingData *d, kp_pc_sam
         memcpy(&rec, &d->pPcData[i], sizeof rec);
         if (s->cubin_crc && rec.cubinCrc != s->cubin_crc) s->crc_mismatch++;
         kp_pc_sample *pc = kp_pc_samples_at(out, rec.functionName, rec.pcOffset);
-        if (!pc) return -1;
+        if (!pc) return kp_error_nomem(err);
         size_t nstalls = rec.stallReasonCount < s->nreasons ? rec.stallReasonCount : s->nreasons;
         for (size_t j = 0; j < nstalls && rec.stallReason; j++) {
             CUpti_PCSamplingStallReason sr;
@@ -176,7 +179,7 @@ static int kp_pcs_take(kp_pcs_state *s, const CUpti_PCSamplingData *d, kp_pc_sam
             }
         }
     }
-    return 0;
+    return KPROF_OK;
 }
 
 /* GetData until CUPTI has nothing left (no records and none remaining). */
@@ -193,7 +196,8 @@ static kprof_status kp_pcs_drain(kp_pcs_state *s, kp_pc_samples *out, kp_error *
         }
         if (r != CUPTI_SUCCESS) return kp_pcs_fail(err, "cuptiPCSamplingGetData", r);
         if (s->read.data.hardwareBufferFull) s->hardware_full = 1;
-        if (kp_pcs_take(s, &s->read.data, out) != 0) return kp_error_nomem(err);
+        kprof_status st = kp_pcs_take(s, &s->read.data, out, err);
+        if (st != KPROF_OK) return st;
         if (s->read.data.totalNumPcs == 0 && s->read.data.remainingNumPcs == 0) return KPROF_OK;
     }
     return kp_error_set(err, KPROF_UNAVAILABLE,
@@ -398,11 +402,9 @@ kprof_status kp_cuda_pc_sample(kp_kernel *k, const kp_launch *l, int dispatches,
     if (st != KPROF_OK) goto done;
     s->reason_index = reason_index;
     s->nreasons = out->nreasons;
-    if (kp_pcs_buffer_init(&s->read, s->nreasons) != 0 ||
-        kp_pcs_buffer_init(&s->kept, s->nreasons) != 0) {
-        st = kp_error_nomem(err);
-        goto done;
-    }
+    st = kp_pcs_buffer_init(&s->read, s->nreasons, err);
+    if (st == KPROF_OK) st = kp_pcs_buffer_init(&s->kept, s->nreasons, err);
+    if (st != KPROF_OK) goto done;
     st = kp_pcs_configure(s, reason_index, err);
     if (st != KPROF_OK) goto done;
 
@@ -487,7 +489,7 @@ done:
         if (r != CUPTI_SUCCESS && st == KPROF_OK)
             st = kp_pcs_fail(err, "cuptiPCSamplingDisable", r);
         /* What CUPTI still held is now in the configured buffer. */
-        if (st == KPROF_OK && kp_pcs_take(s, &s->kept.data, out) != 0) st = kp_error_nomem(err);
+        if (st == KPROF_OK) st = kp_pcs_take(s, &s->kept.data, out, err);
     }
     if (module && !dev->poisoned) kp_cu.cuModuleUnload(module);
     if (st == KPROF_OK) {
