@@ -149,9 +149,9 @@ int main(int argc, char **argv)
         printf("runs %u kernels %u min %.0f p50 %.0f p90 %.0f max %.0f mean %.0f busy %.0f wall "
                "%.0f lo %.0f hi %.0f noise %.6g discarded %u samples_n %u samples_in_range %d "
                "stop %s flush %.0f gbps %.6g gflops %.6g\n",
-               b.runs, b.kernels, b.min_ns, b.p50_ns, b.p90_ns, b.max_ns, b.mean_ns,
-               b.busy_p50_ns, b.wall_p50_ns, b.lo_ns, b.hi_ns, b.noise, b.discarded, b.samples_n,
-               in_range, b.stop, b.flush_ns, b.gbps, b.gflops);
+               b.runs, b.kernels, b.min_ns, b.p50_ns, b.p90_ns, b.max_ns, b.mean_ns, b.busy_p50_ns,
+               b.wall_p50_ns, b.lo_ns, b.hi_ns, b.noise, b.discarded, b.samples_n, in_range, b.stop,
+               b.flush_ns, b.gbps, b.gflops);
         return 0;
     }
     if (strcmp(mode, "compare") == 0) {
@@ -159,14 +159,12 @@ int main(int argc, char **argv)
         o.budget_s = 3;
         kprof_benchmark_result a = KPROF_BENCHMARK_RESULT_INIT, b = KPROF_BENCHMARK_RESULT_INIT;
         kprof_comparison c = KPROF_COMPARISON_INIT;
-        if (kprof_benchmark_compare(twenty, NULL, twenty, NULL, &o, NULL, &a, &b, &c) !=
-            KPROF_OK) {
+        if (kprof_benchmark_compare(twenty, NULL, twenty, NULL, &o, NULL, &a, &b, &c) != KPROF_OK) {
             fprintf(stderr, "inproc_cuda: kprof_benchmark_compare: %s\n", kprof_last_error());
             return 1;
         }
         print_comparison("compare-same", &c, &a, &b);
-        if (kprof_benchmark_compare(twenty, NULL, eighty, NULL, &o, NULL, &a, &b, &c) !=
-            KPROF_OK) {
+        if (kprof_benchmark_compare(twenty, NULL, eighty, NULL, &o, NULL, &a, &b, &c) != KPROF_OK) {
             fprintf(stderr, "inproc_cuda: kprof_benchmark_compare: %s\n", kprof_last_error());
             return 1;
         }
@@ -196,6 +194,7 @@ int main(int argc, char **argv)
         printf("captured\n");
         return 0;
     }
-    fprintf(stderr, "usage: inproc_cuda profile OUT N | bench [cold] | compare | errors | capture\n");
+    fprintf(stderr,
+            "usage: inproc_cuda profile OUT N | bench [cold] | compare | errors | capture\n");
     return 2;
 }
