@@ -793,6 +793,9 @@ KPROF_API kprof_status kprof_compare(const double *a, size_t na, const double *b
  *   before every timed run, a write of a buffer twice the device's last-level cache on the queue
  *   the run used last (not timed).
  *
+ * A cold benchmark's first flush needs the device the callback's work runs on: when no run has
+ * shown it yet (warmup 0), one untimed call of the callback comes first.
+ *
  * The throttle check (as kprof bench's): where NVML can read the GPU's SM clock (CUDA), a round
  * of runs taken while the clock was below its top is discarded and retaken (`discarded`). Not
  * for concurrent use with another kprof_benchmark or kprof_benchmark_compare.

@@ -20,7 +20,7 @@ static struct {
     atomic_int open;
     cl_event *events; /* one reference each */
     size_t n, cap;
-    int lost;                 /* an event could not be kept: the run's times would be wrong */
+    atomic_int lost;          /* an event could not be kept: the run's times would be wrong */
     cl_command_queue last;    /* retained: the last run's last queue, the flush's */
     cl_command_queue flushed; /* retained: the queue the flush buffer was made for */
     cl_mem flush;
@@ -36,7 +36,7 @@ void kp_cl_bench_add(void *event, int take_reference)
 {
     cl_event e = event;
     if (take_reference && kp_cl_next.clRetainEvent(e) != CL_SUCCESS) {
-        kp_clb.lost = 1;
+        atomic_store(&kp_clb.lost, 1);
         return;
     }
     pthread_mutex_lock(&kp_clb.lock);
@@ -44,7 +44,7 @@ void kp_cl_bench_add(void *event, int take_reference)
         size_t cap = kp_clb.cap ? 2 * kp_clb.cap : 64;
         cl_event *p = realloc(kp_clb.events, cap * sizeof *p);
         if (!p) {
-            kp_clb.lost = 1;
+            atomic_store(&kp_clb.lost, 1);
             pthread_mutex_unlock(&kp_clb.lock);
             kp_cl_next.clReleaseEvent(e);
             return;
@@ -68,7 +68,7 @@ static void kp_cl_bench_drop_events(void)
 void kp_cl_bench_begin(void)
 {
     kp_cl_bench_drop_events();
-    kp_clb.lost = 0;
+    atomic_store(&kp_clb.lost, 0);
     atomic_store(&kp_clb.open, 1);
 }
 
@@ -104,7 +104,7 @@ int kp_cl_bench_end(kp_cl_bench_times *out)
     kp_clb.events = NULL;
     kp_clb.n = kp_clb.cap = 0;
     pthread_mutex_unlock(&kp_clb.lock);
-    int rc = kp_clb.lost ? CL_OUT_OF_HOST_MEMORY : CL_SUCCESS;
+    int rc = atomic_load(&kp_clb.lost) ? CL_OUT_OF_HOST_MEMORY : CL_SUCCESS;
     cl_command_queue queue = NULL;
     for (size_t i = 0; i < n; i++) {
         cl_event e = events[i];

@@ -23,6 +23,7 @@
 #include "base/env.h"
 #include "base/util.h"
 #include "inject/opencl_bench.h"
+#include "runtime/cl_api.h"
 #include "libkprof/benchmark.h"
 #include "libkprof/collectors.h"
 #include "libkprof/libkprof_internal.h"
@@ -37,7 +38,7 @@ static struct {
     int armed;          /* OPENCL_LAYERS and KPROF_TRACE_DIR set by a session of ours */
     char dir[PATH_MAX]; /* the folder KPROF_TRACE_DIR names for the running session */
     char library[PATH_MAX];
-} kp_cl;
+} kp_cl_session;
 
 /* libkprof-inject.so: $KPROF_INJECT_LIBRARY, else beside libkprof (build tree and installed
  * libdir alike). 0, or -1 when there is none. */
@@ -59,7 +60,7 @@ int kp_inproc_inject_library(char *out)
 
 const char *kp_inproc_opencl_unavailable(void)
 {
-    if (kp_inproc_inject_library(kp_cl.library) == 0) return NULL;
+    if (kp_inproc_inject_library(kp_cl_session.library) == 0) return NULL;
     return "libkprof-inject.so (the OpenCL layer) is not beside libkprof: set "
            "KPROF_INJECT_LIBRARY to its path";
 }
@@ -67,15 +68,16 @@ const char *kp_inproc_opencl_unavailable(void)
 /* The inject library, when something (a session of ours, or `kprof trace`) loaded it. */
 static void *kp_cl_loaded(void)
 {
-    return kp_cl.library[0] ? dlopen(kp_cl.library, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+    return kp_cl_session.library[0] ? dlopen(kp_cl_session.library, RTLD_LAZY | RTLD_NOLOAD) : NULL;
 }
 
 kprof_status kp_inproc_opencl_start(kp_session *s, kp_error *err)
 {
-    if (kp_inproc_inject_library(kp_cl.library) != 0)
+    if (kp_inproc_inject_library(kp_cl_session.library) != 0)
         return kp_error_set(err, KPROF_UNAVAILABLE, "%s", kp_inproc_opencl_unavailable());
     const char *trace_dir = getenv(KP_ENV_TRACE_DIR);
-    if (trace_dir && *trace_dir && !(kp_cl.armed && strcmp(trace_dir, kp_cl.dir) == 0))
+    if (trace_dir && *trace_dir &&
+        !(kp_cl_session.armed && strcmp(trace_dir, kp_cl_session.dir) == 0))
         return kp_error_set(err, KPROF_UNAVAILABLE,
                             "kprof trace records this process's OpenCL work already (%s=%s): "
                             "kprof's in-process OpenCL collection is off (start the session "
@@ -90,15 +92,15 @@ kprof_status kp_inproc_opencl_start(kp_session *s, kp_error *err)
             return kp_error_set(err, KPROF_UNAVAILABLE,
                                 "the OpenCL layer (%s) is loaded but not in the loader's chain: "
                                 "kprof's in-process OpenCL collection is off",
-                                kp_cl.library);
+                                kp_cl_session.library);
     } else {
         /* Not thread-safe (setenv): kprof_start says to call it before other threads read the
          * environment. The loader reads these at the program's first OpenCL call. */
         const char *layers = getenv("OPENCL_LAYERS");
-        if (!layers || !strstr(layers, kp_cl.library)) {
+        if (!layers || !strstr(layers, kp_cl_session.library)) {
             kp_str v = {0};
             kp_str_printf(&v, "%s%s%s", layers && *layers ? layers : "",
-                          layers && *layers ? ":" : "", kp_cl.library);
+                          layers && *layers ? ":" : "", kp_cl_session.library);
             if (v.failed) {
                 kp_str_free(&v);
                 return kp_error_nomem(err);
@@ -108,8 +110,8 @@ kprof_status kp_inproc_opencl_start(kp_session *s, kp_error *err)
         }
     }
     setenv(KP_ENV_TRACE_DIR, s->dir, 1);
-    snprintf(kp_cl.dir, sizeof kp_cl.dir, "%s", s->dir);
-    kp_cl.armed = 1;
+    snprintf(kp_cl_session.dir, sizeof kp_cl_session.dir, "%s", s->dir);
+    kp_cl_session.armed = 1;
     return KPROF_OK;
 }
 
@@ -132,8 +134,8 @@ void kp_inproc_opencl_stop(kp_session *s)
                        "records OpenCL there");
     /* The next session sets its own folder; until then the layer writes nothing. */
     unsetenv(KP_ENV_TRACE_DIR);
-    kp_cl.armed = 0;
-    kp_cl.dir[0] = '\0';
+    kp_cl_session.armed = 0;
+    kp_cl_session.dir[0] = '\0';
 }
 
 /* ---- kprof_benchmark's OpenCL timer (benchmark.h) ------------------------------------------
@@ -163,9 +165,15 @@ static kprof_status kp_cl_timer_end(kp_cl_timer *t, kp_cl_bench_times *times, co
                                     kp_error *err)
 {
     int rc = t->end(times);
+    if (rc == CL_PROFILING_INFO_NOT_AVAILABLE)
+        return kp_error_set(err, KPROF_UNAVAILABLE,
+                            "%s: a command's queue has no profiling (the device refused "
+                            "CL_QUEUE_PROFILING_ENABLE when the queue was made): its times "
+                            "cannot be read",
+                            what);
     if (rc != 0)
-        return kp_error_set(err, KPROF_BACKEND, "%s: the OpenCL work failed (OpenCL error %d)",
-                            what, rc);
+        return kp_error_set(err, KPROF_BACKEND, "%s: the OpenCL work failed (%s)", what,
+                            kp_cl_error_name(rc));
     return KPROF_OK;
 }
 
@@ -192,8 +200,8 @@ static kprof_status kp_cl_timer_run(void *ctx, void (*fn)(void *), void *arg, in
         if (rc != 0)
             return kp_error_set(err, KPROF_BACKEND,
                                 "cold: the cache flush (a buffer write on the run's queue) failed "
-                                "(OpenCL error %d)",
-                                rc);
+                                "(%s)",
+                                kp_cl_error_name(rc));
         out->flush_ns = (double)ns;
     }
     if (t->begin() != 0) return kp_error_set(err, KPROF_UNAVAILABLE, kp_cl_not_in_chain);
@@ -245,7 +253,7 @@ kprof_status kp_inproc_opencl_timer(kp_bench_timer *timer, kp_error *err)
         return kp_error_set(err, KPROF_UNAVAILABLE,
                             "the OpenCL layer (%s) has no benchmark entry points: it is older "
                             "than this libkprof",
-                            kp_cl.library);
+                            kp_cl_session.library);
     }
     /* In the chain? An empty run says (and is dropped). */
     kp_cl_bench_times times;
