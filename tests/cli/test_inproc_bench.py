@@ -69,8 +69,9 @@ class InProcessBench(kptest.KprofTestCase):
         self.assertGreater(v["min"], 0)
         self.assertLessEqual(v["lo"], v["p50"])
         self.assertLessEqual(v["p50"], v["hi"])
+        # the interval's relative half-width (core/compare.h's kp_estimate_noise)
         self.assertAlmostEqual(v["noise"], (v["hi"] - v["lo"]) / 2 / v["p50"],
-                               delta=v["noise"] * 0.5 + 1e-12)
+                               delta=v["noise"] * 1e-6 + 1e-12)
         # One kernel a run: its busy time is its span; the host waited at least that long.
         self.assertGreater(v["busy"], 0)
         self.assertLessEqual(v["busy"], v["max"] * 1.0001)
@@ -90,6 +91,14 @@ class InProcessBench(kptest.KprofTestCase):
         self.assertEqual(hot["samples_n"], min(hot["runs"], 4096))
         self.assertEqual(hot["samples_in_range"], 1)
         self.assertEqual(hot["flush"], 0)
+        # With the noise rules off (max_noise 0): max_runs exactly, or with a budget of 0,
+        # min_runs and at most a batch (max_runs / 50 = 40) past them.
+        cap = self.check_result(got["cap"])
+        self.assertEqual(got["cap"]["stop"], "runs")
+        self.assertEqual(cap["runs"], 25)
+        none = self.check_result(got["budget0"])
+        self.assertEqual(got["budget0"]["stop"], "budget")
+        self.assertTrue(10 <= none["runs"] < 10 + 40, none)
         cold = self.check_result(got["cold"], flops, nbytes)
         self.assertGreater(cold["flush"], 0)  # each run's flush, measured apart
         self.assertEqual(cold["samples_n"], 0)  # no buffer given
@@ -102,6 +111,9 @@ class InProcessBench(kptest.KprofTestCase):
         lo, ratio, hi = float(same["lo"]), float(same["ratio"]), float(same["hi"])
         self.assertTrue(lo <= ratio <= hi, same)
         self.assertEqual(same["a_runs"], same["b_runs"])  # pairs
+        # samples_cap 200: each side's first spans, up to 100 a side
+        for side in "ab":
+            self.assertEqual(int(same[side + "_samples_n"]), min(int(same[side + "_runs"]), 100))
         self.assertIn(same["a_stop"], STOPS | {"decided"})
 
         # 4x the work: SLOWER. The engine may still answer UNSURE where this 2-core machine is

@@ -89,9 +89,9 @@ static void print_compare(const char *name, kprof_status st, const kprof_compari
     for (char *p = reason; *p; p++)
         if (*p == ' ') *p = '_';
     printf("%s verdict=%s ratio=%.17g lo=%.17g hi=%.17g reasons=%u a_runs=%u b_runs=%u "
-           "a_p50=%.17g b_p50=%.17g a_stop=%s reason=%s\n",
+           "a_p50=%.17g b_p50=%.17g a_stop=%s a_samples_n=%u b_samples_n=%u reason=%s\n",
            name, verdicts[c->verdict], c->ratio, c->lo, c->hi, c->reasons, a->runs, b->runs,
-           a->p50_ns, b->p50_ns, a->stop, reason[0] ? reason : "-");
+           a->p50_ns, b->p50_ns, a->stop, a->samples_n, b->samples_n, reason[0] ? reason : "-");
 }
 
 int main(int argc, char **argv)
@@ -149,6 +149,20 @@ int main(int argc, char **argv)
     print_result("hot", kprof_benchmark(run_job, &a, &bo, &r), &r, samples);
     if (strcmp(mode, "session") != 0) return 0;
 
+    /* The noise rules off: the run cap, exactly; a budget of 0, min_runs and no more than a
+     * batch past them. */
+    kprof_benchmark_options capped = bo;
+    capped.max_noise = 0;
+    capped.max_runs = 25;
+    capped.budget_s = 1000;
+    kprof_benchmark_result rcap = KPROF_BENCHMARK_RESULT_INIT;
+    print_result("cap", kprof_benchmark(run_job, &a, &capped, &rcap), &rcap, samples);
+    kprof_benchmark_options none = bo;
+    none.max_noise = 0;
+    none.budget_s = 0;
+    kprof_benchmark_result rnone = KPROF_BENCHMARK_RESULT_INIT;
+    print_result("budget0", kprof_benchmark(run_job, &a, &none, &rnone), &rnone, samples);
+
     kprof_benchmark_options cold = bo;
     cold.cache = KPROF_CACHE_COLD;
     cold.max_runs = 200;
@@ -160,8 +174,7 @@ int main(int argc, char **argv)
 
     kprof_benchmark_options cmp = bo;
     cmp.budget_s = 4;
-    cmp.samples = NULL;
-    cmp.samples_cap = 0;
+    cmp.samples_cap = 200; /* 100 a side: A's first, B's after them */
     kprof_benchmark_result ra = KPROF_BENCHMARK_RESULT_INIT, rb = KPROF_BENCHMARK_RESULT_INIT;
     kprof_comparison c = KPROF_COMPARISON_INIT;
     print_compare("same",
