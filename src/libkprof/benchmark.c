@@ -247,9 +247,12 @@ static kprof_status kp_cb_options(const char *F, const kprof_benchmark_options *
     return KPROF_OK;
 }
 
+kp_bench_timer_open_fn kp_bench_timer_override;
+
 static kprof_status kp_cb_open_timer(unsigned collector, kp_bench_timer *t, kp_error *err)
 {
     memset(t, 0, sizeof *t);
+    if (kp_bench_timer_override) return kp_bench_timer_override(collector, t, err);
     if (collector == KPROF_COLLECT_OPENCL) return kp_inproc_opencl_timer(t, err);
 #ifdef KPROF_HAVE_CUDA
     return kp_inproc_cuda_timer(t, err);

@@ -44,4 +44,10 @@ typedef struct kp_bench_timer {
 kprof_status kp_inproc_cuda_timer(kp_bench_timer *t, kp_error *err);
 kprof_status kp_inproc_opencl_timer(kp_bench_timer *t, kp_error *err);
 
+/* For tests (SQLite's overridable calls): when set, the timer every benchmark opens, whatever
+ * its collector (tests/unit/test_inproc_benchmark.c: deterministic runs and clocks). */
+typedef kprof_status (*kp_bench_timer_open_fn)(unsigned collector, kp_bench_timer *t,
+                                               kp_error *err);
+extern kp_bench_timer_open_fn kp_bench_timer_override;
+
 #endif
