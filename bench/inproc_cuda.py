@@ -62,7 +62,8 @@ def main():
     row = next(g for g in rep["device"] if g["name"].startswith("saxpy"))
     bench = subprocess.run([app, "bench"], check=True, env=env, cwd=tmp, capture_output=True,
                            text=True).stdout.split()
-    bench = {bench[i]: float(bench[i + 1]) for i in range(0, len(bench), 2)}
+    bench = {bench[i]: bench[i + 1] for i in range(0, len(bench), 2)}
+    bench = {k: v if k == "stop" else float(v) for k, v in bench.items()}  # stop: the rule's name
     res = {
         "steps": a.steps,
         "inproc_median_ns": statistics.median(k_in), "inproc_kernels": len(k_in),

@@ -35,6 +35,24 @@ class Exports(kptest.KprofTestCase):
         self.assertEqual(exported - declared, set(), "exported but not in kprof.h")
         self.assertEqual(declared - exported, set(), "declared in kprof.h but not exported")
 
+    def test_loads_late_beside_other_static_tls(self):
+        # libkprof.so keeps a few thread-locals in the initial-exec model (the scopes' hot path:
+        # the ELF flag STATIC_TLS), so a late dlopen (a Python extension) must find its whole
+        # TLS block in glibc's spare static TLS: 512 bytes by default (glibc.rtld.optional_static
+        # _tls). Past that the load fails with "cannot allocate memory in static TLS block"; the
+        # last error's text (1.6 KB) is therefore kept through a pthread key (fail.c).
+        if not LIB:
+            self.skipTest("KPROF_SHARED_LIBRARY not set (run through ctest)")
+        if not shutil.which("readelf"):
+            self.skipTest("no readelf on this machine")
+        headers = subprocess.run(["readelf", "-lW", LIB], capture_output=True, text=True,
+                                 check=True).stdout
+        tls = [line.split() for line in headers.splitlines() if line.split()[:1] == ["TLS"]]
+        if not tls:
+            return  # no thread-locals at all
+        size = int(tls[0][5], 16)  # MemSiz
+        self.assertLessEqual(size, 512, "libkprof.so's TLS block is %d bytes" % size)
+
     def test_inject_library_only_its_entry_points(self):
         # libkprof-inject.so (cmake/kprof-inject.map): the CUDA and NVTX injections' entries,
         # the OpenCL API (a layer, or preloaded), and the start/stop libkprof calls; not the
@@ -50,7 +68,9 @@ class Exports(kptest.KprofTestCase):
                     if len(line.split()) == 3 and line.split()[1] in "TDBRVWi"}
         entries = {"InitializeInjectionNvtx2", "kprof_inject_nvtx_start", "kprof_inject_nvtx_stop",
                    "kprof_inject_opencl_start", "kprof_inject_opencl_stop", "clGetLayerInfo",
-                   "clInitLayer", "clEnqueueNDRangeKernel", "clSetKernelArg"}
+                   "clInitLayer", "clEnqueueNDRangeKernel", "clSetKernelArg",
+                   "kprof_inject_opencl_bench_begin", "kprof_inject_opencl_bench_end",
+                   "kprof_inject_opencl_bench_flush", "kprof_inject_opencl_bench_close"}
         self.assertEqual(entries - exported, set(), "entry points not exported")
         others = {s for s in exported if s not in entries and s != "InitializeInjection"
                   and not re.fullmatch(r"cl[A-Z]\w*", s)}
