@@ -245,7 +245,11 @@ class Result:
         return self._trace
 
     def _report(self, *args):
-        return _run_kprof(["report", self._trace_path()] + list(args))
+        # The trace is the session's, written out: name it as libkprof's own tables do.
+        path = self._trace_path()
+        text = _run_kprof(["report", path] + list(args))
+        first, sep, rest = text.partition("\n")
+        return first.replace(" of %s (" % path, " of the in-process session (", 1) + sep + rest
 
     def summary(self):
         """The whole session: events, dropped (lost on the way: 0 when whole), threads,
