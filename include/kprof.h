@@ -705,49 +705,7 @@ KPROF_API int kprof_kernel_work_(const char *name, const unsigned grid[3], const
 KPROF_API kprof_status kprof_capture_begin(const char *name);
 KPROF_API kprof_status kprof_capture_end(void);
 
-/* How kprof_benchmark runs a callback. Sized (use KPROF_BENCHMARK_OPTIONS_INIT). */
-typedef struct kprof_benchmark_options {
-    unsigned size;     /* sizeof(kprof_benchmark_options) */
-    unsigned warmup;   /* untimed calls first (default 3) */
-    unsigned min_runs; /* timed calls at least (default 10; 0 counts as 1) */
-    unsigned max_runs; /* and at most (default 1000) */
-    double budget_s;   /* stop after min_runs once this much wall time went (default 1.0) */
-} kprof_benchmark_options;
-
-#define KPROF_BENCHMARK_OPTIONS_INIT                                                               \
-    {                                                                                              \
-        sizeof(kprof_benchmark_options), 3u, 10u, 1000u, 1.0                                       \
-    }
-
-/* The device time of a callback's GPU work, run by run (Enigma's benchmark_kernel). Sized (use
- * KPROF_BENCHMARK_RESULT_INIT; see "Structs that grow"). */
-typedef struct kprof_benchmark_result {
-    unsigned size;    /* sizeof(kprof_benchmark_result), set by the caller */
-    unsigned runs;    /* timed calls */
-    unsigned kernels; /* device operations (kernels, copies, fills) in the last run */
-    double min_ns, p50_ns, p90_ns, max_ns, mean_ns; /* per run: from its first device operation's
-                                                       start to its last one's end (device
-                                                       timestamps, CUPTI) */
-    double busy_p50_ns; /* per run, median: the operations' own durations summed (no gaps) */
-    double wall_p50_ns; /* per run, median: host time of the call and the synchronize after it */
-} kprof_benchmark_result;
-
-/* clang-format off */
-#define KPROF_BENCHMARK_RESULT_INIT {sizeof(kprof_benchmark_result), 0u, 0u, 0, 0, 0, 0, 0, 0, 0}
-/* clang-format on */
-
-/* Time fn(arg), a callback that launches CUDA work on the calling thread's current context:
- * `warmup` untimed calls, then calls until `min_runs` are done and `budget_s` has passed (or
- * `max_runs`), each followed by a synchronize of the context and a flush of CUPTI's records, so
- * each run's device operations are its own (work of other threads in that time counts too).
- * Uses the session's CUDA collector when one records, else one of its own for the call. *out's
- * fields inside out->size are filled on success. Not for concurrent use with another
- * kprof_benchmark. Returns OK; INVALID (no fn or out, out->size 0, bad options, no CUDA context, a
- * run with no device work); UNAVAILABLE (no CUDA driver or CUPTI, another profiler holds CUPTI);
- * FAULT and friends when the work failed (kprof_last_error says which run). */
-KPROF_API kprof_status kprof_benchmark(void (*fn)(void *arg), void *arg,
-                                       const kprof_benchmark_options *options,
-                                       kprof_benchmark_result *out);
+/* kprof_benchmark and kprof_benchmark_compare: see "benchmarking a callback" below. */
 
 /* ---- comparing two sets of samples: kprof's comparison engine --------------------------------
  * The one kprof bench and kprof diff use (src/core/judge.h): is B faster than A, slower, the
@@ -808,6 +766,124 @@ typedef struct kprof_comparison {
  * Needs no session. */
 KPROF_API kprof_status kprof_compare(const double *a, size_t na, const double *b, size_t nb,
                                      const kprof_compare_options *options, kprof_comparison *out);
+
+/* ---- benchmarking a callback: kprof bench's rules for the device work of any call ------------
+ *
+ * kprof_benchmark times the device work a callback launches, run by run, and stops by kprof
+ * bench's rule (src/lab/bench.h: the noise of the median's block-aware interval, settled noise,
+ * the budget, the run cap); kprof_benchmark_compare does so for two callbacks, interleaved, and
+ * judges them with the comparison engine above. Whose work is timed is the options' collector:
+ *
+ * - KPROF_COLLECT_CUDA (the default): the CUDA work fn launches on the calling thread's current
+ *   context (other threads' work meanwhile counts too), from CUPTI's device timestamps; each run
+ *   is followed by a synchronize of the context and a flush of CUPTI's records. Uses the
+ *   session's CUDA collector when one records, else one of its own for the call. Needs a libkprof
+ *   built with CUDA and, at run time, the CUDA driver and CUPTI, with no other CUPTI client
+ *   (kprof trace, Nsight Systems, Nsight Compute). Cold: before every timed run, a device memset
+ *   twice the L2's size through the driver (its records are not the run's).
+ * - KPROF_COLLECT_OPENCL: the OpenCL work fn enqueues (any queue of the process, e.g. pyopencl's
+ *   kernels), from the command queues' profiling timestamps, through libkprof-inject.so's OpenCL
+ *   layer: each run ends with a clFinish of every queue that had work in it. The layer sees a
+ *   program's OpenCL only when the ICD loader took it in at the program's first OpenCL call: a
+ *   session (kprof_start with KPROF_COLLECT_OPENCL) started before that call, or KPROF=1 with
+ *   the opencl collector (KPROF_COLLECT=opencl). Otherwise it is UNAVAILABLE, saying so. Cold:
+ *   before every timed run, a write of a buffer twice the device's last-level cache on the queue
+ *   the run used last (not timed).
+ *
+ * The throttle check (as kprof bench's): where NVML can read the GPU's SM clock (CUDA), a round
+ * of runs taken while the clock was below its top is discarded and retaken (`discarded`). Not
+ * for concurrent use with another kprof_benchmark or kprof_benchmark_compare.
+ */
+
+typedef enum kprof_cache {
+    KPROF_CACHE_HOT = 0, /* runs back to back: the data stays in the caches */
+    KPROF_CACHE_COLD = 1 /* the device's L2 (or last-level cache) flushed before every timed run */
+} kprof_cache;
+
+/* How kprof_benchmark runs a callback. Sized (use KPROF_BENCHMARK_OPTIONS_INIT). */
+typedef struct kprof_benchmark_options {
+    unsigned size;       /* sizeof(kprof_benchmark_options) */
+    unsigned warmup;     /* untimed calls first (default 3) */
+    unsigned min_runs;   /* timed calls at least (default 10; 0 counts as 1) */
+    unsigned max_runs;   /* and at most (default 1000) */
+    double budget_s;     /* stop after min_runs once this much wall time went (default 1.0) */
+    kprof_cache cache;   /* COLD: the device's L2 flushed before every timed run (flush not timed);
+                            default HOT */
+    double max_noise;    /* kprof bench's stopping rule: after min_runs, stop once the median's
+                            block-aware 95% interval half-width <= max_noise * median (default
+                            0.005), or once the noise settled; 0: no noise rule (runs to budget_s
+                            or max_runs) */
+    unsigned collector;  /* KPROF_COLLECT_CUDA (default when 0) or KPROF_COLLECT_OPENCL: whose
+                            device work is timed */
+    double flops, bytes; /* per call, for GFLOP/s and GB/s (0: not given) */
+    double *samples;     /* optional: receives the kept runs' span (ns), in order */
+    size_t samples_cap;  /* its capacity */
+} kprof_benchmark_options;
+
+/* clang-format off */
+#define KPROF_BENCHMARK_OPTIONS_INIT                                                               \
+    {sizeof(kprof_benchmark_options), 3u, 10u, 1000u, 1.0, KPROF_CACHE_HOT, 0.005, 0u, 0.0, 0.0,   \
+     NULL, 0u}
+/* clang-format on */
+
+/* The device time of a callback's work, run by run (Enigma's benchmark_kernel). Sized (use
+ * KPROF_BENCHMARK_RESULT_INIT; see "Structs that grow"). */
+typedef struct kprof_benchmark_result {
+    unsigned size;    /* sizeof(kprof_benchmark_result), set by the caller */
+    unsigned runs;    /* timed calls kept */
+    unsigned kernels; /* device operations (kernels, copies, fills) in the last run */
+    double min_ns, p50_ns, p90_ns, max_ns, mean_ns; /* per run: from its first device operation's
+                                                       start to its last one's end (device
+                                                       timestamps) */
+    double busy_p50_ns;  /* per run, median: the operations' own durations summed (no gaps) */
+    double wall_p50_ns;  /* per run, median: host time of the call and the wait after it */
+    double lo_ns, hi_ns; /* p50_ns's 95% interval (block-aware, core/judge.h, as kprof bench) */
+    double noise;        /* its relative half-width */
+    unsigned discarded;  /* timed runs dropped: taken while the GPU clock was throttled (NVML, as
+                            kprof bench; 0 where no clock can be read) */
+    unsigned samples_n;  /* entries written to options->samples */
+    char stop[16];       /* which rule stopped it: "noise", "settled", "budget", "runs",
+                            "decided" (compare) */
+    double flush_ns;     /* cold: median cost of one flush (0 hot) */
+    double gbps, gflops; /* bytes / p50, flops / p50 (0 when not given) */
+} kprof_benchmark_result;
+
+/* clang-format off */
+#define KPROF_BENCHMARK_RESULT_INIT                                                                \
+    {sizeof(kprof_benchmark_result), 0u, 0u, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0u, 0u, "", 0, 0, 0}
+/* clang-format on */
+
+/* Time fn(arg): `warmup` untimed calls, then timed calls (each one run: fn, the wait for its
+ * device work, its operations' device timestamps) until the stopping rule says enough — after
+ * min_runs, the noise (max_noise, or settled), else budget_s of wall time, else max_runs — with
+ * the flush before each timed run when cold. *out's fields inside out->size are filled on
+ * success; options->samples, when given, gets the kept runs' spans (at most samples_cap).
+ * options NULL: KPROF_BENCHMARK_OPTIONS_INIT's values. Returns OK; INVALID (no fn or out,
+ * out->size 0, bad options: a size, a budget that is not 0 to 86400 s, max_noise not 0 to 1, an
+ * unknown collector or cache, negative or non-finite flops/bytes, samples_cap without samples;
+ * CUDA: no CUDA context; a run with no device work); UNAVAILABLE (CUDA: no driver or CUPTI,
+ * another profiler holds CUPTI; OpenCL: libkprof-inject.so's layer is not in the program's
+ * OpenCL chain, see above); FAULT and friends when the work failed (kprof_last_error says which
+ * run). */
+KPROF_API kprof_status kprof_benchmark(void (*fn)(void *arg), void *arg,
+                                       const kprof_benchmark_options *options,
+                                       kprof_benchmark_result *out);
+
+/* fn_a and fn_b interleaved in batches (A's batch, B's batch, ...), pairs judged by the one
+ * comparison engine (kprof_compare's, paired, its UNSURE and reasons included), stopping as
+ * kprof bench does when comparing (DECIDED, noise, budget). a and b receive each side's result
+ * (may be NULL), out the verdict: ratio = B's median over A's (B slower: above 1). options as
+ * kprof_benchmark's, for both sides (samples: each side's kept spans, up to samples_cap / 2 a
+ * side, A's at samples[0 .. a->samples_n), B's right after them); compare
+ * NULL: KPROF_COMPARE_OPTIONS_INIT's threshold and min_effect (paired and batch are set here).
+ * Returns OK; INVALID (no fn_a, fn_b or out, a size 0, bad options); as kprof_benchmark
+ * otherwise. */
+KPROF_API kprof_status kprof_benchmark_compare(void (*fn_a)(void *), void *arg_a,
+                                               void (*fn_b)(void *), void *arg_b,
+                                               const kprof_benchmark_options *options,
+                                               const kprof_compare_options *compare,
+                                               kprof_benchmark_result *a, kprof_benchmark_result *b,
+                                               kprof_comparison *out);
 
 /* ---- KPROF_DISABLE: every function a no-op ---------------------------------------------------
  * What each returns when kprof is compiled out: no session ever starts, so there is never a
@@ -970,6 +1046,18 @@ KPROF_API kprof_status kprof_benchmark(void (*fn)(void *arg), void *arg,
                                        kprof_benchmark_result *out)
 {
     (void)fn, (void)arg, (void)options, (void)out;
+    return KPROF_UNAVAILABLE;
+}
+/* UNAVAILABLE, fn_a and fn_b never called, *a, *b and *out untouched. */
+KPROF_API kprof_status kprof_benchmark_compare(void (*fn_a)(void *), void *arg_a,
+                                               void (*fn_b)(void *), void *arg_b,
+                                               const kprof_benchmark_options *options,
+                                               const kprof_compare_options *compare,
+                                               kprof_benchmark_result *a, kprof_benchmark_result *b,
+                                               kprof_comparison *out)
+{
+    (void)fn_a, (void)arg_a, (void)fn_b, (void)arg_b, (void)options, (void)compare, (void)a,
+        (void)b, (void)out;
     return KPROF_UNAVAILABLE;
 }
 /* UNAVAILABLE: the comparison engine is libkprof's. */

@@ -273,28 +273,92 @@ static kprof_status kp_bench_check(kp_bench_side *sides, int nsides, double *noi
     return KPROF_OK;
 }
 
+/* ---- the lab's sampler: kprof bench's kernels, each in its lab session ---------------------- */
+
+typedef struct kp_bench_lab_sampler {
+    kp_bench_side *sides;
+    int nsides;
+} kp_bench_lab_sampler;
+
+static kprof_status kp_bench_lab_sample(void *ctx, int s, int k, int cold, int warming, double *ms,
+                                        double *flush_ms, kp_error *err)
+{
+    kp_bench_lab_sampler *l = ctx;
+    kp_bench_side *side = &l->sides[s];
+    kprof_status st = kp_bench_switch(l->sides, l->nsides, s, err);
+    if (st != KPROF_OK) return st;
+    kp_lab_log *log = warming ? kp_lab_get_log(side->lab) : NULL; /* --trace: warm-ups */
+    if (log) log->warming = 1;
+    st = kp_lab_sample(side->lab, &side->launch, k, cold, ms, cold ? flush_ms : NULL, err);
+    if (log) log->warming = 0;
+    return st;
+}
+
+static void kp_bench_lab_clock(void *ctx, int s, kp_clock_reading *clk)
+{
+    kp_bench_lab_sampler *l = ctx;
+    kp_lab_clock(l->sides[s].lab, clk);
+}
+
 kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_config *cfg,
                               kp_bench_progress_fn progress, void *user, kp_bench_outcome *out,
                               kp_error *err)
 {
+    if (nsides < 1 || nsides > 2) {
+        kp_bench_outcome_init(out);
+        return kp_error_set(err, KPROF_INVALID, "bench measures one kernel or two");
+    }
+    kp_bench_lab_sampler l = {sides, nsides};
+    kp_bench_sampler sampler = {
+        .ctx = &l, .sample = kp_bench_lab_sample, .clock = kp_bench_lab_clock};
+    /* The CPU time other processes take meanwhile; the sessions' children are ours. A busy host
+     * counts against a device whose kernels run on its CPUs. */
+    for (int s = 0; s < nsides; s++) {
+        int pid = kp_lab_pid(sides[s].lab);
+        if (pid > 0 && (sampler.npids == 0 || sampler.pids[0] != pid))
+            sampler.pids[sampler.npids++] = pid;
+        if (sides[s].lab && kp_lab_get_info(sides[s].lab)->device.kernels_in_process)
+            sampler.host_device = 1;
+    }
+    sampler.separate_sessions = nsides == 2 && sides[0].lab != sides[1].lab && sampler.host_device;
+    return kp_bench_measure_with(sides, nsides, cfg, &sampler, progress, user, out, err);
+}
+
+/* ---- the rule: one loop for every sampler ------------------------------------------------- */
+
+static uint64_t kp_bench_now(const kp_bench_sampler *sp)
+{
+    return sp->now_ns ? sp->now_ns(sp->ctx) : kp_now_ns();
+}
+
+static void kp_bench_read_clock(const kp_bench_sampler *sp, int s, kp_clock_reading *clk)
+{
+    if (sp->clock) {
+        sp->clock(sp->ctx, s, clk);
+        return;
+    }
+    memset(clk, 0, sizeof *clk);
+    kp_strlcpy(clk->why_not, "no clock is read here", sizeof clk->why_not);
+}
+
+kprof_status kp_bench_measure_with(kp_bench_side *sides, int nsides, const kp_bench_config *cfg,
+                                   const kp_bench_sampler *sp, kp_bench_progress_fn progress,
+                                   void *user, kp_bench_outcome *out, kp_error *err)
+{
     kp_bench_outcome_init(out);
     if (nsides < 1 || nsides > 2)
         return kp_error_set(err, KPROF_INVALID, "bench measures one kernel or two");
-    uint64_t t0 = kp_now_ns();
-    /* The CPU time other processes take meanwhile; the sessions' children are ours. A busy host
-     * counts against a device whose kernels run on its CPUs. */
-    int pids[2], npids = 0, host_device = 0;
-    for (int s = 0; s < nsides; s++) {
-        int pid = kp_lab_pid(sides[s].lab);
-        if (pid > 0 && (npids == 0 || pids[0] != pid)) pids[npids++] = pid;
-        if (sides[s].lab && kp_lab_get_info(sides[s].lab)->device.kernels_in_process)
-            host_device = 1;
-    }
+    uint64_t t0 = kp_bench_now(sp);
+    const int *pids = sp->pids;
+    int npids = sp->npids, host_device = sp->host_device;
     kp_cpuload load;
     kp_cpuload_begin(&load, pids, npids);
     out->ncpus = load.ncpus;
-    out->separate_sessions = nsides == 2 && sides[0].lab != sides[1].lab && host_device;
+    out->separate_sessions = sp->separate_sessions;
     int cold = cfg->cold;
+    size_t max_batch = cfg->max_batch && cfg->max_batch < KP_BENCH_MAX_BATCH
+                           ? cfg->max_batch
+                           : (size_t)KP_BENCH_MAX_BATCH;
     double *buf = NULL, *flush = NULL;
     kp_bench_side flushes = {0}; /* cold: every flush's time, for flush_ms */
     kprof_status st = KPROF_OK;
@@ -302,7 +366,7 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
     kp_clock_reading clk;
 
     /* Warm-up, which also tells how long a sample takes on the host's clock. */
-    int warm = cfg->warmup > 0 ? cfg->warmup : 1;
+    int warm = cfg->warmup > 0 ? cfg->warmup : cfg->warmup_exact ? 0 : 1;
     buf = malloc((size_t)KP_BENCH_MAX_BATCH * sizeof *buf);
     flush = malloc((size_t)KP_BENCH_MAX_BATCH * sizeof *flush);
     if (!buf || !flush) {
@@ -312,30 +376,26 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
     for (int s = 0; s < nsides; s++) {
         kp_bench_side *side = &sides[s];
         side->clock_note[0] = '\0';
-        kp_lab_clock(side->lab, &clk);
+        kp_bench_read_clock(sp, s, &clk);
         if (clk.have)
             side->default_clock_mhz = clk.default_mhz;
         else
             snprintf(side->clock_note, sizeof side->clock_note, "%s", clk.why_not);
-        uint64_t w0 = kp_now_ns();
-        st = kp_bench_switch(sides, nsides, s, err);
-        if (st != KPROF_OK) goto done;
+        uint64_t w0 = kp_bench_now(sp);
         double dev = 0;
-        kp_lab_log *log = kp_lab_get_log(side->lab); /* --trace: these are warm-ups */
         for (int done_ = 0; done_ < warm;) {
             int chunk = warm - done_ < KP_BENCH_MAX_BATCH ? warm - done_ : KP_BENCH_MAX_BATCH;
-            if (log) log->warming = 1;
-            st =
-                kp_lab_sample(side->lab, &side->launch, chunk, cold, buf, cold ? flush : NULL, err);
-            if (log) log->warming = 0;
+            st = sp->sample(sp->ctx, s, chunk, cold, 1, buf, flush, err);
             if (st != KPROF_OK) goto done;
             /* The device time of a sample (its flush too, cold): what a comparison's batches
              * are sized by. */
             dev += kp_bench_sum(buf, chunk) + (cold ? kp_bench_sum(flush, chunk) : 0);
             done_ += chunk;
         }
-        wall_per_sample[s] = (double)(kp_now_ns() - w0) / 1e9 / warm;
-        dev_per_sample[s] = dev / 1e3 / warm;
+        if (warm) {
+            wall_per_sample[s] = (double)(kp_bench_now(sp) - w0) / 1e9 / warm;
+            dev_per_sample[s] = dev / 1e3 / warm;
+        }
     }
 
     size_t next_check = (size_t)cfg->min_samples;
@@ -359,12 +419,13 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
         if (nsides == 2) {
             double dev =
                 dev_per_sample[0] > dev_per_sample[1] ? dev_per_sample[0] : dev_per_sample[1];
-            k = dev > 0 ? (int)(cfg->batch_s / 4 / dev) : KP_BENCH_MAX_BATCH;
+            k = dev > 0 ? (int)(cfg->batch_s / 4 / dev) : warm ? KP_BENCH_MAX_BATCH : 1;
         } else {
-            k = per > 0 ? (int)(cfg->batch_s / per) : KP_BENCH_MAX_BATCH;
+            /* No warm-up (kprof_benchmark's warmup 0): one sample first, to learn its time. */
+            k = per > 0 ? (int)(cfg->batch_s / per) : warm ? KP_BENCH_MAX_BATCH : 1;
         }
         if (k < 1) k = 1;
-        if (k > KP_BENCH_MAX_BATCH) k = KP_BENCH_MAX_BATCH;
+        if ((size_t)k > max_batch) k = (int)max_batch;
         if (sides[0].n + (size_t)k > cfg->max_samples)
             k = (int)(cfg->max_samples > sides[0].n ? cfg->max_samples - sides[0].n : 1);
         double round_mhz[2] = {0, 0};
@@ -375,19 +436,21 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
             kp_bench_side *side = &sides[s];
             double lo = 0, sum = 0;
             int reads = 0;
-            kp_lab_clock(side->lab, &clk);
+            kp_bench_read_clock(sp, s, &clk);
             if (clk.have) {
                 lo = clk.sm_mhz, sum += clk.sm_mhz, reads++;
                 reasons |= clk.reasons;
             }
-            uint64_t w0 = kp_now_ns();
-            st = kp_bench_switch(sides, nsides, s, err);
+            uint64_t w0 = kp_bench_now(sp);
+            st = sp->sample(sp->ctx, s, k, cold, 0, buf, flush, err);
             if (st != KPROF_OK) goto done;
-            st = kp_lab_sample(side->lab, &side->launch, k, cold, buf, cold ? flush : NULL, err);
-            if (st != KPROF_OK) goto done;
-            double wall = (double)(kp_now_ns() - w0) / 1e9 / k;
-            wall_per_sample[s] = 0.5 * wall_per_sample[s] + 0.5 * wall;
-            kp_lab_clock(side->lab, &clk);
+            double wall = (double)(kp_bench_now(sp) - w0) / 1e9 / k;
+            wall_per_sample[s] =
+                wall_per_sample[s] > 0 ? 0.5 * wall_per_sample[s] + 0.5 * wall : wall;
+            if (!warm && dev_per_sample[s] <= 0) /* no warm-up told it */
+                dev_per_sample[s] =
+                    (kp_bench_sum(buf, k) + (cold ? kp_bench_sum(flush, k) : 0)) / 1e3 / k;
+            kp_bench_read_clock(sp, s, &clk);
             if (clk.have) {
                 if (clk.sm_mhz < lo) lo = clk.sm_mhz;
                 sum += clk.sm_mhz, reads++;
@@ -417,6 +480,7 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
             side->n += (size_t)k;
         }
         for (int s = 0; s < nsides; s++) {
+            if (sp->kept) sp->kept(sp->ctx, s, sides[s].n - first[s], !throttled);
             if (!throttled) {
                 sides[s].rounds++;
                 continue;
@@ -426,7 +490,7 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
             sides[s].throttle_reasons |= reasons;
         }
 
-        double elapsed = (double)(kp_now_ns() - t0) / 1e9;
+        double elapsed = (double)(kp_bench_now(sp) - t0) / 1e9;
         size_t n = sides[0].n;
         for (int s = 1; s < nsides; s++)
             if (sides[s].n < n) n = sides[s].n;
@@ -445,7 +509,7 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
             /* One kernel stops on its noise, once its run is stable; two on the engine's
              * verdict, which is what was asked (both medians within +-0.5% can still leave the
              * ratio's interval straddling the threshold). */
-            if (nsides == 1 && noise <= cfg->max_noise &&
+            if (nsides == 1 && !cfg->noise_off && noise <= cfg->max_noise &&
                 kp_judge_unstable(&sides[0].shape, out->busy_cpus, KP_JUDGE_BUSY_LIMIT,
                                   cfg->max_noise) == 0) {
                 out->stop = KP_BENCH_STOP_NOISE;
@@ -473,7 +537,7 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
                 }
             }
             /* The settling rule hears the noise each time the samples grew by a quarter. */
-            if (n >= settle_at) {
+            if (!cfg->noise_off && n >= settle_at) {
                 settle_at = n + n / 4 + 1;
                 kp_settle_add(&settle, noise);
                 if (kp_settle_done(&settle)) {
@@ -482,8 +546,11 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
                 }
             }
         }
-        /* With nothing kept (throttled throughout), the timeout still ends it: an error below. */
-        if (elapsed >= cfg->timeout_s) {
+        /* With nothing kept (throttled throughout), the timeout still ends it: an error below.
+         * floor_first (kprof_benchmark's budget): not before min_samples are kept, unless
+         * throttling kept them from being taken in twice the time. */
+        if (elapsed >= cfg->timeout_s && (!cfg->floor_first || n >= (size_t)cfg->min_samples ||
+                                          elapsed >= 2 * cfg->timeout_s + 10)) {
             out->stop = KP_BENCH_STOP_TIMEOUT;
             break;
         }
@@ -518,7 +585,7 @@ kprof_status kp_bench_measure(kp_bench_side *sides, int nsides, const kp_bench_c
         if (st != KPROF_OK) goto done;
     }
 done:
-    out->wall_s = (double)(kp_now_ns() - t0) / 1e9;
+    out->wall_s = (double)(kp_bench_now(sp) - t0) / 1e9;
     free(buf);
     free(flush);
     kp_bench_side_free(&flushes);

@@ -65,6 +65,12 @@ typedef struct kp_bench_config {
     double threshold;         /* a comparison's SAME band: +-threshold (0.01) */
     size_t max_samples;       /* per kernel (1,000,000) */
     double batch_s;           /* device time per batch (0.01) */
+    /* kprof_benchmark's (libkprof); kprof bench leaves them 0: */
+    size_t max_batch; /* samples a batch at most (0: 10,000), so that a short run still has
+                         the rounds a block-aware interval and a verdict need */
+    int floor_first;  /* the timeout stops only once min_samples are kept (its budget_s) */
+    int noise_off;    /* neither NOISE nor SETTLED stops (its max_noise 0) */
+    int warmup_exact; /* warmup 0 is none (kprof bench warms up once at least) */
 } kp_bench_config;
 
 /* The defaults above. */
@@ -167,6 +173,35 @@ int kp_bench_outcome_fails(const kp_bench_outcome *o, double fail_if_slower);
 /* Called after each check: the sides, the samples so far of the first, the noise now. */
 typedef void (*kp_bench_progress_fn)(void *user, const kp_bench_side *sides, int nsides,
                                      double noise, double elapsed_s);
+
+/* What takes the samples the rule measures: the lab's kernels (kp_bench_measure), libkprof's
+ * callbacks (kprof_benchmark), a test's synthetic numbers. One rule, kp_bench_measure_with,
+ * whatever takes them. */
+typedef struct kp_bench_sampler {
+    void *ctx;
+    /* Take k samples of side s (ms each, in order, into ms[0..k)); cold: each after a flush of
+     * the device's cache, the flush's own time into flush_ms[0..k). warming: untimed warm-ups
+     * (their times still tell how long a sample takes). */
+    kprof_status (*sample)(void *ctx, int s, int k, int cold, int warming, double *ms,
+                           double *flush_ms, kp_error *err);
+    /* The device's SM clock now, for side s; NULL: none is read ("no clock is read here"). */
+    void (*clock)(void *ctx, int s, kp_clock_reading *clk);
+    /* After each round: side s's last k samples were kept (1) or discarded as taken while
+     * throttled (0). NULL: not told. */
+    void (*kept)(void *ctx, int s, size_t k, int kept);
+    /* The wall clock in ns; NULL: kp_now_ns (a test's own, so no budget depends on load). */
+    uint64_t (*now_ns)(void *ctx);
+    int pids[2]; /* processes besides this one whose CPU time is the measurement's own */
+    int npids;
+    int host_device;       /* the kernels run on the host's CPUs: a busy host counts */
+    int separate_sessions; /* see kp_bench_outcome */
+} kp_bench_sampler;
+
+/* The rule above, over samples sp takes: nsides (1 or 2) sides, compared when two (B = sides[1]
+ * against A = sides[0]). On failure the samples so far stay in the sides. */
+kprof_status kp_bench_measure_with(kp_bench_side *sides, int nsides, const kp_bench_config *cfg,
+                                   const kp_bench_sampler *sp, kp_bench_progress_fn progress,
+                                   void *user, kp_bench_outcome *out, kp_error *err);
 
 /* Measure nsides (1 or 2) kernels as described above; with two, compare them (B = sides[1]
  * against A = sides[0]). Each side's lab and launch are set and checked by the caller. On

@@ -532,3 +532,14 @@ done:
     return st == KPROF_OK ? KPROF_OK : kp_inproc_fail(F, st, msg);
 #endif
 }
+
+kprof_status kprof_benchmark_compare(void (*fn_a)(void *), void *arg_a, void (*fn_b)(void *),
+                                     void *arg_b, const kprof_benchmark_options *options,
+                                     const kprof_compare_options *compare,
+                                     kprof_benchmark_result *a, kprof_benchmark_result *b,
+                                     kprof_comparison *out)
+{
+    (void)fn_a, (void)arg_a, (void)fn_b, (void)arg_b, (void)options, (void)compare, (void)a,
+        (void)b, (void)out;
+    return kp_inproc_fail("kprof_benchmark_compare", KPROF_UNAVAILABLE, "not implemented yet");
+}

@@ -369,8 +369,9 @@ print(json.dumps([[s["name"], s["depth"], s["parent"]["name"] if s["parent"] els
             self.assertTrue({"kprof_scopes_on_", "kprof_scope_open_", "kprof_scope_close_",
                              "kprof_scope_metric_", "kprof_scope_work_", "kprof_start",
                              "kprof_stop", "kprof_result_destroy", "kprof_compare",
-                             "kprof_benchmark", "kprof_last_error", "kprof_row_at",
-                             "kprof_node_at", "kprof_distribution_at"} <= used, used)
+                             "kprof_benchmark", "kprof_benchmark_compare", "kprof_last_error",
+                             "kprof_row_at", "kprof_node_at", "kprof_distribution_at"} <= used,
+                            used)
             # Disabled, the program links without -lkprof (at -O0 too) and every function
             # answers as the header's KPROF_DISABLE section says.
             for opt in ("-O0", "-O2"):

@@ -80,6 +80,9 @@ int everything(void)
     kprof_compare_options co = KPROF_COMPARE_OPTIONS_INIT;
     kprof_comparison c = KPROF_COMPARISON_INIT;
     wrong += kprof_compare(a, 2, a, 2, &co, &c) != KPROF_UNAVAILABLE;
+    kprof_benchmark_result bb = KPROF_BENCHMARK_RESULT_INIT;
+    wrong += kprof_benchmark_compare(workload, NULL, workload, NULL, &bo, &co, &br, &bb, &c) !=
+             KPROF_UNAVAILABLE;
     kprof_stop(NULL);
     return wrong;
 }
