@@ -980,8 +980,8 @@ static PyObject *kp_py_capture_end(PyObject *self, PyObject *unused)
 #endif
 
 /* The options both benchmark() and compare() take, from a dict the Python side checked. */
-static int kp_py_bench_options(PyObject *d, kprof_benchmark_options *o, double **samples,
-                               size_t *cap)
+static int kp_py_bench_options(PyObject *d, kprof_benchmark_options *o, size_t sides,
+                               double **samples)
 {
     PyObject *v;
 #define KP_PY_UINT(key, field)                                                                     \
@@ -1005,17 +1005,17 @@ static int kp_py_bench_options(PyObject *d, kprof_benchmark_options *o, double *
     KP_PY_UINT("collector", collector)
     KP_PY_DBL("flops", flops)
     KP_PY_DBL("bytes", bytes)
-    size_t n = o->max_runs ? o->max_runs : 1000;
+    /* Room for every run a side may keep (compare: A's, then B's right after them). */
+    size_t n = (o->max_runs ? o->max_runs : 1000) * sides;
     *samples = calloc(n, sizeof **samples);
     if (!*samples) {
         PyErr_NoMemory();
         return -1;
     }
-    *cap = n;
     o->samples = *samples;
     o->samples_cap = n;
 #else
-    (void)samples, (void)cap;
+    (void)samples, (void)sides;
 #endif
 #undef KP_PY_UINT
 #undef KP_PY_DBL
@@ -1067,8 +1067,7 @@ static PyObject *kp_py_benchmark(PyObject *self, PyObject *args)
     }
     kprof_benchmark_options o = KPROF_BENCHMARK_OPTIONS_INIT;
     double *samples = NULL;
-    size_t cap = 0;
-    if (kp_py_bench_options(opts, &o, &samples, &cap) < 0) {
+    if (kp_py_bench_options(opts, &o, 1, &samples) < 0) {
         free(samples);
         return NULL;
     }
@@ -1096,19 +1095,11 @@ static PyObject *kp_py_compare(PyObject *self, PyObject *args)
     }
 #if KP_PY_BENCHMARK_CONTRACT
     kprof_benchmark_options o = KPROF_BENCHMARK_OPTIONS_INIT;
-    double *sa = NULL, *sb = NULL;
-    size_t cap = 0;
-    if (kp_py_bench_options(opts, &o, &sa, &cap) < 0) {
-        free(sa);
+    double *samples = NULL;
+    if (kp_py_bench_options(opts, &o, 2, &samples) < 0) {
+        free(samples);
         return NULL;
     }
-    sb = calloc(cap, sizeof *sb);
-    if (!sb) {
-        free(sa);
-        return PyErr_NoMemory();
-    }
-    /* kprof_benchmark_compare fills one samples array per side: A's through options, B's
-     * through a second options struct is not in the contract, so B's samples are not kept. */
     kprof_compare_options co = KPROF_COMPARE_OPTIONS_INIT;
     co.threshold = threshold;
     kprof_benchmark_result ra = KPROF_BENCHMARK_RESULT_INIT, rb = KPROF_BENCHMARK_RESULT_INIT;
@@ -1118,7 +1109,9 @@ static PyObject *kp_py_compare(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS st = kprof_benchmark_compare(
         kp_py_call_trampoline, &ca, kp_py_call_trampoline, &cb, &o, &co, &ra, &rb, &cmp);
     Py_END_ALLOW_THREADS PyObject *out = NULL;
-    if (!kp_py_call_reraise(&ca) && !kp_py_call_reraise(&cb)) {
+    /* A callable's exception first (A's when both raised); the other's is dropped. */
+    kp_py_call *raised = ca.error_type ? &ca : cb.error_type ? &cb : NULL;
+    if (!raised) {
         if (st != KPROF_OK) {
             kp_py_raise(st);
         } else {
@@ -1128,16 +1121,17 @@ static PyObject *kp_py_compare(PyObject *self, PyObject *args)
                               (unsigned)cmp.verdict < 4 ? verdicts[cmp.verdict] : "UNSURE", "ratio",
                               cmp.ratio, "lo", cmp.lo, "hi", cmp.hi, "reasons", cmp.reasons,
                               "reason", kp_py_str(cmp.reason));
-            out =
-                c ? Py_BuildValue("(NNN)", kp_py_bench_dict(&ra, sa), kp_py_bench_dict(&rb, sb), c)
-                  : NULL;
+            const double *sb = samples ? samples + ra.samples_n : NULL;
+            out = c ? Py_BuildValue("(NNN)", kp_py_bench_dict(&ra, samples),
+                                    kp_py_bench_dict(&rb, sb), c)
+                    : NULL;
         }
     } else {
-        PyErr_Clear();
-        kp_py_call_reraise(ca.error_type ? &ca : &cb);
+        kp_py_call *other = raised == &ca ? &cb : &ca;
+        if (kp_py_call_reraise(other)) PyErr_Clear();
+        kp_py_call_reraise(raised);
     }
-    free(sa);
-    free(sb);
+    free(samples);
     return out;
 #else
     (void)opts, (void)threshold;
