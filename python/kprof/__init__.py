@@ -637,9 +637,9 @@ def _run_kprof(args, ok=(0,)):
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if p.returncode not in ok:
         err = p.stderr.decode("utf-8", "backslashreplace").strip().splitlines()
-        line = err[-1] if err else "kprof %s exited with %d" % (args[0], p.returncode)
-        if line.startswith("kprof: error: "):
-            line = line[len("kprof: error: "):]
+        said = [x[len("kprof: error: "):] for x in err if x.startswith("kprof: error: ")]
+        line = said[0] if said else err[-1] if err else "kprof %s exited with %d" % (
+            args[0], p.returncode)
         raise globals().get(_EXIT.get(p.returncode, ""), Error)(line)
     return p.stdout.decode("utf-8", "backslashreplace")
 
