@@ -446,15 +446,33 @@ static PyObject *kp_py_open_scopes(PyObject *self, PyObject *unused)
 
 typedef struct {
     PyObject_HEAD kprof_result *r;
+    int busy; /* a call is using r (with the GIL released): a result serves one thread at a time */
 } kp_py_result;
 
 static PyObject *kp_py_result_type;
 
+/* The result for one call, marked busy until kp_py_result_put (both with the GIL held): libkprof
+ * lets one thread at a time use a result, and its views run with the GIL released. */
 static kprof_result *kp_py_result_get(PyObject *self)
 {
     kp_py_result *res = (kp_py_result *)self;
-    if (!res->r) PyErr_SetString(kp_py_errors[KPROF_INVALID], "the result was closed");
+    if (!res->r) {
+        PyErr_SetString(kp_py_errors[KPROF_INVALID], "the result was closed");
+        return NULL;
+    }
+    if (res->busy) {
+        PyErr_SetString(kp_py_errors[KPROF_INVALID],
+                        "the result is in use by another thread (a result serves one thread at "
+                        "a time)");
+        return NULL;
+    }
+    res->busy = 1;
     return res->r;
+}
+
+static void kp_py_result_put(PyObject *self)
+{
+    ((kp_py_result *)self)->busy = 0;
 }
 
 static void kp_py_result_dealloc(PyObject *self)
@@ -472,17 +490,22 @@ static PyObject *kp_py_result_close(PyObject *self, PyObject *unused)
 {
     (void)unused;
     kp_py_result *res = (kp_py_result *)self;
+    if (res->busy) {
+        PyErr_SetString(kp_py_errors[KPROF_INVALID],
+                        "the result is in use by another thread (a result serves one thread at "
+                        "a time)");
+        return NULL;
+    }
     kprof_result *r = res->r;
     res->r = NULL;
     Py_BEGIN_ALLOW_THREADS kprof_result_destroy(r);
     Py_END_ALLOW_THREADS Py_RETURN_NONE;
 }
 
-static PyObject *kp_py_result_summary(PyObject *self, PyObject *unused)
+static PyObject *kp_py_result_summary_(PyObject *self, PyObject *unused, kprof_result *r)
 {
+    (void)self;
     (void)unused;
-    kprof_result *r = kp_py_result_get(self);
-    if (!r) return NULL;
     kprof_summary s = KPROF_SUMMARY_INIT;
     kprof_status st = kprof_result_summary(r, &s);
     if (st != KPROF_OK) return kp_py_raise(st);
@@ -503,12 +526,11 @@ static PyObject *kp_py_row_dict(const kprof_row *row)
                          "host_gb_per_s", row->host_gb_per_s);
 }
 
-static PyObject *kp_py_result_key_averages(PyObject *self, PyObject *args)
+static PyObject *kp_py_result_key_averages_(PyObject *self, PyObject *args, kprof_result *r)
 {
+    (void)self;
     int by;
     if (!PyArg_ParseTuple(args, "i", &by)) return NULL;
-    kprof_result *r = kp_py_result_get(self);
-    if (!r) return NULL;
     const kprof_row *rows = NULL;
     size_t n = 0;
     kprof_status st;
@@ -526,11 +548,10 @@ static PyObject *kp_py_result_key_averages(PyObject *self, PyObject *args)
     return list;
 }
 
-static PyObject *kp_py_result_tree(PyObject *self, PyObject *unused)
+static PyObject *kp_py_result_tree_(PyObject *self, PyObject *unused, kprof_result *r)
 {
+    (void)self;
     (void)unused;
-    kprof_result *r = kp_py_result_get(self);
-    if (!r) return NULL;
     const kprof_node *nodes = NULL;
     size_t n = 0;
     kprof_status st;
@@ -581,11 +602,10 @@ static int kp_py_event_one(const kprof_event *e, void *p)
 }
 
 /* Called with the GIL held (each event makes a dict). */
-static PyObject *kp_py_result_events(PyObject *self, PyObject *unused)
+static PyObject *kp_py_result_events_(PyObject *self, PyObject *unused, kprof_result *r)
 {
+    (void)self;
     (void)unused;
-    kprof_result *r = kp_py_result_get(self);
-    if (!r) return NULL;
     kp_py_events_ctx c = {PyList_New(0), 0};
     if (!c.list) return NULL;
     kprof_status st = kprof_result_events(r, kp_py_event_one, &c);
@@ -600,11 +620,10 @@ static PyObject *kp_py_result_events(PyObject *self, PyObject *unused)
     return c.list;
 }
 
-static PyObject *kp_py_result_distributions(PyObject *self, PyObject *unused)
+static PyObject *kp_py_result_distributions_(PyObject *self, PyObject *unused, kprof_result *r)
 {
+    (void)self;
     (void)unused;
-    kprof_result *r = kp_py_result_get(self);
-    if (!r) return NULL;
     const kprof_distribution *d = NULL;
     size_t n = 0;
     kprof_status st;
@@ -628,12 +647,11 @@ static PyObject *kp_py_result_distributions(PyObject *self, PyObject *unused)
 }
 
 /* kprof_result_print into a string. */
-static PyObject *kp_py_result_print(PyObject *self, PyObject *args)
+static PyObject *kp_py_result_print_(PyObject *self, PyObject *args, kprof_result *r)
 {
+    (void)self;
     int view;
     if (!PyArg_ParseTuple(args, "i", &view)) return NULL;
-    kprof_result *r = kp_py_result_get(self);
-    if (!r) return NULL;
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
@@ -654,16 +672,12 @@ static PyObject *kp_py_result_print(PyObject *self, PyObject *args)
     return s;
 }
 
-static PyObject *kp_py_result_write(PyObject *self, PyObject *args)
+static PyObject *kp_py_result_write_(PyObject *self, PyObject *args, kprof_result *r)
 {
+    (void)self;
     int format, force;
     PyObject *path;
     if (!PyArg_ParseTuple(args, "iO&p", &format, PyUnicode_FSConverter, &path, &force)) return NULL;
-    kprof_result *r = kp_py_result_get(self);
-    if (!r) {
-        Py_DECREF(path);
-        return NULL;
-    }
     const char *p = PyBytes_AsString(path);
     kprof_status st;
     Py_BEGIN_ALLOW_THREADS st =
@@ -672,6 +686,25 @@ static PyObject *kp_py_result_write(PyObject *self, PyObject *args)
     if (st != KPROF_OK) return kp_py_raise(st);
     Py_RETURN_NONE;
 }
+
+/* Each method with the result marked busy around it. */
+#define KP_PY_RESULT_METHOD(name)                                                                  \
+    static PyObject *kp_py_result_##name(PyObject *self, PyObject *args)                           \
+    {                                                                                              \
+        kprof_result *r = kp_py_result_get(self);                                                  \
+        if (!r) return NULL;                                                                       \
+        PyObject *out = kp_py_result_##name##_(self, args, r);                                     \
+        kp_py_result_put(self);                                                                    \
+        return out;                                                                                \
+    }
+KP_PY_RESULT_METHOD(summary)
+KP_PY_RESULT_METHOD(key_averages)
+KP_PY_RESULT_METHOD(tree)
+KP_PY_RESULT_METHOD(events)
+KP_PY_RESULT_METHOD(distributions)
+KP_PY_RESULT_METHOD(print)
+KP_PY_RESULT_METHOD(write)
+#undef KP_PY_RESULT_METHOD
 
 static PyMethodDef kp_py_result_methods[] = {
     {"summary", kp_py_result_summary, METH_NOARGS, "kprof_result_summary as a dict."},
