@@ -727,7 +727,10 @@ typedef enum kprof_verdict {
 #define KPROF_UNSURE_SMALL     (1u << 5) /* the effect is under min_effect */
 #define KPROF_UNSURE_ONE_RUN   (1u << 6) /* across runs, one run a side, not clear by 3% more */
 #define KPROF_UNSURE_RUNS      (1u << 7) /* the spread between runs covers the effect */
-#define KPROF_UNSURE_INVALID   (1u << 9) /* a side has no positive median: nothing to compare */
+#define KPROF_UNSURE_CLOCK                                                                         \
+    (1u << 8)                          /* kprof_benchmark_compare: the GPU clock's cycles do not   \
+                                          confirm the time's verdict (NVML) */
+#define KPROF_UNSURE_INVALID (1u << 9) /* a side has no positive median: nothing to compare */
 
 /* How to compare. Sized (use KPROF_COMPARE_OPTIONS_INIT). */
 typedef struct kprof_compare_options {

@@ -34,6 +34,7 @@
  */
 #define _GNU_SOURCE /* RTLD_NEXT, dladdr, dl_iterate_phdr */
 #include "inject/opencl_ops.h"
+#include "inject/opencl_bench.h"
 
 #include "collect/writer.h"
 #include "base/util.h"
@@ -210,13 +211,17 @@ static void kp_cl_settle(int synchronised)
 
 /* Right after the real enqueue: its API record, the hand-over of a tracked operation's event,
  * and a look at older ones. */
-static void kp_cl_enqueued(kp_cl_function fn, kp_cl_op *op, int tracked, cl_int rc,
+static void kp_cl_enqueued(kp_cl_function fn, kp_cl_op *op, int tracked, int bench, cl_int rc,
                            const cl_event *app_event, cl_event own_event, cl_bool blocking)
 {
     op->host_return = kp_now_ns();
     kp_cl_api(fn, op->host_enqueue, op->host_return, rc, op->correlation);
     if (blocking && rc == CL_SUCCESS)
         kp_cl_waited(fn, op->host_enqueue, op->host_return, op->correlation);
+    /* A benchmark's run takes its reference first (the tracker may release its own at once):
+     * the event of our own is the run's alone when the tracker does not keep it. */
+    if (bench && rc == CL_SUCCESS && (app_event ? *app_event : own_event))
+        kp_cl_bench_add(app_event ? *app_event : own_event, app_event != NULL || tracked);
     if (tracked && rc == CL_SUCCESS)
         kp_cl_op_commit(op, app_event ? *app_event : own_event, app_event != NULL);
     kp_cl_settle(blocking && rc == CL_SUCCESS);
@@ -410,6 +415,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueNDRangeKernel(
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_KERNEL, kernel);
+    int bench = kp_cl_bench_open(); /* kprof_benchmark: the op is its run's too */
     if (tracked) {
         kp_cl_geometry(&op, work_dim, global_size, local_size);
         kp_cl_op_work(&op, kernel);
@@ -417,8 +423,8 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueNDRangeKernel(
     op.host_enqueue = kp_now_ns();
     cl_int rc = kp_cl_next.clEnqueueNDRangeKernel(queue, kernel, work_dim, global_offset,
                                                   global_size, local_size, num_events, wait_list,
-                                                  tracked && !event ? &own : event);
-    kp_cl_enqueued(KP_CL_FN_clEnqueueNDRangeKernel, &op, tracked, rc, event, own, CL_FALSE);
+                                                  (tracked || bench) && !event ? &own : event);
+    kp_cl_enqueued(KP_CL_FN_clEnqueueNDRangeKernel, &op, tracked, bench, rc, event, own, CL_FALSE);
     return rc;
 }
 
@@ -431,14 +437,15 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueTask(cl_command_queue queue, cl_kerne
     cl_event own = NULL;
     const size_t one = 1;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_KERNEL, kernel);
+    int bench = kp_cl_bench_open(); /* kprof_benchmark: the op is its run's too */
     if (tracked) {
         kp_cl_geometry(&op, 1, &one, &one);
         kp_cl_op_work(&op, kernel);
     }
     op.host_enqueue = kp_now_ns();
     cl_int rc = kp_cl_next.clEnqueueTask(queue, kernel, num_events, wait_list,
-                                         tracked && !event ? &own : event);
-    kp_cl_enqueued(KP_CL_FN_clEnqueueTask, &op, tracked, rc, event, own, CL_FALSE);
+                                         (tracked || bench) && !event ? &own : event);
+    kp_cl_enqueued(KP_CL_FN_clEnqueueTask, &op, tracked, bench, rc, event, own, CL_FALSE);
     return rc;
 }
 
@@ -451,12 +458,13 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueReadBuffer(cl_command_queue queue, cl
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_READ, NULL);
+    int bench = kp_cl_bench_open(); /* kprof_benchmark: the op is its run's too */
     op.bytes = size;
     op.host_enqueue = kp_now_ns();
     cl_int rc =
         kp_cl_next.clEnqueueReadBuffer(queue, buffer, blocking, offset, size, ptr, num_events,
-                                       wait_list, tracked && !event ? &own : event);
-    kp_cl_enqueued(KP_CL_FN_clEnqueueReadBuffer, &op, tracked, rc, event, own, blocking);
+                                       wait_list, (tracked || bench) && !event ? &own : event);
+    kp_cl_enqueued(KP_CL_FN_clEnqueueReadBuffer, &op, tracked, bench, rc, event, own, blocking);
     return rc;
 }
 
@@ -469,12 +477,13 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueWriteBuffer(cl_command_queue queue, c
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_WRITE, NULL);
+    int bench = kp_cl_bench_open(); /* kprof_benchmark: the op is its run's too */
     op.bytes = size;
     op.host_enqueue = kp_now_ns();
     cl_int rc =
         kp_cl_next.clEnqueueWriteBuffer(queue, buffer, blocking, offset, size, ptr, num_events,
-                                        wait_list, tracked && !event ? &own : event);
-    kp_cl_enqueued(KP_CL_FN_clEnqueueWriteBuffer, &op, tracked, rc, event, own, blocking);
+                                        wait_list, (tracked || bench) && !event ? &own : event);
+    kp_cl_enqueued(KP_CL_FN_clEnqueueWriteBuffer, &op, tracked, bench, rc, event, own, blocking);
     return rc;
 }
 
@@ -488,12 +497,13 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueCopyBuffer(cl_command_queue queue, cl
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_COPY, NULL);
+    int bench = kp_cl_bench_open(); /* kprof_benchmark: the op is its run's too */
     op.bytes = size;
     op.host_enqueue = kp_now_ns();
     cl_int rc =
         kp_cl_next.clEnqueueCopyBuffer(queue, src, dst, src_offset, dst_offset, size, num_events,
-                                       wait_list, tracked && !event ? &own : event);
-    kp_cl_enqueued(KP_CL_FN_clEnqueueCopyBuffer, &op, tracked, rc, event, own, CL_FALSE);
+                                       wait_list, (tracked || bench) && !event ? &own : event);
+    kp_cl_enqueued(KP_CL_FN_clEnqueueCopyBuffer, &op, tracked, bench, rc, event, own, CL_FALSE);
     return rc;
 }
 
@@ -512,13 +522,14 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueReadBufferRect(
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_READ, NULL);
+    int bench = kp_cl_bench_open(); /* kprof_benchmark: the op is its run's too */
     op.bytes = kp_cl_region_bytes(region);
     op.host_enqueue = kp_now_ns();
     cl_int rc = kp_cl_next.clEnqueueReadBufferRect(
         queue, buffer, blocking, buffer_origin, host_origin, region, buffer_row_pitch,
         buffer_slice_pitch, host_row_pitch, host_slice_pitch, ptr, num_events, wait_list,
-        tracked && !event ? &own : event);
-    kp_cl_enqueued(KP_CL_FN_clEnqueueReadBufferRect, &op, tracked, rc, event, own, blocking);
+        (tracked || bench) && !event ? &own : event);
+    kp_cl_enqueued(KP_CL_FN_clEnqueueReadBufferRect, &op, tracked, bench, rc, event, own, blocking);
     return rc;
 }
 
@@ -532,13 +543,15 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueWriteBufferRect(
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_WRITE, NULL);
+    int bench = kp_cl_bench_open(); /* kprof_benchmark: the op is its run's too */
     op.bytes = kp_cl_region_bytes(region);
     op.host_enqueue = kp_now_ns();
     cl_int rc = kp_cl_next.clEnqueueWriteBufferRect(
         queue, buffer, blocking, buffer_origin, host_origin, region, buffer_row_pitch,
         buffer_slice_pitch, host_row_pitch, host_slice_pitch, ptr, num_events, wait_list,
-        tracked && !event ? &own : event);
-    kp_cl_enqueued(KP_CL_FN_clEnqueueWriteBufferRect, &op, tracked, rc, event, own, blocking);
+        (tracked || bench) && !event ? &own : event);
+    kp_cl_enqueued(KP_CL_FN_clEnqueueWriteBufferRect, &op, tracked, bench, rc, event, own,
+                   blocking);
     return rc;
 }
 
@@ -552,12 +565,14 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueCopyBufferRect(
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_COPY, NULL);
+    int bench = kp_cl_bench_open(); /* kprof_benchmark: the op is its run's too */
     op.bytes = kp_cl_region_bytes(region);
     op.host_enqueue = kp_now_ns();
-    cl_int rc = kp_cl_next.clEnqueueCopyBufferRect(
-        queue, src, dst, src_origin, dst_origin, region, src_row_pitch, src_slice_pitch,
-        dst_row_pitch, dst_slice_pitch, num_events, wait_list, tracked && !event ? &own : event);
-    kp_cl_enqueued(KP_CL_FN_clEnqueueCopyBufferRect, &op, tracked, rc, event, own, CL_FALSE);
+    cl_int rc = kp_cl_next.clEnqueueCopyBufferRect(queue, src, dst, src_origin, dst_origin, region,
+                                                   src_row_pitch, src_slice_pitch, dst_row_pitch,
+                                                   dst_slice_pitch, num_events, wait_list,
+                                                   (tracked || bench) && !event ? &own : event);
+    kp_cl_enqueued(KP_CL_FN_clEnqueueCopyBufferRect, &op, tracked, bench, rc, event, own, CL_FALSE);
     return rc;
 }
 
@@ -571,12 +586,13 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueFillBuffer(cl_command_queue queue, cl
     kp_cl_op op;
     cl_event own = NULL;
     int tracked = kp_cl_op_begin(&op, queue, KP_CL_FILL, NULL);
+    int bench = kp_cl_bench_open(); /* kprof_benchmark: the op is its run's too */
     op.bytes = size;
     op.host_enqueue = kp_now_ns();
-    cl_int rc =
-        kp_cl_next.clEnqueueFillBuffer(queue, buffer, pattern, pattern_size, offset, size,
-                                       num_events, wait_list, tracked && !event ? &own : event);
-    kp_cl_enqueued(KP_CL_FN_clEnqueueFillBuffer, &op, tracked, rc, event, own, CL_FALSE);
+    cl_int rc = kp_cl_next.clEnqueueFillBuffer(queue, buffer, pattern, pattern_size, offset, size,
+                                               num_events, wait_list,
+                                               (tracked || bench) && !event ? &own : event);
+    kp_cl_enqueued(KP_CL_FN_clEnqueueFillBuffer, &op, tracked, bench, rc, event, own, CL_FALSE);
     return rc;
 }
 
@@ -753,6 +769,33 @@ KP_CL_EXPORT int kprof_inject_opencl_start(const char *dir)
     kp_cl_ops_init();
     kp_cl_ops_session_start();
     return 0;
+}
+
+/* ---- libkprof's kprof_benchmark (opencl_bench.h) ----
+ *
+ * A benchmark's run: begin, the program's callback enqueues, end (wait, times). These answer
+ * only where the loader took the layer in (kp_cl_wrapped): elsewhere the layer sees no enqueue. */
+
+KP_CL_EXPORT int kprof_inject_opencl_bench_begin(void)
+{
+    if (!kp_cl_wrapped) return -1;
+    kp_cl_bench_begin();
+    return 0;
+}
+
+KP_CL_EXPORT int kprof_inject_opencl_bench_end(kp_cl_bench_times *out)
+{
+    return kp_cl_bench_end(out);
+}
+
+KP_CL_EXPORT int kprof_inject_opencl_bench_flush(uint64_t *ns, uint64_t *bytes)
+{
+    return kp_cl_wrapped ? kp_cl_bench_flush(ns, bytes) : CL_INVALID_OPERATION;
+}
+
+KP_CL_EXPORT void kprof_inject_opencl_bench_close(void)
+{
+    kp_cl_bench_close();
 }
 
 /* ---- LD_PRELOAD: for loaders without layers ---- */

@@ -155,6 +155,7 @@ void kp_bench_judge_config(const kp_bench_config *cfg, const kp_bench_outcome *o
     jc->across_runs = !paired || o->separate_sessions;
     jc->busy_cpus = o->busy_cpus;
     jc->ncpus = o->ncpus;
+    jc->min_effect = cfg->min_effect;
     if (o->nrun_ratios >= 2) {
         jc->run_ratios = o->run_ratio;
         jc->nrun_ratios = (size_t)o->nrun_ratios;
@@ -350,7 +351,7 @@ kprof_status kp_bench_measure_with(kp_bench_side *sides, int nsides, const kp_be
         return kp_error_set(err, KPROF_INVALID, "bench measures one kernel or two");
     uint64_t t0 = kp_bench_now(sp);
     const int *pids = sp->pids;
-    int npids = sp->npids, host_device = sp->host_device;
+    int npids = sp->npids;
     kp_cpuload load;
     kp_cpuload_begin(&load, pids, npids);
     out->ncpus = load.ncpus;
@@ -504,7 +505,7 @@ kprof_status kp_bench_measure_with(kp_bench_side *sides, int nsides, const kp_be
             st = kp_bench_check(sides, nsides, &noise, err);
             if (st != KPROF_OK) goto done;
             out->measured_busy_cpus = kp_cpuload_end(&load, pids, npids);
-            out->busy_cpus = host_device ? out->measured_busy_cpus : -1;
+            out->busy_cpus = sp->host_device ? out->measured_busy_cpus : -1;
             if (progress) progress(user, sides, nsides, noise, elapsed);
             /* One kernel stops on its noise, once its run is stable; two on the engine's
              * verdict, which is what was asked (both medians within +-0.5% can still leave the
@@ -578,7 +579,7 @@ kprof_status kp_bench_measure_with(kp_bench_side *sides, int nsides, const kp_be
     {
         double busy = kp_cpuload_end(&load, pids, npids);
         if (busy >= 0 || out->measured_busy_cpus < 0) out->measured_busy_cpus = busy;
-        out->busy_cpus = host_device ? out->measured_busy_cpus : -1;
+        out->busy_cpus = sp->host_device ? out->measured_busy_cpus : -1;
     }
     if (nsides == 2) {
         st = kp_bench_compare(&sides[0], &sides[1], 1, cfg, out, err);

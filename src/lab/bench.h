@@ -66,11 +66,12 @@ typedef struct kp_bench_config {
     size_t max_samples;       /* per kernel (1,000,000) */
     double batch_s;           /* device time per batch (0.01) */
     /* kprof_benchmark's (libkprof); kprof bench leaves them 0: */
-    size_t max_batch; /* samples a batch at most (0: 10,000), so that a short run still has
-                         the rounds a block-aware interval and a verdict need */
-    int floor_first;  /* the timeout stops only once min_samples are kept (its budget_s) */
-    int noise_off;    /* neither NOISE nor SETTLED stops (its max_noise 0) */
-    int warmup_exact; /* warmup 0 is none (kprof bench warms up once at least) */
+    size_t max_batch;  /* samples a batch at most (0: 10,000), so that a short run still has
+                          the rounds a block-aware interval and a verdict need */
+    int floor_first;   /* the timeout stops only once min_samples are kept (its budget_s) */
+    int noise_off;     /* neither NOISE nor SETTLED stops (its max_noise 0) */
+    int warmup_exact;  /* warmup 0 is none (kprof bench warms up once at least) */
+    double min_effect; /* a comparison's smallest effect that matters, ms (0: none) */
 } kp_bench_config;
 
 /* The defaults above. */
@@ -193,7 +194,8 @@ typedef struct kp_bench_sampler {
     uint64_t (*now_ns)(void *ctx);
     int pids[2]; /* processes besides this one whose CPU time is the measurement's own */
     int npids;
-    int host_device;       /* the kernels run on the host's CPUs: a busy host counts */
+    int host_device;       /* the kernels run on the host's CPUs: a busy host counts (read at
+                              every check: a sampler may learn it from its first samples) */
     int separate_sessions; /* see kp_bench_outcome */
 } kp_bench_sampler;
 

@@ -15,7 +15,7 @@ _Static_assert(KPROF_UNSURE_STRADDLES == KP_JUDGE_STRADDLES && KPROF_UNSURE_FEW 
                    KPROF_UNSURE_DRIFT == KP_JUDGE_DRIFT && KPROF_UNSURE_MODES == KP_JUDGE_MODES &&
                    KPROF_UNSURE_BUSY == KP_JUDGE_BUSY && KPROF_UNSURE_SMALL == KP_JUDGE_SMALL &&
                    KPROF_UNSURE_ONE_RUN == KP_JUDGE_ONE_RUN && KPROF_UNSURE_RUNS == KP_JUDGE_RUNS &&
-                   KPROF_UNSURE_INVALID == KP_JUDGE_INVALID,
+                   KPROF_UNSURE_CLOCK == KP_JUDGE_CLOCK && KPROF_UNSURE_INVALID == KP_JUDGE_INVALID,
                "kprof.h's KPROF_UNSURE_* are core/judge.h's KP_JUDGE_*");
 
 kprof_status kprof_compare(const double *a, size_t na, const double *b, size_t nb,

@@ -3,12 +3,13 @@
  * session (KPROF_COLLECT_CUDA: inject/cuda_collector.h, the collector `kprof trace` injects,
  * started here by the session instead of by the driver), kernel hooks (kprof_kernel_hook: the
  * work of every launch of a kernel, as metrics on its record), the capture hand-off for external
- * tools (kprof_capture_begin/end) and kprof_benchmark (a callback's device time, run after run,
- * from CUPTI's device timestamps).
+ * tools (kprof_capture_begin/end) and kprof_benchmark's CUDA timer (benchmark.h: a callback's
+ * device time, run after run, from CUPTI's device timestamps; cold, an L2 flush before each).
  */
 #define _GNU_SOURCE
 #include "core/demangle.h"
 #include "base/util.h"
+#include "libkprof/benchmark.h"
 #include "libkprof/collectors.h"
 #include "libkprof/libkprof_internal.h"
 #include "kprof.h"
@@ -334,22 +335,31 @@ kprof_status kprof_capture_end(void)
     return KPROF_OK;
 }
 
-/* ---- kprof_benchmark ---------------------------------------------------------------------------
+/* ---- kprof_benchmark's CUDA timer (benchmark.h) -------------------------------------------
  */
 
 #ifdef KPROF_HAVE_CUDA
 /* The device operations of the run under way, as the collector converts them. */
-typedef struct kp_bench_run {
+typedef struct kp_cuda_bench_ops {
     pthread_mutex_t lock;
     int64_t first, last; /* earliest start, latest end (0: none yet) */
     int64_t busy;        /* durations summed */
     unsigned ops;
-} kp_bench_run;
+} kp_cuda_bench_ops;
+
+typedef struct kp_cuda_timer {
+    kp_cuda_bench_ops run;
+    int own; /* the collector was started for the benchmark */
+    CUcontext ctx;
+    CUdeviceptr flush; /* cold: twice the L2 (0: not made yet) */
+    size_t flush_bytes;
+    char pci[32]; /* the device's PCI bus id, for NVML ("" until known) */
+} kp_cuda_timer;
 
 static void kp_bench_sink(void *ctx, const kp_rec *r, const char *name)
 {
     (void)name;
-    kp_bench_run *run = ctx;
+    kp_cuda_bench_ops *run = ctx;
     if (r->kind != KP_REC_KERNEL && r->kind != KP_REC_MEMCPY && r->kind != KP_REC_MEMSET) return;
     int64_t s = (int64_t)r->start, e = (int64_t)r->end;
     pthread_mutex_lock(&run->lock);
@@ -360,7 +370,7 @@ static void kp_bench_sink(void *ctx, const kp_rec *r, const char *name)
     pthread_mutex_unlock(&run->lock);
 }
 
-static void kp_bench_reset(kp_bench_run *run)
+static void kp_bench_reset(kp_cuda_bench_ops *run)
 {
     pthread_mutex_lock(&run->lock);
     run->first = run->last = run->busy = 0;
@@ -368,178 +378,179 @@ static void kp_bench_reset(kp_bench_run *run)
     pthread_mutex_unlock(&run->lock);
 }
 
-static int kp_cmp_double(const void *a, const void *b)
+/* Wait for the context's work and take CUPTI's records of it; a failure names what. */
+static kprof_status kp_cuda_timer_sync(const char *what, kp_error *err)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* The q-quantile of sorted v[0..n) by linear interpolation. */
-static double kp_quantile(const double *v, size_t n, double q)
-{
-    double pos = q * (double)(n - 1);
-    size_t lo = (size_t)pos;
-    if (lo + 1 >= n) return v[n - 1];
-    return v[lo] + (v[lo + 1] - v[lo]) * (pos - (double)lo);
-}
-#endif
-
-kprof_status kprof_benchmark(void (*fn)(void *arg), void *arg, const kprof_benchmark_options *opt,
-                             kprof_benchmark_result *result)
-{
-    static const char *const F = "kprof_benchmark";
-    if (!fn || !result) return kp_inproc_fail(F, KPROF_INVALID, "no callback or no result given");
-    if (result->size == 0)
-        return kp_inproc_fail(F, KPROF_INVALID,
-                              "result->size is 0 (use KPROF_BENCHMARK_RESULT_INIT)");
-    kprof_benchmark_options o = KPROF_BENCHMARK_OPTIONS_INIT;
-    if (opt) {
-        if (opt->size == 0 || opt->size > sizeof o)
-            return kp_inproc_fail(F, KPROF_INVALID,
-                                  "options.size is not sizeof(kprof_benchmark_options) "
-                                  "(use KPROF_BENCHMARK_OPTIONS_INIT)");
-        memcpy(&o, opt, opt->size);
-        o.size = sizeof o;
+    CUresult rc = kp_cu.cuCtxSynchronize();
+    if (rc != CUDA_SUCCESS) {
+        char text[200];
+        kp_cuda_error_text(rc, text, sizeof text);
+        if (rc == CUDA_ERROR_INVALID_CONTEXT)
+            return kp_error_set(err, KPROF_INVALID,
+                                "cuCtxSynchronize %s failed: %s (the calling thread has no CUDA "
+                                "context: the callback must launch its work on this thread's "
+                                "current context)",
+                                what, text);
+        return kp_error_set(err, kp_cuda_result_status(rc), "%s: the device work failed: %s", what,
+                            text);
     }
-    if (o.min_runs == 0) o.min_runs = 1;
-    if (o.max_runs < o.min_runs) o.max_runs = o.min_runs;
-    if (!(o.budget_s >= 0) || o.budget_s > 86400)
-        return kp_inproc_fail(F, KPROF_INVALID, "budget_s must be 0 to 86400 seconds");
-#ifndef KPROF_HAVE_CUDA
-    (void)arg;
-    return kp_inproc_fail(F, KPROF_UNAVAILABLE,
-                          "this libkprof was built without CUDA: kprof_benchmark times CUDA work "
-                          "from CUPTI's device timestamps");
-#else
-    kprof_benchmark_result full = {.size = sizeof full}, *out = &full;
-    char why[700];
+    kp_cuda_collector_flush(1);
+    return KPROF_OK;
+}
+
+/* Cold: the flush buffer on the current context's device, twice its L2, and that device's PCI
+ * bus id for the clock. */
+static kprof_status kp_cuda_timer_flush_setup(kp_cuda_timer *t, kp_error *err)
+{
+    CUcontext ctx = NULL;
+    if (kp_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
+        return kp_error_set(err, KPROF_INVALID,
+                            "the calling thread has no CUDA context after the callback ran: "
+                            "the callback must launch its work on this thread's current context");
+    CUdevice dev = 0;
+    int l2 = 0;
+    CUresult rc = kp_cu.cuCtxGetDevice(&dev);
+    if (rc == CUDA_SUCCESS)
+        rc = kp_cu.cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev);
+    if (rc == CUDA_SUCCESS && l2 <= 0) l2 = 64 << 20; /* not said: larger than any L2 so far */
+    size_t bytes = rc == CUDA_SUCCESS ? 2 * (size_t)l2 : 0;
+    bytes = (bytes + 3) & ~(size_t)3;
+    if (rc == CUDA_SUCCESS) rc = kp_cu.cuMemAlloc(&t->flush, bytes);
+    if (rc != CUDA_SUCCESS) {
+        char text[200];
+        kp_cuda_error_text(rc, text, sizeof text);
+        t->flush = 0;
+        return kp_error_set(err, KPROF_BACKEND,
+                            "cold: the L2 flush's buffer cannot be made (%zu bytes): %s", bytes,
+                            text);
+    }
+    t->flush_bytes = bytes;
+    t->ctx = ctx;
+    return KPROF_OK;
+}
+
+static kprof_status kp_cuda_timer_run(void *ctx, void (*fn)(void *), void *arg, int cold,
+                                      kp_bench_run *out, kp_error *err)
+{
+    kp_cuda_timer *t = ctx;
+    kprof_status st;
+    memset(out, 0, sizeof *out);
+    if (cold && !t->flush) {
+        /* The flush needs the callback's context: one untimed call makes sure there is one. */
+        fn(arg);
+        st = kp_cuda_timer_sync("after an untimed first call", err);
+        if (st == KPROF_OK) st = kp_cuda_timer_flush_setup(t, err);
+        if (st != KPROF_OK) return st;
+    }
+    if (cold) {
+        /* Its records land before the run's reset: not the run's, and its own cost. */
+        kp_bench_reset(&t->run);
+        CUresult rc = kp_cu.cuMemsetD32Async(t->flush, 0x6b70726fu, t->flush_bytes / 4, NULL);
+        if (rc != CUDA_SUCCESS) {
+            char text[200];
+            kp_cuda_error_text(rc, text, sizeof text);
+            return kp_error_set(err, kp_cuda_result_status(rc),
+                                "cold: the L2 flush (cuMemsetD32Async) failed: %s", text);
+        }
+        st = kp_cuda_timer_sync("after the L2 flush", err);
+        if (st != KPROF_OK) return st;
+        pthread_mutex_lock(&t->run.lock);
+        out->flush_ns = t->run.ops ? (double)(t->run.last - t->run.first) : 0;
+        pthread_mutex_unlock(&t->run.lock);
+    }
+    kp_bench_reset(&t->run);
+    uint64_t t0 = kp_now_ns();
+    fn(arg);
+    CUresult rc = kp_cu.cuCtxSynchronize();
+    uint64_t t1 = kp_now_ns();
+    if (rc != CUDA_SUCCESS) {
+        char text[200];
+        kp_cuda_error_text(rc, text, sizeof text);
+        if (rc == CUDA_ERROR_INVALID_CONTEXT)
+            return kp_error_set(err, KPROF_INVALID,
+                                "cuCtxSynchronize failed: %s (the calling thread has no CUDA "
+                                "context: the callback must launch its work on this thread's "
+                                "current context)",
+                                text);
+        return kp_error_set(err, kp_cuda_result_status(rc), "the device work failed: %s", text);
+    }
+    kp_cuda_collector_flush(1);
+    pthread_mutex_lock(&t->run.lock);
+    out->ops = t->run.ops;
+    out->span_ns = (double)(t->run.last - t->run.first);
+    out->busy_ns = (double)t->run.busy;
+    pthread_mutex_unlock(&t->run.lock);
+    out->wall_ns = (double)(t1 - t0);
+    if (!t->pci[0]) { /* the clock's device: the current context's, once there is one */
+        CUdevice dev = 0;
+        char pci[32];
+        if (kp_cu.cuCtxGetDevice(&dev) == CUDA_SUCCESS &&
+            kp_cu.cuDeviceGetPCIBusId(pci, sizeof pci, dev) == CUDA_SUCCESS)
+            kp_strlcpy(t->pci, pci, sizeof t->pci);
+    }
+    return KPROF_OK;
+}
+
+static void kp_cuda_timer_clock(void *ctx, kp_clock_reading *clk)
+{
+    kp_cuda_timer *t = ctx;
+    if (!t->pci[0]) {
+        memset(clk, 0, sizeof *clk);
+        kp_strlcpy(clk->why_not, "the device is not known yet (no run has finished)",
+                   sizeof clk->why_not);
+        return;
+    }
+    kp_clock_read_pci(t->pci, clk);
+}
+
+static void kp_cuda_timer_close(void *ctx)
+{
+    kp_cuda_timer *t = ctx;
+    kp_cuda_collector_set_sink(NULL, NULL);
+    if (t->flush) kp_cu.cuMemFree(t->flush);
+    if (t->own) {
+        kp_cuda_collector_stop();
+        kp_cuda_collector_set_sink_only(0);
+    }
+    pthread_mutex_destroy(&t->run.lock);
+    free(t);
+}
+
+kprof_status kp_inproc_cuda_timer(kp_bench_timer *timer, kp_error *err)
+{
     kp_error load = {0}; /* holds no log: nothing to clear */
-    if (kp_cuda_load(&load) != KPROF_OK) {
-        char msg[800];
-        kp_strlcpy(why, load.message, sizeof why);
-        snprintf(msg, sizeof msg, "the CUDA driver cannot be loaded: %s", why);
-        return kp_inproc_fail(F, KPROF_UNAVAILABLE, msg);
-    }
+    if (kp_cuda_load(&load) != KPROF_OK)
+        return kp_error_set(err, KPROF_UNAVAILABLE, "the CUDA driver cannot be loaded: %s",
+                            load.message);
     /* The session's collector when it records CUDA, else one of our own for the benchmark. */
     const char *injected = getenv("CUDA_INJECTION64_PATH");
-    if (!kp_cuda_collector_running() && injected && *injected) {
-        char msg[800];
-        snprintf(msg, sizeof msg,
-                 "a CUDA injection holds CUPTI in this process (CUDA_INJECTION64_PATH=%s: kprof "
-                 "trace, Nsight Systems or Nsight Compute): kprof_benchmark cannot read device "
-                 "timestamps beside it",
-                 injected);
-        return kp_inproc_fail(F, KPROF_UNAVAILABLE, msg);
-    }
-    int own = 0;
+    if (!kp_cuda_collector_running() && injected && *injected)
+        return kp_error_set(err, KPROF_UNAVAILABLE,
+                            "a CUDA injection holds CUPTI in this process "
+                            "(CUDA_INJECTION64_PATH=%s: kprof trace, Nsight Systems or Nsight "
+                            "Compute): kprof_benchmark cannot read device timestamps beside it",
+                            injected);
+    kp_cuda_timer *t = calloc(1, sizeof *t);
+    if (!t) return kp_error_nomem(err);
+    pthread_mutex_init(&t->run.lock, NULL);
     if (!kp_cuda_collector_running()) {
         /* Its records go to the benchmark alone, not into a session that did not ask for CUDA. */
         kp_cuda_collector_set_sink_only(1);
         kp_error start = {0}; /* holds no log: nothing to clear */
         if (kp_cuda_collector_start(&start) != KPROF_OK) {
             kp_cuda_collector_set_sink_only(0);
-            kp_strlcpy(why, start.message, sizeof why);
-            return kp_inproc_fail(F, KPROF_UNAVAILABLE, why);
+            pthread_mutex_destroy(&t->run.lock);
+            free(t);
+            return kp_error_set(err, KPROF_UNAVAILABLE, "%s", start.message);
         }
-        own = 1;
+        t->own = 1;
     }
-    kp_bench_run run = {.lock = PTHREAD_MUTEX_INITIALIZER};
-    kp_cuda_collector_set_sink(kp_bench_sink, &run);
-    size_t cap = o.max_runs;
-    double *span = calloc(cap, sizeof *span), *busy = calloc(cap, sizeof *busy),
-           *wall = calloc(cap, sizeof *wall);
-    kprof_status st = KPROF_OK;
-    char msg[400] = "";
-    if (!span || !busy || !wall) {
-        st = KPROF_NOMEM;
-        snprintf(msg, sizeof msg, "out of memory");
-        goto done;
-    }
-    for (unsigned i = 0; i < o.warmup; i++)
-        fn(arg);
-    CUresult rc = kp_cu.cuCtxSynchronize();
-    if (rc != CUDA_SUCCESS) {
-        char text[200];
-        kp_cuda_error_text(rc, text, sizeof text);
-        st = rc == CUDA_ERROR_INVALID_CONTEXT ? KPROF_INVALID : kp_cuda_result_status(rc);
-        snprintf(msg, sizeof msg, "cuCtxSynchronize after the warm-up failed: %s%s", text,
-                 rc == CUDA_ERROR_INVALID_CONTEXT
-                     ? " (the calling thread has no CUDA context: the callback must launch its "
-                       "work on this thread's current context)"
-                     : "");
-        goto done;
-    }
-    kp_cuda_collector_flush(1);
-    kp_bench_reset(&run);
-    uint64_t t_start = kp_now_ns();
-    unsigned n = 0;
-    while (n < o.max_runs) {
-        uint64_t t0 = kp_now_ns();
-        fn(arg);
-        rc = kp_cu.cuCtxSynchronize();
-        uint64_t t1 = kp_now_ns();
-        if (rc != CUDA_SUCCESS) {
-            char text[200];
-            kp_cuda_error_text(rc, text, sizeof text);
-            st = kp_cuda_result_status(rc);
-            snprintf(msg, sizeof msg, "run %u: the device work failed: %s", n + 1, text);
-            goto done;
-        }
-        kp_cuda_collector_flush(1);
-        pthread_mutex_lock(&run.lock);
-        unsigned ops = run.ops;
-        span[n] = (double)(run.last - run.first);
-        busy[n] = (double)run.busy;
-        pthread_mutex_unlock(&run.lock);
-        if (ops == 0) {
-            st = KPROF_INVALID;
-            snprintf(msg, sizeof msg,
-                     "run %u launched no device work that CUPTI saw (the callback must launch "
-                     "CUDA work, and finish launching it before it returns)",
-                     n + 1);
-            goto done;
-        }
-        out->kernels = ops;
-        wall[n] = (double)(t1 - t0);
-        kp_bench_reset(&run);
-        n++;
-        if (n >= o.min_runs && (double)(kp_now_ns() - t_start) * 1e-9 >= o.budget_s) break;
-    }
-    out->runs = n;
-    double sum = 0;
-    for (unsigned i = 0; i < n; i++)
-        sum += span[i];
-    qsort(span, n, sizeof *span, kp_cmp_double);
-    qsort(busy, n, sizeof *busy, kp_cmp_double);
-    qsort(wall, n, sizeof *wall, kp_cmp_double);
-    out->min_ns = span[0];
-    out->max_ns = span[n - 1];
-    out->p50_ns = kp_quantile(span, n, 0.5);
-    out->p90_ns = kp_quantile(span, n, 0.9);
-    out->mean_ns = sum / n;
-    out->busy_p50_ns = kp_quantile(busy, n, 0.5);
-    out->wall_p50_ns = kp_quantile(wall, n, 0.5);
-    kp_sized_copy(result, &full, sizeof full);
-done:
-    kp_cuda_collector_set_sink(NULL, NULL);
-    if (own) {
-        kp_cuda_collector_stop();
-        kp_cuda_collector_set_sink_only(0);
-    }
-    free(span);
-    free(busy);
-    free(wall);
-    return st == KPROF_OK ? KPROF_OK : kp_inproc_fail(F, st, msg);
+    kp_cuda_collector_set_sink(kp_bench_sink, &t->run);
+    *timer = (kp_bench_timer){.name = "CUDA",
+                              .ctx = t,
+                              .run = kp_cuda_timer_run,
+                              .clock = kp_cuda_timer_clock,
+                              .close = kp_cuda_timer_close};
+    return KPROF_OK;
+}
 #endif
-}
-
-kprof_status kprof_benchmark_compare(void (*fn_a)(void *), void *arg_a, void (*fn_b)(void *),
-                                     void *arg_b, const kprof_benchmark_options *options,
-                                     const kprof_compare_options *compare,
-                                     kprof_benchmark_result *a, kprof_benchmark_result *b,
-                                     kprof_comparison *out)
-{
-    (void)fn_a, (void)arg_a, (void)fn_b, (void)arg_b, (void)options, (void)compare, (void)a,
-        (void)b, (void)out;
-    return kp_inproc_fail("kprof_benchmark_compare", KPROF_UNAVAILABLE, "not implemented yet");
-}

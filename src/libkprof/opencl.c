@@ -11,6 +11,8 @@
  * kprof_inject_opencl_stop, and the next session restarts it in its own folder through
  * kprof_inject_opencl_start (the layer stays in the loader's chain).
  *
+ * kprof_benchmark's OpenCL timer (at the end) times a callback's runs through the same layer.
+ *
  * So a program must start its first session before its first OpenCL call (or run under
  * KPROF=1, which starts one at load): the loader reads OPENCL_LAYERS once. A session that asked
  * for OpenCL and saw none says so in its trace's notes. Under `kprof trace`, whose collector
@@ -20,6 +22,8 @@
 #include "collect/writer.h"
 #include "base/env.h"
 #include "base/util.h"
+#include "inject/opencl_bench.h"
+#include "libkprof/benchmark.h"
 #include "libkprof/collectors.h"
 #include "libkprof/libkprof_internal.h"
 
@@ -130,4 +134,128 @@ void kp_inproc_opencl_stop(kp_session *s)
     unsetenv(KP_ENV_TRACE_DIR);
     kp_cl.armed = 0;
     kp_cl.dir[0] = '\0';
+}
+
+/* ---- kprof_benchmark's OpenCL timer (benchmark.h) ------------------------------------------
+ *
+ * The layer keeps each run's events (inject/opencl_bench.h): libkprof opens a run, calls the
+ * callback, and ends the run, which waits for the run's commands and gives their times. That
+ * needs the layer in the loader's chain — a session that asked for OpenCL started before the
+ * program's first OpenCL call, or KPROF=1 with KPROF_COLLECT=opencl — and says so when not.
+ */
+
+typedef struct kp_cl_timer {
+    void *lib; /* libkprof-inject.so, as the loader took it in */
+    kp_cl_bench_begin_fn begin;
+    kp_cl_bench_end_fn end;
+    kp_cl_bench_flush_fn flush;
+    kp_cl_bench_close_fn close;
+} kp_cl_timer;
+
+static const char kp_cl_not_in_chain[] =
+    "the program's OpenCL does not go through kprof's OpenCL layer, so its work cannot be timed: "
+    "the ICD loader takes the layer (libkprof-inject.so) in at the program's first OpenCL call "
+    "only when a session with KPROF_COLLECT_OPENCL was started before it (kprof_start; "
+    "kprof.profile(opencl=True) in Python) or the program runs with KPROF=1 "
+    "KPROF_COLLECT=opencl";
+
+static kprof_status kp_cl_timer_end(kp_cl_timer *t, kp_cl_bench_times *times, const char *what,
+                                    kp_error *err)
+{
+    int rc = t->end(times);
+    if (rc != 0)
+        return kp_error_set(err, KPROF_BACKEND, "%s: the OpenCL work failed (OpenCL error %d)",
+                            what, rc);
+    return KPROF_OK;
+}
+
+static kprof_status kp_cl_timer_run(void *ctx, void (*fn)(void *), void *arg, int cold,
+                                    kp_bench_run *out, kp_error *err)
+{
+    kp_cl_timer *t = ctx;
+    kp_cl_bench_times times;
+    memset(out, 0, sizeof *out);
+    if (cold) {
+        uint64_t ns = 0, bytes = 0;
+        int rc = t->flush(&ns, &bytes);
+        if (rc == 1) { /* no queue seen yet: one untimed call shows it */
+            if (t->begin() != 0) return kp_error_set(err, KPROF_UNAVAILABLE, kp_cl_not_in_chain);
+            fn(arg);
+            kprof_status st = kp_cl_timer_end(t, &times, "an untimed first call", err);
+            if (st != KPROF_OK) return st;
+            if (times.ops == 0)
+                return kp_error_set(err, KPROF_INVALID,
+                                    "an untimed first call launched no OpenCL work that kprof's "
+                                    "layer saw: nothing to flush the cache of");
+            rc = t->flush(&ns, &bytes);
+        }
+        if (rc != 0)
+            return kp_error_set(err, KPROF_BACKEND,
+                                "cold: the cache flush (a buffer write on the run's queue) failed "
+                                "(OpenCL error %d)",
+                                rc);
+        out->flush_ns = (double)ns;
+    }
+    if (t->begin() != 0) return kp_error_set(err, KPROF_UNAVAILABLE, kp_cl_not_in_chain);
+    uint64_t t0 = kp_now_ns();
+    fn(arg);
+    kprof_status st = kp_cl_timer_end(t, &times, "the run", err);
+    uint64_t t1 = kp_now_ns();
+    if (st != KPROF_OK) return st;
+    out->ops = times.ops;
+    out->host_device = times.host_device;
+    out->span_ns = (double)(times.last - times.first);
+    out->busy_ns = (double)times.busy;
+    out->wall_ns = (double)(t1 - t0);
+    return KPROF_OK;
+}
+
+static void kp_cl_timer_close(void *ctx)
+{
+    kp_cl_timer *t = ctx;
+    t->close();
+    dlclose(t->lib);
+    free(t);
+}
+
+kprof_status kp_inproc_opencl_timer(kp_bench_timer *timer, kp_error *err)
+{
+    const char *why = kp_inproc_opencl_unavailable();
+    if (why) return kp_error_set(err, KPROF_UNAVAILABLE, "%s", why);
+    void *h = kp_cl_loaded();
+    if (!h) return kp_error_set(err, KPROF_UNAVAILABLE, kp_cl_not_in_chain);
+    kp_cl_timer *t = calloc(1, sizeof *t);
+    if (!t) {
+        dlclose(h);
+        return kp_error_nomem(err);
+    }
+    t->lib = h;
+    /* dlsym gives data pointers; the exports are functions (POSIX makes the cast good). */
+    void *b = dlsym(h, "kprof_inject_opencl_bench_begin"),
+         *e = dlsym(h, "kprof_inject_opencl_bench_end"),
+         *f = dlsym(h, "kprof_inject_opencl_bench_flush"),
+         *c = dlsym(h, "kprof_inject_opencl_bench_close");
+    memcpy(&t->begin, &b, sizeof b);
+    memcpy(&t->end, &e, sizeof e);
+    memcpy(&t->flush, &f, sizeof f);
+    memcpy(&t->close, &c, sizeof c);
+    if (!t->begin || !t->end || !t->flush || !t->close) {
+        dlclose(h);
+        free(t);
+        return kp_error_set(err, KPROF_UNAVAILABLE,
+                            "the OpenCL layer (%s) has no benchmark entry points: it is older "
+                            "than this libkprof",
+                            kp_cl.library);
+    }
+    /* In the chain? An empty run says (and is dropped). */
+    kp_cl_bench_times times;
+    if (t->begin() != 0) {
+        dlclose(h);
+        free(t);
+        return kp_error_set(err, KPROF_UNAVAILABLE, kp_cl_not_in_chain);
+    }
+    t->end(&times);
+    *timer = (kp_bench_timer){
+        .name = "OpenCL", .ctx = t, .run = kp_cl_timer_run, .close = kp_cl_timer_close};
+    return KPROF_OK;
 }

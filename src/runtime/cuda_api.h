@@ -64,6 +64,7 @@
     X(cuMemsetD32Async)                                                                            \
     X(cuLaunchKernel)                                                                              \
     X(cuCtxGetCurrent)                                                                             \
+    X(cuCtxGetDevice)                                                                              \
     X(cuCtxSynchronize)                                                                            \
     X(cuProfilerStart)                                                                             \
     X(cuProfilerStop)

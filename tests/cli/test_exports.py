@@ -50,7 +50,9 @@ class Exports(kptest.KprofTestCase):
                     if len(line.split()) == 3 and line.split()[1] in "TDBRVWi"}
         entries = {"InitializeInjectionNvtx2", "kprof_inject_nvtx_start", "kprof_inject_nvtx_stop",
                    "kprof_inject_opencl_start", "kprof_inject_opencl_stop", "clGetLayerInfo",
-                   "clInitLayer", "clEnqueueNDRangeKernel", "clSetKernelArg"}
+                   "clInitLayer", "clEnqueueNDRangeKernel", "clSetKernelArg",
+                   "kprof_inject_opencl_bench_begin", "kprof_inject_opencl_bench_end",
+                   "kprof_inject_opencl_bench_flush", "kprof_inject_opencl_bench_close"}
         self.assertEqual(entries - exported, set(), "entry points not exported")
         others = {s for s in exported if s not in entries and s != "InitializeInjection"
                   and not re.fullmatch(r"cl[A-Z]\w*", s)}

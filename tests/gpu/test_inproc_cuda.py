@@ -2,7 +2,9 @@
 the in-process CUDA collector and a kernel hook (tests/programs/inproc_cuda.cu, built with nvcc
 against this build's libkprof.so). Its trace's GFLOP/s and GB/s are the kernel's own arithmetic
 over its device time; its kernel times agree with `kprof trace` of the same program within 2%;
-kprof_benchmark's device times are consistent; the capture hand-off gives Nsight Compute exactly
+kprof_benchmark's device times are consistent, hot and cold (the L2 flush measured apart, GB/s and
+GFLOP/s from the work given), kprof_benchmark_compare tells 80 saxpys from 20 (SLOWER, about 4x)
+and 20 from the same 20 (never FASTER or SLOWER); the capture hand-off gives Nsight Compute exactly
 the region's kernels; beside another CUDA injection the collector says it is off. Skipped, with
 the reason, where no CUDA device or no nvcc exists."""
 
@@ -152,21 +154,65 @@ class InprocCuda(kptest.KprofTestCase):
         self.assertEqual({(f, b) for _, f, b in self.kernels(traced)}, {(2.0 * N, 12.0 * N)})
         self.assertLess(abs(a - b) / b, 0.02, "in-process median %d ns, kprof trace %d ns" % (a, b))
 
-    def test_benchmark(self):
-        p = self.run_app("bench")
+    def bench(self, *args):
+        p = self.run_app("bench", *args)
         self.assertEqual(p.returncode, 0, p.stderr)
         words = p.stdout.split()
-        b = {words[i]: float(words[i + 1]) for i in range(0, len(words), 2)}
+        b = {words[i]: words[i + 1] for i in range(0, len(words), 2)}
+        stop = b.pop("stop")
+        b = {k: float(v) for k, v in b.items()}
+        self.assertIn(stop, ("noise", "settled", "budget", "runs"))
         self.assertGreaterEqual(b["runs"], 10)
         self.assertEqual(b["kernels"], 20)
         self.assertLessEqual(b["min"], b["p50"])
         self.assertLessEqual(b["p50"], b["p90"])
         self.assertLessEqual(b["p90"], b["max"])
+        self.assertLessEqual(b["lo"], b["p50"])
+        self.assertLessEqual(b["p50"], b["hi"])
         self.assertLessEqual(b["busy"], b["p50"] * 1.001)  # the kernels alone, without gaps
         self.assertGreater(b["busy"], 0)
+        self.assertEqual(b["samples_n"], min(b["runs"], 1000))
+        self.assertEqual(b["samples_in_range"], 1)
+        self.assertLessEqual(b["discarded"], b["runs"] * 10)
+        return b, stop
+
+    def test_benchmark(self):
+        b, stop = self.bench()
+        self.assertEqual(b["flush"], 0)
+        self.assertEqual((b["gbps"], b["gflops"]), (0, 0))  # no work given
+        # On an idle H200, 20 saxpys a run are known to a few tenths of a percent in the budget.
+        self.assertLessEqual(b["noise"], 0.02, (b, stop))
         # Twenty saxpys back to back: the run is about twenty kernels' time.
         kernel = statistics.median(d for d, _, _ in self.kernels(self.profile_once()))
         self.assertLess(abs(b["busy"] - 20 * kernel) / (20 * kernel), 0.10, (b, kernel))
+
+    def test_benchmark_cold(self):
+        b, _ = self.bench("cold")
+        self.assertGreater(b["flush"], 0)  # the L2 flush's own device time, not in the runs
+        # GB/s and GFLOP/s are the work given over p50 (bytes per ns = GB/s).
+        self.assertAlmostEqual(b["gbps"], 20 * 12.0 * N / b["p50"], delta=b["gbps"] * 1e-5)
+        self.assertAlmostEqual(b["gflops"], 20 * 2.0 * N / b["p50"], delta=b["gflops"] * 1e-5)
+
+    def test_benchmark_compare(self):
+        p = self.run_app("compare")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = {}
+        for line in p.stdout.splitlines():
+            words = line.split()
+            lines[words[0]] = {words[i]: words[i + 1] for i in range(1, len(words), 2)}
+        same, four = lines["compare-same"], lines["compare-four"]
+        self.assertIn(same["verdict"], ("SAME", "UNSURE"), same)
+        self.assertEqual(same["a_runs"], same["b_runs"])
+        self.assertEqual(four["verdict"], "SLOWER", four)
+        self.assertEqual(four["reasons"], "0")
+        self.assertLess(abs(float(four["ratio"]) - 4) / 4, 0.2, four)  # 80 saxpys against 20
+        self.assertTrue(float(four["lo"]) <= float(four["ratio"]) <= float(four["hi"]), four)
+
+    def test_benchmark_errors(self):
+        p = self.run_app("errors")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"nothing INVALID: kprof_benchmark: run 1 \(a warm-up\) "
+                                   r"launched no device work that the CUDA collector saw")
 
     def profile_once(self):
         out = os.path.join(self.tmp, "once.kprof")

@@ -1,0 +1,47 @@
+/*
+ * benchmark.h — what kprof_benchmark and kprof_benchmark_compare (benchmark.c) ask of a collector:
+ * a timer that runs a callback once and says what its device work took. The measuring — warm-up,
+ * batches, cold flushes, the clock around every batch, the stopping rule, the comparison — is
+ * kprof bench's own (lab/bench.h's kp_bench_measure_with, with a sampler made of the timer), so
+ * the library and the command answer by one rule.
+ *
+ * Timers: CUDA (cuda.c: CUPTI's activity records of the run, the context synchronised) and
+ * OpenCL (opencl.c: libkprof-inject.so's OpenCL layer, which keeps the run's commands and waits
+ * for their queues).
+ */
+#ifndef KP_LIBKPROF_BENCHMARK_H
+#define KP_LIBKPROF_BENCHMARK_H
+
+#include "base/error.h"
+#include "lab/lab.h"
+#include "kprof.h"
+
+/* What one run of the callback did on the device. */
+typedef struct kp_bench_run {
+    double span_ns;  /* first operation's start to the last one's end (device timestamps) */
+    double busy_ns;  /* the operations' own durations summed */
+    double wall_ns;  /* host time of the call and the wait after it */
+    double flush_ns; /* cold: the flush before it (its device time; not in the run) */
+    unsigned ops;    /* device operations (kernels, copies, fills) */
+    int host_device; /* they ran on a device whose kernels run on the host's CPUs (PoCL) */
+} kp_bench_run;
+
+typedef struct kp_bench_timer {
+    const char *name; /* "CUDA", "OpenCL": in messages */
+    void *ctx;
+    /* Run fn(arg) once and time its device work into *out; cold: flush the device's cache first
+     * (a run that finds nothing to flush yet, as no device work was seen, calls fn once untimed
+     * first). An error names what failed (the caller says which run). */
+    kprof_status (*run)(void *ctx, void (*fn)(void *), void *arg, int cold, kp_bench_run *out,
+                        kp_error *err);
+    /* The device's SM clock now (NULL: none is read). */
+    void (*clock)(void *ctx, kp_clock_reading *clk);
+    /* Give back what open took. */
+    void (*close)(void *ctx);
+} kp_bench_timer;
+
+/* Open a collector's timer: UNAVAILABLE, saying why, where it cannot time here. */
+kprof_status kp_inproc_cuda_timer(kp_bench_timer *t, kp_error *err);
+kprof_status kp_inproc_opencl_timer(kp_bench_timer *t, kp_error *err);
+
+#endif
