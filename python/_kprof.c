@@ -1321,6 +1321,17 @@ PyMODINIT_FUNC PyInit__kprof(void)
     if (PyModule_AddObject(m, "COLLECTORS", collect) < 0 ||
         PyModule_AddObject(m, "FORMATS", formats) < 0 || PyModule_AddObject(m, "VIEWS", views) < 0)
         goto fail;
+    /* Why a comparison is UNSURE: KPROF_UNSURE_* bits by the words Comparison.reasons uses. */
+    PyObject *unsure = Py_BuildValue(
+        "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "straddles", KPROF_UNSURE_STRADDLES, "few",
+        KPROF_UNSURE_FEW, "drift", KPROF_UNSURE_DRIFT, "modes", KPROF_UNSURE_MODES, "busy",
+        KPROF_UNSURE_BUSY, "small", KPROF_UNSURE_SMALL, "one_run", KPROF_UNSURE_ONE_RUN, "runs",
+        KPROF_UNSURE_RUNS, "invalid", KPROF_UNSURE_INVALID);
+#ifdef KPROF_UNSURE_CLOCK
+    if (unsure && kp_py_set(unsure, "clock", PyLong_FromUnsignedLong(KPROF_UNSURE_CLOCK)) < 0)
+        Py_CLEAR(unsure);
+#endif
+    if (PyModule_AddObject(m, "UNSURE_REASONS", unsure) < 0) goto fail;
     if (PyModule_AddIntConstant(m, "BENCHMARK_CONTRACT", KP_PY_BENCHMARK_CONTRACT) < 0) goto fail;
     return m;
 fail:

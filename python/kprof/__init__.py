@@ -519,11 +519,11 @@ class BenchmarkResult:
 class Comparison:
     """A / B by kprof's one comparison engine: ratio (B's p50 / A's), ci (its 95% interval,
     (lo, hi)), verdict ("SAME", "FASTER", "SLOWER" or "UNSURE": B against A), reasons (why
-    UNSURE, as words), reason (in a sentence), a and b (each side's BenchmarkResult)."""
+    UNSURE, as words: straddles, few, drift, modes, busy, small, one_run, runs, clock, invalid,
+    libkprof's KPROF_UNSURE_* bits), reason (in a sentence), a and b (each side's
+    BenchmarkResult)."""
 
-    _REASONS = ((1 << 0, "straddles"), (1 << 1, "few"), (1 << 2, "drift"), (1 << 3, "modes"),
-                (1 << 4, "busy"), (1 << 5, "small"), (1 << 6, "one_run"), (1 << 7, "runs"),
-                (1 << 9, "invalid"))
+    _REASONS = sorted((bit, word) for word, bit in _kprof.UNSURE_REASONS.items())
 
     def __init__(self, d, a=None, b=None):
         self.verdict = d["verdict"]
