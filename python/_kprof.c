@@ -944,6 +944,13 @@ static PyObject *kp_py_kernel_hook(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* The kernels with a Python hook (their names). */
+static PyObject *kp_py_hooked(PyObject *self, PyObject *unused)
+{
+    (void)self, (void)unused;
+    return PyDict_Keys(kp_py_hooks);
+}
+
 /* ---- repeats, captures ---------------------------------------------------------------------- */
 
 static PyObject *kp_py_profile_repeat(PyObject *self, PyObject *args)
@@ -1252,6 +1259,7 @@ static PyMethodDef kp_py_methods[] = {
     {"status_name", kp_py_status_name, METH_VARARGS, "kprof_status_name."},
     {"kernel_hook", kp_py_kernel_hook, METH_VARARGS,
      "kernel_hook(name, fn): kprof_kernel_hook with a Python callable (None removes it)."},
+    {"_hooked", kp_py_hooked, METH_NOARGS, "The kernels with a Python hook."},
     {"profile_repeat", kp_py_profile_repeat, METH_VARARGS,
      "profile_repeat(fn, budget_s, warmup, max_iterations, name, collectors): "
      "kprof_profile_repeat; the Result."},

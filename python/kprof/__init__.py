@@ -24,6 +24,7 @@ Errors are exceptions: kprof.Error and one subclass per kprof status (InvalidErr
 UnavailableError, ...), carrying libkprof's one-line reason. docs/guide/python.md is the guide.
 """
 
+import atexit
 import contextlib
 import functools
 import os
@@ -76,6 +77,19 @@ def _decorate(site, fn):
 
 
 _kprof._set_decorator(_decorate)
+
+
+@atexit.register
+def _shutdown():
+    # Before the interpreter goes: no hook may be called (a CUDA hook runs on kprof's collector
+    # thread, which must not take the GIL of a finalizing interpreter), and a profile left
+    # recording is stopped and discarded here rather than by libkprof's exit handler.
+    for name in list(_kprof._hooked()):
+        with contextlib.suppress(Error):
+            _kprof.kernel_hook(name, None)
+    if _kprof.recording():
+        with contextlib.suppress(Error):
+            _kprof.stop(False)
 
 
 def _invalid(message):

@@ -80,6 +80,9 @@ def test_report_is_the_commands(prof, tmp_path, kprof_command):
                              check=True).stdout
         assert t.report(*args).encode() == cli, args
     assert t.sql("SELECT count(*) FROM event_view WHERE kind = 'range'") == [(9,)]
+    # a metric of its own (items=10 on every leaf) goes into the trace as it is
+    assert t.sql("SELECT count(*), sum(m.value) FROM metrics m JOIN strings s ON s.id = m.key "
+                 "WHERE s.text = 'items'") == [(6, 60.0)]
     assert t.kernels() == []
     other = str(tmp_path / "other.kprof")
     prof.save(other)
@@ -362,6 +365,16 @@ def test_benchmark_bad_arguments():
         kprof.compare(lambda: None, lambda: None, threshold=2)
     with pytest.raises(TypeError, match="callable"):
         kprof.benchmark(42)
+
+
+def test_exit_with_a_profile_and_a_hook_left():
+    """A profile left recording and a hook left set at exit: the process ends cleanly."""
+    p = subprocess.run([sys.executable, "-c", "import kprof\n"
+                        "kprof.register_kernel_hook('k', lambda **kw: {'flops': 1.0})\n"
+                        "kprof.profile().start()\n"
+                        "with kprof.scope('open at exit'): pass\n"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
 
 
 def test_kernel_hook_arguments():
