@@ -15,7 +15,10 @@ import kpvenv  # noqa: E402
 SKIP = 77
 SOURCE = os.environ["KPROF_SOURCE_DIR"]
 BUILD = os.environ["KPROF_BUILD_DIR"]
-TOOLS = ["pytest==8.3.4", "numpy", "pyopencl", "llnl-hatchet==2026.2.0"]
+# pytest; pyopencl and numpy for the kernels on PoCL; hatchet to read the Hatchet export, and
+# perfetto's protobuf classes (test_perfetto.py's pins) to decode the Perfetto one.
+TOOLS = ["pytest==8.3.4", "numpy", "pyopencl", "llnl-hatchet==2026.2.0", "protobuf==7.36.2",
+         "perfetto==0.59.1"]
 
 
 def main():

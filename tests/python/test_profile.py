@@ -128,6 +128,23 @@ def test_hatchet_reads_the_export(prof, tmp_path):
     assert calls == {"": 0, "step": 3, "step/leaf": 6}
 
 
+def test_perfetto_decodes(prof, tmp_path):
+    """The Perfetto export decoded with perfetto's own protobuf classes, as cli.perfetto and
+    cli.inproc decode kprof's (tests/cli/test_perfetto.py's decoder)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
+    import unittest
+    import test_perfetto
+    test_perfetto.perfetto_protos()  # raises SkipTest, saying why, without the classes
+    path = str(tmp_path / "t.pftrace")
+    prof.export_perfetto(path)
+    d = test_perfetto.Decoded(unittest.TestCase(), path)
+    shape = sorted({(s["name"], s["depth"], s["parent"]["name"] if s["parent"] else None)
+                    for s in d.slices})
+    assert shape == [("leaf", 1, "step"), ("step", 0, None)]
+    assert len(d.slices) == 9
+    assert len({s["track"] for s in d.slices}) == 1
+
+
 def test_events(prof):
     ev = prof.events()
     assert [e["name"] for e in ev].count("leaf") == 6
