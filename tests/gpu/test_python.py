@@ -46,7 +46,11 @@ class PythonOnCuda(kptest.KprofTestCase):
 
     def run_py(self, code, timeout=300):
         env = dict(os.environ, PYTHONPATH=PACKAGE)
-        p = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+        # From a file, not -c: Triton's @jit reads its function's source.
+        script = os.path.join(self.tmp, "case.py")
+        with open(script, "w") as f:
+            f.write(textwrap.dedent(code))
+        p = subprocess.run([sys.executable, script], capture_output=True,
                            text=True, timeout=timeout, env=env, cwd=self.tmp)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         return json.loads(p.stdout.strip().splitlines()[-1])
