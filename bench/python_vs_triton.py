@@ -12,7 +12,7 @@ a torch fp16 matmul 4096^3, and a small Triton add (256K floats: a 2-5 us kernel
      their spread (max/min - 1; goal for kprof < 0.5%) and the wall time per result (goal:
      kprof no slower than do_bench at its precision).
   b. Nsight Compute: for the one-kernel callables, the median gpu__time_duration.sum over 20
-     calls (`ncu --clock-control none`, default --cache-control all: flushed, so cold) against
+     calls (`ncu --clock-control none --profile-from-start off`, default --cache-control all: flushed, so cold) against
      kprof's cold median (goal within 2%). A missing ncu is recorded with the reason.
 
 usage: bench/python_vs_triton.py [--reps 5] [--json out.json] [--ncu ncu]
@@ -57,6 +57,19 @@ def make(name):
     raise SystemExit("unknown callable " + name)
 '''
 
+def setup_module():
+    """SETUP as a module of its own file (Triton's @jit reads its functions' source)."""
+    import importlib.util
+    import tempfile
+    path = os.path.join(tempfile.mkdtemp(prefix="kprof-pyvs-"), "pyvs_setup.py")
+    with open(path, "w") as f:
+        f.write(SETUP)
+    spec = importlib.util.spec_from_file_location("pyvs_setup", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 CALLABLES = ["triton_add", "softmax", "matmul", "small_add"]
 ONE_KERNEL = ["triton_add", "softmax", "small_add"]  # matmul may be split by cuBLAS
 
@@ -67,8 +80,7 @@ def spread(v):
 
 def in_process(a):
     """Section a, in this process (one warm Python, as a user's)."""
-    ns = {}
-    exec(SETUP, ns)
+    ns = {"make": setup_module().make}
     import kprof
     import torch
     from triton.testing import do_bench
@@ -110,8 +122,10 @@ import sys
 fn, _, _ = make(sys.argv[1])
 for _ in range(3): fn()
 torch.cuda.synchronize()
+torch.cuda.profiler.start()  # ncu --profile-from-start off: only these 20 calls
 for _ in range(20): fn()
 torch.cuda.synchronize()
+torch.cuda.profiler.stop()
 '''
 
 
@@ -121,10 +135,13 @@ def ncu_section(a, R):
     if not ncu:
         return {"skipped": "no ncu on PATH or in /usr/local/cuda/bin"}
     out = {}
+    import tempfile
+    child = os.path.join(tempfile.mkdtemp(prefix="kprof-pyvs-"), "pyvs_ncu_child.py")
+    with open(child, "w") as f:
+        f.write(NCU_CHILD)
     for name in ONE_KERNEL:
         cmd = [ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "--csv",
-               "--launch-skip", "3", "--launch-count", "20", sys.executable, "-c", NCU_CHILD,
-               name]
+               "--profile-from-start", "off", sys.executable, child, name]
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=400)
         rows = [r for r in csv.reader(io.StringIO(p.stdout)) if len(r) > 5]
         vals = []
