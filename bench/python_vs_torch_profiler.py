@@ -115,10 +115,14 @@ def main():
     ap.add_argument("--json")
     a = ap.parse_args()
     res = {m: [] for m in ("plain", "torch", "kprof")}
+    R = {"steps": a.steps, "warm": a.warm, "rounds": a.rounds, "runs": res}
     for _ in range(a.rounds):
         for m in res:
             res[m].append(run(m, a))
-    R = {"steps": a.steps, "warm": a.warm, "rounds": a.rounds, "runs": res}
+            print("run %s: %s" % (m, json.dumps(res[m][-1])), flush=True)
+            if a.json:  # a run cut short keeps what it measured
+                with open(a.json, "w") as f:
+                    json.dump(R, f, indent=1)
     med = {}
     for m, rs in res.items():
         ok = [r for r in rs if "error" not in r]
