@@ -128,7 +128,7 @@ int kp_cli_parse_percent(const char *cmd, const char *opt, const char *text, dou
     snprintf(buf, sizeof buf, "%s", text);
     size_t n = strlen(buf);
     if (n && buf[n - 1] == '%') buf[n - 1] = '\0';
-    double v;
+    double v = 0;
     if (kp_cli_parse_double(buf, &v, NULL) != KPROF_OK || v < lo || v > hi)
         return kp_cli_usage_error(cmd, "%s '%s': expected a percentage from %g to %g", opt, text,
                                   lo, hi);

@@ -104,7 +104,7 @@ int kp_cmd_report(int argc, char **argv)
     kp_calltree_view view;
     memset(&view, 0, sizeof view);
     int tree = 0, by = 0, sorted = 0;
-    uint64_t v;
+    uint64_t v = 0;
     char choices[64];
     opterr = 0;
     optind = 1;
