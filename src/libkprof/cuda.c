@@ -4,7 +4,8 @@
  * started here by the session instead of by the driver), kernel hooks (kprof_kernel_hook: the
  * work of every launch of a kernel, as metrics on its record), the capture hand-off for external
  * tools (kprof_capture_begin/end) and kprof_benchmark's CUDA timer (benchmark.h: a callback's
- * device time, run after run, from CUPTI's device timestamps; cold, an L2 flush before each).
+ * device time, run after run, from CUPTI's device timestamps; cold, before each, the L2 flush
+ * kernel `kprof bench` uses: backend/cuda/l2_flush.h).
  */
 #define _GNU_SOURCE
 #include "core/demangle.h"
@@ -21,6 +22,7 @@
 #include <string.h>
 
 #ifdef KPROF_HAVE_CUDA
+#include "backend/cuda/l2_flush.h"
 #include "inject/cuda_collector.h"
 #include "runtime/cuda_api.h"
 
@@ -351,9 +353,9 @@ typedef struct kp_cuda_timer {
     kp_cuda_bench_ops run;
     int own; /* the collector was started for the benchmark */
     CUcontext ctx;
-    CUdeviceptr flush; /* cold: twice the L2 (0: not made yet) */
-    size_t flush_bytes;
-    char pci[32]; /* the device's PCI bus id, for NVML ("" until known) */
+    kp_cuda_l2_flush flush; /* cold: kprof's flush kernel and its scratch (function NULL: not
+                               made yet) */
+    char pci[32];           /* the device's PCI bus id, for NVML ("" until known) */
 } kp_cuda_timer;
 
 static void kp_bench_sink(void *ctx, const kp_rec *r, const char *name)
@@ -398,8 +400,8 @@ static kprof_status kp_cuda_timer_sync(const char *what, kp_error *err)
     return KPROF_OK;
 }
 
-/* Cold: the flush buffer on the current context's device, twice its L2, and that device's PCI
- * bus id for the clock. */
+/* Cold: kprof's flush kernel (backend/cuda/l2_flush.h, the one `kprof bench` uses) on the current
+ * context's device, reading twice its L2. */
 static kprof_status kp_cuda_timer_flush_setup(kp_cuda_timer *t, kp_error *err)
 {
     CUcontext ctx = NULL;
@@ -408,23 +410,25 @@ static kprof_status kp_cuda_timer_flush_setup(kp_cuda_timer *t, kp_error *err)
                             "the calling thread has no CUDA context after the callback ran: "
                             "the callback must launch its work on this thread's current context");
     CUdevice dev = 0;
-    int l2 = 0;
+    kp_cuda_l2_flush_step step = KP_CUDA_L2_FLUSH_LOAD;
     CUresult rc = kp_cu.cuCtxGetDevice(&dev);
-    if (rc == CUDA_SUCCESS)
-        rc = kp_cu.cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev);
-    if (rc == CUDA_SUCCESS && l2 <= 0) l2 = 64 << 20; /* not said: larger than any L2 so far */
-    size_t bytes = rc == CUDA_SUCCESS ? 2 * (size_t)l2 : 0;
-    bytes = (bytes + 3) & ~(size_t)3;
-    if (rc == CUDA_SUCCESS) rc = kp_cu.cuMemAlloc(&t->flush, bytes);
+    if (rc == CUDA_SUCCESS) rc = kp_cuda_l2_flush_make(&t->flush, dev, NULL, &step);
     if (rc != CUDA_SUCCESS) {
+        static const char *const what[] = {
+            [KP_CUDA_L2_FLUSH_LOAD] = "its kernel cannot be loaded (cuModuleLoadData)",
+            [KP_CUDA_L2_FLUSH_ALLOC] = "its scratch cannot be allocated (cuMemAlloc)",
+            [KP_CUDA_L2_FLUSH_FILL] = "its scratch cannot be filled (cuMemsetD32Async)",
+            [KP_CUDA_L2_FLUSH_FUNCTION] = "its kernel cannot be found (cuModuleGetFunction)"};
         char text[200];
         kp_cuda_error_text(rc, text, sizeof text);
-        t->flush = 0;
-        return kp_error_set(err, KPROF_BACKEND,
-                            "cold: the L2 flush's buffer cannot be made (%zu bytes): %s", bytes,
-                            text);
+        kprof_status st =
+            kp_error_set(err, rc == CUDA_ERROR_OUT_OF_MEMORY ? KPROF_NOMEM : KPROF_BACKEND,
+                         "cold: kprof's L2 flush cannot be made: %s (%llu bytes, twice the L2): %s",
+                         what[step], (unsigned long long)t->flush.bytes, text);
+        if (kp_cuda_result_status(rc) != KPROF_FAULT) kp_cuda_l2_flush_free(&t->flush);
+        memset(&t->flush, 0, sizeof t->flush);
+        return st;
     }
-    t->flush_bytes = bytes;
     t->ctx = ctx;
     return KPROF_OK;
 }
@@ -435,7 +439,7 @@ static kprof_status kp_cuda_timer_run(void *ctx, void (*fn)(void *), void *arg, 
     kp_cuda_timer *t = ctx;
     kprof_status st;
     memset(out, 0, sizeof *out);
-    if (cold && !t->flush) {
+    if (cold && !t->flush.function) {
         /* The flush needs the callback's context: one untimed call makes sure there is one. */
         fn(arg);
         st = kp_cuda_timer_sync("after an untimed first call", err);
@@ -445,12 +449,12 @@ static kprof_status kp_cuda_timer_run(void *ctx, void (*fn)(void *), void *arg, 
     if (cold) {
         /* Its records land before the run's reset: not the run's, and its own cost. */
         kp_bench_reset(&t->run);
-        CUresult rc = kp_cu.cuMemsetD32Async(t->flush, 0x6b70726fu, t->flush_bytes / 4, NULL);
+        CUresult rc = kp_cuda_l2_flush_launch(&t->flush, NULL);
         if (rc != CUDA_SUCCESS) {
             char text[200];
             kp_cuda_error_text(rc, text, sizeof text);
             return kp_error_set(err, kp_cuda_result_status(rc),
-                                "cold: the L2 flush (cuMemsetD32Async) failed: %s", text);
+                                "cold: launching kprof's L2 flush kernel failed: %s", text);
         }
         st = kp_cuda_timer_sync("after the L2 flush", err);
         if (st != KPROF_OK) return st;
@@ -507,7 +511,7 @@ static void kp_cuda_timer_close(void *ctx)
 {
     kp_cuda_timer *t = ctx;
     kp_cuda_collector_set_sink(NULL, NULL);
-    if (t->flush) kp_cu.cuMemFree(t->flush);
+    kp_cuda_l2_flush_free(&t->flush);
     if (t->own) {
         kp_cuda_collector_stop();
         kp_cuda_collector_set_sink_only(0);
