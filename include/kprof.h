@@ -779,11 +779,14 @@ KPROF_API kprof_status kprof_compare(const double *a, size_t na, const double *b
  *
  * - KPROF_COLLECT_CUDA (the default): the CUDA work fn launches on the calling thread's current
  *   context (other threads' work meanwhile counts too), from CUPTI's device timestamps; each run
- *   is followed by a synchronize of the context and a flush of CUPTI's records. Uses the
- *   session's CUDA collector when one records, else one of its own for the call. Needs a libkprof
- *   built with CUDA and, at run time, the CUDA driver and CUPTI, with no other CUPTI client
- *   (kprof trace, Nsight Systems, Nsight Compute). Cold: before every timed run, a device memset
- *   twice the L2's size through the driver (its records are not the run's).
+ *   is followed by a synchronize of the context and a reading of CUPTI's clock, and CUPTI's
+ *   records are flushed once for a few milliseconds of runs, each record going to the run whose
+ *   readings hold its start. Uses the session's CUDA collector when one records, else one of its
+ *   own for the call. Needs a libkprof built with CUDA and, at run time, the CUDA driver and
+ *   CUPTI, with no other CUPTI client (kprof trace, Nsight Systems, Nsight Compute). Cold: before
+ *   every timed run, kprof bench's L2 flush (a kernel of kprof's own that reads a buffer twice
+ *   the L2's size, leaving clean lines that the run does not pay to write back) and a
+ *   synchronize (its records are not the run's).
  * - KPROF_COLLECT_OPENCL: the OpenCL work fn enqueues (any queue of the process, e.g. pyopencl's
  *   kernels), from the command queues' profiling timestamps, through libkprof-inject.so's OpenCL
  *   layer: each run ends with a clFinish of every queue that had work in it. The layer sees a

@@ -53,6 +53,12 @@ int kp_cuda_collector_running(void);
  * flight are cut off there — call after synchronizing the device). */
 void kp_cuda_collector_flush(int forced);
 
+/* Now on the clock of the records the sink sees: CUPTI's timestamp (cuptiGetTimestamp, the
+ * timebase of its activity records), moved as the records are when CUPTI refused kprof's clock.
+ * A device operation launched after this reading starts after it; one waited for before it
+ * started before it. 0 when the collector is not running in-process or CUPTI cannot say. */
+uint64_t kp_cuda_collector_now(void);
+
 /* Set (or clear, with NULL) the kernel hook and the record sink. Either may be changed while the
  * collector runs; the change applies to records converted after it. */
 void kp_cuda_collector_set_hook(kp_cuda_kernel_hook hook, void *ctx);

@@ -757,6 +757,17 @@ void kp_cuda_collector_flush(int forced)
     pthread_mutex_unlock(&kp_ci.init_lock);
 }
 
+uint64_t kp_cuda_collector_now(void)
+{
+    uint64_t t = 0;
+    pthread_mutex_lock(&kp_ci.init_lock);
+    int on = kp_ci.initialized && kp_ci.in_process;
+    int64_t offset = kp_ci.clock_offset;
+    pthread_mutex_unlock(&kp_ci.init_lock);
+    if (!on || kp_cupti.cuptiGetTimestamp(&t) != CUPTI_SUCCESS || !t) return 0;
+    return offset ? (uint64_t)((int64_t)t - offset) : t; /* as kp_emit_n moves the records */
+}
+
 void kp_cuda_collector_stop(void)
 {
     pthread_mutex_lock(&kp_ci.init_lock);

@@ -41,7 +41,26 @@ typedef struct kp_cb_sampler {
     kp_bench_sampler *sp; /* the rule's view: host_device learnt from the runs */
     kp_cb_side side[2];
     size_t max_batch;
+    kp_bench_run *runs; /* a batch's runs, as the timer gives them */
+    size_t runs_cap;
 } kp_cb_sampler;
+
+/* Side s's k runs into c->runs: the timer's batch when it has one, else run after run. On
+ * failure *ran: the runs finished before the failing one. */
+static kprof_status kp_cb_runs(kp_cb_sampler *c, kp_cb_side *d, int k, int cold, int *ran,
+                               kp_error *err)
+{
+    *ran = 0;
+    if (c->timer->run_batch)
+        return c->timer->run_batch(c->timer->ctx, d->fn, d->arg, cold, k, c->runs, ran, err);
+    for (int i = 0; i < k; i++) {
+        memset(&c->runs[i], 0, sizeof c->runs[i]);
+        kprof_status st = c->timer->run(c->timer->ctx, d->fn, d->arg, cold, &c->runs[i], err);
+        if (st != KPROF_OK) return st;
+        *ran = i + 1;
+    }
+    return KPROF_OK;
+}
 
 static kprof_status kp_cb_sample(void *ctx, int s, int k, int cold, int warming, double *ms,
                                  double *flush_ms, kp_error *err)
@@ -49,14 +68,22 @@ static kprof_status kp_cb_sample(void *ctx, int s, int k, int cold, int warming,
     kp_cb_sampler *c = ctx;
     kp_cb_side *d = &c->side[s];
     d->pend_n = 0;
+    if ((size_t)k > c->runs_cap) {
+        kp_bench_run *grown = realloc(c->runs, (size_t)k * sizeof *grown);
+        if (!grown) return kp_error_nomem(err);
+        c->runs = grown;
+        c->runs_cap = (size_t)k;
+    }
+    int ran = 0;
+    kprof_status st = kp_cb_runs(c, d, k, cold, &ran, err);
+    if (st != KPROF_OK) {
+        d->runs += (size_t)ran + 1;
+        kp_error_append(err, " (run %zu%s)", d->runs, warming ? ", a warm-up" : "");
+        return st;
+    }
     for (int i = 0; i < k; i++) {
-        kp_bench_run r = {0};
+        kp_bench_run r = c->runs[i];
         d->runs++;
-        kprof_status st = c->timer->run(c->timer->ctx, d->fn, d->arg, cold, &r, err);
-        if (st != KPROF_OK) {
-            kp_error_append(err, " (run %zu%s)", d->runs, warming ? ", a warm-up" : "");
-            return st;
-        }
         if (r.ops == 0)
             return kp_error_set(
                 err, KPROF_INVALID,
@@ -370,6 +397,7 @@ done:
         kp_bench_side_free(&sides[s]);
         kp_cb_side_free(&c.side[s]);
     }
+    free(c.runs);
     if (opened && timer.close) timer.close(timer.ctx);
     atomic_store(&kp_cb_running, 0);
     return st == KPROF_OK ? KPROF_OK : kp_inproc_fail_err(F, &err);

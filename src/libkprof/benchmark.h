@@ -16,6 +16,9 @@
 #include "lab/lab.h"
 #include "kprof.h"
 
+#include <stddef.h>
+#include <stdint.h>
+
 /* What one run of the callback did on the device. */
 typedef struct kp_bench_run {
     double span_ns;  /* first operation's start to the last one's end (device timestamps) */
@@ -34,11 +37,37 @@ typedef struct kp_bench_timer {
      * first). An error names what failed (the caller says which run). */
     kprof_status (*run)(void *ctx, void (*fn)(void *), void *arg, int cold, kp_bench_run *out,
                         kp_error *err);
+    /* Optional: n runs as run makes them, one after another, into out[0..n), with the
+     * collector's fixed costs shared between several (CUDA: one CUPTI flush for a few ms of
+     * runs). On failure *ran says how many runs had finished before the one that failed. NULL:
+     * run is called n times. */
+    kprof_status (*run_batch)(void *ctx, void (*fn)(void *), void *arg, int cold, int n,
+                              kp_bench_run *out, int *ran, kp_error *err);
     /* The device's SM clock now (NULL: none is read). */
     void (*clock)(void *ctx, kp_clock_reading *clk);
     /* Give back what open took. */
     void (*close)(void *ctx);
 } kp_bench_timer;
+
+/* A device operation as a timer collects it: start and end in ns on the collector's clock. */
+typedef struct kp_bench_op {
+    int64_t start, end;
+} kp_bench_op;
+
+/* The operations of one slot of a batch (the time between two boundaries). */
+typedef struct kp_bench_slot {
+    int64_t first, last; /* earliest start, latest end (ops 0: none) */
+    int64_t busy;        /* durations summed */
+    unsigned ops;
+} kp_bench_slot;
+
+/* Give each of ops[0..nops) to the slot whose boundaries hold its start: slot i is
+ * [bounds[i], bounds[i+1]) for i < nslots, so bounds holds nslots + 1 readings in ascending
+ * order (a batch: a reading before its first run, then one after each run's wait, and cold one
+ * after each flush's wait too). slots[0..nslots) are zeroed first. An operation outside every
+ * slot (an earlier batch's, an untimed call's) is nobody's: returns how many were. */
+size_t kp_bench_bin_ops(const kp_bench_op *ops, size_t nops, const int64_t *bounds, size_t nslots,
+                        kp_bench_slot *slots);
 
 /* Open a collector's timer: UNAVAILABLE, saying why, where it cannot time here. */
 kprof_status kp_inproc_cuda_timer(kp_bench_timer *t, kp_error *err);

@@ -4,7 +4,8 @@
  * started here by the session instead of by the driver), kernel hooks (kprof_kernel_hook: the
  * work of every launch of a kernel, as metrics on its record), the capture hand-off for external
  * tools (kprof_capture_begin/end) and kprof_benchmark's CUDA timer (benchmark.h: a callback's
- * device time, run after run, from CUPTI's device timestamps; cold, an L2 flush before each).
+ * device time, run after run, from CUPTI's device timestamps; cold, before each, the L2 flush
+ * kernel `kprof bench` uses: backend/cuda/l2_flush.h).
  */
 #define _GNU_SOURCE
 #include "core/demangle.h"
@@ -21,6 +22,7 @@
 #include <string.h>
 
 #ifdef KPROF_HAVE_CUDA
+#include "backend/cuda/l2_flush.h"
 #include "inject/cuda_collector.h"
 #include "runtime/cuda_api.h"
 
@@ -336,70 +338,88 @@ kprof_status kprof_capture_end(void)
 }
 
 /* ---- kprof_benchmark's CUDA timer (benchmark.h) -------------------------------------------
+ *
+ * A CUPTI flush costs milliseconds, so runs are taken in batches of about KP_CUDA_BATCH_NS of
+ * host time between two of them: after each run's cuCtxSynchronize (and cold, after each flush's)
+ * the timer notes a boundary on CUPTI's clock (kp_cuda_collector_now), then one forced flush
+ * brings the batch's records, and each goes to the run (or flush) whose boundaries hold its start
+ * (kp_bench_bin_ops). A run's work was launched after the boundary before it and waited for
+ * before the one after it, so its records start between the two.
  */
 
 #ifdef KPROF_HAVE_CUDA
-/* The device operations of the run under way, as the collector converts them. */
-typedef struct kp_cuda_bench_ops {
-    pthread_mutex_t lock;
-    int64_t first, last; /* earliest start, latest end (0: none yet) */
-    int64_t busy;        /* durations summed */
-    unsigned ops;
-} kp_cuda_bench_ops;
+#define KP_CUDA_BATCH_NS  5e6 /* host time of the runs between two CUPTI flushes */
+#define KP_CUDA_BATCH_MAX 256 /* runs between two CUPTI flushes at most */
 
 typedef struct kp_cuda_timer {
-    kp_cuda_bench_ops run;
-    int own; /* the collector was started for the benchmark */
+    pthread_mutex_t lock; /* ops, as the sink adds them */
+    kp_bench_op *ops;     /* the device operations converted since the batch began */
+    size_t nops, cap;
+    int lost; /* the sink had no room for one: the batch cannot be told */
+    int own;  /* the collector was started for the benchmark */
     CUcontext ctx;
-    CUdeviceptr flush; /* cold: twice the L2 (0: not made yet) */
-    size_t flush_bytes;
+    kp_cuda_l2_flush flush; /* cold: kprof's flush kernel and its scratch (function NULL: not
+                               made yet) */
+    double run_ns;          /* host time of a run (cold: with its flush); 0 until one is made */
+    int64_t bounds[2 * KP_CUDA_BATCH_MAX + 1];  /* a batch's boundaries (kp_bench_bin_ops) */
+    kp_bench_slot slots[2 * KP_CUDA_BATCH_MAX]; /* cold: flush, run, flush, run... */
     char pci[32]; /* the device's PCI bus id, for NVML ("" until known) */
 } kp_cuda_timer;
 
 static void kp_bench_sink(void *ctx, const kp_rec *r, const char *name)
 {
     (void)name;
-    kp_cuda_bench_ops *run = ctx;
+    kp_cuda_timer *t = ctx;
     if (r->kind != KP_REC_KERNEL && r->kind != KP_REC_MEMCPY && r->kind != KP_REC_MEMSET) return;
-    int64_t s = (int64_t)r->start, e = (int64_t)r->end;
-    pthread_mutex_lock(&run->lock);
-    if (!run->ops || s < run->first) run->first = s;
-    if (!run->ops || e > run->last) run->last = e;
-    run->busy += e > s ? e - s : 0;
-    run->ops++;
-    pthread_mutex_unlock(&run->lock);
+    pthread_mutex_lock(&t->lock);
+    if (t->nops == t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 1024;
+        kp_bench_op *grown = realloc(t->ops, cap * sizeof *grown);
+        if (grown) {
+            t->ops = grown;
+            t->cap = cap;
+        }
+    }
+    if (t->nops < t->cap)
+        t->ops[t->nops++] = (kp_bench_op){(int64_t)r->start, (int64_t)r->end};
+    else
+        t->lost = 1;
+    pthread_mutex_unlock(&t->lock);
 }
 
-static void kp_bench_reset(kp_cuda_bench_ops *run)
-{
-    pthread_mutex_lock(&run->lock);
-    run->first = run->last = run->busy = 0;
-    run->ops = 0;
-    pthread_mutex_unlock(&run->lock);
-}
-
-/* Wait for the context's work and take CUPTI's records of it; a failure names what. */
-static kprof_status kp_cuda_timer_sync(const char *what, kp_error *err)
+/* Wait for the context's work; a failure names what (NULL: the run's own work). */
+static kprof_status kp_cuda_timer_wait(const char *what, kp_error *err)
 {
     CUresult rc = kp_cu.cuCtxSynchronize();
-    if (rc != CUDA_SUCCESS) {
-        char text[200];
-        kp_cuda_error_text(rc, text, sizeof text);
-        if (rc == CUDA_ERROR_INVALID_CONTEXT)
-            return kp_error_set(err, KPROF_INVALID,
-                                "cuCtxSynchronize %s failed: %s (the calling thread has no CUDA "
-                                "context: the callback must launch its work on this thread's "
-                                "current context)",
-                                what, text);
+    if (rc == CUDA_SUCCESS) return KPROF_OK;
+    char text[200];
+    kp_cuda_error_text(rc, text, sizeof text);
+    if (rc == CUDA_ERROR_INVALID_CONTEXT)
+        return kp_error_set(err, KPROF_INVALID,
+                            "cuCtxSynchronize%s%s failed: %s (the calling thread has no CUDA "
+                            "context: the callback must launch its work on this thread's current "
+                            "context)",
+                            what ? " " : "", what ? what : "", text);
+    if (what)
         return kp_error_set(err, kp_cuda_result_status(rc), "%s: the device work failed: %s", what,
                             text);
-    }
-    kp_cuda_collector_flush(1);
+    return kp_error_set(err, kp_cuda_result_status(rc), "the device work failed: %s", text);
+}
+
+/* A boundary of the batch, on the records' clock. */
+static kprof_status kp_cuda_timer_bound(int64_t *at, kp_error *err)
+{
+    uint64_t now = kp_cuda_collector_now();
+    if (!now)
+        return kp_error_set(err, KPROF_UNAVAILABLE,
+                            "CUPTI's clock cannot be read (cuptiGetTimestamp): the runs' device "
+                            "records cannot be told apart");
+    *at = (int64_t)now;
     return KPROF_OK;
 }
 
-/* Cold: the flush buffer on the current context's device, twice its L2, and that device's PCI
- * bus id for the clock. */
+/* Cold: kprof's flush kernel (backend/cuda/l2_flush.h, the one `kprof bench` uses) on the current
+ * context's device, reading twice its L2. */
 static kprof_status kp_cuda_timer_flush_setup(kp_cuda_timer *t, kp_error *err)
 {
     CUcontext ctx = NULL;
@@ -408,79 +428,117 @@ static kprof_status kp_cuda_timer_flush_setup(kp_cuda_timer *t, kp_error *err)
                             "the calling thread has no CUDA context after the callback ran: "
                             "the callback must launch its work on this thread's current context");
     CUdevice dev = 0;
-    int l2 = 0;
+    kp_cuda_l2_flush_step step = KP_CUDA_L2_FLUSH_LOAD;
     CUresult rc = kp_cu.cuCtxGetDevice(&dev);
-    if (rc == CUDA_SUCCESS)
-        rc = kp_cu.cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev);
-    if (rc == CUDA_SUCCESS && l2 <= 0) l2 = 64 << 20; /* not said: larger than any L2 so far */
-    size_t bytes = rc == CUDA_SUCCESS ? 2 * (size_t)l2 : 0;
-    bytes = (bytes + 3) & ~(size_t)3;
-    if (rc == CUDA_SUCCESS) rc = kp_cu.cuMemAlloc(&t->flush, bytes);
+    if (rc == CUDA_SUCCESS) rc = kp_cuda_l2_flush_make(&t->flush, dev, NULL, &step);
     if (rc != CUDA_SUCCESS) {
+        static const char *const what[] = {
+            [KP_CUDA_L2_FLUSH_LOAD] = "its kernel cannot be loaded (cuModuleLoadData)",
+            [KP_CUDA_L2_FLUSH_ALLOC] = "its scratch cannot be allocated (cuMemAlloc)",
+            [KP_CUDA_L2_FLUSH_FILL] = "its scratch cannot be filled (cuMemsetD32Async)",
+            [KP_CUDA_L2_FLUSH_FUNCTION] = "its kernel cannot be found (cuModuleGetFunction)"};
         char text[200];
         kp_cuda_error_text(rc, text, sizeof text);
-        t->flush = 0;
-        return kp_error_set(err, KPROF_BACKEND,
-                            "cold: the L2 flush's buffer cannot be made (%zu bytes): %s", bytes,
-                            text);
+        kprof_status st =
+            kp_error_set(err, rc == CUDA_ERROR_OUT_OF_MEMORY ? KPROF_NOMEM : KPROF_BACKEND,
+                         "cold: kprof's L2 flush cannot be made: %s (%llu bytes, twice the L2): %s",
+                         what[step], (unsigned long long)t->flush.bytes, text);
+        if (kp_cuda_result_status(rc) != KPROF_FAULT) kp_cuda_l2_flush_free(&t->flush);
+        memset(&t->flush, 0, sizeof t->flush);
+        return st;
     }
-    t->flush_bytes = bytes;
     t->ctx = ctx;
     return KPROF_OK;
 }
 
-static kprof_status kp_cuda_timer_run(void *ctx, void (*fn)(void *), void *arg, int cold,
-                                      kp_bench_run *out, kp_error *err)
+/* n runs (n <= KP_CUDA_BATCH_MAX) between two CUPTI flushes. *ran: runs finished. */
+static kprof_status kp_cuda_timer_batch(kp_cuda_timer *t, void (*fn)(void *), void *arg, int cold,
+                                        int n, kp_bench_run *out, int *ran, kp_error *err)
+{
+    *ran = 0;
+    pthread_mutex_lock(&t->lock);
+    t->nops = 0;
+    t->lost = 0;
+    pthread_mutex_unlock(&t->lock);
+    size_t nb = 0;
+    kprof_status st = kp_cuda_timer_bound(&t->bounds[nb++], err);
+    uint64_t h0 = kp_now_ns();
+    for (int i = 0; i < n && st == KPROF_OK; i++) {
+        memset(&out[i], 0, sizeof out[i]);
+        if (cold) {
+            CUresult rc = kp_cuda_l2_flush_launch(&t->flush, NULL);
+            if (rc != CUDA_SUCCESS) {
+                char text[200];
+                kp_cuda_error_text(rc, text, sizeof text);
+                return kp_error_set(err, kp_cuda_result_status(rc),
+                                    "cold: launching kprof's L2 flush kernel failed: %s", text);
+            }
+            st = kp_cuda_timer_wait("after the L2 flush", err);
+            if (st == KPROF_OK) st = kp_cuda_timer_bound(&t->bounds[nb++], err);
+            if (st != KPROF_OK) return st;
+        }
+        uint64_t t0 = kp_now_ns();
+        fn(arg);
+        st = kp_cuda_timer_wait(NULL, err);
+        uint64_t t1 = kp_now_ns();
+        if (st == KPROF_OK) st = kp_cuda_timer_bound(&t->bounds[nb++], err);
+        if (st != KPROF_OK) return st;
+        out[i].wall_ns = (double)(t1 - t0);
+        *ran = i + 1;
+    }
+    if (st != KPROF_OK) return st;
+    t->run_ns = (double)(kp_now_ns() - h0) / n;
+    kp_cuda_collector_flush(1);
+    pthread_mutex_lock(&t->lock);
+    int lost = t->lost;
+    if (!lost) kp_bench_bin_ops(t->ops, t->nops, t->bounds, nb - 1, t->slots);
+    pthread_mutex_unlock(&t->lock);
+    if (lost) { /* the batch fails as a whole: in its last run */
+        *ran = n - 1;
+        return kp_error_nomem(err);
+    }
+    for (int i = 0; i < n; i++) {
+        const kp_bench_slot *run = &t->slots[cold ? 2 * i + 1 : i];
+        out[i].ops = run->ops;
+        out[i].span_ns = run->ops ? (double)(run->last - run->first) : 0;
+        out[i].busy_ns = (double)run->busy;
+        if (cold) {
+            const kp_bench_slot *flush = &t->slots[2 * i];
+            out[i].flush_ns = flush->ops ? (double)(flush->last - flush->first) : 0;
+        }
+    }
+    *ran = n;
+    return KPROF_OK;
+}
+
+static kprof_status kp_cuda_timer_run_batch(void *ctx, void (*fn)(void *), void *arg, int cold,
+                                            int n, kp_bench_run *out, int *ran, kp_error *err)
 {
     kp_cuda_timer *t = ctx;
     kprof_status st;
-    memset(out, 0, sizeof *out);
-    if (cold && !t->flush) {
-        /* The flush needs the callback's context: one untimed call makes sure there is one. */
+    *ran = 0;
+    if (cold && !t->flush.function) {
+        /* The flush needs the callback's context: one untimed call makes sure there is one (its
+         * records start before the first batch's first boundary: nobody's). */
         fn(arg);
-        st = kp_cuda_timer_sync("after an untimed first call", err);
+        st = kp_cuda_timer_wait("after an untimed first call", err);
         if (st == KPROF_OK) st = kp_cuda_timer_flush_setup(t, err);
         if (st != KPROF_OK) return st;
     }
-    if (cold) {
-        /* Its records land before the run's reset: not the run's, and its own cost. */
-        kp_bench_reset(&t->run);
-        CUresult rc = kp_cu.cuMemsetD32Async(t->flush, 0x6b70726fu, t->flush_bytes / 4, NULL);
-        if (rc != CUDA_SUCCESS) {
-            char text[200];
-            kp_cuda_error_text(rc, text, sizeof text);
-            return kp_error_set(err, kp_cuda_result_status(rc),
-                                "cold: the L2 flush (cuMemsetD32Async) failed: %s", text);
+    for (int done = 0; done < n;) {
+        /* A few ms of runs per CUPTI flush; one first, to learn how long a run takes. */
+        double fit = t->run_ns > 0 ? KP_CUDA_BATCH_NS / t->run_ns : 1;
+        int m = fit < 1 ? 1 : fit > KP_CUDA_BATCH_MAX ? KP_CUDA_BATCH_MAX : (int)fit;
+        if (m > n - done) m = n - done;
+        int got = 0;
+        st = kp_cuda_timer_batch(t, fn, arg, cold, m, out + done, &got, err);
+        if (st != KPROF_OK) {
+            *ran = done + got;
+            return st;
         }
-        st = kp_cuda_timer_sync("after the L2 flush", err);
-        if (st != KPROF_OK) return st;
-        pthread_mutex_lock(&t->run.lock);
-        out->flush_ns = t->run.ops ? (double)(t->run.last - t->run.first) : 0;
-        pthread_mutex_unlock(&t->run.lock);
+        done += m;
+        *ran = done;
     }
-    kp_bench_reset(&t->run);
-    uint64_t t0 = kp_now_ns();
-    fn(arg);
-    CUresult rc = kp_cu.cuCtxSynchronize();
-    uint64_t t1 = kp_now_ns();
-    if (rc != CUDA_SUCCESS) {
-        char text[200];
-        kp_cuda_error_text(rc, text, sizeof text);
-        if (rc == CUDA_ERROR_INVALID_CONTEXT)
-            return kp_error_set(err, KPROF_INVALID,
-                                "cuCtxSynchronize failed: %s (the calling thread has no CUDA "
-                                "context: the callback must launch its work on this thread's "
-                                "current context)",
-                                text);
-        return kp_error_set(err, kp_cuda_result_status(rc), "the device work failed: %s", text);
-    }
-    kp_cuda_collector_flush(1);
-    pthread_mutex_lock(&t->run.lock);
-    out->ops = t->run.ops;
-    out->span_ns = (double)(t->run.last - t->run.first);
-    out->busy_ns = (double)t->run.busy;
-    pthread_mutex_unlock(&t->run.lock);
-    out->wall_ns = (double)(t1 - t0);
     if (!t->pci[0]) { /* the clock's device: the current context's, once there is one */
         CUdevice dev = 0;
         char pci[32];
@@ -489,6 +547,13 @@ static kprof_status kp_cuda_timer_run(void *ctx, void (*fn)(void *), void *arg, 
             kp_strlcpy(t->pci, pci, sizeof t->pci);
     }
     return KPROF_OK;
+}
+
+static kprof_status kp_cuda_timer_run(void *ctx, void (*fn)(void *), void *arg, int cold,
+                                      kp_bench_run *out, kp_error *err)
+{
+    int ran = 0;
+    return kp_cuda_timer_run_batch(ctx, fn, arg, cold, 1, out, &ran, err);
 }
 
 static void kp_cuda_timer_clock(void *ctx, kp_clock_reading *clk)
@@ -507,12 +572,13 @@ static void kp_cuda_timer_close(void *ctx)
 {
     kp_cuda_timer *t = ctx;
     kp_cuda_collector_set_sink(NULL, NULL);
-    if (t->flush) kp_cu.cuMemFree(t->flush);
+    kp_cuda_l2_flush_free(&t->flush);
     if (t->own) {
         kp_cuda_collector_stop();
         kp_cuda_collector_set_sink_only(0);
     }
-    pthread_mutex_destroy(&t->run.lock);
+    pthread_mutex_destroy(&t->lock);
+    free(t->ops);
     free(t);
 }
 
@@ -532,23 +598,24 @@ kprof_status kp_inproc_cuda_timer(kp_bench_timer *timer, kp_error *err)
                             injected);
     kp_cuda_timer *t = calloc(1, sizeof *t);
     if (!t) return kp_error_nomem(err);
-    pthread_mutex_init(&t->run.lock, NULL);
+    pthread_mutex_init(&t->lock, NULL);
     if (!kp_cuda_collector_running()) {
         /* Its records go to the benchmark alone, not into a session that did not ask for CUDA. */
         kp_cuda_collector_set_sink_only(1);
         kp_error start = {0}; /* holds no log: nothing to clear */
         if (kp_cuda_collector_start(&start) != KPROF_OK) {
             kp_cuda_collector_set_sink_only(0);
-            pthread_mutex_destroy(&t->run.lock);
+            pthread_mutex_destroy(&t->lock);
             free(t);
             return kp_error_set(err, KPROF_UNAVAILABLE, "%s", start.message);
         }
         t->own = 1;
     }
-    kp_cuda_collector_set_sink(kp_bench_sink, &t->run);
+    kp_cuda_collector_set_sink(kp_bench_sink, t);
     *timer = (kp_bench_timer){.name = "CUDA",
                               .ctx = t,
                               .run = kp_cuda_timer_run,
+                              .run_batch = kp_cuda_timer_run_batch,
                               .clock = kp_cuda_timer_clock,
                               .close = kp_cuda_timer_close};
     return KPROF_OK;

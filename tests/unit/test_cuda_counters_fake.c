@@ -86,8 +86,8 @@ static void reset_device(void)
     dev.max_grid[1] = dev.max_grid[2] = 65535;
     dev.sm_count = 4;
     /* The flush is ready: its kernel is launched through the stub, no module is loaded. */
-    dev.flush_function = (CUfunction)&flush_storage;
-    dev.flush_bytes = 1 << 20;
+    dev.flush.function = (CUfunction)&flush_storage;
+    dev.flush.bytes = 1 << 20;
     memset(&kernel, 0, sizeof kernel);
     kernel.dev = &dev;
     kernel.function = (CUfunction)&kernel_storage;

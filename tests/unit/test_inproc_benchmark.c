@@ -6,8 +6,9 @@
  * in order and within the range, GB/s and GFLOP/s over p50, cold flushes measured apart, a
  * comparison of a callback with twice the work (SLOWER, about 2, its samples A's then B's) and
  * with itself (SAME), a run without device work, and the timer's own failure passed on with
- * the run it happened in. No answer depends on how fast the machine is: the noise rules are off
- * wherever a count is checked. */
+ * the run it happened in; the same again through a timer's batch op (run_batch, as CUDA's), and
+ * kp_bench_bin_ops, which gives a batch's records to its runs, on synthetic records. No answer
+ * depends on how fast the machine is: the noise rules are off wherever a count is checked. */
 #define _GNU_SOURCE
 #include "libkprof/benchmark.h"
 #include "test.h"
@@ -85,6 +86,36 @@ static kprof_status fake_open(unsigned collector, kp_bench_timer *t, kp_error *e
     *t =
         (kp_bench_timer){.name = "fake", .run = fake_run, .clock = fake_clock, .close = fake_close};
     return KPROF_OK;
+}
+
+/* The same timer with a batch op (as CUDA's): run never called, each batch's runs from fake_run. */
+static int batch_calls, single_calls, batch_most;
+
+static kprof_status fake_run_single(void *ctx, void (*fn)(void *), void *arg, int cold,
+                                    kp_bench_run *out, kp_error *err)
+{
+    single_calls++;
+    return fake_run(ctx, fn, arg, cold, out, err);
+}
+
+static kprof_status fake_run_batch(void *ctx, void (*fn)(void *), void *arg, int cold, int n,
+                                   kp_bench_run *out, int *ran, kp_error *err)
+{
+    batch_calls++;
+    if (n > batch_most) batch_most = n;
+    for (*ran = 0; *ran < n; ++*ran) {
+        kprof_status st = fake_run(ctx, fn, arg, cold, &out[*ran], err);
+        if (st != KPROF_OK) return st;
+    }
+    return KPROF_OK;
+}
+
+static kprof_status fake_open_batch(unsigned collector, kp_bench_timer *t, kp_error *err)
+{
+    kprof_status st = fake_open(collector, t, err);
+    t->run = fake_run_single;
+    t->run_batch = fake_run_batch;
+    return st;
 }
 
 static void test_throttled_runs_keep_their_times(void)
@@ -204,12 +235,67 @@ static void test_failures(void)
     CHECK_INT(opened, closed); /* every timer given back, failures included */
 }
 
+/* kp_bench_bin_ops on synthetic records: each to the slot holding its start, half-open
+ * slots, records outside all of them counted as nobody's, in any order. */
+static void test_bin_ops(void)
+{
+    const int64_t bounds[] = {100, 200, 300, 400};
+    const kp_bench_op ops[] = {
+        {260, 280}, /* slot 1 */
+        {50, 60},   /* before the batch: nobody's */
+        {120, 210}, /* slot 0, though it ends after its upper boundary */
+        {100, 150}, /* slot 0: a lower bound is inside */
+        {400, 410}, /* an upper bound is outside: nobody's */
+        {200, 250}, /* slot 1 */
+        {199, 199}, /* slot 0, no duration */
+        {399, 500}, /* slot 2 */
+    };
+    kp_bench_slot slots[3];
+    memset(slots, 0xff, sizeof slots); /* zeroed by the call */
+    CHECK_INT(kp_bench_bin_ops(ops, 8, bounds, 3, slots), 2);
+    CHECK_INT(slots[0].ops, 3);
+    CHECK_INT(slots[0].first, 100);
+    CHECK_INT(slots[0].last, 210);
+    CHECK_INT(slots[0].busy, 90 + 50 + 0);
+    CHECK_INT(slots[1].ops, 2);
+    CHECK_INT(slots[1].first, 200);
+    CHECK_INT(slots[1].last, 280);
+    CHECK_INT(slots[1].busy, 50 + 20);
+    CHECK_INT(slots[2].ops, 1);
+    CHECK_INT(slots[2].first, 399);
+    CHECK_INT(slots[2].last, 500);
+    CHECK_INT(slots[2].busy, 101);
+    /* A cold batch: flush, run, flush, run (the flush's records stay out of the runs). */
+    const int64_t cold_bounds[] = {0, 10, 30, 40, 70};
+    const kp_bench_op cold_ops[] = {{2, 9}, {12, 20}, {21, 29}, {31, 38}, {45, 60}};
+    kp_bench_slot cold[4];
+    CHECK_INT(kp_bench_bin_ops(cold_ops, 5, cold_bounds, 4, cold), 0);
+    CHECK_INT(cold[0].ops, 1);
+    CHECK_INT(cold[0].last - cold[0].first, 7);
+    CHECK_INT(cold[1].ops, 2);
+    CHECK_INT(cold[1].last - cold[1].first, 17); /* span: first start to last end */
+    CHECK_INT(cold[1].busy, 8 + 8);
+    CHECK_INT(cold[3].ops, 1);
+    CHECK_INT(cold[3].busy, 15);
+    /* No slots: everything is nobody's. */
+    CHECK_INT(kp_bench_bin_ops(ops, 8, bounds, 0, slots), 8);
+}
+
 int main(void)
 {
+    test_bin_ops();
     kp_bench_timer_override = fake_open;
     test_throttled_runs_keep_their_times();
     test_cold();
     test_compare();
     test_failures();
+    /* Again through the batch op: the same answers, no run taken one by one. */
+    kp_bench_timer_override = fake_open_batch;
+    test_throttled_runs_keep_their_times();
+    test_cold();
+    test_failures();
+    CHECK(batch_calls > 0);
+    CHECK(batch_most > 1);
+    CHECK_INT(single_calls, 0);
     return kp_test_failures ? 1 : 0;
 }

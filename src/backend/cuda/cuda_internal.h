@@ -3,15 +3,17 @@
  * the backend's objects (device, program, kernel, buffer) and the functions one file of the
  * backend calls in another. device.c opens devices and turns driver errors into kprof's;
  * compile.c builds and loads programs; launch.c makes kernels, reflects, moves memory, binds
- * and times dispatches; flush.c leaves the L2 cold between them; counters.c reads hardware
- * counters of one dispatch through CUPTI's Range Profiler; pcsample.c samples a kernel's PCs and
- * maps them to source lines; cuda.c puts them in the kp_cuda_backend table (backend.h), the only
- * name the rest of kprof knows.
+ * and times dispatches; flush.c leaves the L2 cold between them (with l2_flush.c's kernel, which
+ * kprof_benchmark's CUDA timer shares); counters.c reads hardware counters of one dispatch
+ * through CUPTI's Range Profiler; pcsample.c samples a kernel's PCs and maps them to source
+ * lines; cuda.c puts them in the kp_cuda_backend table (backend.h), the only name the rest of
+ * kprof knows.
  */
 #ifndef KP_BACKEND_CUDA_INTERNAL_H
 #define KP_BACKEND_CUDA_INTERNAL_H
 
 #include "backend/backend.h"
+#include "backend/cuda/l2_flush.h"
 #include "backend/cuda/occupancy.h"
 #include "runtime/cuda_api.h"
 
@@ -27,11 +29,7 @@ struct kp_device {
     kp_cuda_occ_device occ; /* what the occupancy arithmetic needs */
     int poisoned;           /* a kernel faulted: the context refuses all further work */
     char fault[384];        /* that fault, for the refusals */
-    /* flush.c: the cache flush, made on its first use */
-    CUmodule flush_module;     /* kprof's flush kernel, JIT-compiled from PTX */
-    CUfunction flush_function; /* NULL until the flush is ready */
-    CUdeviceptr flush_scratch; /* flush_bytes the kernel reads, then its sink */
-    uint64_t flush_bytes;
+    kp_cuda_l2_flush flush; /* flush.c: the cache flush (l2_flush.h), made on its first use */
 };
 
 struct kp_program {

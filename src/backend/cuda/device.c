@@ -229,11 +229,7 @@ kprof_status kp_cuda_enter(kp_device *dev, kp_error *err)
  * device.c, not the other way). */
 void kp_cuda_flush_release(kp_device *dev)
 {
-    if (dev->flush_scratch) kp_cu.cuMemFree(dev->flush_scratch);
-    if (dev->flush_module) kp_cu.cuModuleUnload(dev->flush_module);
-    dev->flush_scratch = 0;
-    dev->flush_module = NULL;
-    dev->flush_function = NULL;
+    kp_cuda_l2_flush_free(&dev->flush);
 }
 
 void kp_cuda_close(kp_device *dev)
