@@ -371,8 +371,14 @@ static int kp_py_scope_add_metric(kp_py_scope *sc, const char *key, PyObject *va
 static PyObject *kp_py_scope_fn(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     (void)self;
-    PyObject *pyname;
-    if (!PyArg_ParseTuple(args, "O:scope", &pyname)) return NULL;
+    /* One positional argument, read without PyArg_ParseTuple's format parsing: the off path
+     * is this lookup and nothing else. */
+    if (PyTuple_Size(args) != 1) {
+        PyErr_Format(PyExc_TypeError, "scope() takes exactly one positional argument (%zd given)",
+                     PyTuple_Size(args));
+        return NULL;
+    }
+    PyObject *pyname = PyTuple_GetItem(args, 0);
     if (!kwargs || PyDict_Size(kwargs) == 0) {
         PyObject *site = PyDict_GetItemWithError(kp_py_scope_cache, pyname);
         if (site) {

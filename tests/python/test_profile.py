@@ -182,6 +182,10 @@ def test_errors():
         kprof.scope("")
     with pytest.raises(TypeError, match="must be a str"):
         kprof.scope(3)
+    with pytest.raises(TypeError, match=r"exactly one positional argument \(0 given\)"):
+        kprof.scope()
+    with pytest.raises(TypeError, match=r"exactly one positional argument \(2 given\)"):
+        kprof.scope("x", "y")
     with pytest.raises(TypeError, match="flops must be a number"):
         kprof.scope("x", flops="many")
     with pytest.raises(kprof.InvalidError, match="finite"):
