@@ -238,9 +238,9 @@ static kprof_status kp_cb_options(const char *F, const kprof_benchmark_options *
     *o = d;
     if (opt) {
         if (opt->size < sizeof(unsigned) || opt->size > sizeof *o)
-            return kp_inproc_fail(F, KPROF_INVALID,
-                                  "options.size is not sizeof(kprof_benchmark_options) "
-                                  "(use KPROF_BENCHMARK_OPTIONS_INIT)");
+            return kp_libkprof_fail(F, KPROF_INVALID,
+                                    "options.size is not sizeof(kprof_benchmark_options) "
+                                    "(use KPROF_BENCHMARK_OPTIONS_INIT)");
         memcpy(o, opt, opt->size);
         o->size = sizeof *o;
     }
@@ -248,15 +248,15 @@ static kprof_status kp_cb_options(const char *F, const kprof_benchmark_options *
     if (o->max_runs < o->min_runs) o->max_runs = o->min_runs;
     char msg[200];
     if (!(o->budget_s >= 0) || o->budget_s > 86400)
-        return kp_inproc_fail(F, KPROF_INVALID, "budget_s must be 0 to 86400 seconds");
+        return kp_libkprof_fail(F, KPROF_INVALID, "budget_s must be 0 to 86400 seconds");
     if (!(o->max_noise >= 0) || o->max_noise > 1)
-        return kp_inproc_fail(
+        return kp_libkprof_fail(
             F, KPROF_INVALID,
             "max_noise must be 0 (no noise rule) to 1 (a fraction of the median)");
     if (o->cache != KPROF_CACHE_HOT && o->cache != KPROF_CACHE_COLD) {
         snprintf(msg, sizeof msg, "cache %d is neither KPROF_CACHE_HOT nor KPROF_CACHE_COLD",
                  (int)o->cache);
-        return kp_inproc_fail(F, KPROF_INVALID, msg);
+        return kp_libkprof_fail(F, KPROF_INVALID, msg);
     }
     if (o->collector == 0) o->collector = KPROF_COLLECT_CUDA;
     if (o->collector != KPROF_COLLECT_CUDA && o->collector != KPROF_COLLECT_OPENCL) {
@@ -264,12 +264,12 @@ static kprof_status kp_cb_options(const char *F, const kprof_benchmark_options *
                  "collector 0x%x is neither KPROF_COLLECT_CUDA nor KPROF_COLLECT_OPENCL (whose "
                  "device work is timed)",
                  o->collector);
-        return kp_inproc_fail(F, KPROF_INVALID, msg);
+        return kp_libkprof_fail(F, KPROF_INVALID, msg);
     }
     if (!(o->flops >= 0) || !isfinite(o->flops) || !(o->bytes >= 0) || !isfinite(o->bytes))
-        return kp_inproc_fail(F, KPROF_INVALID, "flops and bytes must be finite and >= 0");
+        return kp_libkprof_fail(F, KPROF_INVALID, "flops and bytes must be finite and >= 0");
     if (o->samples_cap && !o->samples)
-        return kp_inproc_fail(F, KPROF_INVALID, "samples_cap is set but samples is NULL");
+        return kp_libkprof_fail(F, KPROF_INVALID, "samples_cap is set but samples is NULL");
     if (!o->samples) o->samples_cap = 0;
     return KPROF_OK;
 }
@@ -280,9 +280,9 @@ static kprof_status kp_cb_open_timer(unsigned collector, kp_bench_timer *t, kp_e
 {
     memset(t, 0, sizeof *t);
     if (kp_bench_timer_override) return kp_bench_timer_override(collector, t, err);
-    if (collector == KPROF_COLLECT_OPENCL) return kp_inproc_opencl_timer(t, err);
+    if (collector == KPROF_COLLECT_OPENCL) return kp_libkprof_opencl_timer(t, err);
 #ifdef KPROF_HAVE_CUDA
-    return kp_inproc_cuda_timer(t, err);
+    return kp_libkprof_cuda_timer(t, err);
 #else
     return kp_error_set(err, KPROF_UNAVAILABLE,
                         "this libkprof was built without CUDA: it times CUDA work from CUPTI's "
@@ -304,18 +304,18 @@ static kprof_status kp_cb_measure(const char *F, void (*fn[2])(void *), void *ar
     kprof_compare_options co = KPROF_COMPARE_OPTIONS_INIT;
     if (cmp) {
         if (cmp->size < sizeof(unsigned) || cmp->size > sizeof co)
-            return kp_inproc_fail(F, KPROF_INVALID,
-                                  "compare->size is not sizeof(kprof_compare_options)");
+            return kp_libkprof_fail(F, KPROF_INVALID,
+                                    "compare->size is not sizeof(kprof_compare_options)");
         memcpy(&co, cmp, cmp->size);
         co.size = sizeof co;
         if (!(co.threshold >= 0 && co.threshold < 10) || !(co.min_effect >= 0))
-            return kp_inproc_fail(F, KPROF_INVALID, "a bad threshold or min_effect");
+            return kp_libkprof_fail(F, KPROF_INVALID, "a bad threshold or min_effect");
     }
     int expected = 0;
     if (!atomic_compare_exchange_strong(&kp_cb_running, &expected, 1))
-        return kp_inproc_fail(F, KPROF_INVALID,
-                              "another kprof_benchmark or kprof_benchmark_compare is running "
-                              "(they are not for concurrent use)");
+        return kp_libkprof_fail(F, KPROF_INVALID,
+                                "another kprof_benchmark or kprof_benchmark_compare is running "
+                                "(they are not for concurrent use)");
     kp_error err = {0};
     kp_bench_timer timer;
     kp_cb_sampler c;
@@ -400,17 +400,17 @@ done:
     free(c.runs);
     if (opened && timer.close) timer.close(timer.ctx);
     atomic_store(&kp_cb_running, 0);
-    return st == KPROF_OK ? KPROF_OK : kp_inproc_fail_err(F, &err);
+    return st == KPROF_OK ? KPROF_OK : kp_libkprof_fail_err(F, &err);
 }
 
 kprof_status kprof_benchmark(void (*fn)(void *arg), void *arg, const kprof_benchmark_options *opt,
                              kprof_benchmark_result *result)
 {
     static const char *const F = "kprof_benchmark";
-    if (!fn || !result) return kp_inproc_fail(F, KPROF_INVALID, "no callback or no result given");
+    if (!fn || !result) return kp_libkprof_fail(F, KPROF_INVALID, "no callback or no result given");
     if (result->size == 0)
-        return kp_inproc_fail(F, KPROF_INVALID,
-                              "result->size is 0 (use KPROF_BENCHMARK_RESULT_INIT)");
+        return kp_libkprof_fail(F, KPROF_INVALID,
+                                "result->size is 0 (use KPROF_BENCHMARK_RESULT_INIT)");
     void (*fns[2])(void *) = {fn, NULL};
     void *args[2] = {arg, NULL};
     kprof_benchmark_result *res[2] = {result, NULL};
@@ -425,12 +425,12 @@ kprof_status kprof_benchmark_compare(void (*fn_a)(void *), void *arg_a, void (*f
 {
     static const char *const F = "kprof_benchmark_compare";
     if (!fn_a || !fn_b || !out)
-        return kp_inproc_fail(F, KPROF_INVALID, "fn_a, fn_b and out are required");
+        return kp_libkprof_fail(F, KPROF_INVALID, "fn_a, fn_b and out are required");
     if (out->size == 0)
-        return kp_inproc_fail(F, KPROF_INVALID, "out->size is 0 (use KPROF_COMPARISON_INIT)");
+        return kp_libkprof_fail(F, KPROF_INVALID, "out->size is 0 (use KPROF_COMPARISON_INIT)");
     if ((a && a->size == 0) || (b && b->size == 0))
-        return kp_inproc_fail(F, KPROF_INVALID,
-                              "a result's size is 0 (use KPROF_BENCHMARK_RESULT_INIT)");
+        return kp_libkprof_fail(F, KPROF_INVALID,
+                                "a result's size is 0 (use KPROF_BENCHMARK_RESULT_INIT)");
     void (*fns[2])(void *) = {fn_a, fn_b};
     void *args[2] = {arg_a, arg_b};
     kprof_benchmark_result *res[2] = {a, b};

@@ -70,8 +70,8 @@ size_t kp_bench_bin_ops(const kp_bench_op *ops, size_t nops, const int64_t *boun
                         kp_bench_slot *slots);
 
 /* Open a collector's timer: UNAVAILABLE, saying why, where it cannot time here. */
-kprof_status kp_inproc_cuda_timer(kp_bench_timer *t, kp_error *err);
-kprof_status kp_inproc_opencl_timer(kp_bench_timer *t, kp_error *err);
+kprof_status kp_libkprof_cuda_timer(kp_bench_timer *t, kp_error *err);
+kprof_status kp_libkprof_opencl_timer(kp_bench_timer *t, kp_error *err);
 
 /* For tests (SQLite's overridable calls): when set, the timer every benchmark opens, whatever
  * its collector (tests/unit/test_inproc_benchmark.c: deterministic runs and clocks). */

@@ -10,31 +10,31 @@ static kprof_status kp_scopes_start(kp_session *s, kp_error *err)
     return KPROF_OK;
 }
 
-const kp_inproc_collector kp_inproc_collectors[] = {
+const kp_libkprof_collector kp_libkprof_collectors[] = {
     {.name = "scopes", .bit = KPROF_COLLECT_SCOPES, .start = kp_scopes_start},
     {.name = "cuda",
      .bit = KPROF_COLLECT_CUDA,
-     .unavailable = kp_inproc_cuda_unavailable,
-     .start = kp_inproc_cuda_start,
-     .stop = kp_inproc_cuda_stop},
+     .unavailable = kp_libkprof_cuda_unavailable,
+     .start = kp_libkprof_cuda_start,
+     .stop = kp_libkprof_cuda_stop},
     {.name = "opencl",
      .bit = KPROF_COLLECT_OPENCL,
-     .unavailable = kp_inproc_opencl_unavailable,
-     .start = kp_inproc_opencl_start,
-     .stop = kp_inproc_opencl_stop},
+     .unavailable = kp_libkprof_opencl_unavailable,
+     .start = kp_libkprof_opencl_start,
+     .stop = kp_libkprof_opencl_stop},
     {.name = "nvtx",
      .bit = KPROF_COLLECT_NVTX,
-     .unavailable = kp_inproc_nvtx_unavailable,
-     .start = kp_inproc_nvtx_start,
-     .stop = kp_inproc_nvtx_stop},
+     .unavailable = kp_libkprof_nvtx_unavailable,
+     .start = kp_libkprof_nvtx_start,
+     .stop = kp_libkprof_nvtx_stop},
 };
 
-const size_t kp_inproc_collector_count =
-    sizeof kp_inproc_collectors / sizeof kp_inproc_collectors[0];
+const size_t kp_libkprof_collector_count =
+    sizeof kp_libkprof_collectors / sizeof kp_libkprof_collectors[0];
 
 /* Every collector of the public list has its entry, in the list's order. */
 #define KP_COLLECTOR_CHECK_(NAME, bit, name, what) +1
-_Static_assert(sizeof kp_inproc_collectors / sizeof kp_inproc_collectors[0] ==
+_Static_assert(sizeof kp_libkprof_collectors / sizeof kp_libkprof_collectors[0] ==
                    0 KPROF_COLLECTOR_LIST(KP_COLLECTOR_CHECK_),
                "one entry per KPROF_COLLECTOR_LIST row");
 #undef KP_COLLECTOR_CHECK_

@@ -10,15 +10,15 @@
  * and OpenCL come next: each fills in its entry and writes its records through the session's
  * writer (collect/writer.h) as libkprof-inject.so's collectors do, so one merge reads them all.
  */
-#ifndef KP_INPROC_COLLECTORS_H
-#define KP_INPROC_COLLECTORS_H
+#ifndef KP_LIBKPROF_COLLECTORS_H
+#define KP_LIBKPROF_COLLECTORS_H
 
 #include "base/error.h"
 #include "libkprof/libkprof_internal.h"
 
 #include <stddef.h>
 
-typedef struct kp_inproc_collector {
+typedef struct kp_libkprof_collector {
     const char *name; /* "scopes": KPROF_COLLECTOR_LIST's name */
     unsigned bit;     /* its KPROF_COLLECT_* */
     /* NULL when it can run here; else why not, for kprof_last_error. */
@@ -27,29 +27,29 @@ typedef struct kp_inproc_collector {
     kprof_status (*start)(kp_session *s, kp_error *err);
     /* Stop and flush what it holds into the writer (NULL: nothing to stop). */
     void (*stop)(kp_session *s);
-} kp_inproc_collector;
+} kp_libkprof_collector;
 
 /* The CUDA collector's entry points (cuda.c): unavailable says why not in a build without CUDA
  * (NULL with it: whether CUPTI can run is found at start). */
-const char *kp_inproc_cuda_unavailable(void);
-kprof_status kp_inproc_cuda_start(kp_session *s, kp_error *err);
-void kp_inproc_cuda_stop(kp_session *s);
+const char *kp_libkprof_cuda_unavailable(void);
+kprof_status kp_libkprof_cuda_start(kp_session *s, kp_error *err);
+void kp_libkprof_cuda_stop(kp_session *s);
 
 /* The OpenCL collector's (opencl.c): libkprof-inject.so as an OpenCL layer. */
-const char *kp_inproc_opencl_unavailable(void);
-kprof_status kp_inproc_opencl_start(kp_session *s, kp_error *err);
-void kp_inproc_opencl_stop(kp_session *s);
+const char *kp_libkprof_opencl_unavailable(void);
+kprof_status kp_libkprof_opencl_start(kp_session *s, kp_error *err);
+void kp_libkprof_opencl_stop(kp_session *s);
 
 /* The NVTX collector's (nvtx.c): libkprof-inject.so as the program's NVTX injection. */
-const char *kp_inproc_nvtx_unavailable(void);
-kprof_status kp_inproc_nvtx_start(kp_session *s, kp_error *err);
-void kp_inproc_nvtx_stop(kp_session *s);
+const char *kp_libkprof_nvtx_unavailable(void);
+kprof_status kp_libkprof_nvtx_start(kp_session *s, kp_error *err);
+void kp_libkprof_nvtx_stop(kp_session *s);
 
 /* libkprof-inject.so's path in out (PATH_MAX): $KPROF_INJECT_LIBRARY, else beside libkprof. 0,
  * or -1 when there is none. */
-int kp_inproc_inject_library(char *out);
+int kp_libkprof_inject_library(char *out);
 
-extern const kp_inproc_collector kp_inproc_collectors[];
-extern const size_t kp_inproc_collector_count;
+extern const kp_libkprof_collector kp_libkprof_collectors[];
+extern const size_t kp_libkprof_collector_count;
 
 #endif

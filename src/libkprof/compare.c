@@ -24,23 +24,23 @@ kprof_status kprof_compare(const double *a, size_t na, const double *b, size_t n
     kprof_compare_options o = KPROF_COMPARE_OPTIONS_INIT;
     if (options) {
         if (options->size < sizeof(unsigned) || options->size > sizeof o)
-            return kp_inproc_fail(KP_FN, KPROF_INVALID,
-                                  "options.size is not sizeof(kprof_compare_options)");
+            return kp_libkprof_fail(KP_FN, KPROF_INVALID,
+                                    "options.size is not sizeof(kprof_compare_options)");
         memcpy(&o, options, options->size);
     }
     if (!a || !b || !result)
-        return kp_inproc_fail(KP_FN, KPROF_INVALID, "a, b and out are required");
+        return kp_libkprof_fail(KP_FN, KPROF_INVALID, "a, b and out are required");
     if (result->size == 0)
-        return kp_inproc_fail(KP_FN, KPROF_INVALID, "out->size is 0 (use KPROF_COMPARISON_INIT)");
-    if (na == 0 || nb == 0) return kp_inproc_fail(KP_FN, KPROF_INVALID, "a side has no samples");
+        return kp_libkprof_fail(KP_FN, KPROF_INVALID, "out->size is 0 (use KPROF_COMPARISON_INIT)");
+    if (na == 0 || nb == 0) return kp_libkprof_fail(KP_FN, KPROF_INVALID, "a side has no samples");
     if (o.paired && na != nb)
-        return kp_inproc_fail(KP_FN, KPROF_INVALID, "paired sides of different sizes");
+        return kp_libkprof_fail(KP_FN, KPROF_INVALID, "paired sides of different sizes");
     if (!(o.threshold >= 0 && o.threshold < 10) || !(o.min_effect >= 0) || isnan(o.busy_cpus))
-        return kp_inproc_fail(KP_FN, KPROF_INVALID, "a bad threshold, min_effect or busy_cpus");
+        return kp_libkprof_fail(KP_FN, KPROF_INVALID, "a bad threshold, min_effect or busy_cpus");
     for (size_t i = 0; i < na; i++)
-        if (isnan(a[i])) return kp_inproc_fail(KP_FN, KPROF_INVALID, "a sample of a is NaN");
+        if (isnan(a[i])) return kp_libkprof_fail(KP_FN, KPROF_INVALID, "a sample of a is NaN");
     for (size_t i = 0; i < nb; i++)
-        if (isnan(b[i])) return kp_inproc_fail(KP_FN, KPROF_INVALID, "a sample of b is NaN");
+        if (isnan(b[i])) return kp_libkprof_fail(KP_FN, KPROF_INVALID, "a sample of b is NaN");
     kp_judge_config c;
     kp_judge_config_default(&c);
     c.threshold = o.threshold;
@@ -52,7 +52,7 @@ kprof_status kprof_compare(const double *a, size_t na, const double *b, size_t n
                   sb = {.v = b, .n = nb, .batch = o.batch};
     kp_judgement j;
     kp_error err = {0};
-    if (kp_judge(&sa, &sb, &c, &j, &err) != KPROF_OK) return kp_inproc_fail_err(KP_FN, &err);
+    if (kp_judge(&sa, &sb, &c, &j, &err) != KPROF_OK) return kp_libkprof_fail_err(KP_FN, &err);
     kprof_comparison full = {.size = sizeof full}, *out = &full;
     switch (j.verdict) {
     case KP_COMPARE_SAME:

@@ -169,7 +169,7 @@ static int kp_cuda_hook(void *ctx, const char *name, const uint32_t grid[3],
 kprof_status kprof_kernel_hook(const char *kernel, kprof_work_fn fn, void *ctx)
 {
     if (!kernel || !*kernel)
-        return kp_inproc_fail("kprof_kernel_hook", KPROF_INVALID, "no kernel name given");
+        return kp_libkprof_fail("kprof_kernel_hook", KPROF_INVALID, "no kernel name given");
     pthread_mutex_lock(&kp_hooks.lock);
     int at = -1;
     for (int i = 0; i < kp_hooks.nhooks && at < 0; i++)
@@ -198,9 +198,9 @@ kprof_status kprof_kernel_hook(const char *kernel, kprof_work_fn fn, void *ctx)
     if (st == KPROF_INVALID) {
         char msg[96];
         snprintf(msg, sizeof msg, "%d kernels have hooks already (the most at once)", KP_HOOKS_MAX);
-        return kp_inproc_fail("kprof_kernel_hook", st, msg);
+        return kp_libkprof_fail("kprof_kernel_hook", st, msg);
     }
-    if (st == KPROF_NOMEM) return kp_inproc_nomem("kprof_kernel_hook");
+    if (st == KPROF_NOMEM) return kp_libkprof_nomem("kprof_kernel_hook");
     return KPROF_OK;
 }
 
@@ -208,12 +208,12 @@ kprof_status kprof_kernel_hook(const char *kernel, kprof_work_fn fn, void *ctx)
  */
 
 #ifdef KPROF_HAVE_CUDA
-const char *kp_inproc_cuda_unavailable(void)
+const char *kp_libkprof_cuda_unavailable(void)
 {
     return NULL;
 }
 
-kprof_status kp_inproc_cuda_start(kp_session *s, kp_error *err)
+kprof_status kp_libkprof_cuda_start(kp_session *s, kp_error *err)
 {
     (void)s;
     kp_error load = {0}; /* holds no log: nothing to clear */
@@ -238,26 +238,26 @@ kprof_status kp_inproc_cuda_start(kp_session *s, kp_error *err)
     return KPROF_OK;
 }
 
-void kp_inproc_cuda_stop(kp_session *s)
+void kp_libkprof_cuda_stop(kp_session *s)
 {
     (void)s;
     kp_cuda_collector_stop();
     kp_cuda_collector_set_hook(NULL, NULL);
 }
 #else
-const char *kp_inproc_cuda_unavailable(void)
+const char *kp_libkprof_cuda_unavailable(void)
 {
     return "this libkprof was built without CUDA (no cuda.h where it was built): record the "
            "program's CUDA work with `kprof trace -o FILE -- PROGRAM`";
 }
 
-kprof_status kp_inproc_cuda_start(kp_session *s, kp_error *err)
+kprof_status kp_libkprof_cuda_start(kp_session *s, kp_error *err)
 {
     (void)s;
-    return kp_error_set(err, KPROF_UNAVAILABLE, "%s", kp_inproc_cuda_unavailable());
+    return kp_error_set(err, KPROF_UNAVAILABLE, "%s", kp_libkprof_cuda_unavailable());
 }
 
-void kp_inproc_cuda_stop(kp_session *s)
+void kp_libkprof_cuda_stop(kp_session *s)
 {
     (void)s;
 }
@@ -276,12 +276,12 @@ static struct {
 kprof_status kprof_capture_begin(const char *name)
 {
     if (!name || !*name)
-        return kp_inproc_fail("kprof_capture_begin", KPROF_INVALID, "no capture name given");
+        return kp_libkprof_fail("kprof_capture_begin", KPROF_INVALID, "no capture name given");
     pthread_mutex_lock(&kp_capture.lock);
     if (kp_capture.open) {
         pthread_mutex_unlock(&kp_capture.lock);
-        return kp_inproc_fail("kprof_capture_begin", KPROF_INVALID,
-                              "a capture is open already (captures do not nest)");
+        return kp_libkprof_fail("kprof_capture_begin", KPROF_INVALID,
+                                "a capture is open already (captures do not nest)");
     }
     kprof_status st = KPROF_OK;
     char msg[600] = "";
@@ -315,7 +315,7 @@ kprof_status kprof_capture_begin(const char *name)
 #endif
     if (st == KPROF_OK) kp_capture.open = 1;
     pthread_mutex_unlock(&kp_capture.lock);
-    return st == KPROF_OK ? KPROF_OK : kp_inproc_fail("kprof_capture_begin", st, msg);
+    return st == KPROF_OK ? KPROF_OK : kp_libkprof_fail("kprof_capture_begin", st, msg);
 }
 
 kprof_status kprof_capture_end(void)
@@ -323,7 +323,7 @@ kprof_status kprof_capture_end(void)
     pthread_mutex_lock(&kp_capture.lock);
     if (!kp_capture.open) {
         pthread_mutex_unlock(&kp_capture.lock);
-        return kp_inproc_fail("kprof_capture_end", KPROF_INVALID, "no capture is open");
+        return kp_libkprof_fail("kprof_capture_end", KPROF_INVALID, "no capture is open");
     }
     kp_capture.open = 0;
 #ifdef KPROF_HAVE_CUDA
@@ -582,7 +582,7 @@ static void kp_cuda_timer_close(void *ctx)
     free(t);
 }
 
-kprof_status kp_inproc_cuda_timer(kp_bench_timer *timer, kp_error *err)
+kprof_status kp_libkprof_cuda_timer(kp_bench_timer *timer, kp_error *err)
 {
     kp_error load = {0}; /* holds no log: nothing to clear */
     if (kp_cuda_load(&load) != KPROF_OK)

@@ -48,7 +48,7 @@ const char *kprof_last_error(void)
     return text ? text : "";
 }
 
-kprof_status kp_inproc_fail(const char *function, kprof_status status, const char *message)
+kprof_status kp_libkprof_fail(const char *function, kprof_status status, const char *message)
 {
     char *text = kp_fail_text(1);
     if (text)
@@ -57,15 +57,15 @@ kprof_status kp_inproc_fail(const char *function, kprof_status status, const cha
     return status;
 }
 
-kprof_status kp_inproc_fail_err(const char *function, kp_error *err)
+kprof_status kp_libkprof_fail_err(const char *function, kp_error *err)
 {
     kprof_status st = err->status == KPROF_OK ? KPROF_IO : err->status;
-    kp_inproc_fail(function, st, err->message);
+    kp_libkprof_fail(function, st, err->message);
     kp_error_clear(err);
     return st;
 }
 
-kprof_status kp_inproc_nomem(const char *function)
+kprof_status kp_libkprof_nomem(const char *function)
 {
-    return kp_inproc_fail(function, KPROF_NOMEM, "out of memory");
+    return kp_libkprof_fail(function, KPROF_NOMEM, "out of memory");
 }

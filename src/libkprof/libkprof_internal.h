@@ -162,12 +162,12 @@ void kp_rings_after_fork(void);
 /* ---- errors (fail.c) ---- */
 
 /* Set this thread's kprof_last_error text: "FUNCTION: message". Returns status. */
-kprof_status kp_inproc_fail(const char *function, kprof_status status, const char *message);
-/* kp_inproc_fail of KPROF_NOMEM, "out of memory": what every allocation failure says. */
-kprof_status kp_inproc_nomem(const char *function);
+kprof_status kp_libkprof_fail(const char *function, kprof_status status, const char *message);
+/* kp_libkprof_fail of KPROF_NOMEM, "out of memory": what every allocation failure says. */
+kprof_status kp_libkprof_nomem(const char *function);
 
 /* The same from a kp_error (its message), which is then cleared. */
-kprof_status kp_inproc_fail_err(const char *function, kp_error *err);
+kprof_status kp_libkprof_fail_err(const char *function, kp_error *err);
 
 /* The end of a getter that fills a sized struct of the caller's (kprof.h's "Structs that grow"):
  * full, the library's whole struct (n bytes), copied into out as far as out's `size` (its first
@@ -180,15 +180,15 @@ static inline void kp_sized_copy(void *out, const void *full, size_t n)
     memcpy(out, &size, sizeof size);
 }
 
-/* ---- for the tests (session.c; kp_inproc_result_* results.c) ---- */
+/* ---- for the tests (session.c; kp_libkprof_result_* results.c) ---- */
 
 /* Keep the session's record files (*.klog) in its scratch folder after kprof_stop, and say
  * where that folder is (the result's folder; kprof_result_destroy removes it). */
-void kp_inproc_keep_records(int keep);
-const char *kp_inproc_result_dir(const kprof_result *result);
+void kp_libkprof_keep_records(int keep);
+const char *kp_libkprof_result_dir(const kprof_result *result);
 /* Make kprof_result_destroy leave the result's trace (and its scratch folder) where it is, for a
  * trace that could not be saved where it was asked for; its path. */
-const char *kp_inproc_result_keep_trace(kprof_result *result);
+const char *kp_libkprof_result_keep_trace(kprof_result *result);
 
 /* ---- results.c ---- */
 

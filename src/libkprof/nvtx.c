@@ -32,17 +32,17 @@ static struct {
     int set_dir; /* this collector set KPROF_TRACE_DIR (not the OpenCL one) */
 } kp_nv_in;
 
-const char *kp_inproc_nvtx_unavailable(void)
+const char *kp_libkprof_nvtx_unavailable(void)
 {
-    if (kp_inproc_inject_library(kp_nv_in.library) == 0) return NULL;
+    if (kp_libkprof_inject_library(kp_nv_in.library) == 0) return NULL;
     return "libkprof-inject.so (the NVTX injection) is not beside libkprof: set "
            "KPROF_INJECT_LIBRARY to its path";
 }
 
-kprof_status kp_inproc_nvtx_start(kp_session *s, kp_error *err)
+kprof_status kp_libkprof_nvtx_start(kp_session *s, kp_error *err)
 {
-    if (kp_inproc_inject_library(kp_nv_in.library) != 0)
-        return kp_error_set(err, KPROF_UNAVAILABLE, "%s", kp_inproc_nvtx_unavailable());
+    if (kp_libkprof_inject_library(kp_nv_in.library) != 0)
+        return kp_error_set(err, KPROF_UNAVAILABLE, "%s", kp_libkprof_nvtx_unavailable());
     const char *trace_dir = getenv(KP_ENV_TRACE_DIR);
     if (trace_dir && *trace_dir && strcmp(trace_dir, s->dir) != 0)
         return kp_error_set(err, KPROF_UNAVAILABLE,
@@ -68,7 +68,7 @@ kprof_status kp_inproc_nvtx_start(kp_session *s, kp_error *err)
     return KPROF_OK;
 }
 
-void kp_inproc_nvtx_stop(kp_session *s)
+void kp_libkprof_nvtx_stop(kp_session *s)
 {
     /* The OpenCL collector stops after this one (the reverse of the table) and ends the file
      * the two share; alone, this one ends it. */

@@ -42,12 +42,12 @@ static struct {
 
 /* libkprof-inject.so: $KPROF_INJECT_LIBRARY, else beside libkprof (build tree and installed
  * libdir alike). 0, or -1 when there is none. */
-int kp_inproc_inject_library(char *out)
+int kp_libkprof_inject_library(char *out)
 {
     const char *env = getenv(KP_ENV_INJECT_LIBRARY);
     if (env && *env) return realpath(env, out) ? 0 : -1;
     Dl_info info;
-    if (!dladdr((void *)kp_inproc_inject_library, &info) || !info.dli_fname) return -1;
+    if (!dladdr((void *)kp_libkprof_inject_library, &info) || !info.dli_fname) return -1;
     char here[PATH_MAX];
     snprintf(here, sizeof here, "%s", info.dli_fname);
     char *slash = strrchr(here, '/');
@@ -58,9 +58,9 @@ int kp_inproc_inject_library(char *out)
     return kp_path_exists(path) && realpath(path, out) ? 0 : -1;
 }
 
-const char *kp_inproc_opencl_unavailable(void)
+const char *kp_libkprof_opencl_unavailable(void)
 {
-    if (kp_inproc_inject_library(kp_cl_session.library) == 0) return NULL;
+    if (kp_libkprof_inject_library(kp_cl_session.library) == 0) return NULL;
     return "libkprof-inject.so (the OpenCL layer) is not beside libkprof: set "
            "KPROF_INJECT_LIBRARY to its path";
 }
@@ -71,10 +71,10 @@ static void *kp_cl_loaded(void)
     return kp_cl_session.library[0] ? dlopen(kp_cl_session.library, RTLD_LAZY | RTLD_NOLOAD) : NULL;
 }
 
-kprof_status kp_inproc_opencl_start(kp_session *s, kp_error *err)
+kprof_status kp_libkprof_opencl_start(kp_session *s, kp_error *err)
 {
-    if (kp_inproc_inject_library(kp_cl_session.library) != 0)
-        return kp_error_set(err, KPROF_UNAVAILABLE, "%s", kp_inproc_opencl_unavailable());
+    if (kp_libkprof_inject_library(kp_cl_session.library) != 0)
+        return kp_error_set(err, KPROF_UNAVAILABLE, "%s", kp_libkprof_opencl_unavailable());
     const char *trace_dir = getenv(KP_ENV_TRACE_DIR);
     if (trace_dir && *trace_dir &&
         !(kp_cl_session.armed && strcmp(trace_dir, kp_cl_session.dir) == 0))
@@ -115,7 +115,7 @@ kprof_status kp_inproc_opencl_start(kp_session *s, kp_error *err)
     return KPROF_OK;
 }
 
-void kp_inproc_opencl_stop(kp_session *s)
+void kp_libkprof_opencl_stop(kp_session *s)
 {
     (void)s;
     void *h = kp_cl_loaded();
@@ -226,9 +226,9 @@ static void kp_cl_timer_close(void *ctx)
     free(t);
 }
 
-kprof_status kp_inproc_opencl_timer(kp_bench_timer *timer, kp_error *err)
+kprof_status kp_libkprof_opencl_timer(kp_bench_timer *timer, kp_error *err)
 {
-    const char *why = kp_inproc_opencl_unavailable();
+    const char *why = kp_libkprof_opencl_unavailable();
     if (why) return kp_error_set(err, KPROF_UNAVAILABLE, "%s", why);
     void *h = kp_cl_loaded();
     if (!h) return kp_error_set(err, KPROF_UNAVAILABLE, kp_cl_not_in_chain);

@@ -16,16 +16,16 @@ kprof_status kprof_profile_repeat(kprof_workload_fn fn, void *arg, double budget
 {
     static const char name[] = "kprof_profile_repeat";
     if (result) *result = NULL;
-    if (!fn || !result) return kp_inproc_fail(name, KPROF_INVALID, "fn or result is NULL");
+    if (!fn || !result) return kp_libkprof_fail(name, KPROF_INVALID, "fn or result is NULL");
     if (!(budget_s > 0) || !isfinite(budget_s))
-        return kp_inproc_fail(name, KPROF_INVALID,
-                              "the budget must be a positive number of seconds");
+        return kp_libkprof_fail(name, KPROF_INVALID,
+                                "the budget must be a positive number of seconds");
     kprof_repeat_options o = KPROF_REPEAT_OPTIONS_INIT;
     if (options) {
         if (options->size == 0 || options->size > sizeof o)
-            return kp_inproc_fail(name, KPROF_INVALID,
-                                  "options->size must be sizeof(kprof_repeat_options): use "
-                                  "KPROF_REPEAT_OPTIONS_INIT");
+            return kp_libkprof_fail(name, KPROF_INVALID,
+                                    "options->size must be sizeof(kprof_repeat_options): use "
+                                    "KPROF_REPEAT_OPTIONS_INIT");
         memcpy(&o, options, options->size);
     }
     const char *scope = o.name ? o.name : KP_REPEAT_NAME;

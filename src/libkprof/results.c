@@ -157,12 +157,12 @@ void kprof_result_destroy(kprof_result *r)
     free(r);
 }
 
-const char *kp_inproc_result_dir(const kprof_result *r)
+const char *kp_libkprof_result_dir(const kprof_result *r)
 {
     return r ? r->dir : NULL;
 }
 
-const char *kp_inproc_result_keep_trace(kprof_result *r)
+const char *kp_libkprof_result_keep_trace(kprof_result *r)
 {
     r->keep = 1;
     return r->trace;
@@ -171,10 +171,10 @@ const char *kp_inproc_result_keep_trace(kprof_result *r)
 kprof_status kprof_result_summary(const kprof_result *r, kprof_summary *out)
 {
     if (!r || !out)
-        return kp_inproc_fail("kprof_result_summary", KPROF_INVALID, "result or out is NULL");
+        return kp_libkprof_fail("kprof_result_summary", KPROF_INVALID, "result or out is NULL");
     if (out->size == 0)
-        return kp_inproc_fail("kprof_result_summary", KPROF_INVALID,
-                              "out->size is 0 (use KPROF_SUMMARY_INIT)");
+        return kp_libkprof_fail("kprof_result_summary", KPROF_INVALID,
+                                "out->size is 0 (use KPROF_SUMMARY_INIT)");
     kp_sized_copy(out, &r->summary, sizeof r->summary);
     return KPROF_OK;
 }
@@ -189,7 +189,7 @@ static kprof_status kp_result_table_args(const char *fn, const kprof_result *r, 
     if (first) *(const void **)first = NULL;
     if (n) *n = 0;
     if (r && first && n && ok) return KPROF_OK;
-    return kp_inproc_fail(fn, KPROF_INVALID, why);
+    return kp_libkprof_fail(fn, KPROF_INVALID, why);
 }
 
 /* The accessors: element i in this library's stride (kprof.h's "Structs that grow"). */
@@ -266,7 +266,7 @@ kprof_status kprof_result_key_averages(kprof_result *r, kprof_group by, const kp
     return KPROF_OK;
 nomem:
     free(rows);
-    return kp_inproc_nomem(fn);
+    return kp_libkprof_nomem(fn);
 }
 
 kprof_status kprof_result_tree(kprof_result *r, const kprof_node **first, size_t *n)
@@ -344,7 +344,7 @@ nomem:
     free(nodes);
     free(order);
     free(index);
-    return kp_inproc_nomem(fn);
+    return kp_libkprof_nomem(fn);
 }
 
 /* ---- events and distributions ---------------------------------------------------------------- */
@@ -389,11 +389,11 @@ static int kp_events_one(void *p, const kp_trace_event *ev)
 kprof_status kprof_result_events(kprof_result *r, kprof_event_fn fn, void *ctx)
 {
     if (!r || !fn)
-        return kp_inproc_fail("kprof_result_events", KPROF_INVALID, "result or fn is NULL");
+        return kp_libkprof_fail("kprof_result_events", KPROF_INVALID, "result or fn is NULL");
     kp_error err = {0};
     kp_events_ctx c = {r, fn, ctx};
     kprof_status st = kp_result_each(r, kp_events_one, &c, &err);
-    return st == KPROF_OK ? st : kp_inproc_fail_err("kprof_result_events", &err);
+    return st == KPROF_OK ? st : kp_libkprof_fail_err("kprof_result_events", &err);
 }
 
 /* One name's durations while they are gathered. */
@@ -533,7 +533,7 @@ kprof_status kprof_result_distributions(kprof_result *r, const kprof_distributio
     free(scratch);
     if (st != KPROF_OK) {
         free(out);
-        return kp_inproc_fail_err(fn, &err);
+        return kp_libkprof_fail_err(fn, &err);
     }
     if (count) qsort(out, count, sizeof *out, kp_dist_cmp);
     r->dists = out;
@@ -579,7 +579,8 @@ kprof_status kprof_result_print(kprof_result *r, kprof_view view, FILE *out)
 {
     static const char fn[] = "kprof_result_print";
     if (!r || !out || (unsigned)view >= KPROF_VIEW_COUNT_)
-        return kp_inproc_fail(fn, KPROF_INVALID, "result or out is NULL, or view is no kprof_view");
+        return kp_libkprof_fail(fn, KPROF_INVALID,
+                                "result or out is NULL, or view is no kprof_view");
     kp_str s = {0};
     int rc = 0;
     if (view == KPROF_VIEW_DISTRIBUTIONS) {
@@ -600,9 +601,9 @@ kprof_status kprof_result_print(kprof_result *r, kprof_view view, FILE *out)
     }
     kprof_status st = KPROF_OK;
     if (rc != 0 || s.failed) {
-        st = kp_inproc_nomem(fn);
+        st = kp_libkprof_nomem(fn);
     } else if (s.len && (fwrite(s.data, 1, s.len, out) != s.len || fflush(out) != 0)) {
-        st = kp_inproc_fail(fn, KPROF_IO, strerror(errno));
+        st = kp_libkprof_fail(fn, KPROF_IO, strerror(errno));
     }
     kp_str_free(&s);
     return st;
@@ -641,13 +642,13 @@ kprof_status kprof_result_write(kprof_result *r, kprof_format format, const char
 {
     static const char fn[] = "kprof_result_write";
     if (!r || !path || (unsigned)format >= KPROF_FORMAT_COUNT_)
-        return kp_inproc_fail(fn, KPROF_INVALID,
-                              "result or path is NULL, or format is no kprof_format");
+        return kp_libkprof_fail(fn, KPROF_INVALID,
+                                "result or path is NULL, or format is no kprof_format");
     struct stat st_path;
     if (!(flags & KPROF_WRITE_FORCE) && stat(path, &st_path) == 0 && S_ISREG(st_path.st_mode)) {
         kp_str m = {0};
         kp_str_printf_escaped(&m, "%s exists; pass KPROF_WRITE_FORCE to replace it", path);
-        kprof_status st = kp_inproc_fail(fn, KPROF_INVALID, m.data ? m.data : "the file exists");
+        kprof_status st = kp_libkprof_fail(fn, KPROF_INVALID, m.data ? m.data : "the file exists");
         kp_str_free(&m);
         return st;
     }
@@ -663,5 +664,5 @@ kprof_status kprof_result_write(kprof_result *r, kprof_format format, const char
     else
         st = kp_export_file(r->trace, KP_RESULT_LABEL, exports[format], path,
                             flags & KPROF_WRITE_FORCE ? KP_EXPORT_FORCE : 0, &err);
-    return st == KPROF_OK ? st : kp_inproc_fail_err(fn, &err);
+    return st == KPROF_OK ? st : kp_libkprof_fail_err(fn, &err);
 }

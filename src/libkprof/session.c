@@ -99,7 +99,7 @@ static void kp_init_once(void)
     atexit(kp_at_exit); /* a session still running at exit: KPROF=1's saved, others discarded */
 }
 
-void kp_inproc_keep_records(int keep)
+void kp_libkprof_keep_records(int keep)
 {
     kp_keep_records = keep;
 }
@@ -195,8 +195,8 @@ static kprof_status kp_options_read(const kprof_options *o, kprof_options *out, 
     memcpy(out, o, o->size);
     out->size = sizeof *out;
     unsigned known = 0;
-    for (size_t i = 0; i < kp_inproc_collector_count; i++)
-        known |= kp_inproc_collectors[i].bit;
+    for (size_t i = 0; i < kp_libkprof_collector_count; i++)
+        known |= kp_libkprof_collectors[i].bit;
     if (out->collectors & ~known)
         return kp_error_set(err, KPROF_INVALID,
                             "options->collectors has bits no collector has (0x%x; the collectors "
@@ -241,8 +241,8 @@ static kprof_status kp_session_start_locked(const kprof_options *options, int au
         implied = KPROF_COLLECT_NVTX;
         o.collectors |= implied;
     }
-    for (size_t i = 0; i < kp_inproc_collector_count; i++) {
-        const kp_inproc_collector *c = &kp_inproc_collectors[i];
+    for (size_t i = 0; i < kp_libkprof_collector_count; i++) {
+        const kp_libkprof_collector *c = &kp_libkprof_collectors[i];
         const char *why = (o.collectors & c->bit) && c->unavailable ? c->unavailable() : NULL;
         if (why && (c->bit & implied)) {
             o.collectors &= ~c->bit;
@@ -295,8 +295,8 @@ static kprof_status kp_session_start_locked(const kprof_options *options, int au
      * (which takes the writer's locks) before the writer's handlers take those locks. */
     static pthread_once_t gate_once = PTHREAD_ONCE_INIT;
     pthread_once(&gate_once, kp_register_drain_gate);
-    for (; started < kp_inproc_collector_count; started++) {
-        const kp_inproc_collector *c = &kp_inproc_collectors[started];
+    for (; started < kp_libkprof_collector_count; started++) {
+        const kp_libkprof_collector *c = &kp_libkprof_collectors[started];
         if ((o.collectors & c->bit) && c->start) {
             st = c->start(s, err);
             if (st != KPROF_OK && (c->bit & implied)) { /* recorded as a note; the rest runs */
@@ -336,7 +336,7 @@ static kprof_status kp_session_start_locked(const kprof_options *options, int au
     return KPROF_OK;
 fail:
     while (started-- > 0) {
-        const kp_inproc_collector *c = &kp_inproc_collectors[started];
+        const kp_libkprof_collector *c = &kp_libkprof_collectors[started];
         if ((o.collectors & c->bit) && c->stop) c->stop(s);
     }
     if (writing) kp_writer_stop();
@@ -351,7 +351,7 @@ kprof_status kprof_start(const kprof_options *options)
     pthread_mutex_lock(&kp_session_lock);
     kprof_status st = kp_session_start_locked(options, 0, &err);
     pthread_mutex_unlock(&kp_session_lock);
-    return st == KPROF_OK ? st : kp_inproc_fail_err("kprof_start", &err);
+    return st == KPROF_OK ? st : kp_libkprof_fail_err("kprof_start", &err);
 }
 
 int kprof_recording(void)
@@ -377,8 +377,8 @@ static kprof_status kp_session_end(kp_session *s, kprof_result **result, kp_erro
     /* Owners that find their ring full from now on discard it (see kp_ring_make_room). */
     atomic_store(&kp_live_session, NULL);
     kp_session_anchor(s, 1);
-    for (size_t i = kp_inproc_collector_count; i-- > 0;) {
-        const kp_inproc_collector *c = &kp_inproc_collectors[i];
+    for (size_t i = kp_libkprof_collector_count; i-- > 0;) {
+        const kp_libkprof_collector *c = &kp_libkprof_collectors[i];
         if ((s->collectors & c->bit) && c->stop) c->stop(s);
     }
     kp_drain_all(s, 1);
@@ -394,8 +394,8 @@ static kprof_status kp_session_end(kp_session *s, kprof_result **result, kp_erro
     char command[4096];
     kp_command_line(command, sizeof command);
     char collectors[128] = "";
-    for (size_t i = 0; i < kp_inproc_collector_count; i++) {
-        const kp_inproc_collector *c = &kp_inproc_collectors[i];
+    for (size_t i = 0; i < kp_libkprof_collector_count; i++) {
+        const kp_libkprof_collector *c = &kp_libkprof_collectors[i];
         if (s->collectors & c->bit) {
             size_t used = strlen(collectors);
             snprintf(collectors + used, sizeof collectors - used, "%s%s", used ? "," : "", c->name);
@@ -452,7 +452,7 @@ kprof_status kprof_stop(kprof_result **result)
         kp_session_free(s);
     }
     pthread_mutex_unlock(&kp_session_lock);
-    return st == KPROF_OK ? st : kp_inproc_fail_err("kprof_stop", &err);
+    return st == KPROF_OK ? st : kp_libkprof_fail_err("kprof_stop", &err);
 }
 
 /* ---- KPROF=1 --------------------------------------------------------------------------------- */
@@ -479,7 +479,7 @@ static kprof_status kp_autosave(kprof_result *r, const char *wanted, char *saved
         if (status == KPROF_OK) return status;
         if (lstat(saved, &st) != 0) return status; /* not a name taken meanwhile */
     }
-    return kp_inproc_fail("KPROF=1", KPROF_IO, "no free name to save the session's trace to");
+    return kp_libkprof_fail("KPROF=1", KPROF_IO, "no free name to save the session's trace to");
 }
 
 /* The program exits with a session running: KPROF=1's is saved; one the program started and did
@@ -551,7 +551,7 @@ static void kp_at_exit(void)
         if (strcmp(name, wanted) != 0) kp_str_printf(&line, " (the name asked for was taken)");
     } else {
         /* Keep what was recorded: the trace stays in the scratch folder, whole, and says so. */
-        const char *kept = kp_inproc_result_keep_trace(r);
+        const char *kept = kp_libkprof_result_keep_trace(r);
         kp_str_printf(&line, "kprof: error: KPROF=1: %s",
                       err.status != KPROF_OK ? err.message : kprof_last_error());
         kp_str_printf_escaped(&line, "; the trace (%llu event%s) is kept as %s", sum.events,
@@ -648,6 +648,6 @@ const char *kprof_intern(const char *text)
         found = kp_interned[j];
     }
     pthread_mutex_unlock(&kp_intern_lock);
-    if (!found) kp_inproc_nomem("kprof_intern");
+    if (!found) kp_libkprof_nomem("kprof_intern");
     return found;
 }

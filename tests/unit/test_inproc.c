@@ -354,7 +354,7 @@ static const char *klog_in(const char *dir, char *out, size_t n)
 
 static void test_metric_records(void)
 {
-    kp_inproc_keep_records(1);
+    kp_libkprof_keep_records(1);
     kprof_options o = options();
     CHECK_INT(kprof_start(&o), KPROF_OK);
     {
@@ -365,12 +365,12 @@ static void test_metric_records(void)
         kprof_scope_metric(&step, "loss", 0.5); /* ... and after */
     }
     kprof_result *r = stop();
-    kp_inproc_keep_records(0);
+    kp_libkprof_keep_records(0);
     if (!r) return;
     char path[4400];
     kp_klog log;
     kp_error err = {0};
-    CHECK(klog_in(kp_inproc_result_dir(r), path, sizeof path) != NULL);
+    CHECK(klog_in(kp_libkprof_result_dir(r), path, sizeof path) != NULL);
     if (!path[0] || kp_klog_open(path, &log, &err) != KPROF_OK) {
         CHECK(0);
         kprof_result_destroy(r);
