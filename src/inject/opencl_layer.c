@@ -209,18 +209,36 @@ static void kp_cl_settle(int synchronised)
         kp_cl_ops_poll();
 }
 
+/* Before the real enqueue: the tracker's operation (kp_cl_op_begin) and whether a
+ * kprof_benchmark run is open, both kept in op for kp_cl_event_arg and kp_cl_enqueued.
+ * Returns op->tracked. */
+static int kp_cl_begin(kp_cl_op *op, cl_command_queue queue, kp_cl_what what, cl_kernel kernel)
+{
+    op->tracked = (unsigned char)kp_cl_op_begin(op, queue, what, kernel);
+    op->bench = (unsigned char)kp_cl_bench_open();
+    return op->tracked;
+}
+
+/* The event argument the real enqueue gets: the application's, else one of our own where the
+ * tracker or a benchmark run wants the operation's event. */
+static cl_event *kp_cl_event_arg(const kp_cl_op *op, cl_event *app_event, cl_event *own)
+{
+    return (op->tracked || op->bench) && !app_event ? own : app_event;
+}
+
 /* Right after the real enqueue: its API record, the hand-over of a tracked operation's event,
  * and a look at older ones. */
-static void kp_cl_enqueued(kp_cl_function fn, kp_cl_op *op, int tracked, int bench, cl_int rc,
-                           const cl_event *app_event, cl_event own_event, cl_bool blocking)
+static void kp_cl_enqueued(kp_cl_function fn, kp_cl_op *op, cl_int rc, const cl_event *app_event,
+                           cl_event own_event, cl_bool blocking)
 {
+    const int tracked = op->tracked;
     op->host_return = kp_now_ns();
     kp_cl_api(fn, op->host_enqueue, op->host_return, rc, op->correlation);
     if (blocking && rc == CL_SUCCESS)
         kp_cl_waited(fn, op->host_enqueue, op->host_return, op->correlation);
     /* A benchmark's run takes its reference first (the tracker may release its own at once):
      * the event of our own is the run's alone when the tracker does not keep it. */
-    if (bench && rc == CL_SUCCESS && (app_event ? *app_event : own_event))
+    if (op->bench && rc == CL_SUCCESS && (app_event ? *app_event : own_event))
         kp_cl_bench_add(app_event ? *app_event : own_event, app_event != NULL || tracked);
     if (tracked && rc == CL_SUCCESS)
         kp_cl_op_commit(op, app_event ? *app_event : own_event, app_event != NULL);
@@ -414,17 +432,15 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueNDRangeKernel(
     if (!kp_cl_enter()->clEnqueueNDRangeKernel) return CL_INVALID_OPERATION;
     kp_cl_op op;
     cl_event own = NULL;
-    int tracked = kp_cl_op_begin(&op, queue, KP_CL_KERNEL, kernel);
-    int bench = kp_cl_bench_open(); /* kprof_benchmark: the op is its run's too */
-    if (tracked) {
+    if (kp_cl_begin(&op, queue, KP_CL_KERNEL, kernel)) {
         kp_cl_geometry(&op, work_dim, global_size, local_size);
         kp_cl_op_work(&op, kernel);
     }
     op.host_enqueue = kp_now_ns();
     cl_int rc = kp_cl_next.clEnqueueNDRangeKernel(queue, kernel, work_dim, global_offset,
                                                   global_size, local_size, num_events, wait_list,
-                                                  (tracked || bench) && !event ? &own : event);
-    kp_cl_enqueued(KP_CL_FN_clEnqueueNDRangeKernel, &op, tracked, bench, rc, event, own, CL_FALSE);
+                                                  kp_cl_event_arg(&op, event, &own));
+    kp_cl_enqueued(KP_CL_FN_clEnqueueNDRangeKernel, &op, rc, event, own, CL_FALSE);
     return rc;
 }
 
@@ -436,16 +452,14 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueTask(cl_command_queue queue, cl_kerne
     kp_cl_op op;
     cl_event own = NULL;
     const size_t one = 1;
-    int tracked = kp_cl_op_begin(&op, queue, KP_CL_KERNEL, kernel);
-    int bench = kp_cl_bench_open(); /* kprof_benchmark: the op is its run's too */
-    if (tracked) {
+    if (kp_cl_begin(&op, queue, KP_CL_KERNEL, kernel)) {
         kp_cl_geometry(&op, 1, &one, &one);
         kp_cl_op_work(&op, kernel);
     }
     op.host_enqueue = kp_now_ns();
     cl_int rc = kp_cl_next.clEnqueueTask(queue, kernel, num_events, wait_list,
-                                         (tracked || bench) && !event ? &own : event);
-    kp_cl_enqueued(KP_CL_FN_clEnqueueTask, &op, tracked, bench, rc, event, own, CL_FALSE);
+                                         kp_cl_event_arg(&op, event, &own));
+    kp_cl_enqueued(KP_CL_FN_clEnqueueTask, &op, rc, event, own, CL_FALSE);
     return rc;
 }
 
@@ -457,14 +471,13 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueReadBuffer(cl_command_queue queue, cl
     if (!kp_cl_enter()->clEnqueueReadBuffer) return CL_INVALID_OPERATION;
     kp_cl_op op;
     cl_event own = NULL;
-    int tracked = kp_cl_op_begin(&op, queue, KP_CL_READ, NULL);
-    int bench = kp_cl_bench_open(); /* kprof_benchmark: the op is its run's too */
+    kp_cl_begin(&op, queue, KP_CL_READ, NULL);
     op.bytes = size;
     op.host_enqueue = kp_now_ns();
     cl_int rc =
         kp_cl_next.clEnqueueReadBuffer(queue, buffer, blocking, offset, size, ptr, num_events,
-                                       wait_list, (tracked || bench) && !event ? &own : event);
-    kp_cl_enqueued(KP_CL_FN_clEnqueueReadBuffer, &op, tracked, bench, rc, event, own, blocking);
+                                       wait_list, kp_cl_event_arg(&op, event, &own));
+    kp_cl_enqueued(KP_CL_FN_clEnqueueReadBuffer, &op, rc, event, own, blocking);
     return rc;
 }
 
@@ -476,14 +489,13 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueWriteBuffer(cl_command_queue queue, c
     if (!kp_cl_enter()->clEnqueueWriteBuffer) return CL_INVALID_OPERATION;
     kp_cl_op op;
     cl_event own = NULL;
-    int tracked = kp_cl_op_begin(&op, queue, KP_CL_WRITE, NULL);
-    int bench = kp_cl_bench_open(); /* kprof_benchmark: the op is its run's too */
+    kp_cl_begin(&op, queue, KP_CL_WRITE, NULL);
     op.bytes = size;
     op.host_enqueue = kp_now_ns();
     cl_int rc =
         kp_cl_next.clEnqueueWriteBuffer(queue, buffer, blocking, offset, size, ptr, num_events,
-                                        wait_list, (tracked || bench) && !event ? &own : event);
-    kp_cl_enqueued(KP_CL_FN_clEnqueueWriteBuffer, &op, tracked, bench, rc, event, own, blocking);
+                                        wait_list, kp_cl_event_arg(&op, event, &own));
+    kp_cl_enqueued(KP_CL_FN_clEnqueueWriteBuffer, &op, rc, event, own, blocking);
     return rc;
 }
 
@@ -496,14 +508,13 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueCopyBuffer(cl_command_queue queue, cl
     if (!kp_cl_enter()->clEnqueueCopyBuffer) return CL_INVALID_OPERATION;
     kp_cl_op op;
     cl_event own = NULL;
-    int tracked = kp_cl_op_begin(&op, queue, KP_CL_COPY, NULL);
-    int bench = kp_cl_bench_open(); /* kprof_benchmark: the op is its run's too */
+    kp_cl_begin(&op, queue, KP_CL_COPY, NULL);
     op.bytes = size;
     op.host_enqueue = kp_now_ns();
     cl_int rc =
         kp_cl_next.clEnqueueCopyBuffer(queue, src, dst, src_offset, dst_offset, size, num_events,
-                                       wait_list, (tracked || bench) && !event ? &own : event);
-    kp_cl_enqueued(KP_CL_FN_clEnqueueCopyBuffer, &op, tracked, bench, rc, event, own, CL_FALSE);
+                                       wait_list, kp_cl_event_arg(&op, event, &own));
+    kp_cl_enqueued(KP_CL_FN_clEnqueueCopyBuffer, &op, rc, event, own, CL_FALSE);
     return rc;
 }
 
@@ -521,15 +532,14 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueReadBufferRect(
     if (!kp_cl_enter()->clEnqueueReadBufferRect) return CL_INVALID_OPERATION;
     kp_cl_op op;
     cl_event own = NULL;
-    int tracked = kp_cl_op_begin(&op, queue, KP_CL_READ, NULL);
-    int bench = kp_cl_bench_open(); /* kprof_benchmark: the op is its run's too */
+    kp_cl_begin(&op, queue, KP_CL_READ, NULL);
     op.bytes = kp_cl_region_bytes(region);
     op.host_enqueue = kp_now_ns();
     cl_int rc = kp_cl_next.clEnqueueReadBufferRect(
         queue, buffer, blocking, buffer_origin, host_origin, region, buffer_row_pitch,
         buffer_slice_pitch, host_row_pitch, host_slice_pitch, ptr, num_events, wait_list,
-        (tracked || bench) && !event ? &own : event);
-    kp_cl_enqueued(KP_CL_FN_clEnqueueReadBufferRect, &op, tracked, bench, rc, event, own, blocking);
+        kp_cl_event_arg(&op, event, &own));
+    kp_cl_enqueued(KP_CL_FN_clEnqueueReadBufferRect, &op, rc, event, own, blocking);
     return rc;
 }
 
@@ -542,16 +552,14 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueWriteBufferRect(
     if (!kp_cl_enter()->clEnqueueWriteBufferRect) return CL_INVALID_OPERATION;
     kp_cl_op op;
     cl_event own = NULL;
-    int tracked = kp_cl_op_begin(&op, queue, KP_CL_WRITE, NULL);
-    int bench = kp_cl_bench_open(); /* kprof_benchmark: the op is its run's too */
+    kp_cl_begin(&op, queue, KP_CL_WRITE, NULL);
     op.bytes = kp_cl_region_bytes(region);
     op.host_enqueue = kp_now_ns();
     cl_int rc = kp_cl_next.clEnqueueWriteBufferRect(
         queue, buffer, blocking, buffer_origin, host_origin, region, buffer_row_pitch,
         buffer_slice_pitch, host_row_pitch, host_slice_pitch, ptr, num_events, wait_list,
-        (tracked || bench) && !event ? &own : event);
-    kp_cl_enqueued(KP_CL_FN_clEnqueueWriteBufferRect, &op, tracked, bench, rc, event, own,
-                   blocking);
+        kp_cl_event_arg(&op, event, &own));
+    kp_cl_enqueued(KP_CL_FN_clEnqueueWriteBufferRect, &op, rc, event, own, blocking);
     return rc;
 }
 
@@ -564,15 +572,13 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueCopyBufferRect(
     if (!kp_cl_enter()->clEnqueueCopyBufferRect) return CL_INVALID_OPERATION;
     kp_cl_op op;
     cl_event own = NULL;
-    int tracked = kp_cl_op_begin(&op, queue, KP_CL_COPY, NULL);
-    int bench = kp_cl_bench_open(); /* kprof_benchmark: the op is its run's too */
+    kp_cl_begin(&op, queue, KP_CL_COPY, NULL);
     op.bytes = kp_cl_region_bytes(region);
     op.host_enqueue = kp_now_ns();
-    cl_int rc = kp_cl_next.clEnqueueCopyBufferRect(queue, src, dst, src_origin, dst_origin, region,
-                                                   src_row_pitch, src_slice_pitch, dst_row_pitch,
-                                                   dst_slice_pitch, num_events, wait_list,
-                                                   (tracked || bench) && !event ? &own : event);
-    kp_cl_enqueued(KP_CL_FN_clEnqueueCopyBufferRect, &op, tracked, bench, rc, event, own, CL_FALSE);
+    cl_int rc = kp_cl_next.clEnqueueCopyBufferRect(
+        queue, src, dst, src_origin, dst_origin, region, src_row_pitch, src_slice_pitch,
+        dst_row_pitch, dst_slice_pitch, num_events, wait_list, kp_cl_event_arg(&op, event, &own));
+    kp_cl_enqueued(KP_CL_FN_clEnqueueCopyBufferRect, &op, rc, event, own, CL_FALSE);
     return rc;
 }
 
@@ -585,14 +591,13 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueFillBuffer(cl_command_queue queue, cl
     if (!kp_cl_enter()->clEnqueueFillBuffer) return CL_INVALID_OPERATION;
     kp_cl_op op;
     cl_event own = NULL;
-    int tracked = kp_cl_op_begin(&op, queue, KP_CL_FILL, NULL);
-    int bench = kp_cl_bench_open(); /* kprof_benchmark: the op is its run's too */
+    kp_cl_begin(&op, queue, KP_CL_FILL, NULL);
     op.bytes = size;
     op.host_enqueue = kp_now_ns();
-    cl_int rc = kp_cl_next.clEnqueueFillBuffer(queue, buffer, pattern, pattern_size, offset, size,
-                                               num_events, wait_list,
-                                               (tracked || bench) && !event ? &own : event);
-    kp_cl_enqueued(KP_CL_FN_clEnqueueFillBuffer, &op, tracked, bench, rc, event, own, CL_FALSE);
+    cl_int rc =
+        kp_cl_next.clEnqueueFillBuffer(queue, buffer, pattern, pattern_size, offset, size,
+                                       num_events, wait_list, kp_cl_event_arg(&op, event, &own));
+    kp_cl_enqueued(KP_CL_FN_clEnqueueFillBuffer, &op, rc, event, own, CL_FALSE);
     return rc;
 }
 

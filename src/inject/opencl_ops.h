@@ -36,6 +36,8 @@ typedef struct kp_cl_op {
     int32_t block[3];      /* kernels: work-group size; 0 when the runtime chooses it */
     unsigned work;         /* kernels: KP_CL_WORK_* of the program's kernel hook (libkprof) */
     double flops, work_bytes;
+    unsigned char tracked; /* the layer's: kp_cl_op_begin's answer ... */
+    unsigned char bench;   /* ... and a kprof_benchmark run open (opencl_bench.h) */
 } kp_cl_op;
 
 enum { KP_CL_WORK_FLOPS = 1, KP_CL_WORK_BYTES = 2 };
