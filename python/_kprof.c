@@ -520,8 +520,26 @@ static PyObject *kp_py_result_summary_(PyObject *self, PyObject *unused, kprof_r
                          s.host_s);
 }
 
-static PyObject *kp_py_row_dict(const kprof_row *row)
+/* A list of n items, item i made by one(items, i) (a new reference); NULL with the exception
+ * set when one fails. */
+static PyObject *kp_py_list_of(const void *items, size_t n,
+                               PyObject *(*one)(const void *items, size_t i))
 {
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list && i < n; i++) {
+        PyObject *o = one(items, i);
+        if (!o) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SetItem(list, (Py_ssize_t)i, o);
+    }
+    return list;
+}
+
+static PyObject *kp_py_row_dict(const void *rows, size_t i)
+{
+    const kprof_row *row = kprof_row_at(rows, i);
     return Py_BuildValue("{s:N,s:N,s:N,s:K,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d}",
                          "kind", kp_py_str(row->kind), "name", kp_py_str(row->name), "path",
                          kp_py_str(row->path), "calls", row->calls, "total_s", row->total_s,
@@ -542,16 +560,23 @@ static PyObject *kp_py_result_key_averages_(PyObject *self, PyObject *args, kpro
     kprof_status st;
     Py_BEGIN_ALLOW_THREADS st = kprof_result_key_averages(r, (kprof_group)by, &rows, &n);
     Py_END_ALLOW_THREADS if (st != KPROF_OK) return kp_py_raise(st);
-    PyObject *list = PyList_New((Py_ssize_t)n);
-    for (size_t i = 0; list && i < n; i++) {
-        PyObject *d = kp_py_row_dict(kprof_row_at(rows, i));
-        if (!d) {
-            Py_CLEAR(list);
-            break;
-        }
-        PyList_SetItem(list, (Py_ssize_t)i, d);
-    }
-    return list;
+    return kp_py_list_of(rows, n, kp_py_row_dict);
+}
+
+static PyObject *kp_py_node_dict(const void *nodes, size_t i)
+{
+    const kprof_node *x = kprof_node_at(nodes, i);
+    return Py_BuildValue(
+        "{s:n,s:n,s:n,s:I,s:N,s:N,s:N,s:K,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,"
+        "s:d,s:d,s:d}",
+        "parent", (Py_ssize_t)x->parent, "first_child", (Py_ssize_t)x->first_child, "next_sibling",
+        (Py_ssize_t)x->next_sibling, "depth", x->depth, "kind", kp_py_str(x->kind), "name",
+        kp_py_str(x->name), "path", kp_py_str(x->path), "calls", x->calls, "inclusive_s",
+        x->inclusive_s, "exclusive_s", x->exclusive_s, "min_s", x->min_s, "mean_s", x->mean_s,
+        "max_s", x->max_s, "std_s", x->std_s, "gpu_s", x->gpu_s, "flops", x->flops, "bytes",
+        x->bytes, "flops_inclusive", x->flops_inclusive, "bytes_inclusive", x->bytes_inclusive,
+        "gflops_per_s", x->gflops_per_s, "gb_per_s", x->gb_per_s, "host_gflops_per_s",
+        x->host_gflops_per_s, "host_gb_per_s", x->host_gb_per_s);
 }
 
 static PyObject *kp_py_result_tree_(PyObject *self, PyObject *unused, kprof_result *r)
@@ -563,28 +588,7 @@ static PyObject *kp_py_result_tree_(PyObject *self, PyObject *unused, kprof_resu
     kprof_status st;
     Py_BEGIN_ALLOW_THREADS st = kprof_result_tree(r, &nodes, &n);
     Py_END_ALLOW_THREADS if (st != KPROF_OK) return kp_py_raise(st);
-    PyObject *list = PyList_New((Py_ssize_t)n);
-    for (size_t i = 0; list && i < n; i++) {
-        const kprof_node *x = kprof_node_at(nodes, i);
-        PyObject *d = Py_BuildValue(
-            "{s:n,s:n,s:n,s:I,s:N,s:N,s:N,s:K,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,"
-            "s:d,s:d,s:d}",
-            "parent", (Py_ssize_t)x->parent, "first_child", (Py_ssize_t)x->first_child,
-            "next_sibling", (Py_ssize_t)x->next_sibling, "depth", x->depth, "kind",
-            kp_py_str(x->kind), "name", kp_py_str(x->name), "path", kp_py_str(x->path), "calls",
-            x->calls, "inclusive_s", x->inclusive_s, "exclusive_s", x->exclusive_s, "min_s",
-            x->min_s, "mean_s", x->mean_s, "max_s", x->max_s, "std_s", x->std_s, "gpu_s", x->gpu_s,
-            "flops", x->flops, "bytes", x->bytes, "flops_inclusive", x->flops_inclusive,
-            "bytes_inclusive", x->bytes_inclusive, "gflops_per_s", x->gflops_per_s, "gb_per_s",
-            x->gb_per_s, "host_gflops_per_s", x->host_gflops_per_s, "host_gb_per_s",
-            x->host_gb_per_s);
-        if (!d) {
-            Py_CLEAR(list);
-            break;
-        }
-        PyList_SetItem(list, (Py_ssize_t)i, d);
-    }
-    return list;
+    return kp_py_list_of(nodes, n, kp_py_node_dict);
 }
 
 typedef struct kp_py_events_ctx {
@@ -626,6 +630,16 @@ static PyObject *kp_py_result_events_(PyObject *self, PyObject *unused, kprof_re
     return c.list;
 }
 
+static PyObject *kp_py_distribution_dict(const void *dists, size_t i)
+{
+    const kprof_distribution *x = kprof_distribution_at(dists, i);
+    return Py_BuildValue("{s:N,s:N,s:K,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d}", "kind",
+                         kp_py_str(x->kind), "name", kp_py_str(x->name), "count", x->count, "min_s",
+                         x->min_s, "p50_s", x->p50_s, "p90_s", x->p90_s, "max_s", x->max_s,
+                         "mean_s", x->mean_s, "std_s", x->std_s, "total_s", x->total_s, "flops",
+                         x->flops, "bytes", x->bytes);
+}
+
 static PyObject *kp_py_result_distributions_(PyObject *self, PyObject *unused, kprof_result *r)
 {
     (void)self;
@@ -635,21 +649,7 @@ static PyObject *kp_py_result_distributions_(PyObject *self, PyObject *unused, k
     kprof_status st;
     Py_BEGIN_ALLOW_THREADS st = kprof_result_distributions(r, &d, &n);
     Py_END_ALLOW_THREADS if (st != KPROF_OK) return kp_py_raise(st);
-    PyObject *list = PyList_New((Py_ssize_t)n);
-    for (size_t i = 0; list && i < n; i++) {
-        const kprof_distribution *x = kprof_distribution_at(d, i);
-        PyObject *o = Py_BuildValue(
-            "{s:N,s:N,s:K,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d}", "kind", kp_py_str(x->kind), "name",
-            kp_py_str(x->name), "count", x->count, "min_s", x->min_s, "p50_s", x->p50_s, "p90_s",
-            x->p90_s, "max_s", x->max_s, "mean_s", x->mean_s, "std_s", x->std_s, "total_s",
-            x->total_s, "flops", x->flops, "bytes", x->bytes);
-        if (!o) {
-            Py_CLEAR(list);
-            break;
-        }
-        PyList_SetItem(list, (Py_ssize_t)i, o);
-    }
-    return list;
+    return kp_py_list_of(d, n, kp_py_distribution_dict);
 }
 
 /* kprof_result_print into a string. */
