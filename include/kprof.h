@@ -843,7 +843,7 @@ typedef struct kprof_benchmark_result {
     unsigned kernels; /* device operations (kernels, copies, fills) in the last run */
     double min_ns, p50_ns, p90_ns, max_ns, mean_ns; /* per run: from its first device operation's
                                                        start to its last one's end (device
-                                                       timestamps) */
+                                                       timestamps); p90 as kprof_distribution's */
     double busy_p50_ns;  /* per run, median: the operations' own durations summed (no gaps) */
     double wall_p50_ns;  /* per run, median: host time of the call and the wait after it */
     double lo_ns, hi_ns; /* p50_ns's 95% interval (block-aware, core/judge.h, as kprof bench) */
