@@ -38,6 +38,15 @@
 #define KP_ENV_INJECT_LIBRARY   "KPROF_INJECT_LIBRARY"   /* libkprof-inject.so to inject */
 #define KP_ENV_TRACE_TIMES      "KPROF_TRACE_TIMES" /* "1": say where kprof trace's time went */
 #define KP_ENV_TRACE_LIVE       "KPROF_TRACE_LIVE"  /* "0": merge only after the program */
+/* `kprof trace --capture` (collect/capture.h): the pattern, the kernels folder it writes into,
+ * the @slowest window in s, the largest allocation copied, "0": no after-states, "1": replace an
+ * existing capture folder (--force) */
+#define KP_ENV_CAPTURE           "KPROF_CAPTURE"
+#define KP_ENV_CAPTURE_DIR       "KPROF_CAPTURE_DIR"
+#define KP_ENV_CAPTURE_WINDOW    "KPROF_CAPTURE_WINDOW"
+#define KP_ENV_CAPTURE_MAX_BYTES "KPROF_CAPTURE_MAX_BYTES"
+#define KP_ENV_CAPTURE_AFTER     "KPROF_CAPTURE_AFTER"
+#define KP_ENV_CAPTURE_FORCE     "KPROF_CAPTURE_FORCE"
 
 /* libkprof's in-process profiler (src/libkprof/). */
 #define KP_ENV_AUTOSTART "KPROF"         /* "1": a session from load to exit, saved at exit */
