@@ -25,6 +25,30 @@ void kp_dims_text(const uint64_t *v, int dims, char *buf, size_t n)
                  (unsigned long long)v[2]);
 }
 
+void kp_run_replay_print(FILE *o, const kp_lab_info *info, int moved)
+{
+    if (!info->replay) return;
+    const kp_launch *l = &info->replay_launch;
+    char g[64], t[64];
+    kp_dims_text(l->grid, l->dims, g, sizeof g);
+    kp_dims_text(l->tg, l->dims, t, sizeof t);
+    fprintf(o, "  %-18s %s (grid %s, tg %s", "replay of", info->replay_dir, g, t);
+    if (l->dyn_local) fprintf(o, ", smem %llu B", (unsigned long long)l->dyn_local);
+    fprintf(o, ")\n");
+    fprintf(o, "  %-18s %s\n", "output check", info->replay_text);
+    if (moved)
+        fprintf(o, "  %-18s the check ran at the captured geometry only; the timings below are "
+                   "of another geometry, whose output nothing checks\n",
+                "");
+    if (info->replay_missing)
+        fprintf(o, "  %-18s %d thing%s not captured: see %s/not-captured.txt\n", "",
+                info->replay_missing, info->replay_missing == 1 ? " was" : "s were",
+                info->replay_dir);
+    fprintf(o, "  %-18s the timed dispatches start from the state the checked one left (as "
+               "ncu's replay)\n",
+            "");
+}
+
 void kp_run_reflection_text(const kp_reflection *r, const kp_device_info *dev, char *buf, size_t n)
 {
     char rule[256];
