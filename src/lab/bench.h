@@ -251,8 +251,8 @@ typedef struct kp_bench_plan {
     int ntargets;
     const char *entries[2]; /* --entry, at most twice (two kernels of one file) */
     int nentries;
-    const char *grid, *tg;                     /* texts, evaluated at each point */
-    const char *buffers;                       /* the SPEC, substituted at each point */
+    const char *grid, *tg; /* texts, evaluated at each point */
+    const char *buffers;   /* the SPEC, substituted at each point */
     /* A captured launch among the targets (NAME@N): its arguments bind every side, so that an
      * edited copy (`kprof isolate NEW --from NAME@N`) is compared on the program's own data;
      * buffers is then NULL. NULL: none. */

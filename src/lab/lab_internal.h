@@ -65,7 +65,7 @@ struct kp_lab {
     kp_kernel *kernel;
     kp_spec spec; /* both: a remote session parses it too (a fault's message reads it) */
     kp_buffer *buffers[KP_SPEC_MAX_ARGS];
-    int bound; /* buffers exist and are bound to the kernel */
+    int bound;           /* buffers exist and are bound to the kernel */
     kp_capture *capture; /* a replayed capture (info.replay): its arguments bind the kernel */
     /* A session in a child process (kp_lab_remote). */
     kp_lab_child *child;
@@ -89,8 +89,8 @@ kprof_status kp_lab_resolve(const kp_lab_options *opts, kp_lab_info *info, kp_er
 /* The capture a session replays: opts->capture, else the target when it resolves to a capture
  * folder. *out NULL (and OK) when there is none; else the capture (free with
  * kp_lab_capture_free) and dir its folder. INVALID when --buffers is given with one. */
-kprof_status kp_lab_capture_load(const kp_lab_options *opts, kp_capture **out, char *dir,
-                                 size_t n, kp_error *err);
+kprof_status kp_lab_capture_load(const kp_lab_options *opts, kp_capture **out, char *dir, size_t n,
+                                 kp_error *err);
 void kp_lab_capture_free(kp_capture *c); /* NULL is a no-op */
 
 /* The SPEC a capture stands for: one u8 buffer per allocation (item j = allocation j), then one

@@ -198,7 +198,9 @@ kprof_status kp_lab_local_open(const kp_lab_options *opts, kp_lab **out, kp_erro
         .text = text,
         .len = text_len,
         .lang = (kp_lang)lang,
-        .options = options.data ? options.data : opts->options ? opts->options : "",
+        .options = options.data    ? options.data
+                   : opts->options ? opts->options
+                                   : "",
         .entry = entry ? entry : "",
     };
     /* kprof's own kernels (in memory) include nothing. */

@@ -51,8 +51,8 @@ static kprof_status kp_lab_capture_read_dir(const char *dir, kp_capture **out, k
     return KPROF_OK;
 }
 
-kprof_status kp_lab_capture_load(const kp_lab_options *opts, kp_capture **out, char *dir,
-                                 size_t n, kp_error *err)
+kprof_status kp_lab_capture_load(const kp_lab_options *opts, kp_capture **out, char *dir, size_t n,
+                                 kp_error *err)
 {
     *out = NULL;
     dir[0] = '\0';
@@ -148,16 +148,16 @@ kprof_status kp_lab_capture_check_kernel(const kp_capture *c, const kp_kernel_me
             want = -1;
         if (want >= 0 && a->kind != want)
             return kp_error_set(err, KPROF_INVALID,
-                                "argument %d of %s is %s (%s), but the capture passes %s",
-                                i + 1, k->name, p->name[0] ? p->name : "unnamed",
+                                "argument %d of %s is %s (%s), but the capture passes %s", i + 1,
+                                k->name, p->name[0] ? p->name : "unnamed",
                                 kp_capture_kind_word(want), kp_capture_kind_word(a->kind));
         uint32_t size = a->kind == KP_CAPTURE_MEM ? 8 : a->size;
         if (a->kind != KP_CAPTURE_LOCAL && p->size && a->kind == KP_CAPTURE_VALUE &&
             p->size != size)
             return kp_error_set(err, KPROF_INVALID,
                                 "argument %d of %s (%s) takes %u bytes, but the capture passes %u",
-                                i + 1, k->name, p->name[0] ? p->name : "unnamed",
-                                (unsigned)p->size, (unsigned)size);
+                                i + 1, k->name, p->name[0] ? p->name : "unnamed", (unsigned)p->size,
+                                (unsigned)size);
     }
     return KPROF_OK;
 }
@@ -240,8 +240,7 @@ static kprof_status kp_lab_capture_verify(kp_lab *lab, kp_error *err)
     memset(k, 0, sizeof *k);
     k->worst = -1;
     double ns = 0;
-    kprof_status st =
-        lab->ops->dispatch(lab->kernel, &lab->info.replay_launch, &ns, NULL, err);
+    kprof_status st = lab->ops->dispatch(lab->kernel, &lab->info.replay_launch, &ns, NULL, err);
     if (st != KPROF_OK) {
         kp_error_append(err, " (the replay's output check, at the captured geometry)");
         return st;
@@ -275,8 +274,7 @@ static kprof_status kp_lab_capture_verify(kp_lab *lab, kp_error *err)
         if (st != KPROF_OK) return st;
     }
     if (k->worst >= 0)
-        kp_strlcpy(lab->info.replay_worst, c->allocs[k->worst].name,
-                   sizeof lab->info.replay_worst);
+        kp_strlcpy(lab->info.replay_worst, c->allocs[k->worst].name, sizeof lab->info.replay_worst);
     kp_capture_check_text(c, k, lab->info.replay_text, sizeof lab->info.replay_text);
     return KPROF_OK;
 }

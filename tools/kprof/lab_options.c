@@ -188,8 +188,7 @@ int kp_lab_cli_no_kernel(const kp_lab_cli *o, const char *what)
     return kp_cli_usage_error(o->cmd, "give a kernel: %s", what);
 }
 
-int kp_lab_cli_capture(const kp_lab_cli *o, const char *target, kp_lab_capture_target *cap,
-                       int *rc)
+int kp_lab_cli_capture(const kp_lab_cli *o, const char *target, kp_lab_capture_target *cap, int *rc)
 {
     kp_error err = {0};
     *rc = 0;
@@ -625,8 +624,9 @@ int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
         if (!o.smem_set) a->plan.launch.dyn_local = cap.launch.dyn_local;
     }
     if (a->plan.replay && a->plan.naxes > 0)
-        return kp_cli_usage_error("bench", "%s is a captured launch: its buffers are the "
-                                           "program's, so --axis has nothing to vary",
+        return kp_cli_usage_error("bench",
+                                  "%s is a captured launch: its buffers are the "
+                                  "program's, so --axis has nothing to vary",
                                   a->plan.replay);
     if (!a->plan.replay &&
         (rc = kp_lab_cli_need_buffers(&o, "f32:N,f32:N,u32=N with --axis N=1M,4M")) != 0)

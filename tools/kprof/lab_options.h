@@ -149,7 +149,7 @@ typedef struct kp_bench_args {
     const char *plot;
     int plot_throughput;
     int force;
-    const char *trace; /* --trace FILE */
+    const char *trace;                   /* --trace FILE */
     char replay_grid[64], replay_tg[64]; /* a captured launch's geometry, as --grid and --tg */
 } kp_bench_args;
 

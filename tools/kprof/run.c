@@ -37,15 +37,17 @@ void kp_run_replay_print(FILE *o, const kp_lab_info *info, int moved)
     fprintf(o, ")\n");
     fprintf(o, "  %-18s %s\n", "output check", info->replay_text);
     if (moved)
-        fprintf(o, "  %-18s the check ran at the captured geometry only; the timings below are "
-                   "of another geometry, whose output nothing checks\n",
+        fprintf(o,
+                "  %-18s the check ran at the captured geometry only: the output at any other "
+                "grid, tg or smem is not checked\n",
                 "");
     if (info->replay_missing)
         fprintf(o, "  %-18s %d thing%s not captured: see %s/not-captured.txt\n", "",
                 info->replay_missing, info->replay_missing == 1 ? " was" : "s were",
                 info->replay_dir);
-    fprintf(o, "  %-18s the timed dispatches start from the state the checked one left (as "
-               "ncu's replay)\n",
+    fprintf(o,
+            "  %-18s the timed dispatches start from the state the checked one left (as "
+            "ncu's replay)\n",
             "");
 }
 

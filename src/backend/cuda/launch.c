@@ -310,16 +310,18 @@ kprof_status kp_cuda_bind(kp_kernel *k, const kp_spec *spec, kp_buffer *const *b
  * (kp_raw_ptr) replaced by the new buffer's address plus the captured offset, a whole-buffer
  * argument (KP_RAW_BUFFER) by the buffer's address; kernelParams[i] points at parameter i in
  * one heap block the kernel keeps (cuLaunchKernel copies from it at each launch). */
-kprof_status kp_cuda_bind_capture(kp_kernel *k, const kp_raw_args *args,
-                                  kp_buffer *const *buffers, kp_error *err)
+kprof_status kp_cuda_bind_capture(kp_kernel *k, const kp_raw_args *args, kp_buffer *const *buffers,
+                                  kp_error *err)
 {
     k->bound = 0;
     if (args->nargs > KP_SPEC_MAX_ARGS)
-        return kp_error_set(err, KPROF_INVALID, "cuda: the capture has %d arguments; kprof binds at most %d",
+        return kp_error_set(err, KPROF_INVALID,
+                            "cuda: the capture has %d arguments; kprof binds at most %d",
                             args->nargs, KP_SPEC_MAX_ARGS);
     if (k->nparams >= 0 && args->nargs != k->nparams)
-        return kp_error_set(err, KPROF_INVALID, "cuda: the capture has %d argument%s but %s takes %d",
-                            args->nargs, args->nargs == 1 ? "" : "s", k->name, k->nparams);
+        return kp_error_set(err, KPROF_INVALID,
+                            "cuda: the capture has %d argument%s but %s takes %d", args->nargs,
+                            args->nargs == 1 ? "" : "s", k->name, k->nparams);
     size_t off[KP_SPEC_MAX_ARGS], total = 0;
     for (int i = 0; i < args->nargs; i++) {
         const kp_raw_arg *a = &args->args[i];
@@ -346,8 +348,8 @@ kprof_status kp_cuda_bind_capture(kp_kernel *k, const kp_raw_args *args,
             if (!buffers || a->buffer < 0 || !buffers[a->buffer]) {
                 free(raw);
                 return kp_error_set(err, KPROF_INVALID,
-                                    "cuda: captured argument %d of %s has no buffer to bind",
-                                    i + 1, k->name);
+                                    "cuda: captured argument %d of %s has no buffer to bind", i + 1,
+                                    k->name);
             }
             uint64_t addr = (uint64_t)buffers[a->buffer]->ptr;
             memcpy(raw + off[i], &addr, sizeof addr);

@@ -707,8 +707,9 @@ static kprof_status kp_cl_bind_capture(kp_kernel *k, const kp_raw_args *args,
     if (kp_cl.clGetKernelInfo(k->kernel, CL_KERNEL_NUM_ARGS, sizeof nargs, &nargs, NULL) ==
             CL_SUCCESS &&
         (int)nargs != args->nargs)
-        return kp_error_set(err, KPROF_INVALID, "opencl: the capture has %d argument%s but %s takes %u",
-                            args->nargs, args->nargs == 1 ? "" : "s", k->name, (unsigned)nargs);
+        return kp_error_set(err, KPROF_INVALID,
+                            "opencl: the capture has %d argument%s but %s takes %u", args->nargs,
+                            args->nargs == 1 ? "" : "s", k->name, (unsigned)nargs);
     for (int i = 0; i < args->nargs; i++) {
         const kp_raw_arg *a = &args->args[i];
         cl_int rc;
@@ -725,9 +726,10 @@ static kprof_status kp_cl_bind_capture(kp_kernel *k, const kp_raw_args *args,
             rc = kp_cl.clSetKernelArg(k->kernel, (cl_uint)i, a->size, NULL);
         }
         if (rc != CL_SUCCESS)
-            return kp_error_set(err, KPROF_INVALID,
-                                "opencl: captured argument %d (%u bytes) of %s was refused: %s (%d)",
-                                i + 1, (unsigned)a->size, k->name, kp_cl_error_name(rc), (int)rc);
+            return kp_error_set(
+                err, KPROF_INVALID,
+                "opencl: captured argument %d (%u bytes) of %s was refused: %s (%d)", i + 1,
+                (unsigned)a->size, k->name, kp_cl_error_name(rc), (int)rc);
     }
     return KPROF_OK;
 }
