@@ -163,6 +163,34 @@ class Replay(kptest.KprofTestCase):
         self.assertIn("grid %d" % N, p.stdout)
         self.assertIn("captured geometry only", p.stdout)
 
+    def test_isolate_from_a_capture_then_bench_the_edited_copy_on_its_arguments(self):
+        self.make_capture()
+        p = self.kprof("isolate", "edited", "--from", "axpy@1", expect=0)
+        self.assertIn("kprof bench axpy@1 edited", p.stdout)
+        path = os.path.join(self.home, "kernels", "edited", "kernel.cl")
+        self.assertEqual(open(path).read(), SOURCE)
+        with open(path, "w") as f:
+            f.write(SOURCE.replace("a * tmp[l] + yin[i]", "a * x[i] + yin[i]"))
+        p = self.kprof("bench", "axpy@1", "edited", *QUICK, expect=0)
+        self.assertIn("B/A", p.stdout)
+        # Both sides ran on the program's arguments, and both reproduce its output.
+        self.assertEqual(p.stdout.count("replay reproduces the program's output"), 2)
+
+    def test_isolate_from_a_cuda_capture_without_source_says_why(self):
+        d = self.make_capture(name="k@1")
+        with open(os.path.join(d, "capture.json")) as f:
+            m = json.load(f)
+        m["api"] = "cuda"
+        m["code"] = {"kind": "ptx", "file": "kernel.ptx", "build_options": ""}
+        os.remove(os.path.join(d, "kernel.cl"))
+        with open(os.path.join(d, "kernel.ptx"), "w") as f:
+            f.write(".version 8.0\n")
+        with open(os.path.join(d, "capture.json"), "w") as f:
+            json.dump(m, f)
+        p = self.kprof("isolate", "e", "--from", "k@1", expect=2)
+        self.assertIn("not as source", p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.home, "kernels", "e")))
+
 
 if __name__ == "__main__":
     kptest.main()
