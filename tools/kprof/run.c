@@ -41,6 +41,14 @@ void kp_run_replay_print(FILE *o, const kp_lab_info *info, int moved)
                 "  %-18s the check ran at the captured geometry only: the output at any other "
                 "grid, tg or smem is not checked\n",
                 "");
+    uint64_t local = 0;
+    for (int i = 0; moved && info->spec && i < info->spec->count; i++)
+        if (info->spec->args[i].kind == KP_ARG_LOCAL) local += info->spec->args[i].local_bytes;
+    if (local)
+        fprintf(o,
+                "  %-18s its __local arguments keep their captured sizes (%llu bytes in all): "
+                "a larger tg than the captured one may overrun them\n",
+                "", (unsigned long long)local);
     if (info->replay_missing)
         fprintf(o, "  %-18s %d thing%s not captured: see %s/not-captured.txt\n", "",
                 info->replay_missing, info->replay_missing == 1 ? " was" : "s were",
