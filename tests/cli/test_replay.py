@@ -146,6 +146,11 @@ class Replay(kptest.KprofTestCase):
         self.assertIn("captured launch", p.stderr)
         self.assertIn("drop --buffers", p.stderr)
 
+    def test_a_capture_that_is_not_there_is_named(self):
+        p = self.kprof("run", "nope@3", expect=2)
+        self.assertIn("no captured launch nope@3", p.stderr)
+        self.assertIn("kprof trace --capture", p.stderr)
+
     def test_another_geometry_says_the_check_is_of_the_captured_one(self):
         self.make_capture()
         p = self.kprof("run", "axpy@1", "--tg", "32", "--iters", "2", expect=0)

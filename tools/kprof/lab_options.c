@@ -5,6 +5,7 @@
 #include "tools/kprof/lab_options.h"
 
 #include "core/expr.h"
+#include "lab/kernel_dir.h"
 #include "tools/kprof/cli.h"
 #include "tools/kprof/run.h"
 
@@ -194,6 +195,19 @@ int kp_lab_cli_capture(const kp_lab_cli *o, const char *target, kp_lab_capture_t
     *rc = 0;
     int is = kp_lab_capture_target_read(target, cap, &err);
     if (is < 0) {
+        *rc = kp_cli_fail(&err);
+        kp_error_clear(&err);
+        return -1;
+    }
+    /* NAME@N with no such folder: a capture was meant, and --buffers is not what is missing. */
+    char dir[4096];
+    const char *at = strrchr(target, '@');
+    if (!is && at && at != target && !strchr(target, '/') && !kp_path_exists(target) &&
+        kp_kernel_dir(target, dir, sizeof dir, NULL) == KPROF_OK && !kp_path_exists(dir)) {
+        kp_error_set(&err, KPROF_NOT_FOUND,
+                     "no captured launch %s: %s does not exist (make it with `kprof trace "
+                     "--capture %.*s%s -o run.kprof -- PROG`)",
+                     target, dir, (int)(at - target), target, at);
         *rc = kp_cli_fail(&err);
         kp_error_clear(&err);
         return -1;
