@@ -86,6 +86,7 @@ typedef struct kp_lab_info {
     char replay_text[512];         /* kp_capture_check_text's sentence */
     char replay_worst[64];         /* the allocation with the most differing bytes, or "" */
     int replay_missing;            /* lines of what the capture did not hold (not-captured.txt) */
+    char replay_missing_lines[4][256]; /* the first of them */
 } kp_lab_info;
 
 kprof_status kp_lab_open(const kp_lab_options *opts, kp_lab **out, kp_error *err);

@@ -130,6 +130,9 @@ kprof_status kp_lab_local_open(const kp_lab_options *opts, kp_lab **out, kp_erro
         if (st != KPROF_OK) goto fail;
         lab->info.replay = 1;
         lab->info.replay_missing = c->nmissing;
+        for (int i = 0; i < c->nmissing && i < 4; i++)
+            kp_strlcpy(lab->info.replay_missing_lines[i], c->missing[i],
+                       sizeof lab->info.replay_missing_lines[i]);
         kp_launch *l = &lab->info.replay_launch;
         l->dims = c->dims >= 1 && c->dims <= 3 ? c->dims : 1;
         for (int d = 0; d < 3; d++) {

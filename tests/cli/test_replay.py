@@ -37,7 +37,7 @@ class Replay(kptest.KprofTestCase):
     def capture_dir(self, name="axpy@1"):
         return os.path.join(self.home, "kernels", name)
 
-    def make_capture(self, name="axpy@1", args=None, after_y=None):
+    def make_capture(self, name="axpy@1", args=None, after_y=None, missing=()):
         d = self.capture_dir(name)
         os.makedirs(d)
         x = [i * 0.5 for i in range(N)]
@@ -49,7 +49,7 @@ class Replay(kptest.KprofTestCase):
             "alloc-0.after": floats(x),
             "alloc-1.before": floats(y),
             "alloc-1.after": after_y if after_y is not None else floats(out),
-            "not-captured.txt": b"",
+            "not-captured.txt": "".join(m + "\n" for m in missing).encode(),
         }
         for f, data in files.items():
             with open(os.path.join(d, f), "wb") as fh:
@@ -80,7 +80,7 @@ class Replay(kptest.KprofTestCase):
                  "before": "alloc-1.before", "after": "alloc-1.after"},
             ],
             "pointers": [],
-            "not_captured": [],
+            "not_captured": list(missing),
         }
         with open(os.path.join(d, "capture.json"), "w") as fh:
             json.dump(manifest, fh)
@@ -145,6 +145,15 @@ class Replay(kptest.KprofTestCase):
         p = self.kprof("run", "axpy@1", "--buffers", "f32:16", expect=2)
         self.assertIn("captured launch", p.stderr)
         self.assertIn("drop --buffers", p.stderr)
+
+    def test_what_was_not_captured_is_said_with_the_replay(self):
+        why = "a pointer stored inside device memory (y+0) is not relocated"
+        self.make_capture(missing=[why])
+        p = self.kprof("run", "axpy@1", "--iters", "2", expect=0)
+        self.assertIn("not captured", p.stdout)
+        self.assertIn(why, p.stdout)
+        doc = self.run_json("run", "axpy@1", "--iters", "2")
+        self.assertEqual(doc["replay_check"]["not_captured"], 1)
 
     def test_a_capture_that_is_not_there_is_named(self):
         p = self.kprof("run", "nope@3", expect=2)

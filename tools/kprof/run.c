@@ -49,9 +49,11 @@ void kp_run_replay_print(FILE *o, const kp_lab_info *info, int moved)
                 "  %-18s its __local arguments keep their captured sizes (%llu bytes in all): "
                 "a larger tg than the captured one may overrun them\n",
                 "", (unsigned long long)local);
-    if (info->replay_missing)
-        fprintf(o, "  %-18s %d thing%s not captured: see %s/not-captured.txt\n", "",
-                info->replay_missing, info->replay_missing == 1 ? " was" : "s were",
+    /* What the capture could not hold: the replay may not be faithful, and says why. */
+    for (int i = 0; i < info->replay_missing && i < 4; i++)
+        fprintf(o, "  %-18s %s\n", i ? "" : "not captured", info->replay_missing_lines[i]);
+    if (info->replay_missing > 4)
+        fprintf(o, "  %-18s %d more in %s/not-captured.txt\n", "", info->replay_missing - 4,
                 info->replay_dir);
     fprintf(o,
             "  %-18s the timed dispatches start from the state the checked one left (as "
