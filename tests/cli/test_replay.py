@@ -170,6 +170,13 @@ class Replay(kptest.KprofTestCase):
         p = self.kprof("bench", "axpy@1", *QUICK, expect=0)
         self.assertIn("axpy on", p.stdout)
         self.assertIn("replay reproduces the program's output", p.stdout)
+        doc = json.loads(self.kprof("bench", "axpy@1", *QUICK, "--json", expect=0).stdout)
+        self.assertTrue(doc["replay"]["identical"])
+        self.assertEqual(doc["config"]["grid"], str(N))
+        self.assertEqual(doc["config"]["tg"], str(TG))
+        # --axis has nothing to vary in the program's own buffers.
+        p = self.kprof("bench", "axpy@1", "--axis", "N=1,2", *QUICK, expect=2)
+        self.assertIn("--axis", p.stderr)
 
     def test_sweep_varies_tg_at_the_captured_grid(self):
         self.make_capture()
