@@ -31,8 +31,18 @@ kprof_status kp_lab_resolve(const kp_lab_options *opts, kp_lab_info *info, kp_er
     }
     if (stat(t, &st) == 0 && !S_ISDIR(st.st_mode))
         return kp_error_set(err, KPROF_INVALID, "%s: not a regular file (a FIFO or device?)", t);
-    if (looks_like_file) return kp_error_set(err, KPROF_NOT_FOUND, "%s: no such file", t);
-    kprof_status s = kp_kernel_dir(t, info->kernel_dir, sizeof info->kernel_dir, err);
+    /* A capture folder named by its path (kprof trace --capture-dir DIR). */
+    int capture_path = strchr(t, '/') && kp_path_is_dir(t) && kp_capture_is_folder(t);
+    if (looks_like_file && !capture_path)
+        return kp_error_set(err, KPROF_NOT_FOUND, "%s: no such file", t);
+    kprof_status s = KPROF_OK;
+    if (capture_path) {
+        if (strlen(t) >= sizeof info->kernel_dir)
+            return kp_error_set(err, KPROF_INVALID, "path too long");
+        snprintf(info->kernel_dir, sizeof info->kernel_dir, "%s", t);
+    } else {
+        s = kp_kernel_dir(t, info->kernel_dir, sizeof info->kernel_dir, err);
+    }
     if (s != KPROF_OK) return s;
     if (!kp_path_is_dir(info->kernel_dir))
         return kp_error_set(err, KPROF_NOT_FOUND,

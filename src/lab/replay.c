@@ -65,7 +65,13 @@ kprof_status kp_lab_capture_load(const kp_lab_options *opts, kp_capture **out, c
                                 "%s is not a captured launch (no capture.json: make one with "
                                 "`kprof trace --capture`)",
                                 dir);
-    } else if (opts->target && !opts->source_text && !strchr(opts->target, '/') &&
+    } else if (opts->target && !opts->source_text && strchr(opts->target, '/')) {
+        /* A capture folder named by its path (kprof trace --capture-dir DIR). */
+        if (!kp_path_is_dir(opts->target) || !kp_capture_is_folder(opts->target) ||
+            strlen(opts->target) >= n)
+            return KPROF_OK;
+        snprintf(dir, n, "%s", opts->target);
+    } else if (opts->target && !opts->source_text &&
                kp_kernel_name_check(opts->target, NULL) == KPROF_OK) {
         if (kp_kernel_dir(opts->target, dir, n, NULL) != KPROF_OK || !kp_capture_is_folder(dir)) {
             dir[0] = '\0';

@@ -103,6 +103,11 @@ class Replay(kptest.KprofTestCase):
         self.assertEqual([b["name"] for b in doc["buffers"]], ["x", "y"])
         self.assertEqual([b["count"] for b in doc["buffers"]], [N * 4, N * 4])
 
+    def test_a_capture_named_by_its_path(self):
+        d = self.make_capture()
+        p = self.kprof("run", d, "--iters", "2", expect=0)
+        self.assertIn("replay reproduces the program's output", p.stdout)
+
     def test_a_corrupted_after_state_is_a_difference_named_by_its_buffer(self):
         out = [2.0 * i for i in range(N)]
         out[7] = -1.0
