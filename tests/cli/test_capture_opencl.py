@@ -55,7 +55,7 @@ class CaptureOpenCL(kptest.KprofTestCase):
         # The program's own work is whole whatever the capture did.
         with open(os.path.join(self.out, "launches")) as f:
             done = f.read().split()
-        self.assertEqual(len(done), 6 if mode == "basic" else 4, done)
+        self.assertEqual(len(done), {"basic": 6, "binary": 2, "slowest": 4}[mode], done)
         return p
 
     def folder(self, name):
@@ -136,6 +136,20 @@ class CaptureOpenCL(kptest.KprofTestCase):
         self.assertEqual(m["launch"], 3)
         self.assertEqual(m["args"][2]["hex"], struct.pack("<f", 3.5).hex())
         self.check_states(path, m, "scale@3", ["a", "b"])
+
+    def test_program_from_binary(self):
+        # A program made with clCreateProgramWithBinary has no source: its binary is the code.
+        self.capture("scale@2", mode="binary")
+        path, m = self.folder("scale@2")
+        self.assertEqual(m["code"]["kind"], "opencl-binary")
+        self.assertEqual(m["code"]["file"], "program.bin")
+        self.assertEqual(m["code"]["build_options"], "-DFROM_BINARY")
+        with open(os.path.join(path, "program.bin"), "rb") as a, \
+                open(os.path.join(self.out, "program.bin"), "rb") as b:
+            self.assertEqual(a.read(), b.read())
+        self.assertFalse(os.path.exists(os.path.join(path, "kernel.cl")))
+        self.assertEqual(m["geometry"]["tg"], [0, 0, 0])
+        self.check_states(path, m, "scale@2", ["a", "b"])
 
     def test_first_launch_local_memory(self):
         p = self.capture("group_*")

@@ -11,6 +11,9 @@
  *                                       launch through a second kernel object named scale
  *     group_sum(b, c, __local[LOCAL])  c[g] = the sum of b over work-group g (LOCAL items)
  *     twice(d, d)                     the same buffer for both arguments: d[i] = d[i] * 2 + 1
+ *   cl_capture_app binary OUTDIR
+ *     the program built again from its own binary (clCreateProgramWithBinary, which it writes to
+ *     OUTDIR/program.bin), then scale(a, b, 1.5f) and scale(a, b, 2.5f) from it
  *   cl_capture_app slowest OUTDIR WINDOW_S
  *     spin launched on 64 and on 1<<18 work-items (the second far slower), then, once WINDOW_S
  *     and half a second more have passed since the first launch, on 64 and 1<<18 again
@@ -154,9 +157,12 @@ static double now_s(void)
 
 int main(int argc, char **argv)
 {
-    if (argc < 3 || (strcmp(argv[1], "basic") != 0 && strcmp(argv[1], "slowest") != 0) ||
+    if (argc < 3 ||
+        (strcmp(argv[1], "basic") != 0 && strcmp(argv[1], "binary") != 0 &&
+         strcmp(argv[1], "slowest") != 0) ||
         (strcmp(argv[1], "slowest") == 0 && argc < 4)) {
-        fprintf(stderr, "usage: cl_capture_app basic OUTDIR | slowest OUTDIR WINDOW_S\n");
+        fprintf(stderr,
+                "usage: cl_capture_app basic OUTDIR | binary OUTDIR | slowest OUTDIR WINDOW_S\n");
         return 2;
     }
     outdir = argv[2];
@@ -185,7 +191,38 @@ int main(int argc, char **argv)
     CHECK(err);
     CHECK(clBuildProgram(program, 1, &device, "-cl-fast-relaxed-math", NULL, NULL));
 
-    if (strcmp(argv[1], "basic") == 0) {
+    if (strcmp(argv[1], "binary") == 0) {
+        size_t size = 0;
+        CHECK(clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL));
+        unsigned char *binary = malloc(size);
+        if (!binary) return 1;
+        CHECK(clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof binary, &binary, NULL));
+        snprintf(path, sizeof path, "%s/program.bin", outdir);
+        FILE *f = fopen(path, "wb");
+        if (!f || fwrite(binary, 1, size, f) != size || fclose(f) != 0) return 1;
+        const unsigned char *bin = binary;
+        cl_int status;
+        cl_program from_binary =
+            clCreateProgramWithBinary(context, 1, &device, &size, &bin, &status, &err);
+        CHECK(err);
+        CHECK(status);
+        CHECK(clBuildProgram(from_binary, 1, &device, "-DFROM_BINARY", NULL, NULL));
+        free(binary);
+        clReleaseProgram(program);
+        program = from_binary;
+        add_buffer("a", N * sizeof(float));
+        add_buffer("b", N * sizeof(float));
+        cl_kernel scale = kernel(program, "scale");
+        size_t global = N;
+        static const float scales[2] = {1.5f, 2.5f};
+        for (int s = 0; s < 2; s++) {
+            CHECK(clSetKernelArg(scale, 0, sizeof(cl_mem), &buffers[0].mem));
+            CHECK(clSetKernelArg(scale, 1, sizeof(cl_mem), &buffers[1].mem));
+            CHECK(clSetKernelArg(scale, 2, sizeof(float), &scales[s]));
+            launch(scale, "scale", &global, NULL);
+        }
+        clReleaseKernel(scale);
+    } else if (strcmp(argv[1], "basic") == 0) {
         add_buffer("a", N * sizeof(float));
         add_buffer("b", N * sizeof(float));
         add_buffer("c", N / LOCAL * sizeof(float));
