@@ -279,7 +279,7 @@ static void kp_clc_exit(void)
     if (!atomic_load(&kp_clc_on)) return;
     pthread_mutex_lock(&kp_clc.lock);
     int chosen = kp_clc.chosen;
-    kp_clc.chosen = 1;
+    kp_clc.chosen = 1; /* from here on the tables are this function's alone */
     pthread_mutex_unlock(&kp_clc.lock);
     if (chosen) return;
     atomic_store(&kp_clc_on, 0);

@@ -24,6 +24,11 @@
  * Calls into the runtime go straight to the next table, never back through the loader, so the
  * wrappers never see the layer's own calls.
  *
+ * `kprof trace --capture` (KPROF_CAPTURE): the memory-object, kernel, argument and launch
+ * wrappers also tell opencl_capture.c what the program made and set, and the launch it picks is
+ * written out as a capture folder around the program's own enqueue. Without KPROF_CAPTURE that is
+ * one relaxed load per wrapper (kp_clc_active).
+ *
  * Loaders without layer support (the Khronos loader that CUDA ships, older ocl-icd) never call
  * clInitLayer; for them `kprof trace` also LD_PRELOADs this library, whose exported clXxx symbols
  * are the same wrappers. On their first call the loader is initialised (clGetPlatformIDs): if
