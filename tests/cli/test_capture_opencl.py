@@ -55,7 +55,7 @@ class CaptureOpenCL(kptest.KprofTestCase):
         # The program's own work is whole whatever the capture did.
         with open(os.path.join(self.out, "launches")) as f:
             done = f.read().split()
-        self.assertEqual(len(done), {"basic": 6, "binary": 2, "slowest": 4}[mode], done)
+        self.assertEqual(len(done), {"basic": 8, "binary": 2, "slowest": 4}[mode], done)
         return p
 
     def folder(self, name):
@@ -97,7 +97,7 @@ class CaptureOpenCL(kptest.KprofTestCase):
         self.assertEqual(m["launch"], 2)
         self.assertEqual(m["selector"], "N")
         self.assertGreater(m["held_ns"], 0)
-        self.assertEqual(m["pid"] > 0, True)
+        self.assertGreater(m["pid"], 0)
         self.assertIn("cl_capture_app basic", m["command"])
         # The launch as the program made it: 4096 work-items in groups of 1024.
         g = m["geometry"]
@@ -107,7 +107,7 @@ class CaptureOpenCL(kptest.KprofTestCase):
         self.assertEqual(g["offset"], [0, 0, 0])
         # Its code: the program's source and build options.
         self.assertEqual(m["code"]["kind"], "opencl-source")
-        self.assertEqual(m["code"]["build_options"], "-cl-fast-relaxed-math")
+        self.assertEqual(m["code"]["build_options"], "-cl-fast-relaxed-math -cl-kernel-arg-info")
         with open(os.path.join(path, m["code"]["file"])) as f:
             source = f.read()
         for k in ("fill", "scale", "group_sum", "twice", "spin"):
@@ -120,6 +120,9 @@ class CaptureOpenCL(kptest.KprofTestCase):
         self.assertEqual(args[2]["size"], 4)
         self.assertEqual(args[2]["hex"], struct.pack("<f", 2.5).hex())
         self.assertEqual([a["bytes"] for a in m["allocs"]], [N * 4, N * 4])
+        # Named as the kernel names its parameters (the program asked for -cl-kernel-arg-info).
+        self.assertEqual([a["name"] for a in m["allocs"]], ["in", "out"])
+        self.assertEqual([a["arg"] for a in m["allocs"]], [0, 1])
         # The bytes: a (written by fill) and b (written by scale@1, read and written here).
         self.check_states(path, m, "scale@2", ["a", "b"])
         self.assertNotEqual(self.dumped("scale@2", "b", "before"),
@@ -170,6 +173,26 @@ class CaptureOpenCL(kptest.KprofTestCase):
         path, m = self.folder("twice@1")
         self.assertEqual([(a["kind"], a["alloc"]) for a in m["args"]], [("mem", 0), ("mem", 0)])
         self.check_states(path, m, "twice@1", ["d"])
+
+    def test_null_buffer_and_sub_buffer(self):
+        # A NULL buffer argument is 8 zero bytes by value, not __local memory.
+        self.capture("maybe_add")
+        path, m = self.folder("maybe_add@1")
+        self.assertEqual([a["kind"] for a in m["args"]], ["mem", "value"])
+        self.assertEqual(m["args"][1]["hex"], "00" * 8)
+        self.check_states(path, m, "maybe_add@1", ["d"])
+        self.assertEqual(m["not_captured"], [])
+        # A sub-buffer is not captured, and says so; the rest is.
+        p = self.capture("twice@2")
+        path, m = self.folder("twice@2")
+        self.assertEqual([a["kind"] for a in m["args"]], ["value", "mem"])
+        self.assertEqual(len(m["not_captured"]), 1)
+        self.assertIn("argument 0 (p): a sub-buffer (clCreateSubBuffer): not captured",
+                      m["not_captured"][0])
+        with open(os.path.join(path, "not-captured.txt")) as f:
+            self.assertIn("a sub-buffer", f.read())
+        self.assertIn("a sub-buffer (clCreateSubBuffer): not captured", p.stderr)
+        self.check_states(path, m, "twice@2", ["d"])
 
     def test_runtime_chosen_groups(self):
         # fill passes no local size: tg 0 (the replay lets the runtime choose again).

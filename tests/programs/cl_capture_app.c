@@ -11,8 +11,10 @@
  *                                       launch through a second kernel object named scale
  *     group_sum(b, c, __local[LOCAL])  c[g] = the sum of b over work-group g (LOCAL items)
  *     twice(d, d)                     the same buffer for both arguments: d[i] = d[i] * 2 + 1
- *   cl_capture_app binary OUTDIR
- *     the program built again from its own binary (clCreateProgramWithBinary, which it writes to
+ *     maybe_add(d, NULL)              a NULL buffer argument: d[i] += 1
+ *     twice(sub, d)                   a sub-buffer of a (its first quarter) as p: d[i] = a[i] * 2 +
+ * 1 built with -cl-kernel-arg-info, so the runtime can name the arguments cl_capture_app binary
+ * OUTDIR the program built again from its own binary (clCreateProgramWithBinary, which it writes to
  *     OUTDIR/program.bin), then scale(a, b, 1.5f) and scale(a, b, 2.5f) from it
  *   cl_capture_app slowest OUTDIR WINDOW_S
  *     spin launched on 64 and on 1<<18 work-items (the second far slower), then, once WINDOW_S
@@ -61,6 +63,11 @@ static const char kernel_source[] =
     "{\n"
     "    size_t i = get_global_id(0);\n"
     "    q[i] = p[i] * 2.0f + 1.0f;\n"
+    "}\n"
+    "__kernel void maybe_add(__global float *p, __global const float *opt)\n"
+    "{\n"
+    "    size_t i = get_global_id(0);\n"
+    "    p[i] += opt ? opt[i] : 1.0f;\n"
     "}\n"
     "__kernel void spin(__global float *x, uint iters)\n"
     "{\n"
@@ -189,7 +196,8 @@ int main(int argc, char **argv)
     const char *src = kernel_source;
     cl_program program = clCreateProgramWithSource(context, 1, &src, NULL, &err);
     CHECK(err);
-    CHECK(clBuildProgram(program, 1, &device, "-cl-fast-relaxed-math", NULL, NULL));
+    CHECK(clBuildProgram(program, 1, &device, "-cl-fast-relaxed-math -cl-kernel-arg-info", NULL,
+                         NULL));
 
     if (strcmp(argv[1], "binary") == 0) {
         size_t size = 0;
@@ -250,6 +258,19 @@ int main(int argc, char **argv)
         CHECK(clSetKernelArg(twice, 0, sizeof(cl_mem), &buffers[3].mem));
         CHECK(clSetKernelArg(twice, 1, sizeof(cl_mem), &buffers[3].mem));
         launch(twice, "twice", &global, NULL);
+        cl_kernel maybe_add = kernel(program, "maybe_add");
+        CHECK(clSetKernelArg(maybe_add, 0, sizeof(cl_mem), &buffers[3].mem));
+        CHECK(clSetKernelArg(maybe_add, 1, sizeof(cl_mem), NULL));
+        launch(maybe_add, "maybe_add", &global, NULL);
+        cl_buffer_region region = {0, N / 4 * sizeof(float)};
+        cl_mem sub = clCreateSubBuffer(buffers[0].mem, CL_MEM_READ_WRITE,
+                                       CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
+        CHECK(err);
+        CHECK(clSetKernelArg(twice, 0, sizeof(cl_mem), &sub));
+        CHECK(clSetKernelArg(twice, 1, sizeof(cl_mem), &buffers[3].mem));
+        launch(twice, "twice", &quarter, NULL);
+        clReleaseMemObject(sub);
+        clReleaseKernel(maybe_add);
         clReleaseKernel(twice);
         clReleaseKernel(group_sum);
         clReleaseKernel(scale2);
