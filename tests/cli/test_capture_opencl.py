@@ -240,41 +240,59 @@ class CaptureOpenCL(kptest.KprofTestCase):
         self.check_states(path, m, "spin@4", ["x"])
 
     def test_never_launched(self):
-        p = self.capture("nothing_like_it")
+        # The trace is written and exits 2; the layer says why nothing was captured.
+        p = self.capture("nothing_like_it", expect=2)
         self.assertIn("no OpenCL kernel matching 'nothing_like_it' was launched", p.stderr)
         self.assert_nothing_written(self.caps)
-        p = self.capture("scale@9")
+        p = self.capture("scale@9", expect=2)
         self.assertIn("'scale' was launched 3 times: there was no launch 9", p.stderr)
         self.assert_nothing_written(self.caps)
 
-    def test_unwritable_folder(self):
-        caps = "/proc/kprof-unwritable/kernels"
-        p = self.capture("scale@2", caps=caps)
-        self.assertIn("capture of scale@2 failed", p.stderr)
-        self.assertIn("/proc/kprof-unwritable", p.stderr)
-        self.assertFalse(os.path.exists("/proc/kprof-unwritable"))
-
-    def test_full_disk(self):
-        # The kernels folder on a 32 KiB tmpfs: the 16 KiB buffers do not fit.
+    def on_tmpfs(self, pattern, mount, before_program):
+        """kprof trace --capture PATTERN with the kernels folder on a tmpfs of its own (mount:
+        its options), and `before_program` run in front of the program (after kprof checked the
+        folder; $TMPFS names the tmpfs): the finished process; its stdout lists what is left in
+        the kernels folder."""
         unshare = unshare_for_mount()
         if not unshare:
             self.skipTest("this machine does not let a test mount a tmpfs (unshare -m / -rm)")
         small = os.path.join(self.tmp, "small")
         os.mkdir(small)
         trace = os.path.join(self.tmp, "t.kprof")
-        script = ('mount -t tmpfs -o size=32k tmpfs "$1" && "$2" trace --capture scale@2 '
-                  '--capture-dir "$1/kernels" -o "$3" -- "$4" basic "$5"; rc=$?; '
-                  'ls -A "$1/kernels" 2>/dev/null; exit $rc')
+        script = ('export TMPFS="$1" && mount -t tmpfs -o %s tmpfs "$1" && "$2" trace --capture %s '
+                  '--capture-dir "$1/kernels" -o "$3" -- sh -c \'%s; exec "$@"\' sh "$4" basic '
+                  '"$5"; rc=$?; ls -A "$1/kernels"; exit $rc' % (mount, pattern, before_program))
         p = subprocess.run(unshare + ["sh", "-c", script, "sh", small, kptest.KPROF, trace, APP,
                                       self.out],
                            capture_output=True, text=True, timeout=300, env=self.child_env(),
                            cwd=self.tmp)
-        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(self.out, "launches")) as f:
+            self.assertEqual(len(f.read().split()), 8, "the program's own work is not whole")
+        return p
+
+    def test_unwritable_folder(self):
+        # kprof checks the folder before the program runs ...
+        p = self.kprof("trace", "--capture", "scale@2", "--capture-dir",
+                       "/proc/kprof-unwritable/kernels", "-o", os.path.join(self.tmp, "t.kprof"),
+                       "--", APP, "basic", self.out)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("/proc/kprof-unwritable", p.stderr)
+        self.assertFalse(os.path.exists("/proc/kprof-unwritable"))
+        # ... and a folder that stops being writable after that check (remounted read-only
+        # before the program starts) fails the capture alone: one line, nothing written.
+        p = self.on_tmpfs("scale@2", "size=1m", 'mount -o remount,ro "$TMPFS"')
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("capture of scale@2 failed", p.stderr)
+        self.assertIn("Read-only file system", p.stderr)
+        self.assertEqual(p.stdout.split(), [], "the failed capture left files behind")
+
+    def test_full_disk(self):
+        # The kernels folder on a 32 KiB tmpfs: the 16 KiB buffers do not fit.
+        p = self.on_tmpfs("scale@2", "size=32k", "true")
+        self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("capture of scale@2 failed", p.stderr)
         self.assertIn("No space left on device", p.stderr)
         self.assertEqual(p.stdout.split(), [], "the failed capture left files behind")
-        with open(os.path.join(self.out, "launches")) as f:
-            self.assertEqual(len(f.read().split()), 6)
 
 
 if __name__ == "__main__":
