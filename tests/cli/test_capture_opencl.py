@@ -14,6 +14,7 @@ import subprocess
 import kptest
 
 APP = os.environ.get("KPROF_CL_CAPTURE_APP")
+ENOSPC = os.environ.get("KPROF_ENOSPC")
 
 N = 4096
 LOCAL = 64
@@ -285,6 +286,22 @@ class CaptureOpenCL(kptest.KprofTestCase):
         self.assertIn("capture of scale@2 failed", p.stderr)
         self.assertIn("Read-only file system", p.stderr)
         self.assertEqual(p.stdout.split(), [], "the failed capture left files behind")
+
+    def test_folder_fills_up(self):
+        # The enospc shim, in the program only: writes into the capture folder fail with ENOSPC
+        # past 20000 bytes (the source and the first 16 KiB buffer fit, the second does not).
+        if not ENOSPC:
+            self.skipTest("the enospc shim was not built")
+        shim = 'LD_PRELOAD="$LD_PRELOAD:%s" exec "$@"' % ENOSPC
+        p = self.kprof("trace", "--capture", "scale@2", "--capture-dir", self.caps, "-o",
+                       os.path.join(self.tmp, "t.kprof"), "--", "sh", "-c", shim, "sh", APP,
+                       "basic", self.out, env={"KPROF_TEST_CAPTURE_BYTES": "20000"}, timeout=300)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("capture of scale@2 failed", p.stderr)
+        self.assertIn("alloc-1.before: No space left on device", p.stderr)
+        self.assert_nothing_written(self.caps)
+        with open(os.path.join(self.out, "launches")) as f:
+            self.assertEqual(len(f.read().split()), 8, "the program's own work is not whole")
 
     def test_full_disk(self):
         # The kernels folder on a 32 KiB tmpfs: the 16 KiB buffers do not fit.
