@@ -534,8 +534,8 @@ static kprof_status kp_clc_args(kp_clc_job *job, cl_kernel kernel)
     if (kp_cl_next.clGetKernelInfo(kernel, CL_KERNEL_NUM_ARGS, sizeof n, &n, NULL) != CL_SUCCESS)
         n = k->nargs;
     if (n > KP_CAPTURE_MAX_ARGS)
-        return kp_error_set(err, KPROF_INVALID, "the kernel has %u arguments, over kprof's %d",
-                            n, KP_CAPTURE_MAX_ARGS);
+        return kp_error_set(err, KPROF_INVALID, "the kernel has %u arguments, over kprof's %d", n,
+                            KP_CAPTURE_MAX_ARGS);
     uint64_t local_bytes = 0;
     for (cl_uint i = 0; i < n; i++) {
         const kp_clc_arg *a = i < k->nargs ? &k->args[i] : NULL;
@@ -569,8 +569,8 @@ static kprof_status kp_clc_args(kp_clc_job *job, cl_kernel kernel)
         } else if (a->kind == KP_CLC_ARG_SVM) {
             idx = kp_capture_add_value(c, a->bytes, a->size, err);
             kp_capture_missing(c,
-                               "argument %u (%s): an SVM pointer (clSetKernelArgSVMPointer): the "
-                               "memory it points to is not captured",
+                               "argument %u (%s): the memory behind an SVM pointer "
+                               "(clSetKernelArgSVMPointer)",
                                i, name);
         } else {
             cl_mem mem = NULL;
@@ -604,19 +604,19 @@ static kprof_status kp_clc_args(kp_clc_job *job, cl_kernel kernel)
                 idx = kp_capture_add_value(c, a->bytes, a->size, err);
                 static const unsigned char zero[sizeof(cl_mem)];
                 if (kind)
-                    kp_capture_missing(c, "argument %u (%s): %s: not captured", i, name,
+                    kp_capture_missing(c, "argument %u (%s): %s", i, name,
                                        kind == KP_CLC_SUB_BUFFER
                                            ? "a sub-buffer (clCreateSubBuffer)"
                                        : kind == KP_CLC_IMAGE ? "an image"
                                                               : "a pipe");
                 else if (strstr(type, "sampler_t"))
-                    kp_capture_missing(c, "argument %u (%s): a sampler: not captured", i, name);
+                    kp_capture_missing(c, "argument %u (%s): a sampler", i, name);
                 else if (strstr(type, "image") || strstr(type, "pipe"))
-                    kp_capture_missing(c, "argument %u (%s): a %s: not captured", i, name, type);
+                    kp_capture_missing(c, "argument %u (%s): a %s", i, name, type);
                 else if (pointer && !(a->size == sizeof zero && !memcmp(a->bytes, zero, a->size)))
                     kp_capture_missing(c,
-                                       "argument %u (%s): a memory object the layer did not see "
-                                       "made: not captured",
+                                       "argument %u (%s): a memory object made where the layer "
+                                       "did not see it",
                                        i, name);
             }
         }
@@ -727,10 +727,10 @@ static kprof_status kp_clc_copy(kp_clc_job *job, cl_command_queue queue, int j, 
                                                NULL, NULL);
     if (rc != CL_SUCCESS) {
         kp_capture_missing(c,
-                           "allocation %d (%s, %llu bytes): the host may not read it "
-                           "(clEnqueueReadBuffer: OpenCL error %d): its %s-state is not copied",
-                           j, a->name, (unsigned long long)a->bytes, (int)rc,
-                           after ? "after" : "before");
+                           "allocation %d (%s, %llu bytes): its %s-state, which the host may "
+                           "not read (clEnqueueReadBuffer: OpenCL error %d)",
+                           j, a->name, (unsigned long long)a->bytes, after ? "after" : "before",
+                           (int)rc);
         free(bytes);
         a->after[0] = '\0';
         if (!after) a->before[0] = '\0';
@@ -835,7 +835,7 @@ static kprof_status kp_clc_before(kp_clc_job *job, const kp_clc_launch *l, cl_ke
         if (a->bytes > kp_clc.pattern.max_bytes) {
             kp_capture_missing(c,
                                "allocation %d (%s): %llu bytes, over --capture-max-bytes "
-                               "(%llu): not copied",
+                               "(%llu)",
                                j, a->name, (unsigned long long)a->bytes,
                                (unsigned long long)kp_clc.pattern.max_bytes);
             a->before[0] = a->after[0] = '\0';
