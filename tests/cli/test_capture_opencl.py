@@ -56,7 +56,7 @@ class CaptureOpenCL(kptest.KprofTestCase):
         # The program's own work is whole whatever the capture did.
         with open(os.path.join(self.out, "launches")) as f:
             done = f.read().split()
-        self.assertEqual(len(done), {"basic": 8, "binary": 2, "slowest": 4}[mode], done)
+        self.assertEqual(len(done), {"basic": 8, "binary": 2, "svm": 1, "slowest": 4}[mode], done)
         return p
 
     def folder(self, name):
@@ -194,6 +194,21 @@ class CaptureOpenCL(kptest.KprofTestCase):
         self.assertIn("capture twice@2: not captured: argument 0 (p): a sub-buffer "
                       "(clCreateSubBuffer)\n", p.stderr)
         self.check_states(path, m, "twice@2", ["d"])
+
+    def test_svm_pointer(self):
+        # An SVM pointer is passed by value and said not captured; the buffer beside it is.
+        probe = subprocess.run([APP, "svm", self.out], capture_output=True, text=True)
+        if probe.returncode == 77:
+            self.skipTest("the OpenCL device has no SVM")
+        p = self.capture("twice", mode="svm")
+        path, m = self.folder("twice@1")
+        self.assertEqual([a["kind"] for a in m["args"]], ["value", "mem"])
+        self.assertEqual(m["args"][0]["size"], 8)
+        self.assertEqual(m["not_captured"],
+                         ["argument 0 (p): the memory behind an SVM pointer "
+                          "(clSetKernelArgSVMPointer)"])
+        self.assertIn("not captured: argument 0 (p): the memory behind an SVM pointer", p.stderr)
+        self.check_states(path, m, "twice@1", ["d"])
 
     def test_runtime_chosen_groups(self):
         # fill passes no local size: tg 0 (the replay lets the runtime choose again).

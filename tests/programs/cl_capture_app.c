@@ -16,6 +16,9 @@
  * 1 built with -cl-kernel-arg-info, so the runtime can name the arguments cl_capture_app binary
  * OUTDIR the program built again from its own binary (clCreateProgramWithBinary, which it writes to
  *     OUTDIR/program.bin), then scale(a, b, 1.5f) and scale(a, b, 2.5f) from it
+ *   cl_capture_app svm OUTDIR
+ *     twice(svm, d): p an SVM allocation (clSetKernelArgSVMPointer), d[i] = svm[i] * 2 + 1; exits
+ *     77 where the device has no SVM
  *   cl_capture_app slowest OUTDIR WINDOW_S
  *     spin launched on 64 and on 1<<18 work-items (the second far slower), then, once WINDOW_S
  *     and half a second more have passed since the first launch, on 64 and 1<<18 again
@@ -166,10 +169,10 @@ int main(int argc, char **argv)
 {
     if (argc < 3 ||
         (strcmp(argv[1], "basic") != 0 && strcmp(argv[1], "binary") != 0 &&
-         strcmp(argv[1], "slowest") != 0) ||
+         strcmp(argv[1], "svm") != 0 && strcmp(argv[1], "slowest") != 0) ||
         (strcmp(argv[1], "slowest") == 0 && argc < 4)) {
         fprintf(stderr,
-                "usage: cl_capture_app basic OUTDIR | binary OUTDIR | slowest OUTDIR WINDOW_S\n");
+                "usage: cl_capture_app basic|binary|svm OUTDIR | slowest OUTDIR WINDOW_S\n");
         return 2;
     }
     outdir = argv[2];
@@ -230,6 +233,22 @@ int main(int argc, char **argv)
             launch(scale, "scale", &global, NULL);
         }
         clReleaseKernel(scale);
+    } else if (strcmp(argv[1], "svm") == 0) {
+        float *svm = clSVMAlloc(context, CL_MEM_READ_WRITE, N * sizeof(float), 0);
+        if (!svm) {
+            fprintf(stderr, "cl_capture_app: the device has no SVM\n");
+            return 77;
+        }
+        add_buffer("d", N * sizeof(float));
+        cl_kernel twice = kernel(program, "twice");
+        size_t global = N;
+        CHECK(clSetKernelArgSVMPointer(twice, 0, svm));
+        CHECK(clSetKernelArg(twice, 1, sizeof(cl_mem), &buffers[0].mem));
+        CHECK(clEnqueueSVMMemFill(queue, svm, &(float){3.0f}, sizeof(float), N * sizeof(float), 0,
+                                  NULL, NULL));
+        launch(twice, "twice", &global, NULL);
+        clReleaseKernel(twice);
+        clSVMFree(context, svm);
     } else if (strcmp(argv[1], "basic") == 0) {
         add_buffer("a", N * sizeof(float));
         add_buffer("b", N * sizeof(float));
