@@ -134,10 +134,12 @@ class CaptureOpenCL(kptest.KprofTestCase):
         self.assertNotIn("not captured", p.stderr)
 
     def test_launches_counted_across_kernel_objects(self):
-        # scale@3 is made through a second kernel object of the same name.
+        # scale@3 is made through a second kernel object of the same name, a clone of the first
+        # (clCloneKernel) that was given only the scalar: the buffers are the clone's copies.
         self.capture("sc?le@3")
         path, m = self.folder("scale@3")
         self.assertEqual(m["launch"], 3)
+        self.assertEqual([a["kind"] for a in m["args"]], ["mem", "mem", "value"])
         self.assertEqual(m["args"][2]["hex"], struct.pack("<f", 3.5).hex())
         self.check_states(path, m, "scale@3", ["a", "b"])
 

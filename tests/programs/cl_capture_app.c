@@ -8,7 +8,7 @@
  *   cl_capture_app basic OUTDIR
  *     fill(a, 7)                      a[i] = (i * 7) % 97, the runtime choosing the work-groups
  *     scale(a, b, 1.5f) x3: 1.5 2.5 3.5   b[i] = a[i] * s + b[i] (b's old bytes matter); the third
- *                                       launch through a second kernel object named scale
+ *                                       launch through a clone (clCloneKernel) given only s
  *     group_sum(b, c, __local[LOCAL])  c[g] = the sum of b over work-group g (LOCAL items)
  *     twice(d, d)                     the same buffer for both arguments: d[i] = d[i] * 2 + 1
  *     maybe_add(d, NULL)              a NULL buffer argument: d[i] += 1
@@ -254,9 +254,8 @@ int main(int argc, char **argv)
         add_buffer("b", N * sizeof(float));
         add_buffer("c", N / LOCAL * sizeof(float));
         add_buffer("d", N * sizeof(float));
-        cl_kernel fill = kernel(program, "fill"), scale = kernel(program, "scale"),
-                  scale2 = kernel(program, "scale"), group_sum = kernel(program, "group_sum"),
-                  twice = kernel(program, "twice");
+        cl_kernel fill = kernel(program, "fill"), scale = kernel(program, "scale"), scale2 = NULL,
+                  group_sum = kernel(program, "group_sum"), twice = kernel(program, "twice");
         size_t global = N, local = LOCAL, quarter = N / 4;
         cl_uint seed = 7;
         CHECK(clSetKernelArg(fill, 0, sizeof(cl_mem), &buffers[0].mem));
@@ -264,9 +263,15 @@ int main(int argc, char **argv)
         launch(fill, "fill", &global, NULL);
         static const float scales[3] = {1.5f, 2.5f, 3.5f};
         for (int s = 0; s < 3; s++) {
-            cl_kernel k = s < 2 ? scale : scale2;
-            CHECK(clSetKernelArg(k, 0, sizeof(cl_mem), &buffers[0].mem));
-            CHECK(clSetKernelArg(k, 1, sizeof(cl_mem), &buffers[1].mem));
+            cl_kernel k = scale;
+            if (s == 2) { /* a clone keeps the buffers set on scale: only the scalar is new */
+                scale2 = clCloneKernel(scale, &err);
+                CHECK(err);
+                k = scale2;
+            } else {
+                CHECK(clSetKernelArg(k, 0, sizeof(cl_mem), &buffers[0].mem));
+                CHECK(clSetKernelArg(k, 1, sizeof(cl_mem), &buffers[1].mem));
+            }
             CHECK(clSetKernelArg(k, 2, sizeof(float), &scales[s]));
             launch(k, "scale", &global, &quarter);
         }
