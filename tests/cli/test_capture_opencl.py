@@ -257,6 +257,27 @@ class CaptureOpenCL(kptest.KprofTestCase):
         self.assertGreater(s["slowest_ns"], 0)
         self.check_states(path, m, "spin@4", ["x"])
 
+    def test_existing_folder(self):
+        # A capture folder of that name is replaced only with --force; without it the capture
+        # fails, the old folder untouched and no temporary left.
+        self.capture("scale@2")
+        path, first = self.folder("scale@2")
+        with open(os.path.join(path, "capture.json"), "rb") as f:
+            old = f.read()
+        p = self.kprof("trace", "--capture", "scale@2", "--capture-dir", self.caps, "-o",
+                       os.path.join(self.tmp, "second.kprof"), "--", APP, "basic", self.out,
+                       timeout=300)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("capture of scale@2 failed", p.stderr)
+        self.assertIn("--force", p.stderr)
+        self.assertEqual(os.listdir(self.caps), ["scale@2"])
+        with open(os.path.join(path, "capture.json"), "rb") as f:
+            self.assertEqual(f.read(), old)
+        self.capture("scale@2")
+        _, again = self.folder("scale@2")
+        self.assertNotEqual(again["pid"], first["pid"])
+        self.assertEqual(os.listdir(self.caps), ["scale@2"])
+
     def test_never_launched(self):
         # The trace is written and exits 2; the layer says why nothing was captured.
         p = self.capture("nothing_like_it", expect=2)
