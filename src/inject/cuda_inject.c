@@ -27,6 +27,7 @@
 #include "runtime/cupti_api.h"
 #include "collect/writer.h"
 #include "base/util.h"
+#include "inject/cuda_capture.h"
 #include "inject/cuda_collector.h"
 #include "inject/cuda_records.h"
 #include "inject/program_hooks.h"
@@ -709,7 +710,8 @@ KP_EXPORT int InitializeInjection(void)
     kp_ci.initialized = 1;
     if (kp_writer_start("cuda", NULL) == KPROF_OK) {
         kp_ci.pid = getpid();
-        kp_start(NULL); /* a failure is a note in the trace */
+        kp_start(NULL);          /* a failure is a note in the trace */
+        kp_cuda_capture_start(); /* kprof trace --capture only (KPROF_CAPTURE) */
     }
     pthread_mutex_unlock(&kp_ci.init_lock);
     return 1;
