@@ -30,7 +30,6 @@
 #include "base/env.h"
 #include "base/util.h"
 #include "collect/capture.h"
-#include "collect/writer.h"
 #include "core/demangle.h"
 #include "runtime/cupti_api.h"
 #include "runtime/dynlib.h"
@@ -583,8 +582,7 @@ static void kp_cap_pointer(kp_cap_work *w, uint32_t arg, uint32_t at, uint64_t w
         snprintf(name, sizeof name, "arg%u", arg);
     kp_error err = {0};
     int j = kp_capture_add_alloc(c, (uint64_t)base, (uint64_t)bytes, (int)arg, name, &err);
-    if (j < 0 ||
-        kp_capture_add_ptr(c, arg, at, (uint32_t)j, word - (uint64_t)base, &err) != KPROF_OK) {
+    if (j < 0 || kp_capture_add_ptr(c, arg, at, (uint32_t)j, word - (uint64_t)base, &err) < 0) {
         kp_capture_missing(c, "%s points to 0x%llx: %s", where, (unsigned long long)word,
                            err.message[0] ? err.message : "too many pointers");
         kp_error_clear(&err);
@@ -1033,7 +1031,7 @@ static void kp_cap_fail_early(const char *what, uint64_t launch, const kp_error 
     pthread_mutex_unlock(&kp_cap_failure_lock);
 }
 
-int kp_cuda_capture_start(void)
+int kp_cuda_capture_start(const kp_error *collection)
 {
     kp_error err = {0};
     int asked = kp_capture_pattern_env(&kp_cap.pattern, &err);
@@ -1041,6 +1039,13 @@ int kp_cuda_capture_start(void)
     if (asked == 0) return 0;
     if (asked < 0) {
         kp_cap_fail_early(text ? text : "", 0, &err);
+        kp_error_clear(&err);
+        return 0;
+    }
+    if (collection) {
+        kp_error_set(&err, KPROF_UNAVAILABLE, "kprof's CUDA collection is off: %s",
+                     collection->message);
+        kp_cap_fail_early(text, 0, &err);
         kp_error_clear(&err);
         return 0;
     }
@@ -1052,7 +1057,7 @@ int kp_cuda_capture_start(void)
         snprintf(kp_cap.kernels_dir, sizeof kp_cap.kernels_dir, "%s/kernels",
                  home && *home ? home : ".kprof");
     if (kp_dynlib_load_table(&kp_cd_table, &err) != KPROF_OK ||
-        kp_dynlib_load_table(&kp_cc_table, &err) != KPROF_OK || kp_cupti_load(&err) != KPROF_OK) {
+        kp_dynlib_load_table(&kp_cc_table, &err) != KPROF_OK) {
         kp_cap_fail_early(text, 0, &err);
         kp_error_clear(&err);
         return 0;
@@ -1094,8 +1099,7 @@ int kp_cuda_capture_start(void)
             return 0;
         }
     }
-    kp_cap.armed = 1;
-    kp_writer_at_exit(kp_cuda_capture_exit);
+    kp_cap.armed = 1; /* kp_cuda_exit calls kp_cuda_capture_exit */
     return 1;
 }
 

@@ -13,15 +13,18 @@
 #ifndef KP_INJECT_CUDA_CAPTURE_H
 #define KP_INJECT_CUDA_CAPTURE_H
 
-/* Start capturing when the environment asks for it (kp_capture_pattern_env). A bad pattern, a
- * CUPTI that cannot be subscribed to or a driver that lacks a function the capture needs is said
- * once on stderr (kp_capture_announce) and the program runs on uncaptured. Returns 1 when the
- * capture is armed, 0 otherwise. Call once, from InitializeInjection. */
-int kp_cuda_capture_start(void);
+#include "base/error.h"
 
-/* At the program's exit (the writer's exit hook): a capture that was asked for and did not
- * happen (the kernel never launched, fewer than N launches, no launch after the @slowest window)
- * is announced as failed, saying why. Makes no CUDA call. */
+/* Start capturing when the environment asks for it (kp_capture_pattern_env). A bad pattern, a
+ * CUPTI that cannot be subscribed to, a driver that lacks a function the capture needs, or
+ * `collection` (non-NULL: why kprof's CUDA collection is off, so there is no exit hook either)
+ * is said once on stderr (kp_capture_announce) and the program runs on uncaptured. Returns 1
+ * when the capture is armed, 0 otherwise. Call once, from InitializeInjection. */
+int kp_cuda_capture_start(const kp_error *collection);
+
+/* At the program's exit (the collector's exit hook, kp_cuda_exit): a capture that was asked for and
+ * did not happen (the kernel never launched, fewer than N launches, no launch after the @slowest
+ * window) is announced as failed, saying why. Makes no CUDA call. */
 void kp_cuda_capture_exit(void);
 
 #endif
