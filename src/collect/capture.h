@@ -58,12 +58,12 @@ typedef enum kp_capture_select {
 } kp_capture_select;
 
 typedef struct kp_capture_pattern {
-    char glob[512];   /* fnmatch(3) glob, no flags */
-    int select;       /* kp_capture_select */
-    uint64_t nth;     /* @N (1-based); 1 for FIRST */
-    double window_s;  /* @slowest's window */
+    char glob[512];     /* fnmatch(3) glob, no flags */
+    int select;         /* kp_capture_select */
+    uint64_t nth;       /* @N (1-based); 1 for FIRST */
+    double window_s;    /* @slowest's window */
     uint64_t max_bytes; /* per allocation */
-    int after;        /* copy after-states (default 1) */
+    int after;          /* copy after-states (default 1) */
 } kp_capture_pattern;
 
 /* Parse "PATTERN[@N|@slowest]". INVALID with a sentence for an empty glob, "@" with nothing,
@@ -120,11 +120,11 @@ typedef struct kp_capture_ptr {
 } kp_capture_ptr;
 
 typedef struct kp_capture {
-    char api[8];          /* "cuda", "opencl" */
-    char kernel[1024];    /* name as reported (demangled) */
-    char symbol[1024];    /* mangled / function name: what the replay looks up */
-    uint64_t launch;      /* 1-based */
-    int select;           /* kp_capture_select that chose it */
+    char api[8];       /* "cuda", "opencl" */
+    char kernel[1024]; /* name as reported (demangled) */
+    char symbol[1024]; /* mangled / function name: what the replay looks up */
+    uint64_t launch;   /* 1-based */
+    int select;        /* kp_capture_select that chose it */
     char device[256];
     char command[2048];
     int64_t pid;
@@ -171,8 +171,8 @@ int kp_capture_add_mem(kp_capture *c, int alloc, kp_error *err);
 int kp_capture_add_local(kp_capture *c, uint32_t size, kp_error *err);
 /* The allocation holding [address, address + bytes): the existing one with that base address or
  * a new one (its files named alloc-J.before/.after). -1 when full. */
-int kp_capture_add_alloc(kp_capture *c, uint64_t address, uint64_t bytes, int arg,
-                         const char *name, kp_error *err);
+int kp_capture_add_alloc(kp_capture *c, uint64_t address, uint64_t bytes, int arg, const char *name,
+                         kp_error *err);
 int kp_capture_add_ptr(kp_capture *c, uint32_t arg, uint32_t at, uint32_t alloc, uint64_t offset,
                        kp_error *err);
 
@@ -193,8 +193,8 @@ kprof_status kp_capture_out_blob(kp_capture_out *o, const char *file, const void
  * nothing changes).
  * path receives the folder's final path. The writer is freed either way; on failure the
  * temporary folder is removed. */
-kprof_status kp_capture_out_commit(kp_capture_out *o, const kp_capture *c, int replace,
-                                   char *path, size_t n, kp_error *err);
+kprof_status kp_capture_out_commit(kp_capture_out *o, const kp_capture *c, int replace, char *path,
+                                   size_t n, kp_error *err);
 /* Remove the temporary folder and free the writer. NULL is a no-op. */
 void kp_capture_out_abort(kp_capture_out *o);
 

@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "store/trace_ingest.h"
+#include "collect/capture.h"
 #include "base/util.h"
 #include "collect/record.h"
 #include "core/demangle.h"
@@ -1095,6 +1096,68 @@ static void kp_ingest_loss_notes(kp_ingest *m, const char *dir)
     }
 }
 
+/* What `kprof trace --capture` captured (the collectors' captures.tsv, collect/capture.h): one
+ * note of the trace per capture, which `kprof report` shows with the command that benchmarks it.
+ * Not added to the summary's notes: the collector said it on stderr as it happened. */
+static void kp_ingest_capture_notes(kp_ingest *m, const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, KP_CAPTURE_LOG_FILE);
+    char *text = NULL;
+    size_t len = 0;
+    kp_error scratch = {0};
+    if (kp_file_read(path, &text, &len, &scratch) != KPROF_OK) {
+        kp_error_clear(&scratch);
+        return;
+    }
+    for (char *line = text, *nl; *line; line = nl ? nl + 1 : line + strlen(line)) {
+        nl = strchr(line, '\n');
+        if (nl) *nl = '\0';
+        char *f[6] = {0};
+        int nf = 0;
+        for (char *p = line; nf < 6; nf++) {
+            f[nf] = p;
+            char *tab = strchr(p, '\t');
+            if (!tab) {
+                nf++;
+                break;
+            }
+            *tab = '\0';
+            p = tab + 1;
+        }
+        if (nf < 6) {
+            if (!nl) break;
+            continue;
+        }
+        const char *folder = strrchr(f[0], '/') ? strrchr(f[0], '/') + 1 : f[0];
+        kp_str note = {0};
+        if (strcmp(f[4], "ok") == 0) {
+            m->sum.captured++;
+            kp_str_printf(&note,
+                          "captured %s (launch %s of %s) into %s; the program was held %.1f ms "
+                          "for it; benchmark it with `kprof bench %s`, replay it with `kprof run "
+                          "%s`",
+                          folder, f[2], f[1], f[0], strtod(f[3], NULL) / 1e6, folder, folder);
+            if (strcmp(f[5], "0") != 0)
+                kp_str_printf(&note, " (%s thing%s not captured: %s/not-captured.txt)", f[5],
+                              strcmp(f[5], "1") == 0 ? "" : "s", f[0]);
+        } else {
+            m->sum.capture_failed++;
+            kp_str_printf(&note, "capture of %s (launch %s of %s) %s", folder, f[2], f[1], f[4]);
+        }
+        if (note.data) {
+            sqlite3_reset(m->ins_note);
+            sqlite3_bind_null(m->ins_note, 1);
+            sqlite3_bind_null(m->ins_note, 2);
+            sqlite3_bind_text(m->ins_note, 3, note.data, -1, SQLITE_TRANSIENT);
+            sqlite3_step(m->ins_note);
+        }
+        kp_str_free(&note);
+        if (!nl) break;
+    }
+    free(text);
+}
+
 /* Hand the ingest's first failure to the caller's err (unless that holds one already). */
 static kprof_status kp_ingest_take_error(kp_ingest *m, kp_error *err)
 {
@@ -1262,6 +1325,7 @@ kprof_status kp_trace_ingest_finish(kp_trace_ingest *m, const char *dir, const k
     }
     if (m->status == KPROF_OK && !kp_ingest_cancelled((void *)m->cancel)) {
         kp_ingest_loss_notes(m, dir);
+        kp_ingest_capture_notes(m, dir);
         /* A run whose end kprof never saw (it was killed; `kprof trace --merge` finishes it)
          * ends with its last record, and its exit status is unknown (-1). */
         uint64_t end_ns = run->end_ns;

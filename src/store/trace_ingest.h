@@ -32,6 +32,9 @@ typedef struct kp_trace_summary {
     uint64_t metrics_invalid;  /* ... dropped: a value that is not finite, a negative count of
                                   flops or bytes, a key never defined */
     char notes[2048];          /* collectors' notes, one per line */
+    int captured;              /* kernel launches captured (`kprof trace --capture`: the collectors'
+                                  captures.tsv, collect/capture.h; each a note of the trace) */
+    int capture_failed;        /* ... and captures that failed (each a note too) */
 } kp_trace_summary;
 
 /*

@@ -8,7 +8,9 @@
  */
 #define _GNU_SOURCE
 #include "collect/session.h"
+#include "collect/capture.h"
 #include "base/env.h"
+#include "lab/kernel_dir.h"
 #include "core/format.h"
 #include "base/job.h"
 #include "base/outfile.h"
@@ -17,9 +19,11 @@
 #include "store/trace_db.h"
 #include "tools/kprof/cli.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -177,6 +181,67 @@ static int kp_trace_ingest_only(const char *dir, kp_output *out)
     return sig ? 128 + sig : 0;
 }
 
+/* --capture's settings, handed to the collectors through the environment (base/env.h). */
+typedef struct kp_trace_capture {
+    const char *pattern, *dir, *window, *max_bytes;
+    int no_after;
+} kp_trace_capture;
+
+/* Check --capture's settings and set the environment the collectors read; the kernels folder is
+ * made (and made absolute: the program may change its folder) before anything runs, so an
+ * unwritable one is found now. 0 or the exit code of a failure (told). */
+static int kp_trace_capture_env(const kp_trace_capture *c, int force)
+{
+    kp_error err = {0};
+    kp_capture_pattern p;
+    if (!c->pattern) {
+        if (c->dir || c->window || c->max_bytes || c->no_after)
+            return kp_cli_usage_error("trace", "--capture-dir, --capture-window, "
+                                               "--capture-max-bytes and --capture-no-after go "
+                                               "with --capture PATTERN");
+        return 0;
+    }
+    if (kp_capture_pattern_parse(c->pattern, &p, &err) != KPROF_OK)
+        return kp_cli_usage_error("trace", "%s", err.message);
+    if (c->window) {
+        double w = 0;
+        if (kp_cli_parse_double(c->window, &w, NULL) != KPROF_OK || !(w > 0) || w > 1e6)
+            return kp_cli_usage_error("trace", "--capture-window %s: expected seconds above 0",
+                                      c->window);
+        if (p.select != KP_CAPTURE_SLOWEST)
+            return kp_cli_usage_error("trace", "--capture-window is the window of @slowest: "
+                                               "write --capture 'PATTERN@slowest'");
+    }
+    uint64_t max = 0;
+    if (c->max_bytes && (kp_parse_size(c->max_bytes, &max) != KPROF_OK || max == 0))
+        return kp_cli_usage_error("trace",
+                                  "--capture-max-bytes %s: expected a size in bytes (4G, 512M, "
+                                  "1048576)",
+                                  c->max_bytes);
+    char dir[4096], home[4096];
+    if (c->dir)
+        kp_strlcpy(dir, c->dir, sizeof dir);
+    else
+        snprintf(dir, sizeof dir, "%s/kernels", kp_home_dir(home, sizeof home));
+    if (kp_path_exists(dir) && !kp_path_is_dir(dir))
+        return kp_cli_usage_error("trace", "--capture-dir %s is not a folder", dir);
+    if (kp_mkdir_p(dir, &err) != KPROF_OK) return kp_cli_fail(&err);
+    char abs[4096];
+    if (!realpath(dir, abs)) kp_strlcpy(abs, dir, sizeof abs);
+    if (access(abs, W_OK | X_OK) != 0) {
+        kp_error_set(&err, KPROF_IO, "--capture-dir %s cannot be written: %s", abs,
+                     strerror(errno));
+        return kp_cli_fail(&err);
+    }
+    setenv(KP_ENV_CAPTURE, c->pattern, 1);
+    setenv(KP_ENV_CAPTURE_DIR, abs, 1);
+    if (c->window) setenv(KP_ENV_CAPTURE_WINDOW, c->window, 1);
+    if (c->max_bytes) setenv(KP_ENV_CAPTURE_MAX_BYTES, c->max_bytes, 1);
+    if (c->no_after) setenv(KP_ENV_CAPTURE_AFTER, "0", 1);
+    if (force) setenv(KP_ENV_CAPTURE_FORCE, "1", 1);
+    return 0;
+}
+
 int kp_cmd_trace(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -185,12 +250,18 @@ int kp_cmd_trace(int argc, char **argv)
         {"queue-times", no_argument, NULL, 'Q'},
         {"merge", required_argument, NULL, 'm'},
         {"grace", required_argument, NULL, 'g'},
+        {"capture", required_argument, NULL, 'C'},
+        {"capture-dir", required_argument, NULL, 'D'},
+        {"capture-window", required_argument, NULL, 'W'},
+        {"capture-max-bytes", required_argument, NULL, 'B'},
+        {"capture-no-after", no_argument, NULL, 'A'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *output = NULL, *merge = NULL;
     int force = 0, queue_times = 0;
     double grace = KP_TRACE_GRACE_S;
+    kp_trace_capture capture = {0};
     opterr = 0;
     optind = 1;
     int c;
@@ -216,6 +287,21 @@ int kp_cmd_trace(int argc, char **argv)
                 return kp_cli_usage_error("trace", "--grace %s: expected seconds (0 to 86400)",
                                           optarg);
             break;
+        case 'C':
+            capture.pattern = optarg;
+            break;
+        case 'D':
+            capture.dir = optarg;
+            break;
+        case 'W':
+            capture.window = optarg;
+            break;
+        case 'B':
+            capture.max_bytes = optarg;
+            break;
+        case 'A':
+            capture.no_after = 1;
+            break;
         case ':':
             return kp_cli_usage_error("trace", "%s needs a value", argv[optind - 1]);
         default:
@@ -224,6 +310,9 @@ int kp_cmd_trace(int argc, char **argv)
     }
     if (merge && optind < argc)
         return kp_cli_usage_error("trace", "--merge makes a trace from recorded files: no command");
+    if (merge && capture.pattern)
+        return kp_cli_usage_error("trace", "--capture captures from a running program: not with "
+                                           "--merge");
     if (!merge && optind >= argc)
         return kp_cli_usage_error("trace", "give the command to trace: kprof trace -- CMD ARGS...");
     char **cmd = argv + optind;
@@ -240,6 +329,7 @@ int kp_cmd_trace(int argc, char **argv)
 
     if (!merge) {
         int code = kp_trace_output_not_command(path, cmd);
+        if (!code) code = kp_trace_capture_env(&capture, force);
         if (code) return code;
     }
 
@@ -338,5 +428,16 @@ int kp_cmd_trace(int argc, char **argv)
     kp_session_remove(dir);
     kp_trace_tell(&sum, out.path);
     int sig = kp_session_first_signal();
-    return sig ? 128 + sig : how.exit_code;
+    if (sig) return 128 + sig;
+    if (capture.pattern && sum.captured == 0) {
+        /* The collectors said on stderr why a capture failed; a pattern that met no launch is
+         * said here. The trace is written either way. */
+        if (!sum.capture_failed)
+            fprintf(stderr,
+                    "kprof: error: --capture '%s': no kernel launch matched, nothing was "
+                    "captured (`kprof report %s` lists the kernels the program launched)\n",
+                    capture.pattern, out.path);
+        return how.exit_code ? how.exit_code : 2;
+    }
+    return how.exit_code;
 }
