@@ -56,6 +56,7 @@
     X(cuDeviceGetName)                                                                             \
     X(cuFuncGetName)                                                                               \
     X(cuFuncGetParamInfo)                                                                          \
+    X(cuKernelGetParamInfo)                                                                        \
     X(cuFuncGetAttribute)                                                                          \
     X(cuMemGetAddressRange)                                                                        \
     X(cuPointerGetAttribute)                                                                       \
@@ -533,6 +534,18 @@ static const unsigned char *kp_cap_extra_buffer(void **extra, size_t *size)
 
 /* ---- the capture ---- */
 
+/* A parameter's place and size. A launch of a cuLibrary kernel may hand over its CUkernel as the
+ * CUfunction (the driver accepts either): cuFuncGetParamInfo refuses that handle, and
+ * cuKernelGetParamInfo then answers. */
+static CUresult kp_cap_param_info(CUfunction f, size_t i, size_t *off, size_t *size)
+{
+    CUresult rc = kp_cd.cuFuncGetParamInfo(f, i, off, size);
+    if (rc == CUDA_ERROR_INVALID_HANDLE &&
+        kp_cd.cuKernelGetParamInfo((CUkernel)(void *)f, i, off, size) == CUDA_SUCCESS)
+        return CUDA_SUCCESS;
+    return rc;
+}
+
 /* A device allocation argument `arg`'s word at `at` points into: added with its pointer, or a
  * not-captured line. `word` is the word's value. */
 static void kp_cap_pointer(kp_cap_work *w, uint32_t arg, uint32_t at, uint64_t word)
@@ -756,18 +769,24 @@ static void kp_cap_begin(kp_cap_work *w, const kp_cap_launch *l, CUcontext ctx, 
     uint64_t dropped = kp_cap.modules_dropped;
     pthread_mutex_unlock(&kp_cap.lock);
     if (st != KPROF_OK) goto fail;
-    if (mi < 0)
-        kp_capture_missing(c,
-                           "the module image holding %s: CUPTI did not hand it over while the "
-                           "capture watched (loaded before it started%s)",
-                           c->symbol, dropped ? ", or dropped: over 2 GiB of images kept" : "");
+    if (mi < 0) {
+        /* Nothing to replay: the reader refuses a folder without its code, and so does this. */
+        kp_error_set(&w->err, KPROF_NOT_FOUND,
+                     "CUPTI did not hand over the module image holding %s while the capture "
+                     "watched (%s), so there is nothing to replay",
+                     c->symbol,
+                     dropped ? "loaded before it started, or dropped: over 2 GiB of module "
+                               "images were kept"
+                             : "loaded before it started");
+        goto fail;
+    }
 
     /* The parameters: cuFuncGetParamInfo's layout, until it says there are no more. */
     size_t extra_size = 0;
     const unsigned char *extra = l->params ? NULL : kp_cap_extra_buffer(l->extra, &extra_size);
     for (size_t i = 0; i < KP_CAPTURE_MAX_ARGS; i++) {
         size_t off = 0, size = 0;
-        rc = kp_cd.cuFuncGetParamInfo(l->f, i, &off, &size);
+        rc = kp_cap_param_info(l->f, i, &off, &size);
         if (rc != CUDA_SUCCESS) {
             if (i == 0 && rc != CUDA_ERROR_INVALID_VALUE) {
                 kp_error_set(&w->err, KPROF_BACKEND,

@@ -161,14 +161,14 @@ class CaptureCuda(kptest.KprofTestCase):
         self.assertEqual(self.read(folder, ya["after"]), self.read(out, "ybig-after.bin"))
 
     def test_kernel_never_launched(self):
-        out, kernels, p = self.capture("kp_no_such_kernel")
+        out, kernels, p = self.capture("kp_no_such_kernel", expect=2)
         self.assertIn("cuda_capture_app: ok", p.stdout)  # the program runs on
         self.assertIn("capture", p.stderr)
         self.assertIn("no kernel matching 'kp_no_such_kernel' was launched", p.stderr)
         self.assertFalse(os.path.exists(kernels) and os.listdir(kernels))
 
     def test_launch_that_never_came(self):
-        out, kernels, p = self.capture("kp_cap_axpy@9")
+        out, kernels, p = self.capture("kp_cap_axpy@9", expect=2)
         self.assertIn("launched 4 times: launch 9 never came", p.stderr)
         self.assertFalse(os.path.exists(kernels) and os.listdir(kernels))
 

@@ -214,6 +214,17 @@ CUresult CUDAAPI cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *
     return CUDA_SUCCESS;
 }
 
+CUresult CUDAAPI cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t *paramOffset,
+                                      size_t *paramSize)
+{
+    (void)kernel;
+    (void)paramIndex;
+    (void)paramOffset;
+    (void)paramSize;
+    count("cuKernelGetParamInfo");
+    return CUDA_ERROR_INVALID_HANDLE;
+}
+
 CUresult CUDAAPI cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc)
 {
     fake_fn *fn = fn_of(hfunc);
