@@ -156,6 +156,8 @@ typedef struct kp_cap_launch {
 typedef struct kp_cap_work {
     kp_capture c;
     kp_capture_out *out;
+    CUcontext ctx;  /* the launch's */
+    int code_later; /* the module image was not there at enter: look again at exit */
     uint64_t held_ns, resumed_ns;
     kp_error err;
     int failed;
@@ -269,11 +271,25 @@ static int kp_cap_elf_functions(const void *data, size_t size, int (*fn)(void *,
     return 0;
 }
 
+/* A kernel's name as `kprof report` shows it: demangled as the trace's ingest does it (a mangled
+ * name under 4 KiB, into 8 KiB; anything else as it is), so a pattern copied from the report
+ * matches. */
+#define KP_CAP_NAME_BYTES 8192
+
+static void kp_cap_report_name(const char *symbol, char *name, size_t n)
+{
+    size_t len = strlen(symbol);
+    if (len > 2 && symbol[0] == '_' && symbol[1] == 'Z' && len < 4096)
+        kp_demangle(symbol, name, n);
+    else
+        kp_strlcpy(name, symbol, n);
+}
+
 static int kp_cap_symbol_matches(void *ctx, const char *symbol)
 {
     (void)ctx;
-    char name[2048];
-    kp_demangle(symbol, name, sizeof name);
+    char name[KP_CAP_NAME_BYTES];
+    kp_cap_report_name(symbol, name, sizeof name);
     return kp_capture_match(&kp_cap.pattern, name, symbol) ? 1 : 0;
 }
 
@@ -443,8 +459,8 @@ static int32_t kp_cap_lookup(CUfunction f, const char *symbol_hint)
     }
     int32_t sym = -1;
     if (symbol) {
-        char name[2048];
-        kp_demangle(symbol, name, sizeof name);
+        char name[KP_CAP_NAME_BYTES];
+        kp_cap_report_name(symbol, name, sizeof name);
         if (kp_capture_match(&kp_cap.pattern, name, symbol)) sym = kp_cap_symbol_of(symbol, name);
     }
     kp_cap_fn_add(f, sym);
@@ -688,6 +704,25 @@ static void kp_cap_command(kp_capture *c)
         if (c->command[i] == '\0') c->command[i] = ' ';
 }
 
+/* The module image holding the function into the folder: 1 written, 0 not (yet) handed over,
+ * -1 on a write failure (w->err says why). */
+static int kp_cap_code(kp_cap_work *w)
+{
+    kp_capture *c = &w->c;
+    pthread_mutex_lock(&kp_cap.lock);
+    long mi = kp_cap_find_module(w->ctx, c->symbol);
+    kprof_status st = KPROF_OK;
+    if (mi >= 0) {
+        const kp_cap_module *m = &kp_cap.modules[mi];
+        kp_strlcpy(c->code_kind, kp_cap_kind_names[m->kind], sizeof c->code_kind);
+        kp_strlcpy(c->code_file, kp_cap_kind_files[m->kind], sizeof c->code_file);
+        st = kp_capture_out_blob(w->out, c->code_file, m->data, m->size, &w->err);
+    }
+    pthread_mutex_unlock(&kp_cap.lock);
+    if (st != KPROF_OK) return -1;
+    return mi >= 0;
+}
+
 /* Everything up to the launch: the folder opened, the code, geometry, attributes, arguments and
  * before-states. On failure w->failed is set and w->err says why. Runs with kp_cap_inside set. */
 static void kp_cap_begin(kp_cap_work *w, const kp_cap_launch *l, CUcontext ctx, int32_t sym,
@@ -756,30 +791,12 @@ static void kp_cap_begin(kp_cap_work *w, const kp_cap_launch *l, CUcontext ctx, 
                            "cluster attribute",
                            l->cluster[0], l->cluster[1], l->cluster[2]);
 
-    /* The code. */
-    pthread_mutex_lock(&kp_cap.lock);
-    long mi = kp_cap_find_module(ctx, c->symbol);
-    kprof_status st = KPROF_OK;
-    if (mi >= 0) {
-        const kp_cap_module *m = &kp_cap.modules[mi];
-        kp_strlcpy(c->code_kind, kp_cap_kind_names[m->kind], sizeof c->code_kind);
-        kp_strlcpy(c->code_file, kp_cap_kind_files[m->kind], sizeof c->code_file);
-        st = kp_capture_out_blob(w->out, c->code_file, m->data, m->size, &w->err);
-    }
-    uint64_t dropped = kp_cap.modules_dropped;
-    pthread_mutex_unlock(&kp_cap.lock);
-    if (st != KPROF_OK) goto fail;
-    if (mi < 0) {
-        /* Nothing to replay: the reader refuses a folder without its code, and so does this. */
-        kp_error_set(&w->err, KPROF_NOT_FOUND,
-                     "CUPTI did not hand over the module image holding %s while the capture "
-                     "watched (%s), so there is nothing to replay",
-                     c->symbol,
-                     dropped ? "loaded before it started, or dropped: over 2 GiB of module "
-                               "images were kept"
-                             : "loaded before it started");
-        goto fail;
-    }
+    /* The code; a lazily loaded module may load only inside the launch (cuLibrary kernels): then
+     * at its exit. */
+    w->ctx = ctx;
+    int code = kp_cap_code(w);
+    if (code < 0) goto fail;
+    w->code_later = code == 0;
 
     /* The parameters: cuFuncGetParamInfo's layout, until it says there are no more. */
     size_t extra_size = 0;
@@ -842,6 +859,25 @@ static void kp_cap_end(kp_cap_work *w, CUresult launched)
         if (rc != CUDA_SUCCESS) {
             kp_error_set(&w->err, KPROF_FAULT, "the captured launch failed on the device: %s",
                          kp_cap_cu_text(rc));
+            w->failed = 1;
+        }
+    }
+    if (!w->failed && w->code_later) {
+        int code = kp_cap_code(w);
+        if (code < 0) w->failed = 1;
+        if (code == 0) {
+            pthread_mutex_lock(&kp_cap.lock);
+            uint64_t dropped = kp_cap.modules_dropped;
+            pthread_mutex_unlock(&kp_cap.lock);
+            /* Nothing to replay: the reader refuses a folder without its code, and so does
+             * this. */
+            kp_error_set(&w->err, KPROF_NOT_FOUND,
+                         "CUPTI did not hand over the module image holding %s while the capture "
+                         "watched (%s), so there is nothing to replay",
+                         w->c.symbol,
+                         dropped ? "loaded before it started, or dropped: over 2 GiB of module "
+                                   "images were kept"
+                                 : "loaded before it started");
             w->failed = 1;
         }
     }
@@ -999,10 +1035,15 @@ static void kp_cap_launch_exit(const CUpti_CallbackData *cb, const kp_cap_launch
     kp_cap_end(w, launched);
     kp_cap_inside--;
     free(w);
+    atomic_store(&kp_cap.done, 1);
+    /* The module images are of no more use: give their memory back to the program. */
     pthread_mutex_lock(&kp_cap.lock);
     kp_cap.busy = 0;
+    for (size_t i = 0; i < kp_cap.nmodules; i++)
+        free(kp_cap.modules[i].data);
+    kp_cap.nmodules = 0;
+    kp_cap.module_bytes = 0;
     pthread_mutex_unlock(&kp_cap.lock);
-    atomic_store(&kp_cap.done, 1);
 }
 
 static void CUPTIAPI kp_cap_callback(void *userdata, CUpti_CallbackDomain domain,
