@@ -27,6 +27,7 @@
 #include "runtime/cupti_api.h"
 #include "collect/writer.h"
 #include "base/util.h"
+#include "inject/cuda_capture.h"
 #include "inject/cuda_collector.h"
 #include "inject/cuda_records.h"
 #include "inject/program_hooks.h"
@@ -526,6 +527,7 @@ static void kp_cuda_crash(void)
  * driver may already be shutting down, and the forced flush does not need the device. */
 static void kp_cuda_exit(void)
 {
+    kp_cuda_capture_exit(); /* a capture asked for and never made says why */
     kp_flusher_stop();
     kp_flush_cupti_at_exit();
 }
@@ -709,7 +711,12 @@ KP_EXPORT int InitializeInjection(void)
     kp_ci.initialized = 1;
     if (kp_writer_start("cuda", NULL) == KPROF_OK) {
         kp_ci.pid = getpid();
-        kp_start(NULL); /* a failure is a note in the trace */
+        kp_error err = {0};
+        kp_start(&err); /* a failure is a note in the trace */
+        /* kprof trace --capture only (KPROF_CAPTURE); it needs the CUPTI the collection uses,
+         * and says so when that could not be had. */
+        kp_cuda_capture_start(err.status == KPROF_OK ? NULL : &err);
+        kp_error_clear(&err);
     }
     pthread_mutex_unlock(&kp_ci.init_lock);
     return 1;
