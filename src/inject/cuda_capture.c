@@ -1189,7 +1189,10 @@ void kp_cuda_capture_exit(void)
                      "the program ended while the capture of launch %llu was under way",
                      (unsigned long long)(most));
     } else if (most_sym < 0) {
-        kp_error_set(&err, KPROF_NOT_FOUND, "no kernel matching '%s' was launched", p->glob);
+        kp_error_set(&err, KPROF_NOT_FOUND,
+                     "no kernel matching '%s' was launched (launches replayed from a CUDA graph "
+                     "do not pass the capture)",
+                     p->glob);
     } else if (p->select != KP_CAPTURE_SLOWEST) {
         cp->launch = p->nth;
         kp_error_set(&err, KPROF_NOT_FOUND,
