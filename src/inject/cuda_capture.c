@@ -1095,8 +1095,11 @@ int kp_cuda_capture_start(const kp_error *collection)
 {
     kp_error err = {0};
     int asked = kp_capture_pattern_env(&kp_cap.pattern, &err);
-    const char *text = getenv(KP_ENV_CAPTURE);
     if (asked == 0) return 0;
+    /* Failures before any launch are named by the pattern (its glob and @N when it parsed). */
+    const char *text = asked > 0 ? kp_cap.pattern.glob : getenv(KP_ENV_CAPTURE);
+    uint64_t nth =
+        asked > 0 && kp_cap.pattern.select != KP_CAPTURE_SLOWEST ? kp_cap.pattern.nth : 0;
     if (asked < 0) {
         kp_cap_fail_early(text ? text : "", 0, &err);
         kp_error_clear(&err);
@@ -1105,7 +1108,7 @@ int kp_cuda_capture_start(const kp_error *collection)
     if (collection) {
         kp_error_set(&err, KPROF_UNAVAILABLE, "kprof's CUDA collection is off: %s",
                      collection->message);
-        kp_cap_fail_early(text, 0, &err);
+        kp_cap_fail_early(text, nth, &err);
         kp_error_clear(&err);
         return 0;
     }
@@ -1118,7 +1121,7 @@ int kp_cuda_capture_start(const kp_error *collection)
                  home && *home ? home : ".kprof");
     if (kp_dynlib_load_table(&kp_cd_table, &err) != KPROF_OK ||
         kp_dynlib_load_table(&kp_cc_table, &err) != KPROF_OK) {
-        kp_cap_fail_early(text, 0, &err);
+        kp_cap_fail_early(text, nth, &err);
         kp_error_clear(&err);
         return 0;
     }
@@ -1131,7 +1134,7 @@ int kp_cuda_capture_start(const kp_error *collection)
                            "needs (%s)"
                          : "CUPTI refused the capture's callbacks (%s)",
                      kp_cupti_result_text(r));
-        kp_cap_fail_early(text, 0, &err);
+        kp_cap_fail_early(text, nth, &err);
         kp_error_clear(&err);
         return 0;
     }
@@ -1154,7 +1157,7 @@ int kp_cuda_capture_start(const kp_error *collection)
             kp_error_set(&err, KPROF_UNAVAILABLE, "CUPTI refused the capture's callback %zu (%s)",
                          i, kp_cupti_result_text(r));
             kp_cc.cuptiUnsubscribe(kp_cap.subscriber);
-            kp_cap_fail_early(text, 0, &err);
+            kp_cap_fail_early(text, nth, &err);
             kp_error_clear(&err);
             return 0;
         }
@@ -1189,6 +1192,7 @@ void kp_cuda_capture_exit(void)
                      "the program ended while the capture of launch %llu was under way",
                      (unsigned long long)(most));
     } else if (most_sym < 0) {
+        if (p->select != KP_CAPTURE_SLOWEST) cp->launch = p->nth;
         kp_error_set(&err, KPROF_NOT_FOUND,
                      "no kernel matching '%s' was launched (launches replayed from a CUDA graph "
                      "do not pass the capture)",
