@@ -341,6 +341,10 @@ static void kp_cap_module_unloading(const CUpti_ModuleResourceData *m)
 {
     if (!m) return;
     pthread_mutex_lock(&kp_cap.lock);
+    /* Its functions' handles may be handed out again for other functions: forget every
+     * function's answer (they are looked up again; the launch counts are per symbol). */
+    if (kp_cap.fns) memset(kp_cap.fns, 0, kp_cap.cap_fns * sizeof *kp_cap.fns);
+    kp_cap.nfns = 0;
     for (size_t i = 0; i < kp_cap.nmodules; i++) {
         if (kp_cap.modules[i].id != m->moduleId) continue;
         free(kp_cap.modules[i].data);

@@ -111,6 +111,13 @@ static void module_loaded(uint32_t id, const void *image, size_t size)
     fake_callback()(NULL, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED, &r);
 }
 
+static void module_unloading(uint32_t id)
+{
+    CUpti_ModuleResourceData m = {.moduleId = id};
+    CUpti_ResourceData r = {.context = (CUcontext)(uintptr_t)0xc0, .resourceDescriptor = &m};
+    fake_callback()(NULL, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING, &r);
+}
+
 /* One launch: its enter callback, then `kernel` (the device's work, done by the test), then its
  * exit callback with the launch's result. */
 static void launch(CUfunction f, const char *symbol, unsigned gx, unsigned gy, unsigned bx,
@@ -232,6 +239,10 @@ static void scenario_nth(void)
         launch(fother, NULL, 4, 1, 256, 1, other_params, NULL, CUDA_SUCCESS, NULL, NULL);
     CHECK_INT(fake_calls("cuFuncGetName"), 1);
     CHECK_INT(fake_calls("cuMemGetAddressRange"), 0);
+    /* A module unloaded: function handles may be reused, so each is looked up again. */
+    module_unloading(1);
+    launch(fother, NULL, 4, 1, 256, 1, other_params, NULL, CUDA_SUCCESS, NULL, NULL);
+    CHECK_INT(fake_calls("cuFuncGetName"), 2);
 
     launch(faxpy, "kp_axpy", N / 256, 1, 256, 1, params, NULL, CUDA_SUCCESS, axpy, &a);
     static float before[N], after[N];
@@ -241,7 +252,7 @@ static void scenario_nth(void)
     memcpy(after, y, sizeof after);
     a = 3.0f;
     launch(faxpy, "kp_axpy", N / 256, 1, 256, 1, params, NULL, CUDA_SUCCESS, axpy, &a);
-    CHECK_INT(fake_calls("cuFuncGetName"), 1); /* kp_axpy's name came from CUPTI */
+    CHECK_INT(fake_calls("cuFuncGetName"), 2); /* kp_axpy's name came from CUPTI */
 
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/kp_axpy@2", kernels);
