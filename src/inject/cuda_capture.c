@@ -886,6 +886,9 @@ static void kp_cap_end(kp_cap_work *w, CUresult launched)
         }
     }
     if (!w->failed && w->c.after && kp_cap_copy_states(w, 1) != KPROF_OK) w->failed = 1;
+    if (!w->c.after) /* --capture-no-after: the manifest names no after-state */
+        for (int j = 0; j < w->c.nallocs; j++)
+            w->c.allocs[j].after[0] = '\0';
     w->c.held_ns = w->held_ns + (int64_t)(kp_now_ns() - t0);
     if (!w->failed) {
         const char *force = getenv(KP_ENV_CAPTURE_FORCE);

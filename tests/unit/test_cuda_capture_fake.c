@@ -688,6 +688,39 @@ static void scenario_bad_pattern(void)
     CHECK_INT(kp_cuda_capture_start(NULL), 0); /* not asked: nothing, no line */
 }
 
+/* ---- no after-state, an allocation over the limit ---- */
+
+static void scenario_no_after_max_bytes(void)
+{
+    scenario_env("no_after", "kp_axpy@1");
+    setenv("KPROF_CAPTURE_AFTER", "0", 1);
+    setenv("KPROF_CAPTURE_MAX_BYTES", "4096", 1); /* x (4 KiB) passes, y (4 KiB + 256) not */
+    CHECK_INT(kp_cuda_capture_start(NULL), 1);
+    CUfunction f = (CUfunction)(uintptr_t)0x1000;
+    void *params[4];
+    float *y, *x, a;
+    int n;
+    axpy_setup(f, params, &y, &x, &a, &n);
+    launch(f, "kp_axpy", 4, 1, 256, 1, params, NULL, CUDA_SUCCESS, NULL, NULL);
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/kp_axpy@1", kernels);
+    kp_capture *c = calloc(1, sizeof *c);
+    kp_error err = {0};
+    CHECK_INT(kp_capture_read(dir, c, &err), KPROF_OK);
+    if (err.status) fprintf(stderr, "%s\n", err.message);
+    CHECK_INT(c->after, 0);
+    CHECK_INT(c->nallocs, 1);
+    CHECK_INT(c->nptrs, 1);
+    CHECK_INT(c->ptrs[0].arg, 1);
+    CHECK_STR(c->allocs[0].after, "");
+    CHECK(c->allocs[0].before[0] != '\0');
+    CHECK_INT(c->nmissing, 1);
+    CHECK_CONTAINS(c->missing[0], "over --capture-max-bytes (4096)");
+    kp_capture_release(c);
+    free(c);
+    kp_error_clear(&err);
+}
+
 /* ---- images nvcc made ---- */
 
 /* With KPROF_TEST_CUBIN / KPROF_TEST_FATBIN (what nvcc makes of tests/programs/
@@ -778,6 +811,7 @@ int main(void)
     failed += run("nth", scenario_nth);
     failed += run("struct", scenario_struct);
     failed += run("slowest", scenario_slowest);
+    failed += run("no_after_max_bytes", scenario_no_after_max_bytes);
     failed += run("real_cubin", scenario_real_cubin);
     failed += run("real_fatbin", scenario_real_fatbin);
     failed += run("no_module", scenario_no_module);
