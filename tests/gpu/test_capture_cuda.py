@@ -68,7 +68,7 @@ class CaptureCuda(kptest.KprofTestCase):
         folder = os.path.join(kernels, "kp_cap_axpy@2")
         self.assertTrue(os.path.isdir(folder), p.stderr)
         self.assertIn("captured kp_cap_axpy@2", p.stderr)
-        self.assertNotIn("error", p.stderr)
+        self.assertNotIn("kprof: error", p.stderr)
         m = self.manifest(folder)
         self.assertEqual(m["api"], "cuda")
         self.assertEqual(m["symbol"], "kp_cap_axpy")  # extern "C": unmangled
@@ -90,14 +90,14 @@ class CaptureCuda(kptest.KprofTestCase):
         self.assertEqual(yoff, 256)
         self.assertEqual(xoff, 0)
         self.assertGreaterEqual(ya["bytes"], 256 + 4 * n)
-        self.assertEqual(xa["bytes"], 4 * n)
+        self.assertGreaterEqual(xa["bytes"], 4 * n)
         # The before-state is what the program had after launch 1, the after-state after 2.
         y_before = self.read(folder, ya["before"])[256:256 + 4 * n]
         y_after = self.read(folder, ya["after"])[256:256 + 4 * n]
         self.assertEqual(y_before, self.read(out, "y1.bin"))
         self.assertEqual(y_after, self.read(out, "y2.bin"))
-        self.assertEqual(self.read(folder, xa["before"]), self.read(out, "x.bin"))
-        self.assertEqual(self.read(folder, xa["after"]), self.read(out, "x.bin"))
+        self.assertEqual(self.read(folder, xa["before"])[:4 * n], self.read(out, "x.bin"))
+        self.assertEqual(self.read(folder, xa["after"])[:4 * n], self.read(out, "x.bin"))
         # The code: the module image the function came from, holding its symbol.
         code = m["code"]
         self.assertIn(code["kind"], ("cubin", "fatbin", "ptx"))
@@ -130,9 +130,10 @@ class CaptureCuda(kptest.KprofTestCase):
         outa, outoff = self.alloc_of(m, 0, 8)
         self.assertEqual((inoff, outoff), (0, 0))
         self.assertNotEqual(ina["id"], outa["id"])
-        self.assertEqual(self.read(folder, ina["before"]), self.read(out, "in.bin"))
-        self.assertEqual(self.read(folder, outa["before"]), bytes(4 * rows * cols))
-        self.assertEqual(self.read(folder, outa["after"]), self.read(out, "out.bin"))
+        size = 4 * rows * cols
+        self.assertEqual(self.read(folder, ina["before"])[:size], self.read(out, "in.bin"))
+        self.assertEqual(self.read(folder, outa["before"])[:size], bytes(size))
+        self.assertEqual(self.read(folder, outa["after"])[:size], self.read(out, "out.bin"))
         self.assertEqual(len(m["pointers"]), 2)
 
     def test_no_after_state(self):
@@ -159,8 +160,10 @@ class CaptureCuda(kptest.KprofTestCase):
         self.assertEqual(s["launches"], 5)  # the five launches inside the window
         self.assertGreater(s["slowest_ns"], 0)
         ya, yoff = self.alloc_of(m, 0)
-        self.assertEqual(self.read(folder, ya["before"]), self.read(out, "ybig-before.bin"))
-        self.assertEqual(self.read(folder, ya["after"]), self.read(out, "ybig-after.bin"))
+        big = 4 << 24
+        self.assertEqual(yoff, 0)
+        self.assertEqual(self.read(folder, ya["before"])[:big], self.read(out, "ybig-before.bin"))
+        self.assertEqual(self.read(folder, ya["after"])[:big], self.read(out, "ybig-after.bin"))
 
     def test_kernel_never_launched(self):
         out, kernels, p = self.capture("kp_no_such_kernel", expect=2)
