@@ -1132,6 +1132,10 @@ int kp_cuda_capture_start(const kp_error *collection)
         kp_error_clear(&err);
         return 0;
     }
+    /* The demangler loads the C++ runtime on first use: do that now, not inside a module-load
+     * callback, where the driver may hold its locks while the loader takes its own. */
+    char warm[64];
+    kp_demangle("_Z1fv", warm, sizeof warm);
     CUptiResult r = kp_cc.cuptiSubscribe(&kp_cap.subscriber, kp_cap_callback, NULL);
     if (r != CUPTI_SUCCESS) {
         kp_error_set(&err, KPROF_UNAVAILABLE,
