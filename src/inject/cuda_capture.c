@@ -567,14 +567,15 @@ static CUresult kp_cap_param_info(CUfunction f, size_t i, size_t *off, size_t *s
 }
 
 /* A device allocation argument `arg`'s word at `at` points into: added with its pointer, or a
- * not-captured line. `word` is the word's value. */
-static void kp_cap_pointer(kp_cap_work *w, uint32_t arg, uint32_t at, uint64_t word)
+ * not-captured line. `word` is the word's value. 0 when it points into no memory the driver
+ * knows (a plain value), 1 otherwise. */
+static int kp_cap_pointer(kp_cap_work *w, uint32_t arg, uint32_t at, uint64_t word)
 {
     kp_capture *c = &w->c;
     CUdeviceptr base = 0;
     size_t bytes = 0;
     if (word == 0 || kp_cd.cuMemGetAddressRange(&base, &bytes, (CUdeviceptr)word) != CUDA_SUCCESS)
-        return; /* no pointer into memory the driver knows: a plain value */
+        return 0;
     unsigned int managed = 0, type = 0;
     if (kp_cd.cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, (CUdeviceptr)word) !=
         CUDA_SUCCESS)
@@ -592,13 +593,13 @@ static void kp_cap_pointer(kp_cap_work *w, uint32_t arg, uint32_t at, uint64_t w
                            "%s points into managed (unified) memory at 0x%llx (%zu bytes): "
                            "not copied",
                            where, (unsigned long long)base, bytes);
-        return;
+        return 1;
     }
     if (type != CU_MEMORYTYPE_DEVICE) {
         kp_capture_missing(c, "%s points into %s memory at 0x%llx (%zu bytes): not copied", where,
                            type == CU_MEMORYTYPE_HOST ? "mapped host" : "non-device",
                            (unsigned long long)base, bytes);
-        return;
+        return 1;
     }
     if ((uint64_t)bytes > kp_cap.pattern.max_bytes) {
         kp_capture_missing(c,
@@ -606,7 +607,7 @@ static void kp_cap_pointer(kp_cap_work *w, uint32_t arg, uint32_t at, uint64_t w
                            "--capture-max-bytes (%llu): not copied",
                            where, bytes, (unsigned long long)base,
                            (unsigned long long)kp_cap.pattern.max_bytes);
-        return;
+        return 1;
     }
     char name[64];
     if (at)
@@ -620,6 +621,7 @@ static void kp_cap_pointer(kp_cap_work *w, uint32_t arg, uint32_t at, uint64_t w
                            err.message[0] ? err.message : "too many pointers");
         kp_error_clear(&err);
     }
+    return 1;
 }
 
 /* Whether a small nonzero word names a texture or surface object (handles are small integers,
@@ -835,9 +837,8 @@ static void kp_cap_begin(kp_cap_work *w, const kp_cap_launch *l, CUcontext ctx, 
         for (size_t at = 0; at + 8 <= size; at += 8) {
             uint64_t word;
             memcpy(&word, (const unsigned char *)bytes + at, 8);
-            int before = c->nallocs + c->nptrs;
-            kp_cap_pointer(w, (uint32_t)a, (uint32_t)at, word);
-            if (c->nallocs + c->nptrs == before) kp_cap_texture(w, (uint32_t)a, (uint32_t)at, word);
+            if (!kp_cap_pointer(w, (uint32_t)a, (uint32_t)at, word))
+                kp_cap_texture(w, (uint32_t)a, (uint32_t)at, word);
         }
     }
     if (kp_cap_copy_states(w, 0) != KPROF_OK) goto fail;
