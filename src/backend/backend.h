@@ -49,6 +49,38 @@ static inline kp_dispatch_span kp_dispatch_span_at(int64_t start_ns, double gpu_
     return s;
 }
 
+/* Arguments given as bytes rather than as a SPEC: a launch captured from a running program
+ * (collect/capture.h), replayed by the lab (lab/replay.c converts a capture into these; the
+ * backend layer sits below the capture format). Argument i is args[i]: VALUE passes size bytes
+ * (pointers inside them are patched, see kp_raw_ptr), BUFFER the whole of buffers[buffer],
+ * LOCAL size bytes of local (OpenCL __local) memory. */
+typedef enum kp_raw_arg_kind {
+    KP_RAW_VALUE = 0,  /* == KP_CAPTURE_VALUE */
+    KP_RAW_BUFFER = 1, /* == KP_CAPTURE_MEM */
+    KP_RAW_LOCAL = 2,  /* == KP_CAPTURE_LOCAL */
+} kp_raw_arg_kind;
+
+typedef struct kp_raw_arg {
+    int kind;                   /* kp_raw_arg_kind */
+    uint32_t size;              /* bytes */
+    const unsigned char *bytes; /* VALUE: size bytes; NULL otherwise */
+    int buffer;                 /* BUFFER: index into buffers; -1 otherwise */
+} kp_raw_arg;
+
+/* An 8-byte device address inside a VALUE argument: the bytes of argument `arg` at offset `at`
+ * become buffers[buffer]'s address plus offset (CUDA: structs of pointers passed by value). */
+typedef struct kp_raw_ptr {
+    uint32_t arg, at, buffer;
+    uint64_t offset;
+} kp_raw_ptr;
+
+typedef struct kp_raw_args {
+    int nargs; /* at most KP_SPEC_MAX_ARGS */
+    const kp_raw_arg *args;
+    int nptrs;
+    const kp_raw_ptr *ptrs;
+} kp_raw_args;
+
 typedef struct kp_backend_ops {
     const char *name; /* "opencl", "cuda" */
     const char *api;  /* the API's name for people: "OpenCL", "CUDA" */
@@ -96,6 +128,12 @@ typedef struct kp_backend_ops {
      * and local memory). */
     kprof_status (*bind)(kp_kernel *k, const kp_spec *spec, kp_buffer *const *buffers,
                          kp_error *err);
+    /* Bind arguments given as bytes (kp_raw_args: a captured launch's), buffers[j] the buffer
+     * of the capture's allocation j. The argument count and every size must be the kernel's
+     * (INVALID naming the argument otherwise); every kp_raw_ptr must lie inside its VALUE
+     * argument. The bytes are copied: args may go after the call. */
+    kprof_status (*bind_capture)(kp_kernel *k, const kp_raw_args *args, kp_buffer *const *buffers,
+                                 kp_error *err);
     /* One dispatch, waited for; *gpu_ns is its duration from device timestamps. span (may be
      * NULL) receives when it ran (kp_dispatch_span). */
     kprof_status (*dispatch)(kp_kernel *k, const kp_launch *launch, double *gpu_ns,

@@ -71,7 +71,8 @@ int kp_lang_from_path(const char *path)
     if (strcmp(ext, "cl") == 0) return KP_LANG_OPENCL_C;
     if (strcmp(ext, "cu") == 0 || strcmp(ext, "cuh") == 0) return KP_LANG_CUDA;
     if (strcmp(ext, "ptx") == 0) return KP_LANG_PTX;
-    if (strcmp(ext, "cubin") == 0) return KP_LANG_CUBIN;
+    /* A fatbin is loaded as a cubin is (cuModuleLoadData takes either). */
+    if (strcmp(ext, "cubin") == 0 || strcmp(ext, "fatbin") == 0) return KP_LANG_CUBIN;
     return -1;
 }
 

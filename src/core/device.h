@@ -195,7 +195,8 @@ typedef struct kp_reflection {
     char limiter[32]; /* "registers", "shared memory", "warps", "blocks" */
 } kp_reflection;
 
-/* The language of a kernel file from its extension (cl, cu, ptx, cubin): a kp_lang, or -1. */
+/* The language of a kernel file from its extension (cl, cu, ptx, cubin; fatbin is CUBIN): a
+ * kp_lang, or -1. */
 int kp_lang_from_path(const char *path);
 /* The backend that runs a language: "opencl" or "cuda". */
 const char *kp_lang_backend(kp_lang lang);

@@ -24,6 +24,11 @@
  * Calls into the runtime go straight to the next table, never back through the loader, so the
  * wrappers never see the layer's own calls.
  *
+ * `kprof trace --capture` (KPROF_CAPTURE): the memory-object, kernel, argument and launch
+ * wrappers also tell opencl_capture.c what the program made and set, and the launch it picks is
+ * written out as a capture folder around the program's own enqueue. Without KPROF_CAPTURE that is
+ * one relaxed load per wrapper (kp_clc_active).
+ *
  * Loaders without layer support (the Khronos loader that CUDA ships, older ocl-icd) never call
  * clInitLayer; for them `kprof trace` also LD_PRELOADs this library, whose exported clXxx symbols
  * are the same wrappers. On their first call the loader is initialised (clGetPlatformIDs): if
@@ -35,6 +40,7 @@
 #define _GNU_SOURCE /* RTLD_NEXT, dladdr, dl_iterate_phdr */
 #include "inject/opencl_ops.h"
 #include "inject/opencl_bench.h"
+#include "inject/opencl_capture.h"
 
 #include "collect/writer.h"
 #include "base/util.h"
@@ -57,13 +63,22 @@
     X(clCreateCommandQueueWithProperties)                                                          \
     X(clReleaseCommandQueue)                                                                       \
     X(clCreateBuffer)                                                                              \
+    X(clCreateBufferWithProperties)                                                                \
+    X(clCreateSubBuffer)                                                                           \
+    X(clCreateImage)                                                                               \
+    X(clCreateImageWithProperties)                                                                 \
+    X(clCreateImage2D)                                                                             \
+    X(clCreateImage3D)                                                                             \
+    X(clCreatePipe)                                                                                \
     X(clReleaseMemObject)                                                                          \
     X(clCreateProgramWithSource)                                                                   \
     X(clBuildProgram)                                                                              \
     X(clReleaseProgram)                                                                            \
     X(clCreateKernel)                                                                              \
     X(clCreateKernelsInProgram)                                                                    \
+    X(clCloneKernel)                                                                               \
     X(clSetKernelArg)                                                                              \
+    X(clSetKernelArgSVMPointer)                                                                    \
     X(clReleaseKernel)                                                                             \
     X(clEnqueueNDRangeKernel)                                                                      \
     X(clEnqueueTask)                                                                               \
@@ -271,6 +286,20 @@ static void kp_cl_enqueued(kp_cl_function fn, kp_cl_op *op, cl_int rc, const cl_
     }
 #define KP_CL_UNPAREN(...) __VA_ARGS__
 
+/* KP_CL_TIMED_OBJ for a memory object: what it is, for a capture (opencl_capture.h). */
+#define KP_CL_TIMED_MEM(fn, params, args, size, kind)                                              \
+    static cl_mem CL_API_CALL kp_wrap_##fn params                                                  \
+    {                                                                                              \
+        if (!kp_cl_enter()->fn) return kp_cl_missing(errcode_ret);                                 \
+        cl_int err = CL_SUCCESS;                                                                   \
+        uint64_t t0 = kp_now_ns();                                                                 \
+        cl_mem made = kp_cl_next.fn(KP_CL_UNPAREN args, &err);                                     \
+        kp_cl_api(KP_CL_FN_##fn, t0, kp_now_ns(), err, 0);                                         \
+        if (made && kp_clc_active()) kp_clc_mem_created(made, size, kind);                         \
+        if (errcode_ret) *errcode_ret = err;                                                       \
+        return made;                                                                               \
+    }
+
 /* ---- contexts, queues, memory, programs, kernels: API records only ---- */
 
 KP_CL_TIMED_OBJ(cl_context, clCreateContext,
@@ -368,12 +397,59 @@ static cl_int CL_API_CALL kp_wrap_clReleaseCommandQueue(cl_command_queue queue)
     return rc;
 }
 
-KP_CL_TIMED_OBJ(cl_mem, clCreateBuffer,
+KP_CL_TIMED_MEM(clCreateBuffer,
                 (cl_context context, cl_mem_flags flags, size_t size, void *host_ptr,
                  cl_int *errcode_ret),
-                (context, flags, size, host_ptr))
+                (context, flags, size, host_ptr), size, KP_CLC_BUFFER)
 
-KP_CL_TIMED(clReleaseMemObject, (cl_mem memobj), (memobj))
+KP_CL_TIMED_MEM(clCreateBufferWithProperties,
+                (cl_context context, const cl_mem_properties *properties, cl_mem_flags flags,
+                 size_t size, void *host_ptr, cl_int *errcode_ret),
+                (context, properties, flags, size, host_ptr), size, KP_CLC_BUFFER)
+
+KP_CL_TIMED_MEM(clCreateSubBuffer,
+                (cl_mem buffer, cl_mem_flags flags, cl_buffer_create_type type, const void *info,
+                 cl_int *errcode_ret),
+                (buffer, flags, type, info), 0, KP_CLC_SUB_BUFFER)
+
+KP_CL_TIMED_MEM(clCreateImage,
+                (cl_context context, cl_mem_flags flags, const cl_image_format *format,
+                 const cl_image_desc *desc, void *host_ptr, cl_int *errcode_ret),
+                (context, flags, format, desc, host_ptr), 0, KP_CLC_IMAGE)
+
+KP_CL_TIMED_MEM(clCreateImageWithProperties,
+                (cl_context context, const cl_mem_properties *properties, cl_mem_flags flags,
+                 const cl_image_format *format, const cl_image_desc *desc, void *host_ptr,
+                 cl_int *errcode_ret),
+                (context, properties, flags, format, desc, host_ptr), 0, KP_CLC_IMAGE)
+
+KP_CL_TIMED_MEM(clCreateImage2D,
+                (cl_context context, cl_mem_flags flags, const cl_image_format *format,
+                 size_t width, size_t height, size_t row_pitch, void *host_ptr,
+                 cl_int *errcode_ret),
+                (context, flags, format, width, height, row_pitch, host_ptr), 0, KP_CLC_IMAGE)
+
+KP_CL_TIMED_MEM(clCreateImage3D,
+                (cl_context context, cl_mem_flags flags, const cl_image_format *format,
+                 size_t width, size_t height, size_t depth, size_t row_pitch, size_t slice_pitch,
+                 void *host_ptr, cl_int *errcode_ret),
+                (context, flags, format, width, height, depth, row_pitch, slice_pitch, host_ptr), 0,
+                KP_CLC_IMAGE)
+
+KP_CL_TIMED_MEM(clCreatePipe,
+                (cl_context context, cl_mem_flags flags, cl_uint packet_size, cl_uint max_packets,
+                 const cl_pipe_properties *properties, cl_int *errcode_ret),
+                (context, flags, packet_size, max_packets, properties), 0, KP_CLC_PIPE)
+
+static cl_int CL_API_CALL kp_wrap_clReleaseMemObject(cl_mem memobj)
+{
+    if (!kp_cl_enter()->clReleaseMemObject) return CL_INVALID_OPERATION;
+    if (kp_clc_active()) kp_clc_mem_releasing(memobj);
+    uint64_t t0 = kp_now_ns();
+    cl_int rc = kp_cl_next.clReleaseMemObject(memobj);
+    kp_cl_api(KP_CL_FN_clReleaseMemObject, t0, kp_now_ns(), rc, 0);
+    return rc;
+}
 
 KP_CL_TIMED_OBJ(cl_program, clCreateProgramWithSource,
                 (cl_context context, cl_uint count, const char **strings, const size_t *lengths,
@@ -396,6 +472,7 @@ static cl_kernel CL_API_CALL kp_wrap_clCreateKernel(cl_program program, const ch
     cl_kernel k = kp_cl_next.clCreateKernel(program, kernel_name, &err);
     uint64_t t1 = kp_now_ns();
     if (k) kp_cl_kernel_created(k);
+    if (k && kp_clc_active()) kp_clc_kernel_created(k);
     kp_cl_api(KP_CL_FN_clCreateKernel, t0, t1, err, 0);
     if (errcode_ret) *errcode_ret = err;
     return k;
@@ -411,16 +488,60 @@ static cl_int CL_API_CALL kp_wrap_clCreateKernelsInProgram(cl_program program, c
     uint64_t t1 = kp_now_ns();
     if (rc == CL_SUCCESS && kernels)
         for (cl_uint i = 0; i < num_kernels; i++)
-            if (kernels[i]) kp_cl_kernel_created(kernels[i]);
+            if (kernels[i]) {
+                kp_cl_kernel_created(kernels[i]);
+                if (kp_clc_active()) kp_clc_kernel_created(kernels[i]);
+            }
     kp_cl_api(KP_CL_FN_clCreateKernelsInProgram, t0, t1, rc, 0);
     return rc;
 }
 
-KP_CL_TIMED(clSetKernelArg,
-            (cl_kernel kernel, cl_uint arg_index, size_t arg_size, const void *arg_value),
-            (kernel, arg_index, arg_size, arg_value))
+/* A clone has its source's name and the arguments set on it so far. */
+static cl_kernel CL_API_CALL kp_wrap_clCloneKernel(cl_kernel source, cl_int *errcode_ret)
+{
+    if (!kp_cl_enter()->clCloneKernel) return kp_cl_missing(errcode_ret);
+    cl_int err = CL_SUCCESS;
+    uint64_t t0 = kp_now_ns();
+    cl_kernel k = kp_cl_next.clCloneKernel(source, &err);
+    uint64_t t1 = kp_now_ns();
+    if (k) kp_cl_kernel_created(k);
+    if (k && kp_clc_active()) kp_clc_kernel_cloned(source, k);
+    kp_cl_api(KP_CL_FN_clCloneKernel, t0, t1, err, 0);
+    if (errcode_ret) *errcode_ret = err;
+    return k;
+}
 
-KP_CL_TIMED(clReleaseKernel, (cl_kernel kernel), (kernel))
+static cl_int CL_API_CALL kp_wrap_clSetKernelArg(cl_kernel kernel, cl_uint arg_index,
+                                                 size_t arg_size, const void *arg_value)
+{
+    if (!kp_cl_enter()->clSetKernelArg) return CL_INVALID_OPERATION;
+    uint64_t t0 = kp_now_ns();
+    cl_int rc = kp_cl_next.clSetKernelArg(kernel, arg_index, arg_size, arg_value);
+    kp_cl_api(KP_CL_FN_clSetKernelArg, t0, kp_now_ns(), rc, 0);
+    if (rc == CL_SUCCESS && kp_clc_active()) kp_clc_arg_set(kernel, arg_index, arg_size, arg_value);
+    return rc;
+}
+
+static cl_int CL_API_CALL kp_wrap_clSetKernelArgSVMPointer(cl_kernel kernel, cl_uint arg_index,
+                                                           const void *arg_value)
+{
+    if (!kp_cl_enter()->clSetKernelArgSVMPointer) return CL_INVALID_OPERATION;
+    uint64_t t0 = kp_now_ns();
+    cl_int rc = kp_cl_next.clSetKernelArgSVMPointer(kernel, arg_index, arg_value);
+    kp_cl_api(KP_CL_FN_clSetKernelArgSVMPointer, t0, kp_now_ns(), rc, 0);
+    if (rc == CL_SUCCESS && kp_clc_active()) kp_clc_arg_svm(kernel, arg_index, arg_value);
+    return rc;
+}
+
+static cl_int CL_API_CALL kp_wrap_clReleaseKernel(cl_kernel kernel)
+{
+    if (!kp_cl_enter()->clReleaseKernel) return CL_INVALID_OPERATION;
+    if (kp_clc_active()) kp_clc_kernel_releasing(kernel);
+    uint64_t t0 = kp_now_ns();
+    cl_int rc = kp_cl_next.clReleaseKernel(kernel);
+    kp_cl_api(KP_CL_FN_clReleaseKernel, t0, kp_now_ns(), rc, 0);
+    return rc;
+}
 
 /* ---- enqueues of device operations ---- */
 
@@ -430,17 +551,27 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueNDRangeKernel(
     const cl_event *wait_list, cl_event *event)
 {
     if (!kp_cl_enter()->clEnqueueNDRangeKernel) return CL_INVALID_OPERATION;
+    kp_clc_launch cap = {0};
+    if (kp_clc_active())
+        kp_clc_launch_begin(&cap, queue, kernel, work_dim, global_offset, global_size, local_size,
+                            num_events, wait_list);
     kp_cl_op op;
-    cl_event own = NULL;
+    cl_event own = NULL, timed = NULL;
     if (kp_cl_begin(&op, queue, KP_CL_KERNEL, kernel)) {
         kp_cl_geometry(&op, work_dim, global_size, local_size);
         kp_cl_op_work(&op, kernel);
     }
+    cl_event *event_arg = kp_cl_event_arg(&op, event, &own);
+    if (cap.mode == KP_CLC_TIME && !event_arg) event_arg = &timed; /* @slowest times it */
     op.host_enqueue = kp_now_ns();
-    cl_int rc = kp_cl_next.clEnqueueNDRangeKernel(queue, kernel, work_dim, global_offset,
-                                                  global_size, local_size, num_events, wait_list,
-                                                  kp_cl_event_arg(&op, event, &own));
+    cl_int rc =
+        kp_cl_next.clEnqueueNDRangeKernel(queue, kernel, work_dim, global_offset, global_size,
+                                          local_size, num_events, wait_list, event_arg);
+    if (cap.mode)
+        kp_clc_launch_enqueued(&cap, rc, rc == CL_SUCCESS && event_arg ? *event_arg : NULL);
     kp_cl_enqueued(KP_CL_FN_clEnqueueNDRangeKernel, &op, rc, event, own, CL_FALSE);
+    if (timed) kp_cl_next.clReleaseEvent(timed);
+    if (cap.mode) kp_clc_launch_finish(&cap, rc);
     return rc;
 }
 
@@ -449,17 +580,25 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueTask(cl_command_queue queue, cl_kerne
                                                 cl_event *event)
 {
     if (!kp_cl_enter()->clEnqueueTask) return CL_INVALID_OPERATION;
-    kp_cl_op op;
-    cl_event own = NULL;
     const size_t one = 1;
+    kp_clc_launch cap = {0};
+    if (kp_clc_active())
+        kp_clc_launch_begin(&cap, queue, kernel, 1, NULL, &one, &one, num_events, wait_list);
+    kp_cl_op op;
+    cl_event own = NULL, timed = NULL;
     if (kp_cl_begin(&op, queue, KP_CL_KERNEL, kernel)) {
         kp_cl_geometry(&op, 1, &one, &one);
         kp_cl_op_work(&op, kernel);
     }
+    cl_event *event_arg = kp_cl_event_arg(&op, event, &own);
+    if (cap.mode == KP_CLC_TIME && !event_arg) event_arg = &timed;
     op.host_enqueue = kp_now_ns();
-    cl_int rc = kp_cl_next.clEnqueueTask(queue, kernel, num_events, wait_list,
-                                         kp_cl_event_arg(&op, event, &own));
+    cl_int rc = kp_cl_next.clEnqueueTask(queue, kernel, num_events, wait_list, event_arg);
+    if (cap.mode)
+        kp_clc_launch_enqueued(&cap, rc, rc == CL_SUCCESS && event_arg ? *event_arg : NULL);
     kp_cl_enqueued(KP_CL_FN_clEnqueueTask, &op, rc, event, own, CL_FALSE);
+    if (timed) kp_cl_next.clReleaseEvent(timed);
+    if (cap.mode) kp_clc_launch_finish(&cap, rc);
     return rc;
 }
 
@@ -742,6 +881,7 @@ static int kp_cl_start(void)
     kp_cl_ops_init();
     kp_writer_at_exit(kp_cl_ops_exit);
     kp_writer_at_crash(kp_cl_ops_crash);
+    kp_clc_init(); /* `kprof trace --capture`: nothing unless asked for */
     return 1;
 }
 
@@ -855,7 +995,12 @@ static void *kp_cl_loader_symbol(const char *name)
     X(clRetainEvent)                                                                               \
     X(clGetKernelInfo)                                                                             \
     X(clGetKernelWorkGroupInfo)                                                                    \
-    X(clGetCommandQueueInfo)
+    X(clGetCommandQueueInfo)                                                                       \
+    X(clGetKernelArgInfo)                                                                          \
+    X(clGetMemObjectInfo)                                                                          \
+    X(clGetProgramInfo)                                                                            \
+    X(clGetProgramBuildInfo)                                                                       \
+    X(clGetDeviceInfo)
 
 static void kp_cl_preload_init(void)
 {

@@ -873,11 +873,13 @@ static kprof_status kp_bench_point_once(kp_bench_session *r, int index, int rep,
         kp_lab_options lo = {
             .target = a->targets[a->ntargets == 2 ? s : 0],
             .entry = entries[s],
-            .buffers = buffers.data,
+            .buffers = a->replay ? NULL : buffers.data,
             .backend = a->backend,
             .device = a->device,
             .options = options.data ? options.data : "",
         };
+        /* The capture binds the side that is not the capture itself (lab.h). */
+        if (a->replay && strcmp(lo.target, a->replay) != 0) lo.capture = a->replay;
         if (shared && s == 1) {
             labs[1] = labs[0];
             st = kp_lab_use_kernel(labs[0], entries[1], err);
@@ -897,6 +899,8 @@ static kprof_status kp_bench_point_once(kp_bench_session *r, int index, int rep,
                 snprintf(r->kernel_dir, sizeof r->kernel_dir, "%s", info->kernel_dir);
             }
             kp_strlcpy(r->entry_name[s], info->kernel->name, sizeof r->entry_name[s]);
+            if (info->replay && !r->replay_text[s][0])
+                kp_strlcpy(r->replay_text[s], info->replay_text, sizeof r->replay_text[s]);
             snprintf(r->source[s], sizeof r->source[s], "%s", info->source_path);
         }
     }

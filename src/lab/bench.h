@@ -251,8 +251,12 @@ typedef struct kp_bench_plan {
     int ntargets;
     const char *entries[2]; /* --entry, at most twice (two kernels of one file) */
     int nentries;
-    const char *grid, *tg;                     /* texts, evaluated at each point */
-    const char *buffers;                       /* the SPEC, substituted at each point */
+    const char *grid, *tg; /* texts, evaluated at each point */
+    const char *buffers;   /* the SPEC, substituted at each point */
+    /* A captured launch among the targets (NAME@N): its arguments bind every side, so that an
+     * edited copy (`kprof isolate NEW --from NAME@N`) is compared on the program's own data;
+     * buffers is then NULL. NULL: none. */
+    const char *replay;
     const char *defines[KP_BENCH_MAX_DEFINES]; /* -D NAME[=EXPR] */
     int ndefines;
     const char *options; /* -I and --options as the compiler sees them, or NULL */
@@ -300,6 +304,9 @@ typedef struct kp_bench_session {
     int have_info;
     char entry_name[2][128];
     char source[2][4096];
+    /* A replayed capture (kp_bench_plan.replay): each side's output check at its first point,
+     * "" for a side that is not bound with one (lab.h: kp_lab_info.replay_text). */
+    char replay_text[2][512];
     char kernel_dir[4096];
     char first_options[1024]; /* the first point's compiler options and SPEC, its axes */
     char first_buffers[1024]; /* substituted */

@@ -827,8 +827,15 @@ kprof_status kp_lab_remote_open(const kp_lab_options *opts, kp_lab **out, kp_err
     kp_lab *lab = calloc(1, sizeof *lab);
     if (!lab) return kp_error_nomem(err);
     lab->impl = &kp_lab_remote;
-    /* The SPEC is parsed here too: a bad one needs no child, and a fault's message reads it. */
-    kprof_status st = kp_spec_parse(opts->buffers, &lab->spec, err);
+    /* The SPEC is parsed here too: a bad one needs no child, and a fault's message reads it. A
+     * captured launch stands for its own SPEC (replay.c); the child reads the capture again. */
+    kp_capture *capture = NULL;
+    char dir[4096];
+    kprof_status st = kp_lab_capture_load(opts, &capture, dir, sizeof dir, err);
+    if (st == KPROF_OK)
+        st = capture ? kp_lab_capture_spec(capture, &lab->spec, err)
+                     : kp_spec_parse(opts->buffers, &lab->spec, err);
+    kp_lab_capture_free(capture);
     if (st == KPROF_OK) st = kp_lab_child_open(opts, &lab->spec, &lab->info, &lab->child, err);
     if (st != KPROF_OK) {
         free(lab);

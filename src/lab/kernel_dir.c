@@ -33,10 +33,12 @@ kprof_status kp_kernel_name_check(const char *name, kp_error *err)
                             "escape the folder, or read as an option)",
                             name, name[0]);
     for (const char *p = name; *p; p++) {
-        if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-' && *p != '.')
+        /* '@' names a captured launch's folder (softmax@3: collect/capture.h). */
+        if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-' && *p != '.' &&
+            !(*p == '@' && p != name))
             return kp_error_set(err, KPROF_INVALID,
-                                "kernel name '%s' has '%c': use letters, digits, '_', '-' and "
-                                "'.' only, so it stays inside the kernels folder",
+                                "kernel name '%s' has '%c': use letters, digits, '_', '-', '.' "
+                                "and '@' (not first) only, so it stays inside the kernels folder",
                                 name, *p);
     }
     return KPROF_OK;
@@ -55,19 +57,21 @@ kprof_status kp_kernel_dir(const char *name, char *buf, size_t n, kp_error *err)
 kprof_status kp_kernel_dir_source(const char *dir, const char *prefer_backend, char *buf, size_t n,
                                   kp_error *err)
 {
-    char found[KP_LANG_COUNT][4200];
+    /* Every language's extension, and a captured CUDA launch's fatbin (loaded as a cubin). */
+    char found[KP_LANG_COUNT + 1][4200];
     int nfound = 0;
-    for (int i = 0; i < KP_LANG_COUNT; i++) {
+    for (int i = 0; i <= KP_LANG_COUNT; i++) {
         char path[4200];
-        snprintf(path, sizeof path, "%s/kernel.%s", dir, kp_lang_extension((kp_lang)i));
+        snprintf(path, sizeof path, "%s/kernel.%s", dir,
+                 i < KP_LANG_COUNT ? kp_lang_extension((kp_lang)i) : "fatbin");
         struct stat st;
         if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
             snprintf(found[nfound++], sizeof found[0], "%s", path);
     }
     if (nfound == 0)
         return kp_error_set(err, KPROF_NOT_FOUND,
-                            "%s holds no kernel source (kernel.cl, kernel.cu, kernel.ptx or "
-                            "kernel.cubin)",
+                            "%s holds no kernel source (kernel.cl, kernel.cu, kernel.ptx, "
+                            "kernel.cubin or kernel.fatbin)",
                             dir);
     int pick = nfound == 1 ? 0 : -1;
     if (pick < 0 && prefer_backend && strcmp(prefer_backend, "auto") != 0) {

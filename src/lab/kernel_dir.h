@@ -1,7 +1,8 @@
 /*
  * kernel_dir.h — the scratch kernel folders of `kprof isolate`: <home>/kernels/<NAME>/, where
  * <home> is $KPROF_HOME or ./.kprof. A folder holds the kernel source (kernel.cl, kernel.cu,
- * kernel.ptx or kernel.cubin) and, after runs, run.json and sweep.json.
+ * kernel.ptx or kernel.cubin) and, after runs, run.json and sweep.json. A folder NAME@N is a
+ * captured launch (collect/capture.h: kernel.fatbin possible), which the lab replays.
  */
 #ifndef KP_LAB_KERNEL_DIR_H
 #define KP_LAB_KERNEL_DIR_H

@@ -24,6 +24,7 @@
 #define KP_LAB_H
 
 #include "backend/backend.h"
+#include "collect/capture.h"
 #include "core/readings.h"
 #include "core/spec.h"
 #include "core/stats.h"
@@ -40,6 +41,10 @@ typedef struct kp_lab_options {
     size_t source_len;
     int source_lang;         /* kp_lang */
     const char *source_name; /* shown in messages, e.g. "kprof:copy.cu" */
+    /* A captured launch (collect/capture.h) whose arguments and buffers bind the kernel instead
+     * of a SPEC: a NAME@N or a folder. A target that is itself a capture folder needs nothing
+     * here; a bench A/B gives its capture to the edited side this way. buffers must be NULL. */
+    const char *capture;
 } kp_lab_options;
 
 typedef struct kp_buffer_digest {
@@ -68,9 +73,39 @@ typedef struct kp_lab_info {
     uint64_t buffer_bytes; /* sum of buffer sizes */
     char timer[160];       /* the clock of the last measurement ("opencl-profiling", "cupti") */
     char warning[512];     /* something the caller should tell the user, or "" */
+    /* A replayed capture (the target is a capture folder, or kp_lab_options.capture): the
+     * session's SPEC is one u8 buffer per captured allocation (then one local item per __local
+     * argument), bound as the program bound them, each holding its before-state. At open, one
+     * dispatch at the captured geometry is compared with the captured after-state (replay_check,
+     * replay_text); the timed dispatches that follow start from what that dispatch left, as
+     * ncu's kernel replay does. */
+    int replay;
+    char replay_dir[4096];         /* the capture folder */
+    kp_launch replay_launch;       /* the captured geometry (dims, grid, tg, dyn_local) */
+    kp_capture_check replay_check; /* the output check at the captured geometry */
+    char replay_text[512];         /* kp_capture_check_text's sentence */
+    char replay_worst[64];         /* the allocation with the most differing bytes, or "" */
+    int replay_missing;            /* lines of what the capture did not hold (not-captured.txt) */
+    char replay_missing_lines[4][256]; /* the first of them */
 } kp_lab_info;
 
 kprof_status kp_lab_open(const kp_lab_options *opts, kp_lab **out, kp_error *err);
+
+/* What the command line needs of a target that is a captured launch before it opens a session
+ * (the launch's defaults). */
+typedef struct kp_lab_capture_target {
+    kp_launch launch;   /* dims, grid, tg, dyn_local as captured (timeout_s 0, timer AUTO) */
+    char api[8];        /* "cuda", "opencl" */
+    char kernel[1024];  /* the name the trace reported */
+    char symbol[1024];  /* the entry the replay runs */
+    char code_kind[16]; /* cubin fatbin ptx opencl-source opencl-binary */
+    char dir[4096];     /* the capture folder */
+} kp_lab_capture_target;
+
+/* 1 when target (a NAME, as kp_lab_open resolves it) is a capture folder, *out filled; 0 when it
+ * is not (or does not resolve: kp_lab_open says why); -1 with err (CORRUPT, INVALID) when it is
+ * one kprof cannot read. */
+int kp_lab_capture_target_read(const char *target, kp_lab_capture_target *out, kp_error *err);
 
 /* Whether compiler options ("-DN=4 -I inc") can be given to a compiler: every -D (attached or
  * the next word) names a macro (a letter or '_' first), every -I a folder. An empty or blank

@@ -65,7 +65,8 @@ struct kp_lab {
     kp_kernel *kernel;
     kp_spec spec; /* both: a remote session parses it too (a fault's message reads it) */
     kp_buffer *buffers[KP_SPEC_MAX_ARGS];
-    int bound; /* buffers exist and are bound to the kernel */
+    int bound;           /* buffers exist and are bound to the kernel */
+    kp_capture *capture; /* a replayed capture (info.replay): its arguments bind the kernel */
     /* A session in a child process (kp_lab_remote). */
     kp_lab_child *child;
     kp_lab_log *log; /* kp_lab_set_log's, or NULL (both) */
@@ -82,6 +83,33 @@ kprof_status kp_lab_local_open(const kp_lab_options *opts, kp_lab **out, kp_erro
 
 /* NAME|FILE -> info->source_path (and info->kernel_dir for a NAME). */
 kprof_status kp_lab_resolve(const kp_lab_options *opts, kp_lab_info *info, kp_error *err);
+
+/* ---- replay.c: a captured launch as the session's arguments ------------------------------ */
+
+/* The capture a session replays: opts->capture, else the target when it resolves to a capture
+ * folder. *out NULL (and OK) when there is none; else the capture (free with
+ * kp_lab_capture_free) and dir its folder. INVALID when --buffers is given with one. */
+kprof_status kp_lab_capture_load(const kp_lab_options *opts, kp_capture **out, char *dir, size_t n,
+                                 kp_error *err);
+void kp_lab_capture_free(kp_capture *c); /* NULL is a no-op */
+
+/* The SPEC a capture stands for: one u8 buffer per allocation (item j = allocation j), then one
+ * local item per __local argument. INVALID past KP_SPEC_MAX_ARGS. */
+kprof_status kp_lab_capture_spec(const kp_capture *c, kp_spec *spec, kp_error *err);
+
+/* The kernel takes what the capture passes: as many parameters, each of the captured size (where
+ * the kernel says) and of the captured kind (buffer, local, value). INVALID naming the first that
+ * differs. */
+kprof_status kp_lab_capture_check_kernel(const kp_capture *c, const kp_kernel_meta *k,
+                                         kp_error *err);
+
+/* Bind the capture's arguments to kernel (lab->buffers made). */
+kprof_status kp_lab_capture_bind_kernel(kp_lab *lab, kp_kernel *kernel, kp_error *err);
+
+/* Allocate every captured allocation, write its before-state, bind (lab->bound), then one
+ * dispatch at the captured geometry read back and compared with the after-states: info.replay_*
+ * filled. On failure the buffers made so far stay in lab->buffers for kp_lab_close. */
+kprof_status kp_lab_capture_bind(kp_lab *lab, kp_error *err);
 
 /* ---- isolate.c: the session in a child process --------------------------------------------- */
 

@@ -40,8 +40,20 @@ kprof_status kp_lab_resolve(const kp_lab_options *opts, kp_lab_info *info, kp_er
                             "isolate %s`)",
                             info->kernel_dir, t, t);
     const char *prefer = opts->backend ? opts->backend : kp_backend_env();
-    return kp_kernel_dir_source(info->kernel_dir, prefer, info->source_path,
-                                sizeof info->source_path, err);
+    kprof_status s2 = kp_kernel_dir_source(info->kernel_dir, prefer, info->source_path,
+                                           sizeof info->source_path, err);
+    if (s2 == KPROF_NOT_FOUND && kp_capture_is_folder(info->kernel_dir)) {
+        char bin[4200];
+        snprintf(bin, sizeof bin, "%s/program.bin", info->kernel_dir);
+        if (stat(bin, &st) == 0) {
+            kp_error_clear(err);
+            return kp_error_set(err, KPROF_UNAVAILABLE,
+                                "%s: the captured OpenCL program had no source, only a binary "
+                                "(program.bin), which kprof cannot replay yet",
+                                info->kernel_dir);
+        }
+    }
+    return s2;
 }
 
 static kprof_status kp_local_use_kernel(kp_lab *lab, const char *entry, kp_error *err)
@@ -76,13 +88,16 @@ static kprof_status kp_local_use_kernel(kp_lab *lab, const char *entry, kp_error
         kp_str_free(&list);
         return st;
     }
-    st = kp_lab_check_spec(&lab->spec, k, err);
+    /* A capture is checked against the kernel's parameters instead of a SPEC. */
+    st = lab->capture ? kp_lab_capture_check_kernel(lab->capture, k, err)
+                      : kp_lab_check_spec(&lab->spec, k, err);
     if (st != KPROF_OK) return st;
     kp_kernel *kernel = NULL;
     st = lab->ops->kernel_create(lab->program, k, &kernel, err);
     if (st != KPROF_OK) return st;
     if (lab->bound) {
-        st = lab->ops->bind(kernel, &lab->spec, lab->buffers, err);
+        st = lab->capture ? kp_lab_capture_bind_kernel(lab, kernel, err)
+                          : lab->ops->bind(kernel, &lab->spec, lab->buffers, err);
         if (st != KPROF_OK) {
             lab->ops->kernel_release(kernel);
             return st;
@@ -104,8 +119,46 @@ kprof_status kp_lab_local_open(const kp_lab_options *opts, kp_lab **out, kp_erro
     kp_lab *lab = calloc(1, sizeof *lab);
     if (!lab) return kp_error_nomem(err);
     lab->impl = &kp_lab_local;
-    kprof_status st = kp_spec_parse(opts->buffers, &lab->spec, err);
+    kp_str options = {0};
+    const char *entry = opts->entry;
+    kprof_status st = kp_lab_capture_load(opts, &lab->capture, lab->info.replay_dir,
+                                          sizeof lab->info.replay_dir, err);
     if (st != KPROF_OK) goto fail;
+    if (lab->capture) {
+        const kp_capture *c = lab->capture;
+        st = kp_lab_capture_spec(c, &lab->spec, err);
+        if (st != KPROF_OK) goto fail;
+        lab->info.replay = 1;
+        lab->info.replay_missing = c->nmissing;
+        for (int i = 0; i < c->nmissing && i < 4; i++)
+            kp_strlcpy(lab->info.replay_missing_lines[i], c->missing[i],
+                       sizeof lab->info.replay_missing_lines[i]);
+        kp_launch *l = &lab->info.replay_launch;
+        l->dims = c->dims >= 1 && c->dims <= 3 ? c->dims : 1;
+        for (int d = 0; d < 3; d++) {
+            l->grid[d] = d < l->dims && c->grid[d] ? c->grid[d] : 1;
+            l->tg[d] = d < l->dims && c->tg[d] ? c->tg[d] : 1;
+        }
+        l->dyn_local = c->dynamic_smem;
+        /* The program's own build options, then the user's. */
+        kp_str_printf(&options, "%s%s%s", c->build_options,
+                      c->build_options[0] && opts->options && opts->options[0] ? " " : "",
+                      opts->options ? opts->options : "");
+        if (options.failed) {
+            st = kp_error_nomem(err);
+            goto fail;
+        }
+        if (!entry) entry = c->symbol;
+        if (c->offset[0] || c->offset[1] || c->offset[2])
+            snprintf(lab->info.warning, sizeof lab->info.warning,
+                     "the captured launch had a global offset (%llu, %llu, %llu), which the lab "
+                     "does not replay: its work-items run from 0",
+                     (unsigned long long)c->offset[0], (unsigned long long)c->offset[1],
+                     (unsigned long long)c->offset[2]);
+    } else {
+        st = kp_spec_parse(opts->buffers, &lab->spec, err);
+        if (st != KPROF_OK) goto fail;
+    }
     lab->info.spec = &lab->spec;
     int lang;
     if (opts->source_text) {
@@ -148,8 +201,10 @@ kprof_status kp_lab_local_open(const kp_lab_options *opts, kp_lab **out, kp_erro
         .text = text,
         .len = text_len,
         .lang = (kp_lang)lang,
-        .options = opts->options ? opts->options : "",
-        .entry = opts->entry ? opts->entry : "",
+        .options = options.data    ? options.data
+                   : opts->options ? opts->options
+                                   : "",
+        .entry = entry ? entry : "",
     };
     /* kprof's own kernels (in memory) include nothing. */
     if (!opts->source_text) src.includes_hash = kp_lab_includes_hash(&src);
@@ -162,16 +217,27 @@ kprof_status kp_lab_local_open(const kp_lab_options *opts, kp_lab **out, kp_erro
         st = kp_error_set(err, KPROF_NOT_FOUND, "%s defines no kernels", lab->info.source_path);
         goto fail;
     }
-    st = kp_local_use_kernel(lab, opts->entry, err);
+    /* A capture names its kernel by symbol (the mangled name): the kernel of that symbol. */
+    if (lab->capture && entry == lab->capture->symbol) {
+        for (int i = 0; i < lab->meta.nkernels; i++)
+            if (strcmp(lab->meta.kernels[i].symbol, entry) == 0 ||
+                strcmp(lab->meta.kernels[i].name, entry) == 0) {
+                entry = lab->meta.kernels[i].name;
+                break;
+            }
+    }
+    st = kp_local_use_kernel(lab, entry, err);
     if (st != KPROF_OK) goto fail;
 
-    st = kp_lab_bind_buffers(lab, err);
+    st = lab->capture ? kp_lab_capture_bind(lab, err) : kp_lab_bind_buffers(lab, err);
     if (st != KPROF_OK) goto fail;
     free(text);
+    kp_str_free(&options);
     *out = lab;
     return KPROF_OK;
 fail:
     free(text);
+    kp_str_free(&options);
     kp_local_close(lab);
     return st;
 }
@@ -251,7 +317,10 @@ static kprof_status kp_local_digest(kp_lab *lab, kp_buffer_digest *out, int max,
         memset(d, 0, sizeof *d);
         d->arg = i;
         const kp_kernel_meta *k = lab->info.kernel;
-        if (k->nparams > i && k->params) kp_strlcpy(d->name, k->params[i].name, sizeof d->name);
+        if (lab->capture)
+            kp_strlcpy(d->name, lab->capture->allocs[i].name, sizeof d->name);
+        else if (k->nparams > i && k->params)
+            kp_strlcpy(d->name, k->params[i].name, sizeof d->name);
         d->type = a->type;
         d->count = a->count;
         d->hash = kp_hash64(KP_HASH_SEED, host, (size_t)bytes);
@@ -317,6 +386,7 @@ static void kp_local_close(kp_lab *lab)
         lab->ops->close(lab->dev);
     }
     kp_program_meta_free(&lab->meta);
+    kp_lab_capture_free(lab->capture);
     free(lab);
 }
 

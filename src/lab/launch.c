@@ -207,6 +207,10 @@ uint64_t kp_lab_grid_bytes(const kp_lab *lab, const kp_launch *launch, uint64_t 
     for (int d = 0; d < launch->dims; d++)
         n *= launch->grid[d];
     const kp_kernel_meta *k = lab->info.kernel;
+    if (lab->info.replay) { /* u8 buffers of a capture: their sizes, not one byte per thread */
+        if (threads) *threads = n;
+        return lab->info.buffer_bytes;
+    }
     for (int i = 0; i < lab->spec.count; i++) {
         const kp_arg_spec *a = &lab->spec.args[i];
         if (a->kind != KP_ARG_BUFFER) continue;

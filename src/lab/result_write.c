@@ -222,6 +222,17 @@ kprof_status kp_bench_result_write(kp_str *out, const kp_bench_session *bs,
     kp_json_string(&j, "backend", bs->info.device.backend);
     kp_json_int(&j, "device_index", bs->info.device.index);
     kp_json_string(&j, "timer", bs->info.timer);
+    if (plan->replay && bs->info.replay) { /* a captured launch: each side's output check */
+        kp_json_object_begin(&j, "replay");
+        kp_json_string(&j, "capture", bs->info.replay_dir);
+        kp_json_array_begin(&j, "checks");
+        for (int s = 0; s < 2; s++)
+            if (bs->replay_text[s][0]) kp_json_string(&j, NULL, bs->replay_text[s]);
+        kp_json_array_end(&j);
+        kp_json_bool(&j, "identical",
+                     bs->info.replay_check.have && bs->info.replay_check.differing == 0);
+        kp_json_object_end(&j);
+    }
     kp_json_object_begin(&j, "config");
     kp_json_double(&j, "max_noise", plan->cfg.max_noise);
     kp_json_double(&j, "min_time_s", plan->cfg.min_time_s);

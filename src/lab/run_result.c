@@ -75,6 +75,20 @@ void kp_run_json_header(kp_json *j, const kp_lab_info *info)
     kp_json_string(j, "source", info->source_path);
     kp_json_string(j, "entry", info->kernel->name);
     kp_json_string(j, "timer", info->timer);
+    if (!info->replay) return;
+    /* A replayed capture: where it came from, and its output check (once, at the captured
+     * geometry, before the timed dispatches). */
+    kp_json_string(j, "capture", info->replay_dir);
+    kp_json_object_begin(j, "replay_check");
+    kp_json_bool(j, "checked", info->replay_check.have);
+    kp_json_bool(j, "identical", info->replay_check.have && info->replay_check.differing == 0);
+    kp_json_uint(j, "bytes", info->replay_check.bytes);
+    kp_json_uint(j, "differing", info->replay_check.differing);
+    kp_json_string(j, "worst", info->replay_worst[0] ? info->replay_worst : NULL);
+    kp_json_uint(j, "worst_differing", info->replay_check.worst_bytes);
+    kp_json_string(j, "text", info->replay_text);
+    kp_json_int(j, "not_captured", info->replay_missing);
+    kp_json_object_end(j);
 }
 
 void kp_run_json_tg_rule(kp_json *j, const kp_reflection *r)

@@ -271,15 +271,15 @@ static struct {
     int open;
     int profiler_started;
     unsigned long long range; /* the NVTX range's id: it may end on another thread */
-} kp_capture = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} kp_capture_handoff = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 kprof_status kprof_capture_begin(const char *name)
 {
     if (!name || !*name)
         return kp_libkprof_fail("kprof_capture_begin", KPROF_INVALID, "no capture name given");
-    pthread_mutex_lock(&kp_capture.lock);
-    if (kp_capture.open) {
-        pthread_mutex_unlock(&kp_capture.lock);
+    pthread_mutex_lock(&kp_capture_handoff.lock);
+    if (kp_capture_handoff.open) {
+        pthread_mutex_unlock(&kp_capture_handoff.lock);
         return kp_libkprof_fail("kprof_capture_begin", KPROF_INVALID,
                                 "a capture is open already (captures do not nest)");
     }
@@ -303,8 +303,8 @@ kprof_status kprof_capture_begin(const char *name)
                      text);
             st = kp_cuda_result_status(rc) == KPROF_UNAVAILABLE ? KPROF_UNAVAILABLE : KPROF_INVALID;
         } else {
-            kp_capture.profiler_started = 1;
-            kp_capture.range = nvtxRangeStartA(name);
+            kp_capture_handoff.profiler_started = 1;
+            kp_capture_handoff.range = nvtxRangeStartA(name);
         }
     }
 #else
@@ -313,27 +313,27 @@ kprof_status kprof_capture_begin(const char *name)
              "range to hand to an external tool");
     st = KPROF_UNAVAILABLE;
 #endif
-    if (st == KPROF_OK) kp_capture.open = 1;
-    pthread_mutex_unlock(&kp_capture.lock);
+    if (st == KPROF_OK) kp_capture_handoff.open = 1;
+    pthread_mutex_unlock(&kp_capture_handoff.lock);
     return st == KPROF_OK ? KPROF_OK : kp_libkprof_fail("kprof_capture_begin", st, msg);
 }
 
 kprof_status kprof_capture_end(void)
 {
-    pthread_mutex_lock(&kp_capture.lock);
-    if (!kp_capture.open) {
-        pthread_mutex_unlock(&kp_capture.lock);
+    pthread_mutex_lock(&kp_capture_handoff.lock);
+    if (!kp_capture_handoff.open) {
+        pthread_mutex_unlock(&kp_capture_handoff.lock);
         return kp_libkprof_fail("kprof_capture_end", KPROF_INVALID, "no capture is open");
     }
-    kp_capture.open = 0;
+    kp_capture_handoff.open = 0;
 #ifdef KPROF_HAVE_CUDA
-    if (kp_capture.profiler_started) {
-        nvtxRangeEnd(kp_capture.range);
+    if (kp_capture_handoff.profiler_started) {
+        nvtxRangeEnd(kp_capture_handoff.range);
         kp_cu.cuProfilerStop();
-        kp_capture.profiler_started = 0;
+        kp_capture_handoff.profiler_started = 0;
     }
 #endif
-    pthread_mutex_unlock(&kp_capture.lock);
+    pthread_mutex_unlock(&kp_capture_handoff.lock);
     return KPROF_OK;
 }
 

@@ -138,6 +138,12 @@ static void kp_bench_print(const kp_bench_run *r)
     const char *B = kp_text_bold(o), *R = kp_text_reset(o), *Dm = kp_text_dim(o);
     printf("%s%s%s on %s %s(%s device %d, %s)%s\n", B, r->s.entry_name[0], R, r->s.info.device.name,
            Dm, r->s.info.device.backend, r->s.info.device.index, r->s.info.timer, R);
+    if (r->s.info.replay) {
+        int sides = a->plan.ntargets == 2 || a->plan.nentries == 2 ? 2 : 1;
+        kp_run_replay_print(o, &r->s.info, 0);
+        if (sides == 2 && r->s.replay_text[1][0])
+            printf("  %-18s B (%s): %s\n", "", r->s.entry_name[1], r->s.replay_text[1]);
+    }
     int has_flops = a->plan.flops_expr != NULL;
     int both = a->plan.hot && a->plan.cold;
     /* Header. */

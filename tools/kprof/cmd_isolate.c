@@ -6,7 +6,9 @@
 #include "base/env.h"
 #include "base/util.h"
 #include "lab/kernel_dir.h"
+#include "lab/lab.h"
 #include "tools/kprof/cli.h"
+#include "tools/kprof/run.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -87,7 +89,31 @@ int kp_cmd_isolate(int argc, char **argv)
     size_t len = 0;
     const char *ext;
     const char *what;
-    if (from) {
+    /* --from NAME@N: a captured launch's program, made editable (OpenCL source only). */
+    kp_lab_capture_target cap;
+    int from_capture = 0;
+    char cap_file[4200], cap_what[4300];
+    if (from && !kp_path_exists(from)) {
+        from_capture = kp_lab_capture_target_read(from, &cap, &err);
+        if (from_capture < 0) return kp_cli_fail(&err);
+    }
+    if (from_capture && strcmp(cap.code_kind, "opencl-source") != 0) {
+        kp_error_set(&err, KPROF_INVALID,
+                     "%s holds the program as %s, not as source: kprof cannot make it editable "
+                     "(replay it as it is with `kprof bench %s`)",
+                     from,
+                     strcmp(cap.code_kind, "opencl-binary") == 0 ? "an OpenCL binary"
+                                                                 : "CUDA machine code or PTX",
+                     from);
+        return kp_cli_fail(&err);
+    }
+    if (from_capture) {
+        snprintf(cap_file, sizeof cap_file, "%s/kernel.cl", cap.dir);
+        snprintf(cap_what, sizeof cap_what, "the captured launch %s", from);
+        if (kp_file_read(cap_file, &data, &len, &err) != KPROF_OK) return kp_cli_fail(&err);
+        ext = "cl";
+        what = cap_what;
+    } else if (from) {
         int l = kp_lang_from_path(from);
         if (l < 0) {
             kp_error_set(&err, KPROF_INVALID,
@@ -164,7 +190,17 @@ int kp_cmd_isolate(int argc, char **argv)
         }
     }
     printf("created %s from %s\n", path, what);
-    if (!from)
+    if (from_capture) {
+        char g[64], t[64];
+        kp_dims_text(cap.launch.grid, cap.launch.dims, g, sizeof g);
+        kp_dims_text(cap.launch.tg, cap.launch.dims, t, sizeof t);
+        printf("next: kprof bench %s %s   (the edited copy against the original, both on the "
+               "program's own arguments)\n",
+               from, name);
+        printf("  or: kprof run %s --entry %s --grid %s --tg %s --buffers SPEC   (kprof's "
+               "own inputs)\n",
+               name, cap.symbol, g, t);
+    } else if (!from)
         printf("next: kprof run %s --entry demo_add --grid 1048576 --tg 256 \\\n"
                "        --buffers f32:1048576,f32:1048576,f32:1048576,u32=1048576\n",
                name);

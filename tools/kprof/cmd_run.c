@@ -37,6 +37,7 @@ typedef struct kp_run_report {
     int ndigests;
     kp_buffer_digest digests[KP_SPEC_MAX_ARGS];
     int iters_asked;   /* --iters or its default; run.iters is what the budget allowed */
+    int moved;         /* a captured launch run at a geometry not its own */
     double budget_s;   /* the time budget the run went by (0: none: --iters given, or off) */
     int source;        /* --source: lines to print (0: not asked, nothing is reported) */
     int have_hotspots; /* the sampling ran: hotspots holds its lines */
@@ -95,6 +96,7 @@ static void kp_run_print(const kp_run_report *report)
     kp_dims_text(r->launch.tg, r->launch.dims, t, sizeof t);
     printf("%s%s%s on %s %s(%s device %d)%s\n", B, info->kernel->name, R, info->device.name, D,
            info->device.backend, info->device.index, R);
+    if (info->replay) kp_run_replay_print(o, info, report->moved);
     /* Device timestamps time the kernel on whatever the device is: "GPU" only on a GPU (the
      * JSON keys keep their gpu_ms_ names for scripts). Each time in the unit that keeps its
      * digits (726 ns, 1.235 ms). */
@@ -241,6 +243,7 @@ int kp_cmd_run(int argc, char **argv)
                     report.info->kernel->name, a.warmup, a.warmup == 1 ? "" : "s", a.iters,
                     a.iters == 1 ? "" : "es");
     report.iters_asked = a.iters;
+    report.moved = a.replay_moved;
     report.budget_s = kp_run_budget(&a);
     st = kp_lab_measure_within(lab, &a.launch, a.warmup, a.iters, report.budget_s, r->samples,
                                &r->iters, &err);
@@ -334,7 +337,7 @@ int kp_cmd_run(int argc, char **argv)
         kp_strlcpy(h.options, a.lab.options ? a.lab.options : "", sizeof h.options);
         kp_dims_text(r->launch.grid, r->launch.dims, h.grid, sizeof h.grid);
         kp_dims_text(r->launch.tg, r->launch.dims, h.tg, sizeof h.tg);
-        kp_strlcpy(h.buffers, a.lab.buffers, sizeof h.buffers);
+        kp_strlcpy(h.buffers, a.lab.buffers ? a.lab.buffers : "", sizeof h.buffers);
         h.median_ms = r->stats.median;
         h.min_ms = r->stats.min;
         h.nsamples = r->iters;

@@ -60,6 +60,8 @@ static void kp_sweep_print_header(const kp_sweep *s)
     printf("%s%s%s on %s %s(%s device %d)%s, grid %s, %d timed after %d warm-up%s per point\n", B,
            info->kernel->name, R, info->device.name, D, info->device.backend, info->device.index, R,
            g, s->iters, s->warmup, s->warmup == 1 ? "" : "s");
+    /* A sweep changes the threadgroup: the output check is of the captured geometry only. */
+    kp_run_replay_print(o, info, 1);
     if (s->refl.tg_rule != KP_TG_RULE_NONE) {
         char limits[512];
         kp_run_reflection_text(&s->refl, &info->device, limits, sizeof limits);
@@ -319,7 +321,7 @@ static void kp_sweep_record(const kp_sweep *s, const kp_run_args *a)
     kp_strlcpy(h.options, a->lab.options ? a->lab.options : "", sizeof h.options);
     kp_dims_text(p->run.launch.grid, p->run.launch.dims, h.grid, sizeof h.grid);
     kp_dims_text(p->run.launch.tg, p->run.launch.dims, h.tg, sizeof h.tg);
-    kp_strlcpy(h.buffers, a->lab.buffers, sizeof h.buffers);
+    kp_strlcpy(h.buffers, a->lab.buffers ? a->lab.buffers : "", sizeof h.buffers);
     h.median_ms = p->run.stats.median;
     h.min_ms = p->run.stats.min;
     h.nsamples = p->run.iters;

@@ -5,6 +5,7 @@
 #include "tools/kprof/lab_options.h"
 
 #include "core/expr.h"
+#include "lab/kernel_dir.h"
 #include "tools/kprof/cli.h"
 #include "tools/kprof/run.h"
 
@@ -104,6 +105,7 @@ int kp_lab_cli_option(kp_lab_cli *o, int c, int argc, char **argv, int *taken)
     *taken = 1;
     switch (c) {
     case KP_LAB_OPT_GRID:
+        o->grid_set = 1;
         if (!o->parse_dims) {
             o->grid_text = optarg;
         } else if (kp_cli_parse_dims(optarg, o->launch->grid, &o->grid_dims, NULL) != KPROF_OK) {
@@ -133,6 +135,7 @@ int kp_lab_cli_option(kp_lab_cli *o, int c, int argc, char **argv, int *taken)
     case KP_LAB_OPT_DEVICE:
         return kp_cli_parse_device(cmd, optarg, &o->device);
     case KP_LAB_OPT_SMEM:
+        o->smem_set = 1;
         return kp_cli_parse_smem(cmd, optarg, o->launch);
     case KP_LAB_OPT_TIMER:
         return kp_cli_parse_timer(cmd, optarg, o->launch);
@@ -184,6 +187,37 @@ int kp_lab_cli_no_kernel(const kp_lab_cli *o, const char *what)
                                   "as a path)",
                                   o->counters_list);
     return kp_cli_usage_error(o->cmd, "give a kernel: %s", what);
+}
+
+int kp_lab_cli_capture(const kp_lab_cli *o, const char *target, kp_lab_capture_target *cap, int *rc)
+{
+    kp_error err = {0};
+    *rc = 0;
+    int is = kp_lab_capture_target_read(target, cap, &err);
+    if (is < 0) {
+        *rc = kp_cli_fail(&err);
+        kp_error_clear(&err);
+        return -1;
+    }
+    /* NAME@N with no such folder: a capture was meant, and --buffers is not what is missing. */
+    char dir[4096];
+    const char *at = strrchr(target, '@');
+    if (!is && at && at != target && !strchr(target, '/') && !kp_path_exists(target) &&
+        kp_kernel_dir(target, dir, sizeof dir, NULL) == KPROF_OK && !kp_path_exists(dir)) {
+        kp_error_set(&err, KPROF_NOT_FOUND,
+                     "no captured launch %s: %s does not exist (make it with `kprof trace "
+                     "--capture %.*s%s -o run.kprof -- PROG`)",
+                     target, dir, (int)(at - target), target, at);
+        *rc = kp_cli_fail(&err);
+        kp_error_clear(&err);
+        return -1;
+    }
+    if (is && o->buffers)
+        *rc = kp_cli_usage_error(o->cmd,
+                                 "%s is a captured launch: it brings its own arguments and "
+                                 "buffers (those of the program); drop --buffers",
+                                 target);
+    return is;
 }
 
 int kp_lab_cli_need_buffers(const kp_lab_cli *o, const char *example)
@@ -307,7 +341,27 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
     if (optind + 1 < argc)
         return kp_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
     a->lab.target = argv[optind];
-    if ((rc = kp_lab_cli_need_buffers(&o, "f32:1048576,f32:1048576,u32=1048576")) != 0) return rc;
+    /* A captured launch (NAME@N) brings its arguments, and its geometry unless --grid, --tg or
+     * --smem say otherwise (the output check is then still of the captured geometry). */
+    kp_lab_capture_target cap;
+    int is_capture = kp_lab_cli_capture(&o, a->lab.target, &cap, &rc);
+    if (rc != 0) return rc;
+    if (is_capture) {
+        a->replay = 1;
+        a->replay_launch = cap.launch;
+        if (!o.grid_set) {
+            memcpy(a->launch.grid, cap.launch.grid, sizeof a->launch.grid);
+            o.grid_dims = cap.launch.dims;
+        }
+        if (!o.tg_set && !a->sweep) {
+            memcpy(a->launch.tg, cap.launch.tg, sizeof a->launch.tg);
+            o.tg_dims = cap.launch.dims;
+        }
+        if (!o.smem_set) a->launch.dyn_local = cap.launch.dyn_local;
+        a->replay_moved = o.grid_set || o.tg_set || o.smem_set;
+    } else if ((rc = kp_lab_cli_need_buffers(&o, "f32:1048576,f32:1048576,u32=1048576")) != 0) {
+        return rc;
+    }
     if (a->source && a->sweep)
         return kp_cli_usage_error(cmd, "--source samples one run's kernel: not with a sweep");
     if (a->trace && a->sweep)
@@ -564,7 +618,33 @@ int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
     if (a->plan.ntargets == 0)
         return kp_lab_cli_no_kernel(&o, "a NAME made by `kprof isolate` or a FILE (two to "
                                         "compare them)");
-    if ((rc = kp_lab_cli_need_buffers(&o, "f32:N,f32:N,u32=N with --axis N=1M,4M")) != 0) return rc;
+    /* A captured launch (NAME@N) brings its arguments and geometry; the other side of an A/B
+     * (an edited copy: `kprof isolate NEW --from NAME@N`) is bound with the same capture. */
+    kp_lab_capture_target cap;
+    int captures = 0;
+    for (int t = 0; t < a->plan.ntargets; t++) {
+        int is = kp_lab_cli_capture(&o, a->plan.targets[t], &cap, &rc);
+        if (rc != 0) return rc;
+        if (!is || captures++) continue;
+        a->plan.replay = a->plan.targets[t];
+        if (!o.grid_text) {
+            kp_dims_text(cap.launch.grid, cap.launch.dims, a->replay_grid, sizeof a->replay_grid);
+            a->plan.grid = a->replay_grid;
+        }
+        if (!o.tg_text) {
+            kp_dims_text(cap.launch.tg, cap.launch.dims, a->replay_tg, sizeof a->replay_tg);
+            a->plan.tg = a->replay_tg;
+        }
+        if (!o.smem_set) a->plan.launch.dyn_local = cap.launch.dyn_local;
+    }
+    if (a->plan.replay && a->plan.naxes > 0)
+        return kp_cli_usage_error("bench",
+                                  "%s is a captured launch: its buffers are the "
+                                  "program's, so --axis has nothing to vary",
+                                  a->plan.replay);
+    if (!a->plan.replay &&
+        (rc = kp_lab_cli_need_buffers(&o, "f32:N,f32:N,u32=N with --axis N=1M,4M")) != 0)
+        return rc;
     int sides = a->plan.ntargets == 2 || a->plan.nentries == 2 ? 2 : 1;
     if (sides == 2 && a->compare_file)
         return kp_cli_usage_error("bench", "--compare FILE compares with an earlier run: give "

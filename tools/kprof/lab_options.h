@@ -74,6 +74,7 @@ typedef struct kp_lab_cli {
     const char *grid_text, *tg_text; /* without parse_dims: the last --grid and --tg */
     int grid_dims, tg_dims;          /* with parse_dims: their dimensions (1 by default) */
     int tg_set;                      /* --tg was given */
+    int grid_set, smem_set;          /* --grid, --smem were given */
     const char *buffers;
     const char *backend;
     int device;     /* -1: the default */
@@ -103,6 +104,12 @@ int kp_lab_cli_no_kernel(const kp_lab_cli *o, const char *what);
 /* --buffers is required: 0, or "--buffers is required: one item per kernel argument, e.g. "
  * example and its exit code. */
 int kp_lab_cli_need_buffers(const kp_lab_cli *o, const char *example);
+
+/* Whether target is a captured launch (`kprof trace --capture`: NAME@N): 1 and *cap filled
+ * (--buffers given with one: *rc the usage error's exit code), 0 when it is not, -1 with *rc the
+ * exit code when it is one kprof cannot read (printed). */
+int kp_lab_cli_capture(const kp_lab_cli *o, const char *target, kp_lab_capture_target *cap,
+                       int *rc);
 
 /* --plot names an .svg file: 0, or the usage error's exit code. */
 int kp_lab_cli_check_plot(const kp_lab_cli *o);
@@ -142,7 +149,8 @@ typedef struct kp_bench_args {
     const char *plot;
     int plot_throughput;
     int force;
-    const char *trace; /* --trace FILE */
+    const char *trace;                   /* --trace FILE */
+    char replay_grid[64], replay_tg[64]; /* a captured launch's geometry, as --grid and --tg */
 } kp_bench_args;
 
 /* Parse `kprof bench` arguments (argv[0] is the command) into a: the axes, the formulas checked

@@ -25,6 +25,42 @@ void kp_dims_text(const uint64_t *v, int dims, char *buf, size_t n)
                  (unsigned long long)v[2]);
 }
 
+void kp_run_replay_print(FILE *o, const kp_lab_info *info, int moved)
+{
+    if (!info->replay) return;
+    const kp_launch *l = &info->replay_launch;
+    char g[64], t[64];
+    kp_dims_text(l->grid, l->dims, g, sizeof g);
+    kp_dims_text(l->tg, l->dims, t, sizeof t);
+    fprintf(o, "  %-18s %s (grid %s, tg %s", "replay of", info->replay_dir, g, t);
+    if (l->dyn_local) fprintf(o, ", smem %llu B", (unsigned long long)l->dyn_local);
+    fprintf(o, ")\n");
+    fprintf(o, "  %-18s %s\n", "output check", info->replay_text);
+    if (moved)
+        fprintf(o,
+                "  %-18s the check ran at the captured geometry only: the output at any other "
+                "grid, tg or smem is not checked\n",
+                "");
+    uint64_t local = 0;
+    for (int i = 0; moved && info->spec && i < info->spec->count; i++)
+        if (info->spec->args[i].kind == KP_ARG_LOCAL) local += info->spec->args[i].local_bytes;
+    if (local)
+        fprintf(o,
+                "  %-18s its __local arguments keep their captured sizes (%llu bytes in all): "
+                "a larger tg than the captured one may overrun them\n",
+                "", (unsigned long long)local);
+    /* What the capture could not hold: the replay may not be faithful, and says why. */
+    for (int i = 0; i < info->replay_missing && i < 4; i++)
+        fprintf(o, "  %-18s %s\n", i ? "" : "not captured", info->replay_missing_lines[i]);
+    if (info->replay_missing > 4)
+        fprintf(o, "  %-18s %d more in %s/not-captured.txt\n", "", info->replay_missing - 4,
+                info->replay_dir);
+    fprintf(o,
+            "  %-18s the timed dispatches start from the state the checked one left (as "
+            "ncu's replay)\n",
+            "");
+}
+
 void kp_run_reflection_text(const kp_reflection *r, const kp_device_info *dev, char *buf, size_t n)
 {
     char rule[256];

@@ -33,6 +33,9 @@ typedef struct kp_run_args {
     int source;          /* --source[=N]: the N hottest source lines to print; 0 = not asked */
     int counters;        /* --counters: read hardware counters (per point in a sweep) */
     kp_counters counters_asked; /* the raw names of --counters LIST (nraw 0: the standard set) */
+    int replay;                 /* the target is a captured launch (NAME@N) */
+    int replay_moved;           /* ... run at a geometry of --grid/--tg/--smem, not its own */
+    kp_launch replay_launch;    /* the captured geometry */
 } kp_run_args;
 
 /* The default --time-budget: seconds of dispatching a run (or a whole sweep) may take before it
@@ -53,6 +56,12 @@ void kp_run_reflection_text(const kp_reflection *r, const kp_device_info *dev, c
 /* After KPROF_TIMEOUT: the kernel may still run, and releasing the device would wait for it,
  * maybe for ever. Report the error and leave at once; the OS reclaims everything. */
 _Noreturn void kp_run_abandon(const kp_error *err);
+
+/* A replayed capture's lines under a panel's title (run, sweep, bench): where it came from, the
+ * output check's sentence (kp_lab_info.replay_text) and, when moved (the run's geometry is not
+ * the captured one: --grid, --tg, --smem, or a sweep), that the check is of the captured
+ * geometry only. Nothing for a session that is not a replay. */
+void kp_run_replay_print(FILE *o, const kp_lab_info *info, int moved);
 
 /* "4096", "64x32", "8x8x4". */
 void kp_dims_text(const uint64_t *v, int dims, char *buf, size_t n);

@@ -31,6 +31,7 @@ const kp_backend_ops kp_cuda_backend = {
     .read = kp_cuda_read,
     .free = kp_cuda_free,
     .bind = kp_cuda_bind,
+    .bind_capture = kp_cuda_bind_capture,
     .dispatch = kp_cuda_dispatch,
     .dispatch_batch = kp_cuda_dispatch_batch,
     .flush_cache = kp_cuda_flush_cache,

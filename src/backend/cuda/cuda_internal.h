@@ -58,6 +58,7 @@ struct kp_kernel {
     int bound;
     void *args[KP_SPEC_MAX_ARGS];      /* cuLaunchKernel's kernelParams: into values[] */
     uint64_t values[KP_SPEC_MAX_ARGS]; /* device pointers and scalar bytes */
+    unsigned char *raw; /* bind_capture's parameter bytes (args[] point into it), or NULL */
 };
 
 struct kp_buffer {
@@ -103,6 +104,8 @@ kprof_status kp_cuda_alloc(kp_device *dev, uint64_t bytes, kp_buffer **out, kp_e
 kprof_status kp_cuda_write(kp_buffer *b, const void *src, uint64_t bytes, kp_error *err);
 kprof_status kp_cuda_read(kp_buffer *b, void *dst, uint64_t bytes, kp_error *err);
 void kp_cuda_free(kp_buffer *b);
+kprof_status kp_cuda_bind_capture(kp_kernel *k, const kp_raw_args *args, kp_buffer *const *buffers,
+                                  kp_error *err);
 kprof_status kp_cuda_bind(kp_kernel *k, const kp_spec *spec, kp_buffer *const *buffers,
                           kp_error *err);
 kprof_status kp_cuda_dispatch(kp_kernel *k, const kp_launch *l, double *gpu_ns,

@@ -78,6 +78,7 @@ void kp_cuda_kernel_release(kp_kernel *k)
     if (!k) return;
     free(k->cupti_ns);
     free(k->cupti_start);
+    free(k->raw);
     free(k);
 }
 
@@ -301,6 +302,78 @@ kprof_status kp_cuda_bind(kp_kernel *k, const kp_spec *spec, kp_buffer *const *b
                                 i + 1, a->text, have, i + 1, k->name, want);
         k->args[i] = &k->values[i];
     }
+    k->bound = 1;
+    return KPROF_OK;
+}
+
+/* A captured launch's parameters: the captured bytes of each, every device address inside them
+ * (kp_raw_ptr) replaced by the new buffer's address plus the captured offset, a whole-buffer
+ * argument (KP_RAW_BUFFER) by the buffer's address; kernelParams[i] points at parameter i in
+ * one heap block the kernel keeps (cuLaunchKernel copies from it at each launch). */
+kprof_status kp_cuda_bind_capture(kp_kernel *k, const kp_raw_args *args, kp_buffer *const *buffers,
+                                  kp_error *err)
+{
+    k->bound = 0;
+    if (args->nargs > KP_SPEC_MAX_ARGS)
+        return kp_error_set(err, KPROF_INVALID,
+                            "cuda: the capture has %d arguments; kprof binds at most %d",
+                            args->nargs, KP_SPEC_MAX_ARGS);
+    if (k->nparams >= 0 && args->nargs != k->nparams)
+        return kp_error_set(err, KPROF_INVALID,
+                            "cuda: the capture has %d argument%s but %s takes %d", args->nargs,
+                            args->nargs == 1 ? "" : "s", k->name, k->nparams);
+    size_t off[KP_SPEC_MAX_ARGS], total = 0;
+    for (int i = 0; i < args->nargs; i++) {
+        const kp_raw_arg *a = &args->args[i];
+        uint32_t size = a->kind == KP_RAW_BUFFER ? (uint32_t)sizeof(CUdeviceptr) : a->size;
+        if (a->kind == KP_RAW_LOCAL)
+            return kp_error_set(err, KPROF_INVALID,
+                                "cuda: captured argument %d of %s is local memory, which CUDA "
+                                "kernels do not take",
+                                i + 1, k->name);
+        uint32_t want = i < k->nparams ? k->param_size[i] : 0;
+        if (want && want != size)
+            return kp_error_set(err, KPROF_INVALID,
+                                "cuda: captured argument %d passes %u bytes but parameter %d of "
+                                "%s takes %u",
+                                i + 1, (unsigned)size, i + 1, k->name, (unsigned)want);
+        off[i] = total;
+        total += ((size_t)size + 15) & ~(size_t)15;
+    }
+    unsigned char *raw = calloc(1, total ? total : 1);
+    if (!raw) return kp_error_nomem(err);
+    for (int i = 0; i < args->nargs; i++) {
+        const kp_raw_arg *a = &args->args[i];
+        if (a->kind == KP_RAW_BUFFER) {
+            if (!buffers || a->buffer < 0 || !buffers[a->buffer]) {
+                free(raw);
+                return kp_error_set(err, KPROF_INVALID,
+                                    "cuda: captured argument %d of %s has no buffer to bind", i + 1,
+                                    k->name);
+            }
+            uint64_t addr = (uint64_t)buffers[a->buffer]->ptr;
+            memcpy(raw + off[i], &addr, sizeof addr);
+        } else if (a->size && a->bytes) {
+            memcpy(raw + off[i], a->bytes, a->size);
+        }
+    }
+    for (int p = 0; p < args->nptrs; p++) {
+        const kp_raw_ptr *q = &args->ptrs[p];
+        if ((int)q->arg >= args->nargs || args->args[q->arg].kind != KP_RAW_VALUE ||
+            (uint64_t)q->at + 8 > args->args[q->arg].size || !buffers || !buffers[q->buffer]) {
+            free(raw);
+            return kp_error_set(err, KPROF_INVALID,
+                                "cuda: captured pointer %d (argument %u, byte %u) is outside its "
+                                "argument or names no buffer",
+                                p + 1, (unsigned)q->arg + 1, (unsigned)q->at);
+        }
+        uint64_t addr = (uint64_t)buffers[q->buffer]->ptr + q->offset;
+        memcpy(raw + off[q->arg] + q->at, &addr, sizeof addr);
+    }
+    free(k->raw);
+    k->raw = raw;
+    for (int i = 0; i < args->nargs; i++)
+        k->args[i] = raw + off[i];
     k->bound = 1;
     return KPROF_OK;
 }

@@ -692,6 +692,48 @@ static kprof_status kp_cl_bind(kp_kernel *k, const kp_spec *spec, kp_buffer *con
     return KPROF_OK;
 }
 
+/* A captured launch's arguments: value bytes as clSetKernelArg was given them, a cl_mem for each
+ * buffer argument, (size, NULL) for __local memory. OpenCL passes no device addresses by value
+ * (no SVM here), so a pointer to patch is refused. */
+static kprof_status kp_cl_bind_capture(kp_kernel *k, const kp_raw_args *args,
+                                       kp_buffer *const *buffers, kp_error *err)
+{
+    if (args->nptrs > 0)
+        return kp_error_set(err, KPROF_INVALID,
+                            "opencl: %s: the capture holds device addresses inside by-value "
+                            "arguments, which OpenCL replays cannot patch",
+                            k->name);
+    cl_uint nargs = 0;
+    if (kp_cl.clGetKernelInfo(k->kernel, CL_KERNEL_NUM_ARGS, sizeof nargs, &nargs, NULL) ==
+            CL_SUCCESS &&
+        (int)nargs != args->nargs)
+        return kp_error_set(err, KPROF_INVALID,
+                            "opencl: the capture has %d argument%s but %s takes %u", args->nargs,
+                            args->nargs == 1 ? "" : "s", k->name, (unsigned)nargs);
+    for (int i = 0; i < args->nargs; i++) {
+        const kp_raw_arg *a = &args->args[i];
+        cl_int rc;
+        if (a->kind == KP_RAW_BUFFER) {
+            if (!buffers || a->buffer < 0 || !buffers[a->buffer])
+                return kp_error_set(err, KPROF_INVALID,
+                                    "opencl: captured argument %d of %s has no buffer to bind",
+                                    i + 1, k->name);
+            rc = kp_cl.clSetKernelArg(k->kernel, (cl_uint)i, sizeof(cl_mem),
+                                      &buffers[a->buffer]->mem);
+        } else if (a->kind == KP_RAW_VALUE) {
+            rc = kp_cl.clSetKernelArg(k->kernel, (cl_uint)i, a->size, a->bytes);
+        } else {
+            rc = kp_cl.clSetKernelArg(k->kernel, (cl_uint)i, a->size, NULL);
+        }
+        if (rc != CL_SUCCESS)
+            return kp_error_set(
+                err, KPROF_INVALID,
+                "opencl: captured argument %d (%u bytes) of %s was refused: %s (%d)", i + 1,
+                (unsigned)a->size, k->name, kp_cl_error_name(rc), (int)rc);
+    }
+    return KPROF_OK;
+}
+
 typedef struct kp_cl_waiter {
     cl_event ev;
     cl_int rc;     /* clGetEventInfo's result */
@@ -961,6 +1003,7 @@ const kp_backend_ops kp_opencl_backend = {
     .read = kp_cl_read,
     .free = kp_cl_free,
     .bind = kp_cl_bind,
+    .bind_capture = kp_cl_bind_capture,
     .dispatch = kp_cl_dispatch,
     .flush_cache = kp_cl_flush_cache,
     .flush_kernel = "kprof_cache_flush",
