@@ -498,7 +498,8 @@ static kprof_status kp_capture_manifest(const kp_capture *c, kp_str *out)
         kp_json_int(&j, "arg", a->arg);
         kp_json_string(&j, "name", a->name);
         kp_json_string(&j, "before", a->before[0] ? a->before : NULL);
-        kp_json_string(&j, "after", a->after[0] ? a->after : NULL);
+        /* No after-state was copied (--capture-no-after): no file is named. */
+        kp_json_string(&j, "after", c->after && a->after[0] ? a->after : NULL);
         kp_json_object_end(&j);
     }
     kp_json_array_end(&j);

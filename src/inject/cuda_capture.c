@@ -341,6 +341,10 @@ static void kp_cap_module_unloading(const CUpti_ModuleResourceData *m)
 {
     if (!m) return;
     pthread_mutex_lock(&kp_cap.lock);
+    /* Its functions' handles may be handed out again for other functions: forget every
+     * function's answer (they are looked up again; the launch counts are per symbol). */
+    if (kp_cap.fns) memset(kp_cap.fns, 0, kp_cap.cap_fns * sizeof *kp_cap.fns);
+    kp_cap.nfns = 0;
     for (size_t i = 0; i < kp_cap.nmodules; i++) {
         if (kp_cap.modules[i].id != m->moduleId) continue;
         free(kp_cap.modules[i].data);
@@ -563,14 +567,15 @@ static CUresult kp_cap_param_info(CUfunction f, size_t i, size_t *off, size_t *s
 }
 
 /* A device allocation argument `arg`'s word at `at` points into: added with its pointer, or a
- * not-captured line. `word` is the word's value. */
-static void kp_cap_pointer(kp_cap_work *w, uint32_t arg, uint32_t at, uint64_t word)
+ * not-captured line. `word` is the word's value. 0 when it points into no memory the driver
+ * knows (a plain value), 1 otherwise. */
+static int kp_cap_pointer(kp_cap_work *w, uint32_t arg, uint32_t at, uint64_t word)
 {
     kp_capture *c = &w->c;
     CUdeviceptr base = 0;
     size_t bytes = 0;
     if (word == 0 || kp_cd.cuMemGetAddressRange(&base, &bytes, (CUdeviceptr)word) != CUDA_SUCCESS)
-        return; /* no pointer into memory the driver knows: a plain value */
+        return 0;
     unsigned int managed = 0, type = 0;
     if (kp_cd.cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, (CUdeviceptr)word) !=
         CUDA_SUCCESS)
@@ -588,13 +593,13 @@ static void kp_cap_pointer(kp_cap_work *w, uint32_t arg, uint32_t at, uint64_t w
                            "%s points into managed (unified) memory at 0x%llx (%zu bytes): "
                            "not copied",
                            where, (unsigned long long)base, bytes);
-        return;
+        return 1;
     }
     if (type != CU_MEMORYTYPE_DEVICE) {
         kp_capture_missing(c, "%s points into %s memory at 0x%llx (%zu bytes): not copied", where,
                            type == CU_MEMORYTYPE_HOST ? "mapped host" : "non-device",
                            (unsigned long long)base, bytes);
-        return;
+        return 1;
     }
     if ((uint64_t)bytes > kp_cap.pattern.max_bytes) {
         kp_capture_missing(c,
@@ -602,7 +607,7 @@ static void kp_cap_pointer(kp_cap_work *w, uint32_t arg, uint32_t at, uint64_t w
                            "--capture-max-bytes (%llu): not copied",
                            where, bytes, (unsigned long long)base,
                            (unsigned long long)kp_cap.pattern.max_bytes);
-        return;
+        return 1;
     }
     char name[64];
     if (at)
@@ -616,6 +621,7 @@ static void kp_cap_pointer(kp_cap_work *w, uint32_t arg, uint32_t at, uint64_t w
                            err.message[0] ? err.message : "too many pointers");
         kp_error_clear(&err);
     }
+    return 1;
 }
 
 /* Whether a small nonzero word names a texture or surface object (handles are small integers,
@@ -831,9 +837,8 @@ static void kp_cap_begin(kp_cap_work *w, const kp_cap_launch *l, CUcontext ctx, 
         for (size_t at = 0; at + 8 <= size; at += 8) {
             uint64_t word;
             memcpy(&word, (const unsigned char *)bytes + at, 8);
-            int before = c->nallocs + c->nptrs;
-            kp_cap_pointer(w, (uint32_t)a, (uint32_t)at, word);
-            if (c->nallocs + c->nptrs == before) kp_cap_texture(w, (uint32_t)a, (uint32_t)at, word);
+            if (!kp_cap_pointer(w, (uint32_t)a, (uint32_t)at, word))
+                kp_cap_texture(w, (uint32_t)a, (uint32_t)at, word);
         }
     }
     if (kp_cap_copy_states(w, 0) != KPROF_OK) goto fail;
@@ -882,6 +887,9 @@ static void kp_cap_end(kp_cap_work *w, CUresult launched)
         }
     }
     if (!w->failed && w->c.after && kp_cap_copy_states(w, 1) != KPROF_OK) w->failed = 1;
+    if (!w->c.after) /* --capture-no-after: the manifest names no after-state */
+        for (int j = 0; j < w->c.nallocs; j++)
+            w->c.allocs[j].after[0] = '\0';
     w->c.held_ns = w->held_ns + (int64_t)(kp_now_ns() - t0);
     if (!w->failed) {
         const char *force = getenv(KP_ENV_CAPTURE_FORCE);
@@ -1095,8 +1103,11 @@ int kp_cuda_capture_start(const kp_error *collection)
 {
     kp_error err = {0};
     int asked = kp_capture_pattern_env(&kp_cap.pattern, &err);
-    const char *text = getenv(KP_ENV_CAPTURE);
     if (asked == 0) return 0;
+    /* Failures before any launch are named by the pattern (its glob and @N when it parsed). */
+    const char *text = asked > 0 ? kp_cap.pattern.glob : getenv(KP_ENV_CAPTURE);
+    uint64_t nth =
+        asked > 0 && kp_cap.pattern.select != KP_CAPTURE_SLOWEST ? kp_cap.pattern.nth : 0;
     if (asked < 0) {
         kp_cap_fail_early(text ? text : "", 0, &err);
         kp_error_clear(&err);
@@ -1105,7 +1116,7 @@ int kp_cuda_capture_start(const kp_error *collection)
     if (collection) {
         kp_error_set(&err, KPROF_UNAVAILABLE, "kprof's CUDA collection is off: %s",
                      collection->message);
-        kp_cap_fail_early(text, 0, &err);
+        kp_cap_fail_early(text, nth, &err);
         kp_error_clear(&err);
         return 0;
     }
@@ -1118,10 +1129,14 @@ int kp_cuda_capture_start(const kp_error *collection)
                  home && *home ? home : ".kprof");
     if (kp_dynlib_load_table(&kp_cd_table, &err) != KPROF_OK ||
         kp_dynlib_load_table(&kp_cc_table, &err) != KPROF_OK) {
-        kp_cap_fail_early(text, 0, &err);
+        kp_cap_fail_early(text, nth, &err);
         kp_error_clear(&err);
         return 0;
     }
+    /* The demangler loads the C++ runtime on first use: do that now, not inside a module-load
+     * callback, where the driver may hold its locks while the loader takes its own. */
+    char warm[64];
+    kp_demangle("_Z1fv", warm, sizeof warm);
     CUptiResult r = kp_cc.cuptiSubscribe(&kp_cap.subscriber, kp_cap_callback, NULL);
     if (r != CUPTI_SUCCESS) {
         kp_error_set(&err, KPROF_UNAVAILABLE,
@@ -1131,7 +1146,7 @@ int kp_cuda_capture_start(const kp_error *collection)
                            "needs (%s)"
                          : "CUPTI refused the capture's callbacks (%s)",
                      kp_cupti_result_text(r));
-        kp_cap_fail_early(text, 0, &err);
+        kp_cap_fail_early(text, nth, &err);
         kp_error_clear(&err);
         return 0;
     }
@@ -1154,7 +1169,7 @@ int kp_cuda_capture_start(const kp_error *collection)
             kp_error_set(&err, KPROF_UNAVAILABLE, "CUPTI refused the capture's callback %zu (%s)",
                          i, kp_cupti_result_text(r));
             kp_cc.cuptiUnsubscribe(kp_cap.subscriber);
-            kp_cap_fail_early(text, 0, &err);
+            kp_cap_fail_early(text, nth, &err);
             kp_error_clear(&err);
             return 0;
         }
@@ -1189,7 +1204,11 @@ void kp_cuda_capture_exit(void)
                      "the program ended while the capture of launch %llu was under way",
                      (unsigned long long)(most));
     } else if (most_sym < 0) {
-        kp_error_set(&err, KPROF_NOT_FOUND, "no kernel matching '%s' was launched", p->glob);
+        if (p->select != KP_CAPTURE_SLOWEST) cp->launch = p->nth;
+        kp_error_set(&err, KPROF_NOT_FOUND,
+                     "no kernel matching '%s' was launched (launches replayed from a CUDA graph "
+                     "do not pass the capture)",
+                     p->glob);
     } else if (p->select != KP_CAPTURE_SLOWEST) {
         cp->launch = p->nth;
         kp_error_set(&err, KPROF_NOT_FOUND,

@@ -20,6 +20,8 @@
  *
  * Only the activity API is used, never cuptiSubscribe: CUPTI allows one callback subscriber per
  * process, and taking it would break programs that profile themselves (the PyTorch profiler).
+ * The one exception is asked for: `kprof trace --capture` (cuda_capture.h) subscribes, because
+ * it must stop the program at one launch, and says so when another subscriber holds CUPTI.
  */
 #define _GNU_SOURCE
 #include "backend/backend.h"

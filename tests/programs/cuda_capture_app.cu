@@ -35,8 +35,7 @@
     do {                                                                                           \
         cudaError_t err_ = (call);                                                                 \
         if (err_ != cudaSuccess) {                                                                 \
-            fprintf(stderr, "cuda_capture_app: %s failed: %s\n", #call,                            \
-                    cudaGetErrorString(err_));                                                     \
+            fprintf(stderr, "cuda_capture_app: %s failed: %s\n", #call, cudaGetErrorString(err_)); \
             exit(1);                                                                               \
         }                                                                                          \
     } while (0)
@@ -85,7 +84,8 @@ static void fill(float *dev, size_t n, float base)
 {
     float *host = (float *)malloc(n * sizeof(float));
     if (!host) exit(1);
-    for (size_t i = 0; i < n; i++) host[i] = base + (float)(i % 1000) * 0.25f;
+    for (size_t i = 0; i < n; i++)
+        host[i] = base + (float)(i % 1000) * 0.25f;
     CHECK_CUDA(cudaMemcpy(dev, host, n * sizeof(float), cudaMemcpyHostToDevice));
     free(host);
 }

@@ -111,6 +111,13 @@ static void module_loaded(uint32_t id, const void *image, size_t size)
     fake_callback()(NULL, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED, &r);
 }
 
+static void module_unloading(uint32_t id)
+{
+    CUpti_ModuleResourceData m = {.moduleId = id};
+    CUpti_ResourceData r = {.context = (CUcontext)(uintptr_t)0xc0, .resourceDescriptor = &m};
+    fake_callback()(NULL, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING, &r);
+}
+
 /* One launch: its enter callback, then `kernel` (the device's work, done by the test), then its
  * exit callback with the launch's result. */
 static void launch(CUfunction f, const char *symbol, unsigned gx, unsigned gy, unsigned bx,
@@ -232,6 +239,10 @@ static void scenario_nth(void)
         launch(fother, NULL, 4, 1, 256, 1, other_params, NULL, CUDA_SUCCESS, NULL, NULL);
     CHECK_INT(fake_calls("cuFuncGetName"), 1);
     CHECK_INT(fake_calls("cuMemGetAddressRange"), 0);
+    /* A module unloaded: function handles may be reused, so each is looked up again. */
+    module_unloading(1);
+    launch(fother, NULL, 4, 1, 256, 1, other_params, NULL, CUDA_SUCCESS, NULL, NULL);
+    CHECK_INT(fake_calls("cuFuncGetName"), 2);
 
     launch(faxpy, "kp_axpy", N / 256, 1, 256, 1, params, NULL, CUDA_SUCCESS, axpy, &a);
     static float before[N], after[N];
@@ -241,7 +252,7 @@ static void scenario_nth(void)
     memcpy(after, y, sizeof after);
     a = 3.0f;
     launch(faxpy, "kp_axpy", N / 256, 1, 256, 1, params, NULL, CUDA_SUCCESS, axpy, &a);
-    CHECK_INT(fake_calls("cuFuncGetName"), 1); /* kp_axpy's name came from CUPTI */
+    CHECK_INT(fake_calls("cuFuncGetName"), 2); /* kp_axpy's name came from CUPTI */
 
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/kp_axpy@2", kernels);
@@ -677,6 +688,96 @@ static void scenario_bad_pattern(void)
     CHECK_INT(kp_cuda_capture_start(NULL), 0); /* not asked: nothing, no line */
 }
 
+/* ---- no after-state, an allocation over the limit ---- */
+
+static void scenario_no_after_max_bytes(void)
+{
+    scenario_env("no_after", "kp_axpy@1");
+    setenv("KPROF_CAPTURE_AFTER", "0", 1);
+    setenv("KPROF_CAPTURE_MAX_BYTES", "4096", 1); /* x (4 KiB) passes, y (4 KiB + 256) not */
+    CHECK_INT(kp_cuda_capture_start(NULL), 1);
+    CUfunction f = (CUfunction)(uintptr_t)0x1000;
+    void *params[4];
+    float *y, *x, a;
+    int n;
+    axpy_setup(f, params, &y, &x, &a, &n);
+    launch(f, "kp_axpy", 4, 1, 256, 1, params, NULL, CUDA_SUCCESS, NULL, NULL);
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/kp_axpy@1", kernels);
+    kp_capture *c = calloc(1, sizeof *c);
+    kp_error err = {0};
+    CHECK_INT(kp_capture_read(dir, c, &err), KPROF_OK);
+    if (err.status) fprintf(stderr, "%s\n", err.message);
+    CHECK_INT(c->after, 0);
+    CHECK_INT(c->nallocs, 1);
+    CHECK_INT(c->nptrs, 1);
+    CHECK_INT(c->ptrs[0].arg, 1);
+    CHECK_STR(c->allocs[0].after, "");
+    CHECK(c->allocs[0].before[0] != '\0');
+    CHECK_INT(c->nmissing, 1);
+    CHECK_CONTAINS(c->missing[0], "over --capture-max-bytes (4096)");
+    kp_capture_release(c);
+    free(c);
+    kp_error_clear(&err);
+}
+
+/* ---- images nvcc made ---- */
+
+/* With KPROF_TEST_CUBIN / KPROF_TEST_FATBIN (what nvcc makes of tests/programs/
+ * cuda_capture_app.cu, where the build has nvcc): a real image, found by the kernel's symbol
+ * (the cubin's symbol table; the fatbin's bytes) among images that do not hold it. */
+static void real_image(const char *name, const char *env, const char *kind)
+{
+    const char *path = getenv(env);
+    if (!path || !*path) {
+        fprintf(stderr, "scenario %s: skipped: %s not set (no nvcc in the build)\n", name, env);
+        return;
+    }
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL);
+    if (!f) return;
+    static unsigned char image[1 << 20];
+    size_t len = fread(image, 1, sizeof image, f);
+    fclose(f);
+    CHECK(len > 0 && len < sizeof image);
+    scenario_env(name, "*kp_cap_pairs*");
+    CHECK_INT(kp_cuda_capture_start(NULL), 1);
+    static unsigned char other[512];
+    module_loaded(1, other, make_cubin(other, sizeof other, "_Z12kp_cap_pairs4Pair_not"));
+    module_loaded(2, image, len);
+    CUfunction fn = (CUfunction)(uintptr_t)0x4000;
+    size_t off[1] = {0}, size[1] = {24};
+    fake_function(fn, "_Z12kp_cap_pairs4Pair", 1, off, size, 16);
+    unsigned char arg[24] = {0};
+    void *params[1] = {arg};
+    launch(fn, "_Z12kp_cap_pairs4Pair", 16, 32, 16, 16, params, NULL, CUDA_SUCCESS, NULL, NULL);
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/kp_cap_pairs@1", kernels);
+    kp_capture *c = calloc(1, sizeof *c);
+    kp_error err = {0};
+    CHECK_INT(kp_capture_read(dir, c, &err), KPROF_OK);
+    if (err.status) fprintf(stderr, "%s\n", err.message);
+    CHECK_STR(c->code_kind, kind);
+    CHECK_STR(c->kernel, "kp_cap_pairs(Pair)");
+    char code[4300];
+    snprintf(code, sizeof code, "%s/%s", dir, c->code_file);
+    struct stat st;
+    CHECK(stat(code, &st) == 0 && (size_t)st.st_size == len);
+    kp_capture_release(c);
+    free(c);
+    kp_error_clear(&err);
+}
+
+static void scenario_real_cubin(void)
+{
+    real_image("real_cubin", "KPROF_TEST_CUBIN", "cubin");
+}
+
+static void scenario_real_fatbin(void)
+{
+    real_image("real_fatbin", "KPROF_TEST_FATBIN", "fatbin");
+}
+
 /* ---- main ---- */
 
 static int run(const char *name, void (*fn)(void))
@@ -710,6 +811,9 @@ int main(void)
     failed += run("nth", scenario_nth);
     failed += run("struct", scenario_struct);
     failed += run("slowest", scenario_slowest);
+    failed += run("no_after_max_bytes", scenario_no_after_max_bytes);
+    failed += run("real_cubin", scenario_real_cubin);
+    failed += run("real_fatbin", scenario_real_fatbin);
     failed += run("no_module", scenario_no_module);
     failed += run("lazy_module", scenario_lazy_module);
     failed += run("never", scenario_never);
