@@ -8,6 +8,7 @@ import glob
 import json
 import os
 import struct
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
@@ -138,6 +139,64 @@ class ReplayCuda(kptest.KprofTestCase):
         p = self.kprof("run", "scale@1", "--iters", "3", expect=0)
         self.assertIn("replay reproduces the program's output", p.stdout)
         self.assertIn("grid %d, tg %d" % (N, TG), p.stdout)
+
+
+PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "programs")
+
+
+class ReplayCapturedCuda(kptest.KprofTestCase):
+    """Launches of a real CUDA program (tests/programs/cuda_capture_app.cu) and of a Triton kernel
+    captured by `kprof trace --capture`, then replayed: output identical."""
+
+    needs_opencl = False
+    needs_cuda = True
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.bin = os.path.join(kptest.tempfile.mkdtemp(prefix="kprof-cuda-replay-"), "bin")
+        p = subprocess.run(["sh", os.path.join(PROGRAMS, "build_cuda_app.sh"), cls.bin,
+                                   "cuda_capture_app"], capture_output=True, text=True)
+        if p.returncode == 77:
+            raise kptest.unittest.SkipTest(p.stderr.strip())
+        if p.returncode != 0:
+            raise AssertionError("building cuda_capture_app failed:\n" + p.stderr)
+        cls.app = os.path.join(cls.bin, "cuda_capture_app")
+
+    def captured(self, pattern, folder, program=None):
+        out = os.path.join(self.tmp, "prog-out")
+        os.makedirs(out, exist_ok=True)
+        kernels = os.path.join(self.tmp, "kernels")
+        self.kprof("trace", "--capture", pattern, "--capture-dir", kernels, "-o",
+                   os.path.join(self.tmp, "t.kprof"), "--", *(program or [self.app]), out,
+                   expect=0, timeout=300)
+        path = os.path.join(kernels, folder)
+        self.assertTrue(os.path.isdir(path), os.listdir(kernels))
+        return path
+
+    def check_replay(self, path):
+        doc = self.run_json("run", path, "--iters", "5")
+        self.assertTrue(doc["replay_check"]["identical"], doc["replay_check"])
+        self.assertGreater(doc["replay_check"]["bytes"], 0)
+        return doc
+
+    def test_plain_kernel(self):
+        self.check_replay(self.captured("kp_cap_axpy@2", "kp_cap_axpy@2"))
+
+    def test_struct_of_pointers_by_value(self):
+        path = self.captured("*kp_cap_pairs*", "kp_cap_pairs@1")
+        doc = self.check_replay(path)
+        self.assertEqual(doc["threadgroup"][:2], [16, 16])
+        p = self.kprof("bench", path, "--min-time", "0.05", "--timeout", "10", expect=0)
+        self.assertIn("replay reproduces the program's output", p.stdout)
+
+    def test_triton_kernel(self):
+        probe = subprocess.run([sys.executable, "-c", "import torch, triton; "
+                                       "assert torch.cuda.is_available()"], capture_output=True)
+        if probe.returncode != 0:
+            self.skipTest("no torch+triton with a CUDA device")
+        prog = [sys.executable, os.path.join(PROGRAMS, "triton_add.py")]
+        self.check_replay(self.captured("kp_triton_add@2", "kp_triton_add@2", program=prog))
 
 
 if __name__ == "__main__":
