@@ -39,7 +39,7 @@ static int kp_lab_language(const kp_lab_options *opts)
     if (!info) return -1;
     kp_error scratch = {0};
     int lang = kp_lab_resolve(opts, info, &scratch) == KPROF_OK
-                   ? kp_lang_from_path(info->source_path)
+                   ? kp_lab_source_lang(info->source_path)
                    : -1;
     kp_error_clear(&scratch);
     free(info);

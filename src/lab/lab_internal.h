@@ -93,6 +93,15 @@ kprof_status kp_lab_capture_load(const kp_lab_options *opts, kp_capture **out, c
                                  kp_error *err);
 void kp_lab_capture_free(kp_capture *c); /* NULL is a no-op */
 
+/* Whether a resolved source is a captured OpenCL program's binary (<capture>/program.bin). */
+int kp_lab_is_program_binary(const char *source_path);
+/* The language of a resolved source: kp_lang_from_path, and OpenCL C for a program.bin. */
+int kp_lab_source_lang(const char *source_path);
+/* A captured OpenCL program's binary (program.bin) loaded for the session's device instead of a
+ * compile: lab->program, and lab->meta holding the capture's kernel alone (its parameters
+ * uncounted: bind_capture checks the count against the kernel). */
+kprof_status kp_lab_capture_load_binary(kp_lab *lab, const char *binary, size_t len, kp_error *err);
+
 /* The launch a capture replays at: its dims, grid, tg and (CUDA) dynamic shared memory. Where
  * the program let the runtime choose the group size (OpenCL: no local size, tg 0), the largest
  * power of two of at most 256 threads that divides the grid: 1 is returned then, else 0. */

@@ -55,12 +55,11 @@ kprof_status kp_lab_resolve(const kp_lab_options *opts, kp_lab_info *info, kp_er
     if (s2 == KPROF_NOT_FOUND && kp_capture_is_folder(info->kernel_dir)) {
         char bin[4200];
         snprintf(bin, sizeof bin, "%s/program.bin", info->kernel_dir);
-        if (stat(bin, &st) == 0) {
+        /* A captured OpenCL program made from a binary: the binary is its code. */
+        if (stat(bin, &st) == 0 && S_ISREG(st.st_mode) && strlen(bin) < sizeof info->source_path) {
             kp_error_clear(err);
-            return kp_error_set(err, KPROF_UNAVAILABLE,
-                                "%s: the captured OpenCL program had no source, only a binary "
-                                "(program.bin), which kprof cannot replay yet",
-                                info->kernel_dir);
+            memcpy(info->source_path, bin, strlen(bin) + 1);
+            return KPROF_OK;
         }
     }
     return s2;
@@ -187,7 +186,7 @@ kprof_status kp_lab_local_open(const kp_lab_options *opts, kp_lab **out, kp_erro
     } else {
         st = kp_lab_resolve(opts, &lab->info, err);
         if (st != KPROF_OK) goto fail;
-        lang = kp_lang_from_path(lab->info.source_path);
+        lang = kp_lab_source_lang(lab->info.source_path);
         if (lang < 0) {
             st = kp_error_set(err, KPROF_INVALID,
                               "%s: unknown kernel language (use .cl for OpenCL C, .cu for CUDA, "
@@ -219,8 +218,12 @@ kprof_status kp_lab_local_open(const kp_lab_options *opts, kp_lab **out, kp_erro
         .entry = entry ? entry : "",
     };
     /* kprof's own kernels (in memory) include nothing. */
-    if (!opts->source_text) src.includes_hash = kp_lab_includes_hash(&src);
-    st = kp_lab_compile(lab, &src, err);
+    if (!opts->source_text && !kp_lab_is_program_binary(lab->info.source_path))
+        src.includes_hash = kp_lab_includes_hash(&src);
+    if (lab->capture && kp_lab_is_program_binary(lab->info.source_path))
+        st = kp_lab_capture_load_binary(lab, text, text_len, err);
+    else
+        st = kp_lab_compile(lab, &src, err);
     if (st != KPROF_OK) goto fail;
     kp_lab_mark_aggregates(
         &lab->meta, &src, (lang == KP_LANG_OPENCL_C || lang == KP_LANG_CUDA) && !opts->source_text);

@@ -321,6 +321,45 @@ kprof_status kp_lab_capture_bind(kp_lab *lab, kp_error *err)
     return kp_lab_capture_verify(lab, err);
 }
 
+int kp_lab_is_program_binary(const char *source_path)
+{
+    size_t n = strlen(source_path);
+    static const char tail[] = "/program.bin";
+    return n >= sizeof tail - 1 && strcmp(source_path + n - (sizeof tail - 1), tail) == 0;
+}
+
+int kp_lab_source_lang(const char *source_path)
+{
+    return kp_lab_is_program_binary(source_path) ? KP_LANG_OPENCL_C
+                                                 : kp_lang_from_path(source_path);
+}
+
+kprof_status kp_lab_capture_load_binary(kp_lab *lab, const char *binary, size_t len, kp_error *err)
+{
+    const kp_capture *c = lab->capture;
+    if (strcmp(c->api, "opencl") != 0 || strcmp(lab->ops->name, "opencl") != 0)
+        return kp_error_set(err, KPROF_INVALID,
+                            "%s: an OpenCL program binary is replayed on an OpenCL device only",
+                            lab->info.source_path);
+    uint64_t t0 = kp_now_ns();
+    kprof_status st =
+        lab->ops->load(lab->dev, (const unsigned char *)binary, len, &lab->program, err);
+    if (st != KPROF_OK) {
+        kp_error_append(err, " (%s: the program's binary, for the device it was captured on)",
+                        lab->info.source_path);
+        return st;
+    }
+    lab->info.compile_ms = (double)(kp_now_ns() - t0) / 1e6;
+    lab->meta.kernels = calloc(1, sizeof *lab->meta.kernels);
+    if (!lab->meta.kernels) return kp_error_nomem(err);
+    lab->meta.nkernels = 1;
+    kp_kernel_meta *k = &lab->meta.kernels[0];
+    kp_strlcpy(k->name, c->symbol, sizeof k->name);
+    kp_strlcpy(k->symbol, c->symbol, sizeof k->symbol);
+    k->nparams = -1;
+    return KPROF_OK;
+}
+
 int kp_lab_capture_launch(const kp_capture *c, kp_launch *l)
 {
     memset(l, 0, sizeof *l);

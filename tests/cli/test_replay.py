@@ -232,12 +232,12 @@ class ReplayCaptured(kptest.KprofTestCase):
         if not APP:
             raise kptest.unittest.SkipTest("cl_capture_app was not built (no OpenCL ICD loader)")
 
-    def capture(self, pattern):
+    def capture(self, pattern, mode="basic"):
         caps = os.path.join(self.tmp, "caps")
         out = os.path.join(self.tmp, "out")
         os.makedirs(out, exist_ok=True)
         self.kprof("trace", "--capture", pattern, "--capture-dir", caps, "-o",
-                   os.path.join(self.tmp, "t.kprof"), "--force", "--", APP, "basic", out,
+                   os.path.join(self.tmp, "t.kprof"), "--force", "--", APP, mode, out,
                    expect=0, timeout=300)
         folder = pattern if "@" in pattern else pattern + "@1"
         path = os.path.join(caps, folder)
@@ -262,6 +262,17 @@ class ReplayCaptured(kptest.KprofTestCase):
                 if m["geometry"]["tg"][0]:
                     self.assertEqual(doc["threadgroup"][0], m["geometry"]["tg"][0])
                 self.assertEqual(doc["entry"], m["symbol"])
+
+    def test_a_program_made_from_a_binary(self):
+        # clCreateProgramWithBinary: no source, program.bin is loaded for the device instead.
+        path, m = self.capture("scale@2", mode="binary")
+        self.assertEqual(m["code"]["kind"], "opencl-binary")
+        doc = self.run_json("run", path, "--iters", "2")
+        self.assertTrue(doc["replay_check"]["identical"], doc["replay_check"])
+        self.assertTrue(doc["source"].endswith("program.bin"), doc["source"])
+        # It has no source to make editable.
+        p = self.kprof("isolate", "e", "--from", path, expect=2)
+        self.assertIn("not as source", p.stderr)
 
     def test_a_buffer_the_capture_did_not_hold_is_refused(self):
         path, m = self.capture("twice@2")  # its first argument is a sub-buffer
