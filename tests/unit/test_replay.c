@@ -144,6 +144,39 @@ static void test_folder_names(void)
     CHECK_INT(kp_kernel_name_check("a/@3", &err), KPROF_INVALID);
     kp_error_clear(&err);
     CHECK_INT(kp_lang_from_path("kernel.fatbin"), KP_LANG_CUBIN);
+    CHECK(kp_lab_is_program_binary(".kprof/kernels/scale@2/program.bin"));
+    CHECK(!kp_lab_is_program_binary("program.bin.cl"));
+    CHECK_INT(kp_lab_source_lang("k@1/program.bin"), KP_LANG_OPENCL_C);
+    CHECK_INT(kp_lab_source_lang("k@1/kernel.ptx"), KP_LANG_PTX);
+}
+
+static void test_launch(void)
+{
+    kp_capture *c = malloc(sizeof *c);
+    kp_capture_init(c);
+    snprintf(c->api, sizeof c->api, "opencl");
+    c->dims = 1;
+    c->grid[0] = 4096;
+    c->tg[0] = 64;
+    c->dynamic_smem = 256; /* OpenCL: its __local arguments, which the SPEC carries */
+    kp_launch l;
+    CHECK_INT(kp_lab_capture_launch(c, &l), 0);
+    CHECK_INT(l.tg[0], 64);
+    CHECK_INT(l.grid[1], 1);
+    CHECK_INT(l.dyn_local, 0);
+    /* The runtime chose the group size: a power of two dividing the grid, at most 256. */
+    c->tg[0] = 0;
+    c->grid[0] = 96;
+    CHECK_INT(kp_lab_capture_launch(c, &l), 1);
+    CHECK_INT(l.tg[0], 32);
+    c->grid[0] = 1 << 20;
+    kp_lab_capture_launch(c, &l);
+    CHECK_INT(l.tg[0], 256);
+    snprintf(c->api, sizeof c->api, "cuda");
+    c->tg[0] = 128;
+    kp_lab_capture_launch(c, &l);
+    CHECK_INT(l.dyn_local, 256); /* CUDA: dynamic shared memory */
+    kp_lab_capture_free(c);
 }
 
 int main(void)
@@ -152,5 +185,6 @@ int main(void)
     test_check_kernel();
     test_backends_bind_captures();
     test_folder_names();
+    test_launch();
     TEST_DONE();
 }
