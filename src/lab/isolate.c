@@ -375,6 +375,13 @@ static int kp_child_wait(kp_lab_child *c, char *how, size_t n)
  * elements than the grid has threads. */
 static void kp_child_cause(const kp_lab_child *c, kp_str *s)
 {
+    if (c->info->replay) { /* a capture's buffers are bytes: the grid says nothing of them */
+        kp_str_append(s, "likely cause: the replayed kernel went outside the captured "
+                         "allocations (a pointer kept inside device memory is not relocated: "
+                         "see the capture's not-captured.txt), or a grid or tg other than the "
+                         "captured one took it past them");
+        return;
+    }
     uint64_t threads = 1;
     for (int d = 0; d < c->launch.dims; d++)
         threads *= c->launch.grid[d];
@@ -434,6 +441,25 @@ static kprof_status kp_child_fault(kp_lab_child *c, const char *how, kp_error *e
         kp_str_printf_escaped(&s, "the process choosing the device %s, in the device's runtime",
                               how);
         break;
+    case KP_CHILD_OPEN:
+        if (c->info->replay) {
+            /* A replay's opening ends with one dispatch of the captured launch (its output
+             * check): a crash there is most likely the kernel's. */
+            const kp_launch *l = &c->info->replay_launch;
+            kp_str_printf_escaped(&s,
+                                  "the replay of %s faulted: the process opening it (device, "
+                                  "compile, buffers, then one dispatch at the captured grid ",
+                                  c->info->replay_dir);
+            for (int d = 0; d < l->dims; d++)
+                kp_str_printf(&s, "%s%llu", d ? "x" : "", (unsigned long long)l->grid[d]);
+            kp_str_append(&s, ", tg ");
+            for (int d = 0; d < l->dims; d++)
+                kp_str_printf(&s, "%s%llu", d ? "x" : "", (unsigned long long)l->tg[d]);
+            kp_str_printf_escaped(&s, ") %s; ", how);
+            kp_child_cause(c, &s);
+            break;
+        }
+        /* fall through */
     default:
         st = KPROF_BACKEND;
         if (kernel)
@@ -835,6 +861,11 @@ kprof_status kp_lab_remote_open(const kp_lab_options *opts, kp_lab **out, kp_err
     if (st == KPROF_OK)
         st = capture ? kp_lab_capture_spec(capture, &lab->spec, err)
                      : kp_spec_parse(opts->buffers, &lab->spec, err);
+    if (st == KPROF_OK && capture) { /* what a fault while opening is told by (kp_child_fault) */
+        lab->info.replay = 1;
+        kp_strlcpy(lab->info.replay_dir, dir, sizeof lab->info.replay_dir);
+        kp_lab_capture_launch(capture, &lab->info.replay_launch);
+    }
     kp_lab_capture_free(capture);
     if (st == KPROF_OK) st = kp_lab_child_open(opts, &lab->spec, &lab->info, &lab->child, err);
     if (st != KPROF_OK) {

@@ -103,6 +103,16 @@ class Replay(kptest.KprofTestCase):
         self.assertEqual([b["name"] for b in doc["buffers"]], ["x", "y"])
         self.assertEqual([b["count"] for b in doc["buffers"]], [N * 4, N * 4])
 
+    def test_a_replay_that_faults_is_named_and_void(self):
+        d = self.make_capture()
+        # Every work-item writes past the canonical address space: the child dies at once.
+        with open(os.path.join(d, "kernel.cl"), "w") as f:
+            f.write(SOURCE.replace("y[i] =", "y[((ulong)i + 1) << 45] ="))
+        p = self.kprof("run", "axpy@1", "--iters", "2", expect=4)
+        self.assertIn("the replay of", p.stderr)
+        self.assertIn("faulted", p.stderr)
+        self.assertIn("outside the captured allocations", p.stderr)
+
     def test_a_capture_named_by_its_path(self):
         d = self.make_capture()
         p = self.kprof("run", d, "--iters", "2", expect=0)
