@@ -69,6 +69,11 @@ static kprof_status kp_local_use_kernel(kp_lab *lab, const char *entry, kp_error
 {
     kprof_status st = KPROF_OK;
     const kp_kernel_meta *k = NULL;
+    /* A capture's kernel is the one it launched, named by its symbol. */
+    for (int i = 0; !entry && lab->capture && i < lab->meta.nkernels; i++)
+        if (strcmp(lab->meta.kernels[i].symbol, lab->capture->symbol) == 0 ||
+            strcmp(lab->meta.kernels[i].name, lab->capture->symbol) == 0)
+            entry = lab->meta.kernels[i].name;
     if (!entry) {
         if (lab->meta.nkernels > 1) {
             kp_str list = {0};
