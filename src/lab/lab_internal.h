@@ -93,6 +93,11 @@ kprof_status kp_lab_capture_load(const kp_lab_options *opts, kp_capture **out, c
                                  kp_error *err);
 void kp_lab_capture_free(kp_capture *c); /* NULL is a no-op */
 
+/* The launch a capture replays at: its dims, grid, tg and (CUDA) dynamic shared memory. Where
+ * the program let the runtime choose the group size (OpenCL: no local size, tg 0), the largest
+ * power of two of at most 256 threads that divides the grid: 1 is returned then, else 0. */
+int kp_lab_capture_launch(const kp_capture *c, kp_launch *l);
+
 /* The SPEC a capture stands for: one u8 buffer per allocation (item j = allocation j), then one
  * local item per __local argument. INVALID past KP_SPEC_MAX_ARGS. */
 kprof_status kp_lab_capture_spec(const kp_capture *c, kp_spec *spec, kp_error *err);

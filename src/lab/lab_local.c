@@ -31,8 +31,18 @@ kprof_status kp_lab_resolve(const kp_lab_options *opts, kp_lab_info *info, kp_er
     }
     if (stat(t, &st) == 0 && !S_ISDIR(st.st_mode))
         return kp_error_set(err, KPROF_INVALID, "%s: not a regular file (a FIFO or device?)", t);
-    if (looks_like_file) return kp_error_set(err, KPROF_NOT_FOUND, "%s: no such file", t);
-    kprof_status s = kp_kernel_dir(t, info->kernel_dir, sizeof info->kernel_dir, err);
+    /* A capture folder named by its path (kprof trace --capture-dir DIR). */
+    int capture_path = strchr(t, '/') && kp_path_is_dir(t) && kp_capture_is_folder(t);
+    if (looks_like_file && !capture_path)
+        return kp_error_set(err, KPROF_NOT_FOUND, "%s: no such file", t);
+    kprof_status s = KPROF_OK;
+    if (capture_path) {
+        if (strlen(t) >= sizeof info->kernel_dir)
+            return kp_error_set(err, KPROF_INVALID, "path too long");
+        snprintf(info->kernel_dir, sizeof info->kernel_dir, "%s", t);
+    } else {
+        s = kp_kernel_dir(t, info->kernel_dir, sizeof info->kernel_dir, err);
+    }
     if (s != KPROF_OK) return s;
     if (!kp_path_is_dir(info->kernel_dir))
         return kp_error_set(err, KPROF_NOT_FOUND,
@@ -134,12 +144,14 @@ kprof_status kp_lab_local_open(const kp_lab_options *opts, kp_lab **out, kp_erro
             kp_strlcpy(lab->info.replay_missing_lines[i], c->missing[i],
                        sizeof lab->info.replay_missing_lines[i]);
         kp_launch *l = &lab->info.replay_launch;
-        l->dims = c->dims >= 1 && c->dims <= 3 ? c->dims : 1;
-        for (int d = 0; d < 3; d++) {
-            l->grid[d] = d < l->dims && c->grid[d] ? c->grid[d] : 1;
-            l->tg[d] = d < l->dims && c->tg[d] ? c->tg[d] : 1;
+        if (kp_lab_capture_launch(c, l)) {
+            char t[64];
+            kp_tg_shape_text(l->tg, l->dims, t, sizeof t);
+            snprintf(lab->info.warning, sizeof lab->info.warning,
+                     "the program let the runtime choose the work-group size; the replay uses "
+                     "tg %s",
+                     t);
         }
-        l->dyn_local = c->dynamic_smem;
         /* The program's own build options, then the user's. */
         kp_str_printf(&options, "%s%s%s", c->build_options,
                       c->build_options[0] && opts->options && opts->options[0] ? " " : "",
@@ -149,7 +161,7 @@ kprof_status kp_lab_local_open(const kp_lab_options *opts, kp_lab **out, kp_erro
             goto fail;
         }
         if (!entry) entry = c->symbol;
-        if (c->offset[0] || c->offset[1] || c->offset[2])
+        if ((c->offset[0] || c->offset[1] || c->offset[2]) && !lab->info.warning[0])
             snprintf(lab->info.warning, sizeof lab->info.warning,
                      "the captured launch had a global offset (%llu, %llu, %llu), which the lab "
                      "does not replay: its work-items run from 0",

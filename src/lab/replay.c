@@ -65,7 +65,13 @@ kprof_status kp_lab_capture_load(const kp_lab_options *opts, kp_capture **out, c
                                 "%s is not a captured launch (no capture.json: make one with "
                                 "`kprof trace --capture`)",
                                 dir);
-    } else if (opts->target && !opts->source_text && !strchr(opts->target, '/') &&
+    } else if (opts->target && !opts->source_text && strchr(opts->target, '/')) {
+        /* A capture folder named by its path (kprof trace --capture-dir DIR). */
+        if (!kp_path_is_dir(opts->target) || !kp_capture_is_folder(opts->target) ||
+            strlen(opts->target) >= n)
+            return KPROF_OK;
+        snprintf(dir, n, "%s", opts->target);
+    } else if (opts->target && !opts->source_text &&
                kp_kernel_name_check(opts->target, NULL) == KPROF_OK) {
         if (kp_kernel_dir(opts->target, dir, n, NULL) != KPROF_OK || !kp_capture_is_folder(dir)) {
             dir[0] = '\0';
@@ -142,6 +148,21 @@ kprof_status kp_lab_capture_check_kernel(const kp_capture *c, const kp_kernel_me
         else if (p->kind == KP_PARAM_VALUE || p->kind == KP_PARAM_STRUCT ||
                  p->kind == KP_PARAM_UNION)
             want = KP_CAPTURE_VALUE;
+        /* OpenCL: a buffer parameter given by value is a NULL cl_mem (8 zero bytes) — or a
+         * buffer the capture could not hold (a sub-buffer, an SVM pointer), which cannot be
+         * bound again. */
+        if (want == KP_CAPTURE_MEM && a->kind == KP_CAPTURE_VALUE) {
+            int zero = a->size == 8 && a->bytes;
+            for (uint32_t b = 0; zero && b < a->size; b++)
+                zero = a->bytes[b] == 0;
+            if (!zero)
+                return kp_error_set(err, KPROF_INVALID,
+                                    "argument %d of %s (%s) is a buffer the capture did not hold "
+                                    "(its not-captured.txt says why): the launch cannot be "
+                                    "replayed",
+                                    i + 1, k->name, p->name[0] ? p->name : "unnamed");
+            continue;
+        }
         /* CUDA may capture a whole-pointer argument as a buffer too. */
         if (want == KP_CAPTURE_VALUE && a->kind == KP_CAPTURE_MEM && strcmp(c->api, "cuda") == 0 &&
             (p->kind == KP_PARAM_GLOBAL || p->kind == KP_PARAM_CONSTANT))
@@ -300,6 +321,31 @@ kprof_status kp_lab_capture_bind(kp_lab *lab, kp_error *err)
     return kp_lab_capture_verify(lab, err);
 }
 
+int kp_lab_capture_launch(const kp_capture *c, kp_launch *l)
+{
+    memset(l, 0, sizeof *l);
+    l->dims = c->dims >= 1 && c->dims <= 3 ? c->dims : 1;
+    int chosen = 0;
+    for (int d = 0; d < 3; d++) {
+        l->grid[d] = d < l->dims && c->grid[d] ? c->grid[d] : 1;
+        l->tg[d] = d < l->dims ? c->tg[d] : 1;
+        chosen |= d < l->dims && c->tg[d] == 0;
+    }
+    if (chosen) { /* the largest power of two up to 256 threads in all that divides the grid */
+        uint64_t room = 256;
+        for (int d = 0; d < l->dims; d++) {
+            uint64_t t = 1;
+            while (t * 2 <= room && l->grid[d] % (t * 2) == 0)
+                t *= 2;
+            l->tg[d] = t;
+            room /= t;
+        }
+    }
+    /* OpenCL's __local arguments are in the SPEC (kp_lab_capture_spec), not --smem. */
+    l->dyn_local = strcmp(c->api, "opencl") == 0 ? 0 : c->dynamic_smem;
+    return chosen;
+}
+
 int kp_lab_capture_target_read(const char *target, kp_lab_capture_target *out, kp_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -307,13 +353,7 @@ int kp_lab_capture_target_read(const char *target, kp_lab_capture_target *out, k
     kp_capture *c = NULL;
     if (kp_lab_capture_load(&opts, &c, out->dir, sizeof out->dir, err) != KPROF_OK) return -1;
     if (!c) return 0;
-    kp_launch *l = &out->launch;
-    l->dims = c->dims >= 1 && c->dims <= 3 ? c->dims : 1;
-    for (int d = 0; d < 3; d++) {
-        l->grid[d] = d < l->dims && c->grid[d] ? c->grid[d] : 1;
-        l->tg[d] = d < l->dims && c->tg[d] ? c->tg[d] : 1;
-    }
-    l->dyn_local = c->dynamic_smem;
+    kp_lab_capture_launch(c, &out->launch);
     kp_strlcpy(out->api, c->api, sizeof out->api);
     kp_strlcpy(out->kernel, c->kernel, sizeof out->kernel);
     kp_strlcpy(out->symbol, c->symbol, sizeof out->symbol);

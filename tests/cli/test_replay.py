@@ -103,6 +103,11 @@ class Replay(kptest.KprofTestCase):
         self.assertEqual([b["name"] for b in doc["buffers"]], ["x", "y"])
         self.assertEqual([b["count"] for b in doc["buffers"]], [N * 4, N * 4])
 
+    def test_a_capture_named_by_its_path(self):
+        d = self.make_capture()
+        p = self.kprof("run", d, "--iters", "2", expect=0)
+        self.assertIn("replay reproduces the program's output", p.stdout)
+
     def test_a_corrupted_after_state_is_a_difference_named_by_its_buffer(self):
         out = [2.0 * i for i in range(N)]
         out[7] = -1.0
@@ -211,6 +216,58 @@ class Replay(kptest.KprofTestCase):
         p = self.kprof("isolate", "e", "--from", "k@1", expect=2)
         self.assertIn("not as source", p.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.home, "kernels", "e")))
+
+
+APP = os.environ.get("KPROF_CL_CAPTURE_APP")
+
+
+class ReplayCaptured(kptest.KprofTestCase):
+    """Launches captured by `kprof trace --capture` from tests/programs/cl_capture_app.c (several
+    kernels, one reading what another wrote), replayed: output identical, at the launch's own
+    geometry and arguments."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        if not APP:
+            raise kptest.unittest.SkipTest("cl_capture_app was not built (no OpenCL ICD loader)")
+
+    def capture(self, pattern):
+        caps = os.path.join(self.tmp, "caps")
+        out = os.path.join(self.tmp, "out")
+        os.makedirs(out, exist_ok=True)
+        self.kprof("trace", "--capture", pattern, "--capture-dir", caps, "-o",
+                   os.path.join(self.tmp, "t.kprof"), "--force", "--", APP, "basic", out,
+                   expect=0, timeout=300)
+        folder = pattern if "@" in pattern else pattern + "@1"
+        path = os.path.join(caps, folder)
+        with open(os.path.join(path, "capture.json")) as f:
+            return path, json.load(f)
+
+    def replayed(self, pattern):
+        path, m = self.capture(pattern)
+        doc = self.run_json("run", path, "--iters", "2")
+        return m, doc
+
+    def test_each_kernel_reproduces_the_programs_output(self):
+        # fill: no local size (the runtime chose); scale@2: reads what fill wrote; group_sum:
+        # __local memory; twice: one buffer as two arguments; maybe_add: a NULL buffer.
+        for pattern in ("fill", "scale@2", "group_sum", "twice", "maybe_add"):
+            with self.subTest(pattern=pattern):
+                m, doc = self.replayed(pattern)
+                check = doc["replay_check"]
+                self.assertTrue(check["identical"], (pattern, check))
+                self.assertEqual(check["bytes"], sum(a["bytes"] for a in m["allocs"]))
+                self.assertEqual(doc["grid"][0], m["geometry"]["grid"][0])
+                if m["geometry"]["tg"][0]:
+                    self.assertEqual(doc["threadgroup"][0], m["geometry"]["tg"][0])
+                self.assertEqual(doc["entry"], m["symbol"])
+
+    def test_a_buffer_the_capture_did_not_hold_is_refused(self):
+        path, m = self.capture("twice@2")  # its first argument is a sub-buffer
+        self.assertEqual(len(m["not_captured"]), 1)
+        p = self.kprof("run", path, "--iters", "2", expect=2)
+        self.assertIn("did not hold", p.stderr)
 
 
 if __name__ == "__main__":

@@ -96,6 +96,17 @@ static void test_check_kernel(void)
     CHECK_CONTAINS(err.message, "takes 8 bytes");
     kp_error_clear(&err);
     params[0].size = 4;
+    /* A NULL buffer is 8 zero bytes by value; other bytes there are a buffer not captured. */
+    unsigned char handle[8] = {0};
+    kp_capture_arg saved = c->args[1];
+    c->args[1] =
+        (kp_capture_arg){.kind = KP_CAPTURE_VALUE, .size = 8, .bytes = handle, .alloc = -1};
+    CHECK_INT(kp_lab_capture_check_kernel(c, &k, &err), KPROF_OK);
+    handle[3] = 0x7f;
+    CHECK_INT(kp_lab_capture_check_kernel(c, &k, &err), KPROF_INVALID);
+    CHECK_CONTAINS(err.message, "did not hold");
+    kp_error_clear(&err);
+    c->args[1] = saved;
     /* The kernel cannot count its parameters: bind_capture checks what it can. */
     k.nparams = -1;
     CHECK_INT(kp_lab_capture_check_kernel(c, &k, &err), KPROF_OK);

@@ -93,7 +93,7 @@ int kp_cmd_isolate(int argc, char **argv)
     kp_lab_capture_target cap;
     int from_capture = 0;
     char cap_file[4200], cap_what[4300];
-    if (from && !kp_path_exists(from)) {
+    if (from && (!kp_path_exists(from) || kp_path_is_dir(from))) {
         from_capture = kp_lab_capture_target_read(from, &cap, &err);
         if (from_capture < 0) return kp_cli_fail(&err);
     }

@@ -713,8 +713,12 @@ static kprof_status kp_cl_bind_capture(kp_kernel *k, const kp_raw_args *args,
     for (int i = 0; i < args->nargs; i++) {
         const kp_raw_arg *a = &args->args[i];
         cl_int rc;
-        if (a->kind == KP_RAW_BUFFER) {
-            if (!buffers || a->buffer < 0 || !buffers[a->buffer])
+        if (a->kind == KP_RAW_BUFFER && a->buffer < 0) {
+            /* The program passed no buffer (a NULL cl_mem): so does the replay. */
+            cl_mem none = NULL;
+            rc = kp_cl.clSetKernelArg(k->kernel, (cl_uint)i, sizeof(cl_mem), &none);
+        } else if (a->kind == KP_RAW_BUFFER) {
+            if (!buffers || !buffers[a->buffer])
                 return kp_error_set(err, KPROF_INVALID,
                                     "opencl: captured argument %d of %s has no buffer to bind",
                                     i + 1, k->name);
