@@ -103,7 +103,7 @@ def main():
     shutil.rmtree(cdir, ignore_errors=True)
     t2 = os.path.join(a.out, "capture.kprof")
     pattern = glob_escape(name) + "@slowest"
-    p = run([kp, "trace", "--force", "-o", t2, "--capture", pattern, "--capture-window", "1",
+    p = run([kp, "trace", "--force", "-o", t2, "--capture", pattern, "--capture-window", "0.25",
              "--capture-dir", cdir, "--"] + prog)
     R["capture_trace"] = {"rc": p["rc"], "stderr": p["stderr"][-3000:]}
     m = re.search(r"kprof: captured (\S+) \(", p["stderr"])

@@ -18,7 +18,8 @@
  * allocation is copied (its before-state); the launch goes; at exit the context is synchronized
  * again and the after-states are copied; then the folder is committed and announced
  * (collect/capture.h). @slowest times each matching launch of the window (but a kernel's first,
- * which pays its module's lazy load) with an event pair on its stream, and captures the next launch of the slowest one's symbol with its geometry.
+ * which pays its module's lazy load) with an event pair on its stream, and captures the next launch
+ * of the slowest one's symbol with its geometry.
  *
  * The capture's own driver calls (synchronizations, copies, attribute queries) go through
  * libcuda, so CUPTI's activity records show them among the program's driver API calls; they lie

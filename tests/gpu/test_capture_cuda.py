@@ -209,8 +209,9 @@ class CaptureCuda(kptest.KprofTestCase):
                          self.read(out, "out2.bin"))
 
     def replay(self, folder_name):
-        """kprof run and kprof bench on a capture (KPROF_HOME's kernels folder is the capture
-        folder's): the output check must say identical, the geometry the captured one."""
+        """kprof run and kprof bench on a capture, named by its path (--capture-dir put it
+        outside KPROF_HOME): the output check must say identical."""
+        folder_name = os.path.join(self.tmp, "kernels", folder_name)
         r = self.run_json("run", folder_name, "--iters", "5", "--warmup", "1")
         check = r["replay_check"]
         self.assertTrue(check["checked"], check)
