@@ -74,7 +74,7 @@ def glob_escape(name):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kprof", default="build/kprof")
-    ap.add_argument("--steps", type=int, default=60)
+    ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--ncu", default=shutil.which("ncu") or "/usr/local/cuda/bin/ncu")
     ap.add_argument("--out", default="capture-out")
@@ -103,7 +103,7 @@ def main():
     shutil.rmtree(cdir, ignore_errors=True)
     t2 = os.path.join(a.out, "capture.kprof")
     pattern = glob_escape(name) + "@slowest"
-    p = run([kp, "trace", "--force", "-o", t2, "--capture", pattern, "--capture-window", "3",
+    p = run([kp, "trace", "--force", "-o", t2, "--capture", pattern, "--capture-window", "0.25",
              "--capture-dir", cdir, "--"] + prog)
     R["capture_trace"] = {"rc": p["rc"], "stderr": p["stderr"][-3000:]}
     m = re.search(r"kprof: captured (\S+) \(", p["stderr"])

@@ -109,12 +109,6 @@ int kp_capture_pattern_env(kp_capture_pattern *out, kp_error *err)
     return 1;
 }
 
-int kp_capture_match(const kp_capture_pattern *p, const char *name, const char *symbol)
-{
-    if (name && fnmatch(p->glob, name, 0) == 0) return 1;
-    if (symbol && fnmatch(p->glob, symbol, 0) == 0) return 1;
-    return 0;
-}
 
 /* The base of a demangled C++ name: the identifier right before the parameter list, without its
  * namespaces and template arguments. Plain C names are returned as they are. */
@@ -167,6 +161,25 @@ static void kp_capture_base_name(const char *kernel, const char **start, size_t 
     }
     *start = kernel + s;
     *len = e - s;
+}
+
+int kp_capture_match(const kp_capture_pattern *p, const char *name, const char *symbol)
+{
+    if (name && fnmatch(p->glob, name, 0) == 0) return 1;
+    if (symbol && fnmatch(p->glob, symbol, 0) == 0) return 1;
+    /* The base name alone ("tiny" for "tiny(float*, int)", as the folder is named). */
+    if (name) {
+        const char *base = NULL;
+        size_t len = 0;
+        kp_capture_base_name(name, &base, &len);
+        char b[512];
+        if (len < sizeof b && len != strlen(name)) {
+            memcpy(b, base, len);
+            b[len] = '\0';
+            if (fnmatch(p->glob, b, 0) == 0) return 1;
+        }
+    }
+    return 0;
 }
 
 void kp_capture_folder_name(const char *kernel, uint64_t launch, char *buf, size_t n)

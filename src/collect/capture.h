@@ -77,7 +77,8 @@ kprof_status kp_capture_pattern_parse(const char *text, kp_capture_pattern *out,
  * nothing). */
 int kp_capture_pattern_env(kp_capture_pattern *out, kp_error *err);
 
-/* Whether a kernel's name (demangled, as the report shows it) or its symbol (mangled) matches the
+/* Whether a kernel's name (demangled, as the report shows it), its base name (the folder's NAME:
+ * "softmax" for "void at::native::softmax<float>(float*)") or its symbol (mangled) matches the
  * glob. Either may be NULL. */
 int kp_capture_match(const kp_capture_pattern *p, const char *name, const char *symbol);
 

@@ -107,6 +107,11 @@ kprof_status kp_lab_capture_load_binary(kp_lab *lab, const char *binary, size_t 
  * power of two of at most 256 threads that divides the grid: 1 is returned then, else 0. */
 int kp_lab_capture_launch(const kp_capture *c, kp_launch *l);
 
+/* The device a capture was made on: the index of the first device of the capture's backend (or
+ * `backend`, when given and not "auto") whose name is the manifest's device; -1 (the usual
+ * choice) when none is, or the backend cannot run here. */
+int kp_lab_capture_device(const kp_capture *c, const char *backend);
+
 /* The SPEC a capture stands for: one u8 buffer per allocation (item j = allocation j), then one
  * local item per __local argument. INVALID past KP_SPEC_MAX_ARGS. */
 kprof_status kp_lab_capture_spec(const kp_capture *c, kp_spec *spec, kp_error *err);

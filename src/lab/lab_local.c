@@ -7,6 +7,7 @@
  * launch.c. It is also what the child of a session in a child process runs (isolate.c).
  */
 #define _GNU_SOURCE
+#include "base/env.h"
 #include "base/util.h"
 #include "lab/kernel_dir.h"
 #include "lab/lab_internal.h"
@@ -203,12 +204,21 @@ kprof_status kp_lab_local_open(const kp_lab_options *opts, kp_lab **out, kp_erro
         if (st != KPROF_OK) goto fail;
     }
 
-    int index = -1;
-    st = kp_backend_choose(opts->backend, opts->device, lang, &lab->ops, &index, err);
+    int index = -1, device = opts->device;
+    /* A capture replays on the device it was made on, unless a device is asked for. */
+    const char *env_device = getenv(KP_ENV_DEVICE);
+    if (lab->capture && device < 0 && !(env_device && *env_device))
+        device = kp_lab_capture_device(lab->capture, opts->backend);
+    st = kp_backend_choose(opts->backend, device, lang, &lab->ops, &index, err);
     if (st != KPROF_OK) goto fail;
     lab->info.ops = lab->ops;
     st = lab->ops->device_info(index, &lab->info.device, err);
     if (st != KPROF_OK) goto fail;
+    if (lab->capture && lab->capture->device[0] &&
+        strcmp(lab->capture->device, lab->info.device.name) != 0 && !lab->info.warning[0])
+        snprintf(lab->info.warning, sizeof lab->info.warning,
+                 "the launch was captured on %.200s; this replay runs on %.200s",
+                 lab->capture->device, lab->info.device.name);
     st = lab->ops->open(index, &lab->dev, err);
     if (st != KPROF_OK) goto fail;
 

@@ -360,6 +360,26 @@ kprof_status kp_lab_capture_load_binary(kp_lab *lab, const char *binary, size_t 
     return KPROF_OK;
 }
 
+int kp_lab_capture_device(const kp_capture *c, const char *backend)
+{
+    const char *name = backend && *backend && strcmp(backend, "auto") != 0 ? backend : c->api;
+    const kp_backend_ops *ops = kp_backend_find(name);
+    if (!ops || !c->device[0]) return -1;
+    kp_error err = {0};
+    int found = -1;
+    if (ops->probe(&err) == KPROF_OK) {
+        int n = ops->device_count();
+        for (int i = 0; i < n && found < 0; i++) {
+            kp_device_info info;
+            if (ops->device_info(i, &info, &err) == KPROF_OK && strcmp(info.name, c->device) == 0)
+                found = i;
+            kp_error_clear(&err);
+        }
+    }
+    kp_error_clear(&err);
+    return found;
+}
+
 int kp_lab_capture_launch(const kp_capture *c, kp_launch *l)
 {
     memset(l, 0, sizeof *l);

@@ -225,6 +225,17 @@ CUresult CUDAAPI cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t
     return CUDA_ERROR_INVALID_HANDLE;
 }
 
+CUresult CUDAAPI cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel,
+                                      CUdevice dev)
+{
+    (void)pi;
+    (void)attrib;
+    (void)kernel;
+    (void)dev;
+    count("cuKernelGetAttribute");
+    return CUDA_ERROR_INVALID_HANDLE;
+}
+
 CUresult CUDAAPI cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc)
 {
     fake_fn *fn = fn_of(hfunc);

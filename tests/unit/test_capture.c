@@ -45,6 +45,11 @@ static void test_pattern(void)
     CHECK(kp_capture_match(&p, NULL, "_Z7softmaxPf"));
     CHECK(!kp_capture_match(&p, "gemm", "_Z4gemmv"));
     CHECK(!kp_capture_match(&p, NULL, NULL));
+    kp_capture_pattern_parse("tiny", &p, &err);
+    CHECK(kp_capture_match(&p, "tiny(float*, int)", "_Z4tinyPfi"));
+    CHECK(kp_capture_match(&p, "void ns::tiny<float>(float*)", NULL));
+    CHECK(!kp_capture_match(&p, "tiny_not(float*)", NULL));
+    CHECK(!kp_capture_match(&p, "void tinyfoo<tiny>(float*)", NULL));
 }
 
 static void test_env(void)
