@@ -21,6 +21,7 @@
  */
 #define _GNU_SOURCE
 #include "collect/capture.h"
+#include "base/util.h"
 #include "inject/cuda_capture.h"
 #include "tests/unit/test.h"
 
@@ -783,6 +784,32 @@ static void scenario_real_fatbin(void)
 
 /* ---- main ---- */
 
+/* ---- cost ---- */
+
+/* A launch that does not match costs a table probe: its function is named once, however often
+ * it is launched, and nothing is written. The time per launch is printed (not asserted). */
+static void scenario_cost(void)
+{
+    scenario_env("cost", "kp_no_such_kernel*");
+    CHECK_INT(kp_cuda_capture_start(NULL), 1);
+    CUfunction f = (CUfunction)(uintptr_t)0x3000;
+    size_t off[1] = {0}, size[1] = {8};
+    fake_function(f, "kp_other", 1, off, size, 32);
+    void *p = NULL;
+    void *params[1] = {&p};
+    enum { LAUNCHES = 200000 };
+    uint64_t t0 = kp_now_ns();
+    for (int i = 0; i < LAUNCHES; i++)
+        launch(f, NULL, 1, 1, 32, 1, params, NULL, CUDA_SUCCESS, NULL, NULL);
+    uint64_t t1 = kp_now_ns();
+    CHECK_INT(fake_calls("cuFuncGetName"), 1);
+    CHECK_INT(fake_calls("cuCtxSynchronize"), 0);
+    CHECK_INT(fake_calls("cuEventRecord"), 0);
+    CHECK_INT(entries(kernels), -1);
+    fprintf(stderr, "cost: %.1f ns per launch that does not match (fake CUPTI, this machine)\n",
+            (double)(t1 - t0) / LAUNCHES);
+}
+
 static int run(const char *name, void (*fn)(void))
 {
     fflush(NULL);
@@ -819,6 +846,7 @@ int main(void)
     failed += run("real_fatbin", scenario_real_fatbin);
     failed += run("no_module", scenario_no_module);
     failed += run("lazy_module", scenario_lazy_module);
+    failed += run("cost", scenario_cost);
     failed += run("never", scenario_never);
     failed += run("too_few", scenario_too_few);
     failed += run("launch_failed", scenario_launch_failed);
