@@ -26,6 +26,8 @@
 
 /* ---- the pattern --------------------------------------------------------------------------- */
 
+static void kp_capture_literal(kp_capture_pattern *p);
+
 kprof_status kp_capture_pattern_parse(const char *text, kp_capture_pattern *out, kp_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -53,6 +55,7 @@ kprof_status kp_capture_pattern_parse(const char *text, kp_capture_pattern *out,
                             sizeof out->glob - 1);
     memcpy(out->glob, text, glen);
     out->glob[glen] = '\0';
+    kp_capture_literal(out);
     if (!at) return KPROF_OK;
     const char *sel = at + 1;
     if (strcmp(sel, "slowest") == 0) {
@@ -76,6 +79,60 @@ kprof_status kp_capture_pattern_parse(const char *text, kp_capture_pattern *out,
     out->select = KP_CAPTURE_NTH;
     out->nth = n;
     return KPROF_OK;
+}
+
+static int kp_capture_ident(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* kp_capture_pattern.literal: runs inside [...] sets or after '\\' are not literal text. */
+static void kp_capture_literal(kp_capture_pattern *p)
+{
+    static const char *const words[] = {
+        "void", "float", "double", "int", "char", "unsigned", "long", "short", "bool", "const",
+        "signed", "volatile", "anonymous", "namespace", "operator", "true", "false", "struct",
+        /* mangled otherwise than spelled: lambdas, std:: and
+           its abbreviations (Sa Sb Ss Si So Sd) */
+        "lambda", "auto", "decltype", "std", "string", "allocator", "basic_string", "istream",
+        "ostream", "iostream", "char_traits", "wchar_t"};
+    const char *g = p->glob;
+    size_t best = 0, i = 0, n = strlen(g);
+    p->literal[0] = '\0';
+    while (i < n) {
+        if (g[i] == '[' || g[i] == '\\') { /* a set or an escape: not a literal run */
+            if (g[i] == '[') {
+                while (i < n && g[i] != ']')
+                    i++;
+            } else {
+                i++;
+            }
+            i++;
+            continue;
+        }
+        if (!kp_capture_ident(g[i])) {
+            i++;
+            continue;
+        }
+        size_t start = i;
+        while (i < n && kp_capture_ident(g[i]))
+            i++;
+        size_t len = i - start;
+        /* A run touching a set or escape on either side is cut there: not whole. */
+        int keyword = 0;
+        for (size_t w = 0; w < sizeof words / sizeof *words; w++)
+            keyword |= strlen(words[w]) == len && strncmp(words[w], g + start, len) == 0;
+        if (!keyword && len >= 3 && len > best && len < sizeof p->literal) {
+            best = len;
+            memcpy(p->literal, g + start, len);
+            p->literal[len] = '\0';
+        }
+    }
+}
+
+int kp_capture_may_match(const kp_capture_pattern *p, const char *symbol)
+{
+    return !p->literal[0] || !symbol || strstr(symbol, p->literal) != NULL;
 }
 
 int kp_capture_pattern_env(kp_capture_pattern *out, kp_error *err)
@@ -108,7 +165,6 @@ int kp_capture_pattern_env(kp_capture_pattern *out, kp_error *err)
     if (a && strcmp(a, "0") == 0) out->after = 0;
     return 1;
 }
-
 
 /* The base of a demangled C++ name: the identifier right before the parameter list, without its
  * namespaces and template arguments. Plain C names are returned as they are. */

@@ -64,6 +64,11 @@ typedef struct kp_capture_pattern {
     double window_s;    /* @slowest's window */
     uint64_t max_bytes; /* per allocation */
     int after;          /* copy after-states (default 1) */
+    /* The glob's longest run of identifier characters that is no C++ keyword or builtin type
+     * ("softmax" of "*native::softmax*"), "" when it has none of 3 or more: every name the glob
+     * matches holds it, and so does its mangled symbol (identifiers are mangled verbatim), so a
+     * symbol without it needs no demangling (kp_capture_may_match). */
+    char literal[128];
 } kp_capture_pattern;
 
 /* Parse "PATTERN[@N|@slowest]". INVALID with a sentence for an empty glob, "@" with nothing,
@@ -81,6 +86,11 @@ int kp_capture_pattern_env(kp_capture_pattern *out, kp_error *err);
  * "softmax" for "void at::native::softmax<float>(float*)") or its symbol (mangled) matches the
  * glob. Either may be NULL. */
 int kp_capture_match(const kp_capture_pattern *p, const char *name, const char *symbol);
+
+/* Whether a mangled symbol may match at all: 0 when it lacks the pattern's literal (then neither
+ * it nor its demangled name matches), 1 otherwise. A strstr: what the collectors ask of every
+ * function of a loaded module before demangling it. */
+int kp_capture_may_match(const kp_capture_pattern *p, const char *symbol);
 
 /* The folder's NAME for a kernel: the name's base (a demangled C++ name loses its return type,
  * namespaces, template arguments and parameters: "void at::native::softmax<float>(float*)" ->

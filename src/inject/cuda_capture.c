@@ -193,7 +193,9 @@ static struct {
     uint64_t slowest_launch;
     unsigned slowest_grid[3], slowest_block[3], slowest_smem;
 } kp_cap = {
-    .lock = PTHREAD_MUTEX_INITIALIZER,
+    /* Recursive: a lazily loaded module's load callback comes on the thread that holds the
+     * lock while naming a function (cuFuncGetName loads it). */
+    .lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP,
     .slowest_sym = -1,
 };
 
@@ -290,6 +292,8 @@ static void kp_cap_report_name(const char *symbol, char *name, size_t n)
 static int kp_cap_symbol_matches(void *ctx, const char *symbol)
 {
     (void)ctx;
+    /* Most functions of a module cannot match: a strstr, not a demangling, says so. */
+    if (!kp_capture_may_match(&kp_cap.pattern, symbol)) return 0;
     char name[KP_CAP_NAME_BYTES];
     kp_cap_report_name(symbol, name, sizeof name);
     return kp_capture_match(&kp_cap.pattern, name, symbol) ? 1 : 0;
@@ -466,8 +470,11 @@ static int32_t kp_cap_lookup(CUfunction f, const char *symbol_hint)
     int32_t sym = -1;
     if (symbol) {
         char name[KP_CAP_NAME_BYTES];
-        kp_cap_report_name(symbol, name, sizeof name);
-        if (kp_capture_match(&kp_cap.pattern, name, symbol)) sym = kp_cap_symbol_of(symbol, name);
+        if (kp_capture_may_match(&kp_cap.pattern, symbol)) {
+            kp_cap_report_name(symbol, name, sizeof name);
+            if (kp_capture_match(&kp_cap.pattern, name, symbol))
+                sym = kp_cap_symbol_of(symbol, name);
+        }
     }
     kp_cap_fn_add(f, sym);
     return sym;
@@ -1066,7 +1073,10 @@ static void CUPTIAPI kp_cap_callback(void *userdata, CUpti_CallbackDomain domain
                                      CUpti_CallbackId cbid, const void *cbdata)
 {
     (void)userdata;
-    if (kp_cap_inside || !cbdata) return;
+    if (!cbdata) return;
+    /* A module the capture's own calls load (cuFuncGetAttribute on a lazily loaded function
+     * loads its module) is taken all the same: only API callbacks of its own calls are not the
+     * program's. */
     if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
         const CUpti_ResourceData *r = cbdata;
         if (atomic_load(&kp_cap.done)) return;
@@ -1076,7 +1086,7 @@ static void CUPTIAPI kp_cap_callback(void *userdata, CUpti_CallbackDomain domain
             kp_cap_module_unloading(r->resourceDescriptor);
         return;
     }
-    if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+    if (kp_cap_inside || domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
     const CUpti_CallbackData *cb = cbdata;
     if (cb->callbackSite == CUPTI_API_ENTER) {
         if (atomic_load(&kp_cap.done)) return;

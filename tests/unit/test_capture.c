@@ -45,6 +45,18 @@ static void test_pattern(void)
     CHECK(kp_capture_match(&p, NULL, "_Z7softmaxPf"));
     CHECK(!kp_capture_match(&p, "gemm", "_Z4gemmv"));
     CHECK(!kp_capture_match(&p, NULL, NULL));
+    /* The literal that lets a symbol be passed over without demangling it. */
+    kp_capture_pattern_parse("*native::softmax*@2", &p, &err);
+    CHECK_STR(p.literal, "softmax");
+    CHECK(kp_capture_may_match(&p, "_ZN2at6native7softmaxIfEEvPf"));
+    CHECK(!kp_capture_may_match(&p, "_Z4gemmPf"));
+    kp_capture_pattern_parse("void *(float const*)", &p, &err);
+    CHECK_STR(p.literal, ""); /* keywords and types are not mangled verbatim */
+    CHECK(kp_capture_may_match(&p, "_Z4gemmPf"));
+    kp_capture_pattern_parse("[abc]xyzzy*", &p, &err);
+    CHECK_STR(p.literal, "xyzzy");
+    kp_capture_pattern_parse("a\\bcd", &p, &err);
+    CHECK_STR(p.literal, "");
     kp_capture_pattern_parse("tiny", &p, &err);
     CHECK(kp_capture_match(&p, "tiny(float*, int)", "_Z4tinyPfi"));
     CHECK(kp_capture_match(&p, "void ns::tiny<float>(float*)", NULL));
