@@ -209,13 +209,14 @@ static _Thread_local uint64_t kp_cap_timing_launch;
 static _Thread_local CUevent kp_cap_ev[2];
 static _Thread_local CUcontext kp_cap_ev_ctx;
 
+/* The driver's name of an error ("CUDA_ERROR_INVALID_VALUE"): static text, so that the
+ * capture keeps no buffer per thread (libkprof.so, which links this file, must keep its TLS
+ * block small: tests/cli/test_exports.py). */
 static const char *kp_cap_cu_text(CUresult rc)
 {
     const char *s = NULL;
     if (kp_cd.cuGetErrorName) kp_cd.cuGetErrorName(rc, &s);
-    static _Thread_local char buf[96];
-    snprintf(buf, sizeof buf, "%s (%d)", s ? s : "CUDA_ERROR", (int)rc);
-    return buf;
+    return s ? s : "an unknown CUDA error";
 }
 
 /* ---- module images ---- */
