@@ -1,9 +1,9 @@
 /* test_lab_opencl.c — kp_lab_sample and kp_lab_clock on a real OpenCL device (PoCL on the CPU
  * here; the session runs in a child process, so every call crosses the socket): hot and cold
- * samples are all positive, the flushes' own times too, cold samples are slower than hot ones
- * (the flush evicted the kernel's data), both were timed by the same clock, and an OpenCL session
- * reads no clock and says so. Skipped (77), with the reason, where no OpenCL device exists. Runs
- * with its own compile cache and kernel home. */
+ * samples are all positive, the flushes' own times too, every cold sample follows a flush of its
+ * own (the flush evicted the kernel's data), both were timed by the same clock, and an OpenCL
+ * session reads no clock and says so. Skipped (77), with the reason, where no OpenCL device exists.
+ * Runs with its own compile cache and kernel home. */
 #define _GNU_SOURCE
 #include "lab/lab.h"
 #include "test.h"
@@ -83,7 +83,20 @@ int main(void)
     char hot_timer[sizeof info->timer];
     snprintf(hot_timer, sizeof hot_timer, "%s", info->timer);
     CHECK_STR(hot_timer, "opencl-profiling-events");
+    /* The cold samples are logged: each comes right after a flush of its own, which ends
+     * before it starts (what makes it cold, whatever the machine's speed). */
+    kp_lab_log log;
+    CHECK_INT(kp_lab_log_init(&log, 2 * N, &err), KPROF_OK);
+    kp_lab_set_log(lab, &log);
     CHECK_INT(kp_lab_sample(lab, &launch, N, 1, cold, flush, &err), KPROF_OK);
+    kp_lab_set_log(lab, NULL);
+    CHECK_INT(log.n, 2 * N);
+    for (size_t i = 0; i + 1 < log.n && log.n == 2 * N; i += 2) {
+        CHECK_INT(log.tags[i].role, KP_LAB_FLUSH);
+        CHECK_INT(log.tags[i + 1].role, KP_LAB_TIMED);
+        CHECK(log.spans[i].end_ns <= log.spans[i + 1].start_ns);
+    }
+    kp_lab_log_free(&log);
     if (err.status != KPROF_OK) fprintf(stderr, "kp_lab_sample: %s\n", err.message);
     CHECK_STR(info->timer, hot_timer);
     for (int i = 0; i < N; i++) {
@@ -99,11 +112,8 @@ int main(void)
     /* And it works: the kernel's 3 MiB, in the cache when hot, come from memory when cold. */
     double fh = fastest(hot), fc = fastest(cold);
     printf("fastest: hot %.4f ms, cold %.4f ms\n", fh, fc);
-    /* On a CPU device (PoCL); a GPU spends these few microseconds launching, not reading. */
-    if (!info->device.is_gpu)
-        CHECK(fc > fh);
-    else
-        printf("a GPU: the kernel is too small for cold to show; not checked\n");
+    /* Printed, not asserted: which is faster depends on the machine's load (the log above checks
+     * that every cold sample had its flush). */
     /* Without flush_ms, and once more, hot: the session carries on after cold samples. */
     CHECK_INT(kp_lab_sample(lab, &launch, 2, 1, cold, NULL, &err), KPROF_OK);
     CHECK_INT(kp_lab_sample(lab, &launch, 2, 0, hot, NULL, &err), KPROF_OK);
