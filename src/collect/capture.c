@@ -95,19 +95,25 @@ static void kp_capture_literal(kp_capture_pattern *p)
         /* mangled otherwise than spelled: lambdas, std:: and
            its abbreviations (Sa Sb Ss Si So Sd) */
         "lambda", "auto", "decltype", "std", "string", "allocator", "basic_string", "istream",
-        "ostream", "iostream", "char_traits", "wchar_t"};
+        "ostream", "iostream", "char_traits", "wchar_t", "char8_t", "char16_t", "char32_t",
+        "__int128", "_Float16", "nullptr", "unnamed", "__bf16"};
     const char *g = p->glob;
     size_t best = 0, i = 0, n = strlen(g);
     p->literal[0] = '\0';
     while (i < n) {
-        if (g[i] == '[' || g[i] == '\\') { /* a set or an escape: not a literal run */
-            if (g[i] == '[') {
-                while (i < n && g[i] != ']')
-                    i++;
-            } else {
+        if (g[i] == '[') { /* a set, read as fnmatch reads it: no literal text inside */
+            size_t j = i + 1;
+            if (j < n && (g[j] == '!' || g[j] == '^')) j++;
+            if (j < n && g[j] == ']') j++; /* a leading ']' belongs to the set */
+            while (j < n && g[j] != ']')
+                j++;
+            i = j < n ? j + 1 : n;
+            continue;
+        }
+        if (g[i] == '\\') { /* an escaped character: not part of a whole run */
+            i += 2;
+            while (i < n && kp_capture_ident(g[i]))
                 i++;
-            }
-            i++;
             continue;
         }
         if (!kp_capture_ident(g[i])) {
@@ -118,6 +124,9 @@ static void kp_capture_literal(kp_capture_pattern *p)
         while (i < n && kp_capture_ident(g[i]))
             i++;
         size_t len = i - start;
+        /* Identifiers never start with a digit: "128ul" is a number the demangler spelled
+         * ("Lm128E" in the symbol), not text the symbol holds. */
+        if (g[start] >= '0' && g[start] <= '9') continue;
         /* A run touching a set or escape on either side is cut there: not whole. */
         int keyword = 0;
         for (size_t w = 0; w < sizeof words / sizeof *words; w++)
@@ -281,12 +290,15 @@ void kp_capture_release(kp_capture *c)
 
 void kp_capture_missing(kp_capture *c, const char *fmt, ...)
 {
-    if (c->nmissing >= KP_CAPTURE_MAX_MISSING) return;
-    char *line = c->missing[c->nmissing++];
-    if (c->nmissing == KP_CAPTURE_MAX_MISSING) {
-        snprintf(line, sizeof c->missing[0], "more was not captured than this list holds");
+    /* The last line is kept for the count of those that did not fit. */
+    if (c->nmissing >= KP_CAPTURE_MAX_MISSING - 1) {
+        c->missing_more++;
+        snprintf(c->missing[KP_CAPTURE_MAX_MISSING - 1], sizeof c->missing[0],
+                 "... and %d more things were not captured", c->missing_more);
+        c->nmissing = KP_CAPTURE_MAX_MISSING;
         return;
     }
+    char *line = c->missing[c->nmissing++];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(line, sizeof c->missing[0], fmt, ap);
@@ -412,15 +424,18 @@ kprof_status kp_capture_out_open(const char *kernels_dir, const char *folder, kp
     kp_capture_out *o = calloc(1, sizeof *o);
     if (!o) return kp_error_nomem(err);
     int a = snprintf(o->final, sizeof o->final, "%s/%s", kernels_dir, folder);
-    int b = snprintf(o->tmp, sizeof o->tmp, "%s/.%s.tmp-%ld", kernels_dir, folder, (long)getpid());
+    /* Unique however many collectors of this process, or a killed run's leftovers, share it. */
+    int b = snprintf(o->tmp, sizeof o->tmp, "%s/.%s.tmp-%ld-XXXXXX", kernels_dir, folder,
+                     (long)getpid());
     if (a < 0 || b < 0 || (size_t)a >= sizeof o->final || (size_t)b >= sizeof o->tmp) {
         free(o);
         return kp_error_set(err, KPROF_INVALID, "capture: the folder's path is too long");
     }
-    if (mkdir(o->tmp, 0777) != 0) {
+    if (!mkdtemp(o->tmp)) {
         int e = errno;
+        kp_capture_io(err, "make the folder", o->tmp, e);
         free(o);
-        return kp_capture_io(err, "make the folder", kernels_dir, e);
+        return KPROF_IO;
     }
     *out = o;
     return KPROF_OK;
@@ -634,19 +649,31 @@ kprof_status kp_capture_out_commit(kp_capture_out *o, const kp_capture *c, int r
         st = kp_capture_out_blob(o, "capture.json", manifest.data, manifest.len, err);
     kp_str_free(&missing);
     kp_str_free(&manifest);
-    if (st == KPROF_OK && kp_path_exists(o->final)) {
+    /* An existing capture is replaced only whole: moved aside, the new one renamed into place,
+     * and only then removed (moved back if the rename fails). A symbolic link or anything else
+     * that is not a real folder is never replaced (nor followed). */
+    struct stat old_st;
+    char old[4200] = "";
+    if (st == KPROF_OK && lstat(o->final, &old_st) == 0) {
         if (!replace) {
             st = kp_error_set(err, KPROF_INVALID,
                               "capture: %s exists (kprof trace --force replaces it)", o->final);
-        } else if (!kp_path_is_dir(o->final)) {
+        } else if (!S_ISDIR(old_st.st_mode)) {
             st = kp_error_set(err, KPROF_INVALID, "capture: %s exists and is not a folder",
                               o->final);
         } else {
-            kp_capture_rmdir(o->final);
+            snprintf(old, sizeof old, "%s.old", o->tmp);
+            if (rename(o->final, old) != 0) {
+                st = kp_capture_io(err, "move aside the earlier capture", o->final, errno);
+                old[0] = '\0';
+            }
         }
     }
-    if (st == KPROF_OK && rename(o->tmp, o->final) != 0)
+    if (st == KPROF_OK && rename(o->tmp, o->final) != 0) {
         st = kp_capture_io(err, "rename the capture folder to", o->final, errno);
+        if (old[0] && rename(old, o->final) == 0) old[0] = '\0'; /* the earlier one is back */
+    }
+    if (st == KPROF_OK && old[0]) kp_capture_rmdir(old);
     if (st != KPROF_OK) {
         kp_capture_out_abort(o);
         return st;

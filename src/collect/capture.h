@@ -14,8 +14,8 @@
  *   alloc-<J>.before    allocation J's bytes just before the launch
  *   alloc-<J>.after     ... and just after it (unless --capture-no-after)
  *   not-captured.txt    one line per thing not captured and why ("" file when nothing is missing)
- * The folder is made under a temporary name (.NAME@N.tmp-PID) and renamed into place only once
- * whole, so a failed capture (full disk, unwritable folder) leaves nothing behind.
+ * The folder is made under a temporary name (.NAME@N.tmp-PID-XXXXXX) and renamed into place only
+ * once whole, so a failed capture (full disk, unwritable folder) leaves nothing behind.
  *
  * The manifest, "kprof_capture": 1:
  *   api "cuda"|"opencl", kernel (the name `kprof report` shows), symbol (mangled name / OpenCL
@@ -160,6 +160,7 @@ typedef struct kp_capture {
     kp_capture_ptr ptrs[KP_CAPTURE_MAX_POINTERS];
     int nmissing;
     char missing[KP_CAPTURE_MAX_MISSING][256]; /* what was not captured and why */
+    int missing_more; /* lines past the list: its last line says how many */
     /* @slowest */
     double window_s;
     uint64_t window_launches, slowest_launch;
@@ -192,8 +193,8 @@ int kp_capture_add_ptr(kp_capture *c, uint32_t arg, uint32_t at, uint32_t alloc,
 typedef struct kp_capture_out kp_capture_out;
 
 /* Start a capture folder in kernels_dir (made with its parents when missing): a temporary folder
- * .<folder>.tmp-<pid> beside where <folder> will be. IO naming the folder and errno's words when
- * it cannot be made (unwritable, full disk). */
+ * .<folder>.tmp-<pid>-XXXXXX (mkdtemp) beside where <folder> will be. IO naming the folder and
+ * errno's words when it cannot be made (unwritable, full disk). */
 kprof_status kp_capture_out_open(const char *kernels_dir, const char *folder, kp_capture_out **out,
                                  kp_error *err);
 /* Write one file of the folder (the code, an allocation's bytes). IO on a short write. */

@@ -215,7 +215,8 @@ kprof_status kp_capture_read(const char *dir, kp_capture *c, kp_error *err)
     {
         kp_capture_alloc *a = &c->allocs[c->nallocs];
         a->bytes = (uint64_t)kp_capture_int(&r, e, "bytes", 0, INT64_MAX / 2, 0, 0);
-        a->address = (uint64_t)kp_capture_int(&r, e, "address", 0, INT64_MAX, 1, 0);
+        /* Below 2^63 (INT64_MAX as a double is 2^63 itself, which no int64_t holds). */
+        a->address = (uint64_t)kp_capture_int(&r, e, "address", 0, INT64_MAX / 2, 1, 0);
         a->arg = (int)kp_capture_int(&r, e, "arg", -1, KP_CAPTURE_MAX_ARGS, 1, -1);
         kp_capture_str(&r, e, "name", a->name, sizeof a->name, 1);
         kp_capture_str(&r, e, "before", a->before, sizeof a->before, 1);

@@ -167,6 +167,7 @@ typedef struct kp_cap_work {
 
 static struct {
     pthread_mutex_t lock;
+    _Atomic unsigned generation; /* bumped when the function table is forgotten (an unload) */
     int armed;
     atomic_int done; /* captured or given up: every launch returns at once */
     kp_capture_pattern pattern;
@@ -208,6 +209,9 @@ static _Thread_local int32_t kp_cap_timing_sym;
 static _Thread_local uint64_t kp_cap_timing_launch;
 static _Thread_local CUevent kp_cap_ev[2];
 static _Thread_local CUcontext kp_cap_ev_ctx;
+/* The last function this thread launched that does not match, and the table's generation then. */
+static _Thread_local CUfunction kp_cap_last_miss;
+static _Thread_local unsigned kp_cap_last_gen;
 
 /* The driver's name of an error ("CUDA_ERROR_INVALID_VALUE"): static text, so that the
  * capture keeps no buffer per thread (libkprof.so, which links this file, must keep its TLS
@@ -352,6 +356,7 @@ static void kp_cap_module_unloading(const CUpti_ModuleResourceData *m)
      * function's answer (they are looked up again; the launch counts are per symbol). */
     if (kp_cap.fns) memset(kp_cap.fns, 0, kp_cap.cap_fns * sizeof *kp_cap.fns);
     kp_cap.nfns = 0;
+    atomic_fetch_add_explicit(&kp_cap.generation, 1, memory_order_release); /* threads' caches */
     for (size_t i = 0; i < kp_cap.nmodules; i++) {
         if (kp_cap.modules[i].id != m->moduleId) continue;
         free(kp_cap.modules[i].data);
@@ -453,14 +458,24 @@ static int32_t kp_cap_symbol_of(const char *symbol, const char *name)
     return (int32_t)kp_cap.nsymbols++;
 }
 
-/* Whether f matches: its symbol, or -1. Looked up once per function (the probe is all a
- * non-matching launch costs after its first). Lock held. */
-static int32_t kp_cap_lookup(CUfunction f, const char *symbol_hint)
+/* f's answer from the table: 1 and *sym (its symbol, or -1: it does not match) when f was
+ * looked up before. Lock held. */
+static int kp_cap_probe(CUfunction f, int32_t *sym)
 {
-    if (kp_cap.cap_fns) {
-        kp_cap_fn *s = kp_cap_fn_slot(f);
-        if (s->f == f) return s->sym;
-    }
+    if (!kp_cap.cap_fns) return 0;
+    kp_cap_fn *s = kp_cap_fn_slot(f);
+    if (s->f != f) return 0;
+    *sym = s->sym;
+    return 1;
+}
+
+/* Whether f matches, answered once per function: its name (the launch's hint, else
+ * cuFuncGetName) and the pattern, WITHOUT the lock — naming a function can load its module, and
+ * the module-load callback of another thread takes the lock while the driver holds its own —
+ * then added to the table under it (another thread may have added it meanwhile). Returns with
+ * the lock held: the symbol, or -1. */
+static int32_t kp_cap_resolve(CUfunction f, const char *symbol_hint)
+{
     const char *symbol = symbol_hint;
     if (!symbol || !*symbol) {
         symbol = NULL;
@@ -468,15 +483,17 @@ static int32_t kp_cap_lookup(CUfunction f, const char *symbol_hint)
         if (kp_cd.cuFuncGetName(&symbol, f) != CUDA_SUCCESS) symbol = NULL;
         kp_cap_inside--;
     }
-    int32_t sym = -1;
-    if (symbol) {
-        char name[KP_CAP_NAME_BYTES];
-        if (kp_capture_may_match(&kp_cap.pattern, symbol)) {
-            kp_cap_report_name(symbol, name, sizeof name);
-            if (kp_capture_match(&kp_cap.pattern, name, symbol))
-                sym = kp_cap_symbol_of(symbol, name);
-        }
+    int matched = 0;
+    char name[KP_CAP_NAME_BYTES];
+    name[0] = '\0';
+    if (symbol && kp_capture_may_match(&kp_cap.pattern, symbol)) {
+        kp_cap_report_name(symbol, name, sizeof name);
+        matched = kp_capture_match(&kp_cap.pattern, name, symbol);
     }
+    pthread_mutex_lock(&kp_cap.lock);
+    int32_t sym = -1;
+    if (kp_cap_probe(f, &sym)) return sym;
+    if (matched) sym = kp_cap_symbol_of(symbol, name);
     kp_cap_fn_add(f, sym);
     return sym;
 }
@@ -725,18 +742,29 @@ static void kp_cap_command(kp_capture *c)
 static int kp_cap_code(kp_cap_work *w)
 {
     kp_capture *c = &w->c;
+    /* The image is copied under the lock and written after it: no launching thread or module
+     * load waits for the disk. */
+    void *data = NULL;
+    size_t size = 0;
     pthread_mutex_lock(&kp_cap.lock);
     long mi = kp_cap_find_module(w->ctx, c->symbol);
-    kprof_status st = KPROF_OK;
     if (mi >= 0) {
         const kp_cap_module *m = &kp_cap.modules[mi];
         kp_strlcpy(c->code_kind, kp_cap_kind_names[m->kind], sizeof c->code_kind);
         kp_strlcpy(c->code_file, kp_cap_kind_files[m->kind], sizeof c->code_file);
-        st = kp_capture_out_blob(w->out, c->code_file, m->data, m->size, &w->err);
+        data = malloc(m->size ? m->size : 1);
+        if (data) memcpy(data, m->data, m->size);
+        size = m->size;
     }
     pthread_mutex_unlock(&kp_cap.lock);
-    if (st != KPROF_OK) return -1;
-    return mi >= 0;
+    if (mi < 0) return 0;
+    if (!data) {
+        kp_error_nomem(&w->err);
+        return -1;
+    }
+    kprof_status st = kp_capture_out_blob(w->out, c->code_file, data, size, &w->err);
+    free(data);
+    return st == KPROF_OK ? 1 : -1;
 }
 
 /* Everything up to the launch: the folder opened, the code, geometry, attributes, arguments and
@@ -929,7 +957,9 @@ static void kp_cap_end(kp_cap_work *w, CUresult launched)
 static int kp_cap_events(CUcontext ctx)
 {
     if (kp_cap_ev[0] && kp_cap_ev_ctx == ctx) return 1;
-    if (kp_cap_ev[0]) { /* another context: the old pair is left, its context may be gone */
+    if (kp_cap_ev[0]) { /* another context: the old pair goes (an error if its context went) */
+        kp_cd.cuEventDestroy(kp_cap_ev[0]);
+        kp_cd.cuEventDestroy(kp_cap_ev[1]);
         kp_cap_ev[0] = kp_cap_ev[1] = NULL;
     }
     if (kp_cd.cuEventCreate(&kp_cap_ev[0], CU_EVENT_DEFAULT) != CUDA_SUCCESS) {
@@ -959,15 +989,28 @@ static void kp_cap_fail_early(const char *what, uint64_t launch, const kp_error 
 
 static void kp_cap_launch_enter(const CUpti_CallbackData *cb, const kp_cap_launch *l)
 {
-    const char *symbol_hint = cb->symbolName;
+    /* The last function this thread launched that does not match, while no module has been
+     * unloaded since: nothing to look up, no lock. */
+    unsigned gen = atomic_load_explicit(&kp_cap.generation, memory_order_acquire);
+    if (l->f == kp_cap_last_miss && gen == kp_cap_last_gen) return;
     pthread_mutex_lock(&kp_cap.lock);
     if (atomic_load(&kp_cap.done) || kp_cap.busy) {
         pthread_mutex_unlock(&kp_cap.lock);
         return;
     }
-    int32_t sym = kp_cap_lookup(l->f, symbol_hint);
+    int32_t sym = -1;
+    if (!kp_cap_probe(l->f, &sym)) {
+        pthread_mutex_unlock(&kp_cap.lock);
+        sym = kp_cap_resolve(l->f, cb->symbolName); /* returns with the lock held */
+        if (atomic_load(&kp_cap.done) || kp_cap.busy) {
+            pthread_mutex_unlock(&kp_cap.lock);
+            return;
+        }
+    }
     if (sym < 0) {
         pthread_mutex_unlock(&kp_cap.lock);
+        kp_cap_last_miss = l->f;
+        kp_cap_last_gen = gen;
         return;
     }
     uint64_t launch = ++kp_cap.symbols[sym].launches;

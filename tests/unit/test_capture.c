@@ -57,6 +57,15 @@ static void test_pattern(void)
     CHECK_STR(p.literal, "xyzzy");
     kp_capture_pattern_parse("a\\bcd", &p, &err);
     CHECK_STR(p.literal, "");
+    /* Numbers as the demangler spells them, sets read as fnmatch reads them. */
+    kp_capture_pattern_parse("*gemm<128ul*", &p, &err);
+    CHECK_STR(p.literal, "gemm");
+    kp_capture_pattern_parse("[]abcdef]x*", &p, &err);
+    CHECK_STR(p.literal, "");
+    kp_capture_pattern_parse("[!]qwerty]kernel*", &p, &err);
+    CHECK_STR(p.literal, "kernel");
+    kp_capture_pattern_parse("*char16_t*", &p, &err);
+    CHECK_STR(p.literal, "");
     kp_capture_pattern_parse("tiny", &p, &err);
     CHECK(kp_capture_match(&p, "tiny(float*, int)", "_Z4tinyPfi"));
     CHECK(kp_capture_match(&p, "void ns::tiny<float>(float*)", NULL));
@@ -166,6 +175,20 @@ static kp_capture *sample_capture(void)
     kp_capture_add_ptr(c, 4, 8, (uint32_t)j2, 0x10, &err);
     kp_capture_missing(c, "an image argument (%d) is not captured", 5);
     return c;
+}
+
+/* Past the list's room, its last line counts the rest. */
+static void test_missing_count(void)
+{
+    kp_capture *c = malloc(sizeof *c);
+    kp_capture_init(c);
+    for (int i = 0; i < KP_CAPTURE_MAX_MISSING + 10; i++)
+        kp_capture_missing(c, "thing %d", i);
+    CHECK_INT(c->nmissing, KP_CAPTURE_MAX_MISSING);
+    CHECK_STR(c->missing[KP_CAPTURE_MAX_MISSING - 2], "thing 62");
+    CHECK_STR(c->missing[KP_CAPTURE_MAX_MISSING - 1], "... and 11 more things were not captured");
+    kp_capture_release(c);
+    free(c);
 }
 
 static void write_blobs(kp_capture_out *o, const kp_capture *c, unsigned char fill)
@@ -278,6 +301,19 @@ static void test_round_trip(const char *root)
     CHECK_INT(kp_capture_out_commit(o, c, 1, path, sizeof path, &err), KPROF_OK);
     memset(seven, 20, sizeof seven);
     CHECK(file_is(f, seven, sizeof seven));
+    /* A symbolic link of the folder's name is never replaced, nor followed. */
+    char link[4200], elsewhere[4200];
+    snprintf(elsewhere, sizeof elsewhere, "%s/elsewhere", root);
+    mkdir(elsewhere, 0777);
+    snprintf(link, sizeof link, "%s/k@1", kernels);
+    CHECK_INT(symlink(elsewhere, link), 0);
+    CHECK_INT(kp_capture_out_open(kernels, "k@1", &o, &err), KPROF_OK);
+    write_blobs(o, c, 3);
+    kp_error e4 = {0};
+    CHECK_INT(kp_capture_out_commit(o, c, 1, path, sizeof path, &e4), KPROF_INVALID);
+    CHECK_CONTAINS(e4.message, "not a folder");
+    CHECK(kp_path_is_dir(elsewhere));
+    unlink(link);
     /* No temporary folder is left anywhere. */
     char cmd[4400];
     snprintf(cmd, sizeof cmd, "test -z \"$(ls -A '%s' | grep -v '^scale@2$')\"", kernels);
@@ -368,6 +404,7 @@ int main(void)
     test_pattern();
     test_env();
     test_folder_name();
+    test_missing_count();
     test_round_trip(root);
     test_unwritable(root);
     test_not_a_folder(root);
