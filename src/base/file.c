@@ -4,6 +4,7 @@
 #include "base/file.h"
 #include "base/util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -127,4 +128,20 @@ kprof_status kp_mkdir_p(const char *path, kp_error *err)
     if (!kp_path_is_dir(path))
         return kp_error_set(err, KPROF_IO, "cannot create folder %s: a file is in the way", path);
     return KPROF_OK;
+}
+
+void kp_dir_remove(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
+            char p[8192];
+            snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+            unlink(p);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
 }

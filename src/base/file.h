@@ -30,4 +30,9 @@ kprof_status kp_file_write_atomic(const char *path, const void *data, size_t len
 /* mkdir -p with mode 0777 & ~umask. */
 kprof_status kp_mkdir_p(const char *path, kp_error *err);
 
+/* Remove a folder kprof made and the files in it (one level: what a trace's record folder or a
+ * capture folder holds; an entry that is a symbolic link is removed, never followed; a
+ * subfolder is left, and then the folder too). Best effort: nothing is said. */
+void kp_dir_remove(const char *dir);
+
 #endif

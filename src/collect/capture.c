@@ -465,26 +465,10 @@ kprof_status kp_capture_out_blob(kp_capture_out *o, const char *file, const void
     return KPROF_OK;
 }
 
-static void kp_capture_rmdir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-            char path[4400];
-            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            unlink(path);
-        }
-        closedir(d);
-    }
-    rmdir(dir);
-}
-
 void kp_capture_out_abort(kp_capture_out *o)
 {
     if (!o) return;
-    kp_capture_rmdir(o->tmp);
+    kp_dir_remove(o->tmp);
     free(o);
 }
 
@@ -673,7 +657,7 @@ kprof_status kp_capture_out_commit(kp_capture_out *o, const kp_capture *c, int r
         st = kp_capture_io(err, "rename the capture folder to", o->final, errno);
         if (old[0] && rename(old, o->final) == 0) old[0] = '\0'; /* the earlier one is back */
     }
-    if (st == KPROF_OK && old[0]) kp_capture_rmdir(old);
+    if (st == KPROF_OK && old[0]) kp_dir_remove(old);
     if (st != KPROF_OK) {
         kp_capture_out_abort(o);
         return st;

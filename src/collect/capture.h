@@ -252,9 +252,10 @@ typedef struct kp_capture_check {
 /* Count the bytes of got that differ from want (n bytes each). */
 uint64_t kp_capture_diff_bytes(const void *got, const void *want, uint64_t n);
 
-/* The check's sentence: "replay reproduces the program's output: 12.0 MiB identical" or
- * "replay differs from the program's output in 1,204 bytes of 'out' (of 12.0 MiB): atomics or
- * non-determinism?" or "no after-state was captured: the output is not checked". */
+/* The check's sentence, sizes as kp_format_bytes writes them: "replay reproduces the program's
+ * output: 12 MiB identical", "replay differs from the program's output in 1204 bytes of 'out'
+ * (1204 in all, of 12 MiB): atomics or non-determinism?", or "no after-state was captured: the
+ * replay's output is not checked". */
 void kp_capture_check_text(const kp_capture *c, const kp_capture_check *k, char *buf, size_t n);
 
 #endif

@@ -9,6 +9,7 @@
 
 #include "base/json_file.h"
 #include "base/util.h"
+#include "core/format.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -371,21 +372,10 @@ uint64_t kp_capture_diff_bytes(const void *got, const void *want, uint64_t n)
     return d;
 }
 
-/* "12.0 MiB", "4,096 bytes" */
-static void kp_capture_size_text(uint64_t b, char *buf, size_t n)
-{
-    if (b >= (1ull << 20))
-        snprintf(buf, n, "%.1f MiB", (double)b / (1 << 20));
-    else if (b >= 10240)
-        snprintf(buf, n, "%.1f KiB", (double)b / 1024);
-    else
-        snprintf(buf, n, "%llu bytes", (unsigned long long)b);
-}
-
 void kp_capture_check_text(const kp_capture *c, const kp_capture_check *k, char *buf, size_t n)
 {
     char size[32];
-    kp_capture_size_text(k->bytes, size, sizeof size);
+    kp_format_bytes(k->bytes, size, sizeof size);
     if (!k->have) {
         snprintf(buf, n, "no after-state was captured: the replay's output is not checked");
     } else if (k->differing == 0) {

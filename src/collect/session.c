@@ -268,18 +268,7 @@ kprof_status kp_session_load_run(const char *dir, kp_trace_run *run, char *buf, 
 
 void kp_session_remove(const char *dir)
 {
-    DIR *d = opendir(dir);
-    if (d) {
-        struct dirent *de;
-        while ((de = readdir(d)) != NULL) {
-            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
-            char p[PATH_MAX + 256];
-            snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-            unlink(p);
-        }
-        closedir(d);
-    }
-    rmdir(dir);
+    kp_dir_remove(dir);
 }
 
 uint64_t kp_session_size(const char *dir)

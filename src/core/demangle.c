@@ -36,3 +36,10 @@ int kp_demangle(const char *sym, char *out, size_t n)
     free(d);
     return demangled;
 }
+
+int kp_demangle_name(const char *sym, size_t len, char *out, size_t n)
+{
+    if (len <= 2 || sym[0] != '_' || sym[1] != 'Z' || len >= 4096) return 0;
+    kp_demangle(sym, out, n);
+    return 1;
+}

@@ -12,4 +12,11 @@
  * demangled form does not fit in n bytes. Thread-safe. */
 int kp_demangle(const char *sym, char *out, size_t n);
 
+/* A kernel's name as every report shows it: a mangled C++ name (_Z..., shorter than 4 KiB) of len
+ * bytes demangled into out (KP_DEMANGLE_NAME_BYTES fits any), 1; otherwise 0 and out untouched
+ * (the name stays as it is). The trace's ingest names kernels with it, and `kprof trace
+ * --capture` matches its pattern against the same name. */
+#define KP_DEMANGLE_NAME_BYTES 8192
+int kp_demangle_name(const char *sym, size_t len, char *out, size_t n);
+
 #endif

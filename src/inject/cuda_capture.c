@@ -280,18 +280,13 @@ static int kp_cap_elf_functions(const void *data, size_t size, int (*fn)(void *,
     return 0;
 }
 
-/* A kernel's name as `kprof report` shows it: demangled as the trace's ingest does it (a mangled
- * name under 4 KiB, into 8 KiB; anything else as it is), so a pattern copied from the report
- * matches. */
-#define KP_CAP_NAME_BYTES 8192
+/* A kernel's name as `kprof report` shows it (core/demangle.h), so that a pattern copied from
+ * the report matches. */
+#define KP_CAP_NAME_BYTES KP_DEMANGLE_NAME_BYTES
 
 static void kp_cap_report_name(const char *symbol, char *name, size_t n)
 {
-    size_t len = strlen(symbol);
-    if (len > 2 && symbol[0] == '_' && symbol[1] == 'Z' && len < 4096)
-        kp_demangle(symbol, name, n);
-    else
-        kp_strlcpy(name, symbol, n);
+    if (!kp_demangle_name(symbol, strlen(symbol), name, n)) kp_strlcpy(name, symbol, n);
 }
 
 static int kp_cap_symbol_matches(void *ctx, const char *symbol)

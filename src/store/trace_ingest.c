@@ -193,9 +193,8 @@ static int64_t kp_ingest_name(kp_ingest *m, kp_ingest_part *p, uint32_t local, i
     if (map[local]) return map[local];
     size_t len;
     const char *text = kp_part_string(p, local, &len);
-    if (demangle && len > 2 && text[0] == '_' && text[1] == 'Z' && len < 4096) {
-        char out[8192];
-        kp_demangle(text, out, sizeof out);
+    char out[KP_DEMANGLE_NAME_BYTES];
+    if (demangle && kp_demangle_name(text, len, out, sizeof out)) {
         map[local] = kp_ingest_string(m, out, strlen(out));
     } else {
         map[local] = kp_ingest_string(m, text, len);
