@@ -343,9 +343,9 @@ static void kp_clc_exit_writing(void)
         kp_clc_nap(&nap);
     }
     kp_clc_job *job = atomic_load(&kp_clc_writing);
-    if (locked && (!job || job->abandoned)) {
-        pthread_mutex_unlock(&kp_clc_out_lock);
-        return; /* done (or failed) and announced by its thread */
+    if (!job || (locked && job->abandoned)) {
+        if (locked) pthread_mutex_unlock(&kp_clc_out_lock);
+        return; /* done (or failed) and announced by its thread, or committing now */
     }
     kp_capture *c = calloc(1, sizeof *c);
     if (!c) {
