@@ -4,35 +4,50 @@
  * written out as a capture folder (collect/capture.h) that `kprof run/bench/sweep NAME@N`
  * replays.
  *
- * What it keeps while a capture is asked for (all under kp_clc.lock):
+ * What it keeps while a capture is asked for (under kp_clc.lock, a read-write lock: lookups read,
+ * creations and last releases write):
  *   - every memory object the program makes (clCreateBuffer*, sub-buffers, images, pipes), with
  *     its size and kind, in a hash set: an 8-byte clSetKernelArg value that is one of them is a
  *     cl_mem, anything else is bytes passed by value;
  *   - every kernel object whose name matches the glob (matched once, at its creation), with a copy
  *     of each argument clSetKernelArg (or clSetKernelArgSVMPointer, clCloneKernel) gave it;
  *     kernels that do not match are not kept, so their launches cost one lookup that fails;
- *   - per matching name, how many launches it had: @N counts the launches of one name, whatever
- *     kernel objects of that name made them.
+ *   - per matching name, how many launches it had (atomic: a launch counts under the read lock):
+ *     @N counts the launches of one name, whatever kernel objects of that name made them;
+ *   - how many user events (clCreateUserEvent) the program has made and not yet set.
  *
  * The chosen launch (the first, @N, or for @slowest the first launch after the window of the name
- * and geometry of the slowest one seen in it): wait for what it waits on and clFinish its queue;
- * read the program's source (kernel.cl) or, without one, its binary for the queue's device
+ * and geometry of the slowest one seen in it): wait until what it waits on and everything before it
+ * on its queue is done (two markers on the queue, clEnqueueMarkerWithWaitList: the wait list, then
+ * all before). That wait never blocks the program for good: a launch whose wait list holds a user
+ * event not set yet is given up at once, and while any user event is unset (an earlier command may
+ * wait on it, which only the program can set, after its enqueue returns) the markers are polled
+ * for at most KP_CLC_READY_NS and the capture is given up ("the launch's inputs were not ready")
+ * with the launch left alone; with none unset the wait is for real work, however long. Then read
+ * the program's source (kernel.cl) or, without one, its binary for the queue's device
  * (program.bin), the build options, the kernel's work-group attributes, each argument (a value
- * with its bytes, a buffer as one allocation however many arguments pass it, __local memory with
- * its size) and the bytes of every buffer (blocking reads on the program's queue, straight to the
- * next layer's table: the trace does not see them); then the program's own launch, as it asked,
- * exactly once; clFinish; the buffers again (the after-states, unless --capture-no-after); the
- * folder committed and the result announced (kp_capture_announce). The program was held from the
- * first clFinish to the commit (held_ns). Any failure before the launch leaves the launch alone
- * and the folder unmade; a failure after it, the same folder unmade: kp_capture_out_abort, and the
- * announcement says why. One capture per run: once a launch is chosen nothing else is looked at.
+ * with its bytes, a buffer as one allocation however many arguments pass it, retained until the
+ * capture ends so that another thread's release cannot free it under the copies, __local memory
+ * with its size) and the bytes of every buffer (blocking reads on the program's queue, straight to
+ * the next layer's table: the trace does not see them); then the program's own launch, as it
+ * asked, exactly once; a wait for that launch's event; the buffers again (the after-states, unless
+ * --capture-no-after); the folder committed and the result announced (kp_capture_announce). The
+ * program was held from the first wait to the commit (held_ns). Any failure before the launch
+ * leaves the launch alone and the folder unmade; a failure after it, the same folder unmade:
+ * kp_capture_out_abort, and the announcement says why. One capture per run: once a launch is
+ * chosen nothing else is looked at. A program that ends (exit in another thread) while the capture
+ * is being written: the exit hook says so and removes the temporary folder (kp_capture_out_abort)
+ * when the capturing thread is not inside a file write; the capturing thread then stops quietly.
  *
  * Geometry: grid is the global size (work-items per dimension), tg the local size, offset the
  * global offset; dims is the program's work_dim and unused dimensions are 1. A launch with no local
- * size (the runtime chose the work-groups) has tg 0 0 0: the replay passes NULL again, which on the
- * same runtime and device makes the same choice; it is not a missing item. dynamic_smem is the
- * sum of the __local arguments' sizes; attributes: static_smem CL_KERNEL_LOCAL_MEM_SIZE,
- * local_bytes CL_KERNEL_PRIVATE_MEM_SIZE, max_threads CL_KERNEL_WORK_GROUP_SIZE.
+ * size (the runtime chose the work-groups) has tg 0 0 0; it is not a missing item. The replay
+ * (lab/replay.c, kp_lab_capture_launch) does not pass NULL again: it picks the largest power of
+ * two work-group of at most 256 work-items in all that divides the grid, and warns that it chose
+ * it, so the replay's groups may differ from the ones the runtime chose in the program.
+ * dynamic_smem is the sum of the __local arguments' sizes; attributes: static_smem
+ * CL_KERNEL_LOCAL_MEM_SIZE, local_bytes CL_KERNEL_PRIVATE_MEM_SIZE, max_threads
+ * CL_KERNEL_WORK_GROUP_SIZE.
  *
  * Not captured (a not-captured line each, the rest captured): SVM pointers, sub-buffers, images,
  * pipes, samplers; a buffer over --capture-max-bytes or one the host may not read
@@ -42,10 +57,14 @@
  * @slowest: the window starts at the first launch of a matching kernel (not at the program's start,
  * which may spend far longer than the window before its first kernel) and lasts window_s seconds.
  * Every matching launch inside it is timed from its event's CL_PROFILING_COMMAND_START/END (the
- * layer forces profiling on): the layer waits for it, so the window serialises those launches.
- * After the window, the next launch of the slowest one's name with the same global and local size
- * and offset is captured. A run that ends before such a launch, or before the launch @N, says so at
- * exit (kp_writer_at_exit), with nothing written.
+ * layer forces profiling on), read in a completion callback (clSetEventCallback) that keeps the
+ * slowest under the lock: the program's enqueue does not wait for it (a launch waiting on a user
+ * event the program sets after the enqueue would never complete), and a timed launch costs one
+ * small allocation for the callback. The first matching launch after the window waits (at most
+ * KP_CLC_READY_NS, once) for the window's callbacks still due, and from then on the slowest is
+ * fixed (a later callback is dropped). After the window, the next launch of the slowest one's name
+ * with the same global and local size and offset is captured. A run that ends before such a
+ * launch, or before the launch @N, says so at exit (kp_writer_at_exit), with nothing written.
  *
  * Fork: a child captures nothing (its parent's objects are not its own).
  */
@@ -62,9 +81,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 atomic_int kp_clc_on;
+
+/* How long the capture waits, at most, for what a launch waits on while a user event is unset,
+ * and (once) for the window's timing callbacks still due: 2 s. */
+#define KP_CLC_READY_NS 2000000000ull
 
 #define KP_CLC_TOMB ((void *)1) /* a removed entry: probing goes on past it */
 
@@ -103,7 +127,7 @@ typedef struct kp_clc_kernel {
 
 typedef struct kp_clc_name {
     char *text;
-    uint64_t launches;
+    _Atomic uint64_t launches; /* counted under the read lock */
 } kp_clc_name;
 
 /* The capture under way, between kp_clc_launch_begin and kp_clc_launch_finish. */
@@ -111,13 +135,27 @@ typedef struct kp_clc_job {
     kp_capture c;
     kp_capture_out *out;
     kp_error err;
-    cl_mem mems[KP_CAPTURE_MAX_ALLOCS]; /* allocation j's buffer */
+    cl_mem mems[KP_CAPTURE_MAX_ALLOCS]; /* allocation j's buffer, retained (clRetainMemObject) */
     kp_clc_kernel args;                 /* the kernel's arguments, copied at the launch */
     uint64_t t0;                        /* when the program's hold began */
+    int abandoned; /* under kp_clc_out_lock: the exit hook gave it up (and took out) */
 } kp_clc_job;
 
+/* A timed launch of the window, for its completion callback. */
+typedef struct kp_clc_timing {
+    uint32_t name;
+    uint64_t launch;
+    cl_uint dims;
+    uint64_t global[3], local[3], offset[3];
+} kp_clc_timing;
+
+/* The job being written and its folder (job->out): the capturing thread holds it around every
+ * write into the folder, the exit hook to take the folder away from it. */
+static pthread_mutex_t kp_clc_out_lock = PTHREAD_MUTEX_INITIALIZER;
+static kp_clc_job *_Atomic kp_clc_writing; /* set and cleared under kp_clc_out_lock */
+
 static struct {
-    pthread_mutex_t lock;
+    pthread_rwlock_t lock;
     kp_capture_pattern pattern;
     char dir[4096];
     int replace;
@@ -125,19 +163,33 @@ static struct {
     atomic_size_t matching; /* kernels.live, read without the lock */
     kp_clc_name *names;
     size_t nnames, names_cap;
-    int chosen; /* a launch was chosen for the capture (or the capture was given up) */
+    int chosen;            /* a launch was chosen for the capture (or the capture was given up) */
+    atomic_int user_unset; /* user events made and not yet set (while the capture is on) */
     /* @slowest */
-    uint64_t window_start; /* ns; 0 before the first matching launch */
-    uint64_t window_launches;
+    _Atomic uint64_t window_start; /* ns; 0 before the first matching launch */
+    _Atomic uint64_t window_launches;
+    atomic_int timing;  /* timing callbacks registered and not yet run */
+    atomic_int settled; /* the window's timings are in: the slowest is fixed */
     int have_slowest;
     int64_t slowest_ns;
     uint32_t slowest_name;
     uint64_t slowest_launch;
     cl_uint slowest_dims;
     uint64_t slowest_global[3], slowest_local[3], slowest_offset[3];
-} kp_clc = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} kp_clc = {.lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP};
 
-/* ---- the hash sets (caller holds kp_clc.lock) ---- */
+#define KP_CLC_READ()  pthread_rwlock_rdlock(&kp_clc.lock)
+#define KP_CLC_WRITE() pthread_rwlock_wrlock(&kp_clc.lock)
+#define KP_CLC_DONE()  pthread_rwlock_unlock(&kp_clc.lock)
+
+static void kp_clc_nap(unsigned *us)
+{
+    struct timespec ts = {0, (long)*us * 1000};
+    nanosleep(&ts, NULL);
+    if (*us < 1000) *us *= 2;
+}
+
+/* ---- the hash sets (caller holds kp_clc.lock: writing for put and remove) ---- */
 
 static size_t kp_clc_hash(const void *key, size_t cap)
 {
@@ -255,7 +307,8 @@ static uint32_t kp_clc_name_locked(const char *text)
     }
     char *copy = strdup(text);
     if (!copy) return UINT32_MAX;
-    kp_clc.names[kp_clc.nnames] = (kp_clc_name){.text = copy};
+    kp_clc.names[kp_clc.nnames].text = copy;
+    atomic_init(&kp_clc.names[kp_clc.nnames].launches, 0);
     return (uint32_t)kp_clc.nnames++;
 }
 
@@ -264,8 +317,11 @@ static uint32_t kp_clc_name_locked(const char *text)
 static void kp_clc_child(void)
 {
     atomic_store(&kp_clc_on, 0);
-    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    pthread_rwlock_t fresh = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
     kp_clc.lock = fresh;
+    pthread_mutex_t fresh_out = PTHREAD_MUTEX_INITIALIZER;
+    kp_clc_out_lock = fresh_out;
+    atomic_store(&kp_clc_writing, NULL);
 }
 
 static void kp_clc_atfork_once(void)
@@ -273,23 +329,92 @@ static void kp_clc_atfork_once(void)
     pthread_atfork(NULL, NULL, kp_clc_child);
 }
 
-/* A capture that was asked for and never happened, said at exit. */
+/* The program ends while another thread writes the capture: say so, and take its temporary folder
+ * away (kp_capture_out_abort) unless that thread stays inside a file write for KP_CLC_READY_NS
+ * (then the folder may be left, and the line says where). */
+static void kp_clc_exit_writing(void)
+{
+    uint64_t t0 = kp_now_ns();
+    unsigned nap = 50;
+    int locked = 0;
+    for (;;) {
+        locked = pthread_mutex_trylock(&kp_clc_out_lock) == 0;
+        if (locked || kp_now_ns() - t0 >= KP_CLC_READY_NS) break;
+        kp_clc_nap(&nap);
+    }
+    kp_clc_job *job = atomic_load(&kp_clc_writing);
+    if (!job || (locked && job->abandoned)) {
+        if (locked) pthread_mutex_unlock(&kp_clc_out_lock);
+        return; /* done (or failed) and announced by its thread, or committing now */
+    }
+    kp_capture *c = calloc(1, sizeof *c);
+    if (!c) {
+        if (locked) pthread_mutex_unlock(&kp_clc_out_lock);
+        return;
+    }
+    kp_capture_init(c);
+    kp_capture_out *out = NULL;
+    if (locked) {
+        snprintf(c->api, sizeof c->api, "opencl");
+        snprintf(c->kernel, sizeof c->kernel, "%s", job->c.kernel);
+        snprintf(c->symbol, sizeof c->symbol, "%s", job->c.symbol);
+        c->launch = job->c.launch;
+        c->select = job->c.select;
+        job->abandoned = 1;
+        out = job->out;
+        job->out = NULL;
+        atomic_store(&kp_clc_writing, NULL);
+        pthread_mutex_unlock(&kp_clc_out_lock);
+    } else {
+        /* job's fields are being written only in its folder's files: its names are set */
+        snprintf(c->api, sizeof c->api, "opencl");
+        snprintf(c->kernel, sizeof c->kernel, "%s", job ? job->c.kernel : kp_clc.pattern.glob);
+        snprintf(c->symbol, sizeof c->symbol, "%s", c->kernel);
+        c->launch = job ? job->c.launch : 0;
+        c->select = kp_clc.pattern.select;
+    }
+    kp_capture_out_abort(out);
+    kp_error err = {0};
+    char folder[256];
+    kp_capture_folder_name(c->kernel, c->launch, folder, sizeof folder);
+    if (locked)
+        kp_error_set(&err, KPROF_BACKEND,
+                     "the program ended while the capture of launch %llu was being written: "
+                     "nothing was written",
+                     (unsigned long long)c->launch);
+    else
+        kp_error_set(&err, KPROF_BACKEND,
+                     "the program ended while the capture of launch %llu was being written, "
+                     "inside a file write: its temporary folder (.%s.tmp-%ld in %s) may be "
+                     "left; remove it",
+                     (unsigned long long)c->launch, folder, (long)getpid(), kp_clc.dir);
+    kp_capture_announce(c, NULL, &err);
+    kp_error_clear(&err);
+    kp_capture_release(c);
+    free(c);
+}
+
+/* A capture that was asked for and never happened, or is still being written, said at exit. */
 static void kp_clc_exit(void)
 {
-    if (!atomic_load(&kp_clc_on)) return;
-    pthread_mutex_lock(&kp_clc.lock);
+    KP_CLC_WRITE();
     int chosen = kp_clc.chosen;
     kp_clc.chosen = 1; /* from here on the tables are this function's alone */
-    pthread_mutex_unlock(&kp_clc.lock);
-    if (chosen) return;
+    KP_CLC_DONE();
+    if (chosen) {
+        kp_clc_exit_writing();
+        return;
+    }
+    if (!atomic_load(&kp_clc_on)) return;
     atomic_store(&kp_clc_on, 0);
     const kp_capture_pattern *p = &kp_clc.pattern;
     uint64_t most = 0, total = 0;
     const char *busiest = NULL;
     for (size_t i = 0; i < kp_clc.nnames; i++) {
-        total += kp_clc.names[i].launches;
-        if (kp_clc.names[i].launches > most) {
-            most = kp_clc.names[i].launches;
+        uint64_t n = atomic_load(&kp_clc.names[i].launches);
+        total += n;
+        if (n > most) {
+            most = n;
             busiest = kp_clc.names[i].text;
         }
     }
@@ -358,13 +483,13 @@ void kp_clc_init(void)
 void kp_clc_mem_created(cl_mem mem, size_t size, int kind)
 {
     if (!mem) return;
-    pthread_mutex_lock(&kp_clc.lock);
+    KP_CLC_WRITE();
     kp_clc_entry *e = kp_clc_put(&kp_clc.mems, mem); /* out of memory: read as a value later */
     if (e) {
         e->size = size;
         e->kind = kind;
     }
-    pthread_mutex_unlock(&kp_clc.lock);
+    KP_CLC_DONE();
 }
 
 void kp_clc_mem_releasing(cl_mem mem)
@@ -375,10 +500,21 @@ void kp_clc_mem_releasing(cl_mem mem)
                                       NULL) != CL_SUCCESS ||
         references != 1)
         return;
-    pthread_mutex_lock(&kp_clc.lock);
+    KP_CLC_WRITE();
     kp_clc_entry *e = kp_clc_find(&kp_clc.mems, mem);
     if (e) kp_clc_remove(&kp_clc.mems, e);
-    pthread_mutex_unlock(&kp_clc.lock);
+    KP_CLC_DONE();
+}
+
+void kp_clc_user_event(int made)
+{
+    if (made) {
+        atomic_fetch_add(&kp_clc.user_unset, 1);
+        return;
+    }
+    int n = atomic_load(&kp_clc.user_unset); /* one made before the capture was on: not counted */
+    while (n > 0 && !atomic_compare_exchange_weak(&kp_clc.user_unset, &n, n - 1))
+        ;
 }
 
 /* CL_KERNEL_FUNCTION_NAME on the heap; NULL when it cannot be read. */
@@ -405,7 +541,7 @@ void kp_clc_kernel_created(cl_kernel kernel)
     if (!kernel) return;
     char *name = kp_clc_kernel_name(kernel);
     int match = name && kp_capture_match(&kp_clc.pattern, name, NULL);
-    pthread_mutex_lock(&kp_clc.lock);
+    KP_CLC_WRITE();
     kp_clc_entry *e = kp_clc_find(&kp_clc.kernels, kernel);
     if (e) kp_clc_drop_kernel_locked(e); /* that kernel is gone: its address is reused */
     if (match && !kp_clc.chosen) {
@@ -420,14 +556,14 @@ void kp_clc_kernel_created(cl_kernel kernel)
             free(k); /* out of memory: this kernel goes unseen */
         }
     }
-    pthread_mutex_unlock(&kp_clc.lock);
+    KP_CLC_DONE();
     free(name);
 }
 
 void kp_clc_kernel_cloned(cl_kernel from, cl_kernel kernel)
 {
     if (!kernel) return;
-    pthread_mutex_lock(&kp_clc.lock);
+    KP_CLC_WRITE();
     kp_clc_entry *e = kp_clc_find(&kp_clc.kernels, kernel);
     if (e) kp_clc_drop_kernel_locked(e);
     kp_clc_entry *src = kp_clc_find(&kp_clc.kernels, from);
@@ -442,7 +578,7 @@ void kp_clc_kernel_cloned(cl_kernel from, cl_kernel kernel)
             free(k);
         }
     }
-    pthread_mutex_unlock(&kp_clc.lock);
+    KP_CLC_DONE();
 }
 
 void kp_clc_kernel_releasing(cl_kernel kernel)
@@ -453,10 +589,10 @@ void kp_clc_kernel_releasing(cl_kernel kernel)
                                    &references, NULL) != CL_SUCCESS ||
         references != 1)
         return;
-    pthread_mutex_lock(&kp_clc.lock);
+    KP_CLC_WRITE();
     kp_clc_entry *e = kp_clc_find(&kp_clc.kernels, kernel);
     if (e) kp_clc_drop_kernel_locked(e);
-    pthread_mutex_unlock(&kp_clc.lock);
+    KP_CLC_DONE();
 }
 
 /* Keep argument index of kernel as kind with size bytes (value NULL: none). */
@@ -464,7 +600,7 @@ static void kp_clc_keep_arg(cl_kernel kernel, cl_uint index, int kind, size_t si
                             const void *value)
 {
     if (!atomic_load_explicit(&kp_clc.matching, memory_order_relaxed)) return;
-    pthread_mutex_lock(&kp_clc.lock);
+    KP_CLC_READ(); /* a kernel's arguments are set by one thread at a time (OpenCL) */
     kp_clc_entry *e = kp_clc_find(&kp_clc.kernels, kernel);
     kp_clc_kernel *k = e ? e->value : NULL;
     if (!k) goto done;
@@ -493,7 +629,7 @@ static void kp_clc_keep_arg(cl_kernel kernel, cl_uint index, int kind, size_t si
     a->kind = (unsigned char)kind;
     a->size = (uint32_t)size;
 done:
-    pthread_mutex_unlock(&kp_clc.lock);
+    KP_CLC_DONE();
 }
 
 void kp_clc_arg_set(cl_kernel kernel, cl_uint index, size_t size, const void *value)
@@ -574,27 +710,38 @@ static kprof_status kp_clc_args(kp_clc_job *job, cl_kernel kernel)
                                i, name);
         } else {
             cl_mem mem = NULL;
-            int kind = 0;
+            int kind = 0, j = -1;
             uint64_t size = 0;
             if (a->size == sizeof mem) {
                 memcpy(&mem, a->bytes, sizeof mem);
-                pthread_mutex_lock(&kp_clc.lock);
+                for (int m = 0; m < c->nallocs && j < 0 && mem; m++)
+                    if (job->mems[m] == mem) j = m;
+            }
+            if (j >= 0) {
+                kind = KP_CLC_BUFFER; /* already an allocation (and retained) */
+            } else if (a->size == sizeof mem) {
+                /* Retained under the lock, before another thread's last release can remove it
+                 * (kp_clc_mem_releasing writes): the copies read it until the capture ends. */
+                KP_CLC_READ();
                 const kp_clc_entry *e = kp_clc_find(&kp_clc.mems, mem);
                 if (e) {
                     kind = e->kind;
                     size = e->size;
+                    if (kind == KP_CLC_BUFFER && (!kp_cl_next.clRetainMemObject ||
+                                                  kp_cl_next.clRetainMemObject(mem) != CL_SUCCESS))
+                        kind = 0;
                 }
-                pthread_mutex_unlock(&kp_clc.lock);
+                KP_CLC_DONE();
             }
             if (kind == KP_CLC_BUFFER) {
-                int j = -1;
-                for (int m = 0; m < c->nallocs && j < 0; m++)
-                    if (job->mems[m] == mem) j = m;
                 if (j < 0) {
                     /* A key of its own per buffer (OpenCL has no addresses; 0 in the manifest) */
                     j = kp_capture_add_alloc(c, (uint64_t)(c->nallocs + 1) << 40, size, (int)i,
                                              name, err);
-                    if (j < 0) return err->status ? err->status : KPROF_INVALID;
+                    if (j < 0) {
+                        kp_cl_next.clReleaseMemObject(mem);
+                        return err->status ? err->status : KPROF_INVALID;
+                    }
                     job->mems[j] = mem;
                     snprintf(c->allocs[j].before, sizeof c->allocs[j].before, "alloc-%d.before", j);
                     snprintf(c->allocs[j].after, sizeof c->allocs[j].after, "alloc-%d.after", j);
@@ -707,6 +854,26 @@ static kprof_status kp_clc_code(kp_clc_job *job, cl_kernel kernel, cl_device_id 
     return KPROF_OK;
 }
 
+/* A write into the capture's folder (open: job->out made first), under kp_clc_out_lock; one the
+ * exit hook gave up fails. */
+static kprof_status kp_clc_write(kp_clc_job *job, int open, const char *file, const void *data,
+                                 size_t len)
+{
+    pthread_mutex_lock(&kp_clc_out_lock);
+    kprof_status st;
+    if (job->abandoned) {
+        st = kp_error_set(&job->err, KPROF_BACKEND, "the program ended during the capture");
+    } else if (open) {
+        char folder[256];
+        kp_capture_folder_name(job->c.kernel, job->c.launch, folder, sizeof folder);
+        st = kp_capture_out_open(kp_clc.dir, folder, &job->out, &job->err);
+    } else {
+        st = kp_capture_out_blob(job->out, file, data, len, &job->err);
+    }
+    pthread_mutex_unlock(&kp_clc_out_lock);
+    return st;
+}
+
 /* Copy allocation j's bytes (after: its after-state) from the device into its file. A read the
  * runtime refuses is a not-captured line (the state's file name cleared), not a failure. */
 static kprof_status kp_clc_copy(kp_clc_job *job, cl_command_queue queue, int j, int after)
@@ -736,26 +903,143 @@ static kprof_status kp_clc_copy(kp_clc_job *job, cl_command_queue queue, int j, 
         if (!after) a->before[0] = '\0';
         return KPROF_OK;
     }
-    kprof_status st = kp_capture_out_blob(job->out, file, bytes, a->bytes, &job->err);
+    kprof_status st = kp_clc_write(job, 0, file, bytes, a->bytes);
     free(bytes);
     return st;
 }
 
 static void kp_clc_job_free(kp_clc_job *job)
 {
-    kp_capture_out_abort(job->out);
+    pthread_mutex_lock(&kp_clc_out_lock);
+    if (atomic_load(&kp_clc_writing) == job) atomic_store(&kp_clc_writing, NULL);
+    kp_capture_out *out = job->out;
+    job->out = NULL;
+    pthread_mutex_unlock(&kp_clc_out_lock);
+    kp_capture_out_abort(out);
+    for (int j = 0; j < KP_CAPTURE_MAX_ALLOCS; j++)
+        if (job->mems[j]) kp_cl_next.clReleaseMemObject(job->mems[j]);
     kp_capture_release(&job->c);
     kp_clc_kernel_free(&job->args);
     kp_error_clear(&job->err);
     free(job);
 }
 
-/* The capture failed: nothing written, the failure announced. */
+/* The capture failed: nothing written, the failure announced (unless the exit hook gave it up and
+ * said so). */
 static void kp_clc_failed(kp_clc_job *job)
 {
+    pthread_mutex_lock(&kp_clc_out_lock);
+    int abandoned = job->abandoned;
+    pthread_mutex_unlock(&kp_clc_out_lock);
     if (!job->err.status) kp_error_set(&job->err, KPROF_BACKEND, "unknown failure");
-    kp_capture_announce(&job->c, NULL, &job->err);
+    if (!abandoned) kp_capture_announce(&job->c, NULL, &job->err);
     kp_clc_job_free(job);
+}
+
+#define KP_CLC_NOT_READY                                                                           \
+    "the launch's inputs were not ready: it waits on an event the program sets later"
+
+/* Whether events[0..n) are all complete: 1 yes, 0 not yet, -1 one failed (err set). */
+static int kp_clc_complete(cl_uint n, const cl_event *events, kp_error *err)
+{
+    int all = 1;
+    for (cl_uint i = 0; i < n; i++) {
+        cl_int status = CL_COMPLETE;
+        if (kp_cl_next.clGetEventInfo(events[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status,
+                                      &status, NULL) != CL_SUCCESS) {
+            kp_error_set(err, KPROF_BACKEND, "an event the launch waits on cannot be read");
+            return -1;
+        }
+        if (status < 0) {
+            kp_error_set(err, KPROF_BACKEND,
+                         "a command the launch waits on failed (OpenCL error %d): there is "
+                         "nothing to capture",
+                         (int)status);
+            return -1;
+        }
+        if (status != CL_COMPLETE) all = 0;
+    }
+    return all;
+}
+
+/* Wait until what the launch waits on (wait_list) and everything before it on queue are done,
+ * without blocking the program for good: a user event in the wait list not set yet fails at
+ * once; while any user event is unset, at most KP_CLC_READY_NS of polling; else a plain wait. */
+static kprof_status kp_clc_ready(cl_command_queue queue, cl_uint num_events,
+                                 const cl_event *wait_list, kp_error *err)
+{
+    if (!wait_list) num_events = 0;
+    for (cl_uint i = 0; i < num_events; i++) {
+        cl_command_type type = 0;
+        cl_int status = CL_COMPLETE;
+        if (kp_cl_next.clGetEventInfo(wait_list[i], CL_EVENT_COMMAND_TYPE, sizeof type, &type,
+                                      NULL) == CL_SUCCESS &&
+            type == CL_COMMAND_USER &&
+            kp_cl_next.clGetEventInfo(wait_list[i], CL_EVENT_COMMAND_EXECUTION_STATUS,
+                                      sizeof status, &status, NULL) == CL_SUCCESS &&
+            status > CL_COMPLETE)
+            return kp_error_set(err, KPROF_INVALID,
+                                KP_CLC_NOT_READY " (a user event in its wait list, not set yet)");
+    }
+    /* Markers: the wait list's, then one after everything before the launch on the queue (an
+     * out-of-order queue's marker with a wait list waits for that list alone). */
+    cl_event first = NULL, all = NULL;
+    cl_int rc = CL_INVALID_OPERATION;
+    if (kp_cl_next.clEnqueueMarkerWithWaitList) {
+        rc = num_events
+                 ? kp_cl_next.clEnqueueMarkerWithWaitList(queue, num_events, wait_list, &first)
+                 : CL_SUCCESS;
+        if (rc == CL_SUCCESS) rc = kp_cl_next.clEnqueueMarkerWithWaitList(queue, 0, NULL, &all);
+        if (first) kp_cl_next.clReleaseEvent(first);
+    }
+    if (rc != CL_SUCCESS) {
+        /* No markers (OpenCL 1.1): the wait list and clFinish, which only user events can hold
+         * up for good. */
+        if (atomic_load(&kp_clc.user_unset) > 0)
+            return kp_error_set(err, KPROF_INVALID,
+                                "the program has user events not set yet, and the runtime has no "
+                                "clEnqueueMarkerWithWaitList to tell whether the launch waits "
+                                "on them");
+        if (num_events && kp_cl_next.clWaitForEvents(num_events, wait_list) != CL_SUCCESS)
+            return kp_error_set(err, KPROF_BACKEND, "the launch's wait list failed");
+        rc = kp_cl_next.clFinish(queue);
+        if (rc != CL_SUCCESS)
+            return kp_error_set(err, KPROF_BACKEND, "clFinish before the launch: OpenCL error %d",
+                                (int)rc);
+        return KPROF_OK;
+    }
+    kp_cl_next.clFlush(queue);
+    kprof_status st = KPROF_OK;
+    uint64_t t0 = kp_now_ns();
+    unsigned nap = 20;
+    for (;;) {
+        int done = kp_clc_complete(1, &all, err);
+        if (done < 0) {
+            st = err->status;
+            break;
+        }
+        if (done) break;
+        if (atomic_load(&kp_clc.user_unset) <= 0) {
+            /* Nothing only the program can complete is pending: what is left is real work. */
+            if (kp_cl_next.clWaitForEvents(1, &all) != CL_SUCCESS &&
+                kp_clc_complete(1, &all, err) >= 0)
+                kp_error_set(err, KPROF_BACKEND, "the wait before the launch failed");
+            st = err->status;
+            break;
+        }
+        if (kp_now_ns() - t0 >= KP_CLC_READY_NS) {
+            st = kp_error_set(err, KPROF_INVALID,
+                              KP_CLC_NOT_READY
+                              " (a command before it on its queue, or in its "
+                              "wait list, was not done after %g s while the program has a user "
+                              "event not set)",
+                              (double)KP_CLC_READY_NS / 1e9);
+            break;
+        }
+        kp_clc_nap(&nap);
+    }
+    kp_cl_next.clReleaseEvent(all);
+    return st;
 }
 
 /* Everything up to the program's launch; KPROF_OK or job->err set. */
@@ -765,29 +1049,8 @@ static kprof_status kp_clc_before(kp_clc_job *job, const kp_clc_launch *l, cl_ke
     kp_capture *c = &job->c;
     kp_error *err = &job->err;
     cl_command_queue queue = l->queue;
-    /* What the launch waits for is part of its before-state: a user event the program has not
-     * completed yet would make this wait forever. */
-    if (num_events && wait_list) {
-        for (cl_uint i = 0; i < num_events; i++) {
-            cl_command_type type = 0;
-            cl_int status = CL_COMPLETE;
-            if (kp_cl_next.clGetEventInfo(wait_list[i], CL_EVENT_COMMAND_TYPE, sizeof type, &type,
-                                          NULL) == CL_SUCCESS &&
-                type == CL_COMMAND_USER &&
-                kp_cl_next.clGetEventInfo(wait_list[i], CL_EVENT_COMMAND_EXECUTION_STATUS,
-                                          sizeof status, &status, NULL) == CL_SUCCESS &&
-                status > CL_COMPLETE)
-                return kp_error_set(err, KPROF_INVALID,
-                                    "the launch waits on a user event the program has not set "
-                                    "yet: its inputs are not ready to copy");
-        }
-        if (kp_cl_next.clWaitForEvents(num_events, wait_list) != CL_SUCCESS)
-            return kp_error_set(err, KPROF_BACKEND, "the launch's wait list failed");
-    }
-    cl_int rc = kp_cl_next.clFinish(queue);
-    if (rc != CL_SUCCESS)
-        return kp_error_set(err, KPROF_BACKEND, "clFinish before the launch: OpenCL error %d",
-                            (int)rc);
+    kprof_status st = kp_clc_ready(queue, num_events, wait_list, err);
+    if (st != KPROF_OK) return st;
     cl_device_id device = NULL;
     if (kp_cl_next.clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof device, &device, NULL) !=
         CL_SUCCESS)
@@ -818,16 +1081,14 @@ static kprof_status kp_clc_before(kp_clc_job *job, const kp_clc_launch *l, cl_ke
                                                 sizeof priv, &priv, NULL) == CL_SUCCESS)
             c->local_bytes = (int64_t)priv;
     }
-    kprof_status st = kp_clc_args(job, kernel);
+    st = kp_clc_args(job, kernel);
     if (st != KPROF_OK) return st;
     unsigned char *code = NULL;
     size_t len = 0;
     st = kp_clc_code(job, kernel, device, &code, &len);
     if (st != KPROF_OK) return st;
-    char folder[256];
-    kp_capture_folder_name(c->kernel, c->launch, folder, sizeof folder);
-    st = kp_capture_out_open(kp_clc.dir, folder, &job->out, err);
-    if (st == KPROF_OK) st = kp_capture_out_blob(job->out, c->code_file, code, len, err);
+    st = kp_clc_write(job, 1, NULL, NULL, 0);
+    if (st == KPROF_OK) st = kp_clc_write(job, 0, c->code_file, code, len);
     free(code);
     for (int j = 0; j < c->nallocs && st == KPROF_OK; j++) {
         kp_capture_alloc *a = &c->allocs[j];
@@ -847,6 +1108,27 @@ static kprof_status kp_clc_before(kp_clc_job *job, const kp_clc_launch *l, cl_ke
     return st;
 }
 
+/* The first launch after the window: wait (at most KP_CLC_READY_NS) for the window's timing
+ * callbacks still due, then fix the slowest. */
+static void kp_clc_settle(void)
+{
+    uint64_t t0 = kp_now_ns();
+    unsigned nap = 20;
+    while (atomic_load(&kp_clc.timing) > 0 && kp_now_ns() - t0 < KP_CLC_READY_NS)
+        kp_clc_nap(&nap);
+    atomic_store(&kp_clc.settled, 1);
+}
+
+/* Whether launch l has the slowest one's name and geometry (caller holds kp_clc.lock). */
+static int kp_clc_is_slowest(const kp_clc_launch *l)
+{
+    return kp_clc.have_slowest && l->name == kp_clc.slowest_name &&
+           l->dims == kp_clc.slowest_dims &&
+           !memcmp(l->global, kp_clc.slowest_global, sizeof l->global) &&
+           !memcmp(l->local, kp_clc.slowest_local, sizeof l->local) &&
+           !memcmp(l->offset, kp_clc.slowest_offset, sizeof l->offset);
+}
+
 int kp_clc_launch_begin(kp_clc_launch *l, cl_command_queue queue, cl_kernel kernel, cl_uint dims,
                         const size_t *offset, const size_t *global, const size_t *local,
                         cl_uint num_events, const cl_event *wait_list)
@@ -860,35 +1142,40 @@ int kp_clc_launch_begin(kp_clc_launch *l, cl_command_queue queue, cl_kernel kern
         l->local[d] = local ? (d < dims ? local[d] : 1) : 0;
         l->offset[d] = offset && d < dims ? offset[d] : 0;
     }
-    kp_clc_job *job = NULL;
-    int nomem = 0;
-    pthread_mutex_lock(&kp_clc.lock);
+    const kp_capture_pattern *p = &kp_clc.pattern;
+    /* Counted under the read lock; a candidate for the capture is decided under the write lock. */
+    KP_CLC_READ();
     kp_clc_entry *e = kp_clc.chosen ? NULL : kp_clc_find(&kp_clc.kernels, kernel);
     if (!e) {
-        pthread_mutex_unlock(&kp_clc.lock);
+        KP_CLC_DONE();
         return 0;
     }
     kp_clc_kernel *k = e->value;
-    const kp_capture_pattern *p = &kp_clc.pattern;
     l->name = k->name;
-    l->launch = ++kp_clc.names[k->name].launches;
+    l->launch = atomic_fetch_add(&kp_clc.names[k->name].launches, 1) + 1;
+    int candidate = 0;
     if (p->select != KP_CAPTURE_SLOWEST) {
-        if (l->launch == p->nth) l->mode = KP_CLC_CAPTURE;
+        candidate = l->launch == p->nth;
     } else {
-        uint64_t now = kp_now_ns();
-        if (!kp_clc.window_start) kp_clc.window_start = now;
-        if ((double)(now - kp_clc.window_start) <= p->window_s * 1e9) {
+        uint64_t now = kp_now_ns(), start = 0;
+        if (atomic_compare_exchange_strong(&kp_clc.window_start, &start, now)) start = now;
+        if (now < start || (double)(now - start) <= p->window_s * 1e9) {
             l->mode = KP_CLC_TIME;
-            kp_clc.window_launches++;
-        } else if (kp_clc.have_slowest && k->name == kp_clc.slowest_name &&
-                   l->dims == kp_clc.slowest_dims &&
-                   !memcmp(l->global, kp_clc.slowest_global, sizeof l->global) &&
-                   !memcmp(l->local, kp_clc.slowest_local, sizeof l->local) &&
-                   !memcmp(l->offset, kp_clc.slowest_offset, sizeof l->offset)) {
-            l->mode = KP_CLC_CAPTURE;
+            atomic_fetch_add(&kp_clc.window_launches, 1);
+        } else {
+            candidate = !atomic_load(&kp_clc.settled) || kp_clc_is_slowest(l);
         }
     }
-    if (l->mode == KP_CLC_CAPTURE) {
+    KP_CLC_DONE();
+    if (!candidate) return l->mode;
+    int slowest = p->select == KP_CAPTURE_SLOWEST;
+    if (slowest && !atomic_load(&kp_clc.settled)) kp_clc_settle();
+    kp_clc_job *job = NULL;
+    int nomem = 0;
+    KP_CLC_WRITE();
+    e = kp_clc.chosen ? NULL : kp_clc_find(&kp_clc.kernels, kernel);
+    if (e && (!slowest || kp_clc_is_slowest(l))) {
+        k = e->value;
         kp_clc.chosen = 1;
         job = calloc(1, sizeof *job);
         if (job) {
@@ -897,11 +1184,12 @@ int kp_clc_launch_begin(kp_clc_launch *l, cl_command_queue queue, cl_kernel kern
             snprintf(job->c.kernel, sizeof job->c.kernel, "%s", kp_clc.names[k->name].text);
             job->c.slowest_ns = kp_clc.slowest_ns;
             job->c.slowest_launch = kp_clc.slowest_launch;
-            job->c.window_launches = kp_clc.window_launches;
+            job->c.window_launches = atomic_load(&kp_clc.window_launches);
         }
+        l->mode = KP_CLC_CAPTURE;
     }
-    pthread_mutex_unlock(&kp_clc.lock);
-    if (l->mode != KP_CLC_CAPTURE) return l->mode;
+    KP_CLC_DONE();
+    if (l->mode != KP_CLC_CAPTURE) return 0;
     atomic_store(&kp_clc_on, 0); /* one capture per run: nothing else is looked at */
     l->mode = 0;
     if (!job) {
@@ -921,6 +1209,9 @@ int kp_clc_launch_begin(kp_clc_launch *l, cl_command_queue queue, cl_kernel kern
         c->slowest_ns = 0;
         c->slowest_launch = c->window_launches = 0;
     }
+    pthread_mutex_lock(&kp_clc_out_lock); /* from here the exit hook knows of it */
+    atomic_store(&kp_clc_writing, job);
+    pthread_mutex_unlock(&kp_clc_out_lock);
     if (nomem) kp_error_nomem(&job->err);
     if (nomem || kp_clc_before(job, l, kernel, num_events, wait_list) != KPROF_OK) {
         kp_clc_failed(job);
@@ -933,47 +1224,75 @@ int kp_clc_launch_begin(kp_clc_launch *l, cl_command_queue queue, cl_kernel kern
 
 void kp_clc_launch_enqueued(kp_clc_launch *l, cl_int rc, cl_event event)
 {
-    if (l->mode == KP_CLC_TIME && rc == CL_SUCCESS && event &&
-        kp_cl_next.clRetainEvent(event) == CL_SUCCESS)
+    if (l->mode && rc == CL_SUCCESS && event && kp_cl_next.clRetainEvent(event) == CL_SUCCESS)
         l->event = event;
 }
 
-/* A timed launch of the window: its device time, and the slowest kept. */
-static void kp_clc_timed(kp_clc_launch *l)
+/* A timed launch of the window is complete: its device time, and the slowest kept (runs on a
+ * runtime thread, or in clSetEventCallback when it was already complete). */
+static void CL_CALLBACK kp_clc_timed(cl_event event, cl_int status, void *data)
 {
-    if (!l->event) return;
+    kp_clc_timing *t = data;
     cl_ulong start = 0, end = 0;
-    if (kp_cl_next.clWaitForEvents(1, &l->event) == CL_SUCCESS &&
-        kp_cl_next.clGetEventProfilingInfo(l->event, CL_PROFILING_COMMAND_START, sizeof start,
-                                           &start, NULL) == CL_SUCCESS &&
-        kp_cl_next.clGetEventProfilingInfo(l->event, CL_PROFILING_COMMAND_END, sizeof end, &end,
+    if (status == CL_COMPLETE &&
+        kp_cl_next.clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_START, sizeof start, &start,
+                                           NULL) == CL_SUCCESS &&
+        kp_cl_next.clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_END, sizeof end, &end,
                                            NULL) == CL_SUCCESS &&
         end >= start) {
         int64_t ns = (int64_t)(end - start);
-        pthread_mutex_lock(&kp_clc.lock);
-        if (!kp_clc.chosen && (!kp_clc.have_slowest || ns > kp_clc.slowest_ns)) {
+        KP_CLC_WRITE();
+        if (!kp_clc.chosen && !atomic_load(&kp_clc.settled) &&
+            (!kp_clc.have_slowest || ns > kp_clc.slowest_ns)) {
             kp_clc.have_slowest = 1;
             kp_clc.slowest_ns = ns;
-            kp_clc.slowest_name = l->name;
-            kp_clc.slowest_launch = l->launch;
-            kp_clc.slowest_dims = l->dims;
-            memcpy(kp_clc.slowest_global, l->global, sizeof l->global);
-            memcpy(kp_clc.slowest_local, l->local, sizeof l->local);
-            memcpy(kp_clc.slowest_offset, l->offset, sizeof l->offset);
+            kp_clc.slowest_name = t->name;
+            kp_clc.slowest_launch = t->launch;
+            kp_clc.slowest_dims = t->dims;
+            memcpy(kp_clc.slowest_global, t->global, sizeof t->global);
+            memcpy(kp_clc.slowest_local, t->local, sizeof t->local);
+            memcpy(kp_clc.slowest_offset, t->offset, sizeof t->offset);
         }
-        pthread_mutex_unlock(&kp_clc.lock);
+        KP_CLC_DONE();
     }
-    kp_cl_next.clReleaseEvent(l->event);
+    kp_cl_next.clReleaseEvent(event);
+    free(t);
+    atomic_fetch_sub(&kp_clc.timing, 1);
+}
+
+/* Time a launch of the window when it completes, without waiting for it here. */
+static void kp_clc_time(kp_clc_launch *l)
+{
+    cl_event event = l->event;
     l->event = NULL;
+    if (!event) return;
+    kp_clc_timing *t = kp_cl_next.clSetEventCallback ? malloc(sizeof *t) : NULL;
+    if (t) {
+        *t = (kp_clc_timing){.name = l->name, .launch = l->launch, .dims = l->dims};
+        memcpy(t->global, l->global, sizeof t->global);
+        memcpy(t->local, l->local, sizeof t->local);
+        memcpy(t->offset, l->offset, sizeof t->offset);
+        atomic_fetch_add(&kp_clc.timing, 1);
+        if (kp_cl_next.clSetEventCallback(event, CL_COMPLETE, kp_clc_timed, t) == CL_SUCCESS)
+            return; /* the callback releases the event */
+        atomic_fetch_sub(&kp_clc.timing, 1);
+        free(t);
+    }
+    kp_cl_next.clReleaseEvent(event); /* untimed */
 }
 
 void kp_clc_launch_finish(kp_clc_launch *l, cl_int rc)
 {
     if (l->mode == KP_CLC_TIME) {
-        kp_clc_timed(l);
+        kp_clc_time(l);
         return;
     }
-    if (l->mode != KP_CLC_CAPTURE || !l->job) return;
+    cl_event event = l->event;
+    l->event = NULL;
+    if (l->mode != KP_CLC_CAPTURE || !l->job) {
+        if (event) kp_cl_next.clReleaseEvent(event);
+        return;
+    }
     kp_clc_job *job = l->job;
     kp_capture *c = &job->c;
     l->job = NULL;
@@ -984,10 +1303,18 @@ void kp_clc_launch_finish(kp_clc_launch *l, cl_int rc)
         kp_clc_failed(job);
         return;
     }
-    cl_int frc = kp_cl_next.clFinish(l->queue);
+    /* The launch's own event: what it waited on was complete, so this waits for it alone (a
+     * clFinish would also wait for what other threads queued since). */
+    cl_int frc = event ? kp_cl_next.clWaitForEvents(1, &event) : kp_cl_next.clFinish(l->queue);
+    cl_int status = CL_COMPLETE;
+    if (frc == CL_SUCCESS && event &&
+        kp_cl_next.clGetEventInfo(event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
+                                  NULL) == CL_SUCCESS &&
+        status < 0)
+        frc = status;
+    if (event) kp_cl_next.clReleaseEvent(event);
     if (frc != CL_SUCCESS) {
-        kp_error_set(&job->err, KPROF_BACKEND, "clFinish after the launch: OpenCL error %d",
-                     (int)frc);
+        kp_error_set(&job->err, KPROF_BACKEND, "waiting for the launch: OpenCL error %d", (int)frc);
         kp_clc_failed(job);
         return;
     }
@@ -1000,9 +1327,18 @@ void kp_clc_launch_finish(kp_clc_launch *l, cl_int rc)
     }
     c->held_ns = (int64_t)(kp_now_ns() - job->t0);
     char path[4096];
+    pthread_mutex_lock(&kp_clc_out_lock);
+    if (job->abandoned) {
+        pthread_mutex_unlock(&kp_clc_out_lock);
+        kp_clc_job_free(job); /* the exit hook said so */
+        return;
+    }
     kp_capture_out *out = job->out;
     job->out = NULL; /* commit frees the writer either way */
-    if (kp_capture_out_commit(out, c, kp_clc.replace, path, sizeof path, &job->err) != KPROF_OK) {
+    st = kp_capture_out_commit(out, c, kp_clc.replace, path, sizeof path, &job->err);
+    atomic_store(&kp_clc_writing, NULL); /* done, either way: announced below */
+    pthread_mutex_unlock(&kp_clc_out_lock);
+    if (st != KPROF_OK) {
         kp_clc_failed(job);
         return;
     }

@@ -6,9 +6,16 @@
  * bytes of every buffer before and after the launch.
  *
  * Off (no KPROF_CAPTURE in the environment, or a bad one: one stderr line) every call below is
- * one relaxed load in the wrapper (kp_clc_active) and nothing more. On, a kernel's name is
- * matched once, when it is created; launches and clSetKernelArg of kernels that do not match cost
- * one hash lookup under a mutex (none at all while no matching kernel exists).
+ * one relaxed load in the wrapper (kp_clc_active) and nothing more; so is every call once the
+ * capture was made or given up. On, a kernel's name is matched once, when it is created (under
+ * the write lock); while no matching kernel exists launches and clSetKernelArg cost nothing more,
+ * and once one exists every launch and clSetKernelArg costs one hash lookup under the read side
+ * of a read-write lock (threads do not wait for each other there; a creation or last release
+ * holds them up briefly). Every clReleaseMemObject costs one clGetMemObjectInfo
+ * (CL_MEM_REFERENCE_COUNT: a call into the runtime) and, at the program's last reference, the
+ * write lock to forget the buffer; clReleaseKernel the same (clGetKernelInfo) once a matching
+ * kernel exists. In @slowest's window a matching launch costs one small allocation and a
+ * completion callback (clSetEventCallback) that times it; nothing waits for it.
  *
  * Threads: every function may be called from any application thread.
  */
@@ -56,11 +63,16 @@ void kp_clc_kernel_releasing(cl_kernel kernel);
 void kp_clc_arg_set(cl_kernel kernel, cl_uint index, size_t size, const void *value);
 void kp_clc_arg_svm(cl_kernel kernel, cl_uint index, const void *pointer);
 
+/* clCreateUserEvent made one (made 1) / clSetUserEventStatus set one (made 0): while any is
+ * unset, the capture's wait for a launch's inputs is bounded (an earlier command may wait on an
+ * event only the program sets, after its enqueue returns). */
+void kp_clc_user_event(int made);
+
 /* One kernel launch, from kp_clc_launch_begin to kp_clc_launch_finish. */
 typedef struct kp_clc_launch {
     int mode; /* 0: nothing to do; KP_CLC_TIME: time it (@slowest's window); KP_CLC_CAPTURE */
     cl_command_queue queue;
-    cl_event event;         /* the launch's event, retained here (kp_clc_launch_enqueued) */
+    cl_event event;         /* the launch's event, retained (kp_clc_launch_enqueued) */
     struct kp_clc_job *job; /* KP_CLC_CAPTURE: the capture under way (opencl_capture.c's) */
     uint32_t name;          /* the kernel name's slot */
     uint64_t launch;        /* the launch's number among that name's (1-based) */
@@ -80,11 +92,12 @@ int kp_clc_launch_begin(kp_clc_launch *l, cl_command_queue queue, cl_kernel kern
                         cl_uint num_events, const cl_event *wait_list);
 
 /* Right after the real enqueue returned rc with event (NULL when it failed): keep the event
- * (KP_CLC_TIME: the caller's API record comes first, then kp_clc_launch_finish). */
+ * (retained; the caller's API record comes first, then kp_clc_launch_finish). */
 void kp_clc_launch_enqueued(kp_clc_launch *l, cl_int rc, cl_event event);
 
-/* After the enqueue's own bookkeeping: wait for a timed launch and read its times, or finish a
- * capture (after-states, the folder committed, announced). */
+/* After the enqueue's own bookkeeping: have a timed launch's times read when it completes
+ * (clSetEventCallback; no wait here), or finish a capture (a wait for the launch's event, the
+ * after-states, the folder committed, announced). */
 void kp_clc_launch_finish(kp_clc_launch *l, cl_int rc);
 
 #endif

@@ -97,6 +97,8 @@
     X(clFlush)                                                                                     \
     X(clFinish)                                                                                    \
     X(clWaitForEvents)                                                                             \
+    X(clCreateUserEvent)                                                                           \
+    X(clSetUserEventStatus)                                                                        \
     X(clReleaseEvent)                                                                              \
     X(clGetEventProfilingInfo)
 
@@ -562,7 +564,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueNDRangeKernel(
         kp_cl_op_work(&op, kernel);
     }
     cl_event *event_arg = kp_cl_event_arg(&op, event, &own);
-    if (cap.mode == KP_CLC_TIME && !event_arg) event_arg = &timed; /* @slowest times it */
+    if (cap.mode && !event_arg) event_arg = &timed; /* @slowest times it; a capture waits on it */
     op.host_enqueue = kp_now_ns();
     cl_int rc =
         kp_cl_next.clEnqueueNDRangeKernel(queue, kernel, work_dim, global_offset, global_size,
@@ -591,7 +593,7 @@ static cl_int CL_API_CALL kp_wrap_clEnqueueTask(cl_command_queue queue, cl_kerne
         kp_cl_op_work(&op, kernel);
     }
     cl_event *event_arg = kp_cl_event_arg(&op, event, &own);
-    if (cap.mode == KP_CLC_TIME && !event_arg) event_arg = &timed;
+    if (cap.mode && !event_arg) event_arg = &timed;
     op.host_enqueue = kp_now_ns();
     cl_int rc = kp_cl_next.clEnqueueTask(queue, kernel, num_events, wait_list, event_arg);
     if (cap.mode)
@@ -857,6 +859,30 @@ static cl_int CL_API_CALL kp_wrap_clWaitForEvents(cl_uint num_events, const cl_e
     return rc;
 }
 
+/* User events: the capture counts those not yet set (its wait for a launch's inputs is bounded
+ * while one is: opencl_capture.h). */
+static cl_event CL_API_CALL kp_wrap_clCreateUserEvent(cl_context context, cl_int *errcode_ret)
+{
+    if (!kp_cl_enter()->clCreateUserEvent) return kp_cl_missing(errcode_ret);
+    cl_int err = CL_SUCCESS;
+    uint64_t t0 = kp_now_ns();
+    cl_event made = kp_cl_next.clCreateUserEvent(context, &err);
+    kp_cl_api(KP_CL_FN_clCreateUserEvent, t0, kp_now_ns(), err, 0);
+    if (made && kp_clc_active()) kp_clc_user_event(1);
+    if (errcode_ret) *errcode_ret = err;
+    return made;
+}
+
+static cl_int CL_API_CALL kp_wrap_clSetUserEventStatus(cl_event event, cl_int status)
+{
+    if (!kp_cl_enter()->clSetUserEventStatus) return CL_INVALID_OPERATION;
+    uint64_t t0 = kp_now_ns();
+    cl_int rc = kp_cl_next.clSetUserEventStatus(event, status);
+    kp_cl_api(KP_CL_FN_clSetUserEventStatus, t0, kp_now_ns(), rc, 0);
+    if (rc == CL_SUCCESS && kp_clc_active()) kp_clc_user_event(0);
+    return rc;
+}
+
 KP_CL_TIMED(clReleaseEvent, (cl_event event), (event))
 
 KP_CL_TIMED(clGetEventProfilingInfo,
@@ -1000,7 +1026,10 @@ static void *kp_cl_loader_symbol(const char *name)
     X(clGetMemObjectInfo)                                                                          \
     X(clGetProgramInfo)                                                                            \
     X(clGetProgramBuildInfo)                                                                       \
-    X(clGetDeviceInfo)
+    X(clGetDeviceInfo)                                                                             \
+    X(clSetEventCallback)                                                                          \
+    X(clEnqueueMarkerWithWaitList)                                                                 \
+    X(clRetainMemObject)
 
 static void kp_cl_preload_init(void)
 {

@@ -46,17 +46,18 @@ class CaptureOpenCL(kptest.KprofTestCase):
         self.out = os.path.join(self.tmp, "out")
         os.mkdir(self.out)
 
-    def capture(self, pattern, *flags, mode="basic", app_args=(), caps=None, expect=0):
+    def capture(self, pattern, *flags, mode="basic", app_args=(), caps=None, expect=0,
+                timeout=300):
         """kprof trace --capture PATTERN of cl_capture_app MODE: the finished process."""
         trace = os.path.join(self.tmp, "t.kprof")
         p = self.kprof("trace", "--capture", pattern, "--capture-dir", caps or self.caps,
                        *flags, "-o", trace, "--force", "--", APP, mode, self.out, *app_args,
-                       timeout=300)
+                       timeout=timeout)
         self.assertEqual(p.returncode, expect, p.stderr)
         # The program's own work is whole whatever the capture did.
         with open(os.path.join(self.out, "launches")) as f:
             done = f.read().split()
-        self.assertEqual(len(done), {"basic": 8, "binary": 2, "svm": 1, "slowest": 4}[mode], done)
+        self.assertEqual(len(done), {"basic": 8, "binary": 2, "svm": 1, "slowest": 4, "user": 3}[mode], done)
         return p
 
     def folder(self, name):
@@ -256,6 +257,32 @@ class CaptureOpenCL(kptest.KprofTestCase):
         self.assertEqual(s["slowest_launch"], 2)
         self.assertGreater(s["slowest_ns"], 0)
         self.check_states(path, m, "spin@4", ["x"])
+
+    def test_user_events(self):
+        # The program sets its user events only after its enqueues returned: the capture never
+        # waits for them for good (the timeout would fail the test), and says why it gave up.
+        not_ready = "the launch's inputs were not ready: it waits on an event the program sets later"
+        # fill@1 has the unset user event in its wait list: given up at once.
+        p = self.capture("fill", mode="user", expect=2, timeout=120)
+        self.assertIn("capture of fill@1 failed: " + not_ready, p.stderr)
+        self.assertIn("a user event in its wait list", p.stderr)
+        self.assert_nothing_written(self.caps)
+        # scale@1 has no wait list, but fill@2 before it on the in-order queue waits on an unset
+        # user event: the capture gives up after its bounded wait, and the launch goes on.
+        p = self.capture("scale", mode="user", expect=2, timeout=120)
+        self.assertIn("capture of scale@1 failed: " + not_ready, p.stderr)
+        self.assertIn("before it on its queue", p.stderr)
+        self.assert_nothing_written(self.caps)
+        # @slowest times fill@1 and fill@2 in its window without waiting in the enqueue (a wait
+        # there would never end); the run ends inside the window, which the exit line says.
+        p = self.capture("fill@slowest", "--capture-window", "60", mode="user", expect=2,
+                         timeout=120)
+        self.assertIn("capture of fill", p.stderr)
+        self.assertIn("60 s window", p.stderr)
+        self.assert_nothing_written(self.caps)
+        self.assertEqual(self.dumped("scale@1", "b", "after"),
+                         b"".join(struct.pack("<f", float((i * 7) % 97) * 1.5)
+                                  for i in range(N)))
 
     def test_existing_folder(self):
         # A capture folder of that name is replaced only with --force; without it the capture

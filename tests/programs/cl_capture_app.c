@@ -22,6 +22,10 @@
  *   cl_capture_app slowest OUTDIR WINDOW_S
  *     spin launched on 64 and on 1<<18 work-items (the second far slower), then, once WINDOW_S
  *     and half a second more have passed since the first launch, on 64 and 1<<18 again
+ *   cl_capture_app user OUTDIR
+ *     user events the program sets only after its enqueue returned: fill(a, 7) waiting on one
+ *     (fill@1); then fill(a, 7) waiting on another (fill@2) and, behind it on the in-order queue
+ *     with no wait list, scale(a, b, 1.5f) (scale@1), the event set after both were enqueued
  *
  * Before launch K of kernel NAME it writes OUTDIR/NAME@K.BUF.before for every buffer BUF (a b c d,
  * or x), and after it (clFinish) OUTDIR/NAME@K.BUF.after; OUTDIR/launches lists NAME@K lines in
@@ -158,6 +162,38 @@ static void launch(cl_kernel k, const char *name, const size_t *global, const si
     fflush(launches);
 }
 
+/* The user-event launches (mode user): each waits on an event set after its enqueue returned. */
+static void user_events(cl_kernel fill, cl_kernel scale)
+{
+    cl_int err;
+    size_t global = N;
+    cl_uint seed = 7;
+    float s = 1.5f;
+    CHECK(clSetKernelArg(fill, 0, sizeof(cl_mem), &buffers[0].mem));
+    CHECK(clSetKernelArg(fill, 1, sizeof seed, &seed));
+    CHECK(clSetKernelArg(scale, 0, sizeof(cl_mem), &buffers[0].mem));
+    CHECK(clSetKernelArg(scale, 1, sizeof(cl_mem), &buffers[1].mem));
+    CHECK(clSetKernelArg(scale, 2, sizeof s, &s));
+    dump("fill@1", "before");
+    cl_event go = clCreateUserEvent(context, &err);
+    CHECK(err);
+    CHECK(clEnqueueNDRangeKernel(queue, fill, 1, NULL, &global, NULL, 1, &go, NULL));
+    CHECK(clSetUserEventStatus(go, CL_COMPLETE));
+    dump("fill@1", "after");
+    fprintf(launches, "fill@1\n");
+    CHECK(clReleaseEvent(go));
+    dump("scale@1", "before");
+    go = clCreateUserEvent(context, &err);
+    CHECK(err);
+    CHECK(clEnqueueNDRangeKernel(queue, fill, 1, NULL, &global, NULL, 1, &go, NULL));
+    CHECK(clEnqueueNDRangeKernel(queue, scale, 1, NULL, &global, NULL, 0, NULL, NULL));
+    CHECK(clSetUserEventStatus(go, CL_COMPLETE));
+    dump("scale@1", "after");
+    fprintf(launches, "fill@2\nscale@1\n");
+    CHECK(clReleaseEvent(go));
+    fflush(launches);
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -169,10 +205,11 @@ int main(int argc, char **argv)
 {
     if (argc < 3 ||
         (strcmp(argv[1], "basic") != 0 && strcmp(argv[1], "binary") != 0 &&
-         strcmp(argv[1], "svm") != 0 && strcmp(argv[1], "slowest") != 0) ||
+         strcmp(argv[1], "svm") != 0 && strcmp(argv[1], "slowest") != 0 &&
+         strcmp(argv[1], "user") != 0) ||
         (strcmp(argv[1], "slowest") == 0 && argc < 4)) {
         fprintf(stderr,
-                "usage: cl_capture_app basic|binary|svm OUTDIR | slowest OUTDIR WINDOW_S\n");
+                "usage: cl_capture_app basic|binary|svm|user OUTDIR | slowest OUTDIR WINDOW_S\n");
         return 2;
     }
     outdir = argv[2];
@@ -249,6 +286,13 @@ int main(int argc, char **argv)
         launch(twice, "twice", &global, NULL);
         clReleaseKernel(twice);
         clSVMFree(context, svm);
+    } else if (strcmp(argv[1], "user") == 0) {
+        add_buffer("a", N * sizeof(float));
+        add_buffer("b", N * sizeof(float));
+        cl_kernel fill = kernel(program, "fill"), scale = kernel(program, "scale");
+        user_events(fill, scale);
+        clReleaseKernel(scale);
+        clReleaseKernel(fill);
     } else if (strcmp(argv[1], "basic") == 0) {
         add_buffer("a", N * sizeof(float));
         add_buffer("b", N * sizeof(float));
