@@ -45,7 +45,7 @@
   function isNum(v) { return typeof v === "number" && isFinite(v); }
   function isObj(v) { return v != null && typeof v === "object" && !Array.isArray(v); }
   function arr(v) { return Array.isArray(v) ? v : []; }
-  function words(k) { return String(k).replace(/_(s|ms|ns|us)$/, "").replace(/_/g, " "); }
+  function words(k) { return String(k).replace(/([^r])_(s|ms|ns|us)$/, "$1").replace(/_/g, " "); }
 
   /* ---- numbers for people ------------------------------------------------------------------ */
 
@@ -62,7 +62,11 @@
     if (a < 1) return sig(s * 1e3, p) + " ms";
     return sig(s, p) + " s";
   }
-  function fmtCount(v) { return Number.isInteger(v) ? v.toLocaleString("en-US") : sig(v, 4); }
+  function fmtCount(v) {
+    if (!Number.isInteger(v)) return sig(v, 4);
+    const s = String(Math.abs(v));
+    return (v < 0 ? "-" : "") + (s.length > 4 && s.indexOf("e") < 0 ? s.replace(/\B(?=(\d{3})+$)/g, ",") : s);
+  }
   function fmtPct(p) { return sig(p, 3) + "%"; }
   function fmtBytes(b) {
     const a = Math.abs(b);
@@ -88,6 +92,7 @@
     flops: v => sig(v, 3) + " flop",
     mhz: v => sig(v, 4) + " MHz",
     plain: v => sig(v, 4),
+    dS: v => (v > 0 ? "+" : "") + fmtTime(v),
   };
   /* the formatter a member's name implies */
   function fmtOf(key) {
@@ -112,9 +117,8 @@
   function num(path, v, f) {
     if (!isNum(v)) return h("span", { class: "none", title: "none" }, v === null || v === undefined ? "—" : String(v));
     const fm = typeof f === "function" ? f : fmtOf(f || String(path).replace(/\[\d+\]$/, "").split(".").pop());
-    return h("span", { class: "n", "data-k": path, "data-v": String(v), title: String(v) }, fmtM(fm, v));
+    return h("span", { class: "n", "data-k": path, "data-v": String(v) }, fm(v));
   }
-  function fmtM(f, v) { return f(v); }
   /* an SVG text holding a number of the data */
   function svNum(path, v, f, a) {
     const e = sv("text", a, f(v));
@@ -143,7 +147,7 @@
 
   const STATE = {
     slower: ["▲", "slower"], faster: ["▼", "faster"], same: ["=", "same"], unsure: ["?", "unsure"],
-    "only-in-a": ["A", "only in A"], "only-in-b": ["B", "only in B"], "not-judged": ["–", "not judged"],
+    "only-in-a": ["◧", "only in A"], "only-in-b": ["◨", "only in B"], "not-judged": ["–", "not judged"],
     "under-minimum": ["·", "under minimum"], "n-too-small": ["·", "too few"], "no-verdict": ["–", "no verdict"],
   };
   function badge(state, text) {
@@ -161,7 +165,7 @@
   function table(o) {
     const rows = arr(o.rows), cols = o.cols;
     const pathOf = o.pathOf || (i => o.path + "[" + i + "]");
-    const cap = o.cap || 2000;
+    const cap = o.cap || 200;
     let order = rows.map((_, i) => i), shown = Math.min(rows.length, cap), sortCol = -1, dir = 1;
     const built = new Array(rows.length);
     const tb = h("tbody");
@@ -326,7 +330,7 @@
     if (o.y2) {
       for (const v of niceTicks(o.y2.min, o.y2.max, 5))
         add(g, sv("text", { x: m.l + pw + 5, y: Y2(v) + 4, "text-anchor": "start" }, (o.y2.fmt || F.plain)(v)));
-      add(g, sv("text", { x: W - 6, y: m.t + ph / 2, "text-anchor": "middle", transform: "rotate(90 " + (W - 6) + " " + (m.t + ph / 2) + ")", class: "alabel" }, o.y2.label || ""));
+      add(g, sv("text", { x: W - 6, y: m.t + ph / 2, "text-anchor": "middle", transform: "rotate(-90 " + (W - 6) + " " + (m.t + ph / 2) + ")", class: "alabel" }, o.y2.label || ""));
     }
     add(g, [sv("rect", { x: m.l, y: m.t, width: pw, height: ph, class: "frame" }),
       sv("text", { x: m.l + pw / 2, y: H - 6, "text-anchor": "middle", class: "alabel" }, o.x.label || ""),
@@ -489,28 +493,48 @@
       para("hint", "launch to start: from the call's start to its device work's start.")], "latency");
   }
 
-  /* the call tree: child rows are built only when their parent opens */
+  /* the call tree: child rows are built only when their parent opens; a node shows its first
+   * LIM children and a row to show the rest; it starts open to depth 2 (while that stays under
+   * ~BUDGET rows: a tree of thousands of nodes opens on click) */
   function treeSection(T, path) {
-    const nodes = arr(T.nodes);
+    const nodes = arr(T.nodes), LIM = 100, BUDGET = 400;
     const kids = new Map(), byId = new Map();
     nodes.forEach((n, i) => { byId.set(n.id, i); const p = n.parent || 0; if (!kids.has(p)) kids.set(p, []); kids.get(p).push(i); });
-    const open = new Uint8Array(nodes.length), rowOf = new Array(nodes.length);
+    /* roots whose parent is not a node: show them at the top too */
+    for (const [p, list] of Array.from(kids)) if (p !== 0 && !byId.has(p)) kids.set(0, (kids.get(0) || []).concat(list));
+    const open = new Uint8Array(nodes.length), rowOf = new Array(nodes.length), lim = new Map();
     const tb = h("tbody");
     const COLS = [["calls", "calls", F.count], ["inclusive", "inclusive_s"], ["exclusive", "exclusive_s"], ["GPU", "gpu_s"], ["device ops", "device_ops", F.count]];
+    const depthOf = i => i < 0 ? 0 : Math.max(1, nodes[i].depth || 1);
+    const kidsOf = i => kids.get(i < 0 ? 0 : nodes[i].id) || [];
     function row(i) {
       if (rowOf[i]) return rowOf[i];
       const n = nodes[i], p = path + ".nodes[" + i + "]", has = kids.has(n.id);
       const btn = has ? h("button", { class: "tog", type: "button", "aria-expanded": "false", "aria-label": "open" }, "▸") : h("span", { class: "tog leaf" }, "·");
-      const tr = h("tr", { "data-i": i }, [
-        h("td", { class: "txt tname", style: "padding-left:" + (4 + 14 * Math.max(0, (n.depth || 1) - 1)) + "px" }, [btn, " ",
+      const tr = h("tr", null, [
+        h("td", { class: "txt tname", style: "padding-left:" + (4 + 14 * (depthOf(i) - 1)) + "px" }, [btn, " ",
           h("span", { class: "tk tk-" + (n.kind || "") }, n.kind || ""), " ", h("span", { class: "name", title: arr(n.path).join(" › ") || n.name }, n.name || ""),
           n.children_not_shown ? h("span", { class: "cns" }, [" (+", num(p + ".children_not_shown", n.children_not_shown, F.count), " not shown)"]) : null]),
       ].concat(COLS.map(c => h("td", { class: "num" }, num(p + "." + c[1], n[c[1]], c[2] || c[1])))));
+      tr._d = depthOf(i);
       if (has) btn.addEventListener("click", () => toggle(i));
       return (rowOf[i] = tr);
     }
-    function rowsUnder(i, fr) { /* the rows shown under an open node */
-      for (const c of kids.get(nodes[i].id) || []) { fr.appendChild(row(c)); if (open[c]) rowsUnder(c, fr); }
+    function rowsUnder(i, fr) { /* the rows shown under an open node (i = -1: the root) */
+      const list = kidsOf(i), m = Math.min(list.length, lim.get(i) || LIM);
+      for (let j = 0; j < m; j++) { const c = list[j]; fr.appendChild(row(c)); if (open[c]) rowsUnder(c, fr); }
+      if (m < list.length) {
+        const tr = h("tr", { class: "more-row" }, h("td", { colspan: 1 + COLS.length, style: "padding-left:" + (4 + 14 * depthOf(i)) + "px" },
+          h("button", { type: "button", class: "more" }, "show " + (list.length - m) + " more of " + list.length)));
+        tr._d = depthOf(i) + 1;
+        tr.querySelector("button").addEventListener("click", () => {
+          lim.set(i, list.length);
+          const fr2 = document.createDocumentFragment();
+          for (let j = m; j < list.length; j++) { const c = list[j]; fr2.appendChild(row(c)); if (open[c]) rowsUnder(c, fr2); }
+          tb.replaceChild(fr2, tr);
+        });
+        fr.appendChild(tr);
+      }
     }
     function setOpen(i, o) {
       open[i] = o ? 1 : 0;
@@ -518,11 +542,9 @@
       if (b.tagName === "BUTTON") { b.textContent = o ? "▾" : "▸"; b.setAttribute("aria-expanded", o ? "true" : "false"); b.setAttribute("aria-label", o ? "close" : "open"); }
     }
     function toggle(i) {
-      const tr = row(i);
+      const tr = row(i), d = tr._d;
       if (open[i]) {
-        const rm = [];
-        (function walk(j) { for (const c of kids.get(nodes[j].id) || []) { rm.push(c); if (open[c]) walk(c); } })(i);
-        for (const c of rm) { const r = rowOf[c]; if (r && r.parentNode) r.parentNode.removeChild(r); }
+        while (tr.nextSibling && tr.nextSibling._d > d) tb.removeChild(tr.nextSibling);
         setOpen(i, false);
       } else {
         setOpen(i, true);
@@ -533,21 +555,28 @@
     }
     function renderAll() {
       const fr = document.createDocumentFragment();
-      for (const c of kids.get(0) || []) { fr.appendChild(row(c)); if (open[c]) rowsUnder(c, fr); }
+      rowsUnder(-1, fr);
       tb.textContent = "";
       tb.appendChild(fr);
     }
-    nodes.forEach((n, i) => { if ((n.depth || 1) < 2 && kids.has(n.id)) setOpen(i, true); });
-    /* roots whose parent is not a node: show them at the top too */
-    for (const [p, list] of kids) if (p !== 0 && !byId.has(p)) { const r = kids.get(0) || []; kids.set(0, r.concat(list)); }
+    let shown = Math.min(kidsOf(-1).length, LIM), closedSome = false;
+    for (const c of kidsOf(-1).slice(0, LIM)) {
+      if (!kids.has(nodes[c].id)) continue;
+      const add1 = Math.min(kidsOf(c).length, LIM);
+      if (shown + add1 > BUDGET) { closedSome = true; continue; }
+      shown += add1;
+      setOpen(c, true);
+    }
     renderAll();
+    const all = o => { nodes.forEach((n, i) => { if (kids.has(n.id)) setOpen(i, o); }); renderAll(); };
     const tools = h("div", { class: "tools" }, [
-      h("button", { type: "button", onclick: () => { nodes.forEach((n, i) => { if (kids.has(n.id)) setOpen(i, true); }); renderAll(); } }, "open all"),
-      h("button", { type: "button", onclick: () => { nodes.forEach((n, i) => { if (kids.has(n.id)) setOpen(i, false); }); renderAll(); } }, "close all"),
+      h("button", { type: "button", onclick: () => all(true) }, "open all"),
+      h("button", { type: "button", onclick: () => all(false) }, "close all"),
     ]);
     const tot = isObj(T.totals) ? kv(T.totals, path + ".totals") : null;
-    return section("Call tree", [tot, tools, h("div", { class: "tblwrap" }, h("table", { class: "tbl tree" }, [
-      h("thead", null, h("tr", null, [h("th", null, "call path")].concat(COLS.map(c => h("th", { class: "num" }, c[0]))))), tb]))], "tree");
+    return section("Call tree", [tot, tools, closedSome ? para("hint", "A large tree: some top-level nodes start closed; ▸ opens one.") : null,
+      h("div", { class: "tblwrap" }, h("table", { class: "tbl tree" }, [
+        h("thead", null, h("tr", null, [h("th", null, "call path")].concat(COLS.map(c => h("th", { class: "num" }, c[0]))))), tb]))], "tree");
   }
 
   function histSection(H, path) {
@@ -798,26 +827,37 @@
         j++;
       }
     }
-    function drawBins(L, y) {
-      const s = L.sum, bins = arr(s.bin), busy = arr(s.busy), nm = arr(s.name), k = kx();
-      let j = lb(bins, Math.floor(v0 / binNs));
+    function drawBins(L, y) { /* every listed bin at least 1 px; bins sharing a pixel: the busiest */
+      const s = L.sum, bins = arr(s.bin), busy = arr(s.busy), nm = arr(s.name), k = kx(), w = Math.max(1, binNs * k);
+      let j = lb(bins, Math.floor(v0 / binNs)), px = -1e9, pf = 0, pn = 0;
+      const flush = () => {
+        if (px < -1e8) return;
+        ctx.globalAlpha = 0.25 + 0.75 * pf;
+        ctx.fillStyle = colorOf("kernel", pn);
+        ctx.fillRect(px, y, 1, ROW - 2);
+      };
       for (; j < bins.length; j++) {
         const b = bins[j], t = b * binNs;
         if (t > v1) break;
-        const x0 = LABEL + (t - v0) * k, w = Math.max(1, binNs * k);
-        const f = Math.min(1, Math.max(0, (busy[j] || 0) / binNs));
+        const x0 = LABEL + (t - v0) * k, f = Math.min(1, Math.max(0, (busy[j] || 0) / binNs));
+        if (w < 2) { /* narrow: merge per pixel */
+          const p = Math.floor(x0);
+          if (p !== px) { flush(); px = p; pf = f; pn = nm[j]; } else if (f > pf) { pf = f; pn = nm[j]; }
+          continue;
+        }
         ctx.globalAlpha = 0.25 + 0.75 * f;
-        ctx.fillStyle = KERNEL_PAL[hash(nameOf(nm[j])) % KERNEL_PAL.length];
+        ctx.fillStyle = colorOf("kernel", nm[j]);
         ctx.fillRect(Math.max(x0, LABEL - 1), y, w, ROW - 2);
         ctx.globalAlpha = 1;
         if (w > 40) {
           ctx.fillStyle = "#000";
-          const label = nameOf(nm[j]);
           ctx.save(); ctx.beginPath(); ctx.rect(x0, y, w, ROW); ctx.clip();
-          ctx.fillText(label + " " + Math.round(f * 100) + "%", Math.max(x0, LABEL) + 3, y + ROW - 5);
+          ctx.fillText(nameOf(nm[j]) + " " + Math.round(f * 100) + "%", Math.max(x0, LABEL) + 3, y + ROW - 5);
           ctx.restore();
         }
       }
+      flush();
+      ctx.globalAlpha = 1;
     }
     function tickStep(ns) {
       const target = ns / 8, mag = Math.pow(10, Math.floor(Math.log10(target))), r = target / mag;
@@ -1333,7 +1373,7 @@
       { label: "verdict", num: false, sort: r => r.verdict, cell: r => r.verdict ? String(r.verdict) : "—" },
       { label: "A count", k: "a.count", f: F.count }, { label: "A total", k: "a.total_s" }, { label: "A median", k: "a.median_s" },
       { label: "B count", k: "b.count", f: F.count }, { label: "B total", k: "b.total_s" }, { label: "B median", k: "b.median_s" },
-      { label: "Δ total", k: "delta.total_s" }, { label: "Δ median", k: "delta.median_s" },
+      { label: "Δ count", k: "delta.count", f: v => (v > 0 ? "+" : "") + fmtCount(v) }, { label: "Δ total", k: "delta.total_s", f: F.dS }, { label: "Δ median", k: "delta.median_s", f: F.dS },
       { label: "ratio total", k: "ratio.total", f: F.ratio }, { label: "ratio median", k: "ratio.median", f: F.ratio },
       { label: "ratio [95%]", sort: r => r.comparison && r.comparison.ratio, cell: (r, i, p) => isObj(r.comparison) ? [num(p + ".comparison.ratio", r.comparison.ratio, F.ratio), " ", interval(p + ".comparison.ci", r.comparison.ci, F.ratio)] : "—" },
       { label: "reason / note", num: false, sort: r => r.reason || r.note, cell: r => h("span", { class: "reason" }, [r.reason || "", r.reason && r.note ? " · " : "", r.note || ""]) },
