@@ -10,7 +10,7 @@
  * Every number shown from the data is an element with data-k (its JSON path from the data's
  * root, dots and [i]) and data-v (String of the raw JSON number); its text is the number for
  * people with a unit (README.md next to this file says how each is written).
- * When the first draw is done: <html data-drawn="1"> and window.kprofDrawnMs.
+ * When the first draw is done: document.documentElement.dataset.drawn = "1" and window.kprofDrawnMs.
  */
 (function () {
   "use strict";
@@ -45,7 +45,7 @@
   function isNum(v) { return typeof v === "number" && isFinite(v); }
   function isObj(v) { return v != null && typeof v === "object" && !Array.isArray(v); }
   function arr(v) { return Array.isArray(v) ? v : []; }
-  function words(k) { return String(k).replace(/([^r])_(s|ms|ns|us)$/, "$1").replace(/_/g, " "); }
+  function words(k) { return String(k).replace(/_per_s$/, "/s").replace(/([^r])_(s|ms|ns|us)$/, "$1").replace(/_/g, " "); }
 
   /* ---- numbers for people ------------------------------------------------------------------ */
 
@@ -67,7 +67,7 @@
     const s = String(Math.abs(v));
     return (v < 0 ? "-" : "") + (s.length > 4 && s.indexOf("e") < 0 ? s.replace(/\B(?=(\d{3})+$)/g, ",") : s);
   }
-  function fmtPct(p) { return sig(p, 3) + "%"; }
+  function fmtPct(p) { return sig(p, p > 99.5 && p < 100 ? 5 : 3) + "%"; }
   function fmtBytes(b) {
     const a = Math.abs(b);
     if (a < 1e3) return sig(b, 4) + " B";
@@ -120,8 +120,8 @@
     return h("span", { class: "n", "data-k": path, "data-v": String(v) }, fm(v));
   }
   /* an SVG text holding a number of the data */
-  function svNum(path, v, f, a) {
-    const e = sv("text", a, f(v));
+  function svNum(path, v, f, a, tag) {
+    const e = sv(tag || "text", a, f(v));
     if (path) { e.setAttribute("data-k", path); e.setAttribute("data-v", String(v)); }
     return e;
   }
@@ -1307,13 +1307,13 @@
   }
   function roofSection(list) {
     const xs = [], ys = [];
-    let ceil = null, peak = null;
+    let ceil = null, peak = null, ceilP = null, peakP = null;
     for (const r of list) {
       const d = r.d;
       if (isNum(d.arithmetic_intensity) && d.arithmetic_intensity > 0) xs.push(d.arithmetic_intensity);
       if (isNum(d.gflop_per_s) && d.gflop_per_s > 0) ys.push(d.gflop_per_s);
-      if (isNum(d.ceiling_gb_per_s) && d.ceiling_gb_per_s > 0) ceil = ceil == null ? d.ceiling_gb_per_s : Math.max(ceil, d.ceiling_gb_per_s);
-      if (isNum(d.peak_gflop_per_s) && d.peak_gflop_per_s > 0) peak = peak == null ? d.peak_gflop_per_s : Math.max(peak, d.peak_gflop_per_s);
+      if (isNum(d.ceiling_gb_per_s) && d.ceiling_gb_per_s > (ceil || 0)) { ceil = d.ceiling_gb_per_s; ceilP = r.path + ".ceiling_gb_per_s"; }
+      if (isNum(d.peak_gflop_per_s) && d.peak_gflop_per_s > (peak || 0)) { peak = d.peak_gflop_per_s; peakP = r.path + ".peak_gflop_per_s"; }
     }
     const kids = [];
     const ok = list.filter(r => isNum(r.d.arithmetic_intensity) && r.d.arithmetic_intensity > 0 && isNum(r.d.gflop_per_s) && r.d.gflop_per_s > 0);
@@ -1330,8 +1330,8 @@
           const N = 60;
           for (let i = 0; i <= N; i++) { const x = xr[0] * Math.pow(xr[1] / xr[0], i / N); pts.push(X(x) + "," + Y(Math.max(yr[0], roofY(x)))); }
           add(g, sv("polyline", { points: pts.join(" "), fill: "none", stroke: "#000", "stroke-width": 2 }));
-          if (ceil) add(g, sv("text", { x: X(xr[0] * 1.3) + 2, y: Y(roofY(xr[0] * 1.3)) - 6, class: "small" }, "memory roof " + F.gbs(ceil)));
-          if (peak) add(g, sv("text", { x: box.l + box.w - 4, y: Y(peak) - 6, "text-anchor": "end", class: "small" }, "compute roof " + F.gflops(peak)));
+          if (ceil) add(g, sv("text", { x: X(xr[0] * 1.3) + 2, y: Y(roofY(xr[0] * 1.3)) - 6, class: "small" }, ["memory roof ", svNum(ceilP, ceil, F.gbs, null, "tspan")]));
+          if (peak) add(g, sv("text", { x: box.l + box.w - 4, y: Y(peak) - 6, "text-anchor": "end", class: "small" }, ["compute roof ", svNum(peakP, peak, F.gflops, null, "tspan")]));
           if (ridge) add(g, [sv("line", { x1: X(ridge), x2: X(ridge), y1: Y(peak), y2: box.t + box.h, stroke: "#777", "stroke-dasharray": "3 3" }),
             sv("text", { x: X(ridge) + 3, y: box.t + box.h - 4, class: "small" }, "ridge " + F.ai(ridge))]);
           ok.forEach((r, si) => {
