@@ -45,7 +45,7 @@
   function isNum(v) { return typeof v === "number" && isFinite(v); }
   function isObj(v) { return v != null && typeof v === "object" && !Array.isArray(v); }
   function arr(v) { return Array.isArray(v) ? v : []; }
-  function words(k) { return String(k).replace(/_per_s$/, "/s").replace(/([^r])_(s|ms|ns|us)$/, "$1").replace(/_/g, " "); }
+  function words(k) { k = String(k); return (/^(gb|gflop)_per_s$/.test(k) ? k.replace(/_per_s$/, "/s") : k.replace(/(_(gb|gflop))?_per_s$/, "")).replace(/([^r])_(s|ms|ns|us)$/, "$1").replace(/_/g, " "); }
 
   /* ---- numbers for people ------------------------------------------------------------------ */
 
@@ -379,6 +379,9 @@
         h("dt", null, "wall"), h("dd", null, num(P + ".wall_s", R.wall_s)),
         h("dt", null, "events"), h("dd", null, num(P + ".events", R.events, F.count)),
         isNum(R.processes) ? [h("dt", null, "processes"), h("dd", null, num(P + ".processes", R.processes, F.count))] : null,
+        isObj(R.job) && isNum(R.job.hosts) ? [h("dt", null, "hosts"), h("dd", null, num(P + ".job.hosts", R.job.hosts, F.count))] : null,
+        isObj(R.job) && isNum(R.job.ranks_count) ? [h("dt", null, "ranks"), h("dd", null, num(P + ".job.ranks_count", R.job.ranks_count, F.count))] : null,
+        isObj(R.job) && R.job.launcher ? [h("dt", null, "launcher"), h("dd", null, String(R.job.launcher))] : null,
         h("dt", null, "host API time"), h("dd", null, num(P + ".host_api_s", R.host_api_s)),
         h("dt", null, "GPU busy"), h("dd", null, num(P + ".gpu_busy_s", R.gpu_busy_s)),
       ].flat()),
@@ -408,7 +411,7 @@
   function completeness(R, P) {
     const c = R.completeness;
     const items = [];
-    if (isNum(R.dropped)) items.push(["records dropped (header)", P + ".dropped", R.dropped]);
+    if (isNum(R.dropped)) items.push(["dropped", P + ".dropped", R.dropped]);
     if (isObj(c)) for (const k in c) if (isNum(c[k])) items.push([words(k), P + ".completeness." + k, c[k]]);
     if (!items.length) return null;
     const bad = items.some(it => it[2] > 0);
@@ -705,7 +708,7 @@
     const tools = h("div", { class: "tl-tools" });
     const scroller = h("div", { class: "tl-scroll", tabindex: "0", "aria-label": "timeline: wheel zooms, drag pans, W/S zoom, A/D pan, 0 resets" });
     const inner = h("div", { class: "tl-inner" });
-    const cv = h("canvas", { class: "tl-canvas" });
+    const cv = h("canvas", { class: "tl-canvas", role: "img", "aria-label": "timeline of " + nT + " tracks; the tables below hold its numbers" });
     add(inner, cv);
     add(scroller, inner);
     const tip = h("div", { class: "tl-tip", hidden: true });
