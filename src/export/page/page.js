@@ -609,7 +609,7 @@
   /* ---- the timeline ------------------------------------------------------------------------ */
 
   const KCOL = { api: "#56B4E9", sync: "#D55E00", range: "#CC79A7", mark: "#000000", overhead: "#999999", memcpy: "#F0E442", memset: "#D9D9D9" };
-  const KERNEL_PAL = ["#E69F00", "#009E73", "#0072B2", "#D55E00", "#56B4E9", "#F0E442"];
+  const KERNEL_PAL = ["#E69F00", "#009E73", "#0072B2", "#D55E00", "#56B4E9"];
   const DARK = { "#0072B2": 1, "#000000": 1 };
   function hash(s) { let x = 2166136261; for (let i = 0; i < s.length; i++) x = Math.imul(x ^ s.charCodeAt(i), 16777619); return x >>> 0; }
 
