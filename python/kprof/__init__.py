@@ -351,6 +351,11 @@ class Result:
         """The call tree as CSV (what `kprof report --tree --csv` prints)."""
         self._write("csv", path, force)
 
+    def export_html(self, path, force=False):
+        """One offline HTML page (what `kprof report FILE --html` writes): the verdicts, the
+        tables, the call tree, kernel histograms and the timeline, script and style inline."""
+        self._write("html", path, force)
+
     def __del__(self):
         if getattr(self, "_trace", None):
             with contextlib.suppress(Exception):

@@ -228,15 +228,36 @@ static kprof_status kp_trace_instances_add(void *ctx, uint32_t id, int64_t durat
     return KPROF_OK;
 }
 
+/* The one pass behind the entry points below: fn (when not NULL) sees every event read. */
+static kprof_status kp_trace_aggregate_pass(kp_event_source *src, unsigned flags,
+                                            kp_trace_shapes *shapes, kp_aggregation **out,
+                                            kp_trace_instances *instances, unsigned fields,
+                                            kp_trace_event_fn fn, void *ctx, kp_error *err);
+
 kprof_status kp_trace_aggregate(kp_event_source *src, unsigned flags, kp_aggregation **out,
                                 kp_error *err)
 {
-    return kp_trace_aggregate_instances(src, flags, NULL, out, NULL, err);
+    return kp_trace_aggregate_pass(src, flags, NULL, out, NULL, 0, NULL, NULL, err);
+}
+
+kprof_status kp_trace_aggregate_each(kp_event_source *src, unsigned flags, unsigned fields,
+                                     kp_trace_event_fn fn, void *ctx, kp_aggregation **out,
+                                     kp_error *err)
+{
+    return kp_trace_aggregate_pass(src, flags, NULL, out, NULL, fields, fn, ctx, err);
 }
 
 kprof_status kp_trace_aggregate_instances(kp_event_source *src, unsigned flags,
                                           kp_trace_shapes *shapes, kp_aggregation **out,
                                           kp_trace_instances *instances, kp_error *err)
+{
+    return kp_trace_aggregate_pass(src, flags, shapes, out, instances, 0, NULL, NULL, err);
+}
+
+static kprof_status kp_trace_aggregate_pass(kp_event_source *src, unsigned flags,
+                                            kp_trace_shapes *shapes, kp_aggregation **out,
+                                            kp_trace_instances *instances, unsigned fields,
+                                            kp_trace_event_fn fn, void *ctx, kp_error *err)
 {
     *out = NULL;
     if (instances) memset(instances, 0, sizeof *instances);
@@ -262,11 +283,12 @@ kprof_status kp_trace_aggregate_instances(kp_event_source *src, unsigned flags,
      * METRICS the flops and bytes the events carry (nothing to read in a trace without). */
     kp_event_filter filter = {.order = KP_EVENT_ORDER_START,
                               .fields = KP_EVENT_FIELD_PAYLOAD | KP_EVENT_FIELD_METRICS |
-                                        (shapes ? KP_EVENT_FIELD_KERNEL : 0u)};
+                                        (shapes ? KP_EVENT_FIELD_KERNEL : 0u) | fields};
     st = kp_event_iter_open(src, &filter, &it, err);
     if (st != KPROF_OK) goto fail;
     kp_trace_event ev;
     while (kp_event_iter_next(it, &ev)) {
+        if (fn) fn(ctx, &ev);
         /* e.name is 0 for an id beyond the strings table, so it indexes hidden safely. */
         if (ev.e.kind == KP_EVENT_API && hidden[ev.e.name]) continue;
         uint32_t key;

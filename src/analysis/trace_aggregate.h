@@ -70,6 +70,16 @@ void kp_trace_shapes_free(kp_trace_shapes *shapes); /* a zeroed one is fine */
 kprof_status kp_trace_aggregate(kp_event_source *src, unsigned flags, kp_aggregation **out,
                                 kp_error *err);
 
+/* What a reader sharing the aggregate's pass is handed: each event, as read. */
+typedef void (*kp_trace_event_fn)(void *ctx, const kp_trace_event *ev);
+
+/* kp_trace_aggregate, handing every event it reads (polling calls it leaves out too) to fn in
+ * start order, with the fields KP_EVENT_FIELD_* it asks for besides the aggregate's own: one pass
+ * for a reader that needs start order too (the HTML page's timeline, export/html.c). */
+kprof_status kp_trace_aggregate_each(kp_event_source *src, unsigned flags, unsigned fields,
+                                     kp_trace_event_fn fn, void *ctx, kp_aggregation **out,
+                                     kp_error *err);
+
 /* Every node's instances one by one: the durations the aggregation only sums, for what sums
  * cannot give (a median, the confidence interval of a ratio of medians: `kprof diff`). ns[id]
  * holds the n[id] durations (ns, each as the node's duration_ns counts it) of node id's

@@ -9,6 +9,7 @@
 #include "export/calltree.h"
 #include "export/chrome.h"
 #include "export/hatchet.h"
+#include "export/html.h"
 #include "export/perfetto.h"
 #include "store/event_source.h"
 #include "analysis/trace_aggregate.h"
@@ -70,6 +71,8 @@ kprof_status kp_export_file(const char *trace, const char *label, kp_export_form
             st = kp_error_nomem(err);
         else if (format == KP_EXPORT_CHROME)
             st = kp_export_chrome(src, f, err);
+        else if (format == KP_EXPORT_HTML)
+            st = kp_html_trace(trace, label ? label : trace, f, err);
         else
             st = kp_export_calltree(src, label ? label : trace, format,
                                     (flags & KP_EXPORT_RAW) != 0, f, err);

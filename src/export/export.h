@@ -1,7 +1,8 @@
 /*
  * export.h — a trace file written out in another format, one format per call: the timelines
  * (Chrome trace JSON, Perfetto) from the event source, the call tree (Hatchet, JSON, CSV) from
- * the trace's aggregate (analysis/trace_aggregate.h). The one implementation of `kprof export`:
+ * the trace's aggregate (analysis/trace_aggregate.h), the page people look at (export/html.h).
+ * The one implementation of `kprof export`:
  * the CLI (tools/kprof/cmd_export.c) and libkprof's results (src/libkprof/results.c) both call it.
  *
  * The output goes through core/outfile: checked before the export starts (an input, a folder, an
@@ -19,7 +20,8 @@
     X(PERFETTO, "--perfetto")                                                                      \
     X(HATCHET, "--hatchet")                                                                        \
     X(JSON, "--json")                                                                              \
-    X(CSV, "--csv")
+    X(CSV, "--csv")                                                                                \
+    X(HTML, "--html")
 
 typedef enum kp_export_format {
 #define KP_EXPORT_ENUM_(NAME, option) KP_EXPORT_##NAME,

@@ -39,8 +39,7 @@ static void kp_dist(const kp_report_row *g, char *buf, size_t n)
     snprintf(buf, n, "%9s ± %-6s (%6s ‥ %s)", mean, sd, mn, mx);
 }
 
-/* Highlight thresholds over a table's totals: p75 and p95, linear-interpolated. */
-static void kp_thresholds(const kp_report_table *l, double *p75, double *p95)
+void kp_report_thresholds(const kp_report_table *l, double *p75, double *p95)
 {
     *p75 = *p95 = INFINITY;
     int n = 0;
@@ -72,7 +71,7 @@ static void kp_print_table(FILE *o, const kp_report *r, const kp_report_table *l
         bytes |= l->metrics && l->rows[i].m.has_bytes;
     }
     double p75, p95;
-    kp_thresholds(l, &p75, &p95);
+    kp_report_thresholds(l, &p75, &p95);
     /* The metric columns before the distribution, whose cells are not all one width. */
     fprintf(o, "  %9s  %10s  %8s  ", "Time (%)", "Total time", "Calls");
     if (flops) fprintf(o, "%10s  %8s  ", "Flops", "GFLOP/s");

@@ -20,4 +20,9 @@
  * event source's, while reading the trace rows (what came before them is written). */
 kprof_status kp_report_write_text(FILE *o, kp_report *r, int trace, kp_error *err);
 
+/* A table's slow-row thresholds over its totals, as the text table marks its rows (p95 red,
+ * p75 yellow and bold): linear-interpolated quantiles of the totals of 10 ns or more; INFINITY
+ * both (no row marked) with fewer than four such rows. */
+void kp_report_thresholds(const kp_report_table *l, double *p75, double *p95);
+
 #endif

@@ -6,6 +6,7 @@ the decorator, and off-is-free (no allocation around 10,000 scopes while no prof
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -98,7 +99,8 @@ def test_exports_are_kprof_exports(prof, tmp_path, kprof_command):
                                    ("export_perfetto", "--perfetto", ".pftrace"),
                                    ("export_hatchet", "--hatchet", ".hatchet.json"),
                                    ("export_csv", "--csv", ".csv"),
-                                   ("export_json", "--json", ".tree.json")):
+                                   ("export_json", "--json", ".tree.json"),
+                                   ("export_html", "--html", ".html")):
         mine, cli = str(tmp_path / ("mine" + suffix)), str(tmp_path / ("cli" + suffix))
         getattr(prof, method)(mine)
         subprocess.run([kprof_command, "export", trace, option, cli], check=True)
@@ -107,6 +109,15 @@ def test_exports_are_kprof_exports(prof, tmp_path, kprof_command):
             a, b = json.loads(a), json.loads(b)
             assert a.pop("trace") == "the in-process session"
             b.pop("trace")
+        if option == "--html":  # the page names its trace too, in its title and data
+            data = re.compile(rb'<script type="application/json" id="kprof-data">(.*?)</script>',
+                              re.S)
+            a, b = (json.loads(data.search(x).group(1)) for x in (a, b))
+            for d in (a, b):
+                d.pop("title")
+                d["report"].pop("trace")
+                d["tree"].pop("trace")
+            assert a["tree"]["nodes"] and a["timeline"]["events"] == 9
         assert a == b, option
     doc = json.load(open(str(tmp_path / "mine.json")))
     names = sorted(e["name"] for e in doc["traceEvents"] if e.get("ph") == "X")

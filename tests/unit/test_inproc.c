@@ -547,7 +547,9 @@ static void test_write(void)
     kprof_result *r = stop();
     if (!r) return;
     static const char *const names[] = {"t.kprof",        "t.json",      "t.pftrace",
-                                        "t.hatchet.json", "t.tree.json", "t.csv"};
+                                        "t.hatchet.json", "t.tree.json", "t.csv",
+                                        "t.html"};
+    _Static_assert(sizeof names / sizeof *names == KPROF_FORMAT_COUNT_, "a name per format");
     for (int f = 0; f < KPROF_FORMAT_COUNT_; f++) {
         char path[512];
         snprintf(path, sizeof path, "%s/%s", scratch, names[f]);
@@ -566,6 +568,21 @@ static void test_write(void)
     CHECK_INT(kp_event_source_open(path, &src, &err), KPROF_OK);
     if (src) CHECK_STR(kp_event_source_meta(src)->collectors, "scopes");
     kp_event_source_close(src);
+    /* The page: one file, its data block holding the session's scopes. */
+    snprintf(path, sizeof path, "%s/t.html", scratch);
+    FILE *page = fopen(path, "r");
+    CHECK(page != NULL);
+    if (page) {
+        static char html[1 << 20];
+        size_t got = fread(html, 1, sizeof html - 1, page);
+        html[got] = '\0';
+        fclose(page);
+        CHECK(strncmp(html, "<!DOCTYPE html>", 15) == 0);
+        CHECK_CONTAINS(html, "{\"page\":\"trace\"");
+        CHECK_CONTAINS(html, "\"inner\"");
+        CHECK_CONTAINS(html, "\"timeline\":{");
+        CHECK_CONTAINS(html, "</html>");
+    }
     CHECK_INT(kprof_result_write(r, KPROF_FORMAT_COUNT_, path, 0), KPROF_INVALID);
     snprintf(path, sizeof path, "%s/no/such/folder/t.json", scratch);
     CHECK_INT(kprof_result_write(r, KPROF_FORMAT_CHROME, path, 0), KPROF_IO);

@@ -11,6 +11,7 @@
 #include "base/outfile.h"
 #include "base/util.h"
 #include "base/json.h"
+#include "export/html.h"
 #include "export/svg.h"
 #include "export/text.h"
 #include "lab/bench.h"
@@ -364,7 +365,7 @@ int kp_cmd_bench(int argc, char **argv)
     r.a = a;
     kp_error err = {0};
     kprof_status st = KPROF_OK;
-    kp_output plot = {0};
+    kp_output plot = {0}, html = {0};
     kp_lab_trace_out trace;
     memset(&trace, 0, sizeof trace);
     const char *inputs[] = {a->plan.targets[0], a->plan.ntargets > 1 ? a->plan.targets[1] : NULL,
@@ -386,6 +387,10 @@ int kp_cmd_bench(int argc, char **argv)
     }
     if (a->plot) {
         st = kp_output_open(&plot, a->plot, a->force ? KP_OUTPUT_FORCE : 0, inputs, &err);
+        if (st != KPROF_OK) goto done;
+    }
+    if (a->html) {
+        st = kp_output_open(&html, a->html, a->force ? KP_OUTPUT_FORCE : 0, inputs, &err);
         if (st != KPROF_OK) goto done;
     }
     if (a->trace) { /* every session's dispatches, the warm-ups too (lab/lab.h) */
@@ -459,11 +464,22 @@ int kp_cmd_bench(int argc, char **argv)
         st = kp_bench_plot(&r, &plot, &err);
         if (st == KPROF_OK && !a->json) printf("  plot: %s\n", a->plot);
     }
+    if (st == KPROF_OK && a->html) {
+        char title[9000];
+        if (a->plan.ntargets > 1)
+            snprintf(title, sizeof title, "kprof bench %s %s", a->plan.targets[0],
+                     a->plan.targets[1]);
+        else
+            snprintf(title, sizeof title, "kprof bench %s", a->plan.targets[0]);
+        st = kp_html_json_page(&html, "bench", title, js.data, js.len, &err);
+        if (st == KPROF_OK && !a->json) printf("  page: %s\n", a->html);
+    }
     if (st == KPROF_OK) kp_bench_record(&r, js.data);
     kp_str_free(&js);
 done:
     kp_progress_stop(r.progress);
     kp_output_abort(&plot);
+    kp_output_abort(&html);
     kp_lab_trace_out_abort(&trace);
     if (st != KPROF_OK) {
         rc = kp_cli_fail(&err);

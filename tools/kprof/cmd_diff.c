@@ -14,9 +14,11 @@
  * of different kernels (entry names) are refused unless --force.
  */
 #include "analysis/diff.h"
+#include "base/outfile.h"
 #include "base/util.h"
 #include "core/format.h"
 #include "core/judge.h"
+#include "export/html.h"
 #include "export/text.h"
 #include "tools/kprof/cli.h"
 
@@ -32,9 +34,10 @@ typedef struct kp_diff_args {
     kp_diff_input kind[2];
     kp_diff_config cfg;
     int by_given, json;
-    int force;     /* --force: compare results of different kernels */
-    int min_given; /* --min-effect-us or --min-share was given */
-    size_t top;    /* text: rows shown per table (0: all) */
+    int force;        /* --force: compare results of different kernels; replace --html's OUT */
+    const char *html; /* --html OUT: the page instead of the text (export/html.h) */
+    int min_given;    /* --min-effect-us or --min-share was given */
+    size_t top;       /* text: rows shown per table (0: all) */
 } kp_diff_args;
 
 /* ---- two traces: text ------------------------------------------------------------------ */
@@ -268,6 +271,25 @@ static kprof_status kp_diff_put(kp_str *s, kp_error *err)
     return st;
 }
 
+/* --html: the diff's JSON (s, freed here) as the page, to out (opened before the diff ran). */
+static kprof_status kp_diff_page(kp_output *out, const kp_diff_args *args, kp_str *s, kp_error *err)
+{
+    char title[9000];
+    snprintf(title, sizeof title, "kprof diff %s %s", args->in[0], args->in[1]);
+    kprof_status st = s->failed ? kp_error_nomem(err)
+                                : kp_html_json_page(out, "diff", title, s->data, s->len, err);
+    kp_str_free(s);
+    return st;
+}
+
+/* --html's output, checked and opened before the work: the inputs may not be it. */
+static kprof_status kp_diff_page_open(kp_output *out, const kp_diff_args *args, kp_error *err)
+{
+    if (!args->html) return KPROF_OK;
+    const char *inputs[] = {args->in[0], args->in[1], NULL};
+    return kp_output_open(out, args->html, args->force ? KP_OUTPUT_FORCE : 0, inputs, err);
+}
+
 /* The exit code of a diff: its error's, or 5 when the gate failed. */
 static int kp_diff_exit(kprof_status st, kp_error *err, int gate)
 {
@@ -282,9 +304,17 @@ static int kp_diff_exit(kprof_status st, kp_error *err, int gate)
 static int kp_diff_two_traces(const kp_diff_args *args)
 {
     kp_diff_traces d;
+    memset(&d, 0, sizeof d);
     kp_error err = {0};
-    kprof_status st = kp_diff_traces_load(&d, args->in, &args->cfg, &err);
-    if (st == KPROF_OK && args->json) {
+    kp_output page = {0};
+    kprof_status st = kp_diff_page_open(&page, args, &err);
+    if (st != KPROF_OK) return kp_diff_exit(st, &err, 0);
+    st = kp_diff_traces_load(&d, args->in, &args->cfg, &err);
+    if (st == KPROF_OK && args->html) {
+        kp_str s = {0};
+        kp_diff_traces_json(&s, &d, &args->cfg);
+        st = kp_diff_page(&page, args, &s, &err);
+    } else if (st == KPROF_OK && args->json) {
         kp_str s = {0};
         kp_diff_traces_json(&s, &d, &args->cfg);
         st = kp_diff_put(&s, &err);
@@ -293,6 +323,7 @@ static int kp_diff_two_traces(const kp_diff_args *args)
     }
     int gate = d.gate;
     kp_diff_traces_free(&d);
+    kp_output_abort(&page); /* after a commit, a no-op */
     return kp_diff_exit(st, &err, gate);
 }
 
@@ -405,8 +436,12 @@ static void kp_diff_print_results(const kp_diff_results *d, const kp_diff_args *
 static int kp_diff_two_results(const kp_diff_args *args)
 {
     kp_diff_results d;
+    memset(&d, 0, sizeof d);
     kp_error err = {0};
-    kprof_status st = kp_diff_results_load(&d, args->in, args->kind[0] == KP_DIFF_HISTORY, &err);
+    kp_output page = {0};
+    kprof_status st = kp_diff_page_open(&page, args, &err);
+    if (st != KPROF_OK) return kp_diff_exit(st, &err, 0);
+    st = kp_diff_results_load(&d, args->in, args->kind[0] == KP_DIFF_HISTORY, &err);
     if (st == KPROF_OK) {
         const char *da = kp_diff_result_device(&d.r[0]), *db = kp_diff_result_device(&d.r[1]);
         if (strcmp(da, db) != 0)
@@ -420,7 +455,11 @@ static int kp_diff_two_results(const kp_diff_args *args)
                               "%s: different kernels; --force compares them anyway", d.different);
     }
     if (st == KPROF_OK) st = kp_diff_results_compute(&d, &args->cfg, &err);
-    if (st == KPROF_OK && args->json) {
+    if (st == KPROF_OK && args->html) {
+        kp_str s = {0};
+        kp_diff_results_json(&s, &d, &args->cfg);
+        st = kp_diff_page(&page, args, &s, &err);
+    } else if (st == KPROF_OK && args->json) {
         kp_str s = {0};
         kp_diff_results_json(&s, &d, &args->cfg);
         st = kp_diff_put(&s, &err);
@@ -429,6 +468,7 @@ static int kp_diff_two_results(const kp_diff_args *args)
     }
     int gate = d.gate;
     kp_diff_results_free(&d);
+    kp_output_abort(&page);
     return kp_diff_exit(st, &err, gate);
 }
 
@@ -448,6 +488,7 @@ int kp_cmd_diff(int argc, char **argv)
         {"judge-host", no_argument, NULL, 'H'},
         {"run-allowance", required_argument, NULL, 'A'},
         {"force", no_argument, NULL, 'f'},
+        {"html", required_argument, NULL, 'W'},
         {NULL, 0, NULL, 0},
     };
     kp_diff_args a;
@@ -509,6 +550,10 @@ int kp_cmd_diff(int argc, char **argv)
         case 'j':
             a.json = 1;
             break;
+        case 'W':
+            if (!*optarg) return kp_cli_usage_error("diff", "--html needs a file name");
+            a.html = optarg;
+            break;
         case 'r':
             a.cfg.raw = 1;
             break;
@@ -553,9 +598,15 @@ int kp_cmd_diff(int argc, char **argv)
     if (!traces && (a.by_given || a.cfg.raw || a.top || a.cfg.judge_host || a.min_given))
         return kp_cli_usage_error("diff", "--by, --raw, --top, --judge-host, --min-effect-us and "
                                           "--min-share go with traces");
-    if (traces && a.force)
+    if (a.html && a.json)
+        return kp_cli_usage_error("diff", "--html or --json, not both (the page holds the JSON)");
+    if (a.html && a.top)
+        return kp_cli_usage_error("diff", "--top shortens the text's tables: the page has every "
+                                          "row");
+    if (traces && a.force && !a.html)
         return kp_cli_usage_error("diff", "--force goes with results (bench.json files or history "
                                           "runs): traces of different programs always compare");
-    a.cfg.escape_text = !a.json; /* the tables print names; the JSON escapes its own way */
+    /* the tables print names; the JSON (and the page's) escapes its own way */
+    a.cfg.escape_text = !a.json && !a.html;
     return traces ? kp_diff_two_traces(&a) : kp_diff_two_results(&a);
 }

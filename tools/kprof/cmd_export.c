@@ -1,7 +1,8 @@
 /*
  * cmd_export.c — `kprof export FILE --chrome OUT.json`, `--perfetto OUT.pftrace` (timelines),
- * `--hatchet OUT.json`, `--json OUT.json` or `--csv OUT.csv` (the call tree): a trace for other
- * tools, one format per run. `kprof export FILE -o OUT` takes the format from OUT's name (see
+ * `--hatchet OUT.json`, `--json OUT.json` or `--csv OUT.csv` (the call tree), `--html OUT.html`
+ * (the page, export/html.h: what `kprof report --html` writes): a trace for other tools, one
+ * format per run. `kprof export FILE -o OUT` takes the format from OUT's name (see
  * kp_export_by_name); a name that says none gets a timeline: Chrome JSON, or Perfetto when the
  * trace holds more events than a browser's JSON loader takes (kp_export_chrome_max_events). The
  * call tree's formats read the trace through analysis/trace_aggregate.h, as `kprof report --tree`
@@ -44,6 +45,8 @@ static const struct {
     {".perfetto-trace", KP_EXPORT_PERFETTO},
     {".pb", KP_EXPORT_PERFETTO},
     {".csv", KP_EXPORT_CSV},
+    {".html", KP_EXPORT_HTML},
+    {".htm", KP_EXPORT_HTML},
 };
 
 /* The format OUT's name says, or -1 for a name that says none ('-', no extension, another). */
@@ -91,15 +94,11 @@ static kprof_status kp_export_count_events(const char *trace, int64_t *events, k
 int kp_cmd_export(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"chrome", required_argument, NULL, 'c'},
-        {"perfetto", required_argument, NULL, 'p'},
-        {"hatchet", required_argument, NULL, 'H'},
-        {"json", required_argument, NULL, 'j'},
-        {"csv", required_argument, NULL, 'v'},
-        {"output", required_argument, NULL, 'o'},
-        {"raw", no_argument, NULL, 'r'},
-        {"force", no_argument, NULL, 'f'},
-        {NULL, 0, NULL, 0},
+        {"chrome", required_argument, NULL, 'c'},  {"perfetto", required_argument, NULL, 'p'},
+        {"hatchet", required_argument, NULL, 'H'}, {"json", required_argument, NULL, 'j'},
+        {"csv", required_argument, NULL, 'v'},     {"html", required_argument, NULL, 'h'},
+        {"output", required_argument, NULL, 'o'},  {"raw", no_argument, NULL, 'r'},
+        {"force", no_argument, NULL, 'f'},         {NULL, 0, NULL, 0},
     };
     const char *targets[KP_EXPORT_FORMAT_COUNT] = {0};
     const char *output = NULL;
@@ -123,6 +122,9 @@ int kp_cmd_export(int argc, char **argv)
             break;
         case 'v':
             targets[KP_EXPORT_CSV] = optarg;
+            break;
+        case 'h':
+            targets[KP_EXPORT_HTML] = optarg;
             break;
         case 'o':
             output = optarg;

@@ -4,12 +4,14 @@
  * job's ranks, devices and stragglers) and prints it as text, --json or --csv
  * (export/report_text.h, export/report_json.h). `--tree` and `--by name|path` show the call tree
  * and the key averages instead (analysis/trace_aggregate.h feeds them, export/calltree.h writes
- * them), leaving polling calls out unless --raw, as the tables do.
+ * them), leaving polling calls out unless --raw, as the tables do. `--html OUT` writes the page
+ * (export/html.h, through export/export.h as `kprof export --html` does).
  */
 #include "analysis/report.h"
 #include "analysis/trace_aggregate.h"
 #include "base/util.h"
 #include "export/calltree.h"
+#include "export/export.h"
 #include "export/report_json.h"
 #include "export/report_text.h"
 #include "store/event_source.h"
@@ -22,7 +24,8 @@
 
 /* The options of the tables' report (not --tree or --by). */
 typedef struct kp_report_opts {
-    int raw, trace, json, csv;
+    int raw, trace, json, csv, force;
+    const char *html; /* --html OUT */
 } kp_report_opts;
 
 /* "total, self, gpu or calls": the values --sort takes, from the list. */
@@ -97,7 +100,8 @@ int kp_cmd_report(int argc, char **argv)
         {"json", no_argument, NULL, 'j'},        {"csv", no_argument, NULL, 'c'},
         {"tree", no_argument, NULL, 'T'},        {"by", required_argument, NULL, 'b'},
         {"sort", required_argument, NULL, 's'},  {"top", required_argument, NULL, 'n'},
-        {"depth", required_argument, NULL, 'd'}, {NULL, 0, NULL, 0},
+        {"depth", required_argument, NULL, 'd'}, {"html", required_argument, NULL, 'h'},
+        {"force", no_argument, NULL, 'f'},       {NULL, 0, NULL, 0},
     };
     kp_report_opts r;
     memset(&r, 0, sizeof r);
@@ -125,6 +129,13 @@ int kp_cmd_report(int argc, char **argv)
             break;
         case 'T':
             tree = 1;
+            break;
+        case 'h':
+            if (!*optarg) return kp_cli_usage_error("report", "--html needs a file name");
+            r.html = optarg;
+            break;
+        case 'f':
+            r.force = 1;
             break;
         case 'b':
             if (kp_aggregation_group_parse(optarg, &view.group) != 0)
@@ -161,6 +172,22 @@ int kp_cmd_report(int argc, char **argv)
     if (optind + 1 < argc)
         return kp_cli_usage_error("report", "unexpected argument '%s'", argv[optind + 1]);
     if (r.json && r.csv) return kp_cli_usage_error("report", "--json or --csv, not both");
+    if (r.html &&
+        (r.json || r.csv || tree || by || r.trace || r.raw || sorted || view.top || view.depth))
+        return kp_cli_usage_error("report", "--html writes the whole page (tables, tree, "
+                                            "timeline): give it alone, with --force at most");
+    if (r.force && !r.html) return kp_cli_usage_error("report", "--force goes with --html");
+    if (r.html) {
+        kp_error err = {0};
+        kprof_status st = kp_export_file(argv[optind], NULL, KP_EXPORT_HTML, r.html,
+                                         r.force ? KP_EXPORT_FORCE : 0, &err);
+        if (st != KPROF_OK) {
+            int rc = kp_cli_fail(&err);
+            kp_error_clear(&err);
+            return rc;
+        }
+        return 0;
+    }
     if (tree && by)
         return kp_cli_usage_error("report", "--tree or --by, not both (--by path gives the "
                                             "tree's nodes as rows)");

@@ -26,6 +26,7 @@
 #include "base/outfile.h"
 #include "core/readings.h"
 #include "base/json.h"
+#include "export/html.h"
 #include "export/svg.h"
 #include "export/text.h"
 #include "lab/result_file.h"
@@ -348,7 +349,7 @@ static void kp_sweep_ceiling(void *user, const kp_device_info *dev, double *copy
 int kp_run_sweep(kp_run_args *a)
 {
     kp_error err = {0};
-    kp_output plot = {0};
+    kp_output plot = {0}, html = {0};
     kp_progress *progress = NULL;
     kp_sweep *s = calloc(1, sizeof *s);
     kprof_status st = KPROF_OK;
@@ -371,6 +372,8 @@ int kp_run_sweep(kp_run_args *a)
     const char *plot_inputs[] = {a->lab.target, NULL};
     if (a->plot)
         st = kp_output_open(&plot, a->plot, a->force ? KP_OUTPUT_FORCE : 0, plot_inputs, &err);
+    if (st == KPROF_OK && a->html)
+        st = kp_output_open(&html, a->html, a->force ? KP_OUTPUT_FORCE : 0, plot_inputs, &err);
     if (st != KPROF_OK) goto done;
     st = kp_sweep_catch_signals(s, &err);
     if (st != KPROF_OK) goto done;
@@ -420,10 +423,20 @@ int kp_run_sweep(kp_run_args *a)
         st = kp_sweep_plot(s, &plot, &err);
         if (st == KPROF_OK && !a->json) printf("  plot: %s\n", a->plot);
     }
+    if (st == KPROF_OK && a->html) {
+        kp_str js = {0};
+        st = kp_sweep_result_write(&js, s, !s->stopped, NULL, &err);
+        char title[4200];
+        snprintf(title, sizeof title, "kprof sweep %s", a->lab.target);
+        if (st == KPROF_OK) st = kp_html_json_page(&html, "sweep", title, js.data, js.len, &err);
+        kp_str_free(&js);
+        if (st == KPROF_OK && !a->json) printf("  page: %s\n", a->html);
+    }
     if (st == KPROF_OK && !s->stopped) kp_sweep_record(s, a);
 done:
     kp_progress_stop(progress);
     kp_output_abort(&plot); /* after a commit, a no-op */
+    kp_output_abort(&html);
     if (st == KPROF_TIMEOUT) kp_run_abandon(&err);
     kp_lab_close(s->lab);
     /* A signal that came after the last point still ends kprof with 128 + it: what was measured

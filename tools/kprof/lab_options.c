@@ -158,6 +158,10 @@ int kp_lab_cli_option(kp_lab_cli *o, int c, int argc, char **argv, int *taken)
     case KP_LAB_OPT_PLOT:
         o->plot = optarg;
         return 0;
+    case KP_LAB_OPT_HTML:
+        if (!*optarg) return kp_cli_usage_error(o->cmd, "--html needs a file name");
+        o->html = optarg;
+        return 0;
     case KP_LAB_OPT_FORCE:
         o->force = 1;
         return 0;
@@ -332,6 +336,7 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
     a->lab.device = o.device;
     a->json = o.json;
     a->plot = o.plot;
+    a->html = o.html;
     a->force = o.force;
     a->trace = o.trace;
     a->counters = o.counters;
@@ -371,6 +376,9 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
         return kp_cli_usage_error(cmd, "--plot draws a sweep: add --sweep-tg (or use kprof "
                                        "sweep)");
     if ((rc = kp_lab_cli_check_plot(&o)) != 0) return rc;
+    if (a->html && !a->sweep)
+        return kp_cli_usage_error(cmd, "--html is a sweep's page here: add --sweep-tg (or use "
+                                       "kprof sweep; kprof bench --html for a bench)");
     /* With a sweep, --tg is one more size to sweep, marked "your --tg": a run command becomes a
      * sweep by adding --sweep-tg. */
     int grid_dims = o.grid_dims, tg_dims = o.tg_dims;
@@ -602,6 +610,7 @@ int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
     a->plan.device = o.device;
     a->json = o.json;
     a->plot = o.plot;
+    a->html = o.html;
     a->force = o.force;
     a->trace = o.trace;
     a->plan.counters = o.counters;

@@ -34,6 +34,7 @@ enum {
     KP_LAB_OPT_FORCE,          /* --force */
     KP_LAB_OPT_COUNTERS,       /* --counters [LIST] */
     KP_LAB_OPT_TRACE,          /* --trace FILE.kprof */
+    KP_LAB_OPT_HTML,           /* --html FILE.html */
 };
 
 /* The shared options' getopt_long entries, but the kernel timeout's (its name differs: a
@@ -55,6 +56,7 @@ enum {
         {"plot", required_argument, NULL, KP_LAB_OPT_PLOT},                                        \
         {"force", no_argument, NULL, KP_LAB_OPT_FORCE},                                            \
         {"trace", required_argument, NULL, KP_LAB_OPT_TRACE},                                      \
+        {"html", required_argument, NULL, KP_LAB_OPT_HTML},                                        \
     {                                                                                              \
         "counters", optional_argument, NULL, KP_LAB_OPT_COUNTERS                                   \
     }
@@ -81,6 +83,7 @@ typedef struct kp_lab_cli {
     kp_str options; /* " -IDIR" and " TEXT" of --options, in order (run adds -D here too) */
     int json, force;
     const char *plot;
+    const char *html;           /* --html FILE: the page (export/html.h) */
     const char *trace;          /* --trace FILE: the dispatches as a trace */
     int counters;               /* --counters */
     kp_counters counters_asked; /* the raw names of --counters LIST */
@@ -147,6 +150,7 @@ typedef struct kp_bench_args {
     double fail_if_slower; /* fraction; < 0: not asked */
     int json;
     const char *plot;
+    const char *html; /* --html FILE.html: the bench's page */
     int plot_throughput;
     int force;
     const char *trace;                   /* --trace FILE */

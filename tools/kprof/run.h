@@ -27,6 +27,7 @@ typedef struct kp_run_args {
     int sweep;           /* --sweep-tg, --tg-list, or `kprof sweep` */
     const char *tg_list; /* --tg-list */
     const char *plot;    /* --plot FILE.svg */
+    const char *html;    /* --html FILE.html: the sweep's page */
     int force;           /* --force: --plot (and --trace) may replace an existing file */
     const char *trace;   /* --trace FILE.kprof: the run's dispatches as a trace */
     int tg_set;          /* --tg was given: in a sweep, that size is swept too and marked */
