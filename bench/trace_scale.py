@@ -65,15 +65,22 @@ def main():
     os.rmdir(tmp)
 
 
-def wide_case(kprof, tmp, kernels):
-    """The 1M-kernel trace: its commands' wall time and peak memory, the files' sizes."""
-    trace = os.path.join(tmp, "big.kprof")
+def make_wide_trace(kprof, trace, kernels):
+    """The wide case's trace at `trace`, through the real `kprof trace`: `kernels` kernels of 5
+    us, one launched every 1 us, each after its launch call, in one NVTX range (2 * kernels + 1
+    events). Returns the wall seconds of kprof trace and its merge."""
     t0 = time.perf_counter()
     subprocess.run([kprof, "trace", "-o", trace, "--", sys.executable, GEN, "launch-bound",
                     "--kernels", str(kernels), "--seconds", "1", "--period-us", "1",
                     "--no-poll"], check=True,
                    stderr=subprocess.DEVNULL)
-    trace_wall = time.perf_counter() - t0
+    return time.perf_counter() - t0
+
+
+def wide_case(kprof, tmp, kernels):
+    """The 1M-kernel trace: its commands' wall time and peak memory, the files' sizes."""
+    trace = os.path.join(tmp, "big.kprof")
+    trace_wall = make_wide_trace(kprof, trace, kernels)
     rows = {}
     # ru_maxrss of children is a high-water mark over all of them: measure each in its own
     # python so the figures do not mix.

@@ -8,12 +8,12 @@ import os
 import pty
 import re
 import select
-import shutil
 import signal
 import sqlite3
 import subprocess
 import time
 
+import chromium as chromium_driver
 import kptest
 
 SPEC = "f32:65536,f32:65536,f32:65536,u32=65536"
@@ -281,11 +281,7 @@ class Sweep(kptest.KprofTestCase):
         else:
             self.assertIn("device time per dispatch (ms)", text)
             self.assertNotIn("GPU", text)
-        chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-        if not chromium:
-            if os.environ.get("KPROF_ALLOW_NO_CHROMIUM") == "1":
-                self.skipTest("no chromium on this machine to render the plot")
-            self.fail("chromium is part of kprof's install (scripts/install) and is missing")
+        chromium = chromium_driver.require_chromium(self, "to render the plot")
         png = os.path.join(self.tmp, "sweep.png")
         subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
                         "--hide-scrollbars", "--window-size=760,440", "--screenshot=" + png,

@@ -1,0 +1,228 @@
+"""The HTML pages in a browser (issue 27): each page kind — a trace (flows, geometry, metrics,
+NVTX ranges), a decimated trace, a diff of two traces, a bench of A against B, a sweep — opened
+in headless Chromium (tests/cli/chromium.py): it makes no network request and logs no error, it
+draws (a screenshot of each kind is taken and must hold a picture, not a blank page), and every
+number it shows, read back from the DOM, is the number `--json` prints for the same input,
+formatted for people from that same value. Then what a user does: sort a table, fold the call
+tree, zoom and pan the timeline with the wheel, drag and keys, hover a call to see its flow,
+click a slice for its arguments. Screenshots go to $KPROF_SCREENSHOT_DIR (default: a folder in the
+test's scratch space, removed after). Traces come from gen_trace.py; nothing depends on speed."""
+
+import json
+import os
+import re
+import shutil
+import struct
+import sys
+import tempfile
+import unittest
+import zlib
+
+import chromium
+import kptest
+from test_html import page_data
+
+GEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gen_trace.py")
+DRAWN = "document.documentElement.dataset.drawn === '1'"
+UNITS = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0}
+
+
+def png_ok(path, width):
+    """A PNG of that width whose pixels are not all one colour: (ok, why)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        return False, "not a PNG"
+    w, h = struct.unpack(">II", data[16:24])
+    if w != width or h < 200:
+        return False, "%dx%d" % (w, h)
+    idat, pos = b"", 8
+    while pos < len(data):
+        n = struct.unpack(">I", data[pos:pos + 4])[0]
+        if data[pos + 4:pos + 8] == b"IDAT":
+            idat += data[pos + 8:pos + 8 + n]
+        pos += 12 + n
+    raw = zlib.decompress(idat)
+    distinct = len(set(raw[i:i + 3] for i in range(1, min(len(raw), 3_000_000), 97)))
+    return distinct > 8, "%d distinct colours sampled" % distinct
+
+
+def resolve(data, key):
+    """The value at a data-k path: `report.device[0].total_s`."""
+    v = data
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", key):
+        v = v[int(part[1:-1])] if part.startswith("[") else v[part]
+    return v
+
+
+def seconds_of(text):
+    """A duration as people read it ("1.23 ms", "45.6 µs", "2 s"): seconds, or None."""
+    m = re.search(r"(-?[\d.,]+(?:e[-+]?\d+)?)\s*(ns|µs|us|ms|min|s)\b", text)
+    if not m:
+        return None
+    return float(m.group(1).replace(",", "")) * UNITS[m.group(2)]
+
+
+class Browser(kptest.KprofTestCase):
+    """What the page tests share: the browser, screenshots, the DOM's numbers."""
+    needs_opencl = False
+    width = 1400
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.browser = chromium.require_chromium()
+        cls.shots = os.environ.get("KPROF_SCREENSHOT_DIR")
+        cls.own_shots = not cls.shots
+        if cls.own_shots:
+            cls.shots = tempfile.mkdtemp(prefix="kprof-shots-")
+        os.makedirs(cls.shots, exist_ok=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.own_shots:
+            shutil.rmtree(cls.shots, ignore_errors=True)
+
+    def gen(self, name, pattern, *extra):
+        out = os.path.join(self.tmp, name)
+        self.kprof("trace", "-o", out, "--", sys.executable, GEN, pattern, *extra, expect=0)
+        return out
+
+    def open(self, c, path, shot):
+        r = c.open(path, wait_expr=DRAWN, timeout=60)
+        self.assertEqual(r.requests, [], "the page made network requests")
+        self.assertEqual(r.errors, [], "the page logged errors")
+        self.assertIsNotNone(r.drawn_ms)
+        png = os.path.join(self.shots, shot)
+        c.screenshot(png, full_page=True)
+        ok, why = png_ok(png, self.width)
+        self.assertTrue(ok, "%s: %s" % (shot, why))
+        return r
+
+    def numbers(self, c):
+        return c.eval("Array.from(document.querySelectorAll('[data-k]')).map(function (e) {"
+                      " return [e.dataset.k, e.dataset.v, e.textContent]; })")
+
+    def check_numbers(self, c, data, must):
+        """Every [data-k] element's value is the data's, its text that value formatted; and each
+        key of must is shown."""
+        shown = self.numbers(c)
+        self.assertTrue(shown, "no numbers in the DOM")
+        keys = set()
+        for key, v, text in shown:
+            keys.add(key)
+            want = resolve(data, key)
+            self.assertIsInstance(want, (int, float), key)
+            self.assertEqual(float(v), float(want), key)
+            if key.endswith("_s") or key.endswith("_ms"):
+                got = seconds_of(text)
+                if got is not None:
+                    scale = 1e-3 if key.endswith("_ms") else 1.0
+                    self.assertAlmostEqual(got / (want * scale) if want else got, 1 if want else 0,
+                                           delta=0.01, msg="%s: %r shows %r" % (key, want, text))
+        missing = [k for k in must if k not in keys]
+        self.assertEqual(missing, [], "numbers the page must show")
+        return shown
+
+
+class Rendered(Browser):
+    def test_trace_page(self):
+        trace = self.gen("a.kprof", "two-kernels", "--kernels", "40")
+        out = os.path.join(self.tmp, "a.html")
+        self.kprof("report", trace, "--html", out, expect=0)
+        data, _ = page_data(out)
+        self.assertEqual(data["report"], json.loads(self.kprof("report", trace, "--json").stdout))
+        rep = data["report"]
+        must = ["report.wall_s"]
+        for table in ("host", "device", "nvtx"):
+            for i, _ in enumerate(rep[table]):
+                must += ["report.%s[%d].total_s" % (table, i), "report.%s[%d].calls" % (table, i)]
+        with chromium.Chromium(width=self.width, height=1000, binary=self.browser) as c:
+            self.open(c, out, "trace.png")
+            self.check_numbers(c, data, must)
+            text = c.eval("document.body.innerText")
+            for word in (rep["verdict"]["kind"], "steady", "tuned", "cudaLaunchKernel", "iter"):
+                self.assertIn(word, text)
+
+    def test_decimated_trace_page(self):
+        trace = self.gen("big.kprof", "launch-bound", "--kernels", "40000", "--period-us", "45")
+        out = os.path.join(self.tmp, "big.html")
+        self.kprof("report", trace, "--html", out, expect=0)
+        data, _ = page_data(out)
+        self.assertTrue(data["timeline"]["decimated"])
+        with chromium.Chromium(width=self.width, height=1000, binary=self.browser) as c:
+            self.open(c, out, "trace-decimated.png")
+            self.check_numbers(c, data, ["report.wall_s", "report.device[0].total_s"])
+            self.assertIn("decimated", c.eval("document.body.innerText").lower())
+
+    def test_diff_page(self):
+        a = self.gen("a.kprof", "two-kernels", "--kernels", "40")
+        b = self.gen("b.kprof", "two-kernels", "--kernels", "40", "--slower", "20", "--extra")
+        out = os.path.join(self.tmp, "d.html")
+        self.kprof("diff", a, b, "--html", out, expect=0)
+        data, _ = page_data(out)
+        self.assertEqual(data["diff"], json.loads(self.kprof("diff", a, b, "--json").stdout))
+        must = []
+        for i, row in enumerate(data["diff"]["device"]):
+            if row["ratio"]["median"] is not None:
+                must.append("diff.device[%d].ratio.median" % i)
+        self.assertTrue(must)
+        with chromium.Chromium(width=self.width, height=1000, binary=self.browser) as c:
+            self.open(c, out, "diff.png")
+            self.check_numbers(c, data, must)
+            text = c.eval("document.body.innerText")
+            for row in data["diff"]["device"]:
+                self.assertIn(row["name"], text)
+                if row["verdict"]:
+                    self.assertIn(row["verdict"], text)
+
+
+class RenderedLab(Browser):
+    """bench and sweep pages from real runs on PoCL."""
+    needs_opencl = True
+
+    def setUp(self):
+        super().setUp()
+        self.kprof("isolate", "k", expect=0)
+        self.buffers = "f32:4096,f32:4096,f32:4096,u32=4096"
+
+    def test_bench_page(self):
+        out = os.path.join(self.tmp, "b.html")
+        ab = os.path.join(self.home, "kernels", "k", "kernel.cl")
+        other = os.path.join(self.tmp, "b.cl")
+        shutil.copy(ab, other)
+        p = self.kprof("bench", ab, other, "--entry", "demo_add", "--buffers", self.buffers,
+                       "--grid", "4096", "--tg", "64", "--min-time", "0.02", "--timeout", "2",
+                       "--json", "--html", out, expect=0)
+        data, _ = page_data(out)
+        self.assertEqual(data["bench"], json.loads(p.stdout))
+        point = data["bench"]["points"][0]
+        must = []
+        for i, _ in enumerate(point["kernels"]):
+            must += ["bench.points[0].kernels[%d].median_ms" % i,
+                     "bench.points[0].kernels[%d].ci_ms[0]" % i,
+                     "bench.points[0].kernels[%d].ci_ms[1]" % i]
+        must.append("bench.points[0].comparison.ratio")
+        with chromium.Chromium(width=self.width, height=1000, binary=self.browser) as c:
+            self.open(c, out, "bench.png")
+            self.check_numbers(c, data, must)
+            self.assertIn(point["comparison"]["verdict"], c.eval("document.body.innerText"))
+            # A's and B's sample histograms: two drawn series.
+            self.assertGreaterEqual(c.eval("document.querySelectorAll('svg').length"), 1)
+
+    def test_sweep_page(self):
+        out = os.path.join(self.tmp, "s.html")
+        p = self.kprof("sweep", "k", "--entry", "demo_add", "--buffers", self.buffers, "--grid",
+                       "4096", "--tg-list", "32,64,128,256", "--iters", "5", "--json", "--html",
+                       out, expect=0)
+        data, _ = page_data(out)
+        self.assertEqual(data["sweep"], json.loads(p.stdout))
+        must = ["sweep.points[%d].gpu_ms_median" % i for i in range(len(data["sweep"]["points"]))]
+        with chromium.Chromium(width=self.width, height=1000, binary=self.browser) as c:
+            self.open(c, out, "sweep.png")
+            self.check_numbers(c, data, must)
+            self.assertIn("best", c.eval("document.body.innerText").lower())
+
+
+if __name__ == "__main__":
+    kptest.main()
