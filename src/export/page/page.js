@@ -220,16 +220,22 @@
       render();
     }
     const more = h("button", { class: "more", type: "button", onclick: () => { shown = rows.length; render(); } });
+    /* the rows past the first `shown` wait in a hidden tbody (in the DOM, not laid out) */
+    const rest = h("tbody", { hidden: true, class: "rest" });
     function render() {
-      const fr = document.createDocumentFragment();
+      const fr = document.createDocumentFragment(), fr2 = document.createDocumentFragment();
+      const all = Math.min(rows.length, Math.max(shown, 5000));
       for (let j = 0; j < shown; j++) fr.appendChild(row(order[j]));
+      for (let j = shown; j < all; j++) fr2.appendChild(row(order[j]));
       tb.textContent = "";
+      rest.textContent = "";
       tb.appendChild(fr);
+      rest.appendChild(fr2);
       more.hidden = shown >= rows.length;
       more.textContent = "show all " + rows.length + " rows (" + (rows.length - shown) + " more)";
     }
     render();
-    const t = h("table", { class: "tbl" }, [o.caption ? h("caption", null, o.caption) : null, h("thead", null, h("tr", null, ths)), tb]);
+    const t = h("table", { class: "tbl" }, [o.caption ? h("caption", null, o.caption) : null, h("thead", null, h("tr", null, ths)), tb, rest]);
     return h("div", { class: "tblwrap" }, [t, more]);
   }
   const C = {
