@@ -179,13 +179,8 @@ static void kp_put_double(kp_str *o, double v)
 typedef struct kp_tl_key {
     int64_t pid, a, b; /* tid, 0 | device, stream */
     int32_t track;
+    int opencl; /* a queue of OpenCL's: "queue" on a "device" */
 } kp_tl_key;
-
-static int kp_i64_cmp(const void *x, const void *y)
-{
-    int64_t p = *(const int64_t *)x, q = *(const int64_t *)y;
-    return p < q ? -1 : p > q;
-}
 
 static int kp_tl_key_cmp(const void *x, const void *y)
 {
@@ -220,11 +215,18 @@ static int kp_tl_corr_cmp(const void *x, const void *y)
     return p->slice - q->slice;                               /* then in start order */
 }
 
-/* A decimated track's bins (one depth). */
+/* A bin of a decimated track that some slice touches. */
+typedef struct kp_tl_bin {
+    int64_t busy, cover; /* ns covered; the longest overlap seen: its slice names the bin */
+    uint32_t bin, count, name;
+} kp_tl_bin;
+
+/* A decimated track's touched bins (one depth), ascending. Slices come in start order, so the
+ * bins a slice touches are the run the touched ones end with (from its first bin on, those
+ * touched already are contiguous) plus new ones after it: no bin is ever inserted. */
 typedef struct kp_tl_bins {
-    int64_t *busy;
-    uint32_t *count, *name;
-    int64_t *cover; /* the longest overlap seen in the bin: its name is the bin's */
+    kp_tl_bin *b;
+    size_t n, cap;
 } kp_tl_bins;
 
 /* Distinct geometries: their JSON texts, found through a hash of the text. */
@@ -380,6 +382,11 @@ typedef struct kp_tl {
     uint32_t *kname;
     int64_t *kdur;
     size_t nk, kcap;
+    /* the events that start at one ns, held until a later start: added longest first, so a
+     * range that starts with its first call holds it (ranges are stored when they end: after
+     * what they hold) */
+    kp_trace_event *pend;
+    size_t npend, pendcap;
     int nomem;
 } kp_tl;
 
@@ -399,8 +406,17 @@ static int32_t kp_tl_track_of(const kp_tl *t, const kp_event *e)
 static int kp_tl_depth(kp_tl *t, int32_t tr, int64_t start, int64_t end)
 {
     uint32_t n = t->depth_n[tr];
-    while (n > 0 && t->stack[tr][n - 1] <= start)
+    int64_t *st = t->stack[tr];
+    while (n > 0 && st[n - 1] <= start)
         n--;
+    /* Slices that overlap without nesting can leave an ended one under an open one: drop those
+     * too where the stack is shallow (a deep one is a nest of ranges, which ends in order). */
+    if (n <= 64) {
+        uint32_t w = 0;
+        for (uint32_t i = 0; i < n; i++)
+            if (st[i] > start) st[w++] = st[i];
+        n = w;
+    }
     if (n == t->depth_cap[tr]) {
         uint32_t cap = n ? 2 * n : 8;
         int64_t *s = realloc(t->stack[tr], cap * sizeof *s);
@@ -412,39 +428,61 @@ static int kp_tl_depth(kp_tl *t, int32_t tr, int64_t start, int64_t end)
         t->stack[tr] = s;
         t->depth_cap[tr] = cap;
     }
-    t->stack[tr][n] = end > start ? end : start + 1;
+    t->stack[tr][n] = end > start ? end : start < INT64_MAX ? start + 1 : start;
     t->depth_n[tr] = n + 1;
     return (int)(n > 255 ? 255 : n);
+}
+
+/* Bin i's start, saturated (bin_ns * KP_HTML_BINS covers the span, which fits in 64 bits). */
+static int64_t kp_tl_bin_start(const kp_tl *t, int64_t i)
+{
+    return i >= KP_HTML_BINS ? INT64_MAX : i * t->bin_ns;
 }
 
 static void kp_tl_bin_add(kp_tl *t, int32_t tr, int depth, uint32_t name, int64_t a, int64_t b)
 {
     if (depth > KP_HTML_MAX_DEPTH) depth = KP_HTML_MAX_DEPTH;
     kp_tl_bins *bs = &t->bins[(size_t)tr * (KP_HTML_MAX_DEPTH + 1) + (size_t)depth];
-    if (!bs->busy) {
-        bs->busy = calloc(KP_HTML_BINS, sizeof *bs->busy);
-        bs->cover = calloc(KP_HTML_BINS, sizeof *bs->cover);
-        bs->count = calloc(KP_HTML_BINS, sizeof *bs->count);
-        bs->name = calloc(KP_HTML_BINS, sizeof *bs->name);
-        if (!bs->busy || !bs->cover || !bs->count || !bs->name) {
-            t->nomem = 1;
-            return;
-        }
-    }
-    if (b <= a) b = a + 1; /* an instant still marks its bin */
+    if (a < 0) a = 0;
+    if (b <= a) b = a < INT64_MAX ? a + 1 : a; /* an instant still marks its bin */
     int64_t first = a / t->bin_ns, last = (b - 1) / t->bin_ns;
-    if (first < 0) first = 0;
+    if (first >= KP_HTML_BINS) first = KP_HTML_BINS - 1;
     if (last >= KP_HTML_BINS) last = KP_HTML_BINS - 1;
-    for (int64_t i = first; i <= last; i++) {
-        int64_t lo = a > i * t->bin_ns ? a : i * t->bin_ns;
-        int64_t hi = b < (i + 1) * t->bin_ns ? b : (i + 1) * t->bin_ns;
+    if (last < first) last = first;
+    /* where bin `first` is, or would go (the touched bins are ascending) */
+    size_t at = 0, hi_at = bs->n;
+    while (at < hi_at) {
+        size_t mid = at + (hi_at - at) / 2;
+        if (bs->b[mid].bin < (uint32_t)first)
+            at = mid + 1;
+        else
+            hi_at = mid;
+    }
+    for (int64_t i = first; i <= last; i++, at++) {
+        if (at == bs->n || bs->b[at].bin != (uint32_t)i) { /* new: at the end, as a rule */
+            if (bs->n == bs->cap) {
+                size_t cap = bs->cap ? 2 * bs->cap : 16;
+                kp_tl_bin *nb = realloc(bs->b, cap * sizeof *nb);
+                if (!nb) {
+                    t->nomem = 1;
+                    return;
+                }
+                bs->b = nb;
+                bs->cap = cap;
+            }
+            memmove(bs->b + at + 1, bs->b + at, (bs->n - at) * sizeof *bs->b);
+            bs->n++;
+            bs->b[at] = (kp_tl_bin){.bin = (uint32_t)i};
+        }
+        kp_tl_bin *x = &bs->b[at];
+        int64_t s0 = kp_tl_bin_start(t, i), s1 = kp_tl_bin_start(t, i + 1);
+        int64_t lo = a > s0 ? a : s0, hi = b < s1 ? b : s1;
         int64_t ov = hi > lo ? hi - lo : 1;
-        bs->busy[i] += ov;
-        if (bs->busy[i] > t->bin_ns) bs->busy[i] = t->bin_ns;
-        bs->count[i]++;
-        if (ov > bs->cover[i]) {
-            bs->cover[i] = ov;
-            bs->name[i] = name;
+        x->busy = x->busy > t->bin_ns - ov ? t->bin_ns : x->busy + ov;
+        x->count++;
+        if (ov > x->cover) {
+            x->cover = ov;
+            x->name = name;
         }
     }
 }
@@ -571,76 +609,54 @@ static void kp_tl_add(kp_tl *t, const kp_trace_event *ev)
 }
 
 /* The tracks: each process's host threads, then its queues; names as the Chrome export's. */
-static void kp_tl_tracks(kp_tl *t, const kp_trace_thread *threads, const kp_trace_queue *queues,
-                         kp_json *j)
+static void kp_tl_tracks(kp_tl *t, kp_json *j)
 {
-    /* The pids, in order. */
-    size_t np = 0;
-    int64_t *pids = malloc((t->nhosts + t->nqueues + 1) * sizeof *pids);
-    if (!pids) {
-        t->nomem = 1;
-        return;
-    }
-    for (size_t i = 0; i < t->nhosts; i++)
-        pids[np++] = t->hosts[i].pid;
-    for (size_t i = 0; i < t->nqueues; i++)
-        pids[np++] = t->queues[i].pid;
-    qsort(pids, np, sizeof *pids, kp_i64_cmp);
-    size_t w = 0;
-    for (size_t i = 0; i < np; i++)
-        if (w == 0 || pids[w - 1] != pids[i]) pids[w++] = pids[i];
-    np = w;
     int32_t next = 0;
+    size_t hi = 0, qi = 0; /* both sorted by pid first: one walk over each */
     kp_json_array_begin(j, "tracks");
-    for (size_t p = 0; p < np; p++) {
-        const kp_trace_process *pr = kp_event_source_process_of_pid(t->src, pids[p]);
-        char group[700], name[200];
-        if (pr && pr->rank >= 0)
-            snprintf(group, sizeof group, "rank %d · pid %lld (%s)", pr->rank, (long long)pids[p],
+    while (hi < t->nhosts || qi < t->nqueues) {
+        int64_t pid = hi < t->nhosts && (qi >= t->nqueues || t->hosts[hi].pid <= t->queues[qi].pid)
+                          ? t->hosts[hi].pid
+                          : t->queues[qi].pid;
+        const kp_trace_process *pr = kp_event_source_process_of_pid(t->src, pid);
+        char group[700], name[200], rank[32] = "";
+        if (pr && pr->rank >= 0) {
+            snprintf(group, sizeof group, "rank %d · pid %lld (%s)", pr->rank, (long long)pid,
                      pr->command);
-        else
-            snprintf(group, sizeof group, "%lld %s", (long long)pids[p], pr ? pr->command : "");
-        for (size_t i = 0; i < t->nhosts; i++) {
-            if (t->hosts[i].pid != pids[p]) continue;
-            t->hosts[i].track = next++;
-            snprintf(name, sizeof name, "host thread %lld", (long long)t->hosts[i].a);
+            snprintf(rank, sizeof rank, "rank %d · ", pr->rank);
+        } else {
+            snprintf(group, sizeof group, "%lld %s", (long long)pid, pr ? pr->command : "");
+        }
+        for (; hi < t->nhosts && t->hosts[hi].pid == pid; hi++) {
+            t->hosts[hi].track = next++;
+            snprintf(name, sizeof name, "host thread %lld", (long long)t->hosts[hi].a);
             kp_json_object_begin(j, NULL);
             kp_json_string(j, "name", name);
             kp_json_string(j, "group", group);
             kp_json_string(j, "kind", "thread");
             kp_json_object_end(j);
         }
-        for (size_t i = 0; i < t->nqueues; i++) {
-            if (t->queues[i].pid != pids[p]) continue;
-            t->queues[i].track = next++;
-            int opencl = 0;
-            for (size_t q = 0; q < t->nqueues; q++)
-                if (queues[q].pid == pids[p] && queues[q].device == t->queues[i].a &&
-                    queues[q].stream == t->queues[i].b)
-                    opencl = queues[q].opencl;
-            char rank[32] = "";
-            if (pr && pr->rank >= 0) snprintf(rank, sizeof rank, "rank %d · ", pr->rank);
-            snprintf(group, sizeof group, "%s%s %lld (pid %lld)", rank, opencl ? "device" : "GPU",
-                     (long long)t->queues[i].a, (long long)pids[p]);
-            snprintf(name, sizeof name, "%s %lld", opencl ? "queue" : "stream",
-                     (long long)t->queues[i].b);
+        for (; qi < t->nqueues && t->queues[qi].pid == pid; qi++) {
+            const kp_tl_key *q = &t->queues[qi];
+            t->queues[qi].track = next++;
+            snprintf(group, sizeof group, "%s%s %lld (pid %lld)", rank,
+                     q->opencl ? "device" : "GPU", (long long)q->a, (long long)pid);
+            snprintf(name, sizeof name, "%s %lld", q->opencl ? "queue" : "stream", (long long)q->b);
             kp_json_object_begin(j, NULL);
             kp_json_string(j, "name", name);
             kp_json_string(j, "group", group);
-            kp_json_string(j, "kind", opencl ? "queue" : "stream");
+            kp_json_string(j, "kind", q->opencl ? "queue" : "stream");
             kp_json_object_end(j);
         }
     }
     kp_json_array_end(j);
-    (void)threads;
     t->ntracks = (size_t)next;
-    free(pids);
 }
 
 /* The columns of the raw slices, after the flows are paired. */
 static void kp_tl_write_slices(kp_tl *t, kp_str *o)
 {
-    qsort(t->corrs, t->ncorrs, sizeof *t->corrs, kp_tl_corr_cmp);
+    if (t->ncorrs) qsort(t->corrs, t->ncorrs, sizeof *t->corrs, kp_tl_corr_cmp);
     for (size_t i = 0; i < t->ncorrs;) {
         size_t k = i;
         while (k < t->ncorrs && t->corrs[k].process == t->corrs[i].process &&
@@ -698,21 +714,19 @@ static void kp_tl_write_summary(kp_tl *t, kp_str *o)
     for (size_t tr = 0; tr < t->ntracks; tr++) {
         for (int d = 0; d <= KP_HTML_MAX_DEPTH; d++) {
             const kp_tl_bins *bs = &t->bins[tr * (KP_HTML_MAX_DEPTH + 1) + (size_t)d];
-            if (!bs->busy) continue;
+            if (!bs->n) continue;
             kp_str_printf(o, "%s{\"track\":%zu,\"depth\":%d", first ? "" : ",", tr, d);
             first = 0;
             static const char *const cols[] = {"bin", "busy", "count", "name"};
             for (int c = 0; c < 4; c++) {
                 kp_str_printf(o, ",\"%s\":[", cols[c]);
-                int any = 0;
-                for (int i = 0; i < KP_HTML_BINS; i++) {
-                    if (!bs->count[i]) continue;
-                    if (any) kp_str_append_n(o, ",", 1);
-                    any = 1;
-                    kp_put_i64(o, c == 0   ? i
-                                  : c == 1 ? bs->busy[i]
-                                  : c == 2 ? (int64_t)bs->count[i]
-                                           : (int64_t)bs->name[i]);
+                for (size_t i = 0; i < bs->n; i++) {
+                    const kp_tl_bin *x = &bs->b[i];
+                    if (i) kp_str_append_n(o, ",", 1);
+                    kp_put_i64(o, c == 0   ? (int64_t)x->bin
+                                  : c == 1 ? x->busy
+                                  : c == 2 ? (int64_t)x->count
+                                           : (int64_t)x->name);
                 }
                 kp_str_append(o, "]");
             }
@@ -804,12 +818,8 @@ static void kp_tl_free(kp_tl *t)
     kp_tl_geoms_free(&t->geoms);
     kp_str_free(&t->metrics);
     if (t->bins)
-        for (size_t i = 0; i < t->ntracks * (KP_HTML_MAX_DEPTH + 1); i++) {
-            free(t->bins[i].busy);
-            free(t->bins[i].count);
-            free(t->bins[i].name);
-            free(t->bins[i].cover);
-        }
+        for (size_t i = 0; i < t->ntracks * (KP_HTML_MAX_DEPTH + 1); i++)
+            free(t->bins[i].b);
     free(t->bins);
     if (t->stack)
         for (size_t i = 0; i < t->ntracks; i++)
@@ -819,6 +829,7 @@ static void kp_tl_free(kp_tl *t)
     free(t->depth_cap);
     free(t->kname);
     free(t->kdur);
+    free(t->pend);
 }
 
 /* The timeline's tracks and bins made ready for the pass (kp_tl_add), its head written to *head
@@ -837,7 +848,7 @@ static kprof_status kp_tl_begin(kp_tl *t, kp_event_source *src, kp_str *head, kp
     if (st == KPROF_OK) st = kp_event_source_queues(src, &queues, &nqueues, err);
     if (st != KPROF_OK) return st;
     t->t0 = kp_event_source_meta(src)->start_ns;
-    if (t->t0 == 0 || (first != 0 && first < t->t0)) t->t0 = first;
+    if (max_id > 0 && (t->t0 == 0 || first < t->t0)) t->t0 = first; /* events before the start */
     t->span = kp_ns_diff(last, t->t0);
     if (t->span < 1) t->span = 1;
     t->hosts = calloc(nthreads + 1, sizeof *t->hosts);
@@ -846,8 +857,10 @@ static kprof_status kp_tl_begin(kp_tl *t, kp_event_source *src, kp_str *head, kp
     for (size_t i = 0; i < nthreads; i++)
         t->hosts[t->nhosts++] = (kp_tl_key){.pid = threads[i].pid, .a = threads[i].tid};
     for (size_t i = 0; i < nqueues; i++)
-        t->queues[t->nqueues++] =
-            (kp_tl_key){.pid = queues[i].pid, .a = queues[i].device, .b = queues[i].stream};
+        t->queues[t->nqueues++] = (kp_tl_key){.pid = queues[i].pid,
+                                              .a = queues[i].device,
+                                              .b = queues[i].stream,
+                                              .opencl = queues[i].opencl};
     qsort(t->hosts, t->nhosts, sizeof *t->hosts, kp_tl_key_cmp);
     qsort(t->queues, t->nqueues, sizeof *t->queues, kp_tl_key_cmp);
     kp_json j;
@@ -855,7 +868,7 @@ static kprof_status kp_tl_begin(kp_tl *t, kp_event_source *src, kp_str *head, kp
     kp_json_object_begin(&j, NULL);
     kp_json_int(&j, "t0_ns", t->t0);
     kp_json_int(&j, "span_ns", t->span);
-    kp_tl_tracks(t, threads, queues, &j); /* the keys stay sorted: each says its track */
+    kp_tl_tracks(t, &j); /* the keys stay sorted: each says its track */
     kp_json_int(&j, "slices_limit", KP_HTML_SLICES_LIMIT);
     /* A row is an event: more rows than the limit, more slices than it (nearly). */
     t->decimated = max_id > KP_HTML_SLICES_LIMIT;
@@ -873,7 +886,7 @@ static kprof_status kp_tl_begin(kp_tl *t, kp_event_source *src, kp_str *head, kp
     kp_json_array_end(&j);
     kp_json_object_end(&j);
     if (head->len) head->data[--head->len] = '\0'; /* reopen the object: the rest follows */
-    t->bin_ns = (t->span + KP_HTML_BINS - 1) / KP_HTML_BINS;
+    t->bin_ns = t->span / KP_HTML_BINS + (t->span % KP_HTML_BINS != 0);
     if (t->bin_ns < 1) t->bin_ns = 1;
     t->stack = calloc(t->ntracks + 1, sizeof *t->stack);
     t->depth_n = calloc(t->ntracks + 1, sizeof *t->depth_n);
@@ -888,22 +901,51 @@ static kprof_status kp_tl_begin(kp_tl *t, kp_event_source *src, kp_str *head, kp
 /* The fields the timeline reads besides the aggregate's. */
 static unsigned kp_tl_fields(const kp_tl *t)
 {
-    return KP_EVENT_FIELD_PID | KP_EVENT_FIELD_STREAM |
+    return KP_EVENT_FIELD_ROW | KP_EVENT_FIELD_PID | KP_EVENT_FIELD_STREAM |
            (t->decimated ? 0u
                          : KP_EVENT_FIELD_CALL | KP_EVENT_FIELD_KERNEL | KP_EVENT_FIELD_PAYLOAD |
                                KP_EVENT_FIELD_LAUNCH | KP_EVENT_FIELD_METRICS);
 }
 
+/* Longest first, then in storage order. */
+static int kp_tl_pend_cmp(const void *x, const void *y)
+{
+    const kp_trace_event *p = x, *q = y;
+    if (p->e.end_ns != q->e.end_ns) return p->e.end_ns > q->e.end_ns ? -1 : 1;
+    return p->id < q->id ? -1 : p->id > q->id;
+}
+
+static void kp_tl_flush(kp_tl *t)
+{
+    if (t->npend > 1) qsort(t->pend, t->npend, sizeof *t->pend, kp_tl_pend_cmp);
+    for (size_t i = 0; i < t->npend && !t->nomem; i++)
+        kp_tl_add(t, &t->pend[i]);
+    t->npend = 0;
+}
+
 static void kp_tl_each(void *ctx, const kp_trace_event *ev)
 {
     kp_tl *t = ctx;
-    if (!t->nomem) kp_tl_add(t, ev);
+    if (t->nomem) return;
+    if (t->npend && ev->e.start_ns != t->pend[0].e.start_ns) kp_tl_flush(t);
+    if (t->npend == t->pendcap) {
+        size_t cap = t->pendcap ? 2 * t->pendcap : 16;
+        kp_trace_event *p = realloc(t->pend, cap * sizeof *p);
+        if (!p) {
+            t->nomem = 1;
+            return;
+        }
+        t->pend = p;
+        t->pendcap = cap;
+    }
+    t->pend[t->npend++] = *ev;
 }
 
 /* After the pass: the rest of the timeline into tl (after its head), the histograms into hist. */
 static kprof_status kp_tl_finish(kp_tl *t, const kp_str *head, kp_str *tl, kp_str *hist,
                                  kp_error *err)
 {
+    kp_tl_flush(t);
     kp_str_append_n(tl, head->data, head->len);
     kp_str_printf(tl, ",\"events\":%llu", (unsigned long long)t->total);
     if (t->decimated)

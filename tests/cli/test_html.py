@@ -164,6 +164,36 @@ class Page(kptest.KprofTestCase):
                                max(round(r["duration_s"] * 1e9), 1) - 1) // bin_ns)))
         self.assertAlmostEqual(sum(s["busy"]) / busy, 1, places=3)
         self.assertTrue(all(0 < b <= bin_ns for b in s["busy"]))
+        # The host thread: the range 'outer' alone at depth 0, the calls in it at 1.
+        names = tl["names"]
+        host = {x["depth"]: x for x in tl["summary"]
+                if tl["tracks"][x["track"]]["kind"] == "thread"}
+        self.assertEqual(sorted(host), [0, 1])
+        self.assertEqual({names[n] for n in host[0]["name"]}, {"outer"})
+        self.assertNotIn("outer", {names[n] for n in host[1]["name"]})
+
+    def test_ranges_hold_the_calls_that_start_with_them(self):
+        # launch-bound: the range 'outer' starts with its first call, and is stored after it.
+        trace = self.gen("a.kprof", "launch-bound", "--kernels", "200")
+        d, _ = self.page(trace)
+        tl = d["timeline"]
+        kinds, names = tl["kinds"], tl["names"]
+        depth = {}
+        for s in slices(tl):
+            if tl["tracks"][s["track"]]["kind"] == "thread":
+                depth.setdefault((kinds[s["kind"]], names[s["name"]]), set()).add(s["depth"])
+        self.assertEqual(depth.pop(("range", "outer")), {0})
+        self.assertTrue(depth)
+        for key, ds in depth.items():
+            self.assertEqual(ds, {1}, key)
+
+    def test_page_script_cannot_end_its_element(self):
+        for name in ("page.js", "page.css"):
+            with open(os.path.join(kptest.SOURCE_DIR, "src", "export", "page", name)) as f:
+                text = f.read().lower()
+            self.assertNotIn("</script", text, name)
+            self.assertNotIn("</style", text, name)
+            self.assertNotRegex(text, r"https?://(?!www\.w3\.org/2000/svg)", name)
 
     def test_no_text_of_a_trace_ends_the_script(self):
         trace = self.gen("a.kprof", "two-kernels", "--kernels", "10")
@@ -268,6 +298,14 @@ class LabPages(kptest.KprofTestCase):
         p = self.kprof("bench", "k", "--entry", "demo_add", "--buffers", self.buffers,
                        "--html", out, expect=2)
         self.assertIn("--force", p.stderr)
+        p = self.kprof("bench", "k", "--entry", "demo_add", "--buffers", self.buffers,
+                       "--html", "-", expect=2)
+        self.assertIn("standard output", p.stderr)
+        t = os.path.join(self.tmp, "t.kprof")
+        p = self.kprof("bench", "k", "--entry", "demo_add", "--buffers", self.buffers,
+                       "--html", t, "--trace", t, expect=2)
+        self.assertIn("one file", p.stderr)
+        self.assertFalse(os.path.exists(t))
 
     def test_sweep_page_is_its_json(self):
         out = os.path.join(self.tmp, "s.html")

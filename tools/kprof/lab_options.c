@@ -4,6 +4,7 @@
  */
 #include "tools/kprof/lab_options.h"
 
+#include "base/outfile.h"
 #include "core/expr.h"
 #include "lab/kernel_dir.h"
 #include "tools/kprof/cli.h"
@@ -231,6 +232,22 @@ int kp_lab_cli_need_buffers(const kp_lab_cli *o, const char *example)
         o->cmd, "--buffers is required: one item per kernel argument, e.g. %s", example);
 }
 
+int kp_lab_cli_check_html(const kp_lab_cli *o)
+{
+    if (!o->html) return 0;
+    if (strcmp(o->html, "-") == 0)
+        return kp_cli_usage_error(o->cmd, "--html writes a file: standard output has the %s",
+                                  o->json ? "JSON" : "table");
+    const char *others[] = {o->plot, o->trace};
+    const char *what[] = {"--plot", "--trace"};
+    for (int i = 0; i < 2; i++)
+        if (others[i] &&
+            (strcmp(others[i], o->html) == 0 || kp_output_same_file(others[i], o->html)))
+            return kp_cli_usage_error(o->cmd, "--html and %s name one file, '%s'", what[i],
+                                      o->html);
+    return 0;
+}
+
 int kp_lab_cli_check_plot(const kp_lab_cli *o)
 {
     if (o->plot && strcmp(kp_path_extension(o->plot), "svg") != 0)
@@ -376,6 +393,7 @@ int kp_run_parse(int argc, char **argv, kp_run_args *a)
         return kp_cli_usage_error(cmd, "--plot draws a sweep: add --sweep-tg (or use kprof "
                                        "sweep)");
     if ((rc = kp_lab_cli_check_plot(&o)) != 0) return rc;
+    if ((rc = kp_lab_cli_check_html(&o)) != 0) return rc;
     if (a->html && !a->sweep)
         return kp_cli_usage_error(cmd, "--html is a sweep's page here: add --sweep-tg (or use "
                                        "kprof sweep; kprof bench --html for a bench)");
@@ -662,6 +680,7 @@ int kp_bench_parse(int argc, char **argv, kp_bench_args *a)
         return kp_cli_usage_error("bench", "--fail-if-slower needs a comparison: two kernels "
                                            "(A B, or --entry twice) or --compare FILE");
     if (!a->plan.hot && !a->plan.cold) a->plan.hot = 1;
+    if ((rc = kp_lab_cli_check_html(&o)) != 0) return rc;
     if (a->plot) {
         if ((rc = kp_lab_cli_check_plot(&o)) != 0) return rc;
         int varying = 0;

@@ -117,6 +117,10 @@ int kp_lab_cli_capture(const kp_lab_cli *o, const char *target, kp_lab_capture_t
 /* --plot names an .svg file: 0, or the usage error's exit code. */
 int kp_lab_cli_check_plot(const kp_lab_cli *o);
 
+/* --html names a file (not '-': standard output has the table or the JSON) that --plot and
+ * --trace do not name too: 0, or the usage error's exit code. */
+int kp_lab_cli_check_html(const kp_lab_cli *o);
+
 /* The lab options one at a time: each 0, or the usage error's exit code after printing
  * "OPT 'TEXT': ..." for cmd. --device N; --smem BYTES into launch->dyn_local; --timer
  * auto|events|cupti into launch->timer; a kernel timeout (seconds > 0, under the option name
