@@ -144,6 +144,97 @@ class Rendered(Browser):
             for word in (rep["verdict"]["kind"], "steady", "tuned", "cudaLaunchKernel", "iter"):
                 self.assertIn(word, text)
 
+    def test_what_a_user_does(self):
+        trace = self.gen("a.kprof", "two-kernels", "--kernels", "40")
+        out = os.path.join(self.tmp, "a.html")
+        self.kprof("report", trace, "--html", out, expect=0)
+        data, _ = page_data(out)
+        tl = data["timeline"]
+        kinds = tl["kinds"]
+        with chromium.Chromium(width=self.width, height=1000, binary=self.browser) as c:
+            self.open(c, out, "trace-top.png")
+            # Sorting: the device table's rows by total, one way and then the other.
+            order = ("(function (table) { var t = Array.from(document.querySelectorAll('table'))"
+                     ".find(function (x) { return x.querySelector('[data-k=\"report.' + table +"
+                     " '[0].total_s\"]'); }); return Array.from(t.querySelectorAll("
+                     "'tbody tr [data-k$=\".total_s\"]')).map(function (e) {"
+                     " return parseFloat(e.dataset.v); }); })")
+            click_total = ("(function (table) { var t = Array.from(document.querySelectorAll("
+                           "'table')).find(function (x) { return x.querySelector('[data-k=\"report.'"
+                           " + table + '[0].total_s\"]'); }); Array.from(t.querySelectorAll('th'))"
+                           ".find(function (h) { return /^total/.test(h.textContent.trim()); })"
+                           ".click(); })")
+            before = c.eval(order + "('device')")
+            self.assertEqual(before, sorted(before, reverse=True))
+            c.eval(click_total + "('device')")
+            one = c.eval(order + "('device')")
+            c.eval(click_total + "('device')")
+            other = c.eval(order + "('device')")
+            self.assertEqual(sorted(one), sorted(before))
+            self.assertNotEqual(one, other)
+            self.assertIn(one, (sorted(one), sorted(one, reverse=True)))
+            self.assertEqual(other, list(reversed(one)))
+            # The call tree folds and opens.
+            shown = "document.querySelectorAll('table.tree tbody tr:not([hidden])').length"
+            opened = c.eval(shown)
+            c.eval("Array.from(document.querySelectorAll('button')).find(function (b) {"
+                   " return b.textContent === 'close all'; }).click()")
+            closed = c.eval(shown)
+            self.assertLess(closed, opened)
+            c.eval("Array.from(document.querySelectorAll('button')).find(function (b) {"
+                   " return b.textContent === 'open all'; }).click()")
+            self.assertGreater(c.eval(shown), opened)  # the kernels under the calls too
+            # The timeline: wheel zooms at the cursor, drag pans, keys zoom, pan and reset.
+            c.eval("document.querySelector('.tl').scrollIntoView()")
+            view = ("document.querySelector('.tl').dataset.view.split(',').map(Number)")
+            v0 = c.eval(view)
+            box = c.eval("(function () { var r = document.querySelector('.tl-canvas')"
+                         ".getBoundingClientRect(); return [r.left, r.top, r.width, r.height];"
+                         " })()")
+            x, y = box[0] + box[2] * 0.7, box[1] + box[3] * 0.5
+            c.wheel(x, y, dy=-240)
+            c.wait("(function (v) { return v[1] - v[0] < %r; })(%s)" % (v0[1] - v0[0], view))
+            v1 = c.eval(view)
+            c.drag(x, y, x - 200, y)
+            c.wait("(function (v) { return v[0] > %r; })(%s)" % (v1[0], view))
+            v2 = c.eval(view)
+            self.assertAlmostEqual(v2[1] - v2[0], v1[1] - v1[0], delta=(v1[1] - v1[0]) * 1e-6)
+            c.move(x, y)
+            c.key("0")
+            c.wait("(function (v) { return v[0] === %r && v[1] === %r; })(%s)"
+                   % (v0[0], v0[1], view))
+            c.key("w")
+            c.wait("(function (v) { return v[1] - v[0] < %r; })(%s)" % (v0[1] - v0[0], view))
+            c.key("d")
+            c.key("s")
+            c.key("0")
+            c.wait("(function (v) { return v[0] === %r && v[1] === %r; })(%s)"
+                   % (v0[0], v0[1], view))
+            # A kernel, zoomed into until it is wide: hovering it draws the arrow from its call;
+            # a click shows its arguments.
+            k = next(i for i, kind in enumerate(tl["slices"]["kind"]) if kinds[kind] == "kernel")
+            call = tl["slices"]["flow"][k]
+            at = "document.querySelector('.tl').kprofSliceAt(%d)" % k
+            for _ in range(40):
+                p = c.eval(at)
+                self.assertIsNotNone(p, "the kernel is on screen")
+                before = c.eval("document.querySelector('.tl').dataset.view")
+                c.wheel(p["x"], p["y"], dy=-480)
+                c.wait("document.querySelector('.tl').dataset.view !== %s" % json.dumps(before))
+                if c.eval("(function (v) { return v[1] - v[0]; })(%s)" % view) < 2e5:
+                    break
+            p = c.eval(at)
+            c.move(p["x"], p["y"])
+            c.wait("document.querySelector('.tl').dataset.hover === '%d'" % k)
+            c.wait("document.querySelector('.tl').dataset.arrow === '%d>%d'" % (call, k))
+            c.click(p["x"], p["y"])
+            c.wait("document.querySelector('.tl').dataset.selected === '%d'" % k)
+            panel = c.eval("document.querySelector('.tl-panel').innerText")
+            self.assertIn(tl["names"][tl["slices"]["name"][k]], panel)
+            for word in ("grid", "16,384", "launch"):
+                self.assertIn(word, panel)
+            c.screenshot(os.path.join(self.shots, "trace-selected.png"), full_page=False)
+
     def test_decimated_trace_page(self):
         trace = self.gen("big.kprof", "launch-bound", "--kernels", "40000", "--period-us", "45")
         out = os.path.join(self.tmp, "big.html")

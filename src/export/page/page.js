@@ -874,6 +874,12 @@
     }
     function draw() {
       raf = 0;
+      /* what is drawn, for tests and scripts: the view (ns from t0), the slice under the mouse,
+       * the selected one, the launch arrow (call>device op) */
+      wrap.dataset.view = v0 + "," + v1;
+      wrap.dataset.hover = hover && hover.i != null ? String(hover.i) : "";
+      wrap.dataset.selected = sel && sel.i != null ? String(sel.i) : "";
+      wrap.dataset.arrow = "";
       ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
       ctx.fillStyle = "#fff";
       ctx.fillRect(0, 0, W, H);
@@ -976,6 +982,7 @@
       ctx.beginPath(); ctx.moveTo(x1, y1 - dy); ctx.lineTo(x1 - 4, y1 - dy * 8); ctx.lineTo(x1 + 4, y1 - dy * 8); ctx.closePath(); ctx.fill();
       ctx.beginPath(); ctx.arc(x0, y0, 2.5, 0, 7); ctx.fill();
       ctx.restore();
+      wrap.dataset.arrow = call + ">" + op;
     }
 
     /* hit testing */
@@ -1163,6 +1170,15 @@
       else done = false;
       if (done) e.preventDefault();
     });
+    /* Where slice i is drawn, in the window's coordinates (null where it is not on screen): for
+     * tests that hover and click it. */
+    wrap.kprofSliceAt = i => {
+      if (!start || !(i >= 0 && i < n) || trackY[sT[i]] < 0) return null;
+      const r = cv.getBoundingClientRect();
+      const x = xOf(start[i] + (sD[i] || 0) / 2), y = laneY(sT[i], sDp[i] || 0) + ROW / 2;
+      if (x < LABEL || x > W || y < AXIS || y > H) return null;
+      return { x: r.left + x, y: r.top + y };
+    };
     add(tools, [
       h("button", { type: "button", onclick: () => zoom(0.5) }, "zoom in (W)"),
       h("button", { type: "button", onclick: () => zoom(2) }, "zoom out (S)"),
