@@ -229,6 +229,17 @@ typedef struct kp_tl_bins {
     size_t n, cap;
 } kp_tl_bins;
 
+/* A host thread's slices of one start, held (decimated timelines: kp_tl_release). */
+typedef struct kp_tl_held {
+    int64_t start, end;
+    uint32_t name;
+} kp_tl_held;
+
+typedef struct kp_tl_hold {
+    kp_tl_held *h;
+    size_t n, cap;
+} kp_tl_hold;
+
 /* Distinct geometries: their JSON texts, found through a hash of the text. */
 typedef struct kp_tl_geoms {
     kp_str *text;
@@ -374,7 +385,8 @@ typedef struct kp_tl {
     kp_str metrics; /* "index":{...} members, comma-separated */
     /* decimated: KP_HTML_MAX_DEPTH + 1 per track */
     kp_tl_bins *bins;
-    uint64_t total; /* slices seen */
+    kp_tl_hold *held; /* per track */
+    uint64_t total;   /* slices seen */
     /* per-track stacks of open ends, for the depth */
     int64_t **stack;
     uint32_t *depth_n, *depth_cap;
@@ -487,7 +499,79 @@ static void kp_tl_bin_add(kp_tl *t, int32_t tr, int depth, uint32_t name, int64_
     }
 }
 
-/* One event onto the timeline. */
+/* A kernel's duration, for the histograms: 0, or -1 out of memory. */
+static int kp_tl_kernel(kp_tl *t, uint32_t name, int64_t dur)
+{
+    if (t->nk == t->kcap) {
+        size_t cap = t->kcap ? 2 * t->kcap : 1024;
+        uint32_t *n = realloc(t->kname, cap * sizeof *n);
+        if (n) t->kname = n;
+        int64_t *d = n ? realloc(t->kdur, cap * sizeof *d) : NULL;
+        if (d) t->kdur = d;
+        if (!n || !d) {
+            t->nomem = 1;
+            return -1;
+        }
+        t->kcap = cap;
+    }
+    t->kname[t->nk] = name;
+    t->kdur[t->nk++] = dur;
+    return 0;
+}
+
+/* A decimated track's held slices (all of one start) into its bins, longest first (of slices
+ * that start together the longer holds the shorter; a range is stored after what it holds);
+ * slices ending together stay in the order they came. */
+static void kp_tl_release(kp_tl *t, int32_t tr)
+{
+    kp_tl_hold *hd = &t->held[tr];
+    for (size_t i = 1; i < hd->n; i++) {
+        kp_tl_held x = hd->h[i];
+        size_t k = i;
+        for (; k > 0 && hd->h[k - 1].end < x.end; k--)
+            hd->h[k] = hd->h[k - 1];
+        hd->h[k] = x;
+    }
+    for (size_t i = 0; i < hd->n; i++) {
+        const kp_tl_held *x = &hd->h[i];
+        t->total++;
+        kp_tl_bin_add(t, tr, kp_tl_depth(t, tr, x->start, x->end), x->name, x->start, x->end);
+    }
+    hd->n = 0;
+}
+
+/* One event onto a decimated timeline: device work into its bins, a host thread's slices held
+ * until a later start on the thread (kp_tl_release). */
+static void kp_tl_add_decimated(kp_tl *t, const kp_trace_event *ev)
+{
+    const kp_event *e = &ev->e;
+    if (kp_tl_kind_index(e->kind) < 0 || e->kind == KP_EVENT_OVERHEAD) return;
+    int32_t tr = kp_tl_track_of(t, e);
+    if (tr < 0) return;
+    int64_t start = kp_ns_diff(e->start_ns, t->t0), end = kp_ns_diff(e->end_ns, t->t0);
+    if ((kp_event_kind_flags(e->kind) & KP_EVENT_F_DEVICE) != 0) {
+        if (e->kind == KP_EVENT_KERNEL && kp_tl_kernel(t, e->name, end > start ? end - start : 0))
+            return;
+        t->total++;
+        kp_tl_bin_add(t, tr, 0, e->name, start, end);
+        return;
+    }
+    kp_tl_hold *hd = &t->held[tr];
+    if (hd->n && hd->h[0].start != start) kp_tl_release(t, tr);
+    if (hd->n == hd->cap) {
+        size_t cap = hd->cap ? 2 * hd->cap : 4;
+        kp_tl_held *h = realloc(hd->h, cap * sizeof *h);
+        if (!h) {
+            t->nomem = 1;
+            return;
+        }
+        hd->h = h;
+        hd->cap = cap;
+    }
+    hd->h[hd->n++] = (kp_tl_held){.start = start, .end = end, .name = e->name};
+}
+
+/* One event onto the timeline (not decimated). */
 static void kp_tl_add(kp_tl *t, const kp_trace_event *ev)
 {
     const kp_event *e = &ev->e;
@@ -500,26 +584,7 @@ static void kp_tl_add(kp_tl *t, const kp_trace_event *ev)
     int device = (kp_event_kind_flags(e->kind) & KP_EVENT_F_DEVICE) != 0;
     int depth = device ? 0 : kp_tl_depth(t, tr, start, end);
     t->total++;
-    if (e->kind == KP_EVENT_KERNEL) {
-        if (t->nk == t->kcap) {
-            size_t cap = t->kcap ? 2 * t->kcap : 1024;
-            uint32_t *n = realloc(t->kname, cap * sizeof *n);
-            if (n) t->kname = n;
-            int64_t *d = n ? realloc(t->kdur, cap * sizeof *d) : NULL;
-            if (d) t->kdur = d;
-            if (!n || !d) {
-                t->nomem = 1;
-                return;
-            }
-            t->kcap = cap;
-        }
-        t->kname[t->nk] = e->name;
-        t->kdur[t->nk++] = dur;
-    }
-    if (t->decimated) {
-        kp_tl_bin_add(t, tr, depth, e->name, start, end);
-        return;
-    }
+    if (e->kind == KP_EVENT_KERNEL && kp_tl_kernel(t, e->name, dur) != 0) return;
     if (t->nslices == t->cap) {
         size_t cap = t->cap ? 2 * t->cap : 4096;
         kp_tl_slice *s = realloc(t->slices, cap * sizeof *s);
@@ -821,6 +886,10 @@ static void kp_tl_free(kp_tl *t)
         for (size_t i = 0; i < t->ntracks * (KP_HTML_MAX_DEPTH + 1); i++)
             free(t->bins[i].b);
     free(t->bins);
+    if (t->held)
+        for (size_t i = 0; i < t->ntracks; i++)
+            free(t->held[i].h);
+    free(t->held);
     if (t->stack)
         for (size_t i = 0; i < t->ntracks; i++)
             free(t->stack[i]);
@@ -891,9 +960,12 @@ static kprof_status kp_tl_begin(kp_tl *t, kp_event_source *src, kp_str *head, kp
     t->stack = calloc(t->ntracks + 1, sizeof *t->stack);
     t->depth_n = calloc(t->ntracks + 1, sizeof *t->depth_n);
     t->depth_cap = calloc(t->ntracks + 1, sizeof *t->depth_cap);
-    if (t->decimated) t->bins = calloc((t->ntracks + 1) * (KP_HTML_MAX_DEPTH + 1), sizeof *t->bins);
-    if (!t->stack || !t->depth_n || !t->depth_cap || (t->decimated && !t->bins) || t->nomem ||
-        head->failed || j.failed)
+    if (t->decimated) {
+        t->bins = calloc((t->ntracks + 1) * (KP_HTML_MAX_DEPTH + 1), sizeof *t->bins);
+        t->held = calloc(t->ntracks + 1, sizeof *t->held);
+    }
+    if (!t->stack || !t->depth_n || !t->depth_cap || (t->decimated && (!t->bins || !t->held)) ||
+        t->nomem || head->failed || j.failed)
         return kp_error_nomem(err);
     return KPROF_OK;
 }
@@ -927,6 +999,10 @@ static void kp_tl_each(void *ctx, const kp_trace_event *ev)
 {
     kp_tl *t = ctx;
     if (t->nomem) return;
+    if (t->decimated) {
+        kp_tl_add_decimated(t, ev);
+        return;
+    }
     if (t->npend && ev->e.start_ns != t->pend[0].e.start_ns) kp_tl_flush(t);
     if (t->npend == t->pendcap) {
         size_t cap = t->pendcap ? 2 * t->pendcap : 16;
@@ -946,6 +1022,8 @@ static kprof_status kp_tl_finish(kp_tl *t, const kp_str *head, kp_str *tl, kp_st
                                  kp_error *err)
 {
     kp_tl_flush(t);
+    for (size_t tr = 0; t->held && tr < t->ntracks && !t->nomem; tr++)
+        kp_tl_release(t, (int32_t)tr);
     kp_str_append_n(tl, head->data, head->len);
     kp_str_printf(tl, ",\"events\":%llu", (unsigned long long)t->total);
     if (t->decimated)
