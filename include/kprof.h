@@ -592,7 +592,7 @@ KPROF_API kprof_status kprof_result_print(kprof_result *result, kprof_view view,
     X(PERFETTO, "perfetto", "a native Perfetto trace (.pftrace)")                                  \
     X(HATCHET, "hatchet", "the call tree in Hatchet's literal format")                             \
     X(JSON, "json", "the call tree as JSON (what kprof report --tree --json prints)")              \
-    X(CSV, "csv", "the call tree as CSV (what kprof report --tree --csv prints)")                 \
+    X(CSV, "csv", "the call tree as CSV (what kprof report --tree --csv prints)")                  \
     X(HTML, "html", "one offline HTML page: verdicts, tables, call tree, histograms, timeline")
 
 typedef enum kprof_format {

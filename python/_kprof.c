@@ -1303,11 +1303,10 @@ PyMODINIT_FUNC PyInit__kprof(void)
         Py_BuildValue("{s:I,s:I,s:I,s:I}", "scopes", (unsigned)KPROF_COLLECT_SCOPES, "cuda",
                       (unsigned)KPROF_COLLECT_CUDA, "opencl", (unsigned)KPROF_COLLECT_OPENCL,
                       "nvtx", (unsigned)KPROF_COLLECT_NVTX);
-    PyObject *formats =
-        Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "kprof", KPROF_FORMAT_TRACE, "chrome",
-                      KPROF_FORMAT_CHROME, "perfetto", KPROF_FORMAT_PERFETTO, "hatchet",
-                      KPROF_FORMAT_HATCHET, "json", KPROF_FORMAT_JSON, "csv", KPROF_FORMAT_CSV,
-                      "html", KPROF_FORMAT_HTML);
+    PyObject *formats = Py_BuildValue(
+        "{s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "kprof", KPROF_FORMAT_TRACE, "chrome", KPROF_FORMAT_CHROME,
+        "perfetto", KPROF_FORMAT_PERFETTO, "hatchet", KPROF_FORMAT_HATCHET, "json",
+        KPROF_FORMAT_JSON, "csv", KPROF_FORMAT_CSV, "html", KPROF_FORMAT_HTML);
     PyObject *views =
         Py_BuildValue("{s:i,s:i,s:i,s:i}", "tree", KPROF_VIEW_TREE, "by-name", KPROF_VIEW_BY_NAME,
                       "by-path", KPROF_VIEW_BY_PATH, "distributions", KPROF_VIEW_DISTRIBUTIONS);

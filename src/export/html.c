@@ -722,21 +722,21 @@ static void kp_tl_tracks(kp_tl *t, kp_json *j)
 static void kp_tl_write_slices(kp_tl *t, kp_str *o)
 {
     if (t->ncorrs) qsort(t->corrs, t->ncorrs, sizeof *t->corrs, kp_tl_corr_cmp);
-    for (size_t i = 0; i < t->ncorrs;) {
-        size_t k = i;
-        while (k < t->ncorrs && t->corrs[k].process == t->corrs[i].process &&
-               t->corrs[k].corr == t->corrs[i].corr)
-            k++;
-        /* [i, k): the call (device 0) first, then its device work in start order */
-        if (!t->corrs[i].device) {
-            int32_t call = t->corrs[i].slice;
-            for (size_t d = i + 1; d < k; d++) {
-                if (!t->corrs[d].device) continue;
-                if (t->slices[call].flow < 0) t->slices[call].flow = t->corrs[d].slice;
-                t->slices[t->corrs[d].slice].flow = call;
+    const kp_tl_corr *p = t->corrs, *end = t->corrs + t->ncorrs;
+    while (p < end) {
+        const kp_tl_corr *g = p;
+        while (g < end && g->process == p->process && g->corr == p->corr)
+            g++;
+        /* [p, g): the call (device 0) first, then its device work in start order */
+        if (!p->device) {
+            int32_t call = p->slice;
+            for (const kp_tl_corr *d = p + 1; d < g; d++) {
+                if (!d->device) continue;
+                if (t->slices[call].flow < 0) t->slices[call].flow = d->slice;
+                t->slices[d->slice].flow = call;
             }
         }
-        i = k;
+        p = g;
     }
     static const char *const cols[] = {"track", "kind", "name", "start",  "dur",
                                        "depth", "flow", "geom", "latency"};

@@ -654,12 +654,10 @@ kprof_status kprof_result_write(kprof_result *r, kprof_format format, const char
     }
     kp_error err = {0};
     kprof_status st;
-    static const kp_export_format exports[] = {[KPROF_FORMAT_CHROME] = KP_EXPORT_CHROME,
-                                               [KPROF_FORMAT_PERFETTO] = KP_EXPORT_PERFETTO,
-                                               [KPROF_FORMAT_HATCHET] = KP_EXPORT_HATCHET,
-                                               [KPROF_FORMAT_JSON] = KP_EXPORT_JSON,
-                                               [KPROF_FORMAT_CSV] = KP_EXPORT_CSV,
-                                               [KPROF_FORMAT_HTML] = KP_EXPORT_HTML};
+    static const kp_export_format exports[] = {
+        [KPROF_FORMAT_CHROME] = KP_EXPORT_CHROME,   [KPROF_FORMAT_PERFETTO] = KP_EXPORT_PERFETTO,
+        [KPROF_FORMAT_HATCHET] = KP_EXPORT_HATCHET, [KPROF_FORMAT_JSON] = KP_EXPORT_JSON,
+        [KPROF_FORMAT_CSV] = KP_EXPORT_CSV,         [KPROF_FORMAT_HTML] = KP_EXPORT_HTML};
     if (format == KPROF_FORMAT_TRACE)
         st = kp_result_copy_trace(r, path, flags, &err);
     else

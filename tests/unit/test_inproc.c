@@ -546,9 +546,8 @@ static void test_write(void)
     outer();
     kprof_result *r = stop();
     if (!r) return;
-    static const char *const names[] = {"t.kprof",        "t.json",      "t.pftrace",
-                                        "t.hatchet.json", "t.tree.json", "t.csv",
-                                        "t.html"};
+    static const char *const names[] = {"t.kprof",     "t.json", "t.pftrace", "t.hatchet.json",
+                                        "t.tree.json", "t.csv",  "t.html"};
     _Static_assert(sizeof names / sizeof *names == KPROF_FORMAT_COUNT_, "a name per format");
     for (int f = 0; f < KPROF_FORMAT_COUNT_; f++) {
         char path[512];
