@@ -5,7 +5,7 @@ draws (a screenshot of each kind is taken and must hold a picture, not a blank p
 number it shows, read back from the DOM, is the number `--json` prints for the same input,
 formatted for people from that same value. Then what a user does: sort a table, fold the call
 tree, zoom and pan the timeline with the wheel, drag and keys, hover a call to see its flow,
-click a slice for its arguments. Screenshots go to $KPROF_SCREENSHOT_DIR (default: a folder in the
+click a slice for its arguments; and the trace page in print. Screenshots go to $KPROF_SCREENSHOT_DIR (default: a folder in the
 test's scratch space, removed after). Traces come from gen_trace.py; nothing depends on speed."""
 
 import json
@@ -143,6 +143,17 @@ class Rendered(Browser):
             text = c.eval("document.body.innerText")
             for word in (rep["verdict"]["kind"], "steady", "tuned", "cudaLaunchKernel", "iter"):
                 self.assertIn(word, text)
+            # In print: the page and its timeline still draw, with no error.
+            c.send("Emulation.setEmulatedMedia", {"media": "print"})
+            c.eval("window.dispatchEvent(new Event('beforeprint'))")
+            png = os.path.join(self.shots, "trace-print.png")
+            c.screenshot(png, full_page=True)
+            ok, why = png_ok(png, self.width)
+            self.assertTrue(ok, "trace-print.png: " + why)
+            self.assertTrue(c.eval("(function () { var r = document.querySelector('.tl-canvas')"
+                                   ".getBoundingClientRect(); return r.width > 300 &&"
+                                   " r.height > 40; })()"))
+            self.assertEqual(c.eval("document.documentElement.dataset.error || ''"), "")
 
     def test_what_a_user_does(self):
         trace = self.gen("a.kprof", "two-kernels", "--kernels", "40")
