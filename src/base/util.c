@@ -440,3 +440,20 @@ void kp_command_line(char *out, size_t n)
     for (ssize_t i = 0; i < len - 1; i++)
         if (out[i] == '\0') out[i] = ' ';
 }
+
+void kp_str_append_markup(kp_str *out, const char *text)
+{
+    const char *run = text;
+    for (const char *p = text; *p; p++) {
+        const char *ent = *p == '<'   ? "&lt;"
+                          : *p == '>' ? "&gt;"
+                          : *p == '&' ? "&amp;"
+                          : *p == '"' ? "&quot;"
+                                      : NULL;
+        if (!ent) continue;
+        kp_str_append_n(out, run, (size_t)(p - run));
+        kp_str_append(out, ent);
+        run = p + 1;
+    }
+    kp_str_append(out, run);
+}

@@ -85,6 +85,10 @@ void kp_str_append_escaped(kp_str *out, const char *text, size_t n);
  * formats with no escape of their own (CSV); everything else unchanged. */
 void kp_str_append_utf8(kp_str *out, const char *text, size_t n);
 
+/* Append text as XML/HTML character data or an attribute's value: <, >, & and " as entities,
+ * every other byte as it is (the SVG plots' and the HTML page's text). */
+void kp_str_append_markup(kp_str *out, const char *text);
+
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t kp_now_ns(void);
 

@@ -77,24 +77,7 @@ static void kp_html_put_text(kp_str *o, const char *text)
     kp_str u = {0};
     kp_str_append_utf8(&u, text ? text : "", text ? strlen(text) : 0);
     if (u.failed) o->failed = 1;
-    for (const char *p = u.data ? u.data : ""; *p; p++) {
-        switch (*p) {
-        case '<':
-            kp_str_append(o, "&lt;");
-            break;
-        case '>':
-            kp_str_append(o, "&gt;");
-            break;
-        case '&':
-            kp_str_append(o, "&amp;");
-            break;
-        case '"':
-            kp_str_append(o, "&quot;");
-            break;
-        default:
-            kp_str_append_n(o, p, 1);
-        }
-    }
+    kp_str_append_markup(o, u.data ? u.data : "");
     kp_str_free(&u);
 }
 
@@ -196,6 +179,7 @@ typedef struct kp_tl_slice {
     uint32_t name;
     int32_t track, flow, geom;
     uint8_t kind, depth;
+    uint8_t host; /* on a host thread: nested by depth */
 } kp_tl_slice;
 
 /* A pairing row: a call that launched work or a device op, by (process, correlation). */
@@ -229,16 +213,22 @@ typedef struct kp_tl_bins {
     size_t n, cap;
 } kp_tl_bins;
 
-/* A host thread's slices of one start, held (decimated timelines: kp_tl_release). */
+/* A host thread's slice held until a later start (decimated timelines: kp_tl_release). */
 typedef struct kp_tl_held {
     int64_t start, end;
     uint32_t name;
 } kp_tl_held;
 
-typedef struct kp_tl_hold {
-    kp_tl_held *h;
-    size_t n, cap;
-} kp_tl_hold;
+/* A track's nesting: the ends of the slices still open on it (the depth is how many), and on a
+ * decimated timeline its slices of one start, held. Of slices that start together the longer
+ * holds the shorter, so they are placed longest first (a range is stored after what it holds,
+ * and comes after it in start order). */
+typedef struct kp_tl_lane {
+    int64_t *ends;
+    uint32_t n, cap;
+    kp_tl_held *held;
+    size_t nheld, heldcap;
+} kp_tl_lane;
 
 /* Distinct geometries: their JSON texts, found through a hash of the text. */
 typedef struct kp_tl_geoms {
@@ -247,14 +237,6 @@ typedef struct kp_tl_geoms {
     int32_t *slots; /* open addressing, -1 empty; nslots a power of two */
     size_t nslots;
 } kp_tl_geoms;
-
-static uint64_t kp_fnv(const char *s, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h;
-}
 
 /* The index of geometry text g (taken: freed here when it is known already); -1 out of memory. */
 static int32_t kp_tl_geom_index(kp_tl_geoms *gs, kp_str *g)
@@ -267,7 +249,7 @@ static int32_t kp_tl_geom_index(kp_tl_geoms *gs, kp_str *g)
         for (size_t i = 0; i < ns; i++)
             slots[i] = -1;
         for (size_t i = 0; i < gs->n; i++) {
-            size_t at = kp_fnv(gs->text[i].data, gs->text[i].len) & (ns - 1);
+            size_t at = kp_hash64(KP_HASH_SEED, gs->text[i].data, gs->text[i].len) & (ns - 1);
             while (slots[at] >= 0)
                 at = (at + 1) & (ns - 1);
             slots[at] = (int32_t)i;
@@ -276,7 +258,7 @@ static int32_t kp_tl_geom_index(kp_tl_geoms *gs, kp_str *g)
         gs->slots = slots;
         gs->nslots = ns;
     }
-    size_t at = kp_fnv(g->data, g->len) & (gs->nslots - 1);
+    size_t at = kp_hash64(KP_HASH_SEED, g->data, g->len) & (gs->nslots - 1);
     for (; gs->slots[at] >= 0; at = (at + 1) & (gs->nslots - 1)) {
         const kp_str *t = &gs->text[gs->slots[at]];
         if (t->len == g->len && memcmp(t->data, g->data, g->len) == 0) {
@@ -385,20 +367,12 @@ typedef struct kp_tl {
     kp_str metrics; /* "index":{...} members, comma-separated */
     /* decimated: KP_HTML_MAX_DEPTH + 1 per track */
     kp_tl_bins *bins;
-    kp_tl_hold *held; /* per track */
-    uint64_t total;   /* slices seen */
-    /* per-track stacks of open ends, for the depth */
-    int64_t **stack;
-    uint32_t *depth_n, *depth_cap;
+    kp_tl_lane *lanes; /* per track */
+    uint64_t total;    /* slices seen */
     /* kernels' (name, duration) for the histograms */
     uint32_t *kname;
     int64_t *kdur;
     size_t nk, kcap;
-    /* the events that start at one ns, held until a later start: added longest first, so a
-     * range that starts with its first call holds it (ranges are stored when they end: after
-     * what they hold) */
-    kp_trace_event *pend;
-    size_t npend, pendcap;
     int nomem;
 } kp_tl;
 
@@ -417,8 +391,9 @@ static int32_t kp_tl_track_of(const kp_tl *t, const kp_event *e)
 /* The depth of a slice starting at start on track tr (and push its end). */
 static int kp_tl_depth(kp_tl *t, int32_t tr, int64_t start, int64_t end)
 {
-    uint32_t n = t->depth_n[tr];
-    int64_t *st = t->stack[tr];
+    kp_tl_lane *l = &t->lanes[tr];
+    uint32_t n = l->n;
+    int64_t *st = l->ends;
     while (n > 0 && st[n - 1] <= start)
         n--;
     /* Slices that overlap without nesting can leave an ended one under an open one: drop those
@@ -429,19 +404,19 @@ static int kp_tl_depth(kp_tl *t, int32_t tr, int64_t start, int64_t end)
             if (st[i] > start) st[w++] = st[i];
         n = w;
     }
-    if (n == t->depth_cap[tr]) {
+    if (n == l->cap) {
         uint32_t cap = n ? 2 * n : 8;
-        int64_t *s = realloc(t->stack[tr], cap * sizeof *s);
-        if (!s) {
+        int64_t *e = realloc(l->ends, cap * sizeof *e);
+        if (!e) {
             t->nomem = 1;
-            t->depth_n[tr] = n;
+            l->n = n;
             return (int)(n > 255 ? 255 : n);
         }
-        t->stack[tr] = s;
-        t->depth_cap[tr] = cap;
+        l->ends = e;
+        l->cap = cap;
     }
-    t->stack[tr][n] = end > start ? end : start < INT64_MAX ? start + 1 : start;
-    t->depth_n[tr] = n + 1;
+    l->ends[n] = end > start ? end : start < INT64_MAX ? start + 1 : start;
+    l->n = n + 1;
     return (int)(n > 255 ? 255 : n);
 }
 
@@ -519,25 +494,24 @@ static int kp_tl_kernel(kp_tl *t, uint32_t name, int64_t dur)
     return 0;
 }
 
-/* A decimated track's held slices (all of one start) into its bins, longest first (of slices
- * that start together the longer holds the shorter; a range is stored after what it holds);
- * slices ending together stay in the order they came. */
+/* A decimated track's held slices (all of one start) into its bins, longest first (see
+ * kp_tl_lane); slices ending together stay in the order they came. */
 static void kp_tl_release(kp_tl *t, int32_t tr)
 {
-    kp_tl_hold *hd = &t->held[tr];
-    for (size_t i = 1; i < hd->n; i++) {
-        kp_tl_held x = hd->h[i];
+    kp_tl_lane *l = &t->lanes[tr];
+    for (size_t i = 1; i < l->nheld; i++) {
+        kp_tl_held x = l->held[i];
         size_t k = i;
-        for (; k > 0 && hd->h[k - 1].end < x.end; k--)
-            hd->h[k] = hd->h[k - 1];
-        hd->h[k] = x;
+        for (; k > 0 && l->held[k - 1].end < x.end; k--)
+            l->held[k] = l->held[k - 1];
+        l->held[k] = x;
     }
-    for (size_t i = 0; i < hd->n; i++) {
-        const kp_tl_held *x = &hd->h[i];
+    for (size_t i = 0; i < l->nheld; i++) {
+        const kp_tl_held *x = &l->held[i];
         t->total++;
         kp_tl_bin_add(t, tr, kp_tl_depth(t, tr, x->start, x->end), x->name, x->start, x->end);
     }
-    hd->n = 0;
+    l->nheld = 0;
 }
 
 /* One event onto a decimated timeline: device work into its bins, a host thread's slices held
@@ -556,22 +530,23 @@ static void kp_tl_add_decimated(kp_tl *t, const kp_trace_event *ev)
         kp_tl_bin_add(t, tr, 0, e->name, start, end);
         return;
     }
-    kp_tl_hold *hd = &t->held[tr];
-    if (hd->n && hd->h[0].start != start) kp_tl_release(t, tr);
-    if (hd->n == hd->cap) {
-        size_t cap = hd->cap ? 2 * hd->cap : 4;
-        kp_tl_held *h = realloc(hd->h, cap * sizeof *h);
+    kp_tl_lane *l = &t->lanes[tr];
+    if (l->nheld && l->held[0].start != start) kp_tl_release(t, tr);
+    if (l->nheld == l->heldcap) {
+        size_t cap = l->heldcap ? 2 * l->heldcap : 4;
+        kp_tl_held *h = realloc(l->held, cap * sizeof *h);
         if (!h) {
             t->nomem = 1;
             return;
         }
-        hd->h = h;
-        hd->cap = cap;
+        l->held = h;
+        l->heldcap = cap;
     }
-    hd->h[hd->n++] = (kp_tl_held){.start = start, .end = end, .name = e->name};
+    l->held[l->nheld++] = (kp_tl_held){.start = start, .end = end, .name = e->name};
 }
 
-/* One event onto the timeline (not decimated). */
+/* One event onto the timeline (not decimated); the host slices' depths come after the pass
+ * (kp_tl_depths), when every slice of a start is known. */
 static void kp_tl_add(kp_tl *t, const kp_trace_event *ev)
 {
     const kp_event *e = &ev->e;
@@ -582,7 +557,6 @@ static void kp_tl_add(kp_tl *t, const kp_trace_event *ev)
     int64_t start = kp_ns_diff(e->start_ns, t->t0), end = kp_ns_diff(e->end_ns, t->t0);
     int64_t dur = end > start ? end - start : 0;
     int device = (kp_event_kind_flags(e->kind) & KP_EVENT_F_DEVICE) != 0;
-    int depth = device ? 0 : kp_tl_depth(t, tr, start, end);
     t->total++;
     if (e->kind == KP_EVENT_KERNEL && kp_tl_kernel(t, e->name, dur) != 0) return;
     if (t->nslices == t->cap) {
@@ -605,7 +579,7 @@ static void kp_tl_add(kp_tl *t, const kp_trace_event *ev)
                        .flow = -1,
                        .geom = -1,
                        .kind = (uint8_t)kind,
-                       .depth = (uint8_t)depth};
+                       .host = !device};
     if (device && (ev->has & KP_TRACE_HAS_LAUNCH))
         s->latency = kp_ns_diff(e->start_ns, ev->launch_start_ns);
     if (e->kind == KP_EVENT_KERNEL && (e->known & KP_EVENT_HAS_GEOMETRY)) {
@@ -886,19 +860,14 @@ static void kp_tl_free(kp_tl *t)
         for (size_t i = 0; i < t->ntracks * (KP_HTML_MAX_DEPTH + 1); i++)
             free(t->bins[i].b);
     free(t->bins);
-    if (t->held)
-        for (size_t i = 0; i < t->ntracks; i++)
-            free(t->held[i].h);
-    free(t->held);
-    if (t->stack)
-        for (size_t i = 0; i < t->ntracks; i++)
-            free(t->stack[i]);
-    free(t->stack);
-    free(t->depth_n);
-    free(t->depth_cap);
+    if (t->lanes)
+        for (size_t i = 0; i < t->ntracks; i++) {
+            free(t->lanes[i].ends);
+            free(t->lanes[i].held);
+        }
+    free(t->lanes);
     free(t->kname);
     free(t->kdur);
-    free(t->pend);
 }
 
 /* The timeline's tracks and bins made ready for the pass (kp_tl_add), its head written to *head
@@ -957,15 +926,9 @@ static kprof_status kp_tl_begin(kp_tl *t, kp_event_source *src, kp_str *head, kp
     if (head->len) head->data[--head->len] = '\0'; /* reopen the object: the rest follows */
     t->bin_ns = t->span / KP_HTML_BINS + (t->span % KP_HTML_BINS != 0);
     if (t->bin_ns < 1) t->bin_ns = 1;
-    t->stack = calloc(t->ntracks + 1, sizeof *t->stack);
-    t->depth_n = calloc(t->ntracks + 1, sizeof *t->depth_n);
-    t->depth_cap = calloc(t->ntracks + 1, sizeof *t->depth_cap);
-    if (t->decimated) {
-        t->bins = calloc((t->ntracks + 1) * (KP_HTML_MAX_DEPTH + 1), sizeof *t->bins);
-        t->held = calloc(t->ntracks + 1, sizeof *t->held);
-    }
-    if (!t->stack || !t->depth_n || !t->depth_cap || (t->decimated && (!t->bins || !t->held)) ||
-        t->nomem || head->failed || j.failed)
+    t->lanes = calloc(t->ntracks + 1, sizeof *t->lanes);
+    if (t->decimated) t->bins = calloc((t->ntracks + 1) * (KP_HTML_MAX_DEPTH + 1), sizeof *t->bins);
+    if (!t->lanes || (t->decimated && !t->bins) || t->nomem || head->failed || j.failed)
         return kp_error_nomem(err);
     return KPROF_OK;
 }
@@ -973,57 +936,70 @@ static kprof_status kp_tl_begin(kp_tl *t, kp_event_source *src, kp_str *head, kp
 /* The fields the timeline reads besides the aggregate's. */
 static unsigned kp_tl_fields(const kp_tl *t)
 {
-    return KP_EVENT_FIELD_ROW | KP_EVENT_FIELD_PID | KP_EVENT_FIELD_STREAM |
+    return KP_EVENT_FIELD_PID | KP_EVENT_FIELD_STREAM |
            (t->decimated ? 0u
                          : KP_EVENT_FIELD_CALL | KP_EVENT_FIELD_KERNEL | KP_EVENT_FIELD_PAYLOAD |
                                KP_EVENT_FIELD_LAUNCH | KP_EVENT_FIELD_METRICS);
-}
-
-/* Longest first, then in storage order. */
-static int kp_tl_pend_cmp(const void *x, const void *y)
-{
-    const kp_trace_event *p = x, *q = y;
-    if (p->e.end_ns != q->e.end_ns) return p->e.end_ns > q->e.end_ns ? -1 : 1;
-    return p->id < q->id ? -1 : p->id > q->id;
-}
-
-static void kp_tl_flush(kp_tl *t)
-{
-    if (t->npend > 1) qsort(t->pend, t->npend, sizeof *t->pend, kp_tl_pend_cmp);
-    for (size_t i = 0; i < t->npend && !t->nomem; i++)
-        kp_tl_add(t, &t->pend[i]);
-    t->npend = 0;
 }
 
 static void kp_tl_each(void *ctx, const kp_trace_event *ev)
 {
     kp_tl *t = ctx;
     if (t->nomem) return;
-    if (t->decimated) {
+    if (t->decimated)
         kp_tl_add_decimated(t, ev);
+    else
+        kp_tl_add(t, ev);
+}
+
+/* A host slice in nesting order: by track and start, the longest first (see kp_tl_lane), then
+ * as stored. */
+typedef struct kp_tl_nest {
+    int64_t start, end;
+    int32_t track, slice;
+} kp_tl_nest;
+
+static int kp_tl_nest_cmp(const void *x, const void *y)
+{
+    const kp_tl_nest *p = x, *q = y;
+    if (p->track != q->track) return p->track < q->track ? -1 : 1;
+    if (p->start != q->start) return p->start < q->start ? -1 : 1;
+    if (p->end != q->end) return p->end > q->end ? -1 : 1;
+    return p->slice - q->slice;
+}
+
+/* The raw slices' depths on their host threads. */
+static void kp_tl_depths(kp_tl *t)
+{
+    kp_tl_nest *v = malloc((t->nslices + 1) * sizeof *v);
+    if (!v) {
+        t->nomem = 1;
         return;
     }
-    if (t->npend && ev->e.start_ns != t->pend[0].e.start_ns) kp_tl_flush(t);
-    if (t->npend == t->pendcap) {
-        size_t cap = t->pendcap ? 2 * t->pendcap : 16;
-        kp_trace_event *p = realloc(t->pend, cap * sizeof *p);
-        if (!p) {
-            t->nomem = 1;
-            return;
-        }
-        t->pend = p;
-        t->pendcap = cap;
+    size_t n = 0;
+    for (size_t i = 0; i < t->nslices; i++) {
+        const kp_tl_slice *s = &t->slices[i];
+        if (s->host)
+            v[n++] = (kp_tl_nest){.start = s->start,
+                                  .end = kp_i64_add_sat(s->start, s->dur),
+                                  .track = s->track,
+                                  .slice = (int32_t)i};
     }
-    t->pend[t->npend++] = *ev;
+    if (n) qsort(v, n, sizeof *v, kp_tl_nest_cmp);
+    for (size_t i = 0; i < n && !t->nomem; i++)
+        t->slices[v[i].slice].depth = (uint8_t)kp_tl_depth(t, v[i].track, v[i].start, v[i].end);
+    free(v);
 }
 
 /* After the pass: the rest of the timeline into tl (after its head), the histograms into hist. */
 static kprof_status kp_tl_finish(kp_tl *t, const kp_str *head, kp_str *tl, kp_str *hist,
                                  kp_error *err)
 {
-    kp_tl_flush(t);
-    for (size_t tr = 0; t->held && tr < t->ntracks && !t->nomem; tr++)
-        kp_tl_release(t, (int32_t)tr);
+    if (t->decimated)
+        for (size_t tr = 0; tr < t->ntracks && !t->nomem; tr++)
+            kp_tl_release(t, (int32_t)tr);
+    else
+        kp_tl_depths(t);
     kp_str_append_n(tl, head->data, head->len);
     kp_str_printf(tl, ",\"events\":%llu", (unsigned long long)t->total);
     if (t->decimated)

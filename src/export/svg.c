@@ -17,28 +17,6 @@
 #define KP_T 56.0 /* top margin */
 #define KP_B 70.0 /* bottom margin */
 
-static void kp_svg_escape(kp_str *s, const char *text)
-{
-    for (const char *p = text; *p; p++) {
-        switch (*p) {
-        case '<':
-            kp_str_append(s, "&lt;");
-            break;
-        case '>':
-            kp_str_append(s, "&gt;");
-            break;
-        case '&':
-            kp_str_append(s, "&amp;");
-            break;
-        case '"':
-            kp_str_append(s, "&quot;");
-            break;
-        default:
-            kp_str_append_n(s, p, 1);
-        }
-    }
-}
-
 /* A round axis maximum at or above v, and its tick step (5 ticks). */
 static double kp_nice_max(double v, double *step)
 {
@@ -83,7 +61,7 @@ char *kp_svg_plot(const char *title, const kp_svg_labels *labels, const kp_plot_
                   "<rect width=\"100%%\" height=\"100%%\" fill=\"#ffffff\"/>\n",
                   KP_W, KP_H, KP_W, KP_H);
     kp_str_printf(&s, "<text x=\"%.1f\" y=\"24\" font-size=\"15\" font-weight=\"bold\">", KP_L);
-    kp_svg_escape(&s, title);
+    kp_str_append_markup(&s, title);
     kp_str_append(&s, "</text>\n");
     /* Grid lines and the left axis. */
     for (int t = 0; t <= 5; t++) {
@@ -102,7 +80,7 @@ char *kp_svg_plot(const char *title, const kp_svg_labels *labels, const kp_plot_
                   "<text transform=\"translate(18,%.1f) rotate(-90)\" text-anchor=\"middle\" "
                   "fill=\"#1c5fa8\">",
                   KP_L, KP_T, pw, ph, KP_T + ph / 2);
-    kp_svg_escape(&s, labels->y);
+    kp_str_append_markup(&s, labels->y);
     kp_str_append(&s, "</text>\n");
     if (occ)
         kp_str_printf(&s,
@@ -111,7 +89,7 @@ char *kp_svg_plot(const char *title, const kp_svg_labels *labels, const kp_plot_
                       KP_W - 16, KP_T + ph / 2);
     kp_str_printf(&s, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", KP_L + pw / 2,
                   KP_H - 18);
-    kp_svg_escape(&s, labels->x);
+    kp_str_append_markup(&s, labels->x);
     kp_str_append(&s, "</text>\n");
     double dx = n > 1 ? pw / (n - 1) : 0;
     double x0 = n > 1 ? KP_L : KP_L + pw / 2;
@@ -120,7 +98,7 @@ char *kp_svg_plot(const char *title, const kp_svg_labels *labels, const kp_plot_
     for (int i = 0; i < n; i++) {
         kp_str_printf(&s, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", KP_X(i),
                       KP_T + ph + 18);
-        kp_svg_escape(&s, pts[i].label);
+        kp_str_append_markup(&s, pts[i].label);
         kp_str_append(&s, "</text>\n");
     }
     /* Min (thin), median (thick), occupancy (dashed). */
@@ -165,12 +143,12 @@ char *kp_svg_plot(const char *title, const kp_svg_labels *labels, const kp_plot_
                   "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#1c5fa8\" "
                   "stroke-width=\"3\"/><text x=\"%.1f\" y=\"%.1f\">",
                   lx, ly, lx + 24, ly, lx + 30, ly + 4);
-    kp_svg_escape(&s, labels->line);
+    kp_str_append_markup(&s, labels->line);
     kp_str_printf(&s,
                   "</text>\n<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
                   "stroke=\"#8fb8e3\" stroke-width=\"1.5\"/><text x=\"%.1f\" y=\"%.1f\">",
                   lx + 90, ly, lx + 114, ly, lx + 120, ly + 4);
-    kp_svg_escape(&s, labels->thin);
+    kp_str_append_markup(&s, labels->thin);
     kp_str_append(&s, "</text>\n");
     if (occ)
         kp_str_printf(&s,

@@ -218,9 +218,10 @@ def main():
     sys.exit(0)
 
 
-def read_png(path):
+def read_png(path, max_rows=None):
     """Decode an 8-bit RGB/RGBA PNG (what Chromium's screenshots are) into (width, height,
-    channels, rows), rows being lists of bytes — enough to tell whether a picture is blank."""
+    channels, rows), rows being lists of bytes — enough to tell whether a picture is blank;
+    with max_rows, only the first rows (a tall page's top) are decoded."""
     import zlib
     data = open(path, "rb").read()
     if data[:8] != b"\x89PNG\r\n\x1a\n":
@@ -241,7 +242,7 @@ def read_png(path):
     raw = zlib.decompress(idat)
     stride = w * ch
     rows, prev = [], bytearray(stride)
-    for y in range(h):
+    for y in range(h if max_rows is None else min(h, max_rows)):
         f = raw[y * (stride + 1)]
         line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
         for i in range(stride):
